@@ -1,0 +1,37 @@
+"""Who is asking. ``dev`` mode trusts ``?user=`` on /ws and ``X-Gateway-User`` on HTTP."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import MutableMapping
+from typing import Any
+
+from gateway import protocol as p
+from gateway.config import Settings
+
+DEFAULT_USER = "demo"
+_USER_ID = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+
+
+def identify(settings: Settings, scope: MutableMapping[str, Any]) -> str:
+    """The user id of a connection or request, or UNAUTHORIZED."""
+    if scope["type"] == "websocket":
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        claimed = query.get("user", [None])[0]
+    else:
+        claimed = next(
+            (
+                bytes(value).decode("latin-1")
+                for key, value in scope.get("headers", ())
+                if key.lower() == b"x-gateway-user"
+            ),
+            None,
+        )
+    user = claimed or DEFAULT_USER
+    if not _USER_ID.fullmatch(user):
+        raise p.GatewayError(
+            p.ErrorCode.UNAUTHORIZED,
+            "User ids are 1-64 letters, digits or . _ @ -; check ?user= or X-Gateway-User.",
+        )
+    return user

@@ -1,0 +1,96 @@
+"""One frozen settings object, read from environment variables and CLI flags.
+
+Every setting has an environment variable ``GATEWAY_<NAME>`` and a flag ``--<name>``;
+a flag wins over the variable, the variable over the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "0.0.0.0"
+    port: int = 8080
+    db: str = "gateway.db"
+    model: str = "scripted"
+    scripted_pace_ms: float = 30.0
+    auth: str = "dev"
+    durability: str = "normal"
+    history_window: int = 200
+    client_tool_timeout: float = 120.0
+    max_frame_bytes: int = 1 << 20
+    log_level: str = "info"
+
+
+# What each setting means, shown by --help and kept next to the defaults.
+_HELP: dict[str, str] = {
+    "host": "address to listen on",
+    "port": "port to listen on",
+    "db": "SQLite file for sessions (':memory:' keeps nothing)",
+    "model": "'scripted' (offline), a Gemini name such as 'gemini-2.5-flash', "
+    "or 'openai/<model>' for an OpenAI-compatible endpoint",
+    "scripted_pace_ms": "delay between the scripted model's streamed chunks",
+    "auth": "'dev': the user comes from ?user= or X-Gateway-User",
+    "durability": "'normal' survives a process crash, 'full' also a power loss",
+    "history_window": "recent events a run loads from its thread",
+    "client_tool_timeout": "seconds a browser has to answer a client-tool call",
+    "max_frame_bytes": "largest upstream WebSocket frame or request body",
+    "log_level": "debug, info, warning or error",
+}
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "auth": ("dev",),
+    "durability": ("normal", "full"),
+    "log_level": ("debug", "info", "warning", "error"),
+}
+
+
+def env_name(field: str) -> str:
+    return "GATEWAY_" + field.upper()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds one ``--flag`` per setting; defaults stay None so the environment can fill in."""
+    for field in dataclasses.fields(Settings):
+        flag = "--" + field.name.replace("_", "-")
+        help_text = f"{_HELP[field.name]} (env {env_name(field.name)}, default {field.default})"
+        parser.add_argument(flag, dest=field.name, default=None, help=help_text)
+
+
+def load(
+    args: argparse.Namespace | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Builds Settings from flags, then environment variables, then defaults."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(Settings):
+        raw = getattr(args, field.name, None) if args is not None else None
+        if raw is None:
+            raw = environ.get(env_name(field.name))
+        if raw is None:
+            continue
+        values[field.name] = _convert(field.name, type(field.default), str(raw))
+    return Settings(**values)
+
+
+def _convert(name: str, kind: type, raw: str) -> Any:
+    try:
+        value: Any = kind(raw)
+    except ValueError:
+        raise SystemExit(f"{env_name(name)}={raw!r} is not a valid {kind.__name__}") from None
+    choices = _CHOICES.get(name)
+    if choices and value not in choices:
+        raise SystemExit(f"{env_name(name)} must be one of {', '.join(choices)}, not {raw!r}")
+    return value
+
+
+def parse(argv: Sequence[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(prog="agent-gateway")
+    add_arguments(parser)
+    return load(parser.parse_args(argv))

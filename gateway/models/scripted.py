@@ -1,0 +1,321 @@
+"""The offline scripted model: a real ADK ``BaseLlm`` that needs no network and no key.
+
+It reads the conversation it is given the way a real model would: the user's last words
+pick an intent, and the function responses that followed pick the next step. Its final
+answer is worded from the actual tool result, so "이동했습니다" appears only when the
+browser reported ``navigated``. Replies stream in word-sized chunks, ``pace_ms`` apart.
+
+The decision is a pure function (``respond``) over a ``Turn``; the model class is the
+thin shell that turns a ``Reply`` into ``LlmResponse`` chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any
+
+from google.adk.models import LlmCapabilities
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+
+FIND_SCREEN = "find_screen"
+NAVIGATE = "navigateToScreen"
+APPROVE = "approveWorkRequest"
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One call the model made earlier in this turn and the response it got back."""
+
+    name: str
+    args: Mapping[str, Any]
+    response: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Turn:
+    """What the model sees: the user's words and the results of its calls since then."""
+
+    utterance: str
+    last_steps: Sequence[Step]
+    tools: frozenset[str]
+
+    @property
+    def korean(self) -> bool:
+        return re.search(r"[\uac00-\ud7a3]", self.utterance) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Say:
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    calls: Sequence[tuple[str, dict[str, Any]]]
+
+
+Reply = Say | Call
+
+
+def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
+    """Finds the user's last words and pairs the latest calls with their responses.
+
+    Calls and responses pair by position: the gateway orders every batch of function
+    responses like the calls they answer, since ADK strips the ids before the model.
+    """
+    utterance = ""
+    start = 0
+    for index in range(len(contents) - 1, -1, -1):
+        text = _user_text(contents[index])
+        if text is not None:
+            utterance, start = text, index
+            break
+    steps: list[Step] = []
+    rest = contents[start + 1 :]
+    if len(rest) >= 2 and rest[-1].role == "user":
+        calls = [p.function_call for p in rest[-2].parts or [] if p.function_call]
+        responses = [p.function_response for p in rest[-1].parts or [] if p.function_response]
+        for call, response in zip(calls, responses, strict=False):
+            steps.append(
+                Step(call.name or "", dict(call.args or {}), dict(response.response or {}))
+            )
+    return Turn(utterance=utterance, last_steps=steps, tools=tools)
+
+
+def _user_text(content: types.Content) -> str | None:
+    if content.role != "user" or not content.parts:
+        return None
+    texts = [p.text for p in content.parts if p.text and not p.thought]
+    return " ".join(texts) if texts else None
+
+
+# --- intents -------------------------------------------------------------------------------
+
+_SCREEN_ID = re.compile(r"\bMNU-\d+\b", re.IGNORECASE)
+_REQUEST_ID = re.compile(r"\bR-\d+\b", re.IGNORECASE)
+_NAVIGATE_KO = re.compile(r"(열어|열기|띄워|이동|보여\s*줘|가\s*줘|들어가)")
+_NAVIGATE_EN = re.compile(r"\b(open|go to|navigate|take me to|show me|bring up)\b", re.I)
+_APPROVE = re.compile(r"(승인|\bapprove\b)", re.I)
+_INTRO = re.compile(r"(자기\s*소개|about yourself|introduce yourself)", re.I)
+_GREETING = re.compile(r"(안녕|반가워|^\s*(hi|hello|hey)\b|good (morning|afternoon|evening))", re.I)
+_THANKS = re.compile(r"(고마워|감사|\bthanks?\b|thank you)", re.I)
+# Words that ask for navigation but do not name the screen.
+_FILLER = re.compile(
+    r"(화면|메뉴|페이지|으로|로\s|좀|열어\s*줘|열어\s*주세요|열어|띄워\s*줘|띄워|이동해\s*줘|이동|"
+    r"보여\s*줘|가\s*줘|들어가\s*줘|해\s*줘|주세요|please|open|go to|navigate to|navigate|"
+    r"take me to|show me|bring up|\bthe\b|screen|page|menu|[.?!,])",
+    re.I,
+)
+
+
+def respond(turn: Turn) -> Reply:
+    """Decides the next step of the turn: a call, or the words that end it."""
+    if turn.last_steps:
+        return _after(turn)
+    text = turn.utterance
+    if _APPROVE.search(text) and (request := _REQUEST_ID.search(text)):
+        if APPROVE not in turn.tools:
+            return Say(
+                _t(turn, "지금은 승인 도구를 쓸 수 없어요.", "I cannot approve requests here.")
+            )
+        return Call([(APPROVE, {"requestId": request.group(0).upper()})])
+    if _NAVIGATE_KO.search(text) or _NAVIGATE_EN.search(text) or _SCREEN_ID.search(text):
+        ids = [m.upper() for m in _SCREEN_ID.findall(text)]
+        if ids:
+            return _navigate(turn, [{"screenId": screen_id} for screen_id in ids])
+        query = " ".join(_FILLER.sub(" ", text).split())
+        if not query:
+            return Say(_t(turn, "어떤 화면을 열어 드릴까요?", "Which screen should I open?"))
+        return Call([(FIND_SCREEN, {"query": query})])
+    if _INTRO.search(text):
+        return Say(_INTRODUCTION_KO if turn.korean else _INTRODUCTION_EN)
+    if _GREETING.search(text):
+        return Say(
+            _t(
+                turn,
+                "안녕하세요! 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드릴 수 있어요. "
+                "예를 들어 '업무 요청 목록 화면 열어줘'라고 말씀해 보세요.",
+                "Hello! I can find and open screens for you or help approve work requests. "
+                "Try 'open the work request list'.",
+            )
+        )
+    if _THANKS.search(text):
+        return Say(_t(turn, "천만에요. 더 필요한 것이 있으면 말씀해 주세요.", "You're welcome!"))
+    return Say(
+        _t(
+            turn,
+            "말씀 잘 들었어요. 저는 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드릴 수 "
+            "있어요. 원하시는 화면 이름을 말씀해 주세요.",
+            "Got it. I can find and open screens or help with approvals; tell me which "
+            "screen you need.",
+        )
+    )
+
+
+def _after(turn: Turn) -> Reply:
+    first = turn.last_steps[0]
+    if first.name == FIND_SCREEN:
+        return _after_search(turn, first)
+    if first.name == NAVIGATE:
+        return Say(" ".join(_navigation_outcome(turn, step) for step in turn.last_steps))
+    if first.name == APPROVE:
+        return Say(" ".join(_approval_outcome(turn, step) for step in turn.last_steps))
+    return Say(_t(turn, "작업을 마쳤습니다.", "Done."))
+
+
+def _after_search(turn: Turn, step: Step) -> Reply:
+    query = str(step.args.get("query", ""))
+    if "error" in step.response:
+        return Say(
+            _t(
+                turn,
+                f"화면을 검색하지 못했습니다: {step.response['error']}",
+                f"I could not search the screens: {step.response['error']}",
+            )
+        )
+    screens = step.response.get("screens") or []
+    if not screens:
+        return Say(
+            _t(
+                turn,
+                f"'{query}'에 해당하는, 열 수 있는 화면을 찾지 못했습니다.",
+                f"I found no screen you can open for '{query}'.",
+            )
+        )
+    top = screens[0]
+    args = {"screenId": top["screenId"], "screenName": top.get("name", top["screenId"])}
+    if top.get("route"):
+        args["routeHint"] = top["route"]
+    return _navigate(turn, [args])
+
+
+def _navigate(turn: Turn, targets: list[dict[str, Any]]) -> Reply:
+    if NAVIGATE not in turn.tools:
+        names = ", ".join(str(t.get("screenName", t["screenId"])) for t in targets)
+        return Say(
+            _t(
+                turn,
+                f"여기서는 제가 화면을 열 수 없어요. 메뉴에서 {names} 화면을 열어 주세요.",
+                f"I cannot open screens from here. Please open {names} from the menu.",
+            )
+        )
+    return Call([(NAVIGATE, target) for target in targets])
+
+
+def _navigation_outcome(turn: Turn, step: Step) -> str:
+    name = str(step.args.get("screenName") or step.args.get("screenId", ""))
+    status = step.response.get("status")
+    detail = str(step.response.get("message") or step.response.get("reason") or "")
+    if status == "navigated":
+        return _t(turn, f"{name} 화면으로 이동했습니다.", f"I opened the {name} screen.")
+    if status == "denied":
+        return _t(
+            turn,
+            f"{name} 화면을 열 권한이 없어 이동하지 못했습니다.",
+            f"I could not open {name}: you do not have access to it.",
+        )
+    if status == "not_allowed_here":
+        return _t(
+            turn,
+            f"이 창에서는 화면을 이동할 수 없습니다. 메뉴에서 {name} 화면을 직접 열어 주세요.",
+            f"Screens cannot be opened from this window. Please open {name} from the menu.",
+        )
+    if status == "error":
+        return _t(
+            turn,
+            f"{name} 화면을 여는 중 문제가 생겨 이동하지 못했습니다. {detail}".strip(),
+            f"Something went wrong and {name} did not open. {detail}".strip(),
+        )
+    if status == "no_result":
+        return _t(
+            turn,
+            f"브라우저에서 결과를 받지 못해 {name} 화면이 열렸는지 확인하지 못했습니다.",
+            f"The browser never reported back, so I cannot tell whether {name} opened.",
+        )
+    return _t(
+        turn,
+        f"{name} 화면 이동 결과를 확인할 수 없습니다 ({status}).",
+        f"I cannot confirm that {name} opened (result: {status}).",
+    )
+
+
+def _approval_outcome(turn: Turn, step: Step) -> str:
+    request = str(step.args.get("requestId", ""))
+    if step.response.get("status") == "approved":
+        return _t(turn, f"{request} 요청을 승인했습니다.", f"I approved {request}.")
+    reason = str(step.response.get("reason") or step.response.get("error") or "")
+    suffix = f" ({reason})" if reason else ""
+    return _t(
+        turn,
+        f"{request} 승인이 거절되어 진행하지 않았습니다{suffix}.",
+        f"The approval of {request} was rejected, so nothing was approved{suffix}.",
+    )
+
+
+def _t(turn: Turn, korean: str, english: str) -> str:
+    return korean if turn.korean else english
+
+
+_INTRODUCTION_KO = (
+    "안녕하세요, 저는 이 업무 시스템의 안내 도우미입니다. 저는 여러분이 찾는 화면을 메뉴 "
+    "목록에서 검색하고, 권한이 있는 화면만 골라 바로 열어 드립니다. 화면을 열 때는 제가 "
+    "직접 여는 것이 아니라 브라우저에게 요청하고, 브라우저가 실제로 무슨 일이 있었는지 "
+    "알려 주면 그 결과 그대로 말씀드립니다. 그래서 화면이 열리지 않았는데 열렸다고 말하는 "
+    "일은 없습니다. 업무 요청을 승인하는 일처럼 되돌리기 어려운 작업은 반드시 먼저 여쭤보고, "
+    "승인하신 경우에만 진행합니다. 대화는 서버에 안전하게 저장되므로 창을 새로 고치거나 "
+    "연결이 잠시 끊겨도 이어서 대화할 수 있고, 이미 열었던 화면이 다시 열리는 일도 없습니다. "
+    "응답이 길어지면 언제든 멈춤 버튼으로 중단하실 수 있습니다. 무엇을 도와드릴까요?"
+)
+_INTRODUCTION_EN = (
+    "Hello, I am the assistant of this business application. I search the menu for the "
+    "screen you need, keep only the screens you are allowed to see, and ask your browser "
+    "to open the right one. The browser tells me what really happened, and I report exactly "
+    "that, so I never claim a screen opened when it did not. Actions that are hard to undo, "
+    "such as approving a work request, always wait for your approval first. Our conversation "
+    "is stored on the server, so a reload or a dropped connection loses nothing, and a "
+    "screen that was already opened is never opened twice. You can stop a long answer at "
+    "any time with the stop button. What can I do for you?"
+)
+
+
+class ScriptedLlm(BaseLlm):
+    """ADK model adapter over ``respond``; streams text ``pace_ms`` apart."""
+
+    model: str = "scripted"
+    pace_ms: float = 0.0
+
+    @property
+    def capabilities(self) -> LlmCapabilities:
+        return LlmCapabilities(output_schema_and_tools=False)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        turn = read_turn(llm_request.contents, frozenset(llm_request.tools_dict))
+        reply = respond(turn)
+        if isinstance(reply, Call):
+            parts = [
+                types.Part(function_call=types.FunctionCall(name=name, args=args))
+                for name, args in reply.calls
+            ]
+            yield LlmResponse(content=types.Content(role="model", parts=parts))
+            return
+        if stream:
+            for chunk in re.findall(r"\S+\s*", reply.text):
+                # Sleeping even at pace 0 yields to the loop, so a cancel lands mid-reply.
+                await asyncio.sleep(self.pace_ms / 1000)
+                yield LlmResponse(
+                    content=types.Content(role="model", parts=[types.Part(text=chunk)]),
+                    partial=True,
+                )
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=reply.text)]),
+            partial=False,
+            turn_complete=True,
+        )

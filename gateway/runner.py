@@ -1,0 +1,157 @@
+"""Building the ADK side: model, agent, app, runner and session store, and warming them.
+
+``Engine`` is what the hub talks to. It knows ADK; the hub knows runs and threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+import warnings
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from google.adk.agents import LlmAgent
+from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.run_config import RunConfig
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.events import Event as AdkEvent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.runners import Runner
+from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
+from google.genai import types
+
+from gateway.config import Settings
+from gateway.models.scripted import ScriptedLlm
+from gateway.tools import catalog as tool_catalog
+from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY, CatalogToolset
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "gateway"
+
+INSTRUCTION = """\
+You are the assistant of a business web application, shown in a chat panel beside it.
+To open a screen: call find_screen with what the user called it, pick the best result,
+then call navigateToScreen with its screenId (and screenName). The browser answers with
+what really happened. Say the screen opened ("이동했습니다") only when the status is
+"navigated"; for any other status tell the user honestly that it did not open and why.
+If navigateToScreen is not available, ask the user to open the screen from the menu.
+Answer in the user's language."""
+
+
+def build_model(settings: Settings) -> BaseLlm | str:
+    """'scripted' is offline; a Gemini name needs GOOGLE_API_KEY; 'openai/<m>' needs the extra."""
+    name = settings.model
+    if name == "scripted":
+        return ScriptedLlm(pace_ms=settings.scripted_pace_ms)
+    if name.startswith("openai/"):
+        from google.adk.integrations.openai import OpenAILlm
+
+        return OpenAILlm(model=name.removeprefix("openai/"))
+    if name.startswith("gemini"):
+        if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI")):
+            raise SystemExit(f"GATEWAY_MODEL={name} needs GOOGLE_API_KEY (or Vertex AI settings)")
+        return name
+    raise SystemExit(f"GATEWAY_MODEL={name!r}: use 'scripted', 'gemini-...' or 'openai/<model>'")
+
+
+def build_agent(model: BaseLlm | str, catalog: tool_catalog.Catalog) -> LlmAgent:
+    return LlmAgent(
+        name="screen_navigator",
+        model=model,
+        instruction=INSTRUCTION,
+        tools=[CatalogToolset(catalog)],
+    )
+
+
+class Engine:
+    """One ADK Runner over one session store, shared by every run of the process."""
+
+    def __init__(
+        self,
+        agent: LlmAgent,
+        session_service: BaseSessionService,
+        catalog: tool_catalog.Catalog,
+    ) -> None:
+        with warnings.catch_warnings():
+            # Resumability is marked experimental; pausing on client tools depends on it.
+            warnings.simplefilter("ignore", UserWarning)
+            app = App(
+                name=APP_NAME,
+                root_agent=agent,
+                resumability_config=ResumabilityConfig(is_resumable=True),
+            )
+        self.runner = Runner(app=app, session_service=session_service, auto_create_session=True)
+        self.sessions = session_service
+        self.catalog = catalog
+
+    async def session(self, user_id: str, thread_id: str) -> Session | None:
+        return await self.sessions.get_session(
+            app_name=APP_NAME, user_id=user_id, session_id=thread_id
+        )
+
+    async def append(self, session: Session, event: AdkEvent) -> None:
+        await self.sessions.append_event(session, event)
+
+    async def run(
+        self,
+        *,
+        user_id: str,
+        thread_id: str,
+        message: types.Content,
+        metadata: dict[str, Any],
+        client_tools: frozenset[str],
+        abort_signal: Any = None,
+    ) -> AsyncGenerator[AdkEvent, None]:
+        """Streams one ADK invocation; a message of function responses resumes a paused one."""
+        run_metadata = {**metadata, CLIENT_TOOLS_KEY: sorted(client_tools)}
+        config = RunConfig(
+            streaming_mode=StreamingMode.SSE,
+            custom_metadata={RUN_METADATA_KEY: run_metadata},
+        )
+        async with aclosing(
+            self.runner.run_async(
+                user_id=user_id,
+                session_id=thread_id,
+                new_message=message,
+                run_config=config,
+                abort_signal=abort_signal,
+            )
+        ) as events:
+            async for event in events:
+                yield event
+
+    async def warm_up(self) -> float:
+        """Runs one throwaway turn so imports, caches and the model are hot; returns seconds."""
+        started = time.perf_counter()
+        user, thread = "__warmup__", f"__warmup__{uuid.uuid4().hex}"
+        message = types.Content(role="user", parts=[types.Part(text="안녕")])
+        async for _ in self.run(
+            user_id=user, thread_id=thread, message=message, metadata={}, client_tools=frozenset()
+        ):
+            pass
+        await self.sessions.delete_session(app_name=APP_NAME, user_id=user, session_id=thread)
+        return time.perf_counter() - started
+
+
+async def open_session_service(settings: Settings) -> BaseSessionService:
+    """The durable store when available; ADK's in-memory service for ':memory:' before it."""
+    try:
+        from gateway.store import SessionService
+    except ImportError:
+        return InMemorySessionService()  # type: ignore[no-untyped-call]
+    service = SessionService(
+        settings.db, durability=settings.durability, history_window=settings.history_window
+    )
+    await service.open()
+    return service
+
+
+async def close_session_service(service: BaseSessionService) -> None:
+    close = getattr(service, "close", None)
+    if close is not None:
+        await close()

@@ -1,0 +1,306 @@
+"""The ASGI app: /ws, POST /invocations, GET /ping, GET /tools. A thin shell over the hub.
+
+Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
+(with that HTTP status on the SSE door) and leaves the connection usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import msgspec
+
+from gateway import protocol as p
+from gateway.auth import identify
+from gateway.config import Settings
+from gateway.hub import NOTICE, Hub, Run
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+# A connection that stops reading may fall this many events behind before it is closed.
+SEND_QUEUE_LIMIT = 10_000
+
+
+class Ping:
+    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.busy = False
+        self.changed_at = int(time.time())
+        hub.status_listeners.append(self._on_status)
+
+    def _on_status(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            self.changed_at = int(time.time())
+
+    def body(self) -> bytes:
+        status = "HealthyBusy" if self.busy else "Healthy"
+        return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
+
+
+class Gateway:
+    """The ASGI application; ``startup`` is given by the caller that owns the engine."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        startup: Callable[[], Awaitable[Hub]],
+        shutdown: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.settings = settings
+        self._startup = startup
+        self._shutdown = shutdown
+        self.hub: Hub | None = None
+        self.ping: Ping | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket" and scope["path"] == "/ws":
+            await WebSocketSession(self, scope, receive, send).serve()
+        elif kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 4404})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self.hub = await self._startup()
+                    self.ping = Ping(self.hub)
+                except BaseException as exc:
+                    log.error("start-up failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self._shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method, path = scope["method"], scope["path"]
+        assert self.hub is not None and self.ping is not None
+        if path == "/ping" and method == "GET":
+            await _respond(send, 200, self.ping.body(), b"application/json")
+        elif path == "/tools" and method == "GET":
+            tools = [entry.declaration() for entry in self.hub.engine.catalog.client_entries()]
+            await _respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
+        elif path == "/invocations" and method == "POST":
+            await Invocation(self.hub, self.settings, scope, receive, send).serve()
+        elif path in ("/ping", "/tools", "/invocations"):
+            await _respond(send, 405, b"method not allowed", b"text/plain")
+        else:
+            await _respond(send, 404, b"not found", b"text/plain")
+
+
+async def _respond(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", content_type), (b"content-length", b"%d" % len(body))],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def sse_frame(event: p.Event) -> bytes:
+    return b"data: " + p.encode(event) + b"\n\n"
+
+
+class QueueSubscriber:
+    """Collects a run's events for one consumer, without blocking the run."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[p.Event] = asyncio.Queue()
+
+    def deliver(self, event: p.Event) -> None:
+        self.queue.put_nowait(event)
+
+
+class Invocation:
+    """POST /invocations: one RunAgentInput in, one SSE stream of its run out."""
+
+    def __init__(
+        self, hub: Hub, settings: Settings, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        self.hub, self.settings = hub, settings
+        self.scope, self.receive, self.send = scope, receive, send
+
+    async def serve(self) -> None:
+        subscriber = QueueSubscriber()
+        try:
+            user = identify(self.settings, self.scope)
+            run_input = p.decode_input(await self._body())
+            await self.hub.start(user, run_input, subscriber)
+        except p.GatewayError as error:
+            await self._stream_start(error.code.http_status)
+            await self._stream([error.to_event()], more=False)
+            return
+        await self._stream_start(200)
+        while True:
+            event = await subscriber.queue.get()
+            last = isinstance(event, p.RunFinished | p.RunError)
+            await self._stream([event], more=not last)
+            if last:
+                return
+
+    async def _body(self) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.settings.max_frame_bytes:
+                raise p.GatewayError(
+                    p.ErrorCode.VALIDATION_ERROR,
+                    f"Request body is larger than {self.settings.max_frame_bytes} bytes.",
+                )
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    async def _stream_start(self, status: int) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def _stream(self, events: list[p.Event], *, more: bool) -> None:
+        body = b"".join(sse_frame(event) for event in events)
+        await self.send({"type": "http.response.body", "body": body, "more_body": more})
+
+
+# What a connection's worker handles in order: a run, an error to report, or a notice.
+Work = p.RunAgentInput | p.GatewayError | list[p.Event]
+
+
+class WebSocketSession:
+    """One /ws connection: runs processed in order, cancels jumping the queue."""
+
+    def __init__(self, gateway: Gateway, scope: Scope, receive: Receive, send: Send) -> None:
+        assert gateway.hub is not None
+        self.hub = gateway.hub
+        self.settings = gateway.settings
+        self.scope, self.receive, self.send = scope, receive, send
+        self.outbox: asyncio.Queue[p.Event | None] = asyncio.Queue()
+        self.inbox: asyncio.Queue[p.RunAgentInput | p.GatewayError | list[p.Event]] = (
+            asyncio.Queue()
+        )
+        self.user = ""
+
+    def deliver(self, event: p.Event) -> None:
+        if self.outbox.qsize() >= SEND_QUEUE_LIMIT:
+            log.warning("closing a connection of %s that stopped reading", self.user)
+            self.outbox.put_nowait(None)
+            return
+        self.outbox.put_nowait(event)
+
+    async def serve(self) -> None:
+        message = await self.receive()
+        if message["type"] != "websocket.connect":
+            return
+        try:
+            self.user = identify(self.settings, self.scope)
+        except p.GatewayError as error:
+            await self.send({"type": "websocket.close", "code": 4401, "reason": error.message})
+            return
+        await self.send({"type": "websocket.accept"})
+        writer = asyncio.create_task(self._write())
+        worker = asyncio.create_task(self._work())
+        try:
+            await self._read()
+        finally:
+            worker.cancel()
+            self.outbox.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+            with contextlib.suppress(Exception):
+                await writer
+
+    async def _read(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("text")
+            if data is None:
+                data = message.get("bytes") or b""
+            try:
+                frame = p.decode_upstream(data)
+            except p.GatewayError as error:
+                self.inbox.put_nowait(error)
+                continue
+            if isinstance(frame, p.Cancel):
+                # A cancel acts now, ahead of queued runs; only its notice waits its turn.
+                if not await self.hub.cancel(self.user, frame.thread_id):
+                    self.inbox.put_nowait(_idle_notice(frame.thread_id))
+            elif isinstance(frame, p.Reattach):
+                self.inbox.put_nowait(
+                    p.GatewayError(p.ErrorCode.VALIDATION_ERROR, "Reattach is not supported yet.")
+                )
+            else:
+                self.inbox.put_nowait(frame)
+
+    async def _work(self) -> None:
+        while True:
+            item = await self.inbox.get()
+            if isinstance(item, p.GatewayError):
+                self.deliver(item.to_event())
+            elif isinstance(item, list):
+                for event in item:
+                    self.deliver(event)
+            else:
+                await self._run(item)
+
+    async def _run(self, run_input: p.RunAgentInput) -> None:
+        try:
+            run: Run = await self.hub.start(self.user, run_input, self)
+        except p.GatewayError as error:
+            self.deliver(error.to_event())
+            return
+        await run.done.wait()
+
+    async def _write(self) -> None:
+        while True:
+            event = await self.outbox.get()
+            if event is None:
+                with contextlib.suppress(Exception):
+                    await self.send({"type": "websocket.close", "code": 1000})
+                return
+            await self.send({"type": "websocket.send", "text": p.encode(event).decode()})
+
+
+def _idle_notice(thread_id: str) -> list[p.Event]:
+    """A notice outside any run travels as a run of its own, so the stream stays valid."""
+    run_id = f"notice-{uuid.uuid4().hex[:12]}"
+    return [
+        p.RunStarted(thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION),
+        p.Custom(
+            name=NOTICE,
+            value={
+                "code": "NOTHING_TO_CANCEL",
+                "message": f"Thread {thread_id!r} has no run in progress; nothing was cancelled.",
+            },
+        ),
+        p.RunFinished(thread_id=thread_id, run_id=run_id, outcome=p.SuccessOutcome()),
+    ]

@@ -1,0 +1,117 @@
+"""The tool catalog: the server's source of truth for every tool the model may call.
+
+Each tool is one JSON file under ``schemas/tools/``: its name, description, parameter
+schema, the result it returns, and its executor: ``"server:<module>:<function>"`` (the
+gateway runs it) or ``"client"`` (the browser runs it and answers with a tool message).
+Loading checks every entry, so a server tool whose function is missing fails start-up
+with a message naming the entry instead of failing a user's run later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+CATALOG_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
+
+
+class CatalogError(Exception):
+    """The catalog cannot be used; the message names the file and the entry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolEntry:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    executor: str
+    result: dict[str, Any] | None = None
+    requires_approval: bool = False
+
+    @property
+    def runs_on_client(self) -> bool:
+        return self.executor == "client"
+
+    def server_function(self) -> Callable[..., Any]:
+        """Imports the executor of a server tool."""
+        _, _, target = self.executor.partition(":")
+        module_name, _, attribute = target.partition(":")
+        try:
+            function = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise CatalogError(
+                f"Tool {self.name!r}: executor {self.executor!r} does not exist ({exc})"
+            ) from None
+        if not callable(function):
+            raise CatalogError(f"Tool {self.name!r}: executor {self.executor!r} is not callable")
+        return function  # type: ignore[no-any-return]
+
+    def declaration(self) -> dict[str, Any]:
+        """The AG-UI Tool a client declares for this entry."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclasses.dataclass(frozen=True)
+class Catalog:
+    entries: dict[str, ToolEntry]
+
+    def client_entries(self) -> list[ToolEntry]:
+        return [e for e in self.entries.values() if e.runs_on_client]
+
+    def server_entries(self) -> list[ToolEntry]:
+        return [e for e in self.entries.values() if not e.runs_on_client]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __getitem__(self, name: str) -> ToolEntry:
+        return self.entries[name]
+
+
+def load(directory: Path | None = None) -> Catalog:
+    """Reads and checks every ``*.json`` entry in ``directory``."""
+    directory = directory or CATALOG_DIR
+    files = sorted(directory.glob("*.json"))
+    if not files:
+        raise CatalogError(f"No tool declarations found in {directory}")
+    return from_entries(_read(path) for path in files)
+
+
+def from_entries(entries: Iterable[ToolEntry]) -> Catalog:
+    catalog: dict[str, ToolEntry] = {}
+    for entry in entries:
+        if entry.name in catalog:
+            raise CatalogError(f"Tool {entry.name!r} is declared twice")
+        if not entry.runs_on_client:
+            entry.server_function()
+        catalog[entry.name] = entry
+    return Catalog(catalog)
+
+
+def _read(path: Path) -> ToolEntry:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CatalogError(f"{path}: not a readable JSON file ({exc})") from None
+    try:
+        entry = ToolEntry(
+            name=raw["name"],
+            description=raw["description"],
+            parameters=raw["parameters"],
+            executor=raw["executor"],
+            result=raw.get("result"),
+            requires_approval=bool(raw.get("requiresApproval", False)),
+        )
+    except (KeyError, TypeError) as exc:
+        raise CatalogError(f"{path}: missing or malformed field {exc}") from None
+    if entry.executor != "client" and not entry.executor.startswith("server:"):
+        raise CatalogError(
+            f"{path}: tool {entry.name!r} executor must be 'client' or 'server:<module>:<function>'"
+        )
+    if entry.parameters.get("type") != "object":
+        raise CatalogError(f"{path}: tool {entry.name!r} parameters must be an object schema")
+    return entry

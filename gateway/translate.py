@@ -1,0 +1,191 @@
+"""ADK events in, AG-UI events out: one stateful translator per run, with no I/O.
+
+Rules of the stream this produces (AG-UI 1.0):
+
+- ``RUN_STARTED`` first; then text messages and tool calls, never interleaved: a text
+  message is ended before a tool call starts; nothing follows ``RUN_FINISHED`` or
+  ``RUN_ERROR``.
+- Streamed model text (ADK partial events) becomes TEXT_MESSAGE_START / CONTENT, and the
+  final aggregated event only ends it: its text is not sent again.
+- Tool calls are taken from ADK's final (saved) model event, never from streamed previews,
+  so the id a client sees is the id stored in the session.
+
+Ids, shared with ``gateway.history`` so snapshots repeat what was streamed live:
+an assistant message's id is its ADK event id; a tool call's id is ADK's function call id;
+a server tool's result message is ``"tr-" + tool call id``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from google.adk.events import Event as AdkEvent
+
+from gateway import protocol as p
+
+
+def result_message_id(tool_call_id: str) -> str:
+    return "tr-" + tool_call_id
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class Phase(enum.IntEnum):
+    NEW = 0
+    STARTED = 1
+    ENDED = 2
+
+
+class RunTranslator:
+    """Turns the ADK events of one run into a valid AG-UI event stream."""
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.phase = Phase.NEW
+        self.open_text_id: str | None = None
+        self.open_text: list[str] = []
+        # Long-running (client) calls made in this run that have no response yet.
+        self.pending: dict[str, str] = {}
+
+    def start(self) -> list[p.Event]:
+        self._expect(Phase.NEW)
+        self.phase = Phase.STARTED
+        return [
+            p.RunStarted(
+                thread_id=self.thread_id, run_id=self.run_id, protocol_version=p.PROTOCOL_VERSION
+            )
+        ]
+
+    def translate(self, event: AdkEvent) -> list[p.Event]:
+        self._expect(Phase.STARTED)
+        out: list[p.Event] = []
+        if event.error_code or event.error_message:
+            raise AgentFailure(f"{event.error_code or 'model error'}: {event.error_message or ''}")
+        if event.author == "user" or event.content is None or not event.content.parts:
+            out.extend(self._state_delta(event))
+            return out
+        parts = event.content.parts
+        text = "".join(part.text for part in parts if part.text and not part.thought)
+        if event.partial:
+            if text:
+                out.extend(self._text(event.id, text))
+            return out
+        if text:
+            if self.open_text_id != event.id:
+                out.extend(self._text(event.id, text))
+            out.extend(self._end_text())
+        long_running = event.long_running_tool_ids or set()
+        for part in parts:
+            call = part.function_call
+            if call is None:
+                continue
+            call_id = call.id or ""
+            out.extend(self._end_text())
+            out.append(
+                p.ToolCallStart(
+                    tool_call_id=call_id,
+                    tool_call_name=call.name or "",
+                    parent_message_id=event.id,
+                )
+            )
+            out.append(p.ToolCallArgs(tool_call_id=call_id, delta=dump_json(call.args or {})))
+            out.append(p.ToolCallEnd(tool_call_id=call_id))
+            if call_id in long_running:
+                self.pending[call_id] = call.name or ""
+        for part in parts:
+            response = part.function_response
+            if response is None or response.id is None:
+                continue
+            self.pending.pop(response.id, None)
+            out.extend(self._end_text())
+            out.append(
+                p.ToolCallResult(
+                    message_id=result_message_id(response.id),
+                    tool_call_id=response.id,
+                    content=dump_json(response.response or {}),
+                    role="tool",
+                )
+            )
+        out.extend(self._state_delta(event))
+        return out
+
+    def finish(self) -> list[p.Event]:
+        """Ends the run; client calls still unanswered are listed as pending."""
+        out = self._close()
+        outcome = p.SuccessOutcome(pending_tool_call_ids=list(self.pending) or None)
+        out.append(p.RunFinished(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
+        return out
+
+    def cancelled(self) -> list[p.Event]:
+        out = self._close()
+        out.append(
+            p.RunFinished(
+                thread_id=self.thread_id, run_id=self.run_id, outcome=p.CancelledOutcome()
+            )
+        )
+        return out
+
+    def interrupted(self, interrupts: list[p.Interrupt]) -> list[p.Event]:
+        out = self._close()
+        out.append(
+            p.RunFinished(
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                outcome=p.InterruptOutcome(interrupts=interrupts),
+            )
+        )
+        return out
+
+    def fail(self, code: p.ErrorCode, message: str) -> list[p.Event]:
+        """Ends the run with RUN_ERROR, closing any open text first."""
+        out = self._close() if self.phase is Phase.STARTED else []
+        self.phase = Phase.ENDED
+        out.append(p.RunError(message=message, code=code.value))
+        return out
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _text(self, message_id: str, delta: str) -> Iterable[p.Event]:
+        if self.open_text_id != message_id:
+            yield from self._end_text()
+            self.open_text_id = message_id
+            yield p.TextMessageStart(message_id=message_id, role="assistant")
+        self.open_text.append(delta)
+        yield p.TextMessageContent(message_id=message_id, delta=delta)
+
+    def _end_text(self) -> list[p.Event]:
+        if self.open_text_id is None:
+            return []
+        message_id, self.open_text_id = self.open_text_id, None
+        self.open_text = []
+        return [p.TextMessageEnd(message_id=message_id)]
+
+    def _close(self) -> list[p.Event]:
+        self._expect(Phase.STARTED)
+        self.phase = Phase.ENDED
+        return self._end_text()
+
+    def _state_delta(self, event: AdkEvent) -> list[p.Event]:
+        delta = event.actions.state_delta if event.actions else None
+        if not delta:
+            return []
+        patch = [
+            {"op": "add", "path": "/" + key.replace("~", "~0").replace("/", "~1"), "value": value}
+            for key, value in delta.items()
+            if not key.startswith("temp:")
+        ]
+        return [p.StateDelta(delta=patch)] if patch else []
+
+    def _expect(self, phase: Phase) -> None:
+        if self.phase is not phase:
+            raise RuntimeError(f"run {self.run_id} is {self.phase.name}, expected {phase.name}")
+
+
+class AgentFailure(Exception):
+    """The model or a tool failed; the run ends with RUN_ERROR code AGENT_ERROR."""
