@@ -1,0 +1,200 @@
+"""What every test stream must satisfy, and a small AG-UI client over /ws.
+
+``StreamChecker`` is the one ordering checker of the suite: every event any test receives
+goes through it, and through the official ``ag_ui.core`` pydantic models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+from ag_ui.core import Event as OfficialEvent
+from pydantic import BaseModel, TypeAdapter
+from websockets.asyncio.client import ClientConnection
+
+_official = TypeAdapter(OfficialEvent)
+
+TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
+
+
+def validate_official(event: dict[str, Any]) -> None:
+    """The official models accept the event and find no field they do not know."""
+    model = _official.validate_python(event)
+    _no_extras(model, event["type"])
+
+
+def _no_extras(model: BaseModel, where: str) -> None:
+    assert not model.model_extra, f"{where}: fields unknown to AG-UI 1.0: {model.model_extra}"
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, BaseModel):
+                _no_extras(child, f"{where}.{name}")
+
+
+class StreamChecker:
+    """AG-UI ordering rules for one connection's stream, checked event by event."""
+
+    def __init__(self) -> None:
+        self.in_run = False
+        self.open_text: set[str] = set()
+        self.open_tools: set[str] = set()
+        self.run_tool_calls: set[str] = set()
+
+    def feed(self, event: dict[str, Any]) -> None:
+        validate_official(event)
+        kind = event["type"]
+        if kind == "RUN_STARTED":
+            assert not self.in_run, "RUN_STARTED while a run is still active"
+            assert event.get("protocolVersion") == "1.0", "RUN_STARTED must declare 1.0"
+            self.in_run = True
+            self.run_tool_calls = set()
+            return
+        if kind == "RUN_ERROR":
+            # A rejected input gets a RUN_ERROR outside any run; inside one it ends the run.
+            self._end()
+            return
+        assert self.in_run, f"{kind} outside a run"
+        if kind == "TEXT_MESSAGE_START":
+            assert not self.open_text and not self.open_tools, "messages interleaved"
+            self.open_text.add(event["messageId"])
+        elif kind == "TEXT_MESSAGE_CONTENT":
+            assert event["messageId"] in self.open_text, "content for a message not started"
+            assert event["delta"], "empty delta"
+        elif kind == "TEXT_MESSAGE_END":
+            self.open_text.remove(event["messageId"])
+        elif kind == "TOOL_CALL_START":
+            assert not self.open_text and not self.open_tools, "tool call interleaved"
+            self.open_tools.add(event["toolCallId"])
+            self.run_tool_calls.add(event["toolCallId"])
+        elif kind in ("TOOL_CALL_ARGS", "TOOL_CALL_END"):
+            assert event["toolCallId"] in self.open_tools, f"{kind} for a call not started"
+            if kind == "TOOL_CALL_END":
+                self.open_tools.remove(event["toolCallId"])
+        elif kind == "RUN_FINISHED":
+            assert not self.open_text and not self.open_tools, "RUN_FINISHED with open items"
+            self._end()
+
+    def _end(self) -> None:
+        assert not self.open_tools, "run ended inside a tool call"
+        self.in_run = False
+        self.open_text.clear()
+
+
+NAVIGATE_TOOL = {
+    "name": "navigateToScreen",
+    "description": "Open a screen in the browser.",
+    "parameters": json.loads(
+        open(  # noqa: SIM115 - read once at import
+            __file__.rsplit("/tests/", 1)[0] + "/schemas/tools/navigateToScreen.json",
+            encoding="utf-8",
+        ).read()
+    )["parameters"],
+}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def user_input(
+    thread_id: str,
+    text: str,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    context: list[dict[str, str]] | None = None,
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "threadId": thread_id,
+        "runId": new_id("run"),
+        "messages": [{"id": message_id or new_id("msg"), "role": "user", "content": text}],
+        "tools": [NAVIGATE_TOOL] if tools is None else tools,
+        "context": context or [],
+        "state": {},
+        "forwardedProps": {},
+    }
+
+
+def tool_answer(
+    thread_id: str, answers: list[tuple[str, dict[str, Any]]], *, tools: Any = None
+) -> dict[str, Any]:
+    """The next RunAgentInput carrying the browser's results, as a stock client sends it."""
+    return {
+        "threadId": thread_id,
+        "runId": new_id("run"),
+        "messages": [
+            {
+                "id": new_id("tool"),
+                "role": "tool",
+                "toolCallId": call_id,
+                "content": json.dumps(result, ensure_ascii=False),
+            }
+            for call_id, result in answers
+        ],
+        "tools": [NAVIGATE_TOOL] if tools is None else tools,
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+
+
+class AgUiSocket:
+    """A /ws connection whose every received event is checked."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.checker = StreamChecker()
+        self.received: list[dict[str, Any]] = []
+
+    async def send(self, frame: dict[str, Any] | str) -> None:
+        await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    async def next(self, timeout: float = 10) -> dict[str, Any]:
+        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        event: dict[str, Any] = json.loads(raw)
+        self.checker.feed(event)
+        self.received.append(event)
+        return event
+
+    async def until_end(self, timeout: float = 15) -> list[dict[str, Any]]:
+        """Events up to and including the next RUN_FINISHED or RUN_ERROR."""
+        events = []
+        while True:
+            event = await self.next(timeout)
+            events.append(event)
+            if event["type"] in TERMINAL:
+                return events
+
+    async def run(self, frame: dict[str, Any] | str) -> list[dict[str, Any]]:
+        await self.send(frame)
+        return await self.until_end()
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+def tool_calls(events: list[dict[str, Any]], name: str | None = None) -> list[dict[str, Any]]:
+    """Each call with its parsed arguments: {"id", "name", "args"}."""
+    calls: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["type"] == "TOOL_CALL_START":
+            calls[event["toolCallId"]] = {"id": event["toolCallId"], "name": event["toolCallName"]}
+            calls[event["toolCallId"]]["raw"] = ""
+        elif event["type"] == "TOOL_CALL_ARGS":
+            calls[event["toolCallId"]]["raw"] += event["delta"]
+    for call in calls.values():
+        call["args"] = json.loads(call.pop("raw") or "{}")
+    return [c for c in calls.values() if name is None or c["name"] == name]
+
+
+def outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
+    last = events[-1]
+    assert last["type"] == "RUN_FINISHED", f"run did not finish: {last}"
+    result: dict[str, Any] = last.get("outcome", {"type": "success"})
+    return result

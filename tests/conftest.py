@@ -1,0 +1,81 @@
+"""A real gateway on a loopback port, started in-process on the test loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import uvicorn
+from websockets.asyncio.client import connect
+
+from gateway.__main__ import build_app
+from gateway.config import Settings
+from gateway.server import Gateway
+from tests.agui import AgUiSocket
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclasses.dataclass
+class RunningGateway:
+    app: Gateway
+    port: int
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def ws_url(self, user: str = "demo", query: str = "") -> str:
+        return f"ws://127.0.0.1:{self.port}/ws?user={user}{query}"
+
+    @contextlib.asynccontextmanager
+    async def socket(self, user: str = "demo", query: str = "") -> AsyncIterator[AgUiSocket]:
+        async with connect(self.ws_url(user, query), max_size=None) as ws:
+            yield AgUiSocket(ws)
+
+
+@contextlib.asynccontextmanager
+async def running_gateway(**overrides: Any) -> AsyncIterator[RunningGateway]:
+    model = overrides.pop("model", None)
+    fields: dict[str, Any] = {"db": ":memory:", "scripted_pace_ms": 5.0, "log_level": "warning"}
+    fields.update(overrides)
+    port = free_port()
+    settings = Settings(host="127.0.0.1", port=port, **fields)
+    app = build_app(settings, model=model)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        ws="websockets-sansio",
+        lifespan="on",
+        log_level="warning",
+        ws_per_message_deflate=False,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    try:
+        yield RunningGateway(app, port)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 15)
+
+
+@pytest.fixture(scope="session")
+async def gateway() -> AsyncIterator[RunningGateway]:
+    """One server for the session: in-memory store, scripted model at 5 ms a chunk."""
+    async with running_gateway() as running:
+        yield running

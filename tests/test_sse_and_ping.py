@@ -1,0 +1,102 @@
+"""POST /invocations as SSE, GET /ping and GET /tools, with a plain HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+
+from tests.agui import StreamChecker, new_id, outcome, text_of, user_input
+from tests.conftest import RunningGateway
+
+
+async def post_run(
+    gateway: RunningGateway, body: dict[str, Any] | bytes, user: str = "demo"
+) -> tuple[int, str, list[dict[str, Any]], bytes]:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    async with httpx.AsyncClient(timeout=20) as client:
+        response = await client.post(
+            gateway.http + "/invocations",
+            content=content,
+            headers={"X-Gateway-User": user, "Content-Type": "application/json"},
+        )
+    raw = response.content
+    checker = StreamChecker()
+    events = []
+    for frame in raw.split(b"\n\n")[:-1]:
+        assert frame.startswith(b"data: ") and b"\r" not in frame
+        event = json.loads(frame[len(b"data: ") :])
+        checker.feed(event)
+        events.append(event)
+    assert raw.endswith(b"\n\n")
+    return response.status_code, response.headers["content-type"], events, raw
+
+
+async def test_text_run_streams_as_sse(gateway: RunningGateway) -> None:
+    status, kind, events, _ = await post_run(gateway, user_input(new_id("t"), "안녕"))
+    assert status == 200 and kind.startswith("text/event-stream")
+    assert events[0]["type"] == "RUN_STARTED"
+    assert text_of(events).startswith("안녕하세요")
+    assert outcome(events) == {"type": "success"}
+
+
+async def test_malformed_body_is_400_with_run_error(gateway: RunningGateway) -> None:
+    status, _, events, _ = await post_run(gateway, b'{"threadId": 1}')
+    assert status == 400
+    assert events == [
+        {"type": "RUN_ERROR", "code": "VALIDATION_ERROR", "message": events[0]["message"]}
+    ]
+    assert "$.threadId" in events[0]["message"]
+
+
+async def test_busy_thread_is_409_session_busy(gateway: RunningGateway) -> None:
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+        await ws.next()
+        status, _, events, _ = await post_run(gateway, user_input(thread, "안녕"))
+        assert status == 409
+        assert events[0]["code"] == "SESSION_BUSY"
+        await ws.until_end()
+
+
+async def test_bad_user_id_is_401(gateway: RunningGateway) -> None:
+    status, _, events, _ = await post_run(gateway, user_input(new_id("t"), "안녕"), user="no way")
+    assert status == 401 and events[0]["code"] == "UNAUTHORIZED"
+
+
+async def test_ping_reports_busy_only_while_a_run_is_in_progress(
+    gateway: RunningGateway,
+) -> None:
+    async with httpx.AsyncClient(timeout=10) as client:
+        idle = (await client.get(gateway.http + "/ping")).json()
+        assert idle["status"] == "Healthy"
+        assert isinstance(idle["time_of_last_update"], int)
+        again = (await client.get(gateway.http + "/ping")).json()
+        assert again == idle, "the timestamp moves only when the status changes"
+        async with gateway.socket() as ws:
+            await ws.send(user_input(new_id("t"), "자기소개를 길게 해 주세요"))
+            await ws.next()
+            busy = (await client.get(gateway.http + "/ping")).json()
+            assert busy["status"] == "HealthyBusy"
+            assert busy["time_of_last_update"] >= idle["time_of_last_update"]
+            await ws.until_end()
+        await asyncio.sleep(0.05)
+        assert (await client.get(gateway.http + "/ping")).json()["status"] == "Healthy"
+
+
+async def test_tools_lists_the_client_tools_of_the_catalog(gateway: RunningGateway) -> None:
+    async with httpx.AsyncClient(timeout=10) as client:
+        body = (await client.get(gateway.http + "/tools")).json()
+    names = [tool["name"] for tool in body["tools"]]
+    assert "navigateToScreen" in names and "find_screen" not in names
+    navigate = next(t for t in body["tools"] if t["name"] == "navigateToScreen")
+    assert navigate["parameters"]["required"] == ["screenId"]
+
+
+async def test_unknown_routes(gateway: RunningGateway) -> None:
+    async with httpx.AsyncClient(timeout=10) as client:
+        assert (await client.get(gateway.http + "/nope")).status_code == 404
+        assert (await client.get(gateway.http + "/invocations")).status_code == 405
