@@ -9,27 +9,34 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gateway import config
 from gateway.config import Settings
 
+if TYPE_CHECKING:
+    from google.adk.models.base_llm import BaseLlm
+
+    from gateway.server import Gateway
+
 log = logging.getLogger("gateway")
 
 
-def build_app(settings: Settings) -> object:
-    """The ASGI app with its start-up: store, catalog, agent, warm-up."""
-    from google.adk.sessions import BaseSessionService
+def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
+    """The ASGI app with its start-up: store, catalog, agent, warm-up.
 
+    ``model`` replaces the configured one (tests use it to inject failures).
+    """
     from gateway import runner
     from gateway.hub import Hub
-    from gateway.server import Gateway
+    from gateway.store import SessionService
     from gateway.tools import catalog as tool_catalog
 
-    service: list[BaseSessionService] = []
+    service: list[SessionService] = []
 
     async def startup() -> Hub:
         catalog = tool_catalog.load()
-        agent = runner.build_agent(runner.build_model(settings), catalog)
+        agent = runner.build_agent(model or runner.build_model(settings), catalog)
         service.append(await runner.open_session_service(settings))
         engine = runner.Engine(agent, service[0], catalog)
         seconds = await engine.warm_up()
@@ -37,11 +44,13 @@ def build_app(settings: Settings) -> object:
         gc.collect()
         gc.freeze()
         log.info("model %s warmed in %.0f ms; ready", settings.model, seconds * 1000)
-        return Hub(engine)
+        return Hub(engine, client_tool_timeout=settings.client_tool_timeout)
 
     async def shutdown() -> None:
         if service:
-            await runner.close_session_service(service[0])
+            await service[0].close()
+
+    from gateway.server import Gateway
 
     return Gateway(settings, startup, shutdown)
 
@@ -53,7 +62,7 @@ def serve(settings: Settings) -> None:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     uvicorn.run(
-        build_app(settings),  # type: ignore[arg-type]
+        build_app(settings),
         host=settings.host,
         port=settings.port,
         loop="uvloop",

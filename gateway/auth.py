@@ -1,4 +1,5 @@
-"""Who is asking. ``dev`` mode trusts ``?user=`` on /ws and ``X-Gateway-User`` on HTTP."""
+"""Who is asking. ``dev`` mode trusts ``?user=`` on /ws and ``X-Gateway-User`` on HTTP
+(``?user=`` there too, for plain links)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,17 @@ _USER_ID = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
 def identify(settings: Settings, scope: MutableMapping[str, Any]) -> str:
     """The user id of a connection or request, or UNAUTHORIZED."""
-    if scope["type"] == "websocket":
-        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        claimed = query.get("user", [None])[0]
-    else:
+    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    claimed = query.get("user", [None])[0]
+    if scope["type"] == "http":
+        # HTTP clients name the user in a header; the query is a fallback for plain links.
         claimed = next(
             (
                 bytes(value).decode("latin-1")
                 for key, value in scope.get("headers", ())
                 if key.lower() == b"x-gateway-user"
             ),
-            None,
+            claimed,
         )
     user = claimed or DEFAULT_USER
     if not _USER_ID.fullmatch(user):

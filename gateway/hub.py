@@ -1,76 +1,159 @@
-"""Threads and runs: one active run per thread, client-tool pauses, cancel, fan-out.
+"""Threads and runs: one active run per thread, pauses, resume, cancel, reattach, fan-out.
 
-Theory of operation. A thread is an ADK session. Its life is one table:
+Theory of operation. A thread is an ADK session. Its life is one table, in ``TRANSITIONS``:
 
-    IDLE              --user message-->        RUNNING
-    RUNNING           --run ends, no calls-->  IDLE
-    RUNNING           --run ends, calls open-> AWAITING_CLIENT
-    RUNNING           --cancel or failure-->   IDLE
-    AWAITING_CLIENT   --every call answered--> RUNNING   (the paused invocation resumes)
-    AWAITING_CLIENT   --some calls answered--> AWAITING_CLIENT
-    AWAITING_CLIENT   --user message-->        RUNNING   (open calls closed as superseded)
+    IDLE             --user message-->           RUNNING
+    RUNNING          --run ends, nothing open--> IDLE
+    RUNNING          --browser calls open-->     AWAITING_CLIENT
+    RUNNING          --approval asked-->         AWAITING_APPROVAL
+    RUNNING          --cancel or failure-->      IDLE
+    AWAITING_*       --every open item answered or expired--> RUNNING (the paused
+                                                   invocation resumes)
+    AWAITING_*       --some answered-->          AWAITING_* (the answers wait for the rest)
+    AWAITING_*       --user message-->           RUNNING (open items closed as superseded)
 
-Only RUNNING lives in memory (``Hub.active``); whether a thread awaits the client is read
-from its stored events, so it survives a restart. A run's events go to its subscribers:
-the connection that started it first. Subscribers must not block: ``deliver`` queues.
+Only RUNNING lives in memory; what a thread awaits is read from its stored events, so a
+restart loses nothing. A run's events go to the thread's watchers (every connection that
+ran or reattached on it), except the live TOOL_CALL events of a client tool, which go only
+to the run's executor: the connection whose input started or continued the run. Observers
+learn of those calls from snapshots, so no client can execute one twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import enum
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from contextlib import aclosing
-from typing import Protocol
+from typing import Any, Protocol
 
+import msgspec
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
+from gateway import history
 from gateway import protocol as p
-from gateway.runner import Engine
-from gateway.translate import AgentFailure, RunTranslator
+from gateway.runner import CONFIRMATION_CALL, Engine
+from gateway.translate import AgentFailure, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
 
 NOTICE = "gateway.notice"
+# How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
+CANCEL_GRACE_SECONDS = 0.5
+
+APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean"},
+        "reason": {"type": "string", "description": "Why it was rejected, for the model."},
+    },
+    "required": ["approved"],
+}
 
 
 class ThreadState(enum.Enum):
     IDLE = "idle"
     RUNNING = "running"
     AWAITING_CLIENT = "awaiting_client"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+class Trigger(enum.Enum):
+    USER_MESSAGE = "user message"
+    ALL_ANSWERED = "every open item answered"
+    SOME_ANSWERED = "some open items answered"
+    ENDED_IDLE = "run ended, nothing open"
+    ENDED_CLIENT = "run ended, browser calls open"
+    ENDED_APPROVAL = "run ended, approval asked"
+    STOPPED = "cancel or failure"
+
+
+_AWAITING = (ThreadState.AWAITING_CLIENT, ThreadState.AWAITING_APPROVAL)
+TRANSITIONS: dict[tuple[ThreadState, Trigger], ThreadState] = {
+    (ThreadState.IDLE, Trigger.USER_MESSAGE): ThreadState.RUNNING,
+    (ThreadState.RUNNING, Trigger.ENDED_IDLE): ThreadState.IDLE,
+    (ThreadState.RUNNING, Trigger.ENDED_CLIENT): ThreadState.AWAITING_CLIENT,
+    (ThreadState.RUNNING, Trigger.ENDED_APPROVAL): ThreadState.AWAITING_APPROVAL,
+    (ThreadState.RUNNING, Trigger.STOPPED): ThreadState.IDLE,
+    **{(state, Trigger.ALL_ANSWERED): ThreadState.RUNNING for state in _AWAITING},
+    **{(state, Trigger.SOME_ANSWERED): state for state in _AWAITING},
+    **{(state, Trigger.USER_MESSAGE): ThreadState.RUNNING for state in _AWAITING},
+}
+
+
+def transition(state: ThreadState, trigger: Trigger) -> ThreadState:
+    try:
+        return TRANSITIONS[(state, trigger)]
+    except KeyError:
+        raise p.GatewayError(
+            p.ErrorCode.VALIDATION_ERROR,
+            f"A thread that is {state.value} cannot take a {trigger.value}.",
+        ) from None
 
 
 class Subscriber(Protocol):
     def deliver(self, event: p.Event) -> None: ...
 
 
+# --- what a thread awaits ------------------------------------------------------------------
+
+
 @dataclasses.dataclass(frozen=True)
-class PendingCall:
+class OpenCall:
+    """A long-running call without a response: a browser tool, or an approval request."""
+
     call_id: str
     name: str
     invocation_id: str
+    asked_at: float
+    args: dict[str, Any]
+
+    @property
+    def is_approval(self) -> bool:
+        return self.name == CONFIRMATION_CALL
+
+    def approved_call(self) -> dict[str, Any]:
+        """For an approval: the call it guards (``{"id", "name", "args"}``)."""
+        original: dict[str, Any] = self.args.get("originalFunctionCall") or {}
+        return original
 
 
-@dataclasses.dataclass
-class Run:
-    thread_id: str
-    run_id: str
-    user_id: str
-    subscribers: list[Subscriber]
-    abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
+def open_calls(session: Session | None) -> dict[str, OpenCall]:
+    """Long-running calls in the thread that have no response yet, in call order."""
+    found: dict[str, OpenCall] = {}
+    for event in session.events if session else ():
+        for call in event.get_function_calls():
+            if call.id and call.id in (event.long_running_tool_ids or ()):
+                found[call.id] = OpenCall(
+                    call.id, call.name or "", event.invocation_id, event.timestamp, call.args or {}
+                )
+        for response in event.get_function_responses():
+            if response.id:
+                found.pop(response.id, None)
+    return found
 
-    def emit(self, events: Iterable[p.Event]) -> None:
-        for event in events:
-            for subscriber in self.subscribers:
-                subscriber.deliver(event)
+
+def answered_calls(session: Session | None) -> set[str]:
+    return {
+        response.id
+        for event in (session.events if session else ())
+        for response in event.get_function_responses()
+        if response.id
+    }
+
+
+def thread_state(open_items: dict[str, OpenCall]) -> ThreadState:
+    if any(call.is_approval for call in open_items.values()):
+        return ThreadState.AWAITING_APPROVAL
+    return ThreadState.AWAITING_CLIENT if open_items else ThreadState.IDLE
 
 
 # --- what an input asks for ----------------------------------------------------------------
@@ -84,44 +167,31 @@ class NewTurn:
 
 @dataclasses.dataclass(frozen=True)
 class Answers:
-    answers: dict[str, p.ToolMessage]
-    ignored: list[str]
+    """Responses for open calls, keyed by call id, and notices about ignored ones."""
 
-
-def pending_calls(session: Session | None) -> dict[str, PendingCall]:
-    """Client-tool calls in the thread that have no response yet, in call order."""
-    pending: dict[str, PendingCall] = {}
-    for event in session.events if session else ():
-        for call in event.get_function_calls():
-            if call.id and call.id in (event.long_running_tool_ids or ()):
-                pending[call.id] = PendingCall(call.id, call.name or "", event.invocation_id)
-        for response in event.get_function_responses():
-            if response.id:
-                pending.pop(response.id, None)
-    return pending
-
-
-def answered_calls(session: Session | None) -> set[str]:
-    return {
-        response.id
-        for event in (session.events if session else ())
-        for response in event.get_function_responses()
-        if response.id
-    }
+    responses: dict[str, dict[str, Any]]
+    tool_messages: dict[str, p.ToolMessage]
+    notices: list[p.Event]
 
 
 def read_input(
-    run_input: p.RunAgentInput, pending: dict[str, PendingCall], answered: set[str]
+    run_input: p.RunAgentInput,
+    open_items: dict[str, OpenCall],
+    answered: set[str],
+    approval_timeout: float,
+    now: float,
 ) -> NewTurn | Answers:
-    """Finds what is new in an input: the user's message, or results for open calls.
+    """Finds what is new in an input: the user's message, results, or approval answers.
 
     AG-UI clients resend the whole conversation; the thread's store is the truth, so only
-    the trailing user message or the trailing run of tool messages is read.
+    ``resume``, the trailing user message or the trailing run of tool messages is read.
     """
+    if run_input.resume:
+        return _read_resume(run_input.resume, open_items, answered, approval_timeout, now)
     if not run_input.messages:
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR,
-            "RunAgentInput.messages is empty: send the user's message or a tool result.",
+            "RunAgentInput.messages is empty: send the user's message, a tool result or resume.",
         )
     last = run_input.messages[-1]
     if isinstance(last, p.UserMessage):
@@ -136,20 +206,79 @@ def read_input(
         if not isinstance(message, p.ToolMessage):
             break
         trailing.insert(0, message)
-    answers: dict[str, p.ToolMessage] = {}
-    ignored: list[str] = []
+    answers = Answers({}, {}, [])
     for message in trailing:
-        if message.tool_call_id in pending:
-            answers[message.tool_call_id] = message
-        elif message.tool_call_id in answered:
-            ignored.append(message.tool_call_id)
+        call_id = message.tool_call_id
+        if call_id in open_items and not open_items[call_id].is_approval:
+            answers.responses[call_id] = tool_response(message)
+            answers.tool_messages[call_id] = message
+        elif call_id in answered:
+            answers.notices.append(
+                notice(
+                    "TOOL_RESULT_IGNORED",
+                    f"Tool call {call_id!r} was already answered; this result was ignored.",
+                )
+            )
         else:
             raise p.GatewayError(
                 p.ErrorCode.VALIDATION_ERROR,
-                f"Tool message {message.id!r}: toolCallId {message.tool_call_id!r} is not a "
-                f"tool call waiting for a result on thread {run_input.thread_id!r}.",
+                f"Tool message {message.id!r}: toolCallId {call_id!r} is not a tool call "
+                f"waiting for a result on thread {run_input.thread_id!r}.",
             )
-    return Answers(answers=answers, ignored=ignored)
+    return answers
+
+
+def _read_resume(
+    entries: list[p.ResumeEntry],
+    open_items: dict[str, OpenCall],
+    answered: set[str],
+    approval_timeout: float,
+    now: float,
+) -> Answers:
+    answers = Answers({}, {}, [])
+    for entry in entries:
+        call = open_items.get(entry.interrupt_id)
+        if call is None or not call.is_approval:
+            if entry.interrupt_id in answered:
+                answers.notices.append(
+                    notice(
+                        "INTERRUPT_ALREADY_ANSWERED",
+                        f"Interrupt {entry.interrupt_id!r} was already answered; "
+                        "this answer was ignored.",
+                    )
+                )
+                continue
+            raise p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"resume: interruptId {entry.interrupt_id!r} is not an open interrupt.",
+            )
+        approved, reason = _approval_of(entry)
+        if approved and now > call.asked_at + approval_timeout:
+            approved, reason = False, "the approval expired"
+            answers.notices.append(
+                notice(
+                    "INTERRUPT_EXPIRED",
+                    f"Interrupt {entry.interrupt_id!r} expired; it was resolved as rejected.",
+                )
+            )
+        response: dict[str, Any] = {"confirmed": approved}
+        if reason:
+            response["payload"] = {"reason": reason}
+        answers.responses[call.call_id] = response
+    return answers
+
+
+def _approval_of(entry: p.ResumeEntry) -> tuple[bool, str]:
+    if entry.status == "cancelled":
+        return False, "the user cancelled"
+    payload = entry.payload
+    if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
+        raise p.GatewayError(
+            p.ErrorCode.VALIDATION_ERROR,
+            f"resume: interrupt {entry.interrupt_id!r} needs payload "
+            '{"approved": true|false, "reason"?: string}.',
+        )
+    return payload["approved"], str(payload.get("reason") or "")
 
 
 def _text_of(content: p.Content) -> str:
@@ -158,7 +287,7 @@ def _text_of(content: p.Content) -> str:
     return "\n".join(part.text for part in content if isinstance(part, p.TextPart))
 
 
-def tool_response(message: p.ToolMessage) -> dict[str, object]:
+def tool_response(message: p.ToolMessage) -> dict[str, Any]:
     """The browser's account, verbatim: its JSON object, or its text under ``result``."""
     text = _text_of(message.content)
     try:
@@ -171,199 +300,491 @@ def tool_response(message: p.ToolMessage) -> dict[str, object]:
     return response
 
 
-# --- the hub -------------------------------------------------------------------------------
+def notice(code: str, message: str) -> p.Custom:
+    return p.Custom(name=NOTICE, value={"code": code, "message": message})
+
+
+def standalone(thread_id: str, events: list[p.Event]) -> list[p.Event]:
+    """Events outside any run travel as a run of their own, so the stream stays valid."""
+    run_id = f"notice-{uuid.uuid4().hex[:12]}"
+    return [
+        p.RunStarted(thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION),
+        *events,
+        p.RunFinished(thread_id=thread_id, run_id=run_id, outcome=p.SuccessOutcome()),
+    ]
+
+
+def _iso(timestamp: float) -> str:
+    moment = datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# --- runs and threads ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Thread:
+    thread_id: str
+    user_id: str
+    watchers: list[Subscriber] = dataclasses.field(default_factory=list)
+    run: Run | None = None
+    # Browser answers that arrived before the rest of their batch: call id -> response.
+    early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
+    expiry: asyncio.TimerHandle | None = None
+
+    def watch(self, subscriber: Subscriber) -> None:
+        if subscriber not in self.watchers:
+            self.watchers.append(subscriber)
+
+
+@dataclasses.dataclass
+class Run:
+    thread: Thread
+    run_id: str
+    executor: Subscriber | None
+    translator: RunTranslator
+    abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    # The last stored event the run has streamed, so a reattach snapshot can catch up.
+    last_event_id: str | None = None
+
+    def emit(self, events: Iterable[p.Event], *, observers_only: bool = False) -> None:
+        for event in events:
+            private = self._executor_only(event)
+            if self.executor is not None and not observers_only:
+                self.executor.deliver(event)
+            if private:
+                continue
+            for watcher in self.thread.watchers:
+                if watcher is not self.executor:
+                    watcher.deliver(event)
+
+    def _executor_only(self, event: p.Event) -> bool:
+        if isinstance(event, p.ToolCallStart | p.ToolCallArgs | p.ToolCallEnd):
+            return event.tool_call_id in self.translator.client_calls
+        return False
 
 
 class Hub:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        client_tool_timeout: float = 120.0,
+        approval_timeout: float = 900.0,
+    ) -> None:
         self.engine = engine
-        self.active: dict[str, Run] = {}
-        # Answers that arrived before the rest of their batch: thread -> call id -> message.
-        self.early_answers: dict[str, dict[str, p.ToolMessage]] = {}
+        self.client_tool_timeout = client_tool_timeout
+        self.approval_timeout = approval_timeout
+        self.threads: dict[str, Thread] = {}
         self.status_listeners: list[Callable[[bool], None]] = []
+        self._running = 0
 
     @property
     def busy(self) -> bool:
-        return bool(self.active)
+        return self._running > 0
 
-    def state(self, thread_id: str) -> ThreadState:
-        return ThreadState.RUNNING if thread_id in self.active else ThreadState.IDLE
+    # --- the doors' verbs ----------------------------------------------------------------
 
-    async def start(self, user_id: str, run_input: p.RunAgentInput, subscriber: Subscriber) -> Run:
+    async def start(
+        self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None
+    ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event."""
-        thread_id = run_input.thread_id
-        if thread_id in self.active:
-            raise p.GatewayError(
-                p.ErrorCode.SESSION_BUSY,
-                f"Thread {thread_id!r} already has a run in progress; wait for it to finish "
-                "or cancel it.",
-            )
-        run = Run(thread_id, run_input.run_id, user_id, [subscriber])
-        self._claim(run)
+        thread = await self._thread(user_id, run_input.thread_id)
+        self._ensure_idle(thread)
+        run = Run(thread, run_input.run_id, executor, self._translator(thread, run_input.run_id))
+        thread.run = run
+        self._running += 1
+        if self._running == 1:
+            self._status_changed()
         try:
-            message, metadata, notices = await self._prepare(run, run_input)
+            plan = await self._plan(run, run_input)
         except BaseException:
-            self._release(run)
+            self._finish(run)
             raise
-        client_tools = frozenset(
-            tool.name for tool in run_input.tools if tool.name in self.engine.catalog
-        )
-        run.task = asyncio.create_task(
-            self._drive(run, message, metadata, client_tools, notices),
-            name=f"run {thread_id}/{run.run_id}",
-        )
+        if executor is not None:
+            thread.watch(executor)
+        run.task = asyncio.create_task(self._drive(run, *plan), name=f"run {run.run_id}")
         return run
 
     async def cancel(self, user_id: str, thread_id: str) -> bool:
-        """Stops the thread's run; False when there was nothing to stop."""
-        run = self.active.get(thread_id)
-        if run is None or run.user_id != user_id:
+        """Stops the thread's run; False when there was nothing of this user's to stop."""
+        thread = self.threads.get(thread_id)
+        if thread is None or thread.run is None or thread.user_id != user_id:
             return False
-        run.abort.set()
+        thread.run.abort.set()
         return True
 
-    # --- internals -----------------------------------------------------------------------
+    async def reattach(
+        self, user_id: str, thread_id: str, subscriber: Subscriber
+    ) -> Run | None:
+        """Sends the thread as snapshots; returns the run in progress it now follows live."""
+        thread = await self._thread(user_id, thread_id)
+        while True:
+            session = await self.engine.session(user_id, thread_id)
+            run = thread.run
+            events = session.events if session else []
+            latest = events[-1].id if events else None
+            # A run that stored an event while the snapshot was read: read it again.
+            if run is None or run.last_event_id in (None, latest):
+                break
+        snapshot: list[p.Event] = [
+            p.MessagesSnapshot(
+                messages=msgspec.convert(history.messages_snapshot(events), list[p.Message])
+            ),
+            p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
+        ]
+        thread.watch(subscriber)
+        if run is None:
+            pending = list(open_calls(session))
+            for event in standalone(thread_id, snapshot):
+                if isinstance(event, p.RunFinished):
+                    event.outcome = p.SuccessOutcome(pending_tool_call_ids=pending or None)
+                subscriber.deliver(event)
+            return None
+        started = p.RunStarted(
+            thread_id=thread_id, run_id=run.run_id, protocol_version=p.PROTOCOL_VERSION
+        )
+        for event in [started, *snapshot, *run.translator.reopen()]:
+            subscriber.deliver(event)
+        return run
 
-    async def _prepare(
+    def unwatch(self, subscriber: Subscriber, thread_id: str) -> None:
+        thread = self.threads.get(thread_id)
+        if thread is not None and subscriber in thread.watchers:
+            thread.watchers.remove(subscriber)
+            self._forget_if_unused(thread)
+
+    def leave(self, subscriber: Subscriber) -> None:
+        """A connection closed: its runs go on, their events are stored, nobody is sent them."""
+        for thread in list(self.threads.values()):
+            if subscriber in thread.watchers:
+                thread.watchers.remove(subscriber)
+            if thread.run is not None and thread.run.executor is subscriber:
+                thread.run.executor = None
+            self._forget_if_unused(thread)
+
+    # --- planning a run ------------------------------------------------------------------
+
+    async def _thread(self, user_id: str, thread_id: str) -> Thread:
+        thread = self.threads.get(thread_id)
+        owner = thread.user_id if thread else await self.engine.thread_owner(thread_id)
+        if owner is not None and owner != user_id:
+            raise p.GatewayError(
+                p.ErrorCode.ACCESS_DENIED,
+                f"Thread {thread_id!r} belongs to another user; start a new thread.",
+            )
+        if thread is None:
+            thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+        return thread
+
+    def _ensure_idle(self, thread: Thread) -> None:
+        if thread.run is not None:
+            raise p.GatewayError(
+                p.ErrorCode.SESSION_BUSY,
+                f"Thread {thread.thread_id!r} already has a run in progress; wait for it to "
+                "finish or cancel it.",
+            )
+
+    def _translator(self, thread: Thread, run_id: str) -> RunTranslator:
+        def interrupt(call: OpenCall) -> p.Interrupt:
+            return self._interrupt(call)
+
+        return RunTranslator(
+            thread.thread_id,
+            run_id,
+            interrupt_for=lambda call_id, args, asked_at: interrupt(
+                OpenCall(call_id, CONFIRMATION_CALL, "", asked_at, args)
+            ),
+        )
+
+    def _interrupt(self, call: OpenCall) -> p.Interrupt:
+        original = call.approved_call()
+        name = str(original.get("name", ""))
+        args = original.get("args") or {}
+        entry = self.engine.catalog.entries.get(name)
+        action = entry.approval_message(args) if entry else f"{name} 실행"
+        details = ", ".join(f"{key}={value}" for key, value in args.items())
+        return p.Interrupt(
+            id=call.call_id,
+            reason="approval",
+            message=f"{action} ({details}) 승인하시겠습니까?" if details else action,
+            tool_call_id=str(original.get("id", "")) or None,
+            response_schema=APPROVAL_RESPONSE_SCHEMA,
+            expires_at=_iso(call.asked_at + self.approval_timeout),
+            metadata={"tool": name, "arguments": args},
+        )
+
+    async def _plan(
         self, run: Run, run_input: p.RunAgentInput
-    ) -> tuple[types.Content | None, dict[str, object], list[p.Event]]:
-        session = await self.engine.session(run.user_id, run.thread_id)
-        pending = pending_calls(session)
-        request = read_input(run_input, pending, answered_calls(session))
-        metadata: dict[str, object] = {"runId": run.run_id}
-        notices: list[p.Event] = []
+    ) -> tuple[types.Content | None, dict[str, Any], frozenset[str], list[p.Event]]:
+        thread = run.thread
+        session = await self.engine.session(thread.user_id, thread.thread_id)
+        open_items = open_calls(session)
+        request = read_input(
+            run_input, open_items, answered_calls(session), self.approval_timeout, time.time()
+        )
+        metadata: dict[str, Any] = {
+            "runId": run.run_id,
+            "context": {entry.description: entry.value for entry in run_input.context},
+        }
+        client_tools = frozenset(
+            tool.name for tool in run_input.tools if tool.name in self.engine.catalog
+        )
+        state = thread_state(open_items)
         if isinstance(request, NewTurn):
-            if pending and session is not None:
-                await self._supersede(session, pending)
-            self.early_answers.pop(run.thread_id, None)
+            transition(state, Trigger.USER_MESSAGE)
+            if open_items and session is not None:
+                await self._supersede(session, open_items)
+            thread.early.clear()
+            thread.early_messages.clear()
             metadata["messageId"] = request.message_id
             content = types.Content(role="user", parts=[types.Part(text=request.text)])
-            return content, metadata, notices
-        for call_id in request.ignored:
-            notices.append(
-                _notice(
-                    "TOOL_RESULT_IGNORED",
-                    f"Tool call {call_id!r} was already answered; this result was ignored.",
-                )
+            return content, metadata, client_tools, []
+        thread.early.update(request.responses)
+        thread.early_messages.update(request.tool_messages)
+        answered = {cid: r for cid, r in thread.early.items() if cid in open_items}
+        if not answered or any(call_id not in answered for call_id in open_items):
+            if answered:
+                transition(state, Trigger.SOME_ANSWERED)
+            return None, metadata, client_tools, request.notices
+        transition(state, Trigger.ALL_ANSWERED)
+        messages = dict(thread.early_messages)
+        thread.early.clear()
+        thread.early_messages.clear()
+        metadata["toolMessageIds"] = {cid: m.id for cid, m in messages.items()}
+        # Observers see the browser's results; the executor sent them and has them already.
+        results = [
+            p.ToolCallResult(
+                message_id=messages[cid].id,
+                tool_call_id=cid,
+                content=dump_json(answered[cid]),
+                role="tool",
             )
-        answers = {**self.early_answers.get(run.thread_id, {}), **request.answers}
-        if not answers:
-            return None, metadata, notices
-        if any(call_id not in answers for call_id in pending):
-            self.early_answers[run.thread_id] = answers
-            return None, metadata, notices
-        self.early_answers.pop(run.thread_id, None)
-        # Responses go in call order: the model pairs them with its calls by position.
-        parts = [
-            types.Part(
-                function_response=types.FunctionResponse(
-                    id=call.call_id, name=call.name, response=tool_response(answers[call.call_id])
-                )
-            )
-            for call in pending.values()
+            for cid in open_items
+            if cid in messages
         ]
-        metadata["toolMessageIds"] = {call_id: m.id for call_id, m in answers.items()}
-        return types.Content(role="user", parts=parts), metadata, notices
+        return (
+            _responses(open_items, answered),
+            metadata,
+            client_tools,
+            [*request.notices, *results],
+        )
 
-    async def _supersede(self, session: Session, pending: dict[str, PendingCall]) -> None:
-        """Closes open client calls so a new user message starts from a consistent thread."""
-        by_invocation: dict[str, list[PendingCall]] = {}
-        for call in pending.values():
-            by_invocation.setdefault(call.invocation_id, []).append(call)
-        for invocation_id, calls in by_invocation.items():
-            parts = [
-                types.Part(
-                    function_response=types.FunctionResponse(
-                        id=call.call_id,
-                        name=call.name,
-                        response={"status": "no_result", "reason": "superseded"},
-                    )
-                )
-                for call in calls
-            ]
+    async def _supersede(self, session: Session, open_items: dict[str, OpenCall]) -> None:
+        """Closes open calls so a new user message starts from a consistent thread."""
+        by_invocation: dict[str, dict[str, dict[str, Any]]] = {}
+        for call in open_items.values():
+            response = (
+                {"confirmed": False, "payload": {"reason": "superseded"}}
+                if call.is_approval
+                else {"status": "no_result", "reason": "superseded"}
+            )
+            by_invocation.setdefault(call.invocation_id, {})[call.call_id] = response
+        for invocation_id, responses in by_invocation.items():
+            calls = {cid: open_items[cid] for cid in responses}
             event = AdkEvent(
-                author="user",
-                invocation_id=invocation_id,
-                content=types.Content(role="user", parts=parts),
+                author="user", invocation_id=invocation_id, content=_responses(calls, responses)
             )
             await self.engine.append(session, event)
+
+    # --- driving a run -------------------------------------------------------------------
 
     async def _drive(
         self,
         run: Run,
         message: types.Content | None,
-        metadata: dict[str, object],
+        metadata: dict[str, Any],
         client_tools: frozenset[str],
         notices: list[p.Event],
     ) -> None:
-        translator = RunTranslator(run.thread_id, run.run_id)
-        run.emit(translator.start())
-        run.emit(notices)
+        translator = run.translator
+        thread = run.thread
         started = time.perf_counter()
+        run.emit(translator.start())
+        results = [e for e in notices if isinstance(e, p.ToolCallResult)]
+        run.emit([e for e in notices if not isinstance(e, p.ToolCallResult)])
+        run.emit(results, observers_only=True)
         try:
             if message is not None:
-                events = self.engine.run(
-                    user_id=run.user_id,
-                    thread_id=run.thread_id,
-                    message=message,
-                    metadata=metadata,
-                    client_tools=client_tools,
-                    abort_signal=run.abort,
-                )
-                async with aclosing(events):
-                    async for event in events:
-                        run.emit(translator.translate(event))
-                        if run.abort.is_set():
-                            break
+                await self._stream(run, message, metadata, client_tools)
             else:
                 # Nothing to resume yet: the run reports what the thread still waits for.
-                translator.pending.update(
-                    (call_id, "") for call_id in await self._still_pending(run)
-                )
+                session = await self.engine.session(thread.user_id, thread.thread_id)
+                for call_id, call in open_calls(session).items():
+                    if call_id not in thread.early and not call.is_approval:
+                        translator.pending[call_id] = call.name
             if run.abort.is_set():
                 run.emit(translator.cancelled())
+            elif translator.interrupts:
+                run.emit(translator.interrupted())
             else:
                 run.emit(translator.finish())
         except AgentFailure as exc:
             run.emit(translator.fail(p.ErrorCode.AGENT_ERROR, str(exc)))
         except Exception as exc:
-            log.exception("run %s on thread %s failed", run.run_id, run.thread_id)
-            run.emit(
-                translator.fail(
-                    p.ErrorCode.AGENT_ERROR, f"The agent failed: {type(exc).__name__}: {exc}"
-                )
-            )
+            log.exception("run %s on thread %s failed", run.run_id, thread.thread_id)
+            message_text = f"The agent failed: {type(exc).__name__}: {exc}"
+            run.emit(translator.fail(p.ErrorCode.AGENT_ERROR, message_text))
         finally:
             log.info(
                 "run %s on thread %s ended in %.0f ms",
                 run.run_id,
-                run.thread_id,
+                thread.thread_id,
                 (time.perf_counter() - started) * 1000,
             )
-            self._release(run)
+            self._finish(run)
+            if translator.pending:
+                self._arm_expiry(thread)
 
-    async def _still_pending(self, run: Run) -> list[str]:
-        session = await self.engine.session(run.user_id, run.thread_id)
-        answered = self.early_answers.get(run.thread_id, {})
-        return [call_id for call_id in pending_calls(session) if call_id not in answered]
+    async def _stream(
+        self,
+        run: Run,
+        message: types.Content,
+        metadata: dict[str, Any],
+        client_tools: frozenset[str],
+    ) -> None:
+        """Feeds ADK's events through the translator until the run ends or is cancelled."""
+        events = self.engine.run(
+            user_id=run.thread.user_id,
+            thread_id=run.thread.thread_id,
+            message=message,
+            metadata=metadata,
+            client_tools=client_tools,
+            abort_signal=run.abort,
+        )
+        aborted = asyncio.ensure_future(run.abort.wait())
+        async with aclosing(events):
+            try:
+                while True:
+                    next_event = asyncio.ensure_future(anext(events))
+                    await asyncio.wait({next_event, aborted}, return_when=asyncio.FIRST_COMPLETED)
+                    if not next_event.done():
+                        # Cancelled: ADK seals the invocation if it stops in time; a slow
+                        # tool that does not is cancelled outright.
+                        await asyncio.wait({next_event}, timeout=CANCEL_GRACE_SECONDS)
+                        next_event.cancel()
+                        await _settle(next_event)
+                        return
+                    try:
+                        event = next_event.result()
+                    except StopAsyncIteration:
+                        return
+                    if not event.partial:
+                        run.last_event_id = event.id
+                    if not run.abort.is_set():
+                        run.emit(run.translator.translate(event))
+            finally:
+                aborted.cancel()
+        if run.abort.is_set():
+            await self._seal(run)
 
-    def _claim(self, run: Run) -> None:
-        was_busy = self.busy
-        self.active[run.thread_id] = run
-        if not was_busy:
+    async def _seal(self, run: Run) -> None:
+        """Answers calls a cancel left open, so the next turn starts from a whole history."""
+        session = await self.engine.session(run.thread.user_id, run.thread.thread_id)
+        if session is None:
+            return
+        answered = answered_calls(session)
+        dangling: dict[str, OpenCall] = {}
+        for event in session.events:
+            if (
+                event.invocation_id
+                and (event.custom_metadata or {}).get("agui", {}).get("runId") == run.run_id
+            ):
+                for call in event.get_function_calls():
+                    if call.id and call.id not in answered:
+                        dangling[call.id] = OpenCall(
+                            call.id, call.name or "", event.invocation_id, event.timestamp, {}
+                        )
+        if dangling:
+            stopped = {"status": "cancelled", "reason": "the user stopped the run"}
+            responses = {call_id: stopped for call_id in dangling}
+            invocation_id = next(iter(dangling.values())).invocation_id
+            await self.engine.append(
+                session,
+                AdkEvent(
+                    author="user",
+                    invocation_id=invocation_id,
+                    content=_responses(dangling, responses),
+                ),
+            )
+
+    # --- client tools nobody answers -----------------------------------------------------
+
+    def _arm_expiry(self, thread: Thread) -> None:
+        if thread.expiry is not None:
+            thread.expiry.cancel()
+        loop = asyncio.get_running_loop()
+        thread.expiry = loop.call_later(
+            self.client_tool_timeout, lambda: asyncio.ensure_future(self._expire(thread))
+        )
+
+    async def _expire(self, thread: Thread) -> None:
+        """Answers unanswered browser calls with ``no_result``/``timeout``; the model goes on."""
+        thread.expiry = None
+        if thread.run is not None:
+            return
+        session = await self.engine.session(thread.user_id, thread.thread_id)
+        open_items = {c: call for c, call in open_calls(session).items() if not call.is_approval}
+        if not open_items:
+            return
+        timeout = {"status": "no_result", "reason": "timeout"}
+        responses = {cid: thread.early.get(cid, timeout) for cid in open_items}
+        thread.early.clear()
+        thread.early_messages.clear()
+        run_id = f"expire-{uuid.uuid4().hex[:12]}"
+        run = Run(thread, run_id, None, self._translator(thread, run_id))
+        thread.run = run
+        self._running += 1
+        if self._running == 1:
             self._status_changed()
+        log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
+        metadata = {"runId": run_id, "context": {}}
+        run.task = asyncio.create_task(
+            self._drive(run, _responses(open_items, responses), metadata, frozenset(), [])
+        )
 
-    def _release(self, run: Run) -> None:
-        if self.active.get(run.thread_id) is run:
-            del self.active[run.thread_id]
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _finish(self, run: Run) -> None:
+        thread = run.thread
+        if thread.run is run:
+            thread.run = None
         run.done.set()
-        if not self.busy:
+        self._running -= 1
+        if self._running == 0:
             self._status_changed()
+        self._forget_if_unused(thread)
+
+    def _forget_if_unused(self, thread: Thread) -> None:
+        if thread.run is None and not thread.watchers and not thread.early and not thread.expiry:
+            self.threads.pop(thread.thread_id, None)
 
     def _status_changed(self) -> None:
         for listener in self.status_listeners:
             listener(self.busy)
 
 
-def _notice(code: str, message: str) -> p.Custom:
-    return p.Custom(name=NOTICE, value={"code": code, "message": message})
+def _responses(calls: dict[str, OpenCall], responses: dict[str, dict[str, Any]]) -> types.Content:
+    """Function responses in call order: the model pairs them with its calls by position."""
+    parts = [
+        types.Part(
+            function_response=types.FunctionResponse(
+                id=call.call_id, name=call.name, response=responses[call.call_id]
+            )
+        )
+        for call in calls.values()
+        if call.call_id in responses
+    ]
+    return types.Content(role="user", parts=parts)
+
+
+async def _settle(task: asyncio.Future[Any]) -> None:
+    try:
+        await task
+    except (asyncio.CancelledError, StopAsyncIteration):
+        pass
+    except Exception:
+        log.exception("a cancelled run failed while stopping")

@@ -21,13 +21,17 @@ from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event as AdkEvent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.runners import Runner
-from google.adk.sessions import BaseSessionService, InMemorySessionService, Session
+from google.adk.sessions import BaseSessionService, Session
 from google.genai import types
 
 from gateway.config import Settings
 from gateway.models.scripted import ScriptedLlm
+from gateway.store import SessionService
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY, CatalogToolset
+from gateway.translate import CONFIRMATION_CALL
+
+__all__ = ["CONFIRMATION_CALL", "Engine", "build_agent", "build_model"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +98,11 @@ class Engine:
             app_name=APP_NAME, user_id=user_id, session_id=thread_id
         )
 
+    async def thread_owner(self, thread_id: str) -> str | None:
+        """The user a thread belongs to, or None for a thread nobody has used yet."""
+        owner = getattr(self.sessions, "thread_owner", None)
+        return await owner(APP_NAME, thread_id) if owner else None
+
     async def append(self, session: Session, event: AdkEvent) -> None:
         await self.sessions.append_event(session, event)
 
@@ -138,20 +147,11 @@ class Engine:
         return time.perf_counter() - started
 
 
-async def open_session_service(settings: Settings) -> BaseSessionService:
-    """The durable store when available; ADK's in-memory service for ':memory:' before it."""
-    try:
-        from gateway.store import SessionService
-    except ImportError:
-        return InMemorySessionService()  # type: ignore[no-untyped-call]
+async def open_session_service(settings: Settings) -> SessionService:
+    """Opens the durable store and closes any run a crash cut off."""
     service = SessionService(
         settings.db, durability=settings.durability, history_window=settings.history_window
     )
     await service.open()
+    await service.close_interrupted(APP_NAME)
     return service
-
-
-async def close_session_service(service: BaseSessionService) -> None:
-    close = getattr(service, "close", None)
-    if close is not None:
-        await close()

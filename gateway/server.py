@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
+import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -19,7 +19,9 @@ import msgspec
 from gateway import protocol as p
 from gateway.auth import identify
 from gateway.config import Settings
-from gateway.hub import NOTICE, Hub, Run
+from gateway.hub import Hub, notice, standalone
+from gateway.screens import catalog as screens
+from gateway.static import web_file
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +105,46 @@ class Gateway:
             await _respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
         elif path == "/invocations" and method == "POST":
             await Invocation(self.hub, self.settings, scope, receive, send).serve()
-        elif path in ("/ping", "/tools", "/invocations"):
+        elif path == "/me" and method == "GET":
+            await self._me(scope, send)
+        elif path in ("/ping", "/tools", "/invocations", "/me"):
             await _respond(send, 405, b"method not allowed", b"text/plain")
+        elif method == "GET" and (found := web_file(path)) is not None:
+            body, content_type = found
+            await _respond(send, 200, body, content_type.encode())
         else:
             await _respond(send, 404, b"not found", b"text/plain")
+
+    async def _me(self, scope: Scope, send: Send) -> None:
+        """The signed-in user and the screens they may open, for the web client's menu."""
+        try:
+            user = identify(self.settings, scope)
+        except p.GatewayError as error:
+            await _respond(send, 401, p.encode(error.to_event()), b"application/json")
+            return
+        await _respond(send, 200, msgspec.json.encode(_profile(user)), b"application/json")
+
+
+def _profile(user_id: str) -> dict[str, Any]:
+    catalog = screens.load()
+    user = catalog.users.get(user_id)
+    permitted = catalog.permitted(user_id)
+    return {
+        "userId": user_id,
+        "name": user.name if user else user_id,
+        "org": user.org if user else None,
+        "screens": [
+            {
+                "screenId": screen.screen_id,
+                "name": screen.name,
+                "route": screen.route,
+                "parent": screen.parent,
+                "description": screen.description,
+            }
+            for screen in catalog.screens.values()
+            if screen.screen_id in permitted
+        ],
+    }
 
 
 async def _respond(send: Send, status: int, body: bytes, content_type: bytes) -> None:
@@ -148,6 +186,9 @@ class Invocation:
         try:
             user = identify(self.settings, self.scope)
             run_input = p.decode_input(await self._body())
+            if _asks_to_cancel(run_input):
+                await self._cancel(user, run_input.thread_id)
+                return
             await self.hub.start(user, run_input, subscriber)
         except p.GatewayError as error:
             await self._stream_start(error.code.http_status)
@@ -160,6 +201,16 @@ class Invocation:
             await self._stream([event], more=not last)
             if last:
                 return
+
+    async def _cancel(self, user: str, thread_id: str) -> None:
+        """The SSE door's cancel: a short stream saying what happened."""
+        if await self.hub.cancel(user, thread_id):
+            said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")
+            events = standalone(thread_id, [said])
+        else:
+            events = _nothing_to_cancel(thread_id)
+        await self._stream_start(200)
+        await self._stream(events, more=False)
 
     async def _body(self) -> bytes:
         chunks: list[bytes] = []
@@ -190,12 +241,16 @@ class Invocation:
         await self.send({"type": "http.response.body", "body": body, "more_body": more})
 
 
-# What a connection's worker handles in order: a run, an error to report, or a notice.
-Work = p.RunAgentInput | p.GatewayError | list[p.Event]
+# What a connection's worker handles in order: a run, a reattach, an error, or a notice.
+Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event]
 
 
 class WebSocketSession:
-    """One /ws connection: runs processed in order, cancels jumping the queue."""
+    """One /ws connection: runs processed in order, cancels jumping the queue.
+
+    A connection follows one thread at a time, the one of its latest run or reattach, so
+    the runs it is sent never overlap and its stream stays a valid AG-UI stream.
+    """
 
     def __init__(self, gateway: Gateway, scope: Scope, receive: Receive, send: Send) -> None:
         assert gateway.hub is not None
@@ -203,10 +258,9 @@ class WebSocketSession:
         self.settings = gateway.settings
         self.scope, self.receive, self.send = scope, receive, send
         self.outbox: asyncio.Queue[p.Event | None] = asyncio.Queue()
-        self.inbox: asyncio.Queue[p.RunAgentInput | p.GatewayError | list[p.Event]] = (
-            asyncio.Queue()
-        )
+        self.inbox: asyncio.Queue[Work] = asyncio.Queue()
         self.user = ""
+        self.following: str | None = None
 
     def deliver(self, event: p.Event) -> None:
         if self.outbox.qsize() >= SEND_QUEUE_LIMIT:
@@ -225,11 +279,15 @@ class WebSocketSession:
             await self.send({"type": "websocket.close", "code": 4401, "reason": error.message})
             return
         await self.send({"type": "websocket.accept"})
+        thread_id = query_param(self.scope, "threadId")
+        if thread_id:
+            self.inbox.put_nowait(p.Reattach(thread_id=thread_id))
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
         try:
             await self._read()
         finally:
+            self.hub.leave(self)
             worker.cancel()
             self.outbox.put_nowait(None)
             with contextlib.suppress(asyncio.CancelledError):
@@ -253,11 +311,7 @@ class WebSocketSession:
             if isinstance(frame, p.Cancel):
                 # A cancel acts now, ahead of queued runs; only its notice waits its turn.
                 if not await self.hub.cancel(self.user, frame.thread_id):
-                    self.inbox.put_nowait(_idle_notice(frame.thread_id))
-            elif isinstance(frame, p.Reattach):
-                self.inbox.put_nowait(
-                    p.GatewayError(p.ErrorCode.VALIDATION_ERROR, "Reattach is not supported yet.")
-                )
+                    self.inbox.put_nowait(_nothing_to_cancel(frame.thread_id))
             else:
                 self.inbox.put_nowait(frame)
 
@@ -272,13 +326,21 @@ class WebSocketSession:
             else:
                 await self._run(item)
 
-    async def _run(self, run_input: p.RunAgentInput) -> None:
+    async def _run(self, request: p.RunAgentInput | p.Reattach) -> None:
+        """Starts a run or reattaches, then waits for the run it follows to end."""
         try:
-            run: Run = await self.hub.start(self.user, run_input, self)
+            if isinstance(request, p.Reattach):
+                run = await self.hub.reattach(self.user, request.thread_id, self)
+            else:
+                run = await self.hub.start(self.user, request, self)
         except p.GatewayError as error:
             self.deliver(error.to_event())
             return
-        await run.done.wait()
+        if self.following not in (None, request.thread_id):
+            self.hub.unwatch(self, self.following)
+        self.following = request.thread_id
+        if run is not None:
+            await run.done.wait()
 
     async def _write(self) -> None:
         while True:
@@ -290,17 +352,18 @@ class WebSocketSession:
             await self.send({"type": "websocket.send", "text": p.encode(event).decode()})
 
 
-def _idle_notice(thread_id: str) -> list[p.Event]:
-    """A notice outside any run travels as a run of its own, so the stream stays valid."""
-    run_id = f"notice-{uuid.uuid4().hex[:12]}"
-    return [
-        p.RunStarted(thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION),
-        p.Custom(
-            name=NOTICE,
-            value={
-                "code": "NOTHING_TO_CANCEL",
-                "message": f"Thread {thread_id!r} has no run in progress; nothing was cancelled.",
-            },
-        ),
-        p.RunFinished(thread_id=thread_id, run_id=run_id, outcome=p.SuccessOutcome()),
-    ]
+def _nothing_to_cancel(thread_id: str) -> list[p.Event]:
+    message = f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
+    return standalone(thread_id, [notice("NOTHING_TO_CANCEL", message)])
+
+
+def query_param(scope: Scope, name: str) -> str | None:
+    values = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return values[0] if values else None
+
+
+def _asks_to_cancel(run_input: p.RunAgentInput) -> bool:
+    """``forwardedProps: {"gateway": {"cancel": true}}`` is the SSE door's cancel frame."""
+    props = run_input.forwarded_props
+    gateway = props.get("gateway") if isinstance(props, dict) else None
+    return isinstance(gateway, dict) and gateway.get("cancel") is True

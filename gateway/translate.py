@@ -19,12 +19,19 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.adk.events import Event as AdkEvent
 
 from gateway import protocol as p
+
+# ADK's own long-running call that asks a person to approve another call.
+CONFIRMATION_CALL = "adk_request_confirmation"
+# ADK marks the events that seal a cancelled invocation with this error code.
+ABORTED = "INVOCATION_ABORTED"
+
+InterruptFor = Callable[[str, dict[str, Any], float], p.Interrupt]
 
 
 def result_message_id(tool_call_id: str) -> str:
@@ -44,7 +51,9 @@ class Phase(enum.IntEnum):
 class RunTranslator:
     """Turns the ADK events of one run into a valid AG-UI event stream."""
 
-    def __init__(self, thread_id: str, run_id: str) -> None:
+    def __init__(
+        self, thread_id: str, run_id: str, interrupt_for: InterruptFor | None = None
+    ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self.phase = Phase.NEW
@@ -52,6 +61,11 @@ class RunTranslator:
         self.open_text: list[str] = []
         # Long-running (client) calls made in this run that have no response yet.
         self.pending: dict[str, str] = {}
+        # Every client call streamed in this run: their live events go to the executor only.
+        self.client_calls: set[str] = set()
+        # Approvals asked in this run, turned into AG-UI Interrupts by ``interrupt_for``.
+        self.interrupts: list[p.Interrupt] = []
+        self._interrupt_for = interrupt_for
 
     def start(self) -> list[p.Event]:
         self._expect(Phase.NEW)
@@ -65,6 +79,8 @@ class RunTranslator:
     def translate(self, event: AdkEvent) -> list[p.Event]:
         self._expect(Phase.STARTED)
         out: list[p.Event] = []
+        if event.error_code == ABORTED:
+            return out
         if event.error_code or event.error_message:
             raise AgentFailure(f"{event.error_code or 'model error'}: {event.error_message or ''}")
         if event.author == "user" or event.content is None or not event.content.parts:
@@ -86,6 +102,9 @@ class RunTranslator:
             if call is None:
                 continue
             call_id = call.id or ""
+            if call.name == CONFIRMATION_CALL:
+                self._ask_approval(call_id, dict(call.args or {}), event.timestamp)
+                continue
             out.extend(self._end_text())
             out.append(
                 p.ToolCallStart(
@@ -98,9 +117,13 @@ class RunTranslator:
             out.append(p.ToolCallEnd(tool_call_id=call_id))
             if call_id in long_running:
                 self.pending[call_id] = call.name or ""
+                self.client_calls.add(call_id)
+        # ADK answers a call that waits for approval with a placeholder; the real result
+        # comes once the person has answered.
+        awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
         for part in parts:
             response = part.function_response
-            if response is None or response.id is None:
+            if response is None or response.id is None or response.id in awaiting_approval:
                 continue
             self.pending.pop(response.id, None)
             out.extend(self._end_text())
@@ -131,16 +154,26 @@ class RunTranslator:
         )
         return out
 
-    def interrupted(self, interrupts: list[p.Interrupt]) -> list[p.Event]:
+    def interrupted(self) -> list[p.Event]:
+        """Ends the run waiting for the approvals it asked for."""
         out = self._close()
         out.append(
             p.RunFinished(
                 thread_id=self.thread_id,
                 run_id=self.run_id,
-                outcome=p.InterruptOutcome(interrupts=interrupts),
+                outcome=p.InterruptOutcome(interrupts=list(self.interrupts)),
             )
         )
         return out
+
+    def reopen(self) -> list[p.Event]:
+        """What a late subscriber needs to join mid-message: the open text so far."""
+        if self.open_text_id is None:
+            return []
+        return [
+            p.TextMessageStart(message_id=self.open_text_id, role="assistant"),
+            p.TextMessageContent(message_id=self.open_text_id, delta="".join(self.open_text)),
+        ]
 
     def fail(self, code: p.ErrorCode, message: str) -> list[p.Event]:
         """Ends the run with RUN_ERROR, closing any open text first."""
@@ -150,6 +183,11 @@ class RunTranslator:
         return out
 
     # --- internals -----------------------------------------------------------------------
+
+    def _ask_approval(self, call_id: str, args: dict[str, Any], asked_at: float) -> None:
+        if self._interrupt_for is None:
+            raise AgentFailure("the agent asked for an approval, but this run cannot take one")
+        self.interrupts.append(self._interrupt_for(call_id, args, asked_at))
 
     def _text(self, message_id: str, delta: str) -> Iterable[p.Event]:
         if self.open_text_id != message_id:

@@ -135,6 +135,10 @@ async def test_second_run_on_a_busy_thread_gets_session_busy(gateway: RunningGat
         # The refused connection is still usable, and so is the thread.
         again = await other.run(user_input(thread, "안녕"))
         assert outcome(again) == {"type": "success"}
+        # The first connection watches the thread, so it sees that run live too.
+        watched = await owner.until_end()
+        assert watched[0]["runId"] == again[0]["runId"]
+        assert text_of(watched) == text_of(again)
 
 
 async def test_malformed_frames_get_validation_errors_and_the_socket_survives(

@@ -36,7 +36,8 @@ class ServerTool(FunctionTool):
     """A server function, declared to the model as its catalog entry says."""
 
     def __init__(self, entry: ToolEntry) -> None:
-        super().__init__(entry.server_function())
+        # ADK's tool confirmation pauses the call until a person approves it.
+        super().__init__(entry.server_function(), require_confirmation=entry.requires_approval)
         self.name = entry.name
         self.entry = entry
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import string
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ class ToolEntry:
     executor: str
     result: dict[str, Any] | None = None
     requires_approval: bool = False
+    # What approving does, for the person asked: "업무 요청 {requestId}을(를) 승인합니다".
+    approval_template: str | None = None
 
     @property
     def runs_on_client(self) -> bool:
@@ -49,6 +52,14 @@ class ToolEntry:
         if not callable(function):
             raise CatalogError(f"Tool {self.name!r}: executor {self.executor!r} is not callable")
         return function  # type: ignore[no-any-return]
+
+    def approval_message(self, args: dict[str, Any]) -> str:
+        """The sentence an approval card shows: what will happen, with the arguments."""
+        template = self.approval_template or f"{self.name} 실행"
+        try:
+            return template.format_map({key: args.get(key, "") for key in _fields(template)})
+        except (ValueError, IndexError):
+            return template
 
     def declaration(self) -> dict[str, Any]:
         """The AG-UI Tool a client declares for this entry."""
@@ -70,6 +81,10 @@ class Catalog:
 
     def __getitem__(self, name: str) -> ToolEntry:
         return self.entries[name]
+
+
+def _fields(template: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
 def load(directory: Path | None = None) -> Catalog:
@@ -105,6 +120,7 @@ def _read(path: Path) -> ToolEntry:
             executor=raw["executor"],
             result=raw.get("result"),
             requires_approval=bool(raw.get("requiresApproval", False)),
+            approval_template=raw.get("approvalMessage"),
         )
     except (KeyError, TypeError) as exc:
         raise CatalogError(f"{path}: missing or malformed field {exc}") from None

@@ -1,0 +1,932 @@
+"""ADK sessions on one aiosqlite connection: durable, windowed, group-committed.
+
+Theory of operation:
+
+- One long-lived connection in WAL mode. Every read and every write batch is one call
+  into aiosqlite's worker thread (``_in_db_thread``), not one per SQL statement.
+- Writes (create, append, delete) queue up for one writer task. It takes whatever is
+  queued, commits it in one transaction and then wakes each caller: ``append_event``
+  returns only once its event is committed, yet a run never waits on another run's model,
+  only on the shared commit it joined. ``durability`` picks ``synchronous``: ``normal``
+  survives a process crash, ``full`` also survives power loss.
+- Optimistic concurrency as in ADK's SQL services: a session carries the revision it was
+  loaded at, and appending through an outdated copy raises ``StaleSessionError``.
+- ``open_calls`` holds every function call without a response yet, so a load can reach
+  back past its window to a call still waiting on the browser, and a restart can find the
+  runs a crash cut off (``close_interrupted``).
+- The schema is numbered; ``MIGRATIONS[n]`` takes a database from version n to n + 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import aiosqlite
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events import Event
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions import _session_util
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+from google.genai import types
+from typing_extensions import override
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}
+
+# What a thread shows for a run a crash cut off (one text for both languages we serve).
+INTERRUPTED_TEXT = "(응답이 중단되었습니다 / the previous response was interrupted)"
+# The answer a cut-off server call gets, so the model request is well formed again.
+INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
+
+_MAX_BATCH = 1024
+
+
+class StoreError(Exception):
+    """The database cannot be used as it is: unreadable, corrupt, foreign or too new."""
+
+
+# --- schema and migrations ----------------------------------------------------------------
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _create_v1(db: sqlite3.Connection) -> None:
+    for statement in (
+        "CREATE TABLE app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL,"
+        " update_time REAL NOT NULL)",
+        "CREATE TABLE user_states (app_name TEXT NOT NULL, user_id TEXT NOT NULL,"
+        " state TEXT NOT NULL, update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id))",
+        # pk is an explicit INTEGER PRIMARY KEY so VACUUM never renumbers it under events.
+        "CREATE TABLE sessions (pk INTEGER PRIMARY KEY, app_name TEXT NOT NULL,"
+        " user_id TEXT NOT NULL, id TEXT NOT NULL, state TEXT NOT NULL,"
+        " create_time REAL NOT NULL, update_time REAL NOT NULL,"
+        " revision INTEGER NOT NULL DEFAULT 0, UNIQUE (app_name, user_id, id))",
+        "CREATE INDEX sessions_by_thread ON sessions (app_name, id)",
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY, session_pk INTEGER NOT NULL,"
+        " id TEXT NOT NULL, invocation_id TEXT NOT NULL, author TEXT NOT NULL,"
+        " timestamp REAL NOT NULL, data TEXT NOT NULL)",
+        "CREATE INDEX events_by_session ON events (session_pk, seq)",
+    ):
+        db.execute(statement)
+
+
+def _track_runs_v2(db: sqlite3.Connection) -> None:
+    """Adds open-call and open-run tracking, and rebuilds both from the stored events."""
+    for statement in (
+        "ALTER TABLE sessions ADD COLUMN invocation_id TEXT",
+        "ALTER TABLE sessions ADD COLUMN invocation_seq INTEGER",
+        "ALTER TABLE sessions ADD COLUMN run_open INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE open_calls (session_pk INTEGER NOT NULL, call_id TEXT NOT NULL,"
+        " name TEXT NOT NULL, seq INTEGER NOT NULL, invocation_seq INTEGER NOT NULL,"
+        " long_running INTEGER NOT NULL, PRIMARY KEY (session_pk, call_id)) WITHOUT ROWID",
+    ):
+        db.execute(statement)
+    session_pks = [pk for (pk,) in db.execute("SELECT pk FROM sessions ORDER BY pk")]
+    for session_pk in session_pks:
+        invocation_id: str | None = None
+        invocation_seq = 0
+        run_open = False
+        rows = db.execute(
+            "SELECT seq, invocation_id, data FROM events WHERE session_pk = ? ORDER BY seq",
+            (session_pk,),
+        ).fetchall()
+        for seq, event_invocation, data in rows:
+            if event_invocation != invocation_id:
+                invocation_id, invocation_seq = event_invocation, seq
+            progress = _RunProgress.of(Event.model_validate_json(data))
+            progress.record(db, session_pk, seq, invocation_seq)
+            run_open = progress.run_open if progress.run_open is not None else run_open
+        db.execute(
+            "UPDATE sessions SET invocation_id = ?, invocation_seq = ?, run_open = ? WHERE pk = ?",
+            (invocation_id, invocation_seq if rows else None, run_open, session_pk),
+        )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _track_runs_v2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _prepare(
+    db: sqlite3.Connection, *, path: str, synchronous: str, read_only: bool, in_memory: bool
+) -> None:
+    """Checks the file is ours and readable, then brings its schema up to date."""
+    # The first read fails here on a file that is not SQLite, before anything is written.
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not read_only:
+        if not in_memory:
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute(f"PRAGMA synchronous = {synchronous}")
+    if tables and "schema_version" not in tables:
+        raise StoreError(
+            f"{path} is a SQLite database but not an agent-gateway store (it has no"
+            f" schema_version table; tables: {', '.join(sorted(tables))}). Point --db at"
+            " another file."
+        )
+    version = 0
+    if tables:
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has store schema version {version}, newer than the version {SCHEMA_VERSION}"
+            " this agent-gateway understands. Upgrade agent-gateway, or use another --db."
+        )
+    if version == SCHEMA_VERSION:
+        return
+    if read_only:
+        raise StoreError(
+            f"{path} has store schema version {version} and needs migrating to"
+            f" {SCHEMA_VERSION}; start the gateway on it once to migrate."
+        )
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if version == 0:
+            db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            db.execute("INSERT INTO schema_version VALUES (0)")
+        for migration in MIGRATIONS[version:]:
+            migration(db)
+        db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if version:
+        log.info("migrated %s from store schema %d to %d", path, version, SCHEMA_VERSION)
+
+
+# --- what an event does to its run ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RunProgress:
+    """What one stored event does to the calls and the run of its thread."""
+
+    calls: tuple[tuple[str, str, bool], ...]  # (call id, tool name, long running) it makes
+    answers: tuple[str, ...]  # call ids it answers
+    run_open: bool | None  # True: the model owes a reply; None: the event does not say
+
+    @classmethod
+    def of(cls, event: Event) -> _RunProgress:
+        if event.content is None or not event.content.parts:
+            # A model error ends its run; a content-less event (state, agent end) says nothing.
+            return cls((), (), False if event.error_code else None)
+        long_running = event.long_running_tool_ids or set()
+        calls = tuple(
+            (call.id, call.name or "", call.id in long_running)
+            for call in event.get_function_calls()
+            if call.id
+        )
+        answers = tuple(r.id for r in event.get_function_responses() if r.id)
+        if answers or any(not lr for _, _, lr in calls):
+            run_open: bool | None = True  # the model continues after a server call or a result
+        elif calls:
+            run_open = False  # paused on the browser: waiting is not being cut off
+        elif event.author == "user":
+            run_open = True  # the model owes a reply to what the user said
+        elif any(part.text and not part.thought for part in event.content.parts):
+            run_open = False  # the model replied
+        else:
+            run_open = None
+        return cls(calls, answers, run_open)
+
+    def record(
+        self, db: sqlite3.Connection, session_pk: int, seq: int, invocation_seq: int
+    ) -> None:
+        if self.answers:
+            db.executemany(
+                "DELETE FROM open_calls WHERE session_pk = ? AND call_id = ?",
+                [(session_pk, call_id) for call_id in self.answers],
+            )
+        if self.calls:
+            db.executemany(
+                "INSERT OR REPLACE INTO open_calls"
+                " (session_pk, call_id, name, seq, invocation_seq, long_running)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (session_pk, call_id, name, seq, invocation_seq, long_running)
+                    for call_id, name, long_running in self.calls
+                ],
+            )
+
+
+# --- writes: each runs inside the writer's shared transaction ---------------------------
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load_state(text: str | None) -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(text)) if text else {}
+
+
+def _merge_scope(
+    db: sqlite3.Connection, app_name: str, user_id: str | None, delta: dict[str, Any], now: float
+) -> None:
+    """Applies a delta to app state (user_id None) or user state, as dict.update does."""
+    if user_id is None:
+        row = db.execute("SELECT state FROM app_states WHERE app_name = ?", (app_name,)).fetchone()
+        state = {**_load_state(row[0] if row else None), **delta}
+        db.execute(
+            "INSERT OR REPLACE INTO app_states (app_name, state, update_time) VALUES (?, ?, ?)",
+            (app_name, _dump(state), now),
+        )
+    else:
+        row = db.execute(
+            "SELECT state FROM user_states WHERE app_name = ? AND user_id = ?", (app_name, user_id)
+        ).fetchone()
+        state = {**_load_state(row[0] if row else None), **delta}
+        db.execute(
+            "INSERT OR REPLACE INTO user_states (app_name, user_id, state, update_time)"
+            " VALUES (?, ?, ?, ?)",
+            (app_name, user_id, _dump(state), now),
+        )
+
+
+def _scope_state(db: sqlite3.Connection, app_name: str, user_id: str | None) -> dict[str, Any]:
+    """The app state (user_id None) or the user state, without prefixes."""
+    if user_id is None:
+        row = db.execute("SELECT state FROM app_states WHERE app_name = ?", (app_name,)).fetchone()
+    else:
+        row = db.execute(
+            "SELECT state FROM user_states WHERE app_name = ? AND user_id = ?",
+            (app_name, user_id),
+        ).fetchone()
+    return _load_state(row[0] if row else None)
+
+
+def _merged_state(
+    session_state: dict[str, Any], app_state: dict[str, Any], user_state: dict[str, Any]
+) -> dict[str, Any]:
+    merged = dict(session_state)
+    merged.update((State.APP_PREFIX + key, value) for key, value in app_state.items())
+    merged.update((State.USER_PREFIX + key, value) for key, value in user_state.items())
+    return merged
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _CreateSession:
+    app_name: str
+    user_id: str
+    session_id: str
+    deltas: dict[str, dict[str, Any]]
+    now: float
+
+    def apply(self, db: sqlite3.Connection) -> dict[str, Any]:
+        """Returns the new session's merged state."""
+        try:
+            db.execute(
+                "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    self.app_name,
+                    self.user_id,
+                    self.session_id,
+                    _dump(self.deltas["session"]),
+                    self.now,
+                    self.now,
+                ),
+            )
+        except sqlite3.IntegrityError:
+            raise AlreadyExistsError(f"Session with id {self.session_id} already exists.") from None
+        if self.deltas["app"]:
+            _merge_scope(db, self.app_name, None, self.deltas["app"], self.now)
+        if self.deltas["user"]:
+            _merge_scope(db, self.app_name, self.user_id, self.deltas["user"], self.now)
+        return _merged_state(
+            self.deltas["session"],
+            _scope_state(db, self.app_name, None),
+            _scope_state(db, self.app_name, self.user_id),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _AppendEvent:
+    app_name: str
+    user_id: str
+    session_id: str
+    loaded_revision: int | None  # None: a session this store did not load; check by time
+    loaded_update_time: float
+    event_id: str
+    invocation_id: str
+    author: str
+    timestamp: float
+    data: str
+    deltas: dict[str, dict[str, Any]]
+    progress: _RunProgress
+
+    def apply(self, db: sqlite3.Connection) -> int:
+        """Returns the session's new revision."""
+        row = db.execute(
+            "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open"
+            " FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+            (self.app_name, self.user_id, self.session_id),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"Session {self.session_id} not found.")
+        pk, revision, update_time, invocation_id, invocation_seq, run_open = row
+        stale = (
+            revision != self.loaded_revision
+            if self.loaded_revision is not None
+            else update_time > self.loaded_update_time
+        )
+        if stale:
+            raise StaleSessionError(
+                f"Session {self.session_id} changed in storage since this copy was loaded"
+                f" (revision {revision}, copy at {self.loaded_revision}); reload it."
+            )
+        cursor = db.execute(
+            "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (pk, self.event_id, self.invocation_id, self.author, self.timestamp, self.data),
+        )
+        seq = cast(int, cursor.lastrowid)
+        if invocation_id != self.invocation_id:
+            invocation_seq = seq
+        if self.progress.run_open is not None:
+            run_open = self.progress.run_open
+        if self.deltas["session"]:
+            (state,) = db.execute("SELECT state FROM sessions WHERE pk = ?", (pk,)).fetchone()
+            db.execute(
+                "UPDATE sessions SET state = ? WHERE pk = ?",
+                (_dump({**_load_state(state), **self.deltas["session"]}), pk),
+            )
+        db.execute(
+            "UPDATE sessions SET revision = ?, update_time = ?, invocation_id = ?,"
+            " invocation_seq = ?, run_open = ? WHERE pk = ?",
+            (revision + 1, self.timestamp, self.invocation_id, invocation_seq, run_open, pk),
+        )
+        if self.deltas["app"]:
+            _merge_scope(db, self.app_name, None, self.deltas["app"], self.timestamp)
+        if self.deltas["user"]:
+            _merge_scope(db, self.app_name, self.user_id, self.deltas["user"], self.timestamp)
+        self.progress.record(db, pk, seq, invocation_seq)
+        return cast(int, revision) + 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _DeleteSession:
+    app_name: str
+    user_id: str
+    session_id: str
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        row = db.execute(
+            "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+            (self.app_name, self.user_id, self.session_id),
+        ).fetchone()
+        if row is None:
+            return
+        for table, column in (("events", "session_pk"), ("open_calls", "session_pk")):
+            db.execute(f"DELETE FROM {table} WHERE {column} = ?", row)
+        db.execute("DELETE FROM sessions WHERE pk = ?", row)
+
+
+_Write = _CreateSession | _AppendEvent | _DeleteSession
+
+
+def _commit(db: sqlite3.Connection, writes: Sequence[_Write]) -> list[object]:
+    """Applies writes in one transaction; a write that fails is undone alone and returned."""
+    results: list[object] = []
+    # A lone write needs no savepoint: if it fails, the whole transaction is its own.
+    isolate = len(writes) > 1
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for write in writes:
+            if isolate:
+                db.execute("SAVEPOINT write")
+            try:
+                results.append(write.apply(db))
+            except Exception as error:
+                if isolate:
+                    db.execute("ROLLBACK TO write")
+                else:
+                    db.execute("ROLLBACK")
+                    return [_Failed(error)]
+                results.append(_Failed(error))
+            if isolate:
+                db.execute("RELEASE write")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return results
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Failed:
+    error: Exception
+
+
+async def _in_db_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """Runs fn on the raw connection in aiosqlite's own thread.
+
+    One hop per batch or load: aiosqlite's public API costs one hop (about 30 µs) per
+    statement, which would cap group commit far below what SQLite itself sustains.
+    """
+    raw: sqlite3.Connection = conn._conn
+    execute = cast(Callable[..., Awaitable[T]], conn._execute)
+    return await execute(fn, raw)
+
+
+@dataclasses.dataclass(slots=True)
+class _Pending:
+    write: _Write
+    committed: asyncio.Future[object]
+    # Called with the write's result once committed, even if its caller was cancelled
+    # meanwhile: the write is durable, so the caller's objects must show it.
+    on_commit: Callable[[object], None] | None
+
+
+class _GroupCommit:
+    """The single writer: commits everything queued at a moment in one transaction."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._queue: collections.deque[_Pending] = collections.deque()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing = False
+        self.commits = 0
+        self._task = asyncio.create_task(self._run(), name="store-group-commit")
+
+    def submit(
+        self, write: _Write, on_commit: Callable[[object], None] | None = None
+    ) -> asyncio.Future[object]:
+        """Queues a write; the future resolves once it is committed (or fails alone)."""
+        if self._closing:
+            raise StoreError("the session store is closed")
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Pending(write, future, on_commit))
+        self._idle.clear()
+        self._wakeup.set()
+        return future
+
+    async def drained(self) -> None:
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wakeup.set()
+        await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._queue:
+                count = min(len(self._queue), _MAX_BATCH)
+                batch = [self._queue.popleft() for _ in range(count)]
+                writes = [pending.write for pending in batch]
+                try:
+                    results = await _in_db_thread(self._conn, partial(_commit, writes=writes))
+                except Exception as error:  # the commit itself failed: nobody's write is durable
+                    log.exception("store commit of %d writes failed", len(batch))
+                    results = [_Failed(error)] * len(batch)
+                else:
+                    self.commits += 1
+                for pending, result in zip(batch, results, strict=True):
+                    _settle(pending, result)
+            self._idle.set()
+            if self._closing:
+                return
+
+
+def _settle(pending: _Pending, result: object) -> None:
+    if isinstance(result, _Failed):
+        if not pending.committed.done():
+            pending.committed.set_exception(result.error)
+        return
+    if pending.on_commit is not None:
+        pending.on_commit(result)
+    if not pending.committed.done():
+        pending.committed.set_result(result)
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+def _load_session(
+    db: sqlite3.Connection,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    window: int | None,
+    after: float | None,
+) -> Session | None:
+    row = db.execute(
+        "SELECT pk, state, update_time, revision FROM sessions"
+        " WHERE app_name = ? AND user_id = ? AND id = ?",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    if row is None:
+        return None
+    pk, state, update_time, revision = row
+    events: list[Event] = []
+    if window != 0:
+        start = 0
+        if window is not None:
+            edge = db.execute(
+                "SELECT seq FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                (pk, window - 1),
+            ).fetchone()
+            start = edge[0] if edge else 0
+            # A call still waiting on the browser must stay in reach, with its invocation.
+            (waiting,) = db.execute(
+                "SELECT MIN(invocation_seq) FROM open_calls"
+                " WHERE session_pk = ? AND long_running = 1",
+                (pk,),
+            ).fetchone()
+            if waiting is not None:
+                start = min(start, waiting)
+        if after is not None:
+            # As ADK's in-memory service: keep what follows the last event older than `after`.
+            (older,) = db.execute(
+                "SELECT MAX(seq) FROM events WHERE session_pk = ? AND seq >= ? AND timestamp < ?",
+                (pk, start, after),
+            ).fetchone()
+            if older is not None:
+                start = older + 1
+        events = [
+            Event.model_validate_json(data)
+            for (data,) in db.execute(
+                "SELECT data FROM events WHERE session_pk = ? AND seq >= ? ORDER BY seq",
+                (pk, start),
+            )
+        ]
+    session = Session(
+        app_name=app_name,
+        user_id=user_id,
+        id=session_id,
+        state=_merged_state(
+            _load_state(state),
+            _scope_state(db, app_name, None),
+            _scope_state(db, app_name, user_id),
+        ),
+        events=events,
+        last_update_time=update_time,
+    )
+    session._storage_update_marker = str(revision)
+    return session
+
+
+def _list_sessions(db: sqlite3.Connection, *, app_name: str, user_id: str | None) -> list[Session]:
+    query = "SELECT user_id, id, state, update_time, revision FROM sessions WHERE app_name = ?"
+    params: tuple[str, ...] = (app_name,)
+    if user_id is not None:
+        query += " AND user_id = ?"
+        params += (user_id,)
+    rows = db.execute(query + " ORDER BY update_time, user_id, id", params).fetchall()
+    app_state = _scope_state(db, app_name, None)
+    user_states: dict[str, dict[str, Any]] = {}
+    sessions = []
+    for owner, session_id, state, update_time, revision in rows:
+        if owner not in user_states:
+            user_states[owner] = _scope_state(db, app_name, owner)
+        session = Session(
+            app_name=app_name,
+            user_id=owner,
+            id=session_id,
+            state=_merged_state(_load_state(state), app_state, user_states[owner]),
+            last_update_time=update_time,
+        )
+        session._storage_update_marker = str(revision)
+        sessions.append(session)
+    return sessions
+
+
+# --- the service ------------------------------------------------------------------------
+
+
+class SessionService(BaseSessionService):
+    """ADK's session contract on SQLite, for one gateway process.
+
+    One process owns a database file for writing: revisions and group commit assume no
+    other writer. Other processes may read it (``read_only=True``), e.g. operator commands.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "normal",
+        history_window: int = 200,
+        read_only: bool = False,
+    ) -> None:
+        if durability not in _SYNCHRONOUS:
+            raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
+        if history_window < 1:
+            raise ValueError(f"history_window must be at least 1, not {history_window}")
+        self.path = path
+        self.durability = durability
+        self.history_window = history_window
+        self.read_only = read_only
+        self._conn: aiosqlite.Connection | None = None
+        self._writer: _GroupCommit | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
+        in_memory = self.path in ("", ":memory:")
+        target, uri = self.path, False
+        if self.read_only and not in_memory:
+            if not os.path.exists(self.path):
+                raise StoreError(f"{self.path} does not exist")
+            target, uri = Path(self.path).absolute().as_uri() + "?mode=ro", True
+        conn = aiosqlite.connect(target, uri=uri, isolation_level=None)
+        # Daemon, so a process that forgets close() still exits; close() flushes first.
+        conn._thread.daemon = True
+        try:
+            await conn
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open the session store {self.path}: {error}") from error
+        try:
+            await _in_db_thread(
+                conn,
+                partial(
+                    _prepare,
+                    path=self.path,
+                    synchronous=_SYNCHRONOUS[self.durability],
+                    read_only=self.read_only,
+                    in_memory=in_memory,
+                ),
+            )
+        except BaseException as error:
+            await conn.close()
+            if isinstance(error, sqlite3.DatabaseError):
+                raise StoreError(
+                    f"{self.path} is not a usable session store ({error}). It was left as it"
+                    " is: restore it from a backup, or move it aside to start a new one."
+                ) from error
+            raise
+        self._conn = conn
+        if not self.read_only:
+            self._writer = _GroupCommit(conn)
+
+    async def close(self) -> None:
+        """Commits every queued write, then closes the connection."""
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            if not self.read_only:
+                with contextlib.suppress(sqlite3.Error):
+                    await conn.execute("PRAGMA optimize")
+            await conn.close()
+
+    @property
+    def commits(self) -> int:
+        """Transactions the writer committed since open(): fewer than writes under load."""
+        return self._writer.commits if self._writer is not None else 0
+
+    @override
+    async def flush(self) -> None:
+        if self._writer is not None:
+            await self._writer.drained()
+
+    # --- ADK's contract -----------------------------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
+        now = platform_time.get_time()
+        deltas = _session_util.extract_json_safe_state_delta(state or {})
+        merged = await self._write(_CreateSession(app_name, user_id, session_id, deltas, now))
+        session = Session(
+            app_name=app_name,
+            user_id=user_id,
+            id=session_id,
+            state=cast(dict[str, Any], merged),
+            last_update_time=now,
+        )
+        session._storage_update_marker = "0"
+        return session
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """Loads the state and a window of recent events.
+
+        Without a config the window is ``history_window`` events; a config's
+        ``num_recent_events`` replaces it (None: every event). A positive window always
+        reaches back to a long-running call still waiting for its response, from the start
+        of its invocation. ``after_timestamp`` then filters as ADK's in-memory service does.
+        """
+        window: int | None = self.history_window
+        after = None
+        if config is not None:
+            window, after = config.num_recent_events, config.after_timestamp
+        return await self._read(
+            partial(
+                _load_session,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id.strip() if session_id else session_id,
+                window=window,
+                after=after,
+            )
+        )
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        sessions = await self._read(partial(_list_sessions, app_name=app_name, user_id=user_id))
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        session_id = session_id.strip() if session_id else session_id
+        await self._write(_DeleteSession(app_name, user_id, session_id))
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self._read(partial(_scope_state, app_name=app_name, user_id=user_id))
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Commits the event, then adds it to ``session``; partial events are not stored."""
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        marker = session._storage_update_marker
+        write = _AppendEvent(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            session_id=session.id,
+            loaded_revision=int(marker) if marker is not None else None,
+            loaded_update_time=session.last_update_time,
+            event_id=event.id,
+            invocation_id=event.invocation_id,
+            author=event.author,
+            timestamp=event.timestamp,
+            data=event.model_dump_json(exclude_none=True, by_alias=True),
+            deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
+            if event.actions and event.actions.state_delta
+            else {"app": {}, "user": {}, "session": {}},
+            progress=_RunProgress.of(event),
+        )
+
+        def commit_to_session(revision: object) -> None:
+            session._storage_update_marker = str(revision)
+            session.last_update_time = event.timestamp
+            self._commit_event_to_session(session, event)
+
+        await self._writer_or_raise().submit(write, commit_to_session)
+        return event
+
+    # --- gateway additions --------------------------------------------------------------
+
+    async def thread_owner(self, app_name: str, session_id: str) -> str | None:
+        """The user a thread belongs to, whoever asks; None if no such thread exists."""
+        return await self._read(partial(_thread_owner, app_name=app_name, session_id=session_id))
+
+    async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
+        """Closes each run a crash cut off, so its thread takes a new run at once.
+
+        A server call left without its response gets an error response, and the thread
+        gets an assistant note that the response was interrupted, marked
+        ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are left
+        waiting. The note's author is the thread's last agent (``author`` if it has none).
+        Call once after ``open()`` and before serving runs; returns how many were closed.
+        """
+        open_runs = await self._read(partial(_open_runs, app_name=app_name))
+        for user_id, session_id, invocation_id, dangling in open_runs:
+            session = await self.get_session(
+                app_name=app_name, user_id=user_id, session_id=session_id
+            )
+            if session is None:
+                continue
+            for event in _closing_events(session, invocation_id, dangling, author):
+                await self.append_event(session, event)
+        if open_runs:
+            log.warning("closed %d runs interrupted by a restart", len(open_runs))
+        return len(open_runs)
+
+    # --- internals ----------------------------------------------------------------------
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise StoreError("the session store is not open")
+        return await _in_db_thread(self._conn, fn)
+
+    async def _write(self, write: _Write) -> object:
+        return await self._writer_or_raise().submit(write)
+
+    def _writer_or_raise(self) -> _GroupCommit:
+        if self._writer is None:
+            raise StoreError(
+                "the session store is read-only"
+                if self.read_only
+                else "the session store is closed"
+            )
+        return self._writer
+
+
+def _thread_owner(db: sqlite3.Connection, *, app_name: str, session_id: str) -> str | None:
+    row = db.execute(
+        "SELECT user_id FROM sessions WHERE app_name = ? AND id = ? ORDER BY create_time LIMIT 1",
+        (app_name, session_id),
+    ).fetchone()
+    return cast(str, row[0]) if row else None
+
+
+def _open_runs(
+    db: sqlite3.Connection, *, app_name: str
+) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
+    """(user, session, invocation, [(call id, name)] left without a response) per open run."""
+    runs = []
+    for pk, user_id, session_id, invocation_id in db.execute(
+        "SELECT pk, user_id, id, invocation_id FROM sessions WHERE app_name = ? AND run_open = 1",
+        (app_name,),
+    ).fetchall():
+        dangling = db.execute(
+            "SELECT call_id, name FROM open_calls WHERE session_pk = ? AND long_running = 0"
+            " ORDER BY seq",
+            (pk,),
+        ).fetchall()
+        runs.append((user_id, session_id, invocation_id or "", dangling))
+    return runs
+
+
+def _closing_events(
+    session: Session, invocation_id: str, dangling: list[tuple[str, str]], author: str
+) -> list[Event]:
+    agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
+    run_id = next(
+        (
+            e.custom_metadata["agui"]["runId"]
+            for e in reversed(session.events)
+            if e.custom_metadata and "runId" in e.custom_metadata.get("agui", {})
+        ),
+        None,
+    )
+    mark: dict[str, Any] = {"interrupted": True} | ({"runId": run_id} if run_id else {})
+    closing = []
+    if dangling:
+        responses = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=call_id, name=name, response=dict(INTERRUPTED_RESULT)
+                )
+            )
+            for call_id, name in dangling
+        ]
+        closing.append(
+            Event(
+                invocation_id=invocation_id,
+                author=agent,
+                content=types.Content(role="user", parts=responses),
+                custom_metadata={"agui": dict(mark)},
+            )
+        )
+    closing.append(
+        Event(
+            invocation_id=invocation_id,
+            author=agent,
+            content=types.Content(role="model", parts=[types.Part(text=INTERRUPTED_TEXT)]),
+            custom_metadata={"agui": dict(mark)},
+        )
+    )
+    return closing

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs, from this repository's own files, and runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test]"
+
+# The official @ag-ui/client, pinned by the lock file, drives the SSE door.
+(cd tests/e2e/node && npm ci --silent --no-audit --no-fund)
+
+# Debian's Chromium and CJK fonts for the browser tests (no browser download works here).
+if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "noto.*cjk"; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
+    else
+        echo "chromium and fonts-noto-cjk are missing: browser tests will be skipped" >&2
+    fi
+fi
+
+.venv/bin/ruff check gateway tests scripts
+.venv/bin/mypy gateway
+.venv/bin/pytest -q "$@"
