@@ -134,7 +134,7 @@ async def test_reattach_to_an_unknown_thread_is_an_empty_snapshot(
     async with gateway.socket() as ws:
         events = await ws.run({"type": "reattach", "threadId": new_id("fresh")})
         assert snapshot_of(events) == []
-        assert [e for e in events if e["type"] == "STATE_SNAPSHOT"][0]["snapshot"] == {}
+        assert next(e for e in events if e["type"] == "STATE_SNAPSHOT")["snapshot"] == {}
 
 
 async def test_following_a_new_thread_stops_the_old_one(gateway: RunningGateway) -> None:

@@ -81,9 +81,7 @@ async def test_parallel_calls_answered_in_reverse_order_pair_by_id(
 ) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:
-        first = await ws.run(
-            user_input(thread, "MNU-3120 화면하고 MNU-2010 화면 열어줘")
-        )
+        first = await ws.run(user_input(thread, "MNU-3120 화면하고 MNU-2010 화면 열어줘"))
         calls = tool_calls(first, "navigateToScreen")
         assert [c["args"]["screenId"] for c in calls] == ["MNU-3120", "MNU-2010"]
         assert outcome(first)["pendingToolCallIds"] == [c["id"] for c in calls]
@@ -164,7 +162,9 @@ async def test_malformed_frames_get_validation_errors_and_the_socket_survives(
 
 async def test_tool_message_for_an_unknown_thread_or_call(gateway: RunningGateway) -> None:
     async with gateway.socket() as ws:
-        [error] = await ws.run(tool_answer(new_id("nothread"), [("call-x", {"status": "navigated"})]))
+        [error] = await ws.run(
+            tool_answer(new_id("nothread"), [("call-x", {"status": "navigated"})])
+        )
         assert error["code"] == "VALIDATION_ERROR"
         assert "call-x" in error["message"]
         thread = new_id("t")

@@ -111,7 +111,8 @@ async def test_session_busy_reaches_the_official_client_as_409() -> None:
     async with running_gateway(scripted_pace_ms=60) as gateway, gateway.socket() as ws:
         await ws.send(
             base_input(
-                thread, [{"id": new_id("m"), "role": "user", "content": "자기소개를 길게 해 주세요"}]
+                thread,
+                [{"id": new_id("m"), "role": "user", "content": "자기소개를 길게 해 주세요"}],
             )
         )
         await ws.next()
