@@ -44,7 +44,11 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
         gc.collect()
         gc.freeze()
         log.info("model %s warmed in %.0f ms; ready", settings.model, seconds * 1000)
-        return Hub(engine, client_tool_timeout=settings.client_tool_timeout)
+        return Hub(
+            engine,
+            client_tool_timeout=settings.client_tool_timeout,
+            approval_timeout=settings.approval_timeout,
+        )
 
     async def shutdown() -> None:
         if service:

@@ -24,6 +24,7 @@ class Settings:
     durability: str = "normal"
     history_window: int = 200
     client_tool_timeout: float = 120.0
+    approval_timeout: float = 900.0
     max_frame_bytes: int = 1 << 20
     log_level: str = "info"
 
@@ -40,6 +41,7 @@ _HELP: dict[str, str] = {
     "durability": "'normal' survives a process crash, 'full' also a power loss",
     "history_window": "recent events a run loads from its thread",
     "client_tool_timeout": "seconds a browser has to answer a client-tool call",
+    "approval_timeout": "seconds an approval request stays open before it counts as rejected",
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
     "log_level": "debug, info, warning or error",
 }

@@ -1,0 +1,50 @@
+"""Settings: flags win over environment variables, which win over defaults."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from gateway import config
+
+
+def parse(argv: list[str], environ: dict[str, str]) -> config.Settings:
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    return config.load(parser.parse_args(argv), environ)
+
+
+def test_defaults_match_the_readme() -> None:
+    settings = parse([], {})
+    assert (settings.host, settings.port, settings.model, settings.auth) == (
+        "0.0.0.0",
+        8080,
+        "scripted",
+        "dev",
+    )
+    assert settings.client_tool_timeout == 120.0
+
+
+def test_environment_then_flags() -> None:
+    environ = {"GATEWAY_PORT": "9000", "GATEWAY_DB": ":memory:", "GATEWAY_SCRIPTED_PACE_MS": "0"}
+    assert parse([], environ).port == 9000
+    settings = parse(["--port", "9100"], environ)
+    assert (settings.port, settings.db, settings.scripted_pace_ms) == (9100, ":memory:", 0.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("GATEWAY_PORT", "eighty"), ("GATEWAY_DURABILITY", "maybe")]
+)
+def test_bad_values_stop_with_a_sentence(name: str, value: str) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        parse([], {name: value})
+    assert name in str(stopped.value)
+
+
+def test_every_setting_is_in_the_readme() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for field in config.Settings.__dataclass_fields__:
+        assert config.env_name(field) in readme, f"{config.env_name(field)} missing from README"
