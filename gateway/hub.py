@@ -41,6 +41,7 @@ from google.genai import types
 from gateway import history
 from gateway import protocol as p
 from gateway.runner import CONFIRMATION_CALL, Engine
+from gateway.tools.declarations import declared_client_tools
 from gateway.translate import AgentFailure, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
@@ -530,9 +531,7 @@ class Hub:
             "runId": run.run_id,
             "context": {entry.description: entry.value for entry in run_input.context},
         }
-        client_tools = frozenset(
-            tool.name for tool in run_input.tools if tool.name in self.engine.catalog
-        )
+        client_tools = declared_client_tools(run_input.tools, self.engine.catalog)
         state = thread_state(open_items)
         if isinstance(request, NewTurn):
             transition(state, Trigger.USER_MESSAGE)

@@ -235,3 +235,32 @@ async def test_sse_cancel_through_forwarded_props() -> None:
         assert response.status_code == 200
         assert b'"code":"CANCEL_REQUESTED"' in response.content
         assert outcome(await ws.until_end()) == {"type": "cancelled"}
+
+
+async def test_client_tool_declarations_are_checked_against_the_catalog(
+    gateway: RunningGateway,
+) -> None:
+    async with gateway.socket() as ws:
+        unknown = {"name": "launchMissiles", "description": "x", "parameters": {}}
+        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[unknown]))
+        assert error["code"] == "VALIDATION_ERROR" and "launchMissiles" in error["message"]
+        server = {"name": "find_screen", "description": "x"}
+        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[server]))
+        assert "server tool" in error["message"]
+        wrong_type = {
+            "name": "navigateToScreen",
+            "description": "x",
+            "parameters": {"type": "object", "properties": {"screenId": {"type": "number"}}},
+        }
+        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[wrong_type]))
+        assert "navigateToScreen" in error["message"]
+        assert "parameters.properties.screenId.type" in error["message"]
+        extra = {
+            "name": "navigateToScreen",
+            "description": "x",
+            "parameters": {"type": "object", "properties": {"url": {"type": "string"}}},
+        }
+        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[extra]))
+        assert "parameters.properties.url" in error["message"]
+        ok = await ws.run(user_input(new_id("t"), "안녕"))
+        assert outcome(ok) == {"type": "success"}

@@ -1,0 +1,61 @@
+"""Checking the client tools a RunAgentInput declares against the catalog.
+
+The catalog is the source of truth; a client that declares a tool the server does not know,
+or declares it with parameters the catalog would not accept, is told so at once with the
+tool and the field, instead of the mismatch showing up later as a call nobody can answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway import protocol as p
+from gateway.tools.catalog import Catalog, ToolEntry
+
+
+def declared_client_tools(tools: list[p.Tool], catalog: Catalog) -> frozenset[str]:
+    """The names of the declared client tools, or VALIDATION_ERROR naming the first mismatch."""
+    names: set[str] = set()
+    for index, tool in enumerate(tools):
+        where = f"tools[{index}] {tool.name!r}"
+        entry = catalog.entries.get(tool.name)
+        if entry is None:
+            known = ", ".join(e.name for e in catalog.client_entries())
+            raise _invalid(f"{where} is not in the tool catalog; client tools are: {known}.")
+        if not entry.runs_on_client:
+            raise _invalid(f"{where} is a server tool; a client cannot declare it.")
+        if tool.parameters is not None:
+            mismatch = _mismatch(tool.parameters, entry)
+            if mismatch:
+                raise _invalid(f"{where}: {mismatch}. Use the declaration from GET /tools.")
+        names.add(tool.name)
+    return frozenset(names)
+
+
+def _mismatch(declared: dict[str, Any], entry: ToolEntry) -> str | None:
+    """The first way ``declared`` disagrees with the catalog's parameter schema, if any."""
+    expected = entry.parameters
+    if declared.get("type", "object") != "object":
+        return f"parameters.type is {declared.get('type')!r}, the catalog says 'object'"
+    known: dict[str, Any] = expected.get("properties", {})
+    given: dict[str, Any] = declared.get("properties", {})
+    for name, schema in given.items():
+        if name not in known:
+            return f"parameters.properties.{name} is not a parameter of {entry.name}"
+        want, got = (
+            known[name].get("type"),
+            schema.get("type") if isinstance(schema, dict) else None,
+        )
+        if got is not None and want is not None and got != want:
+            return f"parameters.properties.{name}.type is {got!r}, the catalog says {want!r}"
+    for name in expected.get("required", []):
+        if given and name not in given:
+            return f"parameters.properties.{name} is missing; the catalog requires it"
+    for name in declared.get("required", []):
+        if name not in known:
+            return f"parameters.required names {name!r}, which {entry.name} does not have"
+    return None
+
+
+def _invalid(message: str) -> p.GatewayError:
+    return p.GatewayError(p.ErrorCode.VALIDATION_ERROR, message)
