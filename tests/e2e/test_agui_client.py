@@ -123,3 +123,46 @@ async def test_session_busy_reaches_the_official_client_as_409() -> None:
     assert report["http"]["status"] == 409
     assert report["http"]["events"][0]["code"] == "SESSION_BUSY"
     assert "SESSION_BUSY" in report["failed"]
+
+
+async def approval_flow(gateway: RunningGateway, decision: str) -> dict[str, Any]:
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE_DIR / "approval_flow.mjs"),
+        gateway.http + "/invocations",
+        new_id("t"),
+        decision,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode()
+    report: dict[str, Any] = json.loads(stdout)
+    for run in ("first", "second"):
+        checker = StreamChecker()
+        for event in report[run]:
+            checker.feed(event)
+    return report
+
+
+def reply_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+async def test_approval_through_the_official_resume_helper(gateway: RunningGateway) -> None:
+    report = await approval_flow(gateway, "approve")
+    accepted(report)
+    [interrupt] = report["pendingInterrupts"]
+    assert interrupt["reason"] == "approval" and "R-1042" in interrupt["message"]
+    assert report["first"][-1]["outcome"]["type"] == "interrupt"
+    assert report["resume"] == [
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+    ]
+    assert reply_of(report["second"]) == "R-1042 요청을 승인했습니다."
+
+
+async def test_rejection_through_the_official_resume_helper(gateway: RunningGateway) -> None:
+    report = await approval_flow(gateway, "reject")
+    accepted(report)
+    reply = reply_of(report["second"])
+    assert "거절" in reply and "승인했습니다" not in reply
