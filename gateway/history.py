@@ -20,7 +20,7 @@ from google.adk.events import Event
 from google.adk.sessions import Session
 from google.adk.sessions.state import State
 
-from gateway.translate import dump_json, result_message_id
+from gateway.translate import CONFIRMATION_CALL, dump_json, result_message_id
 
 Message = dict[str, Any]
 
@@ -38,8 +38,12 @@ def messages_snapshot(events: list[Event]) -> list[Message]:
             continue
         agui = _agui_metadata(event)
         tool_message_ids: dict[str, str] = agui.get("toolMessageIds") or {}
+        # ADK's placeholder answer to a call that waits for approval was never streamed.
+        awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
         for response in event.get_function_responses():
             if response.id is None or response.id not in calls_seen:
+                continue
+            if response.id in awaiting_approval:
                 continue
             messages.append(
                 {
@@ -63,7 +67,8 @@ def messages_snapshot(events: list[Event]) -> list[Message]:
                 "function": {"name": call.name or "", "arguments": dump_json(call.args or {})},
             }
             for call in event.get_function_calls()
-            if call.id
+            # An approval request travels as an AG-UI Interrupt, not as a tool call.
+            if call.id and call.name != CONFIRMATION_CALL
         ]
         calls_seen.update(str(call["id"]) for call in tool_calls)
         if not text and not tool_calls:

@@ -439,10 +439,9 @@ class Hub:
         ]
         thread.watch(subscriber)
         if run is None:
-            pending = list(open_calls(session))
             for event in standalone(thread_id, snapshot):
                 if isinstance(event, p.RunFinished):
-                    event.outcome = p.SuccessOutcome(pending_tool_call_ids=pending or None)
+                    event.outcome = self._waiting_for(open_calls(session))
                 subscriber.deliver(event)
             return None
         started = p.RunStarted(
@@ -451,6 +450,13 @@ class Hub:
         for event in [started, *snapshot, *run.translator.reopen()]:
             subscriber.deliver(event)
         return run
+
+    def _waiting_for(self, open_items: dict[str, OpenCall]) -> p.Outcome:
+        """How an idle thread's last run ended: open approvals, or open browser calls."""
+        approvals = [self._interrupt(call) for call in open_items.values() if call.is_approval]
+        if approvals:
+            return p.InterruptOutcome(interrupts=approvals)
+        return p.SuccessOutcome(pending_tool_call_ids=list(open_items) or None)
 
     def unwatch(self, subscriber: Subscriber, thread_id: str) -> None:
         thread = self.threads.get(thread_id)

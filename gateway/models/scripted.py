@@ -249,7 +249,8 @@ def _approval_outcome(turn: Turn, step: Step) -> str:
     request = str(step.args.get("requestId", ""))
     if step.response.get("status") == "approved":
         return _t(turn, f"{request} 요청을 승인했습니다.", f"I approved {request}.")
-    reason = str(step.response.get("reason") or step.response.get("error") or "")
+    # ADK's own rejection text is English boilerplate; only a person's reason is worth saying.
+    reason = str(step.response.get("reason") or "")
     suffix = f" ({reason})" if reason else ""
     return _t(
         turn,

@@ -1,0 +1,214 @@
+// The AG-UI 1.0 client over /ws: one WebSocket per thread, reconnect with backoff, reattach.
+//
+// Safety rule: a client-tool call is handed out for execution only when this very
+// connection sent the RunAgentInput of the run (its runId) and received the call's live
+// TOOL_CALL_START..END. Calls seen in snapshots, in runs of another tab, or on a previous
+// connection are never executed, so a reload or reconnect cannot repeat a browser action.
+
+import { newId } from "./dom.js";
+
+const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
+
+export class AgUiClient {
+  /**
+   * @param {object} options
+   * @param {string} options.url        ws:// URL including ?user=
+   * @param {string} options.threadId
+   * @param {(event: object, run: RunView) => void} options.onEvent
+   * @param {(state: "connecting"|"syncing"|"open"|"reconnecting", detail: object) => void} options.onStatus
+   *   "open" comes once the thread's snapshot (the answer to reattach) has arrived; a run
+   *   in progress when the connection drops goes on without it, and the reattach shows it.
+   */
+  constructor({ url, threadId, onEvent, onStatus }) {
+    this.url = url;
+    this.threadId = threadId;
+    this.onEvent = onEvent;
+    this.onStatus = onStatus;
+    this.connection = null;
+    this.outbox = [];
+    this.attempts = 0;
+    this.retryTimer = null;
+    this.stopped = false;
+  }
+
+  start() {
+    this.stopped = false;
+    this.#connect();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.connection?.socket.close(1000);
+    this.connection = null;
+  }
+
+  /** Moves to another thread on a fresh connection, so no event of the old one mixes in. */
+  switchThread(threadId) {
+    this.threadId = threadId;
+    this.outbox = [];
+    this.stop();
+    this.start();
+  }
+
+  /** Sends a RunAgentInput on the current thread; returns its runId. */
+  startRun({ messages = [], tools = [], context = [], resume = undefined }) {
+    const input = {
+      threadId: this.threadId,
+      runId: newId("run"),
+      messages,
+      tools,
+      context,
+      state: {},
+      forwardedProps: {},
+    };
+    if (resume) input.resume = resume;
+    this.#send(input);
+    return input.runId;
+  }
+
+  cancel() {
+    this.#send({ type: "cancel", threadId: this.threadId });
+  }
+
+  /** Asks for the thread's snapshots again (a run of another tab may have added messages). */
+  reattach() {
+    this.#send({ type: "reattach", threadId: this.threadId });
+  }
+
+  #connect() {
+    const socket = new WebSocket(this.url);
+    // Everything that makes a run "ours" belongs to one connection and dies with it.
+    const connection = { socket, ownRuns: new Set(), run: null, synced: false };
+    this.connection = connection;
+    this.onStatus(this.attempts ? "reconnecting" : "connecting", {});
+    socket.addEventListener("open", () => {
+      if (this.connection !== connection) return;
+      this.attempts = 0;
+      this.onStatus("syncing", {});
+      socket.send(JSON.stringify({ type: "reattach", threadId: this.threadId }));
+      const queued = this.outbox.splice(0);
+      for (const frame of queued) this.#send(frame);
+    });
+    socket.addEventListener("message", (message) => {
+      if (this.connection !== connection) return;
+      let event;
+      try {
+        event = JSON.parse(message.data);
+      } catch {
+        console.warn("ignoring a frame that is not JSON", message.data);
+        return;
+      }
+      this.#dispatch(connection, event);
+    });
+    socket.addEventListener("close", (close) => {
+      if (this.connection !== connection) return;
+      this.connection = null;
+      if (this.stopped) return;
+      const delay = BACKOFF_MS[Math.min(this.attempts, BACKOFF_MS.length - 1)];
+      const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
+      this.attempts += 1;
+      this.onStatus("reconnecting", { inMs: jittered, code: close.code, reason: close.reason });
+      this.retryTimer = setTimeout(() => this.#connect(), jittered);
+    });
+  }
+
+  #send(frame) {
+    const connection = this.connection;
+    if (!connection || connection.socket.readyState !== WebSocket.OPEN) {
+      // Inputs wait for the next connection; a control frame would be stale by then
+      // (every connection opens with its own reattach).
+      if (!frame.type) this.outbox.push(frame);
+      return;
+    }
+    if (frame.runId) connection.ownRuns.add(frame.runId);
+    connection.socket.send(JSON.stringify(frame));
+  }
+
+  #dispatch(connection, event) {
+    switch (event.type) {
+      case "RUN_STARTED":
+        connection.run = {
+          runId: event.runId,
+          threadId: event.threadId,
+          own: connection.ownRuns.has(event.runId),
+          calls: new Map(),
+          sawSnapshot: false,
+          sawLive: false,
+        };
+        break;
+      case "MESSAGES_SNAPSHOT":
+        if (connection.run) connection.run.sawSnapshot = true;
+        break;
+      case "TOOL_CALL_START":
+        if (connection.run?.own) {
+          connection.run.calls.set(event.toolCallId, {
+            id: event.toolCallId,
+            name: event.toolCallName,
+            args: "",
+            ended: false,
+          });
+        }
+        break;
+      case "TOOL_CALL_ARGS": {
+        const call = connection.run?.own && connection.run.calls.get(event.toolCallId);
+        if (call) call.args += event.delta;
+        break;
+      }
+      case "TOOL_CALL_END": {
+        const call = connection.run?.own && connection.run.calls.get(event.toolCallId);
+        if (call) call.ended = true;
+        break;
+      }
+      default:
+        break;
+    }
+    if (connection.run && /^(TEXT_MESSAGE|TOOL_CALL)_/.test(event.type)) {
+      connection.run.sawLive = true;
+    }
+    const run = connection.run;
+    const ends = event.type === "RUN_FINISHED" || event.type === "RUN_ERROR";
+    if (ends) connection.run = null;
+    this.onEvent(event, viewOf(run, event));
+    if (ends && !connection.synced) {
+      // The first run on a connection answers its reattach: the thread is now on screen.
+      connection.synced = true;
+      this.onStatus("open", {});
+    }
+  }
+}
+
+/**
+ * What the UI may know about the run an event belongs to. ``executable`` (on RUN_FINISHED
+ * only) lists the pending client calls this tab must execute, with parsed arguments.
+ * @typedef {{runId: string|null, own: boolean, sawSnapshot: boolean, sawLive: boolean,
+ *            executable: Array<{id: string, name: string, args: object|null}>}} RunView
+ */
+function viewOf(run, event = null) {
+  const view = {
+    runId: run?.runId ?? null,
+    own: run?.own ?? false,
+    sawSnapshot: run?.sawSnapshot ?? false,
+    sawLive: run?.sawLive ?? false,
+    executable: [],
+  };
+  const pending = event?.type === "RUN_FINISHED" && event.outcome?.type === "success"
+    ? event.outcome.pendingToolCallIds ?? []
+    : [];
+  if (run?.own) {
+    for (const id of pending) {
+      const call = run.calls.get(id);
+      if (call?.ended) view.executable.push({ id, name: call.name, args: parseArgs(call.args) });
+    }
+  }
+  return view;
+}
+
+function parseArgs(raw) {
+  try {
+    const value = JSON.parse(raw || "{}");
+    return value && typeof value === "object" && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}

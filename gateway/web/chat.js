@@ -1,0 +1,625 @@
+// The chatbot: transcript, tool-activity timeline, approval cards, stop, and the three
+// surfaces (side panel, full screen, modal). Protocol details live in agui.js.
+
+import { AgUiClient } from "./agui.js";
+import { h, newId } from "./dom.js";
+
+export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
+
+const TOOL_LABELS = {
+  find_screen: "화면 검색",
+  navigateToScreen: "화면 이동",
+  approveWorkRequest: "업무 요청 승인",
+};
+
+const STATUS_LABELS = {
+  navigated: "이동 완료",
+  denied: "권한 없음",
+  not_allowed_here: "이 창에서는 이동 불가",
+  error: "실패",
+  no_result: "결과 없음",
+  approved: "승인됨",
+  rejected: "거절됨",
+  cancelled: "취소됨",
+};
+const SUCCESS_STATUSES = new Set(["navigated", "approved", "ok", "success", "done"]);
+
+const STATE_LABELS = {
+  running: "실행 중",
+  waiting: "브라우저에서 실행 중",
+  pending: "결과 대기 중",
+  elsewhere: "다른 연결의 요청 · 이 창에서는 실행 안 함",
+  approval: "승인 대기 중",
+};
+
+const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
+const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** The thread this tab talks on: `#thread=<id>` wins, then this tab's sessionStorage. */
+export function initialThread(userId) {
+  const key = threadKey(userId);
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get("thread");
+  const threadId = fromHash && THREAD_ID.test(fromHash) ? fromHash : sessionStorage.getItem(key) || newId("thread");
+  sessionStorage.setItem(key, threadId);
+  return threadId;
+}
+
+function threadKey(userId) {
+  return `agw.thread.${userId}`;
+}
+
+export class ChatPanel {
+  /**
+   * @param {object} options
+   * @param {HTMLElement} options.app       the element carrying data-chat-mode / data-chat-open
+   * @param {string} options.userId
+   * @param {string} options.wsUrl
+   * @param {object[]} options.tools        RunAgentInput.tools this browser declares
+   * @param {Record<string, Function>} options.implemented  client tools by name
+   */
+  constructor({ app, userId, wsUrl, tools, implemented }) {
+    this.app = app;
+    this.userId = userId;
+    this.tools = tools;
+    this.implemented = implemented;
+    this.el = {
+      panel: app.querySelector("#chat"),
+      transcript: app.querySelector("#transcript"),
+      form: app.querySelector("#composer"),
+      input: app.querySelector("#chat-input"),
+      send: app.querySelector("#send"),
+      stop: app.querySelector("#stop"),
+      status: app.querySelector("#conn-status"),
+      thread: app.querySelector("#thread-id"),
+      modes: [...app.querySelectorAll("[data-mode]")],
+    };
+    this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
+    this.threadId = initialThread(userId);
+    this.run = null; // the live run on this thread: {runId, own}
+    this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
+    this.executing = false;
+    this.connected = false;
+    this.bubbles = new Map();
+    this.entries = new Map();
+    this.streaming = null;
+    this.runBubble = null;
+    this.client = new AgUiClient({
+      url: wsUrl,
+      threadId: this.threadId,
+      onEvent: (event, run) => this.#onEvent(event, run),
+      onStatus: (state, detail) => this.#onStatus(state, detail),
+    });
+  }
+
+  start() {
+    this.el.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.#submit();
+    });
+    this.el.input.addEventListener("keydown", (event) => {
+      // Korean input: Enter that ends an IME composition must not send half a word.
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.#submit();
+      }
+    });
+    this.el.stop.addEventListener("click", () => this.client.cancel());
+    for (const button of this.el.modes) {
+      button.addEventListener("click", () => this.setMode(button.dataset.mode));
+    }
+    this.app.querySelector("#new-thread").addEventListener("click", () => this.newThread());
+    window.addEventListener("hashchange", () => {
+      const threadId = new URLSearchParams(location.hash.slice(1)).get("thread");
+      if (threadId && THREAD_ID.test(threadId) && threadId !== this.threadId) this.#join(threadId);
+    });
+    this.app.querySelector("#chat-close").addEventListener("click", () => this.setOpen(false));
+    this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
+    this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.mode === "modal") this.setOpen(false);
+    });
+    this.setMode(this.mode);
+    this.#showThread();
+    this.#welcome();
+    this.#updateControls();
+    this.client.start();
+  }
+
+  setMode(mode) {
+    if (!MODES[mode]) return;
+    this.mode = mode;
+    sessionStorage.setItem("agw.chat-mode", mode);
+    this.app.dataset.chatMode = mode;
+    for (const button of this.el.modes) {
+      button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
+    }
+    this.setOpen(true);
+  }
+
+  setOpen(open) {
+    this.app.dataset.chatOpen = String(open);
+    if (open) this.el.input.focus({ preventScroll: true });
+  }
+
+  newThread() {
+    // A reload must not bring back the thread named in the address.
+    history.replaceState(null, "", location.pathname + location.search);
+    this.#join(newId("thread"));
+  }
+
+  #join(threadId) {
+    this.threadId = threadId;
+    sessionStorage.setItem(threadKey(this.userId), threadId);
+    this.run = null;
+    this.pendingInputs = 0;
+    this.#clear();
+    this.#welcome();
+    this.#showThread();
+    this.#updateControls();
+    this.client.switchThread(this.threadId);
+  }
+
+  get busy() {
+    return Boolean(this.run) || this.pendingInputs > 0 || this.executing;
+  }
+
+  // --- sending --------------------------------------------------------------------------
+
+  #submit() {
+    const text = this.el.input.value.trim();
+    if (!text || this.busy || !this.connected) return;
+    const id = newId("msg");
+    this.#userBubble(id, text);
+    this.el.input.value = "";
+    this.#sendInput({ messages: [{ id, role: "user", content: text }] });
+  }
+
+  #sendInput({ messages = [], resume = undefined }) {
+    this.pendingInputs += 1;
+    this.client.startRun({
+      messages,
+      resume,
+      tools: this.tools,
+      context: [{ description: "surface", value: this.mode }],
+    });
+    this.#updateControls();
+    this.#scroll();
+  }
+
+  /** Runs the calls this tab may execute and answers them all in one input. */
+  async #execute(calls) {
+    this.executing = true;
+    this.#updateControls();
+    const messages = [];
+    for (const call of calls) {
+      const result = await this.#runTool(call);
+      this.#entry(call.id, call.name).result(result);
+      messages.push({ id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) });
+    }
+    this.executing = false;
+    this.#sendInput({ messages });
+  }
+
+  async #runTool(call) {
+    const tool = this.implemented[call.name];
+    if (!tool) return { status: "error", message: `이 브라우저는 ${call.name} 도구를 실행할 수 없습니다.` };
+    if (!call.args) return { status: "error", message: "도구 호출 인자를 읽을 수 없어 실행하지 않았습니다." };
+    try {
+      return await tool(call.args, this.mode);
+    } catch (error) {
+      console.error(`client tool ${call.name} failed`, error);
+      return { status: "error", message: `실행 중 오류가 났습니다: ${error?.message ?? error}` };
+    }
+  }
+
+  #answerApprovals(batch) {
+    this.#sendInput({ messages: [], resume: batch.map(({ answer }) => answer) });
+  }
+
+  // --- events ---------------------------------------------------------------------------
+
+  #onEvent(event, run) {
+    switch (event.type) {
+      case "RUN_STARTED":
+        this.run = { runId: event.runId, own: run.own };
+        if (run.own) this.pendingInputs = Math.max(0, this.pendingInputs - 1);
+        this.runBubble = null;
+        break;
+      case "MESSAGES_SNAPSHOT":
+        this.#renderSnapshot(event.messages ?? []);
+        break;
+      case "TEXT_MESSAGE_START":
+        this.streaming = this.#assistantBubble(event.messageId, { reset: true });
+        this.streaming.classList.add("streaming");
+        this.runBubble = this.streaming;
+        break;
+      case "TEXT_MESSAGE_CONTENT": {
+        const bubble = this.#assistantBubble(event.messageId);
+        bubble.querySelector(".text").textContent += event.delta;
+        break;
+      }
+      case "TEXT_MESSAGE_END":
+        this.bubbles.get(event.messageId)?.classList.remove("streaming");
+        this.streaming = null;
+        break;
+      case "TOOL_CALL_START":
+        this.#entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");
+        break;
+      case "TOOL_CALL_ARGS":
+        this.#entry(event.toolCallId).appendArgs(event.delta);
+        break;
+      case "TOOL_CALL_END": {
+        const entry = this.#entry(event.toolCallId);
+        entry.endArgs();
+        if (entry.name in this.implemented) entry.state(run.own ? "waiting" : "pending");
+        break;
+      }
+      case "TOOL_CALL_RESULT":
+        this.#entry(event.toolCallId).resultContent(event.content);
+        break;
+      case "CUSTOM":
+        if (event.name === "gateway.notice") this.#notice(event.value ?? {});
+        break;
+      case "RUN_ERROR":
+        // Inside a run it ends the run; outside one it refuses the input we sent.
+        if (run.runId) this.run = null;
+        else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
+        this.#closeStreaming();
+        this.#line("error-line", `⚠ ${event.message}${event.code ? ` (${event.code})` : ""}`, "alert");
+        break;
+      case "RUN_FINISHED":
+        this.#finish(event, run);
+        break;
+      default:
+        break;
+    }
+    this.#updateControls();
+    this.#scroll();
+  }
+
+  #finish(event, run) {
+    this.run = null;
+    this.#closeStreaming();
+    const outcome = event.outcome ?? { type: "success" };
+    if (outcome.type === "cancelled") {
+      this.runBubble?.classList.add("stopped");
+      this.#line("stopped-line", "■ 응답을 중지했습니다.", "status");
+    } else if (outcome.type === "interrupt") {
+      this.#approvalCards(outcome.interrupts ?? []);
+    } else {
+      const executable = new Set(run.executable.map((call) => call.id));
+      for (const id of outcome.pendingToolCallIds ?? []) {
+        if (!executable.has(id)) this.entries.get(id)?.state("elsewhere");
+      }
+      if (run.executable.length) this.#execute(run.executable);
+    }
+    const waitsForAnswers = outcome.type === "success" && (outcome.pendingToolCallIds ?? []).length > 0;
+    if (!run.own && run.sawLive && !run.sawSnapshot && !waitsForAnswers) {
+      // Another tab's run: its user message never streams, so fetch the thread as stored.
+      this.client.reattach();
+    }
+  }
+
+  #onStatus(state, detail) {
+    this.app.dataset.connection = state;
+    const labels = { connecting: "연결 중…", syncing: "대화 불러오는 중…", open: "연결됨", reconnecting: "재연결 중…" };
+    let label = labels[state];
+    if (state === "reconnecting" && detail.inMs) label = `재연결 중… ${Math.ceil(detail.inMs / 1000)}초 후`;
+    this.el.status.textContent = label;
+    this.el.status.dataset.state = state;
+    this.connected = state === "open";
+    if (state === "reconnecting" && this.busy) {
+      this.#closeStreaming();
+      this.#line("notice", "연결이 끊겼습니다. 다시 연결되면 대화를 이어서 보여 드립니다.", "status");
+    }
+    if (state === "connecting" || state === "reconnecting") {
+      // The run goes on without this connection; the reattach shows where it stands.
+      this.run = null;
+      this.pendingInputs = 0;
+    }
+    this.#updateControls();
+  }
+
+  // --- rendering ------------------------------------------------------------------------
+
+  #renderSnapshot(messages) {
+    this.#clear();
+    for (const message of messages) {
+      if (message.role === "user") {
+        this.#userBubble(message.id, textOf(message.content));
+      } else if (message.role === "assistant") {
+        if (message.content) {
+          this.#assistantBubble(message.id).querySelector(".text").textContent = message.content;
+        }
+        for (const call of message.toolCalls ?? []) {
+          const entry = this.#entry(call.id, call.function?.name ?? "?", { reset: true });
+          entry.appendArgs(call.function?.arguments ?? "");
+          entry.endArgs();
+          entry.state("pending");
+        }
+      } else if (message.role === "tool") {
+        this.entries.get(message.toolCallId)?.resultContent(message.content, message.error);
+      }
+    }
+    if (!messages.length) this.#welcome();
+  }
+
+  #clear() {
+    this.el.transcript.replaceChildren();
+    this.bubbles.clear();
+    this.entries.clear();
+    this.streaming = null;
+    this.runBubble = null;
+  }
+
+  #welcome() {
+    if (this.el.transcript.children.length) return;
+    this.el.transcript.append(
+      h(
+        "li",
+        { class: "welcome" },
+        h("p", {}, "안녕하세요! 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드려요."),
+        h(
+          "div",
+          { class: "chips" },
+          EXAMPLES.map((text) =>
+            h(
+              "button",
+              {
+                type: "button",
+                class: "chip",
+                onclick: () => {
+                  this.el.input.value = text;
+                  this.el.input.focus();
+                },
+              },
+              text,
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+
+  #append(node) {
+    this.el.transcript.querySelector(".welcome")?.remove();
+    this.el.transcript.append(node);
+    return node;
+  }
+
+  #userBubble(id, text) {
+    const existing = this.bubbles.get(id);
+    if (existing) return existing;
+    const bubble = this.#append(
+      h("li", { class: "msg user", dataset: { messageId: id } }, h("div", { class: "text" }, text)),
+    );
+    this.bubbles.set(id, bubble);
+    return bubble;
+  }
+
+  #assistantBubble(id, { reset = false } = {}) {
+    let bubble = this.bubbles.get(id);
+    if (!bubble) {
+      bubble = this.#append(
+        h(
+          "li",
+          { class: "msg assistant", dataset: { messageId: id } },
+          h("span", { class: "avatar", "aria-hidden": "true" }, "AI"),
+          h("div", { class: "text" }),
+        ),
+      );
+      this.bubbles.set(id, bubble);
+    } else if (reset) {
+      // A reattach re-opens a half-streamed message with its content so far.
+      bubble.querySelector(".text").textContent = "";
+    }
+    return bubble;
+  }
+
+  #entry(id, name, { reset = false } = {}) {
+    let entry = this.entries.get(id);
+    if (!entry) {
+      entry = new ToolActivity(id, name ?? "?");
+      this.#append(entry.el);
+      this.entries.set(id, entry);
+    } else if (reset) {
+      entry.reset(name ?? entry.name);
+    }
+    return entry;
+  }
+
+  #notice({ code, message }) {
+    this.#line("notice", `ⓘ ${message ?? code ?? ""}`, "status", code);
+  }
+
+  #line(kind, text, role, title) {
+    return this.#append(h("li", { class: kind, role, title }, text));
+  }
+
+  #approvalCards(interrupts) {
+    const batch = interrupts.map((interrupt) => ({ interrupt, answer: null }));
+    for (const item of batch) {
+      const { interrupt } = item;
+      const activity = interrupt.toolCallId ? this.entries.get(interrupt.toolCallId) : undefined;
+      activity?.state("approval");
+      const decide = (approved) => {
+        if (activity) activity.rejectedByUser = !approved;
+        item.answer = {
+          interruptId: interrupt.id,
+          status: "resolved",
+          payload: approved ? { approved: true } : { approved: false, reason: "사용자가 거절했습니다" },
+        };
+        for (const button of card.querySelectorAll("button")) button.disabled = true;
+        card.classList.add(approved ? "approved" : "rejected");
+        decision.textContent = approved ? "✓ 승인했습니다" : "✕ 거절했습니다";
+        if (batch.every((entry) => entry.answer)) this.#answerApprovals(batch);
+      };
+      const decision = h("span", { class: "decision", role: "status" });
+      const expires = interrupt.expiresAt ? new Date(interrupt.expiresAt) : null;
+      const card = this.#append(
+        h(
+          "li",
+          { class: "approval", role: "group", "aria-label": "승인 요청", dataset: { interruptId: interrupt.id } },
+          h("div", { class: "approval-head" }, h("span", { class: "approval-icon", "aria-hidden": "true" }, "!"), "승인이 필요합니다"),
+          h("p", { class: "approval-message" }, interrupt.message ?? interrupt.reason ?? "이 작업을 진행할까요?"),
+          expires && !Number.isNaN(expires.valueOf())
+            ? h("p", { class: "muted small" }, `${expires.toLocaleTimeString("ko-KR")}까지 응답해 주세요.`)
+            : null,
+          h(
+            "div",
+            { class: "approval-actions" },
+            h("button", { type: "button", class: "btn primary", onclick: () => decide(true) }, "승인"),
+            h("button", { type: "button", class: "btn", onclick: () => decide(false) }, "거절"),
+            decision,
+          ),
+        ),
+      );
+    }
+  }
+
+  #closeStreaming() {
+    this.streaming?.classList.remove("streaming");
+    this.streaming = null;
+  }
+
+  #showThread() {
+    if (this.el.thread) {
+      this.el.thread.textContent = this.threadId;
+      this.el.thread.title = `대화 ${this.threadId}`;
+    }
+  }
+
+  #updateControls() {
+    const busy = this.busy;
+    this.el.send.hidden = busy;
+    this.el.send.disabled = !this.connected;
+    this.el.stop.hidden = !busy;
+    this.el.stop.disabled = !this.run;
+    this.el.panel.dataset.busy = String(busy);
+    let typing = this.el.transcript.querySelector(".typing");
+    const showTyping = busy && !this.streaming;
+    if (showTyping && (!typing || typing !== this.el.transcript.lastElementChild)) {
+      typing?.remove();
+      typing = h("li", { class: "typing", "aria-label": "응답 작성 중" }, h("span"), h("span"), h("span"));
+      this.el.transcript.append(typing);
+    } else if (!showTyping) {
+      typing?.remove();
+    }
+  }
+
+  #scroll() {
+    this.el.transcript.scrollTop = this.el.transcript.scrollHeight;
+  }
+}
+
+/** One row of the tool-activity timeline. */
+class ToolActivity {
+  constructor(id, name) {
+    this.id = id;
+    this.titleEl = h("span", { class: "activity-name" });
+    this.targetEl = h("span", { class: "activity-target" });
+    this.detailEl = h("div", { class: "activity-detail" });
+    this.statusEl = h("span", { class: "activity-status" });
+    this.el = h(
+      "li",
+      { class: "activity", dataset: { toolCallId: id } },
+      h("span", { class: "activity-icon", "aria-hidden": "true" }),
+      h("div", { class: "activity-body" }, h("div", { class: "activity-title" }, this.titleEl, this.targetEl), this.detailEl),
+      this.statusEl,
+    );
+    this.reset(name);
+  }
+
+  reset(name) {
+    delete this.el.dataset.outcome;
+    this.rejectedByUser = false;
+    this.name = name;
+    this.raw = "";
+    this.args = null;
+    this.titleEl.textContent = TOOL_LABELS[name] ?? name;
+    this.targetEl.textContent = "";
+    this.detailEl.textContent = "";
+    this.el.dataset.tool = name;
+    this.state("running");
+  }
+
+  appendArgs(delta) {
+    this.raw += delta;
+  }
+
+  endArgs() {
+    try {
+      this.args = JSON.parse(this.raw || "{}");
+    } catch {
+      this.args = null;
+    }
+    this.targetEl.textContent = summarize(this.name, this.args);
+  }
+
+  state(state) {
+    if (this.el.dataset.outcome) return; // a result is final
+    this.el.dataset.state = state;
+    this.el.className = `activity state-${state}`;
+    this.statusEl.textContent = STATE_LABELS[state] ?? state;
+  }
+
+  resultContent(content, error) {
+    let value = textOf(content);
+    try {
+      value = JSON.parse(value);
+    } catch {
+      // plain text stays text
+    }
+    this.result(value, error);
+  }
+
+  result(value, error) {
+    let { tone, label, detail } = readResult(value, error);
+    if (this.rejectedByUser && tone === "failed") {
+      // The user said no on the approval card: that is what this failure means.
+      [label, detail] = ["거절됨", "사용자가 거절했습니다."];
+    }
+    this.el.dataset.outcome = tone;
+    this.el.dataset.state = "done";
+    this.el.className = `activity outcome-${tone}`;
+    this.statusEl.textContent = `${tone === "ok" ? "✓" : tone === "failed" ? "✕" : "•"} ${label}`;
+    this.detailEl.textContent = detail;
+  }
+}
+
+function summarize(name, args) {
+  if (!args) return "";
+  if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
+  if (name === "find_screen") return args.query ? `“${args.query}”` : "";
+  if (name === "approveWorkRequest") return args.requestId ?? "";
+  const text = JSON.stringify(args);
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+}
+
+/** What a tool result means for the timeline: success, failure, or neither. */
+function readResult(value, error) {
+  if (error) return { tone: "failed", label: "실패", detail: String(error) };
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    if (value.error) return { tone: "failed", label: "실패", detail: String(value.error) };
+    if (typeof value.status === "string") {
+      const ok = SUCCESS_STATUSES.has(value.status);
+      return {
+        tone: ok ? "ok" : "failed",
+        label: STATUS_LABELS[value.status] ?? value.status,
+        detail: String(value.message ?? value.reason ?? ""),
+      };
+    }
+    if (Array.isArray(value.screens)) {
+      return value.screens.length
+        ? { tone: "ok", label: `${value.screens.length}개 찾음`, detail: value.screens.map((s) => s.name).join(", ") }
+        : { tone: "warn", label: "찾지 못함", detail: "열 수 있는 화면이 없습니다." };
+    }
+  }
+  return { tone: "ok", label: "완료", detail: typeof value === "string" ? value : "" };
+}
+
+function textOf(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.filter((part) => part.type === "text").map((part) => part.text).join("\n");
+  return "";
+}

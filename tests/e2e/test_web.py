@@ -1,0 +1,322 @@
+"""The reference web client (gateway/web/, served at /) in headless Chromium.
+
+Each test is a story a user lives through: typing in the chat, clicking, reading the main
+area and the bot's answers. Navigations are counted by the page (``window.__navigations``),
+so "the screen opened exactly once" is measured, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import Browser, BrowserContext, WebSocketRoute, async_playwright, expect
+
+from tests.conftest import RunningGateway, running_gateway
+from tests.e2e.web_helpers import (
+    CHROMIUM,
+    FLAGSHIP,
+    SCREENSHOT,
+    TIMEOUT_MS,
+    WebApp,
+    launch_chromium,
+    new_context,
+)
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
+)
+
+MOVED = "업무 요청 목록 화면으로 이동했습니다."
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        browser = await launch_chromium(playwright)
+        yield browser
+        await browser.close()
+
+
+@pytest.fixture
+async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
+    """A fresh browser profile; an uncaught exception in any of its pages fails the test."""
+    context = await new_context(browser)
+    errors: list[str] = []
+    context.on("page", lambda page: page.on("pageerror", lambda error: errors.append(str(error))))
+    yield context
+    await context.close()
+    assert not errors, f"the page threw: {errors}"
+
+
+@pytest.fixture(scope="module")
+async def slow_gateway() -> AsyncIterator[RunningGateway]:
+    """A server whose model streams a word every 80 ms, so a person can act mid-reply."""
+    async with running_gateway(scripted_pace_ms=80) as running:
+        yield running
+
+
+async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, gateway, "demo")
+    await expect(app.screen_title).to_have_text("홈")
+
+    await app.say(FLAGSHIP)
+
+    await expect(app.screen_title).to_have_text("업무 요청 목록", timeout=TIMEOUT_MS)
+    await expect(app.main.get_by_role("table", name="업무 요청 목록")).to_contain_text("R-1042")
+    await app.last_reply_contains(MOVED)
+    await expect(app.activity("navigateToScreen").last).to_contain_text("이동 완료")
+    await expect(app.page.get_by_role("link", name="업무 요청 목록", exact=True)).to_have_attribute(
+        "aria-current", "page"
+    )
+    assert await app.navigations() == 1
+    await app.wait_idle()
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    await app.page.screenshot(path=str(SCREENSHOT))
+
+
+async def test_the_user_picker_signs_in_as_someone_else(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, gateway, "demo")
+    menu = app.page.get_by_role("navigation", name="메뉴")
+    await expect(menu).to_contain_text("업무 관리")
+
+    await app.page.get_by_label("사용자 선택").select_option("other-org")
+    await app.wait_connected()
+
+    await expect(app.page.get_by_role("banner")).to_contain_text("ORG-02")
+    await expect(menu).to_contain_text("인사 관리")
+    await expect(menu).not_to_contain_text("업무 관리")
+
+
+@pytest.mark.parametrize("user", ["guest", "other-org"])
+async def test_a_user_without_the_work_request_list_stays_put_and_hears_why(
+    context: BrowserContext, gateway: RunningGateway, user: str
+) -> None:
+    app = await WebApp.open(context, gateway, user)
+    await expect(app.page.get_by_role("navigation", name="메뉴")).not_to_contain_text(
+        "업무 요청 목록"
+    )
+
+    await app.say(FLAGSHIP)
+
+    await app.last_reply_contains("못했습니다")
+    await app.wait_idle()
+    await expect(app.screen_title).to_have_text("홈")
+    await expect(app.main.get_by_role("table", name="업무 요청 목록")).to_have_count(0)
+    assert await app.navigations() == 0
+
+
+async def test_guest_naming_a_forbidden_screen_is_refused_by_the_browser(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, gateway, "guest")
+
+    await app.say("MNU-3120 화면 열어줘")
+
+    await app.last_reply_contains("권한이 없어 이동하지 못했습니다")
+    refused = app.activity("navigateToScreen").last
+    await expect(refused).to_have_attribute("data-outcome", "failed")
+    await expect(refused).to_contain_text("권한 없음")
+    await expect(app.screen_title).to_have_text("홈")
+    assert await app.navigations() == 0
+
+
+@pytest.mark.parametrize("mode", ["전체 화면", "모달"])
+async def test_a_full_screen_or_modal_chat_asks_the_user_to_use_the_menu(
+    context: BrowserContext, gateway: RunningGateway, mode: str
+) -> None:
+    app = await WebApp.open(context, gateway, "demo")
+    await app.choose_chat_mode(mode)
+
+    await app.say(FLAGSHIP)
+
+    await app.last_reply_contains("메뉴에서")
+    await app.wait_idle()
+    refused = app.activity("navigateToScreen").last
+    await expect(refused).to_have_attribute("data-outcome", "failed")
+    await expect(refused).to_contain_text("이 창에서는 이동 불가")
+    assert await app.navigations() == 0
+
+    await app.choose_chat_mode("패널")
+    await expect(app.screen_title).to_have_text("홈")
+    await app.open_from_menu("업무 관리", "업무 요청", "업무 요청 목록")
+    await expect(app.screen_title).to_have_text("업무 요청 목록")
+
+
+@pytest.mark.parametrize(
+    ("button", "answer", "timeline"),
+    [
+        ("승인", "R-1042 요청을 승인했습니다.", "✓ 승인됨"),
+        ("거절", "R-1042 승인이 거절되어 진행하지 않았습니다", "✕ 거절됨"),
+    ],
+)
+async def test_approving_or_rejecting_r1042_from_the_approval_card(
+    context: BrowserContext, gateway: RunningGateway, button: str, answer: str, timeline: str
+) -> None:
+    app = await WebApp.open(context, gateway, "demo")
+
+    await app.say("R-1042 승인해줘")
+
+    card = app.approval_card
+    await expect(card).to_be_visible(timeout=TIMEOUT_MS)
+    await expect(card).to_contain_text("R-1042")
+    await expect(app.activity("approveWorkRequest").last).to_contain_text("승인 대기 중")
+    await card.get_by_role("button", name=button, exact=True).click()
+
+    await app.last_reply_contains(answer)
+    await expect(card.get_by_role("button", name=button, exact=True)).to_be_disabled()
+    await expect(app.activity("approveWorkRequest").last).to_contain_text(timeline)
+    await app.wait_idle()
+
+
+async def test_a_reload_while_an_approval_waits_shows_the_card_again(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, gateway, "demo")
+    await app.say("R-1042 승인해줘")
+    await expect(app.approval_card).to_be_visible(timeout=TIMEOUT_MS)
+
+    await app.reload()
+
+    await expect(app.user_messages).to_have_text(["R-1042 승인해줘"])
+    card = app.approval_card
+    await expect(card).to_be_visible(timeout=TIMEOUT_MS)
+    await expect(card).to_contain_text("R-1042")
+    await expect(app.transcript.locator('.activity[data-outcome="failed"]')).to_have_count(0)
+    await card.get_by_role("button", name="승인", exact=True).click()
+    await app.last_reply_contains("R-1042 요청을 승인했습니다.")
+    await expect(app.activity("approveWorkRequest")).to_have_count(1)
+    await expect(app.activity("approveWorkRequest")).to_contain_text(["✓ 승인됨"])
+
+
+async def test_stop_ends_a_long_reply_and_the_next_message_works(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, slow_gateway, "demo")
+
+    await app.say("자기소개를 길게 해 주세요")
+    await app.last_reply_contains("안녕하세요")
+    await app.click_stop()
+
+    await expect(app.transcript).to_contain_text("응답을 중지했습니다", timeout=TIMEOUT_MS)
+    await app.wait_idle()
+    await expect(app.replies.last).not_to_contain_text("무엇을 도와드릴까요?")
+
+    await app.say("안녕")
+    await app.last_reply_contains("업무 요청 승인을 도와드릴 수 있어요")
+    await app.wait_idle()
+
+
+async def test_a_reload_mid_run_restores_the_conversation_and_opens_the_screen_once(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, slow_gateway, "demo")
+    await app.say(FLAGSHIP)
+    # The browser has opened the screen and the bot is in the middle of saying so.
+    await app.page.wait_for_function(
+        "document.querySelector('#transcript .msg.assistant.streaming') !== null",
+        timeout=TIMEOUT_MS,
+        polling="raf",
+    )
+    before = await app.navigations()
+
+    await app.reload()
+
+    await expect(app.user_messages).to_have_text([FLAGSHIP], timeout=TIMEOUT_MS)
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
+    await expect(app.screen_title).to_have_text("업무 요청 목록")
+    after = await app.navigations()
+    assert (before, after) == (1, 0), "the screen must open exactly once across the reload"
+
+
+async def test_a_dropped_connection_reconnects_and_reattaches_without_opening_again(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    page = await context.new_page()
+    sockets: list[tuple[WebSocketRoute, WebSocketRoute]] = []
+
+    def through_proxy(route: WebSocketRoute) -> None:
+        sockets.append((route, route.connect_to_server()))
+
+    await page.route_web_socket(re.compile(r"/ws\?"), through_proxy)
+    app = await WebApp.open(context, slow_gateway, "demo", page=page)
+    await app.say(FLAGSHIP)
+    await app.page.wait_for_function(
+        "document.querySelector('#transcript .msg.assistant.streaming') !== null",
+        timeout=TIMEOUT_MS,
+        polling="raf",
+    )
+
+    page_side, server_side = sockets[-1]
+    await server_side.close(code=1012, reason="test drops the connection")
+    await page_side.close(code=1012, reason="test drops the connection")
+    for _ in range(TIMEOUT_MS // 50):
+        if len(sockets) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert len(sockets) == 2, "the page reconnects by itself"
+    await app.wait_connected()
+    await expect(app.user_messages).to_have_text([FLAGSHIP], timeout=TIMEOUT_MS)
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
+    await expect(app.screen_title).to_have_text("업무 요청 목록")
+    assert await app.navigations() == 1
+
+    await app.say("고마워")
+    await app.last_reply_contains("천만에요")
+
+
+async def test_a_second_tab_on_the_thread_sees_the_messages_and_never_navigates(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    first = await WebApp.open(context, gateway, "demo")
+    await first.say(FLAGSHIP)
+    await first.last_reply_contains(MOVED)
+    await first.wait_idle()
+
+    second = await WebApp.open(context, gateway, "demo", thread=await first.thread_id())
+
+    await expect(second.user_messages).to_have_text([FLAGSHIP])
+    await second.last_reply_contains(MOVED)
+    await expect(second.screen_title).to_have_text("홈")
+
+    await first.say("사원 목록 화면 열어줘")
+    await expect(first.screen_title).to_have_text("사원 목록", timeout=TIMEOUT_MS)
+    await first.last_reply_contains("사원 목록 화면으로 이동했습니다.")
+    await second.last_reply_contains("사원 목록 화면으로 이동했습니다.")
+    await expect(second.user_messages).to_have_text([FLAGSHIP, "사원 목록 화면 열어줘"])
+    await second.wait_idle()
+
+    assert await first.navigations() == 2
+    assert await second.navigations() == 0
+    await expect(second.screen_title).to_have_text("홈")
+
+
+async def test_new_conversation_starts_an_empty_thread_that_survives_a_reload(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, gateway, "demo")
+    await app.say("안녕")
+    await app.last_reply_contains("안녕하세요")
+    await app.wait_idle()
+    old_thread = await app.thread_id()
+
+    await app.page.get_by_role("button", name="새 대화").click()
+    await app.wait_connected()
+
+    assert await app.thread_id() != old_thread
+    await expect(app.user_messages).to_have_count(0)
+    await app.reload()
+    await expect(app.user_messages).to_have_count(0)
+    await app.say("고마워")
+    await app.last_reply_contains("천만에요")
+    await expect(app.user_messages).to_have_text(["고마워"])

@@ -1,0 +1,158 @@
+"""The reference web client in headless Chromium, driven the way a person uses it.
+
+``WebApp`` wraps one browser tab: it types into the chat box, presses Enter, clicks
+buttons and reads what is on the screen. The only thing it reads that a person cannot
+see is ``window.__navigations``, the page's count of main-area swaps.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+
+from playwright.async_api import Browser, BrowserContext, Locator, Page, Playwright, expect
+
+from tests.conftest import RunningGateway
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+
+# Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
+TIMEOUT_MS = 15_000
+
+FLAGSHIP = "업무 요청 목록 화면 열어줘"
+
+
+async def launch_chromium(playwright: Playwright) -> Browser:
+    return await playwright.chromium.launch(
+        executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+    )
+
+
+async def new_context(browser: Browser) -> BrowserContext:
+    context = await browser.new_context(
+        viewport={"width": 1440, "height": 900}, locale="ko-KR", timezone_id="Asia/Seoul"
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    return context
+
+
+class WebApp:
+    """One tab of the reference client."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    @classmethod
+    async def open(
+        cls,
+        context: BrowserContext,
+        gateway: RunningGateway,
+        user: str = "demo",
+        *,
+        thread: str | None = None,
+        page: Page | None = None,
+    ) -> WebApp:
+        """Opens the app as ``user`` (a thread id in the hash joins that thread)."""
+        page = page or await context.new_page()
+        url = f"{gateway.http}/?user={urllib.parse.quote(user)}"
+        if thread:
+            url += f"#thread={urllib.parse.quote(thread)}"
+        await page.goto(url)
+        app = cls(page)
+        await app.wait_connected()
+        return app
+
+    async def wait_connected(self) -> None:
+        """Connected, and the thread's snapshot is on screen."""
+        await expect(self.page.locator(".app")).to_have_attribute(
+            "data-connection", "open", timeout=TIMEOUT_MS
+        )
+
+    async def reload(self) -> None:
+        await self.page.reload()
+        await self.wait_connected()
+
+    # --- doing --------------------------------------------------------------------------
+
+    async def say(self, text: str) -> None:
+        box = self.page.get_by_role("textbox", name="메시지")
+        await box.fill(text)
+        await box.press("Enter")
+
+    async def choose_chat_mode(self, label: str) -> None:
+        await (
+            self.page.get_by_role("group", name="채팅 보기 방식")
+            .get_by_role("button", name=label, exact=True)
+            .click()
+        )
+
+    async def click_stop(self) -> None:
+        await self.page.get_by_role("button", name="중지").click()
+
+    async def open_from_menu(self, *names: str) -> None:
+        """Clicks through the menu: the groups to unfold, then the screen."""
+        menu = self.page.get_by_role("navigation", name="메뉴")
+        for group in names[:-1]:
+            summary = menu.locator("summary", has_text=group).first
+            details = summary.locator("xpath=..")
+            if await details.get_attribute("open") is None:
+                await summary.click()
+        await menu.get_by_role("link", name=names[-1], exact=True).click()
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def main(self) -> Locator:
+        return self.page.get_by_role("main")
+
+    @property
+    def screen_title(self) -> Locator:
+        return self.main.get_by_role("heading", level=1)
+
+    @property
+    def transcript(self) -> Locator:
+        return self.page.get_by_role("log", name="대화")
+
+    @property
+    def replies(self) -> Locator:
+        """The bot's messages, oldest first."""
+        return self.transcript.locator(".msg.assistant .text")
+
+    @property
+    def user_messages(self) -> Locator:
+        return self.transcript.locator(".msg.user .text")
+
+    def activity(self, tool: str) -> Locator:
+        """Timeline rows of one tool, oldest first."""
+        return self.transcript.locator(f'.activity[data-tool="{tool}"]')
+
+    @property
+    def approval_card(self) -> Locator:
+        return self.transcript.get_by_role("group", name="승인 요청").last
+
+    async def last_reply_contains(self, text: str) -> None:
+        await expect(self.replies.last).to_contain_text(text, timeout=TIMEOUT_MS)
+
+    async def wait_idle(self) -> None:
+        """No run in progress and nothing waiting to be sent."""
+        await expect(self.page.locator("#chat")).to_have_attribute(
+            "data-busy", "false", timeout=TIMEOUT_MS
+        )
+
+    async def navigations(self) -> int:
+        count: int = await self.page.evaluate("window.__navigations")
+        return count
+
+    async def thread_id(self) -> str:
+        text = await self.page.locator("#thread-id").text_content()
+        assert text, "the chat shows no thread id"
+        return text
