@@ -24,7 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench import local_gateway  # noqa: E402
+from scripts._bench import local_gateway
 
 
 def run_input(thread: str, text: str = "", **extra: Any) -> str:
