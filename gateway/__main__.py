@@ -28,17 +28,21 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
     ``model`` replaces the configured one (tests use it to inject failures).
     """
     from gateway import runner
+    from gateway.audit import AuditLog, AuditPlugin
     from gateway.hub import Hub
     from gateway.store import SessionService
     from gateway.tools import catalog as tool_catalog
 
     service: list[SessionService] = []
+    audit = AuditLog(settings.db)
 
     async def startup() -> Hub:
         catalog = tool_catalog.load()
         agent = runner.build_agent(model or runner.build_model(settings), catalog)
-        service.append(await runner.open_session_service(settings))
-        engine = runner.Engine(agent, service[0], catalog)
+        # The store first: it refuses a new file that already holds tables of its own.
+        service.append(await runner.open_session_service(settings, agent.name))
+        await audit.open()
+        engine = runner.Engine(agent, service[0], catalog, plugins=[AuditPlugin(audit)])
         seconds = await engine.warm_up()
         # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
         gc.collect()
@@ -48,9 +52,11 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
             engine,
             client_tool_timeout=settings.client_tool_timeout,
             approval_timeout=settings.approval_timeout,
+            audit=audit,
         )
 
     async def shutdown() -> None:
+        await audit.close()
         if service:
             await service[0].close()
 
@@ -95,17 +101,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     threads.add_argument("--user", required=True)
     export = commands.add_parser("export", help="print a thread as AG-UI messages (JSON)")
     export.add_argument("thread")
+    audit_command = commands.add_parser("audit", help="print the tool calls of a thread or a user")
+    whose = audit_command.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--thread")
+    whose.add_argument("--user")
     args = parser.parse_args(argv)
     settings = config.load(args)
     if args.command in (None, "serve"):
         serve(settings)
         return 0
     from gateway import operator
+    from gateway.audit import AuditError, print_audit
+    from gateway.store import StoreError
 
-    if args.command == "threads":
-        _print(asyncio.run(operator.list_threads(settings.db, args.user)))
-    elif args.command == "export":
-        _print(asyncio.run(operator.export_thread(settings.db, args.thread)))
+    try:
+        if args.command == "threads":
+            _print(asyncio.run(operator.list_threads(settings.db, args.user)))
+        elif args.command == "export":
+            _print(asyncio.run(operator.export_thread(settings.db, args.thread)))
+        elif args.command == "audit":
+            asyncio.run(print_audit(settings.db, thread=args.thread, user=args.user))
+    except (operator.ThreadNotFoundError, StoreError, AuditError) as error:
+        sys.exit(f"agent-gateway {args.command}: {error}")
     return 0
 
 

@@ -40,6 +40,7 @@ from google.genai import types
 
 from gateway import history
 from gateway import protocol as p
+from gateway.audit import AuditLog
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.tools.declarations import declared_client_tools
 from gateway.translate import AgentFailure, RunTranslator, dump_json
@@ -375,8 +376,10 @@ class Hub:
         *,
         client_tool_timeout: float = 120.0,
         approval_timeout: float = 900.0,
+        audit: AuditLog | None = None,
     ) -> None:
         self.engine = engine
+        self.audit = audit
         self.client_tool_timeout = client_tool_timeout
         self.approval_timeout = approval_timeout
         self.threads: dict[str, Thread] = {}
@@ -418,9 +421,7 @@ class Hub:
         thread.run.abort.set()
         return True
 
-    async def reattach(
-        self, user_id: str, thread_id: str, subscriber: Subscriber
-    ) -> Run | None:
+    async def reattach(self, user_id: str, thread_id: str, subscriber: Subscriber) -> Run | None:
         """Sends the thread as snapshots; returns the run in progress it now follows live."""
         thread = await self._thread(user_id, thread_id)
         while True:
@@ -542,7 +543,7 @@ class Hub:
         if isinstance(request, NewTurn):
             transition(state, Trigger.USER_MESSAGE)
             if open_items and session is not None:
-                await self._supersede(session, open_items)
+                await self._supersede(thread, run.run_id, session, open_items)
             thread.early.clear()
             thread.early_messages.clear()
             metadata["messageId"] = request.message_id
@@ -556,6 +557,7 @@ class Hub:
                 transition(state, Trigger.SOME_ANSWERED)
             return None, metadata, client_tools, request.notices
         transition(state, Trigger.ALL_ANSWERED)
+        self._audit_answers(thread, run.run_id, open_items, answered)
         messages = dict(thread.early_messages)
         thread.early.clear()
         thread.early_messages.clear()
@@ -578,7 +580,9 @@ class Hub:
             [*request.notices, *results],
         )
 
-    async def _supersede(self, session: Session, open_items: dict[str, OpenCall]) -> None:
+    async def _supersede(
+        self, thread: Thread, run_id: str, session: Session, open_items: dict[str, OpenCall]
+    ) -> None:
         """Closes open calls so a new user message starts from a consistent thread."""
         by_invocation: dict[str, dict[str, dict[str, Any]]] = {}
         for call in open_items.values():
@@ -590,6 +594,7 @@ class Hub:
             by_invocation.setdefault(call.invocation_id, {})[call.call_id] = response
         for invocation_id, responses in by_invocation.items():
             calls = {cid: open_items[cid] for cid in responses}
+            self._audit_answers(thread, run_id, calls, responses)
             event = AdkEvent(
                 author="user", invocation_id=invocation_id, content=_responses(calls, responses)
             )
@@ -746,12 +751,42 @@ class Hub:
         if self._running == 1:
             self._status_changed()
         log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
+        self._audit_answers(thread, run_id, open_items, responses)
         metadata = {"runId": run_id, "context": {}}
         run.task = asyncio.create_task(
             self._drive(run, _responses(open_items, responses), metadata, frozenset(), [])
         )
 
     # --- bookkeeping ---------------------------------------------------------------------
+
+    def _audit_answers(
+        self,
+        thread: Thread,
+        run_id: str,
+        calls: dict[str, OpenCall],
+        responses: dict[str, dict[str, Any]],
+    ) -> None:
+        """Records what the browser (or a person, for an approval) answered each call."""
+        if self.audit is None:
+            return
+        for call_id, call in calls.items():
+            if call_id not in responses:
+                continue
+            if call.is_approval:
+                tool = f"{call.approved_call().get('name', '')} approval"
+                args = call.approved_call().get("args") or {}
+            else:
+                tool, args = call.name, call.args
+            self.audit.record_client_result(
+                thread.user_id,
+                thread.thread_id,
+                run_id,
+                tool,
+                call_id,
+                args,
+                responses[call_id],
+                duration_ms=(time.time() - call.asked_at) * 1000,
+            )
 
     def _finish(self, run: Run) -> None:
         thread = run.thread

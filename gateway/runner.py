@@ -10,7 +10,7 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -20,15 +20,18 @@ from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event as AdkEvent
 from google.adk.models.base_llm import BaseLlm
+from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import BaseSessionService, Session
 from google.genai import types
 
 from gateway.config import Settings
 from gateway.models.scripted import ScriptedLlm
+from gateway.screens import catalog as screen_catalog
 from gateway.store import SessionService
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY, CatalogToolset
+from gateway.tools.policy import build_before_tool_callback
 from gateway.translate import CONFIRMATION_CALL
 
 __all__ = ["CONFIRMATION_CALL", "Engine", "build_agent", "build_model"]
@@ -69,6 +72,8 @@ def build_agent(model: BaseLlm | str, catalog: tool_catalog.Catalog) -> LlmAgent
         model=model,
         instruction=INSTRUCTION,
         tools=[CatalogToolset(catalog)],
+        # The navigation policy runs on the server before any call reaches the browser.
+        before_tool_callback=build_before_tool_callback(screen_catalog.load()),
     )
 
 
@@ -80,6 +85,7 @@ class Engine:
         agent: LlmAgent,
         session_service: BaseSessionService,
         catalog: tool_catalog.Catalog,
+        plugins: Sequence[BasePlugin] = (),
     ) -> None:
         with warnings.catch_warnings():
             # Resumability is marked experimental; pausing on client tools depends on it.
@@ -88,6 +94,7 @@ class Engine:
                 name=APP_NAME,
                 root_agent=agent,
                 resumability_config=ResumabilityConfig(is_resumable=True),
+                plugins=list(plugins),
             )
         self.runner = Runner(app=app, session_service=session_service, auto_create_session=True)
         self.sessions = session_service
@@ -147,11 +154,11 @@ class Engine:
         return time.perf_counter() - started
 
 
-async def open_session_service(settings: Settings) -> SessionService:
+async def open_session_service(settings: Settings, agent_name: str) -> SessionService:
     """Opens the durable store and closes any run a crash cut off."""
     service = SessionService(
         settings.db, durability=settings.durability, history_window=settings.history_window
     )
     await service.open()
-    await service.close_interrupted(APP_NAME)
+    await service.close_interrupted(APP_NAME, author=agent_name)
     return service

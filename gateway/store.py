@@ -894,14 +894,14 @@ def _closing_events(
     session: Session, invocation_id: str, dangling: list[tuple[str, str]], author: str
 ) -> list[Event]:
     agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
-    run_id = next(
-        (
-            e.custom_metadata["agui"]["runId"]
-            for e in reversed(session.events)
-            if e.custom_metadata and "runId" in e.custom_metadata.get("agui", {})
-        ),
-        None,
-    )
+    # The run the client saw cut off: the gateway stamps its id on the invocation's events.
+    run_ids = [
+        metadata.get("runId")
+        for e in session.events
+        if e.invocation_id == invocation_id
+        and isinstance(metadata := (e.custom_metadata or {}).get("agui"), dict)
+    ]
+    run_id = next((r for r in reversed(run_ids) if isinstance(r, str)), None)
     mark: dict[str, Any] = {"interrupted": True} | ({"runId": run_id} if run_id else {})
     closing = []
     if dangling:

@@ -63,6 +63,8 @@ class RunTranslator:
         self.pending: dict[str, str] = {}
         # Every client call streamed in this run: their live events go to the executor only.
         self.client_calls: set[str] = set()
+        # The live events of client calls, sent when the run ends and they are still open.
+        self.held: dict[str, list[p.Event]] = {}
         # Approvals asked in this run, turned into AG-UI Interrupts by ``interrupt_for``.
         self.interrupts: list[p.Interrupt] = []
         self._interrupt_for = interrupt_for
@@ -106,18 +108,23 @@ class RunTranslator:
                 self._ask_approval(call_id, dict(call.args or {}), event.timestamp)
                 continue
             out.extend(self._end_text())
-            out.append(
+            streamed: list[p.Event] = [
                 p.ToolCallStart(
                     tool_call_id=call_id,
                     tool_call_name=call.name or "",
                     parent_message_id=event.id,
-                )
-            )
-            out.append(p.ToolCallArgs(tool_call_id=call_id, delta=dump_json(call.args or {})))
-            out.append(p.ToolCallEnd(tool_call_id=call_id))
+                ),
+                p.ToolCallArgs(tool_call_id=call_id, delta=dump_json(call.args or {})),
+                p.ToolCallEnd(tool_call_id=call_id),
+            ]
             if call_id in long_running:
+                # Held until the run ends: a call the server's policy refuses in the
+                # meantime never reaches the browser.
+                self.held[call_id] = streamed
                 self.pending[call_id] = call.name or ""
                 self.client_calls.add(call_id)
+            else:
+                out.extend(streamed)
         # ADK answers a call that waits for approval with a placeholder; the real result
         # comes once the person has answered.
         awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
@@ -126,6 +133,9 @@ class RunTranslator:
             if response is None or response.id is None or response.id in awaiting_approval:
                 continue
             self.pending.pop(response.id, None)
+            if self.held.pop(response.id, None) is not None:
+                # Refused before the browser saw it; the model explains the refusal.
+                continue
             out.extend(self._end_text())
             out.append(
                 p.ToolCallResult(
@@ -139,8 +149,8 @@ class RunTranslator:
         return out
 
     def finish(self) -> list[p.Event]:
-        """Ends the run; client calls still unanswered are listed as pending."""
-        out = self._close()
+        """Ends the run; client calls still unanswered are sent and listed as pending."""
+        out = self._close() + self._release_held()
         outcome = p.SuccessOutcome(pending_tool_call_ids=list(self.pending) or None)
         out.append(p.RunFinished(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
         return out
@@ -156,7 +166,7 @@ class RunTranslator:
 
     def interrupted(self) -> list[p.Event]:
         """Ends the run waiting for the approvals it asked for."""
-        out = self._close()
+        out = self._close() + self._release_held()
         out.append(
             p.RunFinished(
                 thread_id=self.thread_id,
@@ -203,6 +213,11 @@ class RunTranslator:
         message_id, self.open_text_id = self.open_text_id, None
         self.open_text = []
         return [p.TextMessageEnd(message_id=message_id)]
+
+    def _release_held(self) -> list[p.Event]:
+        held = [event for events in self.held.values() for event in events]
+        self.held.clear()
+        return held
 
     def _close(self) -> list[p.Event]:
         self._expect(Phase.STARTED)

@@ -3,8 +3,9 @@
 Each tool is one JSON file under ``schemas/tools/``: its name, description, parameter
 schema, the result it returns, and its executor: ``"server:<module>:<function>"`` (the
 gateway runs it) or ``"client"`` (the browser runs it and answers with a tool message).
-Loading checks every entry, so a server tool whose function is missing fails start-up
-with a message naming the entry instead of failing a user's run later.
+Loading checks every entry, so a server tool whose function is missing, or a schema that
+is not valid JSON Schema, fails start-up with a message naming the entry instead of
+failing a user's run later (a model given a broken schema fails, or worse, guesses).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import string
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+from jsonschema.validators import Draft202012Validator, validator_for  # type: ignore[import-untyped]
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
 
@@ -101,10 +105,25 @@ def from_entries(entries: Iterable[ToolEntry]) -> Catalog:
     for entry in entries:
         if entry.name in catalog:
             raise CatalogError(f"Tool {entry.name!r} is declared twice")
+        _check_schema(entry, "parameters", entry.parameters)
+        if entry.result is not None:
+            _check_schema(entry, "result", entry.result)
         if not entry.runs_on_client:
             entry.server_function()
         catalog[entry.name] = entry
     return Catalog(catalog)
+
+
+def _check_schema(entry: ToolEntry, field: str, schema: dict[str, Any]) -> None:
+    """Raises CatalogError naming the tool, the field and the bad keyword."""
+    try:
+        # Draft 2020-12 unless the schema names its own dialect with "$schema".
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path) or "the top level"
+        raise CatalogError(
+            f"Tool {entry.name!r}: {field} is not a valid JSON Schema at {where}: {exc.message}"
+        ) from None
 
 
 def _read(path: Path) -> ToolEntry:

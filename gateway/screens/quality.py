@@ -1,0 +1,56 @@
+"""Search quality on a labelled query set: shared by the test and the benchmark.
+
+A labelled query is one JSON object per line: the words a user typed, the user, and
+the screens that would be a right answer (any of them counts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from gateway.screens.catalog import ScreenCatalog
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelledQuery:
+    query: str
+    user: str
+    expect: frozenset[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recall:
+    k: int
+    found: int
+    total: int
+    # The queries whose right answers were not in the top k, with what came back instead.
+    misses: tuple[tuple[LabelledQuery, tuple[str, ...]], ...]
+
+    @property
+    def value(self) -> float:
+        return self.found / self.total if self.total else 0.0
+
+
+def read_labelled(path: Path) -> list[LabelledQuery]:
+    queries: list[LabelledQuery] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            raw = json.loads(line)
+            queries.append(LabelledQuery(raw["query"], raw["user"], frozenset(raw["expect"])))
+    return queries
+
+
+def recall_at(catalog: ScreenCatalog, queries: Sequence[LabelledQuery], k: int = 5) -> Recall:
+    """The share of queries with a right answer among the first ``k`` results."""
+    found = 0
+    misses: list[tuple[LabelledQuery, tuple[str, ...]]] = []
+    for labelled in queries:
+        got = tuple(screen.screen_id for screen in catalog.search(labelled.query, labelled.user, k))
+        if labelled.expect & set(got):
+            found += 1
+        else:
+            misses.append((labelled, got))
+    return Recall(k=k, found=found, total=len(queries), misses=tuple(misses))

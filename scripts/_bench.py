@@ -1,0 +1,86 @@
+"""What the scripts and their tests share: a real gateway in a subprocess on a loopback port.
+
+Stdlib only, so every script can import it whatever else it needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalGateway:
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+    # Seconds from spawning the process to the first healthy /ping.
+    ready_after: float
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def ws_url(self, user: str = "demo") -> str:
+        return f"ws://127.0.0.1:{self.port}/ws?user={user}"
+
+
+@contextlib.contextmanager
+def local_gateway(*flags: str, timeout: float = 60.0) -> Iterator[LocalGateway]:
+    """Runs ``python -m gateway`` (scripted model, pace 0, in-memory db) until the block ends.
+
+    Yields once GET /ping answers; uvicorn binds only after start-up, so the first answer
+    means the agent is built and warmed. The server's output goes to a file (a pipe nobody
+    reads would fill up and stall the server), quoted in the error if start-up fails.
+    """
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="gateway-") as tmp:
+        log = Path(tmp) / "server.log"
+        command = [sys.executable, "-m", "gateway", "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--db", ":memory:", "--scripted-pace-ms", "0", *flags]
+        with log.open("wb") as out:
+            started = time.perf_counter()
+            process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait_healthy(port, process, log, started + timeout)
+            yield LocalGateway(port, process, log, time.perf_counter() - started)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
+    url = f"http://127.0.0.1:{port}/ping"
+    while time.perf_counter() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the gateway exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.02)
+    raise RuntimeError(f"the gateway did not answer {url} in time:\n{log.read_text()}")

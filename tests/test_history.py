@@ -1,0 +1,293 @@
+"""Snapshots rebuilt from the store repeat what was streamed live, id for id.
+
+Every snapshot is validated against the official ``ag_ui.core`` models, and the operator
+commands are checked on a real database file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ag_ui.core import MessagesSnapshotEvent
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.events import Event, EventActions
+from google.adk.runners import Runner
+from google.adk.sessions import Session
+from google.adk.tools import LongRunningFunctionTool
+from google.genai import types
+
+from gateway import protocol as p
+from gateway.history import messages_snapshot, state_snapshot
+from gateway.models.scripted import ScriptedLlm
+from gateway.operator import ThreadNotFoundError, export_thread, list_threads
+from gateway.store import INTERRUPTED_TEXT, SessionService
+from gateway.translate import RunTranslator
+
+APP = "gateway"
+
+
+def valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    MessagesSnapshotEvent.model_validate({"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    return messages
+
+
+def event(author: str, *parts: types.Part, **fields: Any) -> Event:
+    role = "user" if author == "user" or any(p.function_response for p in parts) else "model"
+    return Event(
+        invocation_id="inv",
+        author=author,
+        content=types.Content(role=role, parts=list(parts)),
+        **fields,
+    )
+
+
+def text(value: str, **fields: Any) -> types.Part:
+    return types.Part(text=value, **fields)
+
+
+def call(call_id: str, name: str, **args: Any) -> types.Part:
+    return types.Part(function_call=types.FunctionCall(id=call_id, name=name, args=args))
+
+
+def result(call_id: str, name: str, **response: Any) -> types.Part:
+    return types.Part(
+        function_response=types.FunctionResponse(id=call_id, name=name, response=response)
+    )
+
+
+# --- the shape of each message ----------------------------------------------------------
+
+
+def test_a_conversation_with_server_and_client_tools() -> None:
+    agui = {"runId": "r1", "messageId": "m-user"}
+    events = [
+        event("user", text("업무 요청 목록 화면 열어줘"), custom_metadata={"agui": agui}),
+        event("agent", call("c1", "find_screen", query="업무 요청")),
+        event("agent", result("c1", "find_screen", screens=[{"screenId": "MNU-3120"}])),
+        event("agent", text("찾았어요. "), call("c2", "navigateToScreen", screenId="MNU-3120")),
+        event(
+            "user",
+            result("c2", "navigateToScreen", status="navigated"),
+            custom_metadata={"agui": {"runId": "r2", "toolMessageIds": {"c2": "m-tool"}}},
+        ),
+        event("agent", text("이동했습니다.")),
+    ]
+    assert valid(messages_snapshot(events)) == [
+        {"id": "m-user", "role": "user", "content": "업무 요청 목록 화면 열어줘"},
+        {
+            "id": events[1].id,
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "find_screen", "arguments": '{"query":"업무 요청"}'},
+                }
+            ],
+        },
+        {
+            "id": "tr-c1",
+            "role": "tool",
+            "toolCallId": "c1",
+            "content": '{"screens":[{"screenId":"MNU-3120"}]}',
+        },
+        {
+            "id": events[3].id,
+            "role": "assistant",
+            "content": "찾았어요. ",
+            "toolCalls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {
+                        "name": "navigateToScreen",
+                        "arguments": '{"screenId":"MNU-3120"}',
+                    },
+                }
+            ],
+        },
+        {
+            "id": "m-tool",
+            "role": "tool",
+            "toolCallId": "c2",
+            "content": '{"status":"navigated"}',
+        },
+        {"id": events[5].id, "role": "assistant", "content": "이동했습니다."},
+    ]
+
+
+def test_what_a_snapshot_leaves_out() -> None:
+    first = event("user", text("hi"))  # no gateway metadata: the ADK event id stands in
+    events = [
+        first,
+        event("agent", text("str"), partial=True),
+        event("agent", text("thinking...", thought=True), text("streamed answer")),
+        Event(invocation_id="inv", author="agent", actions=EventActions(state_delta={"x": 1})),
+        event("agent", text("only a thought", thought=True)),
+        event("agent", result("lost", "find_screen", ok=True)),  # its call is outside the window
+    ]
+    assert valid(messages_snapshot(events)) == [
+        {"id": first.id, "role": "user", "content": "hi"},
+        {"id": events[2].id, "role": "assistant", "content": "streamed answer"},
+    ]
+
+
+def test_an_interrupted_run_shows_as_such() -> None:
+    mark = {"agui": {"interrupted": True, "runId": "r1"}}
+    events = [
+        event("user", text("열어줘"), custom_metadata={"agui": {"messageId": "m1"}}),
+        event("agent", call("c1", "find_screen", query="x")),
+        event("agent", result("c1", "find_screen", error="interrupted"), custom_metadata=mark),
+        event("agent", text(INTERRUPTED_TEXT), custom_metadata=mark),
+    ]
+    messages = valid(messages_snapshot(events))
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[2] == {
+        "id": "tr-c1",
+        "role": "tool",
+        "toolCallId": "c1",
+        "content": '{"error":"interrupted"}',
+    }
+    assert messages[3]["content"] == INTERRUPTED_TEXT
+
+
+def test_state_snapshot_hides_temp_state_only() -> None:
+    session = Session(
+        id="t",
+        app_name=APP,
+        user_id="u",
+        state={"a": 1, "app:b": 2, "user:c": 3, "temp:d": 4},
+    )
+    assert state_snapshot(session) == {"a": 1, "app:b": 2, "user:c": 3}
+
+
+# --- live stream and snapshot agree -----------------------------------------------------
+
+
+def find_screen(query: str) -> dict[str, Any]:
+    """Searches the screen catalog."""
+    return {"screens": [{"screenId": "MNU-3120", "name": "업무 요청 목록", "query": query}]}
+
+
+def navigateToScreen(screenId: str, screenName: str = "") -> None:
+    """Opens a screen in the browser (the browser answers later)."""
+    return None
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
+    service = SessionService(str(tmp_path / "threads.db"))
+    await service.open()
+    yield service
+    await service.close()
+
+
+class Live:
+    """What a client saw during the runs: ids and contents of every message."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, str] = {}  # text message id -> text
+        self.calls: dict[str, tuple[str, str, str | None]] = {}  # id -> (name, args, parent)
+        self.results: dict[str, tuple[str, str]] = {}  # message id -> (call id, content)
+
+    def saw(self, frames: list[p.Event]) -> None:
+        for frame in frames:
+            if isinstance(frame, p.TextMessageStart):
+                self.messages[frame.message_id] = ""
+            elif isinstance(frame, p.TextMessageContent):
+                self.messages[frame.message_id] += frame.delta
+            elif isinstance(frame, p.ToolCallStart):
+                self.calls[frame.tool_call_id] = (frame.tool_call_name, "", frame.parent_message_id)
+            elif isinstance(frame, p.ToolCallArgs):
+                name, args, parent = self.calls[frame.tool_call_id]
+                self.calls[frame.tool_call_id] = (name, args + frame.delta, parent)
+            elif isinstance(frame, p.ToolCallResult):
+                self.results[frame.message_id] = (frame.tool_call_id, frame.content)
+
+
+async def _run(
+    runner: Runner, live: Live, run_id: str, message: types.Content, agui: dict[str, Any]
+) -> None:
+    translator = RunTranslator("t1", run_id)
+    live.saw(translator.start())
+    config = RunConfig(
+        streaming_mode=StreamingMode.SSE, custom_metadata={"agui": {"runId": run_id, **agui}}
+    )
+    async for adk_event in runner.run_async(
+        user_id="demo", session_id="t1", new_message=message, run_config=config
+    ):
+        live.saw(translator.translate(adk_event))
+    live.saw(translator.finish())
+
+
+async def test_snapshot_ids_equal_the_ids_streamed_live(store: SessionService) -> None:
+    agent = LlmAgent(
+        name="screen_navigator",
+        model=ScriptedLlm(),
+        tools=[find_screen, LongRunningFunctionTool(navigateToScreen)],
+    )
+    runner = Runner(app_name=APP, agent=agent, session_service=store, auto_create_session=True)
+    live = Live()
+    ask = types.Content(role="user", parts=[text("업무 요청 목록 화면 열어줘")])
+    await _run(runner, live, "r1", ask, {"messageId": "m-user"})
+    (navigate_id,) = [cid for cid, (name, _, _) in live.calls.items() if name == "navigateToScreen"]
+    outcome = types.Content(
+        role="user", parts=[result(navigate_id, "navigateToScreen", status="navigated")]
+    )
+    await _run(runner, live, "r2", outcome, {"toolMessageIds": {navigate_id: "m-result"}})
+    await runner.close()
+
+    session = await store.get_session(app_name=APP, user_id="demo", session_id="t1")
+    assert session is not None
+    snapshot = valid(messages_snapshot(session.events))
+
+    users = [m for m in snapshot if m["role"] == "user"]
+    assert users == [{"id": "m-user", "role": "user", "content": "업무 요청 목록 화면 열어줘"}]
+    texts = {m["id"]: m["content"] for m in snapshot if m["role"] == "assistant" and "content" in m}
+    assert texts == live.messages
+    assert "이동했습니다" in " ".join(texts.values())
+    calls = {
+        c["id"]: (c["function"]["name"], c["function"]["arguments"], m["id"])
+        for m in snapshot
+        if m["role"] == "assistant"
+        for c in m.get("toolCalls", [])
+    }
+    assert calls == live.calls
+    results = {m["id"]: (m["toolCallId"], m["content"]) for m in snapshot if m["role"] == "tool"}
+    assert results == {**live.results, "m-result": (navigate_id, '{"status":"navigated"}')}
+
+
+# --- operator commands ------------------------------------------------------------------
+
+
+async def test_operators_list_a_users_threads_and_export_one(tmp_path: Path) -> None:
+    path = str(tmp_path / "ops.db")
+    server = SessionService(path)  # stays open, as a running gateway would
+    await server.open()
+    try:
+        for thread in ("t1", "t2"):
+            session = await server.create_session(app_name=APP, user_id="alice", session_id=thread)
+            hello = event(
+                "user", text(f"hello {thread}"), custom_metadata={"agui": {"messageId": thread}}
+            )
+            await server.append_event(session, hello)
+        await server.create_session(app_name=APP, user_id="bob", session_id="t3")
+
+        threads = await list_threads(path, "alice")
+        assert [t["threadId"] for t in threads] == ["t1", "t2"]
+        assert all(t["userId"] == "alice" and t["updatedAt"] > 0 for t in threads)
+        json.dumps(threads)  # printable as is
+        assert await list_threads(path, "nobody") == []
+
+        exported = valid(await export_thread(path, "t2"))
+        assert exported == [{"id": "t2", "role": "user", "content": "hello t2"}]
+        with pytest.raises(ThreadNotFoundError, match="nope"):
+            await export_thread(path, "nope")
+    finally:
+        await server.close()
+    assert await export_thread(path, "t2") == exported  # with the gateway stopped too

@@ -1,0 +1,50 @@
+"""scripts/chat.py against a real gateway process: the browser's answer is what the user hears."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from scripts._bench import ROOT, LocalGateway, local_gateway
+
+OPEN_LIST = "업무 요청 목록 화면 열어줘\n"
+OPENED = "이동했습니다"
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[LocalGateway]:
+    with local_gateway() as running:
+        yield running
+
+
+def chat(gateway: LocalGateway, line: str, *flags: str) -> str:
+    """Runs scripts/chat.py with ``line`` on stdin until stdin ends; returns what it printed."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "chat.py"), "--url", gateway.ws_url(), *flags],
+        input=line,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_chat_says_the_screen_opened_when_the_browser_navigated(gateway: LocalGateway) -> None:
+    output = chat(gateway, OPEN_LIST, "--auto", "navigated")
+    assert "[tool call] navigateToScreen" in output
+    assert OPENED in output
+
+
+def test_chat_never_claims_the_screen_opened_when_the_browser_denied(
+    gateway: LocalGateway,
+) -> None:
+    output = chat(gateway, OPEN_LIST, "--auto", "denied")
+    # The denial reached the model and was answered, so the absence below means something.
+    assert '"status": "denied"' in output
+    assert "이동하지 못했습니다" in output
+    assert OPENED not in output
