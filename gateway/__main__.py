@@ -15,11 +15,14 @@ from gateway import config
 from gateway.config import Settings
 
 if TYPE_CHECKING:
+    import uvicorn
     from google.adk.models.base_llm import BaseLlm
 
     from gateway.server import Gateway
 
 log = logging.getLogger("gateway")
+
+LARGEST_FRAME_FACTOR = 16
 
 
 def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
@@ -65,24 +68,33 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
     return Gateway(settings, startup, shutdown)
 
 
+def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
+    """uvicorn on uvloop with the websockets protocol engine; no compression by default."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        ws="websockets-sansio",
+        # The app answers frames over the limit with VALIDATION_ERROR and keeps the
+        # connection; only frames far beyond it are cut off by the protocol engine.
+        ws_max_size=LARGEST_FRAME_FACTOR * settings.max_frame_bytes,
+        ws_per_message_deflate=False,
+        lifespan="on",
+        log_level=settings.log_level,
+        access_log=False,
+    )
+
+
 def serve(settings: Settings) -> None:
     import uvicorn
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    uvicorn.run(
-        build_app(settings),
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        ws="websockets-sansio",
-        ws_max_size=settings.max_frame_bytes,
-        ws_per_message_deflate=False,
-        lifespan="on",
-        log_level=settings.log_level,
-        access_log=False,
-    )
+    uvicorn.Server(server_config(settings, build_app(settings))).run()
 
 
 def _print(rows: object) -> None:

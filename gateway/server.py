@@ -261,10 +261,15 @@ class WebSocketSession:
         self.inbox: asyncio.Queue[Work] = asyncio.Queue()
         self.user = ""
         self.following: str | None = None
+        self.closing = False
 
     def deliver(self, event: p.Event) -> None:
+        if self.closing:
+            return
         if self.outbox.qsize() >= SEND_QUEUE_LIMIT:
+            # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that stopped reading", self.user)
+            self.closing = True
             self.outbox.put_nowait(None)
             return
         self.outbox.put_nowait(event)
@@ -303,6 +308,9 @@ class WebSocketSession:
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
+            if len(data) > self.settings.max_frame_bytes:
+                self.inbox.put_nowait(_too_large(len(data), self.settings.max_frame_bytes))
+                continue
             try:
                 frame = p.decode_upstream(data)
             except p.GatewayError as error:
@@ -367,3 +375,11 @@ def _asks_to_cancel(run_input: p.RunAgentInput) -> bool:
     props = run_input.forwarded_props
     gateway = props.get("gateway") if isinstance(props, dict) else None
     return isinstance(gateway, dict) and gateway.get("cancel") is True
+
+
+def _too_large(size: int, limit: int) -> p.GatewayError:
+    return p.GatewayError(
+        p.ErrorCode.VALIDATION_ERROR,
+        f"Frame is {size} bytes; the limit is {limit} (GATEWAY_MAX_FRAME_BYTES). "
+        "Send less history: the thread's store already holds it.",
+    )

@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 from websockets.asyncio.client import connect
 
-from gateway.__main__ import build_app
+from gateway.__main__ import build_app, server_config
 from gateway.config import Settings
 from gateway.server import Gateway
 from tests.agui import AgUiSocket
@@ -52,16 +52,8 @@ async def running_gateway(**overrides: Any) -> AsyncIterator[RunningGateway]:
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
     app = build_app(settings, model=model)
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        ws="websockets-sansio",
-        lifespan="on",
-        log_level="warning",
-        ws_per_message_deflate=False,
-    )
-    server = uvicorn.Server(config)
+    # The same uvicorn settings as `agent-gateway`, served on the test's own loop.
+    server = uvicorn.Server(server_config(settings, app))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
-from tests.conftest import RunningGateway
+from tests.conftest import RunningGateway, running_gateway
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 
@@ -227,3 +227,12 @@ async def test_concurrent_threads_run_side_by_side(gateway: RunningGateway) -> N
 
     replies = await asyncio.gather(*(one() for _ in range(8)))
     assert all(reply.startswith("안녕하세요") for reply in replies)
+
+
+async def test_an_oversized_frame_is_refused_and_the_socket_survives() -> None:
+    async with running_gateway(max_frame_bytes=4096) as gateway, gateway.socket() as ws:
+        big = user_input(new_id("t"), "안녕" * 4000)
+        [error] = await ws.run(big)
+        assert error["code"] == "VALIDATION_ERROR" and "limit is 4096" in error["message"]
+        ok = await ws.run(user_input(new_id("t"), "안녕"))
+        assert outcome(ok) == {"type": "success"}
