@@ -56,6 +56,7 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
             client_tool_timeout=settings.client_tool_timeout,
             approval_timeout=settings.approval_timeout,
             audit=audit,
+            context_allow=config.context_allow(settings),
         )
 
     async def shutdown() -> None:

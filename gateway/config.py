@@ -25,6 +25,7 @@ class Settings:
     history_window: int = 200
     client_tool_timeout: float = 120.0
     approval_timeout: float = 900.0
+    context_allow: str = "surface,currentScreen,selectedIds"
     max_frame_bytes: int = 1 << 20
     log_level: str = "info"
 
@@ -42,6 +43,7 @@ _HELP: dict[str, str] = {
     "history_window": "recent events a run loads from its thread",
     "client_tool_timeout": "seconds a browser has to answer a client-tool call",
     "approval_timeout": "seconds an approval request stays open before it counts as rejected",
+    "context_allow": "RunAgentInput.context entries the model may see (comma-separated)",
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
     "log_level": "debug, info, warning or error",
 }
@@ -51,6 +53,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "durability": ("normal", "full"),
     "log_level": ("debug", "info", "warning", "error"),
 }
+
+
+def context_allow(settings: Settings) -> frozenset[str]:
+    return frozenset(name.strip() for name in settings.context_allow.split(",") if name.strip())
 
 
 def env_name(field: str) -> str:

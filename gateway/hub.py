@@ -43,6 +43,7 @@ from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.tools.declarations import declared_client_tools
+from gateway.tools.policy import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.translate import AgentFailure, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
@@ -377,9 +378,11 @@ class Hub:
         client_tool_timeout: float = 120.0,
         approval_timeout: float = 900.0,
         audit: AuditLog | None = None,
+        context_allow: frozenset[str] = DEFAULT_CONTEXT_ALLOW,
     ) -> None:
         self.engine = engine
         self.audit = audit
+        self.context_allow = context_allow
         self.client_tool_timeout = client_tool_timeout
         self.approval_timeout = approval_timeout
         self.threads: dict[str, Thread] = {}
@@ -536,7 +539,11 @@ class Hub:
         )
         metadata: dict[str, Any] = {
             "runId": run.run_id,
-            "context": {entry.description: entry.value for entry in run_input.context},
+            # Only allowed entries reach the policy and the model; the rest are logged.
+            "context": allowed_context(
+                {entry.description: entry.value for entry in run_input.context},
+                self.context_allow,
+            ),
         }
         client_tools = declared_client_tools(run_input.tools, self.engine.catalog)
         state = thread_state(open_items)

@@ -16,6 +16,7 @@ from typing import Any
 
 from google.adk.agents import LlmAgent
 from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event as AdkEvent
@@ -31,7 +32,7 @@ from gateway.screens import catalog as screen_catalog
 from gateway.store import SessionService
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY, CatalogToolset
-from gateway.tools.policy import build_before_tool_callback
+from gateway.tools.policy import build_before_tool_callback, run_context
 from gateway.translate import CONFIRMATION_CALL
 
 __all__ = ["CONFIRMATION_CALL", "Engine", "build_agent", "build_model"]
@@ -70,11 +71,20 @@ def build_agent(model: BaseLlm | str, catalog: tool_catalog.Catalog) -> LlmAgent
     return LlmAgent(
         name="screen_navigator",
         model=model,
-        instruction=INSTRUCTION,
+        instruction=instruction_with_context,
         tools=[CatalogToolset(catalog)],
         # The navigation policy runs on the server before any call reaches the browser.
         before_tool_callback=build_before_tool_callback(screen_catalog.load()),
     )
+
+
+def instruction_with_context(context: ReadonlyContext) -> str:
+    """The instruction, plus what the user's screen shows, from the run's allowed context."""
+    entries = run_context(context)
+    if not entries:
+        return INSTRUCTION
+    lines = "\n".join(f"- {key}: {value}" for key, value in sorted(entries.items()))
+    return f"{INSTRUCTION}\n\nThe user's screen, as their browser reports it:\n{lines}"
 
 
 class Engine:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+from collections.abc import AsyncGenerator
 from pathlib import Path
+from typing import ClassVar
 
+import pytest
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+
+from gateway.models.scripted import ScriptedLlm
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 
@@ -73,3 +81,33 @@ async def test_every_tool_call_is_audited_and_printed(tmp_path: Path) -> None:
     )
     roles = [message["role"] for message in json.loads(exported.stdout)]
     assert roles[0] == "user" and "tool" in roles
+
+
+class _Recording(ScriptedLlm):
+    """Scripted, and keeps the system instruction of every model call."""
+
+    seen: ClassVar[list[str]] = []
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        _Recording.seen.append(str(llm_request.config.system_instruction))
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
+
+
+async def test_only_allowed_screen_context_reaches_the_model(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    context = [
+        {"description": "currentScreen", "value": "MNU-3120"},
+        {"description": "selectedIds", "value": "R-1042"},
+        {"description": "sessionCookie", "value": "secret-cookie"},
+    ]
+    async with running_gateway(model=_Recording()) as gateway, gateway.socket() as ws:
+        with caplog.at_level(logging.INFO):
+            await ws.run(user_input(new_id("t"), "안녕", context=context))
+    instruction = _Recording.seen[-1]
+    assert "currentScreen: MNU-3120" in instruction and "selectedIds: R-1042" in instruction
+    assert "secret-cookie" not in instruction
+    assert "sessionCookie" in caplog.text

@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
@@ -118,12 +119,12 @@ def navigation_policy(
     return None
 
 
-def run_context(tool_context: ToolContext) -> dict[str, str]:
+def run_context(context: ReadonlyContext) -> dict[str, str]:
     """The run's context entries, as the hub put them in RunConfig.custom_metadata."""
-    run_config = tool_context.run_config
+    run_config = context.run_config
     metadata = (run_config.custom_metadata if run_config else None) or {}
-    context = metadata.get(RUN_METADATA_KEY, {}).get(CONTEXT_KEY, {})
-    return {str(key): str(value) for key, value in context.items()}
+    entries = metadata.get(RUN_METADATA_KEY, {}).get(CONTEXT_KEY, {})
+    return {str(key): str(value) for key, value in entries.items()}
 
 
 def build_before_tool_callback(screen_catalog: ScreenCatalog) -> BeforeToolCallback:
