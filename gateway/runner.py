@@ -87,6 +87,19 @@ def instruction_with_context(context: ReadonlyContext) -> str:
     return f"{INSTRUCTION}\n\nThe user's screen, as their browser reports it:\n{lines}"
 
 
+def resumable_app(agent: LlmAgent, plugins: Sequence[BasePlugin] = ()) -> App:
+    """The ADK app: resumable, since pausing on client tools and approvals depends on it."""
+    with warnings.catch_warnings():
+        # ADK marks resumability experimental and says so on every construction.
+        warnings.simplefilter("ignore", UserWarning)
+        return App(
+            name=APP_NAME,
+            root_agent=agent,
+            resumability_config=ResumabilityConfig(is_resumable=True),
+            plugins=list(plugins),
+        )
+
+
 class Engine:
     """One ADK Runner over one session store, shared by every run of the process."""
 
@@ -97,15 +110,7 @@ class Engine:
         catalog: tool_catalog.Catalog,
         plugins: Sequence[BasePlugin] = (),
     ) -> None:
-        with warnings.catch_warnings():
-            # Resumability is marked experimental; pausing on client tools depends on it.
-            warnings.simplefilter("ignore", UserWarning)
-            app = App(
-                name=APP_NAME,
-                root_agent=agent,
-                resumability_config=ResumabilityConfig(is_resumable=True),
-                plugins=list(plugins),
-            )
+        app = resumable_app(agent, plugins)
         self.runner = Runner(app=app, session_service=session_service, auto_create_session=True)
         self.sessions = session_service
         self.catalog = catalog

@@ -9,14 +9,12 @@ and no call is left waiting for a browser.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 from google.adk.agents.run_config import RunConfig
-from google.adk.apps import App, ResumabilityConfig
 from google.adk.events import Event
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
@@ -25,7 +23,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from gateway.models.scripted import ScriptedLlm
-from gateway.runner import APP_NAME, build_agent
+from gateway.runner import APP_NAME, build_agent, resumable_app
 from gateway.screens import catalog as screen_catalog
 from gateway.screens.catalog import ScreenCatalog
 from gateway.tools import catalog as tool_catalog
@@ -153,14 +151,11 @@ def make_runner(screens: ScreenCatalog) -> Runner:
     """The gateway's agent and app, as runner.Engine builds them, with the policy on."""
     agent = build_agent(ScriptedLlm(), tool_catalog.load())
     agent.before_tool_callback = build_before_tool_callback(screens)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        app = App(
-            name=APP_NAME,
-            root_agent=agent,
-            resumability_config=ResumabilityConfig(is_resumable=True),
-        )
-    return Runner(app=app, session_service=InMemorySessionService(), auto_create_session=True)
+    return Runner(
+        app=resumable_app(agent),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
 
 
 async def turn(
