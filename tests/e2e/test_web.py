@@ -21,6 +21,7 @@ from tests.e2e.web_helpers import (
     SCREENSHOT,
     TIMEOUT_MS,
     WebApp,
+    check_streams,
     launch_chromium,
     new_context,
 )
@@ -42,13 +43,16 @@ async def browser() -> AsyncIterator[Browser]:
 
 @pytest.fixture
 async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
-    """A fresh browser profile; an uncaught exception in any of its pages fails the test."""
+    """A fresh browser profile; a page exception or an invalid AG-UI stream fails the test."""
     context = await new_context(browser)
     errors: list[str] = []
+    invalid: list[str] = []
     context.on("page", lambda page: page.on("pageerror", lambda error: errors.append(str(error))))
+    context.on("page", lambda page: check_streams(page, invalid))
     yield context
     await context.close()
     assert not errors, f"the page threw: {errors}"
+    assert not invalid, f"invalid AG-UI streams: {invalid}"
 
 
 @pytest.fixture(scope="module")

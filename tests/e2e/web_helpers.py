@@ -7,11 +7,21 @@ see is ``window.__navigations``, the page's count of main-area swaps.
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 from pathlib import Path
 
-from playwright.async_api import Browser, BrowserContext, Locator, Page, Playwright, expect
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Locator,
+    Page,
+    Playwright,
+    WebSocket,
+    expect,
+)
 
+from tests.agui import StreamChecker
 from tests.conftest import RunningGateway
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -29,6 +39,23 @@ SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 TIMEOUT_MS = 15_000
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
+
+
+def check_streams(page: Page, problems: list[str]) -> None:
+    """Every frame the page's sockets receive goes through the suite's AG-UI checker."""
+
+    def follow(socket: WebSocket) -> None:
+        checker = StreamChecker()
+
+        def received(payload: str | bytes) -> None:
+            try:
+                checker.feed(json.loads(payload))
+            except (AssertionError, ValueError) as problem:
+                problems.append(f"{socket.url}: {problem!r} in {payload!r}")
+
+        socket.on("framereceived", received)
+
+    page.on("websocket", follow)
 
 
 async def launch_chromium(playwright: Playwright) -> Browser:
