@@ -8,8 +8,10 @@ so "the screen opened exactly once" is measured, not assumed.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, BrowserContext, WebSocketRoute, async_playwright, expect
@@ -63,7 +65,7 @@ async def slow_gateway() -> AsyncIterator[RunningGateway]:
 
 
 async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(
-    context: BrowserContext, gateway: RunningGateway
+    context: BrowserContext, gateway: RunningGateway, tmp_path: Path
 ) -> None:
     app = await WebApp.open(context, gateway, "demo")
     await expect(app.screen_title).to_have_text("홈")
@@ -79,8 +81,9 @@ async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(
     )
     assert await app.navigations() == 1
     await app.wait_idle()
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    await app.page.screenshot(path=str(SCREENSHOT))
+    shot = SCREENSHOT if os.environ.get("UPDATE_SCREENSHOT") else tmp_path / "flagship.png"
+    await app.page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
 
 
 async def test_the_user_picker_signs_in_as_someone_else(

@@ -33,6 +33,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+# The README's picture; the flagship test refreshes it when UPDATE_SCREENSHOT=1.
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 
 # Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
