@@ -22,7 +22,7 @@ class Settings:
     scripted_pace_ms: float = 30.0
     auth: str = "dev"
     durability: str = "normal"
-    history_window: int = 200
+    history_window: int = 24
     client_tool_timeout: float = 120.0
     approval_timeout: float = 900.0
     context_allow: str = "surface,currentScreen,selectedIds"

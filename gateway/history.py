@@ -14,6 +14,7 @@ Partial (streamed) events are never stored, and events without content carry no 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from google.adk.events import Event
@@ -31,55 +32,80 @@ def messages_snapshot(events: list[Event]) -> list[Message]:
     A tool result whose call is not among ``events`` (cut off by a history window) is
     left out, so the snapshot never holds an answer to a call the client cannot see.
     """
-    messages: list[Message] = []
-    calls_seen: set[str] = set()
-    for event in events:
-        if event.partial or event.content is None or not event.content.parts:
-            continue
-        agui = _agui_metadata(event)
-        tool_message_ids: dict[str, str] = agui.get("toolMessageIds") or {}
-        # ADK's placeholder answer to a call that waits for approval was never streamed.
-        awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
-        for response in event.get_function_responses():
-            if response.id is None or response.id not in calls_seen:
-                continue
-            if response.id in awaiting_approval:
-                continue
-            messages.append(
-                {
-                    "id": tool_message_ids.get(response.id) or result_message_id(response.id),
-                    "role": "tool",
-                    "toolCallId": response.id,
-                    "content": dump_json(response.response or {}),
-                }
-            )
-        text = "".join(part.text for part in event.content.parts if part.text and not part.thought)
-        if event.author == "user":
-            if text:
-                messages.append(
-                    {"id": agui.get("messageId") or event.id, "role": "user", "content": text}
-                )
-            continue
-        tool_calls: list[Message] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name or "", "arguments": dump_json(call.args or {})},
-            }
-            for call in event.get_function_calls()
-            # An approval request travels as an AG-UI Interrupt, not as a tool call.
-            if call.id and call.name != CONFIRMATION_CALL
-        ]
-        calls_seen.update(str(call["id"]) for call in tool_calls)
-        if not text and not tool_calls:
-            continue
-        message: Message = {"id": event.id, "role": "assistant"}
+    return answered_calls_only(message for event in events for message in event_messages(event))
+
+
+def event_messages(event: Event) -> list[Message]:
+    """The AG-UI messages one event contributes to a snapshot, oldest first.
+
+    Depends on nothing but the event, so the store can keep it beside the event at append
+    time; ``answered_calls_only`` then joins a thread's messages into a snapshot.
+    """
+    if event.partial or event.content is None or not event.content.parts:
+        return []
+    agui = _agui_metadata(event)
+    messages = _tool_results(event, agui.get("toolMessageIds") or {})
+    text = "".join(part.text for part in event.content.parts if part.text and not part.thought)
+    if event.author == "user":
         if text:
-            message["content"] = text
-        if tool_calls:
-            message["toolCalls"] = tool_calls
-        messages.append(message)
+            messages.append(
+                {"id": agui.get("messageId") or event.id, "role": "user", "content": text}
+            )
+        return messages
+    tool_calls = _tool_calls(event)
+    if not text and not tool_calls:
+        return messages
+    message: Message = {"id": event.id, "role": "assistant"}
+    if text:
+        message["content"] = text
+    if tool_calls:
+        message["toolCalls"] = tool_calls
+    messages.append(message)
     return messages
+
+
+def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
+    """``messages`` without the tool results whose call no earlier message makes.
+
+    Such a result answers a call cut off by a history window, or an approval request
+    (which travels as an AG-UI Interrupt, never as a tool call).
+    """
+    kept: list[Message] = []
+    calls_seen: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool" and message["toolCallId"] not in calls_seen:
+            continue
+        calls_seen.update(call["id"] for call in message.get("toolCalls", ()))
+        kept.append(message)
+    return kept
+
+
+def _tool_results(event: Event, tool_message_ids: dict[str, str]) -> list[Message]:
+    # ADK's placeholder answer to a call that waits for approval was never streamed.
+    awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
+    return [
+        {
+            "id": tool_message_ids.get(response.id) or result_message_id(response.id),
+            "role": "tool",
+            "toolCallId": response.id,
+            "content": dump_json(response.response or {}),
+        }
+        for response in event.get_function_responses()
+        if response.id is not None and response.id not in awaiting_approval
+    ]
+
+
+def _tool_calls(event: Event) -> list[Message]:
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name or "", "arguments": dump_json(call.args or {})},
+        }
+        for call in event.get_function_calls()
+        # An approval request travels as an AG-UI Interrupt, not as a tool call.
+        if call.id and call.name != CONFIRMATION_CALL
+    ]
 
 
 def state_snapshot(session: Session) -> dict[str, Any]:

@@ -428,17 +428,13 @@ class Hub:
         """Sends the thread as snapshots; returns the run in progress it now follows live."""
         thread = await self._thread(user_id, thread_id)
         while True:
-            session = await self.engine.session(user_id, thread_id)
+            messages, latest, session = await self.engine.thread_view(user_id, thread_id)
             run = thread.run
-            events = session.events if session else []
-            latest = events[-1].id if events else None
             # A run that stored an event while the snapshot was read: read it again.
             if run is None or run.last_event_id in (None, latest):
                 break
         snapshot: list[p.Event] = [
-            p.MessagesSnapshot(
-                messages=msgspec.convert(history.messages_snapshot(events), list[p.Message])
-            ),
+            p.MessagesSnapshot(messages=msgspec.convert(messages, list[p.Message])),
             p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
         ]
         thread.watch(subscriber)

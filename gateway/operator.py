@@ -10,9 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from google.adk.sessions.base_session_service import GetSessionConfig
-
-from gateway.history import Message, messages_snapshot
+from gateway.history import Message
 from gateway.store import SessionService
 
 
@@ -34,19 +32,10 @@ async def export_thread(db_path: str, thread_id: str, app_name: str = "gateway")
     """The whole thread as AG-UI messages, with the ids its clients saw."""
     async with _opened(db_path) as store:
         owner = await store.thread_owner(app_name, thread_id)
-        session = (
-            await store.get_session(
-                app_name=app_name,
-                user_id=owner,
-                session_id=thread_id,
-                config=GetSessionConfig(),  # no window: every event
-            )
-            if owner is not None
-            else None
-        )
-    if session is None:
-        raise ThreadNotFoundError(f"no thread {thread_id!r} in app {app_name!r} of {db_path}")
-    return messages_snapshot(session.events)
+        if owner is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r} in app {app_name!r} of {db_path}")
+        messages, _ = await store.thread_messages(app_name, owner, thread_id)
+    return messages
 
 
 @asynccontextmanager

@@ -23,9 +23,11 @@ from google.adk.events import Event as AdkEvent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
-from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions import Session
+from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
+from gateway import history
 from gateway.config import Settings
 from gateway.models.scripted import ScriptedLlm
 from gateway.screens import catalog as screen_catalog
@@ -106,7 +108,7 @@ class Engine:
     def __init__(
         self,
         agent: LlmAgent,
-        session_service: BaseSessionService,
+        session_service: SessionService,
         catalog: tool_catalog.Catalog,
         plugins: Sequence[BasePlugin] = (),
     ) -> None:
@@ -122,8 +124,25 @@ class Engine:
 
     async def thread_owner(self, thread_id: str) -> str | None:
         """The user a thread belongs to, or None for a thread nobody has used yet."""
-        owner = getattr(self.sessions, "thread_owner", None)
-        return await owner(APP_NAME, thread_id) if owner else None
+        return await self.sessions.thread_owner(APP_NAME, thread_id)
+
+    async def thread_view(
+        self, user_id: str, thread_id: str
+    ) -> tuple[list[history.Message], str | None, Session | None]:
+        """The whole thread's messages, the id of its latest stored event, and its session.
+
+        The session carries the state and the calls still open (a window of one event
+        reaches back to them), not the whole history: rebuilding every ADK event of a long
+        thread is what made a reattach slow.
+        """
+        messages, latest = await self.sessions.thread_messages(APP_NAME, user_id, thread_id)
+        session = await self.sessions.get_session(
+            app_name=APP_NAME,
+            user_id=user_id,
+            session_id=thread_id,
+            config=GetSessionConfig(num_recent_events=1),
+        )
+        return messages, latest, session
 
     async def append(self, session: Session, event: AdkEvent) -> None:
         await self.sessions.append_event(session, event)

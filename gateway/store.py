@@ -14,6 +14,10 @@ Theory of operation:
 - ``open_calls`` holds every function call without a response yet, so a load can reach
   back past its window to a call still waiting on the browser, and a restart can find the
   runs a crash cut off (``close_interrupted``).
+- Each event row also keeps the AG-UI messages it shows as (``history.event_messages``),
+  written with the event, so a whole thread's snapshot is one read and a JSON decode
+  (``thread_messages``) instead of rebuilding every ADK event with pydantic. A change to
+  what ``event_messages`` returns needs a migration that recomputes the column.
 - The schema is numbered; ``MIGRATIONS[n]`` takes a database from version n to n + 1.
 """
 
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import aiosqlite
+import msgspec
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -49,6 +54,8 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from google.genai import types
 from typing_extensions import override
+
+from gateway.history import Message, answered_calls_only, event_messages
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +131,22 @@ def _track_runs_v2(db: sqlite3.Connection) -> None:
         )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _track_runs_v2)
+def _keep_messages_v3(db: sqlite3.Connection) -> None:
+    """Adds each event's AG-UI messages, computed from the stored events."""
+    db.execute("ALTER TABLE events ADD COLUMN messages TEXT")
+    last_seq = 0
+    # In slices, so a large thread history never sits in memory at once.
+    while rows := db.execute(
+        "SELECT seq, data FROM events WHERE seq > ? ORDER BY seq LIMIT 512", (last_seq,)
+    ).fetchall():
+        db.executemany(
+            "UPDATE events SET messages = ? WHERE seq = ?",
+            [(_dump_messages(Event.model_validate_json(data)), seq) for seq, data in rows],
+        )
+        last_seq = rows[-1][0]
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _track_runs_v2, _keep_messages_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -238,6 +260,15 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+_MESSAGES_DECODER = msgspec.json.Decoder(list[Message])
+
+
+def _dump_messages(event: Event) -> str | None:
+    """The event's AG-UI messages as stored: a JSON array, or NULL when it shows none."""
+    messages = event_messages(event)
+    return msgspec.json.encode(messages).decode() if messages else None
+
+
 def _load_state(text: str | None) -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(text)) if text else {}
 
@@ -334,6 +365,7 @@ class _AppendEvent:
     author: str
     timestamp: float
     data: str
+    messages: str | None
     deltas: dict[str, dict[str, Any]]
     progress: _RunProgress
 
@@ -358,9 +390,18 @@ class _AppendEvent:
                 f" (revision {revision}, copy at {self.loaded_revision}); reload it."
             )
         cursor = db.execute(
-            "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (pk, self.event_id, self.invocation_id, self.author, self.timestamp, self.data),
+            "INSERT INTO events"
+            " (session_pk, id, invocation_id, author, timestamp, data, messages)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                pk,
+                self.event_id,
+                self.invocation_id,
+                self.author,
+                self.timestamp,
+                self.data,
+                self.messages,
+            ),
         )
         seq = cast(int, cursor.lastrowid)
         if invocation_id != self.invocation_id:
@@ -595,6 +636,28 @@ def _load_session(
     return session
 
 
+def _thread_messages(
+    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str
+) -> tuple[list[Message], str | None]:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    if row is None:
+        return [], None
+    latest = db.execute(
+        "SELECT id FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1", row
+    ).fetchone()
+    rows = db.execute(
+        "SELECT messages FROM events WHERE session_pk = ? AND messages IS NOT NULL ORDER BY seq",
+        row,
+    )
+    messages = answered_calls_only(
+        message for (text,) in rows for message in _MESSAGES_DECODER.decode(text)
+    )
+    return messages, cast(str, latest[0]) if latest else None
+
+
 def _list_sessions(db: sqlite3.Connection, *, app_name: str, user_id: str | None) -> list[Session]:
     query = "SELECT user_id, id, state, update_time, revision FROM sessions WHERE app_name = ?"
     params: tuple[str, ...] = (app_name,)
@@ -802,6 +865,7 @@ class SessionService(BaseSessionService):
             author=event.author,
             timestamp=event.timestamp,
             data=event.model_dump_json(exclude_none=True, by_alias=True),
+            messages=_dump_messages(event),
             deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
             if event.actions and event.actions.state_delta
             else {"app": {}, "user": {}, "session": {}},
@@ -821,6 +885,24 @@ class SessionService(BaseSessionService):
     async def thread_owner(self, app_name: str, session_id: str) -> str | None:
         """The user a thread belongs to, whoever asks; None if no such thread exists."""
         return await self._read(partial(_thread_owner, app_name=app_name, session_id=session_id))
+
+    async def thread_messages(
+        self, app_name: str, user_id: str, session_id: str
+    ) -> tuple[list[Message], str | None]:
+        """The whole thread as AG-UI messages, and the id of its latest stored event.
+
+        The messages are ``history.messages_snapshot`` of every event, with no window,
+        read in one go without rebuilding ADK events. The event id lets a caller tell
+        whether a run stored an event since. An unknown thread gives ``([], None)``.
+        """
+        return await self._read(
+            partial(
+                _thread_messages,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id.strip() if session_id else session_id,
+            )
+        )
 
     async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.

@@ -19,14 +19,17 @@ from google.adk.events import Event, EventActions
 from google.adk.runners import Runner
 from google.adk.sessions import Session
 from google.adk.tools import LongRunningFunctionTool
+from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from gateway import protocol as p
-from gateway.history import messages_snapshot, state_snapshot
+from gateway.history import event_messages, messages_snapshot, state_snapshot
 from gateway.models.scripted import ScriptedLlm
 from gateway.operator import ThreadNotFoundError, export_thread, list_threads
 from gateway.store import INTERRUPTED_TEXT, SessionService
-from gateway.translate import RunTranslator
+from gateway.translate import CONFIRMATION_CALL, RunTranslator
+from tests.agui import new_id, user_input
+from tests.conftest import running_gateway
 
 APP = "gateway"
 
@@ -156,6 +159,48 @@ def test_an_interrupted_run_shows_as_such() -> None:
     assert messages[3]["content"] == INTERRUPTED_TEXT
 
 
+def approval_flow() -> list[Event]:
+    """An approval as ADK stores it: call, placeholder, request, the user's yes, result."""
+    confirmation = ToolConfirmation(hint="R-1042 승인?")
+    request = call(
+        "c6", CONFIRMATION_CALL, originalFunctionCall={"id": "c5", "name": "approveWorkRequest"}
+    )
+    return [
+        event("user", text("R-1042 승인해 줘"), custom_metadata={"agui": {"messageId": "m1"}}),
+        event("agent", call("c5", "approveWorkRequest", requestId="R-1042")),
+        event(
+            "agent",
+            result("c5", "approveWorkRequest", error="needs confirmation"),
+            actions=EventActions(requested_tool_confirmations={"c5": confirmation}),
+        ),
+        event("agent", request, long_running_tool_ids={"c6"}),
+        event(
+            "user",
+            result("c6", CONFIRMATION_CALL, confirmed=True),
+            custom_metadata={"agui": {"toolMessageIds": {"c6": "m-yes"}}},
+        ),
+        event("agent", result("c5", "approveWorkRequest", status="approved")),
+        event("agent", text("승인했습니다.")),
+    ]
+
+
+def test_an_approval_shows_as_the_guarded_call_and_its_real_result() -> None:
+    events = approval_flow()
+    messages = valid(messages_snapshot(events))
+    assert [(m["role"], m["id"]) for m in messages] == [
+        ("user", "m1"),
+        ("assistant", events[1].id),
+        ("tool", "tr-c5"),
+        ("assistant", events[6].id),
+    ]
+    assert messages[2]["content"] == '{"status":"approved"}'
+    # The user's answer to the request is an event's message on its own, then left out
+    # because no message of the snapshot makes the call it answers.
+    assert event_messages(events[4]) == [
+        {"id": "m-yes", "role": "tool", "toolCallId": "c6", "content": '{"confirmed":true}'}
+    ]
+
+
 def test_state_snapshot_hides_temp_state_only() -> None:
     session = Session(
         id="t",
@@ -164,6 +209,44 @@ def test_state_snapshot_hides_temp_state_only() -> None:
         state={"a": 1, "app:b": 2, "user:c": 3, "temp:d": 4},
     )
     assert state_snapshot(session) == {"a": 1, "app:b": 2, "user:c": 3}
+
+
+# --- whole threads from the store ----------------------------------------------------
+
+
+async def test_the_store_gives_a_whole_thread_past_its_window(tmp_path: Path) -> None:
+    store = SessionService(str(tmp_path / "threads.db"), history_window=2)
+    await store.open()
+    try:
+        session = await store.create_session(app_name=APP, user_id="demo", session_id="t1")
+        events = approval_flow()
+        for stored in events:
+            await store.append_event(session, stored)
+        messages, latest = await store.thread_messages(APP, "demo", "t1")
+        assert messages == messages_snapshot(events) and len(messages) == 4
+        assert latest == events[-1].id
+        assert await store.thread_messages(APP, "someone-else", "t1") == ([], None)
+        assert await store.thread_messages(APP, "demo", "unknown") == ([], None)
+    finally:
+        await store.close()
+
+
+async def test_reattach_shows_a_thread_longer_than_the_history_window() -> None:
+    async with running_gateway(history_window=3) as gateway:
+        thread = new_id("t")
+        user_ids = [new_id("m") for _ in range(4)]
+        async with gateway.socket() as ws:
+            replies = []
+            for user_id in user_ids:
+                run = await ws.run(user_input(thread, "안녕", message_id=user_id))
+                replies += [e["messageId"] for e in run if e["type"] == "TEXT_MESSAGE_START"]
+        async with gateway.socket() as again:
+            events = await again.run({"type": "reattach", "threadId": thread})
+    [snapshot] = [e["messages"] for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    assert len(snapshot) == 8 > 3
+    assert [m["id"] for m in snapshot] == [
+        message_id for pair in zip(user_ids, replies, strict=True) for message_id in pair
+    ]
 
 
 # --- live stream and snapshot agree -----------------------------------------------------
@@ -245,6 +328,7 @@ async def test_snapshot_ids_equal_the_ids_streamed_live(store: SessionService) -
     session = await store.get_session(app_name=APP, user_id="demo", session_id="t1")
     assert session is not None
     snapshot = valid(messages_snapshot(session.events))
+    assert await store.thread_messages(APP, "demo", "t1") == (snapshot, session.events[-1].id)
 
     users = [m for m in snapshot if m["role"] == "user"]
     assert users == [{"id": "m-user", "role": "user", "content": "업무 요청 목록 화면 열어줘"}]

@@ -28,7 +28,14 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway.store import INTERRUPTED_TEXT, SCHEMA_VERSION, SessionService, StoreError
+from gateway.history import messages_snapshot
+from gateway.store import (
+    INTERRUPTED_TEXT,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SessionService,
+    StoreError,
+)
 
 APP = "gateway"
 
@@ -380,6 +387,36 @@ async def test_an_older_schema_is_migrated_and_its_history_understood(db_path: s
             app_name=APP, user_id="u", session_id="cut", config=GetSessionConfig()
         )
         assert texts(cut) == ["tell me a long story", "call c2", "answer c2", INTERRUPTED_TEXT]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_migrated_thread_shows_whole_with_the_ids_it_had(
+    db_path: str, version: int
+) -> None:
+    events = [
+        user_says("open it", "inv1", messageId="m1"),
+        agent_calls("c1", "navigateToScreen", "inv1", long_running=True),
+        answer("c1", "navigateToScreen", "inv1"),
+        agent_says("done", "inv1"),
+    ]
+    _write_v1(db_path, {"t": events})
+    if version == 2:  # as schema version 2 left it: runs tracked, messages not kept
+        with sqlite3.connect(db_path, isolation_level=None) as db:
+            MIGRATIONS[1](db)
+            db.execute("UPDATE schema_version SET version = 2")
+    store = await reopened(db_path, history_window=1)
+    try:
+        messages, latest = await store.thread_messages(APP, "u", "t")
+        assert messages == messages_snapshot(events) and len(messages) == 4
+        assert messages[0]["id"] == "m1" and latest == events[-1].id
+        session = await store.get_session(app_name=APP, user_id="u", session_id="t")
+        assert session is not None
+        later = user_says("thanks", "inv2", messageId="m2")
+        await store.append_event(session, later)
+        messages, latest = await store.thread_messages(APP, "u", "t")
+        assert messages == messages_snapshot([*events, later]) and latest == later.id
     finally:
         await store.close()
 
