@@ -30,7 +30,7 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
 
     ``model`` replaces the configured one (tests use it to inject failures).
     """
-    from gateway import runner
+    from gateway import runner, warmup
     from gateway.audit import AuditLog, AuditPlugin
     from gateway.hub import Hub
     from gateway.store import SessionService
@@ -40,24 +40,26 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
     audit = AuditLog(settings.db)
 
     async def startup() -> Hub:
+        warmup.skip_absent_a2a()
         catalog = tool_catalog.load()
         agent = runner.build_agent(model or runner.build_model(settings), catalog)
         # The store first: it refuses a new file that already holds tables of its own.
         service.append(await runner.open_session_service(settings, agent.name))
         await audit.open()
         engine = runner.Engine(agent, service[0], catalog, plugins=[AuditPlugin(audit)])
-        seconds = await engine.warm_up()
-        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
-        gc.collect()
-        gc.freeze()
-        log.info("model %s warmed in %.0f ms; ready", settings.model, seconds * 1000)
-        return Hub(
+        hub = Hub(
             engine,
             client_tool_timeout=settings.client_tool_timeout,
             approval_timeout=settings.approval_timeout,
             audit=audit,
             context_allow=config.context_allow(settings),
         )
+        seconds = await warmup.warm_up(hub)
+        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
+        gc.collect()
+        gc.freeze()
+        log.info("model %s warmed in %.0f ms; ready", settings.model, seconds * 1000)
+        return hub
 
     async def shutdown() -> None:
         await audit.close()

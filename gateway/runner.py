@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-import uuid
 import warnings
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -174,18 +172,6 @@ class Engine:
         ) as events:
             async for event in events:
                 yield event
-
-    async def warm_up(self) -> float:
-        """Runs one throwaway turn so imports, caches and the model are hot; returns seconds."""
-        started = time.perf_counter()
-        user, thread = "__warmup__", f"__warmup__{uuid.uuid4().hex}"
-        message = types.Content(role="user", parts=[types.Part(text="안녕")])
-        async for _ in self.run(
-            user_id=user, thread_id=thread, message=message, metadata={}, client_tools=frozenset()
-        ):
-            pass
-        await self.sessions.delete_session(app_name=APP_NAME, user_id=user, session_id=thread)
-        return time.perf_counter() - started
 
 
 async def open_session_service(settings: Settings, agent_name: str) -> SessionService:

@@ -154,7 +154,8 @@ class Chat:
                 # Other runs on the socket are notices, such as a cancel that came too late.
                 outcome = event.get("outcome") or {}
                 if outcome.get("type") != "success":
-                    print(f"[run {outcome.get('type')}] {json.dumps(outcome, ensure_ascii=False)}")
+                    rest = {k: v for k, v in outcome.items() if k != "type"}
+                    print(f"[run {outcome.get('type')}]", *([json.dumps(rest)] if rest else []))
                 pending = outcome.get("pendingToolCallIds") or []
                 return {call_id: calls[call_id] for call_id in pending}
 
@@ -170,8 +171,12 @@ class Chat:
 
 
 async def main(args: argparse.Namespace) -> int:
-    with urllib.request.urlopen(tools_url(args.url), timeout=10) as response:
-        tools = json.load(response)["tools"]
+    try:
+        with urllib.request.urlopen(tools_url(args.url), timeout=10) as response:
+            tools = json.load(response)["tools"]
+    except OSError as exc:
+        print(f"cannot reach the gateway at {tools_url(args.url)} ({exc}); is it running?")
+        return 2
     async with connect(with_user(args.url, args.user), max_size=None) as ws:
         chat = Chat(ws, tools, args.thread, args.auto)
         print(f"thread {args.thread} ({len(tools)} client tools)", flush=True)
