@@ -10,6 +10,8 @@ Id conventions, shared with ``gateway.translate``:
   (``custom_metadata["agui"]["messageId"]`` on the user event), else the ADK event id.
 
 Partial (streamed) events are never stored, and events without content carry no message.
+A message a crash cut off mid-stream is stored on restart as an ordinary model event under
+the id it streamed with (``store.close_interrupted``), so it shows like any other.
 """
 
 from __future__ import annotations

@@ -17,11 +17,18 @@ restart loses nothing. A run's events go to the thread's watchers (every connect
 ran or reattached on it), except the live TOOL_CALL events of a client tool, which go only
 to the run's executor: the connection whose input started or continued the run. Observers
 learn of those calls from snapshots, so no client can execute one twice.
+
+Nothing a client is sent is lost in a crash. ADK stores every event before yielding it,
+except streamed (partial) text; the hub stores the text so far of a streamed message and
+sends each chunk once that write is committed. A run's deliveries leave through its
+``Outbox`` in the order they were made, so while a chunk waits for its commit nothing
+overtakes it, and the store's group commit lets chunks of many runs share one commit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import datetime
 import enum
@@ -31,6 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import aclosing
+from functools import partial
 from typing import Any, Protocol
 
 import msgspec
@@ -42,13 +50,16 @@ from gateway import history
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.runner import CONFIRMATION_CALL, Engine
+from gateway.store import StoreError
 from gateway.tools.declarations import declared_client_tools
 from gateway.tools.policy import DEFAULT_CONTEXT_ALLOW, allowed_context
-from gateway.translate import AgentFailure, RunTranslator, dump_json
+from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
 
 NOTICE = "gateway.notice"
+# How often a reattach looks again at a run that is still being planned.
+PLANNING_POLL_SECONDS = 0.002
 # How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
 CANCEL_GRACE_SECONDS = 0.5
 
@@ -341,6 +352,61 @@ class Thread:
             self.watchers.append(subscriber)
 
 
+Commit = asyncio.Future[object]
+
+
+class Outbox:
+    """A run's deliveries, in the order they were made, each held until its write commits.
+
+    A delivery with nothing held before it and nothing to wait for goes out at once; any
+    other waits for its own commit and for every delivery before it.
+    """
+
+    def __init__(self) -> None:
+        self._held: collections.deque[tuple[Commit | None, Callable[[], None]]] = (
+            collections.deque()
+        )
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    def send(self, deliver: Callable[[], None], after: Commit | None = None) -> None:
+        if not self._held and (after is None or after.done()):
+            _report_failed(after, "streamed text was sent unstored")
+            deliver()
+            return
+        self._held.append((after, deliver))
+        self._drained.clear()
+        if after is not None and not after.done():
+            after.add_done_callback(self._release)
+
+    def __len__(self) -> int:
+        """How many deliveries are waiting."""
+        return len(self._held)
+
+    async def drained(self) -> None:
+        """Returns once every delivery made so far has gone out."""
+        await self._drained.wait()
+
+    def _release(self, _: object = None) -> None:
+        while self._held:
+            after, deliver = self._held[0]
+            if after is not None and not after.done():
+                return
+            self._held.popleft()
+            _report_failed(after, "streamed text was sent unstored")
+            try:
+                deliver()
+            except Exception:  # one subscriber's failure must not stall the run for all
+                log.exception("delivering a run's events failed")
+        self._drained.set()
+
+
+def _report_failed(commit: Commit | None, what: str) -> None:
+    # The run goes on: holding its stream back would not make the write succeed.
+    if commit is not None and (commit.cancelled() or commit.exception() is not None):
+        log.warning("%s: %r", what, commit)
+
+
 @dataclasses.dataclass
 class Run:
     thread: Thread
@@ -352,8 +418,47 @@ class Run:
     task: asyncio.Task[None] | None = None
     # The last stored event the run has streamed, so a reattach snapshot can catch up.
     last_event_id: str | None = None
+    outbox: Outbox = dataclasses.field(default_factory=Outbox)
+    # The message whose streamed text is stored, until its final event replaces it.
+    streaming_message: str | None = None
+    # Reattached subscribers whose snapshot waits in the outbox.
+    joining: list[Subscriber] = dataclasses.field(default_factory=list)
 
-    def emit(self, events: Iterable[p.Event], *, observers_only: bool = False) -> None:
+    @property
+    def ended(self) -> bool:
+        """Its last events are made, though they may still wait in the outbox."""
+        return self.translator.phase is Phase.ENDED
+
+    def emit(
+        self,
+        events: Iterable[p.Event],
+        *,
+        observers_only: bool = False,
+        after: Commit | None = None,
+    ) -> None:
+        """Delivers events after those emitted before, and after ``after`` commits."""
+        batch = list(events)
+        if batch:
+            self.outbox.send(partial(self._route, batch, observers_only), after)
+
+    def join(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
+        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first.
+
+        ``catch_up`` shows the run as of now; events emitted before, still in the outbox,
+        are in it, so the subscriber is sent only those emitted after.
+        """
+        self.joining.append(subscriber)
+        self.outbox.send(partial(self._admit, subscriber, catch_up))
+
+    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
+        if subscriber not in self.joining:
+            return  # it left before its turn came
+        self.joining.remove(subscriber)
+        for event in catch_up:
+            subscriber.deliver(event)
+        self.thread.watch(subscriber)
+
+    def _route(self, events: list[p.Event], observers_only: bool) -> None:
         for event in events:
             private = self._executor_only(event)
             if self.executor is not None and not observers_only:
@@ -430,6 +535,14 @@ class Hub:
         while True:
             messages, latest, session = await self.engine.thread_view(user_id, thread_id)
             run = thread.run
+            if run is not None and run.translator.phase is Phase.NEW:
+                # Still being planned: join once it has started, or find the thread idle.
+                await asyncio.sleep(PLANNING_POLL_SECONDS)
+                continue
+            if run is not None and run.ended:
+                # Its last events wait on a commit; the thread is idle once they are out.
+                await run.done.wait()
+                continue
             # A run that stored an event while the snapshot was read: read it again.
             if run is None or run.last_event_id in (None, latest):
                 break
@@ -437,8 +550,8 @@ class Hub:
             p.MessagesSnapshot(messages=msgspec.convert(messages, list[p.Message])),
             p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
         ]
-        thread.watch(subscriber)
         if run is None:
+            thread.watch(subscriber)
             for event in standalone(thread_id, snapshot):
                 if isinstance(event, p.RunFinished):
                     event.outcome = self._waiting_for(open_calls(session))
@@ -447,8 +560,7 @@ class Hub:
         started = p.RunStarted(
             thread_id=thread_id, run_id=run.run_id, protocol_version=p.PROTOCOL_VERSION
         )
-        for event in [started, *snapshot, *run.translator.reopen()]:
-            subscriber.deliver(event)
+        run.join(subscriber, [started, *snapshot, *run.translator.reopen()])
         return run
 
     def _waiting_for(self, open_items: dict[str, OpenCall]) -> p.Outcome:
@@ -469,8 +581,11 @@ class Hub:
         for thread in list(self.threads.values()):
             if subscriber in thread.watchers:
                 thread.watchers.remove(subscriber)
-            if thread.run is not None and thread.run.executor is subscriber:
-                thread.run.executor = None
+            if thread.run is not None:
+                if thread.run.executor is subscriber:
+                    thread.run.executor = None
+                if subscriber in thread.run.joining:
+                    thread.run.joining.remove(subscriber)
             self._forget_if_unused(thread)
 
     # --- planning a run ------------------------------------------------------------------
@@ -642,6 +757,9 @@ class Hub:
             message_text = f"The agent failed: {type(exc).__name__}: {exc}"
             run.emit(translator.fail(p.ErrorCode.AGENT_ERROR, message_text))
         finally:
+            self._forget_streamed_text(run)
+            # The thread takes its next run only once this one's events are all out.
+            await run.outbox.drained()
             log.info(
                 "run %s on thread %s ended in %.0f ms",
                 run.run_id,
@@ -688,11 +806,45 @@ class Hub:
                     if not event.partial:
                         run.last_event_id = event.id
                     if not run.abort.is_set():
-                        run.emit(run.translator.translate(event))
+                        out = run.translator.translate(event)
+                        run.emit(out, after=self._keep_streamed_text(run, event, out))
             finally:
                 aborted.cancel()
         if run.abort.is_set():
             await self._seal(run)
+
+    def _keep_streamed_text(self, run: Run, event: AdkEvent, out: list[p.Event]) -> Commit | None:
+        """Stores the text so far of a streamed message; returns the commit its chunk awaits."""
+        if not event.partial:
+            if event.id == run.streaming_message:
+                run.streaming_message = None  # ADK stored the whole message in its place
+            return None
+        if not any(isinstance(e, p.TextMessageContent) for e in out):
+            return None
+        run.streaming_message = event.id
+        return self.engine.save_streamed_text(
+            user_id=run.thread.user_id,
+            thread_id=run.thread.thread_id,
+            invocation_id=event.invocation_id,
+            message_id=event.id,
+            author=event.author,
+            text="".join(run.translator.open_text),
+        )
+
+    def _forget_streamed_text(self, run: Run) -> None:
+        """Drops the stored text of a message the run ends without (cancel, failure)."""
+        message_id, run.streaming_message = run.streaming_message, None
+        if message_id is None:
+            return
+        try:
+            # Not waited for: no later write overtakes it, and should a crash come first,
+            # the thread keeps what the client saw.
+            forgotten = self.engine.forget_streamed_text(
+                run.thread.user_id, run.thread.thread_id, message_id
+            )
+        except StoreError:  # shutting down: the restart closes the run with its text
+            return
+        forgotten.add_done_callback(partial(_report_failed, what="streamed text was kept"))
 
     async def _seal(self, run: Run) -> None:
         """Answers calls a cancel left open, so the next turn starts from a whole history."""

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import warnings
@@ -141,6 +142,34 @@ class Engine:
             config=GetSessionConfig(num_recent_events=1),
         )
         return messages, latest, session
+
+    def save_streamed_text(
+        self,
+        *,
+        user_id: str,
+        thread_id: str,
+        invocation_id: str,
+        message_id: str,
+        author: str,
+        text: str,
+    ) -> asyncio.Future[object]:
+        """Stores the text so far of a message being streamed; the future is its commit."""
+        return self.sessions.save_streamed_text(
+            app_name=APP_NAME,
+            user_id=user_id,
+            session_id=thread_id,
+            invocation_id=invocation_id,
+            message_id=message_id,
+            author=author,
+            text=text,
+        )
+
+    def forget_streamed_text(
+        self, user_id: str, thread_id: str, message_id: str
+    ) -> asyncio.Future[object]:
+        return self.sessions.forget_streamed_text(
+            app_name=APP_NAME, user_id=user_id, session_id=thread_id, message_id=message_id
+        )
 
     async def append(self, session: Session, event: AdkEvent) -> None:
         await self.sessions.append_event(session, event)

@@ -14,6 +14,11 @@ Theory of operation:
 - ``open_calls`` holds every function call without a response yet, so a load can reach
   back past its window to a call still waiting on the browser, and a restart can find the
   runs a crash cut off (``close_interrupted``).
+- Streamed text is not an ADK event until its message completes, yet a client is sent it
+  chunk by chunk. ``streamed_texts`` keeps the text so far of the message a thread is
+  streaming (``save_streamed_text``; the hub sends a chunk only once it is committed).
+  Appending the message's final event deletes the row in the same transaction; a row a
+  crash left behind becomes the message, marked interrupted (``close_interrupted``).
 - Each event row also keeps the AG-UI messages it shows as (``history.event_messages``),
   written with the event, so a whole thread's snapshot is one read and a JSON decode
   (``thread_messages``) instead of rebuilding every ADK event with pydantic. A change to
@@ -31,7 +36,8 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -64,10 +70,17 @@ _SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}
 
 # What a thread shows for a run a crash cut off (one text for both languages we serve).
 INTERRUPTED_TEXT = "(응답이 중단되었습니다 / the previous response was interrupted)"
+# The same note after the text of a message cut off mid-stream.
+INTERRUPTED_NOTE = "\n\n" + INTERRUPTED_TEXT
 # The answer a cut-off server call gets, so the model request is well formed again.
 INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
 
 _MAX_BATCH = 1024
+# How long the writer may wait for the rest of a burst of streamed text (see _linger),
+# and the turns of the event loop without a new chunk that end a burst: ADK takes three
+# turns between two chunks of one stream.
+_LINGER_SECONDS = 0.005
+_QUIET_TURNS = 4
 
 
 class StoreError(Exception):
@@ -146,7 +159,22 @@ def _keep_messages_v3(db: sqlite3.Connection) -> None:
         last_seq = rows[-1][0]
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _track_runs_v2, _keep_messages_v3)
+def _keep_streamed_text_v4(db: sqlite3.Connection) -> None:
+    """Adds the text so far of the message each thread is streaming (none in older files)."""
+    # One row per session at most: a run streams one message at a time.
+    db.execute(
+        "CREATE TABLE streamed_texts (session_pk INTEGER PRIMARY KEY,"
+        " invocation_id TEXT NOT NULL, message_id TEXT NOT NULL, author TEXT NOT NULL,"
+        " text TEXT NOT NULL, update_time REAL NOT NULL)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _create_v1,
+    _track_runs_v2,
+    _keep_messages_v3,
+    _keep_streamed_text_v4,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -404,6 +432,11 @@ class _AppendEvent:
             ),
         )
         seq = cast(int, cursor.lastrowid)
+        # The message's final event replaces its streamed text, in the same transaction.
+        db.execute(
+            "DELETE FROM streamed_texts WHERE session_pk = ? AND message_id = ?",
+            (pk, self.event_id),
+        )
         if invocation_id != self.invocation_id:
             invocation_seq = seq
         if self.progress.run_open is not None:
@@ -440,12 +473,82 @@ class _DeleteSession:
         ).fetchone()
         if row is None:
             return
-        for table, column in (("events", "session_pk"), ("open_calls", "session_pk")):
-            db.execute(f"DELETE FROM {table} WHERE {column} = ?", row)
+        for table in ("events", "open_calls", "streamed_texts"):
+            db.execute(f"DELETE FROM {table} WHERE session_pk = ?", row)
         db.execute("DELETE FROM sessions WHERE pk = ?", row)
 
 
-_Write = _CreateSession | _AppendEvent | _DeleteSession
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SaveStreamedText:
+    app_name: str
+    user_id: str
+    session_id: str
+    invocation_id: str
+    message_id: str
+    author: str
+    text: str
+    update_time: float
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        cursor = db.execute(
+            "INSERT INTO streamed_texts"
+            " (session_pk, invocation_id, message_id, author, text, update_time)"
+            " SELECT pk, ?, ?, ?, ?, ? FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?"
+            " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
+            " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
+            " update_time = excluded.update_time",
+            (
+                self.invocation_id,
+                self.message_id,
+                self.author,
+                self.text,
+                self.update_time,
+                self.app_name,
+                self.user_id,
+                self.session_id,
+            ),
+        )
+        if cursor.rowcount == 0:
+            raise SessionNotFoundError(f"Session {self.session_id} not found.")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ForgetStreamedText:
+    app_name: str
+    user_id: str
+    session_id: str
+    message_id: str
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "DELETE FROM streamed_texts WHERE message_id = ? AND session_pk ="
+            " (SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?)",
+            (self.message_id, self.app_name, self.user_id, self.session_id),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ForgetLeftoverTexts:
+    """Deletes every streamed text of the app, once a restart has used what it needs."""
+
+    app_name: str
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "DELETE FROM streamed_texts WHERE session_pk IN"
+            " (SELECT pk FROM sessions WHERE app_name = ?)",
+            (self.app_name,),
+        )
+
+
+_Write = (
+    _CreateSession
+    | _AppendEvent
+    | _DeleteSession
+    | _SaveStreamedText
+    | _ForgetStreamedText
+    | _ForgetLeftoverTexts
+)
 
 
 def _commit(db: sqlite3.Connection, writes: Sequence[_Write]) -> list[object]:
@@ -500,6 +603,8 @@ class _Pending:
     # Called with the write's result once committed, even if its caller was cancelled
     # meanwhile: the write is durable, so the caller's objects must show it.
     on_commit: Callable[[object], None] | None
+    # A later write under the same key replaces this one while it is still queued.
+    key: Hashable | None = None
 
 
 class _GroupCommit:
@@ -508,21 +613,40 @@ class _GroupCommit:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self._queue: collections.deque[_Pending] = collections.deque()
+        # Queued writes a newer one may replace, by key; the writer drops those it takes.
+        self._replaceable: dict[Hashable, _Pending] = {}
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._closing = False
+        self._submitted = 0
         self.commits = 0
         self._task = asyncio.create_task(self._run(), name="store-group-commit")
 
     def submit(
-        self, write: _Write, on_commit: Callable[[object], None] | None = None
+        self,
+        write: _Write,
+        on_commit: Callable[[object], None] | None = None,
+        *,
+        replaces: Hashable | None = None,
     ) -> asyncio.Future[object]:
-        """Queues a write; the future resolves once it is committed (or fails alone)."""
+        """Queues a write; the future resolves once it is committed (or fails alone).
+
+        With ``replaces``, a queued write under the same key that the writer has not taken
+        yet is replaced by this one, in its place, and both callers share its future: a
+        newer state supersedes an older one at no extra cost.
+        """
         if self._closing:
             raise StoreError("the session store is closed")
+        self._submitted += 1
+        if replaces is not None and (queued := self._replaceable.get(replaces)) is not None:
+            queued.write = write
+            return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(write, future, on_commit))
+        pending = _Pending(write, future, on_commit, replaces)
+        self._queue.append(pending)
+        if replaces is not None:
+            self._replaceable[replaces] = pending
         self._idle.clear()
         self._wakeup.set()
         return future
@@ -540,8 +664,12 @@ class _GroupCommit:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._queue:
+                await self._linger()
                 count = min(len(self._queue), _MAX_BATCH)
                 batch = [self._queue.popleft() for _ in range(count)]
+                for pending in batch:
+                    if pending.key is not None:
+                        del self._replaceable[pending.key]
                 writes = [pending.write for pending in batch]
                 try:
                     results = await _in_db_thread(self._conn, partial(_commit, writes=writes))
@@ -555,6 +683,27 @@ class _GroupCommit:
             self._idle.set()
             if self._closing:
                 return
+
+    async def _linger(self) -> None:
+        """Lets a burst of replaceable writes gather before they are committed.
+
+        A model that streams faster than a commit takes makes a burst of chunks, each
+        superseding the last. Committing the first one alone costs a commit (a hop to the
+        database thread, fighting the busy loop for the GIL) for text that the next write,
+        often the message's final event, stores anyway. So while only replaceable writes
+        are queued, the writer waits for ``_QUIET_TURNS`` quiet turns of the loop, at most
+        ``_LINGER_SECONDS``. A model that streams at a human pace leaves the loop idle
+        between chunks, so each chunk waits only those few turns; any other write ends
+        the wait at once.
+        """
+        deadline = time.monotonic() + _LINGER_SECONDS
+        quiet_turns = 0
+        while len(self._queue) == len(self._replaceable) and quiet_turns < _QUIET_TURNS:
+            if time.monotonic() >= deadline:
+                return
+            submitted = self._submitted
+            await asyncio.sleep(0)
+            quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
 
 
 def _settle(pending: _Pending, result: object) -> None:
@@ -904,24 +1053,65 @@ class SessionService(BaseSessionService):
             )
         )
 
+    def save_streamed_text(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        invocation_id: str,
+        message_id: str,
+        author: str,
+        text: str,
+    ) -> asyncio.Future[object]:
+        """Queues the text so far of the message a thread is streaming; resolves once committed.
+
+        Not a coroutine: a caller that streams holds its chunk on the future instead of
+        waiting, and a save still queued is replaced by a newer one, so chunks that arrive
+        together cost one write. Appending the message's final event (an event whose id is
+        ``message_id``) deletes the text; so does ``forget_streamed_text``.
+        """
+        write = _SaveStreamedText(
+            app_name,
+            user_id,
+            session_id,
+            invocation_id,
+            message_id,
+            author,
+            text,
+            platform_time.get_time(),
+        )
+        return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
+
+    def forget_streamed_text(
+        self, *, app_name: str, user_id: str, session_id: str, message_id: str
+    ) -> asyncio.Future[object]:
+        """Queues deleting a message's streamed text, for a run that ended without it."""
+        write = _ForgetStreamedText(app_name, user_id, session_id, message_id)
+        return self._writer_or_raise().submit(write)
+
     async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.
 
-        A server call left without its response gets an error response, and the thread
-        gets an assistant note that the response was interrupted, marked
-        ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are left
-        waiting. The note's author is the thread's last agent (``author`` if it has none).
+        A server call left without its response gets an error response. The message the
+        run was streaming becomes a stored assistant message under the id the client saw,
+        holding the text committed so far followed by a note that the response was
+        interrupted; a run cut off before streaming any text gets the note alone. Either is
+        marked ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are
+        left waiting. The note's author is the thread's last agent (``author`` if it has
+        none). Streamed text of runs that had ended is dropped, as it would have been.
         Call once after ``open()`` and before serving runs; returns how many were closed.
         """
         open_runs = await self._read(partial(_open_runs, app_name=app_name))
-        for user_id, session_id, invocation_id, dangling in open_runs:
+        for run in open_runs:
             session = await self.get_session(
-                app_name=app_name, user_id=user_id, session_id=session_id
+                app_name=app_name, user_id=run.user_id, session_id=run.session_id
             )
             if session is None:
                 continue
-            for event in _closing_events(session, invocation_id, dangling, author):
+            for event in _closing_events(session, run, author):
                 await self.append_event(session, event)
+        await self._write(_ForgetLeftoverTexts(app_name))
         if open_runs:
             log.warning("closed %d runs interrupted by a restart", len(open_runs))
         return len(open_runs)
@@ -954,10 +1144,25 @@ def _thread_owner(db: sqlite3.Connection, *, app_name: str, session_id: str) -> 
     return cast(str, row[0]) if row else None
 
 
-def _open_runs(
-    db: sqlite3.Connection, *, app_name: str
-) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
-    """(user, session, invocation, [(call id, name)] left without a response) per open run."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StreamedMessage:
+    """The message a run was streaming when it was cut off, as far as it was committed."""
+
+    message_id: str
+    author: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _OpenRun:
+    user_id: str
+    session_id: str
+    invocation_id: str
+    dangling: list[tuple[str, str]]  # (call id, name) of server calls without a response
+    streamed: _StreamedMessage | None
+
+
+def _open_runs(db: sqlite3.Connection, *, app_name: str) -> list[_OpenRun]:
     runs = []
     for pk, user_id, session_id, invocation_id in db.execute(
         "SELECT pk, user_id, id, invocation_id FROM sessions WHERE app_name = ? AND run_open = 1",
@@ -968,13 +1173,26 @@ def _open_runs(
             " ORDER BY seq",
             (pk,),
         ).fetchall()
-        runs.append((user_id, session_id, invocation_id or "", dangling))
+        # Only text of the run that is open: anything older outlived its run by mistake.
+        streamed = db.execute(
+            "SELECT message_id, author, text FROM streamed_texts"
+            " WHERE session_pk = ? AND invocation_id = ?",
+            (pk, invocation_id),
+        ).fetchone()
+        runs.append(
+            _OpenRun(
+                user_id,
+                session_id,
+                invocation_id or "",
+                dangling,
+                _StreamedMessage(*streamed) if streamed else None,
+            )
+        )
     return runs
 
 
-def _closing_events(
-    session: Session, invocation_id: str, dangling: list[tuple[str, str]], author: str
-) -> list[Event]:
+def _closing_events(session: Session, run: _OpenRun, author: str) -> list[Event]:
+    invocation_id, dangling = run.invocation_id, run.dangling
     agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
     # The run the client saw cut off: the gateway stamps its id on the invocation's events.
     run_ids = [
@@ -1003,12 +1221,26 @@ def _closing_events(
                 custom_metadata={"agui": dict(mark)},
             )
         )
-    closing.append(
-        Event(
-            invocation_id=invocation_id,
-            author=agent,
-            content=types.Content(role="model", parts=[types.Part(text=INTERRUPTED_TEXT)]),
-            custom_metadata={"agui": dict(mark)},
-        )
-    )
+    closing.append(_interrupted_reply(run.streamed, invocation_id, agent, mark))
     return closing
+
+
+def _interrupted_reply(
+    streamed: _StreamedMessage | None, invocation_id: str, agent: str, mark: dict[str, Any]
+) -> Event:
+    """The cut-off answer: what the client was sent of it, then the note, as one message.
+
+    One message, so the thread reads as one answer that stopped, the client finds it
+    under the id it streamed, and the model's next turn sees both what it said and that
+    it was cut off.
+    """
+    parts = [types.Part(text=INTERRUPTED_TEXT)]
+    if streamed is not None:
+        parts = [types.Part(text=streamed.text), types.Part(text=INTERRUPTED_NOTE)]
+    return Event(
+        id=streamed.message_id if streamed else "",  # "": ADK mints a new id
+        invocation_id=invocation_id,
+        author=streamed.author if streamed else agent,
+        content=types.Content(role="model", parts=parts),
+        custom_metadata={"agui": dict(mark)},
+    )

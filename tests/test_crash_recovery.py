@@ -1,12 +1,10 @@
-"""A gateway killed mid-run loses nothing it acknowledged, and the thread goes on at once.
+"""A gateway killed mid-run loses nothing a client was sent, and the thread goes on at once.
 
 The real server runs as a subprocess on a database file. A client finishes one run, starts
 a long streamed answer, and the server is killed with SIGKILL in the middle of it. After a
-restart on the same file the thread still holds every message the client saw complete, with
-the ids it saw; the cut-off run is closed and marked as interrupted; a new run works.
-
-A message still streaming at the kill is not in the thread: ADK stores streamed text only
-once the message completes, so what survives is the interrupted note that replaces it.
+restart on the same file the thread holds every message the client saw, with the ids it
+saw, including the one cut off mid-stream: at least the text the client was sent of it,
+then the note that it was interrupted. The cut-off run is closed; a new run works.
 """
 
 from __future__ import annotations
@@ -27,10 +25,12 @@ import pytest
 from ag_ui.core import MessagesSnapshotEvent
 from websockets.asyncio.client import ClientConnection, connect
 
-from gateway.store import INTERRUPTED_TEXT
+from gateway.store import INTERRUPTED_NOTE
 
 ROOT = Path(__file__).resolve().parent.parent
 THREAD = "t1"
+# Text chunks the client receives before the kill, of the 94 the answer streams 20 ms apart.
+CHUNKS_BEFORE_KILL = 8
 
 
 def free_port() -> int:
@@ -123,18 +123,29 @@ def run_ended(frame: dict[str, Any], _: list[dict[str, Any]]) -> bool:
     return frame["type"] in ("RUN_FINISHED", "RUN_ERROR")
 
 
-def completed_texts(frames: list[dict[str, Any]]) -> dict[str, str]:
-    """Text messages the client received whole: id -> text."""
+def received_texts(frames: list[dict[str, Any]]) -> dict[str, str]:
+    """Every text message the client received, whole or in part: id -> text so far."""
     texts: dict[str, str] = {}
-    ended: set[str] = set()
     for frame in frames:
         if frame["type"] == "TEXT_MESSAGE_START":
             texts[frame["messageId"]] = ""
         elif frame["type"] == "TEXT_MESSAGE_CONTENT":
             texts[frame["messageId"]] += frame["delta"]
-        elif frame["type"] == "TEXT_MESSAGE_END":
-            ended.add(frame["messageId"])
-    return {message_id: text for message_id, text in texts.items() if message_id in ended}
+    return texts
+
+
+def completed_texts(frames: list[dict[str, Any]]) -> dict[str, str]:
+    """Text messages the client received whole: id -> text."""
+    ended = {frame["messageId"] for frame in frames if frame["type"] == "TEXT_MESSAGE_END"}
+    return {id_: text for id_, text in received_texts(frames).items() if id_ in ended}
+
+
+def export(db: Path) -> list[dict[str, Any]]:
+    """``agent-gateway export`` of the thread, as an operator would run it."""
+    command = [sys.executable, "-m", "gateway", "--db", str(db), "export", THREAD]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, timeout=60, check=True)
+    messages: list[dict[str, Any]] = json.loads(done.stdout)
+    return messages
 
 
 async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_path: Path) -> None:
@@ -155,11 +166,19 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_pa
         await ws.send(run_input("r2", history))
         second = await receive_until(
             ws,
-            lambda _, frames: sum(f["type"] == "TEXT_MESSAGE_CONTENT" for f in frames) >= 5,
+            lambda _, frames: (
+                sum(f["type"] == "TEXT_MESSAGE_CONTENT" for f in frames) >= CHUNKS_BEFORE_KILL
+            ),
         )
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
     assert not any(run_ended(frame, []) for frame in second), "the run ended before the kill"
+    ((cut_id, cut_text),) = (
+        (id_, text)
+        for id_, text in received_texts(second).items()
+        if id_ not in completed_texts(second)
+    )
+    assert cut_text, "the client was sent none of the cut-off message"
 
     async with (
         gateway(db, log) as (_, port),
@@ -176,9 +195,12 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_pa
         assert messages["m2"]["content"] == "자기소개를 길게 해 주세요"
         for message_id, text in completed_texts(first + second).items():
             assert messages[message_id]["content"] == text
-        # The cut-off run is closed, visibly.
+        # The message cut off mid-stream closes the run, under the id the client saw: every
+        # chunk the client was sent (perhaps a few more it was not), then the note.
         last = snapshot["messages"][-1]
-        assert last["role"] == "assistant" and last["content"] == INTERRUPTED_TEXT
+        assert last["id"] == cut_id and last["role"] == "assistant"
+        assert last["content"].startswith(cut_text) and last["content"].endswith(INTERRUPTED_NOTE)
+        assert await asyncio.to_thread(export, db) == snapshot["messages"]
 
         started = time.monotonic()
         await ws.send(

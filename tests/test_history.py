@@ -26,7 +26,7 @@ from gateway import protocol as p
 from gateway.history import event_messages, messages_snapshot, state_snapshot
 from gateway.models.scripted import ScriptedLlm
 from gateway.operator import ThreadNotFoundError, export_thread, list_threads
-from gateway.store import INTERRUPTED_TEXT, SessionService
+from gateway.store import INTERRUPTED_NOTE, INTERRUPTED_TEXT, SessionService
 from gateway.translate import CONFIRMATION_CALL, RunTranslator
 from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
@@ -157,6 +157,20 @@ def test_an_interrupted_run_shows_as_such() -> None:
         "content": '{"error":"interrupted"}',
     }
     assert messages[3]["content"] == INTERRUPTED_TEXT
+
+
+def test_a_message_cut_off_mid_stream_shows_under_its_streamed_id() -> None:
+    mark = {"agui": {"interrupted": True, "runId": "r1"}}
+    cut = event(
+        "agent",
+        text("안녕하세요, 저는 "),
+        text(INTERRUPTED_NOTE),
+        id="e-streamed",
+        custom_metadata=mark,
+    )
+    assert valid(event_messages(cut)) == [
+        {"id": "e-streamed", "role": "assistant", "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE}
+    ]
 
 
 def approval_flow() -> list[Event]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
@@ -145,3 +146,25 @@ async def test_following_a_new_thread_stops_the_old_one(gateway: RunningGateway)
         await other.run(user_input(old, "안녕"))
         mine = await follower.run(user_input(new, "고마워"))
         assert {e.get("threadId") for e in mine if "threadId" in e} == {new}
+
+
+async def test_a_reattach_while_a_run_is_planned_gets_one_valid_stream() -> None:
+    async with running_gateway() as gateway:
+        engine = gateway.app.hub.engine  # type: ignore[union-attr]
+        load = engine.session
+
+        async def slow_load(user_id: str, thread_id: str) -> Any:
+            await asyncio.sleep(0.2)  # planning reads the thread slowly
+            return await load(user_id, thread_id)
+
+        engine.session = slow_load
+        thread = new_id("t")
+        async with gateway.socket() as typist, gateway.socket() as other:
+            await typist.send(user_input(thread, "안녕"))
+            await asyncio.sleep(0.05)
+            # The reattach lands while the run is claimed but has not started streaming.
+            seen = await other.run({"type": "reattach", "threadId": thread})
+            reply = text_of(await typist.until_end())
+        # The checker saw one RUN_STARTED for the run; the reply came live.
+        assert seen[0]["runId"] == typist.received[0]["runId"]
+        assert text_of(seen) == reply

@@ -2,14 +2,16 @@
 
 Durable acknowledgements, group commit, bounded history windows that still reach a call
 waiting on the browser, stale copies refused, schema migrations, clear errors on a bad
-file, and runs cut off by a crash closed on restart.
+file, runs cut off by a crash closed on restart, and the text of a message still streaming
+kept so that a crash cannot take what a client was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from google.genai import types
 
 from gateway.history import messages_snapshot
 from gateway.store import (
+    INTERRUPTED_NOTE,
     INTERRUPTED_TEXT,
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -391,7 +394,16 @@ async def test_an_older_schema_is_migrated_and_its_history_understood(db_path: s
         await store.close()
 
 
-@pytest.mark.parametrize("version", [1, 2])
+def _write_old(path: str, version: int, threads: dict[str, list[Event]]) -> None:
+    """A database as schema ``version`` left it."""
+    _write_v1(path, threads)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        for migration in MIGRATIONS[1:version]:
+            migration(db)
+        db.execute("UPDATE schema_version SET version = ?", (version,))
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
 async def test_a_migrated_thread_shows_whole_with_the_ids_it_had(
     db_path: str, version: int
 ) -> None:
@@ -401,11 +413,7 @@ async def test_a_migrated_thread_shows_whole_with_the_ids_it_had(
         answer("c1", "navigateToScreen", "inv1"),
         agent_says("done", "inv1"),
     ]
-    _write_v1(db_path, {"t": events})
-    if version == 2:  # as schema version 2 left it: runs tracked, messages not kept
-        with sqlite3.connect(db_path, isolation_level=None) as db:
-            MIGRATIONS[1](db)
-            db.execute("UPDATE schema_version SET version = 2")
+    _write_old(db_path, version, {"t": events})
     store = await reopened(db_path, history_window=1)
     try:
         messages, latest = await store.thread_messages(APP, "u", "t")
@@ -604,3 +612,151 @@ async def test_state_only_events_do_not_reopen_a_finished_run(store: SessionServ
         Event(invocation_id="inv", author="agent", actions=EventActions(state_delta={"x": 1})),
     )
     assert await store.close_interrupted(APP) == 0
+
+
+# --- the text of a message still streaming ----------------------------------------------
+
+
+def streamed_rows(path: str) -> list[tuple[str, str, str]]:
+    """(message id, author, text so far) of every stored streamed text, as committed."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT message_id, author, text FROM streamed_texts").fetchall()
+    return [(message_id, author, text) for message_id, author, text in rows]
+
+
+def streams(
+    store: SessionService, message_id: str, thread: str = "t"
+) -> Callable[[str], asyncio.Future[object]]:
+    """What saves the text so far of ``message_id`` in ``thread``, returning its commit."""
+
+    def save(text: str) -> asyncio.Future[object]:
+        return store.save_streamed_text(
+            app_name=APP,
+            user_id="u",
+            session_id=thread,
+            invocation_id="inv",
+            message_id=message_id,
+            author="agent",
+            text=text,
+        )
+
+    return save
+
+
+async def test_streamed_text_is_kept_until_its_message_is_stored(
+    db_path: str, store: SessionService
+) -> None:
+    session = await _thread(store, "t", [user_says("자기소개를 길게 해 주세요")])
+    reply = agent_says("안녕하세요, 저는 업무 도우미입니다.")
+    save = streams(store, reply.id)
+    await save("안녕하세요, ")
+    assert streamed_rows(db_path) == [(reply.id, "agent", "안녕하세요, ")]
+    await save("안녕하세요, 저는 ")
+    assert streamed_rows(db_path) == [(reply.id, "agent", "안녕하세요, 저는 ")]
+    await store.append_event(session, reply)
+    assert streamed_rows(db_path) == []
+
+
+async def test_saves_queued_together_cost_one_write(db_path: str, store: SessionService) -> None:
+    await _thread(store, "t", [user_says("hi")])
+    save = streams(store, "e1")
+    commits = store.commits
+    # Queued in one go, before the writer runs: each newer text replaces the queued one.
+    saves = [save("안녕" * n) for n in range(1, 6)]
+    await asyncio.gather(*saves)
+    assert all(future is saves[0] for future in saves)
+    assert store.commits == commits + 1
+    assert streamed_rows(db_path) == [("e1", "agent", "안녕" * 5)]
+
+
+async def test_a_run_that_ends_without_its_message_forgets_the_text(
+    db_path: str, store: SessionService
+) -> None:
+    await _thread(store, "t", [user_says("hi")])
+    await _thread(store, "other", [user_says("hi")])
+    await streams(store, "e1")("cut")
+    await streams(store, "e2", thread="other")("kept")
+    forget = store.forget_streamed_text
+    await forget(app_name=APP, user_id="u", session_id="t", message_id="not-e1")
+    assert len(streamed_rows(db_path)) == 2
+    await forget(app_name=APP, user_id="u", session_id="t", message_id="e1")
+    assert streamed_rows(db_path) == [("e2", "agent", "kept")]
+    await store.delete_session(app_name=APP, user_id="u", session_id="other")
+    assert streamed_rows(db_path) == []
+
+
+async def test_streamed_text_needs_its_thread(store: SessionService) -> None:
+    with pytest.raises(SessionNotFoundError):
+        await streams(store, "e1", thread="nowhere")("text")
+
+
+async def test_restart_turns_streamed_text_into_the_interrupted_message(db_path: str) -> None:
+    store = await reopened(db_path)
+    await _thread(store, "t", [user_says("자기소개를 길게 해 주세요", runId="r2", messageId="m2")])
+    await streams(store, "e-live")("안녕하세요, 저는 ")
+    # Left over from a run that ended: dropped, never shown.
+    await _thread(store, "done", [user_says("hi"), agent_says("hello")])
+    await streams(store, "e-old", thread="done")("hel")
+    await store.close()
+
+    store = await reopened(db_path)
+    try:
+        assert await store.close_interrupted(APP) == 1
+        session = await store.get_session(app_name=APP, user_id="u", session_id="t")
+        assert session is not None
+        cut = session.events[-1]
+        assert cut.id == "e-live" and cut.author == "agent"
+        assert texts(session) == ["자기소개를 길게 해 주세요", "안녕하세요, 저는 "]
+        assert cut.custom_metadata == {"agui": {"interrupted": True, "runId": "r2"}}
+        messages, latest = await store.thread_messages(APP, "u", "t")
+        assert latest == "e-live"
+        assert messages[-1] == {
+            "id": "e-live",
+            "role": "assistant",
+            "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE,
+        }
+        assert texts(await store.get_session(app_name=APP, user_id="u", session_id="done")) == [
+            "hi",
+            "hello",
+        ]
+        assert streamed_rows(db_path) == []
+        assert await store.close_interrupted(APP) == 0
+    finally:
+        await store.close()
+
+
+async def test_the_next_turn_after_a_cut_off_stream_sees_what_was_said(db_path: str) -> None:
+    store = await reopened(db_path)
+    await _thread(store, "t", [user_says("자기소개를 길게 해 주세요", "inv")])
+    await streams(store, "e-live")("안녕하세요, 저는 ")
+    await store.close()
+
+    store = await reopened(db_path)
+    model = _Echo()
+    runner = Runner(app_name=APP, agent=LlmAgent(name="agent", model=model), session_service=store)
+    try:
+        await store.close_interrupted(APP, author="agent")
+        events = await _turn(runner, "u", "t", "계속해 주세요")
+        assert events[-1].content and events[-1].content.parts
+        assert events[-1].content.parts[0].text == "ok"
+        said = model.requests[-1].contents[-2]
+        assert said.role == "model" and said.parts
+        assert "".join(part.text or "" for part in said.parts) == (
+            "안녕하세요, 저는 " + INTERRUPTED_NOTE
+        )
+    finally:
+        await runner.close()
+        await store.close()
+
+
+async def test_a_v3_store_migrates_and_keeps_streamed_text(db_path: str) -> None:
+    _write_old(db_path, 3, {"t": [user_says("hi")]})
+    store = await reopened(db_path)
+    try:
+        with contextlib.closing(sqlite3.connect(db_path)) as db:
+            assert db.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        assert streamed_rows(db_path) == []
+        await streams(store, "e1")("hel")
+        assert streamed_rows(db_path) == [("e1", "agent", "hel")]
+    finally:
+        await store.close()
