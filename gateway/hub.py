@@ -36,7 +36,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import aclosing
 from functools import partial
 from typing import Any, Protocol
@@ -786,32 +786,34 @@ class Hub:
             client_tools=client_tools,
             abort_signal=run.abort,
         )
+        # One task per run consumes ADK's stream, so a cancel can stop a slow tool without
+        # a task and a wait per event.
+        consumer = asyncio.create_task(self._consume(run, events))
         aborted = asyncio.ensure_future(run.abort.wait())
-        async with aclosing(events):
-            try:
-                while True:
-                    next_event = asyncio.ensure_future(anext(events))
-                    await asyncio.wait({next_event, aborted}, return_when=asyncio.FIRST_COMPLETED)
-                    if not next_event.done():
-                        # Cancelled: ADK seals the invocation if it stops in time; a slow
-                        # tool that does not is cancelled outright.
-                        await asyncio.wait({next_event}, timeout=CANCEL_GRACE_SECONDS)
-                        next_event.cancel()
-                        await _settle(next_event)
-                        return
-                    try:
-                        event = next_event.result()
-                    except StopAsyncIteration:
-                        return
-                    if not event.partial:
-                        run.last_event_id = event.id
-                    if not run.abort.is_set():
-                        out = run.translator.translate(event)
-                        run.emit(out, after=self._keep_streamed_text(run, event, out))
-            finally:
-                aborted.cancel()
+        try:
+            await asyncio.wait({consumer, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            if not consumer.done():
+                # Cancelled: ADK seals the invocation if it stops in time; a slow tool that
+                # does not is cancelled outright.
+                await asyncio.wait({consumer}, timeout=CANCEL_GRACE_SECONDS)
+                consumer.cancel()
+        finally:
+            aborted.cancel()
         if run.abort.is_set():
+            await _settle(consumer)
             await self._seal(run)
+        else:
+            await consumer  # a failure of the model or a tool surfaces here
+
+    async def _consume(self, run: Run, events: AsyncGenerator[AdkEvent, None]) -> None:
+        async with aclosing(events):
+            async for event in events:
+                if not event.partial:
+                    run.last_event_id = event.id
+                # After a cancel ADK's sealing events are stored, not streamed.
+                if not run.abort.is_set():
+                    out = run.translator.translate(event)
+                    run.emit(out, after=self._keep_streamed_text(run, event, out))
 
     def _keep_streamed_text(self, run: Run, event: AdkEvent, out: list[p.Event]) -> Commit | None:
         """Stores the text so far of a streamed message; returns the commit its chunk awaits."""
