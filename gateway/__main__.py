@@ -54,7 +54,7 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
             audit=audit,
             context_allow=config.context_allow(settings),
         )
-        seconds = await warmup.warm_up(hub)
+        seconds = await warmup.warm_up(hub, settings)
         # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
         gc.collect()
         gc.freeze()
