@@ -300,12 +300,20 @@ class ScriptedLlm(BaseLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         turn = read_turn(llm_request.contents, frozenset(llm_request.tools_dict))
         reply = respond(turn)
+        prompt_words = sum(
+            len((part.text or "").split())
+            for content in llm_request.contents
+            for part in content.parts or ()
+        )
         if isinstance(reply, Call):
             parts = [
                 types.Part(function_call=types.FunctionCall(name=name, args=args))
                 for name, args in reply.calls
             ]
-            yield LlmResponse(content=types.Content(role="model", parts=parts))
+            yield LlmResponse(
+                content=types.Content(role="model", parts=parts),
+                usage_metadata=_usage(prompt_words, len(parts)),
+            )
             return
         if stream:
             for chunk in re.findall(r"\S+\s*", reply.text):
@@ -319,4 +327,12 @@ class ScriptedLlm(BaseLlm):
             content=types.Content(role="model", parts=[types.Part(text=reply.text)]),
             partial=False,
             turn_complete=True,
+            usage_metadata=_usage(prompt_words, len(reply.text.split())),
         )
+
+
+def _usage(prompt: int, reply: int) -> types.GenerateContentResponseUsageMetadata:
+    """Token counts as words: ADK's telemetry expects a model to report usage."""
+    return types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=prompt, candidates_token_count=reply, total_token_count=prompt + reply
+    )
