@@ -342,6 +342,8 @@ class Thread:
     user_id: str
     watchers: list[Subscriber] = dataclasses.field(default_factory=list)
     run: Run | None = None
+    # False while the store holds nothing of the thread, so planning skips reading it.
+    stored: bool = True
     # Browser answers that arrived before the rest of their batch: call id -> response.
     early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
@@ -599,7 +601,9 @@ class Hub:
                 f"Thread {thread_id!r} belongs to another user; start a new thread.",
             )
         if thread is None:
-            thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+            thread = self.threads.setdefault(
+                thread_id, Thread(thread_id, user_id, stored=owner is not None)
+            )
         return thread
 
     def _ensure_idle(self, thread: Thread) -> None:
@@ -643,7 +647,11 @@ class Hub:
         self, run: Run, run_input: p.RunAgentInput
     ) -> tuple[types.Content | None, dict[str, Any], frozenset[str], list[p.Event]]:
         thread = run.thread
-        session = await self.engine.session(thread.user_id, thread.thread_id)
+        # A thread the store has never seen has nothing open; most first turns are these.
+        session = (
+            await self.engine.session(thread.user_id, thread.thread_id) if thread.stored else None
+        )
+        thread.stored = True
         open_items = open_calls(session)
         request = read_input(
             run_input, open_items, answered_calls(session), self.approval_timeout, time.time()

@@ -12,7 +12,7 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -196,9 +196,9 @@ class Invocation:
             return
         await self._stream_start(200)
         while True:
-            event = await subscriber.queue.get()
-            last = isinstance(event, p.RunFinished | p.RunError)
-            await self._stream([event], more=not last)
+            events = merge_text_deltas(await _drain(subscriber.queue))
+            last = isinstance(events[-1], p.RunFinished | p.RunError)
+            await self._stream(events, more=not last)
             if last:
                 return
 
@@ -352,12 +352,12 @@ class WebSocketSession:
 
     async def _write(self) -> None:
         while True:
-            event = await self.outbox.get()
-            if event is None:
-                with contextlib.suppress(Exception):
-                    await self.send({"type": "websocket.close", "code": 1000})
-                return
-            await self.send({"type": "websocket.send", "text": p.encode(event).decode()})
+            for event in merge_text_deltas(await _drain(self.outbox)):
+                if event is None:
+                    with contextlib.suppress(Exception):
+                        await self.send({"type": "websocket.close", "code": 1000})
+                    return
+                await self.send({"type": "websocket.send", "text": p.encode(event).decode()})
 
 
 def _nothing_to_cancel(thread_id: str) -> list[p.Event]:
@@ -383,3 +383,40 @@ def _too_large(size: int, limit: int) -> p.GatewayError:
         f"Frame is {size} bytes; the limit is {limit} (GATEWAY_MAX_FRAME_BYTES). "
         "Send less history: the thread's store already holds it.",
     )
+
+
+T = TypeVar("T")
+
+
+async def _drain(queue: asyncio.Queue[T]) -> list[T]:
+    """Everything queued, waiting for at least one item."""
+    items = [await queue.get()]
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items
+
+
+E = TypeVar("E", bound=p.Event | None)
+
+
+def merge_text_deltas(events: list[E]) -> list[E]:
+    """Joins consecutive text chunks of one message that are ready at once into one event.
+
+    Chunks released together (a commit that several waited for, a client that reads slower
+    than the model writes) then cost one frame; a chunk's size carries no meaning in AG-UI.
+    """
+    merged: list[E] = []
+    for event in events:
+        previous = merged[-1] if merged else None
+        if (
+            isinstance(event, p.TextMessageContent)
+            and isinstance(previous, p.TextMessageContent)
+            and previous.message_id == event.message_id
+        ):
+            joined = p.TextMessageContent(
+                message_id=event.message_id, delta=previous.delta + event.delta
+            )
+            merged[-1] = joined  # type: ignore[assignment]
+        else:
+            merged.append(event)
+    return merged
