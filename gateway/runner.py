@@ -152,8 +152,14 @@ class Engine:
         message_id: str,
         author: str,
         text: str,
-    ) -> asyncio.Future[object]:
-        """Stores the text so far of a message being streamed; the future is its commit."""
+    ) -> asyncio.Future[object] | None:
+        """Stores the text so far of a message being streamed; the future is its commit.
+
+        None for an in-memory store: nothing in it outlives the process, so a chunk has
+        nothing to wait for.
+        """
+        if self.sessions.path in ("", ":memory:"):
+            return None
         return self.sessions.save_streamed_text(
             app_name=APP_NAME,
             user_id=user_id,
