@@ -38,6 +38,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
+from gateway.config import in_memory
 from gateway.tools.adk import RUN_METADATA_KEY
 
 log = logging.getLogger(__name__)
@@ -172,7 +173,7 @@ class AuditLog:
         # Daemon, so a process that forgets close() still exits; close() flushes first.
         conn._thread.daemon = True
         await conn
-        if self.path not in ("", ":memory:"):
+        if not in_memory(self.path):
             await conn.execute("PRAGMA journal_mode = WAL")
             # The session store writes to the same file; wait for its lock, do not fail.
             await conn.execute("PRAGMA busy_timeout = 5000")
@@ -387,7 +388,7 @@ async def read_audit(
     db_path: str, thread: str | None = None, user: str | None = None
 ) -> list[AuditRecord]:
     """The records in a gateway's database file, opened read-only (safe beside the gateway)."""
-    if db_path in ("", ":memory:"):
+    if in_memory(db_path):
         raise AuditError("an in-memory gateway keeps no audit to read; pass --db <file>")
     if not os.path.exists(db_path):
         raise AuditError(f"{db_path} does not exist; pass the --db of the gateway")

@@ -55,6 +55,11 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+def in_memory(db: str) -> bool:
+    """Whether a GATEWAY_DB value is SQLite's in-memory database: nothing outlives the process."""
+    return db in ("", ":memory:")
+
+
 def context_allow(settings: Settings) -> frozenset[str]:
     return frozenset(name.strip() for name in settings.context_allow.split(",") if name.strip())
 

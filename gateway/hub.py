@@ -508,11 +508,7 @@ class Hub:
         """Claims the thread and starts the run; raises GatewayError before any event."""
         thread = await self._thread(user_id, run_input.thread_id)
         self._ensure_idle(thread)
-        run = Run(thread, run_input.run_id, executor, self._translator(thread, run_input.run_id))
-        thread.run = run
-        self._running += 1
-        if self._running == 1:
-            self._status_changed()
+        run = self._claim(thread, run_input.run_id, executor)
         try:
             plan = await self._plan(run, run_input)
         except BaseException:
@@ -615,13 +611,10 @@ class Hub:
             )
 
     def _translator(self, thread: Thread, run_id: str) -> RunTranslator:
-        def interrupt(call: OpenCall) -> p.Interrupt:
-            return self._interrupt(call)
-
         return RunTranslator(
             thread.thread_id,
             run_id,
-            interrupt_for=lambda call_id, args, asked_at: interrupt(
+            interrupt_for=lambda call_id, args, asked_at: self._interrupt(
                 OpenCall(call_id, CONFIRMATION_CALL, "", asked_at, args)
             ),
         )
@@ -909,15 +902,10 @@ class Hub:
         responses = {cid: thread.early.get(cid, timeout) for cid in open_items}
         thread.early.clear()
         thread.early_messages.clear()
-        run_id = f"expire-{uuid.uuid4().hex[:12]}"
-        run = Run(thread, run_id, None, self._translator(thread, run_id))
-        thread.run = run
-        self._running += 1
-        if self._running == 1:
-            self._status_changed()
+        run = self._claim(thread, f"expire-{uuid.uuid4().hex[:12]}", None)
         log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
-        self._audit_answers(thread, run_id, open_items, responses)
-        metadata = {"runId": run_id, "context": {}}
+        self._audit_answers(thread, run.run_id, open_items, responses)
+        metadata = {"runId": run.run_id, "context": {}}
         run.task = asyncio.create_task(
             self._drive(run, _responses(open_items, responses), metadata, frozenset(), [])
         )
@@ -952,6 +940,15 @@ class Hub:
                 responses[call_id],
                 duration_ms=(time.time() - call.asked_at) * 1000,
             )
+
+    def _claim(self, thread: Thread, run_id: str, executor: Subscriber | None) -> Run:
+        """Makes a run the thread's one active run; ``_finish`` undoes it."""
+        run = Run(thread, run_id, executor, self._translator(thread, run_id))
+        thread.run = run
+        self._running += 1
+        if self._running == 1:
+            self._status_changed()
+        return run
 
     def _finish(self, run: Run) -> None:
         thread = run.thread

@@ -26,7 +26,7 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway import history
+from gateway import config, history
 from gateway.config import Settings
 from gateway.models.scripted import ScriptedLlm
 from gateway.screens import catalog as screen_catalog
@@ -158,7 +158,7 @@ class Engine:
         None for an in-memory store: nothing in it outlives the process, so a chunk has
         nothing to wait for.
         """
-        if self.sessions.path in ("", ":memory:"):
+        if config.in_memory(self.sessions.path):
             return None
         return self.sessions.save_streamed_text(
             app_name=APP_NAME,

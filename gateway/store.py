@@ -61,6 +61,7 @@ from google.adk.sessions.state import State
 from google.genai import types
 from typing_extensions import override
 
+from gateway.config import in_memory
 from gateway.history import Message, answered_calls_only, event_messages
 
 log = logging.getLogger(__name__)
@@ -865,9 +866,9 @@ class SessionService(BaseSessionService):
 
     async def open(self) -> None:
         """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
-        in_memory = self.path in ("", ":memory:")
+        memory_only = in_memory(self.path)
         target, uri = self.path, False
-        if self.read_only and not in_memory:
+        if self.read_only and not memory_only:
             if not os.path.exists(self.path):
                 raise StoreError(f"{self.path} does not exist")
             target, uri = Path(self.path).absolute().as_uri() + "?mode=ro", True
@@ -886,7 +887,7 @@ class SessionService(BaseSessionService):
                     path=self.path,
                     synchronous=_SYNCHRONOUS[self.durability],
                     read_only=self.read_only,
-                    in_memory=in_memory,
+                    in_memory=memory_only,
                 ),
             )
         except BaseException as error:

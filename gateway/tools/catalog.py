@@ -80,9 +80,6 @@ class Catalog:
     def server_entries(self) -> list[ToolEntry]:
         return [e for e in self.entries.values() if not e.runs_on_client]
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.entries
-
     def __getitem__(self, name: str) -> ToolEntry:
         return self.entries[name]
 
