@@ -195,12 +195,16 @@ class Invocation:
             await self._stream([error.to_event()], more=False)
             return
         await self._stream_start(200)
-        while True:
-            events = merge_text_deltas(await _drain(subscriber.queue))
-            last = isinstance(events[-1], p.RunFinished | p.RunError)
-            await self._stream(events, more=not last)
-            if last:
-                return
+        try:
+            while True:
+                events = merge_text_deltas(await _drain(subscriber.queue))
+                last = isinstance(events[-1], p.RunFinished | p.RunError)
+                await self._stream(events, more=not last)
+                if last:
+                    return
+        finally:
+            # A request follows one run: it stops watching the thread when its stream ends.
+            self.hub.leave(subscriber)
 
     async def _cancel(self, user: str, thread_id: str) -> None:
         """The SSE door's cancel: a short stream saying what happened."""

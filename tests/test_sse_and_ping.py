@@ -100,3 +100,15 @@ async def test_unknown_routes(gateway: RunningGateway) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         assert (await client.get(gateway.http + "/nope")).status_code == 404
         assert (await client.get(gateway.http + "/invocations")).status_code == 405
+
+
+async def test_an_sse_request_stops_watching_its_thread_when_it_ends(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    status, _, _, _ = await post_run(gateway, user_input(thread, "안녕"))
+    assert status == 200
+    hub = gateway.app.hub
+    assert hub is not None
+    # Nothing keeps the thread in memory: no watcher is left behind by the finished request.
+    assert thread not in hub.threads
