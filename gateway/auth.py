@@ -15,10 +15,15 @@ DEFAULT_USER = "demo"
 _USER_ID = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
 
+def query_param(scope: MutableMapping[str, Any], name: str) -> str | None:
+    """The first value of a query parameter of a request or connection."""
+    values = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return values[0] if values else None
+
+
 def identify(settings: Settings, scope: MutableMapping[str, Any]) -> str:
     """The user id of a connection or request, or UNAUTHORIZED."""
-    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    claimed = query.get("user", [None])[0]
+    claimed = query_param(scope, "user")
     if scope["type"] == "http":
         # HTTP clients name the user in a header; the query is a fallback for plain links.
         claimed = next(

@@ -10,14 +10,13 @@ import asyncio
 import contextlib
 import logging
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
 import msgspec
 
 from gateway import protocol as p
-from gateway.auth import identify
+from gateway.auth import identify, query_param
 from gateway.config import Settings
 from gateway.hub import Hub, notice, standalone
 from gateway.screens import catalog as screens
@@ -122,29 +121,9 @@ class Gateway:
         except p.GatewayError as error:
             await _respond(send, 401, p.encode(error.to_event()), b"application/json")
             return
-        await _respond(send, 200, msgspec.json.encode(_profile(user)), b"application/json")
-
-
-def _profile(user_id: str) -> dict[str, Any]:
-    catalog = screens.load()
-    user = catalog.users.get(user_id)
-    permitted = catalog.permitted(user_id)
-    return {
-        "userId": user_id,
-        "name": user.name if user else user_id,
-        "org": user.org if user else None,
-        "screens": [
-            {
-                "screenId": screen.screen_id,
-                "name": screen.name,
-                "route": screen.route,
-                "parent": screen.parent,
-                "description": screen.description,
-            }
-            for screen in catalog.screens.values()
-            if screen.screen_id in permitted
-        ],
-    }
+        await _respond(
+            send, 200, msgspec.json.encode(screens.load().profile(user)), b"application/json"
+        )
 
 
 async def _respond(send: Send, status: int, body: bytes, content_type: bytes) -> None:
@@ -367,11 +346,6 @@ class WebSocketSession:
 def _nothing_to_cancel(thread_id: str) -> list[p.Event]:
     message = f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
     return standalone(thread_id, [notice("NOTHING_TO_CANCEL", message)])
-
-
-def query_param(scope: Scope, name: str) -> str | None:
-    values = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
-    return values[0] if values else None
 
 
 def _asks_to_cancel(run_input: p.RunAgentInput) -> bool:

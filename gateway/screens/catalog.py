@@ -67,6 +67,21 @@ class ScreenCatalog:
         user = self.users.get(user_id)
         return user.screens if user else frozenset()
 
+    def profile(self, user_id: str) -> dict[str, Any]:
+        """The user and the screens they may open: the web client's menu (GET /me)."""
+        user = self.users.get(user_id)
+        permitted = self.permitted(user_id)
+        return {
+            "userId": user_id,
+            "name": user.name if user else user_id,
+            "org": user.org if user else None,
+            "screens": [
+                {**screen.as_result(), "parent": screen.parent}
+                for screen in self.screens.values()
+                if screen.screen_id in permitted
+            ],
+        }
+
     def may_open(self, user_id: str, screen_id: str) -> bool:
         return screen_id in self.screens and screen_id in self.permitted(user_id)
 
