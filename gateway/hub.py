@@ -188,6 +188,18 @@ class Answers:
     notices: list[p.Event]
 
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a run does: the message for ADK (None: nothing to resume yet) and its context."""
+
+    message: types.Content | None
+    metadata: dict[str, Any]
+    client_tools: frozenset[str]
+    notices: list[p.Event] = dataclasses.field(default_factory=list)
+    # The browser's results, for the thread's other connections.
+    results: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
+
+
 def read_input(
     run_input: p.RunAgentInput,
     open_items: dict[str, OpenCall],
@@ -516,7 +528,7 @@ class Hub:
             raise
         if executor is not None:
             thread.watch(executor)
-        run.task = asyncio.create_task(self._drive(run, *plan), name=f"run {run.run_id}")
+        run.task = asyncio.create_task(self._drive(run, plan), name=f"run {run.run_id}")
         return run
 
     async def cancel(self, user_id: str, thread_id: str) -> bool:
@@ -636,9 +648,7 @@ class Hub:
             metadata={"tool": name, "arguments": args},
         )
 
-    async def _plan(
-        self, run: Run, run_input: p.RunAgentInput
-    ) -> tuple[types.Content | None, dict[str, Any], frozenset[str], list[p.Event]]:
+    async def _plan(self, run: Run, run_input: p.RunAgentInput) -> Plan:
         thread = run.thread
         # A thread the store has never seen has nothing open; most first turns are these.
         session = (
@@ -667,21 +677,20 @@ class Hub:
             thread.early_messages.clear()
             metadata["messageId"] = request.message_id
             content = types.Content(role="user", parts=[types.Part(text=request.text)])
-            return content, metadata, client_tools, []
+            return Plan(content, metadata, client_tools)
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}
         if not answered or any(call_id not in answered for call_id in open_items):
             if answered:
                 transition(state, Trigger.SOME_ANSWERED)
-            return None, metadata, client_tools, request.notices
+            return Plan(None, metadata, client_tools, notices=request.notices)
         transition(state, Trigger.ALL_ANSWERED)
         self._audit_answers(thread, run.run_id, open_items, answered)
         messages = dict(thread.early_messages)
         thread.early.clear()
         thread.early_messages.clear()
         metadata["toolMessageIds"] = {cid: m.id for cid, m in messages.items()}
-        # Observers see the browser's results; the executor sent them and has them already.
         results = [
             p.ToolCallResult(
                 message_id=messages[cid].id,
@@ -692,11 +701,12 @@ class Hub:
             for cid in open_items
             if cid in messages
         ]
-        return (
+        return Plan(
             _responses(open_items, answered),
             metadata,
             client_tools,
-            [*request.notices, *results],
+            notices=request.notices,
+            results=results,
         )
 
     async def _supersede(
@@ -721,24 +731,17 @@ class Hub:
 
     # --- driving a run -------------------------------------------------------------------
 
-    async def _drive(
-        self,
-        run: Run,
-        message: types.Content | None,
-        metadata: dict[str, Any],
-        client_tools: frozenset[str],
-        notices: list[p.Event],
-    ) -> None:
+    async def _drive(self, run: Run, plan: Plan) -> None:
         translator = run.translator
         thread = run.thread
         started = time.perf_counter()
         run.emit(translator.start())
-        results = [e for e in notices if isinstance(e, p.ToolCallResult)]
-        run.emit([e for e in notices if not isinstance(e, p.ToolCallResult)])
-        run.emit(results, observers_only=True)
+        run.emit(plan.notices)
+        # Observers see the browser's results; the executor sent them and has them already.
+        run.emit(plan.results, observers_only=True)
         try:
-            if message is not None:
-                await self._stream(run, message, metadata, client_tools)
+            if plan.message is not None:
+                await self._stream(run, plan)
             else:
                 # Nothing to resume yet: the run reports what the thread still waits for.
                 session = await self.engine.session(thread.user_id, thread.thread_id)
@@ -771,20 +774,15 @@ class Hub:
             if translator.pending:
                 self._arm_expiry(thread)
 
-    async def _stream(
-        self,
-        run: Run,
-        message: types.Content,
-        metadata: dict[str, Any],
-        client_tools: frozenset[str],
-    ) -> None:
+    async def _stream(self, run: Run, plan: Plan) -> None:
         """Feeds ADK's events through the translator until the run ends or is cancelled."""
+        assert plan.message is not None
         events = self.engine.run(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
-            message=message,
-            metadata=metadata,
-            client_tools=client_tools,
+            message=plan.message,
+            metadata=plan.metadata,
+            client_tools=plan.client_tools,
             abort_signal=run.abort,
         )
         # One task per run consumes ADK's stream, so a cancel can stop a slow tool without
@@ -907,7 +905,7 @@ class Hub:
         self._audit_answers(thread, run.run_id, open_items, responses)
         metadata = {"runId": run.run_id, "context": {}}
         run.task = asyncio.create_task(
-            self._drive(run, _responses(open_items, responses), metadata, frozenset(), [])
+            self._drive(run, Plan(_responses(open_items, responses), metadata, frozenset()))
         )
 
     # --- bookkeeping ---------------------------------------------------------------------
