@@ -196,6 +196,8 @@ class Plan:
     metadata: dict[str, Any]
     client_tools: frozenset[str]
     notices: list[p.Event] = dataclasses.field(default_factory=list)
+    # With nothing to resume: the browser calls still unanswered, by id, for the outcome.
+    waiting: dict[str, str] = dataclasses.field(default_factory=dict)
     # The browser's results, for the thread's other connections.
     results: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
 
@@ -684,7 +686,12 @@ class Hub:
         if not answered or any(call_id not in answered for call_id in open_items):
             if answered:
                 transition(state, Trigger.SOME_ANSWERED)
-            return Plan(None, metadata, client_tools, notices=request.notices)
+            waiting = {
+                call_id: call.name
+                for call_id, call in open_items.items()
+                if call_id not in thread.early and not call.is_approval
+            }
+            return Plan(None, metadata, client_tools, notices=request.notices, waiting=waiting)
         transition(state, Trigger.ALL_ANSWERED)
         self._audit_answers(thread, run.run_id, open_items, answered)
         messages = dict(thread.early_messages)
@@ -744,10 +751,7 @@ class Hub:
                 await self._stream(run, plan)
             else:
                 # Nothing to resume yet: the run reports what the thread still waits for.
-                session = await self.engine.session(thread.user_id, thread.thread_id)
-                for call_id, call in open_calls(session).items():
-                    if call_id not in thread.early and not call.is_approval:
-                        translator.pending[call_id] = call.name
+                translator.pending.update(plan.waiting)
             if run.abort.is_set():
                 run.emit(translator.cancelled())
             elif translator.interrupts:
