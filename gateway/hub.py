@@ -195,6 +195,8 @@ class Plan:
     message: types.Content | None
     metadata: dict[str, Any]
     client_tools: frozenset[str]
+    # The thread as planning read it, handed to ADK; None: ADK reads it itself.
+    session: Session | None
     notices: list[p.Event] = dataclasses.field(default_factory=list)
     # With nothing to resume: the browser calls still unanswered, by id, for the outcome.
     waiting: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -356,8 +358,6 @@ class Thread:
     user_id: str
     watchers: list[Subscriber] = dataclasses.field(default_factory=list)
     run: Run | None = None
-    # False while the store holds nothing of the thread, so planning skips reading it.
-    stored: bool = True
     # Browser answers that arrived before the rest of their batch: call id -> response.
     early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
@@ -415,6 +415,14 @@ class Outbox:
             except Exception:  # one subscriber's failure must not stall the run for all
                 log.exception("delivering a run's events failed")
         self._drained.set()
+
+
+def _check_owner(owner: str, user_id: str, thread_id: str) -> None:
+    if owner != user_id:
+        raise p.GatewayError(
+            p.ErrorCode.ACCESS_DENIED,
+            f"Thread {thread_id!r} belongs to another user; start a new thread.",
+        )
 
 
 def _report_failed(commit: Commit | None, what: str) -> None:
@@ -520,13 +528,27 @@ class Hub:
         self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None
     ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event."""
-        thread = await self._thread(user_id, run_input.thread_id)
+        thread_id = run_input.thread_id
+        if (known := self.threads.get(thread_id)) is not None:
+            # Refused without a read: another user's thread, or one with a run going.
+            _check_owner(known.user_id, user_id, thread_id)
+            self._ensure_idle(known)
+        opened = await self.engine.open_thread(user_id, thread_id)
+        _check_owner(opened.owner, user_id, thread_id)
+        assert opened.session is not None
+        thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+        # Again: a run may have claimed it during the read. One that ran its course meanwhile
+        # cannot have: its writes queue behind the read, which thus saw all it stored.
         self._ensure_idle(thread)
         run = self._claim(thread, run_input.run_id, executor)
         try:
-            plan = await self._plan(run, run_input)
+            plan = await self._plan(run, run_input, opened.session)
         except BaseException:
-            self._finish(run)
+            try:
+                if opened.created:  # a request refused leaves no empty thread behind
+                    await self.engine.forget_thread(user_id, thread_id)
+            finally:
+                self._finish(run)
             raise
         if executor is not None:
             thread.watch(executor)
@@ -605,16 +627,9 @@ class Hub:
     async def _thread(self, user_id: str, thread_id: str) -> Thread:
         thread = self.threads.get(thread_id)
         owner = thread.user_id if thread else await self.engine.thread_owner(thread_id)
-        if owner is not None and owner != user_id:
-            raise p.GatewayError(
-                p.ErrorCode.ACCESS_DENIED,
-                f"Thread {thread_id!r} belongs to another user; start a new thread.",
-            )
-        if thread is None:
-            thread = self.threads.setdefault(
-                thread_id, Thread(thread_id, user_id, stored=owner is not None)
-            )
-        return thread
+        if owner is not None:
+            _check_owner(owner, user_id, thread_id)
+        return thread or self.threads.setdefault(thread_id, Thread(thread_id, user_id))
 
     def _ensure_idle(self, thread: Thread) -> None:
         if thread.run is not None:
@@ -650,13 +665,8 @@ class Hub:
             metadata={"tool": name, "arguments": args},
         )
 
-    async def _plan(self, run: Run, run_input: p.RunAgentInput) -> Plan:
+    async def _plan(self, run: Run, run_input: p.RunAgentInput, session: Session) -> Plan:
         thread = run.thread
-        # A thread the store has never seen has nothing open; most first turns are these.
-        session = (
-            await self.engine.session(thread.user_id, thread.thread_id) if thread.stored else None
-        )
-        thread.stored = True
         open_items = open_calls(session)
         request = read_input(
             run_input, open_items, answered_calls(session), self.approval_timeout, time.time()
@@ -673,13 +683,13 @@ class Hub:
         state = thread_state(open_items)
         if isinstance(request, NewTurn):
             transition(state, Trigger.USER_MESSAGE)
-            if open_items and session is not None:
+            if open_items:
                 await self._supersede(thread, run.run_id, session, open_items)
             thread.early.clear()
             thread.early_messages.clear()
             metadata["messageId"] = request.message_id
             content = types.Content(role="user", parts=[types.Part(text=request.text)])
-            return Plan(content, metadata, client_tools)
+            return Plan(content, metadata, client_tools, session)
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}
@@ -691,7 +701,9 @@ class Hub:
                 for call_id, call in open_items.items()
                 if call_id not in thread.early and not call.is_approval
             }
-            return Plan(None, metadata, client_tools, notices=request.notices, waiting=waiting)
+            return Plan(
+                None, metadata, client_tools, session, notices=request.notices, waiting=waiting
+            )
         transition(state, Trigger.ALL_ANSWERED)
         self._audit_answers(thread, run.run_id, open_items, answered)
         messages = dict(thread.early_messages)
@@ -712,6 +724,7 @@ class Hub:
             _responses(open_items, answered),
             metadata,
             client_tools,
+            session,
             notices=request.notices,
             results=results,
         )
@@ -784,6 +797,7 @@ class Hub:
         events = self.engine.run(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
+            session=plan.session,
             message=plan.message,
             metadata=plan.metadata,
             client_tools=plan.client_tools,
@@ -897,6 +911,8 @@ class Hub:
         if thread.run is not None:
             return
         session = await self.engine.session(thread.user_id, thread.thread_id)
+        if thread.run is not None:  # a run claimed it during the read; it answers instead
+            return
         open_items = {c: call for c, call in open_calls(session).items() if not call.is_approval}
         if not open_items:
             return
@@ -909,7 +925,7 @@ class Hub:
         self._audit_answers(thread, run.run_id, open_items, responses)
         metadata = {"runId": run.run_id, "context": {}}
         run.task = asyncio.create_task(
-            self._drive(run, Plan(_responses(open_items, responses), metadata, frozenset()))
+            self._drive(run, Plan(_responses(open_items, responses), metadata, frozenset(), None))
         )
 
     # --- bookkeeping ---------------------------------------------------------------------

@@ -10,7 +10,7 @@ import logging
 import os
 import warnings
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from typing import Any
 
 from google.adk.agents import LlmAgent
@@ -30,7 +30,7 @@ from gateway import config, history
 from gateway.config import Settings
 from gateway.models.scripted import ScriptedLlm
 from gateway.screens import catalog as screen_catalog
-from gateway.store import SessionService
+from gateway.store import OpenedThread, SessionService
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY, CatalogToolset
 from gateway.tools.policy import build_before_tool_callback, run_context
@@ -121,6 +121,13 @@ class Engine:
             app_name=APP_NAME, user_id=user_id, session_id=thread_id
         )
 
+    async def open_thread(self, user_id: str, thread_id: str) -> OpenedThread:
+        """The thread for a run of ``user_id``: its owner and session, created if new."""
+        return await self.sessions.open_thread(APP_NAME, user_id, thread_id)
+
+    async def forget_thread(self, user_id: str, thread_id: str) -> None:
+        await self.sessions.delete_session(app_name=APP_NAME, user_id=user_id, session_id=thread_id)
+
     async def thread_owner(self, thread_id: str) -> str | None:
         """The user a thread belongs to, or None for a thread nobody has used yet."""
         return await self.sessions.thread_owner(APP_NAME, thread_id)
@@ -185,28 +192,34 @@ class Engine:
         *,
         user_id: str,
         thread_id: str,
+        session: Session | None,
         message: types.Content,
         metadata: dict[str, Any],
         client_tools: frozenset[str],
         abort_signal: Any = None,
     ) -> AsyncGenerator[AdkEvent, None]:
-        """Streams one ADK invocation; a message of function responses resumes a paused one."""
+        """Streams one ADK invocation; a message of function responses resumes a paused one.
+
+        ``session``, when given, is the thread as the caller just loaded it while holding
+        it: the runner gets it as it is instead of reading it again.
+        """
         run_metadata = {**metadata, CLIENT_TOOLS_KEY: sorted(client_tools)}
         config = RunConfig(
             streaming_mode=StreamingMode.SSE,
             custom_metadata={RUN_METADATA_KEY: run_metadata},
         )
-        async with aclosing(
-            self.runner.run_async(
-                user_id=user_id,
-                session_id=thread_id,
-                new_message=message,
-                run_config=config,
-                abort_signal=abort_signal,
-            )
-        ) as events:
-            async for event in events:
-                yield event
+        with self.sessions.handed_over(session) if session else nullcontext():
+            async with aclosing(
+                self.runner.run_async(
+                    user_id=user_id,
+                    session_id=thread_id,
+                    new_message=message,
+                    run_config=config,
+                    abort_signal=abort_signal,
+                )
+            ) as events:
+                async for event in events:
+                    yield event
 
 
 async def open_session_service(settings: Settings, agent_name: str) -> SessionService:

@@ -37,7 +37,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -337,6 +337,19 @@ def _scope_state(db: sqlite3.Connection, app_name: str, user_id: str | None) -> 
     return _load_state(row[0] if row else None)
 
 
+def _with_scopes(
+    db: sqlite3.Connection, app_name: str, user_id: str, session_state: dict[str, Any]
+) -> dict[str, Any]:
+    """A session's state as ADK shows it: its own keys, then app: and user: ones."""
+    # One statement: every statement in the database thread is a wait for the GIL.
+    app_state, user_state = db.execute(
+        "SELECT (SELECT state FROM app_states WHERE app_name = ?),"
+        " (SELECT state FROM user_states WHERE app_name = ? AND user_id = ?)",
+        (app_name, app_name, user_id),
+    ).fetchone()
+    return _merged_state(session_state, _load_state(app_state), _load_state(user_state))
+
+
 def _merged_state(
     session_state: dict[str, Any], app_state: dict[str, Any], user_state: dict[str, Any]
 ) -> dict[str, Any]:
@@ -353,6 +366,18 @@ class _CreateSession:
     session_id: str
     deltas: dict[str, dict[str, Any]]
     now: float
+
+    def session(self, merged_state: object) -> Session:
+        """The new session, given what ``apply`` returned."""
+        session = Session(
+            app_name=self.app_name,
+            user_id=self.user_id,
+            id=self.session_id,
+            state=cast(dict[str, Any], merged_state),
+            last_update_time=self.now,
+        )
+        session._storage_update_marker = "0"
+        return session
 
     def apply(self, db: sqlite3.Connection) -> dict[str, Any]:
         """Returns the new session's merged state."""
@@ -375,11 +400,50 @@ class _CreateSession:
             _merge_scope(db, self.app_name, None, self.deltas["app"], self.now)
         if self.deltas["user"]:
             _merge_scope(db, self.app_name, self.user_id, self.deltas["user"], self.now)
-        return _merged_state(
-            self.deltas["session"],
-            _scope_state(db, self.app_name, None),
-            _scope_state(db, self.app_name, self.user_id),
+        return _with_scopes(db, self.app_name, self.user_id, self.deltas["session"])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OpenedThread:
+    """Whose a thread is and, for its owner, its session; ``created`` if it was new."""
+
+    owner: str
+    session: Session | None
+    created: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _OpenThread:
+    """Reads a thread for a run, creating it for the asker if nobody has used it yet.
+
+    One hop where a run would otherwise take three (whose is it, load it, create it). It
+    goes through the writer so that its read is ordered with every write: no append that
+    was queued before it is missing from the session it returns.
+    """
+
+    app_name: str
+    user_id: str
+    session_id: str
+    window: int
+    now: float
+
+    def apply(self, db: sqlite3.Connection) -> OpenedThread:
+        owner = _thread_owner(db, app_name=self.app_name, session_id=self.session_id)
+        if owner is None:
+            empty: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
+            create = _CreateSession(self.app_name, self.user_id, self.session_id, empty, self.now)
+            return OpenedThread(self.user_id, create.session(create.apply(db)), created=True)
+        if owner != self.user_id:
+            return OpenedThread(owner, None, created=False)
+        session = _load_session(
+            db,
+            app_name=self.app_name,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            window=self.window,
+            after=None,
         )
+        return OpenedThread(owner, session, created=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -544,6 +608,7 @@ class _ForgetLeftoverTexts:
 
 _Write = (
     _CreateSession
+    | _OpenThread
     | _AppendEvent
     | _DeleteSession
     | _SaveStreamedText
@@ -742,17 +807,15 @@ def _load_session(
     if window != 0:
         start = 0
         if window is not None:
-            edge = db.execute(
-                "SELECT seq FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
-                (pk, window - 1),
-            ).fetchone()
-            start = edge[0] if edge else 0
             # A call still waiting on the browser must stay in reach, with its invocation.
-            (waiting,) = db.execute(
-                "SELECT MIN(invocation_seq) FROM open_calls"
-                " WHERE session_pk = ? AND long_running = 1",
-                (pk,),
+            edge, waiting = db.execute(
+                "SELECT (SELECT seq FROM events WHERE session_pk = ?"
+                " ORDER BY seq DESC LIMIT 1 OFFSET ?),"
+                " (SELECT MIN(invocation_seq) FROM open_calls"
+                " WHERE session_pk = ? AND long_running = 1)",
+                (pk, window - 1, pk),
             ).fetchone()
+            start = edge or 0
             if waiting is not None:
                 start = min(start, waiting)
         if after is not None:
@@ -774,11 +837,7 @@ def _load_session(
         app_name=app_name,
         user_id=user_id,
         id=session_id,
-        state=_merged_state(
-            _load_state(state),
-            _scope_state(db, app_name, None),
-            _scope_state(db, app_name, user_id),
-        ),
+        state=_with_scopes(db, app_name, user_id, _load_state(state)),
         events=events,
         last_update_time=update_time,
     )
@@ -861,6 +920,9 @@ class SessionService(BaseSessionService):
         self.read_only = read_only
         self._conn: aiosqlite.Connection | None = None
         self._writer: _GroupCommit | None = None
+        # Sessions a caller loaded and handed over for the next plain get_session (see
+        # handed_over), by (app, user, session id).
+        self._handed_over: dict[tuple[str, str, str], Session] = {}
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -938,16 +1000,8 @@ class SessionService(BaseSessionService):
         session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
         now = platform_time.get_time()
         deltas = _session_util.extract_json_safe_state_delta(state or {})
-        merged = await self._write(_CreateSession(app_name, user_id, session_id, deltas, now))
-        session = Session(
-            app_name=app_name,
-            user_id=user_id,
-            id=session_id,
-            state=cast(dict[str, Any], merged),
-            last_update_time=now,
-        )
-        session._storage_update_marker = "0"
-        return session
+        create = _CreateSession(app_name, user_id, session_id, deltas, now)
+        return create.session(await self._write(create))
 
     @override
     async def get_session(
@@ -964,17 +1018,21 @@ class SessionService(BaseSessionService):
         ``num_recent_events`` replaces it (None: every event). A positive window always
         reaches back to a long-running call still waiting for its response, from the start
         of its invocation. ``after_timestamp`` then filters as ADK's in-memory service does.
+        A session handed over (see ``handed_over``) is returned as it is, once.
         """
+        session_id = session_id.strip() if session_id else session_id
         window: int | None = self.history_window
         after = None
         if config is not None:
             window, after = config.num_recent_events, config.after_timestamp
+        elif (handed := self._handed_over.pop((app_name, user_id, session_id), None)) is not None:
+            return handed
         return await self._read(
             partial(
                 _load_session,
                 app_name=app_name,
                 user_id=user_id,
-                session_id=session_id.strip() if session_id else session_id,
+                session_id=session_id,
                 window=window,
                 after=after,
             )
@@ -1031,6 +1089,35 @@ class SessionService(BaseSessionService):
         return event
 
     # --- gateway additions --------------------------------------------------------------
+
+    async def open_thread(self, app_name: str, user_id: str, session_id: str) -> OpenedThread:
+        """The thread as a run of ``user_id`` needs it; created for that user if it is new.
+
+        The session is loaded as get_session does without a config. Another user's thread
+        gives its owner and no session.
+        """
+        opened = await self._write(
+            _OpenThread(
+                app_name, user_id, session_id.strip(), self.history_window, platform_time.get_time()
+            )
+        )
+        return cast(OpenedThread, opened)
+
+    @contextlib.contextmanager
+    def handed_over(self, session: Session) -> Iterator[None]:
+        """Within the block, the next get_session of ``session`` without a config returns it.
+
+        A run loads its thread to plan, then ADK's runner asks for the same session: the
+        hand-over spares a second read of what was just read. The caller's hold on the
+        thread (one run at a time) is what keeps the object current.
+        """
+        key = (session.app_name, session.user_id, session.id)
+        self._handed_over[key] = session
+        try:
+            yield
+        finally:
+            if self._handed_over.get(key) is session:
+                del self._handed_over[key]
 
     async def thread_owner(self, app_name: str, session_id: str) -> str | None:
         """The user a thread belongs to, whoever asks; None if no such thread exists."""

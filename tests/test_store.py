@@ -485,6 +485,61 @@ async def test_thread_owner_names_the_user_whoever_asks(store: SessionService) -
     assert await store.thread_owner("other-app", "t1") is None
 
 
+async def test_opening_a_thread_creates_it_for_the_first_user_only(store: SessionService) -> None:
+    first = await store.open_thread(APP, "alice", "t1")
+    assert (first.owner, first.created) == ("alice", True)
+    assert first.session is not None and first.session.events == []
+    # What the run appends through the opened session is what a later open reads.
+    await store.append_event(first.session, user_says("hello"))
+    again = await store.open_thread(APP, "alice", "t1")
+    assert (again.owner, again.created) == ("alice", False)
+    assert texts(again.session) == ["hello"]
+    stranger = await store.open_thread(APP, "bob", "t1")
+    assert (stranger.owner, stranger.session, stranger.created) == ("alice", None, False)
+    assert await store.thread_owner(APP, "t1") == "alice"
+
+
+async def test_opening_a_thread_loads_the_window_as_get_session_does(db_path: str) -> None:
+    store = await reopened(db_path, history_window=2)
+    try:
+        session = await _thread(store, "t", [user_says("a"), agent_says("b"), user_says("c")])
+        opened = await store.open_thread(APP, "u", "t")
+        loaded = await store.get_session(app_name=APP, user_id="u", session_id="t")
+        assert texts(opened.session) == texts(loaded) == ["b", "c"]
+        assert opened.session is not None
+        assert opened.session.state == session.state
+    finally:
+        await store.close()
+
+
+async def test_a_handed_over_session_is_the_next_plain_read_and_only_that(
+    store: SessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = await store.open_thread(APP, "u", "t")
+    assert opened.session is not None
+    reads: list[object] = []
+    real_read = store._read
+
+    async def counted(fn: Any) -> Any:
+        reads.append(fn)
+        return await real_read(fn)
+
+    monkeypatch.setattr(store, "_read", counted)
+    with store.handed_over(opened.session):
+        windowed = await store.get_session(
+            app_name=APP, user_id="u", session_id="t", config=GetSessionConfig(num_recent_events=1)
+        )
+        assert windowed is not opened.session and len(reads) == 1
+        handed = await store.get_session(app_name=APP, user_id="u", session_id="t")
+        assert handed is opened.session and len(reads) == 1
+        again = await store.get_session(app_name=APP, user_id="u", session_id="t")
+        assert again is not opened.session and len(reads) == 2
+    with store.handed_over(opened.session):
+        pass
+    after = await store.get_session(app_name=APP, user_id="u", session_id="t")
+    assert after is not opened.session and len(reads) == 3
+
+
 # --- runs cut off by a crash ------------------------------------------------------------
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
@@ -161,18 +164,42 @@ async def test_malformed_frames_get_validation_errors_and_the_socket_survives(
 
 
 async def test_tool_message_for_an_unknown_thread_or_call(gateway: RunningGateway) -> None:
+    unknown = new_id("nothread")
     async with gateway.socket() as ws:
-        [error] = await ws.run(
-            tool_answer(new_id("nothread"), [("call-x", {"status": "navigated"})])
-        )
+        [error] = await ws.run(tool_answer(unknown, [("call-x", {"status": "navigated"})]))
         assert error["code"] == "VALIDATION_ERROR"
         assert "call-x" in error["message"]
+        # The refused request left no thread behind for anyone to own.
+        assert await gateway.app.hub.engine.thread_owner(unknown) is None
         thread = new_id("t")
         await ws.run(user_input(thread, "안녕"))
         [error] = await ws.run(tool_answer(thread, [("call-y", {"status": "navigated"})]))
         assert error["code"] == "VALIDATION_ERROR" and "call-y" in error["message"]
         ok = await ws.run(user_input(thread, "안녕"))
         assert outcome(ok) == {"type": "success"}
+
+
+async def test_a_run_reads_its_thread_once_and_hands_it_to_adk(
+    gateway: RunningGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = gateway.app.hub.engine.sessions
+    reads: list[object] = []
+    real_read = store._read
+
+    async def counted(fn: Any) -> Any:
+        reads.append(fn)
+        return await real_read(fn)
+
+    monkeypatch.setattr(store, "_read", counted)
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        for _ in range(2):  # a new thread, then the next turn on it
+            assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+    # Opening the thread was the only read (a write, ordered with the others); ADK's own
+    # read of the session was answered with the opened one.
+    assert reads == []
+    session = await store.get_session(app_name="gateway", user_id="demo", session_id=thread)
+    assert session is not None and len(session.events) == 6
 
 
 async def test_answer_to_an_answered_call_is_ignored_with_a_notice(
