@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -19,6 +19,7 @@ from gateway import protocol as p
 from gateway.auth import identify, query_param
 from gateway.config import Settings
 from gateway.hub import Hub, notice, standalone
+from gateway.outgoing import Outgoing
 from gateway.screens import catalog as screens
 from gateway.static import web_file
 
@@ -145,10 +146,10 @@ class QueueSubscriber:
     """Collects a run's events for one consumer, without blocking the run."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[p.Event] = asyncio.Queue()
+        self.queue: Outgoing[p.Event] = Outgoing()
 
     def deliver(self, event: p.Event) -> None:
-        self.queue.put_nowait(event)
+        self.queue.put(event)
 
 
 class Invocation:
@@ -176,7 +177,7 @@ class Invocation:
         await self._stream_start(200)
         try:
             while True:
-                events = merge_text_deltas(await _drain(subscriber.queue))
+                events = await subscriber.queue.batch()
                 last = isinstance(events[-1], p.RunFinished | p.RunError)
                 await self._stream(events, more=not last)
                 if last:
@@ -240,7 +241,7 @@ class WebSocketSession:
         self.hub = gateway.hub
         self.settings = gateway.settings
         self.scope, self.receive, self.send = scope, receive, send
-        self.outbox: asyncio.Queue[p.Event | None] = asyncio.Queue()
+        self.outbox: Outgoing[p.Event | None] = Outgoing()
         self.inbox: asyncio.Queue[Work] = asyncio.Queue()
         self.user = ""
         self.following: str | None = None
@@ -249,13 +250,13 @@ class WebSocketSession:
     def deliver(self, event: p.Event) -> None:
         if self.closing:
             return
-        if self.outbox.qsize() >= SEND_QUEUE_LIMIT:
+        if len(self.outbox) >= SEND_QUEUE_LIMIT:
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that stopped reading", self.user)
             self.closing = True
-            self.outbox.put_nowait(None)
+            self.outbox.put(None)
             return
-        self.outbox.put_nowait(event)
+        self.outbox.put(event)
 
     async def serve(self) -> None:
         message = await self.receive()
@@ -277,7 +278,7 @@ class WebSocketSession:
         finally:
             self.hub.leave(self)
             worker.cancel()
-            self.outbox.put_nowait(None)
+            self.outbox.put(None)
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
             with contextlib.suppress(Exception):
@@ -335,7 +336,7 @@ class WebSocketSession:
 
     async def _write(self) -> None:
         while True:
-            for event in merge_text_deltas(await _drain(self.outbox)):
+            for event in await self.outbox.batch():
                 if event is None:
                     with contextlib.suppress(Exception):
                         await self.send({"type": "websocket.close", "code": 1000})
@@ -361,40 +362,3 @@ def _too_large(size: int, limit: int) -> p.GatewayError:
         f"Frame is {size} bytes; the limit is {limit} (GATEWAY_MAX_FRAME_BYTES). "
         "Send less history: the thread's store already holds it.",
     )
-
-
-T = TypeVar("T")
-
-
-async def _drain(queue: asyncio.Queue[T]) -> list[T]:
-    """Everything queued, waiting for at least one item."""
-    items = [await queue.get()]
-    while not queue.empty():
-        items.append(queue.get_nowait())
-    return items
-
-
-E = TypeVar("E", bound=p.Event | None)
-
-
-def merge_text_deltas(events: list[E]) -> list[E]:
-    """Joins consecutive text chunks of one message that are ready at once into one event.
-
-    Chunks released together (a commit that several waited for, a client that reads slower
-    than the model writes) then cost one frame; a chunk's size carries no meaning in AG-UI.
-    """
-    merged: list[E] = []
-    for event in events:
-        previous = merged[-1] if merged else None
-        if (
-            isinstance(event, p.TextMessageContent)
-            and isinstance(previous, p.TextMessageContent)
-            and previous.message_id == event.message_id
-        ):
-            joined = p.TextMessageContent(
-                message_id=event.message_id, delta=previous.delta + event.delta
-            )
-            merged[-1] = joined  # type: ignore[assignment]
-        else:
-            merged.append(event)
-    return merged

@@ -16,12 +16,14 @@ class _Gateway:
     settings = Settings()
 
 
-def test_a_full_send_queue_closes_the_connection_once(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_full_send_queue_closes_the_connection_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(server, "SEND_QUEUE_LIMIT", 3)
     session = server.WebSocketSession(_Gateway(), {}, None, None)  # type: ignore[arg-type]
     for index in range(10):
         session.deliver(p.Custom(name="n", value=index))
-    queued = [session.outbox.get_nowait() for _ in range(session.outbox.qsize())]
+    queued = await session.outbox.batch()
     assert queued[-1] is None and queued.count(None) == 1
     assert len(queued) == 4
     assert session.closing

@@ -1,0 +1,78 @@
+"""How a connection's events are batched: a reply starts at once, its later chunks share frames."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gateway import outgoing
+from gateway import protocol as p
+from gateway.outgoing import Outgoing
+
+
+def chunk(text: str, message: str = "m1") -> p.TextMessageContent:
+    return p.TextMessageContent(message_id=message, delta=text)
+
+
+def start(message: str = "m1") -> p.TextMessageStart:
+    return p.TextMessageStart(message_id=message, role="assistant")
+
+
+@pytest.fixture
+def long_hold(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A hold far longer than any test waits, so 'at once' cannot be a lucky timeout."""
+    monkeypatch.setattr(outgoing, "TEXT_HOLD_SECONDS", 30.0)
+    return 30.0
+
+
+async def test_the_first_chunk_of_a_reply_goes_out_at_once(long_hold: float) -> None:
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(start())
+    queue.put(chunk("안녕"))
+    batch = await asyncio.wait_for(queue.batch(), 1)
+    assert batch == [start(), chunk("안녕")]
+
+
+async def test_later_chunks_wait_for_more_and_share_one_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(outgoing, "TEXT_HOLD_SECONDS", 0.05)
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(chunk("안녕"))
+    await queue.batch()
+    queue.put(chunk("하세"))
+    started = time.perf_counter()
+
+    async def model() -> None:
+        await asyncio.sleep(0.01)
+        queue.put(chunk("요!"))
+
+    writer = asyncio.create_task(queue.batch())
+    await model()
+    assert await writer == [chunk("하세요!")]
+    assert time.perf_counter() - started >= 0.05
+
+
+async def test_anything_else_ends_the_wait_with_the_text_before_it(long_hold: float) -> None:
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(chunk("안녕"))
+    await queue.batch()
+    queue.put(chunk("하세요"))
+    writer = asyncio.create_task(queue.batch())
+    await asyncio.sleep(0.01)
+    assert not writer.done()
+    queue.put(p.TextMessageEnd(message_id="m1"))
+    assert await asyncio.wait_for(writer, 1) == [chunk("하세요"), p.TextMessageEnd(message_id="m1")]
+
+
+async def test_a_new_message_and_a_close_are_not_held(long_hold: float) -> None:
+    queue: Outgoing[p.Event | None] = Outgoing()
+    queue.put(chunk("one"))
+    await queue.batch()
+    queue.put(chunk("two", message="m2"))
+    assert await asyncio.wait_for(queue.batch(), 1) == [chunk("two", message="m2")]
+    queue.put(chunk("more", message="m2"))
+    queue.put(None)
+    assert await asyncio.wait_for(queue.batch(), 1) == [chunk("more", message="m2"), None]
