@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import logging
 import sys
@@ -20,13 +19,12 @@ if TYPE_CHECKING:
 
     from gateway.server import Gateway
 
-log = logging.getLogger("gateway")
 
 LARGEST_FRAME_FACTOR = 16
 
 
 def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
-    """The ASGI app with its start-up: store, catalog, agent, warm-up.
+    """The ASGI app with its start-up: store, catalog, agent (the app warms itself up).
 
     ``model`` replaces the configured one (tests use it to inject failures).
     """
@@ -54,11 +52,6 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
             audit=audit,
             context_allow=config.context_allow(settings),
         )
-        seconds = await warmup.warm_up(hub, settings)
-        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
-        gc.collect()
-        gc.freeze()
-        log.info("model %s warmed in %.0f ms; ready", settings.model, seconds * 1000)
         return hub
 
     async def shutdown() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -16,6 +17,7 @@ from typing import Any
 import msgspec
 
 from gateway import protocol as p
+from gateway import warmup
 from gateway.auth import identify, query_param
 from gateway.config import Settings
 from gateway.hub import Hub, notice, standalone
@@ -32,6 +34,8 @@ Send = Callable[[Message], Awaitable[None]]
 
 # A connection that stops reading may fall this many events behind before it is closed.
 SEND_QUEUE_LIMIT = 10_000
+# /ping during start-up, before the warm-up is over.
+STARTING = msgspec.json.encode({"status": "Starting"})
 
 
 class Ping:
@@ -66,6 +70,9 @@ class Gateway:
         self._shutdown = shutdown
         self.hub: Hub | None = None
         self.ping: Ping | None = None
+        # Set once the warm-up is over; /ping says Healthy only then.
+        self.ready = asyncio.Event()
+        self._warming: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -90,15 +97,37 @@ class Gateway:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})
+                # It runs through the listener, which uvicorn opens only after this.
+                self._warming = asyncio.create_task(self._warm(), name="warm-up")
             elif message["type"] == "lifespan.shutdown":
+                if self._warming is not None:
+                    self._warming.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._warming
                 await self._shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    async def _warm(self) -> None:
+        assert self.hub is not None
+        try:
+            seconds = await warmup.warm_up(self.hub, self.settings)
+        except Exception as exc:  # a cold first run is slower, never a reason not to serve
+            log.warning("warm-up skipped (%s); the first runs will be slower", exc)
+        else:
+            log.info("model %s warmed in %.0f ms", self.settings.model, seconds * 1000)
+        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
+        gc.collect()
+        gc.freeze()
+        self.ready.set()
+        log.info("ready on %s:%d", self.settings.host, self.settings.port)
+
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]
         assert self.hub is not None and self.ping is not None
-        if path == "/ping" and method == "GET":
+        if path == "/ping" and method == "GET" and not self.ready.is_set():
+            await _respond(send, 503, STARTING, b"application/json")
+        elif path == "/ping" and method == "GET":
             await _respond(send, 200, self.ping.body(), b"application/json")
         elif path == "/tools" and method == "GET":
             tools = [entry.declaration() for entry in self.hub.engine.catalog.client_entries()]

@@ -45,7 +45,10 @@ class RunningGateway:
 
 
 @contextlib.asynccontextmanager
-async def running_gateway(**overrides: Any) -> AsyncIterator[RunningGateway]:
+async def running_gateway(
+    *, await_ready: bool = True, **overrides: Any
+) -> AsyncIterator[RunningGateway]:
+    """A gateway on a free loopback port; by default once /ping would say Healthy."""
     model = overrides.pop("model", None)
     fields: dict[str, Any] = {"db": ":memory:", "scripted_pace_ms": 5.0, "log_level": "warning"}
     fields.update(overrides)
@@ -59,6 +62,8 @@ async def running_gateway(**overrides: Any) -> AsyncIterator[RunningGateway]:
         if task.done():
             task.result()
         await asyncio.sleep(0.02)
+    if await_ready:  # as a load balancer would: no test meets the warm-up's runs
+        await asyncio.wait_for(app.ready.wait(), 30)
     try:
         yield RunningGateway(app, port)
     finally:

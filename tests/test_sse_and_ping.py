@@ -7,9 +7,13 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
+from gateway import server
+from gateway.runner import APP_NAME
+from gateway.warmup import WARM_UP_USER
 from tests.agui import StreamChecker, new_id, outcome, text_of, user_input
-from tests.conftest import RunningGateway
+from tests.conftest import RunningGateway, running_gateway
 
 
 async def post_run(
@@ -112,3 +116,30 @@ async def test_an_sse_request_stops_watching_its_thread_when_it_ends(
     assert hub is not None
     # Nothing keeps the thread in memory: no watcher is left behind by the finished request.
     assert thread not in hub.threads
+
+
+async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    users: list[str] = []
+    real_identify = server.identify
+
+    def identify(settings: Any, scope: Any) -> str:
+        users.append(real_identify(settings, scope))
+        return users[-1]
+
+    monkeypatch.setattr(server, "identify", identify)
+    async with running_gateway(await_ready=False) as gateway, httpx.AsyncClient() as client:
+        statuses = []
+        while not gateway.app.ready.is_set():
+            response = await client.get(gateway.http + "/ping")
+            statuses.append((response.status_code, response.json()["status"]))
+            await asyncio.sleep(0.005)
+        ready = await client.get(gateway.http + "/ping")
+        assert (503, "Starting") in statuses
+        assert (ready.status_code, ready.json()["status"]) == (200, "Healthy")
+        # The warm-up ran as a client of the server's own /ws, and left no thread behind.
+        assert users and set(users) == {WARM_UP_USER}
+        sessions = gateway.app.hub.engine.sessions
+        listed = await sessions.list_sessions(app_name=APP_NAME, user_id=WARM_UP_USER)
+        assert listed.sessions == []
