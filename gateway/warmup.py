@@ -21,7 +21,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from gateway import protocol as p
 from gateway.config import Settings
 from gateway.hub import Hub
-from gateway.runner import APP_NAME
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +65,7 @@ async def warm_up(hub: Hub, settings: Settings) -> float:
                 await asyncio.wait_for(_greet(ws, thread_id), RUN_TIMEOUT_SECONDS)
     finally:
         for thread_id in threads:
-            await hub.engine.sessions.delete_session(
-                app_name=APP_NAME, user_id=WARM_UP_USER, session_id=thread_id
-            )
+            await hub.engine.forget_thread(WARM_UP_USER, thread_id)
     return time.perf_counter() - started
 
 
