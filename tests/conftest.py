@@ -16,6 +16,7 @@ from websockets.asyncio.client import connect
 from gateway.__main__ import build_app, server_config
 from gateway.config import Settings
 from gateway.server import Gateway
+from gateway.store import SessionService
 from tests.agui import AgUiSocket
 
 
@@ -42,6 +43,19 @@ class RunningGateway:
     async def socket(self, user: str = "demo", query: str = "") -> AsyncIterator[AgUiSocket]:
         async with connect(self.ws_url(user, query), max_size=None) as ws:
             yield AgUiSocket(ws)
+
+
+def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list[object]:
+    """The store's reads from now on (each a function run in its database thread)."""
+    reads: list[object] = []
+    real_read = store._read
+
+    async def counted(fn: Any) -> Any:
+        reads.append(fn)
+        return await real_read(fn)
+
+    monkeypatch.setattr(store, "_read", counted)
+    return reads
 
 
 @contextlib.asynccontextmanager

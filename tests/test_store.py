@@ -39,6 +39,7 @@ from gateway.store import (
     SessionService,
     StoreError,
 )
+from tests.conftest import record_reads
 
 APP = "gateway"
 
@@ -517,14 +518,7 @@ async def test_a_handed_over_session_is_the_next_plain_read_and_only_that(
 ) -> None:
     opened = await store.open_thread(APP, "u", "t")
     assert opened.session is not None
-    reads: list[object] = []
-    real_read = store._read
-
-    async def counted(fn: Any) -> Any:
-        reads.append(fn)
-        return await real_read(fn)
-
-    monkeypatch.setattr(store, "_read", counted)
+    reads = record_reads(monkeypatch, store)
     with store.handed_over(opened.session):
         windowed = await store.get_session(
             app_name=APP, user_id="u", session_id="t", config=GetSessionConfig(num_recent_events=1)

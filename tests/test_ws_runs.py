@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
-from tests.conftest import RunningGateway, running_gateway
+from tests.conftest import RunningGateway, record_reads, running_gateway
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 
@@ -183,14 +182,7 @@ async def test_a_run_reads_its_thread_once_and_hands_it_to_adk(
     gateway: RunningGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = gateway.app.hub.engine.sessions
-    reads: list[object] = []
-    real_read = store._read
-
-    async def counted(fn: Any) -> Any:
-        reads.append(fn)
-        return await real_read(fn)
-
-    monkeypatch.setattr(store, "_read", counted)
+    reads = record_reads(monkeypatch, store)
     thread = new_id("t")
     async with gateway.socket() as ws:
         for _ in range(2):  # a new thread, then the next turn on it
