@@ -58,11 +58,17 @@ async def warm_up(hub: Hub, settings: Settings) -> float:
     started = time.perf_counter()
     url = f"ws://{loopback_host(settings.host)}:{settings.port}/ws?user={WARM_UP_USER}"
     threads = [f"{WARM_UP_USER}{uuid.uuid4().hex}" for _ in range(WARM_UP_RUNS)]
+    # Declared as a browser declares them: offering client tools to the model has
+    # first-call costs of its own.
+    tools = [
+        msgspec.convert(entry.declaration(), p.Tool)
+        for entry in hub.engine.catalog.client_entries()
+    ]
     try:
         ws = await _connect(url)
         async with ws:
             for thread_id in threads:
-                await asyncio.wait_for(_greet(ws, thread_id), RUN_TIMEOUT_SECONDS)
+                await asyncio.wait_for(_greet(ws, thread_id, tools), RUN_TIMEOUT_SECONDS)
     finally:
         for thread_id in threads:
             await hub.engine.forget_thread(WARM_UP_USER, thread_id)
@@ -80,11 +86,12 @@ async def _connect(url: str) -> ClientConnection:
             await asyncio.sleep(0.01)
 
 
-async def _greet(ws: ClientConnection, thread_id: str) -> None:
+async def _greet(ws: ClientConnection, thread_id: str, tools: list[p.Tool]) -> None:
     frame = p.RunAgentInput(
         thread_id=thread_id,
         run_id=uuid.uuid4().hex,
         messages=[p.UserMessage(id=uuid.uuid4().hex, content="안녕")],
+        tools=tools,
     )
     await ws.send(msgspec.json.encode(frame).decode())
     while True:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -474,6 +475,19 @@ async def test_an_in_memory_store_works(tmp_path: Path) -> None:
         assert texts(await store.get_session(app_name=APP, user_id="u", session_id="t")) == ["hi"]
     finally:
         await store.close()
+
+
+async def test_only_a_file_store_leaves_the_loop_for_its_sql(db_path: str) -> None:
+    """A file may wait on the disk, so its SQL runs in aiosqlite's thread; memory never does."""
+    for path, in_loop_thread in ((":memory:", True), (db_path, False)):
+        store = await reopened(path)
+        try:
+            sql_thread = await store._read(lambda db: threading.get_ident())
+            session = await store.create_session(app_name=APP, user_id="u", session_id="t")
+            await store.append_event(session, user_says("hi"))
+            assert (sql_thread == threading.get_ident()) is in_loop_thread, path
+        finally:
+            await store.close()
 
 
 # --- ownership --------------------------------------------------------------------------
