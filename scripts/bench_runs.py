@@ -11,11 +11,14 @@ AG-UI events). Both run on uvloop, like the server.
 
 Each client does its runs one after another, and every run is on a new thread (a new ADK
 session), so no run reads another's history. A phase's clock starts once every connection
-is open. Each round starts a fresh server and first measures its warm-up: the first run
-after start-up against the median of runs 2-10 on one connection, and against runs that
-each follow the same idle pause as the first one did. On these machines any run after a
-pause is slower than one in a busy loop (cold caches, a sleeping core), so the paused runs
-are what tells cold code from a cold machine.
+is open.
+
+Start-up is measured on every fresh server (each round's, and more with ``--starts``):
+the first run after start-up against warm runs that each follow the same idle pause, and a
+new user's first run on a new connection, sent while the machine is busy, against runs
+2-10 back to back. On these machines any run after an idle pause is slower than one in a
+busy loop (cold caches, a sleeping core), the plain runner's too, so the bench measures
+what the pause alone costs each side: that is what tells cold code from a cold machine.
 
 "first event" is RUN_STARTED on the gateway, which it sends before ADK starts, and ADK's
 first event (already the first text chunk) on the runner; "first text" compares like with
@@ -23,6 +26,8 @@ like. "cpu ms/run" is the serving process's CPU time over the phase, divided by 
 
     .venv/bin/python -m scripts.bench_runs              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_runs --rounds 1 --runs 200
+    .venv/bin/python -m scripts.bench_runs --db file     # the store on a SQLite file
+    .venv/bin/python -m scripts.bench_runs --starts 12   # start-up figures of 12 servers
 """
 
 from __future__ import annotations
@@ -38,10 +43,11 @@ import logging
 import math
 import os
 import statistics
+import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import uvloop
@@ -98,15 +104,44 @@ class Phase:
 
 
 @dataclasses.dataclass(frozen=True)
-class Round:
-    ready_after: float
-    warm_up: list[Timing]
-    # Runs after a pause of PAUSE_SECONDS each, once runs 2-10 have warmed everything.
+class Pauses:
+    """Warm runs one right after another, and warm runs each after an idle pause."""
+
+    back_to_back: list[Timing]
     paused: list[Timing]
+
+    @property
+    def cost(self) -> float:
+        """How much slower the pause alone makes a warm run."""
+        return median_total(self.paused) / median_total(self.back_to_back)
+
+
+@dataclasses.dataclass(frozen=True)
+class StartUp:
+    """A fresh server's first runs."""
+
+    ready_after: float
+    # The first run after start-up, sent after an idle pause like the paused runs.
+    first: Timing
+    # Runs 2-10 back to back, then warm runs after the same pause as the first.
+    warm: Pauses
+    # A new user's first run on a new connection, sent right after runs 2-10.
+    new_connection: Timing
+
+
+@dataclasses.dataclass(frozen=True)
+class Round:
+    start_up: StartUp
+    # The plain runner's warm runs, back to back and after the same pauses.
+    runner_pauses: Pauses | None
     phases: list[Phase]
 
     def phase(self, door: str, clients: int) -> Phase:
         return next(p for p in self.phases if p.door == door and p.clients == clients)
+
+
+def median_total(timings: Sequence[Timing]) -> float:
+    return statistics.median(t.total for t in timings)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -176,16 +211,36 @@ async def gateway_run(ws: ClientConnection, tools: list[object]) -> Timing:
     return Timing(first_event, first_text, now)
 
 
-async def measure_gateway(gateway: LocalGateway, runs: int, concurrency: Sequence[int]) -> Round:
-    with urllib.request.urlopen(f"{gateway.http}/tools", timeout=5) as response:
-        tools = json.load(response)["tools"]
+async def paused_runs(run: Callable[[], Awaitable[Timing]]) -> list[Timing]:
+    timings = []
+    for _ in range(PAUSED_RUNS):
+        await asyncio.sleep(PAUSE_SECONDS)
+        timings.append(await run())
+    return timings
+
+
+async def measure_start_up(gateway: LocalGateway, tools: list[object]) -> StartUp:
     async with connect(gateway.ws_url(USER), max_size=None, compression=None) as ws:
+        run = functools.partial(gateway_run, ws, tools)
         await asyncio.sleep(PAUSE_SECONDS)  # the first run follows a pause like the others
-        warm_up = [await gateway_run(ws, tools) for _ in range(WARM_UP_RUNS)]
-        paused = []
-        for _ in range(PAUSED_RUNS):
-            await asyncio.sleep(PAUSE_SECONDS)
-            paused.append(await gateway_run(ws, tools))
+        first = await run()
+        back_to_back = [await run() for _ in range(WARM_UP_RUNS - 1)]
+        async with connect(gateway.ws_url(f"{USER}-2"), max_size=None, compression=None) as new:
+            new_connection = await gateway_run(new, tools)
+        paused = await paused_runs(run)
+    return StartUp(gateway.ready_after, first, Pauses(back_to_back, paused), new_connection)
+
+
+def client_tools(gateway: LocalGateway) -> list[object]:
+    """The client tools a browser declares, as GET /tools gives them."""
+    with urllib.request.urlopen(f"{gateway.http}/tools", timeout=5) as response:
+        tools: list[object] = json.load(response)["tools"]
+    return tools
+
+
+async def measure_gateway(gateway: LocalGateway, runs: int, concurrency: Sequence[int]) -> Round:
+    tools = client_tools(gateway)
+    start_up = await measure_start_up(gateway, tools)
     phases = []
     for clients in concurrency:
         async with contextlib.AsyncExitStack() as stack:
@@ -201,7 +256,7 @@ async def measure_gateway(gateway: LocalGateway, runs: int, concurrency: Sequenc
                 functools.partial(cpu_seconds, gateway.process.pid),
             )
         phases.append(dataclasses.replace(phase, door="gateway"))
-    return Round(gateway.ready_after, warm_up, paused, phases)
+    return Round(start_up, None, phases)
 
 
 # --- a plain in-process ADK Runner ---------------------------------------------------------
@@ -240,7 +295,7 @@ async def runner_run(runner: Runner, config: RunConfig) -> Timing:
     return Timing(first_event, first_text, now)
 
 
-async def measure_runner(runs: int, concurrency: Sequence[int]) -> list[Phase]:
+async def measure_runner(runs: int, concurrency: Sequence[int]) -> tuple[Pauses, list[Phase]]:
     runner = build_runner()
     # Declares the client tools as a browser would, so both sides give the model one toolset.
     client_tools = [entry.name for entry in tool_catalog.load().client_entries()]
@@ -248,18 +303,19 @@ async def measure_runner(runs: int, concurrency: Sequence[int]) -> list[Phase]:
         streaming_mode=StreamingMode.SSE,
         custom_metadata={RUN_METADATA_KEY: {CLIENT_TOOLS_KEY: client_tools}},
     )
+    run = functools.partial(runner_run, runner, config)
     for _ in range(WARM_UP_RUNS):
-        await runner_run(runner, config)
+        await run()
     # The gateway freezes what its start-up built; the floor gets the same treatment.
     gc.collect()
     gc.freeze()
+    back_to_back = [await run() for _ in range(WARM_UP_RUNS - 1)]
+    pauses = Pauses(back_to_back, await paused_runs(run))
     phases = []
     for clients in concurrency:
-        phase = await measure(
-            [functools.partial(runner_run, runner, config)] * clients, runs, cpu_seconds
-        )
+        phase = await measure([run] * clients, runs, cpu_seconds)
         phases.append(dataclasses.replace(phase, door="runner"))
-    return phases
+    return pauses, phases
 
 
 # --- report --------------------------------------------------------------------------------
@@ -294,16 +350,15 @@ def phase_values(phase: Phase) -> dict[str, float]:
     return values
 
 
-def warm_up_values(result: Round) -> dict[str, float]:
-    later = [t.total for t in result.warm_up[1:]]
+def start_up_values(start_up: StartUp) -> dict[str, float]:
     return {
-        "ready": result.ready_after,
-        "first": result.warm_up[0].total,
-        "first_event": result.warm_up[0].first_event,
-        "median": statistics.median(later),
-        "low": min(later),
-        "high": max(later),
-        "paused": statistics.median(t.total for t in result.paused),
+        "ready": start_up.ready_after,
+        "first": start_up.first.total,
+        "first_event": start_up.first.first_event,
+        "paused": median_total(start_up.warm.paused),
+        "back_to_back": median_total(start_up.warm.back_to_back),
+        "new_connection": start_up.new_connection.total,
+        "pause_cost": start_up.warm.cost,
     }
 
 
@@ -311,20 +366,39 @@ def medians(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(row[key] for row in rows) for key in rows[0]}
 
 
-def print_round(title: str, rounds: Sequence[Round], concurrency: Sequence[int]) -> None:
-    """Prints one round, or the medians of several (each number the median of its own)."""
-    warm = medians([warm_up_values(r) for r in rounds])
-    print(f"\n{title}")
+def print_start_up(start_ups: Sequence[StartUp], runner_pauses: Sequence[Pauses]) -> None:
+    """Each figure the median over the servers (of each server's median where it has many)."""
+    values = medians([start_up_values(s) for s in start_ups])
+    pause = f"{PAUSE_SECONDS * 1000:.0f} ms"
+    count = len(start_ups)
+    print(f"  start-up, medians of {count} fresh servers:" if count > 1 else "  start-up:")
+    print(f"    /ping healthy {values['ready']:.2f} s after spawn")
     print(
-        f"  start-up: /ping healthy {warm['ready']:.2f} s after spawn; first run "
-        f"{ms(warm['first'])} ms (first event {ms(warm['first_event'])} ms), runs 2-"
-        f"{WARM_UP_RUNS} median {ms(warm['median'])} ms (range {ms(warm['low'])}-"
-        f"{ms(warm['high'])}); first/median {warm['first'] / warm['median']:.2f}"
+        f"    first run {ms(values['first'])} ms (RUN_STARTED {ms(values['first_event'])} ms);"
+        f" a warm run after the same {pause} idle pause {ms(values['paused'])} ms: first/paused"
+        f" {values['first'] / values['paused']:.2f} (target <= 1.00: no cold code on it)"
     )
     print(
-        f"  a warm run after the same {PAUSE_SECONDS * 1000:.0f} ms pause: median "
-        f"{ms(warm['paused'])} ms of {PAUSED_RUNS}; first/paused "
-        f"{warm['first'] / warm['paused']:.2f} (target <= 1.00: no cold code on the first run)"
+        f"    a new user's first run on a new connection, machine busy,"
+        f" {ms(values['new_connection'])} ms; runs 2-{WARM_UP_RUNS} back to back"
+        f" {ms(values['back_to_back'])} ms: {values['new_connection'] / values['back_to_back']:.2f}"
+    )
+    runner = (
+        f", the plain runner's {statistics.median(p.cost for p in runner_pauses):.2f}x"
+        if runner_pauses
+        else ""
+    )
+    print(
+        f"    the {pause} pause alone makes a warm run slower: the gateway's"
+        f" {values['pause_cost']:.2f}x{runner}"
+    )
+
+
+def print_round(title: str, rounds: Sequence[Round], concurrency: Sequence[int]) -> None:
+    """Prints one round, or the medians of several (each number the median of its own)."""
+    print(f"\n{title}")
+    print_start_up(
+        [r.start_up for r in rounds], [r.runner_pauses for r in rounds if r.runner_pauses]
     )
     print("  " + HEADER)
     for door in ("gateway", "runner"):
@@ -360,19 +434,56 @@ def main() -> None:
     parser.add_argument(
         "--clients", default="1,8", help="concurrent clients per phase, comma-separated (1,8)"
     )
+    parser.add_argument(
+        "--db",
+        choices=("memory", "file"),
+        default="memory",
+        help="the gateway's store: ':memory:' like the runner's in-memory sessions (default), "
+        "or a SQLite file in a temporary directory, as a deployment runs it",
+    )
+    parser.add_argument(
+        "--starts",
+        type=int,
+        default=6,
+        help="fresh servers whose start-up is measured, the rounds' included (6)",
+    )
     args = parser.parse_args()
     concurrency = [int(c) for c in args.clients.split(",")]
     # ADK warns once per run about token usage; the server logs to a file, so do the same here.
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
     rounds = []
     for number in range(1, args.rounds + 1):
-        with local_gateway() as gateway:
+        with served(args.db) as gateway:
             result = uvloop.run(measure_gateway(gateway, args.runs, concurrency))
-        phases = uvloop.run(measure_runner(args.runs, concurrency))
-        rounds.append(dataclasses.replace(result, phases=result.phases + phases))
+        pauses, phases = uvloop.run(measure_runner(args.runs, concurrency))
+        rounds.append(
+            dataclasses.replace(result, runner_pauses=pauses, phases=result.phases + phases)
+        )
         print_round(f"round {number}", rounds[-1:], concurrency)
     if len(rounds) > 1:
         print_round(f"median of {len(rounds)} rounds", rounds, concurrency)
+    if args.starts > len(rounds):
+        start_ups = [r.start_up for r in rounds]
+        for _ in range(args.starts - len(rounds)):
+            with served(args.db) as gateway:
+                start_ups.append(uvloop.run(start_up_only(gateway)))
+        print(f"\nevery server started (the rounds' and {len(start_ups) - len(rounds)} more)")
+        print_start_up(start_ups, [r.runner_pauses for r in rounds if r.runner_pauses])
+
+
+@contextlib.contextmanager
+def served(db: str) -> Iterator[LocalGateway]:
+    """A fresh gateway whose store is ':memory:' or a file in a temporary directory."""
+    with contextlib.ExitStack() as stack:
+        flags = []
+        if db == "file":
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-"))
+            flags = ["--db", str(Path(directory) / "gateway.db")]
+        yield stack.enter_context(local_gateway(*flags))
+
+
+async def start_up_only(gateway: LocalGateway) -> StartUp:
+    return await measure_start_up(gateway, client_tools(gateway))
 
 
 if __name__ == "__main__":
