@@ -988,11 +988,11 @@ class SessionService(BaseSessionService):
             await self._writer.close()
             self._writer = None
         if self._db is not None:
-            conn, self._db = self._db.conn, None
+            db, self._db = self._db, None
             if not self.read_only:
                 with contextlib.suppress(sqlite3.Error):
-                    await conn.execute("PRAGMA optimize")
-            await conn.close()
+                    await db.run(lambda raw: raw.execute("PRAGMA optimize"))
+            await db.conn.close()
 
     @property
     def commits(self) -> int:
