@@ -9,7 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway import protocol as p
 from gateway import server
+from gateway.hub import Hub
 from gateway.runner import APP_NAME
 from gateway.warmup import WARM_UP_USER
 from tests.agui import StreamChecker, new_id, outcome, text_of, user_input
@@ -129,6 +131,14 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
         return users[-1]
 
     monkeypatch.setattr(server, "identify", identify)
+    declared: list[list[str]] = []
+    real_start = Hub.start
+
+    async def start(self: Hub, user_id: str, run_input: p.RunAgentInput, executor: Any) -> Any:
+        declared.append([tool.name for tool in run_input.tools])
+        return await real_start(self, user_id, run_input, executor)
+
+    monkeypatch.setattr(Hub, "start", start)
     async with running_gateway(await_ready=False) as gateway, httpx.AsyncClient() as client:
         statuses = []
         while not gateway.app.ready.is_set():
@@ -140,6 +150,9 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
         assert (ready.status_code, ready.json()["status"]) == (200, "Healthy")
         # The warm-up ran as a client of the server's own /ws, and left no thread behind.
         assert users and set(users) == {WARM_UP_USER}
+        # Its runs offered the model the client tools, as a browser's runs do.
+        client_tools = [entry.name for entry in gateway.app.hub.engine.catalog.client_entries()]
+        assert declared and all(names == client_tools for names in declared)
         sessions = gateway.app.hub.engine.sessions
         listed = await sessions.list_sessions(app_name=APP_NAME, user_id=WARM_UP_USER)
         assert listed.sessions == []
