@@ -133,7 +133,7 @@ class StartUp:
 class Round:
     start_up: StartUp
     # The plain runner's warm runs, back to back and after the same pauses.
-    runner_pauses: Pauses | None
+    runner_pauses: Pauses
     phases: list[Phase]
 
     def phase(self, door: str, clients: int) -> Phase:
@@ -238,7 +238,9 @@ def client_tools(gateway: LocalGateway) -> list[object]:
     return tools
 
 
-async def measure_gateway(gateway: LocalGateway, runs: int, concurrency: Sequence[int]) -> Round:
+async def measure_gateway(
+    gateway: LocalGateway, runs: int, concurrency: Sequence[int]
+) -> tuple[StartUp, list[Phase]]:
     tools = client_tools(gateway)
     start_up = await measure_start_up(gateway, tools)
     phases = []
@@ -256,7 +258,7 @@ async def measure_gateway(gateway: LocalGateway, runs: int, concurrency: Sequenc
                 functools.partial(cpu_seconds, gateway.process.pid),
             )
         phases.append(dataclasses.replace(phase, door="gateway"))
-    return Round(start_up, None, phases)
+    return start_up, phases
 
 
 # --- a plain in-process ADK Runner ---------------------------------------------------------
@@ -397,9 +399,7 @@ def print_start_up(start_ups: Sequence[StartUp], runner_pauses: Sequence[Pauses]
 def print_round(title: str, rounds: Sequence[Round], concurrency: Sequence[int]) -> None:
     """Prints one round, or the medians of several (each number the median of its own)."""
     print(f"\n{title}")
-    print_start_up(
-        [r.start_up for r in rounds], [r.runner_pauses for r in rounds if r.runner_pauses]
-    )
+    print_start_up([r.start_up for r in rounds], [r.runner_pauses for r in rounds])
     print("  " + HEADER)
     for door in ("gateway", "runner"):
         for clients in concurrency:
@@ -454,11 +454,9 @@ def main() -> None:
     rounds = []
     for number in range(1, args.rounds + 1):
         with served(args.db) as gateway:
-            result = uvloop.run(measure_gateway(gateway, args.runs, concurrency))
-        pauses, phases = uvloop.run(measure_runner(args.runs, concurrency))
-        rounds.append(
-            dataclasses.replace(result, runner_pauses=pauses, phases=result.phases + phases)
-        )
+            start_up, gateway_phases = uvloop.run(measure_gateway(gateway, args.runs, concurrency))
+        pauses, runner_phases = uvloop.run(measure_runner(args.runs, concurrency))
+        rounds.append(Round(start_up, pauses, gateway_phases + runner_phases))
         print_round(f"round {number}", rounds[-1:], concurrency)
     if len(rounds) > 1:
         print_round(f"median of {len(rounds)} rounds", rounds, concurrency)
@@ -468,7 +466,7 @@ def main() -> None:
             with served(args.db) as gateway:
                 start_ups.append(uvloop.run(start_up_only(gateway)))
         print(f"\nevery server started (the rounds' and {len(start_ups) - len(rounds)} more)")
-        print_start_up(start_ups, [r.runner_pauses for r in rounds if r.runner_pauses])
+        print_start_up(start_ups, [r.runner_pauses for r in rounds])
 
 
 @contextlib.contextmanager
