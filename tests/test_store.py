@@ -639,30 +639,30 @@ async def test_the_next_turn_after_a_crash_sends_the_model_a_well_formed_history
     )
     await store.close()
 
+    contents = await _next_turn_after_restart(db_path, "다시 해 주세요")
+    roles = [
+        (
+            c.role,
+            [p.function_call is not None or p.function_response is not None for p in c.parts or []],
+        )
+        for c in contents
+    ]
+    call_at = next(i for i, (_, fn) in enumerate(roles) if contents[i].role == "model" and any(fn))
+    assert contents[call_at + 1].parts and contents[call_at + 1].parts[0].function_response
+    assert contents[call_at + 1].parts[0].function_response.id in (None, "c1")
+
+
+async def _next_turn_after_restart(db_path: str, text: str) -> list[types.Content]:
+    """Reopens the file, closes the runs cut off, takes a turn; returns what the model saw."""
     store = await reopened(db_path)
     model = _Echo()
     runner = Runner(app_name=APP, agent=LlmAgent(name="agent", model=model), session_service=store)
     try:
         await store.close_interrupted(APP, author="agent")
-        events = await _turn(runner, "u", "t", "다시 해 주세요")
+        events = await _turn(runner, "u", "t", text)
         assert events[-1].content and events[-1].content.parts
         assert events[-1].content.parts[0].text == "ok"
-        contents = model.requests[-1].contents
-        roles = [
-            (
-                c.role,
-                [
-                    p.function_call is not None or p.function_response is not None
-                    for p in c.parts or []
-                ],
-            )
-            for c in contents
-        ]
-        call_at = next(
-            i for i, (_, fn) in enumerate(roles) if contents[i].role == "model" and any(fn)
-        )
-        assert contents[call_at + 1].parts and contents[call_at + 1].parts[0].function_response
-        assert contents[call_at + 1].parts[0].function_response.id in (None, "c1")
+        return model.requests[-1].contents
     finally:
         await runner.close()
         await store.close()
@@ -794,22 +794,9 @@ async def test_the_next_turn_after_a_cut_off_stream_sees_what_was_said(db_path: 
     await streams(store, "e-live")("안녕하세요, 저는 ")
     await store.close()
 
-    store = await reopened(db_path)
-    model = _Echo()
-    runner = Runner(app_name=APP, agent=LlmAgent(name="agent", model=model), session_service=store)
-    try:
-        await store.close_interrupted(APP, author="agent")
-        events = await _turn(runner, "u", "t", "계속해 주세요")
-        assert events[-1].content and events[-1].content.parts
-        assert events[-1].content.parts[0].text == "ok"
-        said = model.requests[-1].contents[-2]
-        assert said.role == "model" and said.parts
-        assert "".join(part.text or "" for part in said.parts) == (
-            "안녕하세요, 저는 " + INTERRUPTED_NOTE
-        )
-    finally:
-        await runner.close()
-        await store.close()
+    said = (await _next_turn_after_restart(db_path, "계속해 주세요"))[-2]
+    assert said.role == "model" and said.parts
+    assert "".join(part.text or "" for part in said.parts) == "안녕하세요, 저는 " + INTERRUPTED_NOTE
 
 
 async def test_a_v3_store_migrates_and_keeps_streamed_text(db_path: str) -> None:
