@@ -32,7 +32,6 @@ import collections
 import dataclasses
 import datetime
 import enum
-import json
 import logging
 import time
 import uuid
@@ -42,11 +41,12 @@ from functools import partial
 from typing import Any, Protocol
 
 import msgspec
+from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import history
+from gateway import bounds, history
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.runner import CONFIRMATION_CALL, Engine
@@ -225,19 +225,16 @@ def read_input(
         )
     last = run_input.messages[-1]
     if isinstance(last, p.UserMessage):
-        return NewTurn(message_id=last.id, text=_text_of(last.content))
+        return NewTurn(message_id=last.id, text=p.text_of(last.content))
     if not isinstance(last, p.ToolMessage):
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR,
             f"The last message (id {last.id!r}) must be a user message or a tool result.",
         )
-    trailing: list[p.ToolMessage] = []
-    for message in reversed(run_input.messages):
-        if not isinstance(message, p.ToolMessage):
-            break
-        trailing.insert(0, message)
     answers = Answers({}, {}, [])
-    for message in trailing:
+    for index in p.trailing_tool_messages(run_input.messages):
+        message = run_input.messages[index]
+        assert isinstance(message, p.ToolMessage)
         call_id = message.tool_call_id
         if call_id in open_items and not open_items[call_id].is_approval:
             answers.responses[call_id] = tool_response(message)
@@ -256,6 +253,17 @@ def read_input(
                 f"waiting for a result on thread {run_input.thread_id!r}.",
             )
     return answers
+
+
+def needed_part(run_input: p.RunAgentInput) -> p.RunAgentInput:
+    """The input with only the messages ``read_input`` reads: the history a client resends
+    is not kept while the input waits its turn."""
+    messages = run_input.messages
+    # The trailing tool messages, or else the last message.
+    first = min(p.trailing_tool_messages(messages).start, len(messages) - 1)
+    if first <= 0:
+        return run_input
+    return msgspec.structs.replace(run_input, messages=messages[first:])
 
 
 def _read_resume(
@@ -311,18 +319,15 @@ def _approval_of(entry: p.ResumeEntry) -> tuple[bool, str]:
     return payload["approved"], str(payload.get("reason") or "")
 
 
-def _text_of(content: p.Content) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.text for part in content if isinstance(part, p.TextPart))
-
-
 def tool_response(message: p.ToolMessage) -> dict[str, Any]:
-    """The browser's account, verbatim: its JSON object, or its text under ``result``."""
-    text = _text_of(message.content)
+    """The browser's account, verbatim: its JSON object, or its text under ``result``.
+
+    ``protocol.decode_input`` has checked the JSON is within ``gateway.bounds``.
+    """
+    text = p.text_of(message.content)
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = bounds.parse_json(text)
+    except ValueError:
         value = text
     response = value if isinstance(value, dict) else {"result": value}
     if message.error:
@@ -772,11 +777,20 @@ class Hub:
             else:
                 run.emit(translator.finish())
         except AgentFailure as exc:
-            run.emit(translator.fail(p.ErrorCode.AGENT_ERROR, str(exc)))
-        except Exception as exc:
-            log.exception("run %s on thread %s failed", run.run_id, thread.thread_id)
-            message_text = f"The agent failed: {type(exc).__name__}: {exc}"
-            run.emit(translator.fail(p.ErrorCode.AGENT_ERROR, message_text))
+            failed = p.unexpected(
+                f"run {run.run_id} on thread {thread.thread_id} ({exc})",
+                p.ErrorCode.AGENT_ERROR,
+                traceback=False,
+            )
+            run.emit(translator.fail(failed.code, failed.message))
+        except (StoreError, StaleSessionError):
+            failed = p.unexpected(f"run {run.run_id} on thread {thread.thread_id}")
+            run.emit(translator.fail(failed.code, failed.message))
+        except Exception:  # the model or a tool raised
+            failed = p.unexpected(
+                f"run {run.run_id} on thread {thread.thread_id}", p.ErrorCode.AGENT_ERROR
+            )
+            run.emit(translator.fail(failed.code, failed.message))
         finally:
             self._forget_streamed_text(run)
             # The thread takes its next run only once this one's events are all out.

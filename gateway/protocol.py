@@ -11,11 +11,30 @@ frame is a RunAgentInput or a small control frame (``{"type": "cancel", ...}``).
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+import logging
+import re
+import uuid
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from gateway import bounds
+
+log = logging.getLogger(__name__)
+
 PROTOCOL_VERSION = "1.0"
+
+# Ids and names a client sends reach logs, URLs and the store: short and printable.
+# Stock clients send UUIDs.
+MAX_ID_LENGTH = 256
+_PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH, pattern=_PRINTABLE)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=_PRINTABLE)]
+# The same rule for the ids of resent messages, which only the trailing ones need to meet.
+_ID = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
+# Entries of a RunAgentInput's lists: far more than any client declares or resends.
+MAX_MESSAGES = 10_000
+MAX_DECLARED = 256
 
 
 class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
@@ -123,44 +142,48 @@ Message = (
 
 
 class Tool(_Wire):
-    name: str
-    description: str
+    name: Name
+    description: Annotated[str, msgspec.Meta(max_length=16_384)]
     parameters: dict[str, Any] | None = None
 
 
 class Context(_Wire):
-    description: str
-    value: str
+    description: Annotated[str, msgspec.Meta(max_length=1024)]
+    value: Annotated[str, msgspec.Meta(max_length=65_536)]
 
 
 class ResumeEntry(_Wire):
-    interrupt_id: str
+    interrupt_id: Id
     status: Literal["resolved", "cancelled"]
     payload: Any = None
 
 
 class RunAgentInput(_Wire):
-    thread_id: str
-    run_id: str
-    messages: list[Message]
-    protocol_version: str | None = None
-    parent_run_id: str | None = None
+    thread_id: Id
+    run_id: Id
+    messages: Annotated[list[Message], msgspec.Meta(max_length=MAX_MESSAGES)]
+    protocol_version: Annotated[str, msgspec.Meta(max_length=32)] | None = None
+    parent_run_id: Id | None = None
     state: Any = None
-    tools: list[Tool] = msgspec.field(default_factory=list)
-    context: list[Context] = msgspec.field(default_factory=list)
+    tools: Annotated[list[Tool], msgspec.Meta(max_length=MAX_DECLARED)] = msgspec.field(
+        default_factory=list
+    )
+    context: Annotated[list[Context], msgspec.Meta(max_length=MAX_DECLARED)] = msgspec.field(
+        default_factory=list
+    )
     forwarded_props: Any = None
-    resume: list[ResumeEntry] | None = None
+    resume: Annotated[list[ResumeEntry], msgspec.Meta(max_length=MAX_DECLARED)] | None = None
 
 
 # --- WebSocket control frames --------------------------------------------------------------
 
 
 class Cancel(_Wire, tag_field="type", tag="cancel"):
-    thread_id: str
+    thread_id: Id
 
 
 class Reattach(_Wire, tag_field="type", tag="reattach"):
-    thread_id: str
+    thread_id: Id
 
 
 ControlFrame = Cancel | Reattach
@@ -334,6 +357,30 @@ class GatewayError(Exception):
         return RunError(message=self.message, code=self.code.value)
 
 
+_FAILED = {
+    ErrorCode.INTERNAL_ERROR: "The gateway failed while handling this",
+    ErrorCode.AGENT_ERROR: "The agent failed while answering",
+}
+
+
+def unexpected(
+    what: str, code: ErrorCode = ErrorCode.INTERNAL_ERROR, *, traceback: bool = True
+) -> GatewayError:
+    """For a failure being handled: logs it under a new error id, returns what to tell.
+
+    The client gets the id and a sentence, never the exception's text (it can hold names,
+    paths or another user's data); the log line with the same id has the details, and the
+    traceback of the exception being handled unless ``traceback`` is False.
+    """
+    error_id = uuid.uuid4().hex[:12]
+    log.error("%s failed (error id %s)", what, error_id, exc_info=traceback)
+    return GatewayError(
+        code,
+        f"{_FAILED[code]} (error id {error_id}). What was stored before is kept; try again,"
+        " or give the error id to the operator.",
+    )
+
+
 # --- encoding and decoding -----------------------------------------------------------------
 
 _encoder = msgspec.json.Encoder()
@@ -353,13 +400,90 @@ def encode(event: Event) -> bytes:
 
 
 def decode_input(data: bytes | str) -> RunAgentInput:
-    """Decodes a RunAgentInput, or raises VALIDATION_ERROR naming the bad field."""
+    """Decodes a RunAgentInput within ``gateway.bounds``, or VALIDATION_ERROR naming the field."""
     try:
-        return _input_decoder.decode(data)
+        run_input = _input_decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise GatewayError(ErrorCode.VALIDATION_ERROR, f"Invalid RunAgentInput: {exc}") from None
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR, f"Invalid RunAgentInput: {_explained(exc)}"
+        ) from None
     except msgspec.DecodeError as exc:
         raise GatewayError(ErrorCode.VALIDATION_ERROR, f"Frame is not JSON: {exc}") from None
+    except RecursionError:
+        raise _too_deep() from None
+    try:
+        _check_free_form(run_input)
+    except bounds.OutOfBounds as bad:
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR, f"Invalid RunAgentInput: {bad.at('$')}"
+        ) from None
+    return run_input
+
+
+def _check_free_form(run_input: RunAgentInput) -> None:
+    """Walks every value of the input whose shape its type leaves open."""
+    _within(".state", run_input.state)
+    _within(".forwardedProps", run_input.forwarded_props)
+    for index, tool in enumerate(run_input.tools):
+        _within(f".tools[{index}].parameters", tool.parameters)
+    for index, entry in enumerate(run_input.resume or ()):
+        _within(f".resume[{index}].payload", entry.payload)
+    for index, message in enumerate(run_input.messages):
+        if not _ID.fullmatch(message.id):
+            raise bounds.OutOfBounds(
+                f"must be 1-{MAX_ID_LENGTH} characters with no control characters"
+            ).within(f".messages[{index}].id")
+        if isinstance(message, ActivityMessage):
+            _within(f".messages[{index}].content", message.content)
+        elif isinstance(message, UserMessage | ToolMessage) and not isinstance(
+            message.content, str
+        ):
+            for part_index, part in enumerate(message.content):
+                if not isinstance(part, TextPart):
+                    _within(f".messages[{index}].content[{part_index}].source", part.source)
+    # A tool result's text is stored as JSON when it is JSON: it must be readable back.
+    for index in trailing_tool_messages(run_input.messages):
+        message = run_input.messages[index]
+        assert isinstance(message, ToolMessage)
+        try:
+            bounds.parse_json(text_of(message.content))
+        except bounds.OutOfBounds as bad:
+            raise bad.within(f".messages[{index}].content") from None
+        except ValueError:
+            pass  # not JSON: the model gets it as text
+
+
+def trailing_tool_messages(messages: list[Message]) -> range:
+    """Where the tool messages that end ``messages`` are: the results an input carries."""
+    first = len(messages)
+    while first > 0 and isinstance(messages[first - 1], ToolMessage):
+        first -= 1
+    return range(first, len(messages))
+
+
+def text_of(content: Content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content if isinstance(part, TextPart))
+
+
+def _within(where: str, value: Any) -> None:
+    try:
+        bounds.check(value)
+    except bounds.OutOfBounds as bad:
+        raise bad.within(where) from None
+
+
+def _explained(error: msgspec.ValidationError) -> str:
+    """msgspec's message, with the id pattern said in words."""
+    return str(error).replace(f"matching regex {_PRINTABLE!r}", "with no control characters")
+
+
+def _too_deep() -> GatewayError:
+    return GatewayError(
+        ErrorCode.VALIDATION_ERROR,
+        f"Frame is nested too deeply; values may nest at most {bounds.MAX_DEPTH} levels.",
+    )
 
 
 def decode_upstream(data: bytes | str) -> Upstream:
@@ -370,6 +494,8 @@ def decode_upstream(data: bytes | str) -> Upstream:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR, f"Frame is not a JSON object: {exc}"
         ) from None
+    except RecursionError:
+        raise _too_deep() from None
     if kind.type is None:
         return decode_input(data)
     try:
@@ -377,7 +503,19 @@ def decode_upstream(data: bytes | str) -> Upstream:
     except msgspec.ValidationError as exc:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid control frame: {exc}. Known types: cancel, reattach.",
+            f"Invalid control frame: {_explained(exc)}. Known types: cancel, reattach.",
+        ) from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def reattach_to(thread_id: str) -> Reattach:
+    """The reattach frame a ``?threadId=`` stands for, checked as a frame would be."""
+    try:
+        return msgspec.convert({"type": "reattach", "threadId": thread_id}, Reattach)
+    except msgspec.ValidationError as exc:
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR, f"Invalid ?threadId=: {_explained(exc)}"
         ) from None
 
 

@@ -38,7 +38,12 @@ def _mismatch(declared: dict[str, Any], entry: ToolEntry) -> str | None:
     if declared.get("type", "object") != "object":
         return f"parameters.type is {declared.get('type')!r}, the catalog says 'object'"
     known: dict[str, Any] = expected.get("properties", {})
-    given: dict[str, Any] = declared.get("properties", {})
+    given = declared.get("properties", {})
+    required = declared.get("required", [])
+    if not isinstance(given, dict):
+        return "parameters.properties must be an object"
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        return "parameters.required must be a list of parameter names"
     for name, schema in given.items():
         if name not in known:
             return f"parameters.properties.{name} is not a parameter of {entry.name}"
@@ -51,7 +56,7 @@ def _mismatch(declared: dict[str, Any], entry: ToolEntry) -> str | None:
     for name in expected.get("required", []):
         if given and name not in given:
             return f"parameters.properties.{name} is missing; the catalog requires it"
-    for name in declared.get("required", []):
+    for name in required:
         if name not in known:
             return f"parameters.required names {name!r}, which {entry.name} does not have"
     return None
