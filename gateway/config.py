@@ -27,6 +27,8 @@ class Settings:
     approval_timeout: float = 900.0
     context_allow: str = "surface,currentScreen,selectedIds"
     max_frame_bytes: int = 1 << 20
+    send_buffer_bytes: int = 8 << 20
+    receive_buffer_bytes: int = 4 << 20
     log_level: str = "info"
 
 
@@ -45,6 +47,8 @@ _HELP: dict[str, str] = {
     "approval_timeout": "seconds an approval request stays open before it counts as rejected",
     "context_allow": "RunAgentInput.context entries the model may see (comma-separated)",
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
+    "send_buffer_bytes": "events a client may fall behind by, in bytes, before it is cut off",
+    "receive_buffer_bytes": "frames one /ws connection may have waiting for earlier runs, in bytes",
     "log_level": "debug, info, warning or error",
 }
 

@@ -1,4 +1,5 @@
-"""A connection's events on their way out, released in batches that cost few writes.
+"""A connection's events on their way out: encoded as they are queued, bounded in bytes,
+released in batches that cost few writes.
 
 Every frame costs the server a write and the client a wake-up. A fast model streams
 word-sized text chunks: sent one by one they make most of a run's frames, though a chunk's
@@ -7,6 +8,10 @@ user sees the reply start), later chunks of it wait up to ``TEXT_HOLD_SECONDS`` 
 and share a frame, and any other event ends the wait, sent with the text before it. A
 model at a human pace loses at most that hold per chunk; the end of a message is never
 held back.
+
+A client that stops reading must not make the server hold its stream without end: the
+queue counts the encoded bytes it holds and refuses an event that would pass its limit,
+and the connection's owner closes it (the client can reattach: the store has the rest).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from gateway import protocol as p
 
@@ -22,57 +27,84 @@ from gateway import protocol as p
 TEXT_HOLD_SECONDS = 0.010
 
 E = TypeVar("E", bound=p.Event | None)
+# An event and its encoding; None (close) encodes as nothing.
+Frame = tuple[E, bytes]
 
 
 class Outgoing(Generic[E]):
-    """A queue of events (None: close after what is queued) read by one writer."""
+    """A queue of encoded events (None: close after what is queued) read by one writer."""
 
-    def __init__(self) -> None:
-        self._items: collections.deque[E] = collections.deque()
+    def __init__(self, limit_bytes: int | None = None) -> None:
+        self._items: collections.deque[Frame[E]] = collections.deque()
         self._ready = asyncio.Event()
         self._urgent = asyncio.Event()
         # The message whose text has started on the client and may wait for more.
         self._showing: str | None = None
+        self.limit_bytes = limit_bytes
+        self.size = 0
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def put(self, event: E) -> None:
-        self._items.append(event)
+    def put(self, event: E) -> bool:
+        """Queues the event; False, queueing nothing, if it would pass the byte limit."""
+        data = b"" if event is None else p.encode(event)
+        if (
+            event is not None
+            and self.limit_bytes is not None
+            and self.size + len(data) > self.limit_bytes
+        ):
+            return False
+        self.size += len(data)
+        self._items.append((event, data))
         self._ready.set()
         if not (isinstance(event, p.TextMessageContent) and event.message_id == self._showing):
             self._urgent.set()
+        return True
 
-    async def batch(self) -> list[E]:
-        """The events queued, once there are some, with chunks of one message joined."""
+    async def batch(self) -> list[Frame[E]]:
+        """The frames queued, once there are some, with chunks of one message joined."""
         await self._ready.wait()
         if not self._urgent.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(TEXT_HOLD_SECONDS):
                     await self._urgent.wait()
-        events = merge_text_deltas(list(self._items))
+        frames = merge_text_deltas(list(self._items))
         self._items.clear()
+        self.size = 0
         self._ready.clear()
         self._urgent.clear()
-        last = events[-1]
+        last = frames[-1][0]
         self._showing = last.message_id if isinstance(last, p.TextMessageContent) else None
-        return events
+        return frames
+
+    def clear(self) -> None:
+        """Drops what is queued, for a connection that closed."""
+        self._items.clear()
+        self.size = 0
 
 
-def merge_text_deltas(events: list[E]) -> list[E]:
-    """Joins consecutive text chunks of one message into one event."""
-    merged: list[E] = []
-    for event in events:
-        previous = merged[-1] if merged else None
-        if (
-            isinstance(event, p.TextMessageContent)
-            and isinstance(previous, p.TextMessageContent)
-            and previous.message_id == event.message_id
-        ):
-            joined = p.TextMessageContent(
-                message_id=event.message_id, delta=previous.delta + event.delta
-            )
-            merged[-1] = joined  # type: ignore[assignment]
+def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
+    """Joins consecutive text chunks of one message into one event, encoded once."""
+    merged: list[Frame[E]] = []
+    chunks: list[tuple[p.TextMessageContent, bytes]] = []  # of one message, not yet joined
+
+    def flush() -> None:
+        if len(chunks) > 1:
+            delta = "".join(chunk.delta for chunk, _ in chunks)
+            joined = p.TextMessageContent(message_id=chunks[0][0].message_id, delta=delta)
+            merged.append(cast(Frame[E], (joined, p.encode(joined))))
         else:
-            merged.append(event)
+            merged.extend(cast(list[Frame[E]], chunks))
+        chunks.clear()
+
+    for event, data in frames:
+        if not isinstance(event, p.TextMessageContent):
+            flush()
+            merged.append((event, data))
+            continue
+        if chunks and chunks[0][0].message_id != event.message_id:
+            flush()
+        chunks.append((event, data))
+    flush()
     return merged

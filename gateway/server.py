@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 import time
@@ -20,7 +21,7 @@ from gateway import protocol as p
 from gateway import warmup
 from gateway.auth import identify, query_param
 from gateway.config import Settings
-from gateway.hub import Hub, notice, standalone
+from gateway.hub import Hub, needed_part, notice, standalone
 from gateway.outgoing import Outgoing
 from gateway.screens import catalog as screens
 from gateway.static import web_file
@@ -32,8 +33,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-# A connection that stops reading may fall this many events behind before it is closed.
-SEND_QUEUE_LIMIT = 10_000
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
 
@@ -167,18 +166,31 @@ async def _respond(send: Send, status: int, body: bytes, content_type: bytes) ->
     await send({"type": "http.response.body", "body": body})
 
 
-def sse_frame(event: p.Event) -> bytes:
-    return b"data: " + p.encode(event) + b"\n\n"
-
-
 class QueueSubscriber:
-    """Collects a run's events for one consumer, without blocking the run."""
+    """Collects a run's events for one consumer, without blocking the run.
 
-    def __init__(self) -> None:
-        self.queue: Outgoing[p.Event] = Outgoing()
+    A consumer that falls more than ``limit_bytes`` behind is cut off: its queue ends with
+    None and takes nothing more.
+    """
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.queue: Outgoing[p.Event | None] = Outgoing(limit_bytes)
+        self.cut_off = False
 
     def deliver(self, event: p.Event) -> None:
-        self.queue.put(event)
+        if not self.cut_off and not _put(self.queue, event):
+            log.warning("cutting off a stream that fell %d bytes behind", self.queue.size)
+            self.cut_off = True
+            self.queue.put(None)
+
+
+def _put(queue: Outgoing[p.Event | None], event: p.Event) -> bool:
+    """Queues an event for a client; False if it cannot take it (full, or not encodable)."""
+    try:
+        return queue.put(event)
+    except Exception:  # an event the encoder refuses: the client could not follow the stream
+        p.unexpected(f"encoding a {type(event).__name__} event")
+        return False
 
 
 class Invocation:
@@ -191,7 +203,7 @@ class Invocation:
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
-        subscriber = QueueSubscriber()
+        subscriber = QueueSubscriber(self.settings.send_buffer_bytes)
         try:
             user = identify(self.settings, self.scope)
             run_input = p.decode_input(await self._body())
@@ -200,20 +212,28 @@ class Invocation:
                 return
             await self.hub.start(user, run_input, subscriber)
         except p.GatewayError as error:
-            await self._stream_start(error.code.http_status)
-            await self._stream([error.to_event()], more=False)
+            await self._refuse(error)
+            return
+        except Exception:
+            await self._refuse(p.unexpected("a POST /invocations"))
             return
         await self._stream_start(200)
         try:
             while True:
-                events = await subscriber.queue.batch()
-                last = isinstance(events[-1], p.RunFinished | p.RunError)
-                await self._stream(events, more=not last)
-                if last:
+                frames = await subscriber.queue.batch()
+                last = frames[-1][0]
+                end = last is None or isinstance(last, p.RunFinished | p.RunError)
+                await self._stream([data for _, data in frames], more=not end)
+                if end:
                     return
         finally:
             # A request follows one run: it stops watching the thread when its stream ends.
             self.hub.leave(subscriber)
+            subscriber.queue.clear()
+
+    async def _refuse(self, error: p.GatewayError) -> None:
+        await self._stream_start(error.code.http_status)
+        await self._stream([p.encode(error.to_event())], more=False)
 
     async def _cancel(self, user: str, thread_id: str) -> None:
         """The SSE door's cancel: a short stream saying what happened."""
@@ -223,7 +243,7 @@ class Invocation:
         else:
             events = _nothing_to_cancel(thread_id)
         await self._stream_start(200)
-        await self._stream(events, more=False)
+        await self._stream([p.encode(event) for event in events], more=False)
 
     async def _body(self) -> bytes:
         chunks: list[bytes] = []
@@ -249,20 +269,34 @@ class Invocation:
         ]
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
 
-    async def _stream(self, events: list[p.Event], *, more: bool) -> None:
-        body = b"".join(sse_frame(event) for event in events)
+    async def _stream(self, encoded: list[bytes], *, more: bool) -> None:
+        body = b"".join(b"data: " + data + b"\n\n" for data in encoded if data)
         await self.send({"type": "http.response.body", "body": body, "more_body": more})
 
 
+@dataclasses.dataclass
+class Refused:
+    """Frames refused while the connection's queue was full, told of once their turn comes."""
+
+    frames: int = 0
+
+
 # What a connection's worker handles in order: a run, a reattach, an error, or a notice.
-Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event]
+Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event] | Refused
+
+# Frames one connection may have waiting behind its current run, whatever their size.
+QUEUED_FRAMES_LIMIT = 32
 
 
 class WebSocketSession:
     """One /ws connection: runs processed in order, cancels jumping the queue.
 
     A connection follows one thread at a time, the one of its latest run or reattach, so
-    the runs it is sent never overlap and its stream stays a valid AG-UI stream.
+    the runs it is sent never overlap and its stream stays a valid AG-UI stream. What it
+    holds is bounded in bytes both ways: frames waiting for earlier runs
+    (``receive_buffer_bytes``, and ``QUEUED_FRAMES_LIMIT`` of them) and events waiting for
+    the client to read (``send_buffer_bytes``). Nothing it is sent can stop it working: a
+    frame that fails unexpectedly gets a RUN_ERROR INTERNAL_ERROR and the next one is read.
     """
 
     def __init__(self, gateway: Gateway, scope: Scope, receive: Receive, send: Send) -> None:
@@ -270,8 +304,10 @@ class WebSocketSession:
         self.hub = gateway.hub
         self.settings = gateway.settings
         self.scope, self.receive, self.send = scope, receive, send
-        self.outbox: Outgoing[p.Event | None] = Outgoing()
-        self.inbox: asyncio.Queue[Work] = asyncio.Queue()
+        self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
+        self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
+        self.queued_bytes = 0
+        self.refused: Refused | None = None
         self.user = ""
         self.following: str | None = None
         self.closing = False
@@ -279,13 +315,11 @@ class WebSocketSession:
     def deliver(self, event: p.Event) -> None:
         if self.closing:
             return
-        if len(self.outbox) >= SEND_QUEUE_LIMIT:
+        if not _put(self.outbox, event):
             # It can reconnect and reattach: the store has everything it missed.
-            log.warning("closing a connection of %s that stopped reading", self.user)
+            log.warning("closing a connection of %s that fell behind", self.user)
             self.closing = True
             self.outbox.put(None)
-            return
-        self.outbox.put(event)
 
     async def serve(self) -> None:
         message = await self.receive()
@@ -299,7 +333,10 @@ class WebSocketSession:
         await self.send({"type": "websocket.accept"})
         thread_id = query_param(self.scope, "threadId")
         if thread_id:
-            self.inbox.put_nowait(p.Reattach(thread_id=thread_id))
+            try:
+                self._queue(p.reattach_to(thread_id), 0)
+            except p.GatewayError as error:
+                self._queue(error, 0)
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
         try:
@@ -312,6 +349,10 @@ class WebSocketSession:
                 await worker
             with contextlib.suppress(Exception):
                 await writer
+            # Nothing waits for these any more: free them now, not at a full collection.
+            self.outbox.clear()
+            while not self.inbox.empty():
+                self.inbox.get_nowait()
 
     async def _read(self) -> None:
         while True:
@@ -321,31 +362,67 @@ class WebSocketSession:
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
-            if len(data) > self.settings.max_frame_bytes:
-                self.inbox.put_nowait(_too_large(len(data), self.settings.max_frame_bytes))
-                continue
             try:
-                frame = p.decode_upstream(data)
-            except p.GatewayError as error:
-                self.inbox.put_nowait(error)
-                continue
-            if isinstance(frame, p.Cancel):
-                # A cancel acts now, ahead of queued runs; only its notice waits its turn.
-                if not await self.hub.cancel(self.user, frame.thread_id):
-                    self.inbox.put_nowait(_nothing_to_cancel(frame.thread_id))
-            else:
-                self.inbox.put_nowait(frame)
+                await self._take(data)
+            except Exception:
+                self._queue(p.unexpected(f"a frame from {self.user}"), 0)
+
+    async def _take(self, data: str | bytes) -> None:
+        """Acts on one upstream frame: a cancel at once, anything else in its turn."""
+        if len(data) > self.settings.max_frame_bytes:
+            self._queue(_too_large(len(data), self.settings.max_frame_bytes), 0)
+            return
+        try:
+            frame = p.decode_upstream(data)
+        except p.GatewayError as error:
+            self._queue(error, 0)
+            return
+        if isinstance(frame, p.Cancel):
+            # A cancel acts now, ahead of queued runs; only its notice waits its turn.
+            if not await self.hub.cancel(self.user, frame.thread_id):
+                self._queue(_nothing_to_cancel(frame.thread_id), 0)
+        elif isinstance(frame, p.RunAgentInput):
+            # A queued input keeps only what the run reads, not the history a client resends.
+            self._queue(needed_part(frame), len(data))
+        else:
+            self._queue(frame, len(data))
+
+    def _queue(self, work: Work, size: int) -> None:
+        """Queues work for its turn, or counts it refused when the queue is full."""
+        full = (
+            self.inbox.qsize() >= QUEUED_FRAMES_LIMIT
+            or self.queued_bytes + size > self.settings.receive_buffer_bytes
+        )
+        if full:
+            if self.refused is None:
+                self.refused = Refused()
+                self.inbox.put_nowait((self.refused, 0))
+            self.refused.frames += 1
+            return
+        self.queued_bytes += size
+        self.inbox.put_nowait((work, size))
 
     async def _work(self) -> None:
         while True:
-            item = await self.inbox.get()
-            if isinstance(item, p.GatewayError):
-                self.deliver(item.to_event())
-            elif isinstance(item, list):
-                for event in item:
-                    self.deliver(event)
-            else:
-                await self._run(item)
+            item, size = await self.inbox.get()
+            self.queued_bytes -= size
+            try:
+                await self._handle(item)
+            except Exception:
+                self.deliver(p.unexpected(f"a frame from {self.user}").to_event())
+            del item  # the next wait must not keep a finished input alive
+
+    async def _handle(self, item: Work) -> None:
+        if isinstance(item, p.GatewayError):
+            self.deliver(item.to_event())
+        elif isinstance(item, Refused):
+            self.refused = None
+            self.deliver(_refused(item.frames).to_event())
+        elif isinstance(item, list):
+            for event in item:
+                self.deliver(event)
+        else:
+            await self._run(item)
 
     async def _run(self, request: p.RunAgentInput | p.Reattach) -> None:
         """Starts a run or reattaches, then waits for the run it follows to end."""
@@ -365,12 +442,21 @@ class WebSocketSession:
 
     async def _write(self) -> None:
         while True:
-            for event in await self.outbox.batch():
+            for event, data in await self.outbox.batch():
                 if event is None:
                     with contextlib.suppress(Exception):
                         await self.send({"type": "websocket.close", "code": 1000})
                     return
-                await self.send({"type": "websocket.send", "text": p.encode(event).decode()})
+                await self.send({"type": "websocket.send", "text": data.decode()})
+
+
+def _refused(frames: int) -> p.GatewayError:
+    return p.GatewayError(
+        p.ErrorCode.RATE_LIMIT_EXCEEDED,
+        f"{frames} frame(s) were refused: this connection already had "
+        f"{QUEUED_FRAMES_LIMIT} frames or its byte limit waiting for earlier runs. "
+        "Wait for a run to finish before sending the next.",
+    )
 
 
 def _nothing_to_cancel(thread_id: str) -> list[p.Event]:

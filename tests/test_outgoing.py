@@ -12,6 +12,13 @@ from gateway import protocol as p
 from gateway.outgoing import Outgoing
 
 
+def events(frames: list[tuple[p.Event | None, bytes]]) -> list[p.Event | None]:
+    """The events of a batch, each checked to travel as its own encoding."""
+    for event, data in frames:
+        assert data == (b"" if event is None else p.encode(event))
+    return [event for event, _ in frames]
+
+
 def chunk(text: str, message: str = "m1") -> p.TextMessageContent:
     return p.TextMessageContent(message_id=message, delta=text)
 
@@ -31,7 +38,7 @@ async def test_the_first_chunk_of_a_reply_goes_out_at_once(long_hold: float) -> 
     queue: Outgoing[p.Event] = Outgoing()
     queue.put(start())
     queue.put(chunk("안녕"))
-    batch = await asyncio.wait_for(queue.batch(), 1)
+    batch = events(await asyncio.wait_for(queue.batch(), 1))
     assert batch == [start(), chunk("안녕")]
 
 
@@ -51,7 +58,7 @@ async def test_later_chunks_wait_for_more_and_share_one_event(
 
     writer = asyncio.create_task(queue.batch())
     await model()
-    assert await writer == [chunk("하세요!")]
+    assert events(await writer) == [chunk("하세요!")]
     assert time.perf_counter() - started >= 0.05
 
 
@@ -64,7 +71,8 @@ async def test_anything_else_ends_the_wait_with_the_text_before_it(long_hold: fl
     await asyncio.sleep(0.01)
     assert not writer.done()
     queue.put(p.TextMessageEnd(message_id="m1"))
-    assert await asyncio.wait_for(writer, 1) == [chunk("하세요"), p.TextMessageEnd(message_id="m1")]
+    end = p.TextMessageEnd(message_id="m1")
+    assert events(await asyncio.wait_for(writer, 1)) == [chunk("하세요"), end]
 
 
 async def test_a_new_message_and_a_close_are_not_held(long_hold: float) -> None:
@@ -72,7 +80,23 @@ async def test_a_new_message_and_a_close_are_not_held(long_hold: float) -> None:
     queue.put(chunk("one"))
     await queue.batch()
     queue.put(chunk("two", message="m2"))
-    assert await asyncio.wait_for(queue.batch(), 1) == [chunk("two", message="m2")]
+    assert events(await asyncio.wait_for(queue.batch(), 1)) == [chunk("two", message="m2")]
     queue.put(chunk("more", message="m2"))
     queue.put(None)
-    assert await asyncio.wait_for(queue.batch(), 1) == [chunk("more", message="m2"), None]
+    assert events(await asyncio.wait_for(queue.batch(), 1)) == [chunk("more", message="m2"), None]
+
+
+async def test_the_queue_refuses_an_event_past_its_byte_limit_but_always_takes_a_close() -> None:
+    small = chunk("x" * 10)
+    queue: Outgoing[p.Event | None] = Outgoing(limit_bytes=len(p.encode(small)) * 2)
+    assert queue.put(small) and queue.put(chunk("y" * 10))
+    assert not queue.put(chunk("z"))
+    assert queue.put(None)
+    assert [e for e, _ in await queue.batch()][-1] is None
+    assert queue.size == 0 and queue.put(small)
+
+
+def test_many_chunks_of_one_message_join_into_one_event() -> None:
+    frames = [(chunk(str(n)), p.encode(chunk(str(n)))) for n in range(1000)]
+    merged = outgoing.merge_text_deltas([*frames, (start("m2"), p.encode(start("m2")))])
+    assert events(merged) == [chunk("".join(str(n) for n in range(1000))), start("m2")]

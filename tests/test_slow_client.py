@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from gateway import protocol as p
 from gateway import server
 from gateway.config import Settings
@@ -13,17 +11,15 @@ from gateway.config import Settings
 
 class _Gateway:
     hub: Any = object()
-    settings = Settings()
+    # Room for three of the events below, in bytes.
+    settings = Settings(send_buffer_bytes=3 * len(p.encode(p.Custom(name="n", value=0))))
 
 
-async def test_a_full_send_queue_closes_the_connection_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(server, "SEND_QUEUE_LIMIT", 3)
+async def test_a_full_send_queue_closes_the_connection_once() -> None:
     session = server.WebSocketSession(_Gateway(), {}, None, None)  # type: ignore[arg-type]
     for index in range(10):
         session.deliver(p.Custom(name="n", value=index))
-    queued = await session.outbox.batch()
+    queued = [event for event, _ in await session.outbox.batch()]
     assert queued[-1] is None and queued.count(None) == 1
     assert len(queued) == 4
     assert session.closing
