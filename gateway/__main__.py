@@ -31,6 +31,7 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
     from gateway import runner, warmup
     from gateway.audit import AuditLog, AuditPlugin
     from gateway.hub import Hub
+    from gateway.limits import RunSlots
     from gateway.store import SessionService
     from gateway.tools import catalog as tool_catalog
 
@@ -51,6 +52,7 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
             approval_timeout=settings.approval_timeout,
             audit=audit,
             context_allow=config.context_allow(settings),
+            slots=RunSlots(settings.max_runs, settings.run_wait),
         )
         return hub
 
@@ -99,8 +101,11 @@ def _print(rows: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # No abbreviations: a subcommand's --user must never read as a setting's --user-rate.
     parser = argparse.ArgumentParser(
-        prog="agent-gateway", description="AG-UI 1.0 gateway for Google ADK agents."
+        prog="agent-gateway",
+        description="AG-UI 1.0 gateway for Google ADK agents.",
+        allow_abbrev=False,
     )
     config.add_arguments(parser)
     commands = parser.add_subparsers(dest="command")

@@ -29,6 +29,10 @@ class Settings:
     max_frame_bytes: int = 1 << 20
     send_buffer_bytes: int = 8 << 20
     receive_buffer_bytes: int = 4 << 20
+    user_rate: float = 5.0
+    user_burst: int = 40
+    max_runs: int = 200
+    run_wait: float = 30.0
     log_level: str = "info"
 
 
@@ -49,6 +53,10 @@ _HELP: dict[str, str] = {
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
     "send_buffer_bytes": "events a client may fall behind by, in bytes, before it is cut off",
     "receive_buffer_bytes": "frames one /ws connection may have waiting for earlier runs, in bytes",
+    "user_rate": "frames and requests a second one user may send, sustained (0: no limit)",
+    "user_burst": "frames and requests one user may send at once",
+    "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
+    "run_wait": "seconds a run waits for a free slot under max_runs before it is refused",
     "log_level": "debug, info, warning or error",
 }
 
@@ -108,6 +116,6 @@ def _convert(name: str, kind: type, raw: str) -> Any:
 
 
 def parse(argv: Sequence[str] | None = None) -> Settings:
-    parser = argparse.ArgumentParser(prog="agent-gateway")
+    parser = argparse.ArgumentParser(prog="agent-gateway", allow_abbrev=False)
     add_arguments(parser)
     return load(parser.parse_args(argv))

@@ -49,6 +49,7 @@ from google.genai import types
 from gateway import bounds, history
 from gateway import protocol as p
 from gateway.audit import AuditLog
+from gateway.limits import RunSlots
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.store import StoreError
 from gateway.tools.declarations import declared_client_tools
@@ -442,6 +443,8 @@ class Run:
     run_id: str
     executor: Subscriber | None
     translator: RunTranslator
+    # A slot of the gateway's cap on runs in progress, given back when the run ends.
+    holds_slot: bool = False
     abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
@@ -513,8 +516,11 @@ class Hub:
         approval_timeout: float = 900.0,
         audit: AuditLog | None = None,
         context_allow: frozenset[str] = DEFAULT_CONTEXT_ALLOW,
+        slots: RunSlots | None = None,
     ) -> None:
         self.engine = engine
+        # Runs in progress across all threads; unlimited unless the caller sets a cap.
+        self.slots = slots or RunSlots(0, 0.0)
         self.audit = audit
         self.context_allow = context_allow
         self.client_tool_timeout = client_tool_timeout
@@ -538,14 +544,19 @@ class Hub:
             # Refused without a read: another user's thread, or one with a run going.
             _check_owner(known.user_id, user_id, thread_id)
             self._ensure_idle(known)
-        opened = await self.engine.open_thread(user_id, thread_id)
-        _check_owner(opened.owner, user_id, thread_id)
-        assert opened.session is not None
-        thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
-        # Again: a run may have claimed it during the read. One that ran its course meanwhile
-        # cannot have: its writes queue behind the read, which thus saw all it stored.
-        self._ensure_idle(thread)
-        run = self._claim(thread, run_input.run_id, executor)
+        await self.slots.take()
+        try:
+            opened = await self.engine.open_thread(user_id, thread_id)
+            _check_owner(opened.owner, user_id, thread_id)
+            assert opened.session is not None
+            thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+            # Again: a run may have claimed it during the read. One that ran its course
+            # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
+            self._ensure_idle(thread)
+        except BaseException:
+            self.slots.give_back()
+            raise
+        run = self._claim(thread, run_input.run_id, executor, holds_slot=True)
         try:
             plan = await self._plan(run, run_input, opened.session)
         except BaseException:
@@ -973,9 +984,16 @@ class Hub:
                 duration_ms=(time.time() - call.asked_at) * 1000,
             )
 
-    def _claim(self, thread: Thread, run_id: str, executor: Subscriber | None) -> Run:
+    def _claim(
+        self,
+        thread: Thread,
+        run_id: str,
+        executor: Subscriber | None,
+        *,
+        holds_slot: bool = False,
+    ) -> Run:
         """Makes a run the thread's one active run; ``_finish`` undoes it."""
-        run = Run(thread, run_id, executor, self._translator(thread, run_id))
+        run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
         thread.run = run
         self._running += 1
         if self._running == 1:
@@ -987,6 +1005,8 @@ class Hub:
         if thread.run is run:
             thread.run = None
         run.done.set()
+        if run.holds_slot:
+            self.slots.give_back()
         self._running -= 1
         if self._running == 0:
             self._status_changed()

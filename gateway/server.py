@@ -22,6 +22,7 @@ from gateway import warmup
 from gateway.auth import identify, query_param
 from gateway.config import Settings
 from gateway.hub import Hub, needed_part, notice, standalone
+from gateway.limits import RateLimiter
 from gateway.outgoing import Outgoing
 from gateway.screens import catalog as screens
 from gateway.static import web_file
@@ -71,6 +72,7 @@ class Gateway:
         self.ping: Ping | None = None
         # Set once the warm-up is over; /ping says Healthy only then.
         self.ready = asyncio.Event()
+        self.rates = RateLimiter(settings.user_rate, settings.user_burst)
         self._warming: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -132,7 +134,7 @@ class Gateway:
             tools = [entry.declaration() for entry in self.hub.engine.catalog.client_entries()]
             await _respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
         elif path == "/invocations" and method == "POST":
-            await Invocation(self.hub, self.settings, scope, receive, send).serve()
+            await Invocation(self.hub, self.settings, self.rates, scope, receive, send).serve()
         elif path == "/me" and method == "GET":
             await self._me(scope, send)
         elif path in ("/ping", "/tools", "/invocations", "/me"):
@@ -197,15 +199,22 @@ class Invocation:
     """POST /invocations: one RunAgentInput in, one SSE stream of its run out."""
 
     def __init__(
-        self, hub: Hub, settings: Settings, scope: Scope, receive: Receive, send: Send
+        self,
+        hub: Hub,
+        settings: Settings,
+        rates: RateLimiter,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
-        self.hub, self.settings = hub, settings
+        self.hub, self.settings, self.rates = hub, settings, rates
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
         subscriber = QueueSubscriber(self.settings.send_buffer_bytes)
         try:
             user = identify(self.settings, self.scope)
+            self.rates.check(user)
             run_input = p.decode_input(await self._body())
             if _asks_to_cancel(run_input):
                 await self._cancel(user, run_input.thread_id)
@@ -276,9 +285,14 @@ class Invocation:
 
 @dataclasses.dataclass
 class Refused:
-    """Frames refused while the connection's queue was full, told of once their turn comes."""
+    """Frames refused (a full queue, a rate limit), told of in one error when its turn comes."""
 
+    first: p.GatewayError
     frames: int = 0
+
+    def to_event(self) -> p.RunError:
+        message = f"{self.first.message} {self.frames} frame(s) were refused."
+        return p.RunError(message=message, code=self.first.code.value)
 
 
 # What a connection's worker handles in order: a run, a reattach, an error, or a notice.
@@ -303,6 +317,7 @@ class WebSocketSession:
         assert gateway.hub is not None
         self.hub = gateway.hub
         self.settings = gateway.settings
+        self.rates = gateway.rates
         self.scope, self.receive, self.send = scope, receive, send
         self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
@@ -369,6 +384,9 @@ class WebSocketSession:
 
     async def _take(self, data: str | bytes) -> None:
         """Acts on one upstream frame: a cancel at once, anything else in its turn."""
+        if wait := self.rates.allow(self.user):
+            self._refuse(self.rates.refusal(wait))
+            return
         if len(data) > self.settings.max_frame_bytes:
             self._queue(_too_large(len(data), self.settings.max_frame_bytes), 0)
             return
@@ -388,19 +406,23 @@ class WebSocketSession:
             self._queue(frame, len(data))
 
     def _queue(self, work: Work, size: int) -> None:
-        """Queues work for its turn, or counts it refused when the queue is full."""
+        """Queues work for its turn, or refuses it when the queue is full."""
         full = (
             self.inbox.qsize() >= QUEUED_FRAMES_LIMIT
             or self.queued_bytes + size > self.settings.receive_buffer_bytes
         )
         if full:
-            if self.refused is None:
-                self.refused = Refused()
-                self.inbox.put_nowait((self.refused, 0))
-            self.refused.frames += 1
+            self._refuse(_queue_full())
             return
         self.queued_bytes += size
         self.inbox.put_nowait((work, size))
+
+    def _refuse(self, error: p.GatewayError) -> None:
+        """Counts a frame refused; however many there are, one error waits in the queue."""
+        if self.refused is None:
+            self.refused = Refused(error)
+            self.inbox.put_nowait((self.refused, 0))
+        self.refused.frames += 1
 
     async def _work(self) -> None:
         while True:
@@ -417,7 +439,7 @@ class WebSocketSession:
             self.deliver(item.to_event())
         elif isinstance(item, Refused):
             self.refused = None
-            self.deliver(_refused(item.frames).to_event())
+            self.deliver(item.to_event())
         elif isinstance(item, list):
             for event in item:
                 self.deliver(event)
@@ -450,12 +472,12 @@ class WebSocketSession:
                 await self.send({"type": "websocket.send", "text": data.decode()})
 
 
-def _refused(frames: int) -> p.GatewayError:
+def _queue_full() -> p.GatewayError:
     return p.GatewayError(
         p.ErrorCode.RATE_LIMIT_EXCEEDED,
-        f"{frames} frame(s) were refused: this connection already had "
-        f"{QUEUED_FRAMES_LIMIT} frames or its byte limit waiting for earlier runs. "
-        "Wait for a run to finish before sending the next.",
+        f"This connection already has {QUEUED_FRAMES_LIMIT} frames or its byte limit"
+        " (GATEWAY_RECEIVE_BUFFER_BYTES) waiting for earlier runs; wait for a run to"
+        " finish before sending the next.",
     )
 
 

@@ -64,7 +64,13 @@ async def running_gateway(
 ) -> AsyncIterator[RunningGateway]:
     """A gateway on a free loopback port; by default once /ping would say Healthy."""
     model = overrides.pop("model", None)
-    fields: dict[str, Any] = {"db": ":memory:", "scripted_pace_ms": 5.0, "log_level": "warning"}
+    # Tests send far faster than a person: the per-user rate limit has tests of its own.
+    fields: dict[str, Any] = {
+        "db": ":memory:",
+        "scripted_pace_ms": 5.0,
+        "log_level": "warning",
+        "user_rate": 0.0,
+    }
     fields.update(overrides)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import httpx
@@ -186,7 +187,7 @@ async def test_frames_past_the_queue_limit_are_refused_and_the_run_goes_on(
             if event["type"] == "RUN_ERROR":
                 assert event["code"] == "SESSION_BUSY" or "busy" in event["message"], event
         assert refused and "frame(s) were refused" in refused[0]["message"]
-        count = int(refused[0]["message"].split(" ")[0])
+        count = int(re.search(r"(\d+) frame\(s\) were refused", refused[0]["message"])[1])
         assert 0 < count < 100
         # The queue frees as it drains: the connection takes new runs.
         await asyncio.sleep(0.2)

@@ -11,6 +11,7 @@ from gateway.config import Settings
 
 class _Gateway:
     hub: Any = object()
+    rates: Any = object()
     # Room for three of the events below, in bytes.
     settings = Settings(send_buffer_bytes=3 * len(p.encode(p.Custom(name="n", value=0))))
 
