@@ -24,14 +24,14 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = "1.0"
 
-# Ids and names a client sends reach logs, URLs and the store: short and printable.
-# Stock clients send UUIDs.
+# Ids and names a client sends reach logs, URLs and the store: short and printable, and
+# with no spaces around them (" t" and "t" must not name one thread). Stock clients send UUIDs.
 MAX_ID_LENGTH = 256
-_PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+_PRINTABLE = r"^(?!\s)[^\x00-\x1f\x7f]+(?<!\s)$(?!\n)"
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH, pattern=_PRINTABLE)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=_PRINTABLE)]
 # The same rule for the ids of resent messages, which only the trailing ones need to meet.
-_ID = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
+_ID = re.compile(_PRINTABLE)
 # Entries of a RunAgentInput's lists: far more than any client declares or resends.
 MAX_MESSAGES = 10_000
 MAX_DECLARED = 256
@@ -429,10 +429,10 @@ def _check_free_form(run_input: RunAgentInput) -> None:
     for index, entry in enumerate(run_input.resume or ()):
         _within(f".resume[{index}].payload", entry.payload)
     for index, message in enumerate(run_input.messages):
-        if not _ID.fullmatch(message.id):
-            raise bounds.OutOfBounds(
-                f"must be 1-{MAX_ID_LENGTH} characters with no control characters"
-            ).within(f".messages[{index}].id")
+        if len(message.id) > MAX_ID_LENGTH or not _ID.match(message.id):
+            raise bounds.OutOfBounds(f"must be 1-{MAX_ID_LENGTH} characters, {_ID_RULE}").within(
+                f".messages[{index}].id"
+            )
         if isinstance(message, ActivityMessage):
             _within(f".messages[{index}].content", message.content)
         elif isinstance(message, UserMessage | ToolMessage) and not isinstance(
@@ -474,9 +474,12 @@ def _within(where: str, value: Any) -> None:
         raise bad.within(where) from None
 
 
+_ID_RULE = "with no control characters and no spaces around it"
+
+
 def _explained(error: msgspec.ValidationError) -> str:
     """msgspec's message, with the id pattern said in words."""
-    return str(error).replace(f"matching regex {_PRINTABLE!r}", "with no control characters")
+    return str(error).replace(f"matching regex {_PRINTABLE!r}", _ID_RULE)
 
 
 def _too_deep() -> GatewayError:

@@ -87,7 +87,11 @@ async def test_a_tool_result_the_store_could_not_read_back_is_refused_and_the_th
         ),
         ("state", {"x" * 300: 1}, "a key of 300 characters"),
         ("state", list(range(10_001)), "10001 entries"),
-        ("threadId", "t\n2026-12-01 ERROR forged line", "no control characters - at `$.threadId`"),
+        (
+            "threadId",
+            "t\n2026-12-01 ERROR forged line",
+            "no spaces around it - at `$.threadId`",
+        ),
         ("threadId", "t" * 1_000_000, "length <= 256 - at `$.threadId`"),
         ("runId", "", "length >= 1 - at `$.runId`"),
     ],
