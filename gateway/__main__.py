@@ -67,19 +67,27 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
 
 
 def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
-    """uvicorn on uvloop with the websockets protocol engine; no compression by default."""
+    """uvicorn on uvloop with the websockets protocol engine, bounded by ``gateway.transport``;
+    no compression by default."""
     import uvicorn
 
+    from gateway.transport import protocols
+
+    http, ws = protocols(settings)
     return uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         loop="uvloop",
-        ws="websockets-sansio",
+        http=http,
+        ws=ws,
         # The app answers frames over the limit with VALIDATION_ERROR and keeps the
         # connection; only frames far beyond it are cut off by the protocol engine.
         ws_max_size=LARGEST_FRAME_FACTOR * settings.max_frame_bytes,
         ws_per_message_deflate=False,
+        ws_ping_interval=settings.ws_ping_interval,
+        ws_ping_timeout=settings.ws_ping_timeout,
+        timeout_keep_alive=settings.keepalive_timeout,
         lifespan="on",
         log_level=settings.log_level,
         access_log=False,

@@ -33,6 +33,13 @@ class Settings:
     user_burst: int = 40
     max_runs: int = 200
     run_wait: float = 30.0
+    max_connections: int = 4096
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keepalive_timeout: int = 5
+    ws_handshake_timeout: float = 10.0
+    ws_ping_interval: float = 10.0
+    ws_ping_timeout: float = 10.0
     log_level: str = "info"
 
 
@@ -57,6 +64,13 @@ _HELP: dict[str, str] = {
     "user_burst": "frames and requests one user may send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
     "run_wait": "seconds a run waits for a free slot under max_runs before it is refused",
+    "max_connections": "open connections (HTTP and WebSocket) before new ones get a 503",
+    "header_timeout": "seconds a new connection has to send a complete request head",
+    "body_timeout": "seconds a client has to send a whole request body",
+    "keepalive_timeout": "seconds an idle HTTP keep-alive connection stays open",
+    "ws_handshake_timeout": "seconds from a WebSocket upgrade request to its accept",
+    "ws_ping_interval": "seconds between the server's WebSocket pings",
+    "ws_ping_timeout": "seconds a WebSocket client has to answer a ping before it is closed",
     "log_level": "debug, info, warning or error",
 }
 
@@ -73,7 +87,11 @@ def in_memory(db: str) -> bool:
 
 
 def context_allow(settings: Settings) -> frozenset[str]:
-    return frozenset(name.strip() for name in settings.context_allow.split(",") if name.strip())
+    return _names(settings.context_allow)
+
+
+def _names(listed: str) -> frozenset[str]:
+    return frozenset(name.strip() for name in listed.split(",") if name.strip())
 
 
 def env_name(field: str) -> str:
