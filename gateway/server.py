@@ -20,6 +20,7 @@ import msgspec
 from gateway import protocol as p
 from gateway import warmup
 from gateway.auth import identify, query_param
+from gateway.body import RequestBody, http_status
 from gateway.config import Settings
 from gateway.hub import Hub, needed_part, notice, standalone
 from gateway.limits import RateLimiter
@@ -212,19 +213,25 @@ class Invocation:
 
     async def serve(self) -> None:
         subscriber = QueueSubscriber(self.settings.send_buffer_bytes)
+        body = RequestBody(
+            self.scope,
+            self.receive,
+            max_bytes=self.settings.max_frame_bytes,
+            timeout=self.settings.body_timeout,
+        )
         try:
             user = identify(self.settings, self.scope)
             self.rates.check(user)
-            run_input = p.decode_input(await self._body())
+            run_input = p.decode_input(await body.json())
             if _asks_to_cancel(run_input):
                 await self._cancel(user, run_input.thread_id)
                 return
             await self.hub.start(user, run_input, subscriber)
         except p.GatewayError as error:
-            await self._refuse(error)
+            await self._refuse(error, body)
             return
         except Exception:
-            await self._refuse(p.unexpected("a POST /invocations"))
+            await self._refuse(p.unexpected("a POST /invocations"), body)
             return
         await self._stream_start(200)
         try:
@@ -240,8 +247,10 @@ class Invocation:
             self.hub.leave(subscriber)
             subscriber.queue.clear()
 
-    async def _refuse(self, error: p.GatewayError) -> None:
-        await self._stream_start(error.code.http_status)
+    async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
+        # A refused body is read to its end first, or the answer closes the connection.
+        keep_alive = await body.settle()
+        await self._stream_start(http_status(error), close=not keep_alive)
         await self._stream([p.encode(error.to_event())], more=False)
 
     async def _cancel(self, user: str, thread_id: str) -> None:
@@ -254,28 +263,14 @@ class Invocation:
         await self._stream_start(200)
         await self._stream([p.encode(event) for event in events], more=False)
 
-    async def _body(self) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await self.receive()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.settings.max_frame_bytes:
-                raise p.GatewayError(
-                    p.ErrorCode.VALIDATION_ERROR,
-                    f"Request body is larger than {self.settings.max_frame_bytes} bytes.",
-                )
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
-
-    async def _stream_start(self, status: int) -> None:
+    async def _stream_start(self, status: int, *, close: bool = False) -> None:
         headers = [
             (b"content-type", b"text/event-stream"),
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),
         ]
+        if close:
+            headers.append((b"connection", b"close"))
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def _stream(self, encoded: list[bytes], *, more: bool) -> None:
