@@ -40,6 +40,7 @@ class Settings:
     ws_handshake_timeout: float = 10.0
     ws_ping_interval: float = 10.0
     ws_ping_timeout: float = 10.0
+    allowed_origins: str = ""
     log_level: str = "info"
 
 
@@ -71,6 +72,8 @@ _HELP: dict[str, str] = {
     "ws_handshake_timeout": "seconds from a WebSocket upgrade request to its accept",
     "ws_ping_interval": "seconds between the server's WebSocket pings",
     "ws_ping_timeout": "seconds a WebSocket client has to answer a ping before it is closed",
+    "allowed_origins": "browser origins allowed on /ws besides the server's own host "
+    "(comma-separated, e.g. https://app.example.com)",
     "log_level": "debug, info, warning or error",
 }
 
@@ -88,6 +91,11 @@ def in_memory(db: str) -> bool:
 
 def context_allow(settings: Settings) -> frozenset[str]:
     return _names(settings.context_allow)
+
+
+def allowed_origins(settings: Settings) -> frozenset[str]:
+    """The allow-list of browser origins, normalized as browsers send them."""
+    return frozenset(origin.lower().rstrip("/") for origin in _names(settings.allowed_origins))
 
 
 def _names(listed: str) -> frozenset[str]:

@@ -12,13 +12,14 @@ import dataclasses
 import gc
 import logging
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import msgspec
 
+from gateway import config, warmup
 from gateway import protocol as p
-from gateway import warmup
 from gateway.auth import identify, query_param
 from gateway.body import RequestBody, http_status
 from gateway.config import Settings
@@ -37,6 +38,11 @@ Send = Callable[[Message], Awaitable[None]]
 
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
+FOREIGN_ORIGIN = p.GatewayError(
+    p.ErrorCode.ACCESS_DENIED,
+    "This page's origin may not open the gateway's WebSocket: serve the page from the "
+    "gateway's own host, or add its origin to GATEWAY_ALLOWED_ORIGINS.",
+)
 
 
 class Ping:
@@ -67,6 +73,7 @@ class Gateway:
         shutdown: Callable[[], Awaitable[None]],
     ) -> None:
         self.settings = settings
+        self.allowed_origins = config.allowed_origins(settings)
         self._startup = startup
         self._shutdown = shutdown
         self.hub: Hub | None = None
@@ -313,6 +320,7 @@ class WebSocketSession:
         self.hub = gateway.hub
         self.settings = gateway.settings
         self.rates = gateway.rates
+        self.allowed_origins = gateway.allowed_origins
         self.scope, self.receive, self.send = scope, receive, send
         self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
@@ -334,6 +342,10 @@ class WebSocketSession:
     async def serve(self) -> None:
         message = await self.receive()
         if message["type"] != "websocket.connect":
+            return
+        if not origin_allowed(self.scope, self.allowed_origins):
+            log.warning("refused a /ws upgrade from origin %s", _header(self.scope, b"origin"))
+            await _refuse_upgrade(self.send, 403, FOREIGN_ORIGIN)
             return
         try:
             self.user = identify(self.settings, self.scope)
@@ -474,6 +486,45 @@ def _queue_full() -> p.GatewayError:
         " (GATEWAY_RECEIVE_BUFFER_BYTES) waiting for earlier runs; wait for a run to"
         " finish before sending the next.",
     )
+
+
+def origin_allowed(scope: Scope, allowed: frozenset[str]) -> bool:
+    """Whether a connection's ``Origin`` may use it: none (not a browser), the host the
+    client connected to, or one of ``GATEWAY_ALLOWED_ORIGINS``."""
+    origin = _header(scope, b"origin")
+    if origin is None:
+        return True
+    origin = origin.lower().rstrip("/")
+    if origin in allowed:
+        return True
+    host = _header(scope, b"host")
+    parts = urllib.parse.urlsplit(origin)
+    if host is None or parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return False
+    return _authority(parts.scheme, parts.netloc) == _authority(parts.scheme, host.lower())
+
+
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
+def _authority(scheme: str, netloc: str) -> str:
+    """``host[:port]`` without the scheme's default port, as browsers leave it out."""
+    return netloc.removesuffix(_DEFAULT_PORTS[scheme])
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if bytes(key).lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+async def _refuse_upgrade(send: Send, status: int, error: p.GatewayError) -> None:
+    """Answers a WebSocket upgrade with an HTTP error and a RUN_ERROR body, never a 101."""
+    body = p.encode(error.to_event())
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": body})
 
 
 def _nothing_to_cancel(thread_id: str) -> list[p.Event]:
