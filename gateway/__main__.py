@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -67,8 +66,10 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
 
 
 def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
-    """uvicorn on uvloop with the websockets protocol engine, bounded by ``gateway.transport``;
-    no compression by default."""
+    """uvicorn on uvloop with the websockets protocol engine, bounded by ``gateway.transport``.
+
+    No compression by default; logging is ``gateway.logs``'s, uvicorn's records included.
+    """
     import uvicorn
 
     from gateway.transport import protocols
@@ -89,6 +90,7 @@ def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
         ws_ping_timeout=settings.ws_ping_timeout,
         timeout_keep_alive=settings.keepalive_timeout,
         lifespan="on",
+        log_config=None,
         log_level=settings.log_level,
         access_log=False,
     )
@@ -97,9 +99,9 @@ def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
 def serve(settings: Settings) -> None:
     import uvicorn
 
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from gateway import logs
+
+    logs.configure(settings)
     uvicorn.Server(server_config(settings, build_app(settings))).run()
 
 

@@ -42,6 +42,7 @@ class Settings:
     ws_ping_timeout: float = 10.0
     allowed_origins: str = ""
     log_level: str = "info"
+    log_format: str = "text"
 
 
 # What each setting means, shown by --help and kept next to the defaults.
@@ -75,12 +76,14 @@ _HELP: dict[str, str] = {
     "allowed_origins": "browser origins allowed on /ws besides the server's own host "
     "(comma-separated, e.g. https://app.example.com)",
     "log_level": "debug, info, warning or error",
+    "log_format": "'text' (one escaped line a record) or 'json' (with user, thread and run ids)",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "auth": ("dev",),
     "durability": ("normal", "full"),
     "log_level": ("debug", "info", "warning", "error"),
+    "log_format": ("text", "json"),
 }
 
 

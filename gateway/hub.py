@@ -46,7 +46,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import bounds, history
+from gateway import bounds, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.limits import RunSlots
@@ -770,6 +770,7 @@ class Hub:
     async def _drive(self, run: Run, plan: Plan) -> None:
         translator = run.translator
         thread = run.thread
+        logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
         started = time.perf_counter()
         run.emit(translator.start())
         run.emit(plan.notices)

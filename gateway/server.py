@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from gateway import config, warmup
+from gateway import config, logs, warmup
 from gateway import protocol as p
 from gateway.auth import identify, query_param
 from gateway.body import RequestBody, http_status
@@ -228,8 +228,10 @@ class Invocation:
         )
         try:
             user = identify(self.settings, self.scope)
+            logs.bind(user=user)
             self.rates.check(user)
             run_input = p.decode_input(await body.json())
+            logs.bind(thread=run_input.thread_id, run=run_input.run_id)
             if _asks_to_cancel(run_input):
                 await self._cancel(user, run_input.thread_id)
                 return
@@ -352,6 +354,7 @@ class WebSocketSession:
         except p.GatewayError as error:
             await self.send({"type": "websocket.close", "code": 4401, "reason": error.message})
             return
+        logs.bind(user=self.user)
         await self.send({"type": "websocket.accept"})
         thread_id = query_param(self.scope, "threadId")
         if thread_id:
@@ -455,6 +458,7 @@ class WebSocketSession:
 
     async def _run(self, request: p.RunAgentInput | p.Reattach) -> None:
         """Starts a run or reattaches, then waits for the run it follows to end."""
+        logs.bind(thread=request.thread_id, run=getattr(request, "run_id", None))
         try:
             if isinstance(request, p.Reattach):
                 run = await self.hub.reattach(self.user, request.thread_id, self)

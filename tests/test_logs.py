@@ -1,0 +1,146 @@
+"""Log lines a client cannot forge or blow up, and JSON lines that say whose run they are."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from gateway import logs
+from gateway.config import Settings
+from tests.agui import new_id, user_input
+from tests.conftest import RunningGateway
+
+FORGED = "t-1\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
+
+
+@contextlib.contextmanager
+def captured(log_format: str = "text") -> Iterator[io.StringIO]:
+    """What ``logs.configure`` writes for the process while the block runs."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    level = root.level
+    handler = logs.configure(Settings(log_format=log_format, log_level="info"), stream)
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def test_a_value_with_a_newline_stays_on_one_escaped_line() -> None:
+    with captured() as out:
+        logging.getLogger("gateway.test").info("run on thread %s ended", FORGED)
+    [line] = out.getvalue().splitlines()
+    assert line.endswith(
+        "INFO gateway.test: run on thread t-1\\n2026-01-01 00:00:00,000 ERROR gateway.hub: "
+        "forged ended"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("a\rb", "a\\rb"),
+        ("\x1b[31mred", "\\x1b[31mred"),  # terminal escapes
+        ("a\u2028b\u2029c\x85d", "a\\u2028b\\u2029c\\x85d"),  # Unicode line breaks
+        ("abc\u202edcba", "abc\\u202edcba"),  # a right-to-left override
+        ("업무 요청 목록", "업무 요청 목록"),
+    ],
+)
+def test_control_and_line_breaking_characters_are_shown_escaped(value: str, shown: str) -> None:
+    assert logs.shown(value) == shown
+
+
+def test_a_megabyte_value_writes_a_short_line() -> None:
+    with captured() as out:
+        logging.getLogger("gateway.test").warning("thread %s: %r", "t" * 1_000_000, ["x" * 10**6])
+    [line] = out.getvalue().splitlines()
+    assert len(line) < 600
+    assert line.count("…[") == 2 and "999800 more chars]" in line
+
+
+def test_a_message_built_before_logging_is_escaped_and_cut_too() -> None:
+    with captured() as out:
+        logging.getLogger("gateway.test").error(f"bad key {FORGED * 1000}")
+    [line] = out.getvalue().splitlines()
+    assert len(line) < logs.MESSAGE_LIMIT + 100
+
+
+def test_numbers_and_mappings_format_as_before() -> None:
+    with captured() as out:
+        log = logging.getLogger("gateway.test")
+        log.info("%d runs in %.1f ms for %r", 3, 2.25, "u\n1")
+        log.info("%(user)s", {"user": "a\nb"})
+    assert [line.split(": ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "3 runs in 2.2 ms for 'u\\n1'",
+        "a\\nb",
+    ]
+
+
+def test_a_traceback_follows_its_record_indented_so_no_line_can_pass_for_a_record() -> None:
+    with captured() as out:
+        try:
+            raise ValueError(FORGED)
+        except ValueError:
+            logging.getLogger("gateway.test").exception("failed")
+    first, *rest = out.getvalue().splitlines()
+    assert first.endswith("ERROR gateway.test: failed")
+    assert rest and all(line.startswith("    ") for line in rest)
+    assert rest[-1] == "    ValueError: t-1\\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
+
+
+def test_json_lines_parse_and_carry_the_bound_ids() -> None:
+    with captured("json") as out:
+        logs.bind(user="u-1", thread=FORGED, run="r-1")
+        try:
+            logging.getLogger("gateway.test").info("hello %s", "a\nb")
+        finally:
+            logs.bind(user=None, thread=None, run=None)
+        logging.getLogger("gateway.test").info("unbound")
+    bound, unbound = (json.loads(line) for line in out.getvalue().splitlines())
+    assert bound["message"] == "hello a\\nb" and bound["level"] == "INFO"
+    assert (bound["userId"], bound["runId"]) == ("u-1", "r-1")
+    assert bound["threadId"] == logs.shown(FORGED)
+    assert not {"userId", "threadId", "runId"} & unbound.keys()
+
+
+# --- through a running gateway --------------------------------------------------------------
+
+
+async def test_a_forged_thread_id_on_the_socket_writes_one_escaped_line(
+    gateway: RunningGateway,
+) -> None:
+    with captured() as out:
+        async with gateway.socket() as ws:
+            await ws.run(user_input(FORGED, "안녕"))
+    lines = out.getvalue().splitlines()
+    assert not [line for line in lines if line.startswith("2026-01-01")], "a forged line"
+    ended = [line for line in lines if "ended in" in line and "t-1\\n2026" in line]
+    assert len(ended) == 1
+
+
+async def test_json_lines_of_a_run_carry_its_user_thread_and_run(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    # An unknown context entry makes the door log a line before the run task starts.
+    run_input = user_input(thread, "안녕", context=[{"description": "x\ny", "value": "1"}])
+    with captured("json") as out:
+        async with httpx.AsyncClient(timeout=20) as client:
+            response = await client.post(
+                gateway.http + "/invocations",
+                json=run_input,
+                headers={"X-Gateway-User": "kim"},
+            )
+        assert response.status_code == 200
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    mine = [r for r in records if r.get("threadId") == thread]
+    assert {r["logger"] for r in mine} >= {"gateway.tools.policy", "gateway.hub"}
+    for record in mine:
+        assert (record["userId"], record["runId"]) == ("kim", run_input["runId"])
