@@ -26,6 +26,7 @@ from http import HTTPStatus
 from typing import Any, ClassVar, cast
 
 import h11
+from uvicorn._types import ASGISendEvent
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -245,6 +246,13 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.handshake_complete = self.close_sent = self.disconnected = True
         self.queue.put_nowait({"type": "websocket.disconnect", "code": 1006})
         self.transport.close()
+
+    async def send(self, message: ASGISendEvent) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
+            # uvicorn leaves this unset after an HTTP answer and then logs the refusal as an
+            # application error ("returned without completing handshake").
+            self.handshake_complete = True
 
     def keepalive_timeout(self) -> None:
         super().keepalive_timeout()
