@@ -73,7 +73,6 @@ class Gateway:
         shutdown: Callable[[], Awaitable[None]],
     ) -> None:
         self.settings = settings
-        self.allowed_origins = config.allowed_origins(settings)
         self._startup = startup
         self._shutdown = shutdown
         self.hub: Hub | None = None
@@ -322,7 +321,6 @@ class WebSocketSession:
         self.hub = gateway.hub
         self.settings = gateway.settings
         self.rates = gateway.rates
-        self.allowed_origins = gateway.allowed_origins
         self.scope, self.receive, self.send = scope, receive, send
         self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
@@ -345,7 +343,7 @@ class WebSocketSession:
         message = await self.receive()
         if message["type"] != "websocket.connect":
             return
-        if not origin_allowed(self.scope, self.allowed_origins):
+        if not origin_allowed(self.scope, config.allowed_origins(self.settings)):
             log.warning("refused a /ws upgrade from origin %s", _header(self.scope, b"origin"))
             await _refuse_upgrade(self.send, 403, FOREIGN_ORIGIN)
             return
