@@ -137,8 +137,8 @@ class HttpProtocol(H11Protocol):
         refused.connection_made(transport)
 
     def _waiting(self) -> Wait | None:
-        if self.transport.is_closing():
-            return None
+        if self.transport.is_closing() or self.transport.get_protocol() is not self:
+            return None  # closing, or upgraded to a WebSocket
         theirs, ours = self.conn.their_state, self.conn.our_state
         if theirs is h11.IDLE and self.timeout_keep_alive_task is None:
             return Wait.HEAD
