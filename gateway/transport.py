@@ -23,14 +23,12 @@ from __future__ import annotations
 import asyncio
 import enum
 from http import HTTPStatus
-from typing import Any, ClassVar, cast
+from typing import ClassVar, cast
 
 import h11
 from uvicorn._types import ASGISendEvent
-from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-from uvicorn.server import ServerState
 
 from gateway.config import Settings
 
@@ -83,17 +81,9 @@ class HttpProtocol(H11Protocol):
     settings: ClassVar[Settings]
     # The refused connections still being read and dropped.
     lingering: ClassVar[set[Refused]]
-
-    def __init__(
-        self,
-        config: Config,
-        server_state: ServerState,
-        app_state: dict[str, Any],
-        _loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        super().__init__(config, server_state, app_state, _loop)
-        self.deadline: asyncio.TimerHandle | None = None
-        self.waiting: Wait | None = None
+    # The connection's one deadline and what it waits for; uvicorn's __init__ stays as is.
+    deadline: asyncio.TimerHandle | None = None
+    waiting: Wait | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.settings.max_connections:
@@ -208,16 +198,7 @@ class Refused(asyncio.Protocol):
 
 class WebSocketProtocol(WebSocketsSansIOProtocol):
     settings: ClassVar[Settings]
-
-    def __init__(
-        self,
-        config: Config,
-        server_state: ServerState,
-        app_state: dict[str, Any],
-        _loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        super().__init__(config, server_state, app_state, _loop)
-        self.deadline: asyncio.TimerHandle | None = None
+    deadline: asyncio.TimerHandle | None = None  # of the handshake
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
