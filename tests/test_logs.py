@@ -13,7 +13,7 @@ import pytest
 
 from gateway import logs
 from gateway.config import Settings
-from tests.agui import new_id, user_input
+from tests.agui import new_id, outcome, user_input
 from tests.conftest import RunningGateway
 
 FORGED = "t-1\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
@@ -113,16 +113,31 @@ def test_json_lines_parse_and_carry_the_bound_ids() -> None:
 # --- through a running gateway --------------------------------------------------------------
 
 
-async def test_a_forged_thread_id_on_the_socket_writes_one_escaped_line(
+async def test_a_thread_id_that_breaks_lines_writes_one_escaped_line(
     gateway: RunningGateway,
 ) -> None:
+    # The door refuses ASCII control characters in ids; Unicode line breaks pass it.
+    thread = "t-1\u20282026-01-01 00:00:00,000 ERROR gateway.hub: forged\x85" + new_id("x")
     with captured() as out:
         async with gateway.socket() as ws:
-            await ws.run(user_input(FORGED, "안녕"))
+            assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+    lines = out.getvalue().splitlines()  # splits at U+2028 and U+0085 too
+    assert not [line for line in lines if line.startswith("2026-01-01")], "a forged line"
+    [ended] = [line for line in lines if "ended in" in line and logs.shown(thread) in line]
+    assert "t-1\\u20282026-01-01" in ended
+
+
+async def test_a_context_key_with_a_newline_writes_one_escaped_line(
+    gateway: RunningGateway,
+) -> None:
+    context = [{"description": FORGED, "value": "1"}]
+    with captured() as out:
+        async with gateway.socket() as ws:
+            await ws.run(user_input(new_id("t"), "안녕", context=context))
     lines = out.getvalue().splitlines()
     assert not [line for line in lines if line.startswith("2026-01-01")], "a forged line"
-    ended = [line for line in lines if "ended in" in line and "t-1\\n2026" in line]
-    assert len(ended) == 1
+    [dropped] = [line for line in lines if "context entries dropped" in line]
+    assert dropped.endswith("t-1\\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged")
 
 
 async def test_json_lines_of_a_run_carry_its_user_thread_and_run(
