@@ -1,9 +1,11 @@
-"""The audit log: every tool call, whose it was, what came of it, and who executed it.
+"""The audit log: every tool call, whose it was, what came of it, and who executed it;
+and what callers did at the doors: who, authenticated how, from which address.
 
-Rows go to an ``audit`` table in the gateway's SQLite file over their own aiosqlite
-connection (WAL; a ":memory:" gateway keeps its audit in memory). Recording is a
-``put_nowait``: one background task writes whatever is queued in one transaction, so a
-run never waits for the disk, and a failed write is logged, never raised into a run.
+Rows go to the ``audit`` (tool calls) and ``access`` (door actions) tables in the gateway's
+SQLite file over their own aiosqlite connection (WAL; a ":memory:" gateway keeps its audit
+in memory). Recording is a ``put_nowait``: one background task writes whatever is queued in
+one transaction, so a run never waits for the disk, and a failed write is logged, never
+raised into a run.
 
 Who records what:
 
@@ -13,6 +15,8 @@ Who records what:
   person's approval ("awaiting_approval") and one the person rejected ("rejected").
 - A client call passed on to the browser is recorded when the browser's answer arrives:
   the hub calls ``AuditLog.record_client_result``.
+- The doors (``gateway/server.py``) record ``AccessRecord``s: approvals and their
+  answers, cancels, reattaches, and every attempt refused as UNAUTHORIZED or ACCESS_DENIED.
 
 Open the log after the session store: the store refuses a new file that already has
 tables of someone else's, and an audit table created first would be one.
@@ -29,9 +33,9 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeVar
 
 import aiosqlite
 from google.adk.plugins.base_plugin import BasePlugin
@@ -65,6 +69,23 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_by_thread ON audit (thread_id, at);
 CREATE INDEX IF NOT EXISTS audit_by_user ON audit (user_id, at);
+CREATE TABLE IF NOT EXISTS access (
+    id INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    user_id TEXT NOT NULL,
+    org TEXT,
+    via TEXT NOT NULL,
+    client TEXT NOT NULL,
+    door TEXT NOT NULL,
+    action TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS access_by_thread ON access (thread_id, at);
+CREATE INDEX IF NOT EXISTS access_by_user ON access (user_id, at);
+CREATE INDEX IF NOT EXISTS access_by_client ON access (client, at);
 """
 
 _COLUMNS = (
@@ -72,6 +93,12 @@ _COLUMNS = (
     " executor"
 )
 _INSERT = f"INSERT INTO audit ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ACCESS_COLUMNS = "at, user_id, org, via, client, door, action, thread_id, target, outcome, detail"
+_INSERT_ACCESS = f"INSERT INTO access ({_ACCESS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# Refused attempts recorded per second at most, so a flood of bad tokens cannot fill the
+# disk; the rest are counted in a log line.
+REFUSALS_PER_SECOND = 20.0
+REFUSAL_BURST = 100.0
 
 
 class AuditError(Exception):
@@ -129,16 +156,60 @@ class AuditRecord:
 
     def line(self) -> str:
         """One line for a person: time, who, where, what, outcome, how long, arguments."""
-        when = datetime.datetime.fromtimestamp(self.at, datetime.UTC).isoformat(
-            timespec="milliseconds"
-        )
         took = f"{self.duration_ms:.0f} ms" if self.duration_ms is not None else "- ms"
         outcome = f"{self.outcome} ({self.detail})" if self.detail else self.outcome
         arguments = json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
         return (
-            f"{when.replace('+00:00', 'Z')}  user={self.user_id}  thread={self.thread_id}  "
+            f"{_when(self.at)}  user={self.user_id}  thread={self.thread_id}  "
             f"run={self.run_id}  {self.tool}  {self.executor}  {outcome}  {took}  {arguments}"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class AccessRecord:
+    """One action at a door. ``user_id`` is "" when the caller was not identified; ``via``
+    says how they were ("dev": only claimed); ``outcome`` is "ok", a word such as
+    "nothing_to_cancel", or the ErrorCode the caller was refused with."""
+
+    at: float
+    user_id: str
+    org: str | None
+    via: str
+    client: str
+    door: str
+    action: str
+    thread_id: str
+    target: str
+    outcome: str
+    detail: str | None
+
+    def as_row(self) -> tuple[Any, ...]:
+        return dataclasses.astuple(self)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | tuple[Any, ...]) -> AccessRecord:
+        return cls(*row)
+
+    def line(self) -> str:
+        """One line for a person: time, who and how, from where, what, outcome."""
+        who = f"user={self.user_id or '-'} via={self.via}"
+        if self.org:
+            who += f" org={self.org}"
+        target = f" {self.target}" if self.target else ""
+        outcome = f"{self.outcome} ({self.detail})" if self.detail else self.outcome
+        return (
+            f"{_when(self.at)}  {who}  client={self.client or '-'}  "
+            f"thread={self.thread_id or '-'}  {self.door} {self.action}{target}  {outcome}"
+        )
+
+
+Entry = AuditRecord | AccessRecord
+_Row = TypeVar("_Row", AuditRecord, AccessRecord)
+
+
+def _when(at: float) -> str:
+    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def outcome_of(result: Any) -> tuple[str, str | None]:
@@ -160,13 +231,15 @@ class AuditLog:
     def __init__(self, path: str) -> None:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
-        self._queue: asyncio.Queue[AuditRecord | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Entry | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         # Transactions written since open(): one per batch, fewer than records under load.
         self.commits = 0
         # When each client call went to the browser (wall clock, monotonic), by call id.
         self._sent: dict[str, tuple[float, float]] = {}
+        # The refusals' token bucket: (tokens, last refill, dropped since last recorded).
+        self._refusals = (REFUSAL_BURST, time.monotonic(), 0)
 
     async def open(self) -> None:
         conn = aiosqlite.connect(self.path)
@@ -193,12 +266,34 @@ class AuditLog:
             conn, self._conn = self._conn, None
             await conn.close()
 
-    def record(self, record: AuditRecord) -> None:
+    def record(self, record: Entry) -> None:
         """Queues one record; returns at once."""
         if self._closed:
             log.warning("audit closed; not recorded: %s", record.line())
             return
         self._queue.put_nowait(record)
+
+    def record_access(self, record: AccessRecord) -> None:
+        """Queues a door action; refusals beyond REFUSALS_PER_SECOND are counted, not kept."""
+        if record.outcome == "UNAUTHORIZED" and not self._admit_refusal():
+            return
+        self.record(record)
+
+    def _admit_refusal(self) -> bool:
+        tokens, last, dropped = self._refusals
+        now = time.monotonic()
+        tokens = min(REFUSAL_BURST, tokens + (now - last) * REFUSALS_PER_SECOND)
+        if tokens < 1:
+            self._refusals = (tokens, now, dropped + 1)
+            return False
+        if dropped:
+            log.warning(
+                "audit: %d refused attempts were not recorded (over %.0f/s)",
+                dropped,
+                REFUSALS_PER_SECOND,
+            )
+        self._refusals = (tokens - 1, now, 0)
+        return True
 
     def note_sent(self, call_id: str) -> None:
         """Remembers when a client call went to the browser, to time its answer."""
@@ -260,15 +355,27 @@ class AuditLog:
         await self.flush()
         return await _select(self._conn, thread, user)
 
+    async def query_access(
+        self, thread: str | None = None, user: str | None = None, client: str | None = None
+    ) -> list[AccessRecord]:
+        """This gateway's door actions, oldest first, filtered like ``query``."""
+        if self._conn is None:
+            raise AuditError("the audit log is not open")
+        await self.flush()
+        return await _select_access(self._conn, thread, user, client)
+
     async def _write(self, conn: aiosqlite.Connection) -> None:
         while True:
             batch = [await self._queue.get()]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            rows = [record.as_row() for record in batch if record is not None]
+            calls = [r.as_row() for r in batch if isinstance(r, AuditRecord)]
+            actions = [r.as_row() for r in batch if isinstance(r, AccessRecord)]
+            rows = calls + actions
             try:
                 if rows:
-                    await conn.executemany(_INSERT, rows)
+                    await conn.executemany(_INSERT, calls)
+                    await conn.executemany(_INSERT_ACCESS, actions)
                     await conn.commit()
                     self.commits += 1
             except sqlite3.Error:
@@ -367,27 +474,52 @@ def _run_id(tool_context: ToolContext) -> str:
     return str(metadata.get(RUN_METADATA_KEY, {}).get("runId") or tool_context.invocation_id)
 
 
+def _where(**columns: str | None) -> tuple[str, list[str]]:
+    """A WHERE clause matching every column given a value."""
+    given = {column: value for column, value in columns.items() if value is not None}
+    clause = " AND ".join(f"{column} = ?" for column in given)
+    return (f"WHERE {clause}" if clause else ""), list(given.values())
+
+
 async def _select(
     conn: aiosqlite.Connection, thread: str | None, user: str | None
 ) -> list[AuditRecord]:
-    conditions, values = [], []
-    if thread is not None:
-        conditions.append("thread_id = ?")
-        values.append(thread)
-    if user is not None:
-        conditions.append("user_id = ?")
-        values.append(user)
-    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    where, values = _where(thread_id=thread, user_id=user)
     async with conn.execute(
         f"SELECT {_COLUMNS} FROM audit {where} ORDER BY at, id", values
-    ) as rows:
-        return [AuditRecord.from_row(tuple(row)) async for row in rows]
+    ) as cursor:
+        rows = await cursor.fetchall()
+    return [AuditRecord.from_row(tuple(row)) for row in rows]
+
+
+async def _select_access(
+    conn: aiosqlite.Connection, thread: str | None, user: str | None, client: str | None
+) -> list[AccessRecord]:
+    where, values = _where(thread_id=thread, user_id=user, client=client)
+    async with conn.execute(
+        f"SELECT {_ACCESS_COLUMNS} FROM access {where} ORDER BY at, id", values
+    ) as cursor:
+        rows = await cursor.fetchall()
+    return [AccessRecord.from_row(tuple(row)) for row in rows]
 
 
 async def read_audit(
     db_path: str, thread: str | None = None, user: str | None = None
 ) -> list[AuditRecord]:
-    """The records in a gateway's database file, opened read-only (safe beside the gateway)."""
+    """The tool calls in a gateway's database file, opened read-only (safe beside it)."""
+    return await _read(db_path, lambda conn: _select(conn, thread, user))
+
+
+async def read_access(
+    db_path: str, thread: str | None = None, user: str | None = None, client: str | None = None
+) -> list[AccessRecord]:
+    """The door actions in a gateway's database file, opened read-only."""
+    return await _read(db_path, lambda conn: _select_access(conn, thread, user, client))
+
+
+async def _read(
+    db_path: str, select: Callable[[aiosqlite.Connection], Awaitable[list[_Row]]]
+) -> list[_Row]:
     if in_memory(db_path):
         raise AuditError("an in-memory gateway keeps no audit to read; pass --db <file>")
     if not os.path.exists(db_path):
@@ -395,24 +527,33 @@ async def read_audit(
     uri = Path(db_path).absolute().as_uri() + "?mode=ro"
     try:
         async with aiosqlite.connect(uri, uri=True) as conn:
-            return await _select(conn, thread, user)
+            return await select(conn)
     except sqlite3.OperationalError as error:
         if "no such table" in str(error):
-            return []  # a gateway that never recorded a tool call
+            return []  # a gateway that never recorded one, or one from before the table
         raise AuditError(f"cannot read the audit in {db_path}: {error}") from error
 
 
 async def print_audit(
-    db_path: str, thread: str | None = None, user: str | None = None, out: TextIO | None = None
+    db_path: str,
+    thread: str | None = None,
+    user: str | None = None,
+    client: str | None = None,
+    out: TextIO | None = None,
 ) -> int:
-    """Prints one line per tool call, oldest first; returns how many were printed."""
+    """Prints one line per tool call and door action, oldest first; returns how many."""
     out = out or sys.stdout
-    records = await read_audit(db_path, thread, user)
-    for record in records:
-        out.write(record.line() + "\n")
-    if not records:
+    calls: list[Entry] = [] if client else list(await read_audit(db_path, thread, user))
+    entries = sorted(
+        calls + list(await read_access(db_path, thread, user, client)), key=lambda e: e.at
+    )
+    for entry in entries:
+        out.write(entry.line() + "\n")
+    if not entries:
         scope = " and ".join(
-            f"{name} {value!r}" for name, value in (("thread", thread), ("user", user)) if value
+            f"{name} {value!r}"
+            for name, value in (("thread", thread), ("user", user), ("client", client))
+            if value
         )
-        out.write(f"no tool calls recorded{' for ' + scope if scope else ''}\n")
-    return len(records)
+        out.write(f"nothing recorded{' for ' + scope if scope else ''}\n")
+    return len(entries)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import sqlite3
 import warnings
@@ -20,12 +21,14 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from gateway.audit import (
+    AccessRecord,
     AuditError,
     AuditLog,
     AuditPlugin,
     AuditRecord,
     outcome_of,
     print_audit,
+    read_access,
     read_audit,
 )
 from gateway.models.scripted import ScriptedLlm
@@ -152,7 +155,94 @@ async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(tmp_pat
     assert '  server  ok  0 ms  {"query":"요청 목록"}' in line
     out = io.StringIO()
     assert await print_audit(path, thread="nope", out=out) == 0
-    assert out.getvalue() == "no tool calls recorded for thread 'nope'\n"
+    assert out.getvalue() == "nothing recorded for thread 'nope'\n"
+
+
+def access(
+    at: float, user: str, action: str, outcome: str = "ok", client: str = "10.0.0.7"
+) -> AccessRecord:
+    return AccessRecord(
+        at=at,
+        user_id=user,
+        org="acme" if user else None,
+        via="bearer" if user else "-",
+        client=client,
+        door="ws",
+        action=action,
+        thread_id="t1",
+        target="adk-1" if action == "approval" else "",
+        outcome=outcome,
+        detail="approved" if action == "approval" else None,
+    )
+
+
+# The audit table as the gateway made it before door actions were recorded.
+_FIRST_SCHEMA = """
+CREATE TABLE audit (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+    run_id TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
+    outcome TEXT NOT NULL, detail TEXT, duration_ms REAL,
+    executor TEXT NOT NULL CHECK (executor IN ('server', 'client'))
+);
+CREATE INDEX audit_by_thread ON audit (thread_id, at);
+CREATE INDEX audit_by_user ON audit (user_id, at);
+INSERT INTO audit VALUES (1, 1700000000.0, 'demo', 't1', 'r1', 'find_screen', 'call-1',
+    '{}', 'ok', NULL, 0.4, 'server');
+"""
+
+
+async def test_a_file_from_before_door_actions_keeps_its_rows_and_gains_them(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "gateway.db")
+    store = SessionService(path)
+    await store.open()
+    await store.close()
+    with sqlite3.connect(path) as old:
+        old.executescript(_FIRST_SCHEMA)
+    # The operator command reads the old file as it is, before any gateway reopened it.
+    assert [r.call_id for r in await read_audit(path)] == ["call-1"]
+    assert await read_access(path) == []
+
+    audit = AuditLog(path)
+    await audit.open()
+    audit.record_access(access(1_700_000_001.0, "demo", "approval"))
+    audit.record(record("t1", "demo", tool="approveWorkRequest"))
+    audit.record_access(access(1_700_000_002.0, "", "connect", "UNAUTHORIZED", "10.0.0.9"))
+    await audit.close()
+
+    assert [r.call_id for r in await read_audit(path, thread="t1")] == [
+        "call-1",
+        "call-t1-approveWorkRequest",
+    ]
+    out = io.StringIO()
+    assert await print_audit(path, thread="t1", out=out) == 4
+    lines = out.getvalue().splitlines()
+    assert "find_screen" in lines[0] and "approveWorkRequest" in lines[1]
+    assert lines[2] == (
+        "2023-11-14T22:13:21.000Z  user=demo via=bearer org=acme  client=10.0.0.7  "
+        "thread=t1  ws approval adk-1  ok (approved)"
+    )
+    assert lines[3].endswith("user=- via=-  client=10.0.0.9  thread=t1  ws connect  UNAUTHORIZED")
+    # What was done from one address: its door actions only.
+    out = io.StringIO()
+    assert await print_audit(path, client="10.0.0.9", out=out) == 1
+
+
+async def test_a_flood_of_refusals_is_recorded_only_up_to_a_rate(
+    audit: AuditLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    for number in range(500):
+        audit.record_access(access(float(number), "", "connect", "UNAUTHORIZED"))
+    # Denials by an identified user are never dropped.
+    audit.record_access(access(600.0, "guest", "reattach", "ACCESS_DENIED"))
+    rows = await audit.query_access()
+    refused = [r for r in rows if r.outcome == "UNAUTHORIZED"]
+    assert 100 <= len(refused) < 110
+    assert rows[-1].outcome == "ACCESS_DENIED"
+    await asyncio.sleep(0.1)  # the bucket refills; the next refusal reports the dropped ones
+    audit.record_access(access(700.0, "", "connect", "UNAUTHORIZED"))
+    assert "refused attempts were not recorded" in caplog.text
 
 
 async def test_reading_fails_with_a_sentence_when_there_is_nothing_to_read(tmp_path: Path) -> None:
