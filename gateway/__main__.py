@@ -100,9 +100,14 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from gateway import logs
+    from gateway.auth import AuthSettingsError
 
     logs.configure(settings)
-    uvicorn.Server(server_config(settings, build_app(settings))).run()
+    try:
+        app = build_app(settings)
+    except AuthSettingsError as error:
+        sys.exit(f"agent-gateway: {error}")
+    uvicorn.Server(server_config(settings, app)).run()
 
 
 def _print(rows: object) -> None:
@@ -124,10 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     threads.add_argument("--user", required=True)
     export = commands.add_parser("export", help="print a thread as AG-UI messages (JSON)")
     export.add_argument("thread")
-    audit_command = commands.add_parser("audit", help="print the tool calls of a thread or a user")
+    audit_command = commands.add_parser(
+        "audit", help="print the tool calls and door actions of a thread, a user or an address"
+    )
     whose = audit_command.add_mutually_exclusive_group(required=True)
     whose.add_argument("--thread")
     whose.add_argument("--user")
+    whose.add_argument("--client", help="a client address: what was done from it")
     args = parser.parse_args(argv)
     settings = config.load(args)
     if args.command in (None, "serve"):
@@ -143,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "export":
             _print(asyncio.run(operator.export_thread(settings.db, args.thread)))
         elif args.command == "audit":
-            asyncio.run(print_audit(settings.db, thread=args.thread, user=args.user))
+            asyncio.run(
+                print_audit(settings.db, thread=args.thread, user=args.user, client=args.client)
+            )
     except (operator.ThreadNotFoundError, StoreError, AuditError) as error:
         sys.exit(f"agent-gateway {args.command}: {error}")
     return 0

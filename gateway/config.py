@@ -12,15 +12,33 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# Where each auth mode listens unless GATEWAY_HOST says: dev trusts whoever connects, so only
+# this machine may; jwt is the AgentCore contract, 0.0.0.0:8080.
+DEFAULT_HOST = {"dev": "127.0.0.1", "jwt": "0.0.0.0"}
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Settings:
-    host: str = "0.0.0.0"
+    host: str = ""
     port: int = 8080
     db: str = "gateway.db"
     model: str = "scripted"
     scripted_pace_ms: float = 30.0
     auth: str = "dev"
+    jwt_secret: str = ""
+    jwt_public_key: str = ""
+    jwt_jwks_url: str = ""
+    jwt_jwks_file: str = ""
+    jwt_algorithms: str = ""
+    jwt_issuer: str = ""
+    jwt_audience: str = ""
+    jwt_leeway: float = 30.0
+    jwt_jwks_cache_seconds: float = 300.0
+    jwt_user_claim: str = "sub"
+    jwt_org_claim: str = "org"
+    jwt_roles_claim: str = "roles"
+    ws_ticket_seconds: float = 30.0
+    ws_tickets_max: int = 10_000
     durability: str = "normal"
     history_window: int = 24
     client_tool_timeout: float = 120.0
@@ -44,16 +62,36 @@ class Settings:
     log_level: str = "info"
     log_format: str = "text"
 
+    def __post_init__(self) -> None:
+        if not self.host:
+            object.__setattr__(self, "host", DEFAULT_HOST.get(self.auth, "127.0.0.1"))
+
 
 # What each setting means, shown by --help and kept next to the defaults.
 _HELP: dict[str, str] = {
-    "host": "address to listen on",
+    "host": "address to listen on (default 127.0.0.1 with --auth dev, 0.0.0.0 with jwt)",
     "port": "port to listen on",
     "db": "SQLite file for sessions (':memory:' keeps nothing)",
     "model": "'scripted' (offline), a Gemini name such as 'gemini-2.5-flash', "
     "or 'openai/<model>' for an OpenAI-compatible endpoint",
     "scripted_pace_ms": "delay between the scripted model's streamed chunks",
-    "auth": "'dev': the user comes from ?user= or X-Gateway-User",
+    "auth": "'dev': the user comes from ?user= or X-Gateway-User, as sent; "
+    "'jwt': from a verified Authorization: Bearer token",
+    "jwt_secret": "HS256 secret (32+ bytes) for jwt mode; prefer the env var: flags show in ps",
+    "jwt_public_key": "PEM public key (the text, or a file path) for RS256/ES256 tokens",
+    "jwt_jwks_url": "JWKS URL of the token issuer (cached; unknown key ids refetch)",
+    "jwt_jwks_file": "JWKS file holding the issuer's public keys",
+    "jwt_algorithms": "accepted signing algorithms, comma-separated; default: the key's "
+    "(HS256 for a secret, RS256/ES256 for public keys)",
+    "jwt_issuer": "required iss claim (unchecked when empty)",
+    "jwt_audience": "accepted aud values, comma-separated (unchecked when empty)",
+    "jwt_leeway": "seconds of clock skew allowed on exp, nbf and iat",
+    "jwt_jwks_cache_seconds": "how long a fetched JWKS is used before it is fetched again",
+    "jwt_user_claim": "claim naming the user (dotted for nested claims)",
+    "jwt_org_claim": "claim naming the user's organisation",
+    "jwt_roles_claim": "claim listing the user's roles (a list, or a space-separated string)",
+    "ws_ticket_seconds": "lifetime of a single-use /ws ticket from POST /ws-ticket",
+    "ws_tickets_max": "most /ws tickets outstanding at once",
     "durability": "'normal' survives a process crash, 'full' also a power loss",
     "history_window": "recent events a run loads from its thread",
     "client_tool_timeout": "seconds a browser has to answer a client-tool call",
@@ -80,7 +118,7 @@ _HELP: dict[str, str] = {
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "auth": ("dev",),
+    "auth": ("dev", "jwt"),
     "durability": ("normal", "full"),
     "log_level": ("debug", "info", "warning", "error"),
     "log_format": ("text", "json"),
@@ -113,7 +151,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds one ``--flag`` per setting; defaults stay None so the environment can fill in."""
     for field in dataclasses.fields(Settings):
         flag = "--" + field.name.replace("_", "-")
-        help_text = f"{_HELP[field.name]} (env {env_name(field.name)}, default {field.default})"
+        shown = f", default {field.default}" if field.default != "" else ""
+        help_text = f"{_HELP[field.name]} (env {env_name(field.name)}{shown})"
         parser.add_argument(flag, dest=field.name, default=None, help=help_text)
 
 

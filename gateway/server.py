@@ -1,7 +1,10 @@
-"""The ASGI app: /ws, POST /invocations, GET /ping, GET /tools. A thin shell over the hub.
+"""The ASGI app: /ws, POST /invocations, GET /ping, GET /tools, GET /me, POST /ws-ticket.
+A thin shell over the hub.
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
-(with that HTTP status on the SSE door) and leaves the connection usable.
+(with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
+refused at the door gets the HTTP status (401 with ``WWW-Authenticate: Bearer``, or 403)
+before anything else: on /ws a refused upgrade, never an accept-then-close.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import msgspec
 
 from gateway import config, logs, warmup
 from gateway import protocol as p
-from gateway.auth import identify, query_param
+from gateway.auth import Authenticator, Unauthorized, query_param, redact, selected_subprotocol
 from gateway.body import RequestBody, http_status
 from gateway.config import Settings
+from gateway.door import Door
 from gateway.hub import Hub, needed_part, notice, standalone
 from gateway.limits import RateLimiter
 from gateway.outgoing import Outgoing
@@ -36,6 +40,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
+# How long a refused upgrade waits for the server to report its socket gone.
+REFUSAL_LINGER_SECONDS = 1.0
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
 FOREIGN_ORIGIN = p.GatewayError(
@@ -73,6 +79,9 @@ class Gateway:
         shutdown: Callable[[], Awaitable[None]],
     ) -> None:
         self.settings = settings
+        # Built here, so settings it cannot work with stop start-up before anything listens.
+        self.auth = Authenticator(settings)
+        redact.install()
         self._startup = startup
         self._shutdown = shutdown
         self.hub: Hub | None = None
@@ -97,6 +106,13 @@ class Gateway:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if self.settings.auth == "dev":
+                    log.warning(
+                        "GATEWAY_AUTH=dev trusts the client: whoever reaches %s:%d is whichever "
+                        "user ?user= or X-Gateway-User names; use GATEWAY_AUTH=jwt beyond a demo",
+                        self.settings.host,
+                        self.settings.port,
+                    )
                 try:
                     self.hub = await self._startup()
                     self.ping = Ping(self.hub)
@@ -118,12 +134,16 @@ class Gateway:
 
     async def _warm(self) -> None:
         assert self.hub is not None
+        credential = self.auth.warm_up_credential
+        assert credential is not None
         try:
-            seconds = await warmup.warm_up(self.hub, self.settings)
+            seconds = await warmup.warm_up(self.hub, self.settings, credential)
         except Exception as exc:  # a cold first run is slower, never a reason not to serve
             log.warning("warm-up skipped (%s); the first runs will be slower", exc)
         else:
             log.info("model %s warmed in %.0f ms", self.settings.model, seconds * 1000)
+        finally:
+            self.auth.end_warm_up()
         # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
         gc.collect()
         gc.freeze()
@@ -141,10 +161,14 @@ class Gateway:
             tools = [entry.declaration() for entry in self.hub.engine.catalog.client_entries()]
             await _respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
         elif path == "/invocations" and method == "POST":
-            await Invocation(self.hub, self.settings, self.rates, scope, receive, send).serve()
+            await Invocation(
+                self.hub, self.settings, self.rates, self.auth, scope, receive, send
+            ).serve()
         elif path == "/me" and method == "GET":
             await self._me(scope, send)
-        elif path in ("/ping", "/tools", "/invocations", "/me"):
+        elif path == "/ws-ticket" and method == "POST":
+            await self._ws_ticket(scope, send)
+        elif path in ("/ping", "/tools", "/invocations", "/me", "/ws-ticket"):
             await _respond(send, 405, b"method not allowed", b"text/plain")
         elif method == "GET" and (found := web_file(path)) is not None:
             body, content_type = found
@@ -154,25 +178,61 @@ class Gateway:
 
     async def _me(self, scope: Scope, send: Send) -> None:
         """The signed-in user and the screens they may open, for the web client's menu."""
+        assert self.hub is not None
         try:
-            user = identify(self.settings, scope)
+            identity = await Door(self.auth, self.hub.audit, scope, "http", "profile").identify()
         except p.GatewayError as error:
-            await _respond(send, 401, p.encode(error.to_event()), b"application/json")
+            await _refuse(send, error)
             return
-        await _respond(
-            send, 200, msgspec.json.encode(screens.load().profile(user)), b"application/json"
-        )
+        profile = screens.load().profile(identity.user)
+        await _respond(send, 200, msgspec.json.encode(profile), b"application/json")
+
+    async def _ws_ticket(self, scope: Scope, send: Send) -> None:
+        """POST /ws-ticket: a single-use ticket for ``/ws?ticket=``, for the caller."""
+        assert self.hub is not None
+        try:
+            identity = await Door(self.auth, self.hub.audit, scope, "http", "ticket").identify()
+            ticket = self.auth.tickets.issue(identity)
+        except p.GatewayError as error:
+            await _refuse(send, error)
+            return
+        body = msgspec.json.encode({"ticket": ticket, "expiresIn": self.settings.ws_ticket_seconds})
+        # A credential: no cache may keep it.
+        await _respond(send, 200, body, b"application/json", [(b"cache-control", b"no-store")])
 
 
-async def _respond(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", content_type), (b"content-length", b"%d" % len(body))],
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", b"%d" % len(body)),
+                *(headers or ()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def challenge(error: p.GatewayError) -> list[tuple[bytes, bytes]]:
+    """The ``WWW-Authenticate`` header a refusal carries: every 401 has one (RFC 7235)."""
+    if isinstance(error, Unauthorized):
+        return [(b"www-authenticate", error.challenge())]
+    return []
+
+
+async def _refuse(send: Send, error: p.GatewayError) -> None:
+    """A JSON door's refusal: its status, its challenge, the RUN_ERROR as the body."""
+    body = p.encode(error.to_event())
+    await _respond(send, error.code.http_status, body, b"application/json", challenge(error))
 
 
 class QueueSubscriber:
@@ -210,11 +270,13 @@ class Invocation:
         hub: Hub,
         settings: Settings,
         rates: RateLimiter,
+        auth: Authenticator,
         scope: Scope,
         receive: Receive,
         send: Send,
     ) -> None:
         self.hub, self.settings, self.rates = hub, settings, rates
+        self.door = Door(auth, hub.audit, scope, "sse", "run")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
@@ -225,8 +287,9 @@ class Invocation:
             max_bytes=self.settings.max_frame_bytes,
             timeout=self.settings.body_timeout,
         )
+        run_input: p.RunAgentInput | None = None
         try:
-            user = identify(self.settings, self.scope)
+            user = (await self.door.identify()).user
             logs.bind(user=user)
             self.rates.check(user)
             run_input = p.decode_input(await body.json())
@@ -236,11 +299,14 @@ class Invocation:
                 return
             await self.hub.start(user, run_input, subscriber)
         except p.GatewayError as error:
+            if run_input is not None:
+                self.door.record_input(run_input, error)
             await self._refuse(error, body)
             return
         except Exception:
             await self._refuse(p.unexpected("a POST /invocations"), body)
             return
+        self.door.record_input(run_input, None)
         await self._stream_start(200)
         try:
             while True:
@@ -258,12 +324,16 @@ class Invocation:
     async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
         # A refused body is read to its end first, or the answer closes the connection.
         keep_alive = await body.settle()
-        await self._stream_start(http_status(error), close=not keep_alive)
+        await self._stream_start(http_status(error), challenge(error), close=not keep_alive)
         await self._stream([p.encode(error.to_event())], more=False)
 
     async def _cancel(self, user: str, thread_id: str) -> None:
         """The SSE door's cancel: a short stream saying what happened."""
-        if await self.hub.cancel(user, thread_id):
+        cancelled = await self.hub.cancel(user, thread_id)
+        self.door.record_outcome(
+            "cancel", thread_id, None, "ok" if cancelled else "nothing_to_cancel"
+        )
+        if cancelled:
             said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")
             events = standalone(thread_id, [said])
         else:
@@ -271,11 +341,14 @@ class Invocation:
         await self._stream_start(200)
         await self._stream([p.encode(event) for event in events], more=False)
 
-    async def _stream_start(self, status: int, *, close: bool = False) -> None:
+    async def _stream_start(
+        self, status: int, extra: list[tuple[bytes, bytes]] | None = None, *, close: bool = False
+    ) -> None:
         headers = [
             (b"content-type", b"text/event-stream"),
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),
+            *(extra or ()),
         ]
         if close:
             headers.append((b"connection", b"close"))
@@ -327,6 +400,7 @@ class WebSocketSession:
         self.queued_bytes = 0
         self.refused: Refused | None = None
         self.user = ""
+        self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
         self.closing = False
 
@@ -345,15 +419,17 @@ class WebSocketSession:
             return
         if not origin_allowed(self.scope, config.allowed_origins(self.settings)):
             log.warning("refused a /ws upgrade from origin %s", _header(self.scope, b"origin"))
-            await _refuse_upgrade(self.send, 403, FOREIGN_ORIGIN)
+            await self._refuse_upgrade(FOREIGN_ORIGIN)
             return
         try:
-            self.user = identify(self.settings, self.scope)
+            self.user = (await self.door.identify()).user
         except p.GatewayError as error:
-            await self.send({"type": "websocket.close", "code": 4401, "reason": error.message})
+            await self._refuse_upgrade(error)
             return
         logs.bind(user=self.user)
-        await self.send({"type": "websocket.accept"})
+        await self.send(
+            {"type": "websocket.accept", "subprotocol": selected_subprotocol(self.scope)}
+        )
         thread_id = query_param(self.scope, "threadId")
         if thread_id:
             try:
@@ -376,6 +452,31 @@ class WebSocketSession:
             self.outbox.clear()
             while not self.inbox.empty():
                 self.inbox.get_nowait()
+
+    async def _refuse_upgrade(self, error: p.GatewayError) -> None:
+        """Answers the upgrade with the refusal's HTTP status, challenge and RUN_ERROR body."""
+        if "websocket.http.response" not in self.scope.get("extensions", {}):
+            # A server without the extension: its own 403, the nearest it allows.
+            await self.send({"type": "websocket.close", "code": 1008})
+            return
+        body = p.encode(error.to_event())
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            *challenge(error),
+        ]
+        status = error.code.http_status
+        await self.send(
+            {"type": "websocket.http.response.start", "status": status, "headers": headers}
+        )
+        await self.send({"type": "websocket.http.response.body", "body": body})
+        # uvicorn's websockets-sansio counts the handshake done only once the socket is gone
+        # (its second disconnect message); returning sooner logs a false "returned without
+        # completing handshake" error. Other servers may never say: wait briefly at most.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REFUSAL_LINGER_SECONDS):
+                for _ in range(2):
+                    await self.receive()
 
     async def _read(self) -> None:
         while True:
@@ -405,7 +506,11 @@ class WebSocketSession:
             return
         if isinstance(frame, p.Cancel):
             # A cancel acts now, ahead of queued runs; only its notice waits its turn.
-            if not await self.hub.cancel(self.user, frame.thread_id):
+            cancelled = await self.hub.cancel(self.user, frame.thread_id)
+            self.door.record_outcome(
+                "cancel", frame.thread_id, None, "ok" if cancelled else "nothing_to_cancel"
+            )
+            if not cancelled:
                 self._queue(_nothing_to_cancel(frame.thread_id), 0)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
@@ -463,13 +568,21 @@ class WebSocketSession:
             else:
                 run = await self.hub.start(self.user, request, self)
         except p.GatewayError as error:
+            self._audit(request, error)
             self.deliver(error.to_event())
             return
+        self._audit(request, None)
         if self.following not in (None, request.thread_id):
             self.hub.unwatch(self, self.following)
         self.following = request.thread_id
         if run is not None:
             await run.done.wait()
+
+    def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
+        if isinstance(request, p.Reattach):
+            self.door.record_outcome("reattach", request.thread_id, error)
+        else:
+            self.door.record_input(request, error)
 
     async def _write(self) -> None:
         while True:
@@ -519,14 +632,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if bytes(key).lower() == name:
             return bytes(value).decode("latin-1")
     return None
-
-
-async def _refuse_upgrade(send: Send, status: int, error: p.GatewayError) -> None:
-    """Answers a WebSocket upgrade with an HTTP error and a RUN_ERROR body, never a 101."""
-    body = p.encode(error.to_event())
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
-    await send({"type": "websocket.http.response.body", "body": body})
 
 
 def _nothing_to_cancel(thread_id: str) -> list[p.Event]:

@@ -5,6 +5,10 @@ protocol, frame decoding, the connection's worker and writer, the hub, the trans
 the store and the encoder. A warm-up that skipped the socket left the first user's run 15-20%
 slower than the tenth; a few greetings over a real loopback connection pay all of it. Until
 they are done /ping answers 503, so nothing that waits for Healthy sends a user the cold run.
+
+The warm-up signs in with a credential only this process knows (``Authenticator``'s), good
+only as WARM_UP_USER and only until the warm-up is over, so it works in every auth mode
+without a door any client could use.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway import protocol as p
+from gateway.auth import WARM_UP_USER
 from gateway.config import Settings
 from gateway.hub import Hub
 
 log = logging.getLogger(__name__)
 
-WARM_UP_USER = "__warmup__"
+__all__ = ["WARM_UP_USER", "loopback_host", "skip_absent_a2a", "warm_up"]
 WARM_UP_RUNS = 3
 # uvicorn listens only once start-up is over; the warm-up waits for it this long at most.
 LISTEN_TIMEOUT_SECONDS = 30.0
@@ -49,14 +54,15 @@ def loopback_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-async def warm_up(hub: Hub, settings: Settings) -> float:
+async def warm_up(hub: Hub, settings: Settings, credential: str) -> float:
     """Runs a few greetings on new threads over /ws, then deletes the threads.
 
     Each run starts a new thread, as most users' first runs do: creating a session has
-    first-call costs of its own. Returns the seconds it took.
+    first-call costs of its own. ``credential`` is the warm-up's bearer credential.
+    Returns the seconds it took.
     """
     started = time.perf_counter()
-    url = f"ws://{loopback_host(settings.host)}:{settings.port}/ws?user={WARM_UP_USER}"
+    url = f"ws://{loopback_host(settings.host)}:{settings.port}/ws"
     threads = [f"{WARM_UP_USER}{uuid.uuid4().hex}" for _ in range(WARM_UP_RUNS)]
     # Declared as a browser declares them: offering client tools to the model has
     # first-call costs of its own.
@@ -65,7 +71,7 @@ async def warm_up(hub: Hub, settings: Settings) -> float:
         for entry in hub.engine.catalog.client_entries()
     ]
     try:
-        ws = await _connect(url)
+        ws = await _connect(url, credential)
         async with ws:
             for thread_id in threads:
                 await asyncio.wait_for(_greet(ws, thread_id, tools), RUN_TIMEOUT_SECONDS)
@@ -75,11 +81,12 @@ async def warm_up(hub: Hub, settings: Settings) -> float:
     return time.perf_counter() - started
 
 
-async def _connect(url: str) -> ClientConnection:
+async def _connect(url: str, credential: str) -> ClientConnection:
     deadline = time.monotonic() + LISTEN_TIMEOUT_SECONDS
+    headers = {"Authorization": f"Bearer {credential}"}
     while True:
         try:
-            return await connect(url, compression=None, max_size=None)
+            return await connect(url, compression=None, max_size=None, additional_headers=headers)
         except OSError:
             if time.monotonic() > deadline:
                 raise

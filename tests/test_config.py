@@ -18,12 +18,27 @@ def parse(argv: list[str], environ: dict[str, str]) -> config.Settings:
 def test_defaults_match_the_readme() -> None:
     settings = parse([], {})
     assert (settings.host, settings.port, settings.model, settings.auth) == (
-        "0.0.0.0",
+        "127.0.0.1",
         8080,
         "scripted",
         "dev",
     )
     assert settings.client_tool_timeout == 120.0
+
+
+def test_dev_mode_listens_on_loopback_unless_the_host_is_set() -> None:
+    from gateway.__main__ import build_app, server_config
+
+    dev = parse([], {})
+    assert server_config(dev, build_app(dev)).host == "127.0.0.1"
+    # jwt mode keeps the AgentCore contract, 0.0.0.0:8080.
+    assert parse([], {"GATEWAY_AUTH": "jwt"}).host == "0.0.0.0"
+    assert config.Settings(auth="jwt").host == "0.0.0.0"
+    assert config.Settings().host == "127.0.0.1"
+    # Set explicitly, by variable or flag, the host is kept in either mode.
+    assert parse([], {"GATEWAY_HOST": "0.0.0.0"}).host == "0.0.0.0"
+    assert parse(["--host", "::"], {"GATEWAY_AUTH": "jwt"}).host == "::"
+    assert parse(["--host", "10.1.2.3"], {}).host == "10.1.2.3"
 
 
 def test_environment_then_flags() -> None:

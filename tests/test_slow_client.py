@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from gateway import protocol as p
 from gateway import server
+from gateway.auth import Authenticator
 from gateway.config import Settings
 
 
 class _Gateway:
-    hub: Any = object()
+    hub: Any = SimpleNamespace(audit=None)
     rates: Any = object()
     # Room for three of the events below, in bytes.
     settings = Settings(send_buffer_bytes=3 * len(p.encode(p.Custom(name="n", value=0))))
+    auth = Authenticator(settings)
 
 
 async def test_a_full_send_queue_closes_the_connection_once() -> None:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gateway import protocol as p
-from gateway import server
+from gateway.auth import Authenticator, Identity
 from gateway.hub import Hub
 from gateway.runner import APP_NAME
 from gateway.warmup import WARM_UP_USER
@@ -124,13 +124,14 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     users: list[str] = []
-    real_identify = server.identify
+    real_identify = Authenticator.identify
 
-    def identify(settings: Any, scope: Any) -> str:
-        users.append(real_identify(settings, scope))
-        return users[-1]
+    async def identify(self: Authenticator, scope: Any) -> Identity:
+        identity = await real_identify(self, scope)
+        users.append(identity.user)
+        return identity
 
-    monkeypatch.setattr(server, "identify", identify)
+    monkeypatch.setattr(Authenticator, "identify", identify)
     declared: list[list[str]] = []
     real_start = Hub.start
 

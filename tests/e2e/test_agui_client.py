@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 
 from tests.agui import NAVIGATE_TOOL, StreamChecker, new_id
 from tests.conftest import RunningGateway, running_gateway
+from tests.test_auth_doors import JWT, bearer
+from tests.tokens import token
 
 NODE_DIR = Path(__file__).parent / "node"
 
@@ -22,10 +25,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-async def run_http_agent(gateway: RunningGateway, run_input: dict[str, Any]) -> dict[str, Any]:
-    """Runs the official client once; returns the harness report."""
+async def run_http_agent(
+    gateway: RunningGateway, run_input: dict[str, Any], headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Runs the official client once, sending ``headers``; returns the harness report."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(run_input, handle, ensure_ascii=False)
+    environment = {**os.environ, "AGUI_HEADERS": json.dumps(headers or {})}
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "run_agent.mjs"),
@@ -33,6 +39,7 @@ async def run_http_agent(gateway: RunningGateway, run_input: dict[str, Any]) -> 
         handle.name,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=environment,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
     Path(handle.name).unlink()
@@ -166,3 +173,15 @@ async def test_rejection_through_the_official_resume_helper(gateway: RunningGate
     accepted(report)
     reply = reply_of(report["second"])
     assert "거절" in reply and "승인했습니다" not in reply
+
+
+async def test_the_official_client_runs_with_a_bearer_token_in_jwt_mode() -> None:
+    run_input = base_input(new_id("t"), [{"id": new_id("m"), "role": "user", "content": "안녕"}])
+    async with running_gateway(**JWT) as gateway:
+        report = await run_http_agent(gateway, run_input, bearer(token()))
+        refused = await run_http_agent(gateway, run_input)
+    accepted(report)
+    assert report["events"][-1]["type"] == "RUN_FINISHED"
+    assert refused["http"]["status"] == 401
+    assert refused["http"]["events"][0]["code"] == "UNAUTHORIZED"
+    assert "401" in refused["failed"]

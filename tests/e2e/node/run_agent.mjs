@@ -4,6 +4,9 @@
 //
 //   node run_agent.mjs <url> <input.json>
 //
+// AGUI_HEADERS, if set, is a JSON object of request headers the client sends
+// (e.g. {"Authorization": "Bearer <jwt>"}).
+//
 // input.json holds a RunAgentInput (camelCase): threadId, runId, messages,
 // tools, context, state, forwardedProps, resume.
 //
@@ -119,6 +122,7 @@ function sseFrames(body) {
 // --- run ---------------------------------------------------------------------
 const agent = new HttpAgent({
   url,
+  headers: process.env.AGUI_HEADERS ? JSON.parse(process.env.AGUI_HEADERS) : undefined,
   threadId: input.threadId,
   initialMessages: input.messages ?? [],
   initialState: input.state,

@@ -1,0 +1,160 @@
+"""What every door does around its work: identify the caller, log the request, audit.
+
+One ``Door`` per request or connection. Its log line names the user, the client address
+and the AgentCore session header; its audit rows (``AccessRecord``) say who did what from
+where: approvals, cancels, reattaches, and every attempt refused as UNAUTHORIZED or
+ACCESS_DENIED. The hub records tool calls; the doors record the rest, so the hub needs no
+knowledge of addresses or credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import MutableMapping
+from typing import Any
+
+from gateway import protocol as p
+from gateway.audit import AccessRecord, AuditLog
+from gateway.auth import Authenticator, Identity, Impersonation
+
+log = logging.getLogger(__name__)
+
+AGENTCORE_SESSION = b"x-amzn-bedrock-agentcore-runtime-session-id"
+# A client-sent value shown in a log line is cut to this many characters.
+SHOWN_CHARS = 64
+# Refusals that say who tried what they may not: always audited.
+DENIALS = (p.ErrorCode.UNAUTHORIZED, p.ErrorCode.ACCESS_DENIED)
+
+
+def shown(value: str | None) -> str:
+    """A client-sent value for a log line: control characters escaped, cut short."""
+    if not value:
+        return "-"
+    cut = value[:SHOWN_CHARS]
+    escaped = cut.encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
+    return escaped + ("..." if len(value) > SHOWN_CHARS else "")
+
+
+class Door:
+    """``name`` is "ws", "sse" or "http"; ``action`` what the request is for."""
+
+    def __init__(
+        self,
+        auth: Authenticator,
+        audit: AuditLog | None,
+        scope: MutableMapping[str, Any],
+        name: str,
+        action: str,
+    ) -> None:
+        self.auth, self.audit, self.scope = auth, audit, scope
+        self.name, self.action = name, action
+        client = scope.get("client")
+        self.client = str(client[0]) if client else ""
+        self.identity: Identity | None = None
+
+    async def identify(self) -> Identity:
+        """The caller, logged in one line; a refusal is logged and audited, then raised."""
+        method = "WS" if self.scope["type"] == "websocket" else self.scope["method"]
+        session = shown(_first(self.scope, AGENTCORE_SESSION))
+        try:
+            self.identity = await self.auth.identify(self.scope)
+        except p.GatewayError as error:
+            if isinstance(error, Impersonation):
+                self.identity = error.identity
+            log.info(
+                "refused %s %s user=%s client=%s session=%s: %s",
+                method,
+                self.scope["path"],
+                self.identity.user if self.identity else "-",
+                self.client or "-",
+                session,
+                error.message,
+            )
+            self.record(self.action, outcome=error.code.value, detail=error.message)
+            raise
+        log.info(
+            "%s %s user=%s via=%s client=%s session=%s",
+            method,
+            self.scope["path"],
+            self.identity.user,
+            self.identity.via,
+            self.client or "-",
+            session,
+        )
+        return self.identity
+
+    def record(
+        self,
+        action: str,
+        *,
+        thread_id: str = "",
+        target: str = "",
+        outcome: str = "ok",
+        detail: str | None = None,
+    ) -> None:
+        if self.audit is None:
+            return
+        identity = self.identity
+        self.audit.record_access(
+            AccessRecord(
+                at=time.time(),
+                user_id=identity.user if identity else "",
+                org=identity.org if identity else None,
+                via=identity.via if identity else "-",
+                client=self.client,
+                door=self.name,
+                action=action,
+                thread_id=thread_id,
+                target=target,
+                outcome=outcome,
+                detail=detail,
+            )
+        )
+
+    def record_input(self, run_input: p.RunAgentInput, error: p.GatewayError | None) -> None:
+        """Audits a run input: each approval answer, and any input refused as a denial."""
+        outcome = error.code.value if error else "ok"
+        for entry in run_input.resume or ():
+            self.record(
+                "approval",
+                thread_id=run_input.thread_id,
+                target=entry.interrupt_id,
+                outcome=outcome,
+                detail=_decision(entry),
+            )
+        if error is not None and error.code in DENIALS and not run_input.resume:
+            last = run_input.messages[-1] if run_input.messages else None
+            action = "tool_result" if isinstance(last, p.ToolMessage) else "run"
+            self.record(
+                action, thread_id=run_input.thread_id, outcome=outcome, detail=error.message
+            )
+
+    def record_outcome(
+        self, action: str, thread_id: str, error: p.GatewayError | None, done: str = "ok"
+    ) -> None:
+        """Audits a cancel or reattach: ``done`` when it acted, the error code if refused."""
+        self.record(
+            action,
+            thread_id=thread_id,
+            outcome=error.code.value if error else done,
+            detail=error.message if error else None,
+        )
+
+
+def _decision(entry: p.ResumeEntry) -> str:
+    if entry.status == "cancelled":
+        return "cancelled"
+    payload = entry.payload
+    approved = payload.get("approved") if isinstance(payload, dict) else None
+    if approved is True:
+        return "approved"
+    return "rejected" if approved is False else "unreadable"
+
+
+def _first(scope: MutableMapping[str, Any], name: bytes) -> str | None:
+    """A header's first value, even when repeated: it is only logged."""
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
