@@ -130,14 +130,17 @@ class Door:
                 action, thread_id=run_input.thread_id, outcome=outcome, detail=error.message
             )
 
-    def record_outcome(
-        self, action: str, thread_id: str, error: p.GatewayError | None, done: str = "ok"
-    ) -> None:
-        """Audits a cancel or reattach: ``done`` when it acted, the error code if refused."""
+    def record_cancel(self, thread_id: str, cancelled: bool) -> None:
         self.record(
-            action,
+            "cancel", thread_id=thread_id, outcome="ok" if cancelled else "nothing_to_cancel"
+        )
+
+    def record_reattach(self, thread_id: str, error: p.GatewayError | None) -> None:
+        """Audits a reattach: "ok", or the code it was refused with."""
+        self.record(
+            "reattach",
             thread_id=thread_id,
-            outcome=error.code.value if error else done,
+            outcome=error.code.value if error else "ok",
             detail=error.message if error else None,
         )
 

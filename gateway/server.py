@@ -229,10 +229,21 @@ def challenge(error: p.GatewayError) -> list[tuple[bytes, bytes]]:
     return []
 
 
-async def _refuse(send: Send, error: p.GatewayError) -> None:
-    """A JSON door's refusal: its status, its challenge, the RUN_ERROR as the body."""
+def refusal(error: p.GatewayError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """A refused request's answer: the code's status, its headers, the RUN_ERROR as JSON."""
     body = p.encode(error.to_event())
-    await _respond(send, error.code.http_status, body, b"application/json", challenge(error))
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(body)),
+        *challenge(error),
+    ]
+    return error.code.http_status, headers, body
+
+
+async def _refuse(send: Send, error: p.GatewayError) -> None:
+    status, headers, body = refusal(error)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 class QueueSubscriber:
@@ -330,9 +341,7 @@ class Invocation:
     async def _cancel(self, user: str, thread_id: str) -> None:
         """The SSE door's cancel: a short stream saying what happened."""
         cancelled = await self.hub.cancel(user, thread_id)
-        self.door.record_outcome(
-            "cancel", thread_id, None, "ok" if cancelled else "nothing_to_cancel"
-        )
+        self.door.record_cancel(thread_id, cancelled)
         if cancelled:
             said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")
             events = standalone(thread_id, [said])
@@ -403,6 +412,7 @@ class WebSocketSession:
         self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
         self.closing = False
+        self.close_code = 1000
 
     def deliver(self, event: p.Event) -> None:
         if self.closing:
@@ -422,10 +432,11 @@ class WebSocketSession:
             await self._refuse_upgrade(FOREIGN_ORIGIN)
             return
         try:
-            self.user = (await self.door.identify()).user
+            identity = await self.door.identify()
         except p.GatewayError as error:
             await self._refuse_upgrade(error)
             return
+        self.user = identity.user
         logs.bind(user=self.user)
         await self.send(
             {"type": "websocket.accept", "subprotocol": selected_subprotocol(self.scope)}
@@ -436,11 +447,14 @@ class WebSocketSession:
                 self._queue(p.reattach_to(thread_id), 0)
             except p.GatewayError as error:
                 self._queue(error, 0)
+        expiry = self._expire_at(identity.expires_at)
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
         try:
             await self._read()
         finally:
+            if expiry is not None:
+                expiry.cancel()
             self.hub.leave(self)
             worker.cancel()
             self.outbox.put(None)
@@ -453,19 +467,31 @@ class WebSocketSession:
             while not self.inbox.empty():
                 self.inbox.get_nowait()
 
+    def _expire_at(self, expires_at: float | None) -> asyncio.TimerHandle | None:
+        """A connection lives no longer than its credential (with the verification leeway)."""
+        if expires_at is None:
+            return None
+        delay = expires_at + self.settings.jwt_leeway - time.time()
+        return asyncio.get_running_loop().call_later(max(delay, 0.0), self._expired)
+
+    def _expired(self) -> None:
+        # Its runs go on: a new connection with a new token reattaches to them.
+        self.deliver(
+            Unauthorized(
+                "Your token has expired; reconnect with a new one and reattach to the thread."
+            ).to_event()
+        )
+        self.close_code = 1008
+        self.closing = True
+        self.outbox.put(None)
+
     async def _refuse_upgrade(self, error: p.GatewayError) -> None:
         """Answers the upgrade with the refusal's HTTP status, challenge and RUN_ERROR body."""
         if "websocket.http.response" not in self.scope.get("extensions", {}):
             # A server without the extension: its own 403, the nearest it allows.
             await self.send({"type": "websocket.close", "code": 1008})
             return
-        body = p.encode(error.to_event())
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", b"%d" % len(body)),
-            *challenge(error),
-        ]
-        status = error.code.http_status
+        status, headers, body = refusal(error)
         await self.send(
             {"type": "websocket.http.response.start", "status": status, "headers": headers}
         )
@@ -507,9 +533,7 @@ class WebSocketSession:
         if isinstance(frame, p.Cancel):
             # A cancel acts now, ahead of queued runs; only its notice waits its turn.
             cancelled = await self.hub.cancel(self.user, frame.thread_id)
-            self.door.record_outcome(
-                "cancel", frame.thread_id, None, "ok" if cancelled else "nothing_to_cancel"
-            )
+            self.door.record_cancel(frame.thread_id, cancelled)
             if not cancelled:
                 self._queue(_nothing_to_cancel(frame.thread_id), 0)
         elif isinstance(frame, p.RunAgentInput):
@@ -580,7 +604,7 @@ class WebSocketSession:
 
     def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
         if isinstance(request, p.Reattach):
-            self.door.record_outcome("reattach", request.thread_id, error)
+            self.door.record_reattach(request.thread_id, error)
         else:
             self.door.record_input(request, error)
 
@@ -589,7 +613,7 @@ class WebSocketSession:
             for event, data in await self.outbox.batch():
                 if event is None:
                     with contextlib.suppress(Exception):
-                        await self.send({"type": "websocket.close", "code": 1000})
+                        await self.send({"type": "websocket.close", "code": self.close_code})
                     return
                 await self.send({"type": "websocket.send", "text": data.decode()})
 

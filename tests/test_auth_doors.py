@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
@@ -262,3 +263,16 @@ async def test_one_token_user_cannot_read_or_answer_another_users_thread(
         # The owner's run is untouched: their answer resumes it.
         second = await ws.run(answer)
         assert text_of(second) == "업무 요청 목록 화면으로 이동했습니다."
+
+
+async def test_a_connection_lives_no_longer_than_its_token() -> None:
+    async with running_gateway(**JWT, jwt_leeway=0) as gateway:
+        expiring = token(exp=int(time.time()) + 2)
+        async with socket(gateway, headers=bearer(expiring)) as raw:
+            ws = AgUiSocket(raw)
+            assert outcome(await ws.run(user_input(new_id("t"), "hello"))) == {"type": "success"}
+            expired = await ws.next(timeout=5)
+            assert expired["code"] == "UNAUTHORIZED" and "expired" in expired["message"]
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.next()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008

@@ -45,9 +45,12 @@ async def refusal(check: TokenVerifier, credential: str) -> Unauthorized:
 # --- what passes -------------------------------------------------------------------------
 
 
-async def test_an_hs256_token_names_the_user_org_and_roles() -> None:
-    identity = await verifier(jwt_secret=SECRET).verify(token(), "bearer")
-    assert identity == Identity("alice", "acme", frozenset({"approver"}), via="bearer")
+async def test_an_hs256_token_names_the_user_org_and_roles_until_it_expires() -> None:
+    exp = int(time.time()) + 120
+    identity = await verifier(jwt_secret=SECRET).verify(token(exp=exp), "bearer")
+    assert identity == Identity(
+        "alice", "acme", frozenset({"approver"}), via="bearer", expires_at=float(exp)
+    )
 
 
 async def test_rs256_and_es256_tokens_pass_with_their_public_key() -> None:
@@ -79,8 +82,11 @@ async def test_claim_names_are_settings_and_may_be_dotted() -> None:
         ),
         "subprotocol",
     )
-    assert identity == Identity(
-        "bob@acme.test", "acme-kr", frozenset({"viewer", "approver"}), via="subprotocol"
+    assert (identity.user, identity.org, identity.roles, identity.via) == (
+        "bob@acme.test",
+        "acme-kr",
+        frozenset({"viewer", "approver"}),
+        "subprotocol",
     )
 
 

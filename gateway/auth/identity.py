@@ -23,12 +23,14 @@ BearerError = Literal["invalid_request", "invalid_token"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Identity:
-    """A caller: the user id the hub and the store know, their org and roles."""
+    """A caller: the user id the hub and the store know, their org and roles, and until when
+    the credential holds (Unix seconds; None: as long as the connection)."""
 
     user: str
     org: str | None = None
     roles: frozenset[str] = frozenset()
     via: Via = "dev"
+    expires_at: float | None = None
 
 
 class Unauthorized(p.GatewayError):

@@ -208,7 +208,9 @@ class TokenVerifier:
                 f"The token's {self.roles_claim!r} claim must list at most {MAX_ROLES} short "
                 "strings."
             )
-        return Identity(user=user, org=org, roles=frozenset(roles), via=via)
+        return Identity(
+            user=user, org=org, roles=frozenset(roles), via=via, expires_at=float(claims["exp"])
+        )
 
 
 def claim(claims: Mapping[str, Any], name: str) -> Any:
