@@ -96,9 +96,10 @@ _INSERT = f"INSERT INTO audit ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 _ACCESS_COLUMNS = "at, user_id, org, via, client, door, action, thread_id, target, outcome, detail"
 _INSERT_ACCESS = f"INSERT INTO access ({_ACCESS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # Refused attempts recorded per second at most, so a flood of bad tokens cannot fill the
-# disk; the rest are counted in a log line.
+# disk; the rest are counted in a log line at most every REFUSALS_REPORT_SECONDS.
 REFUSALS_PER_SECOND = 20.0
 REFUSAL_BURST = 100.0
+REFUSALS_REPORT_SECONDS = 10.0
 
 
 class AuditError(Exception):
@@ -238,8 +239,7 @@ class AuditLog:
         self.commits = 0
         # When each client call went to the browser (wall clock, monotonic), by call id.
         self._sent: dict[str, tuple[float, float]] = {}
-        # The refusals' token bucket: (tokens, last refill, dropped since last recorded).
-        self._refusals = (REFUSAL_BURST, time.monotonic(), 0)
+        self._refusals = RefusalBudget()
 
     async def open(self) -> None:
         conn = aiosqlite.connect(self.path)
@@ -275,25 +275,9 @@ class AuditLog:
 
     def record_access(self, record: AccessRecord) -> None:
         """Queues a door action; refusals beyond REFUSALS_PER_SECOND are counted, not kept."""
-        if record.outcome == "UNAUTHORIZED" and not self._admit_refusal():
+        if record.outcome == "UNAUTHORIZED" and not self._refusals.admit():
             return
         self.record(record)
-
-    def _admit_refusal(self) -> bool:
-        tokens, last, dropped = self._refusals
-        now = time.monotonic()
-        tokens = min(REFUSAL_BURST, tokens + (now - last) * REFUSALS_PER_SECOND)
-        if tokens < 1:
-            self._refusals = (tokens, now, dropped + 1)
-            return False
-        if dropped:
-            log.warning(
-                "audit: %d refused attempts were not recorded (over %.0f/s)",
-                dropped,
-                REFUSALS_PER_SECOND,
-            )
-        self._refusals = (tokens - 1, now, 0)
-        return True
 
     def note_sent(self, call_id: str) -> None:
         """Remembers when a client call went to the browser, to time its answer."""
@@ -386,6 +370,35 @@ class AuditLog:
                     self._queue.task_done()
             if None in batch:
                 return
+
+
+class RefusalBudget:
+    """A token bucket for the rows of unidentified refusals; it reports what it drops."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.tokens = REFUSAL_BURST
+        self.refilled = clock()
+        self.dropped = 0
+        self.reported = -REFUSALS_REPORT_SECONDS
+
+    def admit(self) -> bool:
+        now = self._clock()
+        self.tokens = min(REFUSAL_BURST, self.tokens + (now - self.refilled) * REFUSALS_PER_SECOND)
+        self.refilled = now
+        admitted = self.tokens >= 1
+        if admitted:
+            self.tokens -= 1
+        else:
+            self.dropped += 1
+        if self.dropped and now - self.reported >= REFUSALS_REPORT_SECONDS:
+            log.warning(
+                "audit: %d refused attempts were not recorded (over %.0f/s)",
+                self.dropped,
+                REFUSALS_PER_SECOND,
+            )
+            self.dropped, self.reported = 0, now
+        return admitted
 
 
 class AuditPlugin(BasePlugin):
