@@ -51,38 +51,45 @@ class Door:
         self.name, self.action = name, action
         client = scope.get("client")
         self.client = str(client[0]) if client else ""
+        # A WebSocket scope has no method; its log lines say WS.
+        self.method = str(scope.get("method", "WS"))
+        self.session = shown(_first(scope, AGENTCORE_SESSION))
         self.identity: Identity | None = None
 
     async def identify(self) -> Identity:
         """The caller, logged in one line; a refusal is logged and audited, then raised."""
-        method = "WS" if self.scope["type"] == "websocket" else self.scope["method"]
-        session = shown(_first(self.scope, AGENTCORE_SESSION))
+        request = f"{self.method} {self.scope['path']}"
         try:
             self.identity = await self.auth.identify(self.scope)
         except p.GatewayError as error:
             if isinstance(error, Impersonation):
                 self.identity = error.identity
-            log.info(
-                "refused %s %s user=%s client=%s session=%s: %s",
-                method,
-                self.scope["path"],
-                self.identity.user if self.identity else "-",
-                self.client or "-",
-                session,
-                error.message,
-            )
-            self.record(self.action, outcome=error.code.value, detail=error.message)
+            self._refused(request, error)
             raise
+        except Exception:
+            failure = p.unexpected(f"checking the caller of {request}")
+            self._refused(request, failure)
+            raise failure from None
         log.info(
-            "%s %s user=%s via=%s client=%s session=%s",
-            method,
-            self.scope["path"],
+            "%s user=%s via=%s client=%s session=%s",
+            request,
             self.identity.user,
             self.identity.via,
             self.client or "-",
-            session,
+            self.session,
         )
         return self.identity
+
+    def _refused(self, request: str, error: p.GatewayError) -> None:
+        log.info(
+            "refused %s user=%s client=%s session=%s: %s",
+            request,
+            self.identity.user if self.identity else "-",
+            self.client or "-",
+            self.session,
+            error.message,
+        )
+        self.record(self.action, outcome=error.code.value, detail=error.message)
 
     def record(
         self,

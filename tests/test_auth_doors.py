@@ -14,6 +14,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from gateway.auth.tokens import TokenVerifier
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.tokens import AUDIENCE, ISSUER, SECRET, token
@@ -276,3 +277,19 @@ async def test_a_connection_lives_no_longer_than_its_token() -> None:
             with pytest.raises(ConnectionClosed) as closed:
                 await ws.next()
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+
+
+async def test_a_failure_while_checking_a_token_is_an_internal_error_with_an_id(
+    gateway: RunningGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: TokenVerifier, credential: str, via: str) -> None:
+        raise RuntimeError("the key store is on fire")
+
+    monkeypatch.setattr(TokenVerifier, "verify", broken)
+    credential = token()
+    response, events = await post_run(gateway, user_input(new_id("t"), "안녕"), bearer(credential))
+    assert response.status_code == 500 and events[0]["code"] == "INTERNAL_ERROR"
+    assert "error id" in events[0]["message"] and credential not in events[0]["message"]
+    upgrade = await refused_upgrade(gateway, headers=bearer(credential))
+    assert upgrade.status_code == 500
+    assert json.loads(upgrade.body)["code"] == "INTERNAL_ERROR"
