@@ -40,8 +40,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-# How long a refused upgrade waits for the server to report its socket gone.
-REFUSAL_LINGER_SECONDS = 1.0
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
 FOREIGN_ORIGIN = p.GatewayError(
@@ -496,13 +494,6 @@ class WebSocketSession:
             {"type": "websocket.http.response.start", "status": status, "headers": headers}
         )
         await self.send({"type": "websocket.http.response.body", "body": body})
-        # uvicorn's websockets-sansio counts the handshake done only once the socket is gone
-        # (its second disconnect message); returning sooner logs a false "returned without
-        # completing handshake" error. Other servers may never say: wait briefly at most.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(REFUSAL_LINGER_SECONDS):
-                for _ in range(2):
-                    await self.receive()
 
     async def _read(self) -> None:
         while True:
