@@ -14,6 +14,7 @@ import time
 from collections.abc import MutableMapping
 from typing import Any
 
+from gateway import logs
 from gateway import protocol as p
 from gateway.audit import AccessRecord, AuditLog
 from gateway.auth import Authenticator, Identity, Impersonation
@@ -21,19 +22,16 @@ from gateway.auth import Authenticator, Identity, Impersonation
 log = logging.getLogger(__name__)
 
 AGENTCORE_SESSION = b"x-amzn-bedrock-agentcore-runtime-session-id"
-# A client-sent value shown in a log line is cut to this many characters.
+# A client-sent value shown in a door's log line is cut to this many characters.
 SHOWN_CHARS = 64
 # Refusals that say who tried what they may not: always audited.
 DENIALS = (p.ErrorCode.UNAUTHORIZED, p.ErrorCode.ACCESS_DENIED)
 
 
 def shown(value: str | None) -> str:
-    """A client-sent value for a log line: control characters escaped, cut short."""
-    if not value:
-        return "-"
-    cut = value[:SHOWN_CHARS]
-    escaped = cut.encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
-    return escaped + ("..." if len(value) > SHOWN_CHARS else "")
+    """A client-sent value for a key=value log line: escaped and cut as ``gateway.logs``
+    shows any value, with its spaces escaped too, so it cannot forge another pair."""
+    return logs.shown(value.replace(" ", "\\x20"), SHOWN_CHARS) if value else "-"
 
 
 class Door:

@@ -110,7 +110,8 @@ async def test_each_request_and_connection_logs_user_address_and_agentcore_sessi
     assert sse.endswith(
         "POST /invocations user=alice via=bearer client=127.0.0.1 session=sess\\x2042\\x20user=root"
     )
-    assert ws.endswith(f"WS /ws user=alice via=bearer client=127.0.0.1 session={'s' * 64}...")
+    cut = f"{'s' * 64}…[436 more chars]"
+    assert ws.endswith(f"WS /ws user=alice via=bearer client=127.0.0.1 session={cut}")
     assert "refused POST /invocations user=- client=127.0.0.1 session=sess-9: Sign in" in anonymous
 
 
