@@ -48,3 +48,19 @@ def test_chat_never_claims_the_screen_opened_when_the_browser_denied(
     assert '"status": "denied"' in output
     assert "이동하지 못했습니다" in output
     assert OPENED not in output
+
+
+def test_the_memory_benchmark_reads_the_servers_rss_after_every_round() -> None:
+    small = "--rounds 2 --clients 3 --turns 2 --size 20000"
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.bench_memory", *small.split()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rounds = [line for line in done.stdout.splitlines() if line.startswith("round ")]
+    assert len(rounds) == 2 and all("MiB" in line for line in rounds), done.stdout
+    assert "clients failed" not in done.stdout, done.stdout
+    assert "RSS after the last round / after the first:" in done.stdout
