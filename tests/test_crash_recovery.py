@@ -10,85 +10,23 @@ then the note that it was interrupted. The cut-off run is closed; a new run work
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from ag_ui.core import MessagesSnapshotEvent
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.store import INTERRUPTED_NOTE
+from tests.processes import ROOT, gateway_process
 
-ROOT = Path(__file__).resolve().parent.parent
 THREAD = "t1"
 # Text chunks the client receives before the kill, of the 94 the answer streams 20 ms apart.
 CHUNKS_BEFORE_KILL = 8
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def gateway(db: Path, log: Path) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
-    """A real gateway process on ``db``; stopped (if still alive) on the way out."""
-    port = free_port()
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gateway",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--db",
-                str(db),
-                "--scripted-pace-ms",
-                "20",
-            ],
-            cwd=ROOT,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        await _ready(process, port, log)
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-async def _ready(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"gateway exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(OSError):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            status = await reader.readline()
-            writer.close()
-            if b" 200 " in status:
-                return
-        await asyncio.sleep(0.2)
-    pytest.fail(f"gateway did not become ready:\n{log.read_text()[-3000:]}")
 
 
 def run_input(run_id: str, messages: list[dict[str, Any]]) -> str:
@@ -154,7 +92,7 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_pa
     intro = {"id": "m2", "role": "user", "content": "자기소개를 길게 해 주세요"}
 
     async with (
-        gateway(db, log) as (process, port),
+        gateway_process(db, log) as (process, port),
         connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
     ):
         await ws.send(run_input("r1", [hello]))
@@ -181,7 +119,7 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_pa
     assert cut_text, "the client was sent none of the cut-off message"
 
     async with (
-        gateway(db, log) as (_, port),
+        gateway_process(db, log) as (_, port),
         connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
     ):
         await ws.send(json.dumps({"type": "reattach", "threadId": THREAD}))
