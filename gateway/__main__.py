@@ -125,8 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     config.add_arguments(parser)
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("serve", help="run the gateway (the default)")
-    threads = commands.add_parser("threads", help="list a user's threads")
-    threads.add_argument("--user", required=True)
+    threads = commands.add_parser("threads", help="list a user's threads, or quarantined ones")
+    threads.add_argument("--user")
+    threads.add_argument(
+        "--quarantined", action="store_true", help="only threads set aside as unreadable"
+    )
     export = commands.add_parser("export", help="print a thread as AG-UI messages (JSON)")
     export.add_argument("thread")
     audit_command = commands.add_parser(
@@ -137,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     whose.add_argument("--user")
     whose.add_argument("--client", help="a client address: what was done from it")
     args = parser.parse_args(argv)
+    if args.command == "threads" and args.user is None and not args.quarantined:
+        threads.error("give --user, --quarantined, or both")
     settings = config.load(args)
     if args.command in (None, "serve"):
         serve(settings)
@@ -147,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "threads":
-            _print(asyncio.run(operator.list_threads(settings.db, args.user)))
+            listing = operator.list_threads(settings.db, args.user, quarantined=args.quarantined)
+            _print(asyncio.run(listing))
         elif args.command == "export":
             _print(asyncio.run(operator.export_thread(settings.db, args.thread)))
         elif args.command == "audit":

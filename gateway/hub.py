@@ -51,7 +51,7 @@ from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.limits import RunSlots
 from gateway.runner import CONFIRMATION_CALL, Engine
-from gateway.store import StoreError
+from gateway.store import QuarantinedThreadError, StoreError
 from gateway.tools.declarations import declared_client_tools
 from gateway.tools.policy import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
@@ -431,6 +431,15 @@ def _check_owner(owner: str, user_id: str, thread_id: str) -> None:
         )
 
 
+def _quarantined(thread_id: str) -> p.GatewayError:
+    """What the owner of a thread the store quarantined is told; the log names the row."""
+    return p.GatewayError(
+        p.ErrorCode.INTERNAL_ERROR,
+        f"Thread {thread_id!r} cannot be loaded: part of its stored history is damaged, so it "
+        "was set aside for an operator to look at. Start a new thread to go on.",
+    )
+
+
 def _report_failed(commit: Commit | None, what: str) -> None:
     # The run goes on: holding its stream back would not make the write succeed.
     if commit is not None and (commit.cancelled() or commit.exception() is not None):
@@ -553,6 +562,9 @@ class Hub:
             # Again: a run may have claimed it during the read. One that ran its course
             # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
             self._ensure_idle(thread)
+        except QuarantinedThreadError:
+            self.slots.give_back()
+            raise _quarantined(thread_id) from None
         except BaseException:
             self.slots.give_back()
             raise
@@ -583,7 +595,11 @@ class Hub:
         """Sends the thread as snapshots; returns the run in progress it now follows live."""
         thread = await self._thread(user_id, thread_id)
         while True:
-            messages, latest, session = await self.engine.thread_view(user_id, thread_id)
+            try:
+                messages, latest, session = await self.engine.thread_view(user_id, thread_id)
+            except QuarantinedThreadError:
+                self._forget_if_unused(thread)
+                raise _quarantined(thread_id) from None
             run = thread.run
             if run is not None and run.translator.phase is Phase.NEW:
                 # Still being planned: join once it has started, or find the thread idle.
@@ -795,6 +811,9 @@ class Hub:
                 traceback=False,
             )
             run.emit(translator.fail(failed.code, failed.message))
+        except QuarantinedThreadError:  # found by a read of the run (ADK's, or a cancel's)
+            error = _quarantined(thread.thread_id)
+            run.emit(translator.fail(error.code, error.message))
         except (StoreError, StaleSessionError):
             failed = p.unexpected(f"run {run.run_id} on thread {thread.thread_id}")
             run.emit(translator.fail(failed.code, failed.message))
@@ -936,7 +955,10 @@ class Hub:
         thread.expiry = None
         if thread.run is not None:
             return
-        session = await self.engine.session(thread.user_id, thread.thread_id)
+        try:
+            session = await self.engine.session(thread.user_id, thread.thread_id)
+        except QuarantinedThreadError:  # logged by the store; nothing can answer its calls
+            return
         if thread.run is not None:  # a run claimed it during the read; it answers instead
             return
         open_items = {c: call for c, call in open_calls(session).items() if not call.is_approval}

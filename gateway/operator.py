@@ -1,4 +1,4 @@
-"""Operator commands over a session store: list a user's threads, export one thread.
+"""Operator commands over a session store: list threads, export one thread.
 
 They open the database read-only, so they are safe beside a running gateway and never
 create or migrate a database by accident.
@@ -11,25 +11,46 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from gateway.history import Message
-from gateway.store import SessionService
+from gateway.store import SessionService, ThreadSummary
 
 
 class ThreadNotFoundError(LookupError):
     """No thread with this id in this app of this database."""
 
 
-async def list_threads(db_path: str, user: str, app_name: str = "gateway") -> list[dict[str, Any]]:
-    """The user's threads, least recently updated first (the last is the latest)."""
+async def list_threads(
+    db_path: str, user: str | None, app_name: str = "gateway", *, quarantined: bool = False
+) -> list[dict[str, Any]]:
+    """A user's threads (everyone's if None), least recently updated first (the last is the latest).
+
+    ``quarantined`` keeps only the threads the gateway set aside, each with why.
+    """
     async with _opened(db_path) as store:
-        listing = await store.list_sessions(app_name=app_name, user_id=user)
-    return [
-        {"threadId": session.id, "userId": session.user_id, "updatedAt": session.last_update_time}
-        for session in listing.sessions
-    ]
+        threads = await store.threads(app_name, user_id=user, quarantined_only=quarantined)
+    return [_summary(thread) for thread in threads]
+
+
+def _summary(thread: ThreadSummary) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "threadId": thread.thread_id,
+        "userId": thread.user_id,
+        "updatedAt": thread.updated_at,
+    }
+    if (quarantine := thread.quarantine) is not None:
+        summary["quarantined"] = {
+            "since": quarantine.at,
+            "eventRow": quarantine.seq,
+            "column": quarantine.column,
+            "reason": quarantine.reason,
+        }
+    return summary
 
 
 async def export_thread(db_path: str, thread_id: str, app_name: str = "gateway") -> list[Message]:
-    """The whole thread as AG-UI messages, with the ids its clients saw."""
+    """The whole thread as AG-UI messages, with the ids its clients saw.
+
+    A quarantined thread raises ``QuarantinedThreadError``, which says which row is bad.
+    """
     async with _opened(db_path) as store:
         owner = await store.thread_owner(app_name, thread_id)
         if owner is None:

@@ -25,6 +25,14 @@ Theory of operation:
   (``thread_messages``) instead of rebuilding every ADK event with pydantic. A change to
   what ``event_messages`` returns needs a migration that recomputes the column.
 - The schema is numbered; ``MIGRATIONS[n]`` takes a database from version n to n + 1.
+- A read fetches every row it needs and returns them as plain values; they are decoded
+  only once the read is over, outside any cursor. A cursor left open by a failed decode
+  would keep a stale read snapshot on the store's one connection, and every later
+  ``BEGIN IMMEDIATE`` would fail with "database is locked".
+- A thread with a stored value that cannot be decoded (old data, a bug) is quarantined:
+  one log line names it and the row, ``quarantine`` records it, and every later read of
+  it raises ``QuarantinedThreadError`` at once, without decoding. Other threads, start-up
+  and crash recovery go on without it.
 """
 
 from __future__ import annotations
@@ -41,10 +49,11 @@ import time
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import aiosqlite
 import msgspec
+import pydantic
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -85,8 +94,61 @@ _LINGER_SECONDS = 0.005
 _QUIET_TURNS = 4
 
 
+# What a decoder said about a stored value is cut to this length for logs and operators.
+_COMPLAINT_CHARS = 200
+# What decoding a stored value raises when the value is bad (msgspec's and pydantic's
+# errors are ValueErrors; a column of the wrong SQLite type gives a TypeError).
+_DECODE_ERRORS = (ValueError, TypeError, RecursionError)
+
+
 class StoreError(Exception):
     """The database cannot be used as it is: unreadable, corrupt, foreign or too new."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Quarantine:
+    """Why a thread is set aside: which stored value of it cannot be decoded, and since when."""
+
+    thread_id: str
+    user_id: str
+    seq: int | None  # the event row; None: the session's own state
+    column: str  # "data" or "messages" of the event row, or "state" of the session
+    reason: str  # what the decoder said, without the value, cut short
+    at: float
+
+    @property
+    def where(self) -> str:
+        return f"event row {self.seq} ({self.column})" if self.seq is not None else "its state"
+
+    def describe(self) -> str:
+        return (
+            f"thread {self.thread_id!r:.200} of user {self.user_id!r:.200} is quarantined:"
+            f" {self.where} cannot be decoded ({self.reason})"
+        )
+
+    def report(self, then: str) -> None:
+        """The one warning that names the thread and the row."""
+        # Each value apart, so that the log formatter cuts each on its own.
+        log.warning(
+            "thread %r of user %r is quarantined: %s cannot be decoded (%s); %s",
+            self.thread_id,
+            self.user_id,
+            self.where,
+            self.reason,
+            then,
+        )
+
+
+class QuarantinedThreadError(StoreError):
+    """A thread holds a stored value that cannot be decoded, so the store refuses to load it.
+
+    The message names the thread and the row, for logs and operators; a client is told
+    something it can act on instead (see ``hub``).
+    """
+
+    def __init__(self, quarantine: Quarantine) -> None:
+        super().__init__(quarantine.describe())
+        self.quarantine = quarantine
 
 
 # --- schema and migrations ----------------------------------------------------------------
@@ -125,7 +187,7 @@ def _track_runs_v2(db: sqlite3.Connection) -> None:
         " long_running INTEGER NOT NULL, PRIMARY KEY (session_pk, call_id)) WITHOUT ROWID",
     ):
         db.execute(statement)
-    session_pks = [pk for (pk,) in db.execute("SELECT pk FROM sessions ORDER BY pk")]
+    session_pks = [pk for (pk,) in db.execute("SELECT pk FROM sessions ORDER BY pk").fetchall()]
     for session_pk in session_pks:
         invocation_id: str | None = None
         invocation_seq = 0
@@ -137,7 +199,9 @@ def _track_runs_v2(db: sqlite3.Connection) -> None:
         for seq, event_invocation, data in rows:
             if event_invocation != invocation_id:
                 invocation_id, invocation_seq = event_invocation, seq
-            progress = _RunProgress.of(Event.model_validate_json(data))
+            if (event := _migrated_event(db, session_pk, seq, data)) is None:
+                continue
+            progress = _RunProgress.of(event)
             progress.record(db, session_pk, seq, invocation_seq)
             run_open = progress.run_open if progress.run_open is not None else run_open
         db.execute(
@@ -152,13 +216,54 @@ def _keep_messages_v3(db: sqlite3.Connection) -> None:
     last_seq = 0
     # In slices, so a large thread history never sits in memory at once.
     while rows := db.execute(
-        "SELECT seq, data FROM events WHERE seq > ? ORDER BY seq LIMIT 512", (last_seq,)
+        "SELECT seq, session_pk, data FROM events WHERE seq > ? ORDER BY seq LIMIT 512",
+        (last_seq,),
     ).fetchall():
-        db.executemany(
-            "UPDATE events SET messages = ? WHERE seq = ?",
-            [(_dump_messages(Event.model_validate_json(data)), seq) for seq, data in rows],
-        )
+        updates = []
+        for seq, session_pk, data in rows:
+            if (event := _migrated_event(db, session_pk, seq, data)) is not None:
+                updates.append((_dump_messages(event), seq))
+        db.executemany("UPDATE events SET messages = ? WHERE seq = ?", updates)
         last_seq = rows[-1][0]
+
+
+def _migrated_event(db: sqlite3.Connection, session_pk: int, seq: int, data: str) -> Event | None:
+    """A stored event a migration reads; None, and its thread set aside, if it cannot be decoded.
+
+    The quarantine table may not exist yet, so the thread waits in a temporary table that
+    ``_prepare`` empties into it once every migration has run.
+    """
+    decoded = _decoded_event(seq, data)
+    if isinstance(decoded, Event):
+        return decoded
+    db.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS set_aside (session_pk INTEGER PRIMARY KEY,"
+        " seq INTEGER, column_name TEXT NOT NULL, reason TEXT NOT NULL)"
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO temp.set_aside VALUES (?, ?, ?, ?)",
+        (session_pk, decoded.seq, decoded.column, decoded.reason),
+    )
+    return None
+
+
+def _quarantine_set_aside(db: sqlite3.Connection, path: str) -> None:
+    """Quarantines the threads the migrations set aside, with one log line each."""
+    if not db.execute("SELECT 1 FROM sqlite_temp_master WHERE name = 'set_aside'").fetchall():
+        return
+    rows = db.execute(
+        "SELECT s.id, s.user_id, a.seq, a.column_name, a.reason FROM temp.set_aside a"
+        " JOIN sessions s ON s.pk = a.session_pk ORDER BY a.session_pk"
+    ).fetchall()
+    db.execute(
+        "INSERT OR IGNORE INTO quarantine (session_pk, seq, column_name, reason, at)"
+        " SELECT session_pk, seq, column_name, reason, ? FROM temp.set_aside",
+        (time.time(),),
+    )
+    db.execute("DROP TABLE temp.set_aside")
+    for thread_id, user_id, seq, column, reason in rows:
+        quarantine = Quarantine(thread_id, user_id, seq, column, reason, 0.0)
+        quarantine.report(f"found migrating {path}")
 
 
 def _keep_streamed_text_v4(db: sqlite3.Connection) -> None:
@@ -171,11 +276,21 @@ def _keep_streamed_text_v4(db: sqlite3.Connection) -> None:
     )
 
 
+def _quarantine_v5(db: sqlite3.Connection) -> None:
+    """Adds the threads set aside because a stored value of theirs cannot be decoded."""
+    # One row per thread: the first bad value found is enough to refuse it.
+    db.execute(
+        "CREATE TABLE quarantine (session_pk INTEGER PRIMARY KEY, seq INTEGER,"
+        " column_name TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
     _keep_messages_v3,
     _keep_streamed_text_v4,
+    _quarantine_v5,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -185,7 +300,8 @@ def _prepare(
 ) -> None:
     """Checks the file is ours and readable, then brings its schema up to date."""
     # The first read fails here on a file that is not SQLite, before anything is written.
-    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    rows = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    tables = {name for (name,) in rows}
     if not read_only:
         if not in_memory:
             db.execute("PRAGMA journal_mode = WAL")
@@ -219,6 +335,7 @@ def _prepare(
             db.execute("INSERT INTO schema_version VALUES (0)")
         for migration in MIGRATIONS[version:]:
             migration(db)
+        _quarantine_set_aside(db, path)
         db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         db.execute("COMMIT")
     except BaseException:
@@ -300,7 +417,10 @@ def _dump_messages(event: Event) -> str | None:
 
 
 def _load_state(text: str | None) -> dict[str, Any]:
-    return cast(dict[str, Any], json.loads(text)) if text else {}
+    state = json.loads(text) if text else {}
+    if not isinstance(state, dict):
+        raise ValueError(f"a state must be a JSON object, not {type(state).__name__}")
+    return state
 
 
 def _merge_scope(
@@ -428,7 +548,8 @@ class _OpenThread:
     window: int
     now: float
 
-    def apply(self, db: sqlite3.Connection) -> OpenedThread:
+    def apply(self, db: sqlite3.Connection) -> OpenedThread | _StoredSession:
+        """The thread, or for its owner the rows of it, decoded once the commit is over."""
         owner = _thread_owner(db, app_name=self.app_name, session_id=self.session_id)
         if owner is None:
             empty: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
@@ -436,7 +557,7 @@ class _OpenThread:
             return OpenedThread(self.user_id, create.session(create.apply(db)), created=True)
         if owner != self.user_id:
             return OpenedThread(owner, None, created=False)
-        session = _load_session(
+        stored = _load_session(
             db,
             app_name=self.app_name,
             user_id=self.user_id,
@@ -444,7 +565,8 @@ class _OpenThread:
             window=self.window,
             after=None,
         )
-        return OpenedThread(owner, session, created=False)
+        assert stored is not None  # its owner was just read, in the same transaction
+        return stored
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -539,7 +661,7 @@ class _DeleteSession:
         ).fetchone()
         if row is None:
             return
-        for table in ("events", "open_calls", "streamed_texts"):
+        for table in ("events", "open_calls", "streamed_texts", "quarantine"):
             db.execute(f"DELETE FROM {table} WHERE session_pk = ?", row)
         db.execute("DELETE FROM sessions WHERE pk = ?", row)
 
@@ -607,6 +729,32 @@ class _ForgetLeftoverTexts:
         )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SetAside:
+    """Quarantines a thread; the first value found bad stays its reason."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    damage: _Damage
+    at: float
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT OR IGNORE INTO quarantine (session_pk, seq, column_name, reason, at)"
+            " SELECT pk, ?, ?, ?, ? FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+            (
+                self.damage.seq,
+                self.damage.column,
+                self.damage.reason,
+                self.at,
+                self.app_name,
+                self.user_id,
+                self.session_id,
+            ),
+        )
+
+
 _Write = (
     _CreateSession
     | _OpenThread
@@ -615,6 +763,7 @@ _Write = (
     | _SaveStreamedText
     | _ForgetStreamedText
     | _ForgetLeftoverTexts
+    | _SetAside
 )
 
 
@@ -798,7 +947,90 @@ def _settle(pending: _Pending, result: object) -> None:
         pending.committed.set_result(result)
 
 
-# --- reads ------------------------------------------------------------------------------
+# --- reads: rows first, decoded once the read is over -----------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Damage:
+    """A stored value of a thread that cannot be decoded: where it is and what was wrong."""
+
+    seq: int | None  # the event row; None: the session's own state
+    column: str
+    reason: str
+
+
+def _complaint(error: Exception) -> str:
+    """What a decoder said about a stored value, without the value itself, cut short."""
+    if isinstance(error, pydantic.ValidationError):
+        details = error.errors(include_url=False, include_context=False, include_input=False)
+        said = "; ".join(
+            f"{'.'.join(map(str, detail['loc'])) or '$'}: {detail['msg']}" for detail in details[:3]
+        )
+    else:
+        said = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+    return said[:_COMPLAINT_CHARS]
+
+
+def _decoded_event(seq: int, data: str) -> Event | _Damage:
+    try:
+        return Event.model_validate_json(data)
+    except _DECODE_ERRORS as error:  # the error, and the frames it holds, end here
+        return _Damage(seq, "data", _complaint(error))
+
+
+def _decoded_state(text: str | None) -> dict[str, Any] | _Damage:
+    try:
+        return _load_state(text)
+    except _DECODE_ERRORS as error:
+        return _Damage(None, "state", _complaint(error))
+
+
+def _decoded_messages(seq: int, text: str) -> list[Message] | _Damage:
+    try:
+        messages = _MESSAGES_DECODER.decode(text)
+        for message in messages:
+            _check_message(message)
+    except _DECODE_ERRORS as error:
+        return _Damage(seq, "messages", _complaint(error))
+    return messages
+
+
+def _check_message(message: Message) -> None:
+    """Raises ValueError unless a stored message has what a snapshot is built from."""
+    role = message.get("role")
+    if not isinstance(message.get("id"), str) or role not in ("user", "assistant", "tool"):
+        raise ValueError("a stored message needs a string id and a role")
+    if role == "tool" and not isinstance(message.get("toolCallId"), str):
+        raise ValueError("a stored tool message needs a string toolCallId")
+    calls = message.get("toolCalls", [])
+    if not isinstance(calls, list) or not all(
+        isinstance(call, dict) and isinstance(call.get("id"), str) for call in calls
+    ):
+        raise ValueError("a stored message's toolCalls need string ids")
+
+
+def _quarantine_of(thread_id: str, user_id: str, row: Sequence[Any]) -> Quarantine | None:
+    """The quarantine of a thread from its ``LEFT JOIN quarantine`` columns, if it has one."""
+    seq, column, reason, at = row
+    return Quarantine(thread_id, user_id, seq, column, reason, at) if column is not None else None
+
+
+_QUARANTINE_COLUMNS = "q.seq, q.column_name, q.reason, q.at"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StoredSession:
+    """A session as its rows were read: decoded by ``_decoded_session`` after the read."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    state: str
+    scopes: tuple[str | None, str | None]  # the app state and the user state, as stored
+    update_time: float
+    revision: int
+    events: list[tuple[int, str]]  # (seq, data)
+    quarantine: Quarantine | None  # if set, nothing else was read
 
 
 def _load_session(
@@ -809,16 +1041,21 @@ def _load_session(
     session_id: str,
     window: int | None,
     after: float | None,
-) -> Session | None:
+) -> _StoredSession | None:
     row = db.execute(
-        "SELECT pk, state, update_time, revision FROM sessions"
-        " WHERE app_name = ? AND user_id = ? AND id = ?",
+        f"SELECT s.pk, s.state, s.update_time, s.revision, {_QUARANTINE_COLUMNS}"
+        " FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?",
         (app_name, user_id, session_id),
     ).fetchone()
     if row is None:
         return None
-    pk, state, update_time, revision = row
-    events: list[Event] = []
+    pk, state, update_time, revision = row[:4]
+    if (quarantine := _quarantine_of(session_id, user_id, row[4:])) is not None:
+        return _StoredSession(
+            app_name, user_id, session_id, "", (None, None), 0.0, 0, [], quarantine
+        )
+    events: list[tuple[int, str]] = []
     if window != 0:
         start = 0
         if window is not None:
@@ -841,70 +1078,147 @@ def _load_session(
             ).fetchone()
             if older is not None:
                 start = older + 1
-        events = [
-            Event.model_validate_json(data)
-            for (data,) in db.execute(
-                "SELECT data FROM events WHERE session_pk = ? AND seq >= ? ORDER BY seq",
-                (pk, start),
-            )
-        ]
-    session = Session(
-        app_name=app_name,
-        user_id=user_id,
-        id=session_id,
-        state=_with_scopes(db, app_name, user_id, _load_state(state)),
-        events=events,
-        last_update_time=update_time,
+        events = db.execute(
+            "SELECT seq, data FROM events WHERE session_pk = ? AND seq >= ? ORDER BY seq",
+            (pk, start),
+        ).fetchall()
+    # One statement: every statement in the database thread is a wait for the GIL.
+    scopes = db.execute(
+        "SELECT (SELECT state FROM app_states WHERE app_name = ?),"
+        " (SELECT state FROM user_states WHERE app_name = ? AND user_id = ?)",
+        (app_name, app_name, user_id),
+    ).fetchone()
+    return _StoredSession(
+        app_name, user_id, session_id, state, scopes, update_time, revision, events, None
     )
-    session._storage_update_marker = str(revision)
+
+
+def _decoded_session(stored: _StoredSession) -> Session | _Damage:
+    """The session its rows make, or the first of its values that cannot be decoded."""
+    state = _decoded_state(stored.state)
+    if isinstance(state, _Damage):
+        return state
+    events = []
+    for seq, data in stored.events:
+        event = _decoded_event(seq, data)
+        if isinstance(event, _Damage):
+            return event
+        events.append(event)
+    app_state, user_state = stored.scopes
+    session = Session(
+        app_name=stored.app_name,
+        user_id=stored.user_id,
+        id=stored.session_id,
+        state=_merged_state(state, _load_state(app_state), _load_state(user_state)),
+        events=events,
+        last_update_time=stored.update_time,
+    )
+    session._storage_update_marker = str(stored.revision)
     return session
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StoredMessages:
+    """A thread's AG-UI messages as stored, one JSON array per event row."""
+
+    latest: str | None  # the id of the thread's latest event
+    rows: list[tuple[int, str]]  # (seq, messages)
+    quarantine: Quarantine | None  # if set, nothing else was read
 
 
 def _thread_messages(
     db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str
-) -> tuple[list[Message], str | None]:
+) -> _StoredMessages | None:
     row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        f"SELECT s.pk, {_QUARANTINE_COLUMNS} FROM sessions s"
+        " LEFT JOIN quarantine q ON q.session_pk = s.pk"
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?",
         (app_name, user_id, session_id),
     ).fetchone()
     if row is None:
-        return [], None
+        return None
+    if (quarantine := _quarantine_of(session_id, user_id, row[1:])) is not None:
+        return _StoredMessages(None, [], quarantine)
+    pk = row[0]
     latest = db.execute(
-        "SELECT id FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1", row
+        "SELECT id FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1", (pk,)
     ).fetchone()
     rows = db.execute(
-        "SELECT messages FROM events WHERE session_pk = ? AND messages IS NOT NULL ORDER BY seq",
-        row,
-    )
-    messages = answered_calls_only(
-        message for (text,) in rows for message in _MESSAGES_DECODER.decode(text)
-    )
-    return messages, cast(str, latest[0]) if latest else None
+        "SELECT seq, messages FROM events WHERE session_pk = ? AND messages IS NOT NULL"
+        " ORDER BY seq",
+        (pk,),
+    ).fetchall()
+    return _StoredMessages(cast(str, latest[0]) if latest else None, rows, None)
 
 
-def _list_sessions(db: sqlite3.Connection, *, app_name: str, user_id: str | None) -> list[Session]:
-    query = "SELECT user_id, id, state, update_time, revision FROM sessions WHERE app_name = ?"
+def _decoded_messages_of(stored: _StoredMessages) -> list[Message] | _Damage:
+    messages: list[Message] = []
+    for seq, text in stored.rows:
+        decoded = _decoded_messages(seq, text)
+        if isinstance(decoded, _Damage):
+            return decoded
+        messages.extend(decoded)
+    return answered_calls_only(messages)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ThreadSummary:
+    """One thread in a listing: whose it is, when it last changed, and its quarantine if any."""
+
+    thread_id: str
+    user_id: str
+    updated_at: float
+    quarantine: Quarantine | None
+
+
+def _thread_summaries(
+    db: sqlite3.Connection, *, app_name: str, user_id: str | None, quarantined_only: bool
+) -> list[ThreadSummary]:
+    query = (
+        f"SELECT s.id, s.user_id, s.update_time, {_QUARANTINE_COLUMNS} FROM sessions s"
+        " LEFT JOIN quarantine q ON q.session_pk = s.pk WHERE s.app_name = ?"
+    )
     params: tuple[str, ...] = (app_name,)
     if user_id is not None:
-        query += " AND user_id = ?"
+        query += " AND s.user_id = ?"
         params += (user_id,)
-    rows = db.execute(query + " ORDER BY update_time, user_id, id", params).fetchall()
-    app_state = _scope_state(db, app_name, None)
-    user_states: dict[str, dict[str, Any]] = {}
-    sessions = []
-    for owner, session_id, state, update_time, revision in rows:
-        if owner not in user_states:
-            user_states[owner] = _scope_state(db, app_name, owner)
-        session = Session(
-            app_name=app_name,
-            user_id=owner,
-            id=session_id,
-            state=_merged_state(_load_state(state), app_state, user_states[owner]),
-            last_update_time=update_time,
-        )
-        session._storage_update_marker = str(revision)
-        sessions.append(session)
-    return sessions
+    if quarantined_only:
+        query += " AND q.session_pk IS NOT NULL"
+    rows = db.execute(query + " ORDER BY s.update_time, s.user_id, s.id", params).fetchall()
+    summaries = []
+    for row in rows:
+        thread_id, owner, updated_at = row[:3]
+        quarantine = _quarantine_of(thread_id, owner, row[3:])
+        summaries.append(ThreadSummary(thread_id, owner, updated_at, quarantine))
+    return summaries
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StoredListing:
+    app_state: str | None
+    user_states: dict[str, str | None]
+    # (owner, session id, state, update time, revision) of each thread not quarantined
+    rows: list[tuple[str, str, str, float, int]]
+
+
+def _list_sessions(db: sqlite3.Connection, *, app_name: str, user_id: str | None) -> _StoredListing:
+    query = (
+        "SELECT s.user_id, s.id, s.state, s.update_time, s.revision FROM sessions s"
+        " WHERE s.app_name = ? AND s.pk NOT IN (SELECT session_pk FROM quarantine)"
+    )
+    params: tuple[str, ...] = (app_name,)
+    if user_id is not None:
+        query += " AND s.user_id = ?"
+        params += (user_id,)
+    rows = db.execute(query + " ORDER BY s.update_time, s.user_id, s.id", params).fetchall()
+    app_state = db.execute(
+        "SELECT state FROM app_states WHERE app_name = ?", (app_name,)
+    ).fetchone()
+    scope_query = "SELECT user_id, state FROM user_states WHERE app_name = ?"
+    if user_id is not None:
+        scope_query += " AND user_id = ?"
+    user_states = dict(db.execute(scope_query, params).fetchall())
+    return _StoredListing(app_state[0] if app_state else None, user_states, rows)
 
 
 # --- the service ------------------------------------------------------------------------
@@ -1045,7 +1359,7 @@ class SessionService(BaseSessionService):
             window, after = config.num_recent_events, config.after_timestamp
         elif (handed := self._handed_over.pop((app_name, user_id, session_id), None)) is not None:
             return handed
-        return await self._read(
+        stored = await self._read(
             partial(
                 _load_session,
                 app_name=app_name,
@@ -1055,12 +1369,31 @@ class SessionService(BaseSessionService):
                 after=after,
             )
         )
+        return None if stored is None else await self._session_of(stored)
 
     @override
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        sessions = await self._read(partial(_list_sessions, app_name=app_name, user_id=user_id))
+        """The sessions without their events; a quarantined one is left out."""
+        listing = await self._read(partial(_list_sessions, app_name=app_name, user_id=user_id))
+        app_state = _load_state(listing.app_state)
+        sessions = []
+        for owner, session_id, state_text, update_time, revision in listing.rows:
+            state = _decoded_state(state_text)
+            if isinstance(state, _Damage):
+                await self._set_aside(app_name, owner, session_id, state)
+                continue
+            user_state = _load_state(listing.user_states.get(owner))
+            session = Session(
+                app_name=app_name,
+                user_id=owner,
+                id=session_id,
+                state=_merged_state(state, app_state, user_state),
+                last_update_time=update_time,
+            )
+            session._storage_update_marker = str(revision)
+            sessions.append(session)
         return ListSessionsResponse(sessions=sessions)
 
     @override
@@ -1119,6 +1452,8 @@ class SessionService(BaseSessionService):
                 app_name, user_id, session_id.strip(), self.history_window, platform_time.get_time()
             )
         )
+        if isinstance(opened, _StoredSession):
+            return OpenedThread(opened.user_id, await self._session_of(opened), created=False)
         return cast(OpenedThread, opened)
 
     @contextlib.contextmanager
@@ -1150,12 +1485,32 @@ class SessionService(BaseSessionService):
         read in one go without rebuilding ADK events. The event id lets a caller tell
         whether a run stored an event since. An unknown thread gives ``([], None)``.
         """
+        session_id = session_id.strip() if session_id else session_id
+        stored = await self._read(
+            partial(_thread_messages, app_name=app_name, user_id=user_id, session_id=session_id)
+        )
+        if stored is None:
+            return [], None
+        if stored.quarantine is not None:
+            raise QuarantinedThreadError(stored.quarantine)
+        messages = _decoded_messages_of(stored)
+        if isinstance(messages, _Damage):
+            await self._quarantine(app_name, user_id, session_id, messages)
+        return messages, stored.latest
+
+    async def threads(
+        self, app_name: str, *, user_id: str | None = None, quarantined_only: bool = False
+    ) -> list[ThreadSummary]:
+        """The threads of the app (or of one user), least recently updated first.
+
+        Nothing is decoded: a listing shows the quarantine each thread has on record.
+        """
         return await self._read(
             partial(
-                _thread_messages,
+                _thread_summaries,
                 app_name=app_name,
                 user_id=user_id,
-                session_id=session_id.strip() if session_id else session_id,
+                quarantined_only=quarantined_only,
             )
         )
 
@@ -1206,23 +1561,64 @@ class SessionService(BaseSessionService):
         marked ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are
         left waiting. The note's author is the thread's last agent (``author`` if it has
         none). Streamed text of runs that had ended is dropped, as it would have been.
+        A quarantined thread is skipped with a log line: it cannot take a run anyway.
         Call once after ``open()`` and before serving runs; returns how many were closed.
         """
         open_runs = await self._read(partial(_open_runs, app_name=app_name))
+        closed = 0
         for run in open_runs:
-            session = await self.get_session(
-                app_name=app_name, user_id=run.user_id, session_id=run.session_id
-            )
+            try:
+                session = await self.get_session(
+                    app_name=app_name, user_id=run.user_id, session_id=run.session_id
+                )
+            except QuarantinedThreadError:
+                log.warning(
+                    "restart: the run cut off on thread %r stays open, since the thread"
+                    " is quarantined",
+                    run.session_id,
+                )
+                continue
             if session is None:
                 continue
             for event in _closing_events(session, run, author):
                 await self.append_event(session, event)
+            closed += 1
         await self._write(_ForgetLeftoverTexts(app_name))
-        if open_runs:
-            log.warning("closed %d runs interrupted by a restart", len(open_runs))
-        return len(open_runs)
+        if closed:
+            log.warning("closed %d runs interrupted by a restart", closed)
+        return closed
 
     # --- internals ----------------------------------------------------------------------
+
+    async def _session_of(self, stored: _StoredSession) -> Session:
+        """The session its rows make; raises QuarantinedThreadError if they cannot."""
+        if stored.quarantine is not None:
+            raise QuarantinedThreadError(stored.quarantine)
+        session = _decoded_session(stored)
+        if isinstance(session, _Damage):
+            await self._quarantine(stored.app_name, stored.user_id, stored.session_id, session)
+        return session
+
+    async def _quarantine(
+        self, app_name: str, user_id: str, session_id: str, damage: _Damage
+    ) -> NoReturn:
+        quarantine = await self._set_aside(app_name, user_id, session_id, damage)
+        raise QuarantinedThreadError(quarantine)
+
+    async def _set_aside(
+        self, app_name: str, user_id: str, session_id: str, damage: _Damage
+    ) -> Quarantine:
+        """Logs a thread found damaged and records its quarantine, if the store can write."""
+        quarantine = Quarantine(
+            session_id, user_id, damage.seq, damage.column, damage.reason, time.time()
+        )
+        quarantine.report("other threads are served")
+        if self._writer is None:
+            return quarantine  # read-only: the gateway that owns the file records it
+        # If the store cannot commit (that is logged), the next read finds the damage again.
+        with contextlib.suppress(StoreError):
+            await self._write(_SetAside(app_name, user_id, session_id, damage, quarantine.at))
+        return quarantine
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._db is None:
