@@ -33,6 +33,8 @@ Theory of operation:
   one log line names it and the row, ``quarantine`` records it, and every later read of
   it raises ``QuarantinedThreadError`` at once, without decoding. Other threads, start-up
   and crash recovery go on without it.
+- One process writes a file: ``open`` takes an ``flock`` on ``<file>.lock`` (holding the
+  pid), which the kernel releases when the process dies, however it dies.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import fcntl
 import json
 import logging
 import os
@@ -102,7 +105,7 @@ _DECODE_ERRORS = (ValueError, TypeError, RecursionError)
 
 
 class StoreError(Exception):
-    """The database cannot be used as it is: unreadable, corrupt, foreign or too new."""
+    """The database cannot be used as it is: unreadable, corrupt, foreign, too new or in use."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1221,6 +1224,34 @@ def _list_sessions(db: sqlite3.Connection, *, app_name: str, user_id: str | None
     return _StoredListing(app_state[0] if app_state else None, user_states, rows)
 
 
+# --- the file's one writer ---------------------------------------------------------------
+
+
+def _lock_for_writing(path: str) -> int:
+    """Takes the lock that makes this process the file's one writer; returns its descriptor.
+
+    An ``flock`` on ``<file>.lock`` beside the database, holding the owner's pid: the
+    kernel releases it when its process ends, even by SIGKILL, so it never outlives one.
+    """
+    lock_path = os.path.realpath(path) + ".lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise StoreError(f"cannot create the lock file {lock_path}: {error.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise StoreError(
+            f"{path} is in use by another agent-gateway process (pid {owner}, lock"
+            f" {lock_path}); stop it first, or point --db at another file."
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 # --- the service ------------------------------------------------------------------------
 
 
@@ -1228,7 +1259,8 @@ class SessionService(BaseSessionService):
     """ADK's session contract on SQLite, for one gateway process.
 
     One process owns a database file for writing: revisions and group commit assume no
-    other writer. Other processes may read it (``read_only=True``), e.g. operator commands.
+    other writer, and ``open`` takes a lock that says so. Other processes may read it
+    (``read_only=True``), e.g. operator commands.
     """
 
     def __init__(
@@ -1252,12 +1284,22 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
+        self._lock: int | None = None  # the descriptor of the file's lock, while open
 
     # --- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> None:
         """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
         memory_only = in_memory(self.path)
+        if not self.read_only and not memory_only:
+            self._lock = _lock_for_writing(self.path)
+        try:
+            await self._connect(memory_only)
+        except BaseException:
+            self._unlock()
+            raise
+
+    async def _connect(self, memory_only: bool) -> None:
         target, uri = self.path, False
         if self.read_only and not memory_only:
             if not os.path.exists(self.path):
@@ -1297,7 +1339,7 @@ class SessionService(BaseSessionService):
             self._writer = _GroupCommit(db)
 
     async def close(self) -> None:
-        """Commits every queued write, then closes the connection."""
+        """Commits every queued write, then closes the connection and lets go of the file."""
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
@@ -1307,6 +1349,12 @@ class SessionService(BaseSessionService):
                 with contextlib.suppress(sqlite3.Error):
                     await db.run(lambda raw: raw.execute("PRAGMA optimize"))
             await db.conn.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None
 
     @property
     def commits(self) -> int:
