@@ -50,20 +50,38 @@ FOREIGN_ORIGIN = p.GatewayError(
 
 
 class Ping:
-    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does."""
+    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does.
+
+    While the store cannot commit, nothing a run says can be kept: 503 Unhealthy, until a
+    commit succeeds again. AgentCore's contract names only Healthy and HealthyBusy, so
+    Unhealthy travels with a status code any health checker reads as a failure.
+    """
 
     def __init__(self, hub: Hub) -> None:
         self.busy = False
+        self.can_commit = hub.engine.sessions.can_commit
         self.changed_at = int(time.time())
         hub.status_listeners.append(self._on_status)
+        hub.engine.sessions.health_listeners.append(self._on_store_health)
 
     def _on_status(self, busy: bool) -> None:
         if busy != self.busy:
             self.busy = busy
             self.changed_at = int(time.time())
 
+    def _on_store_health(self, can_commit: bool) -> None:
+        if can_commit != self.can_commit:
+            self.can_commit = can_commit
+            self.changed_at = int(time.time())
+
+    @property
+    def http_status(self) -> int:
+        return 200 if self.can_commit else 503
+
     def body(self) -> bytes:
         status = "HealthyBusy" if self.busy else "Healthy"
+        if not self.can_commit:
+            status = "Unhealthy"
         return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
 
 
@@ -154,7 +172,7 @@ class Gateway:
         if path == "/ping" and method == "GET" and not self.ready.is_set():
             await _respond(send, 503, STARTING, b"application/json")
         elif path == "/ping" and method == "GET":
-            await _respond(send, 200, self.ping.body(), b"application/json")
+            await _respond(send, self.ping.http_status, self.ping.body(), b"application/json")
         elif path == "/tools" and method == "GET":
             tools = [entry.declaration() for entry in self.hub.engine.catalog.client_entries()]
             await _respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")

@@ -35,6 +35,9 @@ Theory of operation:
   and crash recovery go on without it.
 - One process writes a file: ``open`` takes an ``flock`` on ``<file>.lock`` (holding the
   pid), which the kernel releases when the process dies, however it dies.
+- ``can_commit`` says whether the writer's last commit succeeded; while it fails the
+  writer tries a one-page commit of its own every ``PROBE_SECONDS``, so it also learns of
+  the recovery when no write comes.
 """
 
 from __future__ import annotations
@@ -97,6 +100,8 @@ _LINGER_SECONDS = 0.005
 _QUIET_TURNS = 4
 
 
+# While commits fail, how often the writer tries one of its own (a _Probe).
+PROBE_SECONDS = 1.0
 # What a decoder said about a stored value is cut to this length for logs and operators.
 _COMPLAINT_CHARS = 200
 # What decoding a stored value raises when the value is bad (msgspec's and pydantic's
@@ -106,6 +111,10 @@ _DECODE_ERRORS = (ValueError, TypeError, RecursionError)
 
 class StoreError(Exception):
     """The database cannot be used as it is: unreadable, corrupt, foreign, too new or in use."""
+
+
+class CommitFailedError(StoreError):
+    """The store could not commit: nothing of this write is stored (the cause is logged)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -758,6 +767,20 @@ class _SetAside:
         )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Probe:
+    """The smallest real write, to learn whether the store can commit again.
+
+    It counts up the file's ``user_version``, which nothing else uses (the store's schema
+    version is a table): taking the write lock alone, or an UPDATE that changes nothing,
+    writes no page, so it would not show a full or read-only disk.
+    """
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        (count,) = db.execute("PRAGMA user_version").fetchone()
+        db.execute(f"PRAGMA user_version = {(int(count) + 1) % 2**31}")
+
+
 _Write = (
     _CreateSession
     | _OpenThread
@@ -767,6 +790,7 @@ _Write = (
     | _ForgetStreamedText
     | _ForgetLeftoverTexts
     | _SetAside
+    | _Probe
 )
 
 
@@ -783,6 +807,8 @@ def _commit(db: sqlite3.Connection, writes: Sequence[_Write]) -> list[object]:
             try:
                 results.append(write.apply(db))
             except Exception as error:
+                if _cannot_commit(error):
+                    raise  # not this write's fault: the whole batch fails
                 if isolate:
                     db.execute("ROLLBACK TO write")
                 else:
@@ -797,6 +823,11 @@ def _commit(db: sqlite3.Connection, writes: Sequence[_Write]) -> list[object]:
             db.execute("ROLLBACK")
         raise
     return results
+
+
+def _cannot_commit(error: Exception) -> bool:
+    """Whether a write failed because of the database (locked, read-only, full, broken)."""
+    return isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -843,8 +874,12 @@ class _Pending:
 class _GroupCommit:
     """The single writer: commits everything queued at a moment in one transaction."""
 
-    def __init__(self, db: _Database) -> None:
+    def __init__(self, db: _Database, on_health: Callable[[bool], None]) -> None:
         self._db = db
+        self._on_health = on_health
+        # False from a failed commit until one succeeds; see _await_writes.
+        self.can_commit = True
+        self._failing_since = 0.0
         self._queue: collections.deque[_Pending] = collections.deque()
         # Queued writes a newer one may replace, by key; the writer drops those it takes.
         self._replaceable: dict[Hashable, _Pending] = {}
@@ -894,28 +929,61 @@ class _GroupCommit:
 
     async def _run(self) -> None:
         while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
+            await self._await_writes()
             while self._queue:
                 await self._linger()
-                count = min(len(self._queue), _MAX_BATCH)
-                batch = [self._queue.popleft() for _ in range(count)]
-                for pending in batch:
-                    if pending.key is not None:
-                        del self._replaceable[pending.key]
-                writes = [pending.write for pending in batch]
-                try:
-                    results = await self._db.run(partial(_commit, writes=writes))
-                except Exception as error:  # the commit itself failed: nobody's write is durable
-                    log.exception("store commit of %d writes failed", len(batch))
-                    results = [_Failed(error)] * len(batch)
-                else:
-                    self.commits += 1
-                for pending, result in zip(batch, results, strict=True):
-                    _settle(pending, result)
+                await self._commit_batch()
             self._idle.set()
             if self._closing:
                 return
+
+    async def _await_writes(self) -> None:
+        """Waits for queued writes; while commits fail, probes the database meanwhile."""
+        while not self.can_commit and not self._wakeup.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), PROBE_SECONDS)
+            if not self._wakeup.is_set():
+                await self._try_commit([_Probe()])
+        await self._wakeup.wait()
+        self._wakeup.clear()
+
+    async def _commit_batch(self) -> None:
+        """Commits what is queued, up to _MAX_BATCH; a method so the batch dies with its call."""
+        count = min(len(self._queue), _MAX_BATCH)
+        batch = [self._queue.popleft() for _ in range(count)]
+        for pending in batch:
+            if pending.key is not None:
+                del self._replaceable[pending.key]
+        results = await self._try_commit([pending.write for pending in batch])
+        if results is None:
+            # Nobody's write is durable. Each caller gets an error of its own: one shared
+            # would gather every caller's frames in its traceback.
+            results = [
+                _Failed(CommitFailedError("the session store could not commit")) for _ in batch
+            ]
+        for pending, result in zip(batch, results, strict=True):
+            _settle(pending, result)
+
+    async def _try_commit(self, writes: list[_Write]) -> list[object] | None:
+        """The writes' results, committed in one transaction; None if the commit failed."""
+        try:
+            results = await self._db.run(partial(_commit, writes=writes))
+        except Exception:
+            if self.can_commit:  # logged once an outage, not once a batch
+                log.exception("the session store cannot commit; /ping is Unhealthy until it can")
+                self._failing_since = time.monotonic()
+                self._health(False)
+            return None
+        self.commits += 1
+        if not self.can_commit:
+            seconds = time.monotonic() - self._failing_since
+            log.warning("the session store commits again, after %.1f s", seconds)
+            self._health(True)
+        return results
+
+    def _health(self, can_commit: bool) -> None:
+        self.can_commit = can_commit
+        self._on_health(can_commit)
 
     async def _linger(self) -> None:
         """Lets a burst of replaceable writes gather before they are committed.
@@ -1284,6 +1352,8 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
+        # Called with can_commit whenever it changes.
+        self.health_listeners: list[Callable[[bool], None]] = []
         self._lock: int | None = None  # the descriptor of the file's lock, while open
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -1336,7 +1406,7 @@ class SessionService(BaseSessionService):
             raise
         self._db = db
         if not self.read_only:
-            self._writer = _GroupCommit(db)
+            self._writer = _GroupCommit(db, self._health_changed)
 
     async def close(self) -> None:
         """Commits every queued write, then closes the connection and lets go of the file."""
@@ -1355,6 +1425,15 @@ class SessionService(BaseSessionService):
         if self._lock is not None:
             os.close(self._lock)  # closing the descriptor releases the flock
             self._lock = None
+
+    @property
+    def can_commit(self) -> bool:
+        """False from a commit that failed until one succeeds (the writer keeps trying)."""
+        return self._writer.can_commit if self._writer is not None else True
+
+    def _health_changed(self, can_commit: bool) -> None:
+        for listener in self.health_listeners:
+            listener(can_commit)
 
     @property
     def commits(self) -> int:

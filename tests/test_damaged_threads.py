@@ -111,6 +111,8 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(tmp_path: Path) -> 
         assert all(status == 200 and events[-1]["type"] == "RUN_FINISHED"
                    for status, _, events, _ in posts)  # fmt: skip
         assert await ping(gateway) == (200, "Healthy")
+        store = gateway.app.hub.engine.sessions  # type: ignore[union-attr]
+        assert store.can_commit
 
 
 async def test_operators_find_quarantined_threads(tmp_path: Path) -> None:

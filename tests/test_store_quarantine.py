@@ -22,6 +22,7 @@ from google.adk.sessions import Session
 
 from gateway.store import (
     INTERRUPTED_TEXT,
+    CommitFailedError,
     QuarantinedThreadError,
     SessionService,
 )
@@ -29,7 +30,9 @@ from tests.damage import (
     APP,
     BAD_EVENT_DATA,
     BAD_MESSAGES,
+    close_read,
     commit_from_outside,
+    hold_a_read_open,
     plant_event,
     plant_messages,
 )
@@ -65,6 +68,22 @@ async def load(store: SessionService, thread: str, user: str = "u") -> Session |
 # --- the wedge, and why reads now finish before anything is decoded ---------------------
 
 
+async def test_a_read_left_open_on_the_connection_fails_every_later_commit(db_path: str) -> None:
+    """The mechanism of issue 11's outage, on a file store: a stale snapshot, then "locked"."""
+    async with opened(db_path) as store:
+        session = await a_thread(store, "t")
+        cursor = await hold_a_read_open(store)
+        await asyncio.to_thread(commit_from_outside, db_path)
+        with pytest.raises(CommitFailedError):
+            await store.append_event(session, user_says("again"))
+        assert not store.can_commit
+        await close_read(store, cursor)
+        session = await load(store, "t")
+        assert session is not None
+        await store.append_event(session, user_says("again"))
+        assert store.can_commit
+
+
 async def test_a_failed_decode_leaves_no_read_open_and_other_threads_write_on(
     db_path: str,
 ) -> None:
@@ -85,6 +104,7 @@ async def test_a_failed_decode_leaves_no_read_open_and_other_threads_write_on(
         await asyncio.gather(*(store.append_event(s, user_says("more")) for s in others))
         for n in range(5):
             assert texts(await load(store, f"other-{n}"))[-1] == "more"
+        assert store.can_commit
 
 
 # --- quarantine --------------------------------------------------------------------------
