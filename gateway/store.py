@@ -52,6 +52,7 @@ import logging
 import os
 import sqlite3
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -968,11 +969,13 @@ class _GroupCommit:
         """The writes' results, committed in one transaction; None if the commit failed."""
         try:
             results = await self._db.run(partial(_commit, writes=writes))
-        except Exception:
+        except Exception as error:
             if self.can_commit:  # logged once an outage, not once a batch
                 log.exception("the session store cannot commit; /ping is Unhealthy until it can")
                 self._failing_since = time.monotonic()
                 self._health(False)
+            # The database thread may keep the error a while; the batch need not stay with it.
+            traceback.clear_frames(error.__traceback__)
             return None
         self.commits += 1
         if not self.can_commit:
@@ -1009,6 +1012,9 @@ class _GroupCommit:
 
 def _settle(pending: _Pending, result: object) -> None:
     if isinstance(result, _Failed):
+        # The frames of the finished commit hold the whole batch, and the error holds them:
+        # clear them, so the batch goes now and not at the next full collection.
+        traceback.clear_frames(result.error.__traceback__)
         if not pending.committed.done():
             pending.committed.set_exception(result.error)
         return

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import sqlite3
+import types as pytypes
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.sessions import Session
 
+from gateway import store as store_module
 from gateway.store import (
     INTERRUPTED_TEXT,
     CommitFailedError,
@@ -238,3 +243,55 @@ async def test_an_old_file_with_an_undecodable_row_migrates_and_sets_the_thread_
             await load(store, "bad")
     finally:
         await store.close()
+
+
+# --- a failure frees what it held, without waiting for a full collection -----------------
+
+
+async def test_failures_free_what_they_held_without_a_collection(db_path: str) -> None:
+    """With gc off, as ``gc.freeze()`` and few allocations make it, nothing waits for it."""
+    async with opened(db_path) as store:
+        await a_thread(store, "bad", turns=1)
+        fresh = await a_thread(store, "t", turns=1)
+        plant_event(db_path, "bad", BAD_EVENT_DATA["nested 300 deep"])
+        stale = await load(store, "t")
+        await store.append_event(fresh, user_says("moves the thread on"))
+        assert stale is not None
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            held = [weakref.ref(stale)]
+            # A write that fails alone in a shared commit, a commit that fails, a bad row.
+            other = await load(store, "t")
+            assert other is not None
+            outcomes = await asyncio.gather(
+                store.append_event(stale, user_says("stale")),
+                store.append_event(other, user_says("fine")),
+                return_exceptions=True,
+            )
+            assert isinstance(outcomes[0], StaleSessionError)
+            del outcomes, stale
+            cursor = await hold_a_read_open(store)
+            await asyncio.to_thread(commit_from_outside, db_path)
+            held.append(weakref.ref(other))
+            with contextlib.suppress(CommitFailedError):
+                await store.append_event(other, user_says("not stored"))
+            del other
+            await close_read(store, cursor)
+            with contextlib.suppress(QuarantinedThreadError):
+                await load(store, "bad")
+            await load(store, "t")  # the database thread moves on to other work
+            assert [ref() for ref in held] == [None, None]
+            gc.collect()
+            cycles = [
+                obj
+                for obj in gc.garbage
+                if isinstance(obj, pytypes.FrameType)
+                and obj.f_code.co_filename == store_module.__file__
+            ]
+            assert cycles == [], [frame.f_code.co_name for frame in cycles]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
