@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from gateway import bounds
 from tests.agui import new_id, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.damage import BAD_EVENT_DATA, nested, plant_event
@@ -83,8 +85,17 @@ async def test_a_damaged_thread_is_its_owners_coded_error_on_every_door(tmp_path
         assert hub is not None and thread not in hub.threads
 
 
-async def test_a_deeply_nested_tool_result_takes_down_no_one(tmp_path: Path) -> None:
-    """Issue 11's input on a live server: stored or refused at the door, it harms no one else."""
+@pytest.mark.parametrize("limits", [True, False], ids=["limits at the door", "no limits"])
+async def test_a_deeply_nested_tool_result_takes_down_no_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limits: bool
+) -> None:
+    """Issue 11's input on a live server: refused at the door, or stored, it harms no one else.
+
+    Without the door's limits (as before issue 11, or for a bound a bug lets through) the
+    result is stored, and the next turn finds the thread unreadable.
+    """
+    if not limits:
+        monkeypatch.setattr(bounds, "MAX_DEPTH", 10_000)
     db = str(tmp_path / "gateway.db")
     thread = new_id("t")
     async with running_gateway(db=db) as gateway:
@@ -94,10 +105,11 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(tmp_path: Path) -> 
             answer = {"status": "navigated", "detail": nested(200)}
             answered = await ws.run(tool_answer(thread, [(navigate["id"], answer)]))
             again = await ws.run(user_input(thread, "고마워"))
-        if answered[-1]["type"] == "RUN_ERROR":  # refused before anything was stored
+        if limits:
             assert answered[-1]["code"] == "VALIDATION_ERROR"
             assert again[-1]["type"] == "RUN_FINISHED"
-        else:  # stored, and found unreadable on the next turn
+        else:
+            assert answered[-1]["type"] == "RUN_FINISHED"
             assert_quarantined(again[-1], thread)
 
         # What issue 11 saw fail: other users' turns over both doors, and an honest /ping.
