@@ -47,9 +47,12 @@ class Settings:
     max_frame_bytes: int = 1 << 20
     send_buffer_bytes: int = 8 << 20
     receive_buffer_bytes: int = 4 << 20
+    snapshot_bytes: int = 512 << 10
     user_rate: float = 5.0
     user_burst: int = 40
     max_runs: int = 200
+    user_threads: int = 1000
+    user_stored_bytes: int = 256 << 20
     run_wait: float = 30.0
     max_connections: int = 4096
     header_timeout: float = 10.0
@@ -100,9 +103,12 @@ _HELP: dict[str, str] = {
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
     "send_buffer_bytes": "events a client may fall behind by, in bytes, before it is cut off",
     "receive_buffer_bytes": "frames one /ws connection may have waiting for earlier runs, in bytes",
+    "snapshot_bytes": "most of a thread a reattach sends, in bytes; older messages are paged in",
     "user_rate": "frames and requests a second one user may send, sustained (0: no limit)",
     "user_burst": "frames and requests one user may send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
+    "user_threads": "threads one user may keep (0: no limit)",
+    "user_stored_bytes": "bytes of stored events one user's threads may hold (0: no limit)",
     "run_wait": "seconds a run waits for a free slot under max_runs before it is refused",
     "max_connections": "open connections (HTTP and WebSocket) before new ones get a 503",
     "header_timeout": "seconds a new connection has to send a complete request head",

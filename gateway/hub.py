@@ -34,6 +34,7 @@ import datetime
 import enum
 import logging
 import time
+import urllib.parse
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import aclosing
@@ -49,9 +50,9 @@ from google.genai import types
 from gateway import bounds, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
-from gateway.limits import RunSlots
+from gateway.limits import Quota, RunSlots
 from gateway.runner import CONFIRMATION_CALL, Engine
-from gateway.store import QuarantinedThreadError, StoreError
+from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
 from gateway.tools.declarations import declared_client_tools
 from gateway.tools.policy import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
@@ -254,6 +255,15 @@ def read_input(
                 f"waiting for a result on thread {run_input.thread_id!r}.",
             )
     return answers
+
+
+def starts_turn(run_input: p.RunAgentInput) -> bool:
+    """Whether the input brings a new user message (rather than answers to open calls)."""
+    return (
+        not run_input.resume
+        and bool(run_input.messages)
+        and (isinstance(run_input.messages[-1], p.UserMessage))
+    )
 
 
 def needed_part(run_input: p.RunAgentInput) -> p.RunAgentInput:
@@ -526,8 +536,13 @@ class Hub:
         audit: AuditLog | None = None,
         context_allow: frozenset[str] = DEFAULT_CONTEXT_ALLOW,
         slots: RunSlots | None = None,
+        snapshot_bytes: int | None = None,
+        quota: Quota | None = None,
     ) -> None:
         self.engine = engine
+        self.quota = quota or Quota()
+        # How much of a thread a reattach sends at most; older messages are paged in.
+        self.snapshot_bytes = snapshot_bytes
         # Runs in progress across all threads; unlimited unless the caller sets a cap.
         self.slots = slots or RunSlots(0, 0.0)
         self.audit = audit
@@ -570,6 +585,9 @@ class Hub:
             raise
         run = self._claim(thread, run_input.run_id, executor, holds_slot=True)
         try:
+            self.quota.check(
+                opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
+            )
             plan = await self._plan(run, run_input, opened.session)
         except BaseException:
             try:
@@ -596,7 +614,9 @@ class Hub:
         thread = await self._thread(user_id, thread_id)
         while True:
             try:
-                messages, latest, session = await self.engine.thread_view(user_id, thread_id)
+                page, session = await self.engine.thread_view(
+                    user_id, thread_id, self.snapshot_bytes
+                )
             except QuarantinedThreadError:
                 self._forget_if_unused(thread)
                 raise _quarantined(thread_id) from None
@@ -610,10 +630,11 @@ class Hub:
                 await run.done.wait()
                 continue
             # A run that stored an event while the snapshot was read: read it again.
-            if run is None or run.last_event_id in (None, latest):
+            if run is None or run.last_event_id in (None, page.latest):
                 break
         snapshot: list[p.Event] = [
-            p.MessagesSnapshot(messages=msgspec.convert(messages, list[p.Message])),
+            p.MessagesSnapshot(messages=msgspec.convert(page.messages, list[p.Message])),
+            *_earlier_part(thread_id, page),
             p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
         ]
         if run is None:
@@ -628,6 +649,20 @@ class Hub:
         )
         run.join(subscriber, [started, *snapshot, *run.translator.reopen()])
         return run
+
+    async def earlier(self, user_id: str, thread_id: str, before: int) -> ThreadPage:
+        """The messages of a thread before a snapshot's (or an earlier page's) first one."""
+        thread = self.threads.get(thread_id)
+        owner = thread.user_id if thread else await self.engine.thread_owner(thread_id)
+        if owner is None:
+            raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
+        _check_owner(owner, user_id, thread_id)
+        try:
+            return await self.engine.earlier_messages(
+                user_id, thread_id, before, self.snapshot_bytes
+            )
+        except QuarantinedThreadError:
+            raise _quarantined(thread_id) from None
 
     def _waiting_for(self, open_items: dict[str, OpenCall]) -> p.Outcome:
         """How an idle thread's last run ended: open approvals, or open browser calls."""
@@ -1042,6 +1077,22 @@ class Hub:
     def _status_changed(self) -> None:
         for listener in self.status_listeners:
             listener(self.busy)
+
+
+HISTORY = "gateway.history"
+
+
+def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:
+    """After a snapshot that leaves older messages out: where to page them in from."""
+    if page.earlier is None:
+        return []
+    query = urllib.parse.urlencode({"threadId": thread_id, "before": page.earlier})
+    return [
+        p.Custom(
+            name=HISTORY,
+            value={"earlier": True, "before": page.earlier, "href": f"/history?{query}"},
+        )
+    ]
 
 
 def _responses(calls: dict[str, OpenCall], responses: dict[str, dict[str, Any]]) -> types.Content:

@@ -2,6 +2,9 @@
 
 - ``RateLimiter``: a token bucket per user over the frames and requests they send; a frame
   that finds the bucket empty is refused with RATE_LIMIT_EXCEEDED and costs nothing more.
+- ``Quota``: what one user may keep: threads, and bytes of stored events. A new thread past
+  the first, or a new turn past the second, is refused with SERVICE_QUOTA_EXCEEDED; answers
+  to calls already asked still go through, so no thread is left stuck.
 - ``RunSlots``: a cap on runs in progress across all users. A run that finds every slot
   taken waits its turn, first come first served, for a bounded time, then is refused with
   SERVICE_QUOTA_EXCEEDED. A run paused on a browser or a person is not in progress: it
@@ -19,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from gateway import protocol as p
+from gateway.store import Usage
 
 # Buckets kept before full ones (those of users who went quiet) are dropped.
 _BUCKETS_KEPT = 10_000
@@ -74,6 +78,30 @@ class RateLimiter:
         for user, bucket in list(self._buckets.items()):
             if bucket.tokens + (now - bucket.at) * self.rate >= self.burst:
                 del self._buckets[user]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Quota:
+    """``threads`` and ``stored_bytes`` per user; 0 leaves either unlimited."""
+
+    threads: int = 0
+    stored_bytes: int = 0
+
+    def check(self, usage: Usage, *, new_thread: bool, new_turn: bool) -> None:
+        """Raises SERVICE_QUOTA_EXCEEDED if a run with this usage would pass the quota."""
+        if new_thread and self.threads and usage.threads > self.threads:
+            raise p.GatewayError(
+                p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+                f"You have {self.threads} threads, the most one user may keep"
+                " (GATEWAY_USER_THREADS); go on in one of them, or ask the operator.",
+            )
+        if new_turn and self.stored_bytes and usage.stored_bytes >= self.stored_bytes:
+            mib = self.stored_bytes / (1 << 20)
+            raise p.GatewayError(
+                p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+                f"Your threads hold {usage.stored_bytes / (1 << 20):.1f} MiB, the most one user"
+                f" may store is {mib:g} MiB (GATEWAY_USER_STORED_BYTES); ask the operator.",
+            )
 
 
 class RunSlots:

@@ -26,11 +26,11 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway import config, history
+from gateway import config
 from gateway.config import Settings
 from gateway.models.scripted import ScriptedLlm
 from gateway.screens import catalog as screen_catalog
-from gateway.store import OpenedThread, SessionService
+from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY, CatalogToolset
 from gateway.tools.policy import build_before_tool_callback, run_context
@@ -133,22 +133,30 @@ class Engine:
         return await self.sessions.thread_owner(APP_NAME, thread_id)
 
     async def thread_view(
-        self, user_id: str, thread_id: str
-    ) -> tuple[list[history.Message], str | None, Session | None]:
-        """The whole thread's messages, the id of its latest stored event, and its session.
+        self, user_id: str, thread_id: str, max_bytes: int | None = None
+    ) -> tuple[ThreadPage, Session | None]:
+        """The thread's latest messages (``max_bytes`` of them) and its session.
 
         The session carries the state and the calls still open (a window of one event
         reaches back to them), not the whole history: rebuilding every ADK event of a long
         thread is what made a reattach slow.
         """
-        messages, latest = await self.sessions.thread_messages(APP_NAME, user_id, thread_id)
+        page = await self.sessions.thread_page(APP_NAME, user_id, thread_id, max_bytes=max_bytes)
         session = await self.sessions.get_session(
             app_name=APP_NAME,
             user_id=user_id,
             session_id=thread_id,
             config=GetSessionConfig(num_recent_events=1),
         )
-        return messages, latest, session
+        return page, session
+
+    async def earlier_messages(
+        self, user_id: str, thread_id: str, before: int, max_bytes: int | None
+    ) -> ThreadPage:
+        """The part of the thread before a page's ``earlier``, as much as ``max_bytes`` holds."""
+        return await self.sessions.thread_page(
+            APP_NAME, user_id, thread_id, max_bytes=max_bytes, before=before
+        )
 
     def save_streamed_text(
         self,

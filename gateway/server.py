@@ -184,7 +184,9 @@ class Gateway:
             await self._me(scope, send)
         elif path == "/ws-ticket" and method == "POST":
             await self._ws_ticket(scope, send)
-        elif path in ("/ping", "/tools", "/invocations", "/me", "/ws-ticket"):
+        elif path == "/history" and method == "GET":
+            await self._history(scope, send)
+        elif path in ("/ping", "/tools", "/invocations", "/me", "/ws-ticket", "/history"):
             await _respond(send, 405, b"method not allowed", b"text/plain")
         elif method == "GET" and (found := web_file(path)) is not None:
             body, content_type = found
@@ -202,6 +204,29 @@ class Gateway:
             return
         profile = screens.load().profile(identity.user)
         await _respond(send, 200, msgspec.json.encode(profile), b"application/json")
+
+    async def _history(self, scope: Scope, send: Send) -> None:
+        """GET /history?threadId=T&before=N: the messages before a snapshot's first one.
+
+        A reattach to a long thread sends only its latest part, with a ``gateway.history``
+        event naming where the rest begins; each page names the one before it.
+        """
+        assert self.hub is not None
+        try:
+            identity = await Door(self.auth, self.hub.audit, scope, "http", "history").identify()
+            self.rates.check(identity.user)
+            thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
+            page = await self.hub.earlier(identity.user, thread_id, _cursor(scope))
+        except p.GatewayError as error:
+            await _refuse(send, error)
+            return
+        except Exception:
+            await _refuse(send, p.unexpected("a GET /history"))
+            return
+        body = msgspec.json.encode(
+            {"threadId": thread_id, "messages": page.messages, "earlier": page.earlier}
+        )
+        await _respond(send, 200, body, b"application/json")
 
     async def _ws_ticket(self, scope: Scope, send: Send) -> None:
         """POST /ws-ticket: a single-use ticket for ``/ws?ticket=``, for the caller."""
@@ -665,6 +690,17 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if bytes(key).lower() == name:
             return bytes(value).decode("latin-1")
     return None
+
+
+def _cursor(scope: Scope) -> int:
+    raw = query_param(scope, "before") or ""
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # below SQLite's 2**63
+        raise p.GatewayError(
+            p.ErrorCode.VALIDATION_ERROR,
+            "?before= must be the `before` of a gateway.history event or the `earlier` of a"
+            " page: a whole number.",
+        )
+    return int(raw)
 
 
 def _nothing_to_cancel(thread_id: str) -> list[p.Event]:

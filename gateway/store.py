@@ -298,12 +298,26 @@ def _quarantine_v5(db: sqlite3.Connection) -> None:
     )
 
 
+def _count_stored_bytes_v6(db: sqlite3.Connection) -> None:
+    """Adds what each thread holds in bytes, for the per-user quota, counted from its events."""
+    db.execute("ALTER TABLE sessions ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0")
+    db.execute(
+        f"UPDATE sessions SET stored_bytes = (SELECT COALESCE(SUM({_EVENT_BYTES}), 0)"
+        " FROM events WHERE session_pk = sessions.pk)"
+    )
+
+
+# What an event row takes, as the quota counts it: its data and its messages, in bytes.
+_EVENT_BYTES = "length(CAST(data AS BLOB)) + COALESCE(length(CAST(messages AS BLOB)), 0)"
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
     _keep_messages_v3,
     _keep_streamed_text_v4,
     _quarantine_v5,
+    _count_stored_bytes_v6,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -538,12 +552,24 @@ class _CreateSession:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Usage:
+    """What one user's threads hold: how many, and their stored events in bytes."""
+
+    threads: int = 0
+    stored_bytes: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class OpenedThread:
-    """Whose a thread is and, for its owner, its session; ``created`` if it was new."""
+    """Whose a thread is and, for its owner, its session; ``created`` if it was new.
+
+    ``usage`` is the asker's, the new thread counted in.
+    """
 
     owner: str
     session: Session | None
     created: bool
+    usage: Usage = Usage()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -561,15 +587,18 @@ class _OpenThread:
     window: int
     now: float
 
-    def apply(self, db: sqlite3.Connection) -> OpenedThread | _StoredSession:
-        """The thread, or for its owner the rows of it, decoded once the commit is over."""
+    def apply(self, db: sqlite3.Connection) -> tuple[OpenedThread | _StoredSession, Usage]:
+        """The thread, or for its owner the rows of it, decoded once the commit is over;
+        and the asker's usage."""
         owner = _thread_owner(db, app_name=self.app_name, session_id=self.session_id)
         if owner is None:
             empty: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
             create = _CreateSession(self.app_name, self.user_id, self.session_id, empty, self.now)
-            return OpenedThread(self.user_id, create.session(create.apply(db)), created=True)
+            session = create.session(create.apply(db))
+            usage = self._usage(db)
+            return OpenedThread(self.user_id, session, created=True, usage=usage), usage
         if owner != self.user_id:
-            return OpenedThread(owner, None, created=False)
+            return OpenedThread(owner, None, created=False), Usage()
         stored = _load_session(
             db,
             app_name=self.app_name,
@@ -579,7 +608,15 @@ class _OpenThread:
             after=None,
         )
         assert stored is not None  # its owner was just read, in the same transaction
-        return stored
+        return stored, self._usage(db)
+
+    def _usage(self, db: sqlite3.Connection) -> Usage:
+        threads, stored_bytes = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0) FROM sessions"
+            " WHERE app_name = ? AND user_id = ?",
+            (self.app_name, self.user_id),
+        ).fetchone()
+        return Usage(threads, stored_bytes)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -648,10 +685,19 @@ class _AppendEvent:
                 "UPDATE sessions SET state = ? WHERE pk = ?",
                 (_dump({**_load_state(state), **self.deltas["session"]}), pk),
             )
+        stored = len(self.data.encode()) + (len(self.messages.encode()) if self.messages else 0)
         db.execute(
             "UPDATE sessions SET revision = ?, update_time = ?, invocation_id = ?,"
-            " invocation_seq = ?, run_open = ? WHERE pk = ?",
-            (revision + 1, self.timestamp, self.invocation_id, invocation_seq, run_open, pk),
+            " invocation_seq = ?, run_open = ?, stored_bytes = stored_bytes + ? WHERE pk = ?",
+            (
+                revision + 1,
+                self.timestamp,
+                self.invocation_id,
+                invocation_seq,
+                run_open,
+                stored,
+                pk,
+            ),
         )
         if self.deltas["app"]:
             _merge_scope(db, self.app_name, None, self.deltas["app"], self.timestamp)
@@ -1202,10 +1248,28 @@ class _StoredMessages:
     latest: str | None  # the id of the thread's latest event
     rows: list[tuple[int, str]]  # (seq, messages)
     quarantine: Quarantine | None  # if set, nothing else was read
+    earlier: int | None = None  # a row older than these was left out: page back from here
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ThreadPage:
+    """The latest part of a thread as AG-UI messages, within a size (``thread_page``)."""
+
+    messages: list[Message]
+    latest: str | None  # the id of the thread's latest stored event
+    # Where the page starts, when older messages were left out: the ``before`` of the page
+    # before it. None: the page starts the thread.
+    earlier: int | None
 
 
 def _thread_messages(
-    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str
+    db: sqlite3.Connection,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    max_bytes: int | None = None,
+    before: int | None = None,
 ) -> _StoredMessages | None:
     row = db.execute(
         f"SELECT s.pk, {_QUARANTINE_COLUMNS} FROM sessions s"
@@ -1221,12 +1285,47 @@ def _thread_messages(
     latest = db.execute(
         "SELECT id FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1", (pk,)
     ).fetchone()
+    older = before if before is not None else _NO_CURSOR
+    start = 0
+    if max_bytes is not None:
+        # The newest rows whose messages fit in max_bytes, and at least the newest one.
+        start = _page_start(db, pk, older, max_bytes)
     rows = db.execute(
         "SELECT seq, messages FROM events WHERE session_pk = ? AND messages IS NOT NULL"
-        " ORDER BY seq",
-        (pk,),
+        " AND seq >= ? AND seq < ? ORDER BY seq",
+        (pk, start, older),
     ).fetchall()
-    return _StoredMessages(cast(str, latest[0]) if latest else None, rows, None)
+    first = rows[0][0] if rows else None
+    older_rows = (
+        first is not None
+        and db.execute(
+            "SELECT 1 FROM events WHERE session_pk = ? AND messages IS NOT NULL AND seq < ?"
+            " LIMIT 1",
+            (pk, first),
+        ).fetchone()
+    )
+    earlier = first if older_rows else None
+    return _StoredMessages(cast(str, latest[0]) if latest else None, rows, None, earlier)
+
+
+# A cursor past every row: seq is an INTEGER PRIMARY KEY, at most 2**63 - 1.
+_NO_CURSOR = (1 << 63) - 1
+
+
+def _page_start(db: sqlite3.Connection, pk: int, before: int, max_bytes: int) -> int:
+    """The oldest seq of the newest rows before ``before`` that fit in ``max_bytes``."""
+    (cut, newest) = db.execute(
+        "SELECT (SELECT seq FROM (SELECT seq, SUM(length(CAST(messages AS BLOB)))"
+        " OVER (ORDER BY seq DESC) AS total FROM events"
+        " WHERE session_pk = ?1 AND messages IS NOT NULL AND seq < ?2)"
+        " WHERE total > ?3 ORDER BY seq DESC LIMIT 1),"
+        " (SELECT MAX(seq) FROM events WHERE session_pk = ?1 AND messages IS NOT NULL"
+        " AND seq < ?2)",
+        (pk, before, max_bytes),
+    ).fetchone()
+    if cut is None:
+        return 0  # everything fits
+    return cast(int, newest) if cut == newest else cast(int, cut) + 1
 
 
 def _decoded_messages_of(stored: _StoredMessages) -> list[Message] | _Damage:
@@ -1589,14 +1688,22 @@ class SessionService(BaseSessionService):
         The session is loaded as get_session does without a config. Another user's thread
         gives its owner and no session.
         """
-        opened = await self._write(
-            _OpenThread(
-                app_name, user_id, session_id.strip(), self.history_window, platform_time.get_time()
-            )
+        opened, usage = cast(
+            tuple[OpenedThread | _StoredSession, Usage],
+            await self._write(
+                _OpenThread(
+                    app_name,
+                    user_id,
+                    session_id.strip(),
+                    self.history_window,
+                    platform_time.get_time(),
+                )
+            ),
         )
         if isinstance(opened, _StoredSession):
-            return OpenedThread(opened.user_id, await self._session_of(opened), created=False)
-        return cast(OpenedThread, opened)
+            session = await self._session_of(opened)
+            return OpenedThread(opened.user_id, session, created=False, usage=usage)
+        return opened
 
     @contextlib.contextmanager
     def handed_over(self, session: Session) -> Iterator[None]:
@@ -1627,18 +1734,44 @@ class SessionService(BaseSessionService):
         read in one go without rebuilding ADK events. The event id lets a caller tell
         whether a run stored an event since. An unknown thread gives ``([], None)``.
         """
+        page = await self.thread_page(app_name, user_id, session_id)
+        return page.messages, page.latest
+
+    async def thread_page(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        max_bytes: int | None = None,
+        before: int | None = None,
+    ) -> ThreadPage:
+        """The thread's messages as ``thread_messages`` gives them, newest last, within bounds.
+
+        ``max_bytes`` keeps the newest events whose stored messages fit in that many bytes
+        (the newest one always), so a snapshot of a long thread stays small; ``before`` (a
+        page's ``earlier``) reads only what is older than that page. A tool result whose call
+        was left out is left out too.
+        """
         session_id = session_id.strip() if session_id else session_id
         stored = await self._read(
-            partial(_thread_messages, app_name=app_name, user_id=user_id, session_id=session_id)
+            partial(
+                _thread_messages,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                max_bytes=max_bytes,
+                before=before,
+            )
         )
         if stored is None:
-            return [], None
+            return ThreadPage([], None, None)
         if stored.quarantine is not None:
             raise QuarantinedThreadError(stored.quarantine)
         messages = _decoded_messages_of(stored)
         if isinstance(messages, _Damage):
             await self._quarantine(app_name, user_id, session_id, messages)
-        return messages, stored.latest
+        return ThreadPage(messages, stored.latest, stored.earlier)
 
     async def threads(
         self, app_name: str, *, user_id: str | None = None, quarantined_only: bool = False
