@@ -30,7 +30,7 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
     from gateway import runner, warmup
     from gateway.audit import AuditLog, AuditPlugin
     from gateway.hub import Hub
-    from gateway.limits import RunSlots
+    from gateway.limits import Quota, RunSlots
     from gateway.store import SessionService
     from gateway.tools import catalog as tool_catalog
 
@@ -52,6 +52,8 @@ def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:
             audit=audit,
             context_allow=config.context_allow(settings),
             slots=RunSlots(settings.max_runs, settings.run_wait),
+            snapshot_bytes=settings.snapshot_bytes,
+            quota=Quota(settings.user_threads, settings.user_stored_bytes),
         )
         return hub
 
@@ -102,11 +104,12 @@ def serve(settings: Settings) -> None:
     from gateway import logs
     from gateway.auth import AuthSettingsError
 
-    logs.configure(settings)
     try:
         app = build_app(settings)
     except AuthSettingsError as error:
         sys.exit(f"agent-gateway: {error}")
+    # Only a gateway that will serve takes over the process's logging.
+    logs.configure(settings)
     uvicorn.Server(server_config(settings, app)).run()
 
 

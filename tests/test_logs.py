@@ -24,12 +24,15 @@ def captured(log_format: str = "text") -> Iterator[io.StringIO]:
     """What ``logs.configure`` writes for the process while the block runs."""
     stream = io.StringIO()
     root = logging.getLogger()
-    level = root.level
+    level, handlers = root.level, list(root.handlers)
     handler = logs.configure(Settings(log_format=log_format, log_level="info"), stream)
     try:
         yield stream
     finally:
+        # configure replaces the process's handlers: pytest's own come back.
         root.removeHandler(handler)
+        for old in handlers:
+            root.addHandler(old)
         root.setLevel(level)
 
 
