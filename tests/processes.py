@@ -18,11 +18,32 @@ from websockets.asyncio.client import connect
 from tests.agui import AgUiSocket
 from tests.conftest import free_port
 
-__all__ = ["GATEWAY", "ROOT", "free_port", "gateway_process", "operator_command", "run_over_ws"]
+__all__ = [
+    "GATEWAY",
+    "ROOT",
+    "free_port",
+    "gateway_process",
+    "operator_command",
+    "run_over_ws",
+    "script_report",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 # The command line of `agent-gateway`, for this checkout.
 GATEWAY = [sys.executable, "-m", "gateway"]
+
+
+def script_report(module: str, flags: str, timeout: float = 180) -> str:
+    """What ``python -m <module> <flags>`` (a script under scripts/) prints; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *flags.split()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 @contextlib.asynccontextmanager

@@ -6,26 +6,16 @@ phases, the start-up figures of every server), never a speed.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from scripts._bench import ROOT
+from tests.processes import script_report
 
 
 @pytest.mark.parametrize("db", ["memory", "file"])
 def test_the_benchmark_measures_both_sides_and_every_start(db: str) -> None:
-    small = f"--rounds 1 --runs 8 --clients 1,2 --starts 2 --db {db}"
-    done = subprocess.run(
-        [sys.executable, "-m", "scripts.bench_runs", *small.split()],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
+    report = script_report(
+        "scripts.bench_runs", f"--rounds 1 --runs 8 --clients 1,2 --starts 2 --db {db}"
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    report = done.stdout
     for door in ("gateway", "runner"):
         for clients in (1, 2):
             assert any(

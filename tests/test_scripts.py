@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from scripts._bench import ROOT, LocalGateway, local_gateway
+from tests.processes import script_report
 
 OPEN_LIST = "업무 요청 목록 화면 열어줘\n"
 OPENED = "이동했습니다"
@@ -51,16 +52,8 @@ def test_chat_never_claims_the_screen_opened_when_the_browser_denied(
 
 
 def test_the_memory_benchmark_reads_the_servers_rss_after_every_round() -> None:
-    small = "--rounds 2 --clients 3 --turns 2 --size 20000"
-    done = subprocess.run(
-        [sys.executable, "-m", "scripts.bench_memory", *small.split()],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    rounds = [line for line in done.stdout.splitlines() if line.startswith("round ")]
-    assert len(rounds) == 2 and all("MiB" in line for line in rounds), done.stdout
-    assert "clients failed" not in done.stdout, done.stdout
-    assert "RSS after the last round / after the first:" in done.stdout
+    report = script_report("scripts.bench_memory", "--rounds 2 --clients 3 --turns 2 --size 20000")
+    rounds = [line for line in report.splitlines() if line.startswith("round ")]
+    assert len(rounds) == 2 and all("MiB" in line for line in rounds), report
+    assert "clients failed" not in report, report
+    assert "RSS after the last round / after the first:" in report
