@@ -15,8 +15,9 @@ Who records what:
   person's approval ("awaiting_approval") and one the person rejected ("rejected").
 - A client call passed on to the browser is recorded when the browser's answer arrives:
   the hub calls ``AuditLog.record_client_result``.
-- The doors (``gateway/server.py``) record ``AccessRecord``s: approvals and their
-  answers, cancels, reattaches, and every attempt refused as UNAUTHORIZED or ACCESS_DENIED.
+- The doors (``gateway.door``, for the routes of ``server``, ``sse`` and ``websocket``)
+  record ``AccessRecord``s: approvals and their answers, cancels, reattaches, and every
+  attempt refused as UNAUTHORIZED or ACCESS_DENIED.
 
 Open the log after the session store: the store refuses a new file that already has
 tables of someone else's, and an audit table created first would be one.

@@ -360,6 +360,11 @@ def standalone(thread_id: str, events: list[p.Event]) -> list[p.Event]:
     ]
 
 
+def nothing_to_cancel(thread_id: str) -> list[p.Event]:
+    message = f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
+    return standalone(thread_id, [notice("NOTHING_TO_CANCEL", message)])
+
+
 def _iso(timestamp: float) -> str:
     moment = datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")

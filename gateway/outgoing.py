@@ -108,3 +108,12 @@ def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
         chunks.append((event, data))
     flush()
     return merged
+
+
+def offer(queue: Outgoing[p.Event | None], event: p.Event) -> bool:
+    """Queues an event for a client; False if it cannot take it (full, or not encodable)."""
+    try:
+        return queue.put(event)
+    except Exception:  # an event the encoder refuses: the client could not follow the stream
+        p.unexpected(f"encoding a {type(event).__name__} event")
+        return False

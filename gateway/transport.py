@@ -12,7 +12,7 @@ These subclasses add, per connection:
   for a moment so it gets to read the answer (closing with unread bytes would reset it);
 - a deadline for a complete request head (``header_timeout``), answered with a 408;
 - a deadline for the rest of a body the app answered without reading (``body_timeout``);
-  the app bounds the bodies it reads itself (``server.Invocation``);
+  the app bounds the bodies it reads itself (``sse.Invocation``);
 - a deadline from the upgrade request to its accept (``ws_handshake_timeout``), answered
   with a 503, and a hard close of a WebSocket whose peer stopped answering pings or never
   lets a close finish.

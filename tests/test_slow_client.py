@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gateway import protocol as p
-from gateway import server
+from gateway import websocket
 from gateway.auth import Authenticator
 from gateway.config import Settings
 
@@ -20,7 +20,7 @@ class _Gateway:
 
 
 async def test_a_full_send_queue_closes_the_connection_once() -> None:
-    session = server.WebSocketSession(_Gateway(), {}, None, None)  # type: ignore[arg-type]
+    session = websocket.WebSocketSession(_Gateway(), {}, None, None)  # type: ignore[arg-type]
     for index in range(10):
         session.deliver(p.Custom(name="n", value=index))
     queued = [event for event, _ in await session.outbox.batch()]

@@ -1,0 +1,138 @@
+"""POST /invocations: one RunAgentInput in, one SSE stream of its run out (the AgentCore door)."""
+
+from __future__ import annotations
+
+import logging
+
+from gateway import logs
+from gateway import protocol as p
+from gateway.asgi import Receive, Scope, Send, challenge
+from gateway.auth import Authenticator
+from gateway.body import RequestBody, http_status
+from gateway.config import Settings
+from gateway.door import Door
+from gateway.hub import Hub, nothing_to_cancel, notice, standalone
+from gateway.limits import RateLimiter
+from gateway.outgoing import Outgoing, offer
+
+log = logging.getLogger(__name__)
+
+
+class QueueSubscriber:
+    """Collects a run's events for one consumer, without blocking the run.
+
+    A consumer that falls more than ``limit_bytes`` behind is cut off: its queue ends with
+    None and takes nothing more.
+    """
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.queue: Outgoing[p.Event | None] = Outgoing(limit_bytes)
+        self.cut_off = False
+
+    def deliver(self, event: p.Event) -> None:
+        if not self.cut_off and not offer(self.queue, event):
+            log.warning("cutting off a stream that fell %d bytes behind", self.queue.size)
+            self.cut_off = True
+            self.queue.put(None)
+
+
+class Invocation:
+    """POST /invocations: one RunAgentInput in, one SSE stream of its run out."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        settings: Settings,
+        rates: RateLimiter,
+        auth: Authenticator,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        self.hub, self.settings, self.rates = hub, settings, rates
+        self.door = Door(auth, hub.audit, scope, "sse", "run")
+        self.scope, self.receive, self.send = scope, receive, send
+
+    async def serve(self) -> None:
+        subscriber = QueueSubscriber(self.settings.send_buffer_bytes)
+        body = RequestBody(
+            self.scope,
+            self.receive,
+            max_bytes=self.settings.max_frame_bytes,
+            timeout=self.settings.body_timeout,
+        )
+        run_input: p.RunAgentInput | None = None
+        try:
+            user = (await self.door.identify()).user
+            logs.bind(user=user)
+            self.rates.check(user)
+            run_input = p.decode_input(await body.json())
+            logs.bind(thread=run_input.thread_id, run=run_input.run_id)
+            if _asks_to_cancel(run_input):
+                await self._cancel(user, run_input.thread_id)
+                return
+            await self.hub.start(user, run_input, subscriber)
+        except p.GatewayError as error:
+            if run_input is not None:
+                self.door.record_input(run_input, error)
+            await self._refuse(error, body)
+            return
+        except Exception:
+            await self._refuse(p.unexpected("a POST /invocations"), body)
+            return
+        self.door.record_input(run_input, None)
+        await self._stream_start(200)
+        try:
+            while True:
+                frames = await subscriber.queue.batch()
+                last = frames[-1][0]
+                end = last is None or isinstance(last, p.RunFinished | p.RunError)
+                await self._stream([data for _, data in frames], more=not end)
+                if end:
+                    return
+        finally:
+            # A request follows one run: it stops watching the thread when its stream ends.
+            self.hub.leave(subscriber)
+            subscriber.queue.clear()
+
+    async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
+        # A refused body is read to its end first, or the answer closes the connection.
+        keep_alive = await body.settle()
+        await self._stream_start(http_status(error), challenge(error), close=not keep_alive)
+        await self._stream([p.encode(error.to_event())], more=False)
+
+    async def _cancel(self, user: str, thread_id: str) -> None:
+        """The SSE door's cancel: a short stream saying what happened."""
+        cancelled = await self.hub.cancel(user, thread_id)
+        self.door.record_cancel(thread_id, cancelled)
+        if cancelled:
+            said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")
+            events = standalone(thread_id, [said])
+        else:
+            events = nothing_to_cancel(thread_id)
+        await self._stream_start(200)
+        await self._stream([p.encode(event) for event in events], more=False)
+
+    async def _stream_start(
+        self, status: int, extra: list[tuple[bytes, bytes]] | None = None, *, close: bool = False
+    ) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *(extra or ()),
+        ]
+        if close:
+            headers.append((b"connection", b"close"))
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def _stream(self, encoded: list[bytes], *, more: bool) -> None:
+        body = b"".join(b"data: " + data + b"\n\n" for data in encoded if data)
+        await self.send({"type": "http.response.body", "body": body, "more_body": more})
+
+
+def _asks_to_cancel(run_input: p.RunAgentInput) -> bool:
+    """``forwardedProps: {"gateway": {"cancel": true}}`` is the SSE door's cancel frame."""
+    props = run_input.forwarded_props
+    gateway = props.get("gateway") if isinstance(props, dict) else None
+    return isinstance(gateway, dict) and gateway.get("cancel") is True
