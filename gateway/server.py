@@ -21,7 +21,7 @@ import msgspec
 
 from gateway import protocol as p
 from gateway import warmup
-from gateway.asgi import Receive, Scope, Send, refuse, respond
+from gateway.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.auth import Authenticator, query_param, redact
 from gateway.config import Settings
 from gateway.door import Door
@@ -156,6 +156,23 @@ class Gateway:
         log.info("ready on %s:%d", self.settings.host, self.settings.port)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Routes a request; one that fails unexpectedly is answered INTERNAL_ERROR, if it
+        can still be answered, never with a bare 500 and the exception's text."""
+        answered = False
+
+        async def send_once_started(message: Message) -> None:
+            nonlocal answered
+            answered = answered or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._route(scope, receive, send_once_started)
+        except Exception:
+            failure = p.unexpected(f"{scope['method']} {scope['path']}")
+            if not answered:
+                await refuse(send, failure)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]
         assert self.hub is not None and self.ping is not None
         if path == "/ping" and method == "GET" and not self.ready.is_set():

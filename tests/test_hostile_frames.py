@@ -17,6 +17,7 @@ import pytest
 
 from gateway import hub as hub_module
 from gateway import protocol as p
+from gateway.screens import catalog as screens
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway
 
@@ -165,6 +166,21 @@ async def test_an_unexpected_failure_on_sse_is_a_coded_500(
     error = json.loads(line.removeprefix("data: "))
     assert error["type"] == "RUN_ERROR" and error["code"] == "INTERNAL_ERROR"
     assert "secret" not in error["message"]
+
+
+async def test_an_unexpected_failure_on_any_http_route_is_a_coded_500(
+    gateway: RunningGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken() -> Any:
+        raise RuntimeError("secret")
+
+    monkeypatch.setattr(screens, "load", broken)
+    async with httpx.AsyncClient(base_url=gateway.http) as client:
+        response = await client.get("/me", headers={"X-Gateway-User": "demo"})
+        assert response.status_code == 500
+        assert response.json()["code"] == "INTERNAL_ERROR"
+        assert "secret" not in response.text and "error id" in response.text
+        assert (await client.get("/tools")).status_code == 200
 
 
 async def test_frames_past_the_queue_limit_are_refused_and_the_run_goes_on(
