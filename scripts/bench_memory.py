@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,11 @@ async def abuser(gateway: LocalGateway, name: str, big: str) -> None:
 
 
 async def measure(rounds: int, clients: int, turns: int, size: int) -> list[float]:
-    with local_gateway("--scripted-pace-ms", "1") as gateway:
+    # On a file: what the rounds store (threads, audit rows) must not count as memory held.
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp,
+        local_gateway("--scripted-pace-ms", "1", "--db", f"{tmp}/threads.db") as gateway,
+    ):
         big = await big_thread(gateway, turns, size)
         print(f"thread {big}: {turns} turns of {size} characters; server pid {gateway.process.pid}")
         samples = []
