@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from gateway.server import Gateway
 
 
-LARGEST_FRAME_FACTOR = 16
+LARGEST_FRAME_FACTOR = 4
 
 
 def build_app(settings: Settings, model: BaseLlm | None = None) -> Gateway:

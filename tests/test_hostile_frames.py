@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from gateway import hub as hub_module
 from gateway import protocol as p
 from gateway.screens import catalog as screens
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
-from tests.conftest import RunningGateway
+from tests.conftest import RunningGateway, running_gateway
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 
@@ -232,3 +233,14 @@ def test_a_queued_input_keeps_only_the_messages_a_run_reads() -> None:
     frame["messages"].append({"id": "m2", "role": "user", "content": "new"})
     kept = hub_module.needed_part(p.decode_input(json.dumps(frame)))
     assert [m.id for m in kept.messages] == ["m2"]
+
+
+async def test_a_frame_far_past_the_limit_closes_its_socket_and_no_other() -> None:
+    async with running_gateway(max_frame_bytes=4096) as gateway:
+        async with gateway.socket() as ws:
+            await ws.ws.send("x" * (5 * 4096))
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.next()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        async with gateway.socket() as ws:
+            assert outcome(await ws.run(user_input(new_id("t"), "안녕"))) == {"type": "success"}

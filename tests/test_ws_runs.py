@@ -250,7 +250,7 @@ async def test_concurrent_threads_run_side_by_side(gateway: RunningGateway) -> N
 
 async def test_an_oversized_frame_is_refused_and_the_socket_survives() -> None:
     async with running_gateway(max_frame_bytes=4096) as gateway, gateway.socket() as ws:
-        big = user_input(new_id("t"), "안녕" * 4000)
+        big = user_input(new_id("t"), "안녕" * 1000)  # over 4096, under 4 times that
         [error] = await ws.run(big)
         assert error["code"] == "VALIDATION_ERROR" and "limit is 4096" in error["message"]
         ok = await ws.run(user_input(new_id("t"), "안녕"))
