@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
+import math
+import os
 import socket
 import subprocess
 import sys
@@ -14,7 +17,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,17 +47,21 @@ class LocalGateway:
 
 
 @contextlib.contextmanager
-def local_gateway(*flags: str, timeout: float = 60.0) -> Iterator[LocalGateway]:
+def local_gateway(
+    *flags: str, timeout: float = 60.0, entry: Sequence[str] = ("-m", "gateway")
+) -> Iterator[LocalGateway]:
     """Runs ``python -m gateway`` (scripted model, pace 0, in-memory db) until the block ends.
 
     Yields once GET /ping answers; uvicorn binds only after start-up, so the first answer
     means the agent is built and warmed. The server's output goes to a file (a pipe nobody
     reads would fill up and stall the server), quoted in the error if start-up fails.
+    ``entry`` is what follows ``python`` before the gateway's flags, for a script that runs
+    the gateway its own way (``scripts/_load_users.py``).
     """
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gateway-") as tmp:
         log = Path(tmp) / "server.log"
-        command = [sys.executable, "-m", "gateway", "--host", "127.0.0.1", "--port", str(port)]
+        command = [sys.executable, *entry, "--host", "127.0.0.1", "--port", str(port)]
         command += ["--db", ":memory:", "--scripted-pace-ms", "0", *flags]
         with log.open("wb") as out:
             started = time.perf_counter()
@@ -84,3 +91,28 @@ def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path, deadli
             pass
         time.sleep(0.02)
     raise RuntimeError(f"the gateway did not answer {url} in time:\n{log.read_text()}")
+
+
+def client_tools(gateway: LocalGateway) -> list[object]:
+    """The client tools a browser declares, as GET /tools gives them."""
+    with urllib.request.urlopen(f"{gateway.http}/tools", timeout=5) as response:
+        tools: list[object] = json.load(response)["tools"]
+    return tools
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest rank: the smallest value with at least q of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU time a process has used (Linux /proc); this process when pid is None.
+
+    CPU per run is the steadier figure on a shared machine: it does not move when a
+    neighbour takes a core, where runs per second does.
+    """
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

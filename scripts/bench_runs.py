@@ -40,12 +40,10 @@ import functools
 import gc
 import json
 import logging
-import math
 import os
 import statistics
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -63,7 +61,7 @@ from gateway.runner import build_agent, resumable_app
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY
 from gateway.warmup import skip_absent_a2a
-from scripts._bench import LocalGateway, local_gateway
+from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
 
 GREETING = "안녕"
 USER = "demo"
@@ -144,24 +142,6 @@ def median_total(timings: Sequence[Timing]) -> float:
     return statistics.median(t.total for t in timings)
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest rank: the smallest value with at least q of the values at or below it."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-def cpu_seconds(pid: int | None = None) -> float:
-    """User + system CPU time a process has used (Linux /proc); this process when pid is None.
-
-    CPU per run is the steadier figure on a shared machine: it does not move when a
-    neighbour takes a core, where runs per second does.
-    """
-    if pid is None:
-        return time.process_time()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def measure(
     clients: Sequence[Callable[[], Awaitable[Timing]]], runs: int, cpu: Callable[[], float]
 ) -> Phase:
@@ -229,13 +209,6 @@ async def measure_start_up(gateway: LocalGateway, tools: list[object]) -> StartU
             new_connection = await gateway_run(new, tools)
         paused = await paused_runs(run)
     return StartUp(gateway.ready_after, first, Pauses(back_to_back, paused), new_connection)
-
-
-def client_tools(gateway: LocalGateway) -> list[object]:
-    """The client tools a browser declares, as GET /tools gives them."""
-    with urllib.request.urlopen(f"{gateway.http}/tools", timeout=5) as response:
-        tools: list[object] = json.load(response)["tools"]
-    return tools
 
 
 async def measure_gateway(
