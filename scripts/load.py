@@ -1,0 +1,799 @@
+"""Many users running the flagship story at a real model's pace, against a real gateway.
+
+Each user is a /ws connection of its own user id (``load-0001``, ...), started over
+``--ramp`` seconds, that runs the flagship story back to back, each story on a new thread:
+"업무 요청 목록 화면 열어줘" -> find_screen -> navigateToScreen MNU-3120, answered
+``{"status": "navigated"}`` as the browser would -> "업무 요청 목록 화면으로 이동했습니다.".
+The gateway is ``python -m gateway`` on 127.0.0.1 with the scripted model at 30 ms a chunk
+and its store on a SQLite file; load users are added to the demo's screen catalog for it
+(``scripts/_load_users.py`` says why and how).
+
+Every event is checked as it arrives (AG-UI ordering, ``tests/agui.py``), and a story
+counts as failed on any RUN_ERROR (rate limit and run cap included), a timeout, an invalid
+stream, a closed connection or a reply other than the honest one. Each user sends at most
+``--frames-per-second`` frames (under the gateway's 5 a second per user); a story waits
+for both its frames before it starts, so the pause falls between stories, never inside one.
+
+``--kill`` cuts a share of the stories at a random moment (after one of the story's sends
+or received events): the socket is aborted, the user reconnects, reattaches with
+``{"type": "reattach", "threadId"}``, answers the call the snapshot's outcome lists as
+pending (once), resends its message if the thread never got it, and finishes the story.
+At the end every thread is read back by reattach and must be consistent: no open call,
+one navigateToScreen call answered exactly once, the honest reply last.
+
+Reported: stories a second and latency after the ramp (RUN_STARTED after each frame, the
+first text after the browser's answer, each run, the whole story), errors by kind, the
+most runs clients waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once;
+a run past that waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
+/proc/<pid>/status) at start, peak and end, and CPU: the server's, this script's and
+everything else on the machine. Bounded: ``--duration`` or ``--stories`` per user, a
+timeout per story and ``--timeout`` overall; the server stops with the script.
+
+    .venv/bin/python -m scripts.load                         # 500 users for 60 s
+    .venv/bin/python -m scripts.load --users 50 --rounds 3   # three fresh servers, medians
+    .venv/bin/python -m scripts.load --kill                  # cut half the stories midway
+    .venv/bin/python -m scripts.load --users 5 --stories 3   # a few stories, then stop
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import uvloop
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidHandshake, WebSocketException
+
+from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
+from scripts._load_users import write_users
+from tests.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
+
+FLAGSHIP = "업무 요청 목록 화면 열어줘"
+SCREEN = "MNU-3120"
+NAVIGATE = "navigateToScreen"
+REPLY = "업무 요청 목록 화면으로 이동했습니다."
+NAVIGATED = {"status": "navigated", "message": "The screen is open."}
+# Frames a story sends when nothing goes wrong: the user's message and the browser's answer.
+STORY_FRAMES = 2
+# Reattaches a recovery may take before the thread must have settled.
+RECOVERY_LOOKS = 5
+SAMPLE_SECONDS = 0.25
+# Open files this process needs besides one socket a user; the server needs as many.
+SPARE_FILES = 200
+# Server log records worth a line in the report, and how much of them it shows.
+LOUD = ("WARNING", "ERROR", "CRITICAL")
+LOG_LINES_SHOWN = 3
+LOG_LINE_CHARS = 200
+
+
+def user_name(number: int) -> str:
+    return f"load-{number:04d}"
+
+
+class StoryError(Exception):
+    """A story that went wrong; ``kind`` is the line it counts under in the report."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind, self.detail = kind, detail
+
+
+class Cut(Exception):
+    """The script aborted the connection on purpose (``--kill``)."""
+
+
+@dataclasses.dataclass
+class Story:
+    user: str
+    thread: str
+    # perf_counter() when its first frame went, and when its last run finished.
+    began: float = 0.0
+    ended: float | None = None
+    # Seconds from each frame to its RUN_STARTED.
+    run_started: list[float] = dataclasses.field(default_factory=list)
+    # Seconds from the user's message to the run paused on the browser, and from the
+    # browser's answer to the reply's first TEXT_MESSAGE_CONTENT and to its RUN_FINISHED.
+    paused: float | None = None
+    first_text: float | None = None
+    replied: float | None = None
+    run_ids: set[str] = dataclasses.field(default_factory=set)
+    # Whether the script cut its connection, and the seconds from the cut to its end.
+    cut: bool = False
+    recovery: float | None = None
+    # It waited for the user's frame budget before its first frame.
+    paced: bool = False
+    error: str | None = None
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSeen:
+    """One run as a client saw it, times in seconds from the frame that asked for it."""
+
+    events: list[dict[str, Any]]
+    started: float
+    finished: float
+    first_text: float | None
+
+    @property
+    def run_id(self) -> str:
+        return str(self.events[0].get("runId", ""))
+
+    @property
+    def outcome(self) -> dict[str, Any]:
+        outcome: dict[str, Any] = self.events[-1].get("outcome") or {"type": "success"}
+        return outcome
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The MESSAGES_SNAPSHOT of a reattach."""
+        for event in self.events:
+            if event["type"] == "MESSAGES_SNAPSHOT":
+                messages: list[dict[str, Any]] = event["messages"]
+                return messages
+        raise StoryError("invalid stream", "a reattach answered without a MESSAGES_SNAPSHOT")
+
+
+class User:
+    """A load user: its id, and a token bucket that keeps its frames under the rate limit."""
+
+    def __init__(self, name: str, rate: float) -> None:
+        self.name, self.rate = name, rate
+        self.burst = float(2 * STORY_FRAMES)
+        self.tokens, self.at = self.burst, time.perf_counter()
+
+    async def pace(self, frames: int) -> bool:
+        """Waits until ``frames`` may be sent and takes them; True if it had to wait."""
+        now = time.perf_counter()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        wait = (frames - self.tokens) / self.rate
+        if wait > 0:
+            await asyncio.sleep(wait)
+            self.tokens, self.at = float(frames), time.perf_counter()
+        self.tokens -= frames
+        return wait > 0
+
+
+class Link:
+    """One /ws connection of a user: every event decoded and checked, runs timed.
+
+    ``cut_after`` counts down the moments (a frame sent, an event received) until the
+    script aborts the socket; None leaves it be.
+    """
+
+    def __init__(self, ws: ClientConnection, load: Load) -> None:
+        self.ws, self.load = ws, load
+        self.checker = StreamChecker(official=False)
+        self.cut_after: int | None = None
+        self.moments = 0
+
+    async def send(self, frame: dict[str, Any]) -> float:
+        try:
+            await self.ws.send(json.dumps(frame, ensure_ascii=False))
+        except WebSocketException as error:
+            raise StoryError("connection closed", repr(error)) from None
+        sent = time.perf_counter()
+        self._moment()
+        return sent
+
+    async def next(self) -> dict[str, Any]:
+        try:
+            raw = await self.ws.recv()
+        except WebSocketException as error:
+            raise StoryError("connection closed", repr(error)) from None
+        event: dict[str, Any] = msgspec.json.decode(raw)
+        try:
+            self.checker.feed(event)
+        except AssertionError as error:
+            raise StoryError("invalid stream", f"{error}: {event}") from None
+        self._moment()
+        return event
+
+    def _moment(self) -> None:
+        self.moments += 1
+        if self.cut_after is not None:
+            self.cut_after -= 1
+            if self.cut_after <= 0:
+                self.cut_after = None
+                self.ws.transport.abort()
+                raise Cut
+
+    async def run(self, frame: dict[str, Any], *, asks_a_run: bool = True) -> RunSeen:
+        """Sends a frame and reads the run that answers it, to its end."""
+        sent = await self.send(frame)
+        if asks_a_run:
+            self.load.waiting_on(+1)
+        try:
+            events: list[dict[str, Any]] = []
+            started = first_text = None
+            while True:
+                event = await self.next()
+                now = time.perf_counter() - sent
+                events.append(event)
+                kind = event["type"]
+                if kind == "RUN_STARTED" and started is None:
+                    started = now
+                elif kind == "TEXT_MESSAGE_CONTENT" and first_text is None:
+                    first_text = now
+                elif kind == "RUN_ERROR":
+                    raise StoryError(f"RUN_ERROR {event.get('code')}", event.get("message", ""))
+                elif kind == "RUN_FINISHED":
+                    assert started is not None  # the checker saw RUN_STARTED first
+                    return RunSeen(events, started, now, first_text)
+        finally:
+            if asks_a_run:
+                self.load.waiting_on(-1)
+
+    async def reattach(self, thread: str) -> RunSeen:
+        return await self.run({"type": "reattach", "threadId": thread}, asks_a_run=False)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.ws.close(), 5)
+
+
+class Load:
+    """One round: the users, their stories, and the check of every thread at the end."""
+
+    def __init__(self, args: argparse.Namespace, gateway: LocalGateway, kill: bool) -> None:
+        self.args, self.gateway, self.kill = args, gateway, kill
+        self.tools: list[Any] = client_tools(gateway)
+        self.stories: list[Story] = []
+        self.waiting = self.waiting_peak = 0
+        # Moments of a whole story (frames sent, events received), from the probe.
+        self.story_moments = 0
+        # What the check found: each problem's count, and the threads with any.
+        self.problems: collections.Counter[str] = collections.Counter()
+        self.checked = self.bad_threads = 0
+        # What recoveries found after a cut, by what they did about it.
+        self.recoveries: collections.Counter[str] = collections.Counter()
+        self.began = self.deadline = 0.0
+
+    def waiting_on(self, change: int) -> None:
+        self.waiting += change
+        self.waiting_peak = max(self.waiting_peak, self.waiting)
+
+    async def connect(self, user: User) -> Link:
+        try:
+            ws = await connect(
+                self.gateway.ws_url(user.name), max_size=None, compression=None, open_timeout=30
+            )
+        except (OSError, InvalidHandshake, TimeoutError) as error:
+            raise StoryError("connection refused", repr(error)) from None
+        return Link(ws, self)
+
+    # --- one story ---------------------------------------------------------------------
+
+    async def tell(self, link: Link, story: Story) -> None:
+        """The flagship story from the user's message to the honest reply."""
+        ask = user_input(story.thread, FLAGSHIP, tools=self.tools)
+        story.run_ids.add(ask["runId"])
+        first = await link.run(ask)
+        story.run_started.append(first.started)
+        story.paused = first.finished
+        navigations = tool_calls(first.events, NAVIGATE)
+        if [call["args"].get("screenId") for call in navigations] != [SCREEN]:
+            raise StoryError("wrong story", f"navigateToScreen calls: {navigations}")
+        pending = first.outcome.get("pendingToolCallIds")
+        if pending != [navigations[0]["id"]]:
+            raise StoryError("wrong story", f"the first run ended {first.outcome}")
+        await self.answer(link, story, pending)
+
+    async def answer(self, link: Link, story: Story, pending: list[str]) -> None:
+        """Answers the pending navigateToScreen call as the browser would; checks the reply."""
+        reply = tool_answer(
+            story.thread,
+            [(call_id, NAVIGATED) for call_id in pending],
+            tools=self.tools,
+        )
+        story.run_ids.add(reply["runId"])
+        second = await link.run(reply)
+        story.run_started.append(second.started)
+        story.first_text, story.replied = second.first_text, second.finished
+        if text_of(second.events) != REPLY or second.outcome != {"type": "success"}:
+            raise StoryError("wrong reply", f"{text_of(second.events)!r}, {second.outcome}")
+
+    async def recover(self, user: User, story: Story) -> Link:
+        """Reconnects as the same user and finishes the story from what the thread holds."""
+        link = await self.connect(user)
+        for _ in range(RECOVERY_LOOKS):
+            await user.pace(1)
+            seen = await link.reattach(story.thread)
+            pending = seen.outcome.get("pendingToolCallIds") or []
+            if pending:
+                self.recoveries["answered the pending call"] += 1
+                await user.pace(1)
+                await self.answer(link, story, pending)
+                return link
+            if seen.run_id in story.run_ids:
+                # It followed the story's run to its end: look at the thread again.
+                self.recoveries["followed a run live"] += 1
+                continue
+            messages = seen.messages
+            if not any(message["role"] == "user" for message in messages):
+                # The message went down with the connection before the thread took it.
+                self.recoveries["sent the message again"] += 1
+                await user.pace(STORY_FRAMES)
+                await self.tell(link, story)
+                return link
+            if messages[-1].get("content") == REPLY:
+                self.recoveries["found the reply there"] += 1
+                return link  # the story had ended before the cut
+            raise StoryError("inconsistent thread", f"after a cut: {messages[-1]}")
+        raise StoryError("timeout", f"the thread never settled in {RECOVERY_LOOKS} reattaches")
+
+    async def story(self, user: User, link: Link | None, story: Story) -> Link:
+        story.paced = await user.pace(STORY_FRAMES)
+        link = link or await self.connect(user)
+        if self.kill and self.story_moments > 1 and random.random() < self.args.kill_share:
+            # After any moment but the last: the final RUN_FINISHED ends the story anyway.
+            # A busy server merges text chunks, so a story may end before its moment comes.
+            link.cut_after = random.randint(1, self.story_moments - 1)
+        link.moments = 0
+        story.began = time.perf_counter()
+        try:
+            await self.tell(link, story)
+        except Cut:
+            story.cut = True
+            cut_at = time.perf_counter()
+            link = await self.recover(user, story)
+            story.recovery = time.perf_counter() - cut_at
+        link.cut_after = None
+        story.ended = time.perf_counter()
+        return link
+
+    async def user(self, number: int) -> None:
+        user = User(user_name(number), self.args.frames_per_second)
+        await asyncio.sleep(self.args.ramp * (number - 1) / self.args.users)
+        link: Link | None = None
+        told = 0
+        try:
+            while time.perf_counter() < self.deadline and told < self.args.stories:
+                story = Story(user.name, new_id("load"))
+                self.stories.append(story)
+                told += 1
+                try:
+                    async with asyncio.timeout(self.args.story_timeout):
+                        link = await self.story(user, link, story)
+                except (StoryError, TimeoutError) as error:
+                    if isinstance(error, StoryError):
+                        story.error, story.detail = error.kind, error.detail
+                    else:
+                        story.error = "timeout"
+                        story.detail = f"no end in {self.args.story_timeout:g} s"
+                    if link is not None:
+                        await link.close()
+                    link = None
+        finally:
+            if link is not None:
+                await link.close()
+
+    # --- the round ---------------------------------------------------------------------
+
+    async def probe(self) -> None:
+        """One story before the load: the flagship works for a load user, and its length."""
+        user = User(user_name(1), self.args.frames_per_second)
+        link = await self.connect(user)
+        story = Story(user.name, new_id("probe"))
+        try:
+            await self.tell(link, story)
+        except StoryError as error:
+            raise SystemExit(f"the flagship story fails for a load user: {error}") from None
+        finally:
+            await link.close()
+        self.story_moments = link.moments
+
+    async def check(self) -> None:
+        """Reads every thread back by reattach, one connection a user, and judges it.
+
+        Every thread must be readable; the thread of a story that failed (already an
+        error) need not hold the whole story.
+        """
+        stories: dict[str, list[Story]] = collections.defaultdict(list)
+        for story in self.stories:
+            stories[story.user].append(story)
+        await asyncio.gather(*(self.check_user(user, told) for user, told in stories.items()))
+
+    async def check_user(self, name: str, stories: list[Story]) -> None:
+        user = User(name, self.args.frames_per_second)
+        link: Link | None = None
+        for story in stories:
+            await user.pace(1)
+            try:
+                link = link or await self.connect(user)
+                reattach = link.reattach(story.thread)
+                seen = await asyncio.wait_for(reattach, self.args.story_timeout)
+                problems = thread_problems(seen.messages, seen.outcome) if not story.error else []
+            except (StoryError, TimeoutError) as error:
+                kind = error.kind if isinstance(error, StoryError) else "timeout"
+                problems = [f"unreadable ({kind})"]
+                if link is not None:
+                    await link.close()
+                link = None
+            self.checked += 1
+            self.bad_threads += bool(problems)
+            self.problems.update(problems)
+        if link is not None:
+            await link.close()
+
+    async def run(self, monitor: Monitor) -> None:
+        await self.probe()
+        sampling = asyncio.create_task(monitor.sample_until_cancelled())
+        await asyncio.sleep(SAMPLE_SECONDS)  # the start figures, before anyone connects
+        self.began = time.perf_counter()
+        self.deadline = self.began + self.args.duration
+        try:
+            async with asyncio.timeout(self.args.timeout):
+                await asyncio.gather(*(self.user(n) for n in range(1, self.args.users + 1)))
+                monitor.mark()
+                await self.check()
+        except TimeoutError:
+            for story in self.stories:
+                if story.ended is None and story.error is None:
+                    story.error = "overall timeout"
+            self.problems["not checked: the overall timeout came first"] += 1
+        await asyncio.sleep(1.0)  # the end figure: the server has let go of the connections
+        sampling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampling
+        monitor.take()
+
+
+def thread_problems(messages: list[dict[str, Any]], outcome: dict[str, Any]) -> list[str]:
+    """What is wrong with a finished story's thread as a reattach shows it; [] when nothing."""
+    problems = []
+    if outcome.get("type") != "success" or outcome.get("pendingToolCallIds"):
+        problems.append("a call is still open")
+    users = sum(message["role"] == "user" for message in messages)
+    if users != 1:
+        problems.append(f"{users} user messages")
+    calls = [
+        call
+        for message in messages
+        if message["role"] == "assistant"
+        for call in message.get("toolCalls") or ()
+    ]
+    answers = collections.Counter(m["toolCallId"] for m in messages if m["role"] == "tool")
+    navigations = [call for call in calls if call["function"]["name"] == NAVIGATE]
+    if len(navigations) != 1:
+        problems.append(f"navigateToScreen called {len(navigations)} times")
+    for call in navigations:
+        if answers[call["id"]] != 1:
+            problems.append(f"navigateToScreen answered {answers[call['id']]} times")
+    if any(answers[call["id"]] == 0 for call in calls if call["function"]["name"] != NAVIGATE):
+        problems.append("a server tool call without its result")
+    last = messages[-1] if messages else {}
+    if last.get("role") != "assistant" or last.get("content") != REPLY:
+        problems.append("the last message is not the honest reply")
+    return problems
+
+
+# --- the server and the machine --------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    at: float
+    rss_mib: float
+    server_cpu: float
+    own_cpu: float
+    machine_cpu: float
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/{pid}/status has no VmRSS")
+
+
+def machine_cpu() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+class Monitor:
+    """The server's RSS and CPU, this process's CPU and the machine's, over a round."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.samples: list[Sample] = []
+        # When the users were done: the RSS peak is of the load, not of the check after it.
+        self.load_ended: float | None = None
+
+    def take(self) -> None:
+        self.samples.append(
+            Sample(
+                time.perf_counter(),
+                rss_mib(self.pid),
+                cpu_seconds(self.pid),
+                cpu_seconds(),
+                machine_cpu(),
+            )
+        )
+
+    def mark(self) -> None:
+        self.take()
+        self.load_ended = self.samples[-1].at
+
+    async def sample_until_cancelled(self) -> None:
+        while True:
+            self.take()
+            await asyncio.sleep(SAMPLE_SECONDS)
+
+    def nearest(self, moment: float) -> Sample:
+        return min(self.samples, key=lambda sample: abs(sample.at - moment))
+
+
+# --- figures and the report --------------------------------------------------------------
+
+
+def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, float]:
+    """A round's numbers; several rounds report the median of each."""
+    done = [s for s in load.stories if s.ended is not None and s.error is None]
+    last_end = max((s.ended for s in done if s.ended), default=load.began)
+    start, end = load.began + load.args.ramp, min(load.deadline, last_end)
+    if end - start < 1.0:  # a short run: the whole of it
+        start, end = load.began, last_end
+    window = max(end - start, 1e-9)
+    finished = [s for s in done if s.ended is not None and start <= s.ended <= end]
+    timed = [s for s in done if not s.cut and start <= s.began] or [s for s in done if not s.cut]
+    first, last = monitor.nearest(start), monitor.nearest(end)
+    seconds = max(last.at - first.at, 1e-9)
+    server = last.server_cpu - first.server_cpu
+    own = last.own_cpu - first.own_cpu
+    loaded = [s.rss_mib for s in monitor.samples if s.at <= (monitor.load_ended or s.at)]
+    values: dict[str, float] = {
+        "stories": len(done),
+        "failed": len(load.stories) - len(done),
+        "rate": len(finished) / window,
+        "paced": sum(s.paced for s in done) / max(len(done), 1),
+        "waiting_peak": load.waiting_peak,
+        "rss_start": monitor.samples[0].rss_mib,
+        "rss_peak": max(loaded),
+        "rss_end": monitor.samples[-1].rss_mib,
+        "server_cores": server / seconds,
+        "server_ms": 1000 * server / max(len(finished), 1),
+        "own_cores": own / seconds,
+        "other_cores": max(0.0, (last.machine_cpu - first.machine_cpu - server - own) / seconds),
+        "load_average": load_average,
+        "checked": load.checked,
+        "consistent": load.checked - load.bad_threads,
+    }
+    samples = {
+        "started": [t for s in timed for t in s.run_started],
+        "paused": [s.paused for s in timed if s.paused is not None],
+        "text": [s.first_text for s in timed if s.first_text is not None],
+        "replied": [s.replied for s in timed if s.replied is not None],
+        "story": [s.ended - s.began for s in timed if s.ended is not None],
+        "recovery": [s.recovery for s in done if s.recovery is not None],
+    }
+    for name, seconds_each in samples.items():
+        for q in (50, 99):
+            found = 1000 * percentile(seconds_each, q / 100) if seconds_each else math.nan
+            values[f"{name}{q}"] = found
+    values["moments"] = load.story_moments
+    values["cut"] = sum(s.cut for s in load.stories)
+    values["recovered"] = sum(s.cut for s in done)
+    return values
+
+
+@dataclasses.dataclass
+class Result:
+    """A round's figures and counts; several rounds add their counts up."""
+
+    values: dict[str, float]
+    errors: collections.Counter[str]
+    problems: collections.Counter[str]
+    recoveries: collections.Counter[str]
+    # Records the server logged at WARNING or above, by level, and the first few lines.
+    logged: collections.Counter[str]
+    log_lines: list[str]
+    # The first few errors with what they said.
+    error_lines: list[str]
+
+    @classmethod
+    def of(cls, load: Load, monitor: Monitor, load_average: float, log: Path) -> Result:
+        logged: collections.Counter[str] = collections.Counter()
+        lines = []
+        for line in log.read_text(errors="replace").splitlines():
+            level = next((word for word in line.split()[:4] if word in LOUD), None)
+            if level:
+                logged[level] += 1
+                if len(lines) < LOG_LINES_SHOWN:
+                    lines.append(line[:LOG_LINE_CHARS])
+        failed = [s for s in load.stories if s.error is not None]
+        return cls(
+            figures(load, monitor, load_average),
+            collections.Counter(s.error for s in failed if s.error is not None),
+            load.problems,
+            load.recoveries,
+            logged,
+            lines,
+            [f"{s.user} {s.thread}: {s.error}: {s.detail}"[:LOG_LINE_CHARS] for s in failed][
+                :LOG_LINES_SHOWN
+            ],
+        )
+
+    @classmethod
+    def median(cls, results: Sequence[Result]) -> Result:
+        values = {
+            key: statistics.median(r.values[key] for r in results) for key in results[0].values
+        }
+        total = cls(values, *(collections.Counter() for _ in range(4)), [], [])
+        for result in results:
+            total.errors += result.errors
+            total.problems += result.problems
+            total.recoveries += result.recoveries
+            total.logged += result.logged
+            total.log_lines += result.log_lines[: LOG_LINES_SHOWN - len(total.log_lines)]
+            total.error_lines += result.error_lines[: LOG_LINES_SHOWN - len(total.error_lines)]
+        return total
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors or self.problems)
+
+
+def ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1f}"
+
+
+def counted(counts: collections.Counter[str], nothing: str = "none") -> str:
+    return ", ".join(f"{kind} {count}" for kind, count in counts.most_common()) or nothing
+
+
+def print_result(title: str, result: Result, kill: bool) -> None:
+    v = result.values
+    print(f"\n{title}")
+    print(
+        f"  stories: {v['stories']:.0f} done, {v['failed']:.0f} failed;"
+        f" {v['rate']:.1f} stories/s after the ramp"
+        f" ({100 * v['paced']:.0f}% waited for their user's frame budget first)"
+    )
+    print(f"  {'latency ms':<40} {'p50':>8} {'p99':>8}")
+    rows = [
+        ("frame -> RUN_STARTED (both runs)", "started"),
+        ("message -> run paused on the browser", "paused"),
+        ("browser's answer -> first text", "text"),
+        ("browser's answer -> reply finished", "replied"),
+        ("story: message -> reply finished", "story"),
+    ]
+    if kill:
+        rows.append(("cut -> story done (cut stories)", "recovery"))
+    for label, key in rows:
+        print(f"    {label:<38} {ms(v[key + '50']):>8} {ms(v[key + '99']):>8}")
+    if kill:
+        print(
+            f"  cut after a random one of the story's {v['moments']:.0f} moments (frames sent,"
+            f" events received): {v['cut']:.0f} stories, {v['recovered']:.0f} finished after"
+            " reconnecting and reattaching"
+        )
+        print(f"    the reattaches: {counted(result.recoveries, 'none needed')}")
+    print(f"  errors: {counted(result.errors)}")
+    for line in result.error_lines:
+        print(f"    {line}")
+    print(
+        f"  runs clients waited on at once: peak {v['waiting_peak']:.0f}"
+        " (the gateway runs 200 at once; more wait for a slot inside RUN_STARTED time)"
+    )
+    print(
+        f"  server RSS MiB: start {v['rss_start']:.0f}, peak {v['rss_peak']:.0f},"
+        f" end {v['rss_end']:.0f}"
+    )
+    print(
+        f"  CPU cores: server {v['server_cores']:.2f} ({v['server_ms']:.1f} ms a story),"
+        f" this script {v['own_cores']:.2f}, the rest of the machine {v['other_cores']:.2f}"
+        f" (load average {v['load_average']:.2f} before)"
+    )
+    print(
+        f"  threads read back: {v['checked']:.0f}, consistent {v['consistent']:.0f};"
+        f" problems: {counted(result.problems)}"
+    )
+    print(f"  server log: {counted(result.logged, 'no warnings')}")
+    for line in result.log_lines:
+        print(f"    {line}")
+
+
+# --- main --------------------------------------------------------------------------------
+
+
+def ensure_open_files(users: int) -> None:
+    """Raises the soft limit on open files if needed; the server inherits it."""
+    needed = users + SPARE_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise SystemExit(
+            f"{users} users need {needed} open files here and as many in the server, but"
+            f" ulimit -n allows {soft} (at most {hard}): raise the hard limit or use fewer users"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+@contextlib.contextmanager
+def served(args: argparse.Namespace) -> Iterator[LocalGateway]:
+    """A fresh gateway whose demo lists the load users, on a SQLite file or in memory."""
+    with tempfile.TemporaryDirectory(prefix="load-") as tmp:
+        directory = Path(tmp)
+        write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
+        flags = ["--scripted-pace-ms", str(args.pace_ms)]
+        if args.db == "file":
+            flags += ["--db", str(directory / "gateway.db")]
+        with local_gateway(*flags, entry=("-m", "scripts._load_users", tmp)) as gateway:
+            yield gateway
+
+
+def one_round(args: argparse.Namespace) -> Result:
+    load_average = float(Path("/proc/loadavg").read_text().split()[0])
+    with served(args) as gateway:
+        load = Load(args, gateway, args.kill)
+        monitor = Monitor(gateway.process.pid)
+        uvloop.run(load.run(monitor))
+        return Result.of(load, monitor, load_average, gateway.log)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=500, help="users, one socket each (500)")
+    parser.add_argument("--ramp", type=float, default=10.0, help="seconds to start them (10)")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of stories (60)")
+    parser.add_argument(
+        "--stories", type=int, default=sys.maxsize, help="stories per user at most (no cap)"
+    )
+    parser.add_argument("--kill", action="store_true", help="cut stories midway, then recover")
+    parser.add_argument(
+        "--kill-share", type=float, default=0.5, help="share of stories cut with --kill (0.5)"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="fresh servers, then medians (1)")
+    parser.add_argument("--pace-ms", type=float, default=30.0, help="model pace a chunk (30)")
+    parser.add_argument(
+        "--frames-per-second",
+        type=float,
+        default=4.0,
+        help="frames one user sends a second at most; the gateway allows 5 (4)",
+    )
+    parser.add_argument("--db", choices=("file", "memory"), default="file")
+    parser.add_argument("--story-timeout", type=float, default=60.0, help="seconds (60)")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds for a round, check included (600)"
+    )
+    args = parser.parse_args()
+    ensure_open_files(args.users)
+    mode = "kill mode (stories cut midway)" if args.kill else "normal mode"
+    setup = (
+        f"{args.users} users (ramp {args.ramp:g} s), the flagship story, model pace"
+        f" {args.pace_ms:g} ms, store {args.db}, {mode}"
+    )
+    results = []
+    for number in range(1, args.rounds + 1):
+        results.append(one_round(args))
+        print_result(f"round {number}: {setup}", results[-1], args.kill)
+    if len(results) > 1:
+        title = f"median of {len(results)} rounds (counts: every round's added up)"
+        print_result(title, Result.median(results), args.kill)
+    return 1 if any(result.failed for result in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

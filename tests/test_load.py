@@ -1,0 +1,99 @@
+"""scripts/load.py on a small budget: a few users and stories, each run on a fresh server.
+
+What it prints is for people; this checks the plumbing (every story counted, the cut ones
+recovered, every thread read back and judged, a refusal reported as an error), never a
+speed. The three runs share the machine at once, to stay within seconds.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from scripts._bench import ROOT
+
+SMALL = ["--users", "5", "--stories", "3", "--ramp", "0.5"]
+RUNS = {
+    "normal": SMALL,
+    "kill": [*SMALL, "--kill", "--kill-share", "1"],
+    # 40 stories are 80 frames from one user within a second or two: past the burst of 40.
+    "too fast": [
+        "--users",
+        "1",
+        "--stories",
+        "40",
+        "--frames-per-second",
+        "1000",
+        "--pace-ms",
+        "0",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def reports() -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+    running = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "scripts.load", *flags],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, flags in RUNS.items()
+    }
+    done = {}
+    try:
+        for name, process in running.items():
+            stdout, stderr = process.communicate(timeout=120)
+            done[name] = subprocess.CompletedProcess(
+                process.args, process.returncode, stdout, stderr
+            )
+    finally:
+        for process in running.values():
+            process.kill()
+            process.wait()
+    yield done
+
+
+def test_every_story_is_told_and_every_thread_reads_back_consistent(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["normal"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stories: 15 done, 0 failed" in done.stdout
+    assert "errors: none" in done.stdout
+    assert "threads read back: 15, consistent 15; problems: none" in done.stdout
+    for row in ("frame -> RUN_STARTED", "browser's answer -> first text", "story:"):
+        assert re.search(rf"{re.escape(row)}.*\s\d+\.\d\s+\d+\.\d$", done.stdout, re.M), row
+    assert re.search(r"server RSS MiB: start \d+, peak \d+, end \d+", done.stdout)
+
+
+def test_cut_stories_are_finished_by_reattaching_and_their_threads_stay_consistent(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["kill"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stories: 15 done, 0 failed" in done.stdout
+    cut = re.search(r"cut after .*: (\d+) stories, (\d+) finished after reconnecting", done.stdout)
+    assert cut, done.stdout
+    # A busy server merges text chunks, so a story may end before its cut comes.
+    assert int(cut[1]) == int(cut[2]) > 0
+    assert re.search(r"the reattaches: \w", done.stdout)
+    assert "threads read back: 15, consistent 15; problems: none" in done.stdout
+
+
+def test_a_refused_frame_is_reported_as_an_error_never_hidden(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["too fast"]
+    assert done.returncode == 1, done.stdout + done.stderr
+    refused = re.search(r"errors: .*RUN_ERROR RATE_LIMIT_EXCEEDED (\d+)", done.stdout)
+    assert refused and int(refused[1]) > 0, done.stdout
+    failed = re.search(r"stories: (\d+) done, (\d+) failed", done.stdout)
+    assert failed and int(failed[1]) + int(failed[2]) == 40
+    assert int(failed[2]) > 0
