@@ -21,13 +21,15 @@ pending (once), resends its message if the thread never got it, and finishes the
 At the end every thread is read back by reattach and must be consistent: no open call,
 one navigateToScreen call answered exactly once, the honest reply last.
 
-Reported: stories a second and latency after the ramp (RUN_STARTED after each frame, the
-first text after the browser's answer, each run, the whole story), errors by kind, the
-most runs clients waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once;
-a run past that waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
-/proc/<pid>/status) at start, peak and end, and CPU: the server's, this script's and
-everything else on the machine. Bounded: ``--duration`` or ``--stories`` per user, a
-timeout per story and ``--timeout`` overall; the server stops with the script.
+Reported: stories a second and latency after the ramp, of the stories not cut (RUN_STARTED
+after each frame, the first run's end, paused on the browser, the reply's first text and
+end after the browser's answer, the whole story), errors by kind, the most runs clients
+waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once; a run past that
+waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
+/proc/<pid>/status) at start, peak and end, CPU (the server's, this script's and the rest
+of the machine's, which is shared) and the server's log warnings. Bounded: ``--duration``
+or ``--stories`` per user, a timeout per story and ``--timeout`` overall; the server stops
+with the script, which exits 1 on any error or inconsistent thread.
 
     .venv/bin/python -m scripts.load                         # 500 users for 60 s
     .venv/bin/python -m scripts.load --users 50 --rounds 3   # three fresh servers, medians
@@ -60,6 +62,7 @@ import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, WebSocketException
 
+from gateway.config import Settings
 from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
 from scripts._load_users import write_users
 from tests.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
@@ -69,6 +72,8 @@ SCREEN = "MNU-3120"
 NAVIGATE = "navigateToScreen"
 REPLY = "업무 요청 목록 화면으로 이동했습니다."
 NAVIGATED = {"status": "navigated", "message": "The screen is open."}
+# The gateway runs with its defaults: this many runs at once, this many frames a second a user.
+GATEWAY = Settings()
 # Frames a story sends when nothing goes wrong: the user's message and the browser's answer.
 STORY_FRAMES = 2
 # Reattaches a recovery may take before the thread must have settled.
@@ -692,9 +697,11 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     print(f"  errors: {counted(result.errors)}")
     for line in result.error_lines:
         print(f"    {line}")
+    waited = max(0, v["waiting_peak"] - GATEWAY.max_runs)
     print(
-        f"  runs clients waited on at once: peak {v['waiting_peak']:.0f}"
-        " (the gateway runs 200 at once; more wait for a slot inside RUN_STARTED time)"
+        f"  runs clients waited on at once: peak {v['waiting_peak']:.0f}; the gateway runs"
+        f" {GATEWAY.max_runs} at once, so up to {waited:.0f} waited for a slot"
+        " (inside their RUN_STARTED time)"
     )
     print(
         f"  server RSS MiB: start {v['rss_start']:.0f}, peak {v['rss_peak']:.0f},"
@@ -770,8 +777,9 @@ def main() -> int:
     parser.add_argument(
         "--frames-per-second",
         type=float,
-        default=4.0,
-        help="frames one user sends a second at most; the gateway allows 5 (4)",
+        default=0.8 * GATEWAY.user_rate,
+        help=f"frames one user sends a second at most; the gateway allows {GATEWAY.user_rate:g}"
+        f" ({0.8 * GATEWAY.user_rate:g})",
     )
     parser.add_argument("--db", choices=("file", "memory"), default="file")
     parser.add_argument("--story-timeout", type=float, default=60.0, help="seconds (60)")
