@@ -2,7 +2,8 @@
 
 What it prints is for people; this checks the plumbing (every story counted, the cut ones
 recovered, every thread read back and judged, a refusal reported as an error), never a
-speed. The three runs share the machine at once, to stay within seconds.
+speed. The three runs share the machine at once, to stay within seconds. The judge of a
+thread is tested on its own with threads that are wrong.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from scripts import load
 from scripts._bench import ROOT
 
 SMALL = ["--users", "5", "--stories", "3", "--ramp", "0.5"]
@@ -60,14 +63,19 @@ def reports() -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
     yield done
 
 
-def test_every_story_is_told_and_every_thread_reads_back_consistent(
-    reports: dict[str, subprocess.CompletedProcess[str]],
-) -> None:
-    done = reports["normal"]
+def assert_every_story_told(done: subprocess.CompletedProcess[str]) -> None:
+    """5 users x 3 stories: all told, no error, every thread read back consistent."""
     assert done.returncode == 0, done.stdout + done.stderr
     assert "stories: 15 done, 0 failed" in done.stdout
     assert "errors: none" in done.stdout
     assert "threads read back: 15, consistent 15; problems: none" in done.stdout
+
+
+def test_every_story_is_told_and_every_thread_reads_back_consistent(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["normal"]
+    assert_every_story_told(done)
     for row in ("frame -> RUN_STARTED", "browser's answer -> first text", "story:"):
         assert re.search(rf"{re.escape(row)}.*\s\d+\.\d\s+\d+\.\d$", done.stdout, re.M), row
     assert re.search(r"server RSS MiB: start \d+, peak \d+, end \d+", done.stdout)
@@ -77,14 +85,12 @@ def test_cut_stories_are_finished_by_reattaching_and_their_threads_stay_consiste
     reports: dict[str, subprocess.CompletedProcess[str]],
 ) -> None:
     done = reports["kill"]
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "stories: 15 done, 0 failed" in done.stdout
+    assert_every_story_told(done)
     cut = re.search(r"cut after .*: (\d+) stories, (\d+) finished after reconnecting", done.stdout)
     assert cut, done.stdout
     # A busy server merges text chunks, so a story may end before its cut comes.
     assert int(cut[1]) == int(cut[2]) > 0
     assert re.search(r"the reattaches: \w", done.stdout)
-    assert "threads read back: 15, consistent 15; problems: none" in done.stdout
 
 
 def test_a_refused_frame_is_reported_as_an_error_never_hidden(
@@ -97,3 +103,34 @@ def test_a_refused_frame_is_reported_as_an_error_never_hidden(
     failed = re.search(r"stories: (\d+) done, (\d+) failed", done.stdout)
     assert failed and int(failed[1]) + int(failed[2]) == 40
     assert int(failed[2]) > 0
+
+
+def a_told_story() -> list[dict[str, Any]]:
+    """A finished flagship thread as a reattach's MESSAGES_SNAPSHOT shows it."""
+    search = {"id": "c1", "function": {"name": "find_screen", "arguments": "{}"}}
+    navigate = {"id": "c2", "function": {"name": "navigateToScreen", "arguments": "{}"}}
+    return [
+        {"id": "m1", "role": "user", "content": load.FLAGSHIP},
+        {"id": "m2", "role": "assistant", "toolCalls": [search]},
+        {"id": "m3", "role": "tool", "toolCallId": "c1", "content": "{}"},
+        {"id": "m4", "role": "assistant", "toolCalls": [navigate]},
+        {"id": "m5", "role": "tool", "toolCallId": "c2", "content": '{"status": "navigated"}'},
+        {"id": "m6", "role": "assistant", "content": load.REPLY},
+    ]
+
+
+def test_the_check_passes_a_told_story_and_names_what_is_wrong_with_others() -> None:
+    done = {"type": "success"}
+    assert load.thread_problems(a_told_story(), done) == []
+    twice = a_told_story()
+    twice.insert(5, {"id": "m7", "role": "tool", "toolCallId": "c2", "content": "{}"})
+    assert load.thread_problems(twice, done) == ["navigateToScreen answered 2 times"]
+    waiting = a_told_story()[:4]
+    assert load.thread_problems(waiting, {"type": "success", "pendingToolCallIds": ["c2"]}) == [
+        "a call is still open",
+        "navigateToScreen answered 0 times",
+        "the last message is not the honest reply",
+    ]
+    lying = [*a_told_story()[:-1], {"id": "m6", "role": "assistant", "content": "이동 못 함"}]
+    assert load.thread_problems(lying, done) == ["the last message is not the honest reply"]
+    assert "0 user messages" in load.thread_problems([], done)
