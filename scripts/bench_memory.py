@@ -19,12 +19,11 @@ import json
 import statistics
 import tempfile
 import uuid
-from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from scripts._bench import LocalGateway, local_gateway
+from scripts._bench import LocalGateway, local_gateway, rss_mib
 
 HOARDER = "demo"
 
@@ -37,13 +36,6 @@ def user_input(thread: str, text: str, history: int = 0) -> str:
     return json.dumps(
         {"threadId": thread, "runId": uuid.uuid4().hex, "messages": messages, "tools": []}
     )
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 async def until_end(ws: ClientConnection, timeout: float = 30) -> None:

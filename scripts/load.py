@@ -27,9 +27,10 @@ end after the browser's answer, the whole story), errors by kind, the most runs 
 waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once; a run past that
 waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
 /proc/<pid>/status) at start, peak and end, CPU (the server's, this script's and the rest
-of the machine's, which is shared) and the server's log warnings. Bounded: ``--duration``
-or ``--stories`` per user, a timeout per story and ``--timeout`` overall; the server stops
-with the script, which exits 1 on any error or inconsistent thread.
+of the machine's, which is shared) and what the server logged at WARNING or above during
+the load. Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and
+``--timeout`` overall; the server stops with the script, which exits 1 on any error or
+inconsistent thread.
 
     .venv/bin/python -m scripts.load                         # 500 users for 60 s
     .venv/bin/python -m scripts.load --users 50 --rounds 3   # three fresh servers, medians
@@ -63,7 +64,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, WebSocketException
 
 from gateway.config import Settings
-from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
+from scripts._bench import (
+    LocalGateway,
+    client_tools,
+    cpu_seconds,
+    local_gateway,
+    percentile,
+    rss_mib,
+)
 from scripts._load_users import write_users
 from tests.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
 
@@ -270,6 +278,8 @@ class Load:
         # What recoveries found after a cut, by what they did about it.
         self.recoveries: collections.Counter[str] = collections.Counter()
         self.began = self.deadline = 0.0
+        # Where the server's log stood when the users began: start-up lines are not theirs.
+        self.log_offset = 0
 
     def waiting_on(self, change: int) -> None:
         self.waiting += change
@@ -440,6 +450,7 @@ class Load:
 
     async def run(self, monitor: Monitor) -> None:
         await self.probe()
+        self.log_offset = self.gateway.log.stat().st_size
         sampling = asyncio.create_task(monitor.sample_until_cancelled())
         await asyncio.sleep(SAMPLE_SECONDS)  # the start figures, before anyone connects
         self.began = time.perf_counter()
@@ -500,13 +511,6 @@ class Sample:
     server_cpu: float
     own_cpu: float
     machine_cpu: float
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"/proc/{pid}/status has no VmRSS")
 
 
 def machine_cpu() -> float:
@@ -620,7 +624,10 @@ class Result:
     def of(cls, load: Load, monitor: Monitor, load_average: float, log: Path) -> Result:
         logged: collections.Counter[str] = collections.Counter()
         lines = []
-        for line in log.read_text(errors="replace").splitlines():
+        with log.open("rb") as file:
+            file.seek(load.log_offset)
+            during = file.read().decode(errors="replace")
+        for line in during.splitlines():
             level = next((word for word in line.split()[:4] if word in LOUD), None)
             if level:
                 logged[level] += 1
