@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TextIO, TypeVar
+from typing import Any, Literal, TextIO, TypeVar, cast
 
 import aiosqlite
 from google.adk.plugins.base_plugin import BasePlugin
@@ -52,6 +52,10 @@ Executor = Literal["server", "client"]
 
 # Client calls whose send time is kept for timing the browser's answer; older ones go.
 SENT_CALLS_KEPT = 10_000
+# A batch that finds the file locked (the store commits back to back under load) is tried
+# again after a pause, for this long in all before it is given up with a log line.
+BUSY_RETRY_SECONDS = 0.05
+BUSY_GIVE_UP_SECONDS = 60.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -209,6 +213,27 @@ Entry = AuditRecord | AccessRecord
 _Row = TypeVar("_Row", AuditRecord, AccessRecord)
 
 
+# One record as the INSERT binds it.
+Row = tuple[Any, ...]
+
+
+def _insert_batch(db: sqlite3.Connection, calls: list[Row], actions: list[Row]) -> None:
+    """Runs on the database thread: the batch's inserts and commit, or nothing."""
+    try:
+        db.executemany(_INSERT, calls)
+        db.executemany(_INSERT_ACCESS, actions)
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def _locked(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused for another writer's lock, which goes away by itself."""
+    primary = getattr(error, "sqlite_errorcode", 0) & 0xFF  # extended codes keep it low
+    return primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def _when(at: float) -> str:
     moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -356,21 +381,37 @@ class AuditLog:
                 batch.append(self._queue.get_nowait())
             calls = [r.as_row() for r in batch if isinstance(r, AuditRecord)]
             actions = [r.as_row() for r in batch if isinstance(r, AccessRecord)]
-            rows = calls + actions
             try:
-                if rows:
-                    await conn.executemany(_INSERT, calls)
-                    await conn.executemany(_INSERT_ACCESS, actions)
-                    await conn.commit()
-                    self.commits += 1
-            except sqlite3.Error:
-                # The audit must not take runs down with it; the log line keeps the loss visible.
-                log.exception("audit: %d records could not be written", len(rows))
+                if calls or actions:
+                    await self._commit(conn, calls, actions)
             finally:
                 for _ in batch:
                     self._queue.task_done()
             if None in batch:
                 return
+
+    async def _commit(
+        self, conn: aiosqlite.Connection, calls: list[Row], actions: list[Row]
+    ) -> None:
+        """Writes a batch in one transaction; a locked file is waited out, not a reason to drop."""
+        waited = 0.0
+        while True:
+            try:
+                # One trip to the database thread: the lock is never held across the busy loop.
+                execute = cast(Callable[..., Awaitable[None]], conn._execute)
+                await execute(_insert_batch, conn._conn, calls, actions)
+                self.commits += 1
+                return
+            except sqlite3.OperationalError as error:
+                if not _locked(error) or waited >= BUSY_GIVE_UP_SECONDS:
+                    log.exception("audit: %d records could not be written", len(calls + actions))
+                    return
+            except sqlite3.Error:
+                # The audit must not take runs down with it; the log line keeps the loss visible.
+                log.exception("audit: %d records could not be written", len(calls + actions))
+                return
+            await asyncio.sleep(BUSY_RETRY_SECONDS)
+            waited += BUSY_RETRY_SECONDS
 
 
 class RefusalBudget:
