@@ -32,6 +32,8 @@ the load. Bounded: ``--duration`` or ``--stories`` per user, a timeout per story
 ``--timeout`` overall; the server stops with the script, which exits 1 on any error or
 inconsistent thread.
 
+It needs the ``test`` extra (``tests/agui.py`` imports the official AG-UI models).
+
     .venv/bin/python -m scripts.load                         # 500 users for 60 s
     .venv/bin/python -m scripts.load --users 50 --rounds 3   # three fresh servers, medians
     .venv/bin/python -m scripts.load --kill                  # cut half the stories midway
@@ -211,11 +213,11 @@ class Link:
             raw = await self.ws.recv()
         except WebSocketException as error:
             raise StoryError("connection closed", repr(error)) from None
-        event: dict[str, Any] = msgspec.json.decode(raw)
         try:
+            event: dict[str, Any] = msgspec.json.decode(raw)
             self.checker.feed(event)
-        except AssertionError as error:
-            raise StoryError("invalid stream", f"{error}: {event}") from None
+        except (msgspec.DecodeError, AssertionError, KeyError, TypeError) as error:
+            raise StoryError("invalid stream", f"{error!r}: {raw[:200]!r}") from None
         self._moment()
         return event
 
@@ -274,7 +276,8 @@ class Load:
         self.story_moments = 0
         # What the check found: each problem's count, and the threads with any.
         self.problems: collections.Counter[str] = collections.Counter()
-        self.checked = self.bad_threads = 0
+        # Threads read back, those of stories done (judged whole), and those with a problem.
+        self.checked = self.judged = self.bad_threads = 0
         # What recoveries found after a cut, by what they did about it.
         self.recoveries: collections.Counter[str] = collections.Counter()
         self.began = self.deadline = 0.0
@@ -328,6 +331,14 @@ class Load:
     async def recover(self, user: User, story: Story) -> Link:
         """Reconnects as the same user and finishes the story from what the thread holds."""
         link = await self.connect(user)
+        try:
+            return await self.finish(link, user, story)
+        except BaseException:
+            await link.close()
+            raise
+
+    async def finish(self, link: Link, user: User, story: Story) -> Link:
+        """The rest of a cut story, decided by what a reattach shows of its thread."""
         for _ in range(RECOVERY_LOOKS):
             await user.pace(1)
             seen = await link.reattach(story.thread)
@@ -355,8 +366,17 @@ class Load:
         raise StoryError("timeout", f"the thread never settled in {RECOVERY_LOOKS} reattaches")
 
     async def story(self, user: User, link: Link | None, story: Story) -> Link:
+        """Tells one story on the user's link (a new one if None); closes it if it fails."""
         story.paced = await user.pace(STORY_FRAMES)
         link = link or await self.connect(user)
+        try:
+            return await self.tell_on(link, user, story)
+        except BaseException:
+            await link.close()
+            raise
+
+    async def tell_on(self, link: Link, user: User, story: Story) -> Link:
+        """The story, cut at a random moment in kill mode; returns the link it ended on."""
         if self.kill and self.story_moments > 1 and random.random() < self.args.kill_share:
             # After any moment but the last: the final RUN_FINISHED ends the story anyway.
             # A busy server merges text chunks, so a story may end before its moment comes.
@@ -387,15 +407,9 @@ class Load:
                 try:
                     async with asyncio.timeout(self.args.story_timeout):
                         link = await self.story(user, link, story)
-                except (StoryError, TimeoutError) as error:
-                    if isinstance(error, StoryError):
-                        story.error, story.detail = error.kind, error.detail
-                    else:
-                        story.error = "timeout"
-                        story.detail = f"no end in {self.args.story_timeout:g} s"
-                    if link is not None:
-                        await link.close()
-                    link = None
+                except Exception as error:  # every failure counts; none ends the round
+                    story.error, story.detail = failure(error, self.args.story_timeout)
+                    link = None  # story() closed it
         finally:
             if link is not None:
                 await link.close()
@@ -436,13 +450,13 @@ class Load:
                 reattach = link.reattach(story.thread)
                 seen = await asyncio.wait_for(reattach, self.args.story_timeout)
                 problems = thread_problems(seen.messages, seen.outcome) if not story.error else []
-            except (StoryError, TimeoutError) as error:
-                kind = error.kind if isinstance(error, StoryError) else "timeout"
-                problems = [f"unreadable ({kind})"]
+            except Exception as error:
+                problems = [f"unreadable ({failure(error, self.args.story_timeout)[0]})"]
                 if link is not None:
                     await link.close()
                 link = None
             self.checked += 1
+            self.judged += not story.error
             self.bad_threads += bool(problems)
             self.problems.update(problems)
         if link is not None:
@@ -470,6 +484,15 @@ class Load:
         with contextlib.suppress(asyncio.CancelledError):
             await sampling
         monitor.take()
+
+
+def failure(error: Exception, story_timeout: float) -> tuple[str, str]:
+    """The report line a failed story counts under, and what it said."""
+    if isinstance(error, StoryError):
+        return error.kind, error.detail
+    if isinstance(error, TimeoutError):
+        return "timeout", f"no end in {story_timeout:g} s"
+    return f"script failure {type(error).__name__}", repr(error)
 
 
 def thread_problems(messages: list[dict[str, Any]], outcome: dict[str, Any]) -> list[str]:
@@ -586,6 +609,7 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
         "other_cores": max(0.0, (last.machine_cpu - first.machine_cpu - server - own) / seconds),
         "load_average": load_average,
         "checked": load.checked,
+        "judged": load.judged,
         "consistent": load.checked - load.bad_threads,
     }
     samples = {
@@ -720,8 +744,8 @@ def print_result(title: str, result: Result, kill: bool) -> None:
         f" (load average {v['load_average']:.2f} before)"
     )
     print(
-        f"  threads read back: {v['checked']:.0f}, consistent {v['consistent']:.0f};"
-        f" problems: {counted(result.problems)}"
+        f"  threads read back: {v['checked']:.0f} ({v['judged']:.0f} of stories done),"
+        f" consistent {v['consistent']:.0f}; problems: {counted(result.problems)}"
     )
     print(f"  server log: {counted(result.logged, 'no warnings')}")
     for line in result.log_lines:
