@@ -35,8 +35,9 @@ import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TextIO, TypeVar, cast
+from typing import Any, Literal, TextIO, TypeVar
 
 import aiosqlite
 from google.adk.plugins.base_plugin import BasePlugin
@@ -44,6 +45,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 from gateway.config import in_memory
+from gateway.database import Database
 from gateway.tools.adk import RUN_METADATA_KEY
 
 log = logging.getLogger(__name__)
@@ -398,8 +400,9 @@ class AuditLog:
         while True:
             try:
                 # One trip to the database thread: the lock is never held across the busy loop.
-                execute = cast(Callable[..., Awaitable[None]], conn._execute)
-                await execute(_insert_batch, conn._conn, calls, actions)
+                await Database(conn, inline=False).run(
+                    partial(_insert_batch, calls=calls, actions=actions)
+                )
                 self.commits += 1
                 return
             except sqlite3.OperationalError as error:

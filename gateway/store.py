@@ -4,7 +4,7 @@ Theory of operation:
 
 - One long-lived connection in WAL mode. Every read and every write batch of a file is one
   call into aiosqlite's worker thread, not one per SQL statement; an in-memory database,
-  which never waits on a disk, runs on the loop instead (``_Database``).
+  which never waits on a disk, runs on the loop instead (``Database``).
 - Writes (create, append, delete) queue up for one writer task. It takes whatever is
   queued, commits it in one transaction and then wakes each caller: ``append_event``
   returns only once its event is committed, yet a run never waits on another run's model,
@@ -53,7 +53,7 @@ import os
 import sqlite3
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, cast
@@ -79,6 +79,7 @@ from google.genai import types
 from typing_extensions import override
 
 from gateway.config import in_memory
+from gateway.database import Database
 from gateway.history import Message, answered_calls_only, event_messages
 
 log = logging.getLogger(__name__)
@@ -882,31 +883,6 @@ class _Failed:
     error: Exception
 
 
-class _Database:
-    """Where the store's SQL runs: aiosqlite's worker thread for a file, the loop for memory.
-
-    A file's reads and commits may wait on the disk (a checkpoint, an fsync with durability
-    'full'), so each batch or load is one call into aiosqlite's thread: one hop, not one per
-    statement, which would cap group commit far below what SQLite sustains.
-
-    An in-memory database never waits on anything, so it runs inline. There a hop costs
-    far more than the statements it carries: a wake-up of the thread and of the loop, and
-    the GIL handed back and forth with the busy loop at every statement (about 0.3 ms of
-    CPU per hop under load, four hops a run, against tens of microseconds of SQL).
-    """
-
-    def __init__(self, conn: aiosqlite.Connection, *, inline: bool) -> None:
-        self.conn = conn
-        self.inline = inline
-
-    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        raw: sqlite3.Connection = self.conn._conn
-        if self.inline:
-            return fn(raw)
-        execute = cast(Callable[..., Awaitable[T]], self.conn._execute)
-        return await execute(fn, raw)
-
-
 @dataclasses.dataclass(slots=True)
 class _Pending:
     write: _Write
@@ -921,7 +897,7 @@ class _Pending:
 class _GroupCommit:
     """The single writer: commits everything queued at a moment in one transaction."""
 
-    def __init__(self, db: _Database, on_health: Callable[[bool], None]) -> None:
+    def __init__(self, db: Database, on_health: Callable[[bool], None]) -> None:
         self._db = db
         self._on_health = on_health
         # False from a failed commit until one succeeds; see _await_writes.
@@ -1461,7 +1437,7 @@ class SessionService(BaseSessionService):
         self.durability = durability
         self.history_window = history_window
         self.read_only = read_only
-        self._db: _Database | None = None
+        self._db: Database | None = None
         self._writer: _GroupCommit | None = None
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
@@ -1489,11 +1465,11 @@ class SessionService(BaseSessionService):
             if not os.path.exists(self.path):
                 raise StoreError(f"{self.path} does not exist")
             target, uri = Path(self.path).absolute().as_uri() + "?mode=ro", True
-        # An in-memory database is used on the loop's thread (see _Database).
+        # An in-memory database is used on the loop's thread (see Database).
         conn = aiosqlite.connect(
             target, uri=uri, isolation_level=None, check_same_thread=not memory_only
         )
-        db = _Database(conn, inline=memory_only)
+        db = Database(conn, inline=memory_only)
         # Daemon, so a process that forgets close() still exits; close() flushes first.
         conn._thread.daemon = True
         try:
