@@ -8,10 +8,12 @@ event says where the older part begins, and ``GET /history`` pages back to the s
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from gateway.store import SessionService
 from tests.agui import new_id, outcome, user_input
@@ -21,57 +23,50 @@ from tests.test_history import APP, call, event, result, text
 BUDGET = 4_000
 
 
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
+    service = SessionService(str(tmp_path / "threads.db"))
+    await service.open()
+    yield service
+    await service.close()
+
+
 async def test_a_page_holds_the_newest_messages_that_fit_and_pages_back_to_the_start(
-    tmp_path: Path,
+    store: SessionService,
 ) -> None:
-    store = SessionService(str(tmp_path / "threads.db"))
-    await store.open()
-    try:
-        session = await store.create_session(app_name=APP, user_id="u", session_id="t")
-        for turn in range(30):
-            await store.append_event(session, event("user", text(f"question {turn} " + "x" * 300)))
-            await store.append_event(session, event("agent", text(f"answer {turn}")))
-        whole, latest = await store.thread_messages(APP, "u", "t")
-        page = await store.thread_page(APP, "u", "t", max_bytes=BUDGET)
-        assert page.latest == latest and page.earlier is not None
-        assert page.messages == whole[-len(page.messages) :]
-        assert 2 < len(page.messages) < len(whole)
-        assert len(json.dumps(page.messages, ensure_ascii=False)) <= BUDGET
-        pages = [page.messages]
-        while page.earlier is not None:
-            page = await store.thread_page(APP, "u", "t", max_bytes=BUDGET, before=page.earlier)
-            pages.insert(0, page.messages)
-        assert [m for part in pages for m in part] == whole
-    finally:
-        await store.close()
+    session = await store.create_session(app_name=APP, user_id="u", session_id="t")
+    for turn in range(30):
+        await store.append_event(session, event("user", text(f"question {turn} " + "x" * 300)))
+        await store.append_event(session, event("agent", text(f"answer {turn}")))
+    whole, latest = await store.thread_messages(APP, "u", "t")
+    page = await store.thread_page(APP, "u", "t", max_bytes=BUDGET)
+    assert page.latest == latest and page.earlier is not None
+    assert page.messages == whole[-len(page.messages) :]
+    assert 2 < len(page.messages) < len(whole)
+    assert len(json.dumps(page.messages, ensure_ascii=False)) <= BUDGET
+    pages = [page.messages]
+    while page.earlier is not None:
+        page = await store.thread_page(APP, "u", "t", max_bytes=BUDGET, before=page.earlier)
+        pages.insert(0, page.messages)
+    assert [m for part in pages for m in part] == whole
 
 
-async def test_the_newest_message_comes_whole_even_past_the_budget(tmp_path: Path) -> None:
-    store = SessionService(str(tmp_path / "threads.db"))
-    await store.open()
-    try:
-        session = await store.create_session(app_name=APP, user_id="u", session_id="t")
-        await store.append_event(session, event("user", text("short")))
-        await store.append_event(session, event("agent", text("y" * (BUDGET * 3))))
-        page = await store.thread_page(APP, "u", "t", max_bytes=BUDGET)
-        assert [m["content"] for m in page.messages] == ["y" * (BUDGET * 3)]
-        assert page.earlier is not None
-    finally:
-        await store.close()
+async def test_the_newest_message_comes_whole_even_past_the_budget(store: SessionService) -> None:
+    session = await store.create_session(app_name=APP, user_id="u", session_id="t")
+    await store.append_event(session, event("user", text("short")))
+    await store.append_event(session, event("agent", text("y" * (BUDGET * 3))))
+    page = await store.thread_page(APP, "u", "t", max_bytes=BUDGET)
+    assert [m["content"] for m in page.messages] == ["y" * (BUDGET * 3)]
+    assert page.earlier is not None
 
 
-async def test_a_result_whose_call_was_left_out_is_left_out(tmp_path: Path) -> None:
-    store = SessionService(str(tmp_path / "threads.db"))
-    await store.open()
-    try:
-        session = await store.create_session(app_name=APP, user_id="u", session_id="t")
-        await store.append_event(session, event("agent", call("c1", "find_screen", q="z" * 5000)))
-        await store.append_event(session, event("agent", result("c1", "find_screen", n=1)))
-        await store.append_event(session, event("agent", text("done")))
-        page = await store.thread_page(APP, "u", "t", max_bytes=1_000)
-        assert [m["role"] for m in page.messages] == ["assistant"]
-    finally:
-        await store.close()
+async def test_a_result_whose_call_was_left_out_is_left_out(store: SessionService) -> None:
+    session = await store.create_session(app_name=APP, user_id="u", session_id="t")
+    await store.append_event(session, event("agent", call("c1", "find_screen", q="z" * 5000)))
+    await store.append_event(session, event("agent", result("c1", "find_screen", n=1)))
+    await store.append_event(session, event("agent", text("done")))
+    page = await store.thread_page(APP, "u", "t", max_bytes=1_000)
+    assert [m["role"] for m in page.messages] == ["assistant"]
 
 
 def history_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
