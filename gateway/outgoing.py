@@ -42,6 +42,8 @@ class Outgoing(Generic[E]):
         self._showing: str | None = None
         self.limit_bytes = limit_bytes
         self.size = 0
+        # Ended: None is queued, and nothing more is taken.
+        self.ended = False
 
     def __len__(self) -> int:
         return len(self._items)
@@ -78,6 +80,28 @@ class Outgoing(Generic[E]):
         self._showing = last.message_id if isinstance(last, p.TextMessageContent) else None
         return frames
 
+    def offer(self, event: E) -> bool:
+        """Queues an event for a client that may fall behind; True if it cut the client off.
+
+        Past the byte limit, or for an event the encoder refuses (the client could not
+        follow the stream), the queue ends instead and takes nothing more.
+        """
+        if self.ended:
+            return False
+        try:
+            if self.put(event):
+                return False
+        except Exception:
+            p.unexpected(f"encoding a {type(event).__name__} event")
+        self.end()
+        return True
+
+    def end(self) -> None:
+        """Queues the close (None) once; nothing is taken after it."""
+        if not self.ended:
+            self.ended = True
+            self.put(cast(E, None))
+
     def clear(self) -> None:
         """Drops what is queued, for a connection that closed."""
         self._items.clear()
@@ -109,11 +133,3 @@ def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
     flush()
     return merged
 
-
-def offer(queue: Outgoing[p.Event | None], event: p.Event) -> bool:
-    """Queues an event for a client; False if it cannot take it (full, or not encodable)."""
-    try:
-        return queue.put(event)
-    except Exception:  # an event the encoder refuses: the client could not follow the stream
-        p.unexpected(f"encoding a {type(event).__name__} event")
-        return False

@@ -13,7 +13,7 @@ from gateway.config import Settings
 from gateway.door import Door
 from gateway.hub import Hub, nothing_to_cancel, notice, standalone
 from gateway.limits import RateLimiter
-from gateway.outgoing import Outgoing, offer
+from gateway.outgoing import Outgoing
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +27,10 @@ class QueueSubscriber:
 
     def __init__(self, limit_bytes: int) -> None:
         self.queue: Outgoing[p.Event | None] = Outgoing(limit_bytes)
-        self.cut_off = False
 
     def deliver(self, event: p.Event) -> None:
-        if not self.cut_off and not offer(self.queue, event):
+        if self.queue.offer(event):
             log.warning("cutting off a stream that fell %d bytes behind", self.queue.size)
-            self.cut_off = True
-            self.queue.put(None)
 
 
 class Invocation:

@@ -16,7 +16,7 @@ from gateway.asgi import Receive, Scope, Send, header, refusal
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.door import Door
 from gateway.hub import needed_part, nothing_to_cancel
-from gateway.outgoing import Outgoing, offer
+from gateway.outgoing import Outgoing
 
 if TYPE_CHECKING:
     from gateway.server import Gateway
@@ -73,17 +73,12 @@ class WebSocketSession:
         self.user = ""
         self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
-        self.closing = False
         self.close_code = 1000
 
     def deliver(self, event: p.Event) -> None:
-        if self.closing:
-            return
-        if not offer(self.outbox, event):
+        if self.outbox.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
-            self.closing = True
-            self.outbox.put(None)
 
     async def serve(self) -> None:
         message = await self.receive()
@@ -119,7 +114,7 @@ class WebSocketSession:
                 expiry.cancel()
             self.hub.leave(self)
             worker.cancel()
-            self.outbox.put(None)
+            self.outbox.end()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
             with contextlib.suppress(Exception):
@@ -144,8 +139,7 @@ class WebSocketSession:
             ).to_event()
         )
         self.close_code = 1008
-        self.closing = True
-        self.outbox.put(None)
+        self.outbox.end()
 
     async def _refuse_upgrade(self, error: p.GatewayError) -> None:
         """Answers the upgrade with the refusal's HTTP status, challenge and RUN_ERROR body."""

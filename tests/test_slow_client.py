@@ -26,4 +26,4 @@ async def test_a_full_send_queue_closes_the_connection_once() -> None:
     queued = [event for event, _ in await session.outbox.batch()]
     assert queued[-1] is None and queued.count(None) == 1
     assert len(queued) == 4
-    assert session.closing
+    assert session.outbox.ended
