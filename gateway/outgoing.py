@@ -132,4 +132,3 @@ def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
         chunks.append((event, data))
     flush()
     return merged
-
