@@ -259,11 +259,8 @@ def read_input(
 
 def starts_turn(run_input: p.RunAgentInput) -> bool:
     """Whether the input brings a new user message (rather than answers to open calls)."""
-    return (
-        not run_input.resume
-        and bool(run_input.messages)
-        and (isinstance(run_input.messages[-1], p.UserMessage))
-    )
+    messages = run_input.messages
+    return not run_input.resume and bool(messages) and isinstance(messages[-1], p.UserMessage)
 
 
 def needed_part(run_input: p.RunAgentInput) -> p.RunAgentInput:
@@ -485,6 +482,13 @@ class Run:
         """Its last events are made, though they may still wait in the outbox."""
         return self.translator.phase is Phase.ENDED
 
+    def __str__(self) -> str:
+        return f"run {self.run_id} on thread {self.thread.thread_id}"
+
+    def fail(self, error: p.GatewayError) -> None:
+        """Ends the run with RUN_ERROR, carrying the error's code and sentence."""
+        self.emit(self.translator.fail(error.code, error.message))
+
     def emit(
         self,
         events: Iterable[p.Event],
@@ -657,8 +661,7 @@ class Hub:
 
     async def earlier(self, user_id: str, thread_id: str, before: int) -> ThreadPage:
         """The messages of a thread before a snapshot's (or an earlier page's) first one."""
-        thread = self.threads.get(thread_id)
-        owner = thread.user_id if thread else await self.engine.thread_owner(thread_id)
+        owner = await self._owner(thread_id)
         if owner is None:
             raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
         _check_owner(owner, user_id, thread_id)
@@ -697,11 +700,16 @@ class Hub:
     # --- planning a run ------------------------------------------------------------------
 
     async def _thread(self, user_id: str, thread_id: str) -> Thread:
-        thread = self.threads.get(thread_id)
-        owner = thread.user_id if thread else await self.engine.thread_owner(thread_id)
+        owner = await self._owner(thread_id)
         if owner is not None:
             _check_owner(owner, user_id, thread_id)
+        thread = self.threads.get(thread_id)
         return thread or self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+
+    async def _owner(self, thread_id: str) -> str | None:
+        """Whose a thread is, without a read if a run or watcher has it in memory."""
+        thread = self.threads.get(thread_id)
+        return thread.user_id if thread else await self.engine.thread_owner(thread_id)
 
     def _ensure_idle(self, thread: Thread) -> None:
         if thread.run is not None:
@@ -845,23 +853,13 @@ class Hub:
             else:
                 run.emit(translator.finish())
         except AgentFailure as exc:
-            failed = p.unexpected(
-                f"run {run.run_id} on thread {thread.thread_id} ({exc})",
-                p.ErrorCode.AGENT_ERROR,
-                traceback=False,
-            )
-            run.emit(translator.fail(failed.code, failed.message))
+            run.fail(p.unexpected(f"{run} ({exc})", p.ErrorCode.AGENT_ERROR, traceback=False))
         except QuarantinedThreadError:  # found by a read of the run (ADK's, or a cancel's)
-            error = _quarantined(thread.thread_id)
-            run.emit(translator.fail(error.code, error.message))
+            run.fail(_quarantined(thread.thread_id))
         except (StoreError, StaleSessionError):
-            failed = p.unexpected(f"run {run.run_id} on thread {thread.thread_id}")
-            run.emit(translator.fail(failed.code, failed.message))
+            run.fail(p.unexpected(str(run)))
         except Exception:  # the model or a tool raised
-            failed = p.unexpected(
-                f"run {run.run_id} on thread {thread.thread_id}", p.ErrorCode.AGENT_ERROR
-            )
-            run.emit(translator.fail(failed.code, failed.message))
+            run.fail(p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
         finally:
             self._forget_streamed_text(run)
             # The thread takes its next run only once this one's events are all out.
