@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import socket
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +44,15 @@ class RunningGateway:
     async def socket(self, user: str = "demo", query: str = "") -> AsyncIterator[AgUiSocket]:
         async with connect(self.ws_url(user, query), max_size=None) as ws:
             yield AgUiSocket(ws)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
+    """A session store on a file of the test's own, open for the test."""
+    service = SessionService(str(tmp_path / "threads.db"))
+    await service.open()
+    yield service
+    await service.close()
 
 
 def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list[object]:

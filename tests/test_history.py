@@ -7,7 +7,6 @@ commands are checked on a real database file.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -274,14 +273,6 @@ def find_screen(query: str) -> dict[str, Any]:
 def navigateToScreen(screenId: str, screenName: str = "") -> None:
     """Opens a screen in the browser (the browser answers later)."""
     return None
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
-    service = SessionService(str(tmp_path / "threads.db"))
-    await service.open()
-    yield service
-    await service.close()
 
 
 class Live:

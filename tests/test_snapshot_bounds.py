@@ -8,12 +8,9 @@ event says where the older part begins, and ``GET /history`` pages back to the s
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from gateway.store import SessionService
 from tests.agui import new_id, outcome, user_input
@@ -21,14 +18,6 @@ from tests.conftest import running_gateway
 from tests.test_history import APP, call, event, result, text
 
 BUDGET = 4_000
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
-    service = SessionService(str(tmp_path / "threads.db"))
-    await service.open()
-    yield service
-    await service.close()
 
 
 async def test_a_page_holds_the_newest_messages_that_fit_and_pages_back_to_the_start(
