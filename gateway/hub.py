@@ -666,8 +666,8 @@ class Hub:
             raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
         _check_owner(owner, user_id, thread_id)
         try:
-            return await self.engine.earlier_messages(
-                user_id, thread_id, before, self.snapshot_bytes
+            return await self.engine.thread_page(
+                user_id, thread_id, max_bytes=self.snapshot_bytes, before=before
             )
         except QuarantinedThreadError:
             raise _quarantined(thread_id) from None

@@ -141,7 +141,7 @@ class Engine:
         reaches back to them), not the whole history: rebuilding every ADK event of a long
         thread is what made a reattach slow.
         """
-        page = await self.sessions.thread_page(APP_NAME, user_id, thread_id, max_bytes=max_bytes)
+        page = await self.thread_page(user_id, thread_id, max_bytes=max_bytes)
         session = await self.sessions.get_session(
             app_name=APP_NAME,
             user_id=user_id,
@@ -150,10 +150,11 @@ class Engine:
         )
         return page, session
 
-    async def earlier_messages(
-        self, user_id: str, thread_id: str, before: int, max_bytes: int | None
+    async def thread_page(
+        self, user_id: str, thread_id: str, *, max_bytes: int | None, before: int | None = None
     ) -> ThreadPage:
-        """The part of the thread before a page's ``earlier``, as much as ``max_bytes`` holds."""
+        """The thread's newest messages that fit ``max_bytes``; with ``before`` (a page's
+        ``earlier``), those older than that page."""
         return await self.sessions.thread_page(
             APP_NAME, user_id, thread_id, max_bytes=max_bytes, before=before
         )
