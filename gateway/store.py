@@ -299,6 +299,10 @@ def _quarantine_v5(db: sqlite3.Connection) -> None:
     )
 
 
+# What an event row takes, as the quota counts it: its data and its messages, in bytes.
+_EVENT_BYTES = "length(CAST(data AS BLOB)) + COALESCE(length(CAST(messages AS BLOB)), 0)"
+
+
 def _count_stored_bytes_v6(db: sqlite3.Connection) -> None:
     """Adds what each thread holds in bytes, for the per-user quota, counted from its events."""
     db.execute("ALTER TABLE sessions ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0")
@@ -306,10 +310,6 @@ def _count_stored_bytes_v6(db: sqlite3.Connection) -> None:
         f"UPDATE sessions SET stored_bytes = (SELECT COALESCE(SUM({_EVENT_BYTES}), 0)"
         " FROM events WHERE session_pk = sessions.pk)"
     )
-
-
-# What an event row takes, as the quota counts it: its data and its messages, in bytes.
-_EVENT_BYTES = "length(CAST(data AS BLOB)) + COALESCE(length(CAST(messages AS BLOB)), 0)"
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -588,18 +588,17 @@ class _OpenThread:
     window: int
     now: float
 
-    def apply(self, db: sqlite3.Connection) -> tuple[OpenedThread | _StoredSession, Usage]:
-        """The thread, or for its owner the rows of it, decoded once the commit is over;
-        and the asker's usage."""
+    def apply(self, db: sqlite3.Connection) -> OpenedThread | tuple[_StoredSession, Usage]:
+        """The thread; for its owner, the rows of it (decoded once the commit is over) and
+        the owner's usage."""
         owner = _thread_owner(db, app_name=self.app_name, session_id=self.session_id)
         if owner is None:
             empty: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
             create = _CreateSession(self.app_name, self.user_id, self.session_id, empty, self.now)
             session = create.session(create.apply(db))
-            usage = self._usage(db)
-            return OpenedThread(self.user_id, session, created=True, usage=usage), usage
+            return OpenedThread(self.user_id, session, created=True, usage=self._usage(db))
         if owner != self.user_id:
-            return OpenedThread(owner, None, created=False), Usage()
+            return OpenedThread(owner, None, created=False)
         stored = _load_session(
             db,
             app_name=self.app_name,
@@ -686,17 +685,18 @@ class _AppendEvent:
                 "UPDATE sessions SET state = ? WHERE pk = ?",
                 (_dump({**_load_state(state), **self.deltas["session"]}), pk),
             )
-        stored = len(self.data.encode()) + (len(self.messages.encode()) if self.messages else 0)
         db.execute(
             "UPDATE sessions SET revision = ?, update_time = ?, invocation_id = ?,"
-            " invocation_seq = ?, run_open = ?, stored_bytes = stored_bytes + ? WHERE pk = ?",
+            " invocation_seq = ?, run_open = ?,"
+            f" stored_bytes = stored_bytes + (SELECT {_EVENT_BYTES} FROM events WHERE seq = ?)"
+            " WHERE pk = ?",
             (
                 revision + 1,
                 self.timestamp,
                 self.invocation_id,
                 invocation_seq,
                 run_open,
-                stored,
+                seq,
                 pk,
             ),
         )
@@ -1664,8 +1664,8 @@ class SessionService(BaseSessionService):
         The session is loaded as get_session does without a config. Another user's thread
         gives its owner and no session.
         """
-        opened, usage = cast(
-            tuple[OpenedThread | _StoredSession, Usage],
+        opened = cast(
+            OpenedThread | tuple[_StoredSession, Usage],
             await self._write(
                 _OpenThread(
                     app_name,
@@ -1676,10 +1676,11 @@ class SessionService(BaseSessionService):
                 )
             ),
         )
-        if isinstance(opened, _StoredSession):
-            session = await self._session_of(opened)
-            return OpenedThread(opened.user_id, session, created=False, usage=usage)
-        return opened
+        if isinstance(opened, OpenedThread):
+            return opened
+        stored, usage = opened
+        session = await self._session_of(stored)
+        return OpenedThread(stored.user_id, session, created=False, usage=usage)
 
     @contextlib.contextmanager
     def handed_over(self, session: Session) -> Iterator[None]:
