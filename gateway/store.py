@@ -1271,16 +1271,16 @@ def _thread_messages(
         " AND seq >= ? AND seq < ? ORDER BY seq",
         (pk, start, older),
     ).fetchall()
-    first = rows[0][0] if rows else None
-    older_rows = (
-        first is not None
-        and db.execute(
+    earlier = None
+    # Only a page that starts past the first row can leave older ones out.
+    if start and rows:
+        first = rows[0][0]
+        older_rows = db.execute(
             "SELECT 1 FROM events WHERE session_pk = ? AND messages IS NOT NULL AND seq < ?"
             " LIMIT 1",
             (pk, first),
         ).fetchone()
-    )
-    earlier = first if older_rows else None
+        earlier = first if older_rows else None
     return _StoredMessages(cast(str, latest[0]) if latest else None, rows, None, earlier)
 
 
