@@ -226,9 +226,6 @@ class Gateway:
         except p.GatewayError as error:
             await refuse(send, error)
             return
-        except Exception:
-            await refuse(send, p.unexpected("a GET /history"))
-            return
         body = msgspec.json.encode(
             {"threadId": thread_id, "messages": page.messages, "earlier": page.earlier}
         )
