@@ -60,6 +60,7 @@ async def refuse(send: Send, error: p.GatewayError) -> None:
 
 
 def header(scope: Scope, name: bytes) -> str | None:
+    """A request header's first value (``name`` in lower case), or None."""
     for key, value in scope.get("headers", ()):
         if bytes(key).lower() == name:
             return bytes(value).decode("latin-1")

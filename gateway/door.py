@@ -16,6 +16,7 @@ from typing import Any
 
 from gateway import logs
 from gateway import protocol as p
+from gateway.asgi import header
 from gateway.audit import AccessRecord, AuditLog
 from gateway.auth import Authenticator, Identity, Impersonation
 
@@ -51,7 +52,7 @@ class Door:
         self.client = str(client[0]) if client else ""
         # A WebSocket scope has no method; its log lines say WS.
         self.method = str(scope.get("method", "WS"))
-        self.session = shown(_first(scope, AGENTCORE_SESSION))
+        self.session = shown(header(scope, AGENTCORE_SESSION))
         self.identity: Identity | None = None
 
     async def identify(self) -> Identity:
@@ -159,10 +160,3 @@ def _decision(entry: p.ResumeEntry) -> str:
         return "approved"
     return "rejected" if approved is False else "unreadable"
 
-
-def _first(scope: MutableMapping[str, Any], name: bytes) -> str | None:
-    """A header's first value, even when repeated: it is only logged."""
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
