@@ -230,7 +230,7 @@ def _insert_batch(db: sqlite3.Connection, calls: list[Row], actions: list[Row]) 
         raise
 
 
-def _locked(error: sqlite3.OperationalError) -> bool:
+def _locked(error: sqlite3.Error) -> bool:
     """Whether SQLite refused for another writer's lock, which goes away by itself."""
     primary = getattr(error, "sqlite_errorcode", 0) & 0xFF  # extended codes keep it low
     return primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -377,6 +377,7 @@ class AuditLog:
         return await _select_access(self._conn, thread, user, client)
 
     async def _write(self, conn: aiosqlite.Connection) -> None:
+        db = Database(conn, inline=False)
         while True:
             batch = [await self._queue.get()]
             while not self._queue.empty():
@@ -385,34 +386,27 @@ class AuditLog:
             actions = [r.as_row() for r in batch if isinstance(r, AccessRecord)]
             try:
                 if calls or actions:
-                    await self._commit(conn, calls, actions)
+                    await self._commit(db, calls, actions)
             finally:
                 for _ in batch:
                     self._queue.task_done()
             if None in batch:
                 return
 
-    async def _commit(
-        self, conn: aiosqlite.Connection, calls: list[Row], actions: list[Row]
-    ) -> None:
+    async def _commit(self, db: Database, calls: list[Row], actions: list[Row]) -> None:
         """Writes a batch in one transaction; a locked file is waited out, not a reason to drop."""
         waited = 0.0
         while True:
             try:
                 # One trip to the database thread: the lock is never held across the busy loop.
-                await Database(conn, inline=False).run(
-                    partial(_insert_batch, calls=calls, actions=actions)
-                )
+                await db.run(partial(_insert_batch, calls=calls, actions=actions))
                 self.commits += 1
                 return
-            except sqlite3.OperationalError as error:
+            except sqlite3.Error as error:
                 if not _locked(error) or waited >= BUSY_GIVE_UP_SECONDS:
+                    # The audit must not take runs down with it; the log line shows the loss.
                     log.exception("audit: %d records could not be written", len(calls + actions))
                     return
-            except sqlite3.Error:
-                # The audit must not take runs down with it; the log line keeps the loss visible.
-                log.exception("audit: %d records could not be written", len(calls + actions))
-                return
             await asyncio.sleep(BUSY_RETRY_SECONDS)
             waited += BUSY_RETRY_SECONDS
 
