@@ -45,8 +45,8 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 from gateway.config import in_memory
+from gateway.context import RUN_METADATA_KEY
 from gateway.database import Database
-from gateway.tools.adk import RUN_METADATA_KEY
 
 log = logging.getLogger(__name__)
 

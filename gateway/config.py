@@ -22,7 +22,9 @@ class Settings:
     host: str = ""
     port: int = 8080
     db: str = "gateway.db"
-    model: str = "scripted"
+    agent: str = ""
+    catalog: str = ""
+    model: str = ""
     scripted_pace_ms: float = 30.0
     auth: str = "dev"
     jwt_secret: str = ""
@@ -75,9 +77,14 @@ _HELP: dict[str, str] = {
     "host": "address to listen on (default 127.0.0.1 with --auth dev, 0.0.0.0 with jwt)",
     "port": "port to listen on",
     "db": "SQLite file for sessions (':memory:' keeps nothing)",
-    "model": "'scripted' (offline), a Gemini name such as 'gemini-2.5-flash', "
-    "or 'openai/<model>' for an OpenAI-compatible endpoint",
-    "scripted_pace_ms": "delay between the scripted model's streamed chunks",
+    "agent": "the agent to host: package.module:attr, package.module (its app or root_agent) "
+    "or an ADK agent folder (default: the bundled demo)",
+    "catalog": "a folder of client-tool declarations (JSON); with one, clients may declare "
+    "only those tools, as declared (default: any tool a client declares; the demo has its own)",
+    "model": "replaces the model of every LlmAgent hosted: a Gemini name such as "
+    "'gemini-2.5-flash' or 'openai/<model>' (default: the agent's own; the demo's is "
+    "'scripted', offline)",
+    "scripted_pace_ms": "delay between the demo's scripted model's streamed chunks",
     "auth": "'dev': the user comes from ?user= or X-Gateway-User, as sent; "
     "'jwt': from a verified Authorization: Bearer token",
     "jwt_secret": "HS256 secret (32+ bytes) for jwt mode; prefer the env var: flags show in ps",
@@ -153,13 +160,19 @@ def env_name(field: str) -> str:
     return "GATEWAY_" + field.upper()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds one ``--flag`` per setting; defaults stay None so the environment can fill in."""
+def add_arguments(
+    parser: argparse.ArgumentParser, only: Sequence[str] | None = None, default: Any = None
+) -> None:
+    """Adds one ``--flag`` per setting (or per setting in ``only``); defaults stay None so
+    the environment can fill in. A subcommand's parser passes ``argparse.SUPPRESS``, so a
+    flag given before the subcommand is not overwritten by the subcommand's default."""
     for field in dataclasses.fields(Settings):
+        if only is not None and field.name not in only:
+            continue
         flag = "--" + field.name.replace("_", "-")
         shown = f", default {field.default}" if field.default != "" else ""
         help_text = f"{_HELP[field.name]} (env {env_name(field.name)}{shown})"
-        parser.add_argument(flag, dest=field.name, default=None, help=help_text)
+        parser.add_argument(flag, dest=field.name, default=default, help=help_text)
 
 
 def load(

@@ -50,11 +50,12 @@ from google.genai import types
 from gateway import bounds, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
+from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.limits import Quota, RunSlots
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
+from gateway.tools.client import ClientTool
 from gateway.tools.declarations import declared_client_tools
-from gateway.tools.policy import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
@@ -196,7 +197,7 @@ class Plan:
 
     message: types.Content | None
     metadata: dict[str, Any]
-    client_tools: frozenset[str]
+    client_tools: dict[str, ClientTool]
     # The thread as planning read it, handed to ADK; None: ADK reads it itself.
     session: Session | None
     notices: list[p.Event] = dataclasses.field(default_factory=list)
@@ -732,7 +733,7 @@ class Hub:
         original = call.approved_call()
         name = str(original.get("name", ""))
         args = original.get("args") or {}
-        entry = self.engine.catalog.entries.get(name)
+        entry = self.engine.catalog.entries.get(name) if self.engine.catalog else None
         action = entry.approval_message(args) if entry else f"{name} 실행"
         details = ", ".join(f"{key}={value}" for key, value in args.items())
         return p.Interrupt(
@@ -759,7 +760,9 @@ class Hub:
                 self.context_allow,
             ),
         }
-        client_tools = declared_client_tools(run_input.tools, self.engine.catalog)
+        client_tools = declared_client_tools(
+            run_input.tools, self.engine.catalog, self.engine.server_tools
+        )
         state = thread_state(open_items)
         if isinstance(request, NewTurn):
             transition(state, Trigger.USER_MESSAGE)
@@ -1011,7 +1014,7 @@ class Hub:
         self._audit_answers(thread, run.run_id, open_items, responses)
         metadata = {"runId": run.run_id, "context": {}}
         run.task = asyncio.create_task(
-            self._drive(run, Plan(_responses(open_items, responses), metadata, frozenset(), None))
+            self._drive(run, Plan(_responses(open_items, responses), metadata, {}, None))
         )
 
     # --- bookkeeping ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 
@@ -27,7 +27,6 @@ from gateway.config import Settings
 from gateway.door import Door
 from gateway.hub import Hub
 from gateway.limits import RateLimiter
-from gateway.screens import catalog as screens
 from gateway.sse import Invocation
 from gateway.static import web_file
 from gateway.websocket import WebSocketSession
@@ -100,10 +99,12 @@ class Gateway:
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
-        elif kind == "websocket" and scope["path"] == "/ws":
+            return
+        path = route_path(scope)
+        if kind == "websocket" and path == "/ws":
             await WebSocketSession(self, scope, receive, send).serve()
         elif kind == "http":
-            await self._http(scope, receive, send)
+            await self._http(scope, receive, send, path)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 4404})
 
@@ -111,31 +112,56 @@ class Gateway:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if self.settings.auth == "dev":
-                    log.warning(
-                        "GATEWAY_AUTH=dev trusts the client: whoever reaches %s:%d is whichever "
-                        "user ?user= or X-Gateway-User names; use GATEWAY_AUTH=jwt beyond a demo",
-                        self.settings.host,
-                        self.settings.port,
-                    )
                 try:
-                    self.hub = await self._startup()
-                    self.ping = Ping(self.hub)
+                    await self.start()
                 except BaseException as exc:
-                    log.error("start-up failed: %s", exc)
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})
                 # It runs through the listener, which uvicorn opens only after this.
                 self._warming = asyncio.create_task(self._warm(), name="warm-up")
             elif message["type"] == "lifespan.shutdown":
-                if self._warming is not None:
-                    self._warming.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await self._warming
-                await self._shutdown()
+                await self.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _host: object = None) -> AsyncIterator[None]:
+        """Start-up and shutdown for a gateway mounted in another ASGI app, whose server
+        runs only the host's lifespan: ``Starlette(..., lifespan=gateway.lifespan)``.
+
+        There is no warm-up through the socket (the gateway does not know where it is
+        mounted): the first runs pay their first-call costs.
+        """
+        await self.start()
+        self.auth.end_warm_up()
+        self.ready.set()
+        try:
+            yield
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        if self.settings.auth == "dev":
+            log.warning(
+                "GATEWAY_AUTH=dev trusts the client: whoever reaches %s:%d is whichever "
+                "user ?user= or X-Gateway-User names; use GATEWAY_AUTH=jwt beyond a demo",
+                self.settings.host,
+                self.settings.port,
+            )
+        try:
+            self.hub = await self._startup()
+            self.ping = Ping(self.hub)
+        except BaseException as exc:
+            log.error("start-up failed: %s", exc)
+            raise
+
+    async def stop(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._warming
+        await self._shutdown()
 
     async def _warm(self) -> None:
         assert self.hub is not None
@@ -146,7 +172,7 @@ class Gateway:
         except Exception as exc:  # a cold first run is slower, never a reason not to serve
             log.warning("warm-up skipped (%s); the first runs will be slower", exc)
         else:
-            log.info("model %s warmed in %.0f ms", self.settings.model, seconds * 1000)
+            log.info("warmed up in %.0f ms", seconds * 1000)
         finally:
             self.auth.end_warm_up()
         # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
@@ -155,7 +181,7 @@ class Gateway:
         self.ready.set()
         log.info("ready on %s:%d", self.settings.host, self.settings.port)
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         """Routes a request; one that fails unexpectedly is answered INTERNAL_ERROR, if it
         can still be answered, never with a bare 500 and the exception's text."""
         answered = False
@@ -166,21 +192,22 @@ class Gateway:
             await send(message)
 
         try:
-            await self._route(scope, receive, send_once_started)
+            await self._route(scope, receive, send_once_started, path)
         except Exception:
             failure = p.unexpected(f"{scope['method']} {scope['path']}")
             if not answered:
                 await refuse(send, failure)
 
-    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
-        method, path = scope["method"], scope["path"]
+    async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        method = scope["method"]
         assert self.hub is not None and self.ping is not None
         if path == "/ping" and method == "GET" and not self.ready.is_set():
             await respond(send, 503, STARTING, b"application/json")
         elif path == "/ping" and method == "GET":
             await respond(send, self.ping.http_status, self.ping.body(), b"application/json")
         elif path == "/tools" and method == "GET":
-            tools = [entry.declaration() for entry in self.hub.engine.catalog.client_entries()]
+            catalog = self.hub.engine.catalog
+            tools = [entry.declaration() for entry in catalog.client_entries()] if catalog else []
             await respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
         elif path == "/invocations" and method == "POST":
             await Invocation(
@@ -194,21 +221,30 @@ class Gateway:
             await self._history(scope, send)
         elif path in ("/ping", "/tools", "/invocations", "/me", "/ws-ticket", "/history"):
             await respond(send, 405, b"method not allowed", b"text/plain")
-        elif method == "GET" and (found := web_file(path)) is not None:
+        elif method == "GET" and (found := self._web_file(path)) is not None:
             body, content_type = found
             await respond(send, 200, body, content_type.encode())
         else:
             await respond(send, 404, b"not found", b"text/plain")
 
+    def _web_file(self, path: str) -> tuple[bytes, str] | None:
+        assert self.hub is not None
+        web = self.hub.engine.hosted.web
+        return web_file(web, path) if web is not None else None
+
     async def _me(self, scope: Scope, send: Send) -> None:
-        """The signed-in user and the screens they may open, for the web client's menu."""
+        """The signed-in user, and what the hosted app adds (the demo: the screens the user
+        may open, for the web client's menu)."""
         assert self.hub is not None
         try:
             identity = await Door(self.auth, self.hub.audit, scope, "http", "profile").identify()
         except p.GatewayError as error:
             await refuse(send, error)
             return
-        profile = screens.load().profile(identity.user)
+        profile: dict[str, object] = {"userId": identity.user, "org": identity.org}
+        extra = self.hub.engine.hosted.profile
+        if extra is not None:
+            profile.update(extra(identity.user))
         await respond(send, 200, msgspec.json.encode(profile), b"application/json")
 
     async def _history(self, scope: Scope, send: Send) -> None:
@@ -243,6 +279,16 @@ class Gateway:
         body = msgspec.json.encode({"ticket": ticket, "expiresIn": self.settings.ws_ticket_seconds})
         # A credential: no cache may keep it.
         await respond(send, 200, body, b"application/json", [(b"cache-control", b"no-store")])
+
+
+def route_path(scope: Scope) -> str:
+    """The path below where the gateway is mounted (``root_path``, set by a host app's
+    ``Mount`` or uvicorn's ``--root-path``), which is where every route is matched."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path
 
 
 def _cursor(scope: Scope) -> int:

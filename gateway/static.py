@@ -1,11 +1,10 @@
-"""The reference web client: files under ``gateway/web/`` served at ``/``."""
+"""Static files of a hosted app (the demo's reference web client), served at ``/``."""
 
 from __future__ import annotations
 
 import mimetypes
+from importlib.resources.abc import Traversable
 from pathlib import Path
-
-WEB_DIR = Path(__file__).resolve().parent / "web"
 
 _TYPES = {
     ".js": "text/javascript; charset=utf-8",
@@ -17,11 +16,16 @@ _TYPES = {
 }
 
 
-def web_file(path: str) -> tuple[bytes, str] | None:
-    """The file for a request path and its content type, or None; never leaves WEB_DIR."""
+def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:
+    """The file for a request path and its content type, or None; never leaves ``root``.
+
+    ``root`` is a folder, or package data from ``importlib.resources.files``, which an
+    installed wheel keeps as plain files.
+    """
+    folder = Path(str(root)).resolve()
     name = "index.html" if path in ("/", "") else path.lstrip("/")
-    target = (WEB_DIR / name).resolve()
-    if WEB_DIR not in target.parents or not target.is_file():
+    target = (folder / name).resolve()
+    if folder not in target.parents or not target.is_file():
         return None
     kind = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
     return target.read_bytes(), kind or "application/octet-stream"

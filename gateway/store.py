@@ -1766,6 +1766,10 @@ class SessionService(BaseSessionService):
             )
         )
 
+    async def apps(self) -> list[str]:
+        """The names of the Apps that have threads here, in order."""
+        return await self._read(_app_names)
+
     def save_streamed_text(
         self,
         *,
@@ -1888,6 +1892,10 @@ class SessionService(BaseSessionService):
                 else "the session store is closed"
             )
         return self._writer
+
+
+def _app_names(db: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in db.execute("SELECT DISTINCT app_name FROM sessions ORDER BY 1")]
 
 
 def _thread_owner(db: sqlite3.Connection, *, app_name: str, session_id: str) -> str | None:

@@ -66,10 +66,9 @@ async def warm_up(hub: Hub, settings: Settings, credential: str) -> float:
     threads = [f"{WARM_UP_USER}{uuid.uuid4().hex}" for _ in range(WARM_UP_RUNS)]
     # Declared as a browser declares them: offering client tools to the model has
     # first-call costs of its own.
-    tools = [
-        msgspec.convert(entry.declaration(), p.Tool)
-        for entry in hub.engine.catalog.client_entries()
-    ]
+    catalog = hub.engine.catalog
+    entries = catalog.client_entries() if catalog else []
+    tools = [msgspec.convert(entry.declaration(), p.Tool) for entry in entries]
     try:
         ws = await _connect(url, credential)
         async with ws:

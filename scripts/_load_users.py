@@ -1,6 +1,7 @@
 """The demo gateway with load users in its screen catalog, for ``scripts/load.py``.
 
-Who may open which screen is the demo's ``gateway/screens/data/users.json``; a user id not
+Who may open which screen is the demo's
+``gateway/examples/navigator/screens/data/users.json``; a user id not
 listed there may open none, so its flagship story ends in "'업무 요청 목록'에 해당하는, 열 수
 있는 화면을 찾지 못했습니다." with no navigateToScreen call. Load users need ids of their own
 (the gateway rate-limits per user), so ``write_users`` puts the shipped screens and users
@@ -20,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gateway import __main__ as gateway
-from gateway.screens import catalog
+from gateway.examples.navigator.screens import catalog
 
 # The shipped user whose screens every load user gets.
 TEMPLATE = "demo"

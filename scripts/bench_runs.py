@@ -1,6 +1,7 @@
 """Runs per second and time to first event: the gateway over /ws against a plain ADK Runner.
 
-Both sides drive the same agent (``gateway.runner.build_agent``) and the scripted model at
+Both sides drive the same agent (``gateway.examples.navigator.agent.build_agent``) and
+the scripted model at
 pace 0 through one-turn text runs: "안녕" in, the greeting streamed back in 20 chunks (24
 AG-UI events). Both run on uvloop, like the server.
 
@@ -56,10 +57,11 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 from websockets.asyncio.client import ClientConnection, connect
 
-from gateway.models.scripted import ScriptedLlm
-from gateway.runner import build_agent, resumable_app
-from gateway.tools import catalog as tool_catalog
-from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY
+from gateway.context import RUN_METADATA_KEY
+from gateway.examples.navigator.agent import build_agent, load_catalog
+from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.hosting import Hosted, runnable_app
+from gateway.tools.client import CLIENT_TOOLS_KEY
 from gateway.warmup import skip_absent_a2a
 from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
 
@@ -244,9 +246,10 @@ def build_runner() -> Runner:
     the ratio compares the gateway's own work only.
     """
     skip_absent_a2a()
-    agent = build_agent(ScriptedLlm(pace_ms=0), tool_catalog.load())
+    catalog = load_catalog()
+    agent = build_agent(ScriptedLlm(pace_ms=0), catalog)
     return Runner(
-        app=resumable_app(agent),
+        app=runnable_app(Hosted(agent, catalog=catalog)),
         session_service=InMemorySessionService(),
         auto_create_session=True,
     )
@@ -273,7 +276,7 @@ async def runner_run(runner: Runner, config: RunConfig) -> Timing:
 async def measure_runner(runs: int, concurrency: Sequence[int]) -> tuple[Pauses, list[Phase]]:
     runner = build_runner()
     # Declares the client tools as a browser would, so both sides give the model one toolset.
-    client_tools = [entry.name for entry in tool_catalog.load().client_entries()]
+    client_tools = [entry.name for entry in load_catalog().client_entries()]
     config = RunConfig(
         streaming_mode=StreamingMode.SSE,
         custom_metadata={RUN_METADATA_KEY: {CLIENT_TOOLS_KEY: client_tools}},

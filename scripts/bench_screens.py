@@ -1,6 +1,7 @@
 """find_screen latency over a 10,000-screen catalog, and recall@5 on the labelled queries.
 
-The catalog is the shipped demo tree grown by ``gateway.screens.generate.scaled`` (the
+The catalog is the shipped demo tree grown by
+``gateway.examples.navigator.screens.generate.scaled`` (the
 same vocabulary, qualified per business line: "해외 발주 목록"), with the shipped users;
 ``demo`` may open about nine in ten of its screens. The 200 query phrasings are drawn
 from it with a fixed seed, in the ways people type: names and aliases as written,
@@ -26,9 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-from gateway.screens import catalog, generate, quality
-from gateway.screens.catalog import ScreenCatalog
-from gateway.screens.tools import search_screens
+from gateway.examples.navigator.screens import catalog, generate, quality
+from gateway.examples.navigator.screens.catalog import ScreenCatalog
+from gateway.examples.navigator.screens.tools import search_screens
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "tests" / "queries" / "find_screen.jsonl"

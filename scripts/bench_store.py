@@ -50,7 +50,7 @@ from google.genai import types
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.config import Settings
-from gateway.models.scripted import ScriptedLlm
+from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.store import SessionService
 
 APP = "bench"

@@ -1,4 +1,4 @@
-"""Writes the JSON Schemas generated from gateway/protocol.py into schemas/protocol/.
+"""Writes the JSON Schemas generated from gateway/protocol.py into gateway/schemas/.
 
 Run after changing a wire type; tests/test_protocol.py fails while the files are stale.
 """
@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from gateway.protocol import json_schemas  # noqa: E402
 
-OUT = ROOT / "schemas" / "protocol"
+OUT = ROOT / "gateway" / "schemas"
 
 
 def rendered() -> dict[str, str]:

@@ -96,7 +96,8 @@ NAVIGATE_TOOL = {
     "description": "Open a screen in the browser.",
     "parameters": json.loads(
         open(  # noqa: SIM115 - read once at import
-            __file__.rsplit("/tests/", 1)[0] + "/schemas/tools/navigateToScreen.json",
+            __file__.rsplit("/tests/", 1)[0]
+            + "/gateway/examples/navigator/tools/navigateToScreen.json",
             encoding="utf-8",
         ).read()
     )["parameters"],

@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 from websockets.asyncio.client import connect
 
-from gateway.__main__ import build_app, server_config
+from gateway.api import create_app, server_config
 from gateway.config import Settings
 from gateway.server import Gateway
 from gateway.store import SessionService
@@ -72,8 +72,13 @@ def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list
 async def running_gateway(
     *, await_ready: bool = True, **overrides: Any
 ) -> AsyncIterator[RunningGateway]:
-    """A gateway on a free loopback port; by default once /ping would say Healthy."""
+    """A gateway on a free loopback port; by default once /ping would say Healthy.
+
+    ``agent`` is what ``create_app`` takes (default: the demo); ``model`` a model object or
+    name for every LlmAgent; any other keyword is a setting.
+    """
     model = overrides.pop("model", None)
+    agent = overrides.pop("agent", None)
     # Tests send far faster than a person: the per-user rate limit has tests of its own.
     fields: dict[str, Any] = {
         "db": ":memory:",
@@ -84,7 +89,7 @@ async def running_gateway(
     fields.update(overrides)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
-    app = build_app(settings, model=model)
+    app = create_app(agent, settings, model=model)
     # The same uvicorn settings as `agent-gateway`, served on the test's own loop.
     server = uvicorn.Server(server_config(settings, app))
     task = asyncio.create_task(server.serve())

@@ -16,9 +16,10 @@ from typing import Any
 from google.adk.events import Event
 from google.genai import types
 
+from gateway.examples.navigator.agent import APP_NAME
 from gateway.store import SessionService
 
-APP = "gateway"
+APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 
 
 def nested(depth: int, leaf: Any = "navigated") -> Any:

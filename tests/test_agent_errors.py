@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 
-from gateway.models.scripted import ScriptedLlm
+from gateway.examples.navigator.scripted import ScriptedLlm
 from tests.agui import new_id, outcome, text_of, user_input
 from tests.conftest import running_gateway
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import sqlite3
-import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +11,6 @@ from typing import Any, cast
 
 import pytest
 from google.adk.agents.run_config import RunConfig
-from google.adk.apps import App, ResumabilityConfig
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
@@ -31,13 +29,14 @@ from gateway.audit import (
     read_access,
     read_audit,
 )
-from gateway.models.scripted import ScriptedLlm
-from gateway.runner import APP_NAME, build_agent
-from gateway.screens import catalog as screen_catalog
+from gateway.context import RUN_METADATA_KEY
+from gateway.examples.navigator.agent import build_agent, load_catalog
+from gateway.examples.navigator.policy import build_before_tool_callback
+from gateway.examples.navigator.screens import catalog as screen_catalog
+from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.hosting import Hosted, prepare
 from gateway.store import SessionService
-from gateway.tools import catalog as tool_catalog
-from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY
-from gateway.tools.policy import build_before_tool_callback
+from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 
 
 def record(thread: str = "t1", user: str = "demo", tool: str = "find_screen") -> AuditRecord:
@@ -276,16 +275,11 @@ async def test_reading_fails_with_a_sentence_when_there_is_nothing_to_read(tmp_p
 
 
 def make_runner(audit: AuditLog) -> Runner:
-    agent = build_agent(ScriptedLlm(), tool_catalog.load())
+    catalog = load_catalog()
+    agent = build_agent(ScriptedLlm(), catalog)
     agent.before_tool_callback = build_before_tool_callback(screen_catalog.load())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        app = App(
-            name=APP_NAME,
-            root_agent=agent,
-            plugins=[AuditPlugin(audit)],
-            resumability_config=ResumabilityConfig(is_resumable=True),
-        )
+    hosted = Hosted(agent, catalog=catalog)
+    app = prepare(hosted, ClientToolset(catalog), [AuditPlugin(audit)])
     return Runner(app=app, session_service=InMemorySessionService(), auto_create_session=True)
 
 

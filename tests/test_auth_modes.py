@@ -15,8 +15,8 @@ from gateway import warmup
 from gateway.__main__ import main
 from gateway.auth import WARM_UP_USER
 from gateway.config import Settings
+from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub import Hub
-from gateway.runner import APP_NAME
 from tests.conftest import running_gateway
 from tests.test_auth_doors import JWT, bearer
 
@@ -93,5 +93,5 @@ async def test_the_warm_up_signs_in_with_a_credential_that_dies_with_it(
             listed = await sessions.list_sessions(app_name=APP_NAME, user_id=WARM_UP_USER)
             assert listed.sessions == []
     messages = [r.getMessage() for r in caplog.records]
-    assert any(m.startswith("model scripted warmed in") for m in messages), messages
+    assert any(m.startswith("warmed up in") for m in messages), messages
     assert not any("warm-up skipped" in m for m in messages)

@@ -20,17 +20,17 @@ def test_defaults_match_the_readme() -> None:
     assert (settings.host, settings.port, settings.model, settings.auth) == (
         "127.0.0.1",
         8080,
-        "scripted",
+        "",
         "dev",
     )
     assert settings.client_tool_timeout == 120.0
 
 
 def test_dev_mode_listens_on_loopback_unless_the_host_is_set() -> None:
-    from gateway.__main__ import build_app, server_config
+    from gateway.api import create_app, server_config
 
     dev = parse([], {})
-    assert server_config(dev, build_app(dev)).host == "127.0.0.1"
+    assert server_config(dev, create_app(None, dev)).host == "127.0.0.1"
     # jwt mode keeps the AgentCore contract, 0.0.0.0:8080.
     assert parse([], {"GATEWAY_AUTH": "jwt"}).host == "0.0.0.0"
     assert config.Settings(auth="jwt").host == "0.0.0.0"

@@ -25,10 +25,12 @@ import pytest
 from gateway import protocol as p
 from gateway import runner
 from gateway import store as store_module
+from gateway.examples.navigator.agent import build_agent, load_catalog
+from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.hosting import Hosted, prepare
 from gateway.hub import Hub, Run, Thread
-from gateway.models.scripted import ScriptedLlm
 from gateway.store import SessionService, StoreError
-from gateway.tools import catalog as tool_catalog
+from gateway.tools.client import ClientToolset
 from gateway.translate import RunTranslator
 from tests.agui import StreamChecker, new_id, user_input
 
@@ -199,10 +201,10 @@ def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 async def hub_on(path: Path, pace_ms: float) -> AsyncIterator[Hub]:
     service = SessionService(str(path))
     await service.open()
-    catalog = tool_catalog.load()
-    engine = runner.Engine(
-        runner.build_agent(ScriptedLlm(pace_ms=pace_ms), catalog), service, catalog
-    )
+    catalog = load_catalog()
+    hosted = Hosted(build_agent(ScriptedLlm(pace_ms=pace_ms), catalog), catalog=catalog)
+    client_tools = ClientToolset(catalog)
+    engine = runner.Engine(hosted, prepare(hosted, client_tools), client_tools, service)
     try:
         yield Hub(engine)
     finally:

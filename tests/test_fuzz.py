@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway import protocol as p
-from gateway.runner import APP_NAME
+from gateway.examples.navigator.agent import APP_NAME
 from tests.agui import (
     NAVIGATE_TOOL,
     TERMINAL,

@@ -22,15 +22,16 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from gateway import protocol as p
+from gateway.examples.navigator.agent import APP_NAME
+from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.history import event_messages, messages_snapshot, state_snapshot
-from gateway.models.scripted import ScriptedLlm
 from gateway.operator import ThreadNotFoundError, export_thread, list_threads
 from gateway.store import INTERRUPTED_NOTE, INTERRUPTED_TEXT, SessionService
 from gateway.translate import CONFIRMATION_CALL, RunTranslator
 from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
 
-APP = "gateway"
+APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 
 
 def valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from gateway import hub as hub_module
 from gateway import protocol as p
-from gateway.screens import catalog as screens
+from gateway.examples.navigator.screens import catalog as screens
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 

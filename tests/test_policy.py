@@ -22,19 +22,14 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from gateway.models.scripted import ScriptedLlm
-from gateway.runner import APP_NAME, build_agent, resumable_app
-from gateway.screens import catalog as screen_catalog
-from gateway.screens.catalog import ScreenCatalog
-from gateway.tools import catalog as tool_catalog
-from gateway.tools.adk import CLIENT_TOOLS_KEY, RUN_METADATA_KEY
-from gateway.tools.policy import (
-    DEFAULT_CONTEXT_ALLOW,
-    allowed_context,
-    build_before_tool_callback,
-    navigation_policy,
-    run_context,
-)
+from gateway.context import DEFAULT_CONTEXT_ALLOW, RUN_METADATA_KEY, allowed_context, run_context
+from gateway.examples.navigator.agent import APP_NAME, build_agent, load_catalog
+from gateway.examples.navigator.policy import build_before_tool_callback, navigation_policy
+from gateway.examples.navigator.screens import catalog as screen_catalog
+from gateway.examples.navigator.screens.catalog import ScreenCatalog
+from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.hosting import Hosted, runnable_app
+from gateway.tools.client import CLIENT_TOOLS_KEY
 
 SIDE_PANEL = {"surface": "side-panel"}
 
@@ -130,7 +125,7 @@ def test_context_keys_off_the_allow_list_are_dropped_with_a_log_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     entries = {"surface": "modal", "currentScreen": "MNU-3120", "apiToken": "x", "note": "y"}
-    with caplog.at_level(logging.INFO, logger="gateway.tools.policy"):
+    with caplog.at_level(logging.INFO, logger="gateway.context"):
         kept = allowed_context(entries)
     assert kept == {"surface": "modal", "currentScreen": "MNU-3120"}
     assert "apiToken, note" in caplog.text
@@ -139,7 +134,7 @@ def test_context_keys_off_the_allow_list_are_dropped_with_a_log_line(
 
 
 def test_nothing_is_logged_when_nothing_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="gateway.tools.policy"):
+    with caplog.at_level(logging.INFO, logger="gateway.context"):
         assert allowed_context({"selectedIds": "R-1042"}) == {"selectedIds": "R-1042"}
     assert caplog.text == ""
 
@@ -149,10 +144,11 @@ def test_nothing_is_logged_when_nothing_is_dropped(caplog: pytest.LogCaptureFixt
 
 def make_runner(screens: ScreenCatalog) -> Runner:
     """The gateway's agent and app, as runner.Engine builds them, with the policy on."""
-    agent = build_agent(ScriptedLlm(), tool_catalog.load())
+    catalog = load_catalog()
+    agent = build_agent(ScriptedLlm(), catalog)
     agent.before_tool_callback = build_before_tool_callback(screens)
     return Runner(
-        app=resumable_app(agent),
+        app=runnable_app(Hosted(agent, catalog=catalog)),
         session_service=InMemorySessionService(),
         auto_create_session=True,
     )

@@ -14,7 +14,7 @@ import pytest
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 
-from gateway.models.scripted import ScriptedLlm
+from gateway.examples.navigator.scripted import ScriptedLlm
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 

@@ -9,9 +9,9 @@ from typing import Any, cast
 import pytest
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.screens import catalog, generate, text
-from gateway.screens.catalog import CatalogError, ScreenCatalog
-from gateway.screens.tools import find_screen, search_screens
+from gateway.examples.navigator.screens import catalog, generate, text
+from gateway.examples.navigator.screens.catalog import CatalogError, ScreenCatalog
+from gateway.examples.navigator.screens.tools import find_screen, search_screens
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,8 @@ def test_the_hand_written_screens_stay_as_they_were(screens: ScreenCatalog) -> N
 
 def test_screens_json_is_what_the_generator_writes() -> None:
     shipped = json.loads((catalog.DATA_DIR / "screens.json").read_text(encoding="utf-8"))
-    assert shipped == generate.demo_screens(), "run: python -m gateway.screens.generate"
+    regenerate = "run: python -m gateway.examples.navigator.screens.generate"
+    assert shipped == generate.demo_screens(), regenerate
 
 
 def test_users_and_what_they_may_open(screens: ScreenCatalog) -> None:

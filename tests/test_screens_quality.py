@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.screens import catalog, quality
+from gateway.examples.navigator.screens import catalog, quality
 
 LABELLED = Path(__file__).parent / "queries" / "find_screen.jsonl"
 

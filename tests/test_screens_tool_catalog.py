@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gateway.examples.navigator.agent import load_catalog
 from gateway.tools import catalog
 from gateway.tools.catalog import CatalogError, ToolEntry
 
@@ -15,7 +16,7 @@ def entry(parameters: dict[str, Any], result: dict[str, Any] | None = None) -> T
 
 
 def test_the_shipped_catalog_loads_with_both_screen_tools() -> None:
-    tools = catalog.load()
+    tools = load_catalog()
     assert not tools["find_screen"].runs_on_client
     assert tools["navigateToScreen"].runs_on_client
 
@@ -34,7 +35,10 @@ def test_a_result_schema_that_is_not_json_schema_fails_too() -> None:
 
 def test_a_server_tool_whose_function_is_missing_fails_naming_the_entry() -> None:
     missing = ToolEntry(
-        "find_thing", "Finds.", {"type": "object"}, "server:gateway.screens.tools:nope"
+        "find_thing",
+        "Finds.",
+        {"type": "object"},
+        "server:gateway.examples.navigator.screens.tools:nope",
     )
     with pytest.raises(CatalogError, match="'find_thing': executor"):
         catalog.from_entries([missing])

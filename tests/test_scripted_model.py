@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.models.scripted import (
+from gateway.examples.navigator.scripted import (
     APPROVE,
     FIND_SCREEN,
     NAVIGATE,

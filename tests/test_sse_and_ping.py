@@ -11,8 +11,8 @@ import pytest
 
 from gateway import protocol as p
 from gateway.auth import Authenticator, Identity
+from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub import Hub
-from gateway.runner import APP_NAME
 from gateway.warmup import WARM_UP_USER
 from tests.agui import StreamChecker, new_id, outcome, text_of, user_input
 from tests.conftest import RunningGateway, running_gateway

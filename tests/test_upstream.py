@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.tools import work_requests
+from gateway.examples.navigator import work_requests
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 

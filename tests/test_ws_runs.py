@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from gateway.examples.navigator.agent import APP_NAME
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, record_reads, running_gateway
 
@@ -190,7 +191,7 @@ async def test_a_run_reads_its_thread_once_and_hands_it_to_adk(
     # Opening the thread was the only read (a write, ordered with the others); ADK's own
     # read of the session was answered with the opened one.
     assert reads == []
-    session = await store.get_session(app_name="gateway", user_id="demo", session_id=thread)
+    session = await store.get_session(app_name=APP_NAME, user_id="demo", session_id=thread)
     assert session is not None and len(session.events) == 6
 
 

@@ -1,0 +1,38 @@
+"""Models by name, for ``GATEWAY_MODEL``: a Gemini name, or ``openai/<model>``.
+
+A name replaces the model of every LlmAgent the gateway hosts (``Hosted.model``), so an
+agent written for one provider can be tried on another without editing it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from google.adk.models.base_llm import BaseLlm
+
+__all__ = ["ModelError", "build"]
+
+
+class ModelError(Exception):
+    """The model name cannot be used; the message says what it needs."""
+
+
+def build(name: str) -> BaseLlm | str:
+    """'gemini-…' needs GOOGLE_API_KEY (or Vertex AI); 'openai/<m>' needs the openai extra."""
+    if name.startswith("openai/"):
+        try:
+            from google.adk.integrations.openai import OpenAILlm
+        except ImportError as error:
+            raise ModelError(
+                f"GATEWAY_MODEL={name} needs the openai extra: "
+                f"pip install 'agent-gateway[openai]' ({error})"
+            ) from None
+        return OpenAILlm(model=name.removeprefix("openai/"))
+    if name.startswith("gemini"):
+        if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI")):
+            raise ModelError(f"GATEWAY_MODEL={name} needs GOOGLE_API_KEY (or Vertex AI settings)")
+        return name
+    raise ModelError(
+        f"GATEWAY_MODEL={name!r}: use a Gemini name such as 'gemini-2.5-flash' or "
+        "'openai/<model>' (the demo also knows 'scripted')"
+    )

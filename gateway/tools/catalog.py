@@ -1,8 +1,10 @@
 """The tool catalog: the server's source of truth for every tool the model may call.
 
-Each tool is one JSON file under ``schemas/tools/``: its name, description, parameter
-schema, the result it returns, and its executor: ``"server:<module>:<function>"`` (the
-gateway runs it) or ``"client"`` (the browser runs it and answers with a tool message).
+A catalog is a folder of JSON files, one per tool (the demo's is
+``gateway/examples/navigator/tools/``), or entries declared in Python: its name,
+description, parameter schema, the result it returns, and its executor:
+``"server:<module>:<function>"`` (the gateway runs it) or ``"client"`` (the browser runs
+it and answers with a tool message).
 Loading checks every entry, so a server tool whose function is missing, or a schema that
 is not valid JSON Schema, fails start-up with a message naming the entry instead of
 failing a user's run later (a model given a broken schema fails, or worse, guesses).
@@ -15,13 +17,12 @@ import importlib
 import json
 import string
 from collections.abc import Callable, Iterable
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 from jsonschema.validators import Draft202012Validator, validator_for  # type: ignore[import-untyped]
-
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
 
 
 class CatalogError(Exception):
@@ -88,10 +89,15 @@ def _fields(template: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
-def load(directory: Path | None = None) -> Catalog:
-    """Reads and checks every ``*.json`` entry in ``directory``."""
-    directory = directory or CATALOG_DIR
-    files = sorted(directory.glob("*.json"))
+def load(directory: Traversable | Path | str) -> Catalog:
+    """Reads and checks every ``*.json`` entry in ``directory`` (a folder, or package data
+    from ``importlib.resources.files``)."""
+    directory = Path(directory) if isinstance(directory, str) else directory
+    if not directory.is_dir():
+        raise CatalogError(f"The tool catalog {directory} is not a folder")
+    files = sorted(
+        (f for f in directory.iterdir() if f.name.endswith(".json")), key=lambda f: f.name
+    )
     if not files:
         raise CatalogError(f"No tool declarations found in {directory}")
     return from_entries(_read(path) for path in files)
@@ -113,17 +119,23 @@ def from_entries(entries: Iterable[ToolEntry]) -> Catalog:
 
 def _check_schema(entry: ToolEntry, field: str, schema: dict[str, Any]) -> None:
     """Raises CatalogError naming the tool, the field and the bad keyword."""
+    problem = schema_problem(schema)
+    if problem:
+        raise CatalogError(f"Tool {entry.name!r}: {field} is not a valid JSON Schema {problem}")
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Where and why ``schema`` is not a valid JSON Schema ("at properties/x: ..."), or None."""
     try:
         # Draft 2020-12 unless the schema names its own dialect with "$schema".
         validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(part) for part in exc.absolute_path) or "the top level"
-        raise CatalogError(
-            f"Tool {entry.name!r}: {field} is not a valid JSON Schema at {where}: {exc.message}"
-        ) from None
+        return f"at {where}: {exc.message}"
+    return None
 
 
-def _read(path: Path) -> ToolEntry:
+def _read(path: Traversable) -> ToolEntry:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:

@@ -1,23 +1,45 @@
-"""Checking the client tools a RunAgentInput declares against the catalog.
+"""Reading the client tools a RunAgentInput declares.
 
-The catalog is the source of truth; a client that declares a tool the server does not know,
-or declares it with parameters the catalog would not accept, is told so at once with the
-tool and the field, instead of the mismatch showing up later as a call nobody can answer.
+With a catalog, the catalog is the source of truth: a client that declares a tool the server
+does not know, or declares it with parameters the catalog would not accept, is told so at
+once with the tool and the field, instead of the mismatch showing up later as a call nobody
+can answer. Without one, every declared tool is offered as the client declared it, once its
+parameters are a JSON Schema a model can be given. Either way a client tool may not take the
+name of one of the agent's server tools: the model could not tell which one it calls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gateway import protocol as p
-from gateway.tools.catalog import Catalog, ToolEntry
+from gateway.tools.catalog import Catalog, ToolEntry, schema_problem
+from gateway.tools.client import ClientTool
+
+NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def declared_client_tools(tools: list[p.Tool], catalog: Catalog) -> frozenset[str]:
-    """The names of the declared client tools, or VALIDATION_ERROR naming the first mismatch."""
-    names: set[str] = set()
+def declared_client_tools(
+    tools: list[p.Tool], catalog: Catalog | None, server_tools: Mapping[str, str]
+) -> dict[str, ClientTool]:
+    """The declared client tools by name, or VALIDATION_ERROR naming the first bad one.
+
+    ``server_tools`` maps the agent's server tool names to the agent that has each.
+    """
+    declared: dict[str, ClientTool] = {}
     for index, tool in enumerate(tools):
         where = f"tools[{index}] {tool.name!r}"
+        if tool.name in server_tools:
+            raise _invalid(
+                f"{where} has the name of a server tool of agent {server_tools[tool.name]!r}; "
+                "rename the client tool."
+            )
+        if tool.name in declared:
+            raise _invalid(f"{where} is declared twice.")
+        if catalog is None:
+            declared[tool.name] = _as_declared(tool, where)
+            continue
         entry = catalog.entries.get(tool.name)
         if entry is None:
             known = ", ".join(e.name for e in catalog.client_entries())
@@ -28,8 +50,18 @@ def declared_client_tools(tools: list[p.Tool], catalog: Catalog) -> frozenset[st
             mismatch = _mismatch(tool.parameters, entry)
             if mismatch:
                 raise _invalid(f"{where}: {mismatch}. Use the declaration from GET /tools.")
-        names.add(tool.name)
-    return frozenset(names)
+        declared[tool.name] = ClientTool(entry.name, entry.description, entry.parameters)
+    return declared
+
+
+def _as_declared(tool: p.Tool, where: str) -> ClientTool:
+    parameters = tool.parameters if tool.parameters is not None else NO_PARAMETERS
+    if parameters.get("type", "object") != "object":
+        raise _invalid(f"{where}: parameters.type must be 'object'.")
+    problem = schema_problem(parameters)
+    if problem:
+        raise _invalid(f"{where}: parameters is not a valid JSON Schema {problem}.")
+    return ClientTool(tool.name, tool.description, parameters)
 
 
 def _mismatch(declared: dict[str, Any], entry: ToolEntry) -> str | None:

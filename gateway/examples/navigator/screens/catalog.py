@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.screens.search import ScreenIndex
+from gateway.examples.navigator.screens.search import ScreenIndex
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

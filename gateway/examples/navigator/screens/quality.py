@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.screens.catalog import ScreenCatalog
+from gateway.examples.navigator.screens.catalog import ScreenCatalog
 
 
 @dataclasses.dataclass(frozen=True)

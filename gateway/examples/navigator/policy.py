@@ -14,9 +14,7 @@ marked long-running (ADK decides that from the tool before any callback), so rea
 a thread must treat a call with a response as closed, as ``hub.open_calls`` and the
 translator do; the call then never appears in ``pendingToolCallIds``.
 
-The screen-context allow-list lives here too: the client describes its surface, current
-screen and selection in ``RunAgentInput.context``, and only allow-listed keys may reach
-the model.
+The surface comes from the run's context entries (``gateway.context``).
 """
 
 from __future__ import annotations
@@ -26,22 +24,18 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.screens.catalog import ScreenCatalog
-from gateway.tools.adk import RUN_METADATA_KEY
+from gateway.context import run_context
+from gateway.examples.navigator.screens.catalog import ScreenCatalog
 
 log = logging.getLogger(__name__)
 
 NAVIGATE = "navigateToScreen"
-# Where the run's context entries are, as {description: value}, in RunConfig.custom_metadata.
-CONTEXT_KEY = "context"
 SURFACE = "surface"
 SIDE_PANEL = "side-panel"
 SURFACES = frozenset({SIDE_PANEL, "full-screen", "modal"})
-DEFAULT_CONTEXT_ALLOW = frozenset({SURFACE, "currentScreen", "selectedIds"})
 
 BeforeToolCallback = Callable[[BaseTool, dict[str, Any], ToolContext], dict[str, Any] | None]
 
@@ -119,14 +113,6 @@ def navigation_policy(
     return None
 
 
-def run_context(context: ReadonlyContext) -> dict[str, str]:
-    """The run's context entries, as the hub put them in RunConfig.custom_metadata."""
-    run_config = context.run_config
-    metadata = (run_config.custom_metadata if run_config else None) or {}
-    entries = metadata.get(RUN_METADATA_KEY, {}).get(CONTEXT_KEY, {})
-    return {str(key): str(value) for key, value in entries.items()}
-
-
 def build_before_tool_callback(screen_catalog: ScreenCatalog) -> BeforeToolCallback:
     """The agent's before-tool callback: navigation policy for navigateToScreen, else pass."""
 
@@ -150,12 +136,3 @@ def build_before_tool_callback(screen_catalog: ScreenCatalog) -> BeforeToolCallb
 
     return before_tool
 
-
-def allowed_context(
-    entries: Mapping[str, str], allow: frozenset[str] = DEFAULT_CONTEXT_ALLOW
-) -> dict[str, str]:
-    """The context entries the model may see; the rest are dropped with a log line."""
-    dropped = sorted(key for key in entries if key not in allow)
-    if dropped:
-        log.info("context entries dropped (not on the allow-list): %s", ", ".join(dropped))
-    return {key: value for key, value in entries.items() if key in allow}

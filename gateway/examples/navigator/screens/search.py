@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from gateway.screens import text
+from gateway.examples.navigator.screens import text
 
 CANDIDATES = 40
 TITLE_WEIGHT = 4.0

@@ -1,4 +1,5 @@
-"""The demo menu tree, generated: ``python -m gateway.screens.generate`` writes ``screens.json``.
+"""The demo menu tree, generated: ``python -m gateway.examples.navigator.screens.generate``
+writes ``screens.json``.
 
 The hand-written screens below are the ones the docs and tests name (MNU-3120 "업무 요청
 목록" above all); the rest of the tree is built from a small business vocabulary, so the

@@ -7,8 +7,8 @@ from typing import Any
 
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.screens import catalog
-from gateway.screens.catalog import ScreenCatalog
+from gateway.examples.navigator.screens import catalog
+from gateway.examples.navigator.screens.catalog import ScreenCatalog
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,168 @@
+"""The Python API: the gateway for an agent as an ASGI app, or served.
+
+    from gateway import Settings, create_app, serve
+
+    app = create_app(root_agent, Settings(db="threads.db"))   # mount it, or
+    serve(root_agent, Settings(port=9000))                     # run it
+
+``agent`` is an ADK agent, an App, a ``gateway.Hosted``, or a string as ``agent-gateway
+serve AGENT`` takes (see ``gateway.loading``); None is the bundled demo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from google.adk.agents import BaseAgent
+from google.adk.apps import App
+from google.adk.models.base_llm import BaseLlm
+
+from gateway import config
+from gateway.config import Settings
+from gateway.hosting import Hosted
+from gateway.tools.catalog import Catalog
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from gateway.server import Gateway
+
+__all__ = ["create_app", "serve", "server_config"]
+
+LARGEST_FRAME_FACTOR = 4
+
+Hostable = BaseAgent | App | Hosted | str | None
+
+
+def create_app(
+    agent: Hostable = None,
+    settings: Settings | None = None,
+    *,
+    catalog: Catalog | Path | str | None = None,
+    model: BaseLlm | str | None = None,
+) -> Gateway:
+    """The gateway for ``agent`` as an ASGI app; it opens its store in its lifespan (and
+    warms itself up when it is the server's app). Mounted inside another app, run its
+    ``lifespan`` from the host's.
+
+    ``catalog`` (or ``GATEWAY_CATALOG``) restricts client tools to a catalog's; ``model``
+    (or ``GATEWAY_MODEL``) replaces the model of every LlmAgent. An agent that cannot be
+    hosted raises ``HostingError`` here, with a sentence saying why.
+    """
+    from gateway import runner
+    from gateway.audit import AuditLog, AuditPlugin
+    from gateway.hosting import prepare
+    from gateway.hub import Hub
+    from gateway.limits import Quota, RunSlots
+    from gateway.server import Gateway
+    from gateway.store import SessionService
+    from gateway.tools.client import ClientToolset
+
+    settings = settings or Settings()
+    hosted = _hosted(agent, settings, catalog, model)
+    audit = AuditLog(settings.db)
+    client_tools = ClientToolset(hosted.catalog)
+    app = prepare(hosted, client_tools, plugins=[AuditPlugin(audit)])
+    service: list[SessionService] = []
+
+    async def startup() -> Hub:
+        # The store first: it refuses a new file that already holds tables of its own.
+        assert app.root_agent is not None
+        service.append(await runner.open_session_service(settings, app.name, app.root_agent.name))
+        await audit.open()
+        engine = runner.Engine(hosted, app, client_tools, service[0])
+        return Hub(
+            engine,
+            client_tool_timeout=settings.client_tool_timeout,
+            approval_timeout=settings.approval_timeout,
+            audit=audit,
+            context_allow=config.context_allow(settings),
+            slots=RunSlots(settings.max_runs, settings.run_wait),
+            snapshot_bytes=settings.snapshot_bytes,
+            quota=Quota(settings.user_threads, settings.user_stored_bytes),
+        )
+
+    async def shutdown() -> None:
+        await audit.close()
+        if service:
+            await service[0].close()
+
+    return Gateway(settings, startup, shutdown)
+
+
+def _hosted(
+    agent: Hostable,
+    settings: Settings,
+    catalog: Catalog | Path | str | None,
+    model: BaseLlm | str | None,
+) -> Hosted:
+    from gateway import loading, warmup
+    from gateway.tools import catalog as tool_catalog
+
+    warmup.skip_absent_a2a()
+    if agent is None or isinstance(agent, str):
+        hosted = loading.load(agent or settings.agent, settings)
+    elif isinstance(agent, Hosted):
+        hosted = agent
+    else:
+        hosted = Hosted(agent)
+    catalog = catalog or settings.catalog or None
+    if catalog is not None:
+        loaded = catalog if isinstance(catalog, Catalog) else tool_catalog.load(catalog)
+        hosted = dataclasses.replace(hosted, catalog=loaded)
+    if model is not None:
+        hosted = dataclasses.replace(hosted, model=model)
+    return hosted
+
+
+def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
+    """uvicorn on uvloop with the websockets protocol engine, bounded by ``gateway.transport``.
+
+    No compression by default; logging is ``gateway.logs``'s, uvicorn's records included.
+    """
+    import uvicorn
+
+    from gateway.transport import protocols
+
+    http, ws = protocols(settings)
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http=http,
+        ws=ws,
+        # The app answers frames over the limit with VALIDATION_ERROR and keeps the
+        # connection; only frames far beyond it are cut off by the protocol engine.
+        ws_max_size=LARGEST_FRAME_FACTOR * settings.max_frame_bytes,
+        ws_per_message_deflate=False,
+        ws_ping_interval=settings.ws_ping_interval,
+        ws_ping_timeout=settings.ws_ping_timeout,
+        timeout_keep_alive=settings.keepalive_timeout,
+        lifespan="on",
+        log_config=None,
+        log_level=settings.log_level,
+        access_log=False,
+    )
+
+
+def serve(
+    agent: Hostable = None,
+    settings: Settings | None = None,
+    *,
+    catalog: Catalog | Path | str | None = None,
+    model: BaseLlm | str | None = None,
+) -> None:
+    """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
+    with the gateway's logging."""
+    import uvicorn
+
+    from gateway import logs
+
+    settings = settings or Settings()
+    app = create_app(agent, settings, catalog=catalog, model=model)
+    # Only a gateway that will serve takes over the process's logging.
+    logs.configure(settings)
+    uvicorn.Server(server_config(settings, app)).run()
