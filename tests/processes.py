@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +48,23 @@ def script_report(module: str, flags: str, timeout: float = 180) -> str:
 
 @contextlib.asynccontextmanager
 async def gateway_process(
-    db: Path, log: Path, *, pace_ms: float = 20
+    db: Path,
+    log: Path,
+    *,
+    pace_ms: float = 20,
+    command: Sequence[str] = (*GATEWAY, "serve"),
+    cwd: Path = ROOT,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
-    """A real gateway process on ``db``, once /ping says 200; stopped if still alive on exit."""
+    """A real gateway process on ``db``, once /ping says 200; stopped if still alive on exit.
+
+    ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``.
+    """
     port = free_port()
     where = ["--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
     with log.open("ab") as output:
         process = subprocess.Popen(
-            [*GATEWAY, *where, "--scripted-pace-ms", str(pace_ms)],
-            cwd=ROOT,
+            [*command, *where, "--scripted-pace-ms", str(pace_ms)],
+            cwd=cwd,
             stdout=output,
             stderr=subprocess.STDOUT,
         )

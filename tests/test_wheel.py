@@ -1,0 +1,109 @@
+"""The wheel, as a user gets it: built from the tracked files, installed into a fresh venv
+(not editable), run from a folder far from this checkout. It serves the demo (every data
+file is package data) and a user's own ADK agent folder, and its operator commands read
+the threads back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agui import new_id, text_of, tool_calls, user_input
+from tests.processes import ROOT, gateway_process, run_over_ws
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git ls-files")
+
+# Someone else's agent, laid out as `adk web` expects: a package whose agent.py has root_agent,
+# with a model of its own that needs no network.
+USER_AGENT = '''
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+
+
+class Parrot(BaseLlm):
+    model: str = "parrot"
+
+    async def generate_content_async(self, llm_request, stream=False):
+        words = "".join(part.text or "" for part in llm_request.contents[-1].parts or [])
+        reply = types.Content(role="model", parts=[types.Part(text=f"parrot: {words}")])
+        yield LlmResponse(content=reply)
+
+
+root_agent = LlmAgent(name="parrot", model=Parrot(), instruction="Repeat.")
+'''
+
+
+def _run(*command: str | Path, cwd: Path, timeout: float = 600) -> str:
+    done = subprocess.run(
+        [str(part) for part in command], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The ``bin/`` of a fresh venv holding only the wheel and its dependencies."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "source"
+    tracked = _run("git", "ls-files", "-z", cwd=ROOT).split("\0")
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    pip = (sys.executable, "-m", "pip")
+    _run(*pip, "wheel", "-q", "--no-deps", "-w", root / "dist", ".", cwd=source)
+    [wheel] = (root / "dist").glob("agent_gateway-*.whl")
+    _run(sys.executable, "-m", "venv", root / "venv", cwd=root)
+    bin_dir = root / "venv" / "bin"
+    _run(bin_dir / "pip", "install", "-q", "--disable-pip-version-check", wheel, cwd=root)
+    yield bin_dir
+
+
+async def test_the_installed_wheel_serves_the_demo_and_reads_its_threads(
+    installed: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "demo.db"
+    command = (str(installed / "agent-gateway"), "serve")
+    async with gateway_process(db, tmp_path / "log", command=command, cwd=tmp_path) as (_, port):
+        thread = new_id("t")
+        events = await run_over_ws(port, user_input(thread, "업무 요청 목록 화면 열어줘"))
+        [call] = tool_calls(events, "navigateToScreen")
+        assert call["args"]["screenId"] == "MNU-3120"
+        page = await _get(port, "/")
+        assert "<!doctype html>" in page.lower()
+    threads = ("threads", "--user", "demo", "--db", db)
+    listed = _run(installed / "agent-gateway", *threads, cwd=tmp_path)
+    assert [t["threadId"] for t in json.loads(listed)] == [thread]
+
+
+async def test_the_installed_wheel_serves_a_users_agent_folder(
+    installed: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "my_agent"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from . import agent\n")
+    (folder / "agent.py").write_text(USER_AGENT)
+    command = (str(installed / "agent-gateway"), "serve", "./my_agent")
+    db = tmp_path / "mine.db"
+    async with gateway_process(db, tmp_path / "log", command=command, cwd=tmp_path) as (_, port):
+        events = await run_over_ws(port, user_input(new_id("t"), "hello", tools=[]))
+        assert text_of(events) == "parrot: hello"
+        assert json.loads(await _get(port, "/tools")) == {"tools": []}
+
+
+async def _get(port: int, path: str) -> str:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        response = await client.get(path)
+        response.raise_for_status()
+        return response.text
