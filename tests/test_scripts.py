@@ -1,4 +1,5 @@
-"""scripts/chat.py against a real gateway process: the browser's answer is what the user hears."""
+"""agent-gateway-chat (gateway/chat.py) against a real gateway: the browser's answer is
+what the user hears."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scripts._bench import ROOT, LocalGateway, local_gateway
+from scripts._bench import LocalGateway, local_gateway
 from tests.processes import script_report
 
 OPEN_LIST = "업무 요청 목록 화면 열어줘\n"
@@ -22,9 +23,9 @@ def gateway() -> Iterator[LocalGateway]:
 
 
 def chat(gateway: LocalGateway, line: str, *flags: str) -> str:
-    """Runs scripts/chat.py with ``line`` on stdin until stdin ends; returns what it printed."""
+    """Runs agent-gateway-chat with ``line`` on stdin until stdin ends; returns what it printed."""
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "chat.py"), "--url", gateway.ws_url(), *flags],
+        [sys.executable, "-m", "gateway.chat", "--url", gateway.ws_url(), *flags],
         input=line,
         capture_output=True,
         text=True,

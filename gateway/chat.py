@@ -5,8 +5,8 @@ a line for every tool call and result; a client-tool call (navigateToScreen) is 
 with the result you pick, or the one ``--auto`` names, and the continuation prints in turn.
 Ctrl-C during a reply cancels the run; Ctrl-C at the prompt, or the end of stdin, quits.
 
-    .venv/bin/python scripts/chat.py --url ws://127.0.0.1:8080/ws
-    echo "업무 요청 목록 화면 열어줘" | .venv/bin/python scripts/chat.py --auto navigated
+    agent-gateway-chat --url ws://127.0.0.1:8080/ws
+    echo "업무 요청 목록 화면 열어줘" | agent-gateway-chat --auto navigated
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class Chat:
         return None
 
 
-async def main(args: argparse.Namespace) -> int:
+async def converse(args: argparse.Namespace) -> int:
     try:
         with urllib.request.urlopen(tools_url(args.url), timeout=10) as response:
             tools = json.load(response)["tools"]
@@ -190,10 +190,17 @@ async def main(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main() -> int:
+    """``agent-gateway-chat``: the terminal client, an installed command."""
+    parser = argparse.ArgumentParser(
+        prog="agent-gateway-chat", description=(__doc__ or "").split("\n\n")[0]
+    )
     parser.add_argument("--url", default="ws://127.0.0.1:8080/ws")
     parser.add_argument("--user", default="demo")
     parser.add_argument("--thread", default=str(uuid.uuid4()))
     parser.add_argument("--auto", choices=list(RESULTS), help="answer every client-tool call so")
-    sys.exit(asyncio.run(main(parser.parse_args())))
+    return asyncio.run(converse(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
