@@ -59,12 +59,13 @@ def create_app(
     from gateway.server import Gateway
     from gateway.store import SessionService
     from gateway.tools.client import ClientToolset
+    from gateway.warmup import WarmUpPlugin
 
     settings = settings or Settings()
     hosted = _hosted(agent, settings, catalog, model)
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
-    app = prepare(hosted, client_tools, plugins=[AuditPlugin(audit)])
+    app = prepare(hosted, client_tools, plugins=[AuditPlugin(audit), WarmUpPlugin()])
     service: list[SessionService] = []
 
     async def startup() -> Hub:

@@ -64,6 +64,7 @@ class Settings:
     ws_ping_interval: float = 10.0
     ws_ping_timeout: float = 10.0
     allowed_origins: str = ""
+    warm_up_runs: int = 3
     log_level: str = "info"
     log_format: str = "text"
 
@@ -126,6 +127,8 @@ _HELP: dict[str, str] = {
     "ws_ping_timeout": "seconds a WebSocket client has to answer a ping before it is closed",
     "allowed_origins": "browser origins allowed on /ws besides the server's own host "
     "(comma-separated, e.g. https://app.example.com)",
+    "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
+    "(no model is called for them; 0: none)",
     "log_level": "debug, info, warning or error",
     "log_format": "'text' (one escaped line a record) or 'json' (with user, thread and run ids)",
 }

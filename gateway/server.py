@@ -168,11 +168,11 @@ class Gateway:
         credential = self.auth.warm_up_credential
         assert credential is not None
         try:
-            seconds = await warmup.warm_up(self.hub, self.settings, credential)
+            if self.settings.warm_up_runs:
+                seconds = await warmup.warm_up(self.hub, self.settings, credential)
+                log.info("warmed up in %.0f ms", seconds * 1000)
         except Exception as exc:  # a cold first run is slower, never a reason not to serve
             log.warning("warm-up skipped (%s); the first runs will be slower", exc)
-        else:
-            log.info("warmed up in %.0f ms", seconds * 1000)
         finally:
             self.auth.end_warm_up()
         # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.

@@ -9,6 +9,11 @@ they are done /ping answers 503, so nothing that waits for Healthy sends a user 
 The warm-up signs in with a credential only this process knows (``Authenticator``'s), good
 only as WARM_UP_USER and only until the warm-up is over, so it works in every auth mode
 without a door any client could use.
+
+It never calls a model: ``WarmUpPlugin`` answers the warm-up's model calls itself, so a
+hosted agent on a paid model spends nothing and needs no network to start. Everything else
+in the run is the hosted agent's own, callbacks and plugins included (they see the
+warm-up's user); ``GATEWAY_WARM_UP_RUNS=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ import time
 import uuid
 
 import msgspec
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
+from google.genai import types
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway import protocol as p
@@ -29,11 +39,24 @@ from gateway.hub import Hub
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WARM_UP_USER", "loopback_host", "skip_absent_a2a", "warm_up"]
-WARM_UP_RUNS = 3
+__all__ = ["WARM_UP_USER", "WarmUpPlugin", "loopback_host", "skip_absent_a2a", "warm_up"]
 # uvicorn listens only once start-up is over; the warm-up waits for it this long at most.
 LISTEN_TIMEOUT_SECONDS = 30.0
 RUN_TIMEOUT_SECONDS = 30.0
+
+
+class WarmUpPlugin(BasePlugin):
+    """Answers the warm-up's model calls with a greeting: no model is ever called for it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gateway_warm_up")
+
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        if callback_context.user_id != WARM_UP_USER:
+            return None
+        return LlmResponse(content=types.Content(role="model", parts=[types.Part(text="안녕")]))
 
 
 def skip_absent_a2a() -> None:
@@ -63,7 +86,7 @@ async def warm_up(hub: Hub, settings: Settings, credential: str) -> float:
     """
     started = time.perf_counter()
     url = f"ws://{loopback_host(settings.host)}:{settings.port}/ws"
-    threads = [f"{WARM_UP_USER}{uuid.uuid4().hex}" for _ in range(WARM_UP_RUNS)]
+    threads = [f"{WARM_UP_USER}{uuid.uuid4().hex}" for _ in range(settings.warm_up_runs)]
     # Declared as a browser declares them: offering client tools to the model has
     # first-call costs of its own.
     catalog = hub.engine.catalog
