@@ -15,6 +15,7 @@ import httpx
 import pydantic
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.models.base_llm import BaseLlm
@@ -22,11 +23,10 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
-from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
-from starlette.routing import Mount, Route
 from websockets.asyncio.client import connect
 
+import gateway
 from gateway import loading
 from gateway.api import create_app
 from gateway.config import Settings
@@ -244,14 +244,15 @@ async def test_an_apps_plugins_run_and_two_apps_on_one_database_never_share_thre
 
 
 async def test_mounted_under_a_prefix_beside_the_host_apps_own_routes(tmp_path: Path) -> None:
-    agent_app = create_app(orders_agent(), Settings(db=":memory:", user_rate=0))
+    """As the README shows it: FastAPI's lifespan runs the gateway's, and a mount."""
+    agent = gateway.create_app(orders_agent(), gateway.Settings(db=":memory:", user_rate=0))
+    host = FastAPI(lifespan=agent.lifespan)
+    host.mount("/agent", agent)
 
-    async def home(_: Any) -> PlainTextResponse:
+    @host.get("/")
+    async def home() -> PlainTextResponse:
         return PlainTextResponse("the host app")
 
-    host = Starlette(
-        routes=[Route("/", home), Mount("/agent", app=agent_app)], lifespan=agent_app.lifespan
-    )
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(host, host="127.0.0.1", port=port, log_level="error"))
     task = asyncio.create_task(server.serve())
