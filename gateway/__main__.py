@@ -30,7 +30,12 @@ def _print(rows: object) -> None:
     sys.stdout.write("\n")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Settings]:
+    """The command line: a command, and the settings from its flags and the environment.
+
+    Settings flags go before the command or after it (``serve --port 9000``); the operator
+    commands take ``--db`` (and ``--app``) after theirs.
+    """
     # No abbreviations: a subcommand's --user must never read as a setting's --user-rate.
     parser = argparse.ArgumentParser(
         prog="agent-gateway",
@@ -80,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "threads" and args.user is None and not args.quarantined:
         threads.error("give --user, --quarantined, or both")
-    settings = config.load(args)
+    return args, config.load(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, settings = parse(argv)
     if args.command in (None, "serve"):
         serve(settings)
         return 0

@@ -63,3 +63,16 @@ def test_every_setting_is_in_the_readme() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for field in config.Settings.__dataclass_fields__:
         assert config.env_name(field) in readme, f"{config.env_name(field)} missing from README"
+
+
+def test_settings_flags_go_before_or_after_the_command() -> None:
+    from gateway.__main__ import parse as parse_command_line
+
+    args, settings = parse_command_line(["serve", "my.agent:root_agent", "--port", "9000"])
+    assert (args.command, settings.agent, settings.port) == ("serve", "my.agent:root_agent", 9000)
+    _, settings = parse_command_line(["--port", "9001", "serve"])
+    assert settings.port == 9001 and settings.agent == ""
+    args, settings = parse_command_line(["threads", "--user", "U", "--db", "x.db", "--app", "A"])
+    assert (args.user, args.app, settings.db) == ("U", "A", "x.db")
+    _, settings = parse_command_line(["--db", "y.db", "export", "T"])
+    assert settings.db == "y.db"
