@@ -24,12 +24,11 @@ import pytest
 
 from gateway import protocol as p
 from gateway import runner
-from gateway import store as store_module
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hosting import Hosted, prepare
 from gateway.hub import Hub, Run, Thread
-from gateway.store import SessionService, StoreError
+from gateway.store import SessionService, StoreError, group_commit
 from gateway.tools.client import ClientToolset
 from gateway.translate import RunTranslator
 from tests.agui import StreamChecker, new_id, user_input
@@ -187,14 +186,14 @@ async def test_a_subscriber_joining_behind_held_chunks_gets_each_once() -> None:
 
 def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Every group commit takes ``seconds`` longer, so chunks pile up behind it."""
-    original = store_module._commit
+    original = group_commit.commit
 
     @functools.wraps(original)
     def slow(db: sqlite3.Connection, writes: Sequence[Any]) -> list[object]:
         time.sleep(seconds)
         return original(db, writes)
 
-    monkeypatch.setattr(store_module, "_commit", slow)
+    monkeypatch.setattr(group_commit, "commit", slow)
 
 
 @contextlib.asynccontextmanager

@@ -16,8 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway import store as store_module
-from gateway.store import CommitFailedError, SessionService
+from gateway.store import CommitFailedError, SessionService, group_commit
 from tests.agui import new_id, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.damage import close_read, commit_from_outside, hold_a_read_open
@@ -32,7 +31,7 @@ async def ping(gateway: RunningGateway) -> tuple[int, dict[str, object]]:
 async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succeed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "PROBE_SECONDS", 0.05)
+    monkeypatch.setattr(group_commit, "PROBE_SECONDS", 0.05)
     db = str(tmp_path / "gateway.db")
     async with running_gateway(db=db) as gateway, gateway.socket() as ws:
         assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"

@@ -1,0 +1,15 @@
+"""What the store raises when it cannot do its job at all, whatever the backend.
+
+A thread it cannot read is a ``QuarantinedThreadError`` (``quarantine``), a ``StoreError``
+too, so a caller that only tells usable from unusable catches one type.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """The database cannot be used as it is: unreadable, corrupt, foreign, too new or in use."""
+
+
+class CommitFailedError(StoreError):
+    """The store could not commit: nothing of this write is stored (the cause is logged)."""

@@ -1,0 +1,206 @@
+"""The single writer: every write queued at a moment commits in one transaction.
+
+Writes (create, append, delete) queue up for one writer task. It takes whatever is queued,
+commits it in one transaction and then wakes each caller: ``append_event`` returns only
+once its event is committed, yet a run never waits on another run's model, only on the
+shared commit it joined. A write that fails is undone alone (``sqlite.transaction``); a
+commit that fails fails every write of it.
+
+Health: ``can_commit`` says whether the writer's last commit succeeded; while it fails the
+writer tries a one-page commit of its own every ``PROBE_SECONDS``, so it also learns of the
+recovery when no write comes (``/ping`` is Unhealthy meanwhile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import logging
+import time
+import traceback
+from collections.abc import Callable, Hashable
+from functools import partial
+
+from gateway.database import Database
+from gateway.store.errors import CommitFailedError, StoreError
+from gateway.store.sqlite.transaction import Failed, commit
+from gateway.store.sqlite.writes import Probe, Write
+
+# The store logs under one name, whichever part of it speaks.
+log = logging.getLogger("gateway.store")
+
+_MAX_BATCH = 1024
+# How long the writer may wait for the rest of a burst of streamed text (see _linger),
+# and the turns of the event loop without a new chunk that end a burst: ADK takes three
+# turns between two chunks of one stream.
+_LINGER_SECONDS = 0.005
+_QUIET_TURNS = 4
+
+
+# While commits fail, how often the writer tries one of its own (a Probe).
+PROBE_SECONDS = 1.0
+
+
+@dataclasses.dataclass(slots=True)
+class _Pending:
+    write: Write
+    committed: asyncio.Future[object]
+    # Called with the write's result once committed, even if its caller was cancelled
+    # meanwhile: the write is durable, so the caller's objects must show it.
+    on_commit: Callable[[object], None] | None
+    # A later write under the same key replaces this one while it is still queued.
+    key: Hashable | None = None
+
+
+class GroupCommit:
+    """The single writer: commits everything queued at a moment in one transaction."""
+
+    def __init__(self, db: Database, on_health: Callable[[bool], None]) -> None:
+        self._db = db
+        self._on_health = on_health
+        # False from a failed commit until one succeeds; see _await_writes.
+        self.can_commit = True
+        self._failing_since = 0.0
+        self._queue: collections.deque[_Pending] = collections.deque()
+        # Queued writes a newer one may replace, by key; the writer drops those it takes.
+        self._replaceable: dict[Hashable, _Pending] = {}
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing = False
+        self._submitted = 0
+        self.commits = 0
+        self._task = asyncio.create_task(self._run(), name="store-group-commit")
+
+    def submit(
+        self,
+        write: Write,
+        on_commit: Callable[[object], None] | None = None,
+        *,
+        replaces: Hashable | None = None,
+    ) -> asyncio.Future[object]:
+        """Queues a write; the future resolves once it is committed (or fails alone).
+
+        With ``replaces``, a queued write under the same key that the writer has not taken
+        yet is replaced by this one, in its place, and both callers share its future: a
+        newer state supersedes an older one at no extra cost.
+        """
+        if self._closing:
+            raise StoreError("the session store is closed")
+        self._submitted += 1
+        if replaces is not None and (queued := self._replaceable.get(replaces)) is not None:
+            queued.write = write
+            return queued.committed
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        pending = _Pending(write, future, on_commit, replaces)
+        self._queue.append(pending)
+        if replaces is not None:
+            self._replaceable[replaces] = pending
+        self._idle.clear()
+        self._wakeup.set()
+        return future
+
+    async def drained(self) -> None:
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wakeup.set()
+        await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await self._await_writes()
+            while self._queue:
+                await self._linger()
+                await self._commit_batch()
+            self._idle.set()
+            if self._closing:
+                return
+
+    async def _await_writes(self) -> None:
+        """Waits for queued writes; while commits fail, probes the database meanwhile."""
+        while not self.can_commit and not self._wakeup.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), PROBE_SECONDS)
+            if not self._wakeup.is_set():
+                await self._try_commit([Probe()])
+        await self._wakeup.wait()
+        self._wakeup.clear()
+
+    async def _commit_batch(self) -> None:
+        """Commits what is queued, up to _MAX_BATCH; a method so the batch dies with its call."""
+        count = min(len(self._queue), _MAX_BATCH)
+        batch = [self._queue.popleft() for _ in range(count)]
+        for pending in batch:
+            if pending.key is not None:
+                del self._replaceable[pending.key]
+        results = await self._try_commit([pending.write for pending in batch])
+        if results is None:
+            # Nobody's write is durable. Each caller gets an error of its own: one shared
+            # would gather every caller's frames in its traceback.
+            results = [
+                Failed(CommitFailedError("the session store could not commit")) for _ in batch
+            ]
+        for pending, result in zip(batch, results, strict=True):
+            _settle(pending, result)
+
+    async def _try_commit(self, writes: list[Write]) -> list[object] | None:
+        """The writes' results, committed in one transaction; None if the commit failed."""
+        try:
+            results = await self._db.run(partial(commit, writes=writes))
+        except Exception as error:
+            if self.can_commit:  # logged once an outage, not once a batch
+                log.exception("the session store cannot commit; /ping is Unhealthy until it can")
+                self._failing_since = time.monotonic()
+                self._health(False)
+            # The database thread may keep the error a while; the batch need not stay with it.
+            traceback.clear_frames(error.__traceback__)
+            return None
+        self.commits += 1
+        if not self.can_commit:
+            seconds = time.monotonic() - self._failing_since
+            log.warning("the session store commits again, after %.1f s", seconds)
+            self._health(True)
+        return results
+
+    def _health(self, can_commit: bool) -> None:
+        self.can_commit = can_commit
+        self._on_health(can_commit)
+
+    async def _linger(self) -> None:
+        """Lets a burst of replaceable writes gather before they are committed.
+
+        A model that streams faster than a commit takes makes a burst of chunks, each
+        superseding the last. Committing the first one alone costs a commit (a hop to the
+        database thread, fighting the busy loop for the GIL) for text that the next write,
+        often the message's final event, stores anyway. So while only replaceable writes
+        are queued, the writer waits for ``_QUIET_TURNS`` quiet turns of the loop, at most
+        ``_LINGER_SECONDS``. A model that streams at a human pace leaves the loop idle
+        between chunks, so each chunk waits only those few turns; any other write ends
+        the wait at once.
+        """
+        deadline = time.monotonic() + _LINGER_SECONDS
+        quiet_turns = 0
+        while len(self._queue) == len(self._replaceable) and quiet_turns < _QUIET_TURNS:
+            if time.monotonic() >= deadline:
+                return
+            submitted = self._submitted
+            await asyncio.sleep(0)
+            quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
+
+
+def _settle(pending: _Pending, result: object) -> None:
+    if isinstance(result, Failed):
+        # The frames of the finished commit hold the whole batch, and the error holds them:
+        # clear them, so the batch goes now and not at the next full collection.
+        traceback.clear_frames(result.error.__traceback__)
+        if not pending.committed.done():
+            pending.committed.set_exception(result.error)
+        return
+    if pending.on_commit is not None:
+        pending.on_commit(result)
+    if not pending.committed.done():
+        pending.committed.set_result(result)

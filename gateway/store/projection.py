@@ -1,0 +1,58 @@
+"""A thread as AG-UI messages, read from what each event row keeps (snapshots, /history).
+
+Each event row also keeps the AG-UI messages it shows as (``history.event_messages``),
+written with the event, so a whole thread's snapshot is one read and a JSON decode
+(``SessionService.thread_messages``) instead of rebuilding every ADK event with pydantic.
+A change to what ``event_messages`` returns needs a migration that recomputes the column.
+
+A reattach sends the newest part of a long thread that fits a size, and ``GET /history``
+pages back from where it starts (``ThreadPage.earlier``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gateway.history import Message, answered_calls_only
+from gateway.store.codec import Damage, decoded_messages
+from gateway.store.quarantine import Quarantine
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredMessages:
+    """A thread's AG-UI messages as stored, one JSON array per event row."""
+
+    latest: str | None  # the id of the thread's latest event
+    rows: list[tuple[int, str]]  # (seq, messages)
+    quarantine: Quarantine | None  # if set, nothing else was read
+    earlier: int | None = None  # a row older than these was left out: page back from here
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ThreadPage:
+    """The latest part of a thread as AG-UI messages, within a size (``thread_page``)."""
+
+    messages: list[Message]
+    latest: str | None  # the id of the thread's latest stored event
+    # Where the page starts, when older messages were left out: the ``before`` of the page
+    # before it. None: the page starts the thread.
+    earlier: int | None
+
+
+def decoded_messages_of(stored: StoredMessages) -> list[Message] | Damage:
+    """The messages its rows make, or the first of its rows that cannot be decoded."""
+    messages: list[Message] = []
+    for seq, text in stored.rows:
+        decoded = decoded_messages(seq, text)
+        if isinstance(decoded, Damage):
+            return decoded
+        messages.extend(decoded)
+    try:
+        return answered_calls_only(messages)
+    except (KeyError, TypeError):  # a message lacks what it needs; find its row
+        pass
+    # Checked only now: checking every message of every snapshot costs a quarter of it.
+    for seq, text in stored.rows:
+        if isinstance(damage := decoded_messages(seq, text, checked=True), Damage):
+            return damage
+    return Damage(stored.rows[-1][0], "messages", "a message lacks what a snapshot needs")

@@ -1,0 +1,102 @@
+"""Crash recovery: what closes a run a crash cut off, so its thread takes a new run at once.
+
+Streamed text is not an ADK event until its message completes, yet a client is sent it
+chunk by chunk. ``streamed_texts`` keeps the text so far of the message a thread is
+streaming (``save_streamed_text``; the hub sends a chunk only once it is committed).
+Appending the message's final event deletes the row in the same transaction; a row a crash
+left behind becomes the message, marked interrupted. A server call a crash left without its
+response gets an error response. ``SessionService.close_interrupted`` does this once at
+start-up, with the open runs the backend finds (``sqlite.reads.open_runs``) and the events
+made here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from google.adk.events import Event
+from google.adk.sessions.session import Session
+from google.genai import types
+
+# What a thread shows for a run a crash cut off (one text for both languages we serve).
+INTERRUPTED_TEXT = "(응답이 중단되었습니다 / the previous response was interrupted)"
+# The same note after the text of a message cut off mid-stream.
+INTERRUPTED_NOTE = "\n\n" + INTERRUPTED_TEXT
+# The answer a cut-off server call gets, so the model request is well formed again.
+INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StreamedMessage:
+    """The message a run was streaming when it was cut off, as far as it was committed."""
+
+    message_id: str
+    author: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OpenRun:
+    """A run a crash cut off: its thread, its invocation and what it left unfinished."""
+
+    user_id: str
+    session_id: str
+    invocation_id: str
+    dangling: list[tuple[str, str]]  # (call id, name) of server calls without a response
+    streamed: StreamedMessage | None
+
+
+def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
+    invocation_id, dangling = run.invocation_id, run.dangling
+    agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
+    # The run the client saw cut off: the gateway stamps its id on the invocation's events.
+    run_ids = [
+        metadata.get("runId")
+        for e in session.events
+        if e.invocation_id == invocation_id
+        and isinstance(metadata := (e.custom_metadata or {}).get("agui"), dict)
+    ]
+    run_id = next((r for r in reversed(run_ids) if isinstance(r, str)), None)
+    mark: dict[str, Any] = {"interrupted": True} | ({"runId": run_id} if run_id else {})
+    closing = []
+    if dangling:
+        responses = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=call_id, name=name, response=dict(INTERRUPTED_RESULT)
+                )
+            )
+            for call_id, name in dangling
+        ]
+        closing.append(
+            Event(
+                invocation_id=invocation_id,
+                author=agent,
+                content=types.Content(role="user", parts=responses),
+                custom_metadata={"agui": dict(mark)},
+            )
+        )
+    closing.append(_interrupted_reply(run.streamed, invocation_id, agent, mark))
+    return closing
+
+
+def _interrupted_reply(
+    streamed: StreamedMessage | None, invocation_id: str, agent: str, mark: dict[str, Any]
+) -> Event:
+    """The cut-off answer: what the client was sent of it, then the note, as one message.
+
+    One message, so the thread reads as one answer that stopped, the client finds it
+    under the id it streamed, and the model's next turn sees both what it said and that
+    it was cut off.
+    """
+    parts = [types.Part(text=INTERRUPTED_TEXT)]
+    if streamed is not None:
+        parts = [types.Part(text=streamed.text), types.Part(text=INTERRUPTED_NOTE)]
+    return Event(
+        id=streamed.message_id if streamed else "",  # "": ADK mints a new id
+        invocation_id=invocation_id,
+        author=streamed.author if streamed else agent,
+        content=types.Content(role="model", parts=parts),
+        custom_metadata={"agui": dict(mark)},
+    )

@@ -1,0 +1,500 @@
+"""ADK's session contract, and what the gateway adds to it, over the store's parts.
+
+Optimistic concurrency as in ADK's SQL services: a session carries the revision it was
+loaded at, and appending through an outdated copy raises ``StaleSessionError``. Every
+write goes through the one writer (``group_commit``); every read is one call into the
+database (``sqlite.reads``), decoded after it (``rows``, ``projection``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, NoReturn, TypeVar, cast
+
+from google.adk.events import Event
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions import _session_util
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from typing_extensions import override
+
+from gateway.config import in_memory
+from gateway.database import Database
+from gateway.history import Message
+from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
+from gateway.store.errors import StoreError
+from gateway.store.group_commit import GroupCommit
+from gateway.store.progress import RunProgress
+from gateway.store.projection import ThreadPage, decoded_messages_of
+from gateway.store.quarantine import Quarantine, QuarantinedThreadError
+from gateway.store.recovery import closing_events
+from gateway.store.rows import StoredSession, decoded_session
+from gateway.store.sqlite import reads, scopes, writes
+from gateway.store.sqlite.connection import SYNCHRONOUS, connect, disconnect
+from gateway.store.sqlite.lock import lock_for_writing
+from gateway.store.threads import OpenedThread, ThreadSummary, Usage
+
+# The store logs under one name, whichever part of it speaks.
+log = logging.getLogger("gateway.store")
+
+T = TypeVar("T")
+
+
+class SessionService(BaseSessionService):
+    """ADK's session contract on SQLite, for one gateway process.
+
+    One process owns a database file for writing: revisions and group commit assume no
+    other writer, and ``open`` takes a lock that says so. Other processes may read it
+    (``read_only=True``), e.g. operator commands.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "normal",
+        history_window: int = 200,
+        read_only: bool = False,
+    ) -> None:
+        if durability not in SYNCHRONOUS:
+            raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
+        if history_window < 1:
+            raise ValueError(f"history_window must be at least 1, not {history_window}")
+        self.path = path
+        self.durability = durability
+        self.history_window = history_window
+        self.read_only = read_only
+        self._db: Database | None = None
+        self._writer: GroupCommit | None = None
+        # Sessions a caller loaded and handed over for the next plain get_session (see
+        # handed_over), by (app, user, session id).
+        self._handed_over: dict[tuple[str, str, str], Session] = {}
+        # Called with can_commit whenever it changes.
+        self.health_listeners: list[Callable[[bool], None]] = []
+        self._lock: int | None = None  # the descriptor of the file's lock, while open
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
+        memory_only = in_memory(self.path)
+        if not self.read_only and not memory_only:
+            self._lock = lock_for_writing(self.path)
+        try:
+            self._db = await connect(
+                self.path,
+                durability=self.durability,
+                read_only=self.read_only,
+                memory_only=memory_only,
+            )
+            if not self.read_only:
+                self._writer = GroupCommit(self._db, self._health_changed)
+        except BaseException:
+            self._unlock()
+            raise
+
+    async def close(self) -> None:
+        """Commits every queued write, then closes the connection and lets go of the file."""
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
+        if self._db is not None:
+            db, self._db = self._db, None
+            await disconnect(db, optimize=not self.read_only)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None
+
+    @property
+    def can_commit(self) -> bool:
+        """False from a commit that failed until one succeeds (the writer keeps trying)."""
+        return self._writer.can_commit if self._writer is not None else True
+
+    def _health_changed(self, can_commit: bool) -> None:
+        for listener in self.health_listeners:
+            listener(can_commit)
+
+    @property
+    def commits(self) -> int:
+        """Transactions the writer committed since open(): fewer than writes under load."""
+        return self._writer.commits if self._writer is not None else 0
+
+    @override
+    async def flush(self) -> None:
+        if self._writer is not None:
+            await self._writer.drained()
+
+    # --- ADK's contract -----------------------------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
+        now = platform_time.get_time()
+        deltas = _session_util.extract_json_safe_state_delta(state or {})
+        create = writes.CreateSession(app_name, user_id, session_id, deltas, now)
+        return create.session(await self._write(create))
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """Loads the state and a window of recent events.
+
+        Without a config the window is ``history_window`` events; a config's
+        ``num_recent_events`` replaces it (None: every event). A positive window always
+        reaches back to a long-running call still waiting for its response, from the start
+        of its invocation. ``after_timestamp`` then filters as ADK's in-memory service does.
+        A session handed over (see ``handed_over``) is returned as it is, once.
+        """
+        session_id = session_id.strip() if session_id else session_id
+        window: int | None = self.history_window
+        after = None
+        if config is not None:
+            window, after = config.num_recent_events, config.after_timestamp
+        elif (handed := self._handed_over.pop((app_name, user_id, session_id), None)) is not None:
+            return handed
+        stored = await self._read(
+            partial(
+                reads.load_session,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                window=window,
+                after=after,
+            )
+        )
+        return None if stored is None else await self._session_of(stored)
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The sessions without their events; a quarantined one is left out."""
+        listing = await self._read(partial(reads.list_sessions, app_name=app_name, user_id=user_id))
+        app_state = load_state(listing.app_state)
+        sessions = []
+        for owner, session_id, state_text, update_time, revision in listing.rows:
+            state = decoded_state(state_text)
+            if isinstance(state, Damage):
+                await self._set_aside(app_name, owner, session_id, state)
+                continue
+            user_state = load_state(listing.user_states.get(owner))
+            session = Session(
+                app_name=app_name,
+                user_id=owner,
+                id=session_id,
+                state=merged_state(state, app_state, user_state),
+                last_update_time=update_time,
+            )
+            session._storage_update_marker = str(revision)
+            sessions.append(session)
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        session_id = session_id.strip() if session_id else session_id
+        await self._write(writes.DeleteSession(app_name, user_id, session_id))
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self._read(partial(scopes.scope_state, app_name=app_name, user_id=user_id))
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Commits the event, then adds it to ``session``; partial events are not stored."""
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        marker = session._storage_update_marker
+        write = writes.AppendEvent(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            session_id=session.id,
+            loaded_revision=int(marker) if marker is not None else None,
+            loaded_update_time=session.last_update_time,
+            event_id=event.id,
+            invocation_id=event.invocation_id,
+            author=event.author,
+            timestamp=event.timestamp,
+            data=event.model_dump_json(exclude_none=True, by_alias=True),
+            messages=dump_messages(event),
+            deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
+            if event.actions and event.actions.state_delta
+            else {"app": {}, "user": {}, "session": {}},
+            progress=RunProgress.of(event),
+        )
+
+        def commit_to_session(revision: object) -> None:
+            session._storage_update_marker = str(revision)
+            session.last_update_time = event.timestamp
+            self._commit_event_to_session(session, event)
+
+        await self._writer_or_raise().submit(write, commit_to_session)
+        return event
+
+    # --- gateway additions --------------------------------------------------------------
+
+    async def open_thread(self, app_name: str, user_id: str, session_id: str) -> OpenedThread:
+        """The thread as a run of ``user_id`` needs it; created for that user if it is new.
+
+        The session is loaded as get_session does without a config. Another user's thread
+        gives its owner and no session.
+        """
+        opened = cast(
+            OpenedThread | tuple[StoredSession, Usage],
+            await self._write(
+                writes.OpenThread(
+                    app_name,
+                    user_id,
+                    session_id.strip(),
+                    self.history_window,
+                    platform_time.get_time(),
+                )
+            ),
+        )
+        if isinstance(opened, OpenedThread):
+            return opened
+        stored, usage = opened
+        session = await self._session_of(stored)
+        return OpenedThread(stored.user_id, session, created=False, usage=usage)
+
+    @contextlib.contextmanager
+    def handed_over(self, session: Session) -> Iterator[None]:
+        """Within the block, the next get_session of ``session`` without a config returns it.
+
+        A run loads its thread to plan, then ADK's runner asks for the same session: the
+        hand-over spares a second read of what was just read. The caller's hold on the
+        thread (one run at a time) is what keeps the object current.
+        """
+        key = (session.app_name, session.user_id, session.id)
+        self._handed_over[key] = session
+        try:
+            yield
+        finally:
+            if self._handed_over.get(key) is session:
+                del self._handed_over[key]
+
+    async def thread_owner(self, app_name: str, session_id: str) -> str | None:
+        """The user a thread belongs to, whoever asks; None if no such thread exists."""
+        return await self._read(
+            partial(reads.thread_owner, app_name=app_name, session_id=session_id)
+        )
+
+    async def thread_messages(
+        self, app_name: str, user_id: str, session_id: str
+    ) -> tuple[list[Message], str | None]:
+        """The whole thread as AG-UI messages, and the id of its latest stored event.
+
+        The messages are ``history.messages_snapshot`` of every event, with no window,
+        read in one go without rebuilding ADK events. The event id lets a caller tell
+        whether a run stored an event since. An unknown thread gives ``([], None)``.
+        """
+        page = await self.thread_page(app_name, user_id, session_id)
+        return page.messages, page.latest
+
+    async def thread_page(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        *,
+        max_bytes: int | None = None,
+        before: int | None = None,
+    ) -> ThreadPage:
+        """The thread's messages as ``thread_messages`` gives them, newest last, within bounds.
+
+        ``max_bytes`` keeps the newest events whose stored messages fit in that many bytes
+        (the newest one always), so a snapshot of a long thread stays small; ``before`` (a
+        page's ``earlier``) reads only what is older than that page. A tool result whose call
+        was left out is left out too.
+        """
+        session_id = session_id.strip() if session_id else session_id
+        stored = await self._read(
+            partial(
+                reads.thread_messages,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                max_bytes=max_bytes,
+                before=before,
+            )
+        )
+        if stored is None:
+            return ThreadPage([], None, None)
+        if stored.quarantine is not None:
+            raise QuarantinedThreadError(stored.quarantine)
+        messages = decoded_messages_of(stored)
+        if isinstance(messages, Damage):
+            await self._quarantine(app_name, user_id, session_id, messages)
+        return ThreadPage(messages, stored.latest, stored.earlier)
+
+    async def threads(
+        self, app_name: str, *, user_id: str | None = None, quarantined_only: bool = False
+    ) -> list[ThreadSummary]:
+        """The threads of the app (or of one user), least recently updated first.
+
+        Nothing is decoded: a listing shows the quarantine each thread has on record.
+        """
+        return await self._read(
+            partial(
+                reads.thread_summaries,
+                app_name=app_name,
+                user_id=user_id,
+                quarantined_only=quarantined_only,
+            )
+        )
+
+    async def apps(self) -> list[str]:
+        """The names of the Apps that have threads here, in order."""
+        return await self._read(reads.app_names)
+
+    def save_streamed_text(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        invocation_id: str,
+        message_id: str,
+        author: str,
+        text: str,
+    ) -> asyncio.Future[object]:
+        """Queues the text so far of the message a thread is streaming; resolves once committed.
+
+        Not a coroutine: a caller that streams holds its chunk on the future instead of
+        waiting, and a save still queued is replaced by a newer one, so chunks that arrive
+        together cost one write. Appending the message's final event (an event whose id is
+        ``message_id``) deletes the text; so does ``forget_streamed_text``.
+        """
+        write = writes.SaveStreamedText(
+            app_name,
+            user_id,
+            session_id,
+            invocation_id,
+            message_id,
+            author,
+            text,
+            platform_time.get_time(),
+        )
+        return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
+
+    def forget_streamed_text(
+        self, *, app_name: str, user_id: str, session_id: str, message_id: str
+    ) -> asyncio.Future[object]:
+        """Queues deleting a message's streamed text, for a run that ended without it."""
+        write = writes.ForgetStreamedText(app_name, user_id, session_id, message_id)
+        return self._writer_or_raise().submit(write)
+
+    async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
+        """Closes each run a crash cut off, so its thread takes a new run at once.
+
+        A server call left without its response gets an error response. The message the
+        run was streaming becomes a stored assistant message under the id the client saw,
+        holding the text committed so far followed by a note that the response was
+        interrupted; a run cut off before streaming any text gets the note alone. Either is
+        marked ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are
+        left waiting. The note's author is the thread's last agent (``author`` if it has
+        none). Streamed text of runs that had ended is dropped, as it would have been.
+        A quarantined thread is skipped with a log line: it cannot take a run anyway.
+        Call once after ``open()`` and before serving runs; returns how many were closed.
+        """
+        open_runs = await self._read(partial(reads.open_runs, app_name=app_name))
+        closed = 0
+        for run in open_runs:
+            try:
+                session = await self.get_session(
+                    app_name=app_name, user_id=run.user_id, session_id=run.session_id
+                )
+            except QuarantinedThreadError:
+                log.warning(
+                    "restart: the run cut off on thread %r stays open, since the thread"
+                    " is quarantined",
+                    run.session_id,
+                )
+                continue
+            if session is None:
+                continue
+            for event in closing_events(session, run, author):
+                await self.append_event(session, event)
+            closed += 1
+        await self._write(writes.ForgetLeftoverTexts(app_name))
+        if closed:
+            log.warning("closed %d runs interrupted by a restart", closed)
+        return closed
+
+    # --- internals ----------------------------------------------------------------------
+
+    async def _session_of(self, stored: StoredSession) -> Session:
+        """The session its rows make; raises QuarantinedThreadError if they cannot."""
+        if stored.quarantine is not None:
+            raise QuarantinedThreadError(stored.quarantine)
+        session = decoded_session(stored)
+        if isinstance(session, Damage):
+            await self._quarantine(stored.app_name, stored.user_id, stored.session_id, session)
+        return session
+
+    async def _quarantine(
+        self, app_name: str, user_id: str, session_id: str, damage: Damage
+    ) -> NoReturn:
+        quarantine = await self._set_aside(app_name, user_id, session_id, damage)
+        raise QuarantinedThreadError(quarantine)
+
+    async def _set_aside(
+        self, app_name: str, user_id: str, session_id: str, damage: Damage
+    ) -> Quarantine:
+        """Logs a thread found damaged and records its quarantine, if the store can write."""
+        quarantine = Quarantine(
+            session_id, user_id, damage.seq, damage.column, damage.reason, time.time()
+        )
+        quarantine.report("other threads are served")
+        if self._writer is None:
+            return quarantine  # read-only: the gateway that owns the file records it
+        # If the store cannot commit (that is logged), the next read finds the damage again.
+        with contextlib.suppress(StoreError):
+            await self._write(writes.SetAside(app_name, user_id, session_id, damage, quarantine.at))
+        return quarantine
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._db is None:
+            raise StoreError("the session store is not open")
+        return await self._db.run(fn)
+
+    async def _write(self, write: writes.Write) -> object:
+        return await self._writer_or_raise().submit(write)
+
+    def _writer_or_raise(self) -> GroupCommit:
+        if self._writer is None:
+            raise StoreError(
+                "the session store is read-only"
+                if self.read_only
+                else "the session store is closed"
+            )
+        return self._writer

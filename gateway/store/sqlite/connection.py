@@ -1,0 +1,70 @@
+"""The store's one long-lived SQLite connection: opened, checked, migrated, closed.
+
+One long-lived connection in WAL mode. Every read and every write batch of a file is one
+call into aiosqlite's worker thread, not one per SQL statement; an in-memory database,
+which never waits on a disk, runs on the loop instead (``Database``). ``durability`` picks
+``synchronous``: ``normal`` survives a process crash, ``full`` also survives power loss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from functools import partial
+from pathlib import Path
+
+import aiosqlite
+
+from gateway.database import Database
+from gateway.store.errors import StoreError
+from gateway.store.sqlite.schema import prepare
+
+SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}
+
+
+async def connect(path: str, *, durability: str, read_only: bool, memory_only: bool) -> Database:
+    """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
+    target, uri = path, False
+    if read_only and not memory_only:
+        if not os.path.exists(path):
+            raise StoreError(f"{path} does not exist")
+        target, uri = Path(path).absolute().as_uri() + "?mode=ro", True
+    # An in-memory database is used on the loop's thread (see Database).
+    conn = aiosqlite.connect(
+        target, uri=uri, isolation_level=None, check_same_thread=not memory_only
+    )
+    db = Database(conn, inline=memory_only)
+    # Daemon, so a process that forgets close() still exits; the store's close() flushes first.
+    conn._thread.daemon = True
+    try:
+        await conn
+    except sqlite3.Error as error:
+        raise StoreError(f"cannot open the session store {path}: {error}") from error
+    try:
+        await db.run(
+            partial(
+                prepare,
+                path=path,
+                synchronous=SYNCHRONOUS[durability],
+                read_only=read_only,
+                in_memory=memory_only,
+            ),
+        )
+    except BaseException as error:
+        await conn.close()
+        if isinstance(error, sqlite3.DatabaseError):
+            raise StoreError(
+                f"{path} is not a usable session store ({error}). It was left as it"
+                " is: restore it from a backup, or move it aside to start a new one."
+            ) from error
+        raise
+    return db
+
+
+async def disconnect(db: Database, *, optimize: bool) -> None:
+    """Closes the connection; ``optimize`` first lets SQLite update its query statistics."""
+    if optimize:
+        with contextlib.suppress(sqlite3.Error):
+            await db.run(lambda raw: raw.execute("PRAGMA optimize"))
+    await db.conn.close()

@@ -1,0 +1,230 @@
+"""The SQLite file's schema: numbered, and brought up to date when a gateway opens it.
+
+The schema is numbered; ``MIGRATIONS[n]`` takes a database from version n to n + 1, all in
+one transaction. ``prepare`` refuses a file that is not an agent-gateway store, or one
+newer than this code. A migration that meets a stored event it cannot decode sets that
+one thread aside (quarantined once every migration has run) and goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+
+from google.adk.events import Event
+
+from gateway.store.codec import decoded_event, dump_messages
+from gateway.store.errors import StoreError
+from gateway.store.progress import RunProgress
+from gateway.store.quarantine import Quarantine
+from gateway.store.sqlite.open_calls import record_progress
+
+# The store logs under one name, whichever part of it speaks.
+log = logging.getLogger("gateway.store")
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _create_v1(db: sqlite3.Connection) -> None:
+    for statement in (
+        "CREATE TABLE app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL,"
+        " update_time REAL NOT NULL)",
+        "CREATE TABLE user_states (app_name TEXT NOT NULL, user_id TEXT NOT NULL,"
+        " state TEXT NOT NULL, update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id))",
+        # pk is an explicit INTEGER PRIMARY KEY so VACUUM never renumbers it under events.
+        "CREATE TABLE sessions (pk INTEGER PRIMARY KEY, app_name TEXT NOT NULL,"
+        " user_id TEXT NOT NULL, id TEXT NOT NULL, state TEXT NOT NULL,"
+        " create_time REAL NOT NULL, update_time REAL NOT NULL,"
+        " revision INTEGER NOT NULL DEFAULT 0, UNIQUE (app_name, user_id, id))",
+        "CREATE INDEX sessions_by_thread ON sessions (app_name, id)",
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY, session_pk INTEGER NOT NULL,"
+        " id TEXT NOT NULL, invocation_id TEXT NOT NULL, author TEXT NOT NULL,"
+        " timestamp REAL NOT NULL, data TEXT NOT NULL)",
+        "CREATE INDEX events_by_session ON events (session_pk, seq)",
+    ):
+        db.execute(statement)
+
+
+def _track_runs_v2(db: sqlite3.Connection) -> None:
+    """Adds open-call and open-run tracking, and rebuilds both from the stored events."""
+    for statement in (
+        "ALTER TABLE sessions ADD COLUMN invocation_id TEXT",
+        "ALTER TABLE sessions ADD COLUMN invocation_seq INTEGER",
+        "ALTER TABLE sessions ADD COLUMN run_open INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE open_calls (session_pk INTEGER NOT NULL, call_id TEXT NOT NULL,"
+        " name TEXT NOT NULL, seq INTEGER NOT NULL, invocation_seq INTEGER NOT NULL,"
+        " long_running INTEGER NOT NULL, PRIMARY KEY (session_pk, call_id)) WITHOUT ROWID",
+    ):
+        db.execute(statement)
+    session_pks = [pk for (pk,) in db.execute("SELECT pk FROM sessions ORDER BY pk").fetchall()]
+    for session_pk in session_pks:
+        invocation_id: str | None = None
+        invocation_seq = 0
+        run_open = False
+        rows = db.execute(
+            "SELECT seq, invocation_id, data FROM events WHERE session_pk = ? ORDER BY seq",
+            (session_pk,),
+        ).fetchall()
+        for seq, event_invocation, data in rows:
+            if event_invocation != invocation_id:
+                invocation_id, invocation_seq = event_invocation, seq
+            if (event := _migrated_event(db, session_pk, seq, data)) is None:
+                continue
+            progress = RunProgress.of(event)
+            record_progress(db, progress, session_pk, seq, invocation_seq)
+            run_open = progress.run_open if progress.run_open is not None else run_open
+        db.execute(
+            "UPDATE sessions SET invocation_id = ?, invocation_seq = ?, run_open = ? WHERE pk = ?",
+            (invocation_id, invocation_seq if rows else None, run_open, session_pk),
+        )
+
+
+def _keep_messages_v3(db: sqlite3.Connection) -> None:
+    """Adds each event's AG-UI messages, computed from the stored events."""
+    db.execute("ALTER TABLE events ADD COLUMN messages TEXT")
+    last_seq = 0
+    # In slices, so a large thread history never sits in memory at once.
+    while rows := db.execute(
+        "SELECT seq, session_pk, data FROM events WHERE seq > ? ORDER BY seq LIMIT 512",
+        (last_seq,),
+    ).fetchall():
+        updates = []
+        for seq, session_pk, data in rows:
+            if (event := _migrated_event(db, session_pk, seq, data)) is not None:
+                updates.append((dump_messages(event), seq))
+        db.executemany("UPDATE events SET messages = ? WHERE seq = ?", updates)
+        last_seq = rows[-1][0]
+
+
+def _migrated_event(db: sqlite3.Connection, session_pk: int, seq: int, data: str) -> Event | None:
+    """A stored event a migration reads; None, and its thread set aside, if it cannot be decoded.
+
+    The quarantine table may not exist yet, so the thread waits in a temporary table that
+    ``prepare`` empties into it once every migration has run.
+    """
+    decoded = decoded_event(seq, data)
+    if isinstance(decoded, Event):
+        return decoded
+    db.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS set_aside (session_pk INTEGER PRIMARY KEY,"
+        " seq INTEGER, column_name TEXT NOT NULL, reason TEXT NOT NULL)"
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO temp.set_aside VALUES (?, ?, ?, ?)",
+        (session_pk, decoded.seq, decoded.column, decoded.reason),
+    )
+    return None
+
+
+def _quarantine_set_aside(db: sqlite3.Connection, path: str) -> None:
+    """Quarantines the threads the migrations set aside, with one log line each."""
+    if not db.execute("SELECT 1 FROM sqlite_temp_master WHERE name = 'set_aside'").fetchall():
+        return
+    rows = db.execute(
+        "SELECT s.id, s.user_id, a.seq, a.column_name, a.reason FROM temp.set_aside a"
+        " JOIN sessions s ON s.pk = a.session_pk ORDER BY a.session_pk"
+    ).fetchall()
+    db.execute(
+        "INSERT OR IGNORE INTO quarantine (session_pk, seq, column_name, reason, at)"
+        " SELECT session_pk, seq, column_name, reason, ? FROM temp.set_aside",
+        (time.time(),),
+    )
+    db.execute("DROP TABLE temp.set_aside")
+    for thread_id, user_id, seq, column, reason in rows:
+        quarantine = Quarantine(thread_id, user_id, seq, column, reason, 0.0)
+        quarantine.report(f"found migrating {path}")
+
+
+def _keep_streamed_text_v4(db: sqlite3.Connection) -> None:
+    """Adds the text so far of the message each thread is streaming (none in older files)."""
+    # One row per session at most: a run streams one message at a time.
+    db.execute(
+        "CREATE TABLE streamed_texts (session_pk INTEGER PRIMARY KEY,"
+        " invocation_id TEXT NOT NULL, message_id TEXT NOT NULL, author TEXT NOT NULL,"
+        " text TEXT NOT NULL, update_time REAL NOT NULL)"
+    )
+
+
+def _quarantine_v5(db: sqlite3.Connection) -> None:
+    """Adds the threads set aside because a stored value of theirs cannot be decoded."""
+    # One row per thread: the first bad value found is enough to refuse it.
+    db.execute(
+        "CREATE TABLE quarantine (session_pk INTEGER PRIMARY KEY, seq INTEGER,"
+        " column_name TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL)"
+    )
+
+
+# What an event row takes, as the quota counts it: its data and its messages, in bytes.
+EVENT_BYTES = "length(CAST(data AS BLOB)) + COALESCE(length(CAST(messages AS BLOB)), 0)"
+
+
+def _count_stored_bytes_v6(db: sqlite3.Connection) -> None:
+    """Adds what each thread holds in bytes, for the per-user quota, counted from its events."""
+    db.execute("ALTER TABLE sessions ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0")
+    db.execute(
+        f"UPDATE sessions SET stored_bytes = (SELECT COALESCE(SUM({EVENT_BYTES}), 0)"
+        " FROM events WHERE session_pk = sessions.pk)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _create_v1,
+    _track_runs_v2,
+    _keep_messages_v3,
+    _keep_streamed_text_v4,
+    _quarantine_v5,
+    _count_stored_bytes_v6,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def prepare(
+    db: sqlite3.Connection, *, path: str, synchronous: str, read_only: bool, in_memory: bool
+) -> None:
+    """Checks the file is ours and readable, then brings its schema up to date."""
+    # The first read fails here on a file that is not SQLite, before anything is written.
+    rows = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    tables = {name for (name,) in rows}
+    if not read_only:
+        if not in_memory:
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute(f"PRAGMA synchronous = {synchronous}")
+    if tables and "schema_version" not in tables:
+        raise StoreError(
+            f"{path} is a SQLite database but not an agent-gateway store (it has no"
+            f" schema_version table; tables: {', '.join(sorted(tables))}). Point --db at"
+            " another file."
+        )
+    version = 0
+    if tables:
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has store schema version {version}, newer than the version {SCHEMA_VERSION}"
+            " this agent-gateway understands. Upgrade agent-gateway, or use another --db."
+        )
+    if version == SCHEMA_VERSION:
+        return
+    if read_only:
+        raise StoreError(
+            f"{path} has store schema version {version} and needs migrating to"
+            f" {SCHEMA_VERSION}; start the gateway on it once to migrate."
+        )
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if version == 0:
+            db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            db.execute("INSERT INTO schema_version VALUES (0)")
+        for migration in MIGRATIONS[version:]:
+            migration(db)
+        _quarantine_set_aside(db, path)
+        db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if version:
+        log.info("migrated %s from store schema %d to %d", path, version, SCHEMA_VERSION)
