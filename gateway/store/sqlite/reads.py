@@ -15,6 +15,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
+from gateway.store.sqlite.scopes import stored_scopes
 from gateway.store.threads import ThreadSummary
 
 
@@ -76,12 +77,7 @@ def load_session(
             "SELECT seq, data FROM events WHERE session_pk = ? AND seq >= ? ORDER BY seq",
             (pk, start),
         ).fetchall()
-    # One statement: every statement in the database thread is a wait for the GIL.
-    scopes = db.execute(
-        "SELECT (SELECT state FROM app_states WHERE app_name = ?),"
-        " (SELECT state FROM user_states WHERE app_name = ? AND user_id = ?)",
-        (app_name, app_name, user_id),
-    ).fetchone()
+    scopes = stored_scopes(db, app_name, user_id)
     return StoredSession(
         app_name, user_id, session_id, state, scopes, update_time, revision, events, None
     )

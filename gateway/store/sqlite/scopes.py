@@ -7,7 +7,7 @@ a session shows all three merged, prefixed as ADK does.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 from gateway.store.codec import dump, load_state, merged_state
 
@@ -47,14 +47,24 @@ def scope_state(db: sqlite3.Connection, app_name: str, user_id: str | None) -> d
     return load_state(row[0] if row else None)
 
 
+def stored_scopes(
+    db: sqlite3.Connection, app_name: str, user_id: str
+) -> tuple[str | None, str | None]:
+    """The app state and the user state of a session, as stored (decoded by the caller)."""
+    # One statement: every statement in the database thread is a wait for the GIL.
+    return cast(
+        tuple[str | None, str | None],
+        db.execute(
+            "SELECT (SELECT state FROM app_states WHERE app_name = ?),"
+            " (SELECT state FROM user_states WHERE app_name = ? AND user_id = ?)",
+            (app_name, app_name, user_id),
+        ).fetchone(),
+    )
+
+
 def with_scopes(
     db: sqlite3.Connection, app_name: str, user_id: str, session_state: dict[str, Any]
 ) -> dict[str, Any]:
     """A session's state as ADK shows it: its own keys, then app: and user: ones."""
-    # One statement: every statement in the database thread is a wait for the GIL.
-    app_state, user_state = db.execute(
-        "SELECT (SELECT state FROM app_states WHERE app_name = ?),"
-        " (SELECT state FROM user_states WHERE app_name = ? AND user_id = ?)",
-        (app_name, app_name, user_id),
-    ).fetchone()
+    app_state, user_state = stored_scopes(db, app_name, user_id)
     return merged_state(session_state, load_state(app_state), load_state(user_state))
