@@ -346,14 +346,14 @@ CREATE INDEX events_by_session ON events (session_pk, seq);
 """
 
 
-def _write_v1(path: str, threads: dict[str, list[Event]]) -> None:
+def _write_v1(path: str, threads: dict[str, list[Event]], app: str = APP) -> None:
     """A database as schema version 1 left it: no open-call or open-run tracking."""
     with sqlite3.connect(path) as db:
         db.executescript(V1_SCHEMA)
         for pk, (thread, events) in enumerate(threads.items(), start=1):
             db.execute(
                 "INSERT INTO sessions VALUES (?, ?, 'u', ?, '{\"n\": 1}', 1.0, 2.0, ?)",
-                (pk, APP, thread, len(events)),
+                (pk, app, thread, len(events)),
             )
             db.executemany(
                 "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data)"

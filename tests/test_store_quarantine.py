@@ -230,7 +230,8 @@ async def test_crash_recovery_skips_a_quarantined_thread_and_closes_the_others(
 async def test_an_old_file_with_an_undecodable_row_migrates_and_sets_the_thread_aside(
     db_path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _write_v1(db_path, {"good": [user_says("hi"), agent_says("hello")], "bad": [user_says("x")]})
+    threads = {"good": [user_says("hi"), agent_says("hello")], "bad": [user_says("x")]}
+    _write_v1(db_path, threads, app=APP)
     with contextlib.closing(sqlite3.connect(db_path)) as db, db:
         db.execute(
             "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data)"
