@@ -40,6 +40,7 @@ from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.limits import Quota, RunSlots
+from gateway.notices import notice, standalone
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
 from gateway.threads import (
@@ -56,7 +57,6 @@ from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
 
-NOTICE = "gateway.notice"
 # How often a reattach looks again at a run that is still being planned.
 PLANNING_POLL_SECONDS = 0.002
 # How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
@@ -245,25 +245,6 @@ def tool_response(message: p.ToolMessage) -> dict[str, Any]:
     if message.error:
         response = {**response, "error": message.error}
     return response
-
-
-def notice(code: str, message: str) -> p.Custom:
-    return p.Custom(name=NOTICE, value={"code": code, "message": message})
-
-
-def standalone(thread_id: str, events: list[p.Event]) -> list[p.Event]:
-    """Events outside any run travel as a run of their own, so the stream stays valid."""
-    run_id = f"notice-{uuid.uuid4().hex[:12]}"
-    return [
-        p.RunStarted(thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION),
-        *events,
-        p.RunFinished(thread_id=thread_id, run_id=run_id, outcome=p.SuccessOutcome()),
-    ]
-
-
-def nothing_to_cancel(thread_id: str) -> list[p.Event]:
-    message = f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
-    return standalone(thread_id, [notice("NOTHING_TO_CANCEL", message)])
 
 
 def _iso(timestamp: float) -> str:

@@ -11,8 +11,9 @@ from gateway.auth import Authenticator
 from gateway.body import RequestBody, http_status
 from gateway.config import Settings
 from gateway.door import Door
-from gateway.hub import Hub, nothing_to_cancel, notice, standalone
+from gateway.hub import Hub
 from gateway.limits import RateLimiter
+from gateway.notices import nothing_to_cancel, notice, standalone
 from gateway.outgoing import Outgoing
 
 log = logging.getLogger(__name__)
