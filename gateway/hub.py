@@ -35,12 +35,13 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import bounds, history, logs
+from gateway import history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
+from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
-from gateway.notices import notice, standalone
+from gateway.notices import standalone
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
 from gateway.threads import (
@@ -76,24 +77,6 @@ class Subscriber(Protocol):
     def deliver(self, event: p.Event) -> None: ...
 
 
-# --- what an input asks for ----------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class NewTurn:
-    message_id: str
-    text: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Answers:
-    """Responses for open calls, keyed by call id, and notices about ignored ones."""
-
-    responses: dict[str, dict[str, Any]]
-    tool_messages: dict[str, p.ToolMessage]
-    notices: list[p.Event]
-
-
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """What a run does: the message for ADK (None: nothing to resume yet) and its context."""
@@ -108,143 +91,6 @@ class Plan:
     waiting: dict[str, str] = dataclasses.field(default_factory=dict)
     # The browser's results, for the thread's other connections.
     results: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
-
-
-def read_input(
-    run_input: p.RunAgentInput,
-    open_items: dict[str, OpenCall],
-    answered: set[str],
-    approval_timeout: float,
-    now: float,
-) -> NewTurn | Answers:
-    """Finds what is new in an input: the user's message, results, or approval answers.
-
-    AG-UI clients resend the whole conversation; the thread's store is the truth, so only
-    ``resume``, the trailing user message or the trailing run of tool messages is read.
-    """
-    if run_input.resume:
-        return _read_resume(run_input.resume, open_items, answered, approval_timeout, now)
-    if not run_input.messages:
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            "RunAgentInput.messages is empty: send the user's message, a tool result or resume.",
-        )
-    last = run_input.messages[-1]
-    if isinstance(last, p.UserMessage):
-        return NewTurn(message_id=last.id, text=p.text_of(last.content))
-    if not isinstance(last, p.ToolMessage):
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            f"The last message (id {last.id!r}) must be a user message or a tool result.",
-        )
-    answers = Answers({}, {}, [])
-    for index in p.trailing_tool_messages(run_input.messages):
-        message = run_input.messages[index]
-        assert isinstance(message, p.ToolMessage)
-        call_id = message.tool_call_id
-        if call_id in open_items and not open_items[call_id].is_approval:
-            answers.responses[call_id] = tool_response(message)
-            answers.tool_messages[call_id] = message
-        elif call_id in answered:
-            answers.notices.append(
-                notice(
-                    "TOOL_RESULT_IGNORED",
-                    f"Tool call {call_id!r} was already answered; this result was ignored.",
-                )
-            )
-        else:
-            raise p.GatewayError(
-                p.ErrorCode.VALIDATION_ERROR,
-                f"Tool message {message.id!r}: toolCallId {call_id!r} is not a tool call "
-                f"waiting for a result on thread {run_input.thread_id!r}.",
-            )
-    return answers
-
-
-def starts_turn(run_input: p.RunAgentInput) -> bool:
-    """Whether the input brings a new user message (rather than answers to open calls)."""
-    messages = run_input.messages
-    return not run_input.resume and bool(messages) and isinstance(messages[-1], p.UserMessage)
-
-
-def needed_part(run_input: p.RunAgentInput) -> p.RunAgentInput:
-    """The input with only the messages ``read_input`` reads: the history a client resends
-    is not kept while the input waits its turn."""
-    messages = run_input.messages
-    # The trailing tool messages, or else the last message.
-    first = min(p.trailing_tool_messages(messages).start, len(messages) - 1)
-    if first <= 0:
-        return run_input
-    return msgspec.structs.replace(run_input, messages=messages[first:])
-
-
-def _read_resume(
-    entries: list[p.ResumeEntry],
-    open_items: dict[str, OpenCall],
-    answered: set[str],
-    approval_timeout: float,
-    now: float,
-) -> Answers:
-    answers = Answers({}, {}, [])
-    for entry in entries:
-        call = open_items.get(entry.interrupt_id)
-        if call is None or not call.is_approval:
-            if entry.interrupt_id in answered:
-                answers.notices.append(
-                    notice(
-                        "INTERRUPT_ALREADY_ANSWERED",
-                        f"Interrupt {entry.interrupt_id!r} was already answered; "
-                        "this answer was ignored.",
-                    )
-                )
-                continue
-            raise p.GatewayError(
-                p.ErrorCode.VALIDATION_ERROR,
-                f"resume: interruptId {entry.interrupt_id!r} is not an open interrupt.",
-            )
-        approved, reason = _approval_of(entry)
-        if approved and now > call.asked_at + approval_timeout:
-            approved, reason = False, "the approval expired"
-            answers.notices.append(
-                notice(
-                    "INTERRUPT_EXPIRED",
-                    f"Interrupt {entry.interrupt_id!r} expired; it was resolved as rejected.",
-                )
-            )
-        response: dict[str, Any] = {"confirmed": approved}
-        if reason:
-            response["payload"] = {"reason": reason}
-        answers.responses[call.call_id] = response
-    return answers
-
-
-def _approval_of(entry: p.ResumeEntry) -> tuple[bool, str]:
-    if entry.status == "cancelled":
-        return False, "the user cancelled"
-    payload = entry.payload
-    if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            f"resume: interrupt {entry.interrupt_id!r} needs payload "
-            '{"approved": true|false, "reason"?: string}.',
-        )
-    return payload["approved"], str(payload.get("reason") or "")
-
-
-def tool_response(message: p.ToolMessage) -> dict[str, Any]:
-    """The browser's account, verbatim: its JSON object, or its text under ``result``.
-
-    ``protocol.decode_input`` has checked the JSON is within ``gateway.bounds``.
-    """
-    text = p.text_of(message.content)
-    try:
-        value = bounds.parse_json(text)
-    except ValueError:
-        value = text
-    response = value if isinstance(value, dict) else {"result": value}
-    if message.error:
-        response = {**response, "error": message.error}
-    return response
 
 
 def _iso(timestamp: float) -> str:

@@ -15,7 +15,7 @@ from gateway import protocol as p
 from gateway.asgi import Receive, Scope, Send, header, refusal
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.door import Door
-from gateway.hub import needed_part
+from gateway.inputs import needed_part
 from gateway.notices import nothing_to_cancel
 from gateway.outgoing import Outgoing
 

@@ -19,6 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from gateway import hub as hub_module
 from gateway import protocol as p
 from gateway.examples.navigator.screens import catalog as screens
+from gateway.inputs import needed_part
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 
@@ -228,10 +229,10 @@ def test_a_queued_input_keeps_only_the_messages_a_run_reads() -> None:
         {"id": "r1", "role": "tool", "toolCallId": "c1", "content": "{}"},
         {"id": "r2", "role": "tool", "toolCallId": "c2", "content": "{}"},
     ]
-    kept = hub_module.needed_part(p.decode_input(json.dumps(frame)))
+    kept = needed_part(p.decode_input(json.dumps(frame)))
     assert [m.id for m in kept.messages] == ["r1", "r2"]
     frame["messages"].append({"id": "m2", "role": "user", "content": "new"})
-    kept = hub_module.needed_part(p.decode_input(json.dumps(frame)))
+    kept = needed_part(p.decode_input(json.dumps(frame)))
     assert [m.id for m in kept.messages] == ["m2"]
 
 
