@@ -7,17 +7,12 @@ ran or reattached on it), except the live TOOL_CALL events of a client tool, whi
 to the run's executor: the connection whose input started or continued the run. Observers
 learn of those calls from snapshots, so no client can execute one twice.
 
-Nothing a client is sent is lost in a crash. ADK stores every event before yielding it,
-except streamed (partial) text; the hub stores the text so far of a streamed message and
-sends each chunk once that write is committed. A run's deliveries leave through its
-``Outbox`` in the order they were made, so while a chunk waits for its commit nothing
-overtakes it, and the store's group commit lets chunks of many runs share one commit.
+A run's outbox, and why nothing a client is sent is lost in a crash: ``gateway.outbox``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import datetime
 import logging
@@ -42,6 +37,7 @@ from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
 from gateway.notices import standalone
+from gateway.outbox import Commit, Outbox, report_failed
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
 from gateway.threads import (
@@ -117,55 +113,6 @@ class Thread:
             self.watchers.append(subscriber)
 
 
-Commit = asyncio.Future[object]
-
-
-class Outbox:
-    """A run's deliveries, in the order they were made, each held until its write commits.
-
-    A delivery with nothing held before it and nothing to wait for goes out at once; any
-    other waits for its own commit and for every delivery before it.
-    """
-
-    def __init__(self) -> None:
-        self._held: collections.deque[tuple[Commit | None, Callable[[], None]]] = (
-            collections.deque()
-        )
-        self._drained = asyncio.Event()
-        self._drained.set()
-
-    def send(self, deliver: Callable[[], None], after: Commit | None = None) -> None:
-        if not self._held and (after is None or after.done()):
-            _report_failed(after, "streamed text was sent unstored")
-            deliver()
-            return
-        self._held.append((after, deliver))
-        self._drained.clear()
-        if after is not None and not after.done():
-            after.add_done_callback(self._release)
-
-    def __len__(self) -> int:
-        """How many deliveries are waiting."""
-        return len(self._held)
-
-    async def drained(self) -> None:
-        """Returns once every delivery made so far has gone out."""
-        await self._drained.wait()
-
-    def _release(self, _: object = None) -> None:
-        while self._held:
-            after, deliver = self._held[0]
-            if after is not None and not after.done():
-                return
-            self._held.popleft()
-            _report_failed(after, "streamed text was sent unstored")
-            try:
-                deliver()
-            except Exception:  # one subscriber's failure must not stall the run for all
-                log.exception("delivering a run's events failed")
-        self._drained.set()
-
-
 def _check_owner(owner: str, user_id: str, thread_id: str) -> None:
     if owner != user_id:
         raise p.GatewayError(
@@ -181,12 +128,6 @@ def _quarantined(thread_id: str) -> p.GatewayError:
         f"Thread {thread_id!r} cannot be loaded: part of its stored history is damaged, so it "
         "was set aside for an operator to look at. Start a new thread to go on.",
     )
-
-
-def _report_failed(commit: Commit | None, what: str) -> None:
-    # The run goes on: holding its stream back would not make the write succeed.
-    if commit is not None and (commit.cancelled() or commit.exception() is not None):
-        log.warning("%s: %r", what, commit)
 
 
 @dataclasses.dataclass
@@ -679,7 +620,7 @@ class Hub:
             )
         except StoreError:  # shutting down: the restart closes the run with its text
             return
-        forgotten.add_done_callback(partial(_report_failed, what="streamed text was kept"))
+        forgotten.add_done_callback(partial(report_failed, what="streamed text was kept"))
 
     async def _seal(self, run: Run) -> None:
         """Answers calls a cancel left open, so the next turn starts from a whole history."""
