@@ -2,10 +2,7 @@
 
 A thread's life (the state table) and the calls it waits on: ``gateway.threads``.
 
-A run's events go to the thread's watchers (every connection that
-ran or reattached on it), except the live TOOL_CALL events of a client tool, which go only
-to the run's executor: the connection whose input started or continued the run. Observers
-learn of those calls from snapshots, so no client can execute one twice.
+A thread's watchers, its one run, and where the run's events go: ``gateway.runs``.
 
 A run's outbox, and why nothing a client is sent is lost in a crash: ``gateway.outbox``.
 """
@@ -19,10 +16,10 @@ import logging
 import time
 import urllib.parse
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -37,8 +34,9 @@ from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
 from gateway.notices import standalone
-from gateway.outbox import Commit, Outbox, report_failed
+from gateway.outbox import Commit, report_failed
 from gateway.runner import CONFIRMATION_CALL, Engine
+from gateway.runs import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
 from gateway.threads import (
     OpenCall,
@@ -69,10 +67,6 @@ APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
 }
 
 
-class Subscriber(Protocol):
-    def deliver(self, event: p.Event) -> None: ...
-
-
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """What a run does: the message for ADK (None: nothing to resume yet) and its context."""
@@ -94,25 +88,6 @@ def _iso(timestamp: float) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-# --- runs and threads ----------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Thread:
-    thread_id: str
-    user_id: str
-    watchers: list[Subscriber] = dataclasses.field(default_factory=list)
-    run: Run | None = None
-    # Browser answers that arrived before the rest of their batch: call id -> response.
-    early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
-    expiry: asyncio.TimerHandle | None = None
-
-    def watch(self, subscriber: Subscriber) -> None:
-        if subscriber not in self.watchers:
-            self.watchers.append(subscriber)
-
-
 def _check_owner(owner: str, user_id: str, thread_id: str) -> None:
     if owner != user_id:
         raise p.GatewayError(
@@ -128,83 +103,6 @@ def _quarantined(thread_id: str) -> p.GatewayError:
         f"Thread {thread_id!r} cannot be loaded: part of its stored history is damaged, so it "
         "was set aside for an operator to look at. Start a new thread to go on.",
     )
-
-
-@dataclasses.dataclass
-class Run:
-    thread: Thread
-    run_id: str
-    executor: Subscriber | None
-    translator: RunTranslator
-    # A slot of the gateway's cap on runs in progress, given back when the run ends.
-    holds_slot: bool = False
-    abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    # The last stored event the run has streamed, so a reattach snapshot can catch up.
-    last_event_id: str | None = None
-    outbox: Outbox = dataclasses.field(default_factory=Outbox)
-    # The message whose streamed text is stored, until its final event replaces it.
-    streaming_message: str | None = None
-    # Reattached subscribers whose snapshot waits in the outbox.
-    joining: list[Subscriber] = dataclasses.field(default_factory=list)
-
-    @property
-    def ended(self) -> bool:
-        """Its last events are made, though they may still wait in the outbox."""
-        return self.translator.phase is Phase.ENDED
-
-    def __str__(self) -> str:
-        return f"run {self.run_id} on thread {self.thread.thread_id}"
-
-    def fail(self, error: p.GatewayError) -> None:
-        """Ends the run with RUN_ERROR, carrying the error's code and sentence."""
-        self.emit(self.translator.fail(error.code, error.message))
-
-    def emit(
-        self,
-        events: Iterable[p.Event],
-        *,
-        observers_only: bool = False,
-        after: Commit | None = None,
-    ) -> None:
-        """Delivers events after those emitted before, and after ``after`` commits."""
-        batch = list(events)
-        if batch:
-            self.outbox.send(partial(self._route, batch, observers_only), after)
-
-    def join(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
-        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first.
-
-        ``catch_up`` shows the run as of now; events emitted before, still in the outbox,
-        are in it, so the subscriber is sent only those emitted after.
-        """
-        self.joining.append(subscriber)
-        self.outbox.send(partial(self._admit, subscriber, catch_up))
-
-    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
-        if subscriber not in self.joining:
-            return  # it left before its turn came
-        self.joining.remove(subscriber)
-        for event in catch_up:
-            subscriber.deliver(event)
-        self.thread.watch(subscriber)
-
-    def _route(self, events: list[p.Event], observers_only: bool) -> None:
-        for event in events:
-            private = self._executor_only(event)
-            if self.executor is not None and not observers_only:
-                self.executor.deliver(event)
-            if private:
-                continue
-            for watcher in self.thread.watchers:
-                if watcher is not self.executor:
-                    watcher.deliver(event)
-
-    def _executor_only(self, event: p.Event) -> bool:
-        if isinstance(event, p.ToolCallStart | p.ToolCallArgs | p.ToolCallEnd):
-            return event.tool_call_id in self.translator.client_calls
-        return False
 
 
 class Hub:

@@ -27,7 +27,8 @@ from gateway import runner
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hosting import Hosted, prepare
-from gateway.hub import Hub, Run, Thread
+from gateway.hub import Hub
+from gateway.runs import Run, Thread
 from gateway.store import SessionService, StoreError, group_commit
 from gateway.tools.client import ClientToolset
 from gateway.translate import RunTranslator

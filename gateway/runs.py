@@ -1,0 +1,116 @@
+"""Threads and runs in memory: a thread's watchers, its one run, and where the run's events go.
+
+A run's events go to the thread's watchers (every connection that ran or reattached on it),
+except the live TOOL_CALL events of a client tool, which go only to the run's executor: the
+connection whose input started or continued the run. Observers learn of those calls from
+snapshots, so no client can execute one twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable
+from functools import partial
+from typing import Any, Protocol
+
+from gateway import protocol as p
+from gateway.outbox import Commit, Outbox
+from gateway.translate import Phase, RunTranslator
+
+
+class Subscriber(Protocol):
+    def deliver(self, event: p.Event) -> None: ...
+
+
+@dataclasses.dataclass
+class Thread:
+    thread_id: str
+    user_id: str
+    watchers: list[Subscriber] = dataclasses.field(default_factory=list)
+    run: Run | None = None
+    # Browser answers that arrived before the rest of their batch: call id -> response.
+    early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
+    expiry: asyncio.TimerHandle | None = None
+
+    def watch(self, subscriber: Subscriber) -> None:
+        if subscriber not in self.watchers:
+            self.watchers.append(subscriber)
+
+
+@dataclasses.dataclass
+class Run:
+    thread: Thread
+    run_id: str
+    executor: Subscriber | None
+    translator: RunTranslator
+    # A slot of the gateway's cap on runs in progress, given back when the run ends.
+    holds_slot: bool = False
+    abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    # The last stored event the run has streamed, so a reattach snapshot can catch up.
+    last_event_id: str | None = None
+    outbox: Outbox = dataclasses.field(default_factory=Outbox)
+    # The message whose streamed text is stored, until its final event replaces it.
+    streaming_message: str | None = None
+    # Reattached subscribers whose snapshot waits in the outbox.
+    joining: list[Subscriber] = dataclasses.field(default_factory=list)
+
+    @property
+    def ended(self) -> bool:
+        """Its last events are made, though they may still wait in the outbox."""
+        return self.translator.phase is Phase.ENDED
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} on thread {self.thread.thread_id}"
+
+    def fail(self, error: p.GatewayError) -> None:
+        """Ends the run with RUN_ERROR, carrying the error's code and sentence."""
+        self.emit(self.translator.fail(error.code, error.message))
+
+    def emit(
+        self,
+        events: Iterable[p.Event],
+        *,
+        observers_only: bool = False,
+        after: Commit | None = None,
+    ) -> None:
+        """Delivers events after those emitted before, and after ``after`` commits."""
+        batch = list(events)
+        if batch:
+            self.outbox.send(partial(self._route, batch, observers_only), after)
+
+    def join(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
+        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first.
+
+        ``catch_up`` shows the run as of now; events emitted before, still in the outbox,
+        are in it, so the subscriber is sent only those emitted after.
+        """
+        self.joining.append(subscriber)
+        self.outbox.send(partial(self._admit, subscriber, catch_up))
+
+    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
+        if subscriber not in self.joining:
+            return  # it left before its turn came
+        self.joining.remove(subscriber)
+        for event in catch_up:
+            subscriber.deliver(event)
+        self.thread.watch(subscriber)
+
+    def _route(self, events: list[p.Event], observers_only: bool) -> None:
+        for event in events:
+            private = self._executor_only(event)
+            if self.executor is not None and not observers_only:
+                self.executor.deliver(event)
+            if private:
+                continue
+            for watcher in self.thread.watchers:
+                if watcher is not self.executor:
+                    watcher.deliver(event)
+
+    def _executor_only(self, event: p.Event) -> bool:
+        if isinstance(event, p.ToolCallStart | p.ToolCallArgs | p.ToolCallEnd):
+            return event.tool_call_id in self.translator.client_calls
+        return False
