@@ -1,10 +1,17 @@
 """Threads and runs: one active run per thread, pauses, resume, cancel, reattach, fan-out.
 
-A thread's life (the state table) and the calls it waits on: ``gateway.threads``.
+The Hub plans and drives runs. A door's input claims its thread; planning reads what the
+input brings and makes it a message for ADK (a new turn, or the answers that resume the
+paused invocation); driving streams ADK's events through the translator to the run's
+subscribers. Its parts live beside it, each with its share of the theory of operation:
 
-A thread's watchers, its one run, and where the run's events go: ``gateway.runs``.
-
-A run's outbox, and why nothing a client is sent is lost in a crash: ``gateway.outbox``.
+    gateway.threads   a thread's life as one table (``TRANSITIONS``), the calls it waits on
+    gateway.inputs    reading an input: a new turn, a browser's results, approval answers
+    gateway.runs      threads and runs in memory; a client tool's live calls reach only the
+                      run's executor, every other event all of the thread's watchers
+    gateway.outbox    a run's deliveries in order, each held until its write commits, so
+                      nothing a client is sent is lost in a crash
+    gateway.notices   notices, and events outside any run sent as a run of their own
 """
 
 from __future__ import annotations
