@@ -52,6 +52,7 @@ def create_app(
     hosted raises ``HostingError`` here, with a sentence saying why.
     """
     from gateway import runner
+    from gateway.approvals import ApprovalPlugin
     from gateway.audit import AuditLog, AuditPlugin
     from gateway.hosting import prepare
     from gateway.hub import Hub
@@ -65,7 +66,8 @@ def create_app(
     hosted = _hosted(agent, settings, catalog, model)
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
-    app = prepare(hosted, client_tools, plugins=[AuditPlugin(audit), WarmUpPlugin()])
+    plugins = [AuditPlugin(audit), ApprovalPlugin(), WarmUpPlugin()]
+    app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
 
     async def startup() -> Hub:

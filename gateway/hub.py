@@ -34,7 +34,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import history, logs
+from gateway import approvals, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
@@ -54,7 +54,7 @@ from gateway.threads import (
     transition,
 )
 from gateway.tools.client import ClientTool
-from gateway.tools.declarations import declared_client_tools
+from gateway.tools.declarations import DeclarationLog, declared_client_tools
 from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
@@ -63,16 +63,6 @@ log = logging.getLogger(__name__)
 PLANNING_POLL_SECONDS = 0.002
 # How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
 CANCEL_GRACE_SECONDS = 0.5
-
-APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approved": {"type": "boolean"},
-        "reason": {"type": "string", "description": "Why it was rejected, for the model."},
-    },
-    "required": ["approved"],
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
@@ -137,6 +127,7 @@ class Hub:
         self.approval_timeout = approval_timeout
         self.threads: dict[str, Thread] = {}
         self.status_listeners: list[Callable[[bool], None]] = []
+        self.declarations = DeclarationLog()
         self._running = 0
 
     @property
@@ -309,15 +300,15 @@ class Hub:
         original = call.approved_call()
         name = str(original.get("name", ""))
         args = original.get("args") or {}
-        entry = self.engine.catalog.entries.get(name) if self.engine.catalog else None
-        action = entry.approval_message(args) if entry else f"{name} 실행"
-        details = ", ".join(f"{key}={value}" for key, value in args.items())
+        asked = call.asked_confirmation()
         return p.Interrupt(
             id=call.call_id,
             reason="approval",
-            message=f"{action} ({details}) 승인하시겠습니까?" if details else action,
+            message=approvals.interrupt_message(
+                name, args, str(asked.get("hint") or ""), self.engine.catalog
+            ),
             tool_call_id=str(original.get("id", "")) or None,
-            response_schema=APPROVAL_RESPONSE_SCHEMA,
+            response_schema=approvals.response_schema(asked.get("payload")),
             expires_at=_iso(call.asked_at + self.approval_timeout),
             metadata={"tool": name, "arguments": args},
         )
@@ -339,6 +330,8 @@ class Hub:
         client_tools = declared_client_tools(
             run_input.tools, self.engine.catalog, self.engine.server_tools
         )
+        if self.engine.catalog is None:
+            self.declarations.note(run.executor, client_tools)
         state = thread_state(open_items)
         if isinstance(request, NewTurn):
             transition(state, Trigger.USER_MESSAGE)

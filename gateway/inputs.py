@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from gateway import bounds
+from gateway import approvals, bounds
 from gateway import protocol as p
 from gateway.notices import notice
 from gateway.threads import OpenCall
@@ -135,10 +135,11 @@ def _read_resume(
                     f"Interrupt {entry.interrupt_id!r} expired; it was resolved as rejected.",
                 )
             )
-        response: dict[str, Any] = {"confirmed": approved}
-        if reason:
-            response["payload"] = {"reason": reason}
-        answers.responses[call.call_id] = response
+        answer = entry.payload if isinstance(entry.payload, dict) else {}
+        asked_for = call.asked_confirmation().get("payload")
+        answers.responses[call.call_id] = approvals.confirmation(
+            entry.interrupt_id, approved, reason, answer, asked_for
+        )
     return answers
 
 
@@ -150,7 +151,7 @@ def _approval_of(entry: p.ResumeEntry) -> tuple[bool, str]:
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR,
             f"resume: interrupt {entry.interrupt_id!r} needs payload "
-            '{"approved": true|false, "reason"?: string}.',
+            '{"approved": true|false, "reason"?: string, "payload"?: ...}.',
         )
     return payload["approved"], str(payload.get("reason") or "")
 

@@ -90,6 +90,11 @@ class OpenCall:
         original: dict[str, Any] = self.args.get("originalFunctionCall") or {}
         return original
 
+    def asked_confirmation(self) -> dict[str, Any]:
+        """For an approval: what the tool asked, ADK's ``ToolConfirmation`` (hint, payload)."""
+        asked: dict[str, Any] = self.args.get("toolConfirmation") or {}
+        return asked
+
 
 def open_calls(session: Session | None) -> dict[str, OpenCall]:
     """Long-running calls in the thread that have no response yet, in call order."""

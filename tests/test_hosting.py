@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import logging
 import warnings
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -339,3 +340,19 @@ async def test_the_warm_up_runs_through_the_agent_but_never_calls_its_model() ->
         async with gateway.socket() as ws:
             await ws.run(user_input(new_id("t"), "hello", tools=[]))
         assert model.calls == ["called"]
+
+
+async def test_without_a_catalog_the_declared_set_is_logged_once_per_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with running_gateway(agent=orders_agent()) as gateway, gateway.socket() as ws:
+        with caplog.at_level(logging.INFO, logger="gateway.tools.declarations"):
+            for _ in range(3):
+                await ws.run(user_input(new_id("t"), "hello", tools=[]))
+            await ws.run(user_input(new_id("t"), "hello", tools=[LOOKUP]))
+            await ws.run(user_input(new_id("t"), "hello", tools=[LOOKUP]))
+    logged = [r.getMessage() for r in caplog.records if "client tools declared" in r.message]
+    assert logged == [
+        "client tools declared (no catalog): none",
+        "client tools declared (no catalog): lookUpOrder",
+    ]

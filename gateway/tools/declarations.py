@@ -10,14 +10,36 @@ name of one of the agent's server tools: the model could not tell which one it c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import weakref
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gateway import protocol as p
 from gateway.tools.catalog import Catalog, ToolEntry, schema_problem
 from gateway.tools.client import ClientTool
 
+log = logging.getLogger(__name__)
+
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class DeclarationLog:
+    """Without a catalog, what a connection declares is what the model is offered: it is
+    logged once per connection, and again only when it changes."""
+
+    def __init__(self) -> None:
+        self._last: weakref.WeakKeyDictionary[object, tuple[str, ...]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def note(self, connection: object | None, names: Iterable[str]) -> None:
+        declared = tuple(sorted(names))
+        if connection is not None:
+            if self._last.get(connection) == declared:
+                return
+            self._last[connection] = declared
+        log.info("client tools declared (no catalog): %s", ", ".join(declared) or "none")
 
 
 def declared_client_tools(
