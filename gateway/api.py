@@ -12,6 +12,7 @@ serve AGENT`` takes (see ``gateway.loading``); None is the bundled demo.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,8 @@ __all__ = ["create_app", "serve", "server_config"]
 
 LARGEST_FRAME_FACTOR = 4
 
-Hostable = BaseAgent | App | Hosted | str | None
+# An agent, an App, a Hosted, a factory of the Settings returning one, or an AGENT string.
+Hostable = BaseAgent | App | Hosted | Callable[[Settings], BaseAgent | App | Hosted] | str | None
 
 
 def create_app(
@@ -105,12 +107,7 @@ def _hosted(
     from gateway.tools import catalog as tool_catalog
 
     warmup.skip_absent_a2a()
-    if agent is None or isinstance(agent, str):
-        hosted = loading.load(agent or settings.agent, settings)
-    elif isinstance(agent, Hosted):
-        hosted = agent
-    else:
-        hosted = Hosted(agent)
+    hosted = loading.load(settings.agent if agent is None else agent, settings)
     catalog = catalog or settings.catalog or None
     if catalog is not None:
         loaded = catalog if isinstance(catalog, Catalog) else tool_catalog.load(catalog)

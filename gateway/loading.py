@@ -35,14 +35,19 @@ __all__ = ["DEMO", "load"]
 DEMO = "gateway.examples.navigator.agent:hosted"
 
 
-def load(spec: str, settings: Settings) -> Hosted:
-    """The ``Hosted`` that ``spec`` names (the demo for ""); HostingError if there is none."""
-    spec = spec.strip() or DEMO
-    where = f"GATEWAY_AGENT {spec!r}"
-    if _is_folder(spec):
-        found: object = _from_folder(Path(spec), where)
+def load(target: object, settings: Settings) -> Hosted:
+    """The ``Hosted`` for ``target``: a spec string as above (None or "": the demo), or an
+    agent, App, ``Hosted`` or factory given in Python. HostingError if it is none of these.
+
+    ``settings.model``, when set, becomes the model of every LlmAgent, except for what a
+    factory made: the factory was given the settings and chose its model itself.
+    """
+    if target is None or isinstance(target, str):
+        spec = (target or "").strip() or DEMO
+        where = f"GATEWAY_AGENT {spec!r}"
+        found = _from_folder(Path(spec), where) if _is_folder(spec) else _from_module(spec, where)
     else:
-        found = _from_module(spec, where)
+        found, where = target, "the agent given to create_app"
     if inspect.isfunction(found):
         made = _call_factory(found, settings, where)
         return _as_hosted(made, f"{where} (what the function returned)", model=None)

@@ -97,6 +97,17 @@ def test_agent_specs_name_agents_apps_modules_and_factories() -> None:
     assert loading.load("", settings).app_name == "screen_navigator"
 
 
+def test_gateway_model_replaces_every_agents_model_but_not_a_factorys_choice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "not-used-offline")
+    settings = Settings(model="gemini-2.5-flash")
+    assert loading.load(orders_agent(), settings).model == "gemini-2.5-flash"
+    assert loading.load("tests.test_hosting:factory", settings).model is None
+    with pytest.raises(HostingError, match="GATEWAY_MODEL='gpt-4o'"):
+        loading.load(orders_agent(), Settings(model="gpt-4o"))
+
+
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
