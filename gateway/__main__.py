@@ -55,7 +55,9 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Settin
         help="package.module:attr, package.module or an ADK agent folder (env GATEWAY_AGENT;"
         " default: the bundled demo)",
     )
-    config.add_arguments(serve_command, default=argparse.SUPPRESS)
+    # AGENT is the positional argument here; --agent stays a flag before the command.
+    everything_else = [name for name in config.setting_names() if name != "agent"]
+    config.add_arguments(serve_command, only=everything_else, default=argparse.SUPPRESS)
     threads = commands.add_parser(
         "threads", help="list a user's threads, or quarantined ones", allow_abbrev=False
     )

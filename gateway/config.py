@@ -163,6 +163,10 @@ def env_name(field: str) -> str:
     return "GATEWAY_" + field.upper()
 
 
+def setting_names() -> list[str]:
+    return [field.name for field in dataclasses.fields(Settings)]
+
+
 def add_arguments(
     parser: argparse.ArgumentParser, only: Sequence[str] | None = None, default: Any = None
 ) -> None:

@@ -44,7 +44,7 @@ def load(target: object, settings: Settings) -> Hosted:
     """
     if target is None or isinstance(target, str):
         spec = (target or "").strip() or DEMO
-        where = f"GATEWAY_AGENT {spec!r}"
+        where = f"AGENT {spec!r}"
         found = _from_folder(Path(spec), where) if _is_folder(spec) else _from_module(spec, where)
     else:
         found, where = target, "the agent given to create_app"

@@ -140,7 +140,7 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     [line] = done.stderr.strip().splitlines()
-    assert line.startswith("agent-gateway: GATEWAY_AGENT 'tests.test_hosting:not_an_agent'")
+    assert line.startswith("agent-gateway: AGENT 'tests.test_hosting:not_an_agent'")
 
 
 def test_an_app_that_is_not_resumable_is_refused_naming_the_setting() -> None:
