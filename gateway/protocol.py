@@ -94,7 +94,9 @@ class AssistantMessage(_Wire, tag_field="role", tag="assistant"):
     id: str
     content: str | None = None
     tool_calls: list[ToolCall] | None = None
+    # The ADK agent that spoke, and the subagent invocation it spoke in (absent: the root).
     name: str | None = None
+    subagent_run_id: str | None = None
 
 
 class ToolMessage(_Wire, tag_field="role", tag="tool"):
@@ -102,6 +104,7 @@ class ToolMessage(_Wire, tag_field="role", tag="tool"):
     content: Content
     tool_call_id: str
     error: str | None = None
+    subagent_run_id: str | None = None
 
 
 class SystemMessage(_Wire, tag_field="role", tag="system"):
@@ -125,6 +128,7 @@ class ActivityMessage(_Wire, tag_field="role", tag="activity"):
 class ReasoningMessage(_Wire, tag_field="role", tag="reasoning"):
     id: str
     content: str
+    subagent_run_id: str | None = None
 
 
 Message = (
@@ -205,6 +209,8 @@ class Interrupt(_Wire):
     response_schema: dict[str, Any] | None = None
     expires_at: str | None = None
     metadata: dict[str, Any] | None = None
+    # The sub-agent invocation that asked; absent: the root agent.
+    subagent_run_id: str | None = None
 
 
 class SuccessOutcome(_Wire, tag_field="type", tag="success"):
@@ -222,6 +228,20 @@ class CancelledOutcome(_Wire, tag_field="type", tag="cancelled"):
 Outcome = SuccessOutcome | InterruptOutcome | CancelledOutcome
 
 
+class TokenUsage(_Wire):
+    """One model's token counts in AG-UI 1.0's accounting: input and output are totals;
+    reasoning and cached input are parts of them, never additions."""
+
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+
+
 class RunStarted(Event, tag="RUN_STARTED"):
     thread_id: str
     run_id: str
@@ -235,16 +255,20 @@ class RunFinished(Event, tag="RUN_FINISHED"):
     run_id: str
     outcome: Outcome | None = None
     result: Any = None
+    usage: list[TokenUsage] | None = None
 
 
 class RunError(Event, tag="RUN_ERROR"):
     message: str
     code: str | None = None
+    usage: list[TokenUsage] | None = None
 
 
 class TextMessageStart(Event, tag="TEXT_MESSAGE_START"):
     message_id: str
     role: Literal["assistant"]
+    name: str | None = None
+    subagent_run_id: str | None = None
 
 
 class TextMessageContent(Event, tag="TEXT_MESSAGE_CONTENT"):
@@ -260,6 +284,7 @@ class ToolCallStart(Event, tag="TOOL_CALL_START"):
     tool_call_id: str
     tool_call_name: str
     parent_message_id: str | None = None
+    subagent_run_id: str | None = None
 
 
 class ToolCallArgs(Event, tag="TOOL_CALL_ARGS"):
@@ -274,8 +299,9 @@ class ToolCallEnd(Event, tag="TOOL_CALL_END"):
 class ToolCallResult(Event, tag="TOOL_CALL_RESULT"):
     message_id: str
     tool_call_id: str
-    content: str
+    content: Content
     role: Literal["tool"]
+    subagent_run_id: str | None = None
 
 
 class StateSnapshot(Event, tag="STATE_SNAPSHOT"):
@@ -284,6 +310,7 @@ class StateSnapshot(Event, tag="STATE_SNAPSHOT"):
 
 class StateDelta(Event, tag="STATE_DELTA"):
     delta: list[dict[str, Any]]
+    subagent_run_id: str | None = None
 
 
 class MessagesSnapshot(Event, tag="MESSAGES_SNAPSHOT"):
@@ -293,6 +320,62 @@ class MessagesSnapshot(Event, tag="MESSAGES_SNAPSHOT"):
 class Custom(Event, tag="CUSTOM"):
     name: str
     value: Any = None
+
+
+# A model's thoughts: a span holding one reasoning message, both under one id.
+
+
+class ReasoningStart(Event, tag="REASONING_START"):
+    message_id: str
+    subagent_run_id: str | None = None
+
+
+class ReasoningMessageStart(Event, tag="REASONING_MESSAGE_START"):
+    message_id: str
+    role: Literal["reasoning"]
+    subagent_run_id: str | None = None
+
+
+class ReasoningMessageContent(Event, tag="REASONING_MESSAGE_CONTENT"):
+    message_id: str
+    delta: str
+
+
+class ReasoningMessageEnd(Event, tag="REASONING_MESSAGE_END"):
+    message_id: str
+
+
+class ReasoningEnd(Event, tag="REASONING_END"):
+    message_id: str
+
+
+# Which agent of a tree is speaking: each invocation of a sub-agent is announced, and
+# what it says carries its ``subagentRunId``.
+
+
+class SubagentStarted(Event, tag="SUBAGENT_STARTED"):
+    subagent_run_id: str
+    name: str
+    description: str | None = None
+    parent_subagent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_message_id: str | None = None
+
+
+class SuspendedOutcome(_Wire, tag_field="type", tag="suspended"):
+    interrupt_ids: list[str] | None = None
+
+
+class SubagentFinished(Event, tag="SUBAGENT_FINISHED"):
+    subagent_run_id: str
+    # Absent: it completed; suspended: it waits on a browser call or an approval.
+    outcome: SuspendedOutcome | None = None
+
+
+class SubagentError(Event, tag="SUBAGENT_ERROR"):
+    subagent_run_id: str
+    message: str
+    code: str | None = None
 
 
 AnyEvent = (
@@ -310,6 +393,14 @@ AnyEvent = (
     | StateDelta
     | MessagesSnapshot
     | Custom
+    | ReasoningStart
+    | ReasoningMessageStart
+    | ReasoningMessageContent
+    | ReasoningMessageEnd
+    | ReasoningEnd
+    | SubagentStarted
+    | SubagentFinished
+    | SubagentError
 )
 
 
