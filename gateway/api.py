@@ -55,20 +55,31 @@ def create_app(
     """
     from gateway import runner
     from gateway.approvals import ApprovalPlugin
+    from gateway.attribution import AttributionPlugin
     from gateway.audit import AuditLog, AuditPlugin
     from gateway.hosting import prepare
     from gateway.hub import Hub
     from gateway.limits import Quota, RunSlots
     from gateway.server import Gateway
     from gateway.store import SessionService
+    from gateway.thoughts import ThoughtsPlugin
     from gateway.tools.client import ClientToolset
+    from gateway.usage import UsagePlugin
     from gateway.warmup import WarmUpPlugin
 
     settings = settings or Settings()
     hosted = _hosted(agent, settings, catalog, model)
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
-    plugins = [AuditPlugin(audit), ApprovalPlugin(), WarmUpPlugin()]
+    usage = UsagePlugin()
+    plugins = [
+        AuditPlugin(audit),
+        ApprovalPlugin(),
+        AttributionPlugin(),
+        usage,
+        ThoughtsPlugin(),
+        WarmUpPlugin(),
+    ]
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
 
@@ -77,7 +88,7 @@ def create_app(
         assert app.root_agent is not None
         service.append(await runner.open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
-        engine = runner.Engine(hosted, app, client_tools, service[0])
+        engine = runner.Engine(hosted, app, client_tools, service[0], usage)
         return Hub(
             engine,
             client_tool_timeout=settings.client_tool_timeout,

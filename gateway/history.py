@@ -2,7 +2,10 @@
 
 Id conventions, shared with ``gateway.translate``:
 
-- an assistant message is one saved model event; its id is the ADK event id;
+- an assistant message is one saved model event; its id is the ADK event id, and its
+  ``name`` the agent that spoke; the event's thoughts are a reasoning message before it,
+  ``"rs-" + event id``; what a sub-agent said carries the ``subagentRunId`` it streamed with
+  (``gateway.attribution``'s mark, stored on the event);
 - a tool call's id is ADK's function call id, as stored;
 - a tool result's id is the AG-UI message id the client sent it under
   (``custom_metadata["agui"]["toolMessageIds"][call id]``), else ``"tr-" + call id``;
@@ -19,11 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
 from google.adk.events import Event
 from google.adk.sessions import Session
-from google.adk.sessions.state import State
 
-from gateway.translate import CONFIRMATION_CALL, dump_json, result_message_id
+from gateway.attribution import mark_of
+from gateway.streaming import reasoning_message_id
+from gateway.tool_results import result_content
+from gateway.translate import CONFIRMATION_CALL, dump_json, result_message_id, shown_state
 
 Message = dict[str, Any]
 
@@ -46,18 +52,27 @@ def event_messages(event: Event) -> list[Message]:
     if event.partial or event.content is None or not event.content.parts:
         return []
     agui = _agui_metadata(event)
-    messages = _tool_results(event, agui.get("toolMessageIds") or {})
-    text = "".join(part.text for part in event.content.parts if part.text and not part.thought)
+    mark = mark_of(event)
+    owner: Message = {"subagentRunId": mark.run_id} if mark else {}
+    messages = _tool_results(event, agui.get("toolMessageIds") or {}, owner)
+    parts = event.content.parts
+    text = "".join(part.text for part in parts if part.text and not part.thought)
     if event.author == "user":
         if text:
             messages.append(
                 {"id": agui.get("messageId") or event.id, "role": "user", "content": text}
             )
         return messages
+    thoughts = "".join(part.text for part in parts if part.text and part.thought)
+    if thoughts:
+        messages.append(
+            {"id": reasoning_message_id(event.id), "role": "reasoning", "content": thoughts}
+            | owner
+        )
     tool_calls = _tool_calls(event)
     if not text and not tool_calls:
         return messages
-    message: Message = {"id": event.id, "role": "assistant"}
+    message: Message = {"id": event.id, "role": "assistant", "name": event.author} | owner
     if text:
         message["content"] = text
     if tool_calls:
@@ -82,19 +97,27 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
     return kept
 
 
-def _tool_results(event: Event, tool_message_ids: dict[str, str]) -> list[Message]:
+def _tool_results(event: Event, tool_message_ids: dict[str, str], owner: Message) -> list[Message]:
     # ADK's placeholder answer to a call that waits for approval was never streamed.
     awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
-    return [
-        {
-            "id": tool_message_ids.get(response.id) or result_message_id(response.id),
-            "role": "tool",
-            "toolCallId": response.id,
-            "content": dump_json(response.response or {}),
-        }
-        for response in event.get_function_responses()
-        if response.id is not None and response.id not in awaiting_approval
-    ]
+    results: list[Message] = []
+    for response in event.get_function_responses():
+        if response.id is None or response.id in awaiting_approval:
+            continue
+        # A browser's answer is shown as the browser sent it; a server tool's as streamed.
+        browser_message = tool_message_ids.get(response.id)
+        results.append(
+            {
+                "id": browser_message or result_message_id(response.id),
+                "role": "tool",
+                "toolCallId": response.id,
+                "content": dump_json(response.response or {})
+                if browser_message
+                else msgspec.to_builtins(result_content(response)),
+            }
+            | owner
+        )
+    return results
 
 
 def _tool_calls(event: Event) -> list[Message]:
@@ -112,9 +135,7 @@ def _tool_calls(event: Event) -> list[Message]:
 
 def state_snapshot(session: Session) -> dict[str, Any]:
     """The session's state as a client may see it: every scope but ``temp:``."""
-    return {
-        key: value for key, value in session.state.items() if not key.startswith(State.TEMP_PREFIX)
-    }
+    return {key: value for key, value in session.state.items() if shown_state(key)}
 
 
 def _agui_metadata(event: Event) -> dict[str, Any]:

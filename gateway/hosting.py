@@ -23,13 +23,23 @@ from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.models.base_llm import BaseLlm
 from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 
 from gateway.tools.catalog import Catalog
 from gateway.tools.client import ClientToolset
 
-__all__ = ["Hosted", "HostingError", "first_line", "llm_agents", "prepare", "server_tool_names"]
+__all__ = [
+    "Hosted",
+    "HostingError",
+    "agent_tools",
+    "agents",
+    "first_line",
+    "llm_agents",
+    "prepare",
+    "server_tool_names",
+]
 
 # The extra fields of GET /me for a user, given the user id: the demo's screen menu.
 Profile = Callable[[str], dict[str, Any]]
@@ -60,9 +70,7 @@ class Hosted:
         return self.agent.name
 
 
-def prepare(
-    hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()
-) -> App:
+def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()) -> App:
     """The resumable App the runner runs: ``plugins`` after the App's own, the client
     toolset on each LlmAgent, and the hosted ``model``, if any, for every LlmAgent."""
     app = hosted.agent if isinstance(hosted.agent, App) else _resumable_app(hosted.agent)
@@ -105,11 +113,11 @@ def _resumable_app(agent: BaseAgent) -> App:
             ) from None
 
 
-def llm_agents(root: BaseAgent) -> Iterator[LlmAgent]:
-    """Every LlmAgent that runs in the root's invocation: the root and its sub-agents.
+def agents(root: BaseAgent) -> Iterator[BaseAgent]:
+    """Every agent that runs in the root's invocation: the root and its sub-agents, in order.
 
-    An agent inside an ``AgentTool`` runs in an invocation of its own that cannot pause,
-    so it is not one of them: a browser call could never resume it.
+    An agent inside an ``AgentTool`` runs in an invocation of its own, so it is not one of
+    them.
     """
     seen: set[int] = set()
     stack = [root]
@@ -118,9 +126,24 @@ def llm_agents(root: BaseAgent) -> Iterator[LlmAgent]:
         if id(agent) in seen:
             continue
         seen.add(id(agent))
-        if isinstance(agent, LlmAgent):
-            yield agent
+        yield agent
         stack.extend(reversed(agent.sub_agents))
+
+
+def llm_agents(root: BaseAgent) -> Iterator[LlmAgent]:
+    """Every LlmAgent of the root's invocation: an agent inside an ``AgentTool`` runs in an
+    invocation that cannot pause, so a browser call could never resume it."""
+    return (agent for agent in agents(root) if isinstance(agent, LlmAgent))
+
+
+def agent_tools(root: BaseAgent) -> dict[str, BaseAgent]:
+    """The ``AgentTool``s of the root's LlmAgents, by tool name, with the agent each runs."""
+    return {
+        tool.name: tool.agent
+        for agent in llm_agents(root)
+        for tool in agent.tools
+        if isinstance(tool, AgentTool)
+    }
 
 
 def server_tool_names(root: BaseAgent) -> dict[str, str]:
@@ -144,7 +167,6 @@ def first_line(error: BaseException) -> str:
     """An exception's first line, for a sentence about it (tracebacks go to the log)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
-
 
 
 def runnable_app(hosted: Hosted) -> App:

@@ -64,6 +64,7 @@ PLANNING_POLL_SECONDS = 0.002
 # How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
 CANCEL_GRACE_SECONDS = 0.5
 
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """What a run does: the message for ADK (None: nothing to resume yet) and its context."""
@@ -294,6 +295,8 @@ class Hub:
             interrupt_for=lambda call_id, args, asked_at: self._interrupt(
                 OpenCall(call_id, CONFIRMATION_CALL, "", asked_at, args)
             ),
+            subagents=self.engine.subagents(),
+            usage=partial(self.engine.take_usage, run_id),
         )
 
     def _interrupt(self, call: OpenCall) -> p.Interrupt:
@@ -502,7 +505,7 @@ class Hub:
             invocation_id=event.invocation_id,
             message_id=event.id,
             author=event.author,
-            text="".join(run.translator.open_text),
+            text=run.translator.text_so_far(event.id),
         )
 
     def _forget_streamed_text(self, run: Run) -> None:

@@ -22,12 +22,15 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from gateway import config
+from gateway import protocol as p
 from gateway.config import Settings
 from gateway.context import RUN_METADATA_KEY
-from gateway.hosting import Hosted, server_tool_names
+from gateway.hosting import Hosted, agent_tools, agents, server_tool_names
 from gateway.store import OpenedThread, SessionService, ThreadPage
+from gateway.subagents import Subagents
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
 from gateway.translate import CONFIRMATION_CALL
+from gateway.usage import UsagePlugin
 
 __all__ = ["CONFIRMATION_CALL", "Engine", "open_session_service"]
 
@@ -43,9 +46,10 @@ class Engine:
         app: App,
         client_tools: ClientToolset,
         session_service: SessionService,
+        usage: UsagePlugin | None = None,
     ) -> None:
         """``app`` is ``hosted`` as ``gateway.hosting.prepare`` made it, with ``client_tools``
-        on its agents."""
+        on its agents; ``usage``, one of its plugins, counts each run's tokens."""
         self.hosted = hosted
         self.catalog = hosted.catalog
         self.client_tools = client_tools
@@ -55,6 +59,22 @@ class Engine:
         # The agents' own tools, by name: a client tool may not take one of these names.
         assert isinstance(app.root_agent, BaseAgent)
         self.server_tools = server_tool_names(app.root_agent)
+        # What a translator says of the tree's agents (SUBAGENT_STARTED).
+        behind_tools = agent_tools(app.root_agent)
+        self.agent_tools = {tool: agent.name for tool, agent in behind_tools.items()}
+        self.descriptions = {
+            agent.name: agent.description
+            for agent in [*agents(app.root_agent), *behind_tools.values()]
+        }
+        self.usage = usage
+
+    def subagents(self) -> Subagents:
+        """A run's view of the App's agent tree, for its translator."""
+        return Subagents(self.descriptions, self.agent_tools)
+
+    def take_usage(self, run_id: str) -> list[p.TokenUsage] | None:
+        """The tokens a run's model calls used, one entry per model (None: none counted)."""
+        return self.usage.take(run_id) if self.usage else None
 
     async def session(self, user_id: str, thread_id: str) -> Session | None:
         return await self.sessions.get_session(

@@ -39,8 +39,10 @@ def _no_extras(model: BaseModel, where: str) -> None:
 class StreamChecker:
     """AG-UI ordering rules for one connection's stream, checked event by event.
 
-    ``official=False`` checks the ordering only: ``scripts/load.py`` checks thousands of
-    streams and cannot spend the official models' CPU on each event.
+    Besides AG-UI 1.0's own rules, the gateway's: at most one message (text or reasoning)
+    or tool call open at a time, and every ``subagentRunId`` announced by SUBAGENT_STARTED
+    before it is used. ``official=False`` checks the ordering only: ``scripts/load.py``
+    checks thousands of streams and cannot spend the official models' CPU on each event.
     """
 
     def __init__(self, *, official: bool = True) -> None:
@@ -48,7 +50,13 @@ class StreamChecker:
         self.in_run = False
         self.open_text: set[str] = set()
         self.open_tools: set[str] = set()
+        self.open_reasoning: set[str] = set()
+        self.open_spans: set[str] = set()
         self.run_tool_calls: set[str] = set()
+        self.subagents: set[str] = set()
+        self.subagents_done: set[str] = set()
+        # message id -> (subagentRunId, name) it was opened with, for reopenings
+        self.openers: dict[str, tuple[Any, Any]] = {}
 
     def feed(self, event: dict[str, Any]) -> None:
         if self.official:
@@ -59,36 +67,76 @@ class StreamChecker:
             assert event.get("protocolVersion") == "1.0", "RUN_STARTED must declare 1.0"
             self.in_run = True
             self.run_tool_calls = set()
+            self.subagents, self.subagents_done, self.openers = set(), set(), {}
             return
         if kind == "RUN_ERROR":
             # A rejected input gets a RUN_ERROR outside any run; inside one it ends the run.
             self._end()
             return
         assert self.in_run, f"{kind} outside a run"
+        owner = event.get("subagentRunId")
+        if owner is not None and not kind.startswith("SUBAGENT_"):
+            assert owner in self.subagents, f"{kind} attributed to {owner!r}, not announced"
+        if kind in ("TEXT_MESSAGE_START", "REASONING_START", "TOOL_CALL_START"):
+            assert not self._open_items(), f"{kind} while another item is open"
         if kind == "TEXT_MESSAGE_START":
-            assert not self.open_text and not self.open_tools, "messages interleaved"
+            self._opened(event["messageId"], owner, event.get("name"))
             self.open_text.add(event["messageId"])
         elif kind == "TEXT_MESSAGE_CONTENT":
             assert event["messageId"] in self.open_text, "content for a message not started"
             assert event["delta"], "empty delta"
         elif kind == "TEXT_MESSAGE_END":
             self.open_text.remove(event["messageId"])
+        elif kind == "REASONING_START":
+            self.open_spans.add(event["messageId"])
+        elif kind == "REASONING_MESSAGE_START":
+            assert self.open_spans and not self.open_reasoning, "reasoning message outside a span"
+            self._opened(event["messageId"], owner, None)
+            self.open_reasoning.add(event["messageId"])
+        elif kind == "REASONING_MESSAGE_CONTENT":
+            assert event["messageId"] in self.open_reasoning, "reasoning for a message not started"
+            assert event["delta"], "empty delta"
+        elif kind == "REASONING_MESSAGE_END":
+            self.open_reasoning.remove(event["messageId"])
+        elif kind == "REASONING_END":
+            assert not self.open_reasoning, "span ended with its message open"
+            self.open_spans.remove(event["messageId"])
         elif kind == "TOOL_CALL_START":
-            assert not self.open_text and not self.open_tools, "tool call interleaved"
             self.open_tools.add(event["toolCallId"])
             self.run_tool_calls.add(event["toolCallId"])
         elif kind in ("TOOL_CALL_ARGS", "TOOL_CALL_END"):
             assert event["toolCallId"] in self.open_tools, f"{kind} for a call not started"
             if kind == "TOOL_CALL_END":
                 self.open_tools.remove(event["toolCallId"])
+        elif kind == "SUBAGENT_STARTED":
+            run_id = event["subagentRunId"]
+            assert run_id not in self.subagents | self.subagents_done, f"{run_id} reused"
+            parent = event.get("parentSubagentRunId")
+            assert parent is None or parent in self.subagents, f"parent {parent} not running"
+            self.subagents.add(run_id)
+        elif kind in ("SUBAGENT_FINISHED", "SUBAGENT_ERROR"):
+            run_id = event["subagentRunId"]
+            assert run_id in self.subagents, f"{kind} for {run_id}, not running"
+            self.subagents.remove(run_id)
+            self.subagents_done.add(run_id)
         elif kind == "RUN_FINISHED":
-            assert not self.open_text and not self.open_tools, "RUN_FINISHED with open items"
+            assert not self._open_items(), "RUN_FINISHED with open items"
+            assert not self.subagents, f"RUN_FINISHED with subagents running: {self.subagents}"
             self._end()
+
+    def _open_items(self) -> set[str]:
+        return self.open_text | self.open_tools | self.open_reasoning | self.open_spans
+
+    def _opened(self, message_id: str, owner: Any, name: Any) -> None:
+        known = self.openers.setdefault(message_id, (owner, name))
+        assert known == (owner, name), f"{message_id} reopened as {(owner, name)}, was {known}"
 
     def _end(self) -> None:
         assert not self.open_tools, "run ended inside a tool call"
         self.in_run = False
         self.open_text.clear()
+        self.open_reasoning.clear()
+        self.open_spans.clear()
 
 
 NAVIGATE_TOOL = {

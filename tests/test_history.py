@@ -85,6 +85,7 @@ def test_a_conversation_with_server_and_client_tools() -> None:
         {
             "id": events[1].id,
             "role": "assistant",
+            "name": "agent",
             "toolCalls": [
                 {
                     "id": "c1",
@@ -102,6 +103,7 @@ def test_a_conversation_with_server_and_client_tools() -> None:
         {
             "id": events[3].id,
             "role": "assistant",
+            "name": "agent",
             "content": "찾았어요. ",
             "toolCalls": [
                 {
@@ -120,11 +122,11 @@ def test_a_conversation_with_server_and_client_tools() -> None:
             "toolCallId": "c2",
             "content": '{"status":"navigated"}',
         },
-        {"id": events[5].id, "role": "assistant", "content": "이동했습니다."},
+        {"id": events[5].id, "role": "assistant", "name": "agent", "content": "이동했습니다."},
     ]
 
 
-def test_what_a_snapshot_leaves_out() -> None:
+def test_what_a_snapshot_leaves_out_and_where_thoughts_go() -> None:
     first = event("user", text("hi"))  # no gateway metadata: the ADK event id stands in
     events = [
         first,
@@ -136,7 +138,10 @@ def test_what_a_snapshot_leaves_out() -> None:
     ]
     assert valid(messages_snapshot(events)) == [
         {"id": first.id, "role": "user", "content": "hi"},
-        {"id": events[2].id, "role": "assistant", "content": "streamed answer"},
+        # Thoughts are a reasoning message before the reply, under the id they streamed with.
+        {"id": "rs-" + events[2].id, "role": "reasoning", "content": "thinking..."},
+        {"id": events[2].id, "role": "assistant", "name": "agent", "content": "streamed answer"},
+        {"id": "rs-" + events[4].id, "role": "reasoning", "content": "only a thought"},
     ]
 
 
@@ -169,7 +174,12 @@ def test_a_message_cut_off_mid_stream_shows_under_its_streamed_id() -> None:
         custom_metadata=mark,
     )
     assert valid(event_messages(cut)) == [
-        {"id": "e-streamed", "role": "assistant", "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE}
+        {
+            "id": "e-streamed",
+            "role": "assistant",
+            "name": "agent",
+            "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE,
+        }
     ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -431,6 +432,27 @@ async def test_a_migrated_thread_shows_whole_with_the_ids_it_had(
         await store.close()
 
 
+async def test_messages_stored_before_speakers_were_named_are_recomputed(db_path: str) -> None:
+    events = [user_says("hi", "inv1", messageId="m1"), agent_says("hello", "inv1")]
+    _write_old(db_path, 6, {"t": events})
+    with sqlite3.connect(db_path) as db:  # as version 6 wrote them: no agent name
+        for seq, stored in db.execute("SELECT seq, messages FROM events").fetchall():
+            old = [{k: v for k, v in m.items() if k != "name"} for m in json.loads(stored)]
+            db.execute("UPDATE events SET messages = ? WHERE seq = ?", (json.dumps(old), seq))
+    store = await reopened(db_path)
+    try:
+        messages, _ = await store.thread_messages(APP, "u", "t")
+        assert messages == messages_snapshot(events) and messages[1]["name"] == "agent"
+        with sqlite3.connect(db_path) as db:
+            [(counted, summed)] = db.execute(
+                "SELECT stored_bytes, (SELECT SUM(length(CAST(data AS BLOB))"
+                " + length(CAST(messages AS BLOB))) FROM events) FROM sessions"
+            ).fetchall()
+        assert counted == summed
+    finally:
+        await store.close()
+
+
 async def test_a_newer_schema_is_refused_with_both_versions_named(db_path: str) -> None:
     with sqlite3.connect(db_path) as db:
         db.executescript(V1_SCHEMA)
@@ -776,6 +798,7 @@ async def test_restart_turns_streamed_text_into_the_interrupted_message(db_path:
         assert messages[-1] == {
             "id": "e-live",
             "role": "assistant",
+            "name": "agent",
             "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE,
         }
         assert texts(await store.get_session(app_name=APP, user_id="u", session_id="done")) == [

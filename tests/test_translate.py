@@ -13,13 +13,23 @@ from gateway.translate import AgentFailure, RunTranslator
 from tests.agui import StreamChecker
 
 
-def text_event(event_id: str, text: str, *, partial: bool) -> Event:
+def text_event(
+    event_id: str,
+    text: str,
+    *,
+    partial: bool,
+    author: str = "agent",
+    subagent: str | None = None,
+    thought: bool = False,
+) -> Event:
+    """A model event; ``subagent``: the run ``gateway.attribution`` marks it with."""
     return Event(
         id=event_id,
-        author="agent",
+        author=author,
         invocation_id="inv",
         partial=partial,
-        content=types.Content(role="model", parts=[types.Part(text=text)]),
+        content=types.Content(role="model", parts=[types.Part(text=text, thought=thought)]),
+        custom_metadata={"agui": {"subagent": {"id": subagent}}} if subagent else None,
     )
 
 
@@ -161,3 +171,79 @@ def test_nothing_follows_the_end_of_a_run() -> None:
     run.finish()
     with pytest.raises(RuntimeError):
         run.translate(text_event("e1", "late", partial=True))
+
+
+def test_agents_streaming_at_once_reopen_their_own_messages_and_send_nothing_twice() -> None:
+    run = RunTranslator("t", "r")
+    events = run.start()
+    for left, right in [("one ", "alpha "), ("two ", "beta ")]:
+        events += run.translate(text_event("L", left, partial=True, author="l", subagent="l/1"))
+        events += run.translate(text_event("R", right, partial=True, author="r", subagent="r/1"))
+    assert run.text_so_far("L") == "one two " and run.text_so_far("R") == "alpha beta "
+    events += run.translate(
+        text_event("R", "alpha beta ", partial=False, author="r", subagent="r/1")
+    )
+    events += run.translate(text_event("L", "one two ", partial=False, author="l", subagent="l/1"))
+    events += run.finish()
+    out = wire(events)
+    texts: dict[str, str] = {}
+    for e in out:
+        if e["type"] == "TEXT_MESSAGE_CONTENT":
+            texts[e["messageId"]] = texts.get(e["messageId"], "") + e["delta"]
+    assert texts == {"L": "one two ", "R": "alpha beta "}
+    starts = [
+        (e["messageId"], e["name"], e["subagentRunId"])
+        for e in out
+        if e["type"] == "TEXT_MESSAGE_START"
+    ]
+    assert starts == [("L", "l", "l/1"), ("R", "r", "r/1")] * 2
+    assert [e["subagentRunId"] for e in out if e["type"] == "SUBAGENT_STARTED"] == ["l/1", "r/1"]
+    # Neither ended its run (no end_of_agent): the run closes both as it finishes.
+    assert [e["type"] for e in out][-3:] == [
+        "SUBAGENT_FINISHED",
+        "SUBAGENT_FINISHED",
+        "RUN_FINISHED",
+    ]
+
+
+def test_a_late_subscriber_is_given_the_sub_agents_and_every_unfinished_message() -> None:
+    run = RunTranslator("t", "r")
+    run.start()
+    run.translate(text_event("L", "one ", partial=True, author="l", subagent="l/1"))
+    run.translate(text_event("R", "alpha ", partial=True, author="r", subagent="r/1"))
+    started = p.RunStarted(thread_id="t", run_id="r", protocol_version=p.PROTOCOL_VERSION)
+    joined = [started, *run.reopen()]
+    joined += run.translate(text_event("L", "two", partial=True, author="l", subagent="l/1"))
+    joined += run.translate(text_event("L", "one two", partial=False, author="l", subagent="l/1"))
+    joined += run.translate(text_event("R", "alpha", partial=False, author="r", subagent="r/1"))
+    joined += run.finish()
+    texts: dict[str, str] = {}
+    for e in wire(joined):  # the StreamChecker accepts what the late subscriber sees
+        if e["type"] == "TEXT_MESSAGE_CONTENT":
+            texts[e["messageId"]] = texts.get(e["messageId"], "") + e["delta"]
+    assert texts == {"L": "one two", "R": "alpha "}
+
+
+def test_unstreamed_thoughts_come_whole_as_reasoning_before_the_reply() -> None:
+    run = RunTranslator("t", "r")
+    final = Event(
+        id="e1",
+        author="agent",
+        invocation_id="inv",
+        content=types.Content(
+            role="model",
+            parts=[types.Part(text="Let me see. ", thought=True), types.Part(text="Done.")],
+        ),
+    )
+    out = wire(run.start() + run.translate(final) + run.finish())
+    assert [(e["type"], e.get("delta")) for e in out][1:-1] == [
+        ("REASONING_START", None),
+        ("REASONING_MESSAGE_START", None),
+        ("REASONING_MESSAGE_CONTENT", "Let me see. "),
+        ("REASONING_MESSAGE_END", None),
+        ("REASONING_END", None),
+        ("TEXT_MESSAGE_START", None),
+        ("TEXT_MESSAGE_CONTENT", "Done."),
+        ("TEXT_MESSAGE_END", None),
+    ]
+    assert out[1]["messageId"] == "rs-e1" and out[6]["messageId"] == "e1"

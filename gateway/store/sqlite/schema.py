@@ -84,6 +84,11 @@ def _track_runs_v2(db: sqlite3.Connection) -> None:
 def _keep_messages_v3(db: sqlite3.Connection) -> None:
     """Adds each event's AG-UI messages, computed from the stored events."""
     db.execute("ALTER TABLE events ADD COLUMN messages TEXT")
+    _compute_messages(db)
+
+
+def _compute_messages(db: sqlite3.Connection) -> None:
+    """Writes each event's AG-UI messages as ``history.event_messages`` makes them now."""
     last_seq = 0
     # In slices, so a large thread history never sits in memory at once.
     while rows := db.execute(
@@ -163,10 +168,21 @@ EVENT_BYTES = "length(CAST(data AS BLOB)) + COALESCE(length(CAST(messages AS BLO
 def _count_stored_bytes_v6(db: sqlite3.Connection) -> None:
     """Adds what each thread holds in bytes, for the per-user quota, counted from its events."""
     db.execute("ALTER TABLE sessions ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0")
+    _count_stored_bytes(db)
+
+
+def _count_stored_bytes(db: sqlite3.Connection) -> None:
     db.execute(
         f"UPDATE sessions SET stored_bytes = (SELECT COALESCE(SUM({EVENT_BYTES}), 0)"
         " FROM events WHERE session_pk = sessions.pk)"
     )
+
+
+def _name_speakers_v7(db: sqlite3.Connection) -> None:
+    """Recomputes each event's messages: who spoke (agent name, sub-agent run), thoughts as
+    reasoning messages, server tool results as a client is shown them."""
+    _compute_messages(db)
+    _count_stored_bytes(db)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -176,6 +192,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _keep_streamed_text_v4,
     _quarantine_v5,
     _count_stored_bytes_v6,
+    _name_speakers_v7,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
