@@ -1,0 +1,67 @@
+"""What real agents cause, as the official @ag-ui/client 1.0 builds it: sub-agents' messages
+with their subagentRunId and name, reasoning messages, state, tool results as content
+parts, and token usage, with no enforcement warning on the way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.agui import new_id
+from tests.conftest import running_gateway
+from tests.e2e.test_agui_client import accepted, base_input, pytestmark, run_http_agent
+from tests.speakers import of_type, say, think
+from tests.test_agent_trees import parallel_tree
+from tests.test_state_events import EXPECTED, tree
+from tests.test_thoughts_and_usage import thinker
+from tests.test_tool_results import CASES, agent
+
+__all__ = ["pytestmark"]
+
+
+def first_input(text: str) -> dict[str, Any]:
+    run_input = base_input(new_id("t"), [{"id": new_id("m"), "role": "user", "content": text}])
+    run_input["tools"] = []
+    return run_input
+
+
+async def test_the_official_client_keeps_who_said_what_in_parallel() -> None:
+    async with running_gateway(agent=parallel_tree()) as gateway:
+        report = await run_http_agent(gateway, first_input("go"))
+    accepted(report)
+    names = {e["subagentRunId"]: e["name"] for e in of_type(report["events"], "SUBAGENT_STARTED")}
+    said = {
+        names[m["subagentRunId"]]: (m["name"], m["content"])
+        for m in report["messages"]
+        if m["role"] == "assistant"
+    }
+    assert said == {
+        "left": ("left", "one two three four five six"),
+        "right": ("right", "alpha beta gamma delta epsilon"),
+        "summary": ("summary", "both done"),
+    }
+
+
+async def test_the_official_client_shows_thoughts_apart_and_sees_the_usage() -> None:
+    async with running_gateway(agent=thinker([think("Weighing it. "), say("Yes.")])) as gateway:
+        report = await run_http_agent(gateway, first_input("should I?"))
+    accepted(report)
+    roles = [(m["role"], m["content"]) for m in report["messages"][1:]]
+    assert roles == [("reasoning", "Weighing it. "), ("assistant", "Yes.")]
+    [finished] = of_type(report["events"], "RUN_FINISHED")
+    assert finished["usage"][0]["totalTokens"] == 17
+
+
+async def test_the_official_client_applies_every_agents_state_changes() -> None:
+    async with running_gateway(agent=tree()) as gateway:
+        report = await run_http_agent(gateway, first_input("note it"))
+    accepted(report)
+    assert report["state"] == EXPECTED
+
+
+async def test_the_official_client_takes_tool_results_as_content_parts() -> None:
+    for tool, shown in CASES:
+        async with running_gateway(agent=agent(tool)) as gateway:
+            report = await run_http_agent(gateway, first_input("go"))
+        accepted(report)
+        [result] = [m for m in report["messages"] if m["role"] == "tool"]
+        assert result["content"] == shown, tool.__name__
