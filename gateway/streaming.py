@@ -41,42 +41,39 @@ class _Unfinished:
     text: list[str] = dataclasses.field(default_factory=list)
 
 
-Key = tuple[Kind, str]
-
-
 class StreamedMessages:
+    """Keyed by message id: a reply's and its thoughts' ids never collide (``rs-``)."""
+
     def __init__(self) -> None:
-        self.unfinished: dict[Key, _Unfinished] = {}
-        self.open: Key | None = None
+        self.unfinished: dict[str, _Unfinished] = {}
+        self.open: str | None = None
         # Messages whose text has been sent, so their final event does not send it again.
-        self.sent: set[Key] = set()
+        self.sent: set[str] = set()
 
     def add(
         self, kind: Kind, message_id: str, delta: str, *, owner: str | None, name: str | None
     ) -> list[p.Event]:
         """A chunk of a message: opens it (ending the open one) if it is not open."""
-        key = (kind, message_id)
-        out: list[p.Event] = []
-        message = self.unfinished.get(key)
+        message = self.unfinished.get(message_id)
         if message is None:
-            message = self.unfinished[key] = _Unfinished(kind, message_id, owner, name)
-        if self.open != key:
-            out += self.close()
-            out += _opening(message)
-            self.open = key
+            message = self.unfinished[message_id] = _Unfinished(kind, message_id, owner, name)
+            self.sent.add(message_id)
         message.text.append(delta)
-        self.sent.add(key)
+        if self.open == message_id:
+            return [_content(message, delta)]
+        out = self.close()
+        out += _opening(message)
+        self.open = message_id
         out.append(_content(message, delta))
         return out
 
-    def was_sent(self, kind: Kind, message_id: str) -> bool:
-        return (kind, message_id) in self.sent
+    def was_sent(self, message_id: str) -> bool:
+        return message_id in self.sent
 
-    def finish(self, kind: Kind, message_id: str) -> list[p.Event]:
+    def finish(self, message_id: str) -> list[p.Event]:
         """The message is complete (its final event came): ends it if open, forgets it."""
-        key = (kind, message_id)
-        out = self.close() if self.open == key else []
-        self.unfinished.pop(key, None)
+        out = self.close() if self.open == message_id else []
+        self.unfinished.pop(message_id, None)
         return out
 
     def close(self) -> list[p.Event]:
@@ -87,7 +84,7 @@ class StreamedMessages:
         return _closing(message)
 
     def text_so_far(self, message_id: str) -> str:
-        message = self.unfinished.get((Kind.TEXT, message_id))
+        message = self.unfinished.get(message_id)
         return "".join(message.text) if message else ""
 
     def replay(self) -> list[p.Event]:

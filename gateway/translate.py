@@ -185,9 +185,9 @@ class RunTranslator:
             text = "".join(
                 part.text for part in parts if part.text and bool(part.thought) is thought
             )
-            if text and not self.messages.was_sent(kind, message_id):
+            if text and not self.messages.was_sent(message_id):
                 out += self._chunk(event, thought, text, owner)
-            out += self.messages.finish(kind, message_id)
+            out += self.messages.finish(message_id)
         long_running = event.long_running_tool_ids or set()
         for part in parts:
             call = part.function_call
