@@ -6,22 +6,34 @@ answer is worded from the actual tool result, so "이동했습니다" appears on
 browser reported ``navigated``. Replies stream in word-sized chunks, ``pace_ms`` apart.
 
 The decision is a pure function (``respond``) over a ``Turn``; the model class is the
-thin shell that turns a ``Reply`` into ``LlmResponse`` chunks.
+core's offline shell (``gateway.models.offline``), which turns a ``Reply`` into chunks.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from google.adk.models import LlmCapabilities
-from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
 from google.genai import types
+
+from gateway.models.offline import Call, OfflineLlm, Reply, Say
+
+__all__ = [
+    "APPROVE",
+    "FIND_SCREEN",
+    "NAVIGATE",
+    "Call",
+    "Reply",
+    "Say",
+    "ScriptedLlm",
+    "Step",
+    "Turn",
+    "read_turn",
+    "respond",
+]
 
 FIND_SCREEN = "find_screen"
 NAVIGATE = "navigateToScreen"
@@ -48,19 +60,6 @@ class Turn:
     @property
     def korean(self) -> bool:
         return re.search(r"[\uac00-\ud7a3]", self.utterance) is not None
-
-
-@dataclasses.dataclass(frozen=True)
-class Say:
-    text: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Call:
-    calls: Sequence[tuple[str, dict[str, Any]]]
-
-
-Reply = Say | Call
 
 
 def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
@@ -285,54 +284,10 @@ _INTRODUCTION_EN = (
 )
 
 
-class ScriptedLlm(BaseLlm):
+class ScriptedLlm(OfflineLlm):
     """ADK model adapter over ``respond``; streams text ``pace_ms`` apart."""
 
     model: str = "scripted"
-    pace_ms: float = 0.0
 
-    @property
-    def capabilities(self) -> LlmCapabilities:
-        return LlmCapabilities(output_schema_and_tools=False)
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        turn = read_turn(llm_request.contents, frozenset(llm_request.tools_dict))
-        reply = respond(turn)
-        prompt_words = sum(
-            len((part.text or "").split())
-            for content in llm_request.contents
-            for part in content.parts or ()
-        )
-        if isinstance(reply, Call):
-            parts = [
-                types.Part(function_call=types.FunctionCall(name=name, args=args))
-                for name, args in reply.calls
-            ]
-            yield LlmResponse(
-                content=types.Content(role="model", parts=parts),
-                usage_metadata=_usage(prompt_words, len(parts)),
-            )
-            return
-        if stream:
-            for chunk in re.findall(r"\S+\s*", reply.text):
-                # Sleeping even at pace 0 yields to the loop, so a cancel lands mid-reply.
-                await asyncio.sleep(self.pace_ms / 1000)
-                yield LlmResponse(
-                    content=types.Content(role="model", parts=[types.Part(text=chunk)]),
-                    partial=True,
-                )
-        yield LlmResponse(
-            content=types.Content(role="model", parts=[types.Part(text=reply.text)]),
-            partial=False,
-            turn_complete=True,
-            usage_metadata=_usage(prompt_words, len(reply.text.split())),
-        )
-
-
-def _usage(prompt: int, reply: int) -> types.GenerateContentResponseUsageMetadata:
-    """Token counts as words: ADK's telemetry expects a model to report usage."""
-    return types.GenerateContentResponseUsageMetadata(
-        prompt_token_count=prompt, candidates_token_count=reply, total_token_count=prompt + reply
-    )
+    def reply(self, llm_request: LlmRequest) -> Reply:
+        return respond(read_turn(llm_request.contents, frozenset(llm_request.tools_dict)))
