@@ -83,9 +83,10 @@ _HELP: dict[str, str] = {
     "catalog": "a folder of client-tool declarations (JSON); with one, clients may declare "
     "only those tools, as declared (default: any tool a client declares; the demo has its own)",
     "model": "replaces the model of every LlmAgent hosted: a Gemini name such as "
-    "'gemini-2.5-flash' or 'openai/<model>' (default: the agent's own; the demo's is "
-    "'scripted', offline)",
-    "scripted_pace_ms": "delay between the demo's scripted model's streamed chunks",
+    "'gemini-2.5-flash', 'openai/<model>', or 'script:<file>' to play a script file offline "
+    "(default: the agent's own; the demo's is 'scripted', offline)",
+    "scripted_pace_ms": "delay between the streamed chunks of the demo's scripted model and of "
+    "a 'script:<file>' model",
     "auth": "'dev': the user comes from ?user= or X-Gateway-User, as sent; "
     "'jwt': from a verified Authorization: Bearer token",
     "jwt_secret": "HS256 secret (32+ bytes) for jwt mode; prefer the env var: flags show in ps",

@@ -51,7 +51,7 @@ def load(target: object, settings: Settings) -> Hosted:
     if inspect.isfunction(found):
         made = _call_factory(found, settings, where)
         return _as_hosted(made, f"{where} (what the function returned)", model=None)
-    model = _model(settings.model) if settings.model else None
+    model = _model(settings) if settings.model else None
     return _as_hosted(found, where, model)
 
 
@@ -127,9 +127,9 @@ def _with_model(hosted: Hosted, model: Any) -> Hosted:
     return dataclasses.replace(hosted, model=model)
 
 
-def _model(name: str) -> Any:
+def _model(settings: Settings) -> Any:
     try:
-        return models.build(name)
+        return models.build(settings.model, pace_ms=settings.scripted_pace_ms)
     except models.ModelError as error:
         raise HostingError(str(error)) from None
 

@@ -1,7 +1,8 @@
-"""Models by name, for ``GATEWAY_MODEL``: a Gemini name, or ``openai/<model>``.
+"""Models by name, for ``GATEWAY_MODEL``: a Gemini name, ``openai/<model>``, or
+``script:<file>`` (an offline model that plays a script file: ``gateway.models.script``).
 
 A name replaces the model of every LlmAgent the gateway hosts (``Hosted.model``), so an
-agent written for one provider can be tried on another without editing it.
+agent written for one provider can be tried on another, or offline, without editing it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,16 @@ class ModelError(Exception):
     """The model name cannot be used; the message says what it needs."""
 
 
-def build(name: str) -> BaseLlm | str:
-    """'gemini-…' needs GOOGLE_API_KEY (or Vertex AI); 'openai/<m>' needs the openai extra."""
+def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
+    """'gemini-…' needs GOOGLE_API_KEY (or Vertex AI); 'openai/<m>' needs the openai extra;
+    'script:<file>' reads the file, and streams its text ``pace_ms`` apart."""
+    if name.startswith("script:"):
+        from gateway.models.script import ScriptLlm
+
+        path = name.removeprefix("script:")
+        if not path:
+            raise ModelError("GATEWAY_MODEL=script: needs a file, as in script:turns.json")
+        return ScriptLlm.from_file(path, pace_ms=pace_ms)
     if name.startswith("openai/"):
         try:
             from google.adk.integrations.openai import OpenAILlm
@@ -34,5 +43,6 @@ def build(name: str) -> BaseLlm | str:
         return name
     raise ModelError(
         f"GATEWAY_MODEL={name!r}: use a Gemini name such as 'gemini-2.5-flash' or "
-        "'openai/<model>' (the demo also knows 'scripted')"
+        "'openai/<model>', or 'script:<file>' to play a script offline (the demo also "
+        "knows 'scripted')"
     )

@@ -62,7 +62,7 @@ def build_model(settings: Settings) -> BaseLlm | str:
     """GATEWAY_MODEL, or the offline scripted model when it names none or 'scripted'."""
     if settings.model in ("", "scripted"):
         return ScriptedLlm(pace_ms=settings.scripted_pace_ms)
-    return models.build(settings.model)
+    return models.build(settings.model, pace_ms=settings.scripted_pace_ms)
 
 
 def profile(user_id: str) -> dict[str, Any]:
