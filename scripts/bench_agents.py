@@ -1,0 +1,131 @@
+"""Runs per second of the expenses example: the gateway over /ws against a plain ADK Runner.
+
+Both sides host ``gateway.examples.expenses.agent``'s root agent with its own script model
+at pace 0, and run one-turn runs of "Show me my expenses", each on a new thread: the model
+calls the server tool ``list_expenses``, then streams the answer built from its result (two
+model calls, one tool, 34 AG-UI events). The browser declares the example's client tool
+``showExpense``, and the runner offers it too, so both give the model the same tools.
+
+- gateway: ``python -m gateway --agent gateway.examples.expenses.agent --model
+  script:<its script>`` in a subprocess (127.0.0.1, --db :memory:), C websocket clients.
+- runner: google.adk's Runner over InMemorySessionService in this process, with the App
+  as the gateway runs it (``gateway.hosting.runnable_app``), C tasks.
+
+The phases, the table and the ratios are ``scripts/bench_runs.py``'s.
+
+    .venv/bin/python -m scripts.bench_agents               # 3 rounds, then their medians
+    .venv/bin/python -m scripts.bench_agents --rounds 1 --runs 200 --clients 1
+    .venv/bin/python -m scripts.bench_agents --text hello  # a text-only turn instead
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+from collections.abc import Sequence
+from importlib.resources import files
+
+import uvloop
+from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.run_config import RunConfig
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from websockets.asyncio.client import connect
+
+from gateway.context import RUN_METADATA_KEY
+from gateway.examples.expenses.agent import BROWSER_TOOLS, root_agent
+from gateway.hosting import Hosted, runnable_app
+from gateway.models.script import ScriptLlm
+from gateway.tools import catalog
+from gateway.tools.client import CLIENT_TOOLS_KEY
+from gateway.warmup import skip_absent_a2a
+from scripts._bench import LocalGateway, local_gateway
+from scripts.bench_runs import (
+    UNLIMITED,
+    USER,
+    WARM_UP_RUNS,
+    Phase,
+    gateway_phases,
+    gateway_run,
+    print_phases,
+    runner_phases,
+    runner_run,
+    warm_up_runner,
+)
+
+AGENT = "gateway.examples.expenses.agent"
+SCRIPT = str(files("gateway.examples.expenses") / "script.json")
+TURN = "Show me my expenses"
+# Issue 12: hosting any agent must not slow the core.
+RATE_TARGET = 0.80
+
+
+async def measure_gateway(
+    gateway: LocalGateway, runs: int, concurrency: Sequence[int], text: str
+) -> list[Phase]:
+    tools: list[object] = list(BROWSER_TOOLS)
+    # The start-up warm-up greets; the turn measured has first-call costs of its own.
+    async with connect(gateway.ws_url(USER), max_size=None, compression=None) as ws:
+        for _ in range(WARM_UP_RUNS):
+            await gateway_run(ws, tools, text)
+    return await gateway_phases(gateway, runs, concurrency, tools, text)
+
+
+def build_runner() -> Runner:
+    """The example on a plain Runner: the same App, model and client tool as the gateway's.
+
+    The browser's declaration becomes a catalog entry here: a bare Runner has no browser
+    to declare it. The gateway's fix for ADK's per-run failing A2A import applies too.
+    """
+    skip_absent_a2a()
+    browser = catalog.from_entries(
+        catalog.ToolEntry(tool["name"], tool["description"], tool["parameters"], "client")
+        for tool in BROWSER_TOOLS
+    )
+    hosted = Hosted(root_agent, catalog=browser, model=ScriptLlm.from_file(SCRIPT))
+    return Runner(
+        app=runnable_app(hosted),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
+
+
+async def measure_runner(runs: int, concurrency: Sequence[int], text: str) -> list[Phase]:
+    config = RunConfig(
+        streaming_mode=StreamingMode.SSE,
+        custom_metadata={RUN_METADATA_KEY: {CLIENT_TOOLS_KEY: [t["name"] for t in BROWSER_TOOLS]}},
+    )
+    run = functools.partial(runner_run, build_runner(), config, text)
+    await warm_up_runner(run)
+    return await runner_phases(run, runs, concurrency)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="fresh servers to measure (3)")
+    parser.add_argument("--runs", type=int, default=400, help="runs per phase (400)")
+    parser.add_argument(
+        "--clients", default="1,8", help="concurrent clients per phase, comma-separated (1,8)"
+    )
+    parser.add_argument("--text", default=TURN, help=f"what the user says ({TURN!r})")
+    args = parser.parse_args()
+    concurrency = [int(c) for c in args.clients.split(",")]
+    # ADK warns once per run about token usage; the server logs to a file, so do the same here.
+    logging.basicConfig(filename=os.devnull, level=logging.INFO)
+    rounds: list[list[Phase]] = []
+    flags = ("--agent", AGENT, "--model", f"script:{SCRIPT}", *UNLIMITED)
+    for number in range(1, args.rounds + 1):
+        with local_gateway(*flags) as gateway:
+            served = uvloop.run(measure_gateway(gateway, args.runs, concurrency, args.text))
+        rounds.append(served + uvloop.run(measure_runner(args.runs, concurrency, args.text)))
+        print(f"\nround {number}: the expenses example, {args.text!r}")
+        print_phases(rounds[-1:], concurrency, RATE_TARGET)
+    if len(rounds) > 1:
+        print(f"\nmedian of {len(rounds)} rounds")
+        print_phases(rounds, concurrency, RATE_TARGET)
+
+
+if __name__ == "__main__":
+    main()
