@@ -3,7 +3,7 @@
 Both sides host ``gateway.examples.expenses.agent``'s root agent with its own script model
 at pace 0, and run one-turn runs of "Show me my expenses", each on a new thread: the model
 calls the server tool ``list_expenses``, then streams the answer built from its result (two
-model calls, one tool, 34 AG-UI events). The browser declares the example's client tool
+model calls, one tool, 37 AG-UI events). The browser declares the example's client tool
 ``showExpense``, and the runner offers it too, so both give the model the same tools.
 
 - gateway: ``python -m gateway --agent gateway.examples.expenses.agent --model
