@@ -20,7 +20,6 @@ The phases, the table and the ratios are ``scripts/bench_runs.py``'s.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
 import os
@@ -49,6 +48,7 @@ from scripts.bench_runs import (
     Phase,
     gateway_phases,
     gateway_run,
+    phase_arguments,
     print_phases,
     runner_phases,
     runner_run,
@@ -103,12 +103,7 @@ async def measure_runner(runs: int, concurrency: Sequence[int], text: str) -> li
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="fresh servers to measure (3)")
-    parser.add_argument("--runs", type=int, default=400, help="runs per phase (400)")
-    parser.add_argument(
-        "--clients", default="1,8", help="concurrent clients per phase, comma-separated (1,8)"
-    )
+    parser = phase_arguments(__doc__)
     parser.add_argument("--text", default=TURN, help=f"what the user says ({TURN!r})")
     args = parser.parse_args()
     concurrency = [int(c) for c in args.clients.split(",")]

@@ -442,13 +442,19 @@ def cpu_ratio(gateway: Phase, runner: Phase) -> float:
     return runner.cpu_per_run / gateway.cpu_per_run
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def phase_arguments(doc: str) -> argparse.ArgumentParser:
+    """The options of a runs-per-second benchmark: rounds, runs per phase, clients."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="fresh servers to measure (3)")
     parser.add_argument("--runs", type=int, default=400, help="runs per phase (400)")
     parser.add_argument(
         "--clients", default="1,8", help="concurrent clients per phase, comma-separated (1,8)"
     )
+    return parser
+
+
+def main() -> None:
+    parser = phase_arguments(__doc__)
     parser.add_argument(
         "--db",
         choices=("memory", "file"),
@@ -469,9 +475,9 @@ def main() -> None:
     rounds = []
     for number in range(1, args.rounds + 1):
         with served(args.db) as gateway:
-            start_up, gateway_phases = uvloop.run(measure_gateway(gateway, args.runs, concurrency))
-        pauses, runner_phases = uvloop.run(measure_runner(args.runs, concurrency))
-        rounds.append(Round(start_up, pauses, gateway_phases + runner_phases))
+            start_up, served_phases = uvloop.run(measure_gateway(gateway, args.runs, concurrency))
+        pauses, floor_phases = uvloop.run(measure_runner(args.runs, concurrency))
+        rounds.append(Round(start_up, pauses, served_phases + floor_phases))
         print_round(f"round {number}", rounds[-1:], concurrency)
     if len(rounds) > 1:
         print_round(f"median of {len(rounds)} rounds", rounds, concurrency)
