@@ -38,8 +38,8 @@ accept (``transfer_to_agent`` names only the agents this agent may hand off to),
 does not match either: one script can serve a coordinator and its sub-agents, each meeting
 the rules it can follow. When no rule matches, the model says ``FALLBACK``.
 
-A script that cannot be used fails at start-up with a ``ModelError`` naming the file and
-the rule.
+A ``comment`` (on the script or a rule) is for its reader. A script that cannot be used
+fails at start-up with a ``ModelError`` naming the file and the rule.
 """
 
 from __future__ import annotations
