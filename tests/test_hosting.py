@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pydantic
 import pytest
 import uvicorn
@@ -29,9 +30,11 @@ from websockets.asyncio.client import connect
 
 import gateway
 from gateway import loading
+from gateway import protocol as p
 from gateway.api import create_app
 from gateway.config import Settings
 from gateway.hosting import Hosted, HostingError
+from gateway.tools import declarations
 from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import free_port, running_gateway
 
@@ -198,6 +201,28 @@ async def test_declarations_a_model_cannot_use_are_refused_naming_the_tool() -> 
             assert events[-1]["type"] == "RUN_ERROR", events[-1]
             assert events[-1]["code"] == "VALIDATION_ERROR"
             assert says in events[-1]["message"]
+
+
+def test_a_schema_declared_on_every_run_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[object] = []
+    real = declarations.schema_problem
+
+    def counted(schema: dict[str, Any]) -> str | None:
+        checked.append(schema)
+        return real(schema)
+
+    monkeypatch.setattr(declarations, "schema_problem", counted)
+    declarations._checked.cache_clear()
+    good = msgspec.convert(LOOKUP, p.Tool)
+    for _ in range(3):
+        assert list(declarations.declared_client_tools([good], None, {})) == ["lookUpOrder"]
+    bad = msgspec.convert(
+        {**LOOKUP, "parameters": {"type": "object", "properties": {"x": {"type": 5}}}}, p.Tool
+    )
+    for _ in range(2):  # a bad schema remembered is still refused
+        with pytest.raises(p.GatewayError, match="not a valid JSON Schema"):
+            declarations.declared_client_tools([bad], None, {})
+    assert len(checked) == 2
 
 
 async def test_a_catalog_given_by_setting_restricts_the_declared_tools(tmp_path: Path) -> None:
