@@ -118,6 +118,8 @@ def _hosted(
     from gateway.tools import catalog as tool_catalog
 
     warmup.skip_absent_a2a()
+    if isinstance(model, str):  # a name, as GATEWAY_MODEL takes it: built the same way
+        settings, model = dataclasses.replace(settings, model=model), None
     hosted = loading.load(settings.agent if agent is None else agent, settings)
     catalog = catalog or settings.catalog or None
     if catalog is not None:

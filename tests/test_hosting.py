@@ -395,3 +395,17 @@ async def test_without_a_catalog_the_declared_set_is_logged_once_per_connection(
         "client tools declared (no catalog): none",
         "client tools declared (no catalog): lookUpOrder",
     ]
+
+
+async def test_a_model_name_given_in_python_is_built_as_gateway_model_builds_it(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "turns.json"
+    script.write_text(json.dumps({"rules": [{"user": "hi", "say": "hello from the script"}]}))
+    agent = orders_agent("scripted_by_name")
+    async with running_gateway(agent=agent, model=f"script:{script}") as gateway:
+        async with gateway.socket() as ws:
+            events = await ws.run(user_input(new_id("t"), "hi", tools=[]))
+        assert text_of(events) == "hello from the script"
+    with pytest.raises(HostingError, match="GATEWAY_MODEL='gpt-4o'"):
+        create_app(orders_agent("unknown_name"), model="gpt-4o")
