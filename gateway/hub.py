@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 PLANNING_POLL_SECONDS = 0.002
 # How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
 CANCEL_GRACE_SECONDS = 0.5
+# How long a run in progress at shutdown may take to finish before it is cancelled.
+SHUTDOWN_GRACE_SECONDS = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +131,7 @@ class Hub:
         self.threads: dict[str, Thread] = {}
         self.status_listeners: list[Callable[[bool], None]] = []
         self.declarations = DeclarationLog()
+        self._stopping = False
         self._running = 0
 
     @property
@@ -186,6 +189,25 @@ class Hub:
             return False
         thread.run.abort.set()
         return True
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+        """Stops the runs in progress before the store closes, so none fails on a closed
+        store: each has ``grace`` seconds to finish; the rest stop where they are and keep
+        what they streamed, which the next start closes as interrupted, as after a crash."""
+        tasks = [
+            thread.run.task
+            for thread in self.threads.values()
+            if thread.run is not None and thread.run.task is not None
+        ]
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=grace)
+        if late:
+            log.info("shutting down: %d runs still in progress stop where they are", len(late))
+            self._stopping = True
+            for task in late:
+                task.cancel()
+            await asyncio.wait(late, timeout=grace)
 
     async def reattach(self, user_id: str, thread_id: str, subscriber: Subscriber) -> Run | None:
         """Sends the thread as snapshots; returns the run in progress it now follows live."""
@@ -436,7 +458,8 @@ class Hub:
         except Exception:  # the model or a tool raised
             run.fail(p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
         finally:
-            self._forget_streamed_text(run)
+            if not self._stopping:  # stopped by a shutdown: recovery keeps the text
+                self._forget_streamed_text(run)
             # The thread takes its next run only once this one's events are all out.
             await run.outbox.drained()
             log.info(

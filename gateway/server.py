@@ -161,6 +161,8 @@ class Gateway:
             self._warming.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._warming
+        if self.hub is not None:
+            await self.hub.stop()
         await self._shutdown()
 
     async def _warm(self) -> None:

@@ -1,0 +1,44 @@
+"""Stopping the gateway while a run streams: the run stops before the store closes, so it
+neither fails on a closed store nor loses what its client was already sent; the next start
+closes it as interrupted, as after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from gateway.store import INTERRUPTED_NOTE
+from tests.agui import new_id, user_input
+from tests.conftest import running_gateway
+
+LONG = "자기소개를 길게 해 주세요"
+
+
+async def test_a_run_in_progress_at_shutdown_is_kept_not_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = str(tmp_path / "stop.db")
+    thread = new_id("t")
+    seen: list[str] = []
+    with caplog.at_level(logging.INFO):
+        async with running_gateway(db=db, scripted_pace_ms=200) as gateway, gateway.socket() as ws:
+            await ws.send(user_input(thread, LONG))
+            while not [e for e in ws.received if e["type"] == "TEXT_MESSAGE_CONTENT"]:
+                await ws.next()
+            seen = [e["delta"] for e in ws.received if e["type"] == "TEXT_MESSAGE_CONTENT"]
+        hub = gateway.app.hub
+        assert hub is not None
+        # Nothing of the run is left to fail later on the closed store.
+        assert [t for t in hub.threads.values() if t.run is not None] == []
+        await asyncio.sleep(0.5)
+    failures = [r for r in caplog.records if "failed (error id" in r.getMessage()]
+    assert failures == [] and "the session store is closed" not in caplog.text
+    async with running_gateway(db=db) as gateway, gateway.socket() as ws:
+        events = await ws.run({"type": "reattach", "threadId": thread})
+    [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    reply = snapshot["messages"][-1]
+    assert reply["role"] == "assistant" and reply["content"].startswith("".join(seen))
+    assert reply["content"].endswith(INTERRUPTED_NOTE)
