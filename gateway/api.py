@@ -82,6 +82,7 @@ def create_app(
     ]
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
+    engines: list[runner.Engine] = []
 
     async def startup() -> Hub:
         # The store first: it refuses a new file that already holds tables of its own.
@@ -89,6 +90,7 @@ def create_app(
         service.append(await runner.open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
         engine = runner.Engine(hosted, app, client_tools, service[0], usage)
+        engines.append(engine)
         return Hub(
             engine,
             client_tool_timeout=settings.client_tool_timeout,
@@ -101,6 +103,8 @@ def create_app(
         )
 
     async def shutdown() -> None:
+        if engines:
+            await engines[0].close()
         await audit.close()
         if service:
             await service[0].close()

@@ -76,6 +76,11 @@ class Engine:
         """The tokens a run's model calls used, one entry per model (None: none counted)."""
         return self.usage.take(run_id) if self.usage else None
 
+    async def close(self) -> None:
+        """Closes what the agents opened: their toolsets' connections and MCP server
+        processes (ADK's ``Runner.close``)."""
+        await self.runner.close()
+
     async def session(self, user_id: str, thread_id: str) -> Session | None:
         return await self.sessions.get_session(
             app_name=self.app_name, user_id=user_id, session_id=thread_id
