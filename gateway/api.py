@@ -64,6 +64,7 @@ def create_app(
     from gateway.store import SessionService
     from gateway.thoughts import ThoughtsPlugin
     from gateway.tools.client import ClientToolset
+    from gateway.tools.mcp import McpFailurePlugin
     from gateway.usage import UsagePlugin
     from gateway.warmup import WarmUpPlugin
 
@@ -79,6 +80,7 @@ def create_app(
         usage,
         ThoughtsPlugin(),
         WarmUpPlugin(),
+        McpFailurePlugin(),
     ]
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []

@@ -1,0 +1,105 @@
+"""MCP tools: a call whose server fails ends the run with AGENT_ERROR.
+
+ADK's ``McpTool`` does not raise when the call to its server fails (the server died, the
+connection dropped, the server answered with a protocol error): it returns
+``{"error": "<prefix><exception text>"}`` as the tool's result, and the model would read the
+exception's text as if the tool had answered, and the client would be shown it. The gateway
+ends the run there instead, as it does when the model fails:
+
+- the result stored for the call is a sentence saying the call did not complete (so the
+  next turn starts from a history where every call has its result, and the model knows the
+  call may or may not have run on the server);
+- the event carrying it is marked with the error code ``MCP_CALL_FAILED``, which the
+  translator turns into RUN_ERROR AGENT_ERROR with an error id; the log line with that id
+  says which tool failed and how.
+
+An MCP tool's own error (``isError``: the tool ran and said no) is a result like any other
+and reaches the model. The core does not import the ``mcp`` package: without it no MCP tool
+can exist, so there is nothing to look at.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events import Event
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
+
+__all__ = ["MCP_CALL_FAILED", "McpFailurePlugin", "failed_result"]
+
+# The error code the run's event carries; the translator ends the run on any error code.
+MCP_CALL_FAILED = "MCP_CALL_FAILED"
+# How ADK's McpTool words the result it returns instead of raising (ADK 2.13).
+_ADK_FAILURES = ("MCP tool execution failed: ", "Unexpected error during MCP tool execution: ")
+_MCP_TOOL_MODULE = "google.adk.tools.mcp_tool.mcp_tool"
+
+
+def failed_result(tool_name: str) -> dict[str, Any]:
+    """What the thread keeps as the result of a call whose MCP server failed."""
+    return {
+        "status": "failed",
+        "error": (
+            f"The call to {tool_name} did not complete: its MCP server failed during the "
+            "call, so whether it ran is not known."
+        ),
+    }
+
+
+def is_mcp_failure(tool: BaseTool, result: Any) -> bool:
+    """True for what ADK's McpTool returns when the call to its server failed."""
+    module = sys.modules.get(_MCP_TOOL_MODULE)
+    if module is None or not isinstance(tool, module.McpTool):
+        return False
+    if not isinstance(result, dict) or set(result) != {"error"}:
+        return False
+    error = result["error"]
+    return isinstance(error, str) and error.startswith(_ADK_FAILURES)
+
+
+class McpFailurePlugin(BasePlugin):
+    """Replaces a failed MCP call's result and marks its event, so the run ends there."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gateway_mcp_failures")
+        # Per invocation, the failed calls whose result event has not passed yet: call id to
+        # what failed, for the log.
+        self._failed: dict[str, dict[str, str]] = {}
+
+    async def after_tool_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        if not is_mcp_failure(tool, result):
+            return None
+        calls = self._failed.setdefault(tool_context.invocation_id, {})
+        calls[tool_context.function_call_id or ""] = f"{tool.name}: {result['error']}"
+        return failed_result(tool.name)
+
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: Event
+    ) -> Event | None:
+        calls = self._failed.get(invocation_context.invocation_id)
+        if not calls:
+            return None
+        failed = [calls.pop(r.id or "") for r in event.get_function_responses() if r.id in calls]
+        if not failed:
+            return None
+        return event.model_copy(
+            update={"error_code": MCP_CALL_FAILED, "error_message": "; ".join(failed)}
+        )
+
+    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
+        self._failed.pop(invocation_context.invocation_id, None)
+
+    async def on_run_error_callback(
+        self, *, invocation_context: InvocationContext, error: Exception
+    ) -> None:
+        self._failed.pop(invocation_context.invocation_id, None)
