@@ -63,13 +63,14 @@ def create_app(
     from gateway.server import Gateway
     from gateway.store import SessionService
     from gateway.thoughts import ThoughtsPlugin
+    from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
-    from gateway.tools.mcp import McpFailurePlugin
     from gateway.usage import UsagePlugin
     from gateway.warmup import WarmUpPlugin
 
     settings = settings or Settings()
     hosted = _hosted(agent, settings, catalog, model)
+    mcp.install_log_filter()
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
     usage = UsagePlugin()
@@ -80,7 +81,7 @@ def create_app(
         usage,
         ThoughtsPlugin(),
         WarmUpPlugin(),
-        McpFailurePlugin(),
+        mcp.McpFailurePlugin(),
     ]
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []

@@ -27,8 +27,10 @@ from google.genai import types
 
 from gateway.examples.warehouse import agent as warehouse
 from gateway.examples.warehouse import orders
+from gateway.tools.mcp import TOOLSET_LOGGER, failed_result
 from tests.agui import new_id, outcome, text_of, tool_calls, user_input
 from tests.conftest import free_port, running_gateway
+from tests.test_reattach import snapshot_of
 from tests.test_sse_and_ping import post_run
 from tests.test_upstream import resume
 
@@ -154,6 +156,15 @@ async def test_mcp_calls_stream_as_tool_calls_over_ws_and_sse() -> None:
         assert json.loads(result["content"])["structuredContent"]["items"][0]["sku"] == "SKU-300"
         assert json.loads(text_of(events))["count"] == 1
 
+        # The tool's own "no" (an MCP isError result) is an answer, for the model to read.
+        async with gateway.socket() as ws:
+            ask = user_input(new_id("t"), 'count_shelf {"sku": "SKU-999"}', tools=[])
+            events = await ws.run(ask)
+        assert outcome(events) == {"type": "success"}
+        [result] = results(events)
+        assert json.loads(result["content"])["isError"] is True
+        assert "No item SKU-999" in result["content"]
+
         ask = user_input(new_id("t"), 'find_items {"query": "tape"}', tools=[])
         status, _, events, _ = await post_run(gateway, ask)
         assert status == 200 and outcome(events) == {"type": "success"}
@@ -204,6 +215,7 @@ async def test_a_stdio_server_killed_mid_call_is_agent_error_and_the_thread_goes
         events = [await ws.next()]
         while events[-1]["type"] != "TOOL_CALL_END":
             events.append(await ws.next())
+        [call] = tool_calls(events)
         [server] = stock_servers()
         await asyncio.sleep(0.3)  # the call reaches the server, which now counts for 30 s
         caplog.clear()
@@ -222,6 +234,13 @@ async def test_a_stdio_server_killed_mid_call_is_agent_error_and_the_thread_goes
         assert len(logged) == 1 and "count_shelf" in logged[0].getMessage()
         assert not logged[0].exc_info  # one line: no traceback follows it
         assert seconds < 5
+
+        # The thread keeps a result for the call: a sentence, not the exception's text.
+        async with gateway.socket() as again:
+            snapshot = await again.run({"type": "reattach", "threadId": thread})
+        [kept] = [m for m in snapshot_of(snapshot) if m.get("toolCallId") == call["id"]]
+        assert json.loads(kept["content"]) == failed_result("count_shelf")
+        assert "Connection closed" not in json.dumps(snapshot)
 
         # The thread goes on: the toolset starts the server again for the next call.
         events = await ws.run(user_input(thread, 'find_items {"query": "jack"}', tools=[]))
@@ -258,7 +277,9 @@ async def test_an_http_server_killed_mid_call_is_agent_error_and_the_next_turn_w
             assert json.loads(text_of(events))["status"] == "reserved"
 
 
-async def test_a_server_that_is_not_up_does_not_hold_up_start_up() -> None:
+async def test_a_server_that_is_not_up_does_not_hold_up_start_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     port = free_port()  # nothing listens here yet
     started = time.monotonic()
     async with running_gateway(agent=warehouse_agent(port)) as gateway, gateway.socket() as ws:
@@ -266,6 +287,11 @@ async def test_a_server_that_is_not_up_does_not_hold_up_start_up() -> None:
         thread = new_id("t")
         events = await ws.run(user_input(thread, 'find_items {"query": "label"}', tools=[]))
         assert json.loads(text_of(events))["items"][0]["sku"] == "SKU-400"
+        # ADK says on every model call that the desk's tools are missing: a line, not a traceback.
+        lost = [r for r in caplog.records if r.name == TOOLSET_LOGGER]
+        assert lost and not any(r.exc_info for r in lost)
+        cause = "(cause: ConnectError: All connection attempts failed)"
+        assert all(r.getMessage().endswith(cause) for r in lost)
         reserve = 'reserve_stock {"sku": "SKU-400", "quantity": 1, "order": "O-3"}'
         events = await ws.run(user_input(thread, reserve, tools=[]))
         assert text_of(events) == "I have no tool called reserve_stock."

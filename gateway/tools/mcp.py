@@ -14,12 +14,20 @@ ends the run there instead, as it does when the model fails:
   says which tool failed and how.
 
 An MCP tool's own error (``isError``: the tool ran and said no) is a result like any other
-and reaches the model. The core does not import the ``mcp`` package: without it no MCP tool
-can exist, so there is nothing to look at.
+and reaches the model.
+
+A server that is not up when a run lists its tools is ADK's to handle: the agent runs without
+that toolset's tools, and ADK logs an error with the whole traceback, on every model call of
+every run while the server is down (some 120 lines each). ``ToolsetLoadFailure`` makes that
+record one line that ends with the innermost cause (the traceback stays at debug level).
+
+The core does not import the ``mcp`` package: without it no MCP tool can exist, so there is
+nothing to look at.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
@@ -29,13 +37,23 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-__all__ = ["MCP_CALL_FAILED", "McpFailurePlugin", "failed_result"]
+__all__ = [
+    "MCP_CALL_FAILED",
+    "McpFailurePlugin",
+    "ToolsetLoadFailure",
+    "failed_result",
+    "innermost_cause",
+    "install_log_filter",
+]
 
 # The error code the run's event carries; the translator ends the run on any error code.
 MCP_CALL_FAILED = "MCP_CALL_FAILED"
 # How ADK's McpTool words the result it returns instead of raising (ADK 2.13).
 _ADK_FAILURES = ("MCP tool execution failed: ", "Unexpected error during MCP tool execution: ")
 _MCP_TOOL_MODULE = "google.adk.tools.mcp_tool.mcp_tool"
+# Where ADK logs that an agent runs without a toolset that failed to load (ADK 2.13).
+TOOLSET_LOGGER = "google_adk.google.adk.agents.llm_agent"
+_TOOLSET_LOST = "Agent %s will run without the tools from toolset"
 
 
 def failed_result(tool_name: str) -> dict[str, Any]:
@@ -103,3 +121,42 @@ class McpFailurePlugin(BasePlugin):
         self, *, invocation_context: InvocationContext, error: Exception
     ) -> None:
         self._failed.pop(invocation_context.invocation_id, None)
+
+
+class ToolsetLoadFailure(logging.Filter):
+    """ADK's "will run without the tools from toolset" record, as one line with its cause."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None or not str(record.msg).startswith(_TOOLSET_LOST):
+            return True
+        if logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return True
+        cause = innermost_cause(error)
+        record.msg = f"{record.getMessage()} (cause: {type(cause).__name__}: {cause})"
+        record.args = None
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+def innermost_cause(error: BaseException) -> BaseException:
+    """The exception at the bottom of ``error``'s chain (a group's first member's, if any)."""
+    seen: set[int] = set()
+    while id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, BaseExceptionGroup) and error.exceptions:
+            error = error.exceptions[0]
+            continue
+        below = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+        if below is None:
+            break
+        error = below
+    return error
+
+
+def install_log_filter() -> None:
+    """Adds ``ToolsetLoadFailure`` to ADK's agent logger, once."""
+    logger = logging.getLogger(TOOLSET_LOGGER)
+    if not any(isinstance(f, ToolsetLoadFailure) for f in logger.filters):
+        logger.addFilter(ToolsetLoadFailure())
