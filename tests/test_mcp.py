@@ -298,3 +298,29 @@ async def test_a_server_that_is_not_up_does_not_hold_up_start_up(
         async with order_desk(port):
             events = await ws.run(user_input(thread, reserve, tools=[]))
             assert outcome(events)["type"] == "interrupt"
+
+
+async def test_a_cancel_during_an_mcp_call_ends_cancelled_and_the_server_serves_on() -> None:
+    port = free_port()
+    agent = warehouse_agent(port, count_seconds=30)
+    thread = new_id("t")
+    async with running_gateway(agent=agent) as gateway, gateway.socket() as ws:
+        await ws.send(user_input(thread, 'count_shelf {"sku": "SKU-300"}', tools=[]))
+        while (await ws.next())["type"] != "TOOL_CALL_END":
+            pass
+        [server] = stock_servers()
+        await asyncio.sleep(0.3)  # the call is at the server, counting for 30 s
+        sent = time.monotonic()
+        await ws.send({"type": "cancel", "threadId": thread})
+        rest = await ws.until_end()
+        assert time.monotonic() - sent < 2.0
+        assert outcome(rest) == {"type": "cancelled"}
+
+        events = await ws.run(user_input(thread, 'find_items {"query": "tape"}', tools=[]))
+        assert json.loads(text_of(events))["items"][0]["sku"] == "SKU-200"
+        assert stock_servers() == [server]  # the same server, still serving
+        session = await gateway.app.hub.engine.session("demo", thread)  # type: ignore[union-attr]
+        assert session is not None
+        answered = {r.id for e in session.events for r in e.get_function_responses()}
+        called = {c.id for e in session.events for c in e.get_function_calls()}
+        assert called <= answered, "a cancelled run leaves no call without a response"
