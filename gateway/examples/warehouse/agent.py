@@ -8,8 +8,9 @@
   toolset starts it as a child process of the gateway when a run first needs it, starts it
   again if it dies, and stops it when the gateway stops.
 - The order desk (``orders.py``: ``reserve_stock``) speaks MCP over streamable HTTP and runs
-  on its own. Every reservation waits for a person: ``require_confirmation`` on its toolset
-  pauses the run as an AG-UI interrupt, and only an approval makes the call.
+  on its own, at ``WAREHOUSE_ORDERS_URL`` if set. Every reservation waits for a person:
+  ``require_confirmation`` on its toolset pauses the run as an AG-UI interrupt, and only an
+  approval makes the call.
 
 A server that is not up is not a reason not to serve: ADK runs the agent without that
 server's tools and logs why. A server that fails during a call ends the run with AGENT_ERROR
@@ -19,6 +20,7 @@ server; ``GOOGLE_API_USE_CLIENT_CERTIFICATE=false`` skips that for a local one.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -53,7 +55,9 @@ def stock_server(count_seconds: float = 1.0) -> StdioConnectionParams:
     )
 
 
-def orders_server(url: str = ORDERS_URL) -> StreamableHTTPConnectionParams:
+def orders_server(url: str | None = None) -> StreamableHTTPConnectionParams:
+    """The order desk at ``url``, else ``WAREHOUSE_ORDERS_URL``, else where orders.py serves."""
+    url = url or os.environ.get("WAREHOUSE_ORDERS_URL") or ORDERS_URL
     return StreamableHTTPConnectionParams(url=url, timeout=5.0)
 
 

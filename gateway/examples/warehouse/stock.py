@@ -35,7 +35,11 @@ def build_server(count_seconds: float = 1.0) -> MCPServer:
             for sku, (name, shelf, on_hand) in ITEMS.items()
             if all(word in f"{sku} {name}".casefold() for word in words)
         ]
-        return {"query": query, "count": len(found), "items": found}
+        summary = "; ".join(
+            f"{item['sku']} {item['name']} ({item['onHand']} on shelf {item['shelf']})"
+            for item in found
+        )
+        return {"query": query, "count": len(found), "items": found, "summary": summary}
 
     @server.tool()
     async def count_shelf(sku: str) -> dict[str, Any]:
