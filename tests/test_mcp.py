@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -27,7 +28,7 @@ from google.genai import types
 
 from gateway.examples.warehouse import agent as warehouse
 from gateway.examples.warehouse import orders
-from gateway.tools.mcp import TOOLSET_LOGGER, failed_result
+from gateway.tools.mcp import TOOLSET_LOGGER, ToolsetLoadFailure, failed_result
 from tests.agui import new_id, outcome, text_of, tool_calls, user_input
 from tests.conftest import free_port, running_gateway
 from tests.test_reattach import snapshot_of
@@ -324,3 +325,38 @@ async def test_a_cancel_during_an_mcp_call_ends_cancelled_and_the_server_serves_
         answered = {r.id for e in session.events for r in e.get_function_responses()}
         called = {c.id for e in session.events for c in e.get_function_calls()}
         assert called <= answered, "a cancelled run leaves no call without a response"
+
+
+def test_a_lost_toolset_is_one_line_with_its_cause_unless_the_log_level_is_debug() -> None:
+    def lost() -> logging.LogRecord:
+        try:
+            try:
+                raise BaseExceptionGroup("in a task group", [OSError("connect refused")])
+            except BaseExceptionGroup as group:
+                raise ConnectionError("") from group
+        except ConnectionError as error:
+            # As ADK 2.13 words it; str(error) is empty, as a transport's often is.
+            template = (
+                "Agent %s will run without the tools from toolset %s%s, which failed to load: %s"
+            )
+            args = ("warehouse", "McpToolset", "", error)
+            cause = (type(error), error, None)
+            level = logging.ERROR
+            return logging.LogRecord(TOOLSET_LOGGER, level, __file__, 1, template, args, cause)
+
+    logger = logging.getLogger(TOOLSET_LOGGER)
+    level = logger.level
+    try:
+        logger.setLevel(logging.INFO)
+        record = lost()
+        assert ToolsetLoadFailure().filter(record)
+        assert not record.exc_info
+        assert record.getMessage() == (
+            "Agent warehouse will run without the tools from toolset McpToolset, which failed "
+            "to load:  (cause: OSError: connect refused)"
+        )
+        logger.setLevel(logging.DEBUG)
+        record = lost()
+        assert ToolsetLoadFailure().filter(record) and record.exc_info
+    finally:
+        logger.setLevel(level)
