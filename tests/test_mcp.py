@@ -41,9 +41,9 @@ STOCK_SCRIPT = Path(warehouse.__file__).with_name("stock.py")
 
 @pytest.fixture(autouse=True)
 def no_credential_probe(monkeypatch: pytest.MonkeyPatch) -> None:
-    # ADK would look for Google credentials (the metadata server too) for an HTTP MCP server.
+    # ADK would look for Google credentials, asking the metadata server at 169.254.169.254,
+    # to try mTLS with an HTTP MCP server.
     monkeypatch.setenv("GOOGLE_API_USE_CLIENT_CERTIFICATE", "false")
-    monkeypatch.setenv("NO_GCE_CHECK", "true")
 
 
 class Clerk(BaseLlm):
