@@ -110,9 +110,9 @@ class McpFailurePlugin(BasePlugin):
         failed = [calls.pop(r.id or "") for r in event.get_function_responses() if r.id in calls]
         if not failed:
             return None
-        return event.model_copy(
-            update={"error_code": MCP_CALL_FAILED, "error_message": "; ".join(failed)}
-        )
+        event.error_code = MCP_CALL_FAILED
+        event.error_message = "; ".join(failed)
+        return None  # changed in place, as the attribution plugin does: later plugins see it
 
     async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
         self._failed.pop(invocation_context.invocation_id, None)
