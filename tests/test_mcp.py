@@ -31,6 +31,7 @@ from gateway.examples.warehouse import orders
 from gateway.tools.mcp import TOOLSET_LOGGER, ToolsetLoadFailure, failed_result
 from tests.agui import new_id, outcome, text_of, tool_calls, user_input
 from tests.conftest import free_port, running_gateway
+from tests.processes import GATEWAY, gateway_process, run_over_ws
 from tests.test_reattach import snapshot_of
 from tests.test_sse_and_ping import post_run
 from tests.test_upstream import resume
@@ -360,3 +361,43 @@ def test_a_lost_toolset_is_one_line_with_its_cause_unless_the_log_level_is_debug
         assert ToolsetLoadFailure().filter(record) and record.exc_info
     finally:
         logger.setLevel(level)
+
+
+# --- the example as its docstring runs it ---------------------------------------------------
+
+
+def running_servers() -> list[int]:
+    """Every process running this checkout's stock server, whoever started it."""
+    return [
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit() and _runs_stock_server(entry)
+    ]
+
+
+def _runs_stock_server(pid: str) -> bool:
+    with contextlib.suppress(OSError):
+        return str(STOCK_SCRIPT).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    return False
+
+
+async def test_the_example_runs_as_its_docstring_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("WAREHOUSE_ORDERS_URL", f"http://127.0.0.1:{port}{orders.PATH}")
+    command = (*GATEWAY, "serve", "gateway.examples.warehouse.agent")
+    thread = new_id("t")
+    async with order_desk(port), gateway_process(
+        tmp_path / "threads.db", tmp_path / "gateway.log", command=command
+    ) as (_, gateway_port):
+        events = await run_over_ws(gateway_port, user_input(thread, "find tape", tools=[]))
+        assert text_of(events) == "Found 1: SKU-200 Packing tape, 50 m (320 on shelf B-07)."
+        ask = user_input(thread, "reserve SKU-100 for O-7", tools=[])
+        [interrupt] = outcome(await run_over_ws(gateway_port, ask))["interrupts"]
+        answer = resume(thread, interrupt["id"], payload={"approved": True})
+        events = await run_over_ws(gateway_port, answer)
+        assert text_of(events) == "Reserved 1 × Pallet jack for O-7 (RES-1); 3 left free."
+        assert running_servers()
+    # The gateway stopped the stock server it started.
+    await until(lambda: not running_servers())
