@@ -83,13 +83,18 @@ def warehouse_agent(orders_port: int, count_seconds: float = 0.0) -> LlmAgent:
 
 @contextlib.asynccontextmanager
 async def order_desk(
-    port: int, reserve_seconds: float = 0.0
+    port: int,
+    reserve_seconds: float = 0.0,
+    *,
+    python: Path = Path(sys.executable),
+    cwd: Path = ROOT,
 ) -> AsyncIterator[subprocess.Popen[bytes]]:
-    """The example's order desk on ``port``, once it accepts connections; always stopped."""
+    """The example's order desk on ``port``, run by ``python`` from ``cwd``, once it accepts
+    connections; always stopped."""
     desk = ["-m", "gateway.examples.warehouse.orders", "--port", str(port)]
     process = subprocess.Popen(
-        [sys.executable, *desk, "--reserve-seconds", str(reserve_seconds)],
-        cwd=ROOT,
+        [python, *desk, "--reserve-seconds", str(reserve_seconds)],
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -1,7 +1,7 @@
 """The wheel, as a user gets it: built from the tracked files, installed into a fresh venv
 (not editable), run from a folder far from this checkout. It serves the demo (every data
-file is package data) and a user's own ADK agent folder, and its operator commands read
-the threads back."""
+file is package data), a user's own ADK agent folder, and with the mcp extra the warehouse
+example and its MCP servers; its operator commands read the threads back."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.agui import new_id, text_of, tool_calls, user_input
-from tests.processes import ROOT, gateway_process, run_over_ws
+from tests.processes import ROOT, free_port, gateway_process, run_over_ws
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git ls-files")
 
@@ -98,6 +99,31 @@ async def test_the_installed_wheel_serves_a_users_agent_folder(
         events = await run_over_ws(port, user_input(new_id("t"), "hello", tools=[]))
         assert text_of(events) == "parrot: hello"
         assert json.loads(await _get(port, "/tools")) == {"tools": []}
+
+
+async def test_the_installed_wheel_runs_the_warehouse_and_its_mcp_servers(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_mcp import order_desk
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = pyproject["project"]["optional-dependencies"]["mcp"]
+    _run(installed / "pip", "install", "-q", "--disable-pip-version-check", *extra, cwd=tmp_path)
+    port = free_port()
+    monkeypatch.setenv("WAREHOUSE_ORDERS_URL", f"http://127.0.0.1:{port}/mcp")
+    monkeypatch.setenv("GOOGLE_API_USE_CLIENT_CERTIFICATE", "false")
+    command = (str(installed / "agent-gateway"), "serve", "gateway.examples.warehouse.agent")
+    db = tmp_path / "warehouse.db"
+    async with (
+        order_desk(port, python=installed / "python", cwd=tmp_path),
+        gateway_process(db, tmp_path / "log", command=command, cwd=tmp_path) as (_, gateway_port),
+    ):
+        # The stock server, a file of the installed package, started by the toolset.
+        events = await run_over_ws(gateway_port, user_input(new_id("t"), "count SKU-100", tools=[]))
+        assert text_of(events) == "Counted 4 × Pallet jack on shelf A-01."
+        ask = user_input(new_id("t"), "reserve SKU-100 for O-9", tools=[])
+        events = await run_over_ws(gateway_port, ask)
+        assert events[-1]["outcome"]["type"] == "interrupt"
 
 
 async def _get(port: int, path: str) -> str:
