@@ -44,6 +44,7 @@ __all__ = [
     "failed_result",
     "innermost_cause",
     "install_log_filter",
+    "is_mcp_failure",
 ]
 
 # The error code the run's event carries; the translator ends the run on any error code.
