@@ -19,6 +19,7 @@ from gateway.config import Settings
 from gateway.server import Gateway
 from gateway.store import SessionService
 from tests.agui import AgUiSocket
+from tests.providers import ChatCompletions, GeminiApi, Provider
 
 
 def free_port() -> int:
@@ -104,6 +105,18 @@ async def running_gateway(
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 15)
+
+
+@pytest.fixture(params=[ChatCompletions, GeminiApi], ids=["chat-completions", "gemini"])
+async def provider(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Provider]:
+    """A local model provider of each kind, running, with the provider's SDK pointed at it."""
+    made: Provider = request.param()
+    for name, value in made.env().items():
+        monkeypatch.setenv(name, value)
+    async with made.running():
+        yield made
 
 
 @pytest.fixture(scope="session")
