@@ -60,20 +60,24 @@ def create_app(
     from gateway.hosting import prepare
     from gateway.hub import Hub
     from gateway.limits import Quota, RunSlots
+    from gateway.models.calls import ModelCalls
     from gateway.server import Gateway
     from gateway.store import SessionService
     from gateway.thoughts import ThoughtsPlugin
     from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
     from gateway.usage import UsagePlugin
+    from gateway.usage import install_log_filter as usage_log_filter
     from gateway.warmup import WarmUpPlugin
 
     settings = settings or Settings()
     hosted = _hosted(agent, settings, catalog, model)
     mcp.install_log_filter()
+    usage_log_filter()
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
     usage = UsagePlugin()
+    model_calls = ModelCalls()
     plugins = [
         AuditPlugin(audit),
         ApprovalPlugin(),
@@ -82,6 +86,8 @@ def create_app(
         ThoughtsPlugin(),
         WarmUpPlugin(),
         mcp.McpFailurePlugin(),
+        # After the warm-up's: a call it answers never reaches the model, so is not watched.
+        model_calls,
     ]
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
@@ -92,7 +98,7 @@ def create_app(
         assert app.root_agent is not None
         service.append(await runner.open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
-        engine = runner.Engine(hosted, app, client_tools, service[0], usage)
+        engine = runner.Engine(hosted, app, client_tools, service[0], usage, model_calls)
         engines.append(engine)
         return Hub(
             engine,
@@ -103,6 +109,7 @@ def create_app(
             slots=RunSlots(settings.max_runs, settings.run_wait),
             snapshot_bytes=settings.snapshot_bytes,
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
+            model_timeout=settings.model_timeout,
         )
 
     async def shutdown() -> None:

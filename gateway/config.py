@@ -44,6 +44,8 @@ class Settings:
     durability: str = "normal"
     history_window: int = 24
     client_tool_timeout: float = 120.0
+    model_timeout: float = 120.0
+    model_probe_interval: float = 30.0
     approval_timeout: float = 900.0
     context_allow: str = "surface,currentScreen,selectedIds"
     max_frame_bytes: int = 1 << 20
@@ -107,6 +109,10 @@ _HELP: dict[str, str] = {
     "durability": "'normal' survives a process crash, 'full' also a power loss",
     "history_window": "recent events a run loads from its thread",
     "client_tool_timeout": "seconds a browser has to answer a client-tool call",
+    "model_timeout": "seconds a model call may send nothing (its first chunk included) "
+    "before the run is stopped with RUN_ERROR",
+    "model_probe_interval": "seconds between the checks that the hosted agent's models answer "
+    "(a models list, no tokens); while one does not, /ping says Unhealthy (0: no checks)",
     "approval_timeout": "seconds an approval request stays open before it counts as rejected",
     "context_allow": "RunAgentInput.context entries the model may see (comma-separated)",
     "max_frame_bytes": "largest upstream WebSocket frame or request body",

@@ -40,6 +40,7 @@ from gateway.audit import AuditLog
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
 from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
+from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.notices import standalone
 from gateway.outbox import Commit, report_failed
 from gateway.runner import CONFIRMATION_CALL, Engine
@@ -117,8 +118,11 @@ class Hub:
         slots: RunSlots | None = None,
         snapshot_bytes: int | None = None,
         quota: Quota | None = None,
+        model_timeout: float = 120.0,
     ) -> None:
         self.engine = engine
+        # Seconds a model call may send nothing before its run is stopped.
+        self.model_timeout = model_timeout
         self.quota = quota or Quota()
         # How much of a thread a reattach sends at most; older messages are paged in.
         self.snapshot_bytes = snapshot_bytes
@@ -449,8 +453,14 @@ class Hub:
                 run.emit(translator.interrupted())
             else:
                 run.emit(translator.finish())
+        except ModelStalled as stalled:
+            run.fail(self._stalled(run, stalled.stall))
         except AgentFailure as exc:
-            run.fail(p.unexpected(f"{run} ({exc})", p.ErrorCode.AGENT_ERROR, traceback=False))
+            failed = self.engine.take_model_failure(run.run_id)
+            if exc.error_code == MODEL_FAILED and failed is not None:
+                run.fail(_model_failed(run, failed))
+            else:
+                run.fail(p.unexpected(f"{run} ({exc})", p.ErrorCode.AGENT_ERROR, traceback=False))
         except QuarantinedThreadError:  # found by a read of the run (ADK's, or a cancel's)
             run.fail(_quarantined(thread.thread_id))
         except (StoreError, StaleSessionError):
@@ -460,6 +470,7 @@ class Hub:
         finally:
             if not self._stopping:  # stopped by a shutdown: recovery keeps the text
                 self._forget_streamed_text(run)
+            self.engine.forget_model_calls(run.run_id)
             # The thread takes its next run only once this one's events are all out.
             await run.outbox.drained()
             log.info(
@@ -488,18 +499,26 @@ class Hub:
         # a task and a wait per event.
         consumer = asyncio.create_task(self._consume(run, events))
         aborted = asyncio.ensure_future(run.abort.wait())
+        stalled = asyncio.ensure_future(self.engine.model_stalled(run.run_id, self.model_timeout))
+        stall: Stall | None = None
         try:
-            await asyncio.wait({consumer, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({consumer, aborted, stalled}, return_when=asyncio.FIRST_COMPLETED)
             if not consumer.done():
+                if stalled.done():  # stopped as a cancel is, then told as a failure
+                    stall = stalled.result()
+                    run.abort.set()
                 # Cancelled: ADK seals the invocation if it stops in time; a slow tool that
                 # does not is cancelled outright.
                 await asyncio.wait({consumer}, timeout=CANCEL_GRACE_SECONDS)
                 consumer.cancel()
         finally:
             aborted.cancel()
+            stalled.cancel()
         if run.abort.is_set():
             await _settle(consumer)
             await self._seal(run)
+            if stall is not None:
+                raise ModelStalled(stall)
         else:
             await consumer  # a failure of the model or a tool surfaces here
 
@@ -512,6 +531,19 @@ class Hub:
                 if not run.abort.is_set():
                     out = run.translator.translate(event)
                     run.emit(out, after=self._keep_streamed_text(run, event, out))
+
+    def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
+        log.warning(
+            "%s: %s sent nothing for %.1f s (GATEWAY_MODEL_TIMEOUT); the run was stopped",
+            run,
+            stall.model,
+            stall.seconds,
+        )
+        return p.GatewayError(
+            p.ErrorCode.AGENT_ERROR,
+            f"The model sent nothing for {self.model_timeout:g} s, so the run was stopped; "
+            "try again.",
+        )
 
     def _keep_streamed_text(self, run: Run, event: AdkEvent, out: list[p.Event]) -> Commit | None:
         """Stores the text so far of a streamed message; returns the commit its chunk awaits."""
@@ -694,6 +726,20 @@ def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:
             value={"earlier": True, "before": page.earlier, "href": f"/history?{query}"},
         )
     ]
+
+
+class ModelStalled(Exception):
+    """A model call of the run sent nothing for ``GATEWAY_MODEL_TIMEOUT``; the run stopped."""
+
+    def __init__(self, stall: Stall) -> None:
+        super().__init__(f"{stall.model} sent nothing for {stall.seconds:.0f} s")
+        self.stall = stall
+
+
+def _model_failed(run: Run, failed: FailedCall) -> p.GatewayError:
+    """A provider's failure a user will meet: one log line, and the sentence for the client."""
+    log.warning("%s: %s failed: %s", run, failed.model, failed.failure.detail)
+    return p.GatewayError(failed.failure.code, failed.failure.sentence)
 
 
 def _responses(calls: dict[str, OpenCall], responses: dict[str, dict[str, Any]]) -> types.Content:

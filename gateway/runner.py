@@ -26,6 +26,7 @@ from gateway import protocol as p
 from gateway.config import Settings
 from gateway.context import RUN_METADATA_KEY
 from gateway.hosting import Hosted, agent_tools, agents, server_tool_names
+from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.subagents import Subagents
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
@@ -47,9 +48,11 @@ class Engine:
         client_tools: ClientToolset,
         session_service: SessionService,
         usage: UsagePlugin | None = None,
+        model_calls: ModelCalls | None = None,
     ) -> None:
         """``app`` is ``hosted`` as ``gateway.hosting.prepare`` made it, with ``client_tools``
-        on its agents; ``usage``, one of its plugins, counts each run's tokens."""
+        on its agents; ``usage``, one of its plugins, counts each run's tokens, and
+        ``model_calls``, another, watches its model calls (without it none is watched)."""
         self.hosted = hosted
         self.catalog = hosted.catalog
         self.client_tools = client_tools
@@ -58,6 +61,7 @@ class Engine:
         self.sessions = session_service
         # The agents' own tools, by name: a client tool may not take one of these names.
         assert isinstance(app.root_agent, BaseAgent)
+        self.root_agent = app.root_agent
         self.server_tools = server_tool_names(app.root_agent)
         # What a translator says of the tree's agents (SUBAGENT_STARTED).
         behind_tools = agent_tools(app.root_agent)
@@ -67,6 +71,7 @@ class Engine:
             for agent in [*agents(app.root_agent), *behind_tools.values()]
         }
         self.usage = usage
+        self.model_calls = model_calls
 
     def subagents(self) -> Subagents:
         """A run's view of the App's agent tree, for its translator."""
@@ -80,6 +85,21 @@ class Engine:
         """Closes what the agents opened: their toolsets' connections and MCP server
         processes (ADK's ``Runner.close``)."""
         await self.runner.close()
+
+    def take_model_failure(self, run_id: str) -> FailedCall | None:
+        """The provider's failure that ended a model call of the run, if one did."""
+        return self.model_calls.take_failure(run_id) if self.model_calls else None
+
+    async def model_stalled(self, run_id: str, timeout: float) -> Stall:
+        """Returns once a model call of the run has sent nothing for ``timeout`` seconds."""
+        if self.model_calls is None:
+            await asyncio.Event().wait()  # nothing is watched: never
+        assert self.model_calls is not None
+        return await self.model_calls.stalled(run_id, timeout)
+
+    def forget_model_calls(self, run_id: str) -> None:
+        if self.model_calls is not None:
+            self.model_calls.forget(run_id)
 
     async def session(self, user_id: str, thread_id: str) -> Session | None:
         return await self.sessions.get_session(

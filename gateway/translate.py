@@ -123,7 +123,10 @@ class RunTranslator:
         if event.error_code == ABORTED:
             return []
         if event.error_code or event.error_message:
-            raise AgentFailure(f"{event.error_code or 'model error'}: {event.error_message or ''}")
+            raise AgentFailure(
+                f"{event.error_code or 'model error'}: {event.error_message or ''}",
+                event.error_code,
+            )
         owner, out = self.subagents.enter(mark_of(event), event.author)
         if event.author != "user" and event.content is not None and event.content.parts:
             out += self._streamed(event, owner) if event.partial else self._final(event, owner)
@@ -301,3 +304,8 @@ def _message_id(kind: Kind, event_id: str) -> str:
 
 class AgentFailure(Exception):
     """The model or a tool failed; the run ends with RUN_ERROR code AGENT_ERROR."""
+
+    def __init__(self, message: str, error_code: str | None = None) -> None:
+        super().__init__(message)
+        # The ADK event's error code, when an event said so.
+        self.error_code = error_code

@@ -21,6 +21,7 @@ A count that is not a whole number within JSON's safe range is left out, never s
 from __future__ import annotations
 
 import collections
+import logging
 from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
@@ -31,9 +32,12 @@ from google.genai import types
 from gateway import protocol as p
 from gateway.context import run_metadata
 
-__all__ = ["UsagePlugin", "token_usage"]
+__all__ = ["MissingUsage", "UsagePlugin", "install_log_filter", "token_usage"]
 
 MAX_COUNT = 2**53 - 1
+# Where ADK warns of a model call that reported no usage (ADK 2.13).
+METRICS_LOGGER = "google_adk.google.adk.telemetry._metrics"
+_NO_USAGE = "Skipping missing token usage metadata"
 # Runs whose usage is kept at once; a run takes its own when it ends.
 MAX_RUNS = 4096
 COUNTS = (
@@ -145,3 +149,24 @@ def _model_name(context: CallbackContext, response: LlmResponse) -> str | None:
         return None
     name = getattr(model, "model", None)
     return name if isinstance(name, str) and name else None
+
+
+class MissingUsage(logging.Filter):
+    """Drops ADK's warning that a model call reported no token usage, unless at debug level.
+
+    ADK warns on every call whose responses carry none: each stream a failure or a cancel
+    cuts short (OpenAI-style streams count at their end), and every call of a server that
+    never counts. The run says what was counted on RUN_FINISHED; a failure has its own line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(_NO_USAGE):
+            return True
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def install_log_filter() -> None:
+    """Adds ``MissingUsage`` to ADK's metrics logger, once."""
+    logger = logging.getLogger(METRICS_LOGGER)
+    if not any(isinstance(f, MissingUsage) for f in logger.filters):
+        logger.addFilter(MissingUsage())

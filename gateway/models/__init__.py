@@ -19,7 +19,8 @@ class ModelError(Exception):
 
 
 def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
-    """'gemini-…' needs GOOGLE_API_KEY (or Vertex AI); 'openai/<m>' needs the openai extra;
+    """'gemini-…' needs GOOGLE_API_KEY (or Vertex AI); 'openai/<m>' needs the openai extra
+    and OPENAI_API_KEY (OPENAI_BASE_URL points it at any OpenAI-compatible server);
     'script:<file>' reads the file, and streams its text ``pace_ms`` apart."""
     if name.startswith("script:"):
         from gateway.models.script import ScriptLlm
@@ -31,12 +32,19 @@ def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
     if name.startswith("openai/"):
         try:
             from google.adk.integrations.openai import OpenAILlm
+            from openai import AsyncOpenAI
         except ImportError as error:
             raise ModelError(
                 f"GATEWAY_MODEL={name} needs the openai extra: "
                 f"pip install 'agent-gateway[openai]' ({error})"
             ) from None
-        return OpenAILlm(model=name.removeprefix("openai/"))
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ModelError(
+                f"GATEWAY_MODEL={name} needs OPENAI_API_KEY (any value for a server that "
+                "takes none) and, for a server other than OpenAI's, OPENAI_BASE_URL"
+            )
+        # No retries behind the person's back: the run's RUN_ERROR says when to try again.
+        return OpenAILlm(model=name.removeprefix("openai/"), client=AsyncOpenAI(max_retries=0))
     if name.startswith("gemini"):
         if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI")):
             raise ModelError(f"GATEWAY_MODEL={name} needs GOOGLE_API_KEY (or Vertex AI settings)")

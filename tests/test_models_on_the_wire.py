@@ -1,0 +1,143 @@
+"""Real providers' wire formats through the gateway: the demo's story, an approval and a
+cancel, with ``GATEWAY_MODEL`` naming an OpenAI-compatible model or a Gemini one, served by
+a local provider (``tests.providers``) that streams what the real one streams."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.conftest import running_gateway
+from tests.providers import GeminiApi, Provider
+from tests.providers.agents import navigator_on
+from tests.providers.gemini_api import SIGNATURE
+from tests.test_upstream import APPROVE, ask_approval, resume
+from tests.test_ws_runs import FLAGSHIP
+
+
+async def test_the_flagship_story_through_the_provider(provider: Provider) -> None:
+    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        first = await ws.run(user_input(thread, FLAGSHIP))
+        [search] = tool_calls(first, "find_screen")
+        assert "요청" in search["args"]["query"]
+        results = [e for e in first if e["type"] == "TOOL_CALL_RESULT"]
+        assert results[0]["toolCallId"] == search["id"] and "MNU-3120" in results[0]["content"]
+        [navigate] = tool_calls(first, "navigateToScreen")
+        assert navigate["args"]["screenId"] == "MNU-3120"
+        assert outcome(first) == {"type": "success", "pendingToolCallIds": [navigate["id"]]}
+
+        second = await ws.run(
+            tool_answer(thread, [(navigate["id"], {"status": "navigated", "message": "ok"})])
+        )
+        assert text_of(second) == "업무 요청 목록 화면으로 이동했습니다."
+        assert outcome(second) == {"type": "success"}
+    # The model read the browser's own answer, paired with its call.
+    answered = _function_responses(provider, provider.generations[-1])
+    assert answered == [("navigateToScreen", {"status": "navigated", "message": "ok"})]
+    assert len(provider.generations) == 3
+
+
+async def test_parallel_calls_stream_through_and_pair_by_id(provider: Provider) -> None:
+    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        first = await ws.run(user_input(thread, "MNU-3120 화면하고 MNU-2010 화면 열어줘"))
+        calls = tool_calls(first, "navigateToScreen")
+        # OpenAI-style streams interleave the two calls' argument pieces; each call is whole.
+        assert [c["args"] for c in calls] == [{"screenId": "MNU-3120"}, {"screenId": "MNU-2010"}]
+        assert len({c["id"] for c in calls}) == 2
+        by_screen = {c["args"]["screenId"]: c["id"] for c in calls}
+        answers = [
+            (by_screen["MNU-2010"], {"status": "denied"}),
+            (by_screen["MNU-3120"], {"status": "navigated"}),
+        ]
+        reply = text_of(await ws.run(tool_answer(thread, answers)))
+        assert "MNU-3120 화면으로 이동했습니다." in reply
+        assert "MNU-2010 화면을 열 권한이 없어 이동하지 못했습니다." in reply
+
+
+async def test_an_approval_pauses_and_resumes_through_the_provider(provider: Provider) -> None:
+    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        interrupt = await ask_approval(ws, thread)
+        assert "R-1042" in interrupt["message"]
+        events = await ws.run(resume(thread, interrupt["id"], payload={"approved": True}))
+        assert text_of(events) == "R-1042 요청을 승인했습니다."
+        assert outcome(events) == {"type": "success"}
+        rejected = new_id("t")
+        interrupt = await ask_approval(ws, rejected)
+        reason = {"approved": False, "reason": "금액 확인 필요"}
+        events = await ws.run(resume(rejected, interrupt["id"], payload=reason))
+        assert "거절" in text_of(events) and "금액 확인 필요" in text_of(events)
+    assert APPROVE in json.dumps(provider.generations, ensure_ascii=False)
+
+
+async def test_a_cancel_mid_stream_closes_the_providers_stream(provider: Provider) -> None:
+    provider.pace = 0.03
+    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+        while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
+            pass
+        sent = time.perf_counter()
+        await ws.send({"type": "cancel", "threadId": thread})
+        rest = await ws.until_end()
+        assert time.perf_counter() - sent < 1.0
+        assert outcome(rest) == {"type": "cancelled"}
+        provider.pace = 0.0
+        after = await ws.run(user_input(thread, "안녕"))
+        assert text_of(after).startswith("안녕하세요")
+    assert provider.abandoned == 1, "the provider's stream was closed, not read to its end"
+
+
+async def test_token_usage_is_the_providers_own_count(provider: Provider) -> None:
+    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
+        events = await ws.run(user_input(new_id("t"), "안녕"))
+    plan = provider.plan(provider.generations[-1])
+    thoughts = plan.thought_tokens
+    [usage] = events[-1]["usage"]
+    assert usage["inputTokens"] == plan.prompt_tokens
+    assert usage["outputTokens"] == plan.output_tokens + thoughts
+    assert usage["totalTokens"] == plan.prompt_tokens + plan.output_tokens + thoughts
+    assert usage.get("reasoningTokens") == (thoughts or None)
+
+
+async def test_gemini_thoughts_stream_as_reasoning_and_signatures_go_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = GeminiApi()
+    for name, value in provider.env().items():
+        monkeypatch.setenv(name, value)
+    async with (
+        provider.running(),
+        running_gateway(agent=navigator_on(provider)) as gateway,
+        gateway.socket() as ws,
+    ):
+        thread = new_id("t")
+        first = await ws.run(user_input(thread, FLAGSHIP))
+        [navigate] = tool_calls(first, "navigateToScreen")
+        await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
+        await ws.run(user_input(thread, "고마워"))
+    reasoning = "".join(e["delta"] for e in first if e["type"] == "REASONING_MESSAGE_CONTENT")
+    assert reasoning.startswith("**Choosing the next step**")
+    # Within the turn, each call goes back with the signature it came with.
+    within = provider.generations[1]["contents"]
+    signed = [p for c in within for p in c["parts"] if "functionCall" in p]
+    assert signed[0]["thoughtSignature"] == SIGNATURE
+    # A later turn does not replay the earlier turns' unsigned thoughts.
+    later = provider.generations[-1]["contents"]
+    assert not [p for c in later[:-1] for p in c["parts"] if p.get("thought")]
+
+
+def _function_responses(provider: Provider, request: dict[str, Any]) -> list[tuple[str, Any]]:
+    contents, _ = provider.conversation(request)
+    last = contents[-1]
+    return [
+        (part.function_response.name or "", part.function_response.response)
+        for part in last.parts or []
+        if part.function_response is not None
+    ]
