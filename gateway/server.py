@@ -27,6 +27,8 @@ from gateway.config import Settings
 from gateway.door import Door
 from gateway.hub import Hub
 from gateway.limits import RateLimiter
+from gateway.models.endpoints import endpoints
+from gateway.models.health import ModelHealth
 from gateway.sse import Invocation
 from gateway.static import web_file
 from gateway.websocket import WebSocketSession
@@ -40,17 +42,21 @@ STARTING = msgspec.json.encode({"status": "Starting"})
 class Ping:
     """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does.
 
-    While the store cannot commit, nothing a run says can be kept: 503 Unhealthy, until a
-    commit succeeds again. AgentCore's contract names only Healthy and HealthyBusy, so
-    Unhealthy travels with a status code any health checker reads as a failure.
+    While the store cannot commit, nothing a run says can be kept, and while the hosted
+    agent's model does not answer (``gateway.models.health``), every run would fail: 503
+    Unhealthy, until both are back. AgentCore's contract names only Healthy and
+    HealthyBusy, so Unhealthy travels with a status code any health checker reads as a
+    failure.
     """
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, models: ModelHealth) -> None:
         self.busy = False
         self.can_commit = hub.engine.sessions.can_commit
+        self.models_answer = models.answering
         self.changed_at = int(time.time())
         hub.status_listeners.append(self._on_status)
         hub.engine.sessions.health_listeners.append(self._on_store_health)
+        models.listeners.append(self._on_models)
 
     def _on_status(self, busy: bool) -> None:
         if busy != self.busy:
@@ -62,13 +68,22 @@ class Ping:
             self.can_commit = can_commit
             self.changed_at = int(time.time())
 
+    def _on_models(self, answering: bool) -> None:
+        if answering != self.models_answer:
+            self.models_answer = answering
+            self.changed_at = int(time.time())
+
+    @property
+    def healthy(self) -> bool:
+        return self.can_commit and self.models_answer
+
     @property
     def http_status(self) -> int:
-        return 200 if self.can_commit else 503
+        return 200 if self.healthy else 503
 
     def body(self) -> bytes:
         status = "HealthyBusy" if self.busy else "Healthy"
-        if not self.can_commit:
+        if not self.healthy:
             status = "Unhealthy"
         return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
 
@@ -90,10 +105,12 @@ class Gateway:
         self._shutdown = shutdown
         self.hub: Hub | None = None
         self.ping: Ping | None = None
+        self.models: ModelHealth | None = None
         # Set once the warm-up is over; /ping says Healthy only then.
         self.ready = asyncio.Event()
         self.rates = RateLimiter(settings.user_rate, settings.user_burst)
         self._warming: asyncio.Task[None] | None = None
+        self._probing: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -135,6 +152,7 @@ class Gateway:
         """
         await self.start()
         self.auth.end_warm_up()
+        await self._check_models()
         self.ready.set()
         try:
             yield
@@ -151,21 +169,47 @@ class Gateway:
             )
         try:
             self.hub = await self._startup()
-            self.ping = Ping(self.hub)
+            self.models = ModelHealth(
+                endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
+            )
+            self.ping = Ping(self.hub, self.models)
         except BaseException as exc:
             log.error("start-up failed: %s", exc)
             raise
 
     async def stop(self) -> None:
-        if self._warming is not None:
-            self._warming.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._warming
+        for task in (self._warming, self._probing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.hub is not None:
             await self.hub.stop()
         await self._shutdown()
 
+    async def _check_models(self) -> None:
+        """Probes the models once, then every interval: /ping is Healthy only if they answer."""
+        assert self.models is not None
+        if not self.settings.model_probe_interval or not self.models.endpoints:
+            return
+        await self.models.check()
+        self._probing = asyncio.create_task(self.models.watch(), name="model probes")
+
     async def _warm(self) -> None:
+        # The first probe of the models goes while the warm-up runs; /ping waits for both.
+        probed = asyncio.create_task(self._check_models(), name="first model probe")
+        try:
+            await self._warm_up()
+            await probed
+        finally:
+            probed.cancel()  # stopped meanwhile
+        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
+        gc.collect()
+        gc.freeze()
+        self.ready.set()
+        log.info("ready on %s:%d", self.settings.host, self.settings.port)
+
+    async def _warm_up(self) -> None:
         assert self.hub is not None
         credential = self.auth.warm_up_credential
         assert credential is not None
@@ -177,11 +221,6 @@ class Gateway:
             log.warning("warm-up skipped (%s); the first runs will be slower", exc)
         finally:
             self.auth.end_warm_up()
-        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
-        gc.collect()
-        gc.freeze()
-        self.ready.set()
-        log.info("ready on %s:%d", self.settings.host, self.settings.port)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         """Routes a request; one that fails unexpectedly is answered INTERNAL_ERROR, if it
