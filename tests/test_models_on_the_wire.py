@@ -5,37 +5,23 @@ a local provider (``tests.providers``) that streams what the real one streams.""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 
+from tests import test_ws_runs as story
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import running_gateway
 from tests.providers import GeminiApi, Provider
 from tests.providers.agents import navigator_on
 from tests.providers.gemini_api import SIGNATURE
-from tests.test_upstream import APPROVE, ask_approval, resume
+from tests.test_upstream import APPROVE, ask_approval, cancel_mid_reply_then_go_on, resume
 from tests.test_ws_runs import FLAGSHIP
 
 
 async def test_the_flagship_story_through_the_provider(provider: Provider) -> None:
-    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
-        thread = new_id("t")
-        first = await ws.run(user_input(thread, FLAGSHIP))
-        [search] = tool_calls(first, "find_screen")
-        assert "요청" in search["args"]["query"]
-        results = [e for e in first if e["type"] == "TOOL_CALL_RESULT"]
-        assert results[0]["toolCallId"] == search["id"] and "MNU-3120" in results[0]["content"]
-        [navigate] = tool_calls(first, "navigateToScreen")
-        assert navigate["args"]["screenId"] == "MNU-3120"
-        assert outcome(first) == {"type": "success", "pendingToolCallIds": [navigate["id"]]}
-
-        second = await ws.run(
-            tool_answer(thread, [(navigate["id"], {"status": "navigated", "message": "ok"})])
-        )
-        assert text_of(second) == "업무 요청 목록 화면으로 이동했습니다."
-        assert outcome(second) == {"type": "success"}
+    async with running_gateway(agent=navigator_on(provider)) as gateway:
+        await story.test_flagship_navigated_then_honest_reply(gateway)
     # The model read the browser's own answer, paired with its call.
     answered = _function_responses(provider, provider.generations[-1])
     assert answered == [("navigateToScreen", {"status": "navigated", "message": "ok"})]
@@ -43,21 +29,11 @@ async def test_the_flagship_story_through_the_provider(provider: Provider) -> No
 
 
 async def test_parallel_calls_stream_through_and_pair_by_id(provider: Provider) -> None:
-    async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
-        thread = new_id("t")
-        first = await ws.run(user_input(thread, "MNU-3120 화면하고 MNU-2010 화면 열어줘"))
-        calls = tool_calls(first, "navigateToScreen")
-        # OpenAI-style streams interleave the two calls' argument pieces; each call is whole.
-        assert [c["args"] for c in calls] == [{"screenId": "MNU-3120"}, {"screenId": "MNU-2010"}]
-        assert len({c["id"] for c in calls}) == 2
-        by_screen = {c["args"]["screenId"]: c["id"] for c in calls}
-        answers = [
-            (by_screen["MNU-2010"], {"status": "denied"}),
-            (by_screen["MNU-3120"], {"status": "navigated"}),
-        ]
-        reply = text_of(await ws.run(tool_answer(thread, answers)))
-        assert "MNU-3120 화면으로 이동했습니다." in reply
-        assert "MNU-2010 화면을 열 권한이 없어 이동하지 못했습니다." in reply
+    """OpenAI-style streams interleave the two calls' argument pieces; each call is whole."""
+    async with running_gateway(agent=navigator_on(provider)) as gateway:
+        await story.test_parallel_calls_answered_in_reverse_order_pair_by_id(gateway)
+    answered = _function_responses(provider, provider.generations[-1])
+    assert [status["status"] for _, status in answered] == ["navigated", "denied"]
 
 
 async def test_an_approval_pauses_and_resumes_through_the_provider(provider: Provider) -> None:
@@ -79,18 +55,7 @@ async def test_an_approval_pauses_and_resumes_through_the_provider(provider: Pro
 async def test_a_cancel_mid_stream_closes_the_providers_stream(provider: Provider) -> None:
     provider.pace = 0.03
     async with running_gateway(agent=navigator_on(provider)) as gateway, gateway.socket() as ws:
-        thread = new_id("t")
-        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
-        while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
-            pass
-        sent = time.perf_counter()
-        await ws.send({"type": "cancel", "threadId": thread})
-        rest = await ws.until_end()
-        assert time.perf_counter() - sent < 1.0
-        assert outcome(rest) == {"type": "cancelled"}
-        provider.pace = 0.0
-        after = await ws.run(user_input(thread, "안녕"))
-        assert text_of(after).startswith("안녕하세요")
+        await cancel_mid_reply_then_go_on(ws)
     assert provider.abandoned == 1, "the provider's stream was closed, not read to its end"
 
 

@@ -125,20 +125,26 @@ async def test_new_message_rejects_an_open_approval(gateway: RunningGateway) -> 
         assert outcome(again) == {"type": "success"}
 
 
+async def cancel_mid_reply_then_go_on(ws: Any) -> None:
+    """A cancel sent while the long introduction streams ends the run cancelled within a
+    second, its message closed; the thread's next turn is answered."""
+    thread = new_id("t")
+    await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+    while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
+        pass
+    sent = time.perf_counter()
+    await ws.send({"type": "cancel", "threadId": thread})
+    rest = await ws.until_end()
+    assert time.perf_counter() - sent < 1.0
+    assert outcome(rest) == {"type": "cancelled"}
+    assert [e["type"] for e in rest][-2:] == ["TEXT_MESSAGE_END", "RUN_FINISHED"]
+    after = await ws.run(user_input(thread, "안녕"))
+    assert text_of(after).startswith("안녕하세요")
+
+
 async def test_cancel_mid_reply_ends_cancelled_and_the_thread_goes_on() -> None:
     async with running_gateway(scripted_pace_ms=30) as gateway, gateway.socket() as ws:
-        thread = new_id("t")
-        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
-        while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
-            pass
-        sent = time.perf_counter()
-        await ws.send({"type": "cancel", "threadId": thread})
-        rest = await ws.until_end()
-        assert time.perf_counter() - sent < 1.0
-        assert outcome(rest) == {"type": "cancelled"}
-        assert [e["type"] for e in rest][-2:] == ["TEXT_MESSAGE_END", "RUN_FINISHED"]
-        after = await ws.run(user_input(thread, "안녕"))
-        assert text_of(after).startswith("안녕하세요")
+        await cancel_mid_reply_then_go_on(ws)
 
 
 async def test_cancel_in_a_slow_server_tool(monkeypatch: pytest.MonkeyPatch) -> None:
