@@ -110,7 +110,7 @@ _HELP: dict[str, str] = {
     "history_window": "recent events a run loads from its thread",
     "client_tool_timeout": "seconds a browser has to answer a client-tool call",
     "model_timeout": "seconds a model call may send nothing (its first chunk included) "
-    "before the run is stopped with RUN_ERROR",
+    "before the run is stopped with RUN_ERROR (0: no limit)",
     "model_probe_interval": "seconds between the checks that the hosted agent's models answer "
     "(a models list, no tokens); while one does not, /ping says Unhealthy (0: no checks)",
     "approval_timeout": "seconds an approval request stays open before it counts as rejected",

@@ -124,3 +124,13 @@ def test_retry_after_is_read_as_each_provider_says_it(
 def test_an_error_no_provider_raises_is_not_a_provider_failure() -> None:
     assert classify(KeyError("x")) is None
     assert classify(ConnectionError("a model of one's own")) is None
+
+
+async def test_a_model_timeout_of_0_stops_nothing(provider: Provider) -> None:
+    provider.pace = 0.02
+    async with (
+        running_gateway(agent=navigator_on(provider), model_timeout=0) as gateway,
+        gateway.socket() as ws,
+    ):
+        events = await ws.run(user_input(new_id("t"), "안녕"))
+    assert outcome(events) == {"type": "success"}
