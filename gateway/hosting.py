@@ -150,7 +150,8 @@ def server_tool_names(root: BaseAgent) -> dict[str, str]:
     """The tools the agents of an App run on the server, by name, with the agent of each.
 
     A toolset's tools are known only when it is asked in a run (an MCP server may not be
-    up yet), so they are not listed; the toolset's own guard covers them at run time.
+    up yet), so they are not listed, and a client tool may take one of their names: nothing
+    checks those (the README says so).
     """
     names: dict[str, str] = {}
     for agent in llm_agents(root):
