@@ -82,6 +82,8 @@ class Plan:
     waiting: dict[str, str] = dataclasses.field(default_factory=dict)
     # The browser's results, for the thread's other connections.
     results: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
+    # The user's message that starts the turn, for the thread's other connections.
+    said: NewTurn | None = None
 
 
 def _iso(timestamp: float) -> str:
@@ -233,9 +235,12 @@ class Hub:
                 # Its last events wait on a commit; the thread is idle once they are out.
                 await run.done.wait()
                 continue
-            # A run that stored an event while the snapshot was read: read it again.
             if run is None or run.last_event_id in (None, page.latest):
                 break
+            # The run has streamed an event the read did not find yet: its write waits on
+            # a commit. Read again once it had the chance (an in-memory store reads inline,
+            # so a loop without a pause would keep the commit from ever happening).
+            await asyncio.sleep(PLANNING_POLL_SECONDS)
         snapshot: list[p.Event] = [
             p.MessagesSnapshot(messages=msgspec.convert(page.messages, list[p.Message])),
             *_earlier_part(thread_id, page),
@@ -243,15 +248,27 @@ class Hub:
         ]
         if run is None:
             thread.watch(subscriber)
+            open_items = open_calls(session)
+            own = [
+                call_id
+                for call_id, call in open_items.items()
+                if subscriber.client is not None and call.client == subscriber.client
+            ]
+            if own:
+                snapshot.append(_executes(own))
             for event in standalone(thread_id, snapshot):
                 if isinstance(event, p.RunFinished):
-                    event.outcome = self._waiting_for(open_calls(session))
+                    event.outcome = self._waiting_for(open_items)
                 subscriber.deliver(event)
             return None
         started = p.RunStarted(
             thread_id=thread_id, run_id=run.run_id, protocol_version=p.PROTOCOL_VERSION
         )
-        run.join(subscriber, [started, *snapshot, *run.translator.reopen()])
+        # The client instance that started the run is back: it executes the run's calls.
+        executes = subscriber.client is not None and subscriber.client == run.owner
+        if executes:
+            snapshot.append(_executes(sorted(run.translator.client_calls)))
+        run.join(subscriber, [started, *snapshot, *run.translator.reopen()], executes=executes)
         return run
 
     async def earlier(self, user_id: str, thread_id: str, before: int) -> ThreadPage:
@@ -350,6 +367,8 @@ class Hub:
         )
         metadata: dict[str, Any] = {
             "runId": run.run_id,
+            # Whose the run's client calls are to execute, across reconnects and restarts.
+            **({"client": run.owner} if run.owner else {}),
             # Only allowed entries reach the policy and the model; the rest are logged.
             "context": allowed_context(
                 {entry.description: entry.value for entry in run_input.context},
@@ -370,7 +389,7 @@ class Hub:
             thread.early_messages.clear()
             metadata["messageId"] = request.message_id
             content = types.Content(role="user", parts=[types.Part(text=request.text)])
-            return Plan(content, metadata, client_tools, session)
+            return Plan(content, metadata, client_tools, session, said=request)
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}
@@ -439,7 +458,9 @@ class Hub:
         started = time.perf_counter()
         run.emit(translator.start())
         run.emit(plan.notices)
-        # Observers see the browser's results; the executor sent them and has them already.
+        # Observers see the user's message and the browser's results; the executor sent them.
+        if plan.said is not None and plan.said.text:
+            run.emit(_said(plan.said), observers_only=True)
         run.emit(plan.results, observers_only=True)
         try:
             if plan.message is not None:
@@ -713,6 +734,21 @@ class Hub:
 
 
 HISTORY = "gateway.history"
+# Tells a reattached connection that it executes the run: the calls named were made
+# before it came, and are its own to execute, or to send the result of again.
+EXECUTOR = "gateway.executor"
+
+
+def _executes(call_ids: list[str]) -> p.Custom:
+    return p.Custom(name=EXECUTOR, value={"toolCallIds": call_ids})
+
+
+def _said(turn: NewTurn) -> list[p.Event]:
+    return [
+        p.TextMessageStart(message_id=turn.message_id, role="user"),
+        p.TextMessageContent(message_id=turn.message_id, delta=turn.text),
+        p.TextMessageEnd(message_id=turn.message_id),
+    ]
 
 
 def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:

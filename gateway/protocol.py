@@ -266,7 +266,8 @@ class RunError(Event, tag="RUN_ERROR"):
 
 class TextMessageStart(Event, tag="TEXT_MESSAGE_START"):
     message_id: str
-    role: Literal["assistant"]
+    # "user": the user's message of a run, as the thread's other tabs are sent it.
+    role: Literal["assistant", "user"]
     name: str | None = None
     subagent_run_id: str | None = None
 
@@ -601,6 +602,18 @@ def decode_upstream(data: bytes | str) -> Upstream:
         ) from None
     except RecursionError:
         raise _too_deep() from None
+
+
+def client_instance(value: str) -> str:
+    """A ``?clientId=``: the client instance (a browser tab, kept across its reloads) a
+    connection speaks for; the client calls of the runs it starts are its to execute."""
+    if len(value) > MAX_ID_LENGTH or not _ID.match(value):
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid ?clientId=: it must be 1-{MAX_ID_LENGTH} characters, {_ID_RULE}; "
+            "send the id the tab keeps across its reloads, or none.",
+        )
+    return value
 
 
 def reattach_to(thread_id: str) -> Reattach:

@@ -4,6 +4,10 @@ A run's events go to the thread's watchers (every connection that ran or reattac
 except the live TOOL_CALL events of a client tool, which go only to the run's executor: the
 connection whose input started or continued the run. Observers learn of those calls from
 snapshots, so no client can execute one twice.
+
+A run belongs to the client instance of that connection (``?clientId=``, a browser tab
+across its reloads), not to the connection: when the instance comes back on a new
+connection and reattaches, the new connection is the executor from then on.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from gateway.translate import Phase, RunTranslator
 
 
 class Subscriber(Protocol):
+    # The client instance it speaks for; None: only itself (a stock client, an SSE request).
+    @property
+    def client(self) -> str | None: ...
+
     def deliver(self, event: p.Event) -> None: ...
 
 
@@ -57,6 +65,12 @@ class Run:
     streaming_message: str | None = None
     # Reattached subscribers whose snapshot waits in the outbox.
     joining: list[Subscriber] = dataclasses.field(default_factory=list)
+    # The client instance of the input that started the run; it stays when its connection goes.
+    owner: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor is not None:
+            self.owner = self.executor.client
 
     @property
     def ended(self) -> bool:
@@ -82,22 +96,28 @@ class Run:
         if batch:
             self.outbox.send(partial(self._route, batch, observers_only), after)
 
-    def join(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
-        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first.
+    def join(
+        self, subscriber: Subscriber, catch_up: list[p.Event], *, executes: bool = False
+    ) -> None:
+        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first;
+        ``executes``: the run's executor too.
 
         ``catch_up`` shows the run as of now; events emitted before, still in the outbox,
-        are in it, so the subscriber is sent only those emitted after.
+        are in it, so the subscriber is sent only those emitted after (and, as executor,
+        only the client calls made after: ``catch_up`` names those made before).
         """
         self.joining.append(subscriber)
-        self.outbox.send(partial(self._admit, subscriber, catch_up))
+        self.outbox.send(partial(self._admit, subscriber, catch_up, executes))
 
-    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event]) -> None:
+    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event], executes: bool) -> None:
         if subscriber not in self.joining:
             return  # it left before its turn came
         self.joining.remove(subscriber)
         for event in catch_up:
             subscriber.deliver(event)
         self.thread.watch(subscriber)
+        if executes:
+            self.executor = subscriber
 
     def _route(self, events: list[p.Event], observers_only: bool) -> None:
         for event in events:

@@ -26,6 +26,9 @@ class QueueSubscriber:
     None and takes nothing more.
     """
 
+    # A request stands for itself: it cannot come back to a run it started.
+    client: str | None = None
+
     def __init__(self, limit_bytes: int) -> None:
         self.queue: Outgoing[p.Event | None] = Outgoing(limit_bytes)
 

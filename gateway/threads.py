@@ -22,9 +22,11 @@ import dataclasses
 import enum
 from typing import Any
 
+from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 
 from gateway import protocol as p
+from gateway.context import RUN_METADATA_KEY
 from gateway.translate import CONFIRMATION_CALL
 
 
@@ -80,6 +82,8 @@ class OpenCall:
     invocation_id: str
     asked_at: float
     args: dict[str, Any]
+    # The client instance whose input started the run that made the call (``?clientId=``).
+    client: str | None = None
 
     @property
     def is_approval(self) -> bool:
@@ -103,12 +107,23 @@ def open_calls(session: Session | None) -> dict[str, OpenCall]:
         for call in event.get_function_calls():
             if call.id and call.id in (event.long_running_tool_ids or ()):
                 found[call.id] = OpenCall(
-                    call.id, call.name or "", event.invocation_id, event.timestamp, call.args or {}
+                    call.id,
+                    call.name or "",
+                    event.invocation_id,
+                    event.timestamp,
+                    call.args or {},
+                    _client_of(event),
                 )
         for response in event.get_function_responses():
             if response.id:
                 found.pop(response.id, None)
     return found
+
+
+def _client_of(event: AdkEvent) -> str | None:
+    metadata = (event.custom_metadata or {}).get(RUN_METADATA_KEY)
+    client = metadata.get("client") if isinstance(metadata, dict) else None
+    return client if isinstance(client, str) else None
 
 
 def answered_calls(session: Session | None) -> set[str]:

@@ -75,6 +75,8 @@ class WebSocketSession:
         self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
         self.close_code = 1000
+        # The client instance it speaks for (``?clientId=``), across its reconnects.
+        self.client: str | None = None
 
     def deliver(self, event: p.Event) -> None:
         if self.outbox.offer(event):
@@ -96,6 +98,12 @@ class WebSocketSession:
             return
         self.user = identity.user
         logs.bind(user=self.user)
+        if (client := query_param(self.scope, "clientId")) is not None:
+            try:
+                self.client = p.client_instance(client)
+            except p.GatewayError as error:
+                await self._refuse_upgrade(error)
+                return
         await self.send(
             {"type": "websocket.accept", "subprotocol": selected_subprotocol(self.scope)}
         )

@@ -231,7 +231,15 @@ class AgUiSocket:
 
 
 def text_of(events: list[dict[str, Any]]) -> str:
-    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    """What the agent said: the text of its messages (not the user's, sent to other tabs)."""
+    said_by_user = {
+        e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_START" and e["role"] == "user"
+    }
+    return "".join(
+        e["delta"]
+        for e in events
+        if e["type"] == "TEXT_MESSAGE_CONTENT" and e["messageId"] not in said_by_user
+    )
 
 
 def tool_calls(events: list[dict[str, Any]], name: str | None = None) -> list[dict[str, Any]]:

@@ -40,6 +40,8 @@ INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 
 class Recorder:
     """A subscriber that keeps what it is sent."""
 
+    client: str | None = None
+
     def __init__(self) -> None:
         self.events: list[p.Event] = []
 
@@ -307,9 +309,9 @@ async def test_a_reattach_among_held_chunks_gets_the_reply_once(
         held_at_join: list[int] = []
         join = run.join
 
-        def counting_join(subscriber: Any, catch_up: list[p.Event]) -> None:
+        def counting_join(subscriber: Any, catch_up: list[p.Event], **kind: bool) -> None:
             held_at_join.append(len(run.outbox))
-            join(subscriber, catch_up)
+            join(subscriber, catch_up, **kind)
 
         run.join = counting_join  # type: ignore[method-assign]
         while len(owner.text()) < 10:
