@@ -418,11 +418,10 @@ class SessionService(BaseSessionService):
 
         A server call left without its response gets an error response. The message the
         run was streaming becomes a stored assistant message under the id the client saw,
-        holding the text committed so far followed by a note that the response was
-        interrupted; a run cut off before streaming any text gets the note alone. Either is
-        marked ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are
-        left waiting. The note's author is the thread's last agent (``author`` if it has
-        none). Streamed text of runs that had ended is dropped, as it would have been.
+        holding the text committed so far, marked interrupted (``gateway.cut_off``); a run
+        cut off before streaming any text gets such a message without text, authored by the
+        thread's last agent (``author`` if it has none). Calls waiting on the browser are
+        left waiting. Streamed text of runs that had ended is dropped, as it would have been.
         A quarantined thread is skipped with a log line: it cannot take a run anyway.
         Call once after ``open()`` and before serving runs; returns how many were closed.
         """
