@@ -791,22 +791,6 @@ async def test_saves_queued_together_cost_one_write(db_path: str, store: Session
     assert streamed_rows(db_path) == [("e1", "agent", "안녕" * 5)]
 
 
-async def test_a_run_that_ends_without_its_message_forgets_the_text(
-    db_path: str, store: SessionService
-) -> None:
-    await _thread(store, "t", [user_says("hi")])
-    await _thread(store, "other", [user_says("hi")])
-    await streams(store, "e1")("cut")
-    await streams(store, "e2", thread="other")("kept")
-    forget = store.forget_streamed_text
-    await forget(app_name=APP, user_id="u", session_id="t", message_id="not-e1")
-    assert len(streamed_rows(db_path)) == 2
-    await forget(app_name=APP, user_id="u", session_id="t", message_id="e1")
-    assert streamed_rows(db_path) == [("e2", "agent", "kept")]
-    await store.delete_session(app_name=APP, user_id="u", session_id="other")
-    assert streamed_rows(db_path) == []
-
-
 async def test_streamed_text_needs_its_thread(store: SessionService) -> None:
     with pytest.raises(SessionNotFoundError):
         await streams(store, "e1", thread="nowhere")("text")

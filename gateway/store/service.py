@@ -392,7 +392,7 @@ class SessionService(BaseSessionService):
         Not a coroutine: a caller that streams holds its chunk on the future instead of
         waiting, and a save still queued is replaced by a newer one, so chunks that arrive
         together cost one write. Appending the message's final event (an event whose id is
-        ``message_id``) deletes the text; so does ``forget_streamed_text``.
+        ``message_id``) deletes the text, as does a cut-off reply stored under that id.
         """
         write = writes.SaveStreamedText(
             app_name,
@@ -405,13 +405,6 @@ class SessionService(BaseSessionService):
             platform_time.get_time(),
         )
         return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
-
-    def forget_streamed_text(
-        self, *, app_name: str, user_id: str, session_id: str, message_id: str
-    ) -> asyncio.Future[object]:
-        """Queues deleting a message's streamed text, for a run that ended without it."""
-        write = writes.ForgetStreamedText(app_name, user_id, session_id, message_id)
-        return self._writer_or_raise().submit(write)
 
     async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.
