@@ -586,6 +586,8 @@ class Hub:
         try:
             session = await self.engine.session(run.thread.user_id, run.thread.thread_id)
             if session is not None:
+                # run.last_event_id stays: a reattach that reads the reply waits for the
+                # run's end instead of being sent it twice (in the snapshot and re-opened).
                 await self.engine.append(session, reply)
         except (StoreError, StaleSessionError) as error:
             log.warning("%s: its %s reply was not stored: %s", run, ending.value, error)
