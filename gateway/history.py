@@ -13,8 +13,9 @@ Id conventions, shared with ``gateway.translate``:
   (``custom_metadata["agui"]["messageId"]`` on the user event), else the ADK event id.
 
 Partial (streamed) events are never stored, and events without content carry no message.
-A message a crash cut off mid-stream is stored on restart as an ordinary model event under
-the id it streamed with (``store.close_interrupted``), so it shows like any other.
+A reply cut off mid-stream (stopped, failed, or interrupted by a crash) is stored as a model
+event under the id it streamed with (``gateway.cut_off``): it shows as the text the client
+was sent, with ``metadata: {"ended": ...}``, and without the note the model reads.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from google.adk.events import Event
 from google.adk.sessions import Session
 
 from gateway.attribution import mark_of
+from gateway.cut_off import ending_of, is_note
 from gateway.streaming import reasoning_message_id
 from gateway.tool_results import result_content
 from gateway.translate import CONFIRMATION_CALL, dump_json, result_message_id, shown_state
@@ -56,7 +58,12 @@ def event_messages(event: Event) -> list[Message]:
     owner: Message = {"subagentRunId": mark.run_id} if mark else {}
     messages = _tool_results(event, agui.get("toolMessageIds") or {}, owner)
     parts = event.content.parts
-    text = "".join(part.text for part in parts if part.text and not part.thought)
+    ending = ending_of(event)
+    text = "".join(
+        part.text
+        for part in parts
+        if part.text and not part.thought and not (ending and is_note(part.text))
+    )
     if event.author == "user":
         if text:
             messages.append(
@@ -70,13 +77,15 @@ def event_messages(event: Event) -> list[Message]:
             | owner
         )
     tool_calls = _tool_calls(event)
-    if not text and not tool_calls:
+    if not text and not tool_calls and ending is None:
         return messages
     message: Message = {"id": event.id, "role": "assistant", "name": event.author} | owner
     if text:
         message["content"] = text
     if tool_calls:
         message["toolCalls"] = tool_calls
+    if ending is not None:
+        message["metadata"] = {"ended": ending.value}
     messages.append(message)
     return messages
 

@@ -38,11 +38,12 @@ from gateway import approvals, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
+from gateway.cut_off import AGUI_KEY, Ending, cut_off_reply
 from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.notices import standalone
-from gateway.outbox import Commit, report_failed
+from gateway.outbox import Commit
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.runs import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
@@ -137,7 +138,6 @@ class Hub:
         self.threads: dict[str, Thread] = {}
         self.status_listeners: list[Callable[[bool], None]] = []
         self.declarations = DeclarationLog()
-        self._stopping = False
         self._running = 0
 
     @property
@@ -210,7 +210,6 @@ class Hub:
         _, late = await asyncio.wait(tasks, timeout=grace)
         if late:
             log.info("shutting down: %d runs still in progress stop where they are", len(late))
-            self._stopping = True
             for task in late:
                 task.cancel()
             await asyncio.wait(late, timeout=grace)
@@ -489,8 +488,6 @@ class Hub:
         except Exception:  # the model or a tool raised
             run.fail(p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
         finally:
-            if not self._stopping:  # stopped by a shutdown: recovery keeps the text
-                self._forget_streamed_text(run)
             self.engine.forget_model_calls(run.run_id)
             # The thread takes its next run only once this one's events are all out.
             await run.outbox.drained()
@@ -537,11 +534,16 @@ class Hub:
             stalled.cancel()
         if run.abort.is_set():
             await _settle(consumer)
+            await self._keep_cut_off_reply(run, Ending.STOPPED if stall is None else Ending.FAILED)
             await self._seal(run)
             if stall is not None:
                 raise ModelStalled(stall)
-        else:
+            return
+        try:
             await consumer  # a failure of the model or a tool surfaces here
+        except Exception:
+            await self._keep_cut_off_reply(run, Ending.FAILED)
+            raise
 
     async def _consume(self, run: Run, events: AsyncGenerator[AdkEvent, None]) -> None:
         async with aclosing(events):
@@ -549,9 +551,8 @@ class Hub:
                 if not event.partial:
                     run.last_event_id = event.id
                 # After a cancel ADK's sealing events are stored, not streamed.
-                if not run.abort.is_set():
-                    out = run.translator.translate(event)
-                    run.emit(out, after=self._keep_streamed_text(run, event, out))
+                out = [] if run.abort.is_set() else run.translator.translate(event)
+                run.emit(out, after=self._keep_streamed_text(run, event, out))
 
     def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
         log.warning(
@@ -569,12 +570,12 @@ class Hub:
     def _keep_streamed_text(self, run: Run, event: AdkEvent, out: list[p.Event]) -> Commit | None:
         """Stores the text so far of a streamed message; returns the commit its chunk awaits."""
         if not event.partial:
-            if event.id == run.streaming_message:
-                run.streaming_message = None  # ADK stored the whole message in its place
+            if run.streaming is not None and event.id == run.streaming.id:
+                run.streaming = None  # ADK stored the whole message in its place
             return None
         if not any(isinstance(e, p.TextMessageContent) for e in out):
             return None
-        run.streaming_message = event.id
+        run.streaming = event
         return self.engine.save_streamed_text(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
@@ -584,20 +585,33 @@ class Hub:
             text=run.translator.text_so_far(event.id),
         )
 
-    def _forget_streamed_text(self, run: Run) -> None:
-        """Drops the stored text of a message the run ends without (cancel, failure)."""
-        message_id, run.streaming_message = run.streaming_message, None
-        if message_id is None:
+    async def _keep_cut_off_reply(self, run: Run, ending: Ending) -> None:
+        """Stores the text so far of the message the run was streaming as its reply, marked
+        with how the run ended; the write that stores it drops the streamed text.
+
+        Awaited before the run's last event goes out, so a client that reloads on it finds
+        the reply. Should the write fail, the streamed text stays for the restart to close.
+        """
+        chunk, run.streaming = run.streaming, None
+        if chunk is None:
             return
+        reply = cut_off_reply(
+            message_id=chunk.id,
+            invocation_id=chunk.invocation_id,
+            author=chunk.author,
+            text=run.translator.text_so_far(chunk.id),
+            ending=ending,
+            # What the final event would have carried: the run's id, the sub-agent's mark.
+            metadata=dict((chunk.custom_metadata or {}).get(AGUI_KEY) or {}),
+        )
         try:
-            # Not waited for: no later write overtakes it, and should a crash come first,
-            # the thread keeps what the client saw.
-            forgotten = self.engine.forget_streamed_text(
-                run.thread.user_id, run.thread.thread_id, message_id
-            )
-        except StoreError:  # shutting down: the restart closes the run with its text
-            return
-        forgotten.add_done_callback(partial(report_failed, what="streamed text was kept"))
+            session = await self.engine.session(run.thread.user_id, run.thread.thread_id)
+            if session is not None:
+                # run.last_event_id stays: a reattach that reads the reply waits for the
+                # run's end instead of being sent it twice (in the snapshot and re-opened).
+                await self.engine.append(session, reply)
+        except (StoreError, StaleSessionError) as error:
+            log.warning("%s: its %s reply was not stored: %s", run, ending.value, error)
 
     async def _seal(self, run: Run) -> None:
         """Answers calls a cancel left open, so the next turn starts from a whole history."""

@@ -97,6 +97,8 @@ class AssistantMessage(_Wire, tag_field="role", tag="assistant"):
     # The ADK agent that spoke, and the subagent invocation it spoke in (absent: the root).
     name: str | None = None
     subagent_run_id: str | None = None
+    # How a reply cut off ended: {"ended": "stopped" | "failed" | "interrupted"}.
+    metadata: dict[str, Any] | None = None
 
 
 class ToolMessage(_Wire, tag_field="role", tag="tool"):

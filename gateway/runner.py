@@ -174,13 +174,6 @@ class Engine:
             text=text,
         )
 
-    def forget_streamed_text(
-        self, user_id: str, thread_id: str, message_id: str
-    ) -> asyncio.Future[object]:
-        return self.sessions.forget_streamed_text(
-            app_name=self.app_name, user_id=user_id, session_id=thread_id, message_id=message_id
-        )
-
     async def append(self, session: Session, event: AdkEvent) -> None:
         await self.sessions.append_event(session, event)
 

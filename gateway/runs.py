@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Any, Protocol
 
+from google.adk.events import Event as AdkEvent
+
 from gateway import protocol as p
 from gateway.outbox import Commit, Outbox
 from gateway.translate import Phase, RunTranslator
@@ -61,8 +63,9 @@ class Run:
     # The last stored event the run has streamed, so a reattach snapshot can catch up.
     last_event_id: str | None = None
     outbox: Outbox = dataclasses.field(default_factory=Outbox)
-    # The message whose streamed text is stored, until its final event replaces it.
-    streaming_message: str | None = None
+    # The latest chunk of the message whose streamed text is stored, until its final
+    # event replaces it.
+    streaming: AdkEvent | None = None
     # Reattached subscribers whose snapshot waits in the outbox.
     joining: list[Subscriber] = dataclasses.field(default_factory=list)
     # The client instance of the input that started the run; it stays when its connection goes.

@@ -4,7 +4,8 @@ The real server runs as a subprocess on a database file. A client finishes one r
 a long streamed answer, and the server is killed with SIGKILL in the middle of it. After a
 restart on the same file the thread holds every message the client saw, with the ids it
 saw, including the one cut off mid-stream: at least the text the client was sent of it,
-then the note that it was interrupted. The cut-off run is closed; a new run works.
+marked ``metadata.ended`` "interrupted", with no note in any language for a client to show.
+The cut-off run is closed; a new run works.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from ag_ui.core import MessagesSnapshotEvent
 from websockets.asyncio.client import ClientConnection, connect
 
-from gateway.store import INTERRUPTED_NOTE
+from gateway.cut_off import LEGACY_NOTE, NOTES
 from tests.processes import ROOT, gateway_process
 
 THREAD = "t1"
@@ -134,10 +135,13 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_pa
         for message_id, text in completed_texts(first + second).items():
             assert messages[message_id]["content"] == text
         # The message cut off mid-stream closes the run, under the id the client saw: every
-        # chunk the client was sent (perhaps a few more it was not), then the note.
+        # chunk the client was sent (perhaps a few more it was not), and how the run ended.
         last = snapshot["messages"][-1]
         assert last["id"] == cut_id and last["role"] == "assistant"
-        assert last["content"].startswith(cut_text) and last["content"].endswith(INTERRUPTED_NOTE)
+        assert last["content"].startswith(cut_text)
+        assert last["metadata"] == {"ended": "interrupted"}
+        shown = json.dumps(snapshot, ensure_ascii=False)
+        assert not any(note.strip() in shown for note in [LEGACY_NOTE, *NOTES.values()])
         assert await asyncio.to_thread(export, db) == snapshot["messages"]
 
         started = time.monotonic()

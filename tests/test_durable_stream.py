@@ -233,6 +233,16 @@ class DurabilityProbe(Recorder):
             if not self._stored(event.message_id).startswith(received):
                 self.unstored.append(received)
 
+    def stored_reply(self, message_id: str) -> tuple[str, Any]:
+        """The content and metadata of the message stored under ``message_id``."""
+        row = self.db.execute(
+            "SELECT json_extract(messages, '$[0].content'), json_extract(messages, '$[0].metadata')"
+            " FROM events WHERE id = ?",
+            (message_id,),
+        ).fetchone()
+        assert row is not None, f"no reply stored under {message_id}"
+        return row[0], json.loads(row[1]) if row[1] else None
+
     def _stored(self, message_id: str) -> str:
         row = self.db.execute(
             "SELECT text FROM streamed_texts WHERE message_id = ?", (message_id,)
@@ -277,7 +287,7 @@ async def test_every_chunk_a_client_is_sent_is_already_stored(
         probe.db.close()
 
 
-async def test_a_cancelled_stream_leaves_no_text_behind(
+async def test_a_cancelled_stream_becomes_its_stored_reply_and_leaves_no_text_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "threads.db"
@@ -292,6 +302,8 @@ async def test_a_cancelled_stream_leaves_no_text_behind(
         await asyncio.wait_for(run.done.wait(), 10)
         assert probe.frames()[-1]["outcome"] == {"type": "cancelled"}
         assert probe.unstored == []
+        [message_id] = {e.message_id for e in probe.events if isinstance(e, p.TextMessageStart)}
+        assert probe.stored_reply(message_id) == (probe.text(), {"ended": "stopped"})
         await hub.engine.sessions.flush()
         assert streamed_rows(path) == 0
         probe.db.close()

@@ -22,11 +22,12 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from gateway import protocol as p
+from gateway.cut_off import LEGACY_NOTE, NOTES, Ending, cut_off_reply
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.history import event_messages, messages_snapshot, state_snapshot
 from gateway.operator import ThreadNotFoundError, export_thread, list_threads
-from gateway.store import INTERRUPTED_NOTE, INTERRUPTED_TEXT, SessionService
+from gateway.store import SessionService
 from gateway.translate import CONFIRMATION_CALL, RunTranslator
 from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
@@ -145,13 +146,13 @@ def test_what_a_snapshot_leaves_out_and_where_thoughts_go() -> None:
     ]
 
 
-def test_an_interrupted_run_shows_as_such() -> None:
+def test_an_interrupted_run_stored_with_the_old_note_shows_the_mark_not_the_note() -> None:
     mark = {"agui": {"interrupted": True, "runId": "r1"}}
     events = [
         event("user", text("열어줘"), custom_metadata={"agui": {"messageId": "m1"}}),
         event("agent", call("c1", "find_screen", query="x")),
         event("agent", result("c1", "find_screen", error="interrupted"), custom_metadata=mark),
-        event("agent", text(INTERRUPTED_TEXT), custom_metadata=mark),
+        event("agent", text(LEGACY_NOTE), id="e-note", custom_metadata=mark),
     ]
     messages = valid(messages_snapshot(events))
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
@@ -161,15 +162,21 @@ def test_an_interrupted_run_shows_as_such() -> None:
         "toolCallId": "c1",
         "content": '{"error":"interrupted"}',
     }
-    assert messages[3]["content"] == INTERRUPTED_TEXT
+    # Cut off before any text: a message with the mark and nothing to show.
+    assert messages[3] == {
+        "id": "e-note",
+        "role": "assistant",
+        "name": "agent",
+        "metadata": {"ended": "interrupted"},
+    }
 
 
-def test_a_message_cut_off_mid_stream_shows_under_its_streamed_id() -> None:
+def test_a_message_cut_off_mid_stream_with_the_old_note_shows_its_text_alone() -> None:
     mark = {"agui": {"interrupted": True, "runId": "r1"}}
     cut = event(
         "agent",
         text("안녕하세요, 저는 "),
-        text(INTERRUPTED_NOTE),
+        text("\n\n" + LEGACY_NOTE),
         id="e-streamed",
         custom_metadata=mark,
     )
@@ -178,9 +185,41 @@ def test_a_message_cut_off_mid_stream_shows_under_its_streamed_id() -> None:
             "id": "e-streamed",
             "role": "assistant",
             "name": "agent",
-            "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE,
+            "content": "안녕하세요, 저는 ",
+            "metadata": {"ended": "interrupted"},
         }
     ]
+
+
+@pytest.mark.parametrize("ending", list(Ending))
+def test_a_cut_off_reply_shows_the_streamed_text_and_how_it_ended(ending: Ending) -> None:
+    reply = cut_off_reply(
+        message_id="e-streamed",
+        invocation_id="inv",
+        author="agent",
+        text="안녕하세요, 저는 ",
+        ending=ending,
+        metadata={"runId": "r1", "subagent": {"id": "agent/e1", "parent": None}},
+    )
+    # The model reads that it was cut off; the client sees only what it was streamed.
+    assert reply.content is not None and len(reply.content.parts or []) == 2
+    assert valid(event_messages(reply)) == [
+        {
+            "id": "e-streamed",
+            "role": "assistant",
+            "name": "agent",
+            "content": "안녕하세요, 저는 ",
+            "subagentRunId": "agent/e1",
+            "metadata": {"ended": ending.value},
+        }
+    ]
+
+
+def test_a_note_without_the_mark_is_text_like_any_other() -> None:
+    # Only the gateway's mark makes a text part a note: a model that says it is shown.
+    said = event("agent", text(NOTES[Ending.STOPPED]), id="e1")
+    assert event_messages(said)[0]["content"] == NOTES[Ending.STOPPED]
+    assert "metadata" not in event_messages(said)[0]
 
 
 def approval_flow() -> list[Event]:

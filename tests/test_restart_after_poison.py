@@ -20,7 +20,6 @@ from typing import Any
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from gateway.store import INTERRUPTED_NOTE
 from tests.agui import AgUiSocket, new_id, text_of, tool_answer, tool_calls, user_input
 from tests.damage import BAD_EVENT_DATA, BAD_MESSAGES, nested, plant_event, plant_messages
 from tests.processes import gateway_process, operator_command, run_over_ws
@@ -94,7 +93,7 @@ async def test_after_poison_damage_and_a_kill_the_gateway_restarts_and_serves(
         # The run the kill cut off is closed, and its thread takes a new run.
         reattached = await run_over_ws(port, {"type": "reattach", "threadId": cut_thread})
         (snapshot,) = [e for e in reattached if e["type"] == "MESSAGES_SNAPSHOT"]
-        assert snapshot["messages"][-1]["content"].endswith(INTERRUPTED_NOTE)
+        assert snapshot["messages"][-1]["metadata"] == {"ended": "interrupted"}
         again = await run_over_ws(port, user_input(cut_thread, "고마워"))
         assert again[-1]["type"] == "RUN_FINISHED"
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store import INTERRUPTED_NOTE
 from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
 
@@ -41,4 +40,4 @@ async def test_a_run_in_progress_at_shutdown_is_kept_not_failed(
     [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
     reply = snapshot["messages"][-1]
     assert reply["role"] == "assistant" and reply["content"].startswith("".join(seen))
-    assert reply["content"].endswith(INTERRUPTED_NOTE)
+    assert reply["metadata"] == {"ended": "interrupted"}

@@ -32,16 +32,18 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
+from gateway.cut_off import LEGACY_NOTE, NOTES, Ending
 from gateway.history import messages_snapshot
 from gateway.store import (
-    INTERRUPTED_NOTE,
-    INTERRUPTED_TEXT,
     MIGRATIONS,
     SCHEMA_VERSION,
     SessionService,
     StoreError,
 )
 from tests.conftest import record_reads
+
+# What the model reads after a reply a crash cut off.
+INTERRUPTED = NOTES[Ending.INTERRUPTED]
 
 APP = "gateway"
 
@@ -392,7 +394,7 @@ async def test_an_older_schema_is_migrated_and_its_history_understood(db_path: s
         cut = await store.get_session(
             app_name=APP, user_id="u", session_id="cut", config=GetSessionConfig()
         )
-        assert texts(cut) == ["tell me a long story", "call c2", "answer c2", INTERRUPTED_TEXT]
+        assert texts(cut) == ["tell me a long story", "call c2", "answer c2", INTERRUPTED]
     finally:
         await store.close()
 
@@ -449,6 +451,41 @@ async def test_messages_stored_before_speakers_were_named_are_recomputed(db_path
                 " + length(CAST(messages AS BLOB))) FROM events) FROM sessions"
             ).fetchall()
         assert counted == summed
+    finally:
+        await store.close()
+
+
+async def test_replies_cut_off_with_the_bilingual_note_show_the_mark_after_migrating(
+    db_path: str,
+) -> None:
+    mark = {"agui": {"interrupted": True, "runId": "r1"}}
+    cut = Event(
+        id="e-cut",
+        invocation_id="inv1",
+        author="agent",
+        content=types.Content(
+            role="model",
+            parts=[types.Part(text="안녕하세요, 저는 "), types.Part(text="\n\n" + LEGACY_NOTE)],
+        ),
+        custom_metadata=mark,
+    )
+    events = [user_says("자기소개를 길게 해 주세요", "inv1", messageId="m1"), cut]
+    _write_old(db_path, 7, {"t": events})
+    with sqlite3.connect(db_path) as db:  # as version 7 wrote it: the note shown as text
+        shown = {"id": "e-cut", "role": "assistant", "name": "agent"}
+        shown["content"] = "안녕하세요, 저는 \n\n" + LEGACY_NOTE
+        db.execute("UPDATE events SET messages = ? WHERE id = 'e-cut'", (json.dumps([shown]),))
+    store = await reopened(db_path)
+    try:
+        messages, _ = await store.thread_messages(APP, "u", "t")
+        assert messages[-1] == {
+            "id": "e-cut",
+            "role": "assistant",
+            "name": "agent",
+            "content": "안녕하세요, 저는 ",
+            "metadata": {"ended": "interrupted"},
+        }
+        assert LEGACY_NOTE not in json.dumps(messages, ensure_ascii=False)
     finally:
         await store.close()
 
@@ -633,18 +670,18 @@ async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db_path: str)
             return session
 
         mid_call = await load("mid-call")
-        assert texts(mid_call) == ["열어줘", "call c1", "answer c1", INTERRUPTED_TEXT]
+        assert texts(mid_call) == ["열어줘", "call c1", "answer c1", INTERRUPTED]
         closing = mid_call.events[-1]
         assert closing.author == "agent"
-        assert closing.custom_metadata == {"agui": {"interrupted": True, "runId": "r1"}}
+        assert closing.custom_metadata == {"agui": {"ended": "interrupted", "runId": "r1"}}
         assert mid_call.events[-2].custom_metadata == closing.custom_metadata
         response = mid_call.events[-2].get_function_responses()[0]
         assert response.name == "find_screen" and "interrupted" in str(response.response)
 
         mid_stream = await load("mid-stream")
-        assert texts(mid_stream) == ["자기소개를 길게 해 주세요", INTERRUPTED_TEXT]
+        assert texts(mid_stream) == ["자기소개를 길게 해 주세요", INTERRUPTED]
         assert mid_stream.events[-1].author == "model"  # no agent had spoken in this thread
-        assert texts(await load("after-result"))[-1] == INTERRUPTED_TEXT
+        assert texts(await load("after-result"))[-1] == INTERRUPTED
         assert texts(await load("on-browser")) == ["open", "call c4"]
         assert texts(await load("finished")) == ["hi", "hello"]
         assert texts(await load("on-approval"))[-1] == "call c6"
@@ -754,22 +791,6 @@ async def test_saves_queued_together_cost_one_write(db_path: str, store: Session
     assert streamed_rows(db_path) == [("e1", "agent", "안녕" * 5)]
 
 
-async def test_a_run_that_ends_without_its_message_forgets_the_text(
-    db_path: str, store: SessionService
-) -> None:
-    await _thread(store, "t", [user_says("hi")])
-    await _thread(store, "other", [user_says("hi")])
-    await streams(store, "e1")("cut")
-    await streams(store, "e2", thread="other")("kept")
-    forget = store.forget_streamed_text
-    await forget(app_name=APP, user_id="u", session_id="t", message_id="not-e1")
-    assert len(streamed_rows(db_path)) == 2
-    await forget(app_name=APP, user_id="u", session_id="t", message_id="e1")
-    assert streamed_rows(db_path) == [("e2", "agent", "kept")]
-    await store.delete_session(app_name=APP, user_id="u", session_id="other")
-    assert streamed_rows(db_path) == []
-
-
 async def test_streamed_text_needs_its_thread(store: SessionService) -> None:
     with pytest.raises(SessionNotFoundError):
         await streams(store, "e1", thread="nowhere")("text")
@@ -792,14 +813,15 @@ async def test_restart_turns_streamed_text_into_the_interrupted_message(db_path:
         cut = session.events[-1]
         assert cut.id == "e-live" and cut.author == "agent"
         assert texts(session) == ["자기소개를 길게 해 주세요", "안녕하세요, 저는 "]
-        assert cut.custom_metadata == {"agui": {"interrupted": True, "runId": "r2"}}
+        assert cut.custom_metadata == {"agui": {"ended": "interrupted", "runId": "r2"}}
         messages, latest = await store.thread_messages(APP, "u", "t")
         assert latest == "e-live"
         assert messages[-1] == {
             "id": "e-live",
             "role": "assistant",
             "name": "agent",
-            "content": "안녕하세요, 저는 " + INTERRUPTED_NOTE,
+            "content": "안녕하세요, 저는 ",
+            "metadata": {"ended": "interrupted"},
         }
         assert texts(await store.get_session(app_name=APP, user_id="u", session_id="done")) == [
             "hi",
@@ -819,7 +841,8 @@ async def test_the_next_turn_after_a_cut_off_stream_sees_what_was_said(db_path: 
 
     said = (await _next_turn_after_restart(db_path, "계속해 주세요"))[-2]
     assert said.role == "model" and said.parts
-    assert "".join(part.text or "" for part in said.parts) == "안녕하세요, 저는 " + INTERRUPTED_NOTE
+    # The model reads what it said, then that it was cut off there.
+    assert [part.text for part in said.parts] == ["안녕하세요, 저는 ", "\n\n" + INTERRUPTED]
 
 
 async def test_a_v3_store_migrates_and_keeps_streamed_text(db_path: str) -> None:

@@ -25,8 +25,8 @@ from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.sessions import Session
 
 from gateway import store as store_module
+from gateway.cut_off import NOTES, Ending
 from gateway.store import (
-    INTERRUPTED_TEXT,
     CommitFailedError,
     QuarantinedThreadError,
     SessionService,
@@ -222,7 +222,7 @@ async def test_crash_recovery_skips_a_quarantined_thread_and_closes_the_others(
         skipped = "thread 'bad' stays open, since the thread is quarantined"
         assert any(skipped in line for line in caplog.messages), caplog.messages
         for thread in ("cut-1", "cut-2"):
-            assert texts(await load(store, thread))[-1] == INTERRUPTED_TEXT
+            assert texts(await load(store, thread))[-1] == NOTES[Ending.INTERRUPTED]
     async with opened(db_path) as store:  # and the next start-up is no different
         assert await store.close_interrupted(APP) == 0
 

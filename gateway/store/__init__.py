@@ -23,15 +23,13 @@ The modules above ``sqlite/`` hold the logic any backend shares; SQL lives only 
 from gateway.store.errors import CommitFailedError, StoreError
 from gateway.store.projection import ThreadPage
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import INTERRUPTED_NOTE, INTERRUPTED_RESULT, INTERRUPTED_TEXT
+from gateway.store.recovery import INTERRUPTED_RESULT
 from gateway.store.service import SessionService
 from gateway.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
 __all__ = [
-    "INTERRUPTED_NOTE",
     "INTERRUPTED_RESULT",
-    "INTERRUPTED_TEXT",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "CommitFailedError",

@@ -4,7 +4,8 @@ Streamed text is not an ADK event until its message completes, yet a client is s
 chunk by chunk. ``streamed_texts`` keeps the text so far of the message a thread is
 streaming (``save_streamed_text``; the hub sends a chunk only once it is committed).
 Appending the message's final event deletes the row in the same transaction; a row a crash
-left behind becomes the message, marked interrupted. A server call a crash left without its
+left behind becomes the message, marked interrupted (``gateway.cut_off``: the same marking
+as a reply the user stopped or a failure cut off). A server call a crash left without its
 response gets an error response. ``SessionService.close_interrupted`` does this once at
 start-up, with the open runs the backend finds (``sqlite.reads.open_runs``) and the events
 made here.
@@ -19,10 +20,8 @@ from google.adk.events import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-# What a thread shows for a run a crash cut off (one text for both languages we serve).
-INTERRUPTED_TEXT = "(응답이 중단되었습니다 / the previous response was interrupted)"
-# The same note after the text of a message cut off mid-stream.
-INTERRUPTED_NOTE = "\n\n" + INTERRUPTED_TEXT
+from gateway.cut_off import AGUI_KEY, Ending, cut_off_reply
+
 # The answer a cut-off server call gets, so the model request is well formed again.
 INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
 
@@ -58,7 +57,7 @@ def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
         and isinstance(metadata := (e.custom_metadata or {}).get("agui"), dict)
     ]
     run_id = next((r for r in reversed(run_ids) if isinstance(r, str)), None)
-    mark: dict[str, Any] = {"interrupted": True} | ({"runId": run_id} if run_id else {})
+    run_mark: dict[str, Any] = {"runId": run_id} if run_id else {}
     closing = []
     if dangling:
         responses = [
@@ -74,29 +73,27 @@ def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
                 invocation_id=invocation_id,
                 author=agent,
                 content=types.Content(role="user", parts=responses),
-                custom_metadata={"agui": dict(mark)},
+                custom_metadata={AGUI_KEY: run_mark | {"ended": Ending.INTERRUPTED.value}},
             )
         )
-    closing.append(_interrupted_reply(run.streamed, invocation_id, agent, mark))
+    closing.append(_interrupted_reply(run.streamed, invocation_id, agent, run_mark))
     return closing
 
 
 def _interrupted_reply(
-    streamed: StreamedMessage | None, invocation_id: str, agent: str, mark: dict[str, Any]
+    streamed: StreamedMessage | None, invocation_id: str, agent: str, run_mark: dict[str, Any]
 ) -> Event:
-    """The cut-off answer: what the client was sent of it, then the note, as one message.
+    """The cut-off answer: what the client was sent of it (perhaps nothing), as one message.
 
     One message, so the thread reads as one answer that stopped, the client finds it
     under the id it streamed, and the model's next turn sees both what it said and that
     it was cut off.
     """
-    parts = [types.Part(text=INTERRUPTED_TEXT)]
-    if streamed is not None:
-        parts = [types.Part(text=streamed.text), types.Part(text=INTERRUPTED_NOTE)]
-    return Event(
-        id=streamed.message_id if streamed else "",  # "": ADK mints a new id
+    return cut_off_reply(
+        message_id=streamed.message_id if streamed else "",  # "": ADK mints a new id
         invocation_id=invocation_id,
         author=streamed.author if streamed else agent,
-        content=types.Content(role="model", parts=parts),
-        custom_metadata={"agui": dict(mark)},
+        text=streamed.text if streamed else "",
+        ending=Ending.INTERRUPTED,
+        metadata=run_mark,
     )

@@ -392,7 +392,7 @@ class SessionService(BaseSessionService):
         Not a coroutine: a caller that streams holds its chunk on the future instead of
         waiting, and a save still queued is replaced by a newer one, so chunks that arrive
         together cost one write. Appending the message's final event (an event whose id is
-        ``message_id``) deletes the text; so does ``forget_streamed_text``.
+        ``message_id``) deletes the text, as does a cut-off reply stored under that id.
         """
         write = writes.SaveStreamedText(
             app_name,
@@ -406,23 +406,15 @@ class SessionService(BaseSessionService):
         )
         return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
 
-    def forget_streamed_text(
-        self, *, app_name: str, user_id: str, session_id: str, message_id: str
-    ) -> asyncio.Future[object]:
-        """Queues deleting a message's streamed text, for a run that ended without it."""
-        write = writes.ForgetStreamedText(app_name, user_id, session_id, message_id)
-        return self._writer_or_raise().submit(write)
-
     async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.
 
         A server call left without its response gets an error response. The message the
         run was streaming becomes a stored assistant message under the id the client saw,
-        holding the text committed so far followed by a note that the response was
-        interrupted; a run cut off before streaming any text gets the note alone. Either is
-        marked ``custom_metadata["agui"]["interrupted"]``. Calls waiting on the browser are
-        left waiting. The note's author is the thread's last agent (``author`` if it has
-        none). Streamed text of runs that had ended is dropped, as it would have been.
+        holding the text committed so far, marked interrupted (``gateway.cut_off``); a run
+        cut off before streaming any text gets such a message without text, authored by the
+        thread's last agent (``author`` if it has none). Calls waiting on the browser are
+        left waiting. Streamed text of runs that had ended is dropped, as it would have been.
         A quarantined thread is skipped with a log line: it cannot take a run anyway.
         Call once after ``open()`` and before serving runs; returns how many were closed.
         """

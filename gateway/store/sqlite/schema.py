@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from google.adk.events import Event
 
+from gateway.cut_off import LEGACY_NOTE
 from gateway.store.codec import decoded_event, dump_messages
 from gateway.store.errors import StoreError
 from gateway.store.progress import RunProgress
@@ -87,13 +88,15 @@ def _keep_messages_v3(db: sqlite3.Connection) -> None:
     _compute_messages(db)
 
 
-def _compute_messages(db: sqlite3.Connection) -> None:
-    """Writes each event's AG-UI messages as ``history.event_messages`` makes them now."""
+def _compute_messages(db: sqlite3.Connection, data_like: str = "%") -> None:
+    """Writes each event's AG-UI messages as ``history.event_messages`` makes them now
+    (only those of events whose stored data is LIKE ``data_like``)."""
     last_seq = 0
     # In slices, so a large thread history never sits in memory at once.
     while rows := db.execute(
-        "SELECT seq, session_pk, data FROM events WHERE seq > ? ORDER BY seq LIMIT 512",
-        (last_seq,),
+        "SELECT seq, session_pk, data FROM events WHERE seq > ? AND data LIKE ?"
+        " ORDER BY seq LIMIT 512",
+        (last_seq, data_like),
     ).fetchall():
         updates = []
         for seq, session_pk, data in rows:
@@ -185,6 +188,13 @@ def _name_speakers_v7(db: sqlite3.Connection) -> None:
     _count_stored_bytes(db)
 
 
+def _mark_cut_off_replies_v8(db: sqlite3.Connection) -> None:
+    """Recomputes the messages of replies a crash cut off: the text without the bilingual
+    note a client was shown, and ``metadata.ended`` (``gateway.cut_off``)."""
+    _compute_messages(db, f"%{LEGACY_NOTE}%")
+    _count_stored_bytes(db)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
@@ -193,6 +203,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _quarantine_v5,
     _count_stored_bytes_v6,
     _name_speakers_v7,
+    _mark_cut_off_replies_v8,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

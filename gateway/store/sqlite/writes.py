@@ -259,21 +259,6 @@ class SaveStreamedText:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ForgetStreamedText:
-    app_name: str
-    user_id: str
-    session_id: str
-    message_id: str
-
-    def apply(self, db: sqlite3.Connection) -> None:
-        db.execute(
-            "DELETE FROM streamed_texts WHERE message_id = ? AND session_pk ="
-            " (SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?)",
-            (self.message_id, self.app_name, self.user_id, self.session_id),
-        )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class ForgetLeftoverTexts:
     """Deletes every streamed text of the app, once a restart has used what it needs."""
 
@@ -333,7 +318,6 @@ Write = (
     | AppendEvent
     | DeleteSession
     | SaveStreamedText
-    | ForgetStreamedText
     | ForgetLeftoverTexts
     | SetAside
     | Probe

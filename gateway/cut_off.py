@@ -1,0 +1,90 @@
+"""A reply cut off before it completed: stopped by the user, failed, or interrupted.
+
+One marking for all three. The reply is stored as one ADK event under the id its text
+streamed with: the text the client was sent, then a note that tells the model its reply
+was cut off (in English: it is for the model, which reads any language), and how the run
+ended in ``custom_metadata["agui"]["ended"]``. A client is shown the text alone, with the
+ending as the AG-UI message's ``metadata`` (``gateway.history``):
+
+    {"id": <streamed id>, "role": "assistant", "name": <agent>, "content": <text so far>,
+     "metadata": {"ended": "stopped" | "failed" | "interrupted"}}
+
+A reply cut off before any text has no ``content``. Threads stored before this marking
+carry ``"interrupted": True`` and a bilingual note (``LEGACY_NOTE``); they read the same.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from google.adk.events import Event
+from google.genai import types
+
+# Where the gateway keeps its marks in an ADK event's custom_metadata.
+AGUI_KEY = "agui"
+
+
+class Ending(enum.StrEnum):
+    """How a run ended that cut its reply off."""
+
+    STOPPED = "stopped"  # the user cancelled the run
+    FAILED = "failed"  # the run ended with RUN_ERROR: the model or a tool failed, or stalled
+    INTERRUPTED = "interrupted"  # the gateway went away mid-run (a crash, a shutdown)
+
+
+# What the model reads after the text it was cut off at.
+NOTES = {
+    Ending.STOPPED: "[The user stopped this reply here.]",
+    Ending.FAILED: "[This reply broke off here: the run failed.]",
+    Ending.INTERRUPTED: "[This reply broke off here: the gateway stopped.]",
+}
+# The note stored threads were written with, for every ending (clients showed it verbatim).
+LEGACY_NOTE = "(응답이 중단되었습니다 / the previous response was interrupted)"
+_NOTES = frozenset([*NOTES.values(), LEGACY_NOTE])
+
+
+def cut_off_reply(
+    *,
+    message_id: str,
+    invocation_id: str,
+    author: str,
+    text: str,
+    ending: Ending,
+    metadata: dict[str, Any],
+) -> Event:
+    """The stored reply: ``text`` then the note, marked with ``ending`` over ``metadata``.
+
+    ``message_id`` "" lets ADK mint an id (nothing was streamed under one).
+    """
+    note = NOTES[ending]
+    parts = [types.Part(text=note)]
+    if text:
+        parts = [types.Part(text=text), types.Part(text="\n\n" + note)]
+    return Event(
+        id=message_id,
+        invocation_id=invocation_id,
+        author=author,
+        content=types.Content(role="model", parts=parts),
+        custom_metadata={AGUI_KEY: {**metadata, "ended": ending.value}},
+    )
+
+
+def ending_of(event: Event) -> Ending | None:
+    """How the run ended that cut off ``event``'s reply; None unless it is such a reply."""
+    parts = event.content.parts if event.content and event.content.parts else []
+    if not any(is_note(part.text) for part in parts if part.text):
+        return None
+    marks = (event.custom_metadata or {}).get(AGUI_KEY)
+    if not isinstance(marks, dict):
+        return None
+    ended = marks.get("ended")
+    if isinstance(ended, str) and ended in list(Ending):
+        return Ending(ended)
+    # Stored before the ending was named: only a crash left a reply cut off.
+    return Ending.INTERRUPTED if marks.get("interrupted") is True else None
+
+
+def is_note(text: str) -> bool:
+    """Whether a text part is the note after a cut-off reply, never shown to a client."""
+    return text.strip() in _NOTES

@@ -1,0 +1,69 @@
+"""Snapshots of cut-off replies, as the official @ag-ui/client 1.0 takes them in: a reply
+the user stopped (text so far) and one a restart closed before any text (no content), each
+with ``metadata.ended``, pass its enforcement and verifier with no warning and unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from google.adk.events import Event
+from google.genai import types
+
+from gateway.store import SessionService
+from tests.agui import new_id
+from tests.conftest import running_gateway
+from tests.e2e.test_agui_client import NODE_DIR, pytestmark
+from tests.speakers import Speaker, say
+from tests.test_stopped_replies import STORY, stop_mid_reply, storyteller
+
+__all__ = ["pytestmark"]
+
+
+async def official_check(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """``events`` through the official client's enforcement and verifier; its report."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(events, handle, ensure_ascii=False)
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE_DIR / "check_stream.mjs"),
+        handle.name,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    Path(handle.name).unlink()
+    assert process.returncode == 0, stderr.decode()
+    report: dict[str, Any] = json.loads(stdout)
+    return report
+
+
+async def test_the_official_client_takes_cut_off_replies_with_their_mark(tmp_path: Path) -> None:
+    db = str(tmp_path / "threads.db")
+    model = Speaker(turns=[[say(STORY)]], pace=0.01)
+    stopped, crashed = new_id("stopped"), new_id("crashed")
+    async with running_gateway(agent=storyteller(model), db=db) as gateway:
+        assert gateway.app.hub is not None
+        app_name = gateway.app.hub.engine.app_name
+        async with gateway.socket() as ws:
+            await stop_mid_reply(ws, stopped)
+    # A thread whose run a crash cut off before the model said anything.
+    store = SessionService(db)
+    await store.open()
+    session = await store.create_session(app_name=app_name, user_id="demo", session_id=crashed)
+    asked = types.Content(role="user", parts=[types.Part(text="tell me a story")])
+    await store.append_event(session, Event(invocation_id="inv", author="user", content=asked))
+    await store.close()
+
+    async with running_gateway(agent=storyteller(model), db=db) as gateway, gateway.socket() as ws:
+        for thread, ended in ((stopped, "stopped"), (crashed, "interrupted")):
+            events = await ws.run({"type": "reattach", "threadId": thread})
+            reply = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"][-1]
+            assert reply["role"] == "assistant" and reply["metadata"] == {"ended": ended}
+            assert ("content" in reply) is (ended == "stopped")
+            report = await official_check(events)
+            assert report["failed"] is None and report["warnings"] == []
+            assert report["events"] == events
