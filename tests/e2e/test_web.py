@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, WebSocketRoute, async_playwright, expect
+from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
 from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.web_helpers import (
@@ -23,9 +23,6 @@ from tests.e2e.web_helpers import (
     SCREENSHOT,
     TIMEOUT_MS,
     WebApp,
-    check_streams,
-    launch_chromium,
-    new_context,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -33,28 +30,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 MOVED = "업무 요청 목록 화면으로 이동했습니다."
-
-
-@pytest.fixture(scope="session")
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        browser = await launch_chromium(playwright)
-        yield browser
-        await browser.close()
-
-
-@pytest.fixture
-async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
-    """A fresh browser profile; a page exception or an invalid AG-UI stream fails the test."""
-    context = await new_context(browser)
-    errors: list[str] = []
-    invalid: list[str] = []
-    context.on("page", lambda page: page.on("pageerror", lambda error: errors.append(str(error))))
-    context.on("page", lambda page: check_streams(page, invalid))
-    yield context
-    await context.close()
-    assert not errors, f"the page threw: {errors}"
-    assert not invalid, f"invalid AG-UI streams: {invalid}"
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,12 @@
 // The AG-UI 1.0 client over /ws: one WebSocket per thread, reconnect with backoff, reattach.
 //
-// Safety rule: a client-tool call is handed out for execution only when this very
-// connection sent the RunAgentInput of the run (its runId) and received the call's live
-// TOOL_CALL_START..END. Calls seen in snapshots, in runs of another tab, or on a previous
-// connection are never executed, so a reload or reconnect cannot repeat a browser action.
+// Who executes a client-tool call: the tab whose input started the run. The tab names
+// itself on every connection (`clientId`, the same across its reloads), and a call is handed
+// out for execution only when the run is this tab's: this connection sent its input and
+// received the call live, or the gateway said so on reattach (CUSTOM `gateway.executor`,
+// naming the calls made before this connection came; their arguments come from the
+// snapshot). Calls of another tab's runs are never handed out. That a call handed out is
+// performed once, across reloads, is the ledger's job (ledger.js).
 
 import { newId } from "./dom.js";
 
@@ -13,14 +16,17 @@ export class AgUiClient {
   /**
    * @param {object} options
    * @param {string} options.url        ws:// URL including ?user=
+   * @param {string} options.clientId   this tab's identity, kept across its reloads
    * @param {string} options.threadId
    * @param {(event: object, run: RunView) => void} options.onEvent
    * @param {(state: "connecting"|"syncing"|"open"|"reconnecting", detail: object) => void} options.onStatus
    *   "open" comes once the thread's snapshot (the answer to reattach) has arrived; a run
    *   in progress when the connection drops goes on without it, and the reattach shows it.
    */
-  constructor({ url, threadId, onEvent, onStatus }) {
-    this.url = url;
+  constructor({ url, clientId, threadId, onEvent, onStatus }) {
+    const withId = new URL(url, location.href);
+    withId.searchParams.set("clientId", clientId);
+    this.url = withId.href;
     this.threadId = threadId;
     this.onEvent = onEvent;
     this.onStatus = onStatus;
@@ -133,12 +139,25 @@ export class AgUiClient {
           threadId: event.threadId,
           own: connection.ownRuns.has(event.runId),
           calls: new Map(),
+          // Calls made before this connection came, named by the gateway as this tab's.
+          told: new Set(),
+          stored: new Map(),
+          answered: new Set(),
           sawSnapshot: false,
           sawLive: false,
         };
         break;
       case "MESSAGES_SNAPSHOT":
-        if (connection.run) connection.run.sawSnapshot = true;
+        if (connection.run) {
+          connection.run.sawSnapshot = true;
+          readSnapshot(connection.run, event.messages ?? []);
+        }
+        break;
+      case "CUSTOM":
+        if (event.name === "gateway.executor" && connection.run) {
+          connection.run.own = true;
+          for (const id of event.value?.toolCallIds ?? []) connection.run.told.add(id);
+        }
         break;
       case "TOOL_CALL_START":
         if (connection.run?.own) {
@@ -178,27 +197,47 @@ export class AgUiClient {
   }
 }
 
+/** The calls and answers a snapshot holds, for calls named by ``gateway.executor``. */
+function readSnapshot(run, messages) {
+  for (const message of messages) {
+    if (message.role === "assistant") {
+      for (const call of message.toolCalls ?? []) {
+        run.stored.set(call.id, { name: call.function?.name ?? "", args: call.function?.arguments ?? "" });
+      }
+    } else if (message.role === "tool" && message.toolCallId) {
+      run.answered.add(message.toolCallId);
+    }
+  }
+}
+
 /**
- * What the UI may know about the run an event belongs to. ``executable`` (on RUN_FINISHED
- * only) lists the pending client calls this tab must execute, with parsed arguments.
+ * What the UI may know about the run an event belongs to. On RUN_FINISHED, ``pending``
+ * lists the client calls the thread waits on and ``executable`` those of them this tab
+ * must execute, with parsed arguments; ``answered`` (from a snapshot) the calls the thread
+ * holds an answer for.
  * @typedef {{runId: string|null, own: boolean, sawSnapshot: boolean, sawLive: boolean,
+ *            pending: string[], answered: Set<string>,
  *            executable: Array<{id: string, name: string, args: object|null}>}} RunView
  */
 function viewOf(run, event = null) {
+  const pending = event?.type === "RUN_FINISHED" && event.outcome?.type === "success"
+    ? event.outcome.pendingToolCallIds ?? []
+    : [];
   const view = {
     runId: run?.runId ?? null,
     own: run?.own ?? false,
     sawSnapshot: run?.sawSnapshot ?? false,
     sawLive: run?.sawLive ?? false,
+    pending,
+    answered: run?.answered ?? new Set(),
     executable: [],
   };
-  const pending = event?.type === "RUN_FINISHED" && event.outcome?.type === "success"
-    ? event.outcome.pendingToolCallIds ?? []
-    : [];
   if (run?.own) {
     for (const id of pending) {
-      const call = run.calls.get(id);
-      if (call?.ended) view.executable.push({ id, name: call.name, args: parseArgs(call.args) });
+      const live = run.calls.get(id);
+      const stored = run.told.has(id) ? run.stored.get(id) : undefined;
+      if (live?.ended) view.executable.push({ id, name: live.name, args: parseArgs(live.args) });
+      else if (stored) view.executable.push({ id, name: stored.name, args: parseArgs(stored.args) });
     }
   }
   return view;

@@ -3,6 +3,7 @@
 
 import { AgUiClient } from "./agui.js";
 import { h, newId } from "./dom.js";
+import { ActionLedger, clientInstance } from "./ledger.js";
 
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
@@ -28,9 +29,46 @@ const STATE_LABELS = {
   running: "실행 중",
   waiting: "브라우저에서 실행 중",
   pending: "결과 대기 중",
-  elsewhere: "다른 연결의 요청 · 이 창에서는 실행 안 함",
+  elsewhere: "다른 창의 요청 · 그 창에서 실행됩니다",
   approval: "승인 대기 중",
 };
+
+// Why a call ended without the browser's result, as the gateway says it, in the user's words.
+const REASON_LABELS = {
+  timeout: "브라우저가 제한 시간 안에 결과를 보내지 않았습니다.",
+  superseded: "새 메시지를 보내서 이 요청은 닫혔습니다.",
+  "the user stopped the run": "응답을 중지해서 실행하지 않았습니다.",
+  "the approval expired": "승인 시간이 지나 거절로 처리되었습니다.",
+};
+const INTERRUPTED_CALL = "게이트웨이가 다시 시작되어 이 작업이 중단되었습니다.";
+
+// How a reply that did not finish ended (``metadata.ended`` in a snapshot).
+const ENDED_LINES = {
+  stopped: ["stopped-line", "■ 응답을 중지했습니다."],
+  failed: ["error-line", "⚠ 오류로 응답이 끊겼습니다."],
+  interrupted: ["error-line", "⚠ 게이트웨이가 다시 시작되어 응답이 중단되었습니다."],
+};
+
+// What a refusal or failure means to the user, by its code; the gateway's own sentence
+// (English, for developers) stays in the line's tooltip.
+const ERROR_LABELS = {
+  UNAUTHORIZED: "로그인이 필요하거나 만료되었습니다. 페이지를 새로고침해 주세요.",
+  ACCESS_DENIED: "이 대화에 접근할 수 없습니다. 새 대화를 시작해 주세요.",
+  VALIDATION_ERROR: "요청을 처리할 수 없습니다.",
+  RATE_LIMIT_EXCEEDED: "요청이 너무 잦습니다. 잠시 후 다시 시도해 주세요.",
+  SESSION_BUSY: "아직 응답 중입니다. 끝난 뒤에 다시 보내 주세요.",
+  SERVICE_QUOTA_EXCEEDED: "사용 한도를 넘었습니다. 관리자에게 문의해 주세요.",
+  AGENT_ERROR: "에이전트가 응답하지 못했습니다. 잠시 후 다시 시도해 주세요.",
+  INTERNAL_ERROR: "게이트웨이에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.",
+};
+const NOTICE_LABELS = {
+  NOTHING_TO_CANCEL: "중지할 응답이 없습니다.",
+  CANCEL_REQUESTED: "응답을 중지하는 중입니다.",
+  INTERRUPT_ALREADY_ANSWERED: "이미 답한 승인 요청입니다.",
+  INTERRUPT_EXPIRED: "승인 시간이 지나 거절로 처리되었습니다.",
+};
+// Notices the tab causes itself by sending a kept result again: nothing to tell the user.
+const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED"]);
 
 const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -75,6 +113,7 @@ export class ChatPanel {
     };
     this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
     this.threadId = initialThread(userId);
+    this.ledger = new ActionLedger();
     this.run = null; // the live run on this thread: {runId, own}
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
@@ -85,6 +124,7 @@ export class ChatPanel {
     this.runBubble = null;
     this.client = new AgUiClient({
       url: wsUrl,
+      clientId: clientInstance(sessionStorage, () => newId("tab")),
       threadId: this.threadId,
       onEvent: (event, run) => this.#onEvent(event, run),
       onStatus: (state, detail) => this.#onStatus(state, detail),
@@ -176,7 +216,7 @@ export class ChatPanel {
 
   #sendInput({ messages = [], resume = undefined }) {
     this.pendingInputs += 1;
-    this.client.startRun({
+    const runId = this.client.startRun({
       messages,
       resume,
       tools: this.tools,
@@ -184,20 +224,58 @@ export class ChatPanel {
     });
     this.#updateControls();
     this.#scroll();
+    return runId;
   }
 
-  /** Runs the calls this tab may execute and answers them all in one input. */
-  async #execute(calls) {
+  /**
+   * Answers the client calls the thread waits on that are this tab's: a result the ledger
+   * holds is sent again, a call begun before a reload is settled by looking at the page,
+   * and only a call never begun is performed. All go in one input.
+   */
+  async #answerPending(run) {
+    const executable = new Map(run.executable.map((call) => [call.id, call]));
+    const answers = [];
     this.executing = true;
     this.#updateControls();
-    const messages = [];
-    for (const call of calls) {
-      const result = await this.#runTool(call);
+    for (const id of run.pending) {
+      const kept = this.ledger.get(id);
+      if (kept?.result !== undefined) {
+        if (this.ledger.resendable(id)) answers.push([id, kept.result]);
+        continue;
+      }
+      const call = executable.get(id);
+      if (!call) {
+        this.entries.get(id)?.state("elsewhere");
+        continue;
+      }
+      let result = kept?.state === "started" ? this.#settleByPage(call) : null;
+      if (!result) {
+        this.ledger.started(call);
+        result = await this.#runTool(call);
+      }
+      this.ledger.performed(id, result);
       this.#entry(call.id, call.name).result(result);
-      messages.push({ id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) });
+      answers.push([id, result]);
     }
     this.executing = false;
-    this.#sendInput({ messages });
+    if (!answers.length) {
+      this.#updateControls();
+      return;
+    }
+    const messages = answers.map(([toolCallId, result]) => ({
+      id: newId("tool"),
+      role: "tool",
+      toolCallId,
+      content: JSON.stringify(result),
+    }));
+    const runId = this.#sendInput({ messages });
+    for (const [id] of answers) this.ledger.sent(id, runId);
+  }
+
+  /** A call begun before a reload, whose result was lost: what the page shows it did. */
+  #settleByPage(call) {
+    const settle = this.implemented[call.name]?.settle;
+    return typeof settle === "function" && call.args ? settle(call.args) : null;
   }
 
   async #runTool(call) {
@@ -226,15 +304,22 @@ export class ChatPanel {
         this.runBubble = null;
         break;
       case "MESSAGES_SNAPSHOT":
+        // What the thread holds an answer for, the gateway has: the ledger can let it go.
+        for (const id of run.answered) this.ledger.acknowledged(id);
         this.#renderSnapshot(event.messages ?? []);
         break;
       case "TEXT_MESSAGE_START":
+        if (event.role === "user") {
+          // Another tab's message, as the gateway sends it to the thread's other tabs.
+          this.#userBubble(event.messageId, "");
+          break;
+        }
         this.streaming = this.#assistantBubble(event.messageId, { reset: true });
         this.streaming.classList.add("streaming");
         this.runBubble = this.streaming;
         break;
       case "TEXT_MESSAGE_CONTENT": {
-        const bubble = this.#assistantBubble(event.messageId);
+        const bubble = this.bubbles.get(event.messageId) ?? this.#assistantBubble(event.messageId);
         bubble.querySelector(".text").textContent += event.delta;
         break;
       }
@@ -255,18 +340,27 @@ export class ChatPanel {
         break;
       }
       case "TOOL_CALL_RESULT":
-        this.#entry(event.toolCallId).resultContent(event.content);
+        // Sent to the tabs that did not execute the call: say whose action it was.
+        this.#entry(event.toolCallId).resultContent(event.content, undefined, this.#elsewhere(event.toolCallId));
         break;
       case "CUSTOM":
-        if (event.name === "gateway.notice") this.#notice(event.value ?? {});
+        if (event.name === "gateway.notice" && !QUIET_NOTICES.has(event.value?.code)) {
+          this.#notice(event.value ?? {});
+        }
         break;
-      case "RUN_ERROR":
+      case "RUN_ERROR": {
         // Inside a run it ends the run; outside one it refuses the input we sent.
         if (run.runId) this.run = null;
         else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.#closeStreaming();
-        this.#line("error-line", `⚠ ${event.message}${event.code ? ` (${event.code})` : ""}`, "alert");
+        const said = ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.";
+        this.#line("error-line", `⚠ ${said}`, "alert", event.message);
+        if (!run.runId && this.ledger.unacknowledged().length) {
+          // A refused input may have carried kept results: look again at what the thread waits for.
+          this.client.reattach();
+        }
         break;
+      }
       case "RUN_FINISHED":
         this.#finish(event, run);
         break;
@@ -281,23 +375,28 @@ export class ChatPanel {
     this.run = null;
     this.#closeStreaming();
     const outcome = event.outcome ?? { type: "success" };
+    // A result sent in this run that the thread no longer waits for: the gateway has it.
+    for (const kept of this.ledger.unacknowledged()) {
+      if (kept.runId === event.runId && !run.pending.includes(kept.id)) this.ledger.acknowledged(kept.id);
+    }
     if (outcome.type === "cancelled") {
       this.runBubble?.classList.add("stopped");
-      this.#line("stopped-line", "■ 응답을 중지했습니다.", "status");
+      this.#line(...ENDED_LINES.stopped, "status");
     } else if (outcome.type === "interrupt") {
       this.#approvalCards(outcome.interrupts ?? []);
-    } else {
-      const executable = new Set(run.executable.map((call) => call.id));
-      for (const id of outcome.pendingToolCallIds ?? []) {
-        if (!executable.has(id)) this.entries.get(id)?.state("elsewhere");
-      }
-      if (run.executable.length) this.#execute(run.executable);
+    } else if (run.pending.length) {
+      this.#answerPending(run);
     }
-    const waitsForAnswers = outcome.type === "success" && (outcome.pendingToolCallIds ?? []).length > 0;
-    if (!run.own && run.sawLive && !run.sawSnapshot && !waitsForAnswers) {
-      // Another tab's run: its user message never streams, so fetch the thread as stored.
+    if (!run.own && run.sawLive && !run.sawSnapshot) {
+      // Another tab's run: the calls it left open are in the thread as stored.
       this.client.reattach();
     }
+  }
+
+  /** Whether a client call's action was another tab's, not this one's. */
+  #elsewhere(callId) {
+    const entry = this.entries.get(callId);
+    return Boolean(entry && entry.name in this.implemented && !this.ledger.get(callId));
   }
 
   #onStatus(state, detail) {
@@ -328,8 +427,14 @@ export class ChatPanel {
       if (message.role === "user") {
         this.#userBubble(message.id, textOf(message.content));
       } else if (message.role === "assistant") {
-        if (message.content) {
-          this.#assistantBubble(message.id).querySelector(".text").textContent = message.content;
+        if (message.content || message.metadata?.ended) {
+          const bubble = this.#assistantBubble(message.id);
+          bubble.querySelector(".text").textContent = message.content ?? "";
+          const ended = ENDED_LINES[message.metadata?.ended];
+          if (ended) {
+            bubble.classList.add(message.metadata.ended);
+            this.#line(...ended, "status");
+          }
         }
         for (const call of message.toolCalls ?? []) {
           const entry = this.#entry(call.id, call.function?.name ?? "?", { reset: true });
@@ -338,7 +443,8 @@ export class ChatPanel {
           entry.state("pending");
         }
       } else if (message.role === "tool") {
-        this.entries.get(message.toolCallId)?.resultContent(message.content, message.error);
+        const id = message.toolCallId;
+        this.entries.get(id)?.resultContent(message.content, message.error, this.#elsewhere(id));
       }
     }
     if (!messages.length) this.#welcome();
@@ -429,7 +535,7 @@ export class ChatPanel {
   }
 
   #notice({ code, message }) {
-    this.#line("notice", `ⓘ ${message ?? code ?? ""}`, "status", code);
+    this.#line("notice", `ⓘ ${NOTICE_LABELS[code] ?? message ?? code ?? ""}`, "status", message ?? code);
   }
 
   #line(kind, text, role, title) {
@@ -563,22 +669,24 @@ class ToolActivity {
     this.statusEl.textContent = STATE_LABELS[state] ?? state;
   }
 
-  resultContent(content, error) {
+  resultContent(content, error, elsewhere = false) {
     let value = textOf(content);
     try {
       value = JSON.parse(value);
     } catch {
       // plain text stays text
     }
-    this.result(value, error);
+    this.result(value, error, elsewhere);
   }
 
-  result(value, error) {
+  result(value, error, elsewhere = false) {
     let { tone, label, detail } = readResult(value, error);
     if (this.rejectedByUser && tone === "failed") {
       // The user said no on the approval card: that is what this failure means.
       [label, detail] = ["거절됨", "사용자가 거절했습니다."];
     }
+    if (elsewhere) label = `다른 창에서 ${label}`;
+    this.el.dataset.elsewhere = String(elsewhere);
     this.el.dataset.outcome = tone;
     this.el.dataset.state = "done";
     this.el.className = `activity outcome-${tone}`;
@@ -598,15 +706,15 @@ function summarize(name, args) {
 
 /** What a tool result means for the timeline: success, failure, or neither. */
 function readResult(value, error) {
-  if (error) return { tone: "failed", label: "실패", detail: String(error) };
+  if (error) return { tone: "failed", label: "실패", detail: errorLabel(error) };
   if (value && typeof value === "object" && !Array.isArray(value)) {
-    if (value.error) return { tone: "failed", label: "실패", detail: String(value.error) };
+    if (value.error) return { tone: "failed", label: "실패", detail: errorLabel(value.error) };
     if (typeof value.status === "string") {
       const ok = SUCCESS_STATUSES.has(value.status);
       return {
         tone: ok ? "ok" : "failed",
         label: STATUS_LABELS[value.status] ?? value.status,
-        detail: String(value.message ?? value.reason ?? ""),
+        detail: value.message ? String(value.message) : reasonLabel(value.reason),
       };
     }
     if (Array.isArray(value.screens)) {
@@ -616,6 +724,17 @@ function readResult(value, error) {
     }
   }
   return { tone: "ok", label: "완료", detail: typeof value === "string" ? value : "" };
+}
+
+function reasonLabel(reason) {
+  if (!reason) return "";
+  return REASON_LABELS[reason] ?? "브라우저의 결과 없이 끝났습니다.";
+}
+
+/** A tool's own error text, except the gateway's, which is in English for the model. */
+function errorLabel(error) {
+  const text = String(error);
+  return text.startsWith("interrupted:") ? INTERRUPTED_CALL : text;
 }
 
 function textOf(content) {

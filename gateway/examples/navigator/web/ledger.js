@@ -1,0 +1,100 @@
+// The tab's ledger of browser actions, so each is performed once and its result reaches the
+// gateway, whatever reloads and drops come in between.
+//
+// Kept in sessionStorage, which outlives a reload of this tab and nothing else, keyed by
+// toolCallId. An entry goes started -> performed (with its result) -> acknowledged:
+// - started is written before the action runs, performed as soon as it returns, so a
+//   reload finds either the result or proof that the action may have begun;
+// - a performed result is sent again after every reconnect until the gateway has it: the
+//   thread shows the call answered (a tool message in a snapshot), or the run the result
+//   went in finished without waiting for it;
+// - acknowledged entries stay (the newest few) so the tab can tell its own actions from
+//   another tab's when it draws the thread again.
+
+const KEY = "agw.ledger";
+// Entries kept at most; the oldest acknowledged ones go first.
+const LIMIT = 100;
+// How often one result is sent before the tab gives up on it (a gateway that refuses it).
+const SENDS = 5;
+
+/** A tab's own identity: the same across its reloads, a new one in a new tab. */
+export function clientInstance(storage = sessionStorage, mint) {
+  let id = storage.getItem("agw.client");
+  if (!id) {
+    id = mint();
+    storage.setItem("agw.client", id);
+  }
+  return id;
+}
+
+export class ActionLedger {
+  constructor(storage = sessionStorage) {
+    this.storage = storage;
+    this.entries = this.#load();
+  }
+
+  /** The entry of a call, if this tab has performed (or begun) it. */
+  get(callId) {
+    return this.entries[callId];
+  }
+
+  started(call) {
+    this.#put(call.id, { name: call.name, args: call.args, state: "started", at: Date.now() });
+  }
+
+  performed(callId, result) {
+    this.#put(callId, { ...this.entries[callId], state: "performed", result, sends: 0 });
+  }
+
+  /** Notes that the result went out in the input of run ``runId``. */
+  sent(callId, runId) {
+    const entry = this.entries[callId];
+    if (entry?.state !== "performed") return;
+    this.#put(callId, { ...entry, runId, sends: (entry.sends ?? 0) + 1 });
+  }
+
+  acknowledged(callId) {
+    const entry = this.entries[callId];
+    if (entry?.state === "performed") this.#put(callId, { ...entry, state: "acknowledged" });
+  }
+
+  /** Whether a kept result may be sent again: the thread still waits for it (the gateway
+   * lists it pending), unless the gateway refused it too often. */
+  resendable(callId) {
+    const entry = this.entries[callId];
+    return entry?.result !== undefined && (entry.sends ?? 0) < SENDS;
+  }
+
+  /** Results the tab holds that the gateway has not acknowledged. */
+  unacknowledged() {
+    return Object.entries(this.entries)
+      .filter(([, entry]) => entry.state === "performed")
+      .map(([id, entry]) => ({ id, ...entry }));
+  }
+
+  #put(callId, entry) {
+    this.entries[callId] = entry;
+    const ids = Object.keys(this.entries);
+    if (ids.length > LIMIT) {
+      const oldest = ids
+        .filter((id) => this.entries[id].state === "acknowledged")
+        .sort((a, b) => (this.entries[a].at ?? 0) - (this.entries[b].at ?? 0));
+      for (const id of oldest.slice(0, ids.length - LIMIT)) delete this.entries[id];
+    }
+    try {
+      this.storage.setItem(KEY, JSON.stringify(this.entries));
+    } catch (error) {
+      // A full storage loses the reload guarantee, not the action itself.
+      console.warn("the action ledger could not be saved", error);
+    }
+  }
+
+  #load() {
+    try {
+      const value = JSON.parse(this.storage.getItem(KEY) ?? "{}");
+      return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    } catch {
+      return {};
+    }
+  }
+}

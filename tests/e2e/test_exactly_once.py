@@ -1,0 +1,195 @@
+"""Issue 14 in Chromium: each browser action performed once, by the tab that asked.
+
+The stories the issue found broken: a reload before the call leaves the call to nobody; a
+result sent into a socket that just died is never sent again; an observer tab shows a lone
+search row, or another tab's action as if it were its own; a stopped reply vanishes on a
+reload; the client shows the gateway's raw words ("timeout").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import BrowserContext, WebSocketRoute, expect
+
+from tests.agui import new_id, user_input
+from tests.conftest import RunningGateway, running_gateway
+from tests.e2e.web_helpers import CHROMIUM, FLAGSHIP, TIMEOUT_MS, WebApp
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
+)
+
+MOVED = "업무 요청 목록 화면으로 이동했습니다."
+
+
+@pytest.fixture(scope="module")
+async def slow_gateway() -> AsyncIterator[RunningGateway]:
+    """A model that streams a word every 80 ms, so a test can act between the steps."""
+    async with running_gateway(scripted_pace_ms=80) as running:
+        yield running
+
+
+async def test_a_reload_before_the_call_leaves_it_to_the_same_tab(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, slow_gateway, "demo")
+    await app.say(FLAGSHIP)
+    # The search is under way; the model has not asked the browser anything yet.
+    await expect(app.activity("find_screen")).to_have_count(1, timeout=TIMEOUT_MS)
+    before = await app.navigations()
+
+    await app.reload()
+
+    # Well within the 120 s the gateway would wait for a browser that never answers.
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    await expect(app.screen_title).to_have_text("업무 요청 목록")
+    await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
+    await expect(app.activity("navigateToScreen")).not_to_contain_text(["다른 창"])
+    assert before + await app.navigations() == 1
+
+
+async def test_a_result_sent_into_a_dying_socket_is_sent_again(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    page = await context.new_page()
+    results_sent: list[str] = []
+    lost = asyncio.Event()
+    closing: list[asyncio.Future[None]] = []
+
+    def through_proxy(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def upstream(message: str | bytes) -> None:
+            if isinstance(message, str) and '"role":"tool"' in message:
+                results_sent.append(message)
+                if not lost.is_set():
+                    # The page sent the result just as the connection died: it never arrives.
+                    lost.set()
+                    closing.append(asyncio.ensure_future(server.close(code=1006)))
+                    closing.append(asyncio.ensure_future(route.close(code=1006)))
+                    return
+            server.send(message)
+
+        route.on_message(upstream)
+
+    await page.route_web_socket(re.compile(r"/ws\?"), through_proxy)
+    app = await WebApp.open(context, slow_gateway, "demo", page=page)
+    await app.say(FLAGSHIP)
+
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    assert len(results_sent) == 2, "the result is sent again on the new connection, once"
+    assert await app.navigations() == 1
+    await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
+
+
+async def test_an_observer_shows_the_message_and_the_call_when_the_sender_leaves_at_once(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    observer = await WebApp.open(context, slow_gateway, "demo")
+    thread = await observer.thread_id()
+    page = await context.new_page()
+    started = asyncio.Event()
+    closing: list[asyncio.Future[None]] = []
+
+    def until_the_run_starts(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def downstream(message: str | bytes) -> None:
+            if started.is_set():
+                return
+            route.send(message)
+            if isinstance(message, str) and '"RUN_STARTED"' in message and "notice-" not in message:
+                # The sender's tab goes away the moment its run starts, before any call.
+                started.set()
+                closing.append(asyncio.ensure_future(server.close()))
+                closing.append(asyncio.ensure_future(route.close()))
+
+        server.on_message(downstream)
+
+    await page.route_web_socket(re.compile(r"/ws\?"), until_the_run_starts)
+    sender = await WebApp.open(context, slow_gateway, "demo", thread=thread, page=page)
+    await sender.say(FLAGSHIP)
+    await asyncio.wait_for(started.wait(), TIMEOUT_MS / 1000)
+    await page.close()
+
+    await expect(observer.user_messages).to_have_text([FLAGSHIP], timeout=TIMEOUT_MS)
+    navigate = observer.activity("navigateToScreen")
+    await expect(navigate).to_have_count(1, timeout=TIMEOUT_MS)
+    await expect(navigate).to_contain_text(["다른 창의 요청"])
+    await observer.wait_idle()
+    await expect(observer.screen_title).to_have_text("홈")
+    assert await observer.navigations() == 0
+
+
+async def test_an_observer_labels_the_other_tabs_action_as_the_other_tabs(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    observer = await WebApp.open(context, slow_gateway, "demo")
+    thread = await observer.thread_id()
+    sender = await WebApp.open(context, slow_gateway, "demo", thread=thread)
+
+    await sender.say(FLAGSHIP)
+    await sender.last_reply_contains(MOVED)
+    await observer.last_reply_contains(MOVED)
+    await observer.wait_idle()
+
+    await expect(sender.activity("navigateToScreen")).to_have_text(re.compile(r"✓ 이동 완료"))
+    await expect(observer.activity("navigateToScreen")).to_contain_text(["다른 창에서 이동 완료"])
+    await expect(observer.screen_title).to_have_text("홈")
+    # Drawn again from the thread, it still says whose action it was, in both tabs.
+    await observer.reload()
+    await sender.reload()
+    await expect(observer.activity("navigateToScreen")).to_contain_text(["다른 창에서 이동 완료"])
+    await expect(sender.activity("navigateToScreen")).not_to_contain_text(["다른 창"])
+
+
+async def test_a_stopped_reply_keeps_its_text_after_a_reload(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    app = await WebApp.open(context, slow_gateway, "demo")
+    await app.say("자기소개를 길게 해 주세요")
+    await expect(app.replies.last).to_have_text(re.compile(r"\S+ \S+ \S+"), timeout=TIMEOUT_MS)
+    await app.click_stop()
+    stopped = app.transcript.locator(".stopped-line")
+    await expect(stopped).to_have_text(["■ 응답을 중지했습니다."], timeout=TIMEOUT_MS)
+    await app.wait_idle()
+    kept = await app.replies.last.text_content()
+    assert kept
+
+    await app.reload()
+
+    await expect(app.replies.last).to_have_text(kept)
+    await expect(stopped).to_have_text(["■ 응답을 중지했습니다."])
+    await expect(app.transcript).not_to_contain_text("interrupted")
+
+
+async def test_a_call_that_timed_out_reads_in_the_users_language(
+    context: BrowserContext,
+) -> None:
+    async with running_gateway(client_tool_timeout=0.5) as gateway:
+        thread = new_id("t")
+        # A stock client asks and never answers: the gateway answers for it after the timeout.
+        async with gateway.socket() as ws:
+            await ws.run(user_input(thread, FLAGSHIP))
+            await ws.send({"type": "reattach", "threadId": thread})
+            for _ in range(40):
+                events = await ws.until_end()
+                if any(e["type"] == "TOOL_CALL_RESULT" for e in events) or any(
+                    m.get("role") == "tool" and "timeout" in str(m.get("content"))
+                    for e in events
+                    for m in e.get("messages", [])
+                ):
+                    break
+                await asyncio.sleep(0.2)
+                await ws.send({"type": "reattach", "threadId": thread})
+        app = await WebApp.open(context, gateway, "demo", thread=thread)
+        navigate = app.activity("navigateToScreen")
+        timed_out = "브라우저가 제한 시간 안에 결과를 보내지 않았습니다."
+        await expect(navigate).to_contain_text([timed_out])
+        await expect(app.transcript).not_to_contain_text("timeout")
