@@ -366,8 +366,7 @@ class Hub:
         )
         metadata: dict[str, Any] = {
             "runId": run.run_id,
-            # Whose the run's client calls are to execute, across reconnects and restarts.
-            **({"client": run.owner} if run.owner else {}),
+            **_owned_by(run),
             # Only allowed entries reach the policy and the model; the rest are logged.
             "context": allowed_context(
                 {entry.description: entry.value for entry in run_input.context},
@@ -751,6 +750,12 @@ HISTORY = "gateway.history"
 # Tells a reattached connection that it executes the run: the calls named were made
 # before it came, and are its own to execute, or to send the result of again.
 EXECUTOR = "gateway.executor"
+
+
+def _owned_by(run: Run) -> dict[str, str]:
+    """The run's metadata naming whose its client calls are to execute, stored with each
+    of its events so that it outlives the connection and a restart."""
+    return {"client": run.owner} if run.owner else {}
 
 
 def _executes(call_ids: list[str]) -> p.Custom:
