@@ -78,7 +78,10 @@ class FunctionCall(_Wire):
     arguments: str
 
 
-class ToolCall(_Wire):
+class ToolCall(_Wire, omit_defaults=False):
+    """A call in an assistant message; ``type`` is always sent, as @ag-ui/client requires,
+    and may be left out by a client."""
+
     id: str
     function: FunctionCall
     type: Literal["function"] = "function"

@@ -14,7 +14,7 @@ from google.adk.events import Event
 from google.genai import types
 
 from gateway.store import SessionService
-from tests.agui import new_id
+from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
 from tests.e2e.test_agui_client import NODE_DIR, pytestmark
 from tests.speakers import Speaker, say
@@ -67,3 +67,24 @@ async def test_the_official_client_takes_cut_off_replies_with_their_mark(tmp_pat
             report = await official_check(events)
             assert report["failed"] is None and report["warnings"] == []
             assert report["events"] == events
+
+
+async def test_the_official_client_takes_an_observers_and_a_returning_executors_streams() -> None:
+    """The user's message sent to another tab, and ``gateway.executor`` on a reattach."""
+    async with running_gateway() as gateway:
+        thread = new_id("t")
+        async with (
+            gateway.socket(query="&clientId=tab-1") as sender,
+            gateway.socket() as observer,
+        ):
+            await observer.run({"type": "reattach", "threadId": thread})
+            await sender.run(user_input(thread, "업무 요청 목록 화면 열어줘"))
+            seen = await observer.until_end()
+        async with gateway.socket(query="&clientId=tab-1") as back:
+            returned = await back.run({"type": "reattach", "threadId": thread})
+    assert any(e["type"] == "TEXT_MESSAGE_START" and e["role"] == "user" for e in seen)
+    assert any(e["type"] == "CUSTOM" and e["name"] == "gateway.executor" for e in returned)
+    for events in (seen, returned):
+        report = await official_check(events)
+        assert report["failed"] is None and report["warnings"] == []
+        assert report["events"] == events
