@@ -230,8 +230,10 @@ class Hub:
                 # Still being planned: join once it has started, or find the thread idle.
                 await asyncio.sleep(PLANNING_POLL_SECONDS)
                 continue
-            if run is not None and run.ended:
+            if run is not None and (run.ended or subscriber in thread.watchers):
                 # Its last events wait on a commit; the thread is idle once they are out.
+                # Or the subscriber follows it live already: a second RUN_STARTED inside
+                # the run would break its stream, so the snapshot comes once it has ended.
                 await run.done.wait()
                 continue
             if run is None or run.last_event_id in (None, page.latest):

@@ -168,3 +168,21 @@ async def test_a_reattach_while_a_run_is_planned_gets_one_valid_stream() -> None
         # The checker saw one RUN_STARTED for the run; the reply came live.
         assert seen[0]["runId"] == typist.received[0]["runId"]
         assert text_of(seen) == reply
+
+
+async def test_a_watcher_reattaching_mid_run_gets_the_snapshot_after_the_run() -> None:
+    """It follows the run live already: a second RUN_STARTED inside it would be invalid."""
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as owner, gateway.socket() as watcher:
+            await watcher.run({"type": "reattach", "threadId": thread})
+            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            first = await watcher.next()
+            assert first["type"] == "RUN_STARTED"
+            await watcher.send({"type": "reattach", "threadId": thread})
+            live = [first, *await watcher.until_end()]  # the checker sees one valid stream
+            snapshot = await watcher.until_end()
+        assert live[-1]["runId"] == first["runId"]
+        assert snapshot[0]["runId"] != first["runId"]
+        [reply] = [m for m in snapshot_of(snapshot) if m["role"] == "assistant"]
+        assert reply["content"] == text_of(live)
