@@ -193,3 +193,29 @@ async def test_a_call_that_timed_out_reads_in_the_users_language(
         timed_out = "브라우저가 제한 시간 안에 결과를 보내지 않았습니다."
         await expect(navigate).to_contain_text([timed_out])
         await expect(app.transcript).not_to_contain_text("timeout")
+
+
+async def test_a_copy_of_a_tab_is_a_tab_of_its_own_and_a_reload_is_not(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    first = await WebApp.open(context, slow_gateway, "demo")
+    await first.say(FLAGSHIP)
+    await first.last_reply_contains(MOVED)
+    original = await first.page.evaluate("sessionStorage.getItem('agw.client')")
+    copied = await first.page.evaluate("JSON.stringify({...sessionStorage})")
+    assert original and "agw.ledger" in copied
+    # A browser's "duplicate tab": a new tab that starts with a copy of its sessionStorage.
+    page = await context.new_page()
+    await page.add_init_script(
+        "if (!sessionStorage.getItem('agw.client')) {"
+        f" for (const [k, v] of Object.entries({copied})) sessionStorage.setItem(k, v); }}"
+    )
+    copy = await WebApp.open(context, slow_gateway, "demo", page=page)
+
+    mine = await copy.page.evaluate("sessionStorage.getItem('agw.client')")
+    assert mine and mine != original
+    assert await copy.page.evaluate("sessionStorage.getItem('agw.ledger')") is None
+    await first.reload()
+    assert await first.page.evaluate("sessionStorage.getItem('agw.client')") == original
+    await copy.reload()
+    assert await copy.page.evaluate("sessionStorage.getItem('agw.client')") == mine

@@ -2,7 +2,8 @@
 // GET /tools, then the menu, the main area and the chatbot.
 
 import { ChatPanel } from "./chat.js";
-import { h } from "./dom.js";
+import { h, newId } from "./dom.js";
+import { claimInstance } from "./ledger.js";
 import { AppNavigator } from "./nav.js";
 import { clientTools, declaredTools } from "./tools.js";
 
@@ -54,7 +55,7 @@ async function boot() {
   const userId = currentUser();
   setupUserPicker(userId);
 
-  const [profile, catalog] = await Promise.all([
+  const [profile, catalog, clientId] = await Promise.all([
     getJson("/me", userId).catch((error) => {
       banner(`사용자 정보와 메뉴를 불러오지 못했습니다 (${error.message}).`);
       return { userId, name: userId, org: "", screens: [] };
@@ -63,6 +64,7 @@ async function boot() {
       banner(`브라우저 도구 목록을 불러오지 못했습니다 (${error.message}). 화면 이동을 할 수 없습니다.`);
       return { tools: [] };
     }),
+    claimInstance(() => newId("tab")),
   ]);
   document.querySelector("#user-name").textContent = profile.name;
   document.querySelector("#user-org").textContent = profile.org;
@@ -81,6 +83,7 @@ async function boot() {
     app,
     userId,
     wsUrl: `${scheme}://${location.host}/ws?user=${encodeURIComponent(userId)}`,
+    clientId,
     tools: declaredTools(catalog.tools ?? [], implemented),
     implemented,
   });

@@ -3,7 +3,7 @@
 
 import { AgUiClient } from "./agui.js";
 import { h, newId } from "./dom.js";
-import { ActionLedger, clientInstance } from "./ledger.js";
+import { ActionLedger } from "./ledger.js";
 
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
@@ -92,10 +92,11 @@ export class ChatPanel {
    * @param {HTMLElement} options.app       the element carrying data-chat-mode / data-chat-open
    * @param {string} options.userId
    * @param {string} options.wsUrl
+   * @param {string} options.clientId    this tab's identity (ledger.js: claimInstance)
    * @param {object[]} options.tools        RunAgentInput.tools this browser declares
    * @param {Record<string, Function>} options.implemented  client tools by name
    */
-  constructor({ app, userId, wsUrl, tools, implemented }) {
+  constructor({ app, userId, wsUrl, clientId, tools, implemented }) {
     this.app = app;
     this.userId = userId;
     this.tools = tools;
@@ -124,7 +125,7 @@ export class ChatPanel {
     this.runBubble = null;
     this.client = new AgUiClient({
       url: wsUrl,
-      clientId: clientInstance(sessionStorage, () => newId("tab")),
+      clientId,
       threadId: this.threadId,
       onEvent: (event, run) => this.#onEvent(event, run),
       onStatus: (state, detail) => this.#onStatus(state, detail),

@@ -17,14 +17,49 @@ const LIMIT = 100;
 // How often one result is sent before the tab gives up on it (a gateway that refuses it).
 const SENDS = 5;
 
-/** A tab's own identity: the same across its reloads, a new one in a new tab. */
-export function clientInstance(storage = sessionStorage, mint) {
+// How long a tab waits to hear whether a live tab already holds its identity.
+const CLAIM_MS = 150;
+
+/**
+ * A tab's own identity: the same across its reloads, a new one in a new tab.
+ *
+ * A browser that duplicates a tab copies its sessionStorage, identity and ledger included,
+ * and two tabs with one identity would both execute its calls. So a tab asks the others
+ * (a BroadcastChannel) whether one of them holds the identity it found; if one does, this
+ * tab is the copy and starts afresh. A reloaded tab hears nothing: its old page is gone.
+ */
+export async function claimInstance(mint, storage = sessionStorage) {
   let id = storage.getItem("agw.client");
-  if (!id) {
-    id = mint();
-    storage.setItem("agw.client", id);
+  if (typeof BroadcastChannel !== "function") {
+    if (!id) storage.setItem("agw.client", (id = mint()));
+    return id;
   }
-  return id;
+  const channel = new BroadcastChannel("agw.client");
+  if (id) {
+    const found = id;
+    const held = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), CLAIM_MS);
+      channel.onmessage = (message) => {
+        if (message.data?.held === found) {
+          clearTimeout(timer);
+          resolve(true);
+        }
+      };
+      channel.postMessage({ asking: found });
+    });
+    if (held) {
+      id = null;
+      storage.removeItem(KEY); // the other tab's actions, not this one's
+    }
+  }
+  if (!id) id = mint();
+  storage.setItem("agw.client", id);
+  const mine = id;
+  // Kept open for the page's life, to answer a copy of this tab.
+  channel.onmessage = (message) => {
+    if (message.data?.asking === mine) channel.postMessage({ held: mine });
+  };
+  return mine;
 }
 
 export class ActionLedger {
