@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, BrowserContext, async_playwright
 
+from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.web_helpers import check_streams, launch_chromium, new_context
 
 
@@ -30,3 +31,10 @@ async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
     await context.close()
     assert not errors, f"the page threw: {errors}"
     assert not invalid, f"invalid AG-UI streams: {invalid}"
+
+
+@pytest.fixture(scope="module")
+async def slow_gateway() -> AsyncIterator[RunningGateway]:
+    """A server whose model streams a word every 80 ms, so a person can act mid-reply."""
+    async with running_gateway(scripted_pace_ms=80) as running:
+        yield running

@@ -10,27 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 
-import pytest
 from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
 from tests.agui import new_id, user_input
 from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.web_helpers import CHROMIUM, FLAGSHIP, TIMEOUT_MS, WebApp
+from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, TIMEOUT_MS, WebApp
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
-)
-
-MOVED = "업무 요청 목록 화면으로 이동했습니다."
-
-
-@pytest.fixture(scope="module")
-async def slow_gateway() -> AsyncIterator[RunningGateway]:
-    """A model that streams a word every 80 ms, so a test can act between the steps."""
-    async with running_gateway(scripted_pace_ms=80) as running:
-        yield running
+pytestmark = NEEDS_CHROMIUM
 
 
 async def test_a_reload_before_the_call_leaves_it_to_the_same_tab(

@@ -10,33 +10,22 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
-from tests.conftest import RunningGateway, running_gateway
+from tests.conftest import RunningGateway
 from tests.e2e.web_helpers import (
-    CHROMIUM,
     FLAGSHIP,
+    MOVED,
+    NEEDS_CHROMIUM,
     SCREENSHOT,
     TIMEOUT_MS,
     WebApp,
 )
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
-)
-
-MOVED = "업무 요청 목록 화면으로 이동했습니다."
-
-
-@pytest.fixture(scope="module")
-async def slow_gateway() -> AsyncIterator[RunningGateway]:
-    """A server whose model streams a word every 80 ms, so a person can act mid-reply."""
-    async with running_gateway(scripted_pace_ms=80) as running:
-        yield running
+pytestmark = NEEDS_CHROMIUM
 
 
 async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(

@@ -11,6 +11,7 @@ import json
 import urllib.parse
 from pathlib import Path
 
+import pytest
 from playwright.async_api import (
     Browser,
     BrowserContext,
@@ -40,6 +41,11 @@ SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 TIMEOUT_MS = 15_000
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
+MOVED = "업무 요청 목록 화면으로 이동했습니다."
+
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
+)
 
 
 def check_streams(page: Page, problems: list[str]) -> None:
