@@ -181,6 +181,13 @@ def test_a_name_said_whole_answers_among_other_words(screens: ScreenCatalog) -> 
     assert not search.names_it(text.read_query("바코드"), codes)
 
 
+def test_a_query_of_request_words_only_names_no_screen(screens: ScreenCatalog) -> None:
+    # Every description says "화면": that is no reason to open one.
+    for query in ("화면", "화면 열어줘", "메뉴 보여줘", "관리", "메뉴 관리"):
+        assert ids(screens, query) == [], query
+    assert ids(screens, "인사 관리")[0] == "MNU-2000"
+
+
 def test_a_menu_number_said_aloud_is_a_screen_id(screens: ScreenCatalog) -> None:
     assert text.split_screen_ids("3120번 화면 열어줘")[0] == ["MNU-3120"]
     assert ids(screens, "3120번 화면 열어줘")[0] == "MNU-3120"

@@ -27,7 +27,8 @@ answers the query (``answers``), in one of two ways:
   every screen as much as the query's rarest known word: "회사 식당" is half explained by
   "회사 카드", which is not enough; "고객 만족도 설문 결과" is three quarters explained;
 - or the query says one of its names or aliases whole, and that name is a real part of
-  the query (``names_it``): "월급 얼마 들어왔는지" names 급여's alias "월급".
+  the query (``names_it``): "월급 얼마 들어왔는지" names 급여's alias "월급". A query of
+  request words only ("화면", "메뉴 열어줘") or "관리" can be answered this way only.
 
 A screen id ("MNU-3120", "3120번") is always an answer, when the user may open it. A
 query that nothing answers finds nothing: no weak candidates are returned, because every
@@ -206,7 +207,11 @@ def names_it(query: text.Query, entry: Entry) -> bool:
 
 def answers(query: text.Query, entry: Entry, weights: Sequence[float]) -> bool:
     """The relevance floor: whether ``entry`` is a screen the query asks for at all."""
-    return names_it(query, entry) or coverage(query, entry, weights) >= COVERAGE_FLOOR
+    if names_it(query, entry):
+        return True
+    # "관리" ends most menu names: alone it names no screen, as request words do not.
+    vague = query.only_filler or all(_LOOSE.issuperset(term) for term in query.terms)
+    return not vague and coverage(query, entry, weights) >= COVERAGE_FLOOR
 
 
 class ScreenIndex:

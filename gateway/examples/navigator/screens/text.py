@@ -117,6 +117,8 @@ class Query:
     grams: frozenset[str]
     # The content without spaces from each word on: where a screen's name may begin.
     starts: tuple[str, ...]
+    # Every word asks for a screen without naming one ("화면", "메뉴 열어줘").
+    only_filler: bool = False
 
     @property
     def empty(self) -> bool:
@@ -126,7 +128,9 @@ class Query:
 def read_query(text: str) -> Query:
     found = words(text)
     content = [word for word in found if not _says_nothing(word)]
-    # A query made only of filler words ("메뉴 화면") is still the user's words.
+    # A query made only of filler words ("메뉴 화면") is still the user's words, to rank
+    # by; it names nothing, so only a screen it names whole can answer it.
+    only_filler = not content
     content = content or found
     terms = tuple(_spellings(word) for word in content)
     term_grams = tuple(
@@ -146,6 +150,7 @@ def read_query(text: str) -> Query:
         joined=frozenset(joined),
         grams=frozenset(grams),
         starts=tuple("".join(content[index:]) for index in range(len(content))),
+        only_filler=only_filler,
     )
 
 
