@@ -68,8 +68,9 @@ def test_a_request_for_a_screen_that_does_not_exist_finds_none_and_opens_none() 
         if not labelled.expect
     }
     assert {query: screens for query, screens in opened.items() if screens} == {}
-    # The same turn does open a screen that exists.
+    # The same turn does open a screen that exists, by name or by its number.
     assert opened_by_the_scripted_model("업무 요청 목록 화면 열어줘", "demo") == ["MNU-3120"]
+    assert opened_by_the_scripted_model("3120번 화면 열어줘", "demo") == ["MNU-3120"]
 
 
 async def test_a_canteen_menu_request_over_the_socket_opens_nothing_and_says_so(

@@ -207,11 +207,11 @@ def names_it(query: text.Query, entry: Entry) -> bool:
 
 def answers(query: text.Query, entry: Entry, weights: Sequence[float]) -> bool:
     """The relevance floor: whether ``entry`` is a screen the query asks for at all."""
-    if names_it(query, entry):
-        return True
     # "관리" ends most menu names: alone it names no screen, as request words do not.
     vague = query.only_filler or all(_LOOSE.issuperset(term) for term in query.terms)
-    return not vague and coverage(query, entry, weights) >= COVERAGE_FLOOR
+    if not vague and coverage(query, entry, weights) >= COVERAGE_FLOOR:
+        return True
+    return names_it(query, entry)
 
 
 class ScreenIndex:
