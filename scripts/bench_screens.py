@@ -1,4 +1,4 @@
-"""find_screen latency over a 10,000-screen catalog, and recall@5 on the labelled queries.
+"""find_screen latency over a 10,000-screen catalog, and quality on the labelled queries.
 
 The catalog is the shipped demo tree grown by
 ``gateway.examples.navigator.screens.generate.scaled`` (the
@@ -10,8 +10,10 @@ name, a two-letter word, and record ids ("PO-7781 어디서 봐"). Each round ti
 phrasing ``--passes`` times through ``search_screens`` (what the find_screen tool runs)
 and reports p50 and p99; the last line gives the medians of the rounds.
 
-Recall@5 is measured on ``tests/queries/find_screen.jsonl`` against the shipped catalog
-(what the tests assert) and against the 10,000-screen one (where look-alikes abound).
+Quality is measured on ``tests/queries/find_screen.jsonl`` against the shipped catalog
+(what the tests assert) and against the 10,000-screen one (where look-alikes abound):
+recall@5 and top-1 on the queries for real screens, and how many queries for screens
+that do not exist ("회사 식당 메뉴") found one anyway (false answers: the target is 0).
 
     .venv/bin/python -m scripts.bench_screens             # 3 rounds
     .venv/bin/python -m scripts.bench_screens --screens 20000 --rounds 5
@@ -113,6 +115,8 @@ def main() -> int:
     labelled = quality.read_labelled(LABELLED)
     shipped = quality.recall_at(catalog.load(), labelled)
     scaled = quality.recall_at(big, labelled)
+    top_1 = [quality.recall_at(screens, labelled, k=1).found for screens in (catalog.load(), big)]
+    false_answers = [quality.false_answers(screens, labelled) for screens in (catalog.load(), big)]
     result = {
         "screens": len(big.screens),
         "permitted": len(big.permitted(USER)),
@@ -123,7 +127,12 @@ def main() -> int:
         "p99_ms": round(statistics.median(r[1] for r in rounds), 3),
         "recall_at_5_shipped": round(shipped.value, 3),
         "recall_at_5_scaled": round(scaled.value, 3),
+        "top_1_shipped": top_1[0],
+        "top_1_scaled": top_1[1],
         "labelled": shipped.total,
+        "nonexistent": len(labelled) - shipped.total,
+        "false_answers_shipped": len(false_answers[0]),
+        "false_answers_scaled": len(false_answers[1]),
     }
     if args.json:
         print(json.dumps(result))
@@ -139,8 +148,15 @@ def main() -> int:
             f"recall@5 on {shipped.total} labelled queries: {shipped.value:.3f} shipped catalog, "
             f"{scaled.value:.3f} at {result['screens']} screens"
         )
+        print(
+            f"top-1: {top_1[0]} of {shipped.total} shipped, {top_1[1]} at {result['screens']}; "
+            f"{result['nonexistent']} queries for screens that do not exist found "
+            f"{len(false_answers[0])} shipped, {len(false_answers[1])} at {result['screens']}"
+        )
         for labelled_query, got in scaled.misses:
             print(f"  miss at scale: {labelled_query.query!r} -> {', '.join(got) or 'nothing'}")
+        for labelled_query, got in false_answers[1]:
+            print(f"  false answer at scale: {labelled_query.query!r} -> {', '.join(got)}")
     return 0
 
 

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.examples.navigator.screens import catalog, generate, text
+from gateway.examples.navigator.screens import catalog, generate, search, text
 from gateway.examples.navigator.screens.catalog import CatalogError, ScreenCatalog
 from gateway.examples.navigator.screens.tools import find_screen, search_screens
 
@@ -144,6 +144,61 @@ def test_a_screen_id_in_the_query_finds_that_screen(screens: ScreenCatalog) -> N
 def test_a_query_with_nothing_to_match_finds_nothing(screens: ScreenCatalog) -> None:
     assert ids(screens, "!!!") == []
     assert ids(screens, "zzqxv") == []
+
+
+# --- the relevance floor ------------------------------------------------------------------
+
+
+def test_a_request_for_a_screen_that_does_not_exist_finds_nothing(screens: ScreenCatalog) -> None:
+    # Each of these used to open its top hit: 법인카드 관리 ("회사 카드"), 증명서 발급 등록.
+    for query in ("회사 식당 메뉴 열어줘", "qwerty 열어줘", "https://example.com 열어줘"):
+        assert ids(screens, query) == [], query
+    assert find_screen("회사 식당 메뉴 열어줘", context_of("demo")) == {"screens": []}
+
+
+def test_a_screen_answers_when_it_accounts_for_the_rare_words(screens: ScreenCatalog) -> None:
+    card = search.Entry.of(screens.screens["MNU-4610"])
+    canteen = text.read_query("회사 식당")
+    # "식당" is in no screen: it weighs as much as "회사", so "회사 카드" explains half.
+    assert search.coverage(canteen, card, [1.0, 1.0]) == 0.5
+    assert not search.answers(canteen, card, [1.0, 1.0])
+    assert search.coverage(text.read_query("회사 카드"), card, [1.0, 1.0]) == 1.0
+    # The weights are rarities: a word in fewer screens says more.
+    assert search.coverage(canteen, card, [3.0, 1.0]) == 0.75
+    assert ids(screens, "회사 카드")[0] in {"MNU-4600", "MNU-4610"}
+
+
+def test_a_name_said_whole_answers_among_other_words(screens: ScreenCatalog) -> None:
+    assert ids(screens, "월급 얼마 들어왔는지")[0] == "MNU-2100"
+    assert ids(screens, "이번 달 매출 통계")[0] == "MNU-7420"
+    salary = search.Entry.of(screens.screens["MNU-2100"])
+    assert search.names_it(text.read_query("월급 얼마"), salary)
+    # One name among many words of a story is not a request for it.
+    story = "어제 월급 받고 친구들이랑 영화 보고 맛있는 저녁 먹고 늦게 들어갔다"
+    assert not search.names_it(text.read_query(story), salary)
+    # A name starts at a word's start: "바코드" does not say "코드".
+    codes = search.Entry.of(screens.screens["MNU-5200"])
+    assert not search.names_it(text.read_query("바코드"), codes)
+
+
+def test_a_query_of_request_words_only_names_no_screen(screens: ScreenCatalog) -> None:
+    # Every description says "화면": that is no reason to open one.
+    for query in ("화면", "화면 열어줘", "메뉴 보여줘", "관리", "메뉴 관리"):
+        assert ids(screens, query) == [], query
+    assert ids(screens, "인사 관리")[0] == "MNU-2000"
+
+
+def test_a_menu_number_said_aloud_is_a_screen_id(screens: ScreenCatalog) -> None:
+    assert text.split_screen_ids("3120번 화면 열어줘")[0] == ["MNU-3120"]
+    assert ids(screens, "3120번 화면 열어줘")[0] == "MNU-3120"
+    assert ids(screens, "3120번으로 가줘")[0] == "MNU-3120"
+    assert "MNU-3120" not in ids(screens, "3120번 화면 열어줘", user="guest")
+
+
+def test_predicates_say_nothing_and_a_ha_verb_keeps_its_noun() -> None:
+    assert text.read_query("월급 얼마 들어왔는지").text == "월급"
+    assert text.read_query("연차 신청하려고").terms[1] == ("신청하려고", "신청", "등록")
+    assert text.read_query("품의서 올리기").terms[0] == ("품의서", "품의")
 
 
 def test_filler_is_dropped_but_a_query_of_only_filler_is_kept() -> None:

@@ -58,8 +58,15 @@ def test_final_answer_follows_the_browser_result() -> None:
 
 
 def test_empty_or_failed_search_is_explained() -> None:
-    empty = respond(turn("없는 화면 열어줘", Step(FIND_SCREEN, {"query": "없는"}, {"screens": []})))
-    assert isinstance(empty, Say) and "찾지 못했습니다" in empty.text
+    nothing = Step(FIND_SCREEN, {"query": "회사 식당"}, {"screens": []})
+    empty = respond(turn("회사 식당 메뉴 열어줘", nothing))
+    # Nothing fits: no navigation, and a way on (the menu, other words).
+    assert empty == Say(
+        "'회사 식당'에 맞는, 열 수 있는 화면을 찾지 못했습니다. 메뉴에서 찾아보시거나 "
+        "다른 말로 다시 말씀해 주세요."
+    )
+    english = respond(turn("open the canteen menu", nothing))
+    assert isinstance(english, Say) and "menu" in english.text and "other words" in english.text
     failed = respond(turn("x 열어줘", Step(FIND_SCREEN, {"query": "x"}, {"error": "db down"})))
     assert isinstance(failed, Say) and "db down" in failed.text
 

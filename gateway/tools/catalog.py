@@ -37,7 +37,7 @@ class ToolEntry:
     executor: str
     result: dict[str, Any] | None = None
     requires_approval: bool = False
-    # What approving does, for the person asked: "업무 요청 {requestId}을(를) 승인합니다".
+    # What approving does, for the person asked: "업무 요청 {requestId} 건을 승인합니다".
     approval_template: str | None = None
 
     @property

@@ -180,11 +180,14 @@ def _after_search(turn: Turn, step: Step) -> Reply:
         )
     screens = step.response.get("screens") or []
     if not screens:
+        # find_screen lists only screens that answer the request: none fits, so none opens.
         return Say(
             _t(
                 turn,
-                f"'{query}'에 해당하는, 열 수 있는 화면을 찾지 못했습니다.",
-                f"I found no screen you can open for '{query}'.",
+                f"'{query}'에 맞는, 열 수 있는 화면을 찾지 못했습니다. 메뉴에서 찾아보시거나 "
+                "다른 말로 다시 말씀해 주세요.",
+                f"I found no screen you can open that fits '{query}'. Look for it in the "
+                "menu, or try other words.",
             )
         )
     top = screens[0]

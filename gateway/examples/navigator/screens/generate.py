@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.examples.navigator.screens import particles
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 Screen = dict[str, Any]
@@ -407,27 +409,20 @@ _HANDWRITTEN_SUBJECTS: dict[int, Subject] = {
 _ALREADY_WRITTEN = {("경비", "N")}
 
 
-def _object(word: str) -> str:
-    """The word with its object particle: 을 after a final consonant, 를 otherwise."""
-    last = word[-1]
-    if "가" <= last <= "힣":
-        return word + ("을" if (ord(last) - ord("가")) % 28 else "를")
-    return word + "을(를)"
-
-
 def _description(subject: Subject, action: Action, name: str) -> str:
     noun = subject.name
+    taken = particles.attach(noun, "을")  # the noun as the object of a verb
     match action.code:
         case "L":
             if subject.record_id:
                 return f"{subject.record_id} 같은 {noun} 건을 모아 보고 상태를 확인하는 목록"
             return f"등록된 {noun} 정보를 검색하고 조회하는 목록"
         case "N":
-            return f"새 {_object(noun)} 작성해 등록하는 화면"
+            return f"새 {taken} 작성해 등록하는 화면"
         case "D":
             return f"{noun} 한 건의 내용과 처리 경과를 보는 상세 화면"
         case "A":
-            return f"승인 대기 중인 {_object(noun)} 검토하고 승인하거나 반려하는 화면"
+            return f"승인 대기 중인 {taken} 검토하고 승인하거나 반려하는 화면"
         case "S":
             return f"{noun} 진행 상황을 한눈에 보는 대시보드"
         case "H":

@@ -12,12 +12,34 @@ bm25 alone ranks look-alike names poorly ("요청 목록" matches "구매 요청
 the screen whose alias it is), so the candidates are re-scored in Python: a name or alias
 equal to the query wins, then how many query words and trigrams the title holds, then the
 body, each trigram weighted by its rarity, then the shorter (more specific) name. Over
-10,000 screens a search takes about a millisecond (``scripts/bench_screens.py``).
+10,000 screens a search takes a millisecond or two (``scripts/bench_screens.py``).
+
+The relevance floor. Ranking orders the candidates but cannot say that none of them is
+what the user asked for: some trigram of "회사 식당 메뉴" or "qwerty" is always in some
+screen, and a score is no threshold (right answers score from 0.5, "회사 식당" scores 1.3
+on 법인카드 관리, whose alias is "회사 카드"). So a ranked screen is returned only if it
+answers the query (``answers``), in one of two ways:
+
+- it accounts for the query: the words it holds (in its names, aliases or description)
+  carry at least ``COVERAGE_FLOOR`` of the query's weight, each word weighted by its
+  rarity in the catalog (``coverage``). Request words ("열어줘", "화면", "메뉴") were
+  dropped by ``text.read_query``. A word no screen holds ("식당", "qwerty") counts against
+  every screen as much as the query's rarest known word: "회사 식당" is half explained by
+  "회사 카드", which is not enough; "고객 만족도 설문 결과" is three quarters explained;
+- or the query says one of its names or aliases whole, and that name is a real part of
+  the query (``names_it``): "월급 얼마 들어왔는지" names 급여's alias "월급". A query of
+  request words only ("화면", "메뉴 열어줘") or "관리" can be answered this way only.
+
+A screen id ("MNU-3120", "3120번") is always an answer, when the user may open it. A
+query that nothing answers finds nothing: no weak candidates are returned, because every
+caller (the scripted model, a real model, a person reading the tool result) would take a
+listed screen as a match, and opening an unrelated screen is a false action.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import sqlite3
 import threading
@@ -87,6 +109,8 @@ class Entry:
     # Its name and aliases folded: as written, and without spaces.
     spelled: frozenset[str]
     joined: frozenset[str]
+    # Each name and alias without spaces, with its number of words.
+    names: tuple[tuple[str, int], ...]
 
     @classmethod
     def of(cls, screen: Searchable) -> Entry:
@@ -98,6 +122,7 @@ class Entry:
             body=text.indexed_body(screen.description),
             spelled=frozenset(" ".join(text.words(name)) for name in names),
             joined=frozenset(text.compact(name) for name in names),
+            names=tuple((text.compact(name), len(text.words(name))) for name in names),
         )
 
 
@@ -135,9 +160,58 @@ def covers(query: text.Query, entry: Entry, title_words: frozenset[str]) -> bool
     """
     for spellings in query.terms:
         named = any(len(s) > 1 and s in title_words and s not in _LOOSE for s in spellings)
-        if named and not any(s in entry.title or s in entry.body for s in spellings):
+        if named and not holds(entry, spellings):
             return False
     return True
+
+
+# The share of a query's weight a screen must account for to answer it. Measured on the
+# labelled set: right answers account for 0.72 or more, screens that do not exist
+# ("회사 식당": 법인카드 has "회사 카드") for 0.5 or less.
+COVERAGE_FLOOR = 0.6
+# A name said whole answers the query when it is this share of the query's words or more:
+# "월급 얼마" names 급여's alias "월급"; one word in a long story names nothing.
+NAMED_SHARE = 1 / 3
+
+
+def holds(entry: Entry, spellings: tuple[str, ...]) -> bool:
+    """Whether the screen's names, aliases or description hold the word.
+
+    A one-letter word must be a whole word there: as a piece of one it says nothing.
+    """
+    for spelling in spellings:
+        piece = text.mark(spelling) if len(spelling) == 1 else spelling
+        if piece in entry.title or piece in entry.body:
+            return True
+    return False
+
+
+def coverage(query: text.Query, entry: Entry, weights: Sequence[float]) -> float:
+    """The share of the query's words, each weighted by its rarity, that ``entry`` holds."""
+    pairs = zip(query.terms, weights, strict=True)
+    held = sum(weight for spellings, weight in pairs if holds(entry, spellings))
+    return held / (sum(weights) or 1.0)
+
+
+def names_it(query: text.Query, entry: Entry) -> bool:
+    """Whether the query says one of the screen's names or aliases whole, from a word's
+    start ("재직증명서 발급" says "재직 증명서"; "바코드" does not say "코드")."""
+    terms = len(query.terms) or 1
+    return any(
+        start.startswith(name)
+        for name, words in entry.names
+        if len(name) > 1 and words / terms >= NAMED_SHARE
+        for start in query.starts
+    )
+
+
+def answers(query: text.Query, entry: Entry, weights: Sequence[float]) -> bool:
+    """The relevance floor: whether ``entry`` is a screen the query asks for at all."""
+    # "관리" ends most menu names: alone it names no screen, as request words do not.
+    vague = query.only_filler or all(_LOOSE.issuperset(term) for term in query.terms)
+    if not vague and coverage(query, entry, weights) >= COVERAGE_FLOOR:
+        return True
+    return names_it(query, entry)
 
 
 class ScreenIndex:
@@ -181,7 +255,9 @@ class ScreenIndex:
             self._db.execute("INSERT INTO screen_text (screen_text) VALUES ('optimize')")
             self._db.execute("CREATE VIRTUAL TABLE screen_vocab USING fts5vocab(screen_text, row)")
             # How many screens hold each trigram: the rarer, the more a match says.
-            self._screens_with = dict(self._db.execute("SELECT term, doc FROM screen_vocab"))
+            self._screens_with: dict[str, int] = dict(
+                self._db.execute("SELECT term, doc FROM screen_vocab")
+            )
         self._title_words = frozenset(
             word
             for screen in screens
@@ -211,8 +287,28 @@ class ScreenIndex:
             fitting,
             key=lambda row: (-score(read, self._entries[row[0]], weights), row[1], row[0]),
         )
-        rows = list(dict.fromkeys([*found, *(row for row, _ in ranked)]))
+        term_weights = self._term_weights(read)
+        answering = (row for row, _ in ranked if answers(read, self._entries[row], term_weights))
+        rows = list(dict.fromkeys([*found, *itertools.islice(answering, limit)]))
         return [self._entries[row].screen_id for row in rows[:limit]]
+
+    def _term_weights(self, query: text.Query) -> list[float]:
+        """Each query word's rarity: the log of how few screens hold its best spelling.
+
+        A word no screen holds weighs as much as the query's rarest known word: it counts
+        against every screen, but how rare it is measures the catalog's size, not the word.
+        """
+        screens_with = self._screens_with.get
+        total = len(self._entries) + 1
+
+        def held_by(spelling: str) -> int:
+            # A screen holding the word holds each of its trigrams: the rarest bounds it.
+            return min(screens_with(gram, 0) for gram in text.trigrams(text.mark(spelling)))
+
+        held = [max(held_by(s) for s in spellings) for spellings in query.terms]
+        known = [math.log(total / (1 + count)) for count in held if count]
+        unknown = max(known, default=1.0)
+        return [math.log(total / (1 + count)) if count else unknown for count in held]
 
     def _telling(self, query: text.Query) -> list[str]:
         """The trigrams worth looking up: each word's rarest, then the next rarest in budget.
