@@ -199,7 +199,13 @@ class Hub:
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         """Stops the runs in progress before the store closes, so none fails on a closed
         store: each has ``grace`` seconds to finish; the rest stop where they are and keep
-        what they streamed, which the next start closes as interrupted, as after a crash."""
+        what they streamed, which the next start closes as interrupted, as after a crash.
+        Calls waiting on a browser stop waiting here: the store would be closed when their
+        time came (they stay open in the thread)."""
+        for thread in self.threads.values():
+            if thread.expiry is not None:
+                thread.expiry.cancel()
+                thread.expiry = None
         tasks = [
             thread.run.task
             for thread in self.threads.values()

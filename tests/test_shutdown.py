@@ -41,3 +41,12 @@ async def test_a_run_in_progress_at_shutdown_is_kept_not_failed(
     reply = snapshot["messages"][-1]
     assert reply["role"] == "assistant" and reply["content"].startswith("".join(seen))
     assert reply["metadata"] == {"ended": "interrupted"}
+
+
+async def test_a_call_waiting_on_a_browser_does_not_expire_into_a_closed_store(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with running_gateway(client_tool_timeout=0.3) as gateway, gateway.socket() as ws:
+        await ws.run(user_input(new_id("t"), "업무 요청 목록 화면 열어줘"))
+    await asyncio.sleep(0.6)  # when the call's time would have come
+    assert "never retrieved" not in caplog.text and "store is not open" not in caplog.text
