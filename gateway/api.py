@@ -100,7 +100,7 @@ def create_app(
         await audit.open()
         engine = runner.Engine(hosted, app, client_tools, service[0], usage, model_calls)
         engines.append(engine)
-        return Hub(
+        hub = Hub(
             engine,
             client_tool_timeout=settings.client_tool_timeout,
             approval_timeout=settings.approval_timeout,
@@ -111,6 +111,9 @@ def create_app(
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
             model_timeout=settings.model_timeout,
         )
+        for user_id, thread_id in service[0].unanswered:
+            hub.finish_cut_off(user_id, thread_id)
+        return hub
 
     async def shutdown() -> None:
         if engines:

@@ -70,6 +70,39 @@ def cut_off_reply(
     )
 
 
+# What the model is told, in a turn of its own, when a restart cut off its reply after the
+# results it was answering (a browser's, a person's) had reached it: the gateway asks once
+# more, so the thread ends with a reply that says what happened. No client is shown it.
+RESTARTED = (
+    "[The gateway restarted while you were answering, so your reply above was cut off. "
+    "Give your answer again from the results above; do not call the tools again.]"
+)
+# The run id prefix of the run that asks it.
+FINISHING = "finish-"
+
+
+def is_restart_turn(event: Event) -> bool:
+    """Whether ``event`` is the turn a restart wrote for the model (``RESTARTED``)."""
+    if event.author != "user" or not event.content or not event.content.parts:
+        return False
+    marks = (event.custom_metadata or {}).get(AGUI_KEY)
+    run_id = marks.get("runId") if isinstance(marks, dict) else None
+    texts = [part.text for part in event.content.parts if part.text]
+    return texts == [RESTARTED] and isinstance(run_id, str) and run_id.startswith(FINISHING)
+
+
+def answered_last(session_events: list[Event], invocation_id: str) -> bool:
+    """Whether the invocation's last stored event gave the model answers (function
+    responses from the user's side) it had not replied to yet."""
+    last = next((e for e in reversed(session_events) if e.invocation_id == invocation_id), None)
+    return (
+        last is not None
+        and last.author == "user"
+        and bool(last.get_function_responses())
+        and not any(part.text for part in (last.content.parts if last.content else []) or [])
+    )
+
+
 def ending_of(event: Event) -> Ending | None:
     """How the run ended that cut off ``event``'s reply; None unless it is such a reply."""
     parts = event.content.parts if event.content and event.content.parts else []

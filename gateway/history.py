@@ -28,7 +28,7 @@ from google.adk.events import Event
 from google.adk.sessions import Session
 
 from gateway.attribution import mark_of
-from gateway.cut_off import ending_of, is_note
+from gateway.cut_off import ending_of, is_note, is_restart_turn
 from gateway.streaming import reasoning_message_id
 from gateway.tool_results import result_content
 from gateway.translate import CONFIRMATION_CALL, dump_json, result_message_id, shown_state
@@ -52,6 +52,8 @@ def event_messages(event: Event) -> list[Message]:
     time; ``answered_calls_only`` then joins a thread's messages into a snapshot.
     """
     if event.partial or event.content is None or not event.content.parts:
+        return []
+    if is_restart_turn(event):  # for the model alone
         return []
     agui = _agui_metadata(event)
     mark = mark_of(event)

@@ -34,7 +34,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import approvals, history, logs
+from gateway import approvals, cut_off, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
@@ -187,6 +187,22 @@ class Hub:
             thread.watch(executor)
         run.task = asyncio.create_task(self._drive(run, plan), name=f"run {run.run_id}")
         return run
+
+    def finish_cut_off(self, user_id: str, thread_id: str) -> None:
+        """Asks the model again for the reply a restart cut off after answers reached it
+        (``SessionService.unanswered``), so the thread ends saying what the browser did.
+
+        The run is the thread's one run, with no executor and no client tools: a reattach
+        follows it live, and the model cannot ask the browser for anything again.
+        """
+        thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+        if thread.run is not None:
+            return
+        run = self._claim(thread, f"{cut_off.FINISHING}{uuid.uuid4().hex[:12]}", None)
+        log.info("thread %s: asking again for the reply a restart cut off", thread_id)
+        ask = types.Content(role="user", parts=[types.Part(text=cut_off.RESTARTED)])
+        metadata = {"runId": run.run_id, "context": {}}
+        run.task = asyncio.create_task(self._drive(run, Plan(ask, metadata, {}, None)))
 
     async def cancel(self, user_id: str, thread_id: str) -> bool:
         """Stops the thread's run; False when there was nothing of this user's to stop."""

@@ -160,3 +160,39 @@ async def test_a_malformed_client_id_is_refused_with_a_sentence(
     body = json.loads(response.body or b"{}")
     assert body["type"] == "RUN_ERROR" and body["code"] == "VALIDATION_ERROR"
     assert "clientId" in body["message"]
+
+
+async def test_a_reply_a_crash_cuts_off_after_the_browsers_result_is_given_again(
+    tmp_path: Path,
+) -> None:
+    db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
+    thread = new_id("t")
+    async with (
+        gateway_process(db, log, pace_ms=60) as (process, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo&clientId=tab-1") as raw,
+    ):
+        ws = AgUiSocket(raw)
+        asked = await ws.run(user_input(thread, FLAGSHIP))
+        [navigate] = tool_calls(asked, "navigateToScreen")
+        await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
+        while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
+            pass
+        process.send_signal(signal.SIGKILL)  # the model was answering the result
+        process.wait(timeout=10)
+    async with (
+        gateway_process(db, log, pace_ms=0) as (_, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo&clientId=tab-1") as raw,
+    ):
+        ws = AgUiSocket(raw)
+        for _ in range(50):
+            events = await ws.run({"type": "reattach", "threadId": thread})
+            if events[0]["runId"].startswith("notice-"):
+                break  # the thread is idle: the model has answered again
+    [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    messages = snapshot["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == [FLAGSHIP]
+    cut, again = [m for m in messages if m["role"] == "assistant" and m.get("content")][-2:]
+    assert cut["metadata"] == {"ended": "interrupted"}
+    assert again["content"] == MOVED and "metadata" not in again
+    assert sum(m["role"] == "tool" and m["toolCallId"] == navigate["id"] for m in messages) == 1
+    assert outcome(events) == {"type": "success"}

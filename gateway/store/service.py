@@ -31,6 +31,7 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from gateway.config import in_memory
+from gateway.cut_off import answered_last
 from gateway.database import Database
 from gateway.history import Message
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
@@ -81,6 +82,8 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
+        # Threads whose model a crash cut off before it replied to answers it was given.
+        self.unanswered: list[tuple[str, str]] = []
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
         self._lock: int | None = None  # the descriptor of the file's lock, while open
@@ -416,6 +419,9 @@ class SessionService(BaseSessionService):
         thread's last agent (``author`` if it has none). Calls waiting on the browser are
         left waiting. Streamed text of runs that had ended is dropped, as it would have been.
         A quarantined thread is skipped with a log line: it cannot take a run anyway.
+        A run cut off after answers reached its model (the browser's results, say) and
+        before the model replied to them is noted in ``unanswered`` (user, thread), so the
+        gateway can ask the model for that reply again.
         Call once after ``open()`` and before serving runs; returns how many were closed.
         """
         open_runs = await self._read(partial(reads.open_runs, app_name=app_name))
@@ -434,6 +440,8 @@ class SessionService(BaseSessionService):
                 continue
             if session is None:
                 continue
+            if not run.dangling and answered_last(session.events, run.invocation_id):
+                self.unanswered.append((run.user_id, run.session_id))
             for event in closing_events(session, run, author):
                 await self.append_event(session, event)
             closed += 1
