@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from gateway.audit import AuditRecord
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
 from tests.e2e.chaos.trials import (
     TIMED_MS,
@@ -35,10 +36,25 @@ needs_chromium = pytest.mark.skipif(
 
 REDUCED_TRIALS = 20
 SEED = 14
-# A trial that has not settled by then counts as waiting out the client-tool timeout (60 s).
-TRIAL_DEADLINE = 15.0
+# A trial not settled by then counts as waiting out the client-tool timeout (60 s); a kill
+# trial takes 8-16 s: the restart, then the page's backoff.
+TRIAL_DEADLINE = 30.0
 # The whole reduced run stops starting trials after this, so a broken build fails in time.
 RUN_BUDGET = 150.0
+
+AUDITED = AuditRecord(
+    at=0.0,
+    user_id="demo",
+    thread_id="t",
+    run_id="r",
+    tool="navigateToScreen",
+    call_id="call-1",
+    arguments={"screenId": "MNU-3120"},
+    outcome="navigated",
+    detail=None,
+    duration_ms=1.0,
+    executor="client",
+)
 
 
 # --- the proxy ------------------------------------------------------------------------------
@@ -186,6 +202,7 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
             results=[],
             settled_ms=100.0,
             reply=reply,
+            reply_mark="msg assistant",
             title=title,
             frames=[],
             invalid=[],
@@ -194,10 +211,16 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
 
     twice = outcome(Fault.RELOAD, 2, "업무 요청 목록 화면으로 이동했습니다.", "업무 요청 목록")
     never = outcome(Fault.KILL, 0, "이동하지 못했습니다", "홈")
+    cut_off = outcome(Fault.DROP, 1, "업무 요청 \n\n(응답이 중단되었습니다)", "업무 요청 목록")
+    cut_off.results = [AUDITED]
 
-    rows = {line.split("|")[1].strip(): line for line in table([twice, never]).splitlines()}
+    outcomes = [twice, never, cut_off]
+    rows = {line.split("|")[1].strip(): line for line in table(outcomes).splitlines()}
     cells = [cell.strip() for cell in rows["reload"].split("|")[2:-1]]
-    assert cells[:7] == ["1", "1", "0", "1", "0", "0", "0"]  # trials, doubles, never, lost...
+    # trials, doubles, never, lost, waited out, mismatched, cut off, other tab
+    assert cells[:8] == ["1", "1", "0", "1", "0", "0", "0", "0"]
     cells = [cell.strip() for cell in rows["kill"].split("|")[2:-1]]
-    assert cells[:7] == ["1", "0", "1", "0", "0", "0", "0"]
-    assert "drop" not in rows
+    assert cells[:8] == ["1", "0", "1", "0", "0", "0", "0", "0"]
+    cells = [cell.strip() for cell in rows["drop"].split("|")[2:-1]]
+    assert cells[:8] == ["1", "0", "0", "0", "0", "0", "1", "0"]
+    assert [o.failures() for o in outcomes] == [["double", "lost"], ["never"], ["reply cut off"]]

@@ -28,6 +28,7 @@ import dataclasses
 import enum
 import json
 import random
+import re
 import statistics
 import subprocess
 import time
@@ -46,6 +47,10 @@ from tests.processes import GATEWAY, gateway_process
 NAVIGATE = "navigateToScreen"
 LIST_TITLE = "업무 요청 목록"
 MOVED = "이동했습니다"
+# How a reply cut off by a crash ends: the note stored before replies kept their text, or a
+# mark on the bubble (its class or data-ended).
+LEGACY_CUT_OFF = "응답이 중단되었습니다"
+CUT_OFF_MARK = re.compile(r"stopped|interrupted|ended|cut")
 # Timed cuts, in ms after Enter: a run of the flagship at 20 ms a chunk lasts about 500 ms.
 TIMED_MS = tuple(range(0, 501, 50))
 OBSERVER_SHARE = 1 / 3
@@ -127,6 +132,7 @@ class Outcome:
     results: list[AuditRecord]  # the audit's navigateToScreen rows for the thread
     settled_ms: float | None  # from Enter; None: not settled by the deadline
     reply: str
+    reply_mark: str  # the last reply bubble's class and data-ended
     title: str
     frames: list[str]
     invalid: list[str]
@@ -162,8 +168,16 @@ class Outcome:
         return timed_out or (self.settled_ms is None and bool(self.asked - answered))
 
     @property
+    def cut_off(self) -> bool:
+        """The last reply was cut off (the gateway died mid-reply) and says nothing yet."""
+        marked = LEGACY_CUT_OFF in self.reply or bool(CUT_OFF_MARK.search(self.reply_mark))
+        return marked and MOVED not in self.reply
+
+    @property
     def mismatched(self) -> bool:
-        return (MOVED in self.reply) != (self.title == LIST_TITLE)
+        """The reply says it moved and the page did not, or the other way round; a reply cut
+        off before it said anything counts as ``cut_off`` instead."""
+        return not self.cut_off and (MOVED in self.reply) != (self.title == LIST_TITLE)
 
     def failures(self) -> list[str]:
         """The targets this trial missed, as words."""
@@ -174,6 +188,7 @@ class Outcome:
             "lost": self.lost,
             "waited out": self.waited_out,
             "mismatched": self.mismatched,
+            "reply cut off": self.cut_off,
             "invalid stream": bool(self.invalid),
             "page error": bool(self.page_errors),
         }
@@ -349,6 +364,7 @@ _PAGE_STATE = """() => {
     busy: document.querySelector('#chat')?.dataset.busy === 'true',
     title: document.querySelector('#main h1')?.textContent ?? '',
     reply: reply >= 0 ? items[reply].querySelector('.text')?.textContent ?? '' : '',
+    replyMark: reply >= 0 ? `${items[reply].className} ${items[reply].dataset.ended ?? ''}` : '',
     replyAfterCall: call >= 0 && reply > call,
     navigations: Number(sessionStorage.getItem('agw.navigations') ?? 0),
   };
@@ -437,6 +453,7 @@ async def _trial(
         results=results,
         settled_ms=settled_ms,
         reply=str(state["reply"]) if state else "",
+        reply_mark=str(state["replyMark"]) if state else "",
         title=str(state["title"]) if state else "",
         frames=tape.lines,
         invalid=invalid,
@@ -523,6 +540,7 @@ COLUMNS = (
     "lost",
     "waited-out",
     "mismatched",
+    "cut off",
     "other-tab",
     "no call",
     "settle median",
@@ -548,6 +566,7 @@ def table(outcomes: list[Outcome]) -> str:
                 str(sum(o.lost for o in group)),
                 str(sum(o.waited_out for o in group)),
                 str(sum(o.mismatched for o in group)),
+                str(sum(o.cut_off for o in group)),
                 str(sum(o.other_tab for o in group)),
                 str(sum(not o.asked for o in group)),
                 _ms(statistics.median(times)),
