@@ -200,6 +200,7 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
             navigations=navigations,
             observer_navigations=None,
             results=[],
+            stored={},
             settled_ms=100.0,
             reply=reply,
             reply_mark="msg assistant",

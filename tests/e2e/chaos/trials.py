@@ -50,7 +50,7 @@ MOVED = "이동했습니다"
 # How a reply cut off by a crash ends: the note stored before replies kept their text, or a
 # mark on the bubble (its class or data-ended).
 LEGACY_CUT_OFF = "응답이 중단되었습니다"
-CUT_OFF_MARK = re.compile(r"stopped|interrupted|ended|cut")
+CUT_OFF_MARK = re.compile(r"stopped|interrupted|failed|cut")
 # Timed cuts, in ms after Enter: a run of the flagship at 20 ms a chunk lasts about 500 ms.
 TIMED_MS = tuple(range(0, 501, 50))
 OBSERVER_SHARE = 1 / 3
@@ -130,9 +130,10 @@ class Outcome:
     navigations: int  # in the asking tab, across its reloads
     observer_navigations: int | None
     results: list[AuditRecord]  # the audit's navigateToScreen rows for the thread
+    stored: dict[str, str]  # result status of each asked call as the thread stores it
     settled_ms: float | None  # from Enter; None: not settled by the deadline
     reply: str
-    reply_mark: str  # the last reply bubble's class and data-ended
+    reply_mark: str  # the last reply bubble's class and data-ended, and the snapshot's ended
     title: str
     frames: list[str]
     invalid: list[str]
@@ -157,21 +158,27 @@ class Outcome:
 
     @property
     def lost(self) -> bool:
-        """The screen opened, but the audit shows no "navigated" result reaching the model."""
-        return self.navigations > 0 and not any(r.outcome == "navigated" for r in self.results)
+        """The screen opened, but neither the audit nor the thread has a "navigated" result."""
+        outcomes = [r.outcome for r in self.results] + list(self.stored.values())
+        return self.navigations > 0 and "navigated" not in outcomes
+
+    @property
+    def unaudited(self) -> bool:
+        """A result reached the thread, but the audit has no row for it (lost in a crash)."""
+        return bool(set(self.stored) - {r.call_id for r in self.results})
 
     @property
     def waited_out(self) -> bool:
         """The run ended only by the client-tool timeout, or still waited at the deadline."""
         timed_out = any(r.outcome == "no_result" and r.detail == "timeout" for r in self.results)
-        answered = {r.call_id for r in self.results}
+        answered = {r.call_id for r in self.results} | set(self.stored)
         return timed_out or (self.settled_ms is None and bool(self.asked - answered))
 
     @property
     def cut_off(self) -> bool:
-        """The last reply was cut off (the gateway died mid-reply) and says nothing yet."""
+        """The screen opened, and the reply saying so was cut off (the gateway died)."""
         marked = LEGACY_CUT_OFF in self.reply or bool(CUT_OFF_MARK.search(self.reply_mark))
-        return marked and MOVED not in self.reply
+        return marked and MOVED not in self.reply and self.title == LIST_TITLE
 
     @property
     def mismatched(self) -> bool:
@@ -197,6 +204,8 @@ class Outcome:
     def line(self) -> str:
         settled = f"{self.settled_ms:.0f} ms" if self.settled_ms is not None else "unsettled"
         results = ",".join(r.outcome for r in self.results) or "-"
+        if self.unaudited:
+            results += f" (stored: {','.join(self.stored.values())})"
         watcher = f" observer={self.observer_navigations}" if self.plan.observer else ""
         verdict = ", ".join(self.failures()) or "ok"
         return (
@@ -293,6 +302,10 @@ class Tape:
         self.lines: list[str] = []
         self.asked: set[str] = set()
         self.sockets = 0
+        # Results of calls as the thread stores them (snapshots, TOOL_CALL_RESULT): status.
+        self.stored: dict[str, str] = {}
+        # How the asking tab's last reply ended, when a snapshot marks it cut off.
+        self.reply_ended: str | None = None
 
     def follow(self, socket: WebSocket, *, asking: bool) -> None:
         self.sockets += 1
@@ -309,7 +322,14 @@ class Tape:
 
     def _saw(self, event: dict[str, Any], socket: int, asking: bool) -> None:
         self.asked.update(_navigate_calls(event))
-        if not asking or self.armed_at is None:
+        self.stored.update(_results(event))
+        if not asking:
+            return
+        if event.get("type") == "MESSAGES_SNAPSHOT":
+            self.reply_ended = _last_reply_ended(event)
+        elif event.get("type") == "TEXT_MESSAGE_START":
+            self.reply_ended = None
+        if self.armed_at is None:
             return
         self.count += 1
         self.lines.append(f"{self._ms():6.0f} ms  ws{socket} #{self.count} {_summary(event)}")
@@ -331,6 +351,34 @@ def _navigate_calls(event: dict[str, Any]) -> set[str]:
             if (call.get("function") or {}).get("name") == NAVIGATE
         }
     return set()
+
+
+def _results(event: dict[str, Any]) -> dict[str, str]:
+    """Call id -> result status, of the tool results an event carries."""
+    if event.get("type") == "TOOL_CALL_RESULT":
+        return {str(event.get("toolCallId")): _status(event.get("content"))}
+    if event.get("type") == "MESSAGES_SNAPSHOT":
+        return {
+            str(message.get("toolCallId")): _status(message.get("content"))
+            for message in event.get("messages") or []
+            if message.get("role") == "tool"
+        }
+    return {}
+
+
+def _status(content: Any) -> str:
+    with contextlib.suppress(TypeError, ValueError, AttributeError):
+        return str(json.loads(content).get("status") or "ok")
+    return "ok"
+
+
+def _last_reply_ended(snapshot: dict[str, Any]) -> str | None:
+    """``metadata.ended`` of the snapshot's last assistant message (set when cut off)."""
+    replies = [m for m in snapshot.get("messages") or [] if m.get("role") == "assistant"]
+    if not replies or not isinstance(replies[-1].get("metadata"), dict):
+        return None
+    ended = replies[-1]["metadata"].get("ended")
+    return str(ended) if ended else None
 
 
 def _summary(event: dict[str, Any]) -> str:
@@ -451,9 +499,12 @@ async def _trial(
         navigations=int(state["navigations"]) if state else -1,
         observer_navigations=observer_navigations,
         results=results,
+        stored={call: status for call, status in tape.stored.items() if call in tape.asked},
         settled_ms=settled_ms,
         reply=str(state["reply"]) if state else "",
-        reply_mark=str(state["replyMark"]) if state else "",
+        reply_mark=" ".join(
+            filter(None, [str(state["replyMark"]) if state else "", tape.reply_ended])
+        ),
         title=str(state["title"]) if state else "",
         frames=tape.lines,
         invalid=invalid,
@@ -488,7 +539,8 @@ async def _settle(
     deadline_seconds: float,
 ) -> tuple[float | None, dict[str, Any] | None]:
     """Waits until the asking tab is connected and idle and every call it saw has a result
-    in the audit, for long enough; returns when that began (ms after Enter) and the state."""
+    (in the audit or the stored thread), for long enough; returns when that began (ms after
+    Enter) and the page's state."""
     deadline = entered + deadline_seconds
     quiet_since: float | None = None
     state: dict[str, Any] | None = None
@@ -496,7 +548,7 @@ async def _settle(
         now = time.monotonic()
         state = await _page_state(page) or state
         idle = state is not None and state["connection"] == "open" and not state["busy"]
-        answered = {r.call_id for r in await stage.results(thread_id)}
+        answered = {r.call_id for r in await stage.results(thread_id)} | set(tape.stored)
         done = idle and tape.asked <= answered
         if not done or state is None:
             quiet_since = None
@@ -543,6 +595,7 @@ COLUMNS = (
     "cut off",
     "other-tab",
     "no call",
+    "unaudited",
     "settle median",
     "settle p95",
 )
@@ -569,6 +622,7 @@ def table(outcomes: list[Outcome]) -> str:
                 str(sum(o.cut_off for o in group)),
                 str(sum(o.other_tab for o in group)),
                 str(sum(not o.asked for o in group)),
+                str(sum(o.unaudited for o in group)),
                 _ms(statistics.median(times)),
                 _ms(times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]),
             )
