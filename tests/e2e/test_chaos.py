@@ -203,7 +203,6 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
             stored={},
             settled_ms=100.0,
             reply=reply,
-            reply_mark="msg assistant",
             title=title,
             frames=[],
             invalid=[],

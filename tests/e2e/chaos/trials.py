@@ -28,7 +28,6 @@ import dataclasses
 import enum
 import json
 import random
-import re
 import statistics
 import subprocess
 import time
@@ -47,10 +46,6 @@ from tests.processes import GATEWAY, gateway_process
 NAVIGATE = "navigateToScreen"
 LIST_TITLE = "업무 요청 목록"
 MOVED = "이동했습니다"
-# How a reply cut off by a crash ends: the note stored before replies kept their text, or a
-# mark on the bubble (its class or data-ended).
-LEGACY_CUT_OFF = "응답이 중단되었습니다"
-CUT_OFF_MARK = re.compile(r"stopped|interrupted|failed|cut")
 # Timed cuts, in ms after Enter: a run of the flagship at 20 ms a chunk lasts about 500 ms.
 TIMED_MS = tuple(range(0, 501, 50))
 OBSERVER_SHARE = 1 / 3
@@ -133,7 +128,6 @@ class Outcome:
     stored: dict[str, str]  # result status of each asked call as the thread stores it
     settled_ms: float | None  # from Enter; None: not settled by the deadline
     reply: str
-    reply_mark: str  # the last reply bubble's class and data-ended, and the snapshot's ended
     title: str
     frames: list[str]
     invalid: list[str]
@@ -176,14 +170,14 @@ class Outcome:
 
     @property
     def cut_off(self) -> bool:
-        """The screen opened, and the reply saying so was cut off (the gateway died)."""
-        marked = LEGACY_CUT_OFF in self.reply or bool(CUT_OFF_MARK.search(self.reply_mark))
-        return marked and MOVED not in self.reply and self.title == LIST_TITLE
+        """The screen opened and the model was told, but its reply saying so never came
+        whole (the gateway died mid-reply)."""
+        return self.title == LIST_TITLE and MOVED not in self.reply and not self.lost
 
     @property
     def mismatched(self) -> bool:
         """The reply says it moved and the page did not, or the other way round; a reply cut
-        off before it said anything counts as ``cut_off`` instead."""
+        off before it said so counts as ``cut_off`` instead."""
         return not self.cut_off and (MOVED in self.reply) != (self.title == LIST_TITLE)
 
     def failures(self) -> list[str]:
@@ -304,8 +298,6 @@ class Tape:
         self.sockets = 0
         # Results of calls as the thread stores them (snapshots, TOOL_CALL_RESULT): status.
         self.stored: dict[str, str] = {}
-        # How the asking tab's last reply ended, when a snapshot marks it cut off.
-        self.reply_ended: str | None = None
 
     def follow(self, socket: WebSocket, *, asking: bool) -> None:
         self.sockets += 1
@@ -323,13 +315,7 @@ class Tape:
     def _saw(self, event: dict[str, Any], socket: int, asking: bool) -> None:
         self.asked.update(_navigate_calls(event))
         self.stored.update(_results(event))
-        if not asking:
-            return
-        if event.get("type") == "MESSAGES_SNAPSHOT":
-            self.reply_ended = _last_reply_ended(event)
-        elif event.get("type") == "TEXT_MESSAGE_START":
-            self.reply_ended = None
-        if self.armed_at is None:
+        if not asking or self.armed_at is None:
             return
         self.count += 1
         self.lines.append(f"{self._ms():6.0f} ms  ws{socket} #{self.count} {_summary(event)}")
@@ -372,15 +358,6 @@ def _status(content: Any) -> str:
     return "ok"
 
 
-def _last_reply_ended(snapshot: dict[str, Any]) -> str | None:
-    """``metadata.ended`` of the snapshot's last assistant message (set when cut off)."""
-    replies = [m for m in snapshot.get("messages") or [] if m.get("role") == "assistant"]
-    if not replies or not isinstance(replies[-1].get("metadata"), dict):
-        return None
-    ended = replies[-1]["metadata"].get("ended")
-    return str(ended) if ended else None
-
-
 def _summary(event: dict[str, Any]) -> str:
     kind = str(event.get("type"))
     if kind == "TOOL_CALL_START":
@@ -412,7 +389,6 @@ _PAGE_STATE = """() => {
     busy: document.querySelector('#chat')?.dataset.busy === 'true',
     title: document.querySelector('#main h1')?.textContent ?? '',
     reply: reply >= 0 ? items[reply].querySelector('.text')?.textContent ?? '' : '',
-    replyMark: reply >= 0 ? `${items[reply].className} ${items[reply].dataset.ended ?? ''}` : '',
     replyAfterCall: call >= 0 && reply > call,
     navigations: Number(sessionStorage.getItem('agw.navigations') ?? 0),
   };
@@ -502,9 +478,6 @@ async def _trial(
         stored={call: status for call, status in tape.stored.items() if call in tape.asked},
         settled_ms=settled_ms,
         reply=str(state["reply"]) if state else "",
-        reply_mark=" ".join(
-            filter(None, [str(state["replyMark"]) if state else "", tape.reply_ended])
-        ),
         title=str(state["title"]) if state else "",
         frames=tape.lines,
         invalid=invalid,
