@@ -27,12 +27,8 @@ from tests.e2e.chaos.trials import (
     run_trial,
     table,
 )
-from tests.e2e.web_helpers import CHROMIUM, FLAGSHIP, WebApp, new_context
+from tests.e2e.web_helpers import CHROMIUM, FLAGSHIP, MOVED, NEEDS_CHROMIUM, WebApp, new_context
 from tests.processes import script_report
-
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
-)
 
 REDUCED_TRIALS = 20
 SEED = 14
@@ -139,14 +135,18 @@ def test_the_plan_sweeps_every_cut_point_of_every_fault_and_depends_on_the_seed_
 
 
 @pytest.fixture(scope="module")
-async def stage(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stage]:
+async def stage(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Stage]:
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's chromium (apt-get install chromium)")
-    async with Stage.running(tmp_path_factory.mktemp("chaos"), pace_ms=20) as running:
+    browser = request.getfixturevalue("browser")  # the session's, once chromium is known here
+    workdir = tmp_path_factory.mktemp("chaos")
+    async with Stage.running(workdir, pace_ms=20, browser=browser) as running:
         yield running
 
 
-@needs_chromium
+@NEEDS_CHROMIUM
 async def test_a_tabs_navigation_count_survives_its_reload(stage: Stage) -> None:
     assert stage.browser is not None
     context = await new_context(stage.browser)
@@ -156,7 +156,7 @@ async def test_a_tabs_navigation_count_survives_its_reload(stage: Stage) -> None
         app = WebApp(page)
         await app.wait_connected()
         await app.say(FLAGSHIP)
-        await app.last_reply_contains("이동했습니다")
+        await app.last_reply_contains(MOVED)
 
         await app.reload()
 
@@ -166,7 +166,7 @@ async def test_a_tabs_navigation_count_survives_its_reload(stage: Stage) -> None
         await context.close()
 
 
-@needs_chromium
+@NEEDS_CHROMIUM
 async def test_the_flagship_is_performed_exactly_once_whatever_cuts_it(stage: Stage) -> None:
     calibration = await calibrate(stage)
     plans = plan_trials(REDUCED_TRIALS, SEED, frame_count(calibration))
@@ -183,7 +183,7 @@ async def test_the_flagship_is_performed_exactly_once_whatever_cuts_it(stage: St
     assert not [o for o in outcomes if o.failures()], summary
 
 
-@needs_chromium
+@NEEDS_CHROMIUM
 def test_the_chaos_script_prints_a_row_per_fault_and_the_trials_that_missed() -> None:
     output = script_report("scripts.chaos", "--trials 1 --client-tool-timeout 10", timeout=120)
     assert "clean run: " in output, output
@@ -209,7 +209,7 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
             page_errors=[],
         )
 
-    twice = outcome(Fault.RELOAD, 2, "업무 요청 목록 화면으로 이동했습니다.", "업무 요청 목록")
+    twice = outcome(Fault.RELOAD, 2, MOVED, "업무 요청 목록")
     never = outcome(Fault.KILL, 0, "이동하지 못했습니다", "홈")
     cut_off = outcome(Fault.DROP, 1, "업무 요청 \n\n(응답이 중단되었습니다)", "업무 요청 목록")
     cut_off.results = [AUDITED]

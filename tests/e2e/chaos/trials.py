@@ -40,12 +40,18 @@ from playwright.async_api import Error as PlaywrightError
 
 from gateway.audit import AuditRecord, read_audit
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
-from tests.e2e.web_helpers import FLAGSHIP, WebApp, check_streams, launch_chromium, new_context
+from tests.e2e.web_helpers import (
+    FLAGSHIP,
+    MOVED,
+    WebApp,
+    check_streams,
+    launch_chromium,
+    new_context,
+)
 from tests.processes import GATEWAY, gateway_process
 
 NAVIGATE = "navigateToScreen"
 LIST_TITLE = "업무 요청 목록"
-MOVED = "이동했습니다"
 # Timed cuts, in ms after Enter: a run of the flagship at 20 ms a chunk lasts about 500 ms.
 TIMED_MS = tuple(range(0, 501, 50))
 OBSERVER_SHARE = 1 / 3
@@ -269,8 +275,14 @@ class Stage:
     @classmethod
     @contextlib.asynccontextmanager
     async def running(
-        cls, workdir: Path, *, pace_ms: float = 20, client_tool_timeout: float = 60
+        cls,
+        workdir: Path,
+        *,
+        pace_ms: float = 20,
+        client_tool_timeout: float = 60,
+        browser: Browser | None = None,
     ) -> AsyncIterator[Stage]:
+        """The gateway, the proxy and ``browser`` (a Chromium of its own unless given)."""
         stage = cls(workdir, pace_ms=pace_ms, client_tool_timeout=client_tool_timeout)
         async with contextlib.AsyncExitStack() as stack:
             await stage.start_gateway()
@@ -279,9 +291,11 @@ class Stage:
             stage.proxy = CuttableProxy(stage.port)
             await stage.proxy.start()
             stack.push_async_callback(stage.proxy.close)
-            playwright = await stack.enter_async_context(async_playwright())
-            stage.browser = await launch_chromium(playwright)
-            stack.push_async_callback(stage.browser.close)
+            if browser is None:
+                playwright = await stack.enter_async_context(async_playwright())
+                browser = await launch_chromium(playwright)
+                stack.push_async_callback(browser.close)
+            stage.browser = browser
             yield stage
 
 
