@@ -224,3 +224,8 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
     cells = [cell.strip() for cell in rows["drop"].split("|")[2:-1]]
     assert cells[:8] == ["1", "0", "0", "0", "0", "0", "1", "0"]
     assert [o.failures() for o in outcomes] == [["double", "lost"], ["never"], ["reply cut off"]]
+
+    # Recorded twice (before a crash and again when re-sent): the audit's miss, not the user's.
+    audited_twice = outcome(Fault.DROP, 1, MOVED, "업무 요청 목록")
+    audited_twice.results = [AUDITED, AUDITED]
+    assert audited_twice.audit_miscount and not audited_twice.failures()
