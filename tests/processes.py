@@ -54,12 +54,14 @@ async def gateway_process(
     pace_ms: float = 20,
     command: Sequence[str] = (*GATEWAY, "serve"),
     cwd: Path = ROOT,
+    port: int | None = None,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
     """A real gateway process on ``db``, once /ping says 200; stopped if still alive on exit.
 
-    ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``.
+    ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
+    ``port`` is a free one unless given (a restart takes its predecessor's).
     """
-    port = free_port()
+    port = port or free_port()
     where = ["--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
     with log.open("ab") as output:
         process = subprocess.Popen(

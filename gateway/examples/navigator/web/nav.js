@@ -6,6 +6,8 @@ import { renderHome, renderScreen } from "./screens.js";
 
 // Chat surfaces that may not move the app under the user's feet.
 const SURFACE_LABELS = { "full-screen": "전체 화면 채팅", modal: "모달 채팅" };
+// This tab's count of main-area swaps; unlike window.__navigations it survives a reload.
+const NAVIGATIONS_KEY = "agw.navigations";
 
 export class AppNavigator {
   /**
@@ -61,6 +63,7 @@ export class AppNavigator {
       return { status: "error", message: `'${screen.name}' 화면을 그리지 못했습니다: ${error.message}` };
     }
     window.__navigations += 1;
+    sessionStorage.setItem(NAVIGATIONS_KEY, String(Number(sessionStorage.getItem(NAVIGATIONS_KEY) ?? 0) + 1));
     sessionStorage.setItem(this.storageKey, screen.screenId);
     return { status: "navigated", message: `'${screen.name}' 화면을 열었습니다.` };
   }
