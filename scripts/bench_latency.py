@@ -101,7 +101,8 @@ async def main() -> None:
     with local_gateway("--scripted-pace-ms", "10") as gateway:
         url = gateway.ws_url()
         print(describe("cancel mid-reply", await cancel_mid_reply(url, args.cancels)))
-    with local_gateway("--history-window", str(args.messages * 2)) as gateway:
+    # One client sends hundreds of turns to build the thread: no per-user rate limit.
+    with local_gateway("--history-window", str(args.messages * 2), "--user-rate", "0") as gateway:
         samples, size = await reattach_times(gateway.ws_url(), args.messages, args.reattaches)
         print(describe(f"reattach, {size} messages", samples))
 

@@ -58,3 +58,9 @@ def test_the_memory_benchmark_reads_the_servers_rss_after_every_round() -> None:
     assert len(rounds) == 2 and all("MiB" in line for line in rounds), report
     assert "clients failed" not in report, report
     assert "RSS after the last round / after the first:" in report
+
+
+def test_the_latency_benchmark_builds_its_long_thread_and_times_both() -> None:
+    # Building the thread takes one client hundreds of turns: the rate limit must not stop it.
+    report = script_report("scripts.bench_latency", "--cancels 2 --reattaches 2 --messages 200")
+    assert "cancel mid-reply" in report and "reattach, 200 messages" in report, report
