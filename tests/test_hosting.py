@@ -354,6 +354,8 @@ PUBLIC = (
     "gateway.api",
     "gateway.config",
     "gateway.context",
+    # What a model reads of a reply cut off, and of the turn a restart asks it again in.
+    "gateway.cut_off",
     "gateway.hosting",
     "gateway.models",
     "gateway.tools",
