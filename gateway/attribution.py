@@ -28,7 +28,7 @@ from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
 from google.adk.plugins.base_plugin import BasePlugin
 
-from gateway.context import RUN_METADATA_KEY
+from gateway.context import RUN_METADATA_KEY, event_metadata
 
 __all__ = ["AttributionPlugin", "Mark", "mark_of"]
 
@@ -48,8 +48,7 @@ class Mark:
 
 def mark_of(event: Event) -> Mark | None:
     """The mark ``AttributionPlugin`` put on an event; None for the root's and the user's."""
-    metadata = (event.custom_metadata or {}).get(RUN_METADATA_KEY)
-    found = metadata.get(SUBAGENT_KEY) if isinstance(metadata, dict) else None
+    found = event_metadata(event).get(SUBAGENT_KEY)
     if not isinstance(found, dict) or not isinstance(found.get("id"), str):
         return None
     parent = found.get("parent")

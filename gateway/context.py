@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,13 @@ def run_metadata(context: ReadonlyContext) -> dict[str, object]:
     run_config = context.run_config
     metadata = (run_config.custom_metadata if run_config else None) or {}
     found = metadata.get(RUN_METADATA_KEY)
+    return found if isinstance(found, dict) else {}
+
+
+def event_metadata(event: Event) -> dict[str, Any]:
+    """The gateway's metadata as stored on one of a run's events (ADK copies the run's
+    onto each), with the marks added since; empty on an event without any."""
+    found = (event.custom_metadata or {}).get(RUN_METADATA_KEY)
     return found if isinstance(found, dict) else {}
 
 

@@ -21,8 +21,7 @@ from typing import Any
 from google.adk.events import Event
 from google.genai import types
 
-# Where the gateway keeps its marks in an ADK event's custom_metadata.
-AGUI_KEY = "agui"
+from gateway.context import RUN_METADATA_KEY, event_metadata
 
 
 class Ending(enum.StrEnum):
@@ -66,7 +65,7 @@ def cut_off_reply(
         invocation_id=invocation_id,
         author=author,
         content=types.Content(role="model", parts=parts),
-        custom_metadata={AGUI_KEY: {**metadata, "ended": ending.value}},
+        custom_metadata={RUN_METADATA_KEY: {**metadata, "ended": ending.value}},
     )
 
 
@@ -85,8 +84,7 @@ def is_restart_turn(event: Event) -> bool:
     """Whether ``event`` is the turn a restart wrote for the model (``RESTARTED``)."""
     if event.author != "user" or not event.content or not event.content.parts:
         return False
-    marks = (event.custom_metadata or {}).get(AGUI_KEY)
-    run_id = marks.get("runId") if isinstance(marks, dict) else None
+    run_id = event_metadata(event).get("runId")
     texts = [part.text for part in event.content.parts if part.text]
     return texts == [RESTARTED] and isinstance(run_id, str) and run_id.startswith(FINISHING)
 
@@ -99,7 +97,7 @@ def answered_last(session_events: list[Event], invocation_id: str) -> bool:
         last is not None
         and last.author == "user"
         and bool(last.get_function_responses())
-        and not any(part.text for part in (last.content.parts if last.content else []) or [])
+        and not any(part.text for part in (last.content and last.content.parts) or [])
     )
 
 
@@ -108,9 +106,7 @@ def ending_of(event: Event) -> Ending | None:
     parts = event.content.parts if event.content and event.content.parts else []
     if not any(is_note(part.text) for part in parts if part.text):
         return None
-    marks = (event.custom_metadata or {}).get(AGUI_KEY)
-    if not isinstance(marks, dict):
-        return None
+    marks = event_metadata(event)
     ended = marks.get("ended")
     if isinstance(ended, str) and ended in list(Ending):
         return Ending(ended)

@@ -28,6 +28,7 @@ from google.adk.events import Event
 from google.adk.sessions import Session
 
 from gateway.attribution import mark_of
+from gateway.context import event_metadata
 from gateway.cut_off import ending_of, is_note, is_restart_turn
 from gateway.streaming import reasoning_message_id
 from gateway.tool_results import result_content
@@ -55,7 +56,7 @@ def event_messages(event: Event) -> list[Message]:
         return []
     if is_restart_turn(event):  # for the model alone
         return []
-    agui = _agui_metadata(event)
+    agui = event_metadata(event)
     mark = mark_of(event)
     owner: Message = {"subagentRunId": mark.run_id} if mark else {}
     messages = _tool_results(event, agui.get("toolMessageIds") or {}, owner)
@@ -75,8 +76,7 @@ def event_messages(event: Event) -> list[Message]:
     thoughts = "".join(part.text for part in parts if part.text and part.thought)
     if thoughts:
         messages.append(
-            {"id": reasoning_message_id(event.id), "role": "reasoning", "content": thoughts}
-            | owner
+            {"id": reasoning_message_id(event.id), "role": "reasoning", "content": thoughts} | owner
         )
     tool_calls = _tool_calls(event)
     if not text and not tool_calls and ending is None:
@@ -147,8 +147,3 @@ def _tool_calls(event: Event) -> list[Message]:
 def state_snapshot(session: Session) -> dict[str, Any]:
     """The session's state as a client may see it: every scope but ``temp:``."""
     return {key: value for key, value in session.state.items() if shown_state(key)}
-
-
-def _agui_metadata(event: Event) -> dict[str, Any]:
-    metadata = (event.custom_metadata or {}).get("agui")
-    return metadata if isinstance(metadata, dict) else {}

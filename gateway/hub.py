@@ -37,8 +37,8 @@ from google.genai import types
 from gateway import approvals, cut_off, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
-from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context
-from gateway.cut_off import AGUI_KEY, Ending, cut_off_reply
+from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context, event_metadata
+from gateway.cut_off import Ending, cut_off_reply
 from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
@@ -625,7 +625,7 @@ class Hub:
             text=run.translator.text_so_far(chunk.id),
             ending=ending,
             # What the final event would have carried: the run's id, the sub-agent's mark.
-            metadata=dict((chunk.custom_metadata or {}).get(AGUI_KEY) or {}),
+            metadata=dict(event_metadata(chunk)),
         )
         try:
             session = await self.engine.session(run.thread.user_id, run.thread.thread_id)
@@ -644,10 +644,7 @@ class Hub:
         answered = answered_calls(session)
         dangling: dict[str, OpenCall] = {}
         for event in session.events:
-            if (
-                event.invocation_id
-                and (event.custom_metadata or {}).get("agui", {}).get("runId") == run.run_id
-            ):
+            if event.invocation_id and event_metadata(event).get("runId") == run.run_id:
                 for call in event.get_function_calls():
                     if call.id and call.id not in answered:
                         dangling[call.id] = OpenCall(

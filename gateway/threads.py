@@ -26,7 +26,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 
 from gateway import protocol as p
-from gateway.context import RUN_METADATA_KEY
+from gateway.context import event_metadata
 from gateway.translate import CONFIRMATION_CALL
 
 
@@ -121,8 +121,7 @@ def open_calls(session: Session | None) -> dict[str, OpenCall]:
 
 
 def _client_of(event: AdkEvent) -> str | None:
-    metadata = (event.custom_metadata or {}).get(RUN_METADATA_KEY)
-    client = metadata.get("client") if isinstance(metadata, dict) else None
+    client = event_metadata(event).get("client")
     return client if isinstance(client, str) else None
 
 

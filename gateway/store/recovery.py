@@ -20,7 +20,8 @@ from google.adk.events import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from gateway.cut_off import AGUI_KEY, Ending, cut_off_reply
+from gateway.context import RUN_METADATA_KEY, event_metadata
+from gateway.cut_off import Ending, cut_off_reply
 
 # The answer a cut-off server call gets, so the model request is well formed again.
 INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
@@ -51,10 +52,7 @@ def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
     agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
     # The run the client saw cut off: the gateway stamps its id on the invocation's events.
     run_ids = [
-        metadata.get("runId")
-        for e in session.events
-        if e.invocation_id == invocation_id
-        and isinstance(metadata := (e.custom_metadata or {}).get("agui"), dict)
+        event_metadata(e).get("runId") for e in session.events if e.invocation_id == invocation_id
     ]
     run_id = next((r for r in reversed(run_ids) if isinstance(r, str)), None)
     run_mark: dict[str, Any] = {"runId": run_id} if run_id else {}
@@ -73,7 +71,7 @@ def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
                 invocation_id=invocation_id,
                 author=agent,
                 content=types.Content(role="user", parts=responses),
-                custom_metadata={AGUI_KEY: run_mark | {"ended": Ending.INTERRUPTED.value}},
+                custom_metadata={RUN_METADATA_KEY: run_mark | {"ended": Ending.INTERRUPTED.value}},
             )
         )
     closing.append(_interrupted_reply(run.streamed, invocation_id, agent, run_mark))
