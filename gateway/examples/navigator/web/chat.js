@@ -687,7 +687,6 @@ class ToolActivity {
       [label, detail] = ["거절됨", "사용자가 거절했습니다."];
     }
     if (elsewhere) label = `다른 창에서 ${label}`;
-    this.el.dataset.elsewhere = String(elsewhere);
     this.el.dataset.outcome = tone;
     this.el.dataset.state = "done";
     this.el.className = `activity outcome-${tone}`;
