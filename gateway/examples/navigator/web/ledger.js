@@ -84,7 +84,7 @@ export class ActionLedger {
   /** Notes that the result went out in the input of run ``runId``. */
   sent(callId, runId) {
     const entry = this.entries[callId];
-    if (entry?.state !== "performed") return;
+    if (entry?.result === undefined) return;
     this.#put(callId, { ...entry, runId, sends: (entry.sends ?? 0) + 1 });
   }
 
