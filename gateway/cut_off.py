@@ -16,6 +16,7 @@ carry ``"interrupted": True`` and a bilingual note (``LEGACY_NOTE``); they read 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from google.adk.events import Event
@@ -78,6 +79,20 @@ RESTARTED = (
 )
 # The run id prefix of the run that asks it.
 FINISHING = "finish-"
+
+
+def before_restart(contents: Sequence[types.Content]) -> Sequence[types.Content]:
+    """A model request's contents as they stood before a restart cut the reply off: up to
+    the answers the model was replying to, without the cut-off reply and the ``RESTARTED``
+    turn. For a model that reads the turn's structure, not its words (a script), so that
+    it replies to those answers again; any other request comes back as it is."""
+    last = contents[-1] if contents else None
+    if last is None or last.role != "user" or [p.text for p in last.parts or ()] != [RESTARTED]:
+        return contents
+    for index in range(len(contents) - 2, -1, -1):
+        if any(part.function_response for part in contents[index].parts or ()):
+            return contents[: index + 1]
+    return contents
 
 
 def is_restart_turn(event: Event) -> bool:

@@ -15,6 +15,7 @@ from google.genai import types
 
 from gateway import loading, models
 from gateway.config import Settings
+from gateway.cut_off import RESTARTED
 from gateway.hosting import HostingError
 from gateway.models.offline import Call, Say
 from gateway.models.script import (
@@ -294,3 +295,22 @@ async def test_an_adk_agent_plays_the_script_through_a_tool_and_streams_the_answ
     final = [e for e in events if not e.partial and e.content and e.content.parts]
     assert final[-1].content is not None and final[-1].content.parts is not None
     assert final[-1].content.parts[0].text == "Order O-1 is shipped."
+
+
+def test_read_after_a_restart_cut_the_reply_off_replies_to_the_response_again() -> None:
+    call = types.Content(
+        role="model",
+        parts=[types.Part(function_call=types.FunctionCall(name="track", args={"id": "O-1"}))],
+    )
+    response = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(name="track", response={"ok": True})
+            )
+        ],
+    )
+    cut = types.Content(role="model", parts=[types.Part(text="Your order is")])
+    seen = read(request(user("track O-1"), call, response, cut, user(RESTARTED)))
+    assert seen.words == "track O-1"
+    assert seen.response == ToolResponse("track", {"ok": True}, {"id": "O-1"})

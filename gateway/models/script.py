@@ -59,6 +59,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 from jsonschema.validators import Draft202012Validator, validator_for  # type: ignore[import-untyped]
 
+from gateway.cut_off import before_restart
 from gateway.models import ModelError
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
 
@@ -272,7 +273,8 @@ class Seen:
 
 
 def read(llm_request: LlmRequest) -> Seen:
-    contents = llm_request.contents
+    # After a restart cut the reply to a response off, the script replies to it again.
+    contents = before_restart(llm_request.contents)
     return Seen(_words(contents), _response(contents), _tools(llm_request))
 
 

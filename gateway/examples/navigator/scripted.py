@@ -19,7 +19,7 @@ from typing import Any
 from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 
-from gateway.cut_off import RESTARTED
+from gateway.cut_off import before_restart
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
 
 __all__ = [
@@ -69,13 +69,16 @@ def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
     Calls and responses pair by position: the gateway orders every batch of function
     responses like the calls they answer, since ADK strips the ids before the model.
     """
-    utterance, start = _last_words(contents, len(contents))
+    # After a restart cut the reply to the latest results off, reply to them again.
+    contents = before_restart(contents)
+    utterance = ""
+    start = 0
+    for index in range(len(contents) - 1, -1, -1):
+        text = _user_text(contents[index])
+        if text is not None:
+            utterance, start = text, index
+            break
     rest = contents[start + 1 :]
-    if utterance == RESTARTED:
-        # A restart cut off the reply to the latest results: reply to them again.
-        answered = _last_answers(contents[:start])
-        utterance, _ = _last_words(contents, answered)
-        rest = contents[answered - 1 : answered + 1] if answered > 0 else []
     steps: list[Step] = []
     if len(rest) >= 2 and rest[-1].role == "user":
         calls = [p.function_call for p in rest[-2].parts or [] if p.function_call]
@@ -85,23 +88,6 @@ def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
                 Step(call.name or "", dict(call.args or {}), dict(response.response or {}))
             )
     return Turn(utterance=utterance, last_steps=steps, tools=tools)
-
-
-def _last_words(contents: Sequence[types.Content], before: int) -> tuple[str, int]:
-    """The user's last words before ``before``, and where they are (0 with none)."""
-    for index in range(before - 1, -1, -1):
-        text = _user_text(contents[index])
-        if text is not None:
-            return text, index
-    return "", 0
-
-
-def _last_answers(contents: Sequence[types.Content]) -> int:
-    """Where the latest function responses are (0 with none)."""
-    for index in range(len(contents) - 1, 0, -1):
-        if any(p.function_response for p in contents[index].parts or []):
-            return index
-    return 0
 
 
 def _user_text(content: types.Content) -> str | None:
