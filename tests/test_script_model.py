@@ -171,6 +171,23 @@ def user(*texts: str) -> types.Content:
     return types.Content(role="user", parts=[types.Part(text=text) for text in texts])
 
 
+def tracked() -> tuple[types.Content, types.Content]:
+    """A model's call of ``track`` and the response it got."""
+    call = types.Content(
+        role="model",
+        parts=[types.Part(function_call=types.FunctionCall(name="track", args={"id": "O-1"}))],
+    )
+    response = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(name="track", response={"ok": True})
+            )
+        ],
+    )
+    return call, response
+
+
 def test_read_finds_the_users_words_past_what_adk_relays_from_another_agent() -> None:
     relayed = user(
         "For context: below is a transcript of what another agent did, quoted between "
@@ -185,18 +202,7 @@ def test_read_finds_the_users_words_past_what_adk_relays_from_another_agent() ->
 
 
 def test_read_pairs_the_last_response_with_the_call_it_answers() -> None:
-    call = types.Content(
-        role="model",
-        parts=[types.Part(function_call=types.FunctionCall(name="track", args={"id": "O-1"}))],
-    )
-    response = types.Content(
-        role="user",
-        parts=[
-            types.Part(
-                function_response=types.FunctionResponse(name="track", response={"ok": True})
-            )
-        ],
-    )
+    call, response = tracked()
     seen = read(request(user("track O-1"), call, response))
     assert seen.words == "track O-1"
     assert seen.response == ToolResponse("track", {"ok": True}, {"id": "O-1"})
@@ -298,18 +304,7 @@ async def test_an_adk_agent_plays_the_script_through_a_tool_and_streams_the_answ
 
 
 def test_read_after_a_restart_cut_the_reply_off_replies_to_the_response_again() -> None:
-    call = types.Content(
-        role="model",
-        parts=[types.Part(function_call=types.FunctionCall(name="track", args={"id": "O-1"}))],
-    )
-    response = types.Content(
-        role="user",
-        parts=[
-            types.Part(
-                function_response=types.FunctionResponse(name="track", response={"ok": True})
-            )
-        ],
-    )
+    call, response = tracked()
     cut = types.Content(role="model", parts=[types.Part(text="Your order is")])
     seen = read(request(user("track O-1"), call, response, cut, user(RESTARTED)))
     assert seen.words == "track O-1"
