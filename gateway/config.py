@@ -132,8 +132,8 @@ _HELP: dict[str, str] = {
     "ws_handshake_timeout": "seconds from a WebSocket upgrade request to its accept",
     "ws_ping_interval": "seconds between the server's WebSocket pings",
     "ws_ping_timeout": "seconds a WebSocket client has to answer a ping before it is closed",
-    "allowed_origins": "browser origins allowed on /ws besides the server's own host "
-    "(comma-separated, e.g. https://app.example.com)",
+    "allowed_origins": "browser origins allowed on /ws and, by CORS, on the HTTP doors, besides "
+    "the server's own host (comma-separated, e.g. https://app.example.com)",
     "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
     "(no model is called for them; 0: none)",
     "log_level": "debug, info, warning or error",

@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 
+from gateway import config, cors, warmup
 from gateway import protocol as p
-from gateway import warmup
 from gateway.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.auth import Authenticator, query_param, redact
 from gateway.config import Settings
-from gateway.door import Door
+from gateway.door import Door, shown
 from gateway.hub import Hub
 from gateway.limits import RateLimiter
 from gateway.models.endpoints import endpoints
@@ -35,6 +35,15 @@ from gateway.websocket import WebSocketSession
 
 log = logging.getLogger(__name__)
 
+# The HTTP doors and the method each takes; CORS covers these, not the web client's files.
+DOORS = {
+    "/ping": "GET",
+    "/tools": "GET",
+    "/invocations": "POST",
+    "/me": "GET",
+    "/ws-ticket": "POST",
+    "/history": "GET",
+}
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
 
@@ -109,6 +118,8 @@ class Gateway:
         # Set once the warm-up is over; /ping says Healthy only then.
         self.ready = asyncio.Event()
         self.rates = RateLimiter(settings.user_rate, settings.user_burst)
+        # Browser origins allowed besides the gateway's own host, on every door.
+        self.origins = config.allowed_origins(settings)
         self._warming: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
 
@@ -233,7 +244,18 @@ class Gateway:
             await send(message)
 
         try:
-            await self._route(scope, receive, send_once_started, path)
+            method = DOORS.get(path)
+            if method is None:
+                await self._route(scope, receive, send_once_started, path)
+            elif not cors.origin_allowed(scope, self.origins):
+                log.warning(
+                    "refused %s %s from origin %s", scope["method"], path, shown(cors.origin(scope))
+                )
+                await refuse(send_once_started, cors.FOREIGN_ORIGIN)
+            elif cors.is_preflight(scope):
+                await cors.answer_preflight(scope, send_once_started, method)
+            else:
+                await self._route(scope, receive, cors.with_cors(scope, send_once_started), path)
         except Exception:
             failure = p.unexpected(f"{scope['method']} {scope['path']}")
             if not answered:
@@ -260,8 +282,10 @@ class Gateway:
             await self._ws_ticket(scope, send)
         elif path == "/history" and method == "GET":
             await self._history(scope, send)
-        elif path in ("/ping", "/tools", "/invocations", "/me", "/ws-ticket", "/history"):
-            await respond(send, 405, b"method not allowed", b"text/plain")
+        elif path in DOORS:
+            await respond(
+                send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]
+            )
         elif method == "GET" and (found := self._web_file(path)) is not None:
             body, content_type = found
             await respond(send, 200, body, content_type.encode())

@@ -7,10 +7,9 @@ import contextlib
 import dataclasses
 import logging
 import time
-import urllib.parse
 from typing import TYPE_CHECKING
 
-from gateway import config, logs
+from gateway import config, cors, logs
 from gateway import protocol as p
 from gateway.asgi import Receive, Scope, Send, header, refusal
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
@@ -23,12 +22,6 @@ if TYPE_CHECKING:
     from gateway.server import Gateway
 
 log = logging.getLogger(__name__)
-
-FOREIGN_ORIGIN = p.GatewayError(
-    p.ErrorCode.ACCESS_DENIED,
-    "This page's origin may not open the gateway's WebSocket: serve the page from the "
-    "gateway's own host, or add its origin to GATEWAY_ALLOWED_ORIGINS.",
-)
 
 
 @dataclasses.dataclass
@@ -87,9 +80,9 @@ class WebSocketSession:
         message = await self.receive()
         if message["type"] != "websocket.connect":
             return
-        if not origin_allowed(self.scope, config.allowed_origins(self.settings)):
+        if not cors.origin_allowed(self.scope, config.allowed_origins(self.settings)):
             log.warning("refused a /ws upgrade from origin %s", header(self.scope, b"origin"))
-            await self._refuse_upgrade(FOREIGN_ORIGIN)
+            await self._refuse_upgrade(cors.FOREIGN_ORIGIN)
             return
         try:
             identity = await self.door.identify()
@@ -283,30 +276,6 @@ def _queue_full() -> p.GatewayError:
         " (GATEWAY_RECEIVE_BUFFER_BYTES) waiting for earlier runs; wait for a run to"
         " finish before sending the next.",
     )
-
-
-def origin_allowed(scope: Scope, allowed: frozenset[str]) -> bool:
-    """Whether a connection's ``Origin`` may use it: none (not a browser), the host the
-    client connected to, or one of ``GATEWAY_ALLOWED_ORIGINS``."""
-    origin = header(scope, b"origin")
-    if origin is None:
-        return True
-    origin = origin.lower().rstrip("/")
-    if origin in allowed:
-        return True
-    host = header(scope, b"host")
-    parts = urllib.parse.urlsplit(origin)
-    if host is None or parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
-        return False
-    return _authority(parts.scheme, parts.netloc) == _authority(parts.scheme, host.lower())
-
-
-_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
-
-
-def _authority(scheme: str, netloc: str) -> str:
-    """``host[:port]`` without the scheme's default port, as browsers leave it out."""
-    return netloc.removesuffix(_DEFAULT_PORTS[scheme])
 
 
 def _too_large(size: int, limit: int) -> p.GatewayError:

@@ -13,7 +13,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 from websockets.typing import Origin
 
-from gateway.websocket import origin_allowed
+from gateway.cors import origin_allowed
 from tests.agui import AgUiSocket, new_id, outcome, user_input
 from tests.conftest import RunningGateway, running_gateway
 
