@@ -66,6 +66,7 @@ class Settings:
     ws_ping_interval: float = 10.0
     ws_ping_timeout: float = 10.0
     allowed_origins: str = ""
+    sse_abort: str = "cancel"
     warm_up_runs: int = 3
     log_level: str = "info"
     log_format: str = "text"
@@ -134,6 +135,8 @@ _HELP: dict[str, str] = {
     "ws_ping_timeout": "seconds a WebSocket client has to answer a ping before it is closed",
     "allowed_origins": "browser origins allowed on /ws and, by CORS, on the HTTP doors, besides "
     "the server's own host (comma-separated, e.g. https://app.example.com)",
+    "sse_abort": "what a POST /invocations client that goes away mid-run means: 'cancel' stops "
+    "the run as a cancel does (a stock SSE client cannot reattach), 'keep' lets it finish",
     "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
     "(no model is called for them; 0: none)",
     "log_level": "debug, info, warning or error",
@@ -143,6 +146,7 @@ _HELP: dict[str, str] = {
 _CHOICES: dict[str, tuple[str, ...]] = {
     "auth": ("dev", "jwt"),
     "durability": ("normal", "full"),
+    "sse_abort": ("cancel", "keep"),
     "log_level": ("debug", "info", "warning", "error"),
     "log_format": ("text", "json"),
 }

@@ -212,6 +212,14 @@ class Hub:
         thread.run.abort.set()
         return True
 
+    def abandon(self, run: Run) -> bool:
+        """Stops a run whose only client went away mid-stream, as a cancel stops it;
+        False when it had already ended (or paused: its stream was over)."""
+        if run.thread.run is not run or run.ended or run.abort.is_set():
+            return False
+        run.abort.set()
+        return True
+
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         """Stops the runs in progress before the store closes, so none fails on a closed
         store: each has ``grace`` seconds to finish; the rest stop where they are and keep

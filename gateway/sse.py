@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from gateway import logs
@@ -15,6 +16,7 @@ from gateway.hub import Hub
 from gateway.limits import RateLimiter
 from gateway.notices import nothing_to_cancel, notice, standalone
 from gateway.outgoing import Outgoing
+from gateway.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ class Invocation:
             if _asks_to_cancel(run_input):
                 await self._cancel(user, run_input.thread_id)
                 return
-            await self.hub.start(user, run_input, subscriber)
+            run = await self.hub.start(user, run_input, subscriber)
         except p.GatewayError as error:
             if run_input is not None:
                 self.door.record_input(run_input, error)
@@ -82,8 +84,9 @@ class Invocation:
             await self._refuse(p.unexpected("a POST /invocations"), body)
             return
         self.door.record_input(run_input, None)
-        await self._stream_start(200)
+        watch = asyncio.create_task(self._watch_client(run, subscriber), name="sse client")
         try:
+            await self._stream_start(200)
             while True:
                 frames = await subscriber.queue.batch()
                 last = frames[-1][0]
@@ -91,10 +94,27 @@ class Invocation:
                 await self._stream([data for _, data in frames], more=not end)
                 if end:
                     return
+        except Exception:  # a server whose send fails once the client is gone
+            self._client_left(run)
         finally:
+            watch.cancel()
             # A request follows one run: it stops watching the thread when its stream ends.
             self.hub.leave(subscriber)
             subscriber.queue.clear()
+
+    async def _watch_client(self, run: Run, subscriber: QueueSubscriber) -> None:
+        """Waits for the client to go away while its stream is open (the body is read:
+        ``receive`` has nothing else to say), then ends the stream."""
+        while (await self.receive())["type"] != "http.disconnect":
+            pass
+        self._client_left(run)
+        subscriber.queue.end()
+
+    def _client_left(self, run: Run) -> None:
+        """A stock SSE client cannot come back to its run: by default it stops with it."""
+        if self.settings.sse_abort == "cancel" and self.hub.abandon(run):
+            log.info("the client of %s went away; stopping it (GATEWAY_SSE_ABORT=cancel)", run)
+            self.door.record_cancel(run.thread.thread_id, True)
 
     async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
         # A refused body is read to its end first, or the answer closes the connection.
