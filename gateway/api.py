@@ -57,6 +57,7 @@ def create_app(
     from gateway.approvals import ApprovalPlugin
     from gateway.attribution import AttributionPlugin
     from gateway.audit import AuditLog, AuditPlugin
+    from gateway.busy import Busy
     from gateway.hosting import prepare
     from gateway.hub import Hub
     from gateway.limits import Quota, RunSlots
@@ -110,6 +111,7 @@ def create_app(
             snapshot_bytes=settings.snapshot_bytes,
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
             model_timeout=settings.model_timeout,
+            busy_policy=Busy(settings.busy),
         )
         for user_id, thread_id in service[0].unanswered:
             hub.finish_cut_off(user_id, thread_id)

@@ -67,6 +67,7 @@ class Settings:
     ws_ping_timeout: float = 10.0
     allowed_origins: str = ""
     sse_abort: str = "cancel"
+    busy: str = "interrupt"
     warm_up_runs: int = 3
     log_level: str = "info"
     log_format: str = "text"
@@ -137,6 +138,9 @@ _HELP: dict[str, str] = {
     "the server's own host (comma-separated, e.g. https://app.example.com)",
     "sse_abort": "what a POST /invocations client that goes away mid-run means: 'cancel' stops "
     "the run as a cancel does (a stock SSE client cannot reattach), 'keep' lets it finish",
+    "busy": "what a new input on a thread with a run going meets, unless its "
+    "forwardedProps.gateway.busy says: 'reject' (SESSION_BUSY), 'interrupt' (a new message "
+    "stops the run, then runs) or 'enqueue' (it waits for the run to end)",
     "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
     "(no model is called for them; 0: none)",
     "log_level": "debug, info, warning or error",
@@ -147,6 +151,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "auth": ("dev", "jwt"),
     "durability": ("normal", "full"),
     "sse_abort": ("cancel", "keep"),
+    "busy": ("reject", "interrupt", "enqueue"),
     "log_level": ("debug", "info", "warning", "error"),
     "log_format": ("text", "json"),
 }

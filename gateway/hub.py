@@ -17,6 +17,7 @@ subscribers. Its parts live beside it, each with its share of the theory of oper
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
@@ -37,6 +38,7 @@ from google.genai import types
 from gateway import approvals, cut_off, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
+from gateway.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context, event_metadata
 from gateway.cut_off import Ending, cut_off_reply
 from gateway.inputs import NewTurn, read_input, starts_turn
@@ -122,8 +124,11 @@ class Hub:
         snapshot_bytes: int | None = None,
         quota: Quota | None = None,
         model_timeout: float = 120.0,
+        busy_policy: Busy = Busy.INTERRUPT,
     ) -> None:
         self.engine = engine
+        # What an input on a thread with a run going meets, unless it asks for another.
+        self.busy_policy = busy_policy
         # Seconds a model call may send nothing before its run is stopped.
         self.model_timeout = model_timeout
         self.quota = quota or Quota()
@@ -149,12 +154,57 @@ class Hub:
     async def start(
         self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None
     ) -> Run:
-        """Claims the thread and starts the run; raises GatewayError before any event."""
+        """Claims the thread and starts the run; raises GatewayError before any event.
+
+        On a thread with a run going, the input's busy policy (``gateway.busy``) decides:
+        refused, or it waits its turn, first stopping the run for ``interrupt``.
+        """
         thread_id = run_input.thread_id
-        if (known := self.threads.get(thread_id)) is not None:
-            # Refused without a read: another user's thread, or one with a run going.
-            _check_owner(known.user_id, user_id, thread_id)
-            self._ensure_idle(known)
+        policy = requested(run_input, self.busy_policy)
+        while True:
+            if (known := self.threads.get(thread_id)) is not None:
+                # Refused without a read: another user's thread.
+                _check_owner(known.user_id, user_id, thread_id)
+                if known.run is not None or known.waiting:
+                    return await self._start_after_run(known, policy, user_id, run_input, executor)
+            with contextlib.suppress(_Claimed):
+                return await self._start(user_id, run_input, executor, policy)
+
+    async def _start_after_run(
+        self,
+        thread: Thread,
+        policy: Busy,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+    ) -> Run:
+        """Starts the run once the thread's runs, and the inputs waiting before it, are done."""
+        if policy is Busy.REJECT:
+            raise in_progress(thread.thread_id)
+        if thread.waiting >= WAITING_PER_THREAD:
+            raise queue_full(thread.thread_id)
+        interrupts = policy is Busy.INTERRUPT and starts_turn(run_input)
+        thread.waiting += 1
+        try:
+            async with thread.turns:  # first come, first served
+                while True:
+                    while (running := thread.run) is not None:
+                        if interrupts and not running.abort.is_set():
+                            log.info(
+                                "a new message on thread %s stops %s", thread.thread_id, running
+                            )
+                            running.abort.set()
+                        await running.done.wait()
+                    with contextlib.suppress(_Claimed):
+                        return await self._start(user_id, run_input, executor, policy)
+        finally:
+            thread.waiting -= 1
+            self._forget_if_unused(thread)
+
+    async def _start(
+        self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
+    ) -> Run:
+        thread_id = run_input.thread_id
         await self.slots.take()
         try:
             opened = await self.engine.open_thread(user_id, thread_id)
@@ -163,7 +213,8 @@ class Hub:
             thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
             # Again: a run may have claimed it during the read. One that ran its course
             # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
-            self._ensure_idle(thread)
+            if thread.run is not None:
+                raise in_progress(thread_id) if policy is Busy.REJECT else _Claimed()
         except QuarantinedThreadError:
             self.slots.give_back()
             raise _quarantined(thread_id) from None
@@ -353,14 +404,6 @@ class Hub:
         """Whose a thread is, without a read if a run or watcher has it in memory."""
         thread = self.threads.get(thread_id)
         return thread.user_id if thread else await self.engine.thread_owner(thread_id)
-
-    def _ensure_idle(self, thread: Thread) -> None:
-        if thread.run is not None:
-            raise p.GatewayError(
-                p.ErrorCode.SESSION_BUSY,
-                f"Thread {thread.thread_id!r} already has a run in progress; wait for it to "
-                "finish or cancel it.",
-            )
 
     def _translator(self, thread: Thread, run_id: str) -> RunTranslator:
         return RunTranslator(
@@ -767,7 +810,13 @@ class Hub:
         self._forget_if_unused(thread)
 
     def _forget_if_unused(self, thread: Thread) -> None:
-        if thread.run is None and not thread.watchers and not thread.early and not thread.expiry:
+        if (
+            thread.run is None
+            and not thread.watchers
+            and not thread.early
+            and not thread.expiry
+            and not thread.waiting
+        ):
             self.threads.pop(thread.thread_id, None)
 
     def _status_changed(self) -> None:
@@ -810,6 +859,10 @@ def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:
             value={"earlier": True, "before": page.earlier, "href": f"/history?{query}"},
         )
     ]
+
+
+class _Claimed(Exception):
+    """A run claimed the thread during an input's read: the input waits its turn after all."""
 
 
 class ModelStalled(Exception):

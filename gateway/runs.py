@@ -43,6 +43,9 @@ class Thread:
     early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
     expiry: asyncio.TimerHandle | None = None
+    # Inputs waiting for the run to end (``gateway.busy``), in turn behind ``turns``.
+    waiting: int = 0
+    turns: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
 
     def watch(self, subscriber: Subscriber) -> None:
         if subscriber not in self.watchers:

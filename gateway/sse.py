@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 
 from gateway import logs
 from gateway import protocol as p
@@ -65,26 +66,60 @@ class Invocation:
             timeout=self.settings.body_timeout,
         )
         run_input: p.RunAgentInput | None = None
+        left: asyncio.Task[None] | None = None
         try:
-            user = (await self.door.identify()).user
-            logs.bind(user=user)
-            self.rates.check(user)
-            run_input = p.decode_input(await body.json())
-            logs.bind(thread=run_input.thread_id, run=run_input.run_id)
-            if _asks_to_cancel(run_input):
-                await self._cancel(user, run_input.thread_id)
+            try:
+                user = (await self.door.identify()).user
+                logs.bind(user=user)
+                self.rates.check(user)
+                run_input = p.decode_input(await body.json())
+                logs.bind(thread=run_input.thread_id, run=run_input.run_id)
+                if _asks_to_cancel(run_input):
+                    await self._cancel(user, run_input.thread_id)
+                    return
+                # The body is read: from now on ``receive`` only says when the client leaves.
+                left = asyncio.create_task(_disconnect(self.receive), name="sse client")
+                run = await self._start(user, run_input, subscriber, left)
+            except p.GatewayError as error:
+                if run_input is not None:
+                    self.door.record_input(run_input, error)
+                await self._refuse(error, body)
                 return
-            run = await self.hub.start(user, run_input, subscriber)
-        except p.GatewayError as error:
-            if run_input is not None:
-                self.door.record_input(run_input, error)
-            await self._refuse(error, body)
-            return
-        except Exception:
-            await self._refuse(p.unexpected("a POST /invocations"), body)
-            return
-        self.door.record_input(run_input, None)
-        watch = asyncio.create_task(self._watch_client(run, subscriber), name="sse client")
+            except Exception:
+                await self._refuse(p.unexpected("a POST /invocations"), body)
+                return
+            if run is not None:
+                self.door.record_input(run_input, None)
+                await self._follow(run, subscriber, left)
+        finally:
+            if left is not None:
+                left.cancel()
+            # A request follows one run: it stops watching the thread when its stream ends.
+            self.hub.leave(subscriber)
+            subscriber.queue.clear()
+
+    async def _start(
+        self,
+        user: str,
+        run_input: p.RunAgentInput,
+        subscriber: QueueSubscriber,
+        left: asyncio.Task[None],
+    ) -> Run | None:
+        """The run started; None if the client left while its input waited for the thread
+        (``gateway.busy``)."""
+        starting = asyncio.ensure_future(self.hub.start(user, run_input, subscriber))
+        await asyncio.wait({starting, left}, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done():
+            return starting.result()
+        starting.cancel()
+        await asyncio.wait({starting})
+        return None
+
+    async def _follow(
+        self, run: Run, subscriber: QueueSubscriber, left: asyncio.Task[None]
+    ) -> None:
+        """Streams the run; a client that leaves mid-run ends the stream (and the run)."""
+        left.add_done_callback(partial(self._client_left, run, subscriber))
         try:
             await self._stream_start(200)
             while True:
@@ -95,23 +130,16 @@ class Invocation:
                 if end:
                     return
         except Exception:  # a server whose send fails once the client is gone
-            self._client_left(run)
-        finally:
-            watch.cancel()
-            # A request follows one run: it stops watching the thread when its stream ends.
-            self.hub.leave(subscriber)
-            subscriber.queue.clear()
+            self._client_left(run, subscriber)
 
-    async def _watch_client(self, run: Run, subscriber: QueueSubscriber) -> None:
-        """Waits for the client to go away while its stream is open (the body is read:
-        ``receive`` has nothing else to say), then ends the stream."""
-        while (await self.receive())["type"] != "http.disconnect":
-            pass
-        self._client_left(run)
+    def _client_left(
+        self, run: Run, subscriber: QueueSubscriber, left: asyncio.Task[None] | None = None
+    ) -> None:
+        """Ends the stream; a stock SSE client cannot come back to its run, so by default
+        the run stops with it."""
+        if left is not None and left.cancelled():
+            return  # the stream ended first
         subscriber.queue.end()
-
-    def _client_left(self, run: Run) -> None:
-        """A stock SSE client cannot come back to its run: by default it stops with it."""
         if self.settings.sse_abort == "cancel" and self.hub.abandon(run):
             log.info("the client of %s went away; stopping it (GATEWAY_SSE_ABORT=cancel)", run)
             self.door.record_cancel(run.thread.thread_id, True)
@@ -150,6 +178,11 @@ class Invocation:
     async def _stream(self, encoded: list[bytes], *, more: bool) -> None:
         body = b"".join(b"data: " + data + b"\n\n" for data in encoded if data)
         await self.send({"type": "http.response.body", "body": body, "more_body": more})
+
+
+async def _disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _asks_to_cancel(run_input: p.RunAgentInput) -> bool:

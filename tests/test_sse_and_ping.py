@@ -62,7 +62,8 @@ async def test_busy_thread_is_409_session_busy(gateway: RunningGateway) -> None:
     async with gateway.socket() as ws:
         await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
         await ws.next()
-        status, _, events, _ = await post_run(gateway, user_input(thread, "안녕"))
+        rejecting = user_input(thread, "안녕") | {"forwardedProps": {"gateway": {"busy": "reject"}}}
+        status, _, events, _ = await post_run(gateway, rejecting)
         assert status == 409
         assert events[0]["code"] == "SESSION_BUSY"
         await ws.until_end()

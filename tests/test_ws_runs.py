@@ -128,7 +128,8 @@ async def test_second_run_on_a_busy_thread_gets_session_busy(gateway: RunningGat
     async with gateway.socket() as owner, gateway.socket() as other:
         await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
         assert (await owner.next())["type"] == "RUN_STARTED"
-        [busy] = await other.run(user_input(thread, "안녕"))
+        rejecting = user_input(thread, "안녕") | {"forwardedProps": {"gateway": {"busy": "reject"}}}
+        [busy] = await other.run(rejecting)
         assert busy["type"] == "RUN_ERROR" and busy["code"] == "SESSION_BUSY"
         assert thread in busy["message"]
         finished = await owner.until_end()

@@ -115,7 +115,10 @@ async def test_client_tool_round_trip_through_the_official_client(
 async def test_session_busy_reaches_the_official_client_as_409() -> None:
     thread = new_id("t")
     # A slow pace keeps the first run going while node starts up.
-    async with running_gateway(scripted_pace_ms=60) as gateway, gateway.socket() as ws:
+    async with (
+        running_gateway(scripted_pace_ms=60, busy="reject") as gateway,
+        gateway.socket() as ws,
+    ):
         await ws.send(
             base_input(
                 thread,
