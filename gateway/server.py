@@ -1,6 +1,6 @@
 """The ASGI app: its lifespan and routes, a thin shell over the hub. /ws is
-``gateway.websocket``, POST /invocations ``gateway.sse``; GET /ping, /tools, /me, /history
-and POST /ws-ticket are here.
+``gateway.websocket``, POST /invocations ``gateway.sse``; GET /ping, /tools, /me, /history,
+/capabilities and POST /ws-ticket are here, and CORS on them (``gateway.cors``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 
-from gateway import config, cors, warmup
+from gateway import capabilities, config, cors, warmup
 from gateway import protocol as p
 from gateway.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.auth import Authenticator, query_param, redact
@@ -43,6 +43,9 @@ DOORS = {
     "/me": "GET",
     "/ws-ticket": "POST",
     "/history": "GET",
+    # ag-ui-adk's path for an agent at the root, and for one at /invocations.
+    "/capabilities": "GET",
+    "/invocations/capabilities": "GET",
 }
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
@@ -115,6 +118,8 @@ class Gateway:
         self.hub: Hub | None = None
         self.ping: Ping | None = None
         self.models: ModelHealth | None = None
+        # GET /capabilities, once the hosted agent is known.
+        self.capabilities = b"{}"
         # Set once the warm-up is over; /ping says Healthy only then.
         self.ready = asyncio.Event()
         self.rates = RateLimiter(settings.user_rate, settings.user_burst)
@@ -184,6 +189,15 @@ class Gateway:
                 endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
             )
             self.ping = Ping(self.hub, self.models)
+            engine = self.hub.engine
+            self.capabilities = msgspec.json.encode(
+                capabilities.document(
+                    engine.root_agent,
+                    engine.catalog,
+                    self.settings,
+                    memory=engine.runner.memory_service is not None,
+                )
+            )
         except BaseException as exc:
             log.error("start-up failed: %s", exc)
             raise
@@ -282,6 +296,8 @@ class Gateway:
             await self._ws_ticket(scope, send)
         elif path == "/history" and method == "GET":
             await self._history(scope, send)
+        elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":
+            await self._capabilities(scope, send)
         elif path in DOORS:
             await respond(
                 send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]
@@ -311,6 +327,17 @@ class Gateway:
         if extra is not None:
             profile.update(extra(identity.user))
         await respond(send, 200, msgspec.json.encode(profile), b"application/json")
+
+    async def _capabilities(self, scope: Scope, send: Send) -> None:
+        """What the hosted agent can do (``gateway.capabilities``), for a signed-in caller:
+        it names the agent's tools and sub-agents."""
+        assert self.hub is not None
+        try:
+            await Door(self.auth, self.hub.audit, scope, "http", "capabilities").identify()
+        except p.GatewayError as error:
+            await refuse(send, error)
+            return
+        await respond(send, 200, self.capabilities, b"application/json")
 
     async def _history(self, scope: Scope, send: Send) -> None:
         """GET /history?threadId=T&before=N: the messages before a snapshot's first one.
