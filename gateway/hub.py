@@ -189,11 +189,8 @@ class Hub:
             async with thread.turns:  # first come, first served
                 while True:
                     while (running := thread.run) is not None:
-                        if interrupts and not running.abort.is_set():
-                            log.info(
-                                "a new message on thread %s stops %s", thread.thread_id, running
-                            )
-                            running.abort.set()
+                        if interrupts and self.stop_run(running):
+                            log.info("a new message stops %s", running)
                         await running.done.wait()
                     with contextlib.suppress(_Claimed):
                         return await self._start(user_id, run_input, executor, policy)
@@ -263,9 +260,9 @@ class Hub:
         thread.run.abort.set()
         return True
 
-    def abandon(self, run: Run) -> bool:
-        """Stops a run whose only client went away mid-stream, as a cancel stops it;
-        False when it had already ended (or paused: its stream was over)."""
+    def stop_run(self, run: Run) -> bool:
+        """Stops a run as a cancel does (its client left, a new message interrupts it);
+        False when it had ended already (or paused: its stream was over), or was stopping."""
         if run.thread.run is not run or run.ended or run.abort.is_set():
             return False
         run.abort.set()

@@ -140,7 +140,7 @@ class Invocation:
         if left is not None and left.cancelled():
             return  # the stream ended first
         subscriber.queue.end()
-        if self.settings.sse_abort == "cancel" and self.hub.abandon(run):
+        if self.settings.sse_abort == "cancel" and self.hub.stop_run(run):
             log.info("the client of %s went away; stopping it (GATEWAY_SSE_ABORT=cancel)", run)
             self.door.record_cancel(run.thread.thread_id, True)
 
