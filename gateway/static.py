@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mimetypes
+import os.path
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
@@ -20,11 +21,14 @@ def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:
     """The file for a request path and its content type, or None; never leaves ``root``.
 
     ``root`` is a folder, or package data from ``importlib.resources.files``, which an
-    installed wheel keeps as plain files.
+    installed wheel keeps as plain files. The path is kept inside ``root`` by its text
+    (``..`` folded before anything is opened), not by where links lead: a link the app
+    ships in its folder (the reference client's ``agui-websocket/``, a checkout's link to
+    the npm package, a copy in the wheel) is part of the app.
     """
-    folder = Path(str(root)).resolve()
+    folder = Path(os.path.abspath(str(root)))
     name = "index.html" if path in ("/", "") else path.lstrip("/")
-    target = (folder / name).resolve()
+    target = Path(os.path.normpath(folder / name))
     if folder not in target.parents or not target.is_file():
         return None
     kind = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]

@@ -3,7 +3,7 @@
 
 import { ChatPanel } from "./chat.js";
 import { h, newId } from "./dom.js";
-import { claimInstance } from "./ledger.js";
+import { claimInstance } from "./agui-websocket/ledger.js";
 import { AppNavigator } from "./nav.js";
 import { clientTools, declaredTools } from "./tools.js";
 

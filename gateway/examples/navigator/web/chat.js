@@ -1,9 +1,11 @@
 // The chatbot: transcript, tool-activity timeline, approval cards, stop, and the three
-// surfaces (side panel, full screen, modal). Protocol details live in agui.js.
+// surfaces (side panel, full screen, modal). The /ws protocol and the ledger of browser
+// actions are the @agent-gateway/agui-websocket package's (clients/agui-websocket/src/,
+// linked here as agui-websocket/).
 
-import { AgUiClient } from "./agui.js";
+import { ThreadConnection } from "./agui-websocket/connection.js";
+import { ActionLedger } from "./agui-websocket/ledger.js";
 import { h, newId } from "./dom.js";
-import { ActionLedger } from "./ledger.js";
 
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
@@ -92,7 +94,7 @@ export class ChatPanel {
    * @param {HTMLElement} options.app       the element carrying data-chat-mode / data-chat-open
    * @param {string} options.userId
    * @param {string} options.wsUrl
-   * @param {string} options.clientId    this tab's identity (ledger.js: claimInstance)
+   * @param {string} options.clientId    this tab's identity (agui-websocket/ledger.js: claimInstance)
    * @param {object[]} options.tools        RunAgentInput.tools this browser declares
    * @param {Record<string, Function>} options.implemented  client tools by name
    */
@@ -123,7 +125,7 @@ export class ChatPanel {
     this.entries = new Map();
     this.streaming = null;
     this.runBubble = null;
-    this.client = new AgUiClient({
+    this.client = new ThreadConnection({
       url: wsUrl,
       clientId,
       threadId: this.threadId,
@@ -234,22 +236,19 @@ export class ChatPanel {
    * and only a call never begun is performed. All go in one input.
    */
   async #answerPending(run) {
-    const executable = new Map(run.executable.map((call) => [call.id, call]));
     const answers = [];
     this.executing = true;
     this.#updateControls();
-    for (const id of run.pending) {
-      const kept = this.ledger.get(id);
-      if (kept?.result !== undefined) {
-        if (this.ledger.resendable(id)) answers.push([id, kept.result]);
+    for (const { kind, id, call, result: kept } of this.ledger.plan(run)) {
+      if (kind === "resend") {
+        answers.push([id, kept]);
         continue;
       }
-      const call = executable.get(id);
-      if (!call) {
+      if (kind === "elsewhere") {
         this.entries.get(id)?.state("elsewhere");
         continue;
       }
-      let result = kept?.state === "started" ? this.#settleByPage(call) : null;
+      let result = kind === "settle" ? this.#settleByPage(call) : null;
       if (!result) {
         this.ledger.started(call);
         result = await this.#runTool(call);
@@ -306,7 +305,7 @@ export class ChatPanel {
         break;
       case "MESSAGES_SNAPSHOT":
         // What the thread holds an answer for, the gateway has: the ledger can let it go.
-        for (const id of run.answered) this.ledger.acknowledged(id);
+        this.ledger.answered(run.answered);
         this.#renderSnapshot(event.messages ?? []);
         break;
       case "TEXT_MESSAGE_START":
@@ -377,9 +376,7 @@ export class ChatPanel {
     this.#closeStreaming();
     const outcome = event.outcome ?? { type: "success" };
     // A result sent in this run that the thread no longer waits for: the gateway has it.
-    for (const kept of this.ledger.unacknowledged()) {
-      if (kept.runId === event.runId && !run.pending.includes(kept.id)) this.ledger.acknowledged(kept.id);
-    }
+    this.ledger.finished(event.runId, run.pending);
     if (outcome.type === "cancelled") {
       this.runBubble?.classList.add("stopped");
       this.#line(...ENDED_LINES.stopped, "status");

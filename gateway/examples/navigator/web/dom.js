@@ -16,9 +16,4 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-export function newId(prefix) {
-  const bytes = new Uint8Array(8);
-  crypto.getRandomValues(bytes);
-  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-  return `${prefix}-${hex}`;
-}
+export { newId } from "./agui-websocket/ids.js";

@@ -1,8 +1,8 @@
 // The tab's ledger of browser actions, so each is performed once and its result reaches the
 // gateway, whatever reloads and drops come in between.
 //
-// Kept in sessionStorage, which outlives a reload of this tab and nothing else, keyed by
-// toolCallId. An entry goes started -> performed (with its result) -> acknowledged:
+// Kept in sessionStorage (in a browser; any Storage-like object, or a Map, elsewhere), which
+// outlives a reload of this tab and nothing else, keyed by toolCallId. An entry goes started -> performed (with its result) -> acknowledged:
 // - started is written before the action runs, performed as soon as it returns, so a
 //   reload finds either the result or proof that the action may have begun;
 // - a performed result is sent again after every reconnect until the gateway has it: the
@@ -20,6 +20,16 @@ const SENDS = 5;
 // How long a tab waits to hear whether a live tab already holds its identity.
 const CLAIM_MS = 150;
 
+/** ``storage`` as the Web Storage calls the ledger makes: a Map is wrapped. */
+export function asStorage(storage) {
+  if (!(storage instanceof Map)) return storage;
+  return {
+    getItem: (key) => (storage.has(key) ? storage.get(key) : null),
+    setItem: (key, value) => void storage.set(key, String(value)),
+    removeItem: (key) => void storage.delete(key),
+  };
+}
+
 /**
  * A tab's own identity: the same across its reloads, a new one in a new tab.
  *
@@ -27,14 +37,17 @@ const CLAIM_MS = 150;
  * and two tabs with one identity would both execute its calls. So a tab asks the others
  * (a BroadcastChannel) whether one of them holds the identity it found; if one does, this
  * tab is the copy and starts afresh. A reloaded tab hears nothing: its old page is gone.
+ * ``signal`` ends the claim (a client closed for good stops answering copies).
  */
-export async function claimInstance(mint, storage = sessionStorage) {
+export async function claimInstance(mint, storage = globalThis.sessionStorage, { signal } = {}) {
+  storage = asStorage(storage);
   let id = storage.getItem("agw.client");
   if (typeof BroadcastChannel !== "function") {
     if (!id) storage.setItem("agw.client", (id = mint()));
     return id;
   }
   const channel = new BroadcastChannel("agw.client");
+  channel.unref?.(); // node: an open channel must not keep the process alive
   if (id) {
     const found = id;
     const held = await new Promise((resolve) => {
@@ -59,13 +72,56 @@ export async function claimInstance(mint, storage = sessionStorage) {
   channel.onmessage = (message) => {
     if (message.data?.asking === mine) channel.postMessage({ held: mine });
   };
+  if (signal?.aborted) channel.close();
+  else signal?.addEventListener("abort", () => channel.close(), { once: true });
   return mine;
 }
 
 export class ActionLedger {
-  constructor(storage = sessionStorage) {
-    this.storage = storage;
+  constructor(storage = globalThis.sessionStorage) {
+    this.storage = asStorage(storage);
     this.entries = this.#load();
+  }
+
+  /**
+   * What this client does about each client call the thread waits on, in the thread's
+   * order, given the connection's view of the run that left them open (``pending``,
+   * ``executable``: see connection.js):
+   * - ``resend``: a result this client holds; sent again while the gateway lists the call;
+   * - ``settle``: begun before a reload, its result lost: what the app sees tells;
+   * - ``perform``: handed to this client and never begun;
+   * - ``elsewhere``: another client's call, never performed here.
+   * A kept result the gateway refused too often gets no step at all.
+   * @returns {Array<{kind: "resend"|"settle"|"perform"|"elsewhere", id: string,
+   *                  result?: unknown, call?: {id: string, name: string, args: object|null}}>}
+   */
+  plan(view) {
+    const executable = new Map(view.executable.map((call) => [call.id, call]));
+    const steps = [];
+    for (const id of view.pending) {
+      const kept = this.get(id);
+      if (kept?.result !== undefined) {
+        if (this.resendable(id)) steps.push({ kind: "resend", id, result: kept.result });
+        continue;
+      }
+      const call = executable.get(id);
+      if (!call) steps.push({ kind: "elsewhere", id });
+      else steps.push({ kind: kept?.state === "started" ? "settle" : "perform", id, call });
+    }
+    return steps;
+  }
+
+  /** The thread holds an answer for these calls (a snapshot said so): the gateway has it. */
+  answered(callIds) {
+    for (const id of callIds) this.acknowledged(id);
+  }
+
+  /** Run ``runId`` ended waiting on ``pending``: a result it carried that it no longer
+   * waits for has reached the gateway. */
+  finished(runId, pending) {
+    for (const kept of this.unacknowledged()) {
+      if (kept.runId === runId && !pending.includes(kept.id)) this.acknowledged(kept.id);
+    }
   }
 
   /** The entry of a call, if this tab has performed (or begun) it. */

@@ -1,4 +1,6 @@
-// The AG-UI 1.0 client over /ws: one WebSocket per thread, reconnect with backoff, reattach.
+// The AG-UI 1.0 client over the gateway's /ws: one WebSocket per thread, reconnect with
+// backoff, reattach. Browser-safe and dependency-free: the reference web client imports it
+// as it is, and the package's WebSocketAgent (index.js) sits on it.
 //
 // Who executes a client-tool call: the tab whose input started the run. The tab names
 // itself on every connection (`clientId`, the same across its reloads), and a call is handed
@@ -8,25 +10,28 @@
 // snapshot). Calls of another tab's runs are never handed out. That a call handed out is
 // performed once, across reloads, is the ledger's job (ledger.js).
 
-import { newId } from "./dom.js";
+import { newId } from "./ids.js";
 
 const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
+const OPEN = 1; // WebSocket.OPEN, whichever WebSocket class is in use
 
-export class AgUiClient {
+export class ThreadConnection {
   /**
    * @param {object} options
-   * @param {string} options.url        ws:// URL including ?user=
+   * @param {string} options.url        ws:// URL (with ?user= in the gateway's dev mode)
    * @param {string} options.clientId   this tab's identity, kept across its reloads
    * @param {string} options.threadId
    * @param {(event: object, run: RunView) => void} options.onEvent
    * @param {(state: "connecting"|"syncing"|"open"|"reconnecting", detail: object) => void} options.onStatus
    *   "open" comes once the thread's snapshot (the answer to reattach) has arrived; a run
    *   in progress when the connection drops goes on without it, and the reattach shows it.
+   * @param {typeof WebSocket} [options.WebSocket]  the WebSocket class (the global one by default)
    */
-  constructor({ url, clientId, threadId, onEvent, onStatus }) {
-    const withId = new URL(url, location.href);
+  constructor({ url, clientId, threadId, onEvent, onStatus, WebSocket = globalThis.WebSocket }) {
+    const withId = new URL(url, globalThis.location?.href);
     withId.searchParams.set("clientId", clientId);
     this.url = withId.href;
+    this.Socket = WebSocket;
     this.threadId = threadId;
     this.onEvent = onEvent;
     this.onStatus = onStatus;
@@ -69,8 +74,14 @@ export class AgUiClient {
       forwardedProps: {},
     };
     if (resume) input.resume = resume;
-    this.#send(input);
+    this.send(input);
     return input.runId;
+  }
+
+  /** Sends a whole RunAgentInput (its runId marks the run as this connection's own); one
+   * sent while no connection is open waits for the next. Whether it was written now. */
+  send(input) {
+    return this.#send(input);
   }
 
   cancel() {
@@ -83,7 +94,7 @@ export class AgUiClient {
   }
 
   #connect() {
-    const socket = new WebSocket(this.url);
+    const socket = new this.Socket(this.url);
     // Everything that makes a run "ours" belongs to one connection and dies with it.
     const connection = { socket, ownRuns: new Set(), run: null, synced: false };
     this.connection = connection;
@@ -121,14 +132,15 @@ export class AgUiClient {
 
   #send(frame) {
     const connection = this.connection;
-    if (!connection || connection.socket.readyState !== WebSocket.OPEN) {
+    if (!connection || connection.socket.readyState !== OPEN) {
       // Inputs wait for the next connection; a control frame would be stale by then
       // (every connection opens with its own reattach).
       if (!frame.type) this.outbox.push(frame);
-      return;
+      return false;
     }
     if (frame.runId) connection.ownRuns.add(frame.runId);
     connection.socket.send(JSON.stringify(frame));
+    return true;
   }
 
   #dispatch(connection, event) {
