@@ -1,0 +1,436 @@
+// WebSocketAgent: an @ag-ui/client 1.0 agent that talks to agent-gateway over /ws.
+//
+// One connection per thread (src/connection.js: reconnect with backoff, reattach,
+// `clientId`), reused across runs. `run()` streams one run, and carries it across a dropped
+// connection: the reattach that follows a reconnect is stitched into the same run (the
+// run's own events, the snapshot in between), so the stream stays valid and the run ends
+// once. `connect()` is the reattach: the thread as snapshots, then the run in progress live
+// to its end. `abortRun()` is the /ws cancel frame.
+//
+// Exactly once (src/ledger.js, one ledger per storage): a client call is recorded when this
+// agent hands it to the app (its run ends waiting on it, and `newMessages` carries it),
+// before the app's tool can run, and its result when the app's next input carries the tool
+// message. After a reconnect or a reload a kept result is sent again while the gateway
+// lists the call open; a call begun with no result goes to `settle`; a call the gateway
+// hands this client on `connect()` (made while the page was loading) goes to `perform`.
+// Calls of another client are never handed out. See README.md for CopilotKit's path.
+
+import { AbstractAgent } from "@ag-ui/client";
+import { Observable } from "rxjs";
+import { ThreadConnection } from "./src/connection.js";
+import { newId } from "./src/ids.js";
+import { ActionLedger, asStorage, claimInstance } from "./src/ledger.js";
+
+export { ActionLedger, claimInstance, newId, ThreadConnection };
+
+// Answers the agent sends for the app when it has no hook to ask.
+export const UNKNOWN_OUTCOME = {
+  status: "unknown",
+  message: "The page reloaded while this action ran; whether it completed is not known.",
+};
+export const NOT_PERFORMED = {
+  status: "not_performed",
+  message: "The page was loading when this action was asked for, so it was not performed.",
+};
+
+// Follow-on runs one runAgent()/connectAgent() may send with kept results, at most.
+const RESEND_ROUNDS = 3;
+
+// One ledger per storage, shared by every agent on it (a clone, a second agent), so no
+// agent overwrites another's entries with a stale copy.
+const ledgers = new WeakMap();
+
+function ledgerFor(storage) {
+  let ledger = ledgers.get(storage);
+  if (!ledger) ledgers.set(storage, (ledger = new ActionLedger(storage)));
+  return ledger;
+}
+
+function defaultStorage() {
+  return globalThis.sessionStorage ?? new Map();
+}
+
+/** The text of a tool result as a tool message carries it. */
+function contentOf(result) {
+  return typeof result === "string" ? result : JSON.stringify(result);
+}
+
+const CLOSERS = {
+  TEXT_MESSAGE_START: ["TEXT_MESSAGE_END", "messageId", "text"],
+  TOOL_CALL_START: ["TOOL_CALL_END", "toolCallId", "call"],
+  REASONING_START: ["REASONING_END", "messageId", "reasoning"],
+  REASONING_MESSAGE_START: ["REASONING_MESSAGE_END", "messageId", "reasoningMessage"],
+};
+const ENDS = Object.fromEntries(Object.entries(CLOSERS).map(([, [end, key, kind]]) => [end, [key, kind]]));
+
+/** What a run's stream holds open, so a stitch can close it before the snapshot. */
+class OpenSpans {
+  constructor() {
+    this.open = new Map(); // kind:id -> the END event that closes it
+    this.subagents = new Set();
+  }
+
+  note(event) {
+    const opener = CLOSERS[event.type];
+    if (opener) {
+      const [end, key, kind] = opener;
+      this.open.set(`${kind}:${event[key]}`, { type: end, [key]: event[key] });
+    } else if (ENDS[event.type]) {
+      const [key, kind] = ENDS[event.type];
+      this.open.delete(`${kind}:${event[key]}`);
+    } else if (event.type === "SUBAGENT_STARTED") {
+      this.subagents.add(event.subagentRunId);
+    } else if (event.type === "SUBAGENT_FINISHED" || event.type === "SUBAGENT_ERROR") {
+      this.subagents.delete(event.subagentRunId);
+    }
+  }
+
+  /** The END events of everything open, newest first; nothing is open afterwards. */
+  close() {
+    const ends = [...this.open.values()].reverse();
+    this.open.clear();
+    return ends;
+  }
+}
+
+/**
+ * One run()'s or connect()'s stream: which run on the connection is its own, and how a
+ * reconnect's reattach is stitched in.
+ * - ``waiting``: its run has not started (run: the input is sent or queued; connect: the
+ *   reattach is asked);
+ * - ``live``: its run's events are forwarded;
+ * - ``away``: the connection dropped during its run; the next reattach tells whether the
+ *   run goes on (same runId: joined mid-run) or ended meanwhile (the thread's snapshot);
+ * - ``ending``: the run ended while away: the snapshot is forwarded, then the end.
+ */
+class Stream {
+  constructor(kind, observer, input) {
+    this.kind = kind;
+    this.observer = observer;
+    this.input = input;
+    this.runId = kind === "run" ? input.runId : null;
+    this.state = "waiting";
+    this.spans = new OpenSpans();
+    this.sentOn = null; // the connection (by number) the input went out on
+  }
+
+  emit(event) {
+    this.spans.note(event);
+    this.observer.next(event);
+  }
+
+  end(event) {
+    this.observer.next(event.runId && this.runId ? { ...event, runId: this.runId } : event);
+    this.observer.complete();
+  }
+}
+
+export class WebSocketAgent extends AbstractAgent {
+  #options;
+  #storage;
+  #ledger;
+  #identity;
+  #release = new AbortController();
+  #connection = null;
+  #connections = 0; // connections opened so far: which one a frame went out on
+  #stream = null;
+  #finished = null; // the view of the latest run a stream of this agent saw end
+
+  /**
+   * @param {object} config  AgentConfig of @ag-ui/client, and:
+   * @param {string} config.url  the gateway's /ws URL (ws:// or wss://; relative in a page)
+   * @param {string} [config.clientId]  this client instance; by default one kept in
+   *   ``storage`` (the same across reloads of a tab, a new one in a new tab)
+   * @param {Storage|Map<string,string>} [config.storage]  where the identity and the
+   *   ledger live: sessionStorage in a browser, a Map elsewhere
+   * @param {typeof WebSocket} [config.WebSocket]  the WebSocket class (the global one)
+   * @param {(call: ClientCall) => unknown} [config.settle]  a call this client began before
+   *   a reload, its result lost: the result the app can see it had, or null if it did not
+   *   happen (then it is handed out again)
+   * @param {(call: ClientCall) => unknown} [config.perform]  performs a call the gateway
+   *   hands this client on connect() (the run made it while the page was loading)
+   */
+  constructor({ url, clientId, storage, WebSocket, settle, perform, ...config }, shared = null) {
+    super(config);
+    this.url = url;
+    this.#options = { url, clientId, storage, WebSocket, settle, perform, ...config };
+    this.#storage = shared?.storage ?? asStorage(storage ?? defaultStorage());
+    this.#ledger = shared?.ledger ?? ledgerFor(storage ?? this.#storage);
+    this.#identity =
+      shared?.identity ??
+      (clientId
+        ? Promise.resolve(clientId)
+        : claimInstance(() => newId("client"), this.#storage, { signal: this.#release.signal }));
+  }
+
+  /** This client instance's id, as the gateway knows it. */
+  get clientId() {
+    return this.#identity;
+  }
+
+  /** The ledger of client calls this agent hands out (shared by agents on one storage). */
+  get ledger() {
+    return this.#ledger;
+  }
+
+  run(input) {
+    return new Observable((observer) => {
+      const stream = new Stream("run", observer, input);
+      this.#begin(stream, input.threadId, (connection) => {
+        this.#noteAnswers(input);
+        this.#send(stream);
+      });
+      return () => this.#let(stream);
+    });
+  }
+
+  connect(input) {
+    return new Observable((observer) => {
+      const stream = new Stream("connect", observer, input);
+      this.#begin(stream, input.threadId, (connection, fresh) => {
+        // A fresh connection opens with a reattach of its own.
+        if (!fresh) connection.reattach();
+      });
+      return () => this.#let(stream);
+    });
+  }
+
+  /** Stops the run in progress on the gateway (the /ws cancel frame); its stream ends with
+   * outcome ``cancelled`` and the text so far stays in the thread. */
+  abortRun() {
+    this.#connection?.cancel();
+    super.abortRun();
+  }
+
+  async runAgent(parameters, subscriber) {
+    this.#finished = null;
+    const outcome = await super.runAgent(parameters, subscriber);
+    return this.#answerOpenCalls(outcome, parameters, subscriber, "run");
+  }
+
+  async connectAgent(parameters, subscriber) {
+    this.#finished = null;
+    const outcome = await super.connectAgent(parameters, subscriber);
+    return this.#answerOpenCalls(outcome, parameters, subscriber, "connect");
+  }
+
+  /** Closes the connection and lets go of the identity (a page unloading, a test). */
+  close() {
+    this.#release.abort();
+    this.#connection?.stop();
+    this.#connection = null;
+  }
+
+  clone() {
+    const copy = new WebSocketAgent(this.#options, {
+      storage: this.#storage,
+      ledger: this.#ledger,
+      identity: this.#identity,
+    });
+    copy.agentId = this.agentId;
+    copy.description = this.description;
+    copy.threadId = this.threadId;
+    copy.messages = structuredClone(this.messages);
+    copy.state = structuredClone(this.state);
+    copy.debug = this.debug;
+    copy.subscribers = [...this.subscribers];
+    copy.pendingInterrupts = structuredClone(this.pendingInterrupts);
+    return copy;
+  }
+
+  // --- streams ----------------------------------------------------------------------------
+
+  #begin(stream, threadId, start) {
+    this.#stream = stream;
+    this.#identity.then(
+      (clientId) => {
+        if (this.#stream !== stream) return;
+        const fresh = !this.#connection || this.#connection.threadId !== threadId;
+        if (fresh) this.#open(clientId, threadId);
+        start(this.#connection, fresh);
+      },
+      (error) => stream.observer.error(error),
+    );
+  }
+
+  #let(stream) {
+    if (this.#stream === stream) this.#stream = null;
+  }
+
+  #open(clientId, threadId) {
+    this.#connection?.stop();
+    const connection = new ThreadConnection({
+      url: this.url,
+      clientId,
+      threadId,
+      WebSocket: this.#options.WebSocket,
+      onEvent: (event, view) => this.#route(event, view),
+      onStatus: (state) => this.#status(state),
+    });
+    this.#connection = connection;
+    connection.start();
+  }
+
+  #status(state) {
+    if (state === "syncing") this.#connections += 1;
+    if ((state === "reconnecting" || state === "connecting") && this.#stream?.state === "live") {
+      this.#stream.state = "away";
+    }
+  }
+
+  #route(event, view) {
+    this.#bookkeep(event, view);
+    const stream = this.#stream;
+    if (!stream) return;
+    const ends = event.type === "RUN_FINISHED" || event.type === "RUN_ERROR";
+    if (event.type === "RUN_STARTED") {
+      this.#started(stream, event);
+      return;
+    }
+    if (stream.state === "live") {
+      if (ends) this.#close(stream, event, view);
+      else stream.emit(event);
+    } else if (stream.state === "ending") {
+      if (ends) this.#close(stream, event, view);
+      else if (event.type === "MESSAGES_SNAPSHOT" || event.type === "STATE_SNAPSHOT") stream.emit(event);
+    } else if (stream.state === "waiting" && event.type === "RUN_ERROR" && !view.runId) {
+      // A refusal outside any run: of this stream's input or reattach, the next in line.
+      this.#close(stream, event, view);
+    } else if (stream.state === "waiting" && event.type === "MESSAGES_SNAPSHOT") {
+      this.#lostInput(stream, event, view);
+    }
+  }
+
+  #started(stream, event) {
+    const ours = stream.kind === "connect" || event.runId === stream.runId;
+    if (stream.state === "waiting" && ours) {
+      stream.runId = event.runId;
+      stream.state = "live";
+      stream.emit(event);
+    } else if (stream.state === "away") {
+      // The reconnect's reattach: the same run goes on, or it ended while away.
+      for (const end of stream.spans.close()) stream.emit(end);
+      stream.state = event.runId === stream.runId ? "live" : "ending";
+    }
+  }
+
+  /** An input written to a connection that then dropped may never have reached the
+   * gateway: the thread's snapshot says whether it did (its message is there). */
+  #lostInput(stream, event, view) {
+    if (stream.kind !== "run" || stream.sentOn === null || stream.sentOn >= this.#connections) return;
+    const last = stream.input.messages.at(-1);
+    const arrived =
+      last?.role === "tool"
+        ? view.answered.has(last.toolCallId)
+        : (event.messages ?? []).some((message) => message.id === last?.id);
+    if (arrived) {
+      // It ran, and ended, while the connection was down: its outcome is the thread's.
+      stream.emit({ type: "RUN_STARTED", threadId: stream.input.threadId, runId: stream.runId });
+      stream.emit(event);
+      stream.state = "ending";
+    } else {
+      this.#send(stream);
+    }
+  }
+
+  #send(stream) {
+    // Written now, or queued for the connection about to open.
+    const written = this.#connection.send(stream.input);
+    stream.sentOn = written ? this.#connections : this.#connections + 1;
+  }
+
+  #close(stream, event, view) {
+    for (const end of stream.spans.close()) stream.emit(end);
+    this.#stream = null;
+    if (event.type === "RUN_FINISHED") this.#finished = view;
+    stream.end(event);
+  }
+
+  // --- the ledger ---------------------------------------------------------------------------
+
+  /** What any run on the connection tells the ledger, streamed to a caller or not. */
+  #bookkeep(event, view) {
+    if (event.type === "MESSAGES_SNAPSHOT") this.#ledger.answered(view.answered);
+    else if (event.type === "RUN_FINISHED") this.#ledger.finished(event.runId, view.pending);
+  }
+
+  /** An input's tool messages: the results of calls this agent handed out, as the app
+   * performed them, recorded before they are sent. */
+  #noteAnswers(input) {
+    for (const message of input.messages) {
+      if (message.role !== "tool" || !message.toolCallId) continue;
+      const entry = this.#ledger.get(message.toolCallId);
+      if (entry?.state === "started") this.#ledger.performed(message.toolCallId, message.content);
+      if (this.#ledger.get(message.toolCallId)?.state === "performed") {
+        this.#ledger.sent(message.toolCallId, input.runId);
+      }
+    }
+  }
+
+  /**
+   * After a run or a reattach ends waiting on client calls: the ones this client may hand
+   * to the app stay in ``newMessages`` (recorded as started first); results it holds, or
+   * learns from ``settle``/``perform``, go to the gateway in a follow-on run; every other
+   * call is taken out of ``newMessages``, so no app executes it here.
+   */
+  async #answerOpenCalls(outcome, parameters, subscriber, path) {
+    let { result, newMessages } = outcome;
+    for (let round = 0; round < RESEND_ROUNDS && this.#finished; round += 1) {
+      const view = this.#finished;
+      this.#finished = null;
+      const handed = new Set();
+      const answers = [];
+      for (const step of this.#ledger.plan(view)) {
+        if (step.kind === "resend") {
+          answers.push(step);
+          continue;
+        }
+        if (step.kind === "elsewhere") continue;
+        let answer = step.kind === "settle" ? await this.#ask("settle", step.call, UNKNOWN_OUTCOME) : null;
+        if (answer === null && path === "run") {
+          this.#ledger.started(step.call);
+          handed.add(step.id);
+          continue;
+        }
+        if (answer === null) {
+          this.#ledger.started(step.call);
+          answer = await this.#ask("perform", step.call, NOT_PERFORMED);
+        }
+        this.#ledger.performed(step.id, answer);
+        answers.push({ id: step.id, result: answer });
+      }
+      newMessages = withoutCalls(newMessages, view.pending.filter((id) => !handed.has(id)));
+      if (!answers.length) break;
+      this.addMessages(
+        answers.map(({ id, result: kept }) => ({ id: newId("tool"), role: "tool", toolCallId: id, content: contentOf(kept) })),
+      );
+      const next = await super.runAgent({ ...parameters, runId: undefined }, subscriber);
+      result = next.result;
+      newMessages = [...newMessages, ...next.newMessages];
+    }
+    return { result, newMessages };
+  }
+
+  /** The app's hook ``name`` on a call, or ``fallback`` without one; null means "not done". */
+  async #ask(name, call, fallback) {
+    const hook = this.#options[name];
+    if (typeof hook !== "function") return fallback;
+    try {
+      const answer = await hook(call);
+      return answer === undefined ? null : answer;
+    } catch (error) {
+      return { status: "error", message: `The app's ${name} hook failed: ${error?.message ?? error}` };
+    }
+  }
+}
+
+/** ``messages`` with the tool calls ``ids`` taken out (copies; the agent keeps its own). */
+function withoutCalls(messages, ids) {
+  if (!ids.length) return messages;
+  const hidden = new Set(ids);
+  return messages.map((message) =>
+    message.role === "assistant" && message.toolCalls?.some((call) => hidden.has(call.id))
+      ? { ...message, toolCalls: message.toolCalls.filter((call) => !hidden.has(call.id)) }
+      : message,
+  );
+}

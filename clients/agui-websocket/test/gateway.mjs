@@ -1,0 +1,112 @@
+// What the package's tests share: the gateway they run against (started by pytest:
+// tests/e2e/test_agui_websocket.py), a WebSocket that a test can cut, and the app side of
+// CopilotKit's tool path (perform a handed-out call, add its tool message, run again).
+import { enforceEvents, verifyEvents } from "@ag-ui/client";
+import { format } from "node:util";
+import { from, lastValueFrom, toArray } from "rxjs";
+import { newId, WebSocketAgent } from "../index.js";
+
+export const GATEWAY = process.env.AGUI_GATEWAY_WS;
+export const TOOLS = JSON.parse(process.env.AGUI_TOOLS ?? "[]");
+if (!GATEWAY) throw new Error("AGUI_GATEWAY_WS names the gateway's /ws URL (pytest sets it)");
+
+export const NAVIGATE = "업무 요청 목록 화면 열어줘";
+export const LONG_REPLY = "자기소개를 길게 해 주세요"; // the demo's scripted model: 94 chunks
+
+/** A WebSocket whose live instances a test can cut, as a network drop would. */
+export class CuttableSocket extends globalThis.WebSocket {
+  static live = new Set();
+
+  constructor(url, protocols) {
+    super(url, protocols);
+    this.blackHole = false;
+    CuttableSocket.live.add(this);
+    this.addEventListener("close", () => CuttableSocket.live.delete(this));
+  }
+
+  send(data) {
+    if (!this.blackHole) super.send(data);
+  }
+
+  /** The connection dies; frames sent from now on are lost although the socket still
+   * looks open for ``openForMs`` (a TCP drop noticed late). */
+  static cut(openForMs = 0) {
+    for (const socket of CuttableSocket.live) {
+      socket.blackHole = true;
+      setTimeout(() => socket.close(4000, "cut by the test"), openForMs).unref();
+    }
+  }
+}
+
+/** A new agent as a page (or its reload, on the same storage) would make it. */
+export function pageAgent({ storage = new Map(), threadId = newId("thread"), ...options } = {}) {
+  return new WebSocketAgent({ url: GATEWAY, storage, threadId, WebSocket: CuttableSocket, ...options });
+}
+
+export function userMessage(content) {
+  return { id: newId("msg"), role: "user", content };
+}
+
+/** The client calls a run result hands the app, as CopilotKit reads them. */
+export function handedCalls(result) {
+  return result.newMessages
+    .filter((message) => message.role === "assistant")
+    .flatMap((message) => message.toolCalls ?? [])
+    .filter((call) => !result.newMessages.some((m) => m.role === "tool" && m.toolCallId === call.id));
+}
+
+/** What CopilotKit does with a call it executed: the tool message after its call. */
+export function addResult(agent, call, result) {
+  agent.messages.push({ id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) });
+}
+
+/** The thread as a fresh client (another clientId) sees it. */
+export async function threadOf(threadId) {
+  const observer = pageAgent({ threadId });
+  try {
+    await observer.connectAgent({ tools: TOOLS });
+    return observer.messages;
+  } finally {
+    observer.close();
+  }
+}
+
+/** ``events`` through @ag-ui/client 1.0's enforcement and verifier: what came out, and
+ * the warnings and failure, if any. */
+export async function officialCheck(events) {
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => warnings.push(format(...args));
+  try {
+    const out = await lastValueFrom(from(events).pipe(enforceEvents(), verifyEvents(), toArray()));
+    return { events: out, warnings, failed: null };
+  } catch (error) {
+    return { events: [], warnings, failed: String(error?.message ?? error) };
+  } finally {
+    console.warn = warn;
+  }
+}
+
+/** Resolves with the first event ``predicate`` picks from the agent's next runs (a run reads
+ * its subscribers when it starts: call this before). */
+export function nextEvent(agent, predicate) {
+  return new Promise((resolve) => {
+    const { unsubscribe } = agent.subscribe({
+      onEvent: ({ event }) => {
+        if (predicate(event)) {
+          unsubscribe();
+          resolve(event);
+        }
+      },
+    });
+  });
+}
+
+export function assistantText(messages) {
+  return messages
+    .filter((message) => message.role === "assistant" && typeof message.content === "string")
+    .map((message) => message.content)
+    .join("");
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,88 @@
+// run(): one run over /ws, as @ag-ui/client 1.0 takes it in, also across a dropped connection.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { lastValueFrom, toArray } from "rxjs";
+import {
+  assistantText, CuttableSocket, LONG_REPLY, nextEvent, officialCheck, pageAgent, threadOf, TOOLS, userMessage,
+} from "./gateway.mjs";
+
+function inputOf(agent, content) {
+  return {
+    threadId: agent.threadId, runId: `run-${Date.now()}`, messages: [userMessage(content)],
+    tools: TOOLS, context: [], state: {}, forwardedProps: {},
+  };
+}
+
+test("run() streams one run that the official client's verifier takes unchanged", async () => {
+  const agent = pageAgent();
+  try {
+    const events = await lastValueFrom(agent.run(inputOf(agent, LONG_REPLY)).pipe(toArray()));
+    assert.equal(events[0].type, "RUN_STARTED");
+    assert.equal(events.at(-1).type, "RUN_FINISHED");
+    assert.ok(events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").length > 50);
+    const report = await officialCheck(events);
+    assert.equal(report.failed, null);
+    assert.deepEqual(report.warnings, []);
+    assert.deepEqual(report.events, events);
+  } finally {
+    agent.close();
+  }
+});
+
+test("runAgent() reuses one connection across runs and keeps the thread's messages", async () => {
+  const agent = pageAgent();
+  try {
+    agent.addMessage(userMessage(LONG_REPLY));
+    await agent.runAgent({ tools: TOOLS });
+    const socket = [...CuttableSocket.live].find(() => true);
+    agent.addMessage(userMessage(LONG_REPLY));
+    await agent.runAgent({ tools: TOOLS });
+    assert.ok(CuttableSocket.live.has(socket), "the second run went over the first run's socket");
+    assert.equal(agent.messages.filter((m) => m.role === "assistant").length, 2);
+  } finally {
+    agent.close();
+  }
+});
+
+test("a run cut mid-reply goes on after the reconnect, valid, and ends with the whole reply", async () => {
+  const agent = pageAgent();
+  try {
+    const input = inputOf(agent, LONG_REPLY);
+    const events = [];
+    const done = new Promise((resolve, reject) =>
+      agent.run(input).subscribe({
+        next: (event) => {
+          events.push(event);
+          if (events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").length === 10) CuttableSocket.cut();
+        },
+        error: reject,
+        complete: resolve,
+      }),
+    );
+    await done;
+    const report = await officialCheck(events);
+    assert.equal(report.failed, null);
+    assert.deepEqual(report.warnings, []);
+    assert.equal(events.filter((e) => e.type === "RUN_STARTED").length, 1);
+    assert.equal(events.at(-1).type, "RUN_FINISHED");
+    assert.equal(events.at(-1).runId, input.runId);
+    assert.ok(events.some((e) => e.type === "MESSAGES_SNAPSHOT"), "the reattach's snapshot is in the run");
+  } finally {
+    agent.close();
+  }
+});
+
+test("runAgent() across a cut builds the same reply the gateway stored", async () => {
+  const agent = pageAgent();
+  try {
+    agent.addMessage(userMessage(LONG_REPLY));
+    const cut = nextEvent(agent, (event) => event.type === "TEXT_MESSAGE_CONTENT").then(() => CuttableSocket.cut());
+    await agent.runAgent({ tools: TOOLS });
+    await cut;
+    const stored = await threadOf(agent.threadId);
+    assert.ok(assistantText(stored).length > 100);
+    assert.equal(assistantText(agent.messages), assistantText(stored));
+  } finally {
+    agent.close();
+  }
+});
