@@ -10,6 +10,8 @@ fi
 
 # The official @ag-ui/client, pinned by the lock file, drives the SSE door.
 (cd tests/e2e/node && npm ci --silent --no-audit --no-fund)
+# The WebSocket agent package: its tests and types run against @ag-ui/client from its lock file.
+(cd clients/agui-websocket && npm ci --silent --no-audit --no-fund)
 
 # Debian's Chromium and CJK fonts for the browser tests (no browser download works here).
 if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "noto.*cjk"; then

@@ -29,6 +29,8 @@ export class ThreadConnection {
    */
   constructor({ url, clientId, threadId, onEvent, onStatus, WebSocket = globalThis.WebSocket }) {
     const withId = new URL(url, globalThis.location?.href);
+    // A URL relative to the page comes out http(s):, which not every WebSocket takes.
+    withId.protocol = withId.protocol.replace(/^http/, "ws");
     withId.searchParams.set("clientId", clientId);
     this.url = withId.href;
     this.Socket = WebSocket;
