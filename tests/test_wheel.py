@@ -6,6 +6,8 @@ example and its MCP servers; its operator commands read the threads back."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,7 +59,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     source = root / "source"
     tracked = _run("git", "ls-files", "-z", cwd=ROOT).split("\0")
     for name in filter(None, tracked):
-        if (ROOT / name).is_file():
+        if (ROOT / name).is_symlink():  # as a clone has it: the reference client's agui-websocket/
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(ROOT / name), source / name)
+        elif (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, source / name)
     pip = (sys.executable, "-m", "pip")
@@ -81,6 +86,8 @@ async def test_the_installed_wheel_serves_the_demo_and_reads_its_threads(
         assert call["args"]["screenId"] == "MNU-3120"
         page = await _get(port, "/")
         assert "<!doctype html>" in page.lower()
+        modules = await _modules(port, "/app.js")
+        assert {"/agui-websocket/connection.js", "/agui-websocket/ledger.js"} <= modules
     threads = ("threads", "--user", "demo", "--db", db)
     listed = _run(installed / "agent-gateway", *threads, cwd=tmp_path)
     assert [t["threadId"] for t in json.loads(listed)] == [thread]
@@ -124,6 +131,21 @@ async def test_the_installed_wheel_runs_the_warehouse_and_its_mcp_servers(
         ask = user_input(new_id("t"), "reserve SKU-100 for O-9", tools=[])
         events = await run_over_ws(gateway_port, ask)
         assert events[-1]["outcome"]["type"] == "interrupt"
+
+
+async def _modules(port: int, entry: str) -> set[str]:
+    """Every module the page's ``entry`` imports, at any depth, each fetched from the wheel."""
+    found, queue = set(), [entry]
+    while queue:
+        path = queue.pop()
+        if path in found:
+            continue
+        found.add(path)
+        source = await _get(port, path)
+        folder = path.rsplit("/", 1)[0]
+        for name in re.findall(r'^(?:import|export)\b[^;]*?from\s+"\./([^"]+)"', source, re.M):
+            queue.append(os.path.normpath(f"{folder}/{name}"))
+    return found
 
 
 async def _get(port: int, path: str) -> str:
