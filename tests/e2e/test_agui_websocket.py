@@ -52,7 +52,7 @@ async def test_the_package_suite_passes_against_the_gateway(
         "node",
         "--experimental-websocket",
         "--test",
-        "--test-timeout=60000",
+        "--test-timeout=120000",
         "--test-reporter=spec",
         f"test/{suite}",
         env={"AGUI_GATEWAY_WS": paced_gateway.ws_url(), "AGUI_TOOLS": json.dumps([NAVIGATE_TOOL])},
