@@ -2,6 +2,7 @@
 // tests/e2e/test_agui_websocket.py), a WebSocket that a test can cut, and the app side of
 // CopilotKit's tool path (perform a handed-out call, add its tool message, run again).
 import { enforceEvents, verifyEvents } from "@ag-ui/client";
+import assert from "node:assert/strict";
 import { format } from "node:util";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { newId, WebSocketAgent } from "../index.js";
@@ -71,17 +72,16 @@ export async function threadOf(threadId) {
   }
 }
 
-/** ``events`` through @ag-ui/client 1.0's enforcement and verifier: what came out, and
- * the warnings and failure, if any. */
-export async function officialCheck(events) {
+/** Asserts that ``events`` pass @ag-ui/client 1.0's enforcement and verifier (the stages
+ * its HttpAgent runs every stream through) with no warning, and come out unchanged. */
+export async function assertOfficiallyValid(events) {
   const warnings = [];
   const warn = console.warn;
   console.warn = (...args) => warnings.push(format(...args));
   try {
     const out = await lastValueFrom(from(events).pipe(enforceEvents(), verifyEvents(), toArray()));
-    return { events: out, warnings, failed: null };
-  } catch (error) {
-    return { events: [], warnings, failed: String(error?.message ?? error) };
+    assert.deepEqual(warnings, []);
+    assert.deepEqual(out, events);
   } finally {
     console.warn = warn;
   }
