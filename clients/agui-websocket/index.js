@@ -35,6 +35,9 @@ export const NOT_PERFORMED = {
 
 // Follow-on runs one runAgent()/connectAgent() may send with kept results, at most.
 const RESEND_ROUNDS = 3;
+// Attempts in a row that fail to open a socket before a waiting run or connect fails (the
+// connection goes on trying for the next one).
+const FAILED_OPENS = 3;
 
 // One ledger per storage, shared by every agent on it (a clone, a second agent), so no
 // agent overwrites another's entries with a stale copy.
@@ -133,6 +136,8 @@ export class WebSocketAgent extends AbstractAgent {
   #release = new AbortController();
   #connection = null;
   #connections = 0; // connections opened so far: which one a frame went out on
+  #failedOpens = 0; // attempts in a row whose socket never opened
+  #opened = false;
   #stream = null;
   #finished = null; // the view of the latest run a stream of this agent saw end
 
@@ -265,16 +270,37 @@ export class WebSocketAgent extends AbstractAgent {
       threadId,
       WebSocket: this.#options.WebSocket,
       onEvent: (event, view) => this.#route(event, view),
-      onStatus: (state) => this.#status(state),
+      onStatus: (state, detail) => this.#status(state, detail),
     });
     this.#connection = connection;
     connection.start();
   }
 
-  #status(state) {
-    if (state === "syncing") this.#connections += 1;
+  #status(state, detail) {
+    if (state === "syncing") {
+      this.#connections += 1;
+      this.#opened = true;
+      this.#failedOpens = 0;
+    }
     if ((state === "reconnecting" || state === "connecting") && this.#stream?.state === "live") {
       this.#stream.state = "away";
+    }
+    if (state === "reconnecting" && detail?.inMs !== undefined) {
+      // The socket closed: after a drop, or without ever opening (refused, unreachable).
+      if (!this.#opened) this.#failedOpens += 1;
+      this.#opened = false;
+      if (this.#failedOpens >= FAILED_OPENS && this.#stream?.state === "waiting") {
+        const stream = this.#stream;
+        this.#stream = null;
+        stream.observer.error(
+          new Error(
+            `Could not open the gateway's WebSocket at ${this.url} (${this.#failedOpens} tries, ` +
+              `close code ${detail.code}): check that the gateway runs there, that the URL names ` +
+              "its /ws door and a user or ticket, and that the gateway allows this page's origin " +
+              "(GATEWAY_ALLOWED_ORIGINS).",
+          ),
+        );
+      }
     }
   }
 

@@ -120,15 +120,21 @@ export class ThreadConnection {
       }
       this.#dispatch(connection, event);
     });
-    socket.addEventListener("close", (close) => {
+    const lost = (code, reason) => {
       if (this.connection !== connection) return;
       this.connection = null;
       if (this.stopped) return;
       const delay = BACKOFF_MS[Math.min(this.attempts, BACKOFF_MS.length - 1)];
       const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
       this.attempts += 1;
-      this.onStatus("reconnecting", { inMs: jittered, code: close.code, reason: close.reason });
+      this.onStatus("reconnecting", { inMs: jittered, code, reason });
       this.retryTimer = setTimeout(() => this.#connect(), jittered);
+    };
+    socket.addEventListener("close", (close) => lost(close.code, close.reason));
+    // A browser follows a failed opening with a close; node 20's WebSocket reports it by
+    // an error alone.
+    socket.addEventListener("error", () => {
+      if (socket.readyState !== OPEN) lost(1006, "");
     });
   }
 

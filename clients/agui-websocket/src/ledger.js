@@ -19,6 +19,9 @@ const SENDS = 5;
 
 // How long a tab waits to hear whether a live tab already holds its identity.
 const CLAIM_MS = 150;
+// This page, so that two claims in one page (two agents, a clone) never take each other
+// for a duplicated tab.
+const PAGE = Math.random().toString(36).slice(2);
 
 /** ``storage`` as the Web Storage calls the ledger makes: a Map is wrapped. */
 export function asStorage(storage) {
@@ -36,8 +39,9 @@ export function asStorage(storage) {
  * A browser that duplicates a tab copies its sessionStorage, identity and ledger included,
  * and two tabs with one identity would both execute its calls. So a tab asks the others
  * (a BroadcastChannel) whether one of them holds the identity it found; if one does, this
- * tab is the copy and starts afresh. A reloaded tab hears nothing: its old page is gone.
- * ``signal`` ends the claim (a client closed for good stops answering copies).
+ * tab is the copy and starts afresh. A reloaded tab hears nothing: its old page is gone,
+ * and claims made in the same page share the identity. ``signal`` ends the claim (a client
+ * closed for good stops answering copies).
  */
 export async function claimInstance(mint, storage = globalThis.sessionStorage, { signal } = {}) {
   storage = asStorage(storage);
@@ -53,12 +57,12 @@ export async function claimInstance(mint, storage = globalThis.sessionStorage, {
     const held = await new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), CLAIM_MS);
       channel.onmessage = (message) => {
-        if (message.data?.held === found) {
+        if (message.data?.held === found && message.data.page !== PAGE) {
           clearTimeout(timer);
           resolve(true);
         }
       };
-      channel.postMessage({ asking: found });
+      channel.postMessage({ asking: found, page: PAGE });
     });
     if (held) {
       id = null;
@@ -70,7 +74,9 @@ export async function claimInstance(mint, storage = globalThis.sessionStorage, {
   const mine = id;
   // Kept open for the page's life, to answer a copy of this tab.
   channel.onmessage = (message) => {
-    if (message.data?.asking === mine) channel.postMessage({ held: mine });
+    if (message.data?.asking === mine && message.data.page !== PAGE) {
+      channel.postMessage({ held: mine, page: PAGE });
+    }
   };
   if (signal?.aborted) channel.close();
   else signal?.addEventListener("abort", () => channel.close(), { once: true });

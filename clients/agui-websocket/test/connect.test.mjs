@@ -75,3 +75,16 @@ test("abortRun() stops the run on the gateway; the text so far stays, marked sto
     agent.close();
   }
 });
+
+test("a gateway that cannot be reached fails the run with a sentence saying what to check", async () => {
+  const agent = pageAgent({ url: "ws://127.0.0.1:9/ws?user=demo" });
+  const logged = console.error;
+  console.error = () => {}; // @ag-ui/client logs the failure it rethrows
+  try {
+    agent.addMessage(userMessage(LONG_REPLY));
+    await assert.rejects(agent.runAgent({ tools: TOOLS }), /Could not open the gateway's WebSocket at ws:\/\/127\.0\.0\.1:9\/ws.*GATEWAY_ALLOWED_ORIGINS/s);
+  } finally {
+    console.error = logged;
+    agent.close();
+  }
+});
