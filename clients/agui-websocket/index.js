@@ -181,7 +181,7 @@ export class WebSocketAgent extends AbstractAgent {
   run(input) {
     return new Observable((observer) => {
       const stream = new Stream("run", observer, input);
-      this.#begin(stream, input.threadId, (connection) => {
+      this.#begin(stream, input.threadId, () => {
         this.#noteAnswers(input);
         this.#send(stream);
       });
@@ -219,11 +219,15 @@ export class WebSocketAgent extends AbstractAgent {
     return this.#answerOpenCalls(outcome, parameters, subscriber, "connect");
   }
 
-  /** Closes the connection and lets go of the identity (a page unloading, a test). */
+  /** Closes the connection and lets go of the identity (a page unloading, a test). A run
+   * or connect still streaming ends as aborted; the gateway's run goes on. */
   close() {
     this.#release.abort();
     this.#connection?.stop();
     this.#connection = null;
+    const stream = this.#stream;
+    this.#stream = null;
+    stream?.observer.error(Object.assign(new Error("The agent was closed."), { name: "AbortError" }));
   }
 
   clone() {
@@ -239,6 +243,7 @@ export class WebSocketAgent extends AbstractAgent {
     copy.state = structuredClone(this.state);
     copy.debug = this.debug;
     copy.subscribers = [...this.subscribers];
+    copy.middlewares = [...this.middlewares]; // AbstractAgent's own, as its clone() copies them
     copy.pendingInterrupts = structuredClone(this.pendingInterrupts);
     return copy;
   }

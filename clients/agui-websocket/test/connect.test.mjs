@@ -9,9 +9,10 @@ test("connect() on a reload mid-run restores the thread and follows the run to i
   const first = pageAgent({ storage });
   first.addMessage(userMessage(LONG_REPLY));
   const replying = nextEvent(first, (event) => event.type === "TEXT_MESSAGE_CONTENT");
-  void first.runAgent({ tools: TOOLS });
+  const running = first.runAgent({ tools: TOOLS });
   await replying;
   first.close(); // the page goes away mid-reply; the run goes on at the gateway
+  await running; // its stream ends as aborted, quietly, and does not hang
 
   const reloaded = pageAgent({ storage, threadId: first.threadId });
   const seen = [];
