@@ -20,6 +20,7 @@ import { Observable } from "rxjs";
 import { ThreadConnection } from "./src/connection.js";
 import { newId } from "./src/ids.js";
 import { ActionLedger, asStorage, claimInstance } from "./src/ledger.js";
+import { Stream } from "./stream.js";
 
 export { ActionLedger, claimInstance, newId, ThreadConnection };
 
@@ -56,76 +57,6 @@ function defaultStorage() {
 /** The text of a tool result as a tool message carries it. */
 function contentOf(result) {
   return typeof result === "string" ? result : JSON.stringify(result);
-}
-
-const CLOSERS = {
-  TEXT_MESSAGE_START: ["TEXT_MESSAGE_END", "messageId", "text"],
-  TOOL_CALL_START: ["TOOL_CALL_END", "toolCallId", "call"],
-  REASONING_START: ["REASONING_END", "messageId", "reasoning"],
-  REASONING_MESSAGE_START: ["REASONING_MESSAGE_END", "messageId", "reasoningMessage"],
-};
-const ENDS = Object.fromEntries(Object.entries(CLOSERS).map(([, [end, key, kind]]) => [end, [key, kind]]));
-
-/** What a run's stream holds open, so a stitch can close it before the snapshot. */
-class OpenSpans {
-  constructor() {
-    this.open = new Map(); // kind:id -> the END event that closes it
-    this.subagents = new Set();
-  }
-
-  note(event) {
-    const opener = CLOSERS[event.type];
-    if (opener) {
-      const [end, key, kind] = opener;
-      this.open.set(`${kind}:${event[key]}`, { type: end, [key]: event[key] });
-    } else if (ENDS[event.type]) {
-      const [key, kind] = ENDS[event.type];
-      this.open.delete(`${kind}:${event[key]}`);
-    } else if (event.type === "SUBAGENT_STARTED") {
-      this.subagents.add(event.subagentRunId);
-    } else if (event.type === "SUBAGENT_FINISHED" || event.type === "SUBAGENT_ERROR") {
-      this.subagents.delete(event.subagentRunId);
-    }
-  }
-
-  /** The END events of everything open, newest first; nothing is open afterwards. */
-  close() {
-    const ends = [...this.open.values()].reverse();
-    this.open.clear();
-    return ends;
-  }
-}
-
-/**
- * One run()'s or connect()'s stream: which run on the connection is its own, and how a
- * reconnect's reattach is stitched in.
- * - ``waiting``: its run has not started (run: the input is sent or queued; connect: the
- *   reattach is asked);
- * - ``live``: its run's events are forwarded;
- * - ``away``: the connection dropped during its run; the next reattach tells whether the
- *   run goes on (same runId: joined mid-run) or ended meanwhile (the thread's snapshot);
- * - ``ending``: the run ended while away: the snapshot is forwarded, then the end.
- */
-class Stream {
-  constructor(kind, observer, input) {
-    this.kind = kind;
-    this.observer = observer;
-    this.input = input;
-    this.runId = kind === "run" ? input.runId : null;
-    this.state = "waiting";
-    this.spans = new OpenSpans();
-    this.sentOn = null; // the connection (by number) the input went out on
-  }
-
-  emit(event) {
-    this.spans.note(event);
-    this.observer.next(event);
-  }
-
-  end(event) {
-    this.observer.next(event.runId && this.runId ? { ...event, runId: this.runId } : event);
-    this.observer.complete();
-  }
 }
 
 export class WebSocketAgent extends AbstractAgent {
