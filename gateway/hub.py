@@ -144,6 +144,8 @@ class Hub:
         self.status_listeners: list[Callable[[bool], None]] = []
         self.declarations = DeclarationLog()
         self._running = 0
+        # Set by stop(): from then on no browser call starts waiting on a timer.
+        self._stopping = False
 
     @property
     def busy(self) -> bool:
@@ -273,7 +275,8 @@ class Hub:
         store: each has ``grace`` seconds to finish; the rest stop where they are and keep
         what they streamed, which the next start closes as interrupted, as after a crash.
         Calls waiting on a browser stop waiting here: the store would be closed when their
-        time came (they stay open in the thread)."""
+        time came (they stay open in the thread), also those of runs that pause in the grace."""
+        self._stopping = True
         for thread in self.threads.values():
             if thread.expiry is not None:
                 thread.expiry.cancel()
@@ -568,9 +571,11 @@ class Hub:
                 thread.thread_id,
                 (time.perf_counter() - started) * 1000,
             )
-            self._finish(run)
+            # Armed before the run lets go of the thread: a thread nobody watches is kept
+            # while its calls wait, so the hub's stop and a later input find that timer.
             if translator.pending:
                 self._arm_expiry(thread)
+            self._finish(run)
 
     async def _stream(self, run: Run, plan: Plan) -> None:
         """Feeds ADK's events through the translator until the run ends or is cancelled."""
@@ -716,6 +721,9 @@ class Hub:
     def _arm_expiry(self, thread: Thread) -> None:
         if thread.expiry is not None:
             thread.expiry.cancel()
+            thread.expiry = None
+        if self._stopping:
+            return
         loop = asyncio.get_running_loop()
         thread.expiry = loop.call_later(
             self.client_tool_timeout, lambda: asyncio.ensure_future(self._expire(thread))

@@ -50,3 +50,31 @@ async def test_a_call_waiting_on_a_browser_does_not_expire_into_a_closed_store(
         await ws.run(user_input(new_id("t"), "업무 요청 목록 화면 열어줘"))
     await asyncio.sleep(0.6)  # when the call's time would have come
     assert "never retrieved" not in caplog.text and "store is not open" not in caplog.text
+
+
+
+async def test_a_call_made_after_its_client_left_still_expires_and_is_stopped_with_the_hub(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The client leaves before the run pauses on its call, so the thread has no watcher when
+    # the call's timer is armed: the hub must still know that thread, or its stop misses it.
+    async with running_gateway(client_tool_timeout=0.3) as gateway, gateway.socket() as ws:
+        await ws.send(user_input(new_id("t"), "업무 요청 목록 화면 열어줘"))
+        await ws.next()  # RUN_STARTED: the run is in progress
+    await asyncio.sleep(0.6)
+    assert "never retrieved" not in caplog.text and "store is not open" not in caplog.text
+
+
+async def test_a_run_that_pauses_during_the_shutdown_grace_arms_no_timer() -> None:
+    async with running_gateway(client_tool_timeout=60, scripted_pace_ms=150) as gateway:
+        hub = gateway.app.hub
+        assert hub is not None
+        async with gateway.socket() as ws:
+            await ws.send(user_input(new_id("t"), "업무 요청 목록 화면 열어줘"))
+            await ws.next()  # RUN_STARTED: the run is in progress as the hub stops
+            await hub.stop()
+            while ws.received[-1]["type"] != "RUN_FINISHED":
+                await asyncio.wait_for(ws.next(), 10)
+            events = [e["type"] for e in ws.received]
+            assert "TOOL_CALL_END" in events, "the run paused on its call within the grace"
+            assert [t for t in hub.threads.values() if t.expiry is not None] == []
