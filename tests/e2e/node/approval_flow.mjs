@@ -3,16 +3,21 @@
 // receives the interrupt, answers it with the library's own resume helper
 // (buildResumeArray over agent.pendingInterrupts) and runs again.
 //
-//   node approval_flow.mjs <url> <threadId> approve|reject
+//   node approval_flow.mjs <url> <threadId> approve|reject|legacy
 //
-// Prints one JSON line: {first, second, pendingInterrupts, resume, messages,
-// warnings, errors, failed}. Exit 0 whenever the JSON was printed.
+// "legacy" approves the way CopilotKit's useInterrupt answers the legacy CUSTOM
+// "on_interrupt" event: forwardedProps.command = {resume, interruptEvent}, with no resume
+// entries (so the agent is told of no pending interrupts, as a client that reads only
+// that event). Prints one JSON line: {first, second, pendingInterrupts, announced, resume,
+// messages, warnings, errors, failed}. Exit 0 whenever the JSON was printed.
 import { format } from "node:util";
-import { HttpAgent, buildResumeArray } from "@ag-ui/client";
+import { client } from "./client.mjs";
+
+const { HttpAgent, buildResumeArray } = client;
 
 const [url, threadId, decision] = process.argv.slice(2);
-if (!url || !threadId || !["approve", "reject"].includes(decision)) {
-  process.stderr.write("usage: node approval_flow.mjs <url> <threadId> approve|reject\n");
+if (!url || !threadId || !["approve", "reject", "legacy"].includes(decision)) {
+  process.stderr.write("usage: node approval_flow.mjs <url> <threadId> approve|reject|legacy\n");
   process.exit(1);
 }
 delete process.env.SUPPRESS_TRANSFORMATION_WARNINGS;
@@ -36,16 +41,31 @@ function done() {
 }
 
 try {
-  await agent.runAgent({}, { onEvent: ({ event }) => { out.first.push(event); } });
+  out.announced = [];
+  await agent.runAgent({}, {
+    onEvent: ({ event }) => { out.first.push(event); },
+    onCustomEvent: ({ event }) => {
+      if (event.name === "on_interrupt") out.announced.push(event.value);
+    },
+  });
   out.pendingInterrupts = agent.pendingInterrupts;
-  const answer = decision === "approve"
-    ? { status: "resolved", payload: { approved: true } }
-    : { status: "resolved", payload: { approved: false, reason: "금액 확인이 필요합니다" } };
-  out.resume = buildResumeArray(
-    agent.pendingInterrupts,
-    Object.fromEntries(agent.pendingInterrupts.map((i) => [i.id, answer])),
-  );
-  await agent.runAgent({ resume: out.resume }, { onEvent: ({ event }) => { out.second.push(event); } });
+  if (decision === "legacy") {
+    agent.pendingInterrupts = [];
+    const command = { resume: { approved: true }, interruptEvent: out.announced.at(-1) };
+    await agent.runAgent(
+      { forwardedProps: { command } },
+      { onEvent: ({ event }) => { out.second.push(event); } },
+    );
+  } else {
+    const answer = decision === "approve"
+      ? { status: "resolved", payload: { approved: true } }
+      : { status: "resolved", payload: { approved: false, reason: "금액 확인이 필요합니다" } };
+    out.resume = buildResumeArray(
+      agent.pendingInterrupts,
+      Object.fromEntries(agent.pendingInterrupts.map((i) => [i.id, answer])),
+    );
+    await agent.runAgent({ resume: out.resume }, { onEvent: ({ event }) => { out.second.push(event); } });
+  }
 } catch (e) {
   out.failed = String(e?.message ?? e);
 }

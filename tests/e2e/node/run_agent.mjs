@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Conformance harness: drive the OFFICIAL @ag-ui/client@1.0.0 HttpAgent once
+// Conformance harness: drive the OFFICIAL @ag-ui/client HttpAgent (1.0.0; 0.0.59 with AGUI_CLIENT=0) once
 // against an AG-UI endpoint (our POST /invocations) and report what it saw.
 //
 //   node run_agent.mjs <url> <input.json>
@@ -52,7 +52,9 @@
 //   is set, so we unset that variable to keep warnings visible.
 import { readFileSync } from "node:fs";
 import { format } from "node:util";
-import { HttpAgent } from "@ag-ui/client";
+import { client } from "./client.mjs";
+
+const { HttpAgent } = client;
 
 const [url, inputPath] = process.argv.slice(2);
 if (!url || !inputPath) {
