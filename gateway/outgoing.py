@@ -1,5 +1,6 @@
-"""A connection's events on their way out: encoded as they are queued, bounded in bytes,
-released in batches that cost few writes.
+"""A connection's events on their way out: encoded as they are queued (shaped for the AG-UI
+version its client declared, ``gateway.versions``), bounded in bytes, released in batches
+that cost few writes.
 
 Every frame costs the server a write and the client a wake-up. A fast model streams
 word-sized text chunks: sent one by one they make most of a run's frames, though a chunk's
@@ -22,6 +23,7 @@ import contextlib
 from typing import Generic, TypeVar, cast
 
 from gateway import protocol as p
+from gateway import versions
 
 # Well under a display frame (16 ms): no one sees the difference.
 TEXT_HOLD_SECONDS = 0.010
@@ -41,6 +43,8 @@ class Outgoing(Generic[E]):
         # The message whose text has started on the client and may wait for more.
         self._showing: str | None = None
         self.limit_bytes = limit_bytes
+        # The AG-UI version the client declared (``gateway.versions``); the door sets it.
+        self.dialect = versions.Dialect.CURRENT
         self.size = 0
         # Ended: None is queued, and nothing more is taken.
         self.ended = False
@@ -49,16 +53,18 @@ class Outgoing(Generic[E]):
         return len(self._items)
 
     def put(self, event: E) -> bool:
-        """Queues the event; False, queueing nothing, if it would pass the byte limit."""
-        data = b"" if event is None else p.encode(event)
-        if (
-            event is not None
-            and self.limit_bytes is not None
-            and self.size + len(data) > self.limit_bytes
-        ):
+        """Queues the event, as the client's dialect shapes it; False, queueing nothing, if
+        it would pass the byte limit."""
+        if event is None:
+            frames: list[Frame[E]] = [(event, b"")]
+        else:
+            frames = cast(list[Frame[E]], versions.encoded(event, self.dialect))
+        size = sum(len(data) for _, data in frames)
+        limit = self.limit_bytes
+        if event is not None and limit is not None and self.size + size > limit:
             return False
-        self.size += len(data)
-        self._items.append((event, data))
+        self.size += size
+        self._items.extend(frames)
         self._ready.set()
         if not (isinstance(event, p.TextMessageContent) and event.message_id == self._showing):
             self._urgent.set()

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from functools import partial
 
-from gateway import logs
+from gateway import logs, versions
 from gateway import protocol as p
 from gateway.asgi import Receive, Scope, Send, challenge
 from gateway.auth import Authenticator
@@ -74,8 +74,9 @@ class Invocation:
                 self.rates.check(user)
                 run_input = p.decode_input(await body.json())
                 logs.bind(thread=run_input.thread_id, run=run_input.run_id)
+                subscriber.queue.dialect, run_input = versions.negotiate(run_input)
                 if _asks_to_cancel(run_input):
-                    await self._cancel(user, run_input.thread_id)
+                    await self._cancel(user, run_input.thread_id, subscriber.queue.dialect)
                     return
                 # The body is read: from now on ``receive`` only says when the client leaves.
                 left = asyncio.create_task(_disconnect(self.receive), name="sse client")
@@ -150,7 +151,7 @@ class Invocation:
         await self._stream_start(http_status(error), challenge(error), close=not keep_alive)
         await self._stream([p.encode(error.to_event())], more=False)
 
-    async def _cancel(self, user: str, thread_id: str) -> None:
+    async def _cancel(self, user: str, thread_id: str, dialect: versions.Dialect) -> None:
         """The SSE door's cancel: a short stream saying what happened."""
         cancelled = await self.hub.cancel(user, thread_id)
         self.door.record_cancel(thread_id, cancelled)
@@ -160,7 +161,8 @@ class Invocation:
         else:
             events = nothing_to_cancel(thread_id)
         await self._stream_start(200)
-        await self._stream([p.encode(event) for event in events], more=False)
+        encoded = [data for event in events for _, data in versions.encoded(event, dialect)]
+        await self._stream(encoded, more=False)
 
     async def _stream_start(
         self, status: int, extra: list[tuple[bytes, bytes]] | None = None, *, close: bool = False

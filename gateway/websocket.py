@@ -9,7 +9,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from gateway import config, cors, logs
+from gateway import config, cors, logs, versions
 from gateway import protocol as p
 from gateway.asgi import Receive, Scope, Send, header, refusal
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
@@ -241,6 +241,8 @@ class WebSocketSession:
             if isinstance(request, p.Reattach):
                 run = await self.hub.reattach(self.user, request.thread_id, self)
             else:
+                # The connection speaks the version of its latest input from here on.
+                self.outbox.dialect, request = versions.negotiate(request)
                 run = await self.hub.start(self.user, request, self)
         except p.GatewayError as error:
             self._audit(request, error)

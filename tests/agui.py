@@ -18,6 +18,8 @@ from websockets.asyncio.client import ClientConnection
 _official = TypeAdapter(OfficialEvent)
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
+# What a 1.0 client declares on its inputs; without it the gateway answers as to 0.0.x.
+PROTOCOL_VERSION = "1.0"
 
 
 def validate_official(event: dict[str, Any]) -> None:
@@ -43,10 +45,12 @@ class StreamChecker:
     or tool call open at a time, and every ``subagentRunId`` announced by SUBAGENT_STARTED
     before it is used. ``official=False`` checks the ordering only: ``scripts/load.py``
     checks thousands of streams and cannot spend the official models' CPU on each event.
+    ``declared`` is the version RUN_STARTED must declare: None for a 0.0.x client's stream.
     """
 
-    def __init__(self, *, official: bool = True) -> None:
+    def __init__(self, *, official: bool = True, declared: str | None = PROTOCOL_VERSION) -> None:
         self.official = official
+        self.declared = declared
         self.in_run = False
         self.open_text: set[str] = set()
         self.open_tools: set[str] = set()
@@ -64,7 +68,8 @@ class StreamChecker:
         kind = event["type"]
         if kind == "RUN_STARTED":
             assert not self.in_run, "RUN_STARTED while a run is still active"
-            assert event.get("protocolVersion") == "1.0", "RUN_STARTED must declare 1.0"
+            said = event.get("protocolVersion")
+            assert said == self.declared, f"RUN_STARTED declares {said}, not {self.declared}"
             self.in_run = True
             self.run_tool_calls = set()
             self.subagents, self.subagents_done, self.openers = set(), set(), {}
@@ -167,6 +172,7 @@ def user_input(
     return {
         "threadId": thread_id,
         "runId": new_id("run"),
+        "protocolVersion": PROTOCOL_VERSION,
         "messages": [{"id": message_id or new_id("msg"), "role": "user", "content": text}],
         "tools": [NAVIGATE_TOOL] if tools is None else tools,
         "context": context or [],
@@ -182,6 +188,7 @@ def tool_answer(
     return {
         "threadId": thread_id,
         "runId": new_id("run"),
+        "protocolVersion": PROTOCOL_VERSION,
         "messages": [
             {
                 "id": new_id("tool"),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.agui import NAVIGATE_TOOL, StreamChecker, new_id
+from tests.agui import NAVIGATE_TOOL, PROTOCOL_VERSION, StreamChecker, new_id
 from tests.conftest import RunningGateway, running_gateway
 from tests.test_auth_doors import JWT, bearer
 from tests.tokens import token
@@ -25,13 +25,22 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def client_environment(old_client: bool) -> dict[str, str]:
+    """The harnesses drive @ag-ui/client 1.0, or 0.0.59 (CopilotKit 1.74's) if ``old_client``."""
+    return {**os.environ, "AGUI_CLIENT": "0" if old_client else "1"}
+
+
 async def run_http_agent(
-    gateway: RunningGateway, run_input: dict[str, Any], headers: dict[str, str] | None = None
+    gateway: RunningGateway,
+    run_input: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    *,
+    old_client: bool = False,
 ) -> dict[str, Any]:
     """Runs the official client once, sending ``headers``; returns the harness report."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(run_input, handle, ensure_ascii=False)
-    environment = {**os.environ, "AGUI_HEADERS": json.dumps(headers or {})}
+    environment = {**client_environment(old_client), "AGUI_HEADERS": json.dumps(headers or {})}
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "run_agent.mjs"),
@@ -45,7 +54,7 @@ async def run_http_agent(
     Path(handle.name).unlink()
     assert process.returncode == 0, stderr.decode()
     report: dict[str, Any] = json.loads(stdout)
-    checker = StreamChecker()
+    checker = StreamChecker(declared=None if old_client else PROTOCOL_VERSION)
     for event in report["http"].get("events", []):
         checker.feed(event)
     return report
@@ -135,7 +144,9 @@ async def test_session_busy_reaches_the_official_client_as_409() -> None:
     assert "SESSION_BUSY" in report["failed"]
 
 
-async def approval_flow(gateway: RunningGateway, decision: str) -> dict[str, Any]:
+async def approval_flow(
+    gateway: RunningGateway, decision: str, *, old_client: bool = False
+) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "approval_flow.mjs"),
@@ -144,12 +155,13 @@ async def approval_flow(gateway: RunningGateway, decision: str) -> dict[str, Any
         decision,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=client_environment(old_client),
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, stderr.decode()
     report: dict[str, Any] = json.loads(stdout)
     for run in ("first", "second"):
-        checker = StreamChecker()
+        checker = StreamChecker(declared=None if old_client else PROTOCOL_VERSION)
         for event in report[run]:
             checker.feed(event)
     return report

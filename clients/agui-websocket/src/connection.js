@@ -69,6 +69,8 @@ export class ThreadConnection {
     const input = {
       threadId: this.threadId,
       runId: newId("run"),
+      // AG-UI 1.0's declaration: without it the gateway answers as to a 0.0.x client.
+      protocolVersion: "1.0",
       messages,
       tools,
       context,
