@@ -87,6 +87,8 @@ class Plan:
     results: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
     # The user's message that starts the turn, for the thread's other connections.
     said: NewTurn | None = None
+    # The thread's state, for a client that shares state: its deltas apply to this.
+    state: p.StateSnapshot | None = None
 
 
 def _iso(timestamp: float) -> str:
@@ -226,6 +228,9 @@ class Hub:
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
             plan = await self._plan(run, run_input, opened.session)
+            if run_input.state not in (None, {}):
+                shared = p.StateSnapshot(snapshot=history.state_snapshot(opened.session))
+                plan = dataclasses.replace(plan, state=shared)
         except BaseException:
             try:
                 if opened.created:  # a request refused leaves no empty thread behind
@@ -530,6 +535,7 @@ class Hub:
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
         started = time.perf_counter()
         run.emit(translator.start())
+        run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
         # Observers see the user's message and the browser's results; the executor sent them.
         if plan.said is not None and plan.said.text:

@@ -105,3 +105,15 @@ async def test_every_agents_state_changes_stream_live_and_come_back_on_reattach(
         assert status == 200
         assert SECRET.encode() not in raw
         assert applied(events)["report"] == "all done"
+
+
+async def test_a_client_that_shares_state_gets_the_threads_state_as_its_run_starts() -> None:
+    thread = new_id("t")
+    async with running_gateway(agent=tree()) as gateway, gateway.socket() as ws:
+        first = await ws.run(user_input(thread, "note it", tools=[]))
+        assert of_type(first, "STATE_SNAPSHOT") == []  # it declared no state
+        shared = {**user_input(thread, "again", tools=[]), "state": {"mine": 1}}
+        started, snapshot = (await ws.run(shared))[:2]
+    assert started["type"] == "RUN_STARTED"
+    # The thread's state, not the client's: the deltas that follow apply to it.
+    assert snapshot == {"type": "STATE_SNAPSHOT", "snapshot": EXPECTED}
