@@ -1,0 +1,237 @@
+"""Every kind of stream the gateway emits, error streams included, through two outside
+oracles: ``ag-ui-validate`` 0.4 (its core and transport rules, on the bytes as sent) and
+@ag-ui/client's own checks (1.0's enforcer and verifier; 0.0.59's schemas for the streams
+of a client that declares no version).
+
+ag-ui-validate's catalogue is written against AG-UI 0.x; the rules of it that AG-UI 1.0
+contradicts are listed, each with the 1.0 text, in docs/conformance.md, and exactly those
+are turned off here. Every listed rule must still fire on some stream of the catalogue, so
+the list cannot outlive the behaviour it excuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from ag_ui_validate import RULES, Diagnostic, ValidatorOptions
+from ag_ui_validate.transport import TransportOptions, validate_body
+
+from gateway.translate import Phase
+from tests.agui import new_id, user_input
+from tests.conftest import RunningGateway, running_gateway
+from tests.e2e.test_agui_client import pytestmark
+from tests.e2e.test_versions_clients import official_check
+from tests.test_agent_errors import FlakyLlm
+from tests.test_auth_doors import JWT
+
+__all__ = ["pytestmark"]
+
+CONFORMANCE = Path(__file__).parents[2] / "docs" / "conformance.md"
+
+
+def ignored_rules() -> set[str]:
+    """The rule ids docs/conformance.md lists as contradicted by AG-UI 1.0."""
+    return set(re.findall(r"^\| (AGUI\d{3}) \|", CONFORMANCE.read_text(), re.MULTILINE))
+
+
+@dataclasses.dataclass
+class Capture:
+    """One answer of the SSE door, as sent."""
+
+    name: str
+    status: int
+    content_type: str
+    body: bytes
+    old_client: bool = False
+    features: tuple[str, ...] = ()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [
+            json.loads(line[len("data: ") :])
+            for line in self.body.decode().split("\n")
+            if line.startswith("data: ")
+        ]
+
+
+async def validated(capture: Capture) -> list[Diagnostic]:
+    """ag-ui-validate's findings on the bytes, every rule on."""
+
+    async def body() -> AsyncIterator[bytes]:
+        yield capture.body
+
+    options = TransportOptions(
+        validator=ValidatorOptions(features=list(capture.features)), recorded=True
+    )
+    result = await validate_body(body(), capture.content_type, options)
+    return list(result.report.diagnostics)
+
+
+class Door:
+    """POST /invocations as a plain HTTP client, keeping what each answer said."""
+
+    def __init__(self, gateway: RunningGateway, http: httpx.AsyncClient) -> None:
+        self.gateway, self.http = gateway, http
+        self.captures: list[Capture] = []
+
+    async def post(
+        self,
+        name: str,
+        frame: dict[str, Any] | bytes,
+        *,
+        user: str = "demo",
+        headers: dict[str, str] | None = None,
+        features: tuple[str, ...] = (),
+    ) -> Capture:
+        content = frame if isinstance(frame, bytes) else json.dumps(frame).encode()
+        answer = await self.http.post(
+            f"{self.gateway.http}/invocations?user={user}",
+            content=content,
+            headers={"content-type": "application/json", **(headers or {})},
+        )
+        old = isinstance(frame, dict) and "protocolVersion" not in frame
+        capture = Capture(
+            name,
+            answer.status_code,
+            answer.headers.get("content-type", ""),
+            answer.content,
+            old_client=old,
+            features=features,
+        )
+        self.captures.append(capture)
+        return capture
+
+
+def tool_result(thread: str, call_id: str) -> dict[str, Any]:
+    frame = user_input(thread, "")
+    frame["messages"] = [
+        {
+            "id": new_id("tool"),
+            "role": "tool",
+            "toolCallId": call_id,
+            "content": json.dumps({"status": "navigated"}),
+        }
+    ]
+    return frame
+
+
+def resume(thread: str, interrupt_id: str) -> dict[str, Any]:
+    frame = {**user_input(thread, ""), "messages": []}
+    frame["resume"] = [
+        {"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}
+    ]
+    return frame
+
+
+def legacy(frame: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in frame.items() if key != "protocolVersion"}
+
+
+async def catalogue(door: Door) -> None:
+    """Every kind of stream, as clients meet them."""
+    await door.post("text turn", user_input(new_id("t"), "안녕"))
+    thread = new_id("t")
+    asked = await door.post("frontend tool call", user_input(thread, "업무 요청 목록 화면 열어줘"))
+    [pending] = asked.events[-1]["outcome"]["pendingToolCallIds"]
+    await door.post("tool result", tool_result(thread, pending))
+    thread = new_id("t")
+    asked = await door.post("approval asked", user_input(thread, "R-1042 승인해줘"))
+    [interrupt] = asked.events[-1]["outcome"]["interrupts"]
+    await door.post("approval answered", resume(thread, interrupt["id"]))
+    state = {**user_input(new_id("t"), "안녕"), "state": {"theme": "dark"}}
+    await door.post("declared state", state, features=("shared-state",))
+    await door.post("agent error", user_input(new_id("t"), "explode"))
+    await door.post("bad body", b'{"threadId": "t"')
+    await door.post("bad version", {**user_input(new_id("t"), "안녕"), "protocolVersion": "2.0"})
+    await door.post("unknown call", tool_result(new_id("t"), "no-such-call"))
+    cancel = {**user_input(new_id("t"), ""), "forwardedProps": {"gateway": {"cancel": True}}}
+    await door.post("nothing to cancel", cancel)
+    await busy_and_cancelled(door)
+    for _ in range(door.gateway.app.settings.user_burst + 1):
+        flood = await door.post("rate limit", b"{}", user="flood")
+        if flood.status == 429:
+            break
+    door.captures = [c for c in door.captures if c.name != "rate limit" or c.status == 429]
+    # The same turns from a client that declares no version.
+    await door.post("0.0.x text turn", legacy(user_input(new_id("t"), "안녕")))
+    thread = new_id("t")
+    await door.post(
+        "0.0.x frontend tool call", legacy(user_input(thread, "업무 요청 목록 화면 열어줘"))
+    )
+    thread = new_id("t")
+    asked = await door.post("0.0.x approval asked", legacy(user_input(thread, "R-1042 승인해줘")))
+    [interrupt] = asked.events[-1]["outcome"]["interrupts"]
+    await door.post("0.0.x approval answered", legacy(resume(thread, interrupt["id"])))
+
+
+async def busy_and_cancelled(door: Door) -> None:
+    """A run in progress: a second input is refused as busy; a cancel stops it."""
+    thread = new_id("t")
+    running = asyncio.create_task(
+        door.post("cancelled run", user_input(thread, "자기소개를 길게 해 주세요"))
+    )
+    hub = door.gateway.app.hub
+    assert hub is not None
+    for _ in range(500):  # until the run streams
+        known = hub.threads.get(thread)
+        if (
+            known is not None
+            and known.run is not None
+            and known.run.translator.phase is not Phase.NEW
+        ):
+            break
+        await asyncio.sleep(0.01)
+    await door.post("busy thread", user_input(thread, "안녕"))
+    cancel = {**user_input(thread, ""), "forwardedProps": {"gateway": {"cancel": True}}}
+    await door.post("cancel", cancel)
+    await running
+
+
+async def all_captures() -> list[Capture]:
+    captures: list[Capture] = []
+    async with (
+        running_gateway(model=FlakyLlm(), scripted_pace_ms=40, user_rate=0.5, user_burst=30) as gw,
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        door = Door(gw, http)
+        await catalogue(door)
+        captures += door.captures
+    async with running_gateway(**JWT) as gw, httpx.AsyncClient(timeout=30) as http:
+        door = Door(gw, http)
+        await door.post("auth refusal", user_input(new_id("t"), "안녕"), user="")
+        captures += door.captures
+    return captures
+
+
+async def test_every_stream_passes_ag_ui_validate_and_the_official_clients() -> None:
+    captures = await all_captures()
+    names = {c.name for c in captures}
+    assert {"cancel", "busy thread", "rate limit", "auth refusal", "bad body"} <= names
+    statuses = {c.name: c.status for c in captures}
+    assert statuses["busy thread"] == 409 and statuses["rate limit"] == 429
+    assert statuses["auth refusal"] == 401 and statuses["bad body"] == 400
+    ignored = ignored_rules()
+    problems: list[str] = []
+    fired: set[str] = set()
+    for capture in captures:
+        for finding in await validated(capture):
+            fired.add(finding.rule)
+            if finding.rule not in ignored and finding.severity in ("error", "warning"):
+                problems.append(f"{capture.name}: {finding.rule} {finding.message}")
+        checked = await official_check(capture.events, old_client=capture.old_client)
+        if checked["failed"] or checked["warnings"]:
+            problems.append(f"{capture.name}: client: {checked['failed']} {checked['warnings']}")
+    assert not problems, "\n".join(problems)
+    assert ignored <= fired, f"listed in docs/conformance.md but never fired: {ignored - fired}"
+
+
+def test_the_ignored_rules_are_rules_of_ag_ui_validate() -> None:
+    ignored = ignored_rules()
+    assert ignored and ignored <= set(RULES)
