@@ -98,6 +98,7 @@ class Chat:
             run_input = {
                 "threadId": self.thread,
                 "runId": run_id,
+                "protocolVersion": "1.0",
                 "messages": messages,
                 "tools": self.tools,
                 "context": [],

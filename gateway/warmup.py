@@ -136,6 +136,7 @@ async def _greet(ws: ClientConnection, thread_id: str, tools: list[p.Tool]) -> N
     frame = p.RunAgentInput(
         thread_id=thread_id,
         run_id=uuid.uuid4().hex,
+        protocol_version=p.PROTOCOL_VERSION,
         messages=[p.UserMessage(id=uuid.uuid4().hex, content="안녕")],
         tools=tools,
     )

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING
 
 from gateway import config, cors, logs, versions
@@ -70,8 +71,11 @@ class WebSocketSession:
         self.close_code = 1000
         # The client instance it speaks for (``?clientId=``), across its reconnects.
         self.client: str | None = None
+        # Whether anything was sent yet: only a stream's first event may be a lone RUN_ERROR.
+        self.streamed = False
 
     def deliver(self, event: p.Event) -> None:
+        self.streamed = True
         if self.outbox.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
@@ -219,15 +223,15 @@ class WebSocketSession:
             try:
                 await self._handle(item)
             except Exception:
-                self.deliver(p.unexpected(f"a frame from {self.user}").to_event())
+                self._refusal(p.unexpected(f"a frame from {self.user}").to_event())
             del item  # the next wait must not keep a finished input alive
 
     async def _handle(self, item: Work) -> None:
         if isinstance(item, p.GatewayError):
-            self.deliver(item.to_event())
+            self._refusal(item.to_event())
         elif isinstance(item, Refused):
             self.refused = None
-            self.deliver(item.to_event())
+            self._refusal(item.to_event())
         elif isinstance(item, list):
             for event in item:
                 self.deliver(event)
@@ -246,7 +250,7 @@ class WebSocketSession:
                 run = await self.hub.start(self.user, request, self)
         except p.GatewayError as error:
             self._audit(request, error)
-            self.deliver(error.to_event())
+            self._refusal(error.to_event(), request)
             return
         self._audit(request, None)
         if self.following not in (None, request.thread_id):
@@ -254,6 +258,22 @@ class WebSocketSession:
         self.following = request.thread_id
         if run is not None:
             await run.done.wait()
+
+    def _refusal(
+        self, error: p.RunError, request: p.RunAgentInput | p.Reattach | None = None
+    ) -> None:
+        """Tells of a frame refused between runs: alone as the stream's first event, else in
+        a run of its own, since a RUN_ERROR after a run's end says that run failed (AG-UI 1.0)
+        and nothing but RUN_STARTED may follow a RUN_ERROR."""
+        if self.streamed:
+            thread_id = request.thread_id if request is not None else self.following or ""
+            run_id = getattr(request, "run_id", None) or f"refused-{uuid.uuid4().hex[:12]}"
+            self.deliver(
+                p.RunStarted(
+                    thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION
+                )
+            )
+        self.deliver(error)
 
     def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
         if isinstance(request, p.Reattach):

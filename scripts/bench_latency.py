@@ -31,6 +31,7 @@ def run_input(thread: str, text: str = "", **extra: Any) -> str:
     frame = {
         "threadId": thread,
         "runId": uuid.uuid4().hex,
+        "protocolVersion": "1.0",
         "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}] if text else [],
         "tools": [],
         "context": [],

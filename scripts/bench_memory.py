@@ -34,7 +34,13 @@ def user_input(thread: str, text: str, history: int = 0) -> str:
     )
     messages.append({"id": uuid.uuid4().hex, "role": "user", "content": text})
     return json.dumps(
-        {"threadId": thread, "runId": uuid.uuid4().hex, "messages": messages, "tools": []}
+        {
+            "threadId": thread,
+            "runId": uuid.uuid4().hex,
+            "protocolVersion": "1.0",
+            "messages": messages,
+            "tools": [],
+        }
     )
 
 

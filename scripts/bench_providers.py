@@ -208,6 +208,7 @@ async def gateway_run(ws: ClientConnection) -> Stream:
     frame = {
         "threadId": uuid.uuid4().hex,
         "runId": uuid.uuid4().hex,
+        "protocolVersion": "1.0",
         "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": PROMPT}],
         "tools": [],
         "context": [],

@@ -176,6 +176,7 @@ async def gateway_run(ws: ClientConnection, tools: list[object], text: str = GRE
         {
             "threadId": uuid.uuid4().hex,
             "runId": uuid.uuid4().hex,
+            "protocolVersion": "1.0",
             "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
             "tools": tools,
             "context": [],

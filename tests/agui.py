@@ -232,6 +232,14 @@ class AgUiSocket:
             if event["type"] in TERMINAL:
                 return events
 
+    async def refused(self, frame: dict[str, Any] | str) -> dict[str, Any]:
+        """The RUN_ERROR a refused frame gets: alone as the stream's first event, else in a
+        run of its own (after a run's end a lone RUN_ERROR would say that run failed)."""
+        *opened, error = await self.run(frame)
+        assert error["type"] == "RUN_ERROR", error
+        assert [event["type"] for event in opened] == (["RUN_STARTED"] if opened else [])
+        return error
+
     async def run(self, frame: dict[str, Any] | str) -> list[dict[str, Any]]:
         await self.send(frame)
         return await self.until_end()

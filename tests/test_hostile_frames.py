@@ -47,7 +47,7 @@ async def paused_on_navigate(ws: AgUiSocket, thread: str) -> str:
 
 
 async def assert_refused(ws: AgUiSocket, frame: dict[str, Any] | str, *words: str) -> str:
-    [error] = await ws.run(frame)
+    error = await ws.refused(frame)
     assert error["type"] == "RUN_ERROR" and error["code"] == "VALIDATION_ERROR", error
     for word in words:
         assert word in error["message"], error["message"]
@@ -146,7 +146,7 @@ async def test_an_unexpected_failure_is_internal_error_with_an_id_and_the_socket
     async with gateway.socket() as ws:
         with monkeypatch.context() as patch:
             patch.setattr(hub_module, "read_input", broken)
-            [error] = await ws.run(user_input(new_id("t"), "안녕"))
+            error = await ws.refused(user_input(new_id("t"), "안녕"))
         assert error["code"] == "INTERNAL_ERROR"
         assert "secret" not in error["message"] and "RuntimeError" not in error["message"]
         error_id = error["message"].split("error id ")[1].split(")")[0]

@@ -40,7 +40,7 @@ async def test_a_user_past_their_threads_is_refused_a_new_one_and_keeps_the_old(
             for thread in (first, second):
                 assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
             refused = new_id("t")
-            [error] = await ws.run(user_input(refused, "안녕"))
+            error = await ws.refused(user_input(refused, "안녕"))
             assert error["code"] == "SERVICE_QUOTA_EXCEEDED"
             assert "2 threads" in error["message"]
             assert outcome(await ws.run(user_input(first, "안녕"))) == {"type": "success"}

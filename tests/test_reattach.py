@@ -120,9 +120,9 @@ async def test_another_users_thread_is_access_denied(gateway: RunningGateway) ->
     async with gateway.socket(user="demo") as ws:
         await ws.run(user_input(thread, "안녕"))
     async with gateway.socket(user="guest") as intruder:
-        [denied] = await intruder.run({"type": "reattach", "threadId": thread})
+        denied = await intruder.refused({"type": "reattach", "threadId": thread})
         assert denied["code"] == "ACCESS_DENIED"
-        [denied] = await intruder.run(user_input(thread, "안녕"))
+        denied = await intruder.refused(user_input(thread, "안녕"))
         assert denied["code"] == "ACCESS_DENIED"
         # Cancelling someone else's thread cancels nothing.
         events = await intruder.run({"type": "cancel", "threadId": thread})

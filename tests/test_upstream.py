@@ -87,7 +87,7 @@ async def test_second_and_unknown_answers_to_interrupts(gateway: RunningGateway)
             "INTERRUPT_ALREADY_ANSWERED"
         ]
         assert not text_of(again)
-        [unknown] = await ws.run(resume(thread, "no-such-interrupt", payload={"approved": True}))
+        unknown = await ws.refused(resume(thread, "no-such-interrupt", payload={"approved": True}))
         assert unknown["code"] == "VALIDATION_ERROR" and "no-such-interrupt" in unknown["message"]
 
 
@@ -95,7 +95,7 @@ async def test_malformed_approval_payload_is_a_validation_error(gateway: Running
     thread = new_id("t")
     async with gateway.socket() as ws:
         interrupt = await ask_approval(ws, thread)
-        [error] = await ws.run(resume(thread, interrupt["id"], payload={"ok": 1}))
+        error = await ws.refused(resume(thread, interrupt["id"], payload={"ok": 1}))
         assert error["code"] == "VALIDATION_ERROR" and "approved" in error["message"]
         events = await ws.run(resume(thread, interrupt["id"], payload={"approved": True}))
         assert "승인했습니다" in text_of(events)
@@ -248,17 +248,17 @@ async def test_client_tool_declarations_are_checked_against_the_catalog(
 ) -> None:
     async with gateway.socket() as ws:
         unknown = {"name": "launchMissiles", "description": "x", "parameters": {}}
-        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[unknown]))
+        error = await ws.refused(user_input(new_id("t"), "안녕", tools=[unknown]))
         assert error["code"] == "VALIDATION_ERROR" and "launchMissiles" in error["message"]
         server = {"name": "find_screen", "description": "x"}
-        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[server]))
+        error = await ws.refused(user_input(new_id("t"), "안녕", tools=[server]))
         assert "server tool" in error["message"]
         wrong_type = {
             "name": "navigateToScreen",
             "description": "x",
             "parameters": {"type": "object", "properties": {"screenId": {"type": "number"}}},
         }
-        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[wrong_type]))
+        error = await ws.refused(user_input(new_id("t"), "안녕", tools=[wrong_type]))
         assert "navigateToScreen" in error["message"]
         assert "parameters.properties.screenId.type" in error["message"]
         extra = {
@@ -266,7 +266,7 @@ async def test_client_tool_declarations_are_checked_against_the_catalog(
             "description": "x",
             "parameters": {"type": "object", "properties": {"url": {"type": "string"}}},
         }
-        [error] = await ws.run(user_input(new_id("t"), "안녕", tools=[extra]))
+        error = await ws.refused(user_input(new_id("t"), "안녕", tools=[extra]))
         assert "parameters.properties.url" in error["message"]
         ok = await ws.run(user_input(new_id("t"), "안녕"))
         assert outcome(ok) == {"type": "success"}

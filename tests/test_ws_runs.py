@@ -129,7 +129,7 @@ async def test_second_run_on_a_busy_thread_gets_session_busy(gateway: RunningGat
         await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
         assert (await owner.next())["type"] == "RUN_STARTED"
         rejecting = user_input(thread, "안녕") | {"forwardedProps": {"gateway": {"busy": "reject"}}}
-        [busy] = await other.run(rejecting)
+        busy = await other.refused(rejecting)
         assert busy["type"] == "RUN_ERROR" and busy["code"] == "SESSION_BUSY"
         assert thread in busy["message"]
         finished = await owner.until_end()
@@ -147,18 +147,18 @@ async def test_malformed_frames_get_validation_errors_and_the_socket_survives(
     gateway: RunningGateway,
 ) -> None:
     async with gateway.socket() as ws:
-        [not_json] = await ws.run("{nope")
+        not_json = await ws.refused("{nope")
         assert not_json["code"] == "VALIDATION_ERROR"
         bad = user_input(new_id("t"), "안녕")
         bad["threadId"] = 42
-        [wrong_type] = await ws.run(bad)
+        wrong_type = await ws.refused(bad)
         assert wrong_type["code"] == "VALIDATION_ERROR"
         assert "$.threadId" in wrong_type["message"]
         missing = user_input(new_id("t"), "안녕")
         del missing["messages"][0]["content"]
-        [no_content] = await ws.run(missing)
+        no_content = await ws.refused(missing)
         assert "content" in no_content["message"]
-        [unknown_control] = await ws.run({"type": "explode", "threadId": "x"})
+        unknown_control = await ws.refused({"type": "explode", "threadId": "x"})
         assert unknown_control["code"] == "VALIDATION_ERROR"
         ok = await ws.run(user_input(new_id("t"), "안녕"))
         assert outcome(ok) == {"type": "success"}
@@ -167,14 +167,14 @@ async def test_malformed_frames_get_validation_errors_and_the_socket_survives(
 async def test_tool_message_for_an_unknown_thread_or_call(gateway: RunningGateway) -> None:
     unknown = new_id("nothread")
     async with gateway.socket() as ws:
-        [error] = await ws.run(tool_answer(unknown, [("call-x", {"status": "navigated"})]))
+        error = await ws.refused(tool_answer(unknown, [("call-x", {"status": "navigated"})]))
         assert error["code"] == "VALIDATION_ERROR"
         assert "call-x" in error["message"]
         # The refused request left no thread behind for anyone to own.
         assert await gateway.app.hub.engine.thread_owner(unknown) is None
         thread = new_id("t")
         await ws.run(user_input(thread, "안녕"))
-        [error] = await ws.run(tool_answer(thread, [("call-y", {"status": "navigated"})]))
+        error = await ws.refused(tool_answer(thread, [("call-y", {"status": "navigated"})]))
         assert error["code"] == "VALIDATION_ERROR" and "call-y" in error["message"]
         ok = await ws.run(user_input(thread, "안녕"))
         assert outcome(ok) == {"type": "success"}
@@ -253,7 +253,7 @@ async def test_concurrent_threads_run_side_by_side(gateway: RunningGateway) -> N
 async def test_an_oversized_frame_is_refused_and_the_socket_survives() -> None:
     async with running_gateway(max_frame_bytes=4096) as gateway, gateway.socket() as ws:
         big = user_input(new_id("t"), "안녕" * 1000)  # over 4096, under 4 times that
-        [error] = await ws.run(big)
+        error = await ws.refused(big)
         assert error["code"] == "VALIDATION_ERROR" and "limit is 4096" in error["message"]
         ok = await ws.run(user_input(new_id("t"), "안녕"))
         assert outcome(ok) == {"type": "success"}

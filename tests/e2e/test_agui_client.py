@@ -70,6 +70,8 @@ def base_input(thread: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "threadId": thread,
         "runId": new_id("run"),
+        # The node harness's client declares its own; a frame sent over /ws declares 1.0.
+        "protocolVersion": PROTOCOL_VERSION,
         "messages": messages,
         "tools": [NAVIGATE_TOOL],
         "context": [],

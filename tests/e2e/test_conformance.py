@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 from ag_ui_validate import RULES, Diagnostic, ValidatorOptions
+from ag_ui_validate.pytest_plugin import validate_agui
 from ag_ui_validate.transport import TransportOptions, validate_body
 
 from gateway.translate import Phase
@@ -43,17 +44,20 @@ def ignored_rules() -> set[str]:
 
 @dataclasses.dataclass
 class Capture:
-    """One answer of the SSE door, as sent."""
+    """One answer of the SSE door as sent, or a /ws connection's whole stream (no body)."""
 
     name: str
     status: int
     content_type: str
-    body: bytes
+    body: bytes | None
     old_client: bool = False
     features: tuple[str, ...] = ()
+    received: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def events(self) -> list[dict[str, Any]]:
+        if self.body is None:
+            return self.received
         return [
             json.loads(line[len("data: ") :])
             for line in self.body.decode().split("\n")
@@ -62,10 +66,13 @@ class Capture:
 
 
 async def validated(capture: Capture) -> list[Diagnostic]:
-    """ag-ui-validate's findings on the bytes, every rule on."""
+    """ag-ui-validate's findings on the bytes (on /ws, the events), every rule on."""
+    if capture.body is None:
+        return list(validate_agui(capture.events, features=list(capture.features)).diagnostics)
+    sent = capture.body
 
     async def body() -> AsyncIterator[bytes]:
-        yield capture.body
+        yield sent
 
     options = TransportOptions(
         validator=ValidatorOptions(features=list(capture.features)), recorded=True
@@ -194,6 +201,36 @@ async def busy_and_cancelled(door: Door) -> None:
     await running
 
 
+async def websocket_streams(gateway: RunningGateway) -> list[Capture]:
+    """/ws connections: runs in order, a reattach's snapshots, a cancel, refused frames."""
+    captures = []
+    async with gateway.socket() as ws:
+        thread = new_id("t")
+        await ws.run(user_input(thread, "업무 요청 목록 화면 열어줘"))
+        await ws.run({"type": "reattach", "threadId": thread})
+        await ws.run({**user_input(thread, "안녕"), "state": {"theme": "dark"}})
+        await ws.send(user_input(new_id("t"), "자기소개를 길게 해 주세요"))
+        started = await ws.next()
+        await ws.send({"type": "cancel", "threadId": started["threadId"]})
+        await ws.until_end()
+        await ws.run({"type": "cancel", "threadId": thread})  # nothing to cancel
+        await ws.run("not json")
+        await ws.run(user_input(new_id("t"), "explode"))
+        captures.append(Capture("ws: one connection", 101, "", None, received=ws.received))
+    async with gateway.socket() as ws:
+        ws.checker.declared = None  # it declares no version: its runs declare none either
+        thread = new_id("t")
+        asked = await ws.run(legacy(user_input(thread, "R-1042 승인해줘")))
+        [interrupt] = asked[-1]["outcome"]["interrupts"]
+        await ws.run(legacy(resume(thread, interrupt["id"])))
+        await ws.send(legacy(user_input(new_id("t"), "자기소개를 길게 해 주세요")))
+        started = await ws.next()
+        await ws.send({"type": "cancel", "threadId": started["threadId"]})
+        await ws.until_end()
+        captures.append(Capture("ws: a 0.0.x client", 101, "", None, True, received=ws.received))
+    return captures
+
+
 async def all_captures() -> list[Capture]:
     captures: list[Capture] = []
     async with (
@@ -203,6 +240,7 @@ async def all_captures() -> list[Capture]:
         door = Door(gw, http)
         await catalogue(door)
         captures += door.captures
+        captures += await websocket_streams(gw)
     async with running_gateway(**JWT) as gw, httpx.AsyncClient(timeout=30) as http:
         door = Door(gw, http)
         await door.post("auth refusal", user_input(new_id("t"), "안녕"), user="")
