@@ -143,6 +143,21 @@ async def test_second_run_on_a_busy_thread_gets_session_busy(gateway: RunningGat
         assert text_of(watched) == text_of(again)
 
 
+async def test_a_frame_refused_after_a_run_is_told_in_a_run_of_its_own(
+    gateway: RunningGateway,
+) -> None:
+    async with gateway.socket() as ws:
+        [first] = await ws.run("{nope")  # the stream's first event may be a lone RUN_ERROR
+        assert first["type"] == "RUN_ERROR"
+        thread = new_id("t")
+        assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+        # Alone here, it would tell the client that the run above failed.
+        answer = tool_answer(thread, [("call-nope", {"status": "navigated"})])
+        started, refused = await ws.run(answer)
+    assert started["type"] == "RUN_STARTED" and refused["type"] == "RUN_ERROR"
+    assert (started["threadId"], started["runId"]) == (thread, answer["runId"])
+
+
 async def test_malformed_frames_get_validation_errors_and_the_socket_survives(
     gateway: RunningGateway,
 ) -> None:
