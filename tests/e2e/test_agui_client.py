@@ -30,6 +30,28 @@ def client_environment(old_client: bool) -> dict[str, str]:
     return {**os.environ, "AGUI_CLIENT": "0" if old_client else "1"}
 
 
+async def official_check(
+    events: list[dict[str, Any]], *, old_client: bool = False
+) -> dict[str, Any]:
+    """What a client's own checks make of ``events`` (1.0's enforcement and verifier, or
+    0.0.59's schemas and verifier); the harness report."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(events, handle, ensure_ascii=False)
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE_DIR / "check_stream.mjs"),
+        handle.name,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=client_environment(old_client),
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    Path(handle.name).unlink()
+    assert process.returncode == 0, stderr.decode()
+    report: dict[str, Any] = json.loads(stdout)
+    return report
+
+
 async def run_http_agent(
     gateway: RunningGateway,
     run_input: dict[str, Any],

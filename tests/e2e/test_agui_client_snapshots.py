@@ -4,11 +4,7 @@ with ``metadata.ended``, pass its enforcement and verifier with no warning and u
 
 from __future__ import annotations
 
-import asyncio
-import json
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from google.adk.events import Event
 from google.genai import types
@@ -16,29 +12,11 @@ from google.genai import types
 from gateway.store import SessionService
 from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
-from tests.e2e.test_agui_client import NODE_DIR, pytestmark
+from tests.e2e.test_agui_client import official_check, pytestmark
 from tests.speakers import Speaker, say
 from tests.test_stopped_replies import STORY, stop_mid_reply, storyteller
 
 __all__ = ["pytestmark"]
-
-
-async def official_check(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """``events`` through the official client's enforcement and verifier; its report."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(events, handle, ensure_ascii=False)
-    process = await asyncio.create_subprocess_exec(
-        "node",
-        str(NODE_DIR / "check_stream.mjs"),
-        handle.name,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    Path(handle.name).unlink()
-    assert process.returncode == 0, stderr.decode()
-    report: dict[str, Any] = json.loads(stdout)
-    return report
 
 
 async def test_the_official_client_takes_cut_off_replies_with_their_mark(tmp_path: Path) -> None:

@@ -27,8 +27,7 @@ from ag_ui_validate.transport import TransportOptions, validate_body
 from gateway.translate import Phase
 from tests.agui import new_id, user_input
 from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.test_agui_client import pytestmark
-from tests.e2e.test_versions_clients import official_check
+from tests.e2e.test_agui_client import official_check, pytestmark
 from tests.test_agent_errors import FlakyLlm
 from tests.test_auth_doors import JWT
 

@@ -3,10 +3,7 @@ that CopilotKit 1.74 bundles, which declares no protocolVersion and gets the 0.0
 
 from __future__ import annotations
 
-import asyncio
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,11 +15,10 @@ from gateway.versions import Dialect
 from tests.agui import new_id, user_input
 from tests.conftest import RunningGateway
 from tests.e2e.test_agui_client import (
-    NODE_DIR,
     accepted,
     approval_flow,
     base_input,
-    client_environment,
+    official_check,
     pytestmark,
     reply_of,
     run_http_agent,
@@ -30,25 +26,6 @@ from tests.e2e.test_agui_client import (
 from tests.test_versions import every_event
 
 __all__ = ["pytestmark"]
-
-
-async def official_check(events: list[dict[str, Any]], *, old_client: bool) -> dict[str, Any]:
-    """What one client's own checks (schemas and verifier) make of a stream."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(events, handle, ensure_ascii=False)
-    process = await asyncio.create_subprocess_exec(
-        "node",
-        str(NODE_DIR / "check_stream.mjs"),
-        handle.name,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=client_environment(old_client),
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    Path(handle.name).unlink()
-    assert process.returncode == 0, stderr.decode()
-    report: dict[str, Any] = json.loads(stdout)
-    return report
 
 
 def stream(events: list[p.Event], dialect: Dialect) -> list[dict[str, Any]]:
