@@ -64,8 +64,7 @@ async def test_a_damaged_thread_is_its_owners_coded_error_on_every_door(tmp_path
         async with gateway.socket(user="alice") as ws:
             assert_quarantined((await ws.run(user_input(thread, "또 안녕")))[-1], thread)
             # The connection stays usable, and the same answer comes again, from the record.
-            await ws.send({"type": "reattach", "threadId": thread})
-            assert_quarantined(await ws.next(), thread)
+            assert_quarantined(await ws.refused({"type": "reattach", "threadId": thread}), thread)
             other = await ws.run(user_input(new_id("t"), "안녕"))
             assert other[-1]["type"] == "RUN_FINISHED"
         async with gateway.socket(user="alice", query=f"&threadId={thread}") as ws:

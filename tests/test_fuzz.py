@@ -315,7 +315,8 @@ async def test_any_frame_gets_a_coded_answer_and_the_gateway_stays_whole(
             frame = data.draw(frames(world))
             await ws.send(frame if isinstance(frame, str) else json.dumps(frame))
             events = await answer_of(ws, world)
-            if events[0]["type"] == "RUN_STARTED" and events[0]["threadId"] not in (
+            # A thread it knows: one a run finished on (a refused frame's run made none).
+            if events[-1]["type"] == "RUN_FINISHED" and events[0]["threadId"] not in (
                 world.foreign_threads
             ):
                 world.threads.add(events[0]["threadId"])
