@@ -61,10 +61,11 @@ class Outgoing(Generic[E]):
             size = 0
         else:
             if self.dialect is _CURRENT:  # nearly every event a client is sent: as it is
-                frames = [(event, p.encode(event))]
+                data = p.encode(event)
+                frames, size = [(event, data)], len(data)
             else:
                 frames = cast(list[Frame[E]], versions.encoded(event, self.dialect))
-            size = sum([len(data) for _, data in frames])
+                size = sum([len(data) for _, data in frames])
             if self.limit_bytes is not None and self.size + size > self.limit_bytes:
                 return False
         self.size += size
