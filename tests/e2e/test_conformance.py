@@ -178,26 +178,34 @@ async def catalogue(door: Door) -> None:
 
 
 async def busy_and_cancelled(door: Door) -> None:
-    """A run in progress: a second input is refused as busy; a cancel stops it."""
+    """Runs in progress: a second input refused as busy, one that interrupts, a cancel."""
     thread = new_id("t")
+    running = asyncio.create_task(
+        door.post("interrupted run", user_input(thread, "자기소개를 길게 해 주세요"))
+    )
+    await streaming(door, thread)
+    rejecting = {"forwardedProps": {"gateway": {"busy": "reject"}}}
+    await door.post("busy thread", user_input(thread, "안녕") | rejecting)
+    await door.post("interrupting message", user_input(thread, "안녕"))
+    await running
     running = asyncio.create_task(
         door.post("cancelled run", user_input(thread, "자기소개를 길게 해 주세요"))
     )
-    hub = door.gateway.app.hub
-    assert hub is not None
-    for _ in range(500):  # until the run streams
-        known = hub.threads.get(thread)
-        if (
-            known is not None
-            and known.run is not None
-            and known.run.translator.phase is not Phase.NEW
-        ):
-            break
-        await asyncio.sleep(0.01)
-    await door.post("busy thread", user_input(thread, "안녕"))
+    await streaming(door, thread)
     cancel = {**user_input(thread, ""), "forwardedProps": {"gateway": {"cancel": True}}}
     await door.post("cancel", cancel)
     await running
+
+
+async def streaming(door: Door, thread: str) -> None:
+    """Waits until the thread's run streams."""
+    hub = door.gateway.app.hub
+    assert hub is not None
+    for _ in range(500):
+        run = getattr(hub.threads.get(thread), "run", None)
+        if run is not None and run.translator.phase is not Phase.NEW:
+            return
+        await asyncio.sleep(0.01)
 
 
 async def websocket_streams(gateway: RunningGateway) -> list[Capture]:
@@ -251,6 +259,8 @@ async def test_every_stream_passes_ag_ui_validate_and_the_official_clients() -> 
     captures = await all_captures()
     names = {c.name for c in captures}
     assert {"cancel", "busy thread", "rate limit", "auth refusal", "bad body"} <= names
+    ended = {c.name: c.events[-1].get("outcome", {}).get("type") for c in captures if c.events}
+    assert ended["interrupted run"] == ended["cancelled run"] == "cancelled"
     statuses = {c.name: c.status for c in captures}
     assert statuses["busy thread"] == 409 and statuses["rate limit"] == 429
     assert statuses["auth refusal"] == 401 and statuses["bad body"] == 400
