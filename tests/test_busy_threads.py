@@ -181,5 +181,5 @@ async def test_on_the_websocket_another_tabs_message_interrupts(paced: RunningGa
         cut = await owner.until_end()
         assert outcome(cut) == {"type": "cancelled"}
         assert outcome(second) == {"type": "success"}
-        [bad] = await other.run(asking(thread, "안녕", busy="never"))
+        bad = await other.refused(asking(thread, "안녕", busy="never"))
         assert bad["type"] == "RUN_ERROR" and bad["code"] == "VALIDATION_ERROR"
