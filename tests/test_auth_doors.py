@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -84,18 +84,22 @@ async def test_sse_without_a_token_is_401_with_a_challenge_and_run_error(
     assert events[0]["type"] == "RUN_ERROR" and "Bearer" in events[0]["message"]
 
 
+# Each bad token is minted as its test runs: one minted at import would have expired (for
+# every reason but its own) by the time a long suite reached it.
 @pytest.mark.parametrize(
-    ("credential", "words"),
+    ("mint", "words"),
     [
-        (token(exp=1_000_000), "expired"),
-        (token(SECRET + "-not"), "signature"),
-        (token(aud="elsewhere"), "audience"),
-        ("garbage", "well-formed"),
+        (lambda: token(exp=1_000_000), "expired"),
+        (lambda: token(SECRET + "-not"), "signature"),
+        (lambda: token(aud="elsewhere"), "audience"),
+        (lambda: "garbage", "well-formed"),
     ],
+    ids=["expired", "signature", "audience", "garbage"],
 )
 async def test_sse_with_a_bad_token_is_401_invalid_token(
-    gateway: RunningGateway, credential: str, words: str
+    gateway: RunningGateway, mint: Callable[[], str], words: str
 ) -> None:
+    credential = mint()
     response, events = await post_run(gateway, user_input(new_id("t"), "안녕"), bearer(credential))
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
