@@ -2,7 +2,7 @@
 // the provider, with the demo's frontend tool, an approval through useInterrupt and the chat.
 //
 // Query parameters: gateway (its origin), user (dev-mode identity), agent (see agents.js),
-// thread (else one per tab, kept across reloads), deny (a screenId the tool refuses to open).
+// thread (else one per tab, kept across reloads), deny (see navigation.js).
 import {
   CopilotChat,
   CopilotKitProvider,
@@ -10,18 +10,17 @@ import {
   useInterrupt,
 } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-core/v2/styles.css";
-import { StrictMode, useState } from "react";
+import { StrictMode, useState, useSyncExternalStore } from "react";
 import { createRoot } from "react-dom/client";
 // The gateway's own declaration of the tool, so the page declares exactly what it checks.
 import navigateToScreen from "../../../../gateway/examples/navigator/tools/navigateToScreen.json";
 import { makeAgent } from "./agents.js";
-import { recordNavigation } from "./record.js";
+import { currentScreen, navigate, onScreenChange } from "./navigation.js";
 
 const params = new URLSearchParams(location.search);
 const gateway = params.get("gateway") ?? location.origin;
 const user = params.get("user") ?? "demo";
 const variant = params.get("agent") ?? "http";
-const denied = params.get("deny");
 const threadId = params.get("thread") ?? keptThreadId();
 
 function keptThreadId() {
@@ -43,20 +42,12 @@ const asStandardSchema = (schema) => ({
   },
 });
 
-function Navigator({ onNavigate }) {
+function Navigator() {
   useFrontendTool({
     name: navigateToScreen.name,
     description: navigateToScreen.description,
     parameters: asStandardSchema(navigateToScreen.parameters),
-    handler: async (args, { toolCall }) => {
-      const name = args.screenName || args.screenId;
-      if (args.screenId === denied) {
-        return { status: "denied", message: `'${name}' 화면은 이 사용자의 메뉴에 없습니다.` };
-      }
-      recordNavigation(toolCall.id, args.screenId);
-      onNavigate(name);
-      return { status: "navigated", message: `'${name}' 화면을 열었습니다.` };
-    },
+    handler: async (args, { toolCall }) => navigate(args, toolCall.id),
   });
   return null;
 }
@@ -80,14 +71,14 @@ function Approval() {
 
 function App() {
   const [agent] = useState(() => makeAgent(variant, { gateway, user, threadId }));
-  const [screen, setScreen] = useState("홈");
+  const screen = useSyncExternalStore(onScreenChange, currentScreen);
   return (
     <CopilotKitProvider agents__unsafe_dev_only={{ default: agent }} enableInspector={false}>
-      <Navigator onNavigate={setScreen} />
+      <Navigator />
       <Approval />
       <div style={{ display: "flex", height: "100vh" }}>
         <main style={{ flex: 1, padding: 24 }}>
-          <h1>{screen}</h1>
+          <h1>{screen?.name ?? "홈"}</h1>
           <p>
             agent <code id="variant">{variant}</code> · thread <code id="thread-id">{threadId}</code>
           </p>
