@@ -129,6 +129,11 @@ class CopilotKitPage:
     def approval(self) -> Locator:
         return self.page.get_by_role("group", name="승인 요청")
 
+    async def wait_reply(self, text: str) -> None:
+        """The latest reply is ``text``, whole, and the run is over."""
+        await expect(self.replies.last).to_have_text(text, timeout=TIMEOUT_MS)
+        await self.wait_idle()
+
     async def wait_idle(self) -> None:
         await expect(self.chat).to_have_attribute(
             "data-copilot-running", "false", timeout=TIMEOUT_MS

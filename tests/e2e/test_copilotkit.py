@@ -10,6 +10,7 @@ console error or throw.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Protocol
 
 import pytest
 from playwright.async_api import BrowserContext, expect
@@ -38,10 +39,18 @@ async def gateway(site: str) -> AsyncIterator[RunningGateway]:
         yield running
 
 
-async def open_tab(
-    context: BrowserContext, site: str, gateway: RunningGateway, agent: str, **query: str
-) -> CopilotKitPage:
-    return await CopilotKitPage.open(context, site, gateway, agent, **query)
+class OpenTab(Protocol):
+    async def __call__(self, agent: str, *, deny: str | None = None) -> CopilotKitPage: ...
+
+
+@pytest.fixture
+def open_tab(context: BrowserContext, site: str, gateway: RunningGateway) -> OpenTab:
+    """Opens a tab of the page with one of its agents, in the test's browser profile."""
+
+    async def opened(agent: str, *, deny: str | None = None) -> CopilotKitPage:
+        return await CopilotKitPage.open(context, site, gateway, agent, deny=deny)
+
+    return opened
 
 
 @pytest.fixture(params=AGENTS)
@@ -51,50 +60,41 @@ def agent(request: pytest.FixtureRequest) -> str:
 
 
 async def test_the_chat_streams_the_reply_and_the_tool_runs_once(
-    context: BrowserContext, site: str, gateway: RunningGateway, agent: str
+    open_tab: OpenTab, agent: str
 ) -> None:
-    tab = await open_tab(context, site, gateway, agent)
+    tab = await open_tab(agent)
     await tab.say(FLAGSHIP)
     # Streamed: the reply is on screen in part before it is whole.
     await tab.wait_reply_in_part("업무", MOVED)
-    await expect(tab.replies.last).to_have_text(MOVED, timeout=TIMEOUT_MS)
-    await tab.wait_idle()
+    await tab.wait_reply(MOVED)
     await expect(tab.screen_title).to_have_text(SCREEN)
     assert await tab.navigations() == 1
     tab.assert_no_console_errors()
 
 
-async def test_the_reply_tells_what_the_tool_really_did(
-    context: BrowserContext, site: str, gateway: RunningGateway, agent: str
-) -> None:
+async def test_the_reply_tells_what_the_tool_really_did(open_tab: OpenTab, agent: str) -> None:
     """The page refuses the screen: its result reaches the model, which says so."""
-    tab = await open_tab(context, site, gateway, agent, deny="MNU-3120")
+    tab = await open_tab(agent, deny="MNU-3120")
     await tab.say(FLAGSHIP)
     refused = "업무 요청 목록 화면을 열 권한이 없어 이동하지 못했습니다."
-    await expect(tab.replies.last).to_have_text(refused, timeout=TIMEOUT_MS)
-    await tab.wait_idle()
+    await tab.wait_reply(refused)
     await expect(tab.screen_title).to_have_text("홈")
     assert await tab.navigations() == 0
     tab.assert_no_console_errors()
 
 
-async def test_an_approval_is_answered_through_use_interrupt(
-    context: BrowserContext, site: str, gateway: RunningGateway, agent: str
-) -> None:
-    tab = await open_tab(context, site, gateway, agent)
+async def test_an_approval_is_answered_through_use_interrupt(open_tab: OpenTab, agent: str) -> None:
+    tab = await open_tab(agent)
     await tab.say("R-1042 승인해줘")
     await expect(tab.approval).to_contain_text("R-1042", timeout=TIMEOUT_MS)
     await tab.approve()
-    await expect(tab.replies.last).to_have_text("R-1042 요청을 승인했습니다.", timeout=TIMEOUT_MS)
+    await tab.wait_reply("R-1042 요청을 승인했습니다.")
     await expect(tab.approval).to_have_count(0)
-    await tab.wait_idle()
     tab.assert_no_console_errors()
 
 
-async def test_stop_mid_reply_then_a_new_message_works(
-    context: BrowserContext, site: str, gateway: RunningGateway, agent: str
-) -> None:
-    tab = await open_tab(context, site, gateway, agent)
+async def test_stop_mid_reply_then_a_new_message_works(open_tab: OpenTab, agent: str) -> None:
+    tab = await open_tab(agent)
     await tab.say(INTRODUCE)
     await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
     await tab.click_stop()
@@ -102,8 +102,7 @@ async def test_stop_mid_reply_then_a_new_message_works(
     stopped = await tab.replies.last.inner_text()
     assert stopped.startswith("안녕하세요")
     await tab.say(FLAGSHIP)
-    await expect(tab.replies.last).to_have_text(MOVED, timeout=TIMEOUT_MS)
-    await tab.wait_idle()
+    await tab.wait_reply(MOVED)
     # The stopped reply keeps the text it had; the tool ran once, for the new message.
     await expect(tab.replies.filter(has_text="안녕하세요")).to_have_text([stopped])
     assert await tab.navigations() == 1
