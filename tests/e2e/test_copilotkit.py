@@ -2,9 +2,16 @@
 
 The page (tests/e2e/copilotkit) is served from another loopback origin than the gateway,
 with no proxy between them, and the gateway allows that origin (``GATEWAY_ALLOWED_ORIGINS``).
-Each story runs with every agent the page offers: ``@ag-ui/client`` 1.0's ``HttpAgent`` and
-the ``HttpAgent`` of the ``@ag-ui/client`` CopilotKit bundles (0.0.x). No story may log a
-console error or throw.
+Each story runs with every agent the page offers: ``@ag-ui/client`` 1.0's ``HttpAgent``, the
+``HttpAgent`` of the ``@ag-ui/client`` CopilotKit bundles (0.0.x), and this repository's
+``WebSocketAgent`` (clients/agui-websocket). No story may log a console error or throw.
+
+On load, ``CopilotChat`` with a ``threadId`` calls the agent's ``connect()``: the
+``WebSocketAgent``'s is a reattach, so a reload shows the thread and follows a run in
+progress. ``HttpAgent`` has no ``connect()`` (both versions throw
+``AGUIConnectNotImplementedError``, which CopilotKit swallows after emptying the chat), so
+with it a reload shows an empty chat and no request reaches the gateway: the reload stories
+run over /ws only.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, TIMEOUT_MS
 
 pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD]
 
-AGENTS = ["http", "http-bundled"]
+AGENTS = ["http", "http-bundled", "ws"]
 SCREEN = "업무 요청 목록"
 INTRODUCE = "자기소개 해줘"
 
@@ -105,5 +112,50 @@ async def test_stop_mid_reply_then_a_new_message_works(open_tab: OpenTab, agent:
     await tab.wait_reply(MOVED)
     # The stopped reply keeps the text it had; the tool ran once, for the new message.
     await expect(tab.replies.filter(has_text="안녕하세요")).to_have_text([stopped])
+    assert await tab.navigations() == 1
+    tab.assert_no_console_errors()
+
+
+# --- over /ws: CopilotKit's connect() on load is the WebSocket agent's reattach ----------
+
+
+async def test_a_reload_shows_the_conversation(
+    open_tab: OpenTab,
+) -> None:
+    tab = await open_tab("ws")
+    await tab.say(FLAGSHIP)
+    await tab.wait_reply(MOVED)
+    await tab.reload()
+    await expect(tab.user_messages).to_have_text([FLAGSHIP], timeout=TIMEOUT_MS)
+    await expect(tab.replies.last).to_have_text(MOVED)
+    await expect(tab.screen_title).to_have_text(SCREEN)
+    assert await tab.navigations() == 1
+    tab.assert_no_console_errors()
+
+
+async def test_a_reload_mid_reply_reattaches_and_follows_the_run(
+    open_tab: OpenTab,
+) -> None:
+    tab = await open_tab("ws")
+    await tab.say(INTRODUCE)
+    await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
+    await tab.reload()
+    # The reloaded tab picks the reply up where it is and sees it to its end.
+    await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
+    await expect(tab.replies.last).to_contain_text("무엇을 도와드릴까요?", timeout=TIMEOUT_MS)
+    await tab.wait_idle()
+    await expect(tab.user_messages).to_have_text([INTRODUCE])
+    tab.assert_no_console_errors()
+
+
+async def test_a_reload_as_the_tool_runs_does_not_run_it_again(
+    open_tab: OpenTab,
+) -> None:
+    tab = await open_tab("ws")
+    await tab.say(FLAGSHIP)
+    await tab.page.wait_for_function("window.__navigations === 1", polling="raf")
+    await tab.reload()
+    await tab.wait_reply(MOVED)
+    await expect(tab.screen_title).to_have_text(SCREEN)
     assert await tab.navigations() == 1
     tab.assert_no_console_errors()

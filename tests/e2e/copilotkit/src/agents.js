@@ -3,8 +3,11 @@
 import { HttpAgent } from "@ag-ui/client";
 // CopilotKit re-exports the HttpAgent of the @ag-ui/client it bundles (0.0.x): the "older client".
 import { HttpAgent as BundledHttpAgent } from "@copilotkit/react-core/v2";
+// This repository's WebSocket agent (clients/agui-websocket): reattach and cancel over /ws.
+import { WebSocketAgent } from "@agent-gateway/agui-websocket";
+import { navigate, settle } from "./navigation.js";
 
-export const VARIANTS = ["http", "http-bundled"];
+export const VARIANTS = ["http", "http-bundled", "ws"];
 
 /**
  * @param {string} variant one of VARIANTS
@@ -17,6 +20,15 @@ export function makeAgent(variant, { gateway, user, threadId }) {
       return new HttpAgent(http);
     case "http-bundled":
       return new BundledHttpAgent(http);
+    case "ws":
+      return new WebSocketAgent({
+        url: `${gateway.replace(/^http/, "ws")}/ws?user=${encodeURIComponent(user)}`,
+        threadId,
+        // A call the page began before a reload: the open screen tells whether it happened.
+        settle: (call) => settle(call.args),
+        // A call the run made while the page was loading: performed now, once.
+        perform: (call) => navigate(call.args, call.id),
+      });
     default:
       throw new Error(`unknown agent variant ${variant}: use one of ${VARIANTS.join(", ")}`);
   }
