@@ -10,8 +10,8 @@ On load, ``CopilotChat`` with a ``threadId`` calls the agent's ``connect()``: th
 ``WebSocketAgent``'s is a reattach, so a reload shows the thread and follows a run in
 progress. ``HttpAgent`` has no ``connect()`` (both versions throw
 ``AGUIConnectNotImplementedError``, which CopilotKit swallows after emptying the chat), so
-with it a reload shows an empty chat and no request reaches the gateway: the reload stories
-run over /ws only.
+with it the page reads the thread from ``GET /history`` itself (src/restore.js): a reload
+shows the conversation with every agent, and the stories of a reload mid-run run over /ws.
 """
 
 from __future__ import annotations
@@ -116,13 +116,8 @@ async def test_stop_mid_reply_then_a_new_message_works(open_tab: OpenTab, agent:
     tab.assert_no_console_errors()
 
 
-# --- over /ws: CopilotKit's connect() on load is the WebSocket agent's reattach ----------
-
-
-async def test_a_reload_shows_the_conversation(
-    open_tab: OpenTab,
-) -> None:
-    tab = await open_tab("ws")
+async def test_a_reload_shows_the_conversation(open_tab: OpenTab, agent: str) -> None:
+    tab = await open_tab(agent)
     await tab.say(FLAGSHIP)
     await tab.wait_reply(MOVED)
     await tab.reload()
@@ -131,6 +126,9 @@ async def test_a_reload_shows_the_conversation(
     await expect(tab.screen_title).to_have_text(SCREEN)
     assert await tab.navigations() == 1
     tab.assert_no_console_errors()
+
+
+# --- over /ws: CopilotKit's connect() on load is the WebSocket agent's reattach ----------
 
 
 async def test_a_reload_mid_reply_reattaches_and_follows_the_run(

@@ -6,6 +6,7 @@ import { HttpAgent as BundledHttpAgent } from "@copilotkit/react-core/v2";
 // This repository's WebSocket agent (clients/agui-websocket): reattach and cancel over /ws.
 import { WebSocketAgent } from "@agent-gateway/agui-websocket";
 import { navigate, settle } from "./navigation.js";
+import { restoreThread } from "./restore.js";
 
 export const VARIANTS = ["http", "http-bundled", "ws"];
 
@@ -17,9 +18,10 @@ export function makeAgent(variant, { gateway, user, threadId }) {
   const http = { url: `${gateway}/invocations`, headers: { "X-Gateway-User": user }, threadId };
   switch (variant) {
     case "http":
-      return new HttpAgent(http);
+      // An HttpAgent has no connect(): the page restores the thread itself.
+      return restoreThread(new HttpAgent(http), { gateway, user, threadId });
     case "http-bundled":
-      return new BundledHttpAgent(http);
+      return restoreThread(new BundledHttpAgent(http), { gateway, user, threadId });
     case "ws":
       return new WebSocketAgent({
         url: `${gateway.replace(/^http/, "ws")}/ws?user=${encodeURIComponent(user)}`,
