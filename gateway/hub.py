@@ -358,9 +358,13 @@ class Hub:
         run.join(subscriber, [started, *snapshot, *run.translator.reopen()], executes=executes)
         return run
 
-    async def earlier(self, user_id: str, thread_id: str, before: int) -> ThreadPage:
-        """The messages of a thread before a snapshot's (or an earlier page's) first one."""
+    async def earlier(self, user_id: str, thread_id: str, before: int | None) -> ThreadPage:
+        """The messages of a thread before a snapshot's (or an earlier page's) first one;
+        with no ``before``, its latest part, as a reattach's snapshot has it."""
         owner = await self._owner(thread_id)
+        if owner is None and before is None:
+            # A thread not begun yet has no messages, as a reattach to it shows.
+            return ThreadPage([], None, None)
         if owner is None:
             raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
         _check_owner(owner, user_id, thread_id)

@@ -343,7 +343,9 @@ class Gateway:
         """GET /history?threadId=T&before=N: the messages before a snapshot's first one.
 
         A reattach to a long thread sends only its latest part, with a ``gateway.history``
-        event naming where the rest begins; each page names the one before it.
+        event naming where the rest begins; each page names the one before it. With no
+        ``before``, the latest part itself: what a client with no reattach (an HttpAgent)
+        shows on load.
         """
         assert self.hub is not None
         try:
@@ -383,8 +385,10 @@ def route_path(scope: Scope) -> str:
     return path
 
 
-def _cursor(scope: Scope) -> int:
-    raw = query_param(scope, "before") or ""
+def _cursor(scope: Scope) -> int | None:
+    raw = query_param(scope, "before")
+    if raw is None:
+        return None
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # below SQLite's 2**63
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR,

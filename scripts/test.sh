@@ -13,6 +13,9 @@ fi
 # The WebSocket agent package: its tests and types run against @ag-ui/client from its lock file.
 (cd clients/agui-websocket && npm ci --silent --no-audit --no-fund)
 
+# The CopilotKit page the browser tests drive, built once with Vite (its own lock file).
+(cd tests/e2e/copilotkit && npm ci --silent --no-audit --no-fund && npx vite build)
+
 # Debian's Chromium and CJK fonts for the browser tests (no browser download works here).
 if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "noto.*cjk"; then
     if [ "$(id -u)" = 0 ]; then

@@ -113,3 +113,28 @@ async def test_a_short_thread_comes_whole_with_no_history_note() -> None:
         assert not history_events(events)
         [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
         assert len(snapshot["messages"]) == 2
+
+
+async def test_history_with_no_cursor_is_the_latest_part_a_reattach_sends() -> None:
+    """What a client with no reattach (an HttpAgent) reads on load to show the thread."""
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        await ws.run(user_input(thread, "안녕"))
+        await ws.send({"type": "reattach", "threadId": thread})
+        [snapshot] = [e for e in await ws.until_end() if e["type"] == "MESSAGES_SNAPSHOT"]
+        demo = {"X-Gateway-User": "demo"}
+        async with httpx.AsyncClient(base_url=gateway.http) as client:
+            latest = await client.get("/history", params={"threadId": thread}, headers=demo)
+            assert latest.status_code == 200, latest.text
+            assert latest.json() == {
+                "threadId": thread,
+                "messages": snapshot["messages"],
+                "earlier": None,
+            }
+            # A thread not begun yet is an empty conversation, as a reattach to it shows.
+            fresh = await client.get("/history", params={"threadId": new_id("t")}, headers=demo)
+            assert fresh.status_code == 200 and fresh.json()["messages"] == []
+            foreign = await client.get(
+                "/history", params={"threadId": thread}, headers={"X-Gateway-User": "guest"}
+            )
+            assert foreign.status_code == 403 and foreign.json()["code"] == "ACCESS_DENIED"

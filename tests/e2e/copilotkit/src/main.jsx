@@ -1,0 +1,98 @@
+// A minimal CopilotKit 1.74 app with no CopilotKit runtime: an AG-UI agent goes straight to
+// the provider, with the demo's frontend tool, an approval through useInterrupt and the chat.
+//
+// Query parameters: gateway (its origin), user (dev-mode identity), agent (see agents.js),
+// thread (else one per tab, kept across reloads), deny (see navigation.js).
+import {
+  CopilotChat,
+  CopilotKitProvider,
+  useFrontendTool,
+  useInterrupt,
+} from "@copilotkit/react-core/v2";
+import "@copilotkit/react-core/v2/styles.css";
+import { StrictMode, useState, useSyncExternalStore } from "react";
+import { createRoot } from "react-dom/client";
+// The gateway's own declaration of the tool, so the page declares exactly what it checks.
+import navigateToScreen from "../../../../gateway/examples/navigator/tools/navigateToScreen.json";
+import { makeAgent } from "./agents.js";
+import { currentScreen, navigate, onScreenChange } from "./navigation.js";
+
+const params = new URLSearchParams(location.search);
+const gateway = params.get("gateway") ?? location.origin;
+const user = params.get("user") ?? "demo";
+const variant = params.get("agent") ?? "http";
+const threadId = params.get("thread") ?? keptThreadId();
+
+function keptThreadId() {
+  let id = sessionStorage.getItem("threadId");
+  if (!id) {
+    id = crypto.randomUUID();
+    sessionStorage.setItem("threadId", id);
+  }
+  return id;
+}
+
+// CopilotKit reads a tool's parameters as a Standard JSON Schema; the catalog is JSON already.
+const asStandardSchema = (schema) => ({
+  "~standard": {
+    version: 1,
+    vendor: "agent-gateway",
+    validate: (value) => ({ value }),
+    jsonSchema: { input: () => schema, output: () => schema },
+  },
+});
+
+function Navigator() {
+  useFrontendTool({
+    name: navigateToScreen.name,
+    description: navigateToScreen.description,
+    parameters: asStandardSchema(navigateToScreen.parameters),
+    handler: async (args, { toolCall }) => navigate(args, toolCall.id),
+  });
+  return null;
+}
+
+function Approval() {
+  useInterrupt({
+    render: ({ interrupt, resolve, cancel }) => (
+      <div role="group" aria-label="승인 요청" className="approval">
+        <p>{interrupt?.message}</p>
+        <button type="button" onClick={() => resolve({ approved: true })}>
+          승인
+        </button>
+        <button type="button" onClick={() => cancel()}>
+          거절
+        </button>
+      </div>
+    ),
+  });
+  return null;
+}
+
+function App() {
+  const [agent] = useState(() => makeAgent(variant, { gateway, user, threadId }));
+  const screen = useSyncExternalStore(onScreenChange, currentScreen);
+  return (
+    <CopilotKitProvider agents__unsafe_dev_only={{ default: agent }} enableInspector={false}>
+      <Navigator />
+      <Approval />
+      <div style={{ display: "flex", height: "100vh" }}>
+        <main style={{ flex: 1, padding: 24 }}>
+          <h1>{screen?.name ?? "홈"}</h1>
+          <p>
+            agent <code id="variant">{variant}</code> · thread <code id="thread-id">{threadId}</code>
+          </p>
+        </main>
+        <aside style={{ width: 480, borderLeft: "1px solid #ddd" }}>
+          <CopilotChat threadId={threadId} />
+        </aside>
+      </div>
+    </CopilotKitProvider>
+  );
+}
+
+createRoot(document.getElementById("root")).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);

@@ -1,0 +1,159 @@
+"""CopilotKit 1.74 (``@copilotkit/react-core/v2``, no CopilotKit runtime) against the gateway.
+
+The page (tests/e2e/copilotkit) is served from another loopback origin than the gateway,
+with no proxy between them, and the gateway allows that origin (``GATEWAY_ALLOWED_ORIGINS``).
+Each story runs with every agent the page offers: ``@ag-ui/client`` 1.0's ``HttpAgent``, the
+``HttpAgent`` of the ``@ag-ui/client`` CopilotKit bundles (0.0.x), and this repository's
+``WebSocketAgent`` (clients/agui-websocket). No story may log a console error or throw.
+
+On load, ``CopilotChat`` with a ``threadId`` calls the agent's ``connect()``: the
+``WebSocketAgent``'s is a reattach, so a reload shows the thread and follows a run in
+progress. ``HttpAgent`` has no ``connect()`` (both versions throw
+``AGUIConnectNotImplementedError``, which CopilotKit swallows after emptying the chat), so
+with it the page reads the thread from ``GET /history`` itself (src/restore.js): a reload
+shows the conversation with every agent, and the stories of a reload mid-run run over /ws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Protocol
+
+import pytest
+from playwright.async_api import BrowserContext, expect
+
+from tests.conftest import RunningGateway, running_gateway
+from tests.e2e.copilotkit_page import NEEDS_BUILD, CopilotKitPage, static_site
+from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, TIMEOUT_MS
+
+pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD]
+
+AGENTS = ["http", "http-bundled", "ws"]
+SCREEN = "업무 요청 목록"
+INTRODUCE = "자기소개 해줘"
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    with static_site() as origin:
+        yield origin
+
+
+@pytest.fixture(scope="module")
+async def gateway(site: str) -> AsyncIterator[RunningGateway]:
+    """Words 60 ms apart: slow enough to press Stop mid-reply, fast enough for the rest."""
+    async with running_gateway(scripted_pace_ms=60, allowed_origins=site) as running:
+        yield running
+
+
+class OpenTab(Protocol):
+    async def __call__(self, agent: str, *, deny: str | None = None) -> CopilotKitPage: ...
+
+
+@pytest.fixture
+def open_tab(context: BrowserContext, site: str, gateway: RunningGateway) -> OpenTab:
+    """Opens a tab of the page with one of its agents, in the test's browser profile."""
+
+    async def opened(agent: str, *, deny: str | None = None) -> CopilotKitPage:
+        return await CopilotKitPage.open(context, site, gateway, agent, deny=deny)
+
+    return opened
+
+
+@pytest.fixture(params=AGENTS)
+def agent(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+async def test_the_chat_streams_the_reply_and_the_tool_runs_once(
+    open_tab: OpenTab, agent: str
+) -> None:
+    tab = await open_tab(agent)
+    await tab.say(FLAGSHIP)
+    # Streamed: the reply is on screen in part before it is whole.
+    await tab.wait_reply_in_part("업무", MOVED)
+    await tab.wait_reply(MOVED)
+    await expect(tab.screen_title).to_have_text(SCREEN)
+    assert await tab.navigations() == 1
+    tab.assert_no_console_errors()
+
+
+async def test_the_reply_tells_what_the_tool_really_did(open_tab: OpenTab, agent: str) -> None:
+    """The page refuses the screen: its result reaches the model, which says so."""
+    tab = await open_tab(agent, deny="MNU-3120")
+    await tab.say(FLAGSHIP)
+    refused = "업무 요청 목록 화면을 열 권한이 없어 이동하지 못했습니다."
+    await tab.wait_reply(refused)
+    await expect(tab.screen_title).to_have_text("홈")
+    assert await tab.navigations() == 0
+    tab.assert_no_console_errors()
+
+
+async def test_an_approval_is_answered_through_use_interrupt(open_tab: OpenTab, agent: str) -> None:
+    tab = await open_tab(agent)
+    await tab.say("R-1042 승인해줘")
+    await expect(tab.approval).to_contain_text("R-1042", timeout=TIMEOUT_MS)
+    await tab.approve()
+    await tab.wait_reply("R-1042 요청을 승인했습니다.")
+    await expect(tab.approval).to_have_count(0)
+    tab.assert_no_console_errors()
+
+
+async def test_stop_mid_reply_then_a_new_message_works(open_tab: OpenTab, agent: str) -> None:
+    tab = await open_tab(agent)
+    await tab.say(INTRODUCE)
+    await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
+    await tab.click_stop()
+    await tab.wait_idle()
+    stopped = await tab.replies.last.inner_text()
+    assert stopped.startswith("안녕하세요")
+    await tab.say(FLAGSHIP)
+    await tab.wait_reply(MOVED)
+    # The stopped reply keeps the text it had; the tool ran once, for the new message.
+    await expect(tab.replies.filter(has_text="안녕하세요")).to_have_text([stopped])
+    assert await tab.navigations() == 1
+    tab.assert_no_console_errors()
+
+
+async def test_a_reload_shows_the_conversation(open_tab: OpenTab, agent: str) -> None:
+    tab = await open_tab(agent)
+    await tab.say(FLAGSHIP)
+    await tab.wait_reply(MOVED)
+    await tab.reload()
+    await expect(tab.user_messages).to_have_text([FLAGSHIP], timeout=TIMEOUT_MS)
+    await expect(tab.replies.last).to_have_text(MOVED)
+    await expect(tab.screen_title).to_have_text(SCREEN)
+    assert await tab.navigations() == 1
+    tab.assert_no_console_errors()
+
+
+# --- over /ws: CopilotKit's connect() on load is the WebSocket agent's reattach ----------
+
+
+async def test_a_reload_mid_reply_reattaches_and_follows_the_run(
+    open_tab: OpenTab,
+) -> None:
+    tab = await open_tab("ws")
+    await tab.say(INTRODUCE)
+    await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
+    await tab.reload()
+    # The reloaded tab picks the reply up where it is and sees it to its end.
+    await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
+    await expect(tab.replies.last).to_contain_text("무엇을 도와드릴까요?", timeout=TIMEOUT_MS)
+    await tab.wait_idle()
+    await expect(tab.user_messages).to_have_text([INTRODUCE])
+    tab.assert_no_console_errors()
+
+
+async def test_a_reload_as_the_tool_runs_does_not_run_it_again(
+    open_tab: OpenTab,
+) -> None:
+    tab = await open_tab("ws")
+    await tab.say(FLAGSHIP)
+    await tab.page.wait_for_function("window.__navigations === 1", polling="raf")
+    await tab.reload()
+    await tab.wait_reply(MOVED)
+    await expect(tab.screen_title).to_have_text(SCREEN)
+    assert await tab.navigations() == 1
+    tab.assert_no_console_errors()
