@@ -31,9 +31,7 @@ class Busy(enum.StrEnum):
 
 def requested(run_input: p.RunAgentInput, default: Busy) -> Busy:
     """The policy an input asks for in ``forwardedProps.gateway.busy``, else ``default``."""
-    props = run_input.forwarded_props
-    gateway = props.get("gateway") if isinstance(props, dict) else None
-    asked = gateway.get("busy") if isinstance(gateway, dict) else None
+    asked = run_input.forwarded("gateway").get("busy")
     if asked is None:
         return default
     if isinstance(asked, str):

@@ -183,6 +183,13 @@ class RunAgentInput(_Wire):
     forwarded_props: Any = None
     resume: Annotated[list[ResumeEntry], msgspec.Meta(max_length=MAX_DECLARED)] | None = None
 
+    def forwarded(self, key: str) -> dict[str, Any]:
+        """``forwardedProps[key]`` when it is an object, else empty: what a client forwards
+        is free-form, so a key of another shape means nothing was asked."""
+        props = self.forwarded_props
+        value = props.get(key) if isinstance(props, dict) else None
+        return value if isinstance(value, dict) else {}
+
 
 # --- WebSocket control frames --------------------------------------------------------------
 

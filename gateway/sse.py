@@ -189,6 +189,4 @@ async def _disconnect(receive: Receive) -> None:
 
 def _asks_to_cancel(run_input: p.RunAgentInput) -> bool:
     """``forwardedProps: {"gateway": {"cancel": true}}`` is the SSE door's cancel frame."""
-    props = run_input.forwarded_props
-    gateway = props.get("gateway") if isinstance(props, dict) else None
-    return isinstance(gateway, dict) and gateway.get("cancel") is True
+    return run_input.forwarded("gateway").get("cancel") is True

@@ -92,9 +92,8 @@ def legacy_answer(run_input: p.RunAgentInput) -> p.RunAgentInput:
     "interruptEvent": <the event's value>}}``; the value is the Interrupt, so its id names
     the interrupt, and the approval rules read the payload as they read a 1.0 answer.
     """
-    props = run_input.forwarded_props
-    command = props.get("command") if isinstance(props, dict) else None
-    if run_input.resume or not isinstance(command, dict) or "resume" not in command:
+    command = run_input.forwarded("command")
+    if run_input.resume or "resume" not in command:
         return run_input
     asked = command.get("interruptEvent")
     interrupt_id = asked.get("id") if isinstance(asked, dict) else None
