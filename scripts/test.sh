@@ -16,13 +16,19 @@ fi
 # The CopilotKit page the browser tests drive, built once with Vite (its own lock file).
 (cd tests/e2e/copilotkit && npm ci --silent --no-audit --no-fund && npx vite build)
 
-# Debian's Chromium and CJK fonts for the browser tests (no browser download works here).
-if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "noto.*cjk"; then
+# Debian's Chromium and CJK fonts for the browser tests (no browser download works here), and
+# PostgreSQL's server, which the tests start on loopback themselves (tests/postgres.py).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fc-list 2>/dev/null | grep -qi "noto.*cjk" || missing+=(fonts-noto-cjk)
+compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
+if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
-        echo "chromium and fonts-noto-cjk are missing: browser tests will be skipped" >&2
+        echo "missing ${missing[*]}: install them (browser tests skip without chromium;" \
+            "PostgreSQL tests fail without postgresql)" >&2
     fi
 fi
 

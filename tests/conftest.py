@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from gateway.config import Settings
 from gateway.server import Gateway
 from gateway.store import SessionService
 from tests.agui import AgUiSocket
+from tests.postgres import Postgres, running_postgres
 from tests.providers import ChatCompletions, GeminiApi, Provider
 
 
@@ -45,6 +46,13 @@ class RunningGateway:
     async def socket(self, user: str = "demo", query: str = "") -> AsyncIterator[AgUiSocket]:
         async with connect(self.ws_url(user, query), max_size=None) as ws:
             yield AgUiSocket(ws)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """One PostgreSQL server for the whole run (``tests/postgres.py``), started on first use."""
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture

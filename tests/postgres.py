@@ -1,0 +1,109 @@
+"""A throwaway PostgreSQL server on loopback, for the tests and benchmarks that need one.
+
+It runs Debian's server binaries (``scripts/test.sh`` installs them) on a data directory of its
+own under the system's temp folder, on a free 127.0.0.1 port, with fsync off: nothing in it
+outlives the run. PostgreSQL refuses to run as root, so as root the server runs as the
+``postgres`` user the package creates. Each caller gets a database of its own
+(``fresh_database``), so tests never see each other's rows.
+
+Set ``GATEWAY_TEST_POSTGRES`` to a server's URL to use that one instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+
+# Long enough for initdb and a start on a loaded 2-core machine.
+_START_SECONDS = 60
+_INITDB_OPTIONS = ["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "--no-instructions"]
+
+
+def _binaries() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if not found:
+        raise RuntimeError(
+            "PostgreSQL's server is not installed (no /usr/lib/postgresql/*/bin/pg_ctl): "
+            "scripts/test.sh installs Debian's postgresql package"
+        )
+    return Path(found[-1]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _as_server_user(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+class Postgres:
+    """One running server; ``url`` is its ``postgres`` database, for administration."""
+
+    def __init__(self, url: str, stop: contextlib.ExitStack | None = None) -> None:
+        self.url = url
+        self._stop = stop
+
+    def fresh_database(self) -> str:
+        """A new empty database's URL."""
+        name = "t_" + uuid.uuid4().hex[:16]
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url.rsplit("/", 1)[0] + "/" + name
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.close()
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[Postgres]:
+    """The server of ``GATEWAY_TEST_POSTGRES``, or one of its own, stopped at the end."""
+    if url := os.environ.get("GATEWAY_TEST_POSTGRES"):
+        yield Postgres(url)
+        return
+    bin_dir = _binaries()
+    root = Path(tempfile.mkdtemp(prefix="gateway-pg-"))
+    data = root / "data"
+    port = _free_port()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+    with contextlib.ExitStack() as stop:
+        stop.callback(shutil.rmtree, root, ignore_errors=True)
+        subprocess.run(
+            _as_server_user([str(bin_dir / "initdb"), "-D", str(data), *_INITDB_OPTIONS]),
+            check=True,
+            capture_output=True,
+            timeout=_START_SECONDS,
+        )
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
+            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        pg_ctl = [str(bin_dir / "pg_ctl"), "-D", str(data)]
+        subprocess.run(
+            _as_server_user([*pg_ctl, "-o", options, "-l", str(root / "log"), "-w", "start"]),
+            check=True,
+            capture_output=True,
+            timeout=_START_SECONDS,
+        )
+        stop.callback(
+            subprocess.run,
+            _as_server_user([*pg_ctl, "-m", "immediate", "-w", "stop"]),
+            capture_output=True,
+            timeout=_START_SECONDS,
+        )
+        yield Postgres(f"postgresql://postgres@127.0.0.1:{port}/postgres")
