@@ -1,0 +1,1 @@
+"""The PostgreSQL backend: every statement of SQL the gateway runs on PostgreSQL."""

@@ -1,0 +1,153 @@
+"""The cluster's lease table in SQL: one row per thread whose run a process holds.
+
+A lease names its holder, a process of the cluster (``gateway_nodes``), and expires unless the
+holder's heartbeat renews it. A holder is dead at once, whatever the expiry says, when the
+backend of its listening connection is gone from ``pg_stat_activity`` (its process was
+killed, its host lost): ``gateway_live_nodes`` is the one definition of a live holder, and
+every statement that may take a lease from another holder asks it.
+
+The gateway's processes connect as one role (or one with ``pg_read_all_stats``): a backend
+of another role shows no ``backend_start`` in ``pg_stat_activity`` and would look dead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gateway.store.leases import DeadLease, Held, Taken
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import TupleRow
+
+# Held while the tables are created, so processes starting together do not race on them.
+_SCHEMA_LOCK = 0x6761_7465_6C65_6173  # "gateleas"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS gateway_nodes ("
+    " node_id text PRIMARY KEY,"
+    " pid integer NOT NULL,"
+    " backend_start timestamptz NOT NULL,"
+    " started_at timestamptz NOT NULL DEFAULT now())",
+    "CREATE TABLE IF NOT EXISTS gateway_leases ("
+    " thread_id text PRIMARY KEY,"
+    " holder text NOT NULL,"
+    " user_id text NOT NULL,"
+    " run_id text NOT NULL,"
+    " expires_at timestamptz NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS gateway_leases_holder ON gateway_leases (holder)",
+    "CREATE OR REPLACE VIEW gateway_live_nodes AS"
+    " SELECT n.node_id FROM gateway_nodes n JOIN pg_stat_activity a"
+    " ON a.pid = n.pid AND a.backend_start = n.backend_start",
+)
+
+# A lease another process may take: run out, or its holder's listening backend gone.
+_DEAD = "(l.expires_at < now() OR l.holder NOT IN (SELECT node_id FROM gateway_live_nodes))"
+
+
+async def create_schema(conn: AsyncConnection[TupleRow]) -> None:
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for statement in _SCHEMA:
+            await conn.execute(statement)
+
+
+async def register_node(conn: AsyncConnection[TupleRow], node_id: str) -> None:
+    """Names ``conn``'s backend as the node's: the node lives as long as that backend (a
+    node that connects again names its new one)."""
+    await conn.execute(
+        "INSERT INTO gateway_nodes (node_id, pid, backend_start)"
+        " SELECT %s, pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        " ON CONFLICT (node_id) DO UPDATE"
+        " SET pid = excluded.pid, backend_start = excluded.backend_start",
+        (node_id,),
+    )
+
+
+async def forget_node(conn: AsyncConnection[TupleRow], node_id: str) -> list[str]:
+    """A node that stops cleanly: its leases are released, its row goes; returns the
+    threads it held. Run in the caller's transaction."""
+    cursor = await conn.execute(
+        "DELETE FROM gateway_leases WHERE holder = %s RETURNING thread_id", (node_id,)
+    )
+    threads = [str(row[0]) for row in await cursor.fetchall()]
+    await conn.execute("DELETE FROM gateway_nodes WHERE node_id = %s", (node_id,))
+    return threads
+
+
+async def take(
+    conn: AsyncConnection[TupleRow],
+    *,
+    thread_id: str,
+    node_id: str,
+    user_id: str,
+    run_id: str,
+    ttl: float,
+) -> Taken | None:
+    """The thread's lease for ``node_id``: new, its own again, or taken from a dead holder;
+    None while another live process holds it. Atomic: of two takers one wins."""
+    cursor = await conn.execute(
+        # The old holder as of the statement's snapshot (FOR UPDATE would skip the row the
+        # statement itself updates); a racer that loses re-checks the winner's row instead.
+        "WITH old AS (SELECT holder FROM gateway_leases WHERE thread_id = %(thread)s)"
+        " INSERT INTO gateway_leases AS l (thread_id, holder, user_id, run_id, expires_at)"
+        " VALUES (%(thread)s, %(node)s, %(user)s, %(run)s,"
+        " now() + %(ttl)s * interval '1 second')"
+        " ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder,"
+        " user_id = excluded.user_id, run_id = excluded.run_id, expires_at = excluded.expires_at"
+        f" WHERE l.holder = excluded.holder OR {_DEAD}"
+        " RETURNING (SELECT holder FROM old)",
+        {"thread": thread_id, "node": node_id, "user": user_id, "run": run_id, "ttl": ttl},
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    previous = row[0]
+    return Taken(thread_id, previous if previous not in (None, node_id) else None)
+
+
+async def release(conn: AsyncConnection[TupleRow], *, thread_id: str, node_id: str) -> bool:
+    """Lets go of the thread's lease, if ``node_id`` still holds it."""
+    cursor = await conn.execute(
+        "DELETE FROM gateway_leases WHERE thread_id = %s AND holder = %s", (thread_id, node_id)
+    )
+    return cursor.rowcount > 0
+
+
+async def renew(conn: AsyncConnection[TupleRow], *, node_id: str, ttl: float) -> int:
+    """The heartbeat: every lease of the node expires ``ttl`` seconds from now."""
+    cursor = await conn.execute(
+        "UPDATE gateway_leases SET expires_at = now() + %s * interval '1 second' WHERE holder = %s",
+        (ttl, node_id),
+    )
+    return cursor.rowcount
+
+
+async def held(conn: AsyncConnection[TupleRow], thread_id: str) -> Held | None:
+    """The thread's lease, if a live process holds it."""
+    cursor = await conn.execute(
+        f"SELECT l.holder, l.user_id FROM gateway_leases l WHERE l.thread_id = %s AND NOT {_DEAD}",
+        (thread_id,),
+    )
+    row = await cursor.fetchone()
+    return None if row is None else Held(str(row[0]), str(row[1]))
+
+
+async def dead(conn: AsyncConnection[TupleRow], node_id: str, limit: int) -> list[DeadLease]:
+    """Up to ``limit`` leases of other nodes whose holder is dead: threads with a run cut off."""
+    cursor = await conn.execute(
+        "SELECT l.thread_id, l.user_id, l.holder FROM gateway_leases l"
+        f" WHERE l.holder <> %s AND {_DEAD} ORDER BY l.expires_at LIMIT %s",
+        (node_id, limit),
+    )
+    return [DeadLease(str(t), str(u), str(h)) for t, u, h in await cursor.fetchall()]
+
+
+async def forget_dead_nodes(conn: AsyncConnection[TupleRow]) -> int:
+    """Drops the rows of nodes whose backend is gone and that hold no lease any more."""
+    cursor = await conn.execute(
+        "DELETE FROM gateway_nodes n"
+        " WHERE n.node_id NOT IN (SELECT node_id FROM gateway_live_nodes)"
+        " AND NOT EXISTS (SELECT 1 FROM gateway_leases l WHERE l.holder = n.node_id)"
+    )
+    return cursor.rowcount
