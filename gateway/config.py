@@ -68,6 +68,8 @@ class Settings:
     allowed_origins: str = ""
     sse_abort: str = "cancel"
     busy: str = "interrupt"
+    lease_seconds: float = 10.0
+    lease_check_seconds: float = 1.0
     warm_up_runs: int = 3
     log_level: str = "info"
     log_format: str = "text"
@@ -141,6 +143,10 @@ _HELP: dict[str, str] = {
     "busy": "what a new input on a thread with a run going meets, unless its "
     "forwardedProps.gateway.busy says: 'reject' (SESSION_BUSY), 'interrupt' (a new message "
     "stops the run, then runs) or 'enqueue' (it waits for the run to end)",
+    "lease_seconds": "on PostgreSQL, seconds a thread's lease outlives its holder's last "
+    "heartbeat (sent every third of it) before another process may take the thread over",
+    "lease_check_seconds": "on PostgreSQL, seconds between each process's looks for threads "
+    "whose holder died (a killed process's threads are taken over within about this)",
     "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
     "(no model is called for them; 0: none)",
     "log_level": "debug, info, warning or error",
