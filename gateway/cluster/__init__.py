@@ -1,0 +1,60 @@
+"""Several gateway processes on one PostgreSQL database acting as one.
+
+What makes them one:
+
+- **Leases.** A thread has at most one run across all processes: before a run, a process
+  takes the thread's lease, a row in the database naming it the holder, taken atomically
+  (``INSERT … ON CONFLICT … WHERE`` the old holder is dead), renewed by a heartbeat every
+  ``GATEWAY_LEASE_SECONDS / 3`` and released once the run's last event is out. A holder is
+  dead when its lease runs out, and at once when the backend of its listening connection is
+  gone from ``pg_stat_activity``, so a killed process's threads are free in about a second.
+- **Control.** A cancel sent to any process reaches the process holding the run; an input
+  that interrupts a run elsewhere stops it the same way and runs once the lease is released.
+  A tool result or an approval for a paused thread needs no message: no lease is held while a
+  thread waits on its browser, so whichever process receives the answer takes the lease and
+  resumes the paused invocation from the store.
+- **Fan-out.** Every run's frames go to the thread's event log; at each commit the running
+  process sends a notice (thread, seq), and a process with watchers of the thread reads the
+  frames after its cursor from the log and delivers them.
+- **Takeover.** Every process looks for dead leases every ``GATEWAY_LEASE_CHECK_SECONDS``;
+  the first to take one closes the cut-off run as interrupted, through the log, so every
+  watcher sees it end, and releases the lease.
+
+Why PostgreSQL's LISTEN/NOTIFY carries the messages, not Redis or NATS: the cluster needs
+PostgreSQL anyway, so there is no second service to deploy, secure and watch; and NOTIFY is
+transactional, delivered when its transaction commits and never if it rolls back, so a notice
+never names an event the log does not hold yet. Its limit, payloads under 8,000 bytes, is why
+a notice carries only (thread, seq) and listeners read the frames from the log after their
+cursor: a notice lost or coalesced costs nothing, the next one names a later seq. Each process
+holds one listening connection, whatever the number of threads it follows.
+
+On one process (SQLite) the cluster is ``SingleNode``: the hub's own table of threads is the
+lease, and nothing is sent.
+
+Modules: ``node`` (what the hub asks of a cluster, and the cluster of one process),
+``postgres`` (the cluster on PostgreSQL), ``messages`` (what processes send each other).
+The SQL is in ``gateway.store.postgres.leases`` and ``gateway.store.postgres.notify``.
+"""
+
+from __future__ import annotations
+
+from gateway.cluster.node import Cluster, Members, SingleNode
+from gateway.config import Settings
+
+__all__ = ["Cluster", "Members", "SingleNode", "for_settings"]
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def for_settings(settings: Settings) -> Cluster:
+    """The cluster the gateway's database makes it part of: on PostgreSQL, every process on
+    that database; on SQLite, this process alone."""
+    if not settings.db.startswith(POSTGRES_SCHEMES):
+        return SingleNode()
+    from gateway.cluster.postgres import PostgresCluster
+
+    return PostgresCluster(
+        settings.db,
+        lease_seconds=settings.lease_seconds,
+        check_seconds=settings.lease_check_seconds,
+    )

@@ -1,0 +1,61 @@
+"""What the processes of a cluster tell each other: small typed messages, one a NOTIFY payload.
+
+None carries an event: a notice names a thread and how far its log is committed, and the
+processes that follow the thread read the frames from the log (``gateway.cluster`` says why).
+A payload that does not decode is not ours (anyone connected may NOTIFY the channel) and is
+dropped, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+log = logging.getLogger(__name__)
+
+# PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more.
+PAYLOAD_LIMIT = 7999
+
+
+class Committed(msgspec.Struct, tag="committed", frozen=True):
+    """The thread's log holds its frames up to ``seq``, committed."""
+
+    thread: str
+    seq: int
+
+
+class Cancel(msgspec.Struct, tag="cancel", frozen=True):
+    """Stops the thread's run on the process ``to`` that holds it, as a cancel there does."""
+
+    to: str
+    thread: str
+    user: str
+
+
+class Released(msgspec.Struct, tag="released", frozen=True):
+    """The thread's lease is free: an input waiting for it on another process may take it."""
+
+    thread: str
+
+
+Message = Committed | Cancel | Released
+
+_decoder = msgspec.json.Decoder(Message)
+
+
+def encoded(message: Message) -> str | None:
+    """The payload of ``message``; None (logged) if PostgreSQL would refuse it as too long."""
+    payload = msgspec.json.encode(message).decode()
+    if len(payload.encode()) > PAYLOAD_LIMIT:
+        log.warning("a cluster message of %d bytes is too long to send; dropped", len(payload))
+        return None
+    return payload
+
+
+def decoded(payload: str) -> Message | None:
+    try:
+        return _decoder.decode(payload)
+    except msgspec.DecodeError:
+        log.debug("ignored a notice on the cluster's channel that is not ours: %.80r", payload)
+        return None

@@ -1,0 +1,85 @@
+"""What the hub asks of the cluster it runs in, and the cluster of one process (SQLite).
+
+The hub has one code path: before a run it takes the thread's lease, when the run's last
+event is out it releases it, a cancel for a run it does not hold it sends on, and it tells the
+cluster each time a thread's log commits. On one process every answer is local: the hub's own
+table of threads already allows one run a thread, so a lease is always granted and nothing is
+sent anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gateway.store.leases import DeadLease, Taken
+
+
+class Members(Protocol):
+    """What a process does for the rest of the cluster (the hub implements it)."""
+
+    def cancel_requested(self, thread_id: str, user_id: str) -> None:
+        """Another process was asked to cancel the run this one holds."""
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        """The thread's log holds frames up to ``seq``, made by whichever process runs it."""
+
+    async def take_over(self, lease: DeadLease) -> None:
+        """The holder of ``lease`` died: close the run it cut off (the lease is free to take)."""
+
+    def lost(self) -> None:
+        """This process can no longer show it is alive: others may take its threads, so
+        its runs must stop."""
+
+
+class Cluster(Protocol):
+    node_id: str
+
+    async def start(self, members: Members) -> None:
+        """Joins the cluster; from now on ``members`` hears what other processes send."""
+
+    async def close(self) -> None:
+        """Leaves: the leases it holds are released."""
+
+    async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
+        """The thread's lease for a run of this process; None while another process holds it."""
+
+    def release(self, thread_id: str) -> None:
+        """Lets go of the thread's lease (in the background, after what was asked before)."""
+
+    async def released(self, thread_id: str) -> None:
+        """Returns when the thread's lease may be free: on its release, or after a while
+        (a holder that dies sends nothing), so a caller tries ``take`` again."""
+
+    async def cancel(self, thread_id: str, user_id: str) -> bool:
+        """Asks the process running the thread to cancel its run; False when none runs
+        one of this user's."""
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        """This process's run has committed the thread's frames up to ``seq``."""
+
+
+class SingleNode:
+    """The cluster of one process: every lease granted, nothing sent."""
+
+    node_id = "local"
+
+    async def start(self, members: Members) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
+        return Taken(thread_id, None)
+
+    def release(self, thread_id: str) -> None:
+        pass
+
+    async def released(self, thread_id: str) -> None:
+        pass
+
+    async def cancel(self, thread_id: str, user_id: str) -> bool:
+        return False
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        pass

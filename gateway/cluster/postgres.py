@@ -1,0 +1,301 @@
+"""The cluster on PostgreSQL: leases in a table, messages over LISTEN/NOTIFY.
+
+A process has two connections. Its *listening* connection LISTENs on the cluster's channel,
+and its backend is the process's proof of life: while it is in ``pg_stat_activity`` the
+process's leases stand, and once it is gone (the process was killed) any other process may
+take them at once, without waiting for the expiry. Its *working* connection takes, renews and
+releases leases and sends messages, one statement at a time in the order they were asked.
+
+Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
+at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off
+run and releases it; every ``lease_seconds / 3`` it renews this process's leases. Should it
+fail to renew for a whole ``lease_seconds``, or lose its listening connection, other
+processes may already have taken its threads: it tells the hub (``Members.lost``), which
+stops its runs rather than run a thread twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from gateway.cluster import messages
+from gateway.cluster.messages import Cancel, Committed, Released
+from gateway.cluster.node import Members
+from gateway.store.errors import StoreError
+from gateway.store.leases import Taken
+from gateway.store.postgres import leases, notify
+
+log = logging.getLogger("gateway.cluster")
+
+T = TypeVar("T")
+
+# Dead leases one sweep hands over at most; the next sweep takes the rest.
+SWEEP_LIMIT = 16
+# Notices one NOTIFY statement carries at most.
+NOTICES_A_STATEMENT = 64
+
+
+def _unreachable(error: psycopg.Error) -> StoreError:
+    log.warning("the cluster's database cannot be used: %s", error)
+    return StoreError("the cluster's PostgreSQL database cannot be reached")
+
+
+class PostgresCluster:
+    """This process as a member of the cluster of gateway processes on one database."""
+
+    def __init__(self, url: str, *, lease_seconds: float = 10.0, check_seconds: float = 1.0):
+        if lease_seconds <= 0 or check_seconds <= 0:
+            raise ValueError("lease_seconds and check_seconds must be more than 0")
+        self.url = url
+        self.lease_seconds = lease_seconds
+        self.check_seconds = check_seconds
+        self.node_id = uuid.uuid4().hex
+        self._members: Members | None = None
+        self._listening: psycopg.AsyncConnection[TupleRow] | None = None
+        self._working: psycopg.AsyncConnection[TupleRow] | None = None
+        # The working connection, one caller at a time, first come first served.
+        self._turn = asyncio.Lock()
+        # Takes not yet released, by thread: the lease goes when the last is released.
+        self._holding: collections.Counter[str] = collections.Counter()
+        # Callers waiting for a thread's lease to be released elsewhere.
+        self._waiting: dict[str, list[asyncio.Future[None]]] = {}
+        # Committed notices not yet sent: the latest seq of each thread.
+        self._unsent: dict[str, int] = {}
+        self._sending: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._renewed_at = time.monotonic()
+        self._lost = False
+
+    # --- joining and leaving -------------------------------------------------------------
+
+    async def start(self, members: Members) -> None:
+        self._members = members
+        try:
+            await self._work(leases.create_schema)
+            await self._listen()
+        except psycopg.Error as error:
+            await self.close()
+            raise _unreachable(error) from None
+        self._spawn(self._hear(), "cluster listener")
+        self._spawn(self._keep(), "cluster keeper")
+        log.info("joined the cluster as node %s", self.node_id)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(psycopg.Error, StoreError):
+            await self._send_unsent()
+            await self._work(self._leave)
+        for conn in (self._listening, self._working):
+            if conn is not None:
+                await conn.close()
+        self._listening = self._working = None
+
+    async def _leave(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        async with conn.transaction():
+            threads = await leases.forget_node(conn, self.node_id)
+            await notify.notify(conn, _payloads(Released(thread) for thread in threads))
+
+    async def _listen(self) -> None:
+        conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+        await notify.listen(conn)
+        await leases.register_node(conn, self.node_id)
+        self._listening = conn
+
+    # --- leases --------------------------------------------------------------------------
+
+    async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
+        try:
+            taken = await self._work(
+                lambda conn: leases.take(
+                    conn,
+                    thread_id=thread_id,
+                    node_id=self.node_id,
+                    user_id=user_id,
+                    run_id=run_id,
+                    ttl=self.lease_seconds,
+                )
+            )
+        except psycopg.Error as error:
+            raise _unreachable(error) from None
+        if taken is not None:
+            self._holding[thread_id] += 1
+        return taken
+
+    def release(self, thread_id: str) -> None:
+        self._holding[thread_id] -= 1
+        if self._holding[thread_id] <= 0:
+            del self._holding[thread_id]
+            self._spawn(self._release(thread_id), f"release of {thread_id}")
+
+    async def _release(self, thread_id: str) -> None:
+        async def release(conn: psycopg.AsyncConnection[TupleRow]) -> None:
+            if self._holding[thread_id]:  # taken again before its turn came: keep it
+                return
+            async with conn.transaction():
+                if await leases.release(conn, thread_id=thread_id, node_id=self.node_id):
+                    await notify.notify(conn, _payloads([Released(thread_id)]))
+
+        try:
+            await self._work(release)
+        except psycopg.Error as error:  # it runs out instead; a waiter's next try takes it
+            log.warning("the lease of thread %s was not released: %s", thread_id, error)
+
+    async def released(self, thread_id: str) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(thread_id, []).append(waiter)
+        try:
+            await asyncio.wait_for(waiter, self.check_seconds)
+        except TimeoutError:
+            pass
+        finally:
+            waiting = self._waiting.get(thread_id, [])
+            if waiter in waiting:
+                waiting.remove(waiter)
+            if not waiting:
+                self._waiting.pop(thread_id, None)
+
+    # --- messages ------------------------------------------------------------------------
+
+    async def cancel(self, thread_id: str, user_id: str) -> bool:
+        try:
+            held = await self._work(lambda conn: leases.held(conn, thread_id))
+            if held is None or held.user_id != user_id:
+                return False
+            sent = _payloads([Cancel(held.holder, thread_id, user_id)])
+            await self._work(lambda conn: notify.notify(conn, sent))
+        except psycopg.Error as error:
+            raise _unreachable(error) from None
+        return True
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        self._unsent[thread_id] = max(seq, self._unsent.get(thread_id, seq))
+        if self._sending is None:
+            self._sending = self._spawn(self._send_unsent(), "cluster notices")
+
+    async def _send_unsent(self) -> None:
+        try:
+            while self._unsent:
+                batch = list(self._unsent.items())[:NOTICES_A_STATEMENT]
+                for thread_id, _ in batch:
+                    del self._unsent[thread_id]
+                payloads = _payloads(Committed(thread, seq) for thread, seq in batch)
+                try:
+                    await self._work(partial(notify.notify, payloads=payloads))
+                except psycopg.Error as error:
+                    # Followers miss these; the thread's next notice names a later seq.
+                    log.warning("%d notices were not sent: %s", len(payloads), error)
+        finally:
+            self._sending = None
+
+    def _hear_one(self, payload: str) -> None:
+        message = messages.decoded(payload)
+        members = self._members
+        if message is None or members is None:
+            return
+        match message:
+            case Committed(thread=thread, seq=seq):
+                members.committed(thread, seq)
+            case Cancel(to=to, thread=thread, user=user) if to == self.node_id:
+                members.cancel_requested(thread, user)
+            case Released(thread=thread):
+                for waiter in self._waiting.pop(thread, []):
+                    if not waiter.done():
+                        waiter.set_result(None)
+
+    # --- the background ------------------------------------------------------------------
+
+    async def _hear(self) -> None:
+        while True:
+            conn = self._listening
+            try:
+                if conn is None:
+                    await self._listen()
+                    self._lost = False
+                    log.warning("node %s is listening again", self.node_id)
+                    continue
+                async for notice in conn.notifies():
+                    self._hear_one(notice.payload)
+            except psycopg.Error as error:
+                if self._listening is not None:
+                    log.error("node %s lost its listening connection: %s", self.node_id, error)
+                    with contextlib.suppress(psycopg.Error):
+                        await self._listening.close()
+                    self._listening = None
+                    self._lose()
+                await asyncio.sleep(self.check_seconds)
+
+    async def _keep(self) -> None:
+        renew_every = self.lease_seconds / 3
+        next_renewal = time.monotonic() + renew_every
+        while True:
+            await asyncio.sleep(min(self.check_seconds, renew_every))
+            try:
+                if time.monotonic() >= next_renewal:
+                    await self._work(
+                        lambda conn: leases.renew(
+                            conn, node_id=self.node_id, ttl=self.lease_seconds
+                        )
+                    )
+                    self._renewed_at = time.monotonic()
+                    if self._listening is not None:
+                        self._lost = False
+                    next_renewal = self._renewed_at + renew_every
+                await self._sweep()
+            except psycopg.Error as error:
+                log.warning("node %s cannot reach the database: %s", self.node_id, error)
+            if time.monotonic() - self._renewed_at > self.lease_seconds and self._holding:
+                self._lose()
+
+    async def _sweep(self) -> None:
+        found = await self._work(lambda conn: leases.dead(conn, self.node_id, SWEEP_LIMIT))
+        members = self._members
+        for lease in found:
+            if members is None or lease.thread_id in self._holding:
+                continue
+            try:
+                await members.take_over(lease)
+            except Exception:  # one thread's failure must not stop the sweeps of the rest
+                log.exception("taking over thread %s failed", lease.thread_id)
+
+    def _lose(self) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        log.error(
+            "node %s may have lost its leases to other processes; its runs stop", self.node_id
+        )
+        if self._members is not None:
+            self._members.lost()
+
+    async def _work(self, fn: Callable[[psycopg.AsyncConnection[TupleRow]], Awaitable[T]]) -> T:
+        """``fn`` on the working connection (connected again if it broke), in turn."""
+        async with self._turn:
+            if self._working is None or self._working.closed:
+                self._working = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+            return await fn(self._working)
+
+    def _spawn(self, work: Awaitable[None], name: str) -> asyncio.Task[None]:
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run(), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+def _payloads(batch: collections.abc.Iterable[messages.Message]) -> list[str]:
+    return [payload for message in batch if (payload := messages.encoded(message)) is not None]
