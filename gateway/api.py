@@ -58,6 +58,8 @@ def create_app(
     from gateway.attribution import AttributionPlugin
     from gateway.audit import AuditLog, AuditPlugin
     from gateway.busy import Busy
+    from gateway.cluster import Cluster
+    from gateway.cluster import for_settings as cluster_for
     from gateway.hosting import prepare
     from gateway.hub import Hub
     from gateway.limits import Quota, RunSlots
@@ -93,6 +95,7 @@ def create_app(
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
     engines: list[runner.Engine] = []
+    clusters: list[Cluster] = []
 
     async def startup() -> Hub:
         # The store first: it refuses a new file that already holds tables of its own.
@@ -112,12 +115,19 @@ def create_app(
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
             model_timeout=settings.model_timeout,
             busy_policy=Busy(settings.busy),
+            cluster=cluster_for(settings),
         )
         for user_id, thread_id in service[0].unanswered:
             hub.finish_cut_off(user_id, thread_id)
+        # Joined last: from now on other processes may hand this one their threads.
+        await hub.cluster.start(hub)
+        clusters.append(hub.cluster)
         return hub
 
     async def shutdown() -> None:
+        # After the hub's runs stopped: the leases they held go with the node.
+        if clusters:
+            await clusters[0].close()
         if engines:
             await engines[0].close()
         await audit.close()

@@ -17,7 +17,6 @@ subscribers. Its parts live beside it, each with its share of the theory of oper
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import datetime
 import logging
@@ -39,6 +38,7 @@ from gateway import approvals, cut_off, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
+from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context, event_metadata
 from gateway.cut_off import Ending, cut_off_reply
 from gateway.inputs import NewTurn, read_input, starts_turn
@@ -49,6 +49,7 @@ from gateway.outbox import Commit
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.runs import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
+from gateway.store.leases import DeadLease
 from gateway.threads import (
     OpenCall,
     Trigger,
@@ -127,8 +128,11 @@ class Hub:
         quota: Quota | None = None,
         model_timeout: float = 120.0,
         busy_policy: Busy = Busy.INTERRUPT,
+        cluster: Cluster | None = None,
     ) -> None:
         self.engine = engine
+        # The processes this one runs threads with; on its own, a cluster of one.
+        self.cluster: Cluster = cluster or SingleNode()
         # What an input on a thread with a run going meets, unless it asks for another.
         self.busy_policy = busy_policy
         # Seconds a model call may send nothing before its run is stopped.
@@ -171,8 +175,13 @@ class Hub:
                 _check_owner(known.user_id, user_id, thread_id)
                 if known.run is not None or known.waiting:
                     return await self._start_after_run(known, policy, user_id, run_input, executor)
-            with contextlib.suppress(_Claimed):
+            try:
                 return await self._start(user_id, run_input, executor, policy)
+            except _Claimed:
+                continue
+            except _HeldElsewhere:
+                held = await self._thread(user_id, thread_id)  # refused if not the user's
+                return await self._start_after_run(held, policy, user_id, run_input, executor)
 
     async def _start_after_run(
         self,
@@ -182,7 +191,8 @@ class Hub:
         run_input: p.RunAgentInput,
         executor: Subscriber | None,
     ) -> Run:
-        """Starts the run once the thread's runs, and the inputs waiting before it, are done."""
+        """Starts the run once the thread's runs, and the inputs waiting before it, are done;
+        a run on another process is waited for (and stopped, to interrupt it) the same way."""
         if policy is Busy.REJECT:
             raise in_progress(thread.thread_id)
         if thread.waiting >= WAITING_PER_THREAD:
@@ -196,8 +206,18 @@ class Hub:
                         if interrupts and self.stop_run(running):
                             log.info("a new message stops %s", running)
                         await running.done.wait()
-                    with contextlib.suppress(_Claimed):
+                    try:
                         return await self._start(user_id, run_input, executor, policy)
+                    except _Claimed:
+                        continue
+                    except _HeldElsewhere:
+                        if interrupts and await self.cluster.cancel(thread.thread_id, user_id):
+                            log.info(
+                                "a new message stops the run of thread %s elsewhere",
+                                thread.thread_id,
+                            )
+                            interrupts = False  # once: its holder stops it, then releases
+                        await self.cluster.released(thread.thread_id)
         finally:
             thread.waiting -= 1
             self._forget_if_unused(thread)
@@ -207,7 +227,12 @@ class Hub:
     ) -> Run:
         thread_id = run_input.thread_id
         await self.slots.take()
+        leased = False
         try:
+            # The lease first: the read after it sees all a run elsewhere stored.
+            leased = await self._lease(thread_id, user_id, run_input.run_id)
+            if not leased:
+                raise in_progress(thread_id) if policy is Busy.REJECT else _HeldElsewhere()
             opened = await self.engine.open_thread(user_id, thread_id)
             _check_owner(opened.owner, user_id, thread_id)
             assert opened.session is not None
@@ -216,13 +241,14 @@ class Hub:
             # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
             if thread.run is not None:
                 raise in_progress(thread_id) if policy is Busy.REJECT else _Claimed()
-        except QuarantinedThreadError:
+        except BaseException as error:
             self.slots.give_back()
-            raise _quarantined(thread_id) from None
-        except BaseException:
-            self.slots.give_back()
+            if leased:
+                self.cluster.release(thread_id)
+            if isinstance(error, QuarantinedThreadError):
+                raise _quarantined(thread_id) from None
             raise
-        run = self._claim(thread, run_input.run_id, executor, holds_slot=True)
+        run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
         try:
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
@@ -243,26 +269,36 @@ class Hub:
         run.task = asyncio.create_task(self._drive(run, plan), name=f"run {run.run_id}")
         return run
 
-    def finish_cut_off(self, user_id: str, thread_id: str) -> None:
+    def finish_cut_off(self, user_id: str, thread_id: str, *, leased: bool = False) -> None:
         """Asks the model again for the reply a restart cut off after answers reached it
         (``SessionService.unanswered``), so the thread ends saying what the browser did.
 
         The run is the thread's one run, with no executor and no client tools: a reattach
         follows it live, and the model cannot ask the browser for anything again.
+        ``leased``: the caller took the thread's lease, and the run releases it.
         """
         thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
         if thread.run is not None:
+            if leased:
+                self.cluster.release(thread_id)
             return
-        run = self._claim(thread, f"{cut_off.FINISHING}{uuid.uuid4().hex[:12]}", None)
+        run_id = f"{cut_off.FINISHING}{uuid.uuid4().hex[:12]}"
+        run = self._claim(thread, run_id, None, leased=leased)
         log.info("thread %s: asking again for the reply a restart cut off", thread_id)
         ask = types.Content(role="user", parts=[types.Part(text=cut_off.RESTARTED)])
         metadata = {"runId": run.run_id, "context": {}}
         run.task = asyncio.create_task(self._drive(run, Plan(ask, metadata, {}, None)))
 
     async def cancel(self, user_id: str, thread_id: str) -> bool:
-        """Stops the thread's run; False when there was nothing of this user's to stop."""
+        """Stops the thread's run, here or on the process that runs it; False when there
+        was nothing of this user's to stop."""
         thread = self.threads.get(thread_id)
-        if thread is None or thread.run is None or thread.user_id != user_id:
+        if thread is None or thread.run is None:
+            try:
+                return await self.cluster.cancel(thread_id, user_id)
+            except StoreError:
+                raise _cluster_unreachable() from None
+        if thread.user_id != user_id:
             return False
         thread.run.abort.set()
         return True
@@ -399,6 +435,69 @@ class Hub:
                 if subscriber in thread.run.joining:
                     thread.run.joining.remove(subscriber)
             self._forget_if_unused(thread)
+
+    # --- the cluster ---------------------------------------------------------------------
+
+    async def _lease(self, thread_id: str, user_id: str, run_id: str) -> bool:
+        """Takes the thread's lease for a run of this process; False while another process
+        holds it. A lease taken from a dead holder first closes the run it cut off. Each
+        lease taken is released once (``Cluster.release``), by the run or the caller."""
+        try:
+            taken = await self.cluster.take(thread_id, user_id, run_id)
+        except StoreError:
+            raise _cluster_unreachable() from None
+        if taken is None:
+            return False
+        if taken.from_dead is not None:
+            try:
+                await self._close_cut_off(user_id, thread_id, taken.from_dead)
+            except BaseException:
+                self.cluster.release(thread_id)
+                raise
+        return True
+
+    async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> bool:
+        """Closes the run a dead process cut off on the thread, as a restart closes its
+        own; True when the model is to be asked again for its reply."""
+        log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
+        try:
+            return await self.engine.close_cut_off(user_id, thread_id)
+        except QuarantinedThreadError:
+            raise _quarantined(thread_id) from None
+
+    async def take_over(self, lease: DeadLease) -> None:
+        """The cluster found a thread whose process died mid-run: closes that run and lets
+        the thread go, unless the model is to reply again, which runs here."""
+        taken = await self.cluster.take(lease.thread_id, lease.user_id, "takeover")
+        if taken is None:  # another process was first, or a new input here
+            return
+        try:
+            ask_again = await self._close_cut_off(
+                lease.user_id, lease.thread_id, taken.from_dead or lease.holder
+            )
+        except BaseException:
+            self.cluster.release(lease.thread_id)
+            raise
+        if ask_again:
+            self.finish_cut_off(lease.user_id, lease.thread_id, leased=True)
+        else:
+            self.cluster.release(lease.thread_id)
+
+    def cancel_requested(self, thread_id: str, user_id: str) -> None:
+        """A cancel sent to another process for this process's run (``Cluster.cancel``)."""
+        thread = self.threads.get(thread_id)
+        if thread is not None and thread.run is not None and thread.user_id == user_id:
+            log.info("a cancel sent to another process stops %s", thread.run)
+            thread.run.abort.set()
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        """A thread's log grew, on whichever process runs it."""
+
+    def lost(self) -> None:
+        """This process may have lost its leases: its runs stop, as a cancel stops them."""
+        for thread in self.threads.values():
+            if thread.run is not None and thread.run.leased:
+                self.stop_run(thread.run)
 
     # --- planning a run ------------------------------------------------------------------
 
@@ -744,20 +843,33 @@ class Hub:
         thread.expiry = None
         if thread.run is not None:
             return
+        run_id = f"expire-{uuid.uuid4().hex[:12]}"
+        try:
+            # A thread another process runs now was answered there, or times out there.
+            if not await self._lease(thread.thread_id, thread.user_id, run_id):
+                return
+        except p.GatewayError as error:
+            log.warning("thread %s: its calls' expiry waits: %s", thread.thread_id, error.message)
+            self._arm_expiry(thread)
+            return
         try:
             session = await self.engine.session(thread.user_id, thread.thread_id)
         except QuarantinedThreadError:  # logged by the store; nothing can answer its calls
+            self.cluster.release(thread.thread_id)
             return
-        if thread.run is not None:  # a run claimed it during the read; it answers instead
-            return
+        except BaseException:
+            self.cluster.release(thread.thread_id)
+            raise
         open_items = {c: call for c, call in open_calls(session).items() if not call.is_approval}
-        if not open_items:
+        # A run claimed it during the read (it answers instead), or nothing is open.
+        if thread.run is not None or not open_items:
+            self.cluster.release(thread.thread_id)
             return
         timeout = {"status": "no_result", "reason": "timeout"}
         responses = {cid: thread.early.get(cid, timeout) for cid in open_items}
         thread.early.clear()
         thread.early_messages.clear()
-        run = self._claim(thread, f"expire-{uuid.uuid4().hex[:12]}", None)
+        run = self._claim(thread, run_id, None, leased=True)
         log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
         self._audit_answers(thread, run.run_id, open_items, responses)
         metadata = {"runId": run.run_id, "context": {}}
@@ -803,9 +915,12 @@ class Hub:
         executor: Subscriber | None,
         *,
         holds_slot: bool = False,
+        leased: bool = False,
     ) -> Run:
-        """Makes a run the thread's one active run; ``_finish`` undoes it."""
+        """Makes a run the thread's one active run; ``_finish`` undoes it (and releases the
+        thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
+        run.leased = leased
         thread.run = run
         self._running += 1
         if self._running == 1:
@@ -816,6 +931,9 @@ class Hub:
         thread = run.thread
         if thread.run is run:
             thread.run = None
+        if run.leased:  # before a waiting input wakes, so its take comes after
+            run.leased = False
+            self.cluster.release(thread.thread_id)
         run.done.set()
         if run.holds_slot:
             self.slots.give_back()
@@ -878,6 +996,17 @@ def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:
 
 class _Claimed(Exception):
     """A run claimed the thread during an input's read: the input waits its turn after all."""
+
+
+class _HeldElsewhere(Exception):
+    """Another process runs the thread: the input waits its turn for the lease."""
+
+
+def _cluster_unreachable() -> p.GatewayError:
+    return p.GatewayError(
+        p.ErrorCode.INTERNAL_ERROR,
+        "The gateway cannot reach its database just now; try again in a moment.",
+    )
 
 
 class ModelStalled(Exception):

@@ -73,6 +73,8 @@ class Run:
     joining: list[Subscriber] = dataclasses.field(default_factory=list)
     # The client instance of the input that started the run; it stays when its connection goes.
     owner: str | None = None
+    # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
+    leased: bool = False
 
     def __post_init__(self) -> None:
         if self.executor is not None:

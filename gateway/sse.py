@@ -153,7 +153,12 @@ class Invocation:
 
     async def _cancel(self, user: str, thread_id: str, dialect: versions.Dialect) -> None:
         """The SSE door's cancel: a short stream saying what happened."""
-        cancelled = await self.hub.cancel(user, thread_id)
+        try:
+            cancelled = await self.hub.cancel(user, thread_id)
+        except p.GatewayError as error:  # the run's process could not be asked
+            await self._stream_start(http_status(error))
+            await self._stream([p.encode(error.to_event())], more=False)
+            return
         self.door.record_cancel(thread_id, cancelled)
         if cancelled:
             said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")

@@ -187,7 +187,11 @@ class WebSocketSession:
             return
         if isinstance(frame, p.Cancel):
             # A cancel acts now, ahead of queued runs; only its notice waits its turn.
-            cancelled = await self.hub.cancel(self.user, frame.thread_id)
+            try:
+                cancelled = await self.hub.cancel(self.user, frame.thread_id)
+            except p.GatewayError as error:  # the run's process could not be asked
+                self._queue(error, 0)
+                return
             self.door.record_cancel(frame.thread_id, cancelled)
             if not cancelled:
                 self._queue(nothing_to_cancel(frame.thread_id), 0)

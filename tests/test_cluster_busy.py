@@ -1,0 +1,127 @@
+"""Two gateways of one cluster: a thread runs on one process at a time, whichever process an
+input or a cancel reaches. An input on B for a thread whose run is on A follows the busy
+policy as it would on A itself; a cancel sent to B stops A's run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+import gateway.cluster
+from gateway.cluster.postgres import PostgresCluster
+from gateway.config import Settings
+from tests.agui import AgUiSocket, new_id, outcome, text_of, user_input
+from tests.conftest import RunningGateway, running_gateway
+from tests.postgres import Postgres
+
+LONG = "자기소개를 길게 해 주세요"
+
+
+@pytest.fixture
+async def pair(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[RunningGateway, RunningGateway]]:
+    """Two gateways in one cluster on a fresh database, the scripted model at 20 ms a chunk."""
+    url = postgres.fresh_database()
+
+    def on_postgres(settings: Settings) -> PostgresCluster:
+        return PostgresCluster(url, lease_seconds=10, check_seconds=0.2)
+
+    monkeypatch.setattr(gateway.cluster, "for_settings", on_postgres)
+    async with (
+        running_gateway(scripted_pace_ms=20) as a,
+        running_gateway(scripted_pace_ms=20) as b,
+    ):
+        yield a, b
+
+
+def asking(thread: str, text: str, busy: str | None = None) -> dict[str, Any]:
+    run_input = user_input(thread, text)
+    if busy is not None:
+        run_input["forwardedProps"] = {"gateway": {"busy": busy}}
+    return run_input
+
+
+async def replying(ws: AgUiSocket, thread: str) -> list[dict[str, Any]]:
+    """Sends a long request on ``ws`` and returns its events once its reply has begun."""
+    await ws.send(asking(thread, LONG))
+    events = []
+    while not text_of(events):
+        events.append(await ws.next())
+    return events
+
+
+async def test_an_input_on_another_process_is_refused_while_the_run_goes_on(pair):
+    a, b = pair
+    thread = new_id("t")
+    async with a.socket() as on_a, b.socket() as on_b:
+        first = await replying(on_a, thread)
+        error = await on_b.refused(asking(thread, "안녕하세요", busy="reject"))
+        assert error["code"] == "SESSION_BUSY"
+        first += await on_a.until_end()
+        assert outcome(first)["type"] == "success"
+        # Once A's run is over, B runs the thread.
+        assert outcome(await on_b.run(asking(thread, "안녕하세요", busy="reject")))["type"] == (
+            "success"
+        )
+
+
+async def test_a_cancel_sent_to_another_process_stops_the_run(pair):
+    a, b = pair
+    thread = new_id("t")
+    async with a.socket() as on_a, b.socket() as on_b:
+        await replying(on_a, thread)
+        await on_b.send({"type": "cancel", "threadId": thread})
+        rest = await on_a.until_end(timeout=5)
+        assert outcome(rest)["type"] == "cancelled"
+        # Nothing was to be told on B: its connection sees no error.
+        await asyncio.sleep(0.2)
+        assert on_b.received == []
+
+
+async def test_a_cancel_of_another_users_run_reaches_nothing(pair):
+    a, b = pair
+    thread = new_id("t")
+    async with a.socket() as on_a, b.socket(user="intruder") as on_b:
+        await replying(on_a, thread)
+        await on_b.send({"type": "cancel", "threadId": thread})
+        told = await on_b.until_end()
+        assert [e["value"]["code"] for e in told if e["type"] == "CUSTOM"] == ["NOTHING_TO_CANCEL"]
+        assert outcome(await on_a.until_end())["type"] == "success"
+
+
+async def test_a_new_message_on_another_process_interrupts_the_run_and_runs(pair):
+    a, b = pair
+    thread = new_id("t")
+    async with a.socket() as on_a, b.socket() as on_b:
+        await replying(on_a, thread)
+        started = asyncio.get_running_loop().time()
+        second = await on_b.run(asking(thread, "안녕하세요"))
+        assert outcome(await on_a.until_end(timeout=5))["type"] == "cancelled"
+        assert outcome(second)["type"] == "success"
+        assert text_of(second)
+        assert asyncio.get_running_loop().time() - started < 5
+
+
+async def test_an_enqueued_input_on_another_process_runs_after_the_run(pair):
+    a, b = pair
+    thread = new_id("t")
+    async with a.socket() as on_a, b.socket() as on_b:
+        await replying(on_a, thread)
+        clock = asyncio.get_running_loop().time
+
+        async def first_event() -> tuple[dict[str, Any], float]:
+            return await on_b.next(), clock()
+
+        await on_b.send(asking(thread, "안녕하세요", busy="enqueue"))
+        second = asyncio.create_task(first_event())
+        first = await on_a.until_end()
+        ended = clock()
+        assert outcome(first)["type"] == "success"  # not stopped
+        started, at = await second
+        assert started["type"] == "RUN_STARTED"
+        assert at >= ended  # it waited: begun only once A's run was over
+        assert outcome(await on_b.until_end())["type"] == "success"
