@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
 
@@ -39,7 +39,7 @@ from gateway.store.group_commit import GroupCommit
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_messages_of
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import closing_events
+from gateway.store.recovery import OpenRun, closing_events
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
@@ -398,13 +398,7 @@ class SessionService(BaseSessionService):
         )
         return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
 
-    async def close_interrupted(
-        self,
-        app_name: str,
-        *,
-        author: str = "model",
-        threads: Collection[str] | None = None,
-    ) -> int:
+    async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.
 
         A server call left without its response gets an error response. The message the
@@ -417,40 +411,63 @@ class SessionService(BaseSessionService):
         A run cut off after answers reached its model (the browser's results, say) and
         before the model replied to them is noted in ``unanswered`` (user, thread), so the
         gateway can ask the model for that reply again.
-
-        Without ``threads``, every run of the app is taken as cut off: call it once after
-        ``open()`` and before serving runs, on a database no other process writes. With
-        ``threads`` (thread ids), only those threads' runs are closed: on a shared database,
-        once the process that ran them is known to be gone. Returns how many were closed.
+        Every open run of the app is taken as cut off: call once after ``open()`` and
+        before serving runs, and only on a database no other process writes (on a shared
+        one, ``close_interrupted_thread``). Returns how many were closed.
         """
-        named = None if threads is None else tuple(threads)
-        open_runs = await self._read(
-            partial(self._reads.open_runs, app_name=app_name, session_ids=named)
-        )
+        open_runs = await self._read(partial(self._reads.open_runs, app_name=app_name))
         closed = 0
         for run in open_runs:
-            try:
-                session = await self.get_session(
-                    app_name=app_name, user_id=run.user_id, session_id=run.session_id
-                )
-            except QuarantinedThreadError:
-                log.warning(
-                    "restart: the run cut off on thread %r stays open, since the thread"
-                    " is quarantined",
-                    run.session_id,
-                )
+            if (answered := await self._close_run(app_name, run, author)) is None:
                 continue
-            if session is None:
-                continue
-            if not run.dangling and answered_last(session.events, run.invocation_id):
+            if answered:
                 self.unanswered.append((run.user_id, run.session_id))
-            for event in closing_events(session, run, author):
-                await self.append_event(session, event)
             closed += 1
-        await self._write(writes.ForgetLeftoverTexts(app_name, named))
+        await self._write(writes.ForgetLeftoverTexts(app_name))
         if closed:
             log.warning("closed %d runs interrupted by a restart", closed)
         return closed
+
+    async def close_interrupted_thread(
+        self, app_name: str, thread_id: str, *, author: str = "model"
+    ) -> bool:
+        """Closes the run a crash cut off on one thread, as ``close_interrupted`` does.
+
+        For a shared database: call it once the process that ran the thread is known to be
+        gone (its lease expired), never while it may still run. True if the model owes a
+        reply to answers it was given (the caller asks for it again, as the gateway does
+        for ``unanswered``); False if it does not, or no run of the thread was open.
+        """
+        open_runs = await self._read(
+            partial(self._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
+        )
+        answered = False
+        for run in open_runs:
+            answered = bool(await self._close_run(app_name, run, author)) or answered
+        await self._write(writes.ForgetLeftoverTexts(app_name, (thread_id,)))
+        if open_runs:
+            log.warning("closed the run of thread %r, cut off with its process", thread_id)
+        return answered
+
+    async def _close_run(self, app_name: str, run: OpenRun, author: str) -> bool | None:
+        """Appends the events that close ``run``; whether the model owes a reply to answers
+        it was given, or None if the thread is gone or quarantined (left as it is)."""
+        try:
+            session = await self.get_session(
+                app_name=app_name, user_id=run.user_id, session_id=run.session_id
+            )
+        except QuarantinedThreadError:
+            log.warning(
+                "restart: the run cut off on thread %r stays open, since the thread is quarantined",
+                run.session_id,
+            )
+            return None
+        if session is None:
+            return None
+        answered = not run.dangling and answered_last(session.events, run.invocation_id)
+        for event in closing_events(session, run, author):
+            await self.append_event(session, event)
+        return answered
 
     # --- internals ----------------------------------------------------------------------
 

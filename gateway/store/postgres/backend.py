@@ -27,7 +27,7 @@ from gateway.store.errors import StoreError
 from gateway.store.postgres import reads
 from gateway.store.postgres.connection import Connection, describe, said
 from gateway.store.postgres.schema import prepare
-from gateway.store.postgres.transaction import commit
+from gateway.store.postgres.transaction import ConnectionDropped, commit
 from gateway.store.writes import Write
 
 T = TypeVar("T")
@@ -45,8 +45,18 @@ class PostgresBackend:
         self._writer = writer
 
     async def read(self, fn: Callable[[Any], T]) -> T:
+        read = partial(_in_one_snapshot, fn)
         try:
-            return await self._reader.run(partial(_in_one_snapshot, fn))
+            return await self._reader.run(read)
+        except psycopg.OperationalError as error:
+            if not self._reader.dropped:
+                raise StoreError(
+                    f"the session store {self.where} cannot be read:"
+                    f" {said(error, self._reader.url)}"
+                ) from None
+        # A read changes nothing, so it is simply tried again, on a new connection.
+        try:
+            return await self._reader.run(read)
         except psycopg.OperationalError as error:
             raise StoreError(
                 f"the session store {self.where} cannot be read: {said(error, self._reader.url)}"
@@ -55,7 +65,15 @@ class PostgresBackend:
     async def commit(self, writes: Sequence[Write]) -> list[object]:
         if self._writer is None:
             raise StoreError("the session store is read-only")
-        return await self._writer.run(partial(commit, writes=writes))
+        batch = partial(commit, writes=writes)
+        try:
+            return await self._writer.run(batch)
+        except ConnectionDropped:
+            pass  # nothing of it was stored: once more, on a new connection
+        try:
+            return await self._writer.run(batch)
+        except ConnectionDropped as dropped:
+            raise StoreError(f"the connection to {self.where} was lost") from dropped.__cause__
 
     async def close(self, *, writable: bool) -> None:
         await self._reader.close()

@@ -59,6 +59,11 @@ class Connection:
         self._conn: psycopg.Connection | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
 
+    @property
+    def dropped(self) -> bool:
+        """Whether the connection was found lost (the next call opens a new one)."""
+        return self._conn is None or self._conn.closed
+
     async def run(self, fn: Callable[[psycopg.Connection], T]) -> T:
         """``fn(connection)`` on the connection's thread."""
         loop = asyncio.get_running_loop()

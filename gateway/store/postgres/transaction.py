@@ -5,6 +5,9 @@ duplicate, a value PostgreSQL refuses) is undone alone at its savepoint and its 
 returned; a failure of the database (the connection lost, the disk full, a read-only
 server) fails the whole batch. Two processes whose batches lock the same rows in
 opposite orders can deadlock; PostgreSQL then aborts one batch, which is tried again.
+A connection found dropped before the batch's COMMIT was sent (the server restarted, a
+proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
+the backend tries the batch again once on a new connection.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from gateway.store.writes import Failed, Write
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
+
+
+class ConnectionDropped(Exception):
+    """The connection was found lost before the batch's COMMIT: nothing of it is stored."""
 
 
 def commit(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
@@ -53,7 +60,17 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
                 results.append(Failed(error))
             if isolate:
                 db.execute("RELEASE SAVEPOINT write")
-        db.commit()
+    except psycopg.OperationalError as error:
+        if db.closed:
+            raise ConnectionDropped() from error
+        db.rollback()
+        raise
+    except BaseException:
+        if not db.closed:
+            db.rollback()
+        raise
+    try:
+        db.commit()  # if the connection drops now, the batch may or may not be stored
     except BaseException:
         if not db.closed:
             db.rollback()
