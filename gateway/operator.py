@@ -52,9 +52,7 @@ def _summary(thread: ThreadSummary) -> dict[str, Any]:
     return summary
 
 
-async def export_thread(
-    db_path: str, thread_id: str, app_name: str | None = None
-) -> list[Message]:
+async def export_thread(db_path: str, thread_id: str, app_name: str | None = None) -> list[Message]:
     """The whole thread as AG-UI messages, with the ids its clients saw.
 
     A quarantined thread raises ``QuarantinedThreadError``, which says which row is bad.

@@ -19,6 +19,7 @@ from gateway.config import Settings
 from gateway.server import Gateway
 from gateway.store import SessionService
 from tests.agui import AgUiSocket
+from tests.backends import BACKENDS
 from tests.postgres import Postgres, running_postgres
 from tests.providers import ChatCompletions, GeminiApi, Provider
 
@@ -53,6 +54,15 @@ def postgres() -> Iterator[Postgres]:
     """One PostgreSQL server for the whole run (``tests/postgres.py``), started on first use."""
     with running_postgres() as server:
         yield server
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a contract test's store lives: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "threads.db")
+    server: Postgres = request.getfixturevalue("postgres")
+    return server.fresh_database()
 
 
 @pytest.fixture

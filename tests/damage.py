@@ -110,10 +110,8 @@ async def hold_a_read_open(store: SessionService) -> sqlite3.Cursor:
         cursor.fetchone()  # more rows follow, so the statement stays open
         return cursor
 
-    assert store._db is not None
-    return await store._db.run(start)
+    return await store._read(start)  # the file's one connection, for reads and writes
 
 
 async def close_read(store: SessionService, cursor: sqlite3.Cursor) -> None:
-    assert store._db is not None
-    await store._db.run(lambda _: cursor.close())
+    await store._read(lambda _: cursor.close())

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,14 +187,20 @@ async def test_a_subscriber_joining_behind_held_chunks_gets_each_once() -> None:
 
 def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Every group commit takes ``seconds`` longer, so chunks pile up behind it."""
-    original = group_commit.commit
+    real_init = group_commit.GroupCommit.__init__
 
-    @functools.wraps(original)
-    def slow(db: sqlite3.Connection, writes: Sequence[Any]) -> list[object]:
-        time.sleep(seconds)
-        return original(db, writes)
+    def init(
+        writer: group_commit.GroupCommit,
+        commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
+        on_health: Callable[[bool], None],
+    ) -> None:
+        async def slow(writes: Sequence[Any]) -> list[object]:
+            await asyncio.sleep(seconds)  # as a slow disk would hold the database's thread
+            return await commit(writes)
 
-    monkeypatch.setattr(group_commit, "commit", slow)
+        real_init(writer, slow, on_health)
+
+    monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
 
 
 @contextlib.asynccontextmanager
