@@ -461,7 +461,7 @@ class Hub:
         own; True when the model is to be asked again for its reply."""
         log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
         try:
-            return await self.engine.close_cut_off(user_id, thread_id)
+            return await self.engine.close_cut_off(thread_id)
         except QuarantinedThreadError:
             raise _quarantined(thread_id) from None
 

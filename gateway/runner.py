@@ -107,6 +107,13 @@ class Engine:
             app_name=self.app_name, user_id=user_id, session_id=thread_id
         )
 
+    async def close_cut_off(self, thread_id: str) -> bool:
+        """Closes the run a dead process cut off on the thread; True: ask the model again."""
+        assert self.root_agent is not None
+        return await self.sessions.close_interrupted_thread(
+            self.app_name, thread_id, author=self.root_agent.name
+        )
+
     async def open_thread(self, user_id: str, thread_id: str) -> OpenedThread:
         """The thread for a run of ``user_id``: its owner and session, created if new."""
         return await self.sessions.open_thread(self.app_name, user_id, thread_id)

@@ -40,16 +40,14 @@ from __future__ import annotations
 
 from gateway.cluster.node import Cluster, Members, SingleNode
 from gateway.config import Settings
+from gateway.store.backend import is_postgres
 
 __all__ = ["Cluster", "Members", "SingleNode", "for_settings"]
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
 
 def for_settings(settings: Settings) -> Cluster:
     """The cluster the gateway's database makes it part of: on PostgreSQL, every process on
     that database; on SQLite, this process alone."""
-    if not settings.db.startswith(POSTGRES_SCHEMES):
+    if not is_postgres(settings.db):
         return SingleNode()
     from gateway.cluster.postgres import PostgresCluster
 

@@ -35,6 +35,7 @@ from gateway.cluster.node import Members
 from gateway.store.errors import StoreError
 from gateway.store.leases import Taken
 from gateway.store.postgres import leases, notify
+from gateway.store.postgres.connection import describe, said
 
 log = logging.getLogger("gateway.cluster")
 
@@ -46,8 +47,8 @@ SWEEP_LIMIT = 16
 NOTICES_A_STATEMENT = 64
 
 
-def _unreachable(error: psycopg.Error) -> StoreError:
-    log.warning("the cluster's database cannot be used: %s", error)
+def _unreachable(error: psycopg.Error, url: str) -> StoreError:
+    log.warning("the cluster's database %s cannot be used: %s", describe(url), said(error, url))
     return StoreError("the cluster's PostgreSQL database cannot be reached")
 
 
@@ -86,7 +87,7 @@ class PostgresCluster:
             await self._listen()
         except psycopg.Error as error:
             await self.close()
-            raise _unreachable(error) from None
+            raise _unreachable(error, self.url) from None
         self._spawn(self._hear(), "cluster listener")
         self._spawn(self._keep(), "cluster keeper")
         log.info("joined the cluster as node %s", self.node_id)
@@ -129,7 +130,7 @@ class PostgresCluster:
                 )
             )
         except psycopg.Error as error:
-            raise _unreachable(error) from None
+            raise _unreachable(error, self.url) from None
         if taken is not None:
             self._holding[thread_id] += 1
         return taken
@@ -151,7 +152,9 @@ class PostgresCluster:
         try:
             await self._work(release)
         except psycopg.Error as error:  # it runs out instead; a waiter's next try takes it
-            log.warning("the lease of thread %s was not released: %s", thread_id, error)
+            log.warning(
+                "the lease of thread %s was not released: %s", thread_id, said(error, self.url)
+            )
 
     async def released(self, thread_id: str) -> None:
         waiter = asyncio.get_running_loop().create_future()
@@ -177,7 +180,7 @@ class PostgresCluster:
             sent = _payloads([Cancel(held.holder, thread_id, user_id)])
             await self._work(lambda conn: notify.notify(conn, sent))
         except psycopg.Error as error:
-            raise _unreachable(error) from None
+            raise _unreachable(error, self.url) from None
         return True
 
     def committed(self, thread_id: str, seq: int) -> None:
@@ -196,7 +199,9 @@ class PostgresCluster:
                     await self._work(partial(notify.notify, payloads=payloads))
                 except psycopg.Error as error:
                     # Followers miss these; the thread's next notice names a later seq.
-                    log.warning("%d notices were not sent: %s", len(payloads), error)
+                    log.warning(
+                        "%d notices were not sent: %s", len(payloads), said(error, self.url)
+                    )
         finally:
             self._sending = None
 
@@ -230,7 +235,11 @@ class PostgresCluster:
                     self._hear_one(notice.payload)
             except psycopg.Error as error:
                 if self._listening is not None:
-                    log.error("node %s lost its listening connection: %s", self.node_id, error)
+                    log.error(
+                        "node %s lost its listening connection: %s",
+                        self.node_id,
+                        said(error, self.url),
+                    )
                     with contextlib.suppress(psycopg.Error):
                         await self._listening.close()
                     self._listening = None
@@ -255,7 +264,9 @@ class PostgresCluster:
                     next_renewal = self._renewed_at + renew_every
                 await self._sweep()
             except psycopg.Error as error:
-                log.warning("node %s cannot reach the database: %s", self.node_id, error)
+                log.warning(
+                    "node %s cannot reach the database: %s", self.node_id, said(error, self.url)
+                )
             if time.monotonic() - self._renewed_at > self.lease_seconds and self._holding:
                 self._lose()
 
