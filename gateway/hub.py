@@ -493,6 +493,11 @@ class Hub:
     def committed(self, thread_id: str, seq: int) -> None:
         """A thread's log grew, on whichever process runs it."""
 
+    def _release(self, run: Run) -> Commit:
+        run.leased = False
+        run.release = None
+        return self.cluster.release(run.thread.thread_id)
+
     def lost(self) -> None:
         """This process may have lost its leases: its runs stop, as a cancel stops them."""
         for thread in self.threads.values():
@@ -920,7 +925,9 @@ class Hub:
         """Makes a run the thread's one active run; ``_finish`` undoes it (and releases the
         thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
-        run.leased = leased
+        if leased:
+            run.leased = True
+            run.release = partial(self._release, run)
         thread.run = run
         self._running += 1
         if self._running == 1:
@@ -931,9 +938,8 @@ class Hub:
         thread = run.thread
         if thread.run is run:
             thread.run = None
-        if run.leased:  # before a waiting input wakes, so its take comes after
-            run.leased = False
-            self.cluster.release(thread.thread_id)
+        if run.leased:  # a run that ended before its last event: before a waiter wakes
+            self._release(run)
         run.done.set()
         if run.holds_slot:
             self.slots.give_back()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Protocol
 
@@ -75,6 +75,9 @@ class Run:
     owner: str | None = None
     # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
     leased: bool = False
+    # Lets go of the lease; its last event waits for that, so that a client told the run
+    # ended may send its next input to any process at once.
+    release: Callable[[], Commit] | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:
@@ -101,8 +104,12 @@ class Run:
     ) -> None:
         """Delivers events after those emitted before, and after ``after`` commits."""
         batch = list(events)
-        if batch:
-            self.outbox.send(partial(self._route, batch, observers_only), after)
+        if not batch:
+            return
+        if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
+            release, self.release = self.release, None
+            after = release()
+        self.outbox.send(partial(self._route, batch, observers_only), after)
 
     def join(
         self, subscriber: Subscriber, catch_up: list[p.Event], *, executes: bool = False

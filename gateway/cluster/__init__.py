@@ -44,6 +44,7 @@ from gateway.store.backend import is_postgres
 
 __all__ = ["Cluster", "Members", "SingleNode", "for_settings"]
 
+
 def for_settings(settings: Settings) -> Cluster:
     """The cluster the gateway's database makes it part of: on PostgreSQL, every process on
     that database; on SQLite, this process alone."""

@@ -9,6 +9,7 @@ sent anywhere.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from gateway.store.leases import DeadLease, Taken
@@ -43,8 +44,9 @@ class Cluster(Protocol):
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         """The thread's lease for a run of this process; None while another process holds it."""
 
-    def release(self, thread_id: str) -> None:
-        """Lets go of the thread's lease (in the background, after what was asked before)."""
+    def release(self, thread_id: str) -> asyncio.Future[object]:
+        """Lets go of the thread's lease, in the background after what was asked before;
+        the future is done once another process may take it (or the release failed)."""
 
     async def released(self, thread_id: str) -> None:
         """Returns when the thread's lease may be free: on its release, or after a while
@@ -72,8 +74,8 @@ class SingleNode:
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         return Taken(thread_id, None)
 
-    def release(self, thread_id: str) -> None:
-        pass
+    def release(self, thread_id: str) -> asyncio.Future[object]:
+        return settled()
 
     async def released(self, thread_id: str) -> None:
         pass
@@ -83,3 +85,10 @@ class SingleNode:
 
     def committed(self, thread_id: str, seq: int) -> None:
         pass
+
+
+def settled() -> asyncio.Future[object]:
+    """A future that is done already: a release with nothing to wait for."""
+    future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    future.set_result(None)
+    return future

@@ -31,7 +31,7 @@ from psycopg.rows import TupleRow
 
 from gateway.cluster import messages
 from gateway.cluster.messages import Cancel, Committed, Released
-from gateway.cluster.node import Members
+from gateway.cluster.node import Members, settled
 from gateway.store.errors import StoreError
 from gateway.store.leases import Taken
 from gateway.store.postgres import leases, notify
@@ -135,13 +135,16 @@ class PostgresCluster:
             self._holding[thread_id] += 1
         return taken
 
-    def release(self, thread_id: str) -> None:
+    def release(self, thread_id: str) -> asyncio.Future[object]:
         self._holding[thread_id] -= 1
-        if self._holding[thread_id] <= 0:
-            del self._holding[thread_id]
-            self._spawn(self._release(thread_id), f"release of {thread_id}")
+        if self._holding[thread_id] > 0:
+            return settled()
+        del self._holding[thread_id]
+        released: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._spawn(self._release(thread_id, released), f"release of {thread_id}")
+        return released
 
-    async def _release(self, thread_id: str) -> None:
+    async def _release(self, thread_id: str, released: asyncio.Future[object]) -> None:
         async def release(conn: psycopg.AsyncConnection[TupleRow]) -> None:
             if self._holding[thread_id]:  # taken again before its turn came: keep it
                 return
@@ -155,6 +158,9 @@ class PostgresCluster:
             log.warning(
                 "the lease of thread %s was not released: %s", thread_id, said(error, self.url)
             )
+        finally:
+            if not released.done():
+                released.set_result(None)
 
     async def released(self, thread_id: str) -> None:
         waiter = asyncio.get_running_loop().create_future()
