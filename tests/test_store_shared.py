@@ -168,6 +168,7 @@ async def test_restarting_on_a_shared_database_leaves_other_processes_runs_open(
             )
         await a.flush()
         assert b.shared
+        assert not await b.sole_writer()  # A is alive: its open runs may be live ones
         # B takes over only the thread whose process is gone; A's live run stays as it is.
         assert await b.close_interrupted_thread(APP, "dead", author="agent") is False
         assert await b.close_interrupted_thread(APP, "dead", author="agent") is False
@@ -236,3 +237,18 @@ async def test_an_outage_shows_until_the_database_is_back(
         await store.append_event(session, said("back"))
         loaded = await store.get_session(app_name=APP, user_id="u", session_id="t")
         assert loaded is not None and len(loaded.events) == 1
+
+
+async def test_a_gateway_alone_on_the_database_knows_it(url: str) -> None:
+    async with gateways(url, 1) as (alone,):
+        assert await alone.sole_writer()
+        async with gateways(url, 2) as others:
+            for store in (alone, *others):
+                assert not await store.sole_writer()
+        assert await alone.sole_writer()  # the others are gone, with their connections
+        reader = SessionService(url, read_only=True)  # an operator command is no writer
+        await reader.open()
+        try:
+            assert await alone.sole_writer()
+        finally:
+            await reader.close()

@@ -10,6 +10,7 @@ and the same for every backend. ``open_backend`` picks one from the ``--db`` val
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -28,6 +29,20 @@ _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 def is_postgres(db: str) -> bool:
     """Whether a ``--db`` value names a PostgreSQL database rather than a SQLite file."""
     return db.startswith(_POSTGRES_SCHEMES)
+
+
+def described(db: str) -> str:
+    """The database a ``--db`` value names, for people: a URL without its password or query."""
+    if not is_postgres(db):
+        return db
+    try:
+        parts = urllib.parse.urlsplit(db)
+        host = parts.hostname or "localhost"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "postgresql://(a URL that cannot be parsed)"
+    user = f"{parts.username}@" if parts.username else ""
+    return f"postgresql://{user}{host}{port}{parts.path}"
 
 
 class Reads(Protocol):
@@ -86,6 +101,11 @@ class Backend(Protocol):
     async def commit(self, writes: Sequence[Write]) -> list[object]:
         """Applies the writes in one transaction; a write that fails alone is undone alone
         and its ``Failed`` returned in its place. Raises if the database failed."""
+        ...
+
+    async def sole_writer(self) -> bool:
+        """Whether no other gateway process writes the database now: then a run left open
+        was cut off by a crash, since no live process can be running it."""
         ...
 
     async def close(self, *, writable: bool) -> None: ...

@@ -102,6 +102,13 @@ class SessionService(BaseSessionService):
             backend, self._backend = self._backend, None
             await backend.close(writable=not self.read_only)
 
+    async def sole_writer(self) -> bool:
+        """Whether no other gateway process writes the database now (always, on SQLite):
+        then every run left open was cut off by a crash (``close_interrupted``)."""
+        if self._backend is None:
+            raise StoreError("the session store is not open")
+        return await self._backend.sole_writer()
+
     @property
     def shared(self) -> bool:
         """Whether other processes may write the same database (PostgreSQL): then a run
@@ -412,8 +419,9 @@ class SessionService(BaseSessionService):
         before the model replied to them is noted in ``unanswered`` (user, thread), so the
         gateway can ask the model for that reply again.
         Every open run of the app is taken as cut off: call once after ``open()`` and
-        before serving runs, and only on a database no other process writes (on a shared
-        one, ``close_interrupted_thread``). Returns how many were closed.
+        before serving runs, and only while no other process writes the database
+        (``sole_writer``; otherwise ``close_interrupted_thread``). Returns how many were
+        closed.
         """
         open_runs = await self._read(partial(self._reads.open_runs, app_name=app_name))
         closed = 0

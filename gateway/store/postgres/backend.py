@@ -7,6 +7,11 @@ snapshot or a history page would queue behind it, while PostgreSQL lets a read s
 consistent snapshot beside a commit in progress. Every read is one read-only transaction
 at REPEATABLE READ: its statements see one moment, whatever other processes commit.
 
+Every gateway process's writer holds a shared advisory lock on the database for as long as
+its connection lives (a killed process's goes with its connection), so ``sole_writer`` can
+count the gateways writing the database: a gateway that starts alone closes every run a
+crash left open, as on SQLite; one that starts beside others leaves their runs alone.
+
 ``durability`` picks ``synchronous_commit``: ``normal`` (off) survives a crash of any
 gateway process, since a commit is the server's once it returns, but a crash of the
 database server may lose its last fraction of a second; ``full`` (on) waits for the
@@ -22,10 +27,10 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import IsolationLevel
 
-from gateway.store.backend import Reads
+from gateway.store.backend import Reads, described
 from gateway.store.errors import StoreError
 from gateway.store.postgres import reads
-from gateway.store.postgres.connection import Connection, describe, said
+from gateway.store.postgres.connection import Connection, said
 from gateway.store.postgres.schema import prepare
 from gateway.store.postgres.transaction import ConnectionDropped, commit
 from gateway.store.writes import Write
@@ -33,6 +38,8 @@ from gateway.store.writes import Write
 T = TypeVar("T")
 
 _SYNCHRONOUS_COMMIT = {"normal": "off", "full": "on"}
+# The advisory lock (two int4 keys) every live gateway's writer holds shared.
+_WRITER_LOCK = (0x61677721, 1)
 
 
 class PostgresBackend:
@@ -40,7 +47,7 @@ class PostgresBackend:
     shared = True  # any number of gateway processes may write the database
 
     def __init__(self, url: str, reader: Connection, writer: Connection | None) -> None:
-        self.where = describe(url)
+        self.where = described(url)
         self._reader = reader
         self._writer = writer
 
@@ -75,6 +82,17 @@ class PostgresBackend:
         except ConnectionDropped as dropped:
             raise StoreError(f"the connection to {self.where} was lost") from dropped.__cause__
 
+    async def sole_writer(self) -> bool:
+        (writers,) = await self.read(
+            lambda db: db.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                " AND classid = %s AND objid = %s AND objsubid = 2",
+                _WRITER_LOCK,
+            ).fetchone()
+        )
+        return bool(writers <= 1)
+
     async def close(self, *, writable: bool) -> None:
         await self._reader.close()
         if self._writer is not None:
@@ -91,7 +109,7 @@ def _in_one_snapshot(fn: Callable[[psycopg.Connection], T], db: psycopg.Connecti
 
 async def open_postgres(url: str, *, durability: str, read_only: bool) -> PostgresBackend:
     """Connects, checks the database is ours and creates its schema if it is new."""
-    where = describe(url)
+    where = described(url)
 
     def reader_settings(conn: psycopg.Connection) -> None:
         conn.isolation_level = IsolationLevel.REPEATABLE_READ
@@ -102,6 +120,8 @@ async def open_postgres(url: str, *, durability: str, read_only: bool) -> Postgr
             "SELECT set_config('synchronous_commit', %s, false)",
             (_SYNCHRONOUS_COMMIT[durability],),
         )
+        # Held by this connection until it ends: this process writes the database.
+        conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", _WRITER_LOCK)
         conn.commit()
 
     writer = None

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from gateway.store.backend import described
 from gateway.store.errors import StoreError
 
 T = TypeVar("T")
@@ -25,18 +26,6 @@ T = TypeVar("T")
 # A server that does not answer (a black-holed host) fails a connect after this long,
 # so a probe of the writer never hangs on it.
 CONNECT_SECONDS = 5
-
-
-def describe(url: str) -> str:
-    """The database a URL names, for people: never its password, nor its query."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or "localhost"
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "the PostgreSQL database of --db"
-    user = f"{parts.username}@" if parts.username else ""
-    return f"postgresql://{user}{host}{port}{parts.path}"
 
 
 def said(error: BaseException, url: str) -> str:
@@ -58,6 +47,7 @@ class Connection:
         self._name = name
         self._conn: psycopg.Connection | None = None
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+        self._closed = False
 
     @property
     def dropped(self) -> bool:
@@ -103,12 +93,16 @@ class Connection:
         except psycopg.Error as error:
             await self.close()
             raise StoreError(
-                f"cannot connect to the session store {describe(self.url)}:"
+                f"cannot connect to the session store {described(self.url)}:"
                 f" {said(error, self.url)}."
                 " Check the URL of --db (GATEWAY_DB), that the server runs, and its password."
             ) from None
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
         def close(_: Any) -> None:
             if self._conn is not None:
                 self._conn.close()

@@ -65,6 +65,22 @@ def _create_v1(db: psycopg.Connection) -> None:
         "CREATE TABLE quarantine (session_pk BIGINT PRIMARY KEY REFERENCES sessions"
         " ON DELETE CASCADE, seq BIGINT, column_name TEXT NOT NULL, reason TEXT NOT NULL,"
         " at DOUBLE PRECISION NOT NULL)",
+        # The audit log (``gateway.audit``, ``postgres.audit``): every process's records.
+        "CREATE TABLE audit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        " at DOUBLE PRECISION NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,"
+        " run_id TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT NOT NULL,"
+        " arguments TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT,"
+        " duration_ms DOUBLE PRECISION,"
+        " executor TEXT NOT NULL CHECK (executor IN ('server', 'client')))",
+        "CREATE INDEX audit_by_thread ON audit (thread_id, at)",
+        "CREATE INDEX audit_by_user ON audit (user_id, at)",
+        "CREATE TABLE access (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        " at DOUBLE PRECISION NOT NULL, user_id TEXT NOT NULL, org TEXT, via TEXT NOT NULL,"
+        " client TEXT NOT NULL, door TEXT NOT NULL, action TEXT NOT NULL,"
+        " thread_id TEXT NOT NULL, target TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT)",
+        "CREATE INDEX access_by_thread ON access (thread_id, at)",
+        "CREATE INDEX access_by_user ON access (user_id, at)",
+        "CREATE INDEX access_by_client ON access (client, at)",
         # What the writer's health probe counts up (``writes.Probe``): one row.
         "CREATE TABLE probes (count BIGINT NOT NULL)",
         "INSERT INTO probes VALUES (0)",

@@ -38,6 +38,9 @@ class SqliteBackend:
     async def commit(self, writes: Sequence[Write]) -> list[object]:
         return await self.db.run(partial(commit, writes=writes))
 
+    async def sole_writer(self) -> bool:
+        return True  # the file's lock lets no other process write it
+
     async def close(self, *, writable: bool) -> None:
         try:
             await disconnect(self.db, optimize=writable)
