@@ -18,10 +18,11 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.sessions.session import Session
 
 from gateway.store.codec import Damage, dump, load_state
+from gateway.store.frames import LoggedFrame
 from gateway.store.progress import RunProgress
 from gateway.store.rows import StoredSession
 from gateway.store.sqlite.open_calls import record_progress
-from gateway.store.sqlite.reads import load_session, thread_owner
+from gateway.store.sqlite.reads import load_session, log_head, thread_owner
 from gateway.store.sqlite.schema import EVENT_BYTES
 from gateway.store.sqlite.scopes import merge_scope, with_scopes
 from gateway.store.threads import OpenedThread, Usage
@@ -86,9 +87,9 @@ class OpenThread:
     window: int
     now: float
 
-    def apply(self, db: sqlite3.Connection) -> OpenedThread | tuple[StoredSession, Usage]:
-        """The thread; for its owner, the rows of it (decoded once the commit is over) and
-        the owner's usage."""
+    def apply(self, db: sqlite3.Connection) -> OpenedThread | tuple[StoredSession, Usage, int]:
+        """The thread; for its owner, the rows of it (decoded once the commit is over), the
+        owner's usage and the head of the thread's log."""
         owner = thread_owner(db, app_name=self.app_name, session_id=self.session_id)
         if owner is None:
             empty: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
@@ -106,7 +107,10 @@ class OpenThread:
             after=None,
         )
         assert stored is not None  # its owner was just read, in the same transaction
-        return stored, self._usage(db)
+        head = log_head(
+            db, app_name=self.app_name, user_id=self.user_id, session_id=self.session_id
+        )
+        return stored, self._usage(db), head
 
     def _usage(self, db: sqlite3.Connection) -> Usage:
         threads, stored_bytes = db.execute(
@@ -219,7 +223,7 @@ class DeleteSession:
         ).fetchone()
         if row is None:
             return
-        for table in ("events", "open_calls", "streamed_texts", "quarantine"):
+        for table in ("events", "open_calls", "streamed_texts", "quarantine", "frames"):
             db.execute(f"DELETE FROM {table} WHERE session_pk = ?", row)
         db.execute("DELETE FROM sessions WHERE pk = ?", row)
 
@@ -256,6 +260,66 @@ class SaveStreamedText:
         )
         if cursor.rowcount == 0:
             raise SessionNotFoundError(f"Session {self.session_id} not found.")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppendFrames:
+    """Adds frames to a thread's log (``gateway.store.frames``).
+
+    A number the log holds already fails the write (the primary key): two writers of one
+    thread's log are a fault, never a silent overwrite.
+    """
+
+    app_name: str
+    user_id: str
+    session_id: str
+    frames: tuple[LoggedFrame, ...]
+
+    def followed_by(self, newer: AppendFrames) -> AppendFrames:
+        """This write and a newer one of the same thread as one write."""
+        return dataclasses.replace(self, frames=self.frames + newer.frames)
+
+    def apply(self, db: sqlite3.Connection) -> int:
+        """Returns the number of the last frame written."""
+        row = db.execute(
+            "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+            (self.app_name, self.user_id, self.session_id),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"Session {self.session_id} not found.")
+        (pk,) = row
+        db.executemany(
+            "INSERT INTO frames (session_pk, seq, data, only_for, not_for) VALUES (?, ?, ?, ?, ?)",
+            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in self.frames],
+        )
+        return self.frames[-1].seq
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TrimFrames:
+    """Keeps the newest frames of a thread's log that fit ``max_bytes``, and the newest one
+    whatever its size, so the log always knows its head."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    max_bytes: int
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        row = db.execute(
+            "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+            (self.app_name, self.user_id, self.session_id),
+        ).fetchone()
+        if row is None:
+            return
+        (pk,) = row
+        db.execute(
+            "DELETE FROM frames WHERE session_pk = ?1 AND seq < COALESCE("
+            " (SELECT MIN(seq) FROM (SELECT seq, SUM(length(data)) OVER (ORDER BY seq DESC)"
+            " AS kept FROM frames WHERE session_pk = ?1) WHERE kept <= ?2),"
+            " (SELECT MAX(seq) FROM frames WHERE session_pk = ?1))",
+            (pk, self.max_bytes),
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -318,6 +382,8 @@ Write = (
     | AppendEvent
     | DeleteSession
     | SaveStreamedText
+    | AppendFrames
+    | TrimFrames
     | ForgetLeftoverTexts
     | SetAside
     | Probe
