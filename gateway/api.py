@@ -112,6 +112,7 @@ def create_app(
             context_allow=config.context_allow(settings),
             slots=RunSlots(settings.max_runs, settings.run_wait),
             snapshot_bytes=settings.snapshot_bytes,
+            cursor_bytes=settings.cursor_bytes,
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
             model_timeout=settings.model_timeout,
             busy_policy=Busy(settings.busy),
@@ -121,6 +122,9 @@ def create_app(
             hub.finish_cut_off(user_id, thread_id)
         # Joined last: from now on other processes may hand this one their threads.
         await hub.cluster.start(hub)
+        cluster = hub.cluster
+        # Each commit of a run's frames here is a notice to the processes that follow it.
+        service[0].frame_listeners.append(lambda _app, thread, seq: cluster.committed(thread, seq))
         clusters.append(hub.cluster)
         return hub
 

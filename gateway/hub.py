@@ -11,6 +11,8 @@ subscribers. Its parts live beside it, each with its share of the theory of oper
                       run's executor, every other event all of the thread's watchers
     gateway.outbox    a run's deliveries in order, each held until its write commits, so
                       nothing a client is sent is lost in a crash
+    gateway.eventlog  every event a run emits numbered in its thread's log; a reattach
+                      with the last number a client saw replays what came after
     gateway.notices   notices, and events outside any run sent as a run of their own
 """
 
@@ -34,13 +36,15 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import approvals, cut_off, history, logs
+from gateway import approvals, cut_off, eventlog, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.cluster import Cluster, SingleNode
+from gateway.cluster.takeover import READ_BACK, closing_frames
 from gateway.context import DEFAULT_CONTEXT_ALLOW, allowed_context, event_metadata
 from gateway.cut_off import Ending, cut_off_reply
+from gateway.following import Followers
 from gateway.inputs import NewTurn, read_input, starts_turn
 from gateway.limits import Quota, RunSlots
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
@@ -49,6 +53,7 @@ from gateway.outbox import Commit
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.runs import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
+from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease
 from gateway.threads import (
     OpenCall,
@@ -125,6 +130,7 @@ class Hub:
         context_allow: frozenset[str] = DEFAULT_CONTEXT_ALLOW,
         slots: RunSlots | None = None,
         snapshot_bytes: int | None = None,
+        cursor_bytes: int = 1 << 20,
         quota: Quota | None = None,
         model_timeout: float = 120.0,
         busy_policy: Busy = Busy.INTERRUPT,
@@ -140,6 +146,8 @@ class Hub:
         self.quota = quota or Quota()
         # How much of a thread a reattach sends at most; older messages are paged in.
         self.snapshot_bytes = snapshot_bytes
+        # How much of each thread's event log is kept for reattach by cursor.
+        self.cursor_bytes = cursor_bytes
         # Runs in progress across all threads; unlimited unless the caller sets a cap.
         self.slots = slots or RunSlots(0, 0.0)
         self.audit = audit
@@ -149,6 +157,7 @@ class Hub:
         self.threads: dict[str, Thread] = {}
         self.status_listeners: list[Callable[[bool], None]] = []
         self.declarations = DeclarationLog()
+        self.followers = Followers(self._read_log)
         self._running = 0
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
@@ -241,6 +250,8 @@ class Hub:
             # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
             if thread.run is not None:
                 raise in_progress(thread_id) if policy is Busy.REJECT else _Claimed()
+            if thread.head is None:
+                thread.head = opened.log_head
         except BaseException as error:
             self.slots.give_back()
             if leased:
@@ -336,9 +347,17 @@ class Hub:
                 task.cancel()
             await asyncio.wait(late, timeout=grace)
 
-    async def reattach(self, user_id: str, thread_id: str, subscriber: Subscriber) -> Run | None:
-        """Sends the thread as snapshots; returns the run in progress it now follows live."""
+    async def reattach(
+        self, user_id: str, thread_id: str, subscriber: Subscriber, after: int | None = None
+    ) -> Run | None:
+        """Sends the thread as snapshots, or with ``after`` (the last number of the thread's
+        log the subscriber saw) the events after it when the log can answer that; returns
+        the run in progress it now follows live."""
         thread = await self._thread(user_id, thread_id)
+        replayed = after is not None and subscriber not in thread.watchers
+        if replayed and await self._replay(thread, subscriber, after or 0):
+            return thread.run
+        head = await self._head(thread)
         while True:
             try:
                 page, session = await self.engine.thread_view(
@@ -370,6 +389,7 @@ class Hub:
             p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
         ]
         if run is None:
+            head = thread.head if thread.head is not None else head
             thread.watch(subscriber)
             open_items = open_calls(session)
             own = [
@@ -382,7 +402,9 @@ class Hub:
             for event in standalone(thread_id, snapshot):
                 if isinstance(event, p.RunFinished):
                     event.outcome = self._waiting_for(open_items)
-                subscriber.deliver(event)
+                subscriber.deliver(eventlog.numbered(event, head))
+            thread.positions[subscriber] = head  # what another process logs next follows
+            self.followers.heard(thread, thread.heard)
             return None
         started = p.RunStarted(
             thread_id=thread_id, run_id=run.run_id, protocol_version=p.PROTOCOL_VERSION
@@ -391,12 +413,85 @@ class Hub:
         executes = subscriber.client is not None and subscriber.client == run.owner
         if executes:
             snapshot.append(_executes(sorted(run.translator.client_calls)))
-        run.join(subscriber, [started, *snapshot, *run.translator.reopen()], executes=executes)
+        catch_up = [started, *snapshot, *run.translator.reopen()]
+        # What it shows is the run as of the last number given out, in the outbox before it.
+        shows = thread.head or 0
+        run.join(subscriber, [eventlog.numbered(e, shows) for e in catch_up], executes=executes)
         return run
 
-    async def earlier(self, user_id: str, thread_id: str, before: int | None) -> ThreadPage:
+    async def _replay(self, thread: Thread, subscriber: Subscriber, after: int) -> bool:
+        """Sends the events of the thread's log after ``after``, then makes the subscriber
+        a watcher; False, sending nothing, when the log cannot answer that cursor.
+
+        The subscriber watches from before the read, its live events held back meanwhile
+        (``Thread.replaying``): an event committed during the read is in the read or held,
+        and one in both is sent once. A cursor into a run that no process is running any
+        more (a crash cut it off) cannot be answered: only the snapshot shows how it ended.
+        """
+        thread.replaying[subscriber] = []
+        thread.watch(subscriber)
+        run = thread.run
+        executes = (
+            run is not None and subscriber.client is not None and run.owner == subscriber.client
+        )
+        previous = run.executor if run is not None else None
+        if run is not None and executes:
+            run.executor = subscriber  # the owner instance is back: it executes from here on
+        events: list[p.Event] | None = None
+        try:
+            log = await self.engine.frames_after(
+                thread.user_id, thread.thread_id, max(after - 1, 0)
+            )
+            events = eventlog.replay(log, after, subscriber.client)
+            if (
+                thread.run is None
+                and not thread.replaying[subscriber]
+                and eventlog.ends_mid_run(log)
+                and not await self._runs_elsewhere(thread.thread_id)
+            ):
+                events = None
+                # Cut off by a process that died just now: its end is logged, then replayed.
+                if await self._take_over(thread.user_id, thread.thread_id):
+                    log = await self.engine.frames_after(
+                        thread.user_id, thread.thread_id, max(after - 1, 0)
+                    )
+                    events = eventlog.replay(log, after, subscriber.client)
+        finally:
+            held = thread.replaying.pop(subscriber, [])
+            if events is None:
+                thread.watchers.remove(subscriber)
+                if run is not None and run.executor is subscriber:
+                    run.executor = previous
+        if events is None:
+            return False
+        for event in events:
+            subscriber.deliver(event)
+        last = log.frames[-1].seq if log.frames else after
+        for event in eventlog.after_replay(held, last):
+            subscriber.deliver(event)
+        if thread.run is None:  # run elsewhere, or none: it follows the log from here
+            thread.positions[subscriber] = last
+            self.followers.heard(thread, log.head)
+        return True
+
+    async def _runs_elsewhere(self, thread_id: str) -> bool:
+        try:
+            return await self.cluster.runs_elsewhere(thread_id)
+        except StoreError:
+            return False  # as if cut off: the snapshot is sent, which is never wrong
+
+    async def _head(self, thread: Thread) -> int:
+        """The number of the last frame of the thread's log, read if nobody numbered one yet."""
+        if thread.head is not None:
+            return thread.head
+        return await self.engine.log_head(thread.user_id, thread.thread_id)
+
+    async def earlier(
+        self, user_id: str, thread_id: str, before: int | None, limit: int | None = None
+    ) -> ThreadPage:
         """The messages of a thread before a snapshot's (or an earlier page's) first one;
-        with no ``before``, its latest part, as a reattach's snapshot has it."""
+        with no ``before``, its latest part, as a reattach's snapshot has it; ``limit``: of
+        at most that many events."""
         owner = await self._owner(thread_id)
         if owner is None and before is None:
             # A thread not begun yet has no messages, as a reattach to it shows.
@@ -406,7 +501,7 @@ class Hub:
         _check_owner(owner, user_id, thread_id)
         try:
             return await self.engine.thread_page(
-                user_id, thread_id, max_bytes=self.snapshot_bytes, before=before
+                user_id, thread_id, max_bytes=self.snapshot_bytes, before=before, limit=limit
             )
         except QuarantinedThreadError:
             raise _quarantined(thread_id) from None
@@ -422,6 +517,7 @@ class Hub:
         thread = self.threads.get(thread_id)
         if thread is not None and subscriber in thread.watchers:
             thread.watchers.remove(subscriber)
+            thread.positions.pop(subscriber, None)
             self._forget_if_unused(thread)
 
     def leave(self, subscriber: Subscriber) -> None:
@@ -429,6 +525,7 @@ class Hub:
         for thread in list(self.threads.values()):
             if subscriber in thread.watchers:
                 thread.watchers.remove(subscriber)
+            thread.positions.pop(subscriber, None)
             if thread.run is not None:
                 if thread.run.executor is subscriber:
                     thread.run.executor = None
@@ -448,6 +545,9 @@ class Hub:
             raise _cluster_unreachable() from None
         if taken is None:
             return False
+        if (thread := self.threads.get(thread_id)) is not None and thread.run is None:
+            # Another process may have run it since: its log's head is read again.
+            thread.head = None
         if taken.from_dead is not None:
             try:
                 await self._close_cut_off(user_id, thread_id, taken.from_dead)
@@ -461,27 +561,47 @@ class Hub:
         own; True when the model is to be asked again for its reply."""
         log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
         try:
-            return await self.engine.close_cut_off(thread_id)
+            ask_again = await self.engine.close_cut_off(thread_id)
         except QuarantinedThreadError:
             raise _quarantined(thread_id) from None
+        await self._end_logged_run(user_id, thread_id)
+        return ask_again
+
+    async def _end_logged_run(self, user_id: str, thread_id: str) -> None:
+        """Writes the end of the cut-off run into the thread's log, for every watcher."""
+        head = await self.engine.log_head(user_id, thread_id)
+        if head == 0:
+            return
+        tail = await self.engine.frames_after(user_id, thread_id, max(head - READ_BACK, 0))
+        if frames := closing_frames(tail):
+            await self.engine.log_frames(user_id, thread_id, frames)
+        if (thread := self.threads.get(thread_id)) is not None and thread.run is None:
+            thread.head = None  # read again: the taker wrote after what it had given out
 
     async def take_over(self, lease: DeadLease) -> None:
-        """The cluster found a thread whose process died mid-run: closes that run and lets
-        the thread go, unless the model is to reply again, which runs here."""
-        taken = await self.cluster.take(lease.thread_id, lease.user_id, "takeover")
-        if taken is None:  # another process was first, or a new input here
-            return
+        """The cluster found a thread whose process died mid-run: closes that run."""
+        await self._take_over(lease.user_id, lease.thread_id)
+
+    async def _take_over(self, user_id: str, thread_id: str) -> bool:
+        """Takes the thread's lease if its holder died, closes the run it cut off and lets
+        the thread go, unless the model is to reply again, which runs here; False when
+        there was nothing to close, or another process holds the thread."""
+        taken = await self.cluster.take(thread_id, user_id, "takeover")
+        if taken is None:  # another process was first, or runs it
+            return False
+        if taken.from_dead is None:
+            self.cluster.release(thread_id)
+            return False
         try:
-            ask_again = await self._close_cut_off(
-                lease.user_id, lease.thread_id, taken.from_dead or lease.holder
-            )
+            ask_again = await self._close_cut_off(user_id, thread_id, taken.from_dead)
         except BaseException:
-            self.cluster.release(lease.thread_id)
+            self.cluster.release(thread_id)
             raise
         if ask_again:
-            self.finish_cut_off(lease.user_id, lease.thread_id, leased=True)
+            self.finish_cut_off(user_id, thread_id, leased=True)
         else:
-            self.cluster.release(lease.thread_id)
+            self.cluster.release(thread_id)
+        return True
 
     def cancel_requested(self, thread_id: str, user_id: str) -> None:
         """A cancel sent to another process for this process's run (``Cluster.cancel``)."""
@@ -491,7 +611,13 @@ class Hub:
             thread.run.abort.set()
 
     def committed(self, thread_id: str, seq: int) -> None:
-        """A thread's log grew, on whichever process runs it."""
+        """A thread's log grew, on whichever process runs it: this process's watchers of
+        it are sent what they have not seen (``gateway.following``)."""
+        if (thread := self.threads.get(thread_id)) is not None:
+            self.followers.heard(thread, seq)
+
+    async def _read_log(self, thread: Thread, after: int) -> FrameLog:
+        return await self.engine.frames_after(thread.user_id, thread.thread_id, after)
 
     def _release(self, run: Run) -> Commit:
         run.leased = False
@@ -642,6 +768,12 @@ class Hub:
         thread = run.thread
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
         started = time.perf_counter()
+        if thread.head is None:
+            try:
+                thread.head = await self.engine.log_head(thread.user_id, thread.thread_id)
+            except StoreError as error:  # the run goes on; a reattach gets the snapshot
+                log.warning("%s is not logged: its thread's log cannot be read: %s", run, error)
+        await self.followers.catch_up(thread)
         run.emit(translator.start())
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
@@ -689,6 +821,7 @@ class Hub:
             # while its calls wait, so the hub's stop and a later input find that timer.
             if translator.pending:
                 self._arm_expiry(thread)
+            self._trim_log(run)
             self._finish(run)
 
     async def _stream(self, run: Run, plan: Plan) -> None:
@@ -913,6 +1046,20 @@ class Hub:
                 duration_ms=(time.time() - call.asked_at) * 1000,
             )
 
+    def _log_frames(self, thread: Thread, frames: list[LoggedFrame]) -> Commit:
+        return self.engine.log_frames(thread.user_id, thread.thread_id, frames)
+
+    def _trim_log(self, run: Run) -> None:
+        """Keeps the newest ``cursor_bytes`` of the thread's log, once its run is over."""
+        thread = run.thread
+        if thread.head is None:
+            return
+        try:
+            trimmed = self.engine.trim_log(thread.user_id, thread.thread_id, self.cursor_bytes)
+        except StoreError:
+            return  # closed: the next run's end trims it
+        trimmed.add_done_callback(_trim_failed)
+
     def _claim(
         self,
         thread: Thread,
@@ -925,6 +1072,7 @@ class Hub:
         """Makes a run the thread's one active run; ``_finish`` undoes it (and releases the
         thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
+        run.log = partial(self._log_frames, thread)
         if leased:
             run.leased = True
             run.release = partial(self._release, run)
@@ -1041,6 +1189,12 @@ def _responses(calls: dict[str, OpenCall], responses: dict[str, dict[str, Any]])
         if call.call_id in responses
     ]
     return types.Content(role="user", parts=parts)
+
+
+def _trim_failed(trimmed: asyncio.Future[object]) -> None:
+    # A log left untrimmed is trimmed by the thread's next run; the store logged the outage.
+    if not trimmed.cancelled() and trimmed.exception() is not None:
+        log.debug("a thread's log was not trimmed: %r", trimmed.exception())
 
 
 async def _settle(task: asyncio.Future[Any]) -> None:

@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 
-import gateway.cluster
-from gateway.cluster.postgres import PostgresCluster
-from gateway.config import Settings
 from tests.agui import AgUiSocket, new_id, outcome, text_of, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.postgres import Postgres
@@ -21,19 +18,13 @@ LONG = "자기소개를 길게 해 주세요"
 
 
 @pytest.fixture
-async def pair(
-    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[RunningGateway, RunningGateway]]:
-    """Two gateways in one cluster on a fresh database, the scripted model at 20 ms a chunk."""
+async def pair(postgres: Postgres) -> AsyncIterator[tuple[RunningGateway, RunningGateway]]:
+    """Two gateways on one fresh PostgreSQL database (so in one cluster), the scripted model
+    at 20 ms a chunk."""
     url = postgres.fresh_database()
-
-    def on_postgres(settings: Settings) -> PostgresCluster:
-        return PostgresCluster(url, lease_seconds=10, check_seconds=0.2)
-
-    monkeypatch.setattr(gateway.cluster, "for_settings", on_postgres)
     async with (
-        running_gateway(scripted_pace_ms=20) as a,
-        running_gateway(scripted_pace_ms=20) as b,
+        running_gateway(db=url, scripted_pace_ms=20, lease_check_seconds=0.2) as a,
+        running_gateway(db=url, scripted_pace_ms=20, lease_check_seconds=0.2) as b,
     ):
         yield a, b
 

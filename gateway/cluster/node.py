@@ -56,6 +56,9 @@ class Cluster(Protocol):
         """Asks the process running the thread to cancel its run; False when none runs
         one of this user's."""
 
+    async def runs_elsewhere(self, thread_id: str) -> bool:
+        """Whether another live process holds the thread's lease: its run goes on there."""
+
     def committed(self, thread_id: str, seq: int) -> None:
         """This process's run has committed the thread's frames up to ``seq``."""
 
@@ -81,6 +84,9 @@ class SingleNode:
         pass
 
     async def cancel(self, thread_id: str, user_id: str) -> bool:
+        return False
+
+    async def runs_elsewhere(self, thread_id: str) -> bool:
         return False
 
     def committed(self, thread_id: str, seq: int) -> None:

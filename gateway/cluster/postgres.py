@@ -32,10 +32,11 @@ from psycopg.rows import TupleRow
 from gateway.cluster import messages
 from gateway.cluster.messages import Cancel, Committed, Released
 from gateway.cluster.node import Members, settled
+from gateway.store.backend import described
 from gateway.store.errors import StoreError
 from gateway.store.leases import Taken
 from gateway.store.postgres import leases, notify
-from gateway.store.postgres.connection import describe, said
+from gateway.store.postgres.connection import said
 
 log = logging.getLogger("gateway.cluster")
 
@@ -48,7 +49,7 @@ NOTICES_A_STATEMENT = 64
 
 
 def _unreachable(error: psycopg.Error, url: str) -> StoreError:
-    log.warning("the cluster's database %s cannot be used: %s", describe(url), said(error, url))
+    log.warning("the cluster's database %s cannot be used: %s", described(url), said(error, url))
     return StoreError("the cluster's PostgreSQL database cannot be reached")
 
 
@@ -88,6 +89,8 @@ class PostgresCluster:
         except psycopg.Error as error:
             await self.close()
             raise _unreachable(error, self.url) from None
+        # Its leases stand from here: the first renewal is due a third of their time on.
+        self._renewed_at = time.monotonic()
         self._spawn(self._hear(), "cluster listener")
         self._spawn(self._keep(), "cluster keeper")
         log.info("joined the cluster as node %s", self.node_id)
@@ -188,6 +191,13 @@ class PostgresCluster:
         except psycopg.Error as error:
             raise _unreachable(error, self.url) from None
         return True
+
+    async def runs_elsewhere(self, thread_id: str) -> bool:
+        try:
+            held = await self._work(lambda conn: leases.held(conn, thread_id))
+        except psycopg.Error as error:
+            raise _unreachable(error, self.url) from None
+        return held is not None and held.holder != self.node_id
 
     def committed(self, thread_id: str, seq: int) -> None:
         self._unsent[thread_id] = max(seq, self._unsent.get(thread_id, seq))

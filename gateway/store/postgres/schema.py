@@ -88,7 +88,17 @@ def _create_v1(db: psycopg.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+def _log_frames_v2(db: psycopg.Connection) -> None:
+    """Adds each thread's event log (``gateway.store.frames``): the frames its watchers were
+    sent, numbered per thread by the process that ran it."""
+    db.execute(
+        "CREATE TABLE frames (session_pk BIGINT NOT NULL REFERENCES sessions ON DELETE CASCADE,"
+        " seq BIGINT NOT NULL, data BYTEA NOT NULL, only_for TEXT, not_for TEXT,"
+        " PRIMARY KEY (session_pk, seq))"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _log_frames_v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -14,13 +14,14 @@ import psycopg
 
 from gateway.store.codec import dump, updated_state
 from gateway.store.postgres.open_calls import record_progress
-from gateway.store.postgres.reads import load_session, thread_owner
+from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
 from gateway.store.postgres.scopes import merge_scope, with_scopes
 from gateway.store.rows import StoredSession
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
+    AppendFrames,
     CreateSession,
     DeleteSession,
     ForgetLeftoverTexts,
@@ -28,6 +29,7 @@ from gateway.store.writes import (
     Probe,
     SaveStreamedText,
     SetAside,
+    TrimFrames,
     Write,
     not_found,
 )
@@ -40,6 +42,10 @@ def apply(db: psycopg.Connection, write: Write) -> object:
             return _append_event(db, write)
         case SaveStreamedText():
             _save_streamed_text(db, write)
+        case AppendFrames():
+            return _append_frames(db, write)
+        case TrimFrames():
+            _trim_frames(db, write)
         case OpenThread():
             return _open_thread(db, write)
         case CreateSession():
@@ -81,7 +87,7 @@ def _create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, 
 
 def _open_thread(
     db: psycopg.Connection, opening: OpenThread
-) -> OpenedThread | tuple[StoredSession, Usage]:
+) -> OpenedThread | tuple[StoredSession, Usage, int]:
     # Held to the end of the transaction: another process opening the same new thread
     # waits here, then finds the owner this one recorded.
     db.execute(
@@ -104,7 +110,10 @@ def _open_thread(
         after=None,
     )
     assert stored is not None  # its owner was just read, and nothing deletes it under the lock
-    return stored, _usage(db, opening)
+    head = log_head(
+        db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
+    )
+    return stored, _usage(db, opening), head
 
 
 def _usage(db: psycopg.Connection, opening: OpenThread) -> Usage:
@@ -180,10 +189,40 @@ def _append_event(db: psycopg.Connection, append: AppendEvent) -> int:
 
 
 def _delete_session(db: psycopg.Connection, delete: DeleteSession) -> None:
-    # Its events, open calls, streamed text and quarantine go with it (ON DELETE CASCADE).
+    # Its events, open calls, streamed text, quarantine and log go with it (ON DELETE CASCADE).
     db.execute(
         "DELETE FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
         (delete.app_name, delete.user_id, delete.session_id),
+    )
+
+
+def _append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
+    """Returns the number of the last frame written."""
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
+        (append.app_name, append.user_id, append.session_id),
+    ).fetchone()
+    if row is None:
+        raise not_found(append.session_id)
+    (pk,) = row
+    with db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+        )
+    return append.frames[-1].seq
+
+
+def _trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
+    db.execute(
+        "WITH s AS (SELECT pk FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s"
+        " AND id = %(id)s)"
+        " DELETE FROM frames f USING s WHERE f.session_pk = s.pk AND f.seq < COALESCE("
+        " (SELECT MIN(seq) FROM (SELECT seq, SUM(length(data)) OVER (ORDER BY seq DESC)"
+        " AS kept FROM frames WHERE session_pk = s.pk) k WHERE kept <= %(max)s),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = s.pk))",
+        {"app": trim.app_name, "user": trim.user_id, "id": trim.session_id, "max": trim.max_bytes},
     )
 
 
