@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,6 +12,16 @@ from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_i
 from tests.conftest import RunningGateway, record_reads, running_gateway
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
+
+
+@pytest.fixture(scope="module", params=["in-memory", "postgres"])
+async def gateway(request: pytest.FixtureRequest) -> AsyncIterator[RunningGateway]:
+    """The run rules hold on either store: SQLite in memory, and a PostgreSQL database."""
+    db = ":memory:"
+    if request.param == "postgres":
+        db = request.getfixturevalue("postgres").fresh_database()
+    async with running_gateway(db=db) as running:
+        yield running
 
 
 async def test_flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
