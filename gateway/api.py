@@ -109,6 +109,7 @@ def create_app(
             context_allow=config.context_allow(settings),
             slots=RunSlots(settings.max_runs, settings.run_wait),
             snapshot_bytes=settings.snapshot_bytes,
+            cursor_bytes=settings.cursor_bytes,
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
             model_timeout=settings.model_timeout,
             busy_policy=Busy(settings.busy),

@@ -52,6 +52,7 @@ class Settings:
     send_buffer_bytes: int = 8 << 20
     receive_buffer_bytes: int = 4 << 20
     snapshot_bytes: int = 512 << 10
+    cursor_bytes: int = 1 << 20
     user_rate: float = 5.0
     user_burst: int = 40
     max_runs: int = 200
@@ -121,6 +122,8 @@ _HELP: dict[str, str] = {
     "send_buffer_bytes": "events a client may fall behind by, in bytes, before it is cut off",
     "receive_buffer_bytes": "frames one /ws connection may have waiting for earlier runs, in bytes",
     "snapshot_bytes": "most of a thread a reattach sends, in bytes; older messages are paged in",
+    "cursor_bytes": "most of each thread's event log kept for reattach by cursor, in bytes "
+    "(trimmed when a run ends); an older cursor gets the snapshot",
     "user_rate": "frames and requests a second one user may send, sustained (0: no limit)",
     "user_burst": "frames and requests one user may send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",

@@ -31,6 +31,8 @@ ALLOWED_HEADERS = frozenset(
     {
         "accept",
         "authorization",
+        # A resumable stream's cursor (``gateway.resume``), as EventSource names it.
+        "last-event-id",
         "content-type",
         "x-gateway-user",
         "x-amzn-bedrock-agentcore-runtime-session-id",

@@ -11,6 +11,8 @@ subscribers. Its parts live beside it, each with its share of the theory of oper
                       run's executor, every other event all of the thread's watchers
     gateway.outbox    a run's deliveries in order, each held until its write commits, so
                       nothing a client is sent is lost in a crash
+    gateway.eventlog  every event a run emits numbered in its thread's log; a reattach
+                      with the last number a client saw replays what came after
     gateway.notices   notices, and events outside any run sent as a run of their own
 """
 
@@ -35,7 +37,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import approvals, cut_off, history, logs
+from gateway import approvals, cut_off, eventlog, history, logs
 from gateway import protocol as p
 from gateway.audit import AuditLog
 from gateway.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
@@ -49,6 +51,7 @@ from gateway.outbox import Commit
 from gateway.runner import CONFIRMATION_CALL, Engine
 from gateway.runs import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage
+from gateway.store.frames import LoggedFrame
 from gateway.threads import (
     OpenCall,
     Trigger,
@@ -124,6 +127,7 @@ class Hub:
         context_allow: frozenset[str] = DEFAULT_CONTEXT_ALLOW,
         slots: RunSlots | None = None,
         snapshot_bytes: int | None = None,
+        cursor_bytes: int = 1 << 20,
         quota: Quota | None = None,
         model_timeout: float = 120.0,
         busy_policy: Busy = Busy.INTERRUPT,
@@ -136,6 +140,8 @@ class Hub:
         self.quota = quota or Quota()
         # How much of a thread a reattach sends at most; older messages are paged in.
         self.snapshot_bytes = snapshot_bytes
+        # How much of each thread's event log is kept for reattach by cursor.
+        self.cursor_bytes = cursor_bytes
         # Runs in progress across all threads; unlimited unless the caller sets a cap.
         self.slots = slots or RunSlots(0, 0.0)
         self.audit = audit
@@ -216,6 +222,8 @@ class Hub:
             # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
             if thread.run is not None:
                 raise in_progress(thread_id) if policy is Busy.REJECT else _Claimed()
+            if thread.head is None:
+                thread.head = opened.log_head
         except QuarantinedThreadError:
             self.slots.give_back()
             raise _quarantined(thread_id) from None
@@ -300,9 +308,17 @@ class Hub:
                 task.cancel()
             await asyncio.wait(late, timeout=grace)
 
-    async def reattach(self, user_id: str, thread_id: str, subscriber: Subscriber) -> Run | None:
-        """Sends the thread as snapshots; returns the run in progress it now follows live."""
+    async def reattach(
+        self, user_id: str, thread_id: str, subscriber: Subscriber, after: int | None = None
+    ) -> Run | None:
+        """Sends the thread as snapshots, or with ``after`` (the last number of the thread's
+        log the subscriber saw) the events after it when the log can answer that; returns
+        the run in progress it now follows live."""
         thread = await self._thread(user_id, thread_id)
+        replayed = after is not None and subscriber not in thread.watchers
+        if replayed and await self._replay(thread, subscriber, after or 0):
+            return thread.run
+        head = await self._head(thread)
         while True:
             try:
                 page, session = await self.engine.thread_view(
@@ -334,6 +350,7 @@ class Hub:
             p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
         ]
         if run is None:
+            head = thread.head if thread.head is not None else head
             thread.watch(subscriber)
             open_items = open_calls(session)
             own = [
@@ -346,7 +363,7 @@ class Hub:
             for event in standalone(thread_id, snapshot):
                 if isinstance(event, p.RunFinished):
                     event.outcome = self._waiting_for(open_items)
-                subscriber.deliver(event)
+                subscriber.deliver(eventlog.numbered(event, head))
             return None
         started = p.RunStarted(
             thread_id=thread_id, run_id=run.run_id, protocol_version=p.PROTOCOL_VERSION
@@ -355,12 +372,69 @@ class Hub:
         executes = subscriber.client is not None and subscriber.client == run.owner
         if executes:
             snapshot.append(_executes(sorted(run.translator.client_calls)))
-        run.join(subscriber, [started, *snapshot, *run.translator.reopen()], executes=executes)
+        catch_up = [started, *snapshot, *run.translator.reopen()]
+        # What it shows is the run as of the last number given out, in the outbox before it.
+        shows = thread.head or 0
+        run.join(subscriber, [eventlog.numbered(e, shows) for e in catch_up], executes=executes)
         return run
 
-    async def earlier(self, user_id: str, thread_id: str, before: int | None) -> ThreadPage:
+    async def _replay(self, thread: Thread, subscriber: Subscriber, after: int) -> bool:
+        """Sends the events of the thread's log after ``after``, then makes the subscriber
+        a watcher; False, sending nothing, when the log cannot answer that cursor.
+
+        The subscriber watches from before the read, its live events held back meanwhile
+        (``Thread.replaying``): an event committed during the read is in the read or held,
+        and one in both is sent once. A cursor into a run that no process is running any
+        more (a crash cut it off) cannot be answered: only the snapshot shows how it ended.
+        """
+        thread.replaying[subscriber] = []
+        thread.watch(subscriber)
+        run = thread.run
+        executes = (
+            run is not None and subscriber.client is not None and run.owner == subscriber.client
+        )
+        previous = run.executor if run is not None else None
+        if run is not None and executes:
+            run.executor = subscriber  # the owner instance is back: it executes from here on
+        events: list[p.Event] | None = None
+        try:
+            log = await self.engine.frames_after(
+                thread.user_id, thread.thread_id, max(after - 1, 0)
+            )
+            events = eventlog.replay(log, after, subscriber.client)
+            if (
+                thread.run is None
+                and not thread.replaying[subscriber]
+                and eventlog.ends_mid_run(log)
+            ):
+                events = None
+        finally:
+            held = thread.replaying.pop(subscriber, [])
+            if events is None:
+                thread.watchers.remove(subscriber)
+                if run is not None and run.executor is subscriber:
+                    run.executor = previous
+        if events is None:
+            return False
+        for event in events:
+            subscriber.deliver(event)
+        last = log.frames[-1].seq if log.frames else after
+        for event in eventlog.after_replay(held, last):
+            subscriber.deliver(event)
+        return True
+
+    async def _head(self, thread: Thread) -> int:
+        """The number of the last frame of the thread's log, read if nobody numbered one yet."""
+        if thread.head is not None:
+            return thread.head
+        return await self.engine.log_head(thread.user_id, thread.thread_id)
+
+    async def earlier(
+        self, user_id: str, thread_id: str, before: int | None, limit: int | None = None
+    ) -> ThreadPage:
         """The messages of a thread before a snapshot's (or an earlier page's) first one;
-        with no ``before``, its latest part, as a reattach's snapshot has it."""
+        with no ``before``, its latest part, as a reattach's snapshot has it; ``limit``: of
+        at most that many events."""
         owner = await self._owner(thread_id)
         if owner is None and before is None:
             # A thread not begun yet has no messages, as a reattach to it shows.
@@ -370,7 +444,7 @@ class Hub:
         _check_owner(owner, user_id, thread_id)
         try:
             return await self.engine.thread_page(
-                user_id, thread_id, max_bytes=self.snapshot_bytes, before=before
+                user_id, thread_id, max_bytes=self.snapshot_bytes, before=before, limit=limit
             )
         except QuarantinedThreadError:
             raise _quarantined(thread_id) from None
@@ -538,6 +612,11 @@ class Hub:
         thread = run.thread
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
         started = time.perf_counter()
+        if thread.head is None:
+            try:
+                thread.head = await self.engine.log_head(thread.user_id, thread.thread_id)
+            except StoreError as error:  # the run goes on; a reattach gets the snapshot
+                log.warning("%s is not logged: its thread's log cannot be read: %s", run, error)
         run.emit(translator.start())
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
@@ -585,6 +664,7 @@ class Hub:
             # while its calls wait, so the hub's stop and a later input find that timer.
             if translator.pending:
                 self._arm_expiry(thread)
+            self._trim_log(run)
             self._finish(run)
 
     async def _stream(self, run: Run, plan: Plan) -> None:
@@ -796,6 +876,20 @@ class Hub:
                 duration_ms=(time.time() - call.asked_at) * 1000,
             )
 
+    def _log_frames(self, thread: Thread, frames: list[LoggedFrame]) -> Commit:
+        return self.engine.log_frames(thread.user_id, thread.thread_id, frames)
+
+    def _trim_log(self, run: Run) -> None:
+        """Keeps the newest ``cursor_bytes`` of the thread's log, once its run is over."""
+        thread = run.thread
+        if thread.head is None:
+            return
+        try:
+            trimmed = self.engine.trim_log(thread.user_id, thread.thread_id, self.cursor_bytes)
+        except StoreError:
+            return  # closed: the next run's end trims it
+        trimmed.add_done_callback(_trim_failed)
+
     def _claim(
         self,
         thread: Thread,
@@ -806,6 +900,7 @@ class Hub:
     ) -> Run:
         """Makes a run the thread's one active run; ``_finish`` undoes it."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
+        run.log = partial(self._log_frames, thread)
         thread.run = run
         self._running += 1
         if self._running == 1:
@@ -906,6 +1001,12 @@ def _responses(calls: dict[str, OpenCall], responses: dict[str, dict[str, Any]])
         if call.call_id in responses
     ]
     return types.Content(role="user", parts=parts)
+
+
+def _trim_failed(trimmed: asyncio.Future[object]) -> None:
+    # A log left untrimmed is trimmed by the thread's next run; the store logged the outage.
+    if not trimmed.cancelled() and trimmed.exception() is not None:
+        log.debug("a thread's log was not trimmed: %r", trimmed.exception())
 
 
 async def _settle(task: asyncio.Future[Any]) -> None:

@@ -127,7 +127,10 @@ def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
     def flush() -> None:
         if len(chunks) > 1:
             delta = "".join(chunk.delta for chunk, _ in chunks)
-            joined = p.TextMessageContent(message_id=chunks[0][0].message_id, delta=delta)
+            # The last chunk's metadata: its number in the log stands for all of them.
+            joined = p.TextMessageContent(
+                message_id=chunks[0][0].message_id, delta=delta, metadata=chunks[-1][0].metadata
+            )
             merged.append(cast(Frame[E], (joined, p.encode(joined))))
         else:
             merged.extend(cast(list[Frame[E]], chunks))

@@ -198,8 +198,15 @@ class Cancel(_Wire, tag_field="type", tag="cancel"):
     thread_id: Id
 
 
+# A position in a thread's event log (``gateway.eventlog``): up to JSON's exact integers.
+MAX_CURSOR = 2**53 - 1
+Cursor = Annotated[int, msgspec.Meta(ge=0, le=MAX_CURSOR)]
+
+
 class Reattach(_Wire, tag_field="type", tag="reattach"):
     thread_id: Id
+    # The last sequence number the client saw: it is sent only what came after.
+    after: Cursor | None = None
 
 
 ControlFrame = Cancel | Reattach
@@ -209,8 +216,12 @@ Upstream = RunAgentInput | Cancel | Reattach
 # --- events --------------------------------------------------------------------------------
 
 
-class Event(_Wire, tag_field="type"):
+class Event(_Wire, tag_field="type", kw_only=True):
     """Base of every downstream frame; the tag is the AG-UI event type."""
+
+    # AG-UI's free-form metadata of any event; the gateway puts a frame's place in its
+    # thread's log here (``gateway.eventlog.SEQ``).
+    metadata: dict[str, Any] | None = None
 
 
 class Interrupt(_Wire):
@@ -490,6 +501,7 @@ def unexpected(
 _encoder = msgspec.json.Encoder()
 _input_decoder = msgspec.json.Decoder(RunAgentInput)
 _control_decoder = msgspec.json.Decoder(ControlFrame)
+_event_decoder = msgspec.json.Decoder(AnyEvent)
 
 
 class _FrameKind(msgspec.Struct):
@@ -501,6 +513,12 @@ _kind_decoder = msgspec.json.Decoder(_FrameKind)
 
 def encode(event: Event) -> bytes:
     return _encoder.encode(event)
+
+
+def decode_event(data: bytes) -> Event:
+    """An event the gateway encoded itself (a frame of a thread's log) back."""
+    event: Event = _event_decoder.decode(data)
+    return event
 
 
 def decode_input(data: bytes | str) -> RunAgentInput:
@@ -636,6 +654,18 @@ def reattach_to(thread_id: str) -> Reattach:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR, f"Invalid ?threadId=: {_explained(exc)}"
         ) from None
+
+
+def cursor(raw: str, name: str) -> int:
+    """A cursor from a query string or header (``?after=``, ``Last-Event-ID``): a whole
+    number from 0 to ``MAX_CURSOR``; anything else is VALIDATION_ERROR naming ``name``."""
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 16) or int(raw) > MAX_CURSOR:
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{name} must be a whole number from 0 to {MAX_CURSOR}: the sequence number of"
+            ' the last event you saw (an event\'s metadata "gateway.seq", an SSE id).',
+        )
+    return int(raw)
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -28,6 +28,7 @@ from gateway.context import RUN_METADATA_KEY
 from gateway.hosting import Hosted, agent_tools, agents, server_tool_names
 from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
+from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.subagents import Subagents
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
 from gateway.translate import CONFIRMATION_CALL
@@ -139,12 +140,18 @@ class Engine:
         return page, session
 
     async def thread_page(
-        self, user_id: str, thread_id: str, *, max_bytes: int | None, before: int | None = None
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        max_bytes: int | None,
+        before: int | None = None,
+        limit: int | None = None,
     ) -> ThreadPage:
-        """The thread's newest messages that fit ``max_bytes``; with ``before`` (a page's
-        ``earlier``), those older than that page."""
+        """The thread's newest messages that fit ``max_bytes`` (and ``limit`` events); with
+        ``before`` (a page's ``earlier``), those older than that page."""
         return await self.sessions.thread_page(
-            self.app_name, user_id, thread_id, max_bytes=max_bytes, before=before
+            self.app_name, user_id, thread_id, max_bytes=max_bytes, before=before, limit=limit
         )
 
     def save_streamed_text(
@@ -173,6 +180,21 @@ class Engine:
             author=author,
             text=text,
         )
+
+    def log_frames(
+        self, user_id: str, thread_id: str, frames: list[LoggedFrame]
+    ) -> asyncio.Future[object]:
+        """Stores frames of a thread's event log; the future is their commit."""
+        return self.sessions.append_frames(self.app_name, user_id, thread_id, frames)
+
+    async def frames_after(self, user_id: str, thread_id: str, after: int) -> FrameLog:
+        return await self.sessions.frames_after(self.app_name, user_id, thread_id, after)
+
+    async def log_head(self, user_id: str, thread_id: str) -> int:
+        return await self.sessions.log_head(self.app_name, user_id, thread_id)
+
+    def trim_log(self, user_id: str, thread_id: str, max_bytes: int) -> asyncio.Future[object]:
+        return self.sessions.trim_frames(self.app_name, user_id, thread_id, max_bytes)
 
     async def append(self, session: Session, event: AdkEvent) -> None:
         await self.sessions.append_event(session, event)

@@ -8,20 +8,27 @@ snapshots, so no client can execute one twice.
 A run belongs to the client instance of that connection (``?clientId=``, a browser tab
 across its reloads), not to the connection: when the instance comes back on a new
 connection and reattaches, the new connection is the executor from then on.
+
+Every event a run emits is numbered in the thread's log (``gateway.eventlog``) and held in
+the outbox until its frame commits; a client tool's live calls are logged for the owner
+instance only, and what only observers are sent (the user's message, the browser's
+results) is logged for everyone but the owner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Protocol
 
 from google.adk.events import Event as AdkEvent
 
+from gateway import eventlog
 from gateway import protocol as p
 from gateway.outbox import Commit, Outbox
+from gateway.store.frames import LoggedFrame
 from gateway.translate import Phase, RunTranslator
 
 
@@ -46,10 +53,22 @@ class Thread:
     # Inputs waiting for the run to end (``gateway.busy``), in turn behind ``turns``.
     waiting: int = 0
     turns: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    # The number of the last frame of its log given out; None until read from the store.
+    head: int | None = None
+    # Watchers whose replay from the log is being read: what they are sent meanwhile
+    # waits here, to go out after the replay.
+    replaying: dict[Subscriber, list[p.Event]] = dataclasses.field(default_factory=dict)
 
     def watch(self, subscriber: Subscriber) -> None:
         if subscriber not in self.watchers:
             self.watchers.append(subscriber)
+
+    def send(self, watcher: Subscriber, event: p.Event) -> None:
+        held = self.replaying.get(watcher)
+        if held is None:
+            watcher.deliver(event)
+        else:
+            held.append(event)
 
 
 @dataclasses.dataclass
@@ -73,6 +92,8 @@ class Run:
     joining: list[Subscriber] = dataclasses.field(default_factory=list)
     # The client instance of the input that started the run; it stays when its connection goes.
     owner: str | None = None
+    # Stores frames of the thread's log, returning their commit; None: the run is not logged.
+    log: Callable[[list[LoggedFrame]], Commit] | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:
@@ -97,10 +118,27 @@ class Run:
         observers_only: bool = False,
         after: Commit | None = None,
     ) -> None:
-        """Delivers events after those emitted before, and after ``after`` commits."""
+        """Numbers and logs events, then delivers them after those emitted before, once
+        their frames and ``after`` are committed."""
         batch = list(events)
-        if batch:
-            self.outbox.send(partial(self._route, batch, observers_only), after)
+        if not batch:
+            return
+        logged = self._log(batch, observers_only) if self.log is not None else None
+        self.outbox.send(partial(self._route, batch, observers_only), after, logged)
+
+    def _log(self, batch: list[p.Event], observers_only: bool) -> Commit | None:
+        thread = self.thread
+        if thread.head is None:
+            return None  # not read: the hub reads the head before a run emits
+        frames = []
+        for event in batch:
+            thread.head += 1
+            eventlog.numbered(event, thread.head)
+            only_for = (self.owner or "") if self._executor_only(event) else None
+            not_for = self.owner if observers_only else None
+            frames.append(eventlog.frame(event, only_for=only_for, not_for=not_for))
+        assert self.log is not None
+        return self.log(frames)
 
     def join(
         self, subscriber: Subscriber, catch_up: list[p.Event], *, executes: bool = False
@@ -129,12 +167,12 @@ class Run:
         for event in events:
             private = self._executor_only(event)
             if self.executor is not None and not observers_only:
-                self.executor.deliver(event)
+                self.thread.send(self.executor, event)
             if private:
                 continue
             for watcher in self.thread.watchers:
                 if watcher is not self.executor:
-                    watcher.deliver(event)
+                    self.thread.send(watcher, event)
 
     def _executor_only(self, event: p.Event) -> bool:
         if isinstance(event, p.ToolCallStart | p.ToolCallArgs | p.ToolCallEnd):

@@ -1,5 +1,6 @@
 """The ASGI app: its lifespan and routes, a thin shell over the hub. /ws is
-``gateway.websocket``, POST /invocations ``gateway.sse``; GET /ping, /tools, /me, /history,
+``gateway.websocket``, POST /invocations ``gateway.sse``, GET /invocations (a thread's
+stream resumed) ``gateway.resume``; GET /ping, /tools, /me, /history,
 /capabilities and POST /ws-ticket are here, and CORS on them (``gateway.cors``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
@@ -29,6 +30,7 @@ from gateway.hub import Hub
 from gateway.limits import RateLimiter
 from gateway.models.endpoints import endpoints
 from gateway.models.health import ModelHealth
+from gateway.resume import Resume
 from gateway.sse import Invocation
 from gateway.static import web_file
 from gateway.websocket import WebSocketSession
@@ -39,7 +41,8 @@ log = logging.getLogger(__name__)
 DOORS = {
     "/ping": "GET",
     "/tools": "GET",
-    "/invocations": "POST",
+    # POST runs; GET resumes a thread's stream (``gateway.resume``).
+    "/invocations": "GET, POST",
     "/me": "GET",
     "/ws-ticket": "POST",
     "/history": "GET",
@@ -290,6 +293,10 @@ class Gateway:
             await Invocation(
                 self.hub, self.settings, self.rates, self.auth, scope, receive, send
             ).serve()
+        elif path == "/invocations" and method == "GET":
+            await Resume(
+                self.hub, self.settings, self.rates, self.auth, scope, receive, send
+            ).serve()
         elif path == "/me" and method == "GET":
             await self._me(scope, send)
         elif path == "/ws-ticket" and method == "POST":
@@ -340,19 +347,20 @@ class Gateway:
         await respond(send, 200, self.capabilities, b"application/json")
 
     async def _history(self, scope: Scope, send: Send) -> None:
-        """GET /history?threadId=T&before=N: the messages before a snapshot's first one.
+        """GET /history?threadId=T&before=N&limit=L: the messages before a snapshot's first one.
 
         A reattach to a long thread sends only its latest part, with a ``gateway.history``
         event naming where the rest begins; each page names the one before it. With no
         ``before``, the latest part itself: what a client with no reattach (an HttpAgent)
-        shows on load.
+        shows on load. ``limit`` makes pages smaller still: at most that many events'
+        messages (``MAX_PAGE``), a page-sized view of a long thread.
         """
         assert self.hub is not None
         try:
             identity = await Door(self.auth, self.hub.audit, scope, "http", "history").identify()
             self.rates.check(identity.user)
             thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
-            page = await self.hub.earlier(identity.user, thread_id, _cursor(scope))
+            page = await self.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
         except p.GatewayError as error:
             await refuse(send, error)
             return
@@ -383,6 +391,23 @@ def route_path(scope: Scope) -> str:
     if root and path.startswith(root):
         return path[len(root) :] or "/"
     return path
+
+
+# The most events' messages one /history page may be asked for.
+MAX_PAGE = 1000
+
+
+def _limit(scope: Scope) -> int | None:
+    raw = query_param(scope, "limit")
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 4 and 1 <= int(raw) <= MAX_PAGE):
+        raise p.GatewayError(
+            p.ErrorCode.VALIDATION_ERROR,
+            f"?limit= must be a whole number from 1 to {MAX_PAGE}: how many events' messages"
+            " one page holds at most.",
+        )
+    return int(raw)
 
 
 def _cursor(scope: Scope) -> int | None:

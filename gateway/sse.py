@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from functools import partial
 
-from gateway import logs, versions
+from gateway import eventlog, logs, versions
 from gateway import protocol as p
 from gateway.asgi import Receive, Scope, Send, challenge
 from gateway.auth import Authenticator
@@ -16,7 +17,7 @@ from gateway.door import Door
 from gateway.hub import Hub
 from gateway.limits import RateLimiter
 from gateway.notices import nothing_to_cancel, notice, standalone
-from gateway.outgoing import Outgoing
+from gateway.outgoing import Frame, Outgoing
 from gateway.runs import Run
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class Invocation:
                     await self._cancel(user, run_input.thread_id, subscriber.queue.dialect)
                     return
                 # The body is read: from now on ``receive`` only says when the client leaves.
-                left = asyncio.create_task(_disconnect(self.receive), name="sse client")
+                left = asyncio.create_task(disconnect(self.receive), name="sse client")
                 run = await self._start(user, run_input, subscriber, left)
             except p.GatewayError as error:
                 if run_input is not None:
@@ -122,12 +123,12 @@ class Invocation:
         """Streams the run; a client that leaves mid-run ends the stream (and the run)."""
         left.add_done_callback(partial(self._client_left, run, subscriber))
         try:
-            await self._stream_start(200)
+            await stream_start(self.send, 200)
             while True:
                 frames = await subscriber.queue.batch()
                 last = frames[-1][0]
                 end = last is None or isinstance(last, p.RunFinished | p.RunError)
-                await self._stream([data for _, data in frames], more=not end)
+                await stream(self.send, frames, more=not end)
                 if end:
                     return
         except Exception:  # a server whose send fails once the client is gone
@@ -148,8 +149,8 @@ class Invocation:
     async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
         # A refused body is read to its end first, or the answer closes the connection.
         keep_alive = await body.settle()
-        await self._stream_start(http_status(error), challenge(error), close=not keep_alive)
-        await self._stream([p.encode(error.to_event())], more=False)
+        await stream_start(self.send, http_status(error), challenge(error), close=not keep_alive)
+        await stream(self.send, [(None, p.encode(error.to_event()))], more=False)
 
     async def _cancel(self, user: str, thread_id: str, dialect: versions.Dialect) -> None:
         """The SSE door's cancel: a short stream saying what happened."""
@@ -160,29 +161,41 @@ class Invocation:
             events = standalone(thread_id, [said])
         else:
             events = nothing_to_cancel(thread_id)
-        await self._stream_start(200)
-        encoded = [data for event in events for _, data in versions.encoded(event, dialect)]
-        await self._stream(encoded, more=False)
-
-    async def _stream_start(
-        self, status: int, extra: list[tuple[bytes, bytes]] | None = None, *, close: bool = False
-    ) -> None:
-        headers = [
-            (b"content-type", b"text/event-stream"),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),
-            *(extra or ()),
-        ]
-        if close:
-            headers.append((b"connection", b"close"))
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
-
-    async def _stream(self, encoded: list[bytes], *, more: bool) -> None:
-        body = b"".join(b"data: " + data + b"\n\n" for data in encoded if data)
-        await self.send({"type": "http.response.body", "body": body, "more_body": more})
+        await stream_start(self.send, 200)
+        encoded = [frame for event in events for frame in versions.encoded(event, dialect)]
+        await stream(self.send, encoded, more=False)
 
 
-async def _disconnect(receive: Receive) -> None:
+async def stream_start(
+    send: Send, status: int, extra: list[tuple[bytes, bytes]] | None = None, *, close: bool = False
+) -> None:
+    """Starts an SSE response."""
+    headers = [
+        (b"content-type", b"text/event-stream"),
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),
+        *(extra or ()),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+async def stream(send: Send, frames: Sequence[Frame[p.Event | None]], *, more: bool) -> None:
+    """Sends SSE frames: ``data:`` lines, after an ``id:`` line (the event's number in its
+    thread's log, ``gateway.eventlog``) for a logged event, which EventSource sends back
+    as ``Last-Event-ID`` when it reconnects."""
+    parts = []
+    for event, data in frames:
+        if not data:
+            continue
+        if event is not None and (seq := eventlog.seq_of(event)) is not None:
+            parts.append(b"id: %d\n" % seq)
+        parts.append(b"data: " + data + b"\n\n")
+    await send({"type": "http.response.body", "body": b"".join(parts), "more_body": more})
+
+
+async def disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
 

@@ -107,7 +107,10 @@ class WebSocketSession:
         thread_id = query_param(self.scope, "threadId")
         if thread_id:
             try:
-                self._queue(p.reattach_to(thread_id), 0)
+                reattach = p.reattach_to(thread_id)
+                if (after := query_param(self.scope, "after")) is not None:
+                    reattach.after = p.cursor(after, "?after=")
+                self._queue(reattach, 0)
             except p.GatewayError as error:
                 self._queue(error, 0)
         expiry = self._expire_at(identity.expires_at)
@@ -243,7 +246,9 @@ class WebSocketSession:
         logs.bind(thread=request.thread_id, run=getattr(request, "run_id", None))
         try:
             if isinstance(request, p.Reattach):
-                run = await self.hub.reattach(self.user, request.thread_id, self)
+                run = await self.hub.reattach(
+                    self.user, request.thread_id, self, after=request.after
+                )
             else:
                 # The connection speaks the version of its latest input from here on.
                 self.outbox.dialect, request = versions.negotiate(request)

@@ -245,6 +245,33 @@ class AgUiSocket:
         return await self.until_end()
 
 
+def sse_frames(body: bytes) -> list[tuple[int | None, dict[str, Any]]]:
+    """An SSE body's frames: each one's ``id:`` (None without one) and its event, checking
+    that a frame is at most an ``id:`` line and one ``data:`` line, LF only."""
+    assert body.endswith(b"\n\n") or not body, body[-40:]
+    frames: list[tuple[int | None, dict[str, Any]]] = []
+    for frame in body.split(b"\n\n")[:-1]:
+        assert b"\r" not in frame
+        seq = None
+        if frame.startswith(b"id: "):
+            line, frame = frame.split(b"\n", 1)
+            seq = int(line[len(b"id: ") :])
+        assert frame.startswith(b"data: ") and b"\n" not in frame, frame
+        frames.append((seq, json.loads(frame[len(b"data: ") :])))
+    return frames
+
+
+def sse_events(body: bytes) -> list[dict[str, Any]]:
+    """An SSE body's events (``sse_frames`` without the ids)."""
+    return [event for _, event in sse_frames(body)]
+
+
+def seq_of(event: dict[str, Any]) -> int | None:
+    """An event's number in its thread's log (``gateway.eventlog``), if it has one."""
+    seq: int | None = (event.get("metadata") or {}).get("gateway.seq")
+    return seq
+
+
 def text_of(events: list[dict[str, Any]]) -> str:
     """What the agent said: the text of its messages (not the user's, sent to other tabs)."""
     said_by_user = {

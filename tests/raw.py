@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import json
 import os
 import time
 from typing import Any
+
+from tests.agui import sse_events
 
 
 @dataclasses.dataclass
@@ -19,8 +20,7 @@ class Response:
 
     def events(self) -> list[dict[str, Any]]:
         """The SSE events of the body."""
-        frames = self.body.split(b"\n\n")[:-1]
-        return [json.loads(frame.removeprefix(b"data: ")) for frame in frames]
+        return sse_events(self.body)
 
 
 class RawClient:

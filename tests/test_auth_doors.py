@@ -15,7 +15,16 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from gateway.auth.tokens import TokenVerifier
-from tests.agui import AgUiSocket, new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.agui import (
+    AgUiSocket,
+    new_id,
+    outcome,
+    sse_events,
+    text_of,
+    tool_answer,
+    tool_calls,
+    user_input,
+)
 from tests.conftest import RunningGateway, running_gateway
 from tests.tokens import AUDIENCE, ISSUER, SECRET, token
 
@@ -43,8 +52,7 @@ async def post_run(
             content=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", **headers},
         )
-    frames = response.content.split(b"\n\n")[:-1]
-    return response, [json.loads(frame.removeprefix(b"data: ")) for frame in frames]
+    return response, sse_events(response.content)
 
 
 def socket(

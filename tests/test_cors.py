@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gateway.server import DOORS
-from tests.agui import new_id, outcome, user_input
+from tests.agui import new_id, outcome, sse_events, user_input
 from tests.conftest import RunningGateway, running_gateway
 
 ALLOWED = "https://app.example.com"
@@ -78,7 +78,7 @@ async def test_an_allowed_origins_run_streams_with_its_origin_echoed(
     assert response.headers["access-control-allow-origin"] == ALLOWED
     assert response.headers["vary"] == "origin"
     assert "access-control-allow-credentials" not in response.headers
-    events = [json.loads(f.removeprefix(b"data: ")) for f in response.content.split(b"\n\n")[:-1]]
+    events = sse_events(response.content)
     assert outcome(events) == {"type": "success"}
 
 

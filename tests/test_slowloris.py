@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import time
 
 import httpx
 
-from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.agui import new_id, outcome, sse_events, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.raw import RawClient, request, upgrade_head
 from tests.test_ws_runs import FLAGSHIP
@@ -98,7 +97,7 @@ async def sse_turn(gateway: RunningGateway) -> float:
             gateway.http + "/invocations", json=user_input(new_id("t"), "안녕")
         )
     assert response.status_code == 200
-    events = [json.loads(f[len(b"data: ") :]) for f in response.content.split(b"\n\n")[:-1]]
+    events = sse_events(response.content)
     assert outcome(events) == {"type": "success"}
     return time.monotonic() - started
 

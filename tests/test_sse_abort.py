@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.agui import new_id, outcome, text_of, user_input
+from tests.agui import new_id, outcome, sse_events, text_of, user_input
 from tests.conftest import RunningGateway, running_gateway
 
 LONG = "자기소개를 길게 해 주세요"
@@ -82,10 +82,7 @@ async def test_a_client_that_leaves_mid_run_stops_it_and_the_thread_goes_on() ->
                 headers={"Content-Type": "application/json"},
             )
         assert again.status_code == 200
-        frames = again.content.split(b"\n\n")[:-1]
-        assert outcome([json.loads(f.removeprefix(b"data: ")) for f in frames]) == {
-            "type": "success"
-        }
+        assert outcome(sse_events(again.content)) == {"type": "success"}
     print(f"abort -> idle: p50 {statistics.median(latencies) * 1000:.0f} ms, {latencies}")
 
 
@@ -110,7 +107,7 @@ async def test_a_client_leaving_after_a_pause_on_the_browser_stops_nothing(
             headers={"Content-Type": "application/json"},
         )
     # The stream ended with the run paused; its client is gone, the call stays open.
-    frames = [json.loads(f.removeprefix(b"data: ")) for f in paused.content.split(b"\n\n")[:-1]]
+    frames = sse_events(paused.content)
     pending = outcome(frames)["pendingToolCallIds"]
     await asyncio.sleep(0.1)
     async with gateway.socket() as ws:

@@ -14,7 +14,7 @@ from gateway.auth import Authenticator, Identity
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub import Hub
 from gateway.warmup import WARM_UP_USER
-from tests.agui import StreamChecker, new_id, outcome, text_of, user_input
+from tests.agui import StreamChecker, new_id, outcome, sse_events, text_of, user_input
 from tests.conftest import RunningGateway, running_gateway
 
 
@@ -30,12 +30,9 @@ async def post_run(
         )
     raw = response.content
     checker = StreamChecker()
-    events = []
-    for frame in raw.split(b"\n\n")[:-1]:
-        assert frame.startswith(b"data: ") and b"\r" not in frame
-        event = json.loads(frame[len(b"data: ") :])
+    events = sse_events(raw)
+    for event in events:
         checker.feed(event)
-        events.append(event)
     assert raw.endswith(b"\n\n")
     return response.status_code, response.headers["content-type"], events, raw
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
 from gateway.store.errors import StoreError
+from gateway.store.frames import FrameLog
 from gateway.store.projection import StoredMessages
 from gateway.store.recovery import OpenRun
 from gateway.store.rows import StoredListing, StoredSession
@@ -68,6 +69,7 @@ class Reads(Protocol):
         session_id: str,
         max_bytes: int | None = None,
         before: int | None = None,
+        limit: int | None = None,
     ) -> StoredMessages | None: ...
 
     def thread_summaries(
@@ -85,6 +87,12 @@ class Reads(Protocol):
     ) -> list[OpenRun]: ...
 
     def scope_state(self, db: Any, app_name: str, user_id: str | None) -> dict[str, Any]: ...
+
+    def log_head(self, db: Any, *, app_name: str, user_id: str, session_id: str) -> int: ...
+
+    def frames_after(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str, after: int
+    ) -> FrameLog: ...
 
 
 class Backend(Protocol):

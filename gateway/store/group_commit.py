@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 
 from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.writes import Failed, Probe, Write
+from gateway.store.writes import AppendFrames, Failed, Probe, Write
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -81,24 +81,32 @@ class GroupCommit:
         on_commit: Callable[[object], None] | None = None,
         *,
         replaces: Hashable | None = None,
+        extends: Hashable | None = None,
     ) -> asyncio.Future[object]:
         """Queues a write; the future resolves once it is committed (or fails alone).
 
         With ``replaces``, a queued write under the same key that the writer has not taken
         yet is replaced by this one, in its place, and both callers share its future: a
-        newer state supersedes an older one at no extra cost.
+        newer state supersedes an older one at no extra cost. With ``extends`` (frames of
+        a thread's log), such a queued write takes this one's frames after its own: frames
+        made together cost one write, and their deliveries one commit.
         """
         if self._closing:
             raise StoreError("the session store is closed")
         self._submitted += 1
-        if replaces is not None and (queued := self._replaceable.get(replaces)) is not None:
-            queued.write = write
+        key = replaces if replaces is not None else extends
+        if key is not None and (queued := self._replaceable.get(key)) is not None:
+            if extends is None:
+                queued.write = write
+            else:
+                assert isinstance(queued.write, AppendFrames) and isinstance(write, AppendFrames)
+                queued.write = queued.write.followed_by(write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        pending = _Pending(write, future, on_commit, replaces)
+        pending = _Pending(write, future, on_commit, key)
         self._queue.append(pending)
-        if replaces is not None:
-            self._replaceable[replaces] = pending
+        if key is not None:
+            self._replaceable[key] = pending
         self._idle.clear()
         self._wakeup.set()
         return future

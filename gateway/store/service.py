@@ -35,6 +35,7 @@ from gateway.store import writes
 from gateway.store.backend import Backend, Reads, open_backend
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.errors import StoreError
+from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_messages_of
@@ -82,6 +83,8 @@ class SessionService(BaseSessionService):
         self.unanswered: list[tuple[str, str]] = []
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
+        # Told of each thread's frames committed, up to which number (``append_frames``).
+        self.frame_listeners: list[FramesCommitted] = []
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -268,7 +271,7 @@ class SessionService(BaseSessionService):
         gives its owner and no session.
         """
         opened = cast(
-            OpenedThread | tuple[StoredSession, Usage],
+            OpenedThread | tuple[StoredSession, Usage, int],
             await self._write(
                 writes.OpenThread(
                     app_name,
@@ -281,9 +284,9 @@ class SessionService(BaseSessionService):
         )
         if isinstance(opened, OpenedThread):
             return opened
-        stored, usage = opened
+        stored, usage, head = opened
         session = await self._session_of(stored)
-        return OpenedThread(stored.user_id, session, created=False, usage=usage)
+        return OpenedThread(stored.user_id, session, created=False, usage=usage, log_head=head)
 
     @contextlib.contextmanager
     def handed_over(self, session: Session) -> Iterator[None]:
@@ -327,13 +330,15 @@ class SessionService(BaseSessionService):
         *,
         max_bytes: int | None = None,
         before: int | None = None,
+        limit: int | None = None,
     ) -> ThreadPage:
         """The thread's messages as ``thread_messages`` gives them, newest last, within bounds.
 
         ``max_bytes`` keeps the newest events whose stored messages fit in that many bytes
         (the newest one always), so a snapshot of a long thread stays small; ``before`` (a
-        page's ``earlier``) reads only what is older than that page. A tool result whose call
-        was left out is left out too.
+        page's ``earlier``) reads only what is older than that page; ``limit`` keeps at most
+        that many of the newest events' messages. A tool result whose call was left out is
+        left out too.
         """
         session_id = session_id.strip() if session_id else session_id
         stored = await self._read(
@@ -344,6 +349,7 @@ class SessionService(BaseSessionService):
                 session_id=session_id,
                 max_bytes=max_bytes,
                 before=before,
+                limit=limit,
             )
         )
         if stored is None:
@@ -404,6 +410,55 @@ class SessionService(BaseSessionService):
             platform_time.get_time(),
         )
         return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
+
+    # --- the event log (``gateway.store.frames``) ----------------------------------------
+
+    def append_frames(
+        self, app_name: str, user_id: str, session_id: str, frames: list[LoggedFrame]
+    ) -> asyncio.Future[object]:
+        """Queues frames of a thread's log; resolves with the last one's number once
+        committed, when ``frame_listeners`` are told too.
+
+        Not a coroutine, as ``save_streamed_text``: the caller holds the frames' deliveries
+        on the future, and frames queued together for one thread cost one write.
+        """
+        write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
+
+        def committed(seq: object) -> None:
+            for listener in self.frame_listeners:
+                listener(app_name, session_id, cast(int, seq))
+
+        return self._writer_or_raise().submit(
+            write, committed, extends=("frames", app_name, user_id, session_id)
+        )
+
+    async def frames_after(
+        self, app_name: str, user_id: str, session_id: str, after: int
+    ) -> FrameLog:
+        """The committed frames of a thread's log numbered above ``after``, oldest first."""
+        return await self._read(
+            partial(
+                self._reads.frames_after,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                after=after,
+            )
+        )
+
+    async def log_head(self, app_name: str, user_id: str, session_id: str) -> int:
+        """The number of the last committed frame of a thread's log; 0 for none."""
+        return await self._read(
+            partial(self._reads.log_head, app_name=app_name, user_id=user_id, session_id=session_id)
+        )
+
+    def trim_frames(
+        self, app_name: str, user_id: str, session_id: str, max_bytes: int
+    ) -> asyncio.Future[object]:
+        """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame)."""
+        return self._writer_or_raise().submit(
+            writes.TrimFrames(app_name, user_id, session_id, max_bytes)
+        )
 
     async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.

@@ -21,13 +21,15 @@ class Usage:
 class OpenedThread:
     """Whose a thread is and, for its owner, its session; ``created`` if it was new.
 
-    ``usage`` is the asker's, the new thread counted in.
+    ``usage`` is the asker's, the new thread counted in; ``log_head`` the number of the
+    last frame of the thread's event log (0: none yet).
     """
 
     owner: str
     session: Session | None
     created: bool
     usage: Usage = Usage()
+    log_head: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.sessions.session import Session
 
 from gateway.store.codec import Damage
+from gateway.store.frames import LoggedFrame
 from gateway.store.progress import RunProgress
 
 NO_DELTAS: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
@@ -60,7 +61,7 @@ class OpenThread:
     goes through the writer so that its read is ordered with every write: no append that
     was queued before it is missing from the session it returns. Applied, it gives an
     ``OpenedThread``, or for the owner the rows of the session (decoded once the commit
-    is over) and the owner's ``Usage``.
+    is over), the owner's ``Usage`` and the head of the thread's log.
     """
 
     app_name: str
@@ -131,6 +132,36 @@ class SaveStreamedText:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class AppendFrames:
+    """Adds frames to a thread's log (``gateway.store.frames``); applied, it gives the
+    number of the last frame written.
+
+    A number the log holds already fails the write (the primary key): two writers of one
+    thread's log are a fault, never a silent overwrite.
+    """
+
+    app_name: str
+    user_id: str
+    session_id: str
+    frames: tuple[LoggedFrame, ...]
+
+    def followed_by(self, newer: AppendFrames) -> AppendFrames:
+        """This write and a newer one of the same thread as one write."""
+        return dataclasses.replace(self, frames=self.frames + newer.frames)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TrimFrames:
+    """Keeps the newest frames of a thread's log that fit ``max_bytes``, and the newest one
+    whatever its size, so the log always knows its head."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    max_bytes: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class ForgetLeftoverTexts:
     """Deletes the streamed texts of the app's threads (all of them, or those named), once
     a restart has used what it needs."""
@@ -172,6 +203,8 @@ Write = (
     | AppendEvent
     | DeleteSession
     | SaveStreamedText
+    | AppendFrames
+    | TrimFrames
     | ForgetLeftoverTexts
     | SetAside
     | Probe

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import psycopg
 
+from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.postgres.scopes import scope_state as scope_state
 from gateway.store.postgres.scopes import stored_scopes
 from gateway.store.projection import StoredMessages
@@ -103,6 +104,7 @@ def thread_messages(
     session_id: str,
     max_bytes: int | None = None,
     before: int | None = None,
+    limit: int | None = None,
 ) -> StoredMessages | None:
     row = db.execute(
         f"SELECT s.pk, {_QUARANTINE_COLUMNS} FROM sessions s"
@@ -123,6 +125,14 @@ def thread_messages(
     if max_bytes is not None:
         # The newest rows whose messages fit in max_bytes, and at least the newest one.
         start = page_start(db, pk, older, max_bytes)
+    if limit is not None:
+        # And no more than the newest `limit` rows of messages.
+        edge = db.execute(
+            "SELECT seq FROM events WHERE session_pk = %s AND messages IS NOT NULL AND seq < %s"
+            " ORDER BY seq DESC LIMIT 1 OFFSET %s",
+            (pk, older, limit - 1),
+        ).fetchone()
+        start = max(start, edge[0] if edge else 0)
     rows = cast(
         list[tuple[int, str]],
         db.execute(
@@ -260,3 +270,39 @@ def open_runs(
             )
         )
     return runs
+
+
+def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str) -> int:
+    """The number of the last frame of a thread's log; 0 for none (or no such thread)."""
+    row = db.execute(
+        "SELECT MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
+        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+def frames_after(
+    db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str, after: int
+) -> FrameLog:
+    """The frames of a thread's log numbered above ``after``, and where the log stands."""
+    thread = {"app": app_name, "user": user_id, "id": session_id}
+    oldest, head = cast(
+        tuple[int | None, int | None],
+        db.execute(
+            "SELECT MIN(f.seq), MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
+            " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s",
+            thread,
+        ).fetchone(),
+    )
+    rows = db.execute(
+        "SELECT f.seq, f.data, f.only_for, f.not_for FROM sessions s"
+        " JOIN frames f ON f.session_pk = s.pk"
+        " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+        " AND f.seq > %(after)s ORDER BY f.seq",
+        {**thread, "after": after},
+    ).fetchall()
+    frames = [
+        LoggedFrame(seq, bytes(data), only_for, not_for) for seq, data, only_for, not_for in rows
+    ]
+    return FrameLog(frames, oldest, int(head or 0))

@@ -65,6 +65,10 @@ def _create_v1(db: psycopg.Connection) -> None:
         "CREATE TABLE quarantine (session_pk BIGINT PRIMARY KEY REFERENCES sessions"
         " ON DELETE CASCADE, seq BIGINT, column_name TEXT NOT NULL, reason TEXT NOT NULL,"
         " at DOUBLE PRECISION NOT NULL)",
+        # Each thread's event log (``gateway.store.frames``), numbered by its one writer.
+        "CREATE TABLE frames (session_pk BIGINT NOT NULL REFERENCES sessions"
+        " ON DELETE CASCADE, seq BIGINT NOT NULL, data BYTEA NOT NULL, only_for TEXT,"
+        " not_for TEXT, PRIMARY KEY (session_pk, seq))",
         # The audit log (``gateway.audit``, ``postgres.audit``): every process's records.
         "CREATE TABLE audit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
         " at DOUBLE PRECISION NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,"

@@ -14,13 +14,14 @@ import psycopg
 
 from gateway.store.codec import dump, updated_state
 from gateway.store.postgres.open_calls import record_progress
-from gateway.store.postgres.reads import load_session, thread_owner
+from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
 from gateway.store.postgres.scopes import merge_scope, with_scopes
 from gateway.store.rows import StoredSession
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
+    AppendFrames,
     CreateSession,
     DeleteSession,
     ForgetLeftoverTexts,
@@ -28,6 +29,7 @@ from gateway.store.writes import (
     Probe,
     SaveStreamedText,
     SetAside,
+    TrimFrames,
     Write,
     not_found,
 )
@@ -40,6 +42,10 @@ def apply(db: psycopg.Connection, write: Write) -> object:
             return _append_event(db, write)
         case SaveStreamedText():
             _save_streamed_text(db, write)
+        case AppendFrames():
+            return _append_frames(db, write)
+        case TrimFrames():
+            _trim_frames(db, write)
         case OpenThread():
             return _open_thread(db, write)
         case CreateSession():
@@ -81,7 +87,7 @@ def _create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, 
 
 def _open_thread(
     db: psycopg.Connection, opening: OpenThread
-) -> OpenedThread | tuple[StoredSession, Usage]:
+) -> OpenedThread | tuple[StoredSession, Usage, int]:
     # Held to the end of the transaction: another process opening the same new thread
     # waits here, then finds the owner this one recorded.
     db.execute(
@@ -104,7 +110,10 @@ def _open_thread(
         after=None,
     )
     assert stored is not None  # its owner was just read, and nothing deletes it under the lock
-    return stored, _usage(db, opening)
+    head = log_head(
+        db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
+    )
+    return stored, _usage(db, opening), head
 
 
 def _usage(db: psycopg.Connection, opening: OpenThread) -> Usage:
@@ -209,6 +218,40 @@ def _save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
     )
     if cursor.rowcount == 0:
         raise not_found(save.session_id)
+
+
+def _session_pk(db: psycopg.Connection, app_name: str, user_id: str, session_id: str) -> int | None:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def _append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
+    pk = _session_pk(db, append.app_name, append.user_id, append.session_id)
+    if pk is None:
+        raise not_found(append.session_id)
+    with db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+        )
+    return append.frames[-1].seq
+
+
+def _trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
+    pk = _session_pk(db, trim.app_name, trim.user_id, trim.session_id)
+    if pk is None:
+        return
+    db.execute(
+        "DELETE FROM frames WHERE session_pk = %(pk)s AND seq < COALESCE("
+        " (SELECT MIN(seq) FROM (SELECT seq, SUM(octet_length(data)) OVER (ORDER BY seq DESC)"
+        " AS kept FROM frames WHERE session_pk = %(pk)s) AS newest WHERE kept <= %(max)s),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = %(pk)s))",
+        {"pk": pk, "max": trim.max_bytes},
+    )
 
 
 def _forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
+from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
@@ -93,6 +94,7 @@ def thread_messages(
     session_id: str,
     max_bytes: int | None = None,
     before: int | None = None,
+    limit: int | None = None,
 ) -> StoredMessages | None:
     row = db.execute(
         f"SELECT s.pk, {_QUARANTINE_COLUMNS} FROM sessions s"
@@ -113,6 +115,14 @@ def thread_messages(
     if max_bytes is not None:
         # The newest rows whose messages fit in max_bytes, and at least the newest one.
         start = page_start(db, pk, older, max_bytes)
+    if limit is not None:
+        # And no more than the newest `limit` rows of messages.
+        (edge,) = db.execute(
+            "SELECT seq FROM events WHERE session_pk = ? AND messages IS NOT NULL AND seq < ?"
+            " ORDER BY seq DESC LIMIT 1 OFFSET ?",
+            (pk, older, limit - 1),
+        ).fetchone() or (0,)
+        start = max(start, edge)
     rows = db.execute(
         "SELECT seq, messages FROM events WHERE session_pk = ? AND messages IS NOT NULL"
         " AND seq >= ? AND seq < ? ORDER BY seq",
@@ -240,3 +250,34 @@ def open_runs(
             )
         )
     return runs
+
+
+def log_head(db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str) -> int:
+    """The number of the last frame of a thread's log; 0 for none (or no such thread)."""
+    (head,) = db.execute(
+        "SELECT MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    return int(head or 0)
+
+
+def frames_after(
+    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str, after: int
+) -> FrameLog:
+    """The frames of a thread's log numbered above ``after``, and where the log stands."""
+    oldest, head = db.execute(
+        "SELECT MIN(f.seq), MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    rows = db.execute(
+        "SELECT f.seq, f.data, f.only_for, f.not_for FROM sessions s"
+        " JOIN frames f ON f.session_pk = s.pk"
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ? AND f.seq > ? ORDER BY f.seq",
+        (app_name, user_id, session_id, after),
+    ).fetchall()
+    frames = [
+        LoggedFrame(seq, bytes(data), only_for, not_for) for seq, data, only_for, not_for in rows
+    ]
+    return FrameLog(frames, oldest, int(head or 0))

@@ -195,6 +195,16 @@ def _mark_cut_off_replies_v8(db: sqlite3.Connection) -> None:
     _count_stored_bytes(db)
 
 
+def _log_frames_v9(db: sqlite3.Connection) -> None:
+    """Adds each thread's event log: the frames its watchers were sent, numbered per thread
+    (``gateway.store.frames``); threads from before it start their log empty."""
+    db.execute(
+        "CREATE TABLE frames (session_pk INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        " data BLOB NOT NULL, only_for TEXT, not_for TEXT,"
+        " PRIMARY KEY (session_pk, seq)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
@@ -204,6 +214,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _count_stored_bytes_v6,
     _name_speakers_v7,
     _mark_cut_off_replies_v8,
+    _log_frames_v9,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -12,12 +12,13 @@ from typing import Any, cast
 from gateway.store.codec import dump, updated_state
 from gateway.store.rows import StoredSession
 from gateway.store.sqlite.open_calls import record_progress
-from gateway.store.sqlite.reads import load_session, thread_owner
+from gateway.store.sqlite.reads import load_session, log_head, thread_owner
 from gateway.store.sqlite.schema import EVENT_BYTES
 from gateway.store.sqlite.scopes import merge_scope, with_scopes
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
+    AppendFrames,
     CreateSession,
     DeleteSession,
     ForgetLeftoverTexts,
@@ -25,6 +26,7 @@ from gateway.store.writes import (
     Probe,
     SaveStreamedText,
     SetAside,
+    TrimFrames,
     Write,
     not_found,
 )
@@ -37,6 +39,10 @@ def apply(db: sqlite3.Connection, write: Write) -> object:
             return _append_event(db, write)
         case SaveStreamedText():
             _save_streamed_text(db, write)
+        case AppendFrames():
+            return _append_frames(db, write)
+        case TrimFrames():
+            _trim_frames(db, write)
         case OpenThread():
             return _open_thread(db, write)
         case CreateSession():
@@ -78,7 +84,7 @@ def _create_session(db: sqlite3.Connection, create: CreateSession) -> dict[str, 
 
 def _open_thread(
     db: sqlite3.Connection, opening: OpenThread
-) -> OpenedThread | tuple[StoredSession, Usage]:
+) -> OpenedThread | tuple[StoredSession, Usage, int]:
     owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
     if owner is None:
         create = opening.creation()
@@ -95,7 +101,10 @@ def _open_thread(
         after=None,
     )
     assert stored is not None  # its owner was just read, in the same transaction
-    return stored, _usage(db, opening)
+    head = log_head(
+        db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
+    )
+    return stored, _usage(db, opening), head
 
 
 def _usage(db: sqlite3.Connection, opening: OpenThread) -> Usage:
@@ -171,7 +180,7 @@ def _delete_session(db: sqlite3.Connection, delete: DeleteSession) -> None:
     ).fetchone()
     if row is None:
         return
-    for table in ("events", "open_calls", "streamed_texts", "quarantine"):
+    for table in ("events", "open_calls", "streamed_texts", "quarantine", "frames"):
         db.execute(f"DELETE FROM {table} WHERE session_pk = ?", row)
     db.execute("DELETE FROM sessions WHERE pk = ?", row)
 
@@ -197,6 +206,38 @@ def _save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:
     )
     if cursor.rowcount == 0:
         raise not_found(save.session_id)
+
+
+def _append_frames(db: sqlite3.Connection, append: AppendFrames) -> int:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        (append.app_name, append.user_id, append.session_id),
+    ).fetchone()
+    if row is None:
+        raise not_found(append.session_id)
+    (pk,) = row
+    db.executemany(
+        "INSERT INTO frames (session_pk, seq, data, only_for, not_for) VALUES (?, ?, ?, ?, ?)",
+        [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+    )
+    return append.frames[-1].seq
+
+
+def _trim_frames(db: sqlite3.Connection, trim: TrimFrames) -> None:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        (trim.app_name, trim.user_id, trim.session_id),
+    ).fetchone()
+    if row is None:
+        return
+    (pk,) = row
+    db.execute(
+        "DELETE FROM frames WHERE session_pk = ?1 AND seq < COALESCE("
+        " (SELECT MIN(seq) FROM (SELECT seq, SUM(length(data)) OVER (ORDER BY seq DESC)"
+        " AS kept FROM frames WHERE session_pk = ?1) WHERE kept <= ?2),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = ?1))",
+        (pk, trim.max_bytes),
+    )
 
 
 def _forget_leftover_texts(db: sqlite3.Connection, forget: ForgetLeftoverTexts) -> None:

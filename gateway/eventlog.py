@@ -1,0 +1,85 @@
+"""A thread's event log, as the hub numbers and replays it.
+
+Every event the hub sends a thread's watchers (a run's, from RUN_STARTED to its end) gets
+the next number of the thread's log, 1, 2, 3..., as it is emitted, and is stored as a frame
+(``gateway.store.frames``). The number travels on the event itself, as AG-UI's free-form
+``metadata`` (``{"gateway.seq": 12}``), which AG-UI 1.0 and 0.0.x clients both accept,
+and on SSE as the frame's ``id:`` line. A client that comes back with the last number it
+saw is replayed the frames after it, then follows live; one whose number the log cannot
+answer gets the snapshots as before. Snapshots sent to one subscriber are not logged:
+they carry the number of the log's head when they were made.
+
+Numbers are given by the process that runs the thread, after the stored head, and each
+delivery waits in the run's outbox for its frame's commit, so no client holds a number
+the store lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from gateway import protocol as p
+from gateway.store.frames import FrameLog, LoggedFrame
+
+# The key of an event's metadata that holds its number in the thread's log.
+SEQ = "gateway.seq"
+
+
+def numbered(event: p.Event, seq: int) -> p.Event:
+    """Marks the event with its number (or, for a snapshot, the head it shows)."""
+    event.metadata = {**event.metadata, SEQ: seq} if event.metadata else {SEQ: seq}
+    return event
+
+
+def seq_of(event: p.Event) -> int | None:
+    seq = event.metadata.get(SEQ) if event.metadata else None
+    return seq if isinstance(seq, int) else None
+
+
+def frame(event: p.Event, *, only_for: str | None, not_for: str | None) -> LoggedFrame:
+    seq = seq_of(event)
+    assert seq is not None, "an event is numbered before it is logged"
+    return LoggedFrame(seq, p.encode(event), only_for, not_for)
+
+
+def shown_to(frame: LoggedFrame, client: str | None) -> bool:
+    """Whether a replay to ``client`` (a client instance, or None) includes the frame."""
+    if frame.only_for is not None and (client is None or frame.only_for != client):
+        return False
+    return frame.not_for is None or frame.not_for != client
+
+
+class _Kind(msgspec.Struct):
+    type: str = ""
+
+
+_kind = msgspec.json.Decoder(_Kind)
+_RUN_ENDS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+
+
+def replay(log: FrameLog, after: int, client: str | None) -> list[p.Event] | None:
+    """The events after ``after`` for ``client``, from a read of the log after
+    ``after - 1`` (so it shows whether the log holds ``after`` itself); None when the log
+    cannot answer that cursor: beyond its head, or older than what it keeps."""
+    if after > log.head:
+        return None
+    if after > 0 and (log.oldest is None or log.oldest > after):
+        return None  # trimmed away, or never written
+    if after == 0 and log.oldest is not None and log.oldest > 1:
+        return None
+    return [p.decode_event(f.data) for f in log.frames if f.seq > after and shown_to(f, client)]
+
+
+def ends_mid_run(log: FrameLog) -> bool:
+    """Whether the log's last frame read leaves a run open: a run that a crash cut off, so
+    the log alone cannot take a client to the thread as it stands."""
+    if not log.frames:
+        return False
+    return _kind.decode(log.frames[-1].data).type not in _RUN_ENDS
+
+
+def after_replay(held: Iterable[p.Event], last: int) -> list[p.Event]:
+    """Of the events sent live while a replay was read, those it did not include."""
+    return [event for event in held if (seq := seq_of(event)) is None or seq > last]
