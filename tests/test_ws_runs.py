@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,14 +13,10 @@ from tests.conftest import RunningGateway, record_reads, running_gateway
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 
 
-@pytest.fixture(scope="module", params=["in-memory", "postgres"])
-async def gateway(request: pytest.FixtureRequest) -> AsyncIterator[RunningGateway]:
+@pytest.fixture(scope="module")
+def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
     """The run rules hold on either store: SQLite in memory, and a PostgreSQL database."""
-    db = ":memory:"
-    if request.param == "postgres":
-        db = request.getfixturevalue("postgres").fresh_database()
-    async with running_gateway(db=db) as running:
-        yield running
+    return gateway_on_each_store
 
 
 async def test_flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
