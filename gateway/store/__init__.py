@@ -7,6 +7,7 @@ each (each module's docstring has the theory of its part):
 - ``backend``      the seam to a database: its reads, its commit of a batch, whether other
                    processes write it too; picked from ``--db``
 - ``writes``       the write commands, as values: what each decides, for any backend
+- ``schema``       what a database must be to be used: ours, not newer, current
 - ``group_commit`` the single writer: one transaction for whatever is queued; health
 - ``codec``        stored values as text and back; a bad one is a ``Damage``, never a raise
 - ``rows``         a read's rows as plain values, decoded once the read is over

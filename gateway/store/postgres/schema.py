@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from gateway.store.errors import StoreError
+from gateway.store.schema import check_ours, migrations_due
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -104,32 +104,14 @@ def prepare(db: psycopg.Connection, *, where: str, read_only: bool) -> None:
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
     ).fetchall()
     tables = {name for (name,) in rows}
-    if tables and "schema_version" not in tables:
-        raise StoreError(
-            f"{where} is a PostgreSQL database but not an agent-gateway store (it has no"
-            f" schema_version table; tables: {', '.join(sorted(tables)[:10])}). Point --db"
-            " at another database."
-        )
+    check_ours(where, tables, kind="a PostgreSQL database", other="another database")
     version = 0
     if tables:
         row = db.execute("SELECT version FROM schema_version").fetchone()
         version = int(row[0]) if row else 0
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{where} has store schema version {version}, newer than the version"
-            f" {SCHEMA_VERSION} this agent-gateway understands. Upgrade agent-gateway, or"
-            " use another --db."
-        )
-    if version == SCHEMA_VERSION:
+    if not migrations_due(where, version, SCHEMA_VERSION, read_only=read_only):
         db.commit()
         return
-    if read_only:
-        raise StoreError(
-            f"{where} has no agent-gateway store yet"
-            if version == 0
-            else f"{where} has store schema version {version} and needs migrating to"
-            f" {SCHEMA_VERSION}; start the gateway on it once to migrate."
-        )
     if version == 0:
         db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         db.execute("INSERT INTO schema_version VALUES (0)")
