@@ -437,9 +437,10 @@ class SessionService(BaseSessionService):
         )
 
     async def frames_after(
-        self, app_name: str, user_id: str, session_id: str, after: int
+        self, app_name: str, user_id: str, session_id: str, after: int, limit: int | None = None
     ) -> FrameLog:
-        """The committed frames of a thread's log numbered above ``after``, oldest first."""
+        """The committed frames of a thread's log numbered above ``after``, oldest first
+        (the first ``limit`` of them)."""
         return await self._read(
             partial(
                 reads.frames_after,
@@ -447,6 +448,7 @@ class SessionService(BaseSessionService):
                 user_id=user_id,
                 session_id=session_id,
                 after=after,
+                limit=limit,
             )
         )
 
