@@ -430,7 +430,10 @@ class SessionService(BaseSessionService):
 
         def committed(seq: object) -> None:
             for listener in self.frame_listeners:
-                listener(app_name, session_id, cast(int, seq))
+                try:
+                    listener(app_name, session_id, cast(int, seq))
+                except Exception:  # called inside the writer: the batch's callers must be woken
+                    log.exception("a listener of committed frames failed")
 
         return self._writer_or_raise().submit(
             write, committed, extends=("frames", app_name, user_id, session_id)
