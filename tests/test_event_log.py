@@ -309,6 +309,14 @@ async def test_every_sse_frame_of_a_run_carries_its_number_as_its_id(
     assert ids[0] == 1 and rising(ids)
 
 
+async def test_a_0_0_x_client_is_sent_the_numbers_too(gateway: RunningGateway) -> None:
+    legacy = {**user_input(new_id("t"), "안녕"), "protocolVersion": None}
+    frames = await post(gateway, legacy)
+    assert frames[0][1]["type"] == "RUN_STARTED" and "protocolVersion" not in frames[0][1]
+    ids = [seq for seq, _ in frames]
+    assert ids[0] == 1 and rising(ids) and ids == [seq_of(event) for _, event in frames]
+
+
 async def test_last_event_id_resumes_a_finished_stream_and_ends(gateway: RunningGateway) -> None:
     thread = new_id("t")
     frames = await post(gateway, user_input(thread, "안녕"))
