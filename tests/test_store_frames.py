@@ -45,6 +45,8 @@ async def test_frames_read_after_a_cursor_come_in_order_with_the_logs_bounds(
         (3, b"\x03" * 10, "client-a"),
     ]
     assert (log.oldest, log.head) == (1, 3)
+    first = await store.frames_after(APP, "u", "t", 0, limit=2)
+    assert [f.seq for f in first.frames] == [1, 2] and first.head == 3
     assert await store.log_head(APP, "u", "t") == 3
     assert (await store.open_thread(APP, "u", "t")).log_head == 3
     empty = await store.frames_after(APP, "u", "nowhere", 0)

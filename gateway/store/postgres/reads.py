@@ -283,9 +283,16 @@ def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id:
 
 
 def frames_after(
-    db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str, after: int
+    db: psycopg.Connection,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    after: int,
+    limit: int | None = None,
 ) -> FrameLog:
-    """The frames of a thread's log numbered above ``after``, and where the log stands."""
+    """The frames of a thread's log numbered above ``after`` (the first ``limit`` of them),
+    and where the log stands."""
     thread = {"app": app_name, "user": user_id, "id": session_id}
     oldest, head = cast(
         tuple[int | None, int | None],
@@ -299,8 +306,8 @@ def frames_after(
         "SELECT f.seq, f.data, f.only_for, f.not_for FROM sessions s"
         " JOIN frames f ON f.session_pk = s.pk"
         " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
-        " AND f.seq > %(after)s ORDER BY f.seq",
-        {**thread, "after": after},
+        " AND f.seq > %(after)s ORDER BY f.seq LIMIT %(limit)s",  # LIMIT NULL: all
+        {**thread, "after": after, "limit": limit},
     ).fetchall()
     frames = [
         LoggedFrame(seq, bytes(data), only_for, not_for) for seq, data, only_for, not_for in rows
