@@ -458,7 +458,7 @@ class Hub:
                     events = eventlog.replay(log, after, subscriber.client)
         finally:
             held = thread.replaying.pop(subscriber, [])
-            if events is None:
+            if events is None and subscriber in thread.watchers:  # it may have left meanwhile
                 thread.watchers.remove(subscriber)
                 if run is not None and run.executor is subscriber:
                     run.executor = previous

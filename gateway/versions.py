@@ -137,7 +137,10 @@ def encoded(event: p.Event, dialect: Dialect) -> list[tuple[p.Event, bytes]]:
 
 def _run_started(event: p.RunStarted) -> tuple[p.Event, ...]:
     legacy = _LegacyRunStarted(
-        thread_id=event.thread_id, run_id=event.run_id, parent_run_id=event.parent_run_id
+        thread_id=event.thread_id,
+        run_id=event.run_id,
+        parent_run_id=event.parent_run_id,
+        metadata=event.metadata,  # its number in the thread's log: 0.0.x reads metadata too
     )
     return (legacy,)
 

@@ -56,8 +56,8 @@ async def gateway_process(
     cwd: Path = ROOT,
     port: int | None = None,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
-    """A real gateway process on ``db`` (a SQLite file, or a PostgreSQL URL), once /ping
-    says 200; stopped if still alive on exit.
+    """A real gateway process on ``db`` (a file, or a PostgreSQL URL), once /ping says 200;
+    stopped if still alive on exit.
 
     ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
     ``port`` is a free one unless given (a restart takes its predecessor's).

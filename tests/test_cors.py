@@ -47,7 +47,7 @@ async def test_an_allowed_origins_preflight_for_invocations_is_answered(
     assert response.status_code == 204 and response.content == b""
     assert cors_headers(response) == {
         "access-control-allow-origin": ALLOWED,
-        "access-control-allow-methods": "POST",
+        "access-control-allow-methods": "GET, POST",
         "access-control-allow-headers": "accept, authorization, content-type",
         "access-control-max-age": "600",
     }
@@ -134,5 +134,5 @@ async def test_the_gateways_own_origin_and_non_browsers_need_no_listing() -> Non
 
 async def test_a_wrong_method_on_a_door_says_which_it_takes(listed: RunningGateway) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
-        response = await client.get(listed.http + "/invocations")
-    assert response.status_code == 405 and response.headers["allow"] == "POST"
+        response = await client.delete(listed.http + "/invocations")
+    assert response.status_code == 405 and response.headers["allow"] == "GET, POST"

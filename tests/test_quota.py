@@ -77,6 +77,7 @@ async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> N
     assert usage.threads == 1 and usage.stored_bytes > 600
     with sqlite3.connect(path) as db:  # as schema 5 left it
         db.execute("ALTER TABLE sessions DROP COLUMN stored_bytes")
+        db.execute("DROP TABLE frames")
         db.execute("UPDATE schema_version SET version = 5")
     store = await reopened(path)
     try:

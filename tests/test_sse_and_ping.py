@@ -103,7 +103,7 @@ async def test_tools_lists_the_client_tools_of_the_catalog(gateway: RunningGatew
 async def test_unknown_routes(gateway: RunningGateway) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         assert (await client.get(gateway.http + "/nope")).status_code == 404
-        assert (await client.get(gateway.http + "/invocations")).status_code == 405
+        assert (await client.put(gateway.http + "/invocations")).status_code == 405
 
 
 async def test_an_sse_request_stops_watching_its_thread_when_it_ends(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 
@@ -20,10 +21,12 @@ from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events import Event, EventActions
 from google.genai import types
 
+from gateway.audit import AuditLog
 from gateway.store import SessionService, group_commit
 from gateway.store.errors import StoreError
 from tests.backends import rows
 from tests.postgres import Postgres
+from tests.test_audit import record
 
 APP = "app"
 
@@ -252,3 +255,29 @@ async def test_a_gateway_alone_on_the_database_knows_it(url: str) -> None:
             assert await alone.sole_writer()
         finally:
             await reader.close()
+
+
+async def test_a_nul_a_client_or_model_sends_is_stored_not_refused(url: str) -> None:
+    """PostgreSQL's text holds no NUL; one must not fail a write, or an audit batch."""
+    async with gateways(url, 1) as (store,):
+        session = await store.create_session(app_name=APP, user_id="u", session_id="t")
+        await store.append_event(session, said("a\x00b", **{"user:k": "v\x00"}))
+        await store.save_streamed_text(
+            app_name=APP,
+            user_id="u",
+            session_id="t",
+            invocation_id="inv",
+            message_id="m",
+            author="agent",
+            text="so\x00far",
+        )
+        loaded = await store.get_session(app_name=APP, user_id="u", session_id="t")
+        assert loaded is not None and loaded.state["user:k"] == "v\x00"  # JSON keeps it
+        assert rows(url, "SELECT text FROM streamed_texts") == [("so\ufffdfar",)]
+        audit = AuditLog(url)
+        await audit.open()
+        try:
+            audit.record(dataclasses.replace(record("t", "u"), outcome="denied", detail="x\x00"))
+            assert [r.detail for r in await audit.query()] == ["x\ufffd"]
+        finally:
+            await audit.close()

@@ -2,9 +2,9 @@
 //
 // One connection per thread (src/connection.js: reconnect with backoff, reattach,
 // `clientId`), reused across runs. `run()` streams one run, and carries it across a dropped
-// connection: the reattach that follows a reconnect is stitched into the same run (the
-// run's own events, the snapshot in between), so the stream stays valid and the run ends
-// once. `connect()` is the reattach: the thread as snapshots, then the run in progress live
+// connection: the reattach that follows a reconnect is stitched into the same run (by
+// cursor, the run's events after the last one seen; else the run's own events with the
+// snapshot in between), so the stream stays valid and the run ends once. `connect()` is the reattach: the thread as snapshots, then the run in progress live
 // to its end. `abortRun()` is the /ws cancel frame.
 //
 // Exactly once (src/ledger.js, one ledger per storage): a client call is recorded when this
@@ -248,6 +248,10 @@ export class WebSocketAgent extends AbstractAgent {
     if (event.type === "RUN_STARTED") {
       this.#started(stream, event);
       return;
+    }
+    if (stream.state === "away" && view.runId !== null && view.runId === stream.runId) {
+      // A reattach by cursor: the run's stream goes on where the dropped connection left it.
+      stream.state = "live";
     }
     if (stream.state === "live") {
       if (ends) this.#close(stream, event, view);

@@ -91,7 +91,14 @@ class Reads(Protocol):
     def log_head(self, db: Any, *, app_name: str, user_id: str, session_id: str) -> int: ...
 
     def frames_after(
-        self, db: Any, *, app_name: str, user_id: str, session_id: str, after: int
+        self,
+        db: Any,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        after: int,
+        limit: int | None = None,
     ) -> FrameLog: ...
 
 

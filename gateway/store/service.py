@@ -426,16 +426,20 @@ class SessionService(BaseSessionService):
 
         def committed(seq: object) -> None:
             for listener in self.frame_listeners:
-                listener(app_name, session_id, cast(int, seq))
+                try:
+                    listener(app_name, session_id, cast(int, seq))
+                except Exception:  # called inside the writer: the batch's callers must be woken
+                    log.exception("a listener of committed frames failed")
 
         return self._writer_or_raise().submit(
             write, committed, extends=("frames", app_name, user_id, session_id)
         )
 
     async def frames_after(
-        self, app_name: str, user_id: str, session_id: str, after: int
+        self, app_name: str, user_id: str, session_id: str, after: int, limit: int | None = None
     ) -> FrameLog:
-        """The committed frames of a thread's log numbered above ``after``, oldest first."""
+        """The committed frames of a thread's log numbered above ``after``, oldest first
+        (the first ``limit`` of them)."""
         return await self._read(
             partial(
                 self._reads.frames_after,
@@ -443,6 +447,7 @@ class SessionService(BaseSessionService):
                 user_id=user_id,
                 session_id=session_id,
                 after=after,
+                limit=limit,
             )
         )
 

@@ -11,7 +11,7 @@ is committed; what it raises fails that write alone, unless the database itself 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -21,6 +21,8 @@ from google.adk.sessions.session import Session
 from gateway.store.codec import Damage
 from gateway.store.frames import LoggedFrame
 from gateway.store.progress import RunProgress
+from gateway.store.rows import StoredSession
+from gateway.store.threads import OpenedThread, Usage
 
 NO_DELTAS: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
 
@@ -132,18 +134,9 @@ class SaveStreamedText:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ForgetLeftoverTexts:
-    """Deletes the streamed texts of the app's threads (all of them, or those named), once
-    a restart has used what it needs."""
-
-    app_name: str
-    session_ids: tuple[str, ...] | None = None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class AppendFrames:
-    """Adds frames to a thread's log (``gateway.store.frames``); applied, it gives the number
-    of the last frame written.
+    """Adds frames to a thread's log (``gateway.store.frames``); applied, it gives the
+    number of the last frame written.
 
     A number the log holds already fails the write (the primary key): two writers of one
     thread's log are a fault, never a silent overwrite.
@@ -171,6 +164,15 @@ class TrimFrames:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ForgetLeftoverTexts:
+    """Deletes the streamed texts of the app's threads (all of them, or those named), once
+    a restart has used what it needs."""
+
+    app_name: str
+    session_ids: tuple[str, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class SetAside:
     """Quarantines a thread; the first value found bad stays its reason."""
 
@@ -195,6 +197,66 @@ class Failed:
     """In a batch's results, in place of a write that failed alone (undone alone)."""
 
     error: Exception
+
+
+class WriteSql(Protocol):
+    """A backend's SQL for each command: its ``writes`` module, one function a command,
+    each run inside the writer's transaction."""
+
+    def create_session(self, db: Any, create: CreateSession) -> dict[str, Any]:
+        """Returns the new session's merged state."""
+        ...
+
+    def open_thread(
+        self, db: Any, opening: OpenThread
+    ) -> OpenedThread | tuple[StoredSession, Usage, int]: ...
+
+    def append_event(self, db: Any, append: AppendEvent) -> int:
+        """Returns the session's new revision."""
+        ...
+
+    def delete_session(self, db: Any, delete: DeleteSession) -> None: ...
+
+    def save_streamed_text(self, db: Any, save: SaveStreamedText) -> None: ...
+
+    def append_frames(self, db: Any, append: AppendFrames) -> int:
+        """Returns the number of the last frame written."""
+        ...
+
+    def trim_frames(self, db: Any, trim: TrimFrames) -> None: ...
+
+    def forget_leftover_texts(self, db: Any, forget: ForgetLeftoverTexts) -> None: ...
+
+    def set_aside(self, db: Any, set_aside: SetAside) -> None: ...
+
+    def probe(self, db: Any) -> None: ...
+
+
+def apply(sql: WriteSql, db: Any, write: Write) -> object:
+    """Applies one command with a backend's SQL; what it returns reaches its caller once
+    the batch commits."""
+    match write:
+        case AppendEvent():
+            return sql.append_event(db, write)
+        case SaveStreamedText():
+            sql.save_streamed_text(db, write)
+        case AppendFrames():
+            return sql.append_frames(db, write)
+        case TrimFrames():
+            sql.trim_frames(db, write)
+        case OpenThread():
+            return sql.open_thread(db, write)
+        case CreateSession():
+            return sql.create_session(db, write)
+        case DeleteSession():
+            sql.delete_session(db, write)
+        case ForgetLeftoverTexts():
+            sql.forget_leftover_texts(db, write)
+        case SetAside():
+            sql.set_aside(db, write)
+        case Probe():
+            sql.probe(db)
+    return None
 
 
 Write = (

@@ -9,6 +9,14 @@
 // naming the calls made before this connection came; their arguments come from the
 // snapshot). Calls of another tab's runs are never handed out. That a call handed out is
 // performed once, across reloads, is the ledger's job (ledger.js).
+//
+// Reattach by cursor: every event of the thread carries its number in the thread's log
+// (`metadata["gateway.seq"]`). A connection that drops mid-run reattaches with the last
+// number seen (`{"type": "reattach", "after": N}`): the run's stream goes on where it left
+// off, with this connection's view of the run carried over, and the reconnect says so
+// (`resuming` on the "reconnecting" status). Between runs, and when the gateway cannot
+// answer the cursor, the reattach is the snapshot as before, which tells the ledger what
+// the thread holds.
 
 import { newId } from "./ids.js";
 
@@ -42,6 +50,9 @@ export class ThreadConnection {
     this.attempts = 0;
     this.retryTimer = null;
     this.stopped = false;
+    // The highest log number seen on this thread, and the run a reconnect carries on.
+    this.cursor = null;
+    this.carried = null;
   }
 
   start() {
@@ -60,6 +71,8 @@ export class ThreadConnection {
   switchThread(threadId) {
     this.threadId = threadId;
     this.outbox = [];
+    this.cursor = null;
+    this.carried = null;
     this.stop();
     this.start();
   }
@@ -99,15 +112,25 @@ export class ThreadConnection {
 
   #connect() {
     const socket = new this.Socket(this.url);
-    // Everything that makes a run "ours" belongs to one connection and dies with it.
-    const connection = { socket, ownRuns: new Set(), run: null, synced: false };
+    // Everything that makes a run "ours" belongs to one connection and dies with it, but
+    // for a run a reattach by cursor carries on.
+    const carried = this.carried;
+    this.carried = null;
+    const connection = {
+      socket,
+      ownRuns: carried?.ownRuns ?? new Set(),
+      run: carried?.run ?? null,
+      synced: false,
+    };
     this.connection = connection;
     this.onStatus(this.attempts ? "reconnecting" : "connecting", {});
     socket.addEventListener("open", () => {
       if (this.connection !== connection) return;
       this.attempts = 0;
       this.onStatus("syncing", {});
-      socket.send(JSON.stringify({ type: "reattach", threadId: this.threadId }));
+      const reattach = { type: "reattach", threadId: this.threadId };
+      if (carried) reattach.after = this.cursor;
+      socket.send(JSON.stringify(reattach));
       const queued = this.outbox.splice(0);
       for (const frame of queued) this.#send(frame);
     });
@@ -120,16 +143,21 @@ export class ThreadConnection {
         console.warn("ignoring a frame that is not JSON", message.data);
         return;
       }
+      const seq = event?.metadata?.["gateway.seq"];
+      if (Number.isSafeInteger(seq) && seq > (this.cursor ?? -1)) this.cursor = seq;
       this.#dispatch(connection, event);
     });
     const lost = (code, reason) => {
       if (this.connection !== connection) return;
       this.connection = null;
       if (this.stopped) return;
+      // Cut off mid-run with a cursor: the next connection goes on from it.
+      const resuming = connection.run !== null && this.cursor !== null;
+      this.carried = resuming ? { run: connection.run, ownRuns: connection.ownRuns } : null;
       const delay = BACKOFF_MS[Math.min(this.attempts, BACKOFF_MS.length - 1)];
       const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
       this.attempts += 1;
-      this.onStatus("reconnecting", { inMs: jittered, code, reason });
+      this.onStatus("reconnecting", { inMs: jittered, code, reason, resuming });
       this.retryTimer = setTimeout(() => this.#connect(), jittered);
     };
     socket.addEventListener("close", (close) => lost(close.code, close.reason));

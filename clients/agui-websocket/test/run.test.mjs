@@ -41,7 +41,7 @@ test("runAgent() reuses one connection across runs and keeps the thread's messag
   }
 });
 
-test("a run cut mid-reply goes on after the reconnect, valid, and ends with the whole reply", async () => {
+test("a run cut mid-reply goes on by cursor after the reconnect: valid, nothing twice, the whole reply", async () => {
   const agent = pageAgent();
   try {
     const input = inputOf(agent, LONG_REPLY);
@@ -61,7 +61,15 @@ test("a run cut mid-reply goes on after the reconnect, valid, and ends with the 
     assert.equal(events.filter((e) => e.type === "RUN_STARTED").length, 1);
     assert.equal(events.at(-1).type, "RUN_FINISHED");
     assert.equal(events.at(-1).runId, input.runId);
-    assert.ok(events.some((e) => e.type === "MESSAGES_SNAPSHOT"), "the reattach's snapshot is in the run");
+    // The reattach carried the last number seen: the run's events after it, no snapshot.
+    assert.ok(!events.some((e) => e.type === "MESSAGES_SNAPSHOT"), "resumed by cursor, not by snapshot");
+    const seqs = events.map((e) => e.metadata?.["gateway.seq"]);
+    assert.ok(seqs.every((seq, i) => Number.isInteger(seq) && (i === 0 || seq > seqs[i - 1])), `${seqs}`);
+    const said = events
+      .filter((e) => e.type === "TEXT_MESSAGE_CONTENT")
+      .map((e) => e.delta)
+      .join("");
+    assert.equal(said, assistantText(await threadOf(agent.threadId)), "every chunk once, none lost");
   } finally {
     agent.close();
   }

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.abc import Buffer
+from psycopg.types.string import StrDumperUnknown
 
 from gateway.store.backend import described
 from gateway.store.errors import StoreError
@@ -36,6 +38,17 @@ def said(error: BaseException, url: str) -> str:
             text = text.replace(password, "***")
             text = text.replace(urllib.parse.quote(password, safe=""), "***")
     return text
+
+
+class _Text(StrDumperUnknown):
+    """Text as PostgreSQL's text can hold it: a NUL (a model's or a browser's) becomes U+FFFD.
+
+    SQLite keeps a NUL; PostgreSQL refuses the whole statement, so one stray character
+    from a client would fail a write, or an audit batch of everyone's records.
+    """
+
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
 
 
 class Connection:
@@ -79,6 +92,7 @@ class Connection:
             keepalives_idle=30,
             keepalives_interval=10,
         )
+        conn.adapters.register_dumper(str, _Text)
         try:
             self._configure(conn)
         except BaseException:

@@ -127,12 +127,12 @@ def thread_messages(
         start = page_start(db, pk, older, max_bytes)
     if limit is not None:
         # And no more than the newest `limit` rows of messages.
-        (edge,) = db.execute(
+        edge = db.execute(
             "SELECT seq FROM events WHERE session_pk = %s AND messages IS NOT NULL AND seq < %s"
             " ORDER BY seq DESC LIMIT 1 OFFSET %s",
             (pk, older, limit - 1),
-        ).fetchone() or (0,)
-        start = max(start, edge)
+        ).fetchone()
+        start = max(start, edge[0] if edge else 0)
     rows = cast(
         list[tuple[int, str]],
         db.execute(
@@ -283,27 +283,32 @@ def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id:
 
 
 def frames_after(
-    db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str, after: int
+    db: psycopg.Connection,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    after: int,
+    limit: int | None = None,
 ) -> FrameLog:
-    """The frames of a thread's log numbered above ``after``, and where the log stands."""
+    """The frames of a thread's log numbered above ``after`` (the first ``limit`` of them),
+    and where the log stands."""
+    thread = {"app": app_name, "user": user_id, "id": session_id}
     oldest, head = cast(
         tuple[int | None, int | None],
         db.execute(
             "SELECT MIN(f.seq), MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
-            " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
-            (app_name, user_id, session_id),
+            " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s",
+            thread,
         ).fetchone(),
     )
-    rows = cast(
-        list[tuple[int, bytes, str | None, str | None]],
-        db.execute(
-            "SELECT f.seq, f.data, f.only_for, f.not_for FROM sessions s"
-            " JOIN frames f ON f.session_pk = s.pk"
-            " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s AND f.seq > %s"
-            " ORDER BY f.seq",
-            (app_name, user_id, session_id, after),
-        ).fetchall(),
-    )
+    rows = db.execute(
+        "SELECT f.seq, f.data, f.only_for, f.not_for FROM sessions s"
+        " JOIN frames f ON f.session_pk = s.pk"
+        " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+        " AND f.seq > %(after)s ORDER BY f.seq LIMIT %(limit)s",  # LIMIT NULL: all
+        {**thread, "after": after, "limit": limit},
+    ).fetchall()
     frames = [
         LoggedFrame(seq, bytes(data), only_for, not_for) for seq, data, only_for, not_for in rows
     ]

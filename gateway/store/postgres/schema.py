@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from gateway.store.errors import StoreError
+from gateway.store.schema import check_ours, migrations_due
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -65,6 +65,10 @@ def _create_v1(db: psycopg.Connection) -> None:
         "CREATE TABLE quarantine (session_pk BIGINT PRIMARY KEY REFERENCES sessions"
         " ON DELETE CASCADE, seq BIGINT, column_name TEXT NOT NULL, reason TEXT NOT NULL,"
         " at DOUBLE PRECISION NOT NULL)",
+        # Each thread's event log (``gateway.store.frames``), numbered by its one writer.
+        "CREATE TABLE frames (session_pk BIGINT NOT NULL REFERENCES sessions"
+        " ON DELETE CASCADE, seq BIGINT NOT NULL, data BYTEA NOT NULL, only_for TEXT,"
+        " not_for TEXT, PRIMARY KEY (session_pk, seq))",
         # The audit log (``gateway.audit``, ``postgres.audit``): every process's records.
         "CREATE TABLE audit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
         " at DOUBLE PRECISION NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,"
@@ -88,17 +92,7 @@ def _create_v1(db: psycopg.Connection) -> None:
         db.execute(statement)
 
 
-def _log_frames_v2(db: psycopg.Connection) -> None:
-    """Adds each thread's event log (``gateway.store.frames``): the frames its watchers were
-    sent, numbered per thread by the process that ran it."""
-    db.execute(
-        "CREATE TABLE frames (session_pk BIGINT NOT NULL REFERENCES sessions ON DELETE CASCADE,"
-        " seq BIGINT NOT NULL, data BYTEA NOT NULL, only_for TEXT, not_for TEXT,"
-        " PRIMARY KEY (session_pk, seq))"
-    )
-
-
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _log_frames_v2)
+MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -110,32 +104,14 @@ def prepare(db: psycopg.Connection, *, where: str, read_only: bool) -> None:
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
     ).fetchall()
     tables = {name for (name,) in rows}
-    if tables and "schema_version" not in tables:
-        raise StoreError(
-            f"{where} is a PostgreSQL database but not an agent-gateway store (it has no"
-            f" schema_version table; tables: {', '.join(sorted(tables)[:10])}). Point --db"
-            " at another database."
-        )
+    check_ours(where, tables, kind="a PostgreSQL database", other="another database")
     version = 0
     if tables:
         row = db.execute("SELECT version FROM schema_version").fetchone()
         version = int(row[0]) if row else 0
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{where} has store schema version {version}, newer than the version"
-            f" {SCHEMA_VERSION} this agent-gateway understands. Upgrade agent-gateway, or"
-            " use another --db."
-        )
-    if version == SCHEMA_VERSION:
+    if not migrations_due(where, version, SCHEMA_VERSION, read_only=read_only):
         db.commit()
         return
-    if read_only:
-        raise StoreError(
-            f"{where} has no agent-gateway store yet"
-            if version == 0
-            else f"{where} has store schema version {version} and needs migrating to"
-            f" {SCHEMA_VERSION}; start the gateway on it once to migrate."
-        )
     if version == 0:
         db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         db.execute("INSERT INTO schema_version VALUES (0)")

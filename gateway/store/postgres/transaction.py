@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors
 
-from gateway.store.postgres.writes import apply
-from gateway.store.writes import Failed, Write
+from gateway.store.postgres import writes as sql
+from gateway.store.writes import Failed, Write, apply
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
@@ -48,7 +48,7 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
             if isolate:
                 db.execute("SAVEPOINT write")
             try:
-                results.append(apply(db, write))
+                results.append(apply(sql, db, write))
             except Exception as error:
                 if _cannot_commit(error):
                     raise  # not this write's fault: the whole batch fails

@@ -26,42 +26,14 @@ from gateway.store.writes import (
     DeleteSession,
     ForgetLeftoverTexts,
     OpenThread,
-    Probe,
     SaveStreamedText,
     SetAside,
     TrimFrames,
-    Write,
     not_found,
 )
 
 
-def apply(db: psycopg.Connection, write: Write) -> object:
-    """Applies one command; what it returns reaches its caller once the batch commits."""
-    match write:
-        case AppendEvent():
-            return _append_event(db, write)
-        case SaveStreamedText():
-            _save_streamed_text(db, write)
-        case AppendFrames():
-            return _append_frames(db, write)
-        case TrimFrames():
-            _trim_frames(db, write)
-        case OpenThread():
-            return _open_thread(db, write)
-        case CreateSession():
-            return _create_session(db, write)
-        case DeleteSession():
-            _delete_session(db, write)
-        case ForgetLeftoverTexts():
-            _forget_leftover_texts(db, write)
-        case SetAside():
-            _set_aside(db, write)
-        case Probe():
-            db.execute("UPDATE probes SET count = count + 1")
-    return None
-
-
-def _create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, Any]:
+def create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, Any]:
     """Returns the new session's merged state."""
     # ON CONFLICT, not an error: an error would abort the whole transaction, not one write.
     created = db.execute(
@@ -85,7 +57,7 @@ def _create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, 
     return with_scopes(db, create.app_name, create.user_id, create.deltas["session"])
 
 
-def _open_thread(
+def open_thread(
     db: psycopg.Connection, opening: OpenThread
 ) -> OpenedThread | tuple[StoredSession, Usage, int]:
     # Held to the end of the transaction: another process opening the same new thread
@@ -97,7 +69,7 @@ def _open_thread(
     owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
     if owner is None:
         create = opening.creation()
-        session = create.session(_create_session(db, create))
+        session = create.session(create_session(db, create))
         return OpenedThread(opening.user_id, session, created=True, usage=_usage(db, opening))
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
@@ -128,7 +100,7 @@ def _usage(db: psycopg.Connection, opening: OpenThread) -> Usage:
     return Usage(threads, stored_bytes)
 
 
-def _append_event(db: psycopg.Connection, append: AppendEvent) -> int:
+def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     """Returns the session's new revision."""
     # The row's lock makes the revision check and the append one step for every process:
     # one that appended first has committed (and moved the revision) before this read.
@@ -188,45 +160,19 @@ def _append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     return cast(int, revision) + 1
 
 
-def _delete_session(db: psycopg.Connection, delete: DeleteSession) -> None:
-    # Its events, open calls, streamed text, quarantine and log go with it (ON DELETE CASCADE).
+def probe(db: psycopg.Connection) -> None:
+    db.execute("UPDATE probes SET count = count + 1")
+
+
+def delete_session(db: psycopg.Connection, delete: DeleteSession) -> None:
+    # Its events, open calls, streamed text and quarantine go with it (ON DELETE CASCADE).
     db.execute(
         "DELETE FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
         (delete.app_name, delete.user_id, delete.session_id),
     )
 
 
-def _append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
-    """Returns the number of the last frame written."""
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
-        (append.app_name, append.user_id, append.session_id),
-    ).fetchone()
-    if row is None:
-        raise not_found(append.session_id)
-    (pk,) = row
-    with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
-            " VALUES (%s, %s, %s, %s, %s)",
-            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
-        )
-    return append.frames[-1].seq
-
-
-def _trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
-    db.execute(
-        "WITH s AS (SELECT pk FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s"
-        " AND id = %(id)s)"
-        " DELETE FROM frames f USING s WHERE f.session_pk = s.pk AND f.seq < COALESCE("
-        " (SELECT MIN(seq) FROM (SELECT seq, SUM(length(data)) OVER (ORDER BY seq DESC)"
-        " AS kept FROM frames WHERE session_pk = s.pk) k WHERE kept <= %(max)s),"
-        " (SELECT MAX(seq) FROM frames WHERE session_pk = s.pk))",
-        {"app": trim.app_name, "user": trim.user_id, "id": trim.session_id, "max": trim.max_bytes},
-    )
-
-
-def _save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
+def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
     cursor = db.execute(
         "INSERT INTO streamed_texts"
         " (session_pk, invocation_id, message_id, author, text, update_time)"
@@ -250,7 +196,41 @@ def _save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
         raise not_found(save.session_id)
 
 
-def _forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:
+def _session_pk(db: psycopg.Connection, app_name: str, user_id: str, session_id: str) -> int | None:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
+    pk = _session_pk(db, append.app_name, append.user_id, append.session_id)
+    if pk is None:
+        raise not_found(append.session_id)
+    with db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+        )
+    return append.frames[-1].seq
+
+
+def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
+    pk = _session_pk(db, trim.app_name, trim.user_id, trim.session_id)
+    if pk is None:
+        return
+    db.execute(
+        "DELETE FROM frames WHERE session_pk = %(pk)s AND seq < COALESCE("
+        " (SELECT MIN(seq) FROM (SELECT seq, SUM(octet_length(data)) OVER (ORDER BY seq DESC)"
+        " AS kept FROM frames WHERE session_pk = %(pk)s) AS newest WHERE kept <= %(max)s),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = %(pk)s))",
+        {"pk": pk, "max": trim.max_bytes},
+    )
+
+
+def forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:
     named = list(forget.session_ids) if forget.session_ids is not None else None
     db.execute(
         "DELETE FROM streamed_texts WHERE session_pk IN (SELECT pk FROM sessions"
@@ -259,7 +239,7 @@ def _forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) 
     )
 
 
-def _set_aside(db: psycopg.Connection, set_aside: SetAside) -> None:
+def set_aside(db: psycopg.Connection, set_aside: SetAside) -> None:
     db.execute(
         "INSERT INTO quarantine (session_pk, seq, column_name, reason, at)"
         " SELECT pk, %s, %s, %s, %s FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s"

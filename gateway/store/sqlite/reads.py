@@ -263,9 +263,16 @@ def log_head(db: sqlite3.Connection, *, app_name: str, user_id: str, session_id:
 
 
 def frames_after(
-    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str, after: int
+    db: sqlite3.Connection,
+    *,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    after: int,
+    limit: int | None = None,
 ) -> FrameLog:
-    """The frames of a thread's log numbered above ``after``, and where the log stands."""
+    """The frames of a thread's log numbered above ``after`` (the first ``limit`` of them),
+    and where the log stands."""
     oldest, head = db.execute(
         "SELECT MIN(f.seq), MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
         " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?",
@@ -274,8 +281,9 @@ def frames_after(
     rows = db.execute(
         "SELECT f.seq, f.data, f.only_for, f.not_for FROM sessions s"
         " JOIN frames f ON f.session_pk = s.pk"
-        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ? AND f.seq > ? ORDER BY f.seq",
-        (app_name, user_id, session_id, after),
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ? AND f.seq > ? ORDER BY f.seq"
+        " LIMIT ?",
+        (app_name, user_id, session_id, after, -1 if limit is None else limit),
     ).fetchall()
     frames = [
         LoggedFrame(seq, bytes(data), only_for, not_for) for seq, data, only_for, not_for in rows

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from gateway.store.sqlite.writes import apply
-from gateway.store.writes import Failed, Write
+from gateway.store.sqlite import writes as sql
+from gateway.store.writes import Failed, Write, apply
 
 
 def commit(db: sqlite3.Connection, writes: Sequence[Write]) -> list[object]:
@@ -25,7 +25,7 @@ def commit(db: sqlite3.Connection, writes: Sequence[Write]) -> list[object]:
             if isolate:
                 db.execute("SAVEPOINT write")
             try:
-                results.append(apply(db, write))
+                results.append(apply(sql, db, write))
             except Exception as error:
                 if _cannot_commit(error):
                     raise  # not this write's fault: the whole batch fails

@@ -23,42 +23,14 @@ from gateway.store.writes import (
     DeleteSession,
     ForgetLeftoverTexts,
     OpenThread,
-    Probe,
     SaveStreamedText,
     SetAside,
     TrimFrames,
-    Write,
     not_found,
 )
 
 
-def apply(db: sqlite3.Connection, write: Write) -> object:
-    """Applies one command; what it returns reaches its caller once the batch commits."""
-    match write:
-        case AppendEvent():
-            return _append_event(db, write)
-        case SaveStreamedText():
-            _save_streamed_text(db, write)
-        case AppendFrames():
-            return _append_frames(db, write)
-        case TrimFrames():
-            _trim_frames(db, write)
-        case OpenThread():
-            return _open_thread(db, write)
-        case CreateSession():
-            return _create_session(db, write)
-        case DeleteSession():
-            _delete_session(db, write)
-        case ForgetLeftoverTexts():
-            _forget_leftover_texts(db, write)
-        case SetAside():
-            _set_aside(db, write)
-        case Probe():
-            _probe(db)
-    return None
-
-
-def _create_session(db: sqlite3.Connection, create: CreateSession) -> dict[str, Any]:
+def create_session(db: sqlite3.Connection, create: CreateSession) -> dict[str, Any]:
     """Returns the new session's merged state."""
     try:
         db.execute(
@@ -82,13 +54,13 @@ def _create_session(db: sqlite3.Connection, create: CreateSession) -> dict[str, 
     return with_scopes(db, create.app_name, create.user_id, create.deltas["session"])
 
 
-def _open_thread(
+def open_thread(
     db: sqlite3.Connection, opening: OpenThread
 ) -> OpenedThread | tuple[StoredSession, Usage, int]:
     owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
     if owner is None:
         create = opening.creation()
-        session = create.session(_create_session(db, create))
+        session = create.session(create_session(db, create))
         return OpenedThread(opening.user_id, session, created=True, usage=_usage(db, opening))
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
@@ -116,7 +88,7 @@ def _usage(db: sqlite3.Connection, opening: OpenThread) -> Usage:
     return Usage(threads, stored_bytes)
 
 
-def _append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
+def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
     """Returns the session's new revision."""
     row = db.execute(
         "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open, state"
@@ -173,7 +145,7 @@ def _append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
     return cast(int, revision) + 1
 
 
-def _delete_session(db: sqlite3.Connection, delete: DeleteSession) -> None:
+def delete_session(db: sqlite3.Connection, delete: DeleteSession) -> None:
     row = db.execute(
         "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
         (delete.app_name, delete.user_id, delete.session_id),
@@ -185,40 +157,7 @@ def _delete_session(db: sqlite3.Connection, delete: DeleteSession) -> None:
     db.execute("DELETE FROM sessions WHERE pk = ?", row)
 
 
-def _append_frames(db: sqlite3.Connection, append: AppendFrames) -> int:
-    """Returns the number of the last frame written."""
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-        (append.app_name, append.user_id, append.session_id),
-    ).fetchone()
-    if row is None:
-        raise not_found(append.session_id)
-    (pk,) = row
-    db.executemany(
-        "INSERT INTO frames (session_pk, seq, data, only_for, not_for) VALUES (?, ?, ?, ?, ?)",
-        [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
-    )
-    return append.frames[-1].seq
-
-
-def _trim_frames(db: sqlite3.Connection, trim: TrimFrames) -> None:
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-        (trim.app_name, trim.user_id, trim.session_id),
-    ).fetchone()
-    if row is None:
-        return
-    (pk,) = row
-    db.execute(
-        "DELETE FROM frames WHERE session_pk = ?1 AND seq < COALESCE("
-        " (SELECT MIN(seq) FROM (SELECT seq, SUM(length(data)) OVER (ORDER BY seq DESC)"
-        " AS kept FROM frames WHERE session_pk = ?1) WHERE kept <= ?2),"
-        " (SELECT MAX(seq) FROM frames WHERE session_pk = ?1))",
-        (pk, trim.max_bytes),
-    )
-
-
-def _save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:
+def save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:
     cursor = db.execute(
         "INSERT INTO streamed_texts"
         " (session_pk, invocation_id, message_id, author, text, update_time)"
@@ -241,7 +180,39 @@ def _save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:
         raise not_found(save.session_id)
 
 
-def _forget_leftover_texts(db: sqlite3.Connection, forget: ForgetLeftoverTexts) -> None:
+def append_frames(db: sqlite3.Connection, append: AppendFrames) -> int:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        (append.app_name, append.user_id, append.session_id),
+    ).fetchone()
+    if row is None:
+        raise not_found(append.session_id)
+    (pk,) = row
+    db.executemany(
+        "INSERT INTO frames (session_pk, seq, data, only_for, not_for) VALUES (?, ?, ?, ?, ?)",
+        [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+    )
+    return append.frames[-1].seq
+
+
+def trim_frames(db: sqlite3.Connection, trim: TrimFrames) -> None:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        (trim.app_name, trim.user_id, trim.session_id),
+    ).fetchone()
+    if row is None:
+        return
+    (pk,) = row
+    db.execute(
+        "DELETE FROM frames WHERE session_pk = ?1 AND seq < COALESCE("
+        " (SELECT MIN(seq) FROM (SELECT seq, SUM(length(data)) OVER (ORDER BY seq DESC)"
+        " AS kept FROM frames WHERE session_pk = ?1) WHERE kept <= ?2),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = ?1))",
+        (pk, trim.max_bytes),
+    )
+
+
+def forget_leftover_texts(db: sqlite3.Connection, forget: ForgetLeftoverTexts) -> None:
     if forget.session_ids is None:
         db.execute(
             "DELETE FROM streamed_texts WHERE session_pk IN"
@@ -256,7 +227,7 @@ def _forget_leftover_texts(db: sqlite3.Connection, forget: ForgetLeftoverTexts) 
     )
 
 
-def _set_aside(db: sqlite3.Connection, set_aside: SetAside) -> None:
+def set_aside(db: sqlite3.Connection, set_aside: SetAside) -> None:
     db.execute(
         "INSERT OR IGNORE INTO quarantine (session_pk, seq, column_name, reason, at)"
         " SELECT pk, ?, ?, ?, ? FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
@@ -272,7 +243,7 @@ def _set_aside(db: sqlite3.Connection, set_aside: SetAside) -> None:
     )
 
 
-def _probe(db: sqlite3.Connection) -> None:
+def probe(db: sqlite3.Connection) -> None:
     """Counts up the file's ``user_version``, which nothing else uses (the schema version is
     a table)."""
     (count,) = db.execute("PRAGMA user_version").fetchone()

@@ -405,11 +405,14 @@ export class ChatPanel {
     this.el.status.textContent = label;
     this.el.status.dataset.state = state;
     this.connected = state === "open";
-    if (state === "reconnecting" && this.busy) {
+    // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
+    // it stopped, into the same bubbles.
+    const resuming = state === "reconnecting" && detail.resuming;
+    if (state === "reconnecting" && this.busy && !resuming) {
       this.#closeStreaming();
       this.#line("notice", "연결이 끊겼습니다. 다시 연결되면 대화를 이어서 보여 드립니다.", "status");
     }
-    if (state === "connecting" || state === "reconnecting") {
+    if ((state === "connecting" || state === "reconnecting") && !resuming) {
       // The run goes on without this connection; the reattach shows where it stands.
       this.run = null;
       this.pendingInputs = 0;
