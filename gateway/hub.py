@@ -357,6 +357,13 @@ class Hub:
         replayed = after is not None and subscriber not in thread.watchers
         if replayed and await self._replay(thread, subscriber, after or 0):
             return thread.run
+        # A run another process is streaming shows mid-way only by cursor (its frames on
+        # from the cursor): a snapshot of it would be cut between frames, so it waits for
+        # the run's end.
+        if thread.run is None and await self._runs_elsewhere(thread_id):
+            while await self._runs_elsewhere(thread_id):
+                await self.cluster.released(thread_id)
+            thread = await self._thread(user_id, thread_id)  # it may have been let go meanwhile
         head = await self._head(thread)
         while True:
             try:
@@ -449,13 +456,15 @@ class Hub:
                 and eventlog.ends_mid_run(log)
                 and not await self._runs_elsewhere(thread.thread_id)
             ):
-                events = None
-                # Cut off by a process that died just now: its end is logged, then replayed.
+                # Cut off by a process that died just now: its end is logged, then replayed;
+                # or another process is logging it, and it is followed from the log.
                 if await self._take_over(thread.user_id, thread.thread_id):
                     log = await self.engine.frames_after(
                         thread.user_id, thread.thread_id, max(after - 1, 0)
                     )
                     events = eventlog.replay(log, after, subscriber.client)
+                elif not await self._runs_elsewhere(thread.thread_id):
+                    events = None
         finally:
             held = thread.replaying.pop(subscriber, [])
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile

@@ -75,6 +75,14 @@ async def until_text(ws: AgUiSocket, events: list[dict[str, Any]], chunks: int =
         events.append(await ws.next())
 
 
+async def replying(ws: AgUiSocket, thread: str) -> list[dict[str, Any]]:
+    """Asks for a long reply on ``ws``; its events once some of its text has streamed."""
+    await ws.send(user_input(thread, LONG))
+    seen: list[dict[str, Any]] = []
+    await until_text(ws, seen)
+    return seen
+
+
 def shape(events: list[dict[str, Any]]) -> list[tuple[str, int | None]]:
     """A stream without its text chunks, which each connection groups into frames its way."""
     return [(e["type"], seq_of(e)) for e in events if e["type"] != "TEXT_MESSAGE_CONTENT"]
@@ -110,9 +118,7 @@ async def test_a_reattach_on_another_process_follows_the_run_live_to_its_end(clu
     a, b, _ = cluster
     thread = new_id("t")
     async with tab(a) as on_a, tab(b) as on_b:
-        await on_a.send(user_input(thread, LONG))
-        seen: list[dict[str, Any]] = []
-        await until_text(on_a, seen)
+        seen = await replying(on_a, thread)
         cursor = seq_of(seen[-1])
         assert cursor is not None
         await continued(seen, on_b).send({"type": "reattach", "threadId": thread, "after": cursor})
@@ -128,13 +134,25 @@ async def test_a_reattach_on_another_process_follows_the_run_live_to_its_end(clu
     assert len(text_of(followed)) > 20  # most of the reply came live through B
 
 
+async def test_a_reattach_without_a_cursor_on_another_process_gets_the_run_whole(cluster):
+    a, b, _ = cluster
+    thread = new_id("t")
+    async with tab(a) as on_a, tab(b) as on_b:
+        seen = await replying(on_a, thread)
+        # A snapshot cannot be cut between another process's frames: it comes at the end.
+        await on_b.send({"type": "reattach", "threadId": thread})
+        seen += await on_a.until_end(timeout=30)
+        shown = await on_b.until_end(timeout=30)
+    [snapshot] = [e for e in shown if e["type"] == "MESSAGES_SNAPSHOT"]
+    replies = [m for m in snapshot["messages"] if m["role"] == "assistant"]
+    assert replies[-1]["content"] == text_of(seen)
+
+
 async def test_a_cancel_sent_to_another_process_stops_the_run(cluster):
     a, b, c = cluster
     thread = new_id("t")
     async with tab(a) as on_a, tab(c) as on_c:
-        await on_a.send(user_input(thread, LONG))
-        seen: list[dict[str, Any]] = []
-        await until_text(on_a, seen)
+        await replying(on_a, thread)
         await on_c.send({"type": "cancel", "threadId": thread})
         rest = await on_a.until_end(timeout=10)
     assert outcome(rest)["type"] == "cancelled"

@@ -5,6 +5,7 @@ handed over, and what nobody of ours sent ignored."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
@@ -104,12 +105,22 @@ async def test_a_cancel_sent_to_any_process_reaches_the_holder_only(pair):
     assert heard_a.cancels == [("t1", "u1")]
 
 
-async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
+@contextlib.asynccontextmanager
+async def patient_pair(url: str) -> AsyncIterator[tuple[PostgresCluster, PostgresCluster]]:
+    """Two processes whose waits for a release end only when it is heard (not in 30 s)."""
     a = PostgresCluster(url, lease_seconds=30, check_seconds=30)
     b = PostgresCluster(url, lease_seconds=30, check_seconds=30)
-    await a.start(Heard())
-    await b.start(Heard())
     try:
+        await a.start(Heard())
+        await b.start(Heard())
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
+    async with patient_pair(url) as (a, b):
         await a.take("t1", "u1", "r1")
         assert await b.take("t1", "u1", "r2") is None
         waiting = asyncio.create_task(b.released("t1"))
@@ -120,9 +131,6 @@ async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
         await asyncio.wait_for(waiting, 5)
         assert time.monotonic() - started < 2  # woken, not timed out (30 s)
         assert await b.take("t1", "u1", "r2") == Taken("t1", None)
-    finally:
-        await a.close()
-        await b.close()
 
 
 async def test_a_lease_taken_twice_by_one_process_goes_with_the_last_release(pair):
@@ -178,19 +186,13 @@ async def test_what_is_not_ours_on_the_channel_is_ignored(pair, url: str):
 
 
 async def test_a_process_that_leaves_frees_its_threads_for_the_others(url: str):
-    a = PostgresCluster(url, lease_seconds=30, check_seconds=30)
-    b = PostgresCluster(url, lease_seconds=30, check_seconds=30)
-    await a.start(Heard())
-    await b.start(Heard())
-    try:
+    async with patient_pair(url) as (a, b):
         await a.take("t1", "u1", "r1")
         waiting = asyncio.create_task(b.released("t1"))
         await asyncio.sleep(0.1)
         await a.close()
         await asyncio.wait_for(waiting, 5)
         assert await b.take("t1", "u1", "r2") == Taken("t1", None)
-    finally:
-        await b.close()
 
 
 async def _kill_backends(url: str, cluster: PostgresCluster) -> None:

@@ -31,6 +31,15 @@ holds one listening connection, whatever the number of threads it follows.
 On one process (SQLite) the cluster is ``SingleNode``: the hub's own table of threads is the
 lease, and nothing is sent.
 
+What stays with one process: the expiry timer of a paused thread's browser calls (armed by
+the process that paused it; if that process dies, the thread's next message supersedes
+them); answers to some of a batch of parallel browser calls (``Thread.early``), until the
+rest reach the same process (split across processes, the rest wait for the expiry); the
+per-user rate limit, ``GATEWAY_MAX_RUNS`` and single-use /ws tickets, each counted per
+process. A reattach without a cursor to a run another process is streaming gets its
+snapshot once that run has ended: a snapshot cannot be cut between another process's
+frames; with a cursor it follows the run live.
+
 Modules: ``node`` (what the hub asks of a cluster, and the cluster of one process),
 ``postgres`` (the cluster on PostgreSQL), ``messages`` (what processes send each other).
 The SQL is in ``gateway.store.postgres.leases`` and ``gateway.store.postgres.notify``.

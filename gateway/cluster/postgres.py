@@ -78,6 +78,7 @@ class PostgresCluster:
         self._tasks: set[asyncio.Task[None]] = set()
         self._renewed_at = time.monotonic()
         self._lost = False
+        self._closed = False
 
     # --- joining and leaving -------------------------------------------------------------
 
@@ -96,6 +97,9 @@ class PostgresCluster:
         log.info("joined the cluster as node %s", self.node_id)
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
