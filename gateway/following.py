@@ -72,12 +72,18 @@ class Followers:
         (or, unless ``for_run``, a run of this process has claimed the thread)."""
         positions = [position(thread, watcher) for watcher in thread.watchers]
         known = [seq for seq in positions if seq is not None]
-        if not known or min(known) >= thread.heard:
+        # A run's catch-up reads whatever was heard: a notice may have been lost.
+        if not known or (min(known) >= thread.heard and not for_run):
             return False
         after = min(known)
         frames = await self._read(thread, after)
         if thread.run is not None and not for_run:
             return False  # a run of this process has begun: its catch-up delivers this
+        if frames.head <= after:
+            # Nothing newer than the watchers have: what was heard of is gone (the thread
+            # was deleted, its log cut back); waiting for more would never end.
+            thread.heard = frames.head
+            return False
         if frames.oldest is not None and frames.oldest > after + 1:
             log.warning(
                 "thread %s: frames %d to %d were trimmed before its watchers here were sent them",
