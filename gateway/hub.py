@@ -343,6 +343,10 @@ class Hub:
         _, late = await asyncio.wait(tasks, timeout=grace)
         if late:
             log.info("shutting down: %d runs still in progress stop where they are", len(late))
+            for thread in self.threads.values():
+                if (run := thread.run) is not None and run.task in late:
+                    # Its lease stays: the process that takes it over closes the run.
+                    run.leased, run.release = False, None
             for task in late:
                 task.cancel()
             await asyncio.wait(late, timeout=grace)

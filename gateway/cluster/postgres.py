@@ -112,6 +112,7 @@ class PostgresCluster:
         self._listening = self._working = None
 
     async def _leave(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        # Waiters for its threads try again at once, and find their holder dead.
         async with conn.transaction():
             threads = await leases.forget_node(conn, self.node_id)
             await notify.notify(conn, _payloads(Released(thread) for thread in threads))

@@ -65,10 +65,11 @@ async def register_node(conn: AsyncConnection[TupleRow], node_id: str) -> None:
 
 
 async def forget_node(conn: AsyncConnection[TupleRow], node_id: str) -> list[str]:
-    """A node that stops cleanly: its leases are released, its row goes; returns the
-    threads it held. Run in the caller's transaction."""
+    """A node that stops: its row goes, so the leases it still holds (runs its stop cut
+    off) are dead at once, for another node to take over and close; returns their threads.
+    Run in the caller's transaction."""
     cursor = await conn.execute(
-        "DELETE FROM gateway_leases WHERE holder = %s RETURNING thread_id", (node_id,)
+        "SELECT thread_id FROM gateway_leases WHERE holder = %s", (node_id,)
     )
     threads = [str(row[0]) for row in await cursor.fetchall()]
     await conn.execute("DELETE FROM gateway_nodes WHERE node_id = %s", (node_id,))
