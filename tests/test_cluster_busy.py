@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.agui import AgUiSocket, new_id, outcome, text_of, user_input
+from tests.agui import AgUiSocket, new_id, outcome, seq_of, text_of, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.postgres import Postgres
 
@@ -116,3 +116,21 @@ async def test_an_enqueued_input_on_another_process_runs_after_the_run(pair):
         assert started["type"] == "RUN_STARTED"
         assert at >= ended  # it waited: begun only once A's run was over
         assert outcome(await on_b.until_end())["type"] == "success"
+
+
+async def test_a_run_cut_off_by_its_process_stopping_is_closed_by_another(postgres: Postgres):
+    url = postgres.fresh_database()
+    thread = new_id("t")
+    async with running_gateway(db=url, scripted_pace_ms=20, lease_check_seconds=0.2) as b:
+        # A reply far longer than the stop's grace: the stop cuts it off.
+        async with running_gateway(db=url, scripted_pace_ms=300) as a, a.socket() as on_a:
+            seen = await replying(on_a, thread)
+        cursor = seq_of(seen[-1])
+        async with b.socket() as on_b:
+            for event in seen:
+                on_b.checker.feed(event)  # the same client, coming back through B
+            await on_b.send({"type": "reattach", "threadId": thread, "after": cursor})
+            tail = await on_b.until_end()
+    # B took the stopped process's lease over and logged the run's end.
+    assert tail[-1]["type"] == "RUN_ERROR"
+    assert "stopped before it finished" in tail[-1]["message"]
