@@ -865,6 +865,9 @@ class Hub:
                 # does not is cancelled outright.
                 await asyncio.wait({consumer}, timeout=CANCEL_GRACE_SECONDS)
                 consumer.cancel()
+        except asyncio.CancelledError:  # the hub's stop: ADK's stream stops here too
+            consumer.cancel()
+            raise
         finally:
             aborted.cancel()
             stalled.cancel()
