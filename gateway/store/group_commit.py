@@ -50,10 +50,8 @@ class _Pending:
     # Called with the write's result once committed, even if its caller was cancelled
     # meanwhile: the write is durable, so the caller's objects must show it.
     on_commit: Callable[[object], None] | None
-    # A later write under the same key replaces (or extends) this one while still queued.
+    # A later write under the same key replaces this one while it is still queued.
     key: Hashable | None = None
-    # Streamed text, the write a burst is worth waiting for (see _linger).
-    lingers: bool = False
 
 
 class GroupCommit:
@@ -68,8 +66,6 @@ class GroupCommit:
         self._queue: collections.deque[_Pending] = collections.deque()
         # Queued writes a newer one may replace, by key; the writer drops those it takes.
         self._replaceable: dict[Hashable, _Pending] = {}
-        # How many of them are streamed text (``replaces``), which _linger waits for.
-        self._lingering = 0
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -106,11 +102,10 @@ class GroupCommit:
                 queued.write = queued.write.followed_by(write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        pending = _Pending(write, future, on_commit, key, lingers=replaces is not None)
+        pending = _Pending(write, future, on_commit, key)
         self._queue.append(pending)
         if key is not None:
             self._replaceable[key] = pending
-        self._lingering += pending.lingers
         self._idle.clear()
         self._wakeup.set()
         return future
@@ -150,7 +145,6 @@ class GroupCommit:
         for pending in batch:
             if pending.key is not None:
                 del self._replaceable[pending.key]
-            self._lingering -= pending.lingers
         results = await self._try_commit([pending.write for pending in batch])
         if results is None:
             # Nobody's write is durable. Each caller gets an error of its own: one shared
@@ -191,19 +185,14 @@ class GroupCommit:
         superseding the last. Committing the first one alone costs a commit (a hop to the
         database thread, fighting the busy loop for the GIL) for text that the next write,
         often the message's final event, stores anyway. So while only replaceable writes
-        are queued, streamed text among them, the writer waits for ``_QUIET_TURNS`` quiet
-        turns of the loop, at most ``_LINGER_SECONDS``. A model that streams at a human
-        pace leaves the loop idle between chunks, so each chunk waits only those few turns;
-        any other write ends the wait at once. Frames of a thread's log alone (an event
-        that is no text chunk) do not wait: their delivery waits on this commit.
+        are queued, the writer waits for ``_QUIET_TURNS`` quiet turns of the loop, at most
+        ``_LINGER_SECONDS``. A model that streams at a human pace leaves the loop idle
+        between chunks, so each chunk waits only those few turns; any other write ends
+        the wait at once.
         """
         deadline = time.monotonic() + _LINGER_SECONDS
         quiet_turns = 0
-        while (
-            self._lingering
-            and len(self._queue) == len(self._replaceable)
-            and quiet_turns < _QUIET_TURNS
-        ):
+        while len(self._queue) == len(self._replaceable) and quiet_turns < _QUIET_TURNS:
             if time.monotonic() >= deadline:
                 return
             submitted = self._submitted
