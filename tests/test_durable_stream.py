@@ -23,6 +23,7 @@ import pytest
 
 from gateway import protocol as p
 from gateway import runner
+from gateway.eventlog import seq_of
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hosting import Hosted, prepare
@@ -30,6 +31,7 @@ from gateway.hub import Hub
 from gateway.runs import Run, Thread
 from gateway.store import SessionService, StoreError, group_commit
 from gateway.store.backend import is_postgres
+from gateway.store.frames import LoggedFrame
 from gateway.tools.client import ClientToolset
 from gateway.translate import RunTranslator
 from tests.agui import StreamChecker, new_id, user_input
@@ -357,3 +359,26 @@ async def test_a_reattach_among_held_chunks_gets_the_reply_once(
         assert late.text() == owner.text() and len(owner.text()) > 300
         assert frames[-1] == owner.frames()[-1]
         assert gone.events == [] and gone not in run.thread.watchers
+
+
+async def test_an_event_waits_for_its_frame_of_the_log_and_is_numbered_after_the_head() -> None:
+    run, executor, observer = watched_run()
+    run.thread.head = 41  # the stored head: numbering goes on from it
+    logged: list[tuple[list[int], asyncio.Future[object]]] = []
+
+    def log(frames: list[LoggedFrame]) -> asyncio.Future[object]:
+        logged.append(([frame.seq for frame in frames], commit()))
+        return logged[-1][1]
+
+    run.log = log
+    run.emit([p.RunStarted(thread_id="t1", run_id="r1", protocol_version="1.0")])
+    run.emit(client_call("call-1"))
+    assert [seqs for seqs, _ in logged] == [[42], [43, 44, 45]]
+    await asyncio.sleep(0)
+    assert executor.events == observer.events == [], "no client holds a number unstored"
+    logged[0][1].set_result(42)
+    await asyncio.sleep(0)
+    assert [seq_of(e) for e in executor.events] == [42] and observer.events == executor.events
+    logged[1][1].set_result(45)
+    await asyncio.sleep(0)
+    assert [seq_of(e) for e in executor.events] == [42, 43, 44, 45]

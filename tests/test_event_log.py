@@ -429,3 +429,29 @@ async def test_runs_on_one_thread_keep_numbering_while_watchers_come_and_go() ->
                 await watcher
     seqs = numbers(ws.received)
     assert seqs[0] == 1 and rising(seqs)
+
+
+async def test_a_cursor_into_a_run_a_crash_cut_off_gets_the_snapshot(db: str) -> None:
+    thread = new_id("t")
+    async with running_gateway(db=db) as gateway, gateway.socket() as ws:
+        events = await ws.run(user_input(thread, "안녕"))
+    head = seq_of(events[-1]) or 0
+    # What a process killed mid-run leaves: its run's first frames, and no end.
+    store = SessionService(db)
+    await store.open()
+    try:
+        started = {
+            "type": "RUN_STARTED",
+            "threadId": thread,
+            "runId": "cut",
+            "protocolVersion": "1.0",
+        }
+        cut = [LoggedFrame(head + 1, json.dumps(started).encode())]
+        await store.append_frames(APP_NAME, "demo", thread, cut)
+    finally:
+        await store.close()
+    async with running_gateway(db=db) as gateway, gateway.socket() as back:
+        replayed = await back.run({"type": "reattach", "threadId": thread, "after": head})
+        assert [e["type"] for e in replayed] == SNAPSHOT_RUN
+        run = await back.run(user_input(thread, "안녕"))
+    assert numbers(run)[0] == head + 2, "numbering goes on after what was stored"

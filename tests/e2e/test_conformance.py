@@ -25,7 +25,7 @@ from ag_ui_validate.pytest_plugin import validate_agui
 from ag_ui_validate.transport import TransportOptions, validate_body
 
 from gateway.translate import Phase
-from tests.agui import new_id, user_input
+from tests.agui import StreamChecker, new_id, seq_of, sse_frames, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.test_agui_client import official_check, pytestmark
 from tests.test_agent_errors import FlakyLlm
@@ -238,6 +238,36 @@ async def websocket_streams(gateway: RunningGateway) -> list[Capture]:
     return captures
 
 
+async def resumed_streams(gateway: RunningGateway) -> list[Capture]:
+    """A stream resumed by cursor, joined to what its client saw before (alone it begins
+    mid-run, by design): on /ws, and on SSE through Last-Event-ID."""
+    async with gateway.socket() as ws, gateway.socket() as back:
+        thread = new_id("t")
+        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+        for _ in range(6):
+            await ws.next()
+        seen = ws.received[:5]
+        back.checker = StreamChecker()
+        for event in seen:
+            back.checker.feed(event)
+        await back.run({"type": "reattach", "threadId": thread, "after": seq_of(seen[-1])})
+        await ws.until_end()
+        joined = Capture("ws: resumed by cursor", 101, "", None, received=seen + back.received)
+    async with httpx.AsyncClient(timeout=30) as http:
+        thread = new_id("t")
+        whole = await http.post(
+            f"{gateway.http}/invocations?user=demo", json=user_input(thread, "안녕")
+        )
+        frames = whole.content.split(b"\n\n")
+        rest = await http.get(
+            f"{gateway.http}/invocations?threadId={thread}&user=demo",
+            headers={"Last-Event-ID": str(sse_frames(frames[2] + b"\n\n")[0][0])},
+        )
+    body = b"\n\n".join(frames[:3]) + b"\n\n" + rest.content
+    kind = rest.headers["content-type"]
+    return [joined, Capture("sse: resumed by Last-Event-ID", 200, kind, body)]
+
+
 async def all_captures() -> list[Capture]:
     captures: list[Capture] = []
     async with (
@@ -248,6 +278,8 @@ async def all_captures() -> list[Capture]:
         await catalogue(door)
         captures += door.captures
         captures += await websocket_streams(gw)
+    async with running_gateway(scripted_pace_ms=20) as gw:
+        captures += await resumed_streams(gw)
     async with running_gateway(**JWT) as gw, httpx.AsyncClient(timeout=30) as http:
         door = Door(gw, http)
         await door.post("auth refusal", user_input(new_id("t"), "안녕"), user="")

@@ -8,13 +8,16 @@ so "the screen opened exactly once" is measured, not assumed.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
+from tests.agui import StreamChecker, seq_of
 from tests.conftest import RunningGateway
 from tests.e2e.web_helpers import (
     FLAGSHIP,
@@ -212,9 +215,26 @@ async def test_a_dropped_connection_reconnects_and_reattaches_without_opening_ag
 ) -> None:
     page = await context.new_page()
     sockets: list[tuple[WebSocketRoute, WebSocketRoute]] = []
+    # What each socket of the page sent and received, by socket.
+    frames: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
 
     def through_proxy(route: WebSocketRoute) -> None:
-        sockets.append((route, route.connect_to_server()))
+        server = route.connect_to_server()
+        sent: list[dict[str, Any]] = []
+        received: list[dict[str, Any]] = []
+        frames.append((sent, received))
+
+        def up(message: str | bytes) -> None:
+            sent.append(json.loads(message))
+            server.send(message)
+
+        def down(message: str | bytes) -> None:
+            received.append(json.loads(message))
+            route.send(message)
+
+        route.on_message(up)
+        server.on_message(down)
+        sockets.append((route, server))
 
     await page.route_web_socket(re.compile(r"/ws\?"), through_proxy)
     app = await WebApp.open(context, slow_gateway, "demo", page=page)
@@ -240,6 +260,17 @@ async def test_a_dropped_connection_reconnects_and_reattaches_without_opening_ag
     await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
     await expect(app.screen_title).to_have_text("업무 요청 목록")
     assert await app.navigations() == 1
+    # Cut off mid-run, the page reattached by cursor: the run's rest, and no snapshot.
+    (_, before), (sent, after) = frames[0], frames[-1]
+    [reattach] = [frame for frame in sent if frame.get("type") == "reattach"]
+    seen = max(e["metadata"]["gateway.seq"] for e in before if "metadata" in e)
+    assert 0 < reattach["after"] <= seen
+    kinds = [e["type"] for e in after]
+    assert kinds[0] != "RUN_STARTED", "the run's stream goes on where it stopped"
+    assert "MESSAGES_SNAPSHOT" not in kinds[: kinds.index("RUN_FINISHED")]
+    checker = StreamChecker()  # the two sockets' streams are one valid stream
+    for event in [e for e in before if (seq_of(e) or 0) <= reattach["after"]] + after:
+        checker.feed(event)
 
     await app.say("고마워")
     await app.last_reply_contains("천만에요")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import (
@@ -49,20 +50,44 @@ NEEDS_CHROMIUM = pytest.mark.skipif(
 
 
 def check_streams(page: Page, problems: list[str]) -> None:
-    """Every frame the page's sockets receive goes through the suite's AG-UI checker."""
+    """Every frame the page's sockets receive goes through the suite's AG-UI checker.
+
+    A socket whose stream begins mid-run (a reattach by cursor, ``"after"``) continues the
+    stream of the socket before it, and is checked as that stream's rest. Playwright does not
+    report the frames a test's route forwards (``route_web_socket``), so such a stream may
+    continue one that was never seen here: that test checks its streams itself.
+    """
+    checkers: list[StreamChecker] = []
 
     def follow(socket: WebSocket) -> None:
-        checker = StreamChecker()
+        mine: list[StreamChecker | None] = []
 
         def received(payload: str | bytes) -> None:
             try:
-                checker.feed(json.loads(payload))
+                event = json.loads(payload)
+                if not mine:
+                    mine.append(_checker_for(event, checkers))
+                checker = mine[0]
+                if checker is not None:
+                    checker.feed(event)
             except (AssertionError, ValueError) as problem:
                 problems.append(f"{socket.url}: {problem!r} in {payload!r}")
 
         socket.on("framereceived", received)
 
     page.on("websocket", follow)
+
+
+def _checker_for(first: dict[str, Any], checkers: list[StreamChecker]) -> StreamChecker | None:
+    """The checker of a socket's stream, given its first event: a new one for a stream that
+    begins, the previous socket's for one that continues it, None for the rest of a stream
+    not seen."""
+    if first.get("type") in ("RUN_STARTED", "RUN_ERROR"):
+        checkers.append(StreamChecker())
+        return checkers[-1]
+    if checkers and checkers[-1].in_run:
+        return checkers[-1]
+    return None
 
 
 async def launch_chromium(playwright: Playwright) -> Browser:
