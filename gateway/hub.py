@@ -384,8 +384,8 @@ class Hub:
 
         The subscriber watches from before the read, its live events held back meanwhile
         (``Thread.replaying``): an event committed during the read is in the read or held,
-        and one in both is sent once. A cursor into a run that no process is running any
-        more (a crash cut it off) cannot be answered: only the snapshot shows how it ended.
+        and one in both is sent once. A cursor into or through a run that never ended (a
+        crash cut it off) cannot be answered: only the snapshot shows how it ended.
         """
         thread.replaying[subscriber] = []
         thread.watch(subscriber)
@@ -401,13 +401,8 @@ class Hub:
             log = await self.engine.frames_after(
                 thread.user_id, thread.thread_id, max(after - 1, 0)
             )
-            events = eventlog.replay(log, after, subscriber.client)
-            if (
-                thread.run is None
-                and not thread.replaying[subscriber]
-                and eventlog.ends_mid_run(log)
-            ):
-                events = None
+            running = thread.run.first_seq if thread.run is not None else None
+            events = eventlog.replay(log, after, subscriber.client, running)
         finally:
             held = thread.replaying.pop(subscriber, [])
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile

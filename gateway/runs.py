@@ -94,6 +94,8 @@ class Run:
     owner: str | None = None
     # Stores frames of the thread's log, returning their commit; None: the run is not logged.
     log: Callable[[list[LoggedFrame]], Commit] | None = None
+    # The number of its RUN_STARTED in the thread's log, once numbered.
+    first_seq: int | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:
@@ -134,6 +136,8 @@ class Run:
         for event in batch:
             thread.head += 1
             eventlog.numbered(event, thread.head)
+            if isinstance(event, p.RunStarted) and self.first_seq is None:
+                self.first_seq = thread.head
             only_for = (self.owner or "") if self._executor_only(event) else None
             not_for = self.owner if observers_only else None
             frames.append(eventlog.frame(event, only_for=only_for, not_for=not_for))

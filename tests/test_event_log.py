@@ -457,4 +457,14 @@ async def test_a_cursor_into_a_run_a_crash_cut_off_gets_the_snapshot(tmp_path: P
         replayed = await back.run({"type": "reattach", "threadId": thread, "after": head})
         assert [e["type"] for e in replayed] == SNAPSHOT_RUN
         run = await back.run(user_input(thread, "안녕"))
+        # Through the cut run into the next one: still the snapshot, never a stream with
+        # a run that never ended in it.
+        through = await back.run({"type": "reattach", "threadId": thread, "after": head})
+        assert [e["type"] for e in through] == SNAPSHOT_RUN
+        started = numbers(run)[0]
+        async with gateway.socket() as later:
+            later.checker.feed(run[0])  # it saw the run begin
+            rest = await later.run({"type": "reattach", "threadId": thread, "after": started})
+        said = {e["messageId"] for e in rest if e.get("role") == "user"}  # the executor's own
+        same_stream([e for e in rest if e.get("messageId") not in said], run[1:])
     assert numbers(run)[0] == head + 2, "numbering goes on after what was stored"
