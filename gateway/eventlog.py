@@ -96,7 +96,11 @@ def cut_off(log: FrameLog, after: int, running_since: int | None) -> bool:
             open_since = 0  # the cursor is inside a run begun before it
     if open_since is None:
         return False
-    return running_since is None or (open_since != 0 and open_since != running_since)
+    if running_since is None:
+        return True
+    # The run in progress began before the cursor, or is the one whose start was read; a
+    # run begun before the cursor while the one in progress began after it was cut off.
+    return open_since != running_since if open_since else running_since >= after
 
 
 def after_replay(held: Iterable[p.Event], last: int) -> list[p.Event]:
