@@ -112,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print_audit(settings.db, thread=args.thread, user=args.user, client=args.client)
             )
     except (
-        operator.ThreadNotFoundError, operator.AppNotFoundError, StoreError, AuditError
+        operator.ThreadNotFoundError,
+        operator.AppNotFoundError,
+        StoreError,
+        AuditError,
     ) as error:
         sys.exit(f"agent-gateway {args.command}: {error}")
     return 0

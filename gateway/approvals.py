@@ -48,9 +48,7 @@ APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
 }
 
 
-def interrupt_message(
-    name: str, args: dict[str, Any], hint: str, catalog: Catalog | None
-) -> str:
+def interrupt_message(name: str, args: dict[str, Any], hint: str, catalog: Catalog | None) -> str:
     """What the person is asked: the tool's hint, the catalog's approval message with the
     arguments, or a sentence from the tool's name and arguments."""
     if hint and not hint.startswith(_ADK_HINT):

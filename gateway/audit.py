@@ -2,10 +2,12 @@
 and what callers did at the doors: who, authenticated how, from which address.
 
 Rows go to the ``audit`` (tool calls) and ``access`` (door actions) tables in the gateway's
-SQLite file over their own aiosqlite connection (WAL; a ":memory:" gateway keeps its audit
-in memory). Recording is a ``put_nowait``: one background task writes whatever is queued in
-one transaction, so a run never waits for the disk, and a failed write is logged, never
-raised into a run.
+database, over a connection of their own: the SQLite file (``store.sqlite.audit``; a
+":memory:" gateway keeps its audit in memory), or the PostgreSQL database every process of
+a cluster records into (``store.postgres.audit``), so one ``agent-gateway audit`` sees them
+all. Recording is a ``put_nowait``: one background task writes whatever is queued in one
+transaction, so a run never waits for the disk, and a failed write is logged, never raised
+into a run.
 
 Who records what:
 
@@ -30,23 +32,19 @@ import dataclasses
 import datetime
 import json
 import logging
-import os
-import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
-from pathlib import Path
-from typing import Any, Literal, TextIO, TypeVar
+from typing import Any, Literal, Protocol, TextIO
 
-import aiosqlite
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.config import in_memory
 from gateway.context import RUN_METADATA_KEY
-from gateway.database import Database
+from gateway.store.backend import is_postgres
+from gateway.store.errors import BusyError, StoreError
+from gateway.store.sqlite.audit import SqliteAuditTables
 
 log = logging.getLogger(__name__)
 
@@ -59,49 +57,6 @@ SENT_CALLS_KEPT = 10_000
 BUSY_RETRY_SECONDS = 0.05
 BUSY_GIVE_UP_SECONDS = 60.0
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    id INTEGER PRIMARY KEY,
-    at REAL NOT NULL,
-    user_id TEXT NOT NULL,
-    thread_id TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    arguments TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT,
-    duration_ms REAL,
-    executor TEXT NOT NULL CHECK (executor IN ('server', 'client'))
-);
-CREATE INDEX IF NOT EXISTS audit_by_thread ON audit (thread_id, at);
-CREATE INDEX IF NOT EXISTS audit_by_user ON audit (user_id, at);
-CREATE TABLE IF NOT EXISTS access (
-    id INTEGER PRIMARY KEY,
-    at REAL NOT NULL,
-    user_id TEXT NOT NULL,
-    org TEXT,
-    via TEXT NOT NULL,
-    client TEXT NOT NULL,
-    door TEXT NOT NULL,
-    action TEXT NOT NULL,
-    thread_id TEXT NOT NULL,
-    target TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT
-);
-CREATE INDEX IF NOT EXISTS access_by_thread ON access (thread_id, at);
-CREATE INDEX IF NOT EXISTS access_by_user ON access (user_id, at);
-CREATE INDEX IF NOT EXISTS access_by_client ON access (client, at);
-"""
-
-_COLUMNS = (
-    "at, user_id, thread_id, run_id, tool, call_id, arguments, outcome, detail, duration_ms,"
-    " executor"
-)
-_INSERT = f"INSERT INTO audit ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_ACCESS_COLUMNS = "at, user_id, org, via, client, door, action, thread_id, target, outcome, detail"
-_INSERT_ACCESS = f"INSERT INTO access ({_ACCESS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # Refused attempts recorded per second at most, so a flood of bad tokens cannot fill the
 # disk; the rest are counted in a log line at most every REFUSALS_REPORT_SECONDS.
 REFUSALS_PER_SECOND = 20.0
@@ -146,7 +101,7 @@ class AuditRecord:
         )
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row | tuple[Any, ...]) -> AuditRecord:
+    def from_row(cls, row: tuple[Any, ...]) -> AuditRecord:
         at, user, thread, run, tool, call_id, arguments, outcome, detail, ms, executor = row
         return cls(
             at=at,
@@ -195,7 +150,7 @@ class AccessRecord:
         return dataclasses.astuple(self)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row | tuple[Any, ...]) -> AccessRecord:
+    def from_row(cls, row: tuple[Any, ...]) -> AccessRecord:
         return cls(*row)
 
     def line(self) -> str:
@@ -212,28 +167,37 @@ class AccessRecord:
 
 
 Entry = AuditRecord | AccessRecord
-_Row = TypeVar("_Row", AuditRecord, AccessRecord)
 
 
 # One record as the INSERT binds it.
 Row = tuple[Any, ...]
 
 
-def _insert_batch(db: sqlite3.Connection, calls: list[Row], actions: list[Row]) -> None:
-    """Runs on the database thread: the batch's inserts and commit, or nothing."""
-    try:
-        db.executemany(_INSERT, calls)
-        db.executemany(_INSERT_ACCESS, actions)
-        db.commit()
-    except BaseException:
-        db.rollback()
-        raise
+class AuditTables(Protocol):
+    """Where the records are kept: the two tables of one database (each backend's SQL)."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def insert(self, calls: list[Row], actions: list[Row]) -> None:
+        """Writes a batch in one transaction, or nothing; BusyError: try again soon."""
+        ...
+
+    async def tool_calls(self, thread: str | None, user: str | None) -> list[Row]: ...
+
+    async def door_actions(
+        self, thread: str | None, user: str | None, client: str | None
+    ) -> list[Row]: ...
 
 
-def _locked(error: sqlite3.Error) -> bool:
-    """Whether SQLite refused for another writer's lock, which goes away by itself."""
-    primary = getattr(error, "sqlite_errorcode", 0) & 0xFF  # extended codes keep it low
-    return primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+def audit_tables(db: str, *, read_only: bool = False) -> AuditTables:
+    """The audit's tables in the database a ``--db`` value names."""
+    if is_postgres(db):
+        from gateway.store.postgres.audit import PostgresAuditTables
+
+        return PostgresAuditTables(db, read_only=read_only)
+    return SqliteAuditTables(db, read_only=read_only)
 
 
 def _when(at: float) -> str:
@@ -258,8 +222,9 @@ class AuditLog:
     """Appends AuditRecords to the ``audit`` table from a background writer."""
 
     def __init__(self, path: str) -> None:
-        self.path = path
-        self._conn: aiosqlite.Connection | None = None
+        self.path = path  # the gateway's --db: a SQLite file, or a PostgreSQL URL
+        self._tables = audit_tables(path)
+        self._open = False
         self._queue: asyncio.Queue[Entry | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
@@ -270,18 +235,9 @@ class AuditLog:
         self._refusals = RefusalBudget()
 
     async def open(self) -> None:
-        conn = aiosqlite.connect(self.path)
-        # Daemon, so a process that forgets close() still exits; close() flushes first.
-        conn._thread.daemon = True
-        await conn
-        if not in_memory(self.path):
-            await conn.execute("PRAGMA journal_mode = WAL")
-            # The session store writes to the same file; wait for its lock, do not fail.
-            await conn.execute("PRAGMA busy_timeout = 5000")
-        await conn.executescript(_SCHEMA)
-        await conn.commit()
-        self._conn = conn
-        self._writer = asyncio.create_task(self._write(conn), name="audit writer")
+        await self._tables.open()
+        self._open = True
+        self._writer = asyncio.create_task(self._write(), name="audit writer")
 
     async def close(self) -> None:
         """Writes everything recorded so far, then closes the connection."""
@@ -290,9 +246,9 @@ class AuditLog:
             self._queue.put_nowait(None)
             await self._writer
             self._writer = None
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            await conn.close()
+        if self._open:
+            self._open = False
+            await self._tables.close()
 
     def record(self, record: Entry) -> None:
         """Queues one record; returns at once."""
@@ -362,22 +318,22 @@ class AuditLog:
 
     async def query(self, thread: str | None = None, user: str | None = None) -> list[AuditRecord]:
         """This gateway's records, oldest first, for a thread and/or a user (all if neither)."""
-        if self._conn is None:
+        if not self._open:
             raise AuditError("the audit log is not open")
         await self.flush()
-        return await _select(self._conn, thread, user)
+        return [AuditRecord.from_row(row) for row in await self._tables.tool_calls(thread, user)]
 
     async def query_access(
         self, thread: str | None = None, user: str | None = None, client: str | None = None
     ) -> list[AccessRecord]:
         """This gateway's door actions, oldest first, filtered like ``query``."""
-        if self._conn is None:
+        if not self._open:
             raise AuditError("the audit log is not open")
         await self.flush()
-        return await _select_access(self._conn, thread, user, client)
+        found = await self._tables.door_actions(thread, user, client)
+        return [AccessRecord.from_row(row) for row in found]
 
-    async def _write(self, conn: aiosqlite.Connection) -> None:
-        db = Database(conn, inline=False)
+    async def _write(self) -> None:
         while True:
             batch = [await self._queue.get()]
             while not self._queue.empty():
@@ -386,24 +342,24 @@ class AuditLog:
             actions = [r.as_row() for r in batch if isinstance(r, AccessRecord)]
             try:
                 if calls or actions:
-                    await self._commit(db, calls, actions)
+                    await self._commit(calls, actions)
             finally:
                 for _ in batch:
                     self._queue.task_done()
             if None in batch:
                 return
 
-    async def _commit(self, db: Database, calls: list[Row], actions: list[Row]) -> None:
-        """Writes a batch in one transaction; a locked file is waited out, not a reason to drop."""
+    async def _commit(self, calls: list[Row], actions: list[Row]) -> None:
+        """Writes a batch in one transaction; a busy database is waited out, not a reason to
+        drop it."""
         waited = 0.0
         while True:
             try:
-                # One trip to the database thread: the lock is never held across the busy loop.
-                await db.run(partial(_insert_batch, calls=calls, actions=actions))
+                await self._tables.insert(calls, actions)
                 self.commits += 1
                 return
-            except sqlite3.Error as error:
-                if not _locked(error) or waited >= BUSY_GIVE_UP_SECONDS:
+            except Exception as error:
+                if not isinstance(error, BusyError) or waited >= BUSY_GIVE_UP_SECONDS:
                     # The audit must not take runs down with it; the log line shows the loss.
                     log.exception("audit: %d records could not be written", len(calls + actions))
                     return
@@ -526,64 +482,32 @@ def _run_id(tool_context: ToolContext) -> str:
     return str(metadata.get(RUN_METADATA_KEY, {}).get("runId") or tool_context.invocation_id)
 
 
-def _where(**columns: str | None) -> tuple[str, list[str]]:
-    """A WHERE clause matching every column given a value."""
-    given = {column: value for column, value in columns.items() if value is not None}
-    clause = " AND ".join(f"{column} = ?" for column in given)
-    return (f"WHERE {clause}" if clause else ""), list(given.values())
-
-
-async def _select(
-    conn: aiosqlite.Connection, thread: str | None, user: str | None
-) -> list[AuditRecord]:
-    where, values = _where(thread_id=thread, user_id=user)
-    async with conn.execute(
-        f"SELECT {_COLUMNS} FROM audit {where} ORDER BY at, id", values
-    ) as cursor:
-        rows = await cursor.fetchall()
-    return [AuditRecord.from_row(tuple(row)) for row in rows]
-
-
-async def _select_access(
-    conn: aiosqlite.Connection, thread: str | None, user: str | None, client: str | None
-) -> list[AccessRecord]:
-    where, values = _where(thread_id=thread, user_id=user, client=client)
-    async with conn.execute(
-        f"SELECT {_ACCESS_COLUMNS} FROM access {where} ORDER BY at, id", values
-    ) as cursor:
-        rows = await cursor.fetchall()
-    return [AccessRecord.from_row(tuple(row)) for row in rows]
-
-
 async def read_audit(
-    db_path: str, thread: str | None = None, user: str | None = None
+    db: str, thread: str | None = None, user: str | None = None
 ) -> list[AuditRecord]:
-    """The tool calls in a gateway's database file, opened read-only (safe beside it)."""
-    return await _read(db_path, lambda conn: _select(conn, thread, user))
+    """The tool calls in a gateway's database, opened read-only (safe beside it)."""
+    rows = await _read(db, lambda tables: tables.tool_calls(thread, user))
+    return [AuditRecord.from_row(row) for row in rows]
 
 
 async def read_access(
-    db_path: str, thread: str | None = None, user: str | None = None, client: str | None = None
+    db: str, thread: str | None = None, user: str | None = None, client: str | None = None
 ) -> list[AccessRecord]:
-    """The door actions in a gateway's database file, opened read-only."""
-    return await _read(db_path, lambda conn: _select_access(conn, thread, user, client))
+    """The door actions in a gateway's database, opened read-only."""
+    rows = await _read(db, lambda tables: tables.door_actions(thread, user, client))
+    return [AccessRecord.from_row(row) for row in rows]
 
 
-async def _read(
-    db_path: str, select: Callable[[aiosqlite.Connection], Awaitable[list[_Row]]]
-) -> list[_Row]:
-    if in_memory(db_path):
-        raise AuditError("an in-memory gateway keeps no audit to read; pass --db <file>")
-    if not os.path.exists(db_path):
-        raise AuditError(f"{db_path} does not exist; pass the --db of the gateway")
-    uri = Path(db_path).absolute().as_uri() + "?mode=ro"
+async def _read(db: str, select: Callable[[AuditTables], Awaitable[list[Row]]]) -> list[Row]:
+    tables = audit_tables(db, read_only=True)
     try:
-        async with aiosqlite.connect(uri, uri=True) as conn:
-            return await select(conn)
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return []  # a gateway that never recorded one, or one from before the table
-        raise AuditError(f"cannot read the audit in {db_path}: {error}") from error
+        await tables.open()
+        try:
+            return await select(tables)
+        finally:
+            await tables.close()
+    except StoreError as error:
+        raise AuditError(str(error)) from None
 
 
 async def print_audit(

@@ -82,7 +82,8 @@ class Settings:
 _HELP: dict[str, str] = {
     "host": "address to listen on (default 127.0.0.1 with --auth dev, 0.0.0.0 with jwt)",
     "port": "port to listen on",
-    "db": "SQLite file for sessions (':memory:' keeps nothing)",
+    "db": "where threads live: a SQLite file (':memory:' keeps nothing), or a postgresql:// URL "
+    "that several gateway processes may share",
     "agent": "the agent to host: package.module:attr, package.module (its app or root_agent) "
     "or an ADK agent folder (default: the bundled demo)",
     "catalog": "a folder of client-tool declarations (JSON); with one, clients may declare "
@@ -109,7 +110,8 @@ _HELP: dict[str, str] = {
     "jwt_roles_claim": "claim listing the user's roles (a list, or a space-separated string)",
     "ws_ticket_seconds": "lifetime of a single-use /ws ticket from POST /ws-ticket",
     "ws_tickets_max": "most /ws tickets outstanding at once",
-    "durability": "'normal' survives a process crash, 'full' also a power loss",
+    "durability": "'normal' survives a process crash, 'full' also a power loss (on PostgreSQL: "
+    "synchronous_commit off or on)",
     "history_window": "recent events a run loads from its thread",
     "client_tool_timeout": "seconds a browser has to answer a client-tool call",
     "model_timeout": "seconds a model call may send nothing (its first chunk included) "

@@ -159,4 +159,3 @@ def _decision(entry: p.ResumeEntry) -> str:
     if approved is True:
         return "approved"
     return "rejected" if approved is False else "unreadable"
-

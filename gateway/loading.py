@@ -142,4 +142,3 @@ def _kind(found: object) -> str:
 
 def _origin(module: Any) -> str:
     return str(getattr(module, "__file__", None) or "a namespace package")
-

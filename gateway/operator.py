@@ -12,6 +12,7 @@ from typing import Any
 
 from gateway.history import Message
 from gateway.store import SessionService, ThreadSummary
+from gateway.store.backend import described
 
 
 class ThreadNotFoundError(LookupError):
@@ -52,9 +53,7 @@ def _summary(thread: ThreadSummary) -> dict[str, Any]:
     return summary
 
 
-async def export_thread(
-    db_path: str, thread_id: str, app_name: str | None = None
-) -> list[Message]:
+async def export_thread(db_path: str, thread_id: str, app_name: str | None = None) -> list[Message]:
     """The whole thread as AG-UI messages, with the ids its clients saw.
 
     A quarantined thread raises ``QuarantinedThreadError``, which says which row is bad.
@@ -63,7 +62,9 @@ async def export_thread(
         app_name = await _app(store, app_name, db_path)
         owner = await store.thread_owner(app_name, thread_id)
         if owner is None:
-            raise ThreadNotFoundError(f"no thread {thread_id!r} in app {app_name!r} of {db_path}")
+            raise ThreadNotFoundError(
+                f"no thread {thread_id!r} in app {app_name!r} of {described(db_path)}"
+            )
         messages, _ = await store.thread_messages(app_name, owner, thread_id)
     return messages
 
@@ -76,9 +77,10 @@ async def _app(store: SessionService, app_name: str | None, db_path: str) -> str
     if len(apps) == 1:
         return apps[0]
     if not apps:
-        raise AppNotFoundError(f"{db_path} has no threads yet")
+        raise AppNotFoundError(f"{described(db_path)} has no threads yet")
     raise AppNotFoundError(
-        f"{db_path} has threads of several Apps ({', '.join(apps)}); choose one with --app"
+        f"{described(db_path)} has threads of several Apps ({', '.join(apps)});"
+        " choose one with --app"
     )
 
 

@@ -237,10 +237,16 @@ class Engine:
 
 async def open_session_service(settings: Settings, app_name: str, author: str) -> SessionService:
     """Opens the durable store and closes any run of the App a crash cut off; ``author``
-    (the root agent's name) speaks the closing note of a thread that has no agent yet."""
+    (the root agent's name) speaks the closing note of a thread that has no agent yet.
+
+    On a database other gateway processes write too, an open run may be another process's
+    live one: those are closed thread by thread once their process is known to be gone
+    (``SessionService.close_interrupted_thread``), not here.
+    """
     service = SessionService(
         settings.db, durability=settings.durability, history_window=settings.history_window
     )
     await service.open()
-    await service.close_interrupted(app_name, author=author)
+    if await service.sole_writer():
+        await service.close_interrupted(app_name, author=author)
     return service

@@ -28,6 +28,7 @@ like. "cpu ms/run" is the serving process's CPU time over the phase, divided by 
     .venv/bin/python -m scripts.bench_runs              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_runs --rounds 1 --runs 200
     .venv/bin/python -m scripts.bench_runs --db file     # the store on a SQLite file
+    .venv/bin/python -m scripts.bench_runs --db postgres # on PostgreSQL (tests/postgres.py)
     .venv/bin/python -m scripts.bench_runs --starts 12   # start-up figures of 12 servers
 """
 
@@ -64,6 +65,7 @@ from gateway.hosting import Hosted, runnable_app
 from gateway.tools.client import CLIENT_TOOLS_KEY
 from gateway.warmup import skip_absent_a2a
 from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
+from tests.postgres import Postgres, running_postgres
 
 GREETING = "안녕"
 USER = "demo"
@@ -458,10 +460,11 @@ def main() -> None:
     parser = phase_arguments(__doc__)
     parser.add_argument(
         "--db",
-        choices=("memory", "file"),
+        choices=("memory", "file", "postgres"),
         default="memory",
         help="the gateway's store: ':memory:' like the runner's in-memory sessions (default), "
-        "or a SQLite file in a temporary directory, as a deployment runs it",
+        "a SQLite file in a temporary directory, as a deployment runs it, or a fresh database "
+        "on a throwaway PostgreSQL server (tests/postgres.py: fsync off)",
     )
     parser.add_argument(
         "--starts",
@@ -470,12 +473,20 @@ def main() -> None:
         help="fresh servers whose start-up is measured, the rounds' included (6)",
     )
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(running_postgres()) if args.db == "postgres" else None
+        measure_rounds(args, functools.partial(served, args.db, server))
+
+
+def measure_rounds(
+    args: argparse.Namespace, serve: Callable[[], contextlib.AbstractContextManager[LocalGateway]]
+) -> None:
     concurrency = [int(c) for c in args.clients.split(",")]
     # ADK warns once per run about token usage; the server logs to a file, so do the same here.
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
     rounds = []
     for number in range(1, args.rounds + 1):
-        with served(args.db) as gateway:
+        with serve() as gateway:
             start_up, served_phases = uvloop.run(measure_gateway(gateway, args.runs, concurrency))
         pauses, floor_phases = uvloop.run(measure_runner(args.runs, concurrency))
         rounds.append(Round(start_up, pauses, served_phases + floor_phases))
@@ -485,20 +496,23 @@ def main() -> None:
     if args.starts > len(rounds):
         start_ups = [r.start_up for r in rounds]
         for _ in range(args.starts - len(rounds)):
-            with served(args.db) as gateway:
+            with serve() as gateway:
                 start_ups.append(uvloop.run(start_up_only(gateway)))
         print(f"\nevery server started (the rounds' and {len(start_ups) - len(rounds)} more)")
         print_start_up(start_ups, [r.runner_pauses for r in rounds])
 
 
 @contextlib.contextmanager
-def served(db: str) -> Iterator[LocalGateway]:
-    """A fresh gateway whose store is ':memory:' or a file in a temporary directory."""
+def served(db: str, server: Postgres | None) -> Iterator[LocalGateway]:
+    """A fresh gateway whose store is ':memory:', a file in a temporary directory, or a
+    new database of ``server``."""
     with contextlib.ExitStack() as stack:
         flags = list(UNLIMITED)
         if db == "file":
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-"))
             flags += ["--db", str(Path(directory) / "gateway.db")]
+        elif server is not None:
+            flags += ["--db", server.fresh_database()]
         yield stack.enter_context(local_gateway(*flags))
 
 

@@ -19,6 +19,7 @@ from gateway.config import Settings
 from gateway.server import Gateway
 from gateway.store import SessionService
 from tests.agui import AgUiSocket
+from tests.backends import BACKENDS
 from tests.postgres import Postgres, running_postgres
 from tests.providers import ChatCompletions, GeminiApi, Provider
 
@@ -55,10 +56,19 @@ def postgres() -> Iterator[Postgres]:
         yield server
 
 
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a contract test's store lives: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "threads.db")
+    server: Postgres = request.getfixturevalue("postgres")
+    return server.fresh_database()
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
-    """A session store on a file of the test's own, open for the test."""
-    service = SessionService(str(tmp_path / "threads.db"))
+async def store(db: str) -> AsyncIterator[SessionService]:
+    """A session store of the test's own, open for the test: on each backend in turn."""
+    service = SessionService(db)
     await service.open()
     yield service
     await service.close()
@@ -125,6 +135,20 @@ async def provider(
         monkeypatch.setenv(name, value)
     async with made.running():
         yield made
+
+
+@pytest.fixture(scope="module", params=["in-memory", "postgres"])
+async def gateway_on_each_store(request: pytest.FixtureRequest) -> AsyncIterator[RunningGateway]:
+    """A server for a module's tests, once on SQLite in memory and once on PostgreSQL.
+
+    A module whose tests must hold on either store names it as its ``gateway``.
+    """
+    db = ":memory:"
+    if request.param == "postgres":
+        server: Postgres = request.getfixturevalue("postgres")
+        db = server.fresh_database()
+    async with running_gateway(db=db) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Stored values a gateway cannot read back, planted straight into a file store with sqlite3.
+"""Stored values a gateway cannot read back, planted straight into a store's database.
 
 Each stands for old data or a bug: the gateway never writes such a row itself, so tests put
 them there behind its back, as an operator's stray edit or an older release would have.
@@ -13,11 +13,13 @@ import json
 import sqlite3
 from typing import Any
 
+import psycopg
 from google.adk.events import Event
 from google.genai import types
 
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.store import SessionService
+from gateway.store.backend import is_postgres
 
 APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 
@@ -72,20 +74,37 @@ BAD_MESSAGES: dict[str, str] = {
 
 
 def plant_event(
-    path: str, thread_id: str, data: str, *, messages: str | None = None, run_open: bool = False
+    db: str, thread_id: str, data: str, *, messages: str | None = None, run_open: bool = False
 ) -> int:
-    """Appends an event row to the thread; returns its seq. ``run_open``: a run owes a reply."""
-    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db, db:
-        (pk,) = db.execute(
+    """Appends an event row to the thread; returns its seq. ``run_open``: a run owes a reply.
+
+    ``db`` is a SQLite file or a PostgreSQL URL (``tests.backends``).
+    """
+    if is_postgres(db):
+        with psycopg.connect(db) as conn:  # commits as the block ends
+            (pk,) = conn.execute(
+                "SELECT pk FROM sessions WHERE app_name = %s AND id = %s", (APP, thread_id)
+            ).fetchone() or (None,)
+            (seq,) = conn.execute(
+                "INSERT INTO events"
+                " (session_pk, id, invocation_id, author, timestamp, data, messages)"
+                " VALUES (%s, 'e-planted', 'inv-planted', 'user', 1e10, %s, %s) RETURNING seq",
+                (pk, data, messages),
+            ).fetchone() or (0,)
+            if run_open:
+                conn.execute("UPDATE sessions SET run_open = true WHERE pk = %s", (pk,))
+            return int(seq)
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn, conn:
+        (pk,) = conn.execute(
             "SELECT pk FROM sessions WHERE app_name = ? AND id = ?", (APP, thread_id)
         ).fetchone()
-        cursor = db.execute(
+        cursor = conn.execute(
             "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data, messages)"
             " VALUES (?, 'e-planted', 'inv-planted', 'user', 1e10, ?, ?)",
             (pk, data, messages),
         )
         if run_open:
-            db.execute("UPDATE sessions SET run_open = 1 WHERE pk = ?", (pk,))
+            conn.execute("UPDATE sessions SET run_open = 1 WHERE pk = ?", (pk,))
         return int(cursor.lastrowid or 0)
 
 
@@ -110,10 +129,8 @@ async def hold_a_read_open(store: SessionService) -> sqlite3.Cursor:
         cursor.fetchone()  # more rows follow, so the statement stays open
         return cursor
 
-    assert store._db is not None
-    return await store._db.run(start)
+    return await store._read(start)  # the file's one connection, for reads and writes
 
 
 async def close_read(store: SessionService, cursor: sqlite3.Cursor) -> None:
-    assert store._db is not None
-    await store._db.run(lambda _: cursor.close())
+    await store._read(lambda _: cursor.close())

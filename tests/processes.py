@@ -48,7 +48,7 @@ def script_report(module: str, flags: str, timeout: float = 180) -> str:
 
 @contextlib.asynccontextmanager
 async def gateway_process(
-    db: Path,
+    db: Path | str,
     log: Path,
     *,
     pace_ms: float = 20,
@@ -56,7 +56,8 @@ async def gateway_process(
     cwd: Path = ROOT,
     port: int | None = None,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
-    """A real gateway process on ``db``, once /ping says 200; stopped if still alive on exit.
+    """A real gateway process on ``db`` (a file, or a PostgreSQL URL), once /ping says 200;
+    stopped if still alive on exit.
 
     ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
     ``port`` is a free one unless given (a restart takes its predecessor's).

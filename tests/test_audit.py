@@ -37,6 +37,7 @@ from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hosting import Hosted, prepare
 from gateway.store import SessionService
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
+from tests.postgres import Postgres
 
 
 def record(thread: str = "t1", user: str = "demo", tool: str = "find_screen") -> AuditRecord:
@@ -130,22 +131,22 @@ async def test_a_closed_log_drops_records_with_a_warning(caplog: pytest.LogCaptu
 # --- the gateway's database file -----------------------------------------------------------
 
 
-async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(tmp_path: Path) -> None:
-    path = str(tmp_path / "gateway.db")
+async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(db: str) -> None:
+    path = db
     store = SessionService(path)
-    await store.open()  # first: the store refuses a new file that has other tables already
+    await store.open()  # first: the store refuses a new database that has other tables
     audit = AuditLog(path)
     await audit.open()
     audit.record(record("t1", "demo"))
     audit.record(record("t2", "guest", tool="navigateToScreen"))
     await audit.flush()
-    # Readable while the gateway still has the file open.
+    # Readable while the gateway still has the database open.
     assert [r.thread_id for r in await read_audit(path, user="guest")] == ["t2"]
     await audit.close()
     await store.close()
 
     reopened = SessionService(path)
-    await reopened.open()  # the store still accepts its file with the audit table in it
+    await reopened.open()  # the store still accepts its database with the audit in it
     await reopened.close()
     out = io.StringIO()
     assert await print_audit(path, thread="t1", out=out) == 1
@@ -155,6 +156,26 @@ async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(tmp_pat
     out = io.StringIO()
     assert await print_audit(path, thread="nope", out=out) == 0
     assert out.getvalue() == "nothing recorded for thread 'nope'\n"
+
+
+async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postgres) -> None:
+    url = postgres.fresh_database()
+    stores = [SessionService(url), SessionService(url)]
+    audits = [AuditLog(url), AuditLog(url)]
+    for store, audit in zip(stores, audits, strict=True):
+        await store.open()
+        await audit.open()
+    audits[0].record(record("t1", "demo"))
+    audits[1].record(record("t2", "demo", tool="navigateToScreen"))
+    audits[1].record_access(access(1_700_000_001.0, "demo", "cancel"))
+    for store, audit in zip(stores, audits, strict=True):
+        await audit.close()
+        await store.close()
+    assert [r.thread_id for r in await read_audit(url, user="demo")] == ["t1", "t2"]
+    assert [a.action for a in await read_access(url)] == ["cancel"]
+    out = io.StringIO()
+    assert await print_audit(url, out=out) == 3
+    assert "navigateToScreen" in out.getvalue()
 
 
 def access(

@@ -20,6 +20,7 @@ import pytest
 
 from gateway import audit as audit_module
 from gateway.audit import AuditLog
+from gateway.store.sqlite.audit import SqliteAuditTables
 from tests.test_audit import record
 
 
@@ -29,8 +30,9 @@ async def audit(tmp_path: Path) -> AsyncIterator[AuditLog]:
     short hold outlasts it as a long one did under load."""
     audit = AuditLog(str(tmp_path / "gateway.db"))
     await audit.open()
-    assert audit._conn is not None
-    await audit._conn.execute("PRAGMA busy_timeout = 20")
+    tables = audit._tables
+    assert isinstance(tables, SqliteAuditTables) and tables._conn is not None
+    await tables._conn.execute("PRAGMA busy_timeout = 20")
     try:
         yield audit
     finally:

@@ -1,11 +1,11 @@
 """A gateway killed mid-run loses nothing a client was sent, and the thread goes on at once.
 
-The real server runs as a subprocess on a database file. A client finishes one run, starts
-a long streamed answer, and the server is killed with SIGKILL in the middle of it. After a
-restart on the same file the thread holds every message the client saw, with the ids it
-saw, including the one cut off mid-stream: at least the text the client was sent of it,
-marked ``metadata.ended`` "interrupted", with no note in any language for a client to show.
-The cut-off run is closed; a new run works.
+The real server runs as a subprocess on a database (a SQLite file, or PostgreSQL). A client
+finishes one run, starts a long streamed answer, and the server is killed with SIGKILL in
+the middle of it. After a restart on the same database the thread holds every message the
+client saw, with the ids it saw, including the one cut off mid-stream: at least the text
+the client was sent of it, marked ``metadata.ended`` "interrupted", with no note in any
+language for a client to show. The cut-off run is closed; a new run works.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def completed_texts(frames: list[dict[str, Any]]) -> dict[str, str]:
     return {id_: text for id_, text in received_texts(frames).items() if id_ in ended}
 
 
-def export(db: Path) -> list[dict[str, Any]]:
+def export(db: str) -> list[dict[str, Any]]:
     """``agent-gateway export`` of the thread, as an operator would run it."""
     command = [sys.executable, "-m", "gateway", "--db", str(db), "export", THREAD]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, timeout=60, check=True)
@@ -87,8 +87,11 @@ def export(db: Path) -> list[dict[str, Any]]:
     return messages
 
 
-async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(tmp_path: Path) -> None:
-    db, log = tmp_path / "crash.db", tmp_path / "gateway.log"
+async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(
+    db: str, tmp_path: Path
+) -> None:
+    """On a SQLite file, and on a PostgreSQL database the restarted gateway is alone on."""
+    log = tmp_path / "gateway.log"
     hello = {"id": "m1", "role": "user", "content": "안녕하세요"}
     intro = {"id": "m2", "role": "user", "content": "자기소개를 길게 해 주세요"}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -53,8 +52,7 @@ async def ping(gateway: RunningGateway) -> tuple[int, str]:
     return response.status_code, response.json()["status"]
 
 
-async def test_a_damaged_thread_is_its_owners_coded_error_on_every_door(tmp_path: Path) -> None:
-    db = str(tmp_path / "gateway.db")
+async def test_a_damaged_thread_is_its_owners_coded_error_on_every_door(db: str) -> None:
     thread = new_id("t")
     async with running_gateway(db=db) as gateway:
         async with gateway.socket(user="alice") as ws:
@@ -86,7 +84,7 @@ async def test_a_damaged_thread_is_its_owners_coded_error_on_every_door(tmp_path
 
 @pytest.mark.parametrize("limits", [True, False], ids=["limits at the door", "no limits"])
 async def test_a_deeply_nested_tool_result_takes_down_no_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limits: bool
+    db: str, monkeypatch: pytest.MonkeyPatch, limits: bool
 ) -> None:
     """Issue 11's input on a live server: refused at the door, or stored, it harms no one else.
 
@@ -95,7 +93,6 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(
     """
     if not limits:
         monkeypatch.setattr(bounds, "MAX_DEPTH", 10_000)
-    db = str(tmp_path / "gateway.db")
     thread = new_id("t")
     async with running_gateway(db=db) as gateway:
         async with gateway.socket() as ws:
@@ -126,8 +123,7 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(
         assert store.can_commit
 
 
-async def test_operators_find_quarantined_threads(tmp_path: Path) -> None:
-    db = str(tmp_path / "gateway.db")
+async def test_operators_find_quarantined_threads(db: str) -> None:
     thread = new_id("t")
     async with running_gateway(db=db) as gateway:
         async with gateway.socket(user="alice") as ws:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from gateway import protocol as p
@@ -31,10 +30,12 @@ from gateway.hosting import Hosted, prepare
 from gateway.hub import Hub
 from gateway.runs import Run, Thread
 from gateway.store import SessionService, StoreError, group_commit
+from gateway.store.backend import is_postgres
 from gateway.store.frames import LoggedFrame
 from gateway.tools.client import ClientToolset
 from gateway.translate import RunTranslator
 from tests.agui import StreamChecker, new_id, user_input
+from tests.backends import rows
 
 INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
 
@@ -191,19 +192,25 @@ async def test_a_subscriber_joining_behind_held_chunks_gets_each_once() -> None:
 
 def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Every group commit takes ``seconds`` longer, so chunks pile up behind it."""
-    original = group_commit.commit
+    real_init = group_commit.GroupCommit.__init__
 
-    @functools.wraps(original)
-    def slow(db: sqlite3.Connection, writes: Sequence[Any]) -> list[object]:
-        time.sleep(seconds)
-        return original(db, writes)
+    def init(
+        writer: group_commit.GroupCommit,
+        commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
+        on_health: Callable[[bool], None],
+    ) -> None:
+        async def slow(writes: Sequence[Any]) -> list[object]:
+            await asyncio.sleep(seconds)  # as a slow disk would hold the database's thread
+            return await commit(writes)
 
-    monkeypatch.setattr(group_commit, "commit", slow)
+        real_init(writer, slow, on_health)
+
+    monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
 
 
 @contextlib.asynccontextmanager
-async def hub_on(path: Path, pace_ms: float) -> AsyncIterator[Hub]:
-    service = SessionService(str(path))
+async def hub_on(db: str, pace_ms: float) -> AsyncIterator[Hub]:
+    service = SessionService(db)
     await service.open()
     catalog = load_catalog()
     hosted = Hosted(build_agent(ScriptedLlm(pace_ms=pace_ms), catalog), catalog=catalog)
@@ -216,12 +223,31 @@ async def hub_on(path: Path, pace_ms: float) -> AsyncIterator[Hub]:
         await service.close()
 
 
+# A stored reply's content and metadata, as each database reads its first message.
+_REPLY = {
+    "sqlite": "SELECT json_extract(messages, '$[0].content'),"
+    " json_extract(messages, '$[0].metadata') FROM events WHERE id = ?",
+    "postgres": "SELECT messages::json->0->>'content', messages::json->0->>'metadata'"
+    " FROM events WHERE id = %s",
+}
+_STREAMED = {
+    "sqlite": "SELECT text FROM streamed_texts WHERE message_id = ?",
+    "postgres": "SELECT text FROM streamed_texts WHERE message_id = %s",
+}
+
+
 class DurabilityProbe(Recorder):
     """A client that, as each chunk arrives, looks in the database for the text so far."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, db: str) -> None:
         super().__init__()
-        self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self.kind = "postgres" if is_postgres(db) else "sqlite"
+        # Its own connection, which sees each commit as it is made.
+        self.db: Any = (
+            psycopg.connect(db, autocommit=True)
+            if is_postgres(db)
+            else sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        )
         self.unstored: list[str] = []  # text a client was sent before it was committed
 
     def deliver(self, event: p.Event) -> None:
@@ -237,23 +263,14 @@ class DurabilityProbe(Recorder):
 
     def stored_reply(self, message_id: str) -> tuple[str, Any]:
         """The content and metadata of the message stored under ``message_id``."""
-        row = self.db.execute(
-            "SELECT json_extract(messages, '$[0].content'), json_extract(messages, '$[0].metadata')"
-            " FROM events WHERE id = ?",
-            (message_id,),
-        ).fetchone()
+        row = self.db.execute(_REPLY[self.kind], (message_id,)).fetchone()
         assert row is not None, f"no reply stored under {message_id}"
         return row[0], json.loads(row[1]) if row[1] else None
 
     def _stored(self, message_id: str) -> str:
-        row = self.db.execute(
-            "SELECT text FROM streamed_texts WHERE message_id = ?", (message_id,)
-        ).fetchone()
+        row = self.db.execute(_STREAMED[self.kind], (message_id,)).fetchone()
         if row is None:  # the whole message may be stored already
-            row = self.db.execute(
-                "SELECT json_extract(messages, '$[0].content') FROM events WHERE id = ?",
-                (message_id,),
-            ).fetchone()
+            row = self.db.execute(_REPLY[self.kind], (message_id,)).fetchone()
         return str(row[0]) if row and row[0] else ""
 
 
@@ -261,19 +278,17 @@ def start_input(thread: str) -> p.RunAgentInput:
     return p.decode_input(json.dumps(user_input(thread, INTRO)))
 
 
-def streamed_rows(path: Path) -> int:
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        (count,) = db.execute("SELECT COUNT(*) FROM streamed_texts").fetchone()
+def streamed_rows(db: str) -> int:
+    ((count,),) = rows(db, "SELECT COUNT(*) FROM streamed_texts")
     return int(count)
 
 
 async def test_every_chunk_a_client_is_sent_is_already_stored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "threads.db"
     slow_commits(monkeypatch, 0.01)
-    async with hub_on(path, pace_ms=0) as hub:
-        probe = DurabilityProbe(path)
+    async with hub_on(db, pace_ms=0) as hub:
+        probe = DurabilityProbe(db)
         commits = hub.engine.sessions.commits
         run = await hub.start("demo", start_input(new_id("t")), probe)
         await asyncio.wait_for(run.done.wait(), 30)
@@ -285,18 +300,17 @@ async def test_every_chunk_a_client_is_sent_is_already_stored(
         assert hub.engine.sessions.commits - commits < chunks / 4
         # The run is over only once its last event is out.
         assert frames[-1]["type"] == "RUN_FINISHED"
-        assert streamed_rows(path) == 0  # the final event replaced the streamed text
+        assert streamed_rows(db) == 0  # the final event replaced the streamed text
         probe.db.close()
 
 
 async def test_a_cancelled_stream_becomes_its_stored_reply_and_leaves_no_text_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "threads.db"
     slow_commits(monkeypatch, 0.002)
-    async with hub_on(path, pace_ms=2) as hub:
+    async with hub_on(db, pace_ms=2) as hub:
         thread = new_id("t")
-        probe = DurabilityProbe(path)
+        probe = DurabilityProbe(db)
         run = await hub.start("demo", start_input(thread), probe)
         while len(probe.text()) < 10:
             await asyncio.sleep(0.005)
@@ -307,16 +321,15 @@ async def test_a_cancelled_stream_becomes_its_stored_reply_and_leaves_no_text_be
         [message_id] = {e.message_id for e in probe.events if isinstance(e, p.TextMessageStart)}
         assert probe.stored_reply(message_id) == (probe.text(), {"ended": "stopped"})
         await hub.engine.sessions.flush()
-        assert streamed_rows(path) == 0
+        assert streamed_rows(db) == 0
         probe.db.close()
 
 
 async def test_a_reattach_among_held_chunks_gets_the_reply_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "threads.db"
     slow_commits(monkeypatch, 0.01)
-    async with hub_on(path, pace_ms=2) as hub:
+    async with hub_on(str(tmp_path / "threads.db"), pace_ms=2) as hub:
         thread = new_id("t")
         owner, late, gone = Recorder(), Recorder(), Recorder()
         run = await hub.start("demo", start_input(thread), owner)

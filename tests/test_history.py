@@ -7,7 +7,6 @@ commands are checked on a real database file.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -277,8 +276,8 @@ def test_state_snapshot_hides_temp_state_only() -> None:
 # --- whole threads from the store ----------------------------------------------------
 
 
-async def test_the_store_gives_a_whole_thread_past_its_window(tmp_path: Path) -> None:
-    store = SessionService(str(tmp_path / "threads.db"), history_window=2)
+async def test_the_store_gives_a_whole_thread_past_its_window(db: str) -> None:
+    store = SessionService(db, history_window=2)
     await store.open()
     try:
         session = await store.create_session(app_name=APP, user_id="demo", session_id="t1")
@@ -404,8 +403,8 @@ async def test_snapshot_ids_equal_the_ids_streamed_live(store: SessionService) -
 # --- operator commands ------------------------------------------------------------------
 
 
-async def test_operators_list_a_users_threads_and_export_one(tmp_path: Path) -> None:
-    path = str(tmp_path / "ops.db")
+async def test_operators_list_a_users_threads_and_export_one(db: str) -> None:
+    path = db
     server = SessionService(path)  # stays open, as a running gateway would
     await server.open()
     try:

@@ -374,9 +374,7 @@ def test_a_lost_toolset_is_one_line_with_its_cause_unless_the_log_level_is_debug
 def running_servers() -> list[int]:
     """Every process running this checkout's stock server, whoever started it."""
     return [
-        int(entry)
-        for entry in os.listdir("/proc")
-        if entry.isdigit() and _runs_stock_server(entry)
+        int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _runs_stock_server(entry)
     ]
 
 
@@ -393,9 +391,13 @@ async def test_the_example_runs_as_its_docstring_says(
     monkeypatch.setenv("WAREHOUSE_ORDERS_URL", f"http://127.0.0.1:{port}{orders.PATH}")
     command = (*GATEWAY, "serve", "gateway.examples.warehouse.agent")
     thread = new_id("t")
-    async with order_desk(port), gateway_process(
-        tmp_path / "threads.db", tmp_path / "gateway.log", command=command
-    ) as (_, gateway_port):
+    async with (
+        order_desk(port),
+        gateway_process(tmp_path / "threads.db", tmp_path / "gateway.log", command=command) as (
+            _,
+            gateway_port,
+        ),
+    ):
         events = await run_over_ws(gateway_port, user_input(thread, "find tape", tools=[]))
         assert text_of(events) == "Found 1: SKU-200 Packing tape, 50 m (320 on shelf B-07)."
         ask = user_input(thread, "reserve SKU-100 for O-7", tools=[])

@@ -5,10 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from tests.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.conftest import RunningGateway, running_gateway
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
+    """Reattach holds on either store: SQLite in memory, and a PostgreSQL database."""
+    return gateway_on_each_store
 
 
 def snapshot_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

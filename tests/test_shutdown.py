@@ -52,7 +52,6 @@ async def test_a_call_waiting_on_a_browser_does_not_expire_into_a_closed_store(
     assert "never retrieved" not in caplog.text and "store is not open" not in caplog.text
 
 
-
 async def test_a_call_made_after_its_client_left_still_expires_and_is_stopped_with_the_hub(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

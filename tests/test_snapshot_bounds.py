@@ -63,8 +63,8 @@ def history_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == "CUSTOM" and e["name"] == "gateway.history"]
 
 
-async def test_a_reattach_sends_the_latest_part_and_the_rest_pages_in_over_http() -> None:
-    async with running_gateway(snapshot_bytes=BUDGET) as gateway:
+async def test_a_reattach_sends_the_latest_part_and_the_rest_pages_in_over_http(db: str) -> None:
+    async with running_gateway(db=db, snapshot_bytes=BUDGET) as gateway:
         thread = new_id("t")
         async with gateway.socket() as ws:
             for turn in range(12):

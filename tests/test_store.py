@@ -40,6 +40,7 @@ from gateway.store import (
     SessionService,
     StoreError,
 )
+from tests.backends import rows
 from tests.conftest import record_reads
 
 # What the model reads after a reply a crash cut off.
@@ -54,8 +55,8 @@ def db_path(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-async def store(db_path: str) -> AsyncIterator[SessionService]:
-    service = SessionService(db_path)
+async def store(db: str) -> AsyncIterator[SessionService]:
+    service = SessionService(db)
     await service.open()
     yield service
     await service.close()
@@ -123,18 +124,17 @@ async def reopened(path: str, **options: Any) -> SessionService:
 # --- durability and group commit --------------------------------------------------------
 
 
-async def test_an_acknowledged_event_is_on_disk_and_survives_a_restart(db_path: str) -> None:
-    store = await reopened(db_path)
+async def test_an_acknowledged_event_is_on_disk_and_survives_a_restart(db: str) -> None:
+    store = await reopened(db)
     session = await store.create_session(
         app_name=APP, user_id="u", session_id="t1", state={"app:a": 1, "user:b": 2, "c": 3}
     )
     await store.append_event(session, user_says("hello", messageId="m1"))
     # Another connection sees it at once: the append returned only after its commit.
-    with sqlite3.connect(db_path) as other:
-        assert other.execute("SELECT count(*) FROM events").fetchone() == (1,)
+    assert rows(db, "SELECT count(*) FROM events") == [(1,)]
     await store.close()
 
-    store = await reopened(db_path)
+    store = await reopened(db)
     try:
         loaded = await store.get_session(app_name=APP, user_id="u", session_id="t1")
         assert texts(loaded) == ["hello"]
@@ -213,12 +213,12 @@ async def test_appending_through_an_outdated_copy_is_refused(store: SessionServi
     assert texts(loaded) == ["one run", "the first run goes on"]
 
 
-async def test_durability_and_window_are_checked(db_path: str) -> None:
+async def test_durability_and_window_are_checked(db: str) -> None:
     with pytest.raises(ValueError, match="durability"):
-        SessionService(db_path, durability="sometimes")
+        SessionService(db, durability="sometimes")
     with pytest.raises(ValueError, match="history_window"):
-        SessionService(db_path, history_window=0)
-    full = await reopened(db_path, durability="full")
+        SessionService(db, history_window=0)
+    full = await reopened(db, durability="full")
     try:
         session = await full.create_session(app_name=APP, user_id="u")
         await full.append_event(session, user_says("safe"))
@@ -231,8 +231,8 @@ async def test_durability_and_window_are_checked(db_path: str) -> None:
 # --- history windows --------------------------------------------------------------------
 
 
-async def test_a_run_loads_only_the_recent_window(db_path: str) -> None:
-    store = await reopened(db_path, history_window=4)
+async def test_a_run_loads_only_the_recent_window(db: str) -> None:
+    store = await reopened(db, history_window=4)
     try:
         session = await store.create_session(app_name=APP, user_id="u", session_id="t")
         for turn in range(10):
@@ -244,8 +244,8 @@ async def test_a_run_loads_only_the_recent_window(db_path: str) -> None:
         await store.close()
 
 
-async def test_the_window_reaches_back_to_a_call_waiting_on_the_browser(db_path: str) -> None:
-    store = await reopened(db_path, history_window=2)
+async def test_the_window_reaches_back_to_a_call_waiting_on_the_browser(db: str) -> None:
+    store = await reopened(db, history_window=2)
     try:
         session = await store.create_session(app_name=APP, user_id="u", session_id="t")
         await store.append_event(session, user_says("old", "inv0"))
@@ -271,8 +271,8 @@ async def test_the_window_reaches_back_to_a_call_waiting_on_the_browser(db_path:
         await store.close()
 
 
-async def test_a_server_call_does_not_widen_the_window(db_path: str) -> None:
-    store = await reopened(db_path, history_window=1)
+async def test_a_server_call_does_not_widen_the_window(db: str) -> None:
+    store = await reopened(db, history_window=1)
     try:
         session = await store.create_session(app_name=APP, user_id="u", session_id="t")
         await store.append_event(session, agent_calls("c1", "find_screen"))
@@ -304,8 +304,8 @@ async def _turn(runner: Runner, user: str, thread: str, text: str) -> list[Event
     ]
 
 
-async def test_an_adk_runner_sees_a_bounded_history(db_path: str) -> None:
-    store = await reopened(db_path, history_window=6)
+async def test_an_adk_runner_sees_a_bounded_history(db: str) -> None:
+    store = await reopened(db, history_window=6)
     model = _Echo()
     runner = Runner(
         app_name=APP,
@@ -573,8 +573,8 @@ async def test_opening_a_thread_creates_it_for_the_first_user_only(store: Sessio
     assert await store.thread_owner(APP, "t1") == "alice"
 
 
-async def test_opening_a_thread_loads_the_window_as_get_session_does(db_path: str) -> None:
-    store = await reopened(db_path, history_window=2)
+async def test_opening_a_thread_loads_the_window_as_get_session_does(db: str) -> None:
+    store = await reopened(db, history_window=2)
     try:
         session = await _thread(store, "t", [user_says("a"), agent_says("b"), user_says("c")])
         opened = await store.open_thread(APP, "u", "t")
@@ -617,8 +617,8 @@ async def _thread(store: SessionService, thread: str, events: list[Event]) -> Se
     return session
 
 
-async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db_path: str) -> None:
-    store = await reopened(db_path)
+async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db: str) -> None:
+    store = await reopened(db)
     await _thread(
         store,
         "mid-call",
@@ -659,7 +659,7 @@ async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db_path: str)
     )
     await store.close()
 
-    store = await reopened(db_path)
+    store = await reopened(db)
     try:
         assert await store.close_interrupted(APP) == 3
         assert await store.close_interrupted(APP) == 0
@@ -690,15 +690,15 @@ async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db_path: str)
 
 
 async def test_the_next_turn_after_a_crash_sends_the_model_a_well_formed_history(
-    db_path: str,
+    db: str,
 ) -> None:
-    store = await reopened(db_path)
+    store = await reopened(db)
     await _thread(
         store, "t", [user_says("열어줘", "inv1"), agent_calls("c1", "find_screen", "inv1")]
     )
     await store.close()
 
-    contents = await _next_turn_after_restart(db_path, "다시 해 주세요")
+    contents = await _next_turn_after_restart(db, "다시 해 주세요")
     roles = [
         (
             c.role,
@@ -711,9 +711,9 @@ async def test_the_next_turn_after_a_crash_sends_the_model_a_well_formed_history
     assert contents[call_at + 1].parts[0].function_response.id in (None, "c1")
 
 
-async def _next_turn_after_restart(db_path: str, text: str) -> list[types.Content]:
+async def _next_turn_after_restart(db: str, text: str) -> list[types.Content]:
     """Reopens the file, closes the runs cut off, takes a turn; returns what the model saw."""
-    store = await reopened(db_path)
+    store = await reopened(db)
     model = _Echo()
     runner = Runner(app_name=APP, agent=LlmAgent(name="agent", model=model), session_service=store)
     try:
@@ -739,11 +739,10 @@ async def test_state_only_events_do_not_reopen_a_finished_run(store: SessionServ
 # --- the text of a message still streaming ----------------------------------------------
 
 
-def streamed_rows(path: str) -> list[tuple[str, str, str]]:
+def streamed_rows(db: str) -> list[tuple[str, str, str]]:
     """(message id, author, text so far) of every stored streamed text, as committed."""
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        rows = db.execute("SELECT message_id, author, text FROM streamed_texts").fetchall()
-    return [(message_id, author, text) for message_id, author, text in rows]
+    stored = rows(db, "SELECT message_id, author, text FROM streamed_texts")
+    return [(message_id, author, text) for message_id, author, text in stored]
 
 
 def streams(
@@ -766,20 +765,20 @@ def streams(
 
 
 async def test_streamed_text_is_kept_until_its_message_is_stored(
-    db_path: str, store: SessionService
+    db: str, store: SessionService
 ) -> None:
     session = await _thread(store, "t", [user_says("자기소개를 길게 해 주세요")])
     reply = agent_says("안녕하세요, 저는 업무 도우미입니다.")
     save = streams(store, reply.id)
     await save("안녕하세요, ")
-    assert streamed_rows(db_path) == [(reply.id, "agent", "안녕하세요, ")]
+    assert streamed_rows(db) == [(reply.id, "agent", "안녕하세요, ")]
     await save("안녕하세요, 저는 ")
-    assert streamed_rows(db_path) == [(reply.id, "agent", "안녕하세요, 저는 ")]
+    assert streamed_rows(db) == [(reply.id, "agent", "안녕하세요, 저는 ")]
     await store.append_event(session, reply)
-    assert streamed_rows(db_path) == []
+    assert streamed_rows(db) == []
 
 
-async def test_saves_queued_together_cost_one_write(db_path: str, store: SessionService) -> None:
+async def test_saves_queued_together_cost_one_write(db: str, store: SessionService) -> None:
     await _thread(store, "t", [user_says("hi")])
     save = streams(store, "e1")
     commits = store.commits
@@ -788,7 +787,7 @@ async def test_saves_queued_together_cost_one_write(db_path: str, store: Session
     await asyncio.gather(*saves)
     assert all(future is saves[0] for future in saves)
     assert store.commits == commits + 1
-    assert streamed_rows(db_path) == [("e1", "agent", "안녕" * 5)]
+    assert streamed_rows(db) == [("e1", "agent", "안녕" * 5)]
 
 
 async def test_streamed_text_needs_its_thread(store: SessionService) -> None:
@@ -796,8 +795,8 @@ async def test_streamed_text_needs_its_thread(store: SessionService) -> None:
         await streams(store, "e1", thread="nowhere")("text")
 
 
-async def test_restart_turns_streamed_text_into_the_interrupted_message(db_path: str) -> None:
-    store = await reopened(db_path)
+async def test_restart_turns_streamed_text_into_the_interrupted_message(db: str) -> None:
+    store = await reopened(db)
     await _thread(store, "t", [user_says("자기소개를 길게 해 주세요", runId="r2", messageId="m2")])
     await streams(store, "e-live")("안녕하세요, 저는 ")
     # Left over from a run that ended: dropped, never shown.
@@ -805,7 +804,7 @@ async def test_restart_turns_streamed_text_into_the_interrupted_message(db_path:
     await streams(store, "e-old", thread="done")("hel")
     await store.close()
 
-    store = await reopened(db_path)
+    store = await reopened(db)
     try:
         assert await store.close_interrupted(APP) == 1
         session = await store.get_session(app_name=APP, user_id="u", session_id="t")
@@ -827,19 +826,19 @@ async def test_restart_turns_streamed_text_into_the_interrupted_message(db_path:
             "hi",
             "hello",
         ]
-        assert streamed_rows(db_path) == []
+        assert streamed_rows(db) == []
         assert await store.close_interrupted(APP) == 0
     finally:
         await store.close()
 
 
-async def test_the_next_turn_after_a_cut_off_stream_sees_what_was_said(db_path: str) -> None:
-    store = await reopened(db_path)
+async def test_the_next_turn_after_a_cut_off_stream_sees_what_was_said(db: str) -> None:
+    store = await reopened(db)
     await _thread(store, "t", [user_says("자기소개를 길게 해 주세요", "inv")])
     await streams(store, "e-live")("안녕하세요, 저는 ")
     await store.close()
 
-    said = (await _next_turn_after_restart(db_path, "계속해 주세요"))[-2]
+    said = (await _next_turn_after_restart(db, "계속해 주세요"))[-2]
     assert said.role == "model" and said.parts
     # The model reads what it said, then that it was cut off there.
     assert [part.text for part in said.parts] == ["안녕하세요, 저는 ", "\n\n" + INTERRUPTED]

@@ -5,7 +5,8 @@ failed read left a cursor open on the store's only connection: every later write
 with "database is locked". Here the store reads every row before decoding any; a thread
 with an undecodable row is quarantined (one log line, on record for operators), and other
 threads, start-up, crash recovery and the writer go on. The rows are planted straight into
-the file, as old data or a bug would have left them.
+the database, as old data or a bug would have left them; the quarantine is the store's
+contract, so it runs on both backends (the wedge is SQLite's own).
 """
 
 from __future__ import annotations
@@ -122,17 +123,17 @@ PLANTED = [("data", kind) for kind in BAD_EVENT_DATA] + [("messages", k) for k i
 
 @pytest.mark.parametrize(("column", "kind"), PLANTED, ids=[f"{c}: {k}" for c, k in PLANTED])
 async def test_an_undecodable_row_quarantines_its_thread_alone(
-    db_path: str, caplog: pytest.LogCaptureFixture, column: str, kind: str
+    db: str, caplog: pytest.LogCaptureFixture, column: str, kind: str
 ) -> None:
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         await a_thread(store, "bad")
         await a_thread(store, "good")
     if column == "data":
-        seq = plant_event(db_path, "bad", BAD_EVENT_DATA[kind])
+        seq = plant_event(db, "bad", BAD_EVENT_DATA[kind])
     else:
-        seq = plant_messages(db_path, "bad", BAD_MESSAGES[kind])
+        seq = plant_messages(db, "bad", BAD_MESSAGES[kind])
 
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         caplog.clear()
         with (
             caplog.at_level(logging.WARNING, "gateway.store"),
@@ -151,7 +152,7 @@ async def test_an_undecodable_row_quarantines_its_thread_alone(
         listed = await store.list_sessions(app_name=APP, user_id="u")
         assert [session.id for session in listed.sessions] == ["good"]
 
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         # On record: refused at once on every path, with no decoding and no new log line.
         caplog.clear()
         with caplog.at_level(logging.WARNING, "gateway.store"):
@@ -166,35 +167,35 @@ async def test_an_undecodable_row_quarantines_its_thread_alone(
         assert summary.thread_id == "bad" and summary.quarantine == quarantine
 
 
-async def test_a_thread_is_not_quarantined_for_what_another_user_asks(db_path: str) -> None:
-    async with opened(db_path) as store:
+async def test_a_thread_is_not_quarantined_for_what_another_user_asks(db: str) -> None:
+    async with opened(db) as store:
         await a_thread(store, "bad", user="alice")
-        plant_event(db_path, "bad", BAD_EVENT_DATA["invalid JSON"])
+        plant_event(db, "bad", BAD_EVENT_DATA["invalid JSON"])
         opened_by_bob = await store.open_thread(APP, "bob", "bad")
         assert opened_by_bob.owner == "alice" and opened_by_bob.session is None
         assert await store.threads(APP, quarantined_only=True) == []
 
 
 async def test_a_read_only_store_reports_a_damaged_thread_and_records_nothing(
-    db_path: str,
+    db: str,
 ) -> None:
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         await a_thread(store, "bad")
-    plant_messages(db_path, "bad", BAD_MESSAGES["invalid JSON"])
-    operator = await reopened(db_path, read_only=True)
+    plant_messages(db, "bad", BAD_MESSAGES["invalid JSON"])
+    operator = await reopened(db, read_only=True)
     try:
         with pytest.raises(QuarantinedThreadError):
             await operator.thread_messages(APP, "u", "bad")
     finally:
         await operator.close()
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         assert await store.threads(APP, quarantined_only=True) == []
 
 
-async def test_deleting_a_quarantined_thread_frees_its_id(db_path: str) -> None:
-    async with opened(db_path) as store:
+async def test_deleting_a_quarantined_thread_frees_its_id(db: str) -> None:
+    async with opened(db) as store:
         await a_thread(store, "bad")
-        plant_event(db_path, "bad", BAD_EVENT_DATA["a field of the wrong type"])
+        plant_event(db, "bad", BAD_EVENT_DATA["a field of the wrong type"])
         with pytest.raises(QuarantinedThreadError):
             await load(store, "bad")
         await store.delete_session(app_name=APP, user_id="u", session_id="bad")
@@ -208,22 +209,22 @@ async def test_deleting_a_quarantined_thread_frees_its_id(db_path: str) -> None:
 
 
 async def test_crash_recovery_skips_a_quarantined_thread_and_closes_the_others(
-    db_path: str, caplog: pytest.LogCaptureFixture
+    db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         for thread in ("cut-1", "bad", "cut-2"):
             session = await store.create_session(app_name=APP, user_id="u", session_id=thread)
             await store.append_event(session, user_says("tell me a long story"))
-    plant_event(db_path, "bad", BAD_EVENT_DATA["nested 300 deep"], run_open=True)
+    plant_event(db, "bad", BAD_EVENT_DATA["nested 300 deep"], run_open=True)
 
-    async with opened(db_path) as store:
+    async with opened(db) as store:
         with caplog.at_level(logging.WARNING, "gateway.store"):
             assert await store.close_interrupted(APP) == 2
         skipped = "thread 'bad' stays open, since the thread is quarantined"
         assert any(skipped in line for line in caplog.messages), caplog.messages
         for thread in ("cut-1", "cut-2"):
             assert texts(await load(store, thread))[-1] == NOTES[Ending.INTERRUPTED]
-    async with opened(db_path) as store:  # and the next start-up is no different
+    async with opened(db) as store:  # and the next start-up is no different
         assert await store.close_interrupted(APP) == 0
 
 

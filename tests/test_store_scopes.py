@@ -1,4 +1,4 @@
-"""ADK's session contract, run against our SQLite store and ADK's InMemorySessionService.
+"""ADK's session contract, run against our store on each backend and ADK's InMemorySessionService.
 
 InMemorySessionService is the oracle: every test here passes against both, and the last
 one replays one scripted conversation through both and compares what each returns.
@@ -20,16 +20,20 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from gateway.store import SessionService
+from tests.backends import BACKENDS
 
 APP = "app"
 
 
-@pytest.fixture(params=["sqlite", "in-memory oracle"])
+@pytest.fixture(params=[*BACKENDS, "in-memory oracle"])
 async def service(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "in-memory oracle":
         yield InMemorySessionService()  # type: ignore[no-untyped-call]
         return
-    store = SessionService(str(tmp_path / "sessions.db"))
+    if request.param == "postgres":
+        store = SessionService(request.getfixturevalue("postgres").fresh_database())
+    else:
+        store = SessionService(str(tmp_path / "sessions.db"))
     await store.open()
     yield store
     await store.close()
@@ -290,9 +294,9 @@ async def _transcript(service: BaseSessionService) -> list[Any]:
     return seen
 
 
-async def test_one_conversation_gives_identical_answers_from_both(tmp_path: Path) -> None:
+async def test_one_conversation_gives_identical_answers_from_both(db: str) -> None:
     oracle = await _transcript(InMemorySessionService())  # type: ignore[no-untyped-call]
-    store = SessionService(str(tmp_path / "same.db"))
+    store = SessionService(db)
     await store.open()
     try:
         ours = await _transcript(store)

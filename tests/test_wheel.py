@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git l
 
 # Someone else's agent, laid out as `adk web` expects: a package whose agent.py has root_agent,
 # with a model of its own that needs no network.
-USER_AGENT = '''
+USER_AGENT = """
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_response import LlmResponse
@@ -41,7 +41,7 @@ class Parrot(BaseLlm):
 
 
 root_agent = LlmAgent(name="parrot", model=Parrot(), instruction="Repeat.")
-'''
+"""
 
 
 def _run(*command: str | Path, cwd: Path, timeout: float = 600) -> str:

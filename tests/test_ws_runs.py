@@ -13,6 +13,12 @@ from tests.conftest import RunningGateway, record_reads, running_gateway
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 
 
+@pytest.fixture(scope="module")
+def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
+    """The run rules hold on either store: SQLite in memory, and a PostgreSQL database."""
+    return gateway_on_each_store
+
+
 async def test_flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:

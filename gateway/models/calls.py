@@ -100,9 +100,7 @@ class ModelCalls(BasePlugin):
     ) -> LlmResponse | None:
         self._heard(callback_context)
         if run_id := _run_id(callback_context):
-            self._models.setdefault(run_id, {})[_key(callback_context)] = model_of(
-                callback_context
-            )
+            self._models.setdefault(run_id, {})[_key(callback_context)] = model_of(callback_context)
         return None
 
     async def after_model_callback(

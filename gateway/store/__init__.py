@@ -4,6 +4,10 @@
 each (each module's docstring has the theory of its part):
 
 - ``service``      ADK's session contract and the gateway's additions, over the parts below
+- ``backend``      the seam to a database: its reads, its commit of a batch, whether other
+                   processes write it too; picked from ``--db``
+- ``writes``       the write commands, as values: what each decides, for any backend
+- ``schema``       what a database must be to be used: ours, not newer, current
 - ``group_commit`` the single writer: one transaction for whatever is queued; health
 - ``codec``        stored values as text and back; a bad one is a ``Damage``, never a raise
 - ``rows``         a read's rows as plain values, decoded once the read is over
@@ -12,12 +16,19 @@ each (each module's docstring has the theory of its part):
 - ``recovery``     the events that close a run a crash cut off
 - ``quarantine``   a thread set aside because a stored value of it cannot be decoded
 - ``threads``      what the store answers about threads: opened, listed, a user's usage
+- ``frames``       each thread's event log: numbered frames, read after a cursor
 - ``errors``       what the store raises when it cannot be used
-- ``sqlite/``      the SQLite backend, every statement of SQL: the connection, the schema
-                   and its migrations, the write commands and their transaction, the reads,
-                   the state scopes, the open calls, the one-process lock
+- ``sqlite/``      the SQLite backend (the default: one file, one writing process): the
+                   connection, the schema and its migrations, the write commands' SQL and
+                   their transaction, the reads, the state scopes, the open calls, the
+                   audit's tables, the one-process lock
+- ``postgres/``    the PostgreSQL backend (``--db postgresql://...``), the same concerns for
+                   a database several gateway processes write: row locks where SQLite had
+                   one writer, a writer and a reader connection, a lock that counts the
+                   live gateways
 
-The modules above ``sqlite/`` hold the logic any backend shares; SQL lives only below it.
+The modules above ``sqlite/`` and ``postgres/`` hold the logic any backend shares; SQL lives
+only below them.
 """
 
 from gateway.store.errors import CommitFailedError, StoreError

@@ -46,6 +46,11 @@ def load_state(text: str | None) -> dict[str, Any]:
     return state
 
 
+def updated_state(text: str | None, delta: dict[str, Any]) -> str:
+    """A stored state with a delta applied, as ``dict.update`` does: ADK's shallow merge."""
+    return dump({**load_state(text), **delta})
+
+
 def merged_state(
     session_state: dict[str, Any], app_state: dict[str, Any], user_state: dict[str, Any]
 ) -> dict[str, Any]:

@@ -13,3 +13,7 @@ class StoreError(Exception):
 
 class CommitFailedError(StoreError):
     """The store could not commit: nothing of this write is stored (the cause is logged)."""
+
+
+class BusyError(StoreError):
+    """Another writer holds the database, or its connection was just lost: try again soon."""

@@ -3,7 +3,7 @@
 Writes (create, append, delete) queue up for one writer task. It takes whatever is queued,
 commits it in one transaction and then wakes each caller: ``append_event`` returns only
 once its event is committed, yet a run never waits on another run's model, only on the
-shared commit it joined. A write that fails is undone alone (``sqlite.transaction``); a
+shared commit it joined. A write that fails is undone alone (the backend's ``commit``); a
 commit that fails fails every write of it.
 
 Health: ``can_commit`` says whether the writer's last commit succeeded; while it fails the
@@ -20,13 +20,10 @@ import dataclasses
 import logging
 import time
 import traceback
-from collections.abc import Callable, Hashable
-from functools import partial
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 
-from gateway.database import Database
 from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.sqlite.transaction import Failed, commit
-from gateway.store.sqlite.writes import AppendFrames, Probe, Write
+from gateway.store.writes import AppendFrames, Failed, Probe, Write
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -57,8 +54,12 @@ class _Pending:
 class GroupCommit:
     """The single writer: commits everything queued at a moment in one transaction."""
 
-    def __init__(self, db: Database, on_health: Callable[[bool], None]) -> None:
-        self._db = db
+    def __init__(
+        self,
+        commit: Callable[[Sequence[Write]], Awaitable[list[object]]],
+        on_health: Callable[[bool], None],
+    ) -> None:
+        self._commit = commit  # the backend's: one transaction for a batch
         self._on_health = on_health
         # False from a failed commit until one succeeds; see _await_writes.
         self.can_commit = True
@@ -158,7 +159,7 @@ class GroupCommit:
     async def _try_commit(self, writes: list[Write]) -> list[object] | None:
         """The writes' results, committed in one transaction; None if the commit failed."""
         try:
-            results = await self._db.run(partial(commit, writes=writes))
+            results = await self._commit(writes)
         except Exception as error:
             if self.can_commit:  # logged once an outage, not once a batch
                 log.exception("the session store cannot commit; /ping is Unhealthy until it can")

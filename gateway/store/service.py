@@ -1,9 +1,10 @@
 """ADK's session contract, and what the gateway adds to it, over the store's parts.
 
 Optimistic concurrency as in ADK's SQL services: a session carries the revision it was
-loaded at, and appending through an outdated copy raises ``StaleSessionError``. Every
-write goes through the one writer (``group_commit``); every read is one call into the
-database (``sqlite.reads``), decoded after it (``rows``, ``projection``).
+loaded at, and appending through an outdated copy raises ``StaleSessionError``, whichever
+process appended first. Every write goes through the one writer (``group_commit``); every
+read is one call into the database (the backend's ``reads``), decoded after it (``rows``,
+``projection``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -30,10 +29,10 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from gateway.config import in_memory
 from gateway.cut_off import answered_last
-from gateway.database import Database
 from gateway.history import Message
+from gateway.store import writes
+from gateway.store.backend import Backend, Reads, open_backend
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
@@ -41,11 +40,8 @@ from gateway.store.group_commit import GroupCommit
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_messages_of
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import closing_events
+from gateway.store.recovery import OpenRun, closing_events
 from gateway.store.rows import StoredSession, decoded_session
-from gateway.store.sqlite import reads, scopes, writes
-from gateway.store.sqlite.connection import SYNCHRONOUS, connect, disconnect
-from gateway.store.sqlite.lock import lock_for_writing
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
 # The store logs under one name, whichever part of it speaks.
@@ -55,11 +51,11 @@ T = TypeVar("T")
 
 
 class SessionService(BaseSessionService):
-    """ADK's session contract on SQLite, for one gateway process.
+    """ADK's session contract on a SQLite file or a PostgreSQL database (``db``).
 
-    One process owns a database file for writing: revisions and group commit assume no
-    other writer, and ``open`` takes a lock that says so. Other processes may read it
-    (``read_only=True``), e.g. operator commands.
+    A SQLite file has one writing process (``open`` takes a lock that says so); a
+    PostgreSQL database may have several, and every rule holds in its SQL (``shared``).
+    Other processes may read either (``read_only=True``), e.g. operator commands.
     """
 
     def __init__(
@@ -70,15 +66,15 @@ class SessionService(BaseSessionService):
         history_window: int = 200,
         read_only: bool = False,
     ) -> None:
-        if durability not in SYNCHRONOUS:
+        if durability not in ("normal", "full"):
             raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
         if history_window < 1:
             raise ValueError(f"history_window must be at least 1, not {history_window}")
-        self.path = path
+        self.path = path  # the --db value: a SQLite file, or a PostgreSQL URL
         self.durability = durability
         self.history_window = history_window
         self.read_only = read_only
-        self._db: Database | None = None
+        self._backend: Backend | None = None
         self._writer: GroupCommit | None = None
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
@@ -89,42 +85,38 @@ class SessionService(BaseSessionService):
         self.health_listeners: list[Callable[[bool], None]] = []
         # Told of each thread's frames committed, up to which number (``append_frames``).
         self.frame_listeners: list[FramesCommitted] = []
-        self._lock: int | None = None  # the descriptor of the file's lock, while open
 
     # --- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
-        memory_only = in_memory(self.path)
-        if not self.read_only and not memory_only:
-            self._lock = lock_for_writing(self.path)
-        try:
-            self._db = await connect(
-                self.path,
-                durability=self.durability,
-                read_only=self.read_only,
-                memory_only=memory_only,
-            )
-            if not self.read_only:
-                self._writer = GroupCommit(self._db, self._health_changed)
-        except BaseException:
-            self._unlock()
-            raise
+        """Connects, checks the database and migrates it; raises StoreError if it is unusable."""
+        self._backend = await open_backend(
+            self.path, durability=self.durability, read_only=self.read_only
+        )
+        if not self.read_only:
+            self._writer = GroupCommit(self._backend.commit, self._health_changed)
 
     async def close(self) -> None:
         """Commits every queued write, then closes the connection and lets go of the file."""
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
-        if self._db is not None:
-            db, self._db = self._db, None
-            await disconnect(db, optimize=not self.read_only)
-        self._unlock()
+        if self._backend is not None:
+            backend, self._backend = self._backend, None
+            await backend.close(writable=not self.read_only)
 
-    def _unlock(self) -> None:
-        if self._lock is not None:
-            os.close(self._lock)  # closing the descriptor releases the flock
-            self._lock = None
+    async def sole_writer(self) -> bool:
+        """Whether no other gateway process writes the database now (always, on SQLite):
+        then every run left open was cut off by a crash (``close_interrupted``)."""
+        if self._backend is None:
+            raise StoreError("the session store is not open")
+        return await self._backend.sole_writer()
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may write the same database (PostgreSQL): then a run
+        left open is not known to be cut off until its process is known to be gone."""
+        return self._backend is not None and self._backend.shared
 
     @property
     def can_commit(self) -> bool:
@@ -188,7 +180,7 @@ class SessionService(BaseSessionService):
             return handed
         stored = await self._read(
             partial(
-                reads.load_session,
+                self._reads.load_session,
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
@@ -203,7 +195,9 @@ class SessionService(BaseSessionService):
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
         """The sessions without their events; a quarantined one is left out."""
-        listing = await self._read(partial(reads.list_sessions, app_name=app_name, user_id=user_id))
+        listing = await self._read(
+            partial(self._reads.list_sessions, app_name=app_name, user_id=user_id)
+        )
         app_state = load_state(listing.app_state)
         sessions = []
         for owner, session_id, state_text, update_time, revision in listing.rows:
@@ -230,7 +224,9 @@ class SessionService(BaseSessionService):
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await self._read(partial(scopes.scope_state, app_name=app_name, user_id=user_id))
+        return await self._read(
+            partial(self._reads.scope_state, app_name=app_name, user_id=user_id)
+        )
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -254,7 +250,7 @@ class SessionService(BaseSessionService):
             messages=dump_messages(event),
             deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
             if event.actions and event.actions.state_delta
-            else {"app": {}, "user": {}, "session": {}},
+            else writes.NO_DELTAS,
             progress=RunProgress.of(event),
         )
 
@@ -311,7 +307,7 @@ class SessionService(BaseSessionService):
     async def thread_owner(self, app_name: str, session_id: str) -> str | None:
         """The user a thread belongs to, whoever asks; None if no such thread exists."""
         return await self._read(
-            partial(reads.thread_owner, app_name=app_name, session_id=session_id)
+            partial(self._reads.thread_owner, app_name=app_name, session_id=session_id)
         )
 
     async def thread_messages(
@@ -347,7 +343,7 @@ class SessionService(BaseSessionService):
         session_id = session_id.strip() if session_id else session_id
         stored = await self._read(
             partial(
-                reads.thread_messages,
+                self._reads.thread_messages,
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
@@ -374,7 +370,7 @@ class SessionService(BaseSessionService):
         """
         return await self._read(
             partial(
-                reads.thread_summaries,
+                self._reads.thread_summaries,
                 app_name=app_name,
                 user_id=user_id,
                 quarantined_only=quarantined_only,
@@ -383,7 +379,7 @@ class SessionService(BaseSessionService):
 
     async def apps(self) -> list[str]:
         """The names of the Apps that have threads here, in order."""
-        return await self._read(reads.app_names)
+        return await self._read(self._reads.app_names)
 
     def save_streamed_text(
         self,
@@ -446,7 +442,7 @@ class SessionService(BaseSessionService):
         (the first ``limit`` of them)."""
         return await self._read(
             partial(
-                reads.frames_after,
+                self._reads.frames_after,
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
@@ -458,7 +454,7 @@ class SessionService(BaseSessionService):
     async def log_head(self, app_name: str, user_id: str, session_id: str) -> int:
         """The number of the last committed frame of a thread's log; 0 for none."""
         return await self._read(
-            partial(reads.log_head, app_name=app_name, user_id=user_id, session_id=session_id)
+            partial(self._reads.log_head, app_name=app_name, user_id=user_id, session_id=session_id)
         )
 
     def trim_frames(
@@ -482,33 +478,64 @@ class SessionService(BaseSessionService):
         A run cut off after answers reached its model (the browser's results, say) and
         before the model replied to them is noted in ``unanswered`` (user, thread), so the
         gateway can ask the model for that reply again.
-        Call once after ``open()`` and before serving runs; returns how many were closed.
+        Every open run of the app is taken as cut off: call once after ``open()`` and
+        before serving runs, and only while no other process writes the database
+        (``sole_writer``; otherwise ``close_interrupted_thread``). Returns how many were
+        closed.
         """
-        open_runs = await self._read(partial(reads.open_runs, app_name=app_name))
+        open_runs = await self._read(partial(self._reads.open_runs, app_name=app_name))
         closed = 0
         for run in open_runs:
-            try:
-                session = await self.get_session(
-                    app_name=app_name, user_id=run.user_id, session_id=run.session_id
-                )
-            except QuarantinedThreadError:
-                log.warning(
-                    "restart: the run cut off on thread %r stays open, since the thread"
-                    " is quarantined",
-                    run.session_id,
-                )
+            if (answered := await self._close_run(app_name, run, author)) is None:
                 continue
-            if session is None:
-                continue
-            if not run.dangling and answered_last(session.events, run.invocation_id):
+            if answered:
                 self.unanswered.append((run.user_id, run.session_id))
-            for event in closing_events(session, run, author):
-                await self.append_event(session, event)
             closed += 1
         await self._write(writes.ForgetLeftoverTexts(app_name))
         if closed:
             log.warning("closed %d runs interrupted by a restart", closed)
         return closed
+
+    async def close_interrupted_thread(
+        self, app_name: str, thread_id: str, *, author: str = "model"
+    ) -> bool:
+        """Closes the run a crash cut off on one thread, as ``close_interrupted`` does.
+
+        For a shared database: call it once the process that ran the thread is known to be
+        gone (its lease expired), never while it may still run. True if the model owes a
+        reply to answers it was given (the caller asks for it again, as the gateway does
+        for ``unanswered``); False if it does not, or no run of the thread was open.
+        """
+        open_runs = await self._read(
+            partial(self._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
+        )
+        answered = False
+        for run in open_runs:
+            answered = bool(await self._close_run(app_name, run, author)) or answered
+        await self._write(writes.ForgetLeftoverTexts(app_name, (thread_id,)))
+        if open_runs:
+            log.warning("closed the run of thread %r, cut off with its process", thread_id)
+        return answered
+
+    async def _close_run(self, app_name: str, run: OpenRun, author: str) -> bool | None:
+        """Appends the events that close ``run``; whether the model owes a reply to answers
+        it was given, or None if the thread is gone or quarantined (left as it is)."""
+        try:
+            session = await self.get_session(
+                app_name=app_name, user_id=run.user_id, session_id=run.session_id
+            )
+        except QuarantinedThreadError:
+            log.warning(
+                "restart: the run cut off on thread %r stays open, since the thread is quarantined",
+                run.session_id,
+            )
+            return None
+        if session is None:
+            return None
+        answered = not run.dangling and answered_last(session.events, run.invocation_id)
+        for event in closing_events(session, run, author):
+            await self.append_event(session, event)
+        return answered
 
     # --- internals ----------------------------------------------------------------------
 
@@ -542,10 +569,16 @@ class SessionService(BaseSessionService):
             await self._write(writes.SetAside(app_name, user_id, session_id, damage, quarantine.at))
         return quarantine
 
-    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        if self._db is None:
+    @property
+    def _reads(self) -> Reads:
+        if self._backend is None:
             raise StoreError("the session store is not open")
-        return await self._db.run(fn)
+        return self._backend.reads
+
+    async def _read(self, fn: Callable[[Any], T]) -> T:
+        if self._backend is None:
+            raise StoreError("the session store is not open")
+        return await self._backend.read(fn)
 
     async def _write(self, write: writes.Write) -> object:
         return await self._writer_or_raise().submit(write)

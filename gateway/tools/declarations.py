@@ -32,9 +32,7 @@ class DeclarationLog:
     logged once per connection, and again only when it changes."""
 
     def __init__(self) -> None:
-        self._last: weakref.WeakKeyDictionary[object, tuple[str, ...]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._last: weakref.WeakKeyDictionary[object, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
     def note(self, connection: object | None, names: Iterable[str]) -> None:
         declared = tuple(sorted(names))

@@ -34,7 +34,6 @@ class ChatCompletions(Provider):
     def env(self) -> dict[str, str]:
         return {"OPENAI_BASE_URL": self.url, "OPENAI_API_KEY": "sk-local-test"}
 
-
     def listing(self) -> dict[str, Any]:
         return {
             "object": "list",

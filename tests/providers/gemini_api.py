@@ -42,7 +42,6 @@ class GeminiApi(Provider):
     def env(self) -> dict[str, str]:
         return {"GOOGLE_GEMINI_BASE_URL": self.url, "GOOGLE_API_KEY": "local-test-key"}
 
-
     def listing(self) -> dict[str, Any]:
         return {
             "name": f"models/{MODEL}",

@@ -135,4 +135,3 @@ def build_before_tool_callback(screen_catalog: ScreenCatalog) -> BeforeToolCallb
         return refusal.as_result()
 
     return before_tool
-

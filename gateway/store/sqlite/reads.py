@@ -7,8 +7,9 @@ quarantined thread's read returns its quarantine and nothing else.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, cast
 
 from gateway.store.frames import FrameLog, LoggedFrame
@@ -16,6 +17,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
+from gateway.store.sqlite.scopes import scope_state as scope_state
 from gateway.store.sqlite.scopes import stored_scopes
 from gateway.store.threads import ThreadSummary
 
@@ -213,12 +215,20 @@ def thread_owner(db: sqlite3.Connection, *, app_name: str, session_id: str) -> s
     return cast(str, row[0]) if row else None
 
 
-def open_runs(db: sqlite3.Connection, *, app_name: str) -> list[OpenRun]:
+def open_runs(
+    db: sqlite3.Connection, *, app_name: str, session_ids: Collection[str] | None = None
+) -> list[OpenRun]:
+    """The open runs of the app's threads (all of them, or those named)."""
+    query = (
+        "SELECT pk, user_id, id, invocation_id FROM sessions WHERE app_name = ? AND run_open = 1"
+    )
+    params: tuple[str, ...] = (app_name,)
+    if session_ids is not None:
+        query += " AND id IN (SELECT value FROM json_each(?))"
+        params += (json.dumps(list(session_ids)),)
+    found = db.execute(query, params).fetchall()
     runs = []
-    for pk, user_id, session_id, invocation_id in db.execute(
-        "SELECT pk, user_id, id, invocation_id FROM sessions WHERE app_name = ? AND run_open = 1",
-        (app_name,),
-    ).fetchall():
+    for pk, user_id, session_id, invocation_id in found:
         dangling = db.execute(
             "SELECT call_id, name FROM open_calls WHERE session_pk = ? AND long_running = 0"
             " ORDER BY seq",

@@ -17,9 +17,9 @@ from google.adk.events import Event
 
 from gateway.cut_off import LEGACY_NOTE
 from gateway.store.codec import decoded_event, dump_messages
-from gateway.store.errors import StoreError
 from gateway.store.progress import RunProgress
 from gateway.store.quarantine import Quarantine
+from gateway.store.schema import check_ours, migrations_due
 from gateway.store.sqlite.open_calls import record_progress
 
 # The store logs under one name, whichever part of it speaks.
@@ -230,28 +230,13 @@ def prepare(
         if not in_memory:
             db.execute("PRAGMA journal_mode = WAL")
         db.execute(f"PRAGMA synchronous = {synchronous}")
-    if tables and "schema_version" not in tables:
-        raise StoreError(
-            f"{path} is a SQLite database but not an agent-gateway store (it has no"
-            f" schema_version table; tables: {', '.join(sorted(tables))}). Point --db at"
-            " another file."
-        )
+    check_ours(path, tables, kind="a SQLite database", other="another file")
     version = 0
     if tables:
         row = db.execute("SELECT version FROM schema_version").fetchone()
         version = int(row[0]) if row else 0
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{path} has store schema version {version}, newer than the version {SCHEMA_VERSION}"
-            " this agent-gateway understands. Upgrade agent-gateway, or use another --db."
-        )
-    if version == SCHEMA_VERSION:
+    if not migrations_due(path, version, SCHEMA_VERSION, read_only=read_only):
         return
-    if read_only:
-        raise StoreError(
-            f"{path} has store schema version {version} and needs migrating to"
-            f" {SCHEMA_VERSION}; start the gateway on it once to migrate."
-        )
     db.execute("BEGIN IMMEDIATE")
     try:
         if version == 0:

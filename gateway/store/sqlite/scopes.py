@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, cast
 
-from gateway.store.codec import dump, load_state, merged_state
+from gateway.store.codec import load_state, merged_state, updated_state
 
 
 def merge_scope(
@@ -18,20 +18,18 @@ def merge_scope(
     """Applies a delta to app state (user_id None) or user state, as dict.update does."""
     if user_id is None:
         row = db.execute("SELECT state FROM app_states WHERE app_name = ?", (app_name,)).fetchone()
-        state = {**load_state(row[0] if row else None), **delta}
         db.execute(
             "INSERT OR REPLACE INTO app_states (app_name, state, update_time) VALUES (?, ?, ?)",
-            (app_name, dump(state), now),
+            (app_name, updated_state(row[0] if row else None, delta), now),
         )
     else:
         row = db.execute(
             "SELECT state FROM user_states WHERE app_name = ? AND user_id = ?", (app_name, user_id)
         ).fetchone()
-        state = {**load_state(row[0] if row else None), **delta}
         db.execute(
             "INSERT OR REPLACE INTO user_states (app_name, user_id, state, update_time)"
             " VALUES (?, ?, ?, ?)",
-            (app_name, user_id, dump(state), now),
+            (app_name, user_id, updated_state(row[0] if row else None, delta), now),
         )
 
 

@@ -7,11 +7,11 @@ read-only, full, broken) fails the whole batch.
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from collections.abc import Sequence
 
-from gateway.store.sqlite.writes import Write
+from gateway.store.sqlite import writes as sql
+from gateway.store.writes import Failed, Write, apply
 
 
 def commit(db: sqlite3.Connection, writes: Sequence[Write]) -> list[object]:
@@ -25,7 +25,7 @@ def commit(db: sqlite3.Connection, writes: Sequence[Write]) -> list[object]:
             if isolate:
                 db.execute("SAVEPOINT write")
             try:
-                results.append(write.apply(db))
+                results.append(apply(sql, db, write))
             except Exception as error:
                 if _cannot_commit(error):
                     raise  # not this write's fault: the whole batch fails
@@ -48,8 +48,3 @@ def commit(db: sqlite3.Connection, writes: Sequence[Write]) -> list[object]:
 def _cannot_commit(error: Exception) -> bool:
     """Whether a write failed because of the database (locked, read-only, full, broken)."""
     return isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Failed:
-    error: Exception

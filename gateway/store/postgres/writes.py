@@ -1,0 +1,256 @@
+"""The write commands (``gateway.store.writes``) in PostgreSQL's SQL, for many writers.
+
+Other processes write the same rows, so every read a write decides on takes the row's
+lock first (``FOR UPDATE``): an append checks the revision of a session no one else can
+append to until it commits, and a new thread's id is locked while its owner is looked up,
+so that of two processes opening it at once one creates it and the other finds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import psycopg
+
+from gateway.store.codec import dump, updated_state
+from gateway.store.postgres.open_calls import record_progress
+from gateway.store.postgres.reads import load_session, log_head, thread_owner
+from gateway.store.postgres.schema import EVENT_BYTES
+from gateway.store.postgres.scopes import merge_scope, with_scopes
+from gateway.store.rows import StoredSession
+from gateway.store.threads import OpenedThread, Usage
+from gateway.store.writes import (
+    AppendEvent,
+    AppendFrames,
+    CreateSession,
+    DeleteSession,
+    ForgetLeftoverTexts,
+    OpenThread,
+    SaveStreamedText,
+    SetAside,
+    TrimFrames,
+    not_found,
+)
+
+
+def create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, Any]:
+    """Returns the new session's merged state."""
+    # ON CONFLICT, not an error: an error would abort the whole transaction, not one write.
+    created = db.execute(
+        "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)"
+        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING pk",
+        (
+            create.app_name,
+            create.user_id,
+            create.session_id,
+            dump(create.deltas["session"]),
+            create.now,
+            create.now,
+        ),
+    ).fetchone()
+    if created is None:
+        raise create.already_exists()
+    if create.deltas["app"]:
+        merge_scope(db, create.app_name, None, create.deltas["app"], create.now)
+    if create.deltas["user"]:
+        merge_scope(db, create.app_name, create.user_id, create.deltas["user"], create.now)
+    return with_scopes(db, create.app_name, create.user_id, create.deltas["session"])
+
+
+def open_thread(
+    db: psycopg.Connection, opening: OpenThread
+) -> OpenedThread | tuple[StoredSession, Usage, int]:
+    # Held to the end of the transaction: another process opening the same new thread
+    # waits here, then finds the owner this one recorded.
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (f"{opening.app_name}\x1f{opening.session_id}",),
+    )
+    owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
+    if owner is None:
+        create = opening.creation()
+        session = create.session(create_session(db, create))
+        return OpenedThread(opening.user_id, session, created=True, usage=_usage(db, opening))
+    if owner != opening.user_id:
+        return OpenedThread(owner, None, created=False)
+    stored = load_session(
+        db,
+        app_name=opening.app_name,
+        user_id=opening.user_id,
+        session_id=opening.session_id,
+        window=opening.window,
+        after=None,
+    )
+    assert stored is not None  # its owner was just read, and nothing deletes it under the lock
+    head = log_head(
+        db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
+    )
+    return stored, _usage(db, opening), head
+
+
+def _usage(db: psycopg.Connection, opening: OpenThread) -> Usage:
+    threads, stored_bytes = cast(
+        tuple[int, int],
+        db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0)::bigint FROM sessions"
+            " WHERE app_name = %s AND user_id = %s",
+            (opening.app_name, opening.user_id),
+        ).fetchone(),
+    )
+    return Usage(threads, stored_bytes)
+
+
+def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
+    """Returns the session's new revision."""
+    # The row's lock makes the revision check and the append one step for every process:
+    # one that appended first has committed (and moved the revision) before this read.
+    row = db.execute(
+        "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open, state"
+        " FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s FOR UPDATE",
+        (append.app_name, append.user_id, append.session_id),
+    ).fetchone()
+    if row is None:
+        raise not_found(append.session_id)
+    pk, revision, update_time, invocation_id, invocation_seq, run_open, state = row
+    append.check_fresh(revision, update_time)
+    seq, event_bytes = cast(
+        tuple[int, int],
+        db.execute(
+            "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data, messages)"
+            f" VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq, {EVENT_BYTES}",
+            (
+                pk,
+                append.event_id,
+                append.invocation_id,
+                append.author,
+                append.timestamp,
+                append.data,
+                append.messages,
+            ),
+        ).fetchone(),
+    )
+    # The message's final event replaces its streamed text, in the same transaction.
+    db.execute(
+        "DELETE FROM streamed_texts WHERE session_pk = %s AND message_id = %s",
+        (pk, append.event_id),
+    )
+    invocation_seq, run_open = append.run_after(invocation_id, invocation_seq, run_open, seq)
+    if append.deltas["session"]:
+        state = updated_state(state, append.deltas["session"])
+    db.execute(
+        "UPDATE sessions SET revision = %s, update_time = %s, invocation_id = %s,"
+        " invocation_seq = %s, run_open = %s, state = %s, stored_bytes = stored_bytes + %s"
+        " WHERE pk = %s",
+        (
+            revision + 1,
+            append.timestamp,
+            append.invocation_id,
+            invocation_seq,
+            run_open,
+            state,
+            event_bytes,
+            pk,
+        ),
+    )
+    if append.deltas["app"]:
+        merge_scope(db, append.app_name, None, append.deltas["app"], append.timestamp)
+    if append.deltas["user"]:
+        merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
+    record_progress(db, append.progress, pk, seq, invocation_seq)
+    return cast(int, revision) + 1
+
+
+def probe(db: psycopg.Connection) -> None:
+    db.execute("UPDATE probes SET count = count + 1")
+
+
+def delete_session(db: psycopg.Connection, delete: DeleteSession) -> None:
+    # Its events, open calls, streamed text and quarantine go with it (ON DELETE CASCADE).
+    db.execute(
+        "DELETE FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
+        (delete.app_name, delete.user_id, delete.session_id),
+    )
+
+
+def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
+    cursor = db.execute(
+        "INSERT INTO streamed_texts"
+        " (session_pk, invocation_id, message_id, author, text, update_time)"
+        " SELECT pk, %s, %s, %s, %s, %s FROM sessions"
+        " WHERE app_name = %s AND user_id = %s AND id = %s"
+        " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
+        " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
+        " update_time = excluded.update_time",
+        (
+            save.invocation_id,
+            save.message_id,
+            save.author,
+            save.text,
+            save.update_time,
+            save.app_name,
+            save.user_id,
+            save.session_id,
+        ),
+    )
+    if cursor.rowcount == 0:
+        raise not_found(save.session_id)
+
+
+def _session_pk(db: psycopg.Connection, app_name: str, user_id: str, session_id: str) -> int | None:
+    row = db.execute(
+        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
+    pk = _session_pk(db, append.app_name, append.user_id, append.session_id)
+    if pk is None:
+        raise not_found(append.session_id)
+    with db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+        )
+    return append.frames[-1].seq
+
+
+def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
+    pk = _session_pk(db, trim.app_name, trim.user_id, trim.session_id)
+    if pk is None:
+        return
+    db.execute(
+        "DELETE FROM frames WHERE session_pk = %(pk)s AND seq < COALESCE("
+        " (SELECT MIN(seq) FROM (SELECT seq, SUM(octet_length(data)) OVER (ORDER BY seq DESC)"
+        " AS kept FROM frames WHERE session_pk = %(pk)s) AS newest WHERE kept <= %(max)s),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = %(pk)s))",
+        {"pk": pk, "max": trim.max_bytes},
+    )
+
+
+def forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:
+    named = list(forget.session_ids) if forget.session_ids is not None else None
+    db.execute(
+        "DELETE FROM streamed_texts WHERE session_pk IN (SELECT pk FROM sessions"
+        " WHERE app_name = %s AND (%s::text[] IS NULL OR id = ANY(%s::text[])))",
+        (forget.app_name, named, named),
+    )
+
+
+def set_aside(db: psycopg.Connection, set_aside: SetAside) -> None:
+    db.execute(
+        "INSERT INTO quarantine (session_pk, seq, column_name, reason, at)"
+        " SELECT pk, %s, %s, %s, %s FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s"
+        " ON CONFLICT DO NOTHING",
+        (
+            set_aside.damage.seq,
+            set_aside.damage.column,
+            set_aside.damage.reason,
+            set_aside.at,
+            set_aside.app_name,
+            set_aside.user_id,
+            set_aside.session_id,
+        ),
+    )

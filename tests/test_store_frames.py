@@ -1,0 +1,92 @@
+"""Each thread's event log in the store (``gateway.store.frames``), on every backend.
+
+Frames are appended through the group commit and numbered by their thread's one writer;
+a read after a cursor gives those above it and where the log stands; a trim keeps the
+newest that fit a size, and always the newest one; a thread's frames go with the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.store import SessionService
+from gateway.store.frames import LoggedFrame
+
+APP = "app"
+
+
+@pytest.fixture
+async def store(db: str) -> AsyncIterator[SessionService]:
+    service = SessionService(db)
+    await service.open()
+    await service.create_session(app_name=APP, user_id="u", session_id="t")
+    yield service
+    await service.close()
+
+
+def frames(*seqs: int, size: int = 10, only_for: str | None = None) -> list[LoggedFrame]:
+    return [LoggedFrame(seq, bytes([seq % 256]) * size, only_for, None) for seq in seqs]
+
+
+async def test_frames_read_after_a_cursor_come_in_order_with_the_logs_bounds(
+    store: SessionService,
+) -> None:
+    committed: list[tuple[str, str, int]] = []
+    store.frame_listeners.append(lambda app, thread, seq: committed.append((app, thread, seq)))
+    assert await store.append_frames(APP, "u", "t", frames(1, 2)) == 2
+    assert await store.append_frames(APP, "u", "t", frames(3, only_for="client-a")) == 3
+    assert committed == [(APP, "t", 2), (APP, "t", 3)]
+    log = await store.frames_after(APP, "u", "t", 1)
+    assert [(f.seq, f.data, f.only_for) for f in log.frames] == [
+        (2, b"\x02" * 10, None),
+        (3, b"\x03" * 10, "client-a"),
+    ]
+    assert (log.oldest, log.head) == (1, 3)
+    first = await store.frames_after(APP, "u", "t", 0, limit=2)
+    assert [f.seq for f in first.frames] == [1, 2] and first.head == 3
+    assert await store.log_head(APP, "u", "t") == 3
+    assert (await store.open_thread(APP, "u", "t")).log_head == 3
+    empty = await store.frames_after(APP, "u", "nowhere", 0)
+    assert (empty.frames, empty.head) == ([], 0)
+
+
+async def test_frames_queued_together_cost_one_write(store: SessionService) -> None:
+    commits = store.commits
+    futures = [store.append_frames(APP, "u", "t", frames(seq)) for seq in range(1, 6)]
+    assert await asyncio.gather(*futures) == [5] * 5
+    assert store.commits == commits + 1
+    assert [f.seq for f in (await store.frames_after(APP, "u", "t", 0)).frames] == [1, 2, 3, 4, 5]
+
+
+async def test_a_number_the_log_holds_fails_that_write_alone(store: SessionService) -> None:
+    await store.append_frames(APP, "u", "t", frames(1))
+    await store.create_session(app_name=APP, user_id="u", session_id="other")
+    twice, elsewhere = await asyncio.gather(
+        store.append_frames(APP, "u", "t", frames(1)),
+        store.append_frames(APP, "u", "other", frames(1)),
+        return_exceptions=True,
+    )
+    assert isinstance(twice, Exception) and elsewhere == 1
+    assert store.can_commit
+    assert await store.log_head(APP, "u", "other") == 1
+
+
+async def test_a_trim_keeps_the_newest_that_fit_and_always_the_head(store: SessionService) -> None:
+    await store.append_frames(APP, "u", "t", frames(1, 2, 3, 4, size=100))
+    await store.trim_frames(APP, "u", "t", 250)
+    log = await store.frames_after(APP, "u", "t", 0)
+    assert [f.seq for f in log.frames] == [3, 4] and log.oldest == 3
+    await store.trim_frames(APP, "u", "t", 10)
+    log = await store.frames_after(APP, "u", "t", 0)
+    assert [f.seq for f in log.frames] == [4] and log.head == 4
+
+
+async def test_a_threads_frames_go_with_it(store: SessionService) -> None:
+    await store.append_frames(APP, "u", "t", frames(1, 2))
+    await store.delete_session(app_name=APP, user_id="u", session_id="t")
+    assert await store.log_head(APP, "u", "t") == 0
+    await store.create_session(app_name=APP, user_id="u", session_id="t")
+    assert await store.append_frames(APP, "u", "t", frames(1)) == 1
