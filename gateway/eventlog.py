@@ -59,25 +59,61 @@ _kind = msgspec.json.Decoder(_Kind)
 _RUN_ENDS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 
-def replay(log: FrameLog, after: int, client: str | None) -> list[p.Event] | None:
+def replay(
+    log: FrameLog, after: int, client: str | None, running_since: int | None
+) -> list[p.Event] | None:
     """The events after ``after`` for ``client``, from a read of the log after
     ``after - 1`` (so it shows whether the log holds ``after`` itself); None when the log
-    cannot answer that cursor: beyond its head, or older than what it keeps."""
+    cannot answer that cursor: beyond its head, older than what it keeps, or through a run
+    that a crash cut off (``cut_off``). ``running_since``: the number of the RUN_STARTED
+    of the run in progress, if one is."""
     if after > log.head:
         return None
     if after > 0 and (log.oldest is None or log.oldest > after):
         return None  # trimmed away, or never written
     if after == 0 and log.oldest is not None and log.oldest > 1:
         return None
+    if cut_off(log, after, running_since):
+        return None
     return [p.decode_event(f.data) for f in log.frames if f.seq > after and shown_to(f, client)]
 
 
-def ends_mid_run(log: FrameLog) -> bool:
-    """Whether the log's last frame read leaves a run open: a run that a crash cut off, so
-    the log alone cannot take a client to the thread as it stands."""
-    if not log.frames:
+def cut_off(log: FrameLog, after: int, running_since: int | None) -> bool:
+    """Whether the frames from ``after`` on go through a run that never ended: one a
+    crash cut off, whose end only the snapshot shows (the store closed it). A run is open
+    from its RUN_STARTED to its end; one still open where the log ends must be the run in
+    progress."""
+    open_since: int | None = None  # the RUN_STARTED of the open run; 0: before the read
+    for frame in log.frames:
+        kind = _kind.decode(frame.data).type
+        if kind == "RUN_STARTED":
+            if open_since is not None and frame.seq > after:
+                return True  # a run began while the one before it was open
+            open_since = frame.seq
+        elif kind in _RUN_ENDS:
+            open_since = None
+        elif open_since is None and frame.seq == after:
+            open_since = 0  # the cursor is inside a run begun before it
+    if open_since is None:
         return False
-    return _kind.decode(log.frames[-1].data).type not in _RUN_ENDS
+    if running_since is None:
+        return True
+    # The run in progress began before the cursor, or is the one whose start was read; a
+    # run begun before the cursor while the one in progress began after it was cut off.
+    return open_since != running_since if open_since else running_since >= after
+
+
+def open_run(log: FrameLog) -> int:
+    """The number of the RUN_STARTED of the run the log's read leaves open (0: begun before
+    the read), for a run in progress on another process (``running_since`` of ``replay``)."""
+    since = 0
+    for frame in log.frames:
+        kind = _kind.decode(frame.data).type
+        if kind == "RUN_STARTED":
+            since = frame.seq
+        elif kind in _RUN_ENDS:
+            since = 0
+    return since
 
 
 def after_replay(held: Iterable[p.Event], last: int) -> list[p.Event]:

@@ -436,8 +436,8 @@ class Hub:
 
         The subscriber watches from before the read, its live events held back meanwhile
         (``Thread.replaying``): an event committed during the read is in the read or held,
-        and one in both is sent once. A cursor into a run that no process is running any
-        more (a crash cut it off) cannot be answered: only the snapshot shows how it ended.
+        and one in both is sent once. A cursor into or through a run that never ended (a
+        crash cut it off) cannot be answered: only the snapshot shows how it ended.
         """
         thread.replaying[subscriber] = []
         thread.watch(subscriber)
@@ -453,22 +453,19 @@ class Hub:
             log = await self.engine.frames_after(
                 thread.user_id, thread.thread_id, max(after - 1, 0)
             )
-            events = eventlog.replay(log, after, subscriber.client)
-            if (
-                thread.run is None
-                and not thread.replaying[subscriber]
-                and eventlog.ends_mid_run(log)
-                and not await self._runs_elsewhere(thread.thread_id)
-            ):
+            running = thread.run.first_seq if thread.run is not None else None
+            events = eventlog.replay(log, after, subscriber.client, running)
+            if events is None and thread.run is None and not thread.replaying[subscriber]:
                 # Cut off by a process that died just now: its end is logged, then replayed;
-                # or another process is logging it, and it is followed from the log.
+                # or another process runs it (or is logging its end): followed from the log.
                 if await self._take_over(thread.user_id, thread.thread_id):
                     log = await self.engine.frames_after(
                         thread.user_id, thread.thread_id, max(after - 1, 0)
                     )
-                    events = eventlog.replay(log, after, subscriber.client)
-                elif not await self._runs_elsewhere(thread.thread_id):
-                    events = None
+                    events = eventlog.replay(log, after, subscriber.client, None)
+                elif await self._runs_elsewhere(thread.thread_id):
+                    elsewhere = eventlog.open_run(log)
+                    events = eventlog.replay(log, after, subscriber.client, elsewhere)
         finally:
             held = thread.replaying.pop(subscriber, [])
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile

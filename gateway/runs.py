@@ -98,6 +98,8 @@ class Run:
     owner: str | None = None
     # Stores frames of the thread's log, returning their commit; None: the run is not logged.
     log: Callable[[list[LoggedFrame]], Commit] | None = None
+    # The number of its RUN_STARTED in the thread's log, once numbered.
+    first_seq: int | None = None
     # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
     leased: bool = False
     # Lets go of the lease once its last event is logged; that event goes out after, so
@@ -146,6 +148,8 @@ class Run:
         for event in batch:
             thread.head += 1
             eventlog.numbered(event, thread.head)
+            if isinstance(event, p.RunStarted) and self.first_seq is None:
+                self.first_seq = thread.head
             only_for = (self.owner or "") if self._executor_only(event) else None
             not_for = self.owner if observers_only else None
             frames.append(eventlog.frame(event, only_for=only_for, not_for=not_for))

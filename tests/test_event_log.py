@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.eventlog import cut_off
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.store import SessionService
-from gateway.store.frames import LoggedFrame
+from gateway.store.frames import FrameLog, LoggedFrame
 from tests.agui import (
     AgUiSocket,
     new_id,
@@ -454,4 +455,35 @@ async def test_a_cursor_into_a_run_a_crash_cut_off_gets_the_snapshot(db: str) ->
         replayed = await back.run({"type": "reattach", "threadId": thread, "after": head})
         assert [e["type"] for e in replayed] == SNAPSHOT_RUN
         run = await back.run(user_input(thread, "안녕"))
+        # Through the cut run into the next one: still the snapshot, never a stream with
+        # a run that never ended in it.
+        through = await back.run({"type": "reattach", "threadId": thread, "after": head})
+        assert [e["type"] for e in through] == SNAPSHOT_RUN
+        started = numbers(run)[0]
+        async with gateway.socket() as later:
+            later.checker.feed(run[0])  # it saw the run begin
+            rest = await later.run({"type": "reattach", "threadId": thread, "after": started})
+        said = {e["messageId"] for e in rest if e.get("role") == "user"}  # the executor's own
+        same_stream([e for e in rest if e.get("messageId") not in said], run[1:])
     assert numbers(run)[0] == head + 2, "numbering goes on after what was stored"
+
+
+def test_a_replay_through_a_run_that_never_ended_is_refused() -> None:
+    def frames(*kinds: str, start: int = 1) -> FrameLog:
+        logged = [
+            LoggedFrame(seq, json.dumps({"type": kind}).encode())
+            for seq, kind in enumerate(kinds, start)
+        ]
+        return FrameLog(logged, logged[0].seq, logged[-1].seq)
+
+    whole = frames("RUN_STARTED", "TEXT_MESSAGE_START", "RUN_FINISHED", "RUN_STARTED", "CUSTOM")
+    assert not cut_off(whole, 2, running_since=4), "into the run in progress"
+    assert cut_off(whole, 2, running_since=None), "the last run never ended, nothing runs"
+    cut = frames("RUN_STARTED", "TEXT_MESSAGE_START", "RUN_STARTED", "CUSTOM")
+    assert cut_off(cut, 2, running_since=3), "a run began while the one before was open"
+    assert not cut_off(cut, 3, running_since=3), "from the later run's start on"
+    # Read from the cursor on, the cut run's start is not in the read: the run in
+    # progress (its start not committed yet) began after the cursor, so it is not that one.
+    tail = frames("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", start=7)
+    assert cut_off(tail, 7, running_since=9)
+    assert not cut_off(tail, 7, running_since=5), "the run in progress began before it"

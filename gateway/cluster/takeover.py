@@ -26,8 +26,10 @@ CUT_OFF = (
 
 def closing_frames(log: FrameLog) -> list[LoggedFrame]:
     """The frames that end the run the log's tail leaves open; none if it ends a run."""
-    if not eventlog.ends_mid_run(log):
-        return []
+    if not log.frames or isinstance(
+        p.decode_event(log.frames[-1].data), p.RunFinished | p.RunError
+    ):
+        return []  # the run had ended: nothing was cut off in the log
     open_items: dict[str, tuple[p.Event, str | None]] = {}
     for frame in log.frames:
         event = p.decode_event(frame.data)
