@@ -158,6 +158,8 @@ class Hub:
         self.status_listeners: list[Callable[[bool], None]] = []
         self.declarations = DeclarationLog()
         self.followers = Followers(self._read_log)
+        # Threads whose dead holder's run this process is closing, done when it has.
+        self._taking_over: dict[str, asyncio.Future[None]] = {}
         self._running = 0
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
@@ -596,22 +598,30 @@ class Hub:
         """Takes the thread's lease if its holder died, closes the run it cut off and lets
         the thread go, unless the model is to reply again, which runs here; False when
         there was nothing to close, or another process holds the thread."""
-        taken = await self.cluster.take(thread_id, user_id, "takeover")
-        if taken is None:  # another process was first, or runs it
-            return False
-        if taken.from_dead is None:
-            self.cluster.release(thread_id)
-            return False
+        if (closing := self._taking_over.get(thread_id)) is not None:
+            await asyncio.shield(closing)  # this process is closing it already
+            return True
+        closing = self._taking_over[thread_id] = asyncio.get_running_loop().create_future()
         try:
-            ask_again = await self._close_cut_off(user_id, thread_id, taken.from_dead)
-        except BaseException:
-            self.cluster.release(thread_id)
-            raise
-        if ask_again:
-            self.finish_cut_off(user_id, thread_id, leased=True)
-        else:
-            self.cluster.release(thread_id)
-        return True
+            taken = await self.cluster.take(thread_id, user_id, "takeover")
+            if taken is None:  # another process was first, or runs it
+                return False
+            if taken.from_dead is None:
+                self.cluster.release(thread_id)
+                return False
+            try:
+                ask_again = await self._close_cut_off(user_id, thread_id, taken.from_dead)
+            except BaseException:
+                self.cluster.release(thread_id)
+                raise
+            if ask_again:
+                self.finish_cut_off(user_id, thread_id, leased=True)
+            else:
+                self.cluster.release(thread_id)
+            return True
+        finally:
+            del self._taking_over[thread_id]
+            closing.set_result(None)
 
     def cancel_requested(self, thread_id: str, user_id: str) -> None:
         """A cancel sent to another process for this process's run (``Cluster.cancel``)."""
