@@ -171,7 +171,8 @@ async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postg
     for store, audit in zip(stores, audits, strict=True):
         await audit.close()
         await store.close()
-    assert [r.thread_id for r in await read_audit(url, user="demo")] == ["t1", "t2"]
+    # Two writers commit on their own: which of the two rows is first is theirs to race.
+    assert sorted(r.thread_id for r in await read_audit(url, user="demo")) == ["t1", "t2"]
     assert [a.action for a in await read_access(url)] == ["cancel"]
     out = io.StringIO()
     assert await print_audit(url, out=out) == 3
