@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from gateway import eventlog
 from gateway import protocol as p
@@ -44,10 +45,17 @@ class Followers:
         thread.heard = max(thread.heard, seq)
         if thread.run is not None or not thread.watchers:
             return
-        if thread.thread_id not in self._reading:
+        reading = self._reading.get(thread.thread_id)
+        # A read that has returned but whose task has not yet run its done callbacks will
+        # not look at ``heard`` again: a notice in that gap needs a read of its own.
+        if reading is None or reading.done():
             task = asyncio.create_task(self._follow(thread), name=f"follow {thread.thread_id}")
             self._reading[thread.thread_id] = task
-            task.add_done_callback(lambda _: self._reading.pop(thread.thread_id, None))
+            task.add_done_callback(partial(self._done, thread.thread_id))
+
+    def _done(self, thread_id: str, task: asyncio.Task[None]) -> None:
+        if self._reading.get(thread_id) is task:
+            del self._reading[thread_id]
 
     async def catch_up(self, thread: Thread) -> None:
         """Before a run of this process emits: sends its watchers what other processes

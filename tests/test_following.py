@@ -109,3 +109,26 @@ async def test_a_run_of_this_process_first_catches_its_watchers_up_then_goes_liv
     await Followers(log.read).catch_up(thread)
     assert seqs(watcher) == [2, 3, 4]
     assert thread.positions == {}  # from here on the run's own events reach it live
+
+
+async def test_a_notice_heard_as_the_last_read_returns_gets_a_read_of_its_own():
+    # The gap the fan-out bench found: a read's task has returned, its done callbacks have not
+    # run yet, and the notice of the run's last frames arrives in between.
+    log = Log([text(n) for n in range(1, 4)])
+    thread = Thread("t1", "u1")
+    watcher = Watcher()
+    thread.watch(watcher)
+    thread.positions[watcher] = 0
+    followers = Followers(log.read)
+    followers.heard(thread, 3)
+    reading = followers._reading["t1"]
+    ended = asyncio.get_running_loop().create_future()
+    # Registered after the follower's own callback, it runs in the same batch of callbacks,
+    # before the loop gets to anything the notice starts.
+    reading.add_done_callback(lambda _: ended.set_result(None))
+    await ended
+    log.frames += [text(4), text(5)]
+    followers._reading["t1"] = reading  # as it stands while its done callbacks are pending
+    followers.heard(thread, 5)
+    await settled()
+    assert seqs(watcher) == [1, 2, 3, 4, 5]
