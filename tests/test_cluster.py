@@ -5,7 +5,8 @@ ports, the demo agent and its scripted model: the flagship story with the browse
 sent to another process than the one that paused; a reattach on B in the middle of A's run
 that follows it live to its end; a cancel sent to B that stops A's run; and A killed
 mid-run, after which nothing its client was told is lost or told twice, no screen opens
-twice, and the thread runs at once through B.
+twice, and the thread runs at once through B. An approval answered through another process
+runs its tool once.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.agui import (
 )
 from tests.postgres import Postgres
 from tests.processes import gateway_process
+from tests.test_upstream import resume
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 LONG = "자기소개를 길게 해 주세요"
@@ -112,6 +114,25 @@ async def test_a_browser_answer_sent_to_another_process_resumes_the_paused_run(c
     assert text_of(second) == "업무 요청 목록 화면으로 이동했습니다."
     assert outcome(second) == {"type": "success"}
     assert not tool_calls(second)  # the paused invocation resumed: nothing asked again
+
+
+async def test_an_approval_sent_to_another_process_resumes_the_paused_run_once(cluster):
+    a, _, c = cluster
+    thread = new_id("t")
+    async with tab(a) as on_a:
+        asked = await on_a.run(user_input(thread, "R-1042 승인해줘"))
+    [interrupt] = outcome(asked)["interrupts"]
+    assert interrupt["reason"] == "approval"
+    async with tab(c) as on_c:
+        approved = await on_c.run(resume(thread, interrupt["id"], payload={"approved": True}))
+        again = await on_c.run(resume(thread, interrupt["id"], payload={"approved": True}))
+    results = [e for e in approved if e["type"] == "TOOL_CALL_RESULT"]
+    assert [r["toolCallId"] for r in results] == [interrupt["toolCallId"]]
+    assert '"status":"approved"' in results[0]["content"]
+    assert text_of(approved) == "R-1042 요청을 승인했습니다."
+    # Answered once: the same answer again finds nothing open and runs nothing.
+    assert not [e for e in again if e["type"].startswith("TOOL_CALL")]
+    assert outcome(again) == {"type": "success"}
 
 
 async def test_a_reattach_on_another_process_follows_the_run_live_to_its_end(cluster):
