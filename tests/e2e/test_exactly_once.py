@@ -15,7 +15,14 @@ from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
 from tests.agui import new_id, user_input
 from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, TIMEOUT_MS, WebApp
+from tests.e2e.web_helpers import (
+    FLAGSHIP,
+    MOVED,
+    NEEDS_CHROMIUM,
+    TIMEOUT_MS,
+    WebApp,
+    route_sockets,
+)
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -64,7 +71,7 @@ async def test_a_result_sent_into_a_dying_socket_is_sent_again(
 
         route.on_message(upstream)
 
-    await page.route_web_socket(re.compile(r"/ws\?"), through_proxy)
+    await route_sockets(page, through_proxy)
     app = await WebApp.open(context, slow_gateway, "demo", page=page)
     await app.say(FLAGSHIP)
 
@@ -99,7 +106,7 @@ async def test_an_observer_shows_the_message_and_the_call_when_the_sender_leaves
 
         server.on_message(downstream)
 
-    await page.route_web_socket(re.compile(r"/ws\?"), until_the_run_starts)
+    await route_sockets(page, until_the_run_starts)
     sender = await WebApp.open(context, slow_gateway, "demo", thread=thread, page=page)
     await sender.say(FLAGSHIP)
     await asyncio.wait_for(started.wait(), TIMEOUT_MS / 1000)

@@ -42,6 +42,11 @@ async def test_event_source_resumes_with_last_event_id_and_misses_nothing(
     await page.evaluate(FOLLOW, [f"/invocations?threadId={thread}&user=demo&after={cursor}"])
     # The stream ends with the idle thread; EventSource comes back on its own, saying
     # where it was: the thread's next run reaches it, whether live or from the log.
+    for _ in range(TIMEOUT_MS // 100):
+        if len(resumes) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    assert len(resumes) >= 2, "EventSource comes back once the idle thread's stream ends"
     async with gateway.socket() as ws:
         second = await ws.run(user_input(thread, "안녕"))
     for _ in range(TIMEOUT_MS // 100):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from tests.e2e.web_helpers import (
     SCREENSHOT,
     TIMEOUT_MS,
     WebApp,
+    route_sockets,
 )
 
 pytestmark = NEEDS_CHROMIUM
@@ -236,7 +236,7 @@ async def test_a_dropped_connection_reconnects_and_reattaches_without_opening_ag
         server.on_message(down)
         sockets.append((route, server))
 
-    await page.route_web_socket(re.compile(r"/ws\?"), through_proxy)
+    await route_sockets(page, through_proxy)
     app = await WebApp.open(context, slow_gateway, "demo", page=page)
     await app.say(FLAGSHIP)
     await app.page.wait_for_function(

@@ -8,7 +8,10 @@ see is ``window.__navigations``, the page's count of main-area swaps.
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from playwright.async_api import (
     Page,
     Playwright,
     WebSocket,
+    WebSocketRoute,
     expect,
 )
 
@@ -49,13 +53,27 @@ NEEDS_CHROMIUM = pytest.mark.skipif(
 )
 
 
+# Pages whose sockets a test routes through a handler of its own (``route_sockets``).
+_ROUTED: weakref.WeakSet[Page] = weakref.WeakSet()
+
+
+async def route_sockets(page: Page, handler: Callable[[WebSocketRoute], Any]) -> None:
+    """Sends the page's /ws sockets through ``handler``; the test checks their streams itself.
+
+    Playwright's reports of a routed socket's frames cannot be relied on: once a routed socket
+    is closed and the page opens another, frames of the new one were seen reported on both,
+    so the context's checker would see one stream twice, interleaved.
+    """
+    _ROUTED.add(page)
+    await page.route_web_socket(re.compile(r"/ws\?"), handler)
+
+
 def check_streams(page: Page, problems: list[str]) -> None:
     """Every frame the page's sockets receive goes through the suite's AG-UI checker.
 
     A socket whose stream begins mid-run (a reattach by cursor, ``"after"``) continues the
-    stream of the socket before it, and is checked as that stream's rest. Playwright does not
-    report the frames a test's route forwards (``route_web_socket``), so such a stream may
-    continue one that was never seen here: that test checks its streams itself.
+    stream of the socket before it, and is checked as that stream's rest. Pages whose sockets
+    a test routes (``route_sockets``) are left to that test.
     """
     checkers: list[StreamChecker] = []
 
@@ -63,6 +81,8 @@ def check_streams(page: Page, problems: list[str]) -> None:
         mine: list[StreamChecker | None] = []
 
         def received(payload: str | bytes) -> None:
+            if page in _ROUTED:
+                return
             try:
                 event = json.loads(payload)
                 if not mine:
