@@ -160,6 +160,9 @@ class Hub:
         self.followers = Followers(self._read_log)
         # Threads whose dead holder's run this process is closing, done when it has.
         self._taking_over: dict[str, asyncio.Future[None]] = {}
+        # Of those, the ones a cancel or a new message reached while they closed: the model
+        # is not asked again for the cut-off reply, which nobody wants any more.
+        self._takeovers_stopped: set[str] = set()
         self._running = 0
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
@@ -551,6 +554,10 @@ class Hub:
         """Takes the thread's lease for a run of this process; False while another process
         holds it. A lease taken from a dead holder first closes the run it cut off. Each
         lease taken is released once (``Cluster.release``), by the run or the caller."""
+        if (closing := self._taking_over.get(thread_id)) is not None:
+            # This process holds the lease to close a dead holder's run: taking it as its
+            # own would start a run beside that close.
+            await asyncio.shield(closing)
         try:
             taken = await self.cluster.take(thread_id, user_id, run_id)
         except StoreError:
@@ -614,21 +621,26 @@ class Hub:
             except BaseException:
                 self.cluster.release(thread_id)
                 raise
-            if ask_again:
+            if ask_again and thread_id not in self._takeovers_stopped:
                 self.finish_cut_off(user_id, thread_id, leased=True)
             else:
                 self.cluster.release(thread_id)
             return True
         finally:
             del self._taking_over[thread_id]
+            self._takeovers_stopped.discard(thread_id)
             closing.set_result(None)
 
     def cancel_requested(self, thread_id: str, user_id: str) -> None:
-        """A cancel sent to another process for this process's run (``Cluster.cancel``)."""
+        """A cancel sent to another process for this process's run (``Cluster.cancel``),
+        or for the cut-off run it is closing, whose reply it then does not ask for again."""
         thread = self.threads.get(thread_id)
         if thread is not None and thread.run is not None and thread.user_id == user_id:
             log.info("a cancel sent to another process stops %s", thread.run)
             thread.run.abort.set()
+        elif thread_id in self._taking_over:
+            log.info("a cancel sent to another process stops the takeover of %s", thread_id)
+            self._takeovers_stopped.add(thread_id)
 
     def committed(self, thread_id: str, seq: int) -> None:
         """A thread's log grew, on whichever process runs it: this process's watchers of

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
+from gateway.cut_off import FINISHING
 from tests.agui import (
     AgUiSocket,
     StreamChecker,
@@ -38,6 +39,7 @@ from tests.test_upstream import resume
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 LONG = "자기소개를 길게 해 주세요"
+STARTS_ENDS = ("RUN_STARTED", "RUN_FINISHED")
 # Slow enough to act in the middle of a reply, fast enough for the suite.
 PACE_MS = 40
 
@@ -214,13 +216,20 @@ async def test_a_process_killed_mid_run_loses_nothing_and_its_thread_goes_on(
         assert "TEXT_MESSAGE_END" in [e["type"] for e in tail]
         # No screen opened twice: the one navigation, never asked again.
         assert len(tool_calls(everything, "navigateToScreen")) == 1
-        # The thread takes its next message at once, through B.
+        # The thread takes its next message at once, through B. The taker may be asking the
+        # model again for the reply the crash cut off: B's tab follows that run, and the
+        # message either waits for it (B runs it) or interrupts it (another process does).
+        message = user_input(thread, "안녕하세요")
         asked = time.monotonic()
-        await on_b.send(user_input(thread, "안녕하세요"))
-        again = [await on_b.next()]
-        assert again[0]["type"] == "RUN_STARTED"
+        await on_b.send(message)
+        before: list[dict[str, Any]] = []
+        while (event := await on_b.next())["type"] != "RUN_STARTED" or (
+            event["runId"] != message["runId"]
+        ):
+            before.append(event)
         assert time.monotonic() - asked < 2
-        again += await on_b.until_end()
+        assert all(e["runId"].startswith(FINISHING) for e in before if e["type"] in STARTS_ENDS)
+        again = [event, *await on_b.until_end()]
         assert outcome(again)["type"] == "success"
         assert time.monotonic() - killed_at < 15
         assert not tool_calls(again, "navigateToScreen")

@@ -10,11 +10,22 @@ from typing import Any
 
 import pytest
 
-from tests.agui import AgUiSocket, new_id, outcome, seq_of, text_of, user_input
+from tests.agui import (
+    AgUiSocket,
+    new_id,
+    outcome,
+    seq_of,
+    text_of,
+    tool_answer,
+    tool_calls,
+    user_input,
+)
 from tests.conftest import RunningGateway, running_gateway
 from tests.postgres import Postgres
 
 LONG = "자기소개를 길게 해 주세요"
+FLAGSHIP = "업무 요청 목록 화면 열어줘"
+NAVIGATED = {"status": "navigated", "message": "ok"}
 
 
 @pytest.fixture
@@ -134,3 +145,51 @@ async def test_a_run_cut_off_by_its_process_stopping_is_closed_by_another(postgr
     # B took the stopped process's lease over and logged the run's end.
     assert tail[-1]["type"] == "RUN_ERROR"
     assert "stopped before it finished" in tail[-1]["message"]
+
+
+async def test_a_cancel_reaching_a_takeover_stops_the_reply_it_would_ask_for_again(
+    postgres: Postgres,
+):
+    url = postgres.fresh_database()
+    thread = new_id("t")
+    async with running_gateway(db=url, scripted_pace_ms=20, lease_check_seconds=0.2) as b:
+        # B's close of the cut-off run waits until the test lets it go on.
+        hub = b.app.hub
+        assert hub is not None
+        closing, go_on = asyncio.Event(), asyncio.Event()
+        close_cut_off = hub.engine.close_cut_off
+
+        async def held_close(thread_id: str) -> bool:
+            closing.set()
+            await go_on.wait()
+            return await close_cut_off(thread_id)
+
+        hub.engine.close_cut_off = held_close  # type: ignore[method-assign]
+        # A stops mid-reply after the browser's answer reached the model: a takeover would
+        # ask the model again for that reply.
+        slow = running_gateway(db=url, scripted_pace_ms=1000, warm_up_runs=0)
+        async with slow as a, a.socket() as on_a:
+            first = await on_a.run(user_input(thread, FLAGSHIP))
+            [navigate] = tool_calls(first, "navigateToScreen")
+            await on_a.send(tool_answer(thread, [(navigate["id"], NAVIGATED)]))
+            seen = []
+            while not text_of(seen):
+                seen.append(await on_a.next())
+        await asyncio.wait_for(closing.wait(), 10)
+        async with b.socket() as on_b:
+            await on_b.send({"type": "cancel", "threadId": thread})
+            for _ in range(100):  # the cancel goes round through PostgreSQL to B itself
+                if thread in hub._takeovers_stopped:
+                    break
+                await asyncio.sleep(0.05)
+            go_on.set()
+            for event in first + seen:
+                on_b.checker.feed(event)  # the same client, coming back through B
+            await on_b.send({"type": "reattach", "threadId": thread, "after": seq_of(seen[-1])})
+            tail = await on_b.until_end()
+            assert tail[-1]["type"] == "RUN_ERROR"
+            # The reply is not asked for again: nothing more comes on the thread.
+            with pytest.raises(TimeoutError):
+                await on_b.next(timeout=1)
+            again = await on_b.run(user_input(thread, "안녕하세요"))
+            assert outcome(again)["type"] == "success"
