@@ -45,8 +45,9 @@ class StreamChecker:
     or tool call open at a time, no activity while one is, every ``subagentRunId``
     announced by SUBAGENT_STARTED before it is used, and an ACTIVITY_DELTA only for an
     activity message the connection has (from an ACTIVITY_SNAPSHOT or a MESSAGES_SNAPSHOT,
-    in any run), of its type and its sub-agent. ``official=False`` checks the ordering only: ``scripts/load.py``
-    checks thousands of streams and cannot spend the official models' CPU on each event.
+    in any run), of its type and its sub-agent. ``official=False`` checks the ordering
+    only: ``scripts/load.py`` checks thousands of streams and cannot spend the official
+    models' CPU on each event.
     ``declared`` is the version RUN_STARTED must declare: None for a 0.0.x client's stream.
     """
 
