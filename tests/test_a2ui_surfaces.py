@@ -14,7 +14,7 @@ import pytest
 from gateway import a2ui
 from gateway.a2ui.catalogs import CAPABILITIES
 from gateway.examples.navigator import work_requests
-from tests.agui import new_id, outcome, seq_of, text_of, tool_calls, user_input
+from tests.agui import AgUiSocket, new_id, outcome, seq_of, text_of, tool_calls, user_input
 from tests.conftest import RunningGateway
 
 CARD = "work-request-R-1042"
@@ -47,6 +47,14 @@ def pressing(thread: str, name: str = "approve", **user_action: Any) -> dict[str
     }
     frame["forwardedProps"] = {"a2uiAction": {"userAction": pressed | user_action}}
     return frame
+
+
+async def shown_then_pressed(
+    ws: AgUiSocket, thread: str, name: str = "approve"
+) -> list[dict[str, Any]]:
+    """The card of R-1042, then a press on its button: the run its approval interrupts."""
+    await ws.run(user_input(thread, SHOW, context=BASIC))
+    return await ws.run(pressing(thread, name))
 
 
 def answering(thread: str, interrupt_id: str, approved: bool = True) -> dict[str, Any]:
@@ -135,8 +143,7 @@ async def test_approving_from_the_card_asks_a_person_first_then_runs_once_and_up
 ) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:
-        await ws.run(user_input(thread, SHOW, context=BASIC))
-        asked = await ws.run(pressing(thread))
+        asked = await shown_then_pressed(ws, thread)
         [pressed] = of_type(asked, "ACTIVITY_SNAPSHOT")
         assert asked[1] == pressed and pressed["activityType"] == "a2ui-action"
         assert pressed["content"]["userAction"]["sourceComponentId"] == "approve"
@@ -178,8 +185,7 @@ async def test_rejecting_from_the_card_meets_the_same_approval(
 ) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:
-        await ws.run(user_input(thread, SHOW, context=BASIC))
-        asked = await ws.run(pressing(thread, "reject"))
+        asked = await shown_then_pressed(ws, thread, "reject")
         [interrupt] = outcome(asked)["interrupts"]
         assert "R-1042 건을 거절합니다" in interrupt["message"]
         refused = await ws.run(answering(thread, interrupt["id"], approved=False))

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from gateway import protocol as p
-from gateway.a2ui.surfaces import NOT_FOUND, Surfaces
+from gateway.a2ui.surfaces import Surfaces
+from gateway.pointers import MISSING
 from gateway.tool_results import dump_json
 
 __all__ = ["ACTION_KEY", "action_content", "check_action", "told"]
@@ -71,8 +72,8 @@ def check_action(action: p.UserAction, surfaces: Surfaces) -> None:
         sent = action.context[key]
         if _bound(value):
             now = surface.value_at(value["path"])
-            if now is NOT_FOUND or not _same(now, sent):
-                shown = "gone" if now is NOT_FOUND else dump_json(now)
+            if now is MISSING or not _same(now, sent):
+                shown = "gone" if now is MISSING else dump_json(now)
                 raise _refused(
                     f"The card {action.surface_id!r} has changed since it was drawn: {key} is"
                     f" now {shown}, not {dump_json(sent)}. Nothing was done; look at the card"

@@ -19,17 +19,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from gateway.a2ui import SURFACE_ACTIVITY
+from gateway.pointers import pointer, value_at
 
-__all__ = ["NOT_FOUND", "Surface", "Surfaces", "pointer"]
+__all__ = ["Surface", "Surfaces"]
 
-# What a data-model path that holds nothing resolves to (None is JSON's null, a value).
-NOT_FOUND = object()
 ROOT = "root"
-
-
-def pointer(path: str) -> list[str]:
-    """The keys of a JSON Pointer into a data model; "/" and "" are the whole model."""
-    return [key.replace("~1", "/").replace("~0", "~") for key in path.split("/") if key]
 
 
 @dataclasses.dataclass
@@ -53,8 +47,8 @@ class Surface:
         return None
 
     def value_at(self, path: str) -> Any:
-        """The data model's value at an absolute path, or ``NOT_FOUND``."""
-        return _at(self.data, pointer(path))
+        """The data model's value at an absolute path, or ``pointers.MISSING``."""
+        return value_at(self.data, pointer(path))
 
     def set_value(self, path: str, value: Any) -> None:
         keys = pointer(path)
@@ -72,7 +66,7 @@ class Surface:
         if not keys:
             self.data = {}
             return
-        parent, last = _at(self.data, keys[:-1]), keys[-1]
+        parent, last = value_at(self.data, keys[:-1]), keys[-1]
         if isinstance(parent, dict):
             parent.pop(last, None)
         elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
@@ -136,17 +130,6 @@ def _references(component: dict[str, Any]) -> Iterator[str]:
             todo.extend(value.values())
         elif isinstance(value, list):
             todo.extend(value)
-
-
-def _at(value: Any, keys: list[str]) -> Any:
-    for key in keys:
-        if isinstance(value, dict) and key in value:
-            value = value[key]
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
-        else:
-            return NOT_FOUND
-    return value
 
 
 def _child(parent: Any, key: str) -> Any:
