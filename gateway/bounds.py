@@ -38,8 +38,11 @@ class OutOfBounds(Exception):
         return f"`{root}{''.join(reversed(self._path))}` {self.problem}"
 
 
-def check(value: Any, depth: int = 0, *, max_depth: int = MAX_DEPTH) -> None:
-    """Raises OutOfBounds if ``value`` nests deeper or holds more than the bounds allow."""
+def check(value: Any, depth: int = 0, *, max_depth: int | None = None) -> None:
+    """Raises OutOfBounds if ``value`` nests deeper or holds more than the bounds allow;
+    ``max_depth``: a tighter depth than ``MAX_DEPTH``, for a value with a purpose."""
+    if max_depth is None:
+        max_depth = MAX_DEPTH  # read now, not at import: a test may lift the bound
     if isinstance(value, dict):
         _check_size(value, depth, max_depth)
         for key, item in value.items():
