@@ -138,7 +138,9 @@ def test_a_component_the_clients_catalog_lacks_keeps_that_surface_back() -> None
 
 def test_updates_need_the_surface_and_a_surface_shown_again_is_drawn_anew() -> None:
     checked = check_operations(_decided(REQUESTS["R-1042"], "approved"), basic(), Surfaces())
-    assert checked.shown == [] and "shows no such surface" in checked.note["notShown"]
+    assert checked.shown == [] and checked.note["notShown"] == (
+        f"Surface {CARD!r} was not shown: this thread shows no such surface to change."
+    )  # nothing the user misses: no advice to say it in words
     again = check_operations(card_operations(), basic(), shown(card_operations()))
     [(_, operations)] = again.shown
     assert operations[0] == a2ui.delete_surface(CARD)

@@ -85,7 +85,12 @@ class Checked:
 
 
 class _NotShown(Exception):
-    """Why a surface (or every one of them) is not shown, as the model is told."""
+    """Why a surface (or every one of them) is not shown, as the model is told;
+    ``unseen``: the user misses what it shows, so the model is to say it in words."""
+
+    def __init__(self, why: str, *, unseen: bool = True) -> None:
+        super().__init__(why)
+        self.unseen = unseen
 
 
 def check_operations(raw: Any, catalogs: ClientCatalogs | None, surfaces: Surfaces) -> Checked:
@@ -105,15 +110,19 @@ def check_operations(raw: Any, catalogs: ClientCatalogs | None, surfaces: Surfac
         )
         return Checked([], {"shown": [], "notShown": unseen})
     shown: list[tuple[str, list[dict[str, Any]]]] = []
-    refused: list[str] = []
+    refused: dict[str, _NotShown] = {}
     for surface_id, group in grouped.items():
         try:
             shown.append((surface_id, _checked_group(surface_id, group, catalogs, surfaces)))
         except _NotShown as why:
-            refused.append(f"Surface {surface_id!r} was not shown: {why}")
+            refused[surface_id] = why
     note: dict[str, Any] = {"shown": [surface_id for surface_id, _ in shown]}
     if refused:
-        note["notShown"] = " ".join(refused) + f" For those, {_SAY_IT}"
+        said = (
+            f"Surface {surface_id!r} was not shown: {why}" for surface_id, why in refused.items()
+        )
+        advice = f" For those, {_SAY_IT}" if any(w.unseen for w in refused.values()) else ""
+        note["notShown"] = " ".join(said) + advice
     return Checked(shown, note)
 
 
@@ -179,7 +188,7 @@ def _checked_group(
                 sent.append(delete_surface(surface_id))  # A2UI's way to draw it anew
             catalog = body.catalog_id
         elif catalog is None:
-            raise _NotShown("this thread shows no such surface; create it first.")
+            raise _NotShown("this thread shows no such surface to change.", unseen=False)
         elif not catalogs.supports(catalog):
             raise _NotShown(f"the client does not render its catalog {catalog!r}.")
         elif isinstance(body, _UpdateComponents):
