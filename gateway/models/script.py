@@ -62,6 +62,7 @@ from jsonschema.validators import Draft202012Validator, validator_for  # type: i
 from gateway.cut_off import before_restart
 from gateway.models import ModelError
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
+from gateway.pointers import MISSING, value_at
 
 __all__ = ["FALLBACK", "Script", "ScriptLlm", "Seen", "ToolResponse", "load", "read", "respond"]
 
@@ -76,7 +77,6 @@ FALLBACK = (
 _ADK_FENCE = "<<<BEGIN_"
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _PATH = re.compile(r"[\w-]+(?:\.[\w-]+)*")
-_MISSING = object()
 
 
 # --- the file, as written -------------------------------------------------------------------
@@ -122,7 +122,7 @@ class _Template:
                 text.append(piece)
                 continue
             value = _lookup(piece, values)
-            if value is _MISSING:
+            if value is MISSING:
                 return None
             text.append(value if isinstance(value, str) else _as_text(value))
         return "".join(text)
@@ -386,36 +386,27 @@ def _offered(rule: _Rule, name: str, args: dict[str, Any], seen: Seen) -> bool:
 
 
 def _fill(template: Any, values: Sequence[Mapping[str, Any]]) -> Any:
-    """The arguments with their placeholders filled; _MISSING if one cannot be."""
+    """The arguments with their placeholders filled; MISSING if one cannot be."""
     if isinstance(template, _Template):
         if template.whole:
             return _lookup(template.whole, values)
         text = template.fill(values)
-        return _MISSING if text is None else text
+        return MISSING if text is None else text
     if isinstance(template, dict):
         filled = {key: _fill(item, values) for key, item in template.items()}
-        return _MISSING if any(item is _MISSING for item in filled.values()) else filled
+        return MISSING if any(item is MISSING for item in filled.values()) else filled
     if isinstance(template, list):
         items = [_fill(item, values) for item in template]
-        return _MISSING if any(item is _MISSING for item in items) else items
+        return MISSING if any(item is MISSING for item in items) else items
     return template
 
 
 def _lookup(path: tuple[str, ...], values: Sequence[Mapping[str, Any]]) -> Any:
     """The value at ``path`` in the first of ``values`` that has its first key."""
     for source in values:
-        if path[0] not in source:
-            continue
-        value: Any = source
-        for key in path:
-            if isinstance(value, Mapping) and key in value:
-                value = value[key]
-            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-                value = value[int(key)]
-            else:
-                return _MISSING
-        return value
-    return _MISSING
+        if path[0] in source:
+            return value_at(source, path)
+    return MISSING
 
 
 def _as_text(value: Any) -> str:

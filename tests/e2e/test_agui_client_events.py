@@ -1,6 +1,7 @@
 """What real agents cause, as the official @ag-ui/client 1.0 builds it: sub-agents' messages
 with their subagentRunId and name, reasoning messages, state, tool results as content
-parts, and token usage, with no enforcement warning on the way."""
+parts, token usage, and A2UI surfaces as activity messages, with no enforcement warning on
+the way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from tests.agui import new_id
 from tests.conftest import running_gateway
 from tests.e2e.test_agui_client import accepted, base_input, pytestmark, run_http_agent
 from tests.speakers import of_type, say, think
+from tests.test_a2ui_surfaces import BASIC, CARD
 from tests.test_agent_trees import parallel_tree
 from tests.test_state_events import EXPECTED, tree
 from tests.test_thoughts_and_usage import thinker
@@ -65,3 +67,25 @@ async def test_the_official_client_takes_tool_results_as_content_parts() -> None
         accepted(report)
         [result] = [m for m in report["messages"] if m["role"] == "tool"]
         assert result["content"] == shown, tool.__name__
+
+
+async def test_the_official_client_keeps_the_card_and_a_press_on_it_as_activity() -> None:
+    showing = first_input("R-1042 보여줘") | {"context": BASIC}
+    async with running_gateway() as gateway:
+        shown = await run_http_agent(gateway, showing)
+        accepted(shown)
+        [card] = [m for m in shown["messages"] if m["role"] == "activity"]
+        pressing = base_input(showing["threadId"], shown["messages"]) | {"context": BASIC}
+        user_action = {"name": "approve", "surfaceId": CARD, "sourceComponentId": "approve"}
+        user_action["context"] = {"requestId": "R-1042", "status": "pending"}
+        pressing["forwardedProps"] = {"a2uiAction": {"userAction": user_action}}
+        pressed = await run_http_agent(gateway, pressing)
+    accepted(pressed)
+    assert card["activityType"] == "a2ui-surface" and card["id"].startswith(f"a2ui-surface-{CARD}-")
+    assert card["content"]["operations"][0]["createSurface"]["surfaceId"] == CARD
+    assert pressed["events"][-1]["outcome"]["type"] == "interrupt"
+    activities = [
+        (m["id"], m["activityType"]) for m in pressed["messages"] if m["role"] == "activity"
+    ]
+    [(action_id, _)] = [a for a in activities if a[1] == "a2ui-action"]
+    assert activities == [(card["id"], "a2ui-surface"), (action_id, "a2ui-action")]

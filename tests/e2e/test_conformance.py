@@ -28,6 +28,7 @@ from gateway.translate import Phase
 from tests.agui import StreamChecker, new_id, seq_of, sse_frames, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.test_agui_client import official_check, pytestmark
+from tests.test_a2ui_surfaces import BASIC
 from tests.test_agent_errors import FlakyLlm
 from tests.test_auth_doors import JWT
 
@@ -140,6 +141,19 @@ def legacy(frame: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in frame.items() if key != "protocolVersion"}
 
 
+def showing(thread: str) -> dict[str, Any]:
+    """'R-1042 보여줘' from a client that renders A2UI: the card streams as activity."""
+    return user_input(thread, "R-1042 보여줘", context=BASIC)
+
+
+def press(thread: str, surface: str = "work-request-R-1042") -> dict[str, Any]:
+    """A press on the card's 승인: an activity opens the run its approval interrupts."""
+    pressed = {"name": "approve", "surfaceId": surface, "sourceComponentId": "approve"}
+    pressed["context"] = {"requestId": "R-1042", "status": "pending"}
+    frame = {**user_input(thread, "", context=BASIC), "messages": []}
+    return frame | {"forwardedProps": {"a2uiAction": {"userAction": pressed}}}
+
+
 async def catalogue(door: Door) -> None:
     """Every kind of stream, as clients meet them."""
     await door.post("text turn", user_input(new_id("t"), "안녕"))
@@ -151,6 +165,7 @@ async def catalogue(door: Door) -> None:
     asked = await door.post("approval asked", user_input(thread, "R-1042 승인해줘"))
     [interrupt] = asked.events[-1]["outcome"]["interrupts"]
     await door.post("approval answered", resume(thread, interrupt["id"]))
+    await surfaces(door)
     state = {**user_input(new_id("t"), "안녕"), "state": {"theme": "dark"}}
     await door.post("declared state", state, features=("shared-state",))
     await door.post("agent error", user_input(new_id("t"), "explode"))
@@ -175,6 +190,21 @@ async def catalogue(door: Door) -> None:
     asked = await door.post("0.0.x approval asked", legacy(user_input(thread, "R-1042 승인해줘")))
     [interrupt] = asked.events[-1]["outcome"]["interrupts"]
     await door.post("0.0.x approval answered", legacy(resume(thread, interrupt["id"])))
+
+
+async def surfaces(door: Door) -> None:
+    """A2UI: a card, a press on it, the card updated, a press refused; for 1.0 and 0.0.x.
+    As a user of their own: the rate limit holds the catalogue's user to its burst."""
+    thread = new_id("t")
+    await door.post("A2UI surface", showing(thread), user="cards")
+    asked = await door.post("A2UI press", press(thread), user="cards")
+    [interrupt] = asked.events[-1]["outcome"]["interrupts"]
+    answer = resume(thread, interrupt["id"]) | {"context": BASIC}
+    await door.post("A2UI surface updated", answer, user="cards")
+    await door.post("A2UI press refused", press(thread, "no-such-surface"), user="cards")
+    thread = new_id("t")
+    await door.post("0.0.x A2UI surface", legacy(showing(thread)), user="cards")
+    await door.post("0.0.x A2UI press", legacy(press(thread)), user="cards")
 
 
 async def busy_and_cancelled(door: Door) -> None:
@@ -235,6 +265,12 @@ async def websocket_streams(gateway: RunningGateway) -> list[Capture]:
         await ws.send({"type": "cancel", "threadId": started["threadId"]})
         await ws.until_end()
         captures.append(Capture("ws: a 0.0.x client", 101, "", None, True, received=ws.received))
+    async with gateway.socket("cards") as ws:
+        card = new_id("t")
+        await ws.run(showing(card))
+        await ws.run(press(card))
+        await ws.run({"type": "reattach", "threadId": card})  # with activity messages
+        captures.append(Capture("ws: A2UI", 101, "", None, received=ws.received))
     return captures
 
 
@@ -291,6 +327,9 @@ async def test_every_stream_passes_ag_ui_validate_and_the_official_clients() -> 
     captures = await all_captures()
     names = {c.name for c in captures}
     assert {"cancel", "busy thread", "rate limit", "auth refusal", "bad body"} <= names
+    activity = {c.name for c in captures if any(e["type"] == "ACTIVITY_SNAPSHOT" for e in c.events)}
+    assert {"A2UI surface", "A2UI press", "A2UI surface updated", "ws: A2UI"} <= activity
+    assert "0.0.x A2UI surface" in activity
     ended = {c.name: c.events[-1].get("outcome", {}).get("type") for c in captures if c.events}
     assert ended["interrupted run"] == ended["cancelled run"] == "cancelled"
     statuses = {c.name: c.status for c in captures}
