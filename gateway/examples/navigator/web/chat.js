@@ -6,6 +6,7 @@
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
 import { h, newId } from "./dom.js";
+import { botMessage, MessageTimes, userMessage } from "./messages.js";
 
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
@@ -112,6 +113,7 @@ export class ChatPanel {
       stop: app.querySelector("#stop"),
       status: app.querySelector("#conn-status"),
       thread: app.querySelector("#thread-id"),
+      jump: app.querySelector("#jump"),
       modes: [...app.querySelectorAll("[data-mode]")],
     };
     this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
@@ -121,7 +123,9 @@ export class ChatPanel {
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
     this.connected = false;
-    this.bubbles = new Map();
+    this.bubbles = new Map(); // message id -> {el, view, setTime} (messages.js)
+    this.times = new MessageTimes();
+    this.following = true; // the reader is at the transcript's end, so it follows new text
     this.entries = new Map();
     this.streaming = null;
     this.runBubble = null;
@@ -147,6 +151,8 @@ export class ChatPanel {
       }
     });
     this.el.stop.addEventListener("click", () => this.client.cancel());
+    this.el.transcript.addEventListener("scroll", () => this.#noticeScrolling(), { passive: true });
+    this.el.jump.addEventListener("click", () => this.#scroll({ force: true }));
     for (const button of this.el.modes) {
       button.addEventListener("click", () => this.setMode(button.dataset.mode));
     }
@@ -159,7 +165,9 @@ export class ChatPanel {
     this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
     this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.mode === "modal") this.setOpen(false);
+      if (event.key === "Escape" && this.mode === "modal" && this.app.dataset.chatOpen === "true") {
+        this.setOpen(false);
+      }
     });
     this.setMode(this.mode);
     this.#showThread();
@@ -180,8 +188,33 @@ export class ChatPanel {
   }
 
   setOpen(open) {
+    const wasOpen = this.app.dataset.chatOpen === "true";
     this.app.dataset.chatOpen = String(open);
+    this.#asDialog(open && this.mode === "modal");
     if (open) this.el.input.focus({ preventScroll: true });
+    else if (wasOpen) this.app.querySelector("#launcher").focus();
+  }
+
+  /**
+   * The modal is a dialog: announced as one, and the page behind it is inert, so neither
+   * Tab nor a screen reader's cursor leaves it until it closes.
+   */
+  #asDialog(modal) {
+    const panel = this.el.panel;
+    if (modal) {
+      panel.setAttribute("role", "dialog");
+      panel.setAttribute("aria-modal", "true");
+      panel.setAttribute("aria-labelledby", "chat-title");
+      panel.removeAttribute("aria-label");
+    } else {
+      panel.removeAttribute("role");
+      panel.removeAttribute("aria-modal");
+      panel.removeAttribute("aria-labelledby");
+      panel.setAttribute("aria-label", "업무 도우미");
+    }
+    for (const behind of this.app.querySelectorAll(":scope > :not(#chat, .backdrop)")) {
+      behind.inert = modal;
+    }
   }
 
   newThread() {
@@ -212,9 +245,10 @@ export class ChatPanel {
     const text = this.el.input.value.trim();
     if (!text || this.busy || !this.connected) return;
     const id = newId("msg");
-    this.#userBubble(id, text);
+    this.#userBubble(id, text, { live: true });
     this.el.input.value = "";
     this.#sendInput({ messages: [{ id, role: "user", content: text }] });
+    this.#scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
   #sendInput({ messages = [], resume = undefined }) {
@@ -311,22 +345,25 @@ export class ChatPanel {
       case "TEXT_MESSAGE_START":
         if (event.role === "user") {
           // Another tab's message, as the gateway sends it to the thread's other tabs.
-          this.#userBubble(event.messageId, "");
+          this.#userBubble(event.messageId, "", { live: true });
           break;
         }
-        this.streaming = this.#assistantBubble(event.messageId, { reset: true });
+        this.streaming = this.#assistantBubble(event.messageId, { reset: true, live: true, name: event.name }).el;
         this.streaming.classList.add("streaming");
         this.runBubble = this.streaming;
         break;
       case "TEXT_MESSAGE_CONTENT": {
-        const bubble = this.bubbles.get(event.messageId) ?? this.#assistantBubble(event.messageId);
-        bubble.querySelector(".text").textContent += event.delta;
+        const bubble = this.bubbles.get(event.messageId) ?? this.#assistantBubble(event.messageId, { live: true });
+        bubble.view.append(event.delta);
         break;
       }
-      case "TEXT_MESSAGE_END":
-        this.bubbles.get(event.messageId)?.classList.remove("streaming");
+      case "TEXT_MESSAGE_END": {
+        const bubble = this.bubbles.get(event.messageId);
+        bubble?.view.draw();
+        bubble?.el.classList.remove("streaming");
         this.streaming = null;
         break;
+      }
       case "TOOL_CALL_START":
         this.#entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");
         break;
@@ -424,16 +461,17 @@ export class ChatPanel {
 
   #renderSnapshot(messages) {
     this.#clear();
+    this.following = true; // a thread drawn afresh opens at its end
     for (const message of messages) {
       if (message.role === "user") {
         this.#userBubble(message.id, textOf(message.content));
       } else if (message.role === "assistant") {
         if (message.content || message.metadata?.ended) {
-          const bubble = this.#assistantBubble(message.id);
-          bubble.querySelector(".text").textContent = message.content ?? "";
+          const bubble = this.#assistantBubble(message.id, { name: message.name });
+          bubble.view.set(textOf(message.content));
           const ended = ENDED_LINES[message.metadata?.ended];
           if (ended) {
-            bubble.classList.add(message.metadata.ended);
+            bubble.el.classList.add(message.metadata.ended);
             this.#line(...ended, "status");
           }
         }
@@ -494,31 +532,30 @@ export class ChatPanel {
     return node;
   }
 
-  #userBubble(id, text) {
+  /** ``live``: the message is happening now, so now is its time (a snapshot's has its own). */
+  #timeOf(id, live) {
+    return live ? this.times.stamp(id) : this.times.get(id);
+  }
+
+  #userBubble(id, text, { live = false } = {}) {
     const existing = this.bubbles.get(id);
     if (existing) return existing;
-    const bubble = this.#append(
-      h("li", { class: "msg user", dataset: { messageId: id } }, h("div", { class: "text" }, text)),
-    );
+    const bubble = userMessage(id, text, this.#timeOf(id, live));
+    this.#append(bubble.el);
     this.bubbles.set(id, bubble);
     return bubble;
   }
 
-  #assistantBubble(id, { reset = false } = {}) {
+  #assistantBubble(id, { reset = false, live = false, name = undefined } = {}) {
     let bubble = this.bubbles.get(id);
     if (!bubble) {
-      bubble = this.#append(
-        h(
-          "li",
-          { class: "msg assistant", dataset: { messageId: id } },
-          h("span", { class: "avatar", "aria-hidden": "true" }, "AI"),
-          h("div", { class: "text" }),
-        ),
-      );
+      bubble = botMessage(id, { time: this.#timeOf(id, live), name, onDrawn: () => this.#scroll() });
+      this.#append(bubble.el);
       this.bubbles.set(id, bubble);
     } else if (reset) {
       // A reattach re-opens a half-streamed message with its content so far.
-      bubble.querySelector(".text").textContent = "";
+      bubble.view.set("");
+      bubble.setTime(this.#timeOf(id, live));
     }
     return bubble;
   }
@@ -614,8 +651,18 @@ export class ChatPanel {
     }
   }
 
-  #scroll() {
-    this.el.transcript.scrollTop = this.el.transcript.scrollHeight;
+  /** Follows new content to the end, unless the reader has scrolled up to read. */
+  #scroll({ force = false } = {}) {
+    if (force) this.following = true;
+    if (this.following) this.el.transcript.scrollTop = this.el.transcript.scrollHeight;
+    this.el.jump.hidden = this.following;
+  }
+
+  #noticeScrolling() {
+    const { scrollTop, scrollHeight, clientHeight } = this.el.transcript;
+    // A few pixels of slack: zoom and fractional layouts rarely land exactly on the end.
+    this.following = scrollHeight - scrollTop - clientHeight < 24;
+    this.el.jump.hidden = this.following;
   }
 }
 

@@ -93,26 +93,30 @@ function workRequestList(screen, { payload }) {
         h("input", { type: "search", placeholder: "요청 번호·제목 검색", "aria-label": "업무 요청 검색" }),
       ),
       h(
-        "table",
-        { class: "grid", "aria-label": "업무 요청 목록" },
+        "div",
+        { class: "table-scroll" },
         h(
-          "thead",
-          {},
-          h("tr", {}, ["요청 번호", "제목", "요청 부서", "요청자", "요청일", "상태"].map((c) => h("th", { scope: "col" }, c))),
-        ),
-        h(
-          "tbody",
-          {},
-          WORK_REQUESTS.map((r) =>
-            h(
-              "tr",
-              { class: r.id === selected ? "selected" : null, dataset: { requestId: r.id } },
-              h("td", { class: "mono" }, r.id),
-              h("td", {}, r.title),
-              h("td", {}, r.team),
-              h("td", {}, r.owner),
-              h("td", { class: "mono" }, r.date),
-              h("td", {}, h("span", { class: `badge ${STATUS_CLASS[r.status]}` }, r.status)),
+          "table",
+          { class: "grid", "aria-label": "업무 요청 목록" },
+          h(
+            "thead",
+            {},
+            h("tr", {}, ["요청 번호", "제목", "요청 부서", "요청자", "요청일", "상태"].map((c) => h("th", { scope: "col" }, c))),
+          ),
+          h(
+            "tbody",
+            {},
+            WORK_REQUESTS.map((r) =>
+              h(
+                "tr",
+                { class: r.id === selected ? "selected" : null, dataset: { requestId: r.id } },
+                h("td", { class: "mono" }, r.id),
+                h("td", {}, r.title),
+                h("td", {}, r.team),
+                h("td", {}, r.owner),
+                h("td", { class: "mono" }, r.date),
+                h("td", {}, h("span", { class: `badge ${STATUS_CLASS[r.status]}` }, r.status)),
+              ),
             ),
           ),
         ),
