@@ -214,6 +214,10 @@ class WebApp:
         """Timeline rows of one tool, oldest first."""
         return self.transcript.locator(f'.activity[data-tool="{tool}"]')
 
+    def surface(self, surface_id: str) -> Locator:
+        """An A2UI surface the agent showed in the transcript."""
+        return self.transcript.locator(f'.a2ui-surface[data-surface-id="{surface_id}"]')
+
     @property
     def approval_card(self) -> Locator:
         return self.transcript.get_by_role("group", name="승인 요청").last

@@ -7,6 +7,7 @@ import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
 import { h, newId } from "./dom.js";
 import { botMessage, MessageTimes, userMessage } from "./messages.js";
+import { ACTION_ACTIVITY, capabilitiesEntry, SURFACE_ACTIVITY, SurfaceBoard } from "./surfaces.js";
 
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
@@ -129,6 +130,9 @@ export class ChatPanel {
     this.entries = new Map();
     this.streaming = null;
     this.runBubble = null;
+    this.surfaces = new SurfaceBoard((userAction) => this.#press(userAction));
+    this.actionRuns = new Set(); // runIds of inputs that carried a press on a surface
+    this.lastInputWasAction = false; // for a refusal that comes before its run starts
     this.client = new ThreadConnection({
       url: wsUrl,
       clientId,
@@ -152,6 +156,9 @@ export class ChatPanel {
     });
     this.el.stop.addEventListener("click", () => this.client.cancel());
     this.el.transcript.addEventListener("scroll", () => this.#noticeScrolling(), { passive: true });
+    // A rotated phone or a resized window changes the transcript's height: a reader at the
+    // end stays at the end.
+    new ResizeObserver(() => this.#scroll()).observe(this.el.transcript);
     this.el.jump.addEventListener("click", () => this.#scroll({ force: true }));
     for (const button of this.el.modes) {
       button.addEventListener("click", () => this.setMode(button.dataset.mode));
@@ -245,23 +252,30 @@ export class ChatPanel {
     const text = this.el.input.value.trim();
     if (!text || this.busy || !this.connected) return;
     const id = newId("msg");
+    this.lastInputWasAction = false;
     this.#userBubble(id, text, { live: true });
     this.el.input.value = "";
     this.#sendInput({ messages: [{ id, role: "user", content: text }] });
     this.#scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
-  #sendInput({ messages = [], resume = undefined }) {
+  #sendInput({ messages = [], resume = undefined, userAction = undefined }) {
     this.pendingInputs += 1;
-    const runId = this.client.startRun({
-      messages,
-      resume,
-      tools: this.tools,
-      context: [{ description: "surface", value: this.mode }],
-    });
+    // Every input says where the chat is shown and which A2UI catalogs this page draws.
+    const context = [{ description: "surface", value: this.mode }, capabilitiesEntry()];
+    const runId = userAction
+      ? this.client.startUserAction(userAction, { tools: this.tools, context })
+      : this.client.startRun({ messages, resume, tools: this.tools, context });
     this.#updateControls();
     this.#scroll();
     return runId;
+  }
+
+  /** A press on a surface's Button: the thread's next input, with no message of its own. */
+  #press(userAction) {
+    if (this.busy || !this.connected) return;
+    this.actionRuns.add(this.#sendInput({ userAction }));
+    this.lastInputWasAction = true;
   }
 
   /**
@@ -376,6 +390,12 @@ export class ChatPanel {
         if (entry.name in this.implemented) entry.state(run.own ? "waiting" : "pending");
         break;
       }
+      case "ACTIVITY_SNAPSHOT":
+        this.#activity(event.messageId, event.activityType, event.content, { replace: event.replace ?? true });
+        break;
+      case "ACTIVITY_DELTA":
+        if (event.activityType === SURFACE_ACTIVITY) this.surfaces.patch(event.messageId, event.patch ?? []);
+        break;
       case "TOOL_CALL_RESULT":
         // Sent to the tabs that did not execute the call: say whose action it was.
         this.#entry(event.toolCallId).resultContent(event.content, undefined, this.#elsewhere(event.toolCallId));
@@ -390,8 +410,12 @@ export class ChatPanel {
         if (run.runId) this.run = null;
         else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.#closeStreaming();
-        const said = ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.";
-        this.#line("error-line", `⚠ ${said}`, "alert", event.message);
+        const onCard = run.runId ? this.actionRuns.has(run.runId) : this.lastInputWasAction;
+        const said =
+          onCard && event.code === "VALIDATION_ERROR"
+            ? "카드의 요청을 처리할 수 없습니다."
+            : (ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
+        this.#errorLine(said, event.message);
         if (!run.runId && this.ledger.unacknowledged().length) {
           // A refused input may have carried kept results: look again at what the thread waits for.
           this.client.reattach();
@@ -484,12 +508,26 @@ export class ChatPanel {
       } else if (message.role === "tool") {
         const id = message.toolCallId;
         this.entries.get(id)?.resultContent(message.content, message.error, this.#elsewhere(id));
+      } else if (message.role === "activity") {
+        this.#activity(message.id, message.activityType, message.content);
       }
     }
     if (!messages.length) this.#welcome();
   }
 
+  /** An activity message: an A2UI surface's operations, or a press the gateway accepted. */
+  #activity(id, type, content, { replace = true } = {}) {
+    if (type === SURFACE_ACTIVITY) {
+      const row = this.surfaces.receive(id, content, { replace });
+      if (row) this.#append(row);
+    } else if (type === ACTION_ACTIVITY && !this.el.transcript.querySelector(`[data-message-id="${CSS.escape(id)}"]`)) {
+      const said = this.surfaces.describe(content?.userAction);
+      this.#append(h("li", { class: "action-line", dataset: { messageId: id } }, `▸ ${said}`));
+    }
+  }
+
   #clear() {
+    this.surfaces.clear();
     this.el.transcript.replaceChildren();
     this.bubbles.clear();
     this.entries.clear();
@@ -580,6 +618,18 @@ export class ChatPanel {
     return this.#append(h("li", { class: kind, role, title }, text));
   }
 
+  /** A refusal or failure in the user's words; the gateway's own sentence one click away. */
+  #errorLine(said, sentence) {
+    return this.#append(
+      h(
+        "li",
+        { class: "error-line", role: "alert" },
+        h("span", {}, `⚠ ${said}`),
+        sentence ? h("details", {}, h("summary", {}, "자세히"), h("p", { class: "error-detail" }, sentence)) : null,
+      ),
+    );
+  }
+
   #approvalCards(interrupts) {
     const batch = interrupts.map((interrupt) => ({ interrupt, answer: null }));
     for (const item of batch) {
@@ -640,6 +690,7 @@ export class ChatPanel {
     this.el.stop.hidden = !busy;
     this.el.stop.disabled = !this.run;
     this.el.panel.dataset.busy = String(busy);
+    this.surfaces.setEnabled(!busy && this.connected);
     let typing = this.el.transcript.querySelector(".typing");
     const showTyping = busy && !this.streaming;
     if (showTyping && (!typing || typing !== this.el.transcript.lastElementChild)) {

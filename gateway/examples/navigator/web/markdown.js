@@ -47,6 +47,14 @@ export function renderSimple(text) {
   });
 }
 
+/** An A2UI Text's value inside a line (a heading, a caption, a button's label). */
+export function renderSimpleInline(text) {
+  return purifier.sanitize(simple.renderInline(text), {
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: [...FORBID_TAGS, "a", "img"],
+  });
+}
+
 /**
  * The text of a message that streams in: chunks are added as they come, and the markdown
  * is drawn again at most once a frame, since a half-written list or table only looks
