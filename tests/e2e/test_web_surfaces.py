@@ -24,7 +24,7 @@ from tests.e2e.surface_stub import (
     surface_delta,
     surface_event,
 )
-from tests.e2e.web_helpers import NEEDS_CHROMIUM, WebApp
+from tests.e2e.web_helpers import NEEDS_CHROMIUM, WebApp, accessibility_problems
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -139,6 +139,7 @@ async def test_a_card_is_drawn_survives_a_reload_and_its_buttons_send_the_contra
     await expect(card).to_contain_text("승인 대기")
     await expect(card.get_by_role("heading", name="노트북 교체 요청")).to_be_visible()
     await app.wait_idle()
+    assert await accessibility_problems(page) == []
     # Every input says which catalogs the page draws, as the contract's context entry.
     capabilities = [
         e for e in stub.inputs[0]["context"] if e["description"] == "a2uiClientCapabilities"
@@ -316,6 +317,7 @@ async def test_the_basic_catalog_is_drawn_updates_apply_and_an_unknown_component
     await expect(app.transcript.locator(".a2ui-surface")).to_have_count(1)
     assert await page.evaluate("window.__pwned") is None
     await app.wait_idle()
+    assert await accessibility_problems(page) == []
 
     await app.say("닫아줘")
     await expect(app.transcript.locator(".a2ui-surface")).to_have_count(0)

@@ -42,6 +42,9 @@ CHROMIUM_ARGS = [
 # The README's picture; the flagship test refreshes it when UPDATE_SCREENSHOT=1.
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 
+# axe-core from tests/e2e/node's lock file (scripts/test.sh runs `npm ci` there).
+AXE = Path(__file__).parent / "node" / "node_modules" / "axe-core" / "axe.min.js"
+
 # Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
 TIMEOUT_MS = 15_000
 
@@ -108,6 +111,19 @@ def _checker_for(first: dict[str, Any], checkers: list[StreamChecker]) -> Stream
     if checkers and checkers[-1].in_run:
         return checkers[-1]
     return None
+
+
+async def accessibility_problems(page: Page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, one line each."""
+    assert AXE.is_file(), f"{AXE} is missing: run `npm ci` in tests/e2e/node"
+    if not await page.evaluate("typeof window.axe === 'object'"):
+        await page.add_script_tag(path=str(AXE))
+    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['impact']} {v['id']}: {v['help']} at {[node['target'] for node in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 async def launch_chromium(playwright: Playwright) -> Browser:

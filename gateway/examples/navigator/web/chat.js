@@ -74,6 +74,8 @@ const NOTICE_LABELS = {
 // Notices the tab causes itself by sending a kept result again: nothing to tell the user.
 const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED"]);
 
+const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
+
 const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -108,6 +110,7 @@ export class ChatPanel {
     this.el = {
       panel: app.querySelector("#chat"),
       transcript: app.querySelector("#transcript"),
+      items: app.querySelector("#transcript-items"),
       form: app.querySelector("#composer"),
       input: app.querySelector("#chat-input"),
       send: app.querySelector("#send"),
@@ -172,9 +175,9 @@ export class ChatPanel {
     this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
     this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.mode === "modal" && this.app.dataset.chatOpen === "true") {
-        this.setOpen(false);
-      }
+      if (this.mode !== "modal" || this.app.dataset.chatOpen !== "true") return;
+      if (event.key === "Escape") this.setOpen(false);
+      else if (event.key === "Tab") this.#keepFocusInside(event);
     });
     this.setMode(this.mode);
     this.#showThread();
@@ -200,6 +203,24 @@ export class ChatPanel {
     this.#asDialog(open && this.mode === "modal");
     if (open) this.el.input.focus({ preventScroll: true });
     else if (wasOpen) this.app.querySelector("#launcher").focus();
+  }
+
+  /** Tab from the dialog's last control goes to its first (Shift+Tab the other way round). */
+  #keepFocusInside(event) {
+    const controls = [...this.el.panel.querySelectorAll(FOCUSABLE)].filter(
+      (el) => !el.disabled && el.checkVisibility(),
+    );
+    if (!controls.length) return;
+    const [first, last] = [controls[0], controls.at(-1)];
+    const active = document.activeElement;
+    const outside = !this.el.panel.contains(active);
+    if (event.shiftKey && (active === first || outside)) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && (active === last || outside)) {
+      event.preventDefault();
+      first.focus();
+    }
   }
 
   /**
@@ -528,7 +549,7 @@ export class ChatPanel {
 
   #clear() {
     this.surfaces.clear();
-    this.el.transcript.replaceChildren();
+    this.el.items.replaceChildren();
     this.bubbles.clear();
     this.entries.clear();
     this.streaming = null;
@@ -536,8 +557,8 @@ export class ChatPanel {
   }
 
   #welcome() {
-    if (this.el.transcript.children.length) return;
-    this.el.transcript.append(
+    if (this.el.items.children.length) return;
+    this.el.items.append(
       h(
         "li",
         { class: "welcome" },
@@ -565,8 +586,8 @@ export class ChatPanel {
   }
 
   #append(node) {
-    this.el.transcript.querySelector(".welcome")?.remove();
-    this.el.transcript.append(node);
+    this.el.items.querySelector(".welcome")?.remove();
+    this.el.items.append(node);
     return node;
   }
 
@@ -650,24 +671,23 @@ export class ChatPanel {
       };
       const decision = h("span", { class: "decision", role: "status" });
       const expires = interrupt.expiresAt ? new Date(interrupt.expiresAt) : null;
-      const card = this.#append(
+      const card = h(
+        "div",
+        { class: "approval", role: "group", "aria-label": "승인 요청", dataset: { interruptId: interrupt.id } },
+        h("div", { class: "approval-head" }, h("span", { class: "approval-icon", "aria-hidden": "true" }, "!"), "승인이 필요합니다"),
+        h("p", { class: "approval-message" }, interrupt.message ?? interrupt.reason ?? "이 작업을 진행할까요?"),
+        expires && !Number.isNaN(expires.valueOf())
+          ? h("p", { class: "muted small" }, `${expires.toLocaleTimeString("ko-KR")}까지 응답해 주세요.`)
+          : null,
         h(
-          "li",
-          { class: "approval", role: "group", "aria-label": "승인 요청", dataset: { interruptId: interrupt.id } },
-          h("div", { class: "approval-head" }, h("span", { class: "approval-icon", "aria-hidden": "true" }, "!"), "승인이 필요합니다"),
-          h("p", { class: "approval-message" }, interrupt.message ?? interrupt.reason ?? "이 작업을 진행할까요?"),
-          expires && !Number.isNaN(expires.valueOf())
-            ? h("p", { class: "muted small" }, `${expires.toLocaleTimeString("ko-KR")}까지 응답해 주세요.`)
-            : null,
-          h(
-            "div",
-            { class: "approval-actions" },
-            h("button", { type: "button", class: "btn primary", onclick: () => decide(true) }, "승인"),
-            h("button", { type: "button", class: "btn", onclick: () => decide(false) }, "거절"),
-            decision,
-          ),
+          "div",
+          { class: "approval-actions" },
+          h("button", { type: "button", class: "btn primary", onclick: () => decide(true) }, "승인"),
+          h("button", { type: "button", class: "btn", onclick: () => decide(false) }, "거절"),
+          decision,
         ),
       );
+      this.#append(h("li", { class: "approval-item" }, card));
     }
   }
 
@@ -691,12 +711,12 @@ export class ChatPanel {
     this.el.stop.disabled = !this.run;
     this.el.panel.dataset.busy = String(busy);
     this.surfaces.setEnabled(!busy && this.connected);
-    let typing = this.el.transcript.querySelector(".typing");
+    let typing = this.el.items.querySelector(".typing");
     const showTyping = busy && !this.streaming;
-    if (showTyping && (!typing || typing !== this.el.transcript.lastElementChild)) {
+    if (showTyping && (!typing || typing !== this.el.items.lastElementChild)) {
       typing?.remove();
       typing = h("li", { class: "typing", "aria-label": "응답 작성 중" }, h("span"), h("span"), h("span"));
-      this.el.transcript.append(typing);
+      this.el.items.append(typing);
     } else if (!showTyping) {
       typing?.remove();
     }

@@ -33,6 +33,7 @@ export function renderReply(text) {
   for (const table of fragment.querySelectorAll("table")) {
     const box = document.createElement("div");
     box.className = "table-scroll";
+    box.tabIndex = 0; // a keyboard can scroll it too
     table.replaceWith(box);
     box.append(table);
   }

@@ -94,7 +94,8 @@ function workRequestList(screen, { payload }) {
       ),
       h(
         "div",
-        { class: "table-scroll" },
+        // Wider than a phone: keyboard users scroll it too, so it takes focus.
+        { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "업무 요청 표" },
         h(
           "table",
           { class: "grid", "aria-label": "업무 요청 목록" },
