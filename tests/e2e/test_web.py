@@ -23,10 +23,12 @@ from tests.e2e.web_helpers import (
     MOVED,
     NEEDS_CHROMIUM,
     SCREENSHOT,
+    SCREENSHOT_SIZES,
     TIMEOUT_MS,
     WebApp,
     accessibility_problems,
     route_sockets,
+    screenshot_at,
 )
 
 pytestmark = NEEDS_CHROMIUM
@@ -49,9 +51,19 @@ async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(
     )
     assert await app.navigations() == 1
     await app.wait_idle()
-    shot = SCREENSHOT if os.environ.get("UPDATE_SCREENSHOT") else tmp_path / "flagship.png"
+    update = bool(os.environ.get("UPDATE_SCREENSHOT"))
+    shot = SCREENSHOT if update else tmp_path / "flagship.png"
     await app.page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
+    for width, height in SCREENSHOT_SIZES.items():
+        await app.page.set_viewport_size({"width": width, "height": height})
+        # At every width the screen that opened and the bot's answer are both in sight.
+        await expect(app.screen_title).to_be_in_viewport()
+        await expect(app.replies.last).to_be_in_viewport()
+        await expect(app.page.get_by_role("textbox", name="메시지")).to_be_in_viewport()
+        shot = screenshot_at(width) if update else tmp_path / f"flagship-{width}.png"
+        await app.page.screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000
 
 
 async def test_the_user_picker_signs_in_as_someone_else(

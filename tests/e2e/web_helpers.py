@@ -41,6 +41,13 @@ CHROMIUM_ARGS = [
 ]
 # The README's picture; the flagship test refreshes it when UPDATE_SCREENSHOT=1.
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+# The same story at a phone's, a tablet's and a laptop's width (README, "Reference client").
+SCREENSHOT_SIZES = {390: 844, 768: 1024, 1280: 800}
+
+
+def screenshot_at(width: int) -> Path:
+    return SCREENSHOT.with_name(f"screenshot-{width}.png")
+
 
 # axe-core from tests/e2e/node's lock file (scripts/test.sh runs `npm ci` there).
 AXE = Path(__file__).parent / "node" / "node_modules" / "axe-core" / "axe.min.js"

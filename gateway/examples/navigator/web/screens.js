@@ -15,6 +15,16 @@ const STATUS_CLASS = { "승인 대기": "pending", "처리 중": "progress", 완
 
 const CUSTOM_SCREENS = { "MNU-3120": workRequestList };
 
+// The list's columns; on narrower screens app.css hides the team, then the date, then the owner.
+const COLUMNS = [
+  ["요청 번호"],
+  ["제목"],
+  ["요청 부서", "col-team"],
+  ["요청자", "col-owner"],
+  ["요청일", "col-date"],
+  ["상태"],
+];
+
 export function renderScreen(screen, context) {
   const body = (CUSTOM_SCREENS[screen.screenId] ?? genericBody)(screen, context);
   return h(
@@ -102,7 +112,7 @@ function workRequestList(screen, { payload }) {
           h(
             "thead",
             {},
-            h("tr", {}, ["요청 번호", "제목", "요청 부서", "요청자", "요청일", "상태"].map((c) => h("th", { scope: "col" }, c))),
+            h("tr", {}, COLUMNS.map(([label, column]) => h("th", { scope: "col", class: column }, label))),
           ),
           h(
             "tbody",
@@ -113,9 +123,9 @@ function workRequestList(screen, { payload }) {
                 { class: r.id === selected ? "selected" : null, dataset: { requestId: r.id } },
                 h("td", { class: "mono" }, r.id),
                 h("td", {}, r.title),
-                h("td", {}, r.team),
-                h("td", {}, r.owner),
-                h("td", { class: "mono" }, r.date),
+                h("td", { class: "col-team" }, r.team),
+                h("td", { class: "col-owner" }, r.owner),
+                h("td", { class: "mono col-date" }, r.date),
                 h("td", {}, h("span", { class: `badge ${STATUS_CLASS[r.status]}` }, r.status)),
               ),
             ),
