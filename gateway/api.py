@@ -54,6 +54,7 @@ def create_app(
     hosted raises ``HostingError`` here, with a sentence saying why.
     """
     from gateway import runner
+    from gateway.a2ui.plugin import SurfacePlugin
     from gateway.approvals import ApprovalPlugin
     from gateway.attribution import AttributionPlugin
     from gateway.audit import AuditLog, AuditPlugin
@@ -81,10 +82,12 @@ def create_app(
     client_tools = ClientToolset(hosted.catalog)
     usage = UsagePlugin()
     model_calls = ModelCalls()
+    surfaces = SurfacePlugin()
     plugins = [
         AuditPlugin(audit),
         ApprovalPlugin(),
         AttributionPlugin(),
+        surfaces,
         usage,
         ThoughtsPlugin(),
         WarmUpPlugin(),
@@ -102,7 +105,9 @@ def create_app(
         assert app.root_agent is not None
         service.append(await runner.open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
-        engine = runner.Engine(hosted, app, client_tools, service[0], usage, model_calls)
+        engine = runner.Engine(
+            hosted, app, client_tools, service[0], usage, model_calls, surfaces=surfaces
+        )
         engines.append(engine)
         hub = Hub(
             engine,

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any
 
 from google.adk.agents import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
 from google.adk.plugins.base_plugin import BasePlugin
 
-from gateway.context import RUN_METADATA_KEY, event_metadata
+from gateway.context import event_metadata, stamp
 
 __all__ = ["AttributionPlugin", "Mark", "mark_of"]
 
@@ -75,7 +74,7 @@ class AttributionPlugin(BasePlugin):
         if run_id is None:
             run_id = running[agent.name] = f"{agent.name}/{event.id}"
         parent = _running_ancestor(agent, root, running)
-        _stamp(event, {"id": run_id, "parent": parent})
+        stamp(event, SUBAGENT_KEY, {"id": run_id, "parent": parent})
         if event.actions and event.actions.end_of_agent:
             del running[agent.name]
         return None  # changed in place: later plugins still see the event
@@ -99,11 +98,3 @@ def _running_ancestor(agent: BaseAgent, root: BaseAgent, running: dict[str, str]
             return running[parent.name]
         parent = parent.parent_agent
     return None
-
-
-def _stamp(event: Event, mark: dict[str, Any]) -> None:
-    metadata = dict(event.custom_metadata or {})
-    # The run's metadata dict is shared by all of its events: each gets a copy of its own.
-    ours = metadata.get(RUN_METADATA_KEY)
-    metadata[RUN_METADATA_KEY] = {**(ours if isinstance(ours, dict) else {}), SUBAGENT_KEY: mark}
-    event.custom_metadata = metadata

@@ -38,31 +38,31 @@ class OutOfBounds(Exception):
         return f"`{root}{''.join(reversed(self._path))}` {self.problem}"
 
 
-def check(value: Any, depth: int = 0) -> None:
+def check(value: Any, depth: int = 0, *, max_depth: int = MAX_DEPTH) -> None:
     """Raises OutOfBounds if ``value`` nests deeper or holds more than the bounds allow."""
     if isinstance(value, dict):
-        _check_size(value, depth)
+        _check_size(value, depth, max_depth)
         for key, item in value.items():
             if len(key) > MAX_KEY_LENGTH:
                 raise OutOfBounds(f"has a key of {len(key)} characters; at most {MAX_KEY_LENGTH}")
             if isinstance(item, dict | list):
                 try:
-                    check(item, depth + 1)
+                    check(item, depth + 1, max_depth=max_depth)
                 except OutOfBounds as bad:
                     raise bad.within(f".{key}") from None
     elif isinstance(value, list):
-        _check_size(value, depth)
+        _check_size(value, depth, max_depth)
         for index, item in enumerate(value):
             if isinstance(item, dict | list):
                 try:
-                    check(item, depth + 1)
+                    check(item, depth + 1, max_depth=max_depth)
                 except OutOfBounds as bad:
                     raise bad.within(f"[{index}]") from None
 
 
-def _check_size(value: dict[str, Any] | list[Any], depth: int) -> None:
-    if depth >= MAX_DEPTH:
-        raise OutOfBounds(f"is nested more than {MAX_DEPTH} levels deep")
+def _check_size(value: dict[str, Any] | list[Any], depth: int, max_depth: int) -> None:
+    if depth >= max_depth:
+        raise OutOfBounds(f"is nested more than {max_depth} levels deep")
     if len(value) > MAX_ITEMS:
         raise OutOfBounds(f"has {len(value)} entries; at most {MAX_ITEMS}")
 

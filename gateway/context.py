@@ -39,6 +39,15 @@ def event_metadata(event: Event) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def stamp(event: Event, key: str, value: Any) -> None:
+    """Marks one event with ``value`` under the gateway's ``key``, for the stream and the
+    store; the run's metadata dict is shared by all of its events, so it gets a copy."""
+    metadata = dict(event.custom_metadata or {})
+    ours = metadata.get(RUN_METADATA_KEY)
+    metadata[RUN_METADATA_KEY] = {**(ours if isinstance(ours, dict) else {}), key: value}
+    event.custom_metadata = metadata
+
+
 def run_context(context: ReadonlyContext) -> dict[str, str]:
     """The run's allowed context entries, as the hub put them in RunConfig.custom_metadata."""
     entries = run_metadata(context).get(CONTEXT_KEY) or {}

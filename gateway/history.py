@@ -10,7 +10,11 @@ Id conventions, shared with ``gateway.translate``:
 - a tool result's id is the AG-UI message id the client sent it under
   (``custom_metadata["agui"]["toolMessageIds"][call id]``), else ``"tr-" + call id``;
 - a user message's id is the id from the RunAgentInput
-  (``custom_metadata["agui"]["messageId"]`` on the user event), else the ADK event id.
+  (``custom_metadata["agui"]["messageId"]`` on the user event), else the ADK event id;
+- what a tool call showed of an A2UI surface is an ``a2ui-surface`` activity message after
+  the call's result, ``a2ui-surface-{surfaceId}-{call id}`` (``gateway.a2ui.plugin``); a
+  press on a surface that began a turn is an ``a2ui-action`` activity message in place of
+  the user's words, under the id the run streamed it with.
 
 Partial (streamed) events are never stored, and events without content carry no message.
 A reply cut off mid-stream (stopped, failed, or interrupted by a crash) is stored as a model
@@ -27,6 +31,9 @@ import msgspec
 from google.adk.events import Event
 from google.adk.sessions import Session
 
+from gateway.a2ui import ACTION_ACTIVITY, SURFACE_ACTIVITY
+from gateway.a2ui.actions import ACTION_KEY, action_content
+from gateway.a2ui.plugin import shown_surfaces
 from gateway.attribution import mark_of
 from gateway.context import event_metadata
 from gateway.cut_off import ending_of, is_note, is_restart_turn
@@ -68,7 +75,17 @@ def event_messages(event: Event) -> list[Message]:
         if part.text and not part.thought and not (ending and is_note(part.text))
     )
     if event.author == "user":
-        if text:
+        pressed = agui.get(ACTION_KEY)
+        if text and isinstance(pressed, dict):
+            messages.append(
+                {
+                    "id": agui.get("messageId") or event.id,
+                    "role": "activity",
+                    "activityType": ACTION_ACTIVITY,
+                    "content": action_content(pressed),
+                }
+            )
+        elif text:
             messages.append(
                 {"id": agui.get("messageId") or event.id, "role": "user", "content": text}
             )
@@ -111,6 +128,7 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
 def _tool_results(event: Event, tool_message_ids: dict[str, str], owner: Message) -> list[Message]:
     # ADK's placeholder answer to a call that waits for approval was never streamed.
     awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
+    shown = shown_surfaces(event)
     results: list[Message] = []
     for response in event.get_function_responses():
         if response.id is None or response.id in awaiting_approval:
@@ -128,6 +146,17 @@ def _tool_results(event: Event, tool_message_ids: dict[str, str], owner: Message
             }
             | owner
         )
+        results += [
+            {
+                "id": surface.message_id,
+                "role": "activity",
+                "activityType": SURFACE_ACTIVITY,
+                "content": surface.content,
+            }
+            | owner
+            for surface in shown
+            if surface.tool_call_id == response.id
+        ]
     return results
 
 

@@ -38,6 +38,10 @@ from google.genai import types
 
 from gateway import approvals, cut_off, eventlog, history, logs
 from gateway import protocol as p
+from gateway.a2ui import ACTION_ACTIVITY
+from gateway.a2ui.actions import ACTION_KEY, action_content, check_action
+from gateway.a2ui.catalogs import CAPABILITIES, ClientCatalogs, client_catalogs
+from gateway.a2ui.surfaces import Surfaces
 from gateway.audit import AuditLog
 from gateway.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.cluster import Cluster, SingleNode
@@ -95,6 +99,10 @@ class Plan:
     said: NewTurn | None = None
     # The thread's state, for a client that shares state: its deltas apply to this.
     state: p.StateSnapshot | None = None
+    # What the client renders of A2UI (None: nothing), and the thread's surfaces if planning
+    # read them (a press is checked against them); the run's tools show surfaces by these.
+    catalogs: ClientCatalogs | None = None
+    surfaces: Surfaces | None = None
 
 
 def _iso(timestamp: float) -> str:
@@ -710,12 +718,17 @@ class Hub:
         request = read_input(
             run_input, open_items, answered_calls(session), self.approval_timeout, time.time()
         )
+        catalogs = client_catalogs(run_input.context)
         metadata: dict[str, Any] = {
             "runId": run.run_id,
             **_owned_by(run),
             # Only allowed entries reach the policy and the model; the rest are logged.
             "context": allowed_context(
-                {entry.description: entry.value for entry in run_input.context},
+                {
+                    entry.description: entry.value
+                    for entry in run_input.context
+                    if entry.description != CAPABILITIES  # the gateway's to read
+                },
                 self.context_allow,
             ),
         }
@@ -726,6 +739,11 @@ class Hub:
             self.declarations.note(run.executor, client_tools)
         state = thread_state(open_items)
         if isinstance(request, NewTurn):
+            surfaces = None
+            if request.action is not None:  # refused before anything is stored
+                surfaces = await self.engine.surfaces(thread.user_id, thread.thread_id)
+                check_action(request.action, surfaces)
+                metadata[ACTION_KEY] = msgspec.to_builtins(request.action)
             transition(state, Trigger.USER_MESSAGE)
             if open_items:
                 await self._supersede(thread, run.run_id, session, open_items)
@@ -733,7 +751,15 @@ class Hub:
             thread.early_messages.clear()
             metadata["messageId"] = request.message_id
             content = types.Content(role="user", parts=[types.Part(text=request.text)])
-            return Plan(content, metadata, client_tools, session, said=request)
+            return Plan(
+                content,
+                metadata,
+                client_tools,
+                session,
+                said=request,
+                catalogs=catalogs,
+                surfaces=surfaces,
+            )
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}
@@ -771,6 +797,7 @@ class Hub:
             session,
             notices=request.notices,
             results=results,
+            catalogs=catalogs,
         )
 
     async def _supersede(
@@ -810,7 +837,10 @@ class Hub:
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
         # Observers see the user's message and the browser's results; the executor sent them.
-        if plan.said is not None and plan.said.text:
+        # A press on a surface no client sends as a message: every watcher is shown it.
+        if plan.said is not None and plan.said.action is not None:
+            run.emit([_pressed(plan.said)])
+        elif plan.said is not None and plan.said.text:
             run.emit(_said(plan.said), observers_only=True)
         run.emit(plan.results, observers_only=True)
         try:
@@ -866,6 +896,8 @@ class Hub:
             message=plan.message,
             metadata=plan.metadata,
             client_tools=plan.client_tools,
+            catalogs=plan.catalogs,
+            surfaces=plan.surfaces,
             abort_signal=run.abort,
         )
         # One task per run consumes ADK's stream, so a cancel can stop a slow tool without
@@ -1168,6 +1200,16 @@ def _said(turn: NewTurn) -> list[p.Event]:
         p.TextMessageContent(message_id=turn.message_id, delta=turn.text),
         p.TextMessageEnd(message_id=turn.message_id),
     ]
+
+
+def _pressed(turn: NewTurn) -> p.ActivitySnapshot:
+    assert turn.action is not None
+    return p.ActivitySnapshot(
+        message_id=turn.message_id,
+        activity_type=ACTION_ACTIVITY,
+        content=action_content(msgspec.to_builtins(turn.action)),
+        replace=True,
+    )
 
 
 def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:

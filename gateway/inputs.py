@@ -1,28 +1,35 @@
 """Reading an input: what a RunAgentInput brings that is new to its thread.
 
-An input brings one of two things: a new turn (the user's message), or answers to the calls
-the thread waits on (a browser's tool results, a person's approval answers through
-``resume``). Answers to calls already answered become notices; answers to calls that were
-never open are a VALIDATION_ERROR.
+An input brings one of two things: a new turn (the user's message, or a press on an A2UI
+surface, ``forwardedProps.a2uiAction``), or answers to the calls the thread waits on (a
+browser's tool results, a person's approval answers through ``resume``). Answers to calls
+already answered become notices; answers to calls that were never open are a
+VALIDATION_ERROR.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from typing import Any
 
 import msgspec
 
 from gateway import approvals, bounds
 from gateway import protocol as p
+from gateway.a2ui import actions
 from gateway.notices import notice
 from gateway.threads import OpenCall
 
 
 @dataclasses.dataclass(frozen=True)
 class NewTurn:
+    """The user's message, or a press on a surface (``action``), which the model reads as
+    ``text`` and which streams and is kept under ``message_id``."""
+
     message_id: str
     text: str
+    action: p.UserAction | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +51,17 @@ def read_input(
     """Finds what is new in an input: the user's message, results, or approval answers.
 
     AG-UI clients resend the whole conversation; the thread's store is the truth, so only
-    ``resume``, the trailing user message or the trailing run of tool messages is read.
+    ``resume``, a press on a surface, the trailing user message or the trailing run of tool
+    messages is read.
     """
+    if (action := p.user_action(run_input)) is not None:
+        if run_input.resume:
+            raise p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                "An input carries either a press on a surface (forwardedProps.a2uiAction) or"
+                " answers to interrupts (resume), not both: send them one at a time.",
+            )
+        return NewTurn(f"a2ui-action-{uuid.uuid4().hex[:12]}", actions.told(action), action)
     if run_input.resume:
         return _read_resume(run_input.resume, open_items, answered, approval_timeout, now)
     if not run_input.messages:
@@ -86,9 +102,13 @@ def read_input(
 
 
 def starts_turn(run_input: p.RunAgentInput) -> bool:
-    """Whether the input brings a new user message (rather than answers to open calls)."""
+    """Whether the input brings a new user message or a press on a surface (rather than
+    answers to open calls)."""
+    if run_input.resume:
+        return False
     messages = run_input.messages
-    return not run_input.resume and bool(messages) and isinstance(messages[-1], p.UserMessage)
+    pressed = p.user_action(run_input) is not None
+    return pressed or (bool(messages) and isinstance(messages[-1], p.UserMessage))
 
 
 def needed_part(run_input: p.RunAgentInput) -> p.RunAgentInput:

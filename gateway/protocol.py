@@ -125,9 +125,12 @@ class DeveloperMessage(_Wire, tag_field="role", tag="developer"):
 
 
 class ActivityMessage(_Wire, tag_field="role", tag="activity"):
+    """Structured progress that is not conversation (an A2UI surface, a press on one)."""
+
     id: str
     activity_type: str
     content: dict[str, Any]
+    subagent_run_id: str | None = None
 
 
 class ReasoningMessage(_Wire, tag_field="role", tag="reasoning"):
@@ -189,6 +192,64 @@ class RunAgentInput(_Wire):
         props = self.forwarded_props
         value = props.get(key) if isinstance(props, dict) else None
         return value if isinstance(value, dict) else {}
+
+
+# --- a press on an A2UI surface ------------------------------------------------------------
+
+# What a button's resolved ``context`` may hold: ids and the values its card shows. The model
+# reads it and every event of its run carries it, so it stays small and shallow.
+MAX_ACTION_CONTEXT_BYTES = 8 << 10
+MAX_ACTION_CONTEXT_DEPTH = 8
+
+
+class UserAction(_Wire):
+    """A press on an A2UI surface: A2UI v0.9's client ``action``, as the AG-UI A2UI
+    middleware forwards it in ``forwardedProps.a2uiAction.userAction``."""
+
+    name: Name
+    surface_id: Id
+    source_component_id: Id
+    context: dict[str, Any] = msgspec.field(default_factory=dict)
+    timestamp: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
+class _ForwardedAction(_Wire):
+    user_action: UserAction
+
+
+def user_action(run_input: RunAgentInput) -> UserAction | None:
+    """The user action an input forwards, within its bounds; None when it forwards none.
+
+    Raises VALIDATION_ERROR naming the field, before anything is stored.
+    """
+    props = run_input.forwarded_props
+    forwarded = props.get("a2uiAction") if isinstance(props, dict) else None
+    if forwarded is None:
+        return None
+    where = "$.forwardedProps.a2uiAction"
+    try:
+        action = msgspec.convert(forwarded, _ForwardedAction).user_action
+    except msgspec.ValidationError as exc:
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid {where}: {_explained(exc).replace('`$', '`' + where)}; send "
+            '{"userAction": {"name", "surfaceId", "sourceComponentId", "context"}}.',
+        ) from None
+    size = len(_encoder.encode(action.context))
+    if size > MAX_ACTION_CONTEXT_BYTES:
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{where}.userAction.context holds {size} bytes of JSON; an action's context may"
+            f" hold at most {MAX_ACTION_CONTEXT_BYTES}: send the ids the button names, not data.",
+        )
+    try:
+        bounds.check(action.context, max_depth=MAX_ACTION_CONTEXT_DEPTH)
+    except bounds.OutOfBounds as bad:
+        raise GatewayError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid RunAgentInput: {bad.at(where + '.userAction.context')}",
+        ) from None
+    return action
 
 
 # --- WebSocket control frames --------------------------------------------------------------
@@ -346,6 +407,27 @@ class Custom(Event, tag="CUSTOM"):
     value: Any = None
 
 
+# Activity: what a UI renders as its own widget (``gateway.a2ui``'s surfaces), kept as a
+# message of the transcript under ``messageId``.
+
+
+class ActivitySnapshot(Event, tag="ACTIVITY_SNAPSHOT"):
+    message_id: str
+    activity_type: str
+    content: dict[str, Any]
+    # Absent means true in AG-UI 1.0: the content replaces what the message held.
+    replace: bool | None = None
+    subagent_run_id: str | None = None
+
+
+class ActivityDelta(Event, tag="ACTIVITY_DELTA"):
+    message_id: str
+    activity_type: str
+    # RFC 6902 operations on the activity message's content.
+    patch: list[dict[str, Any]]
+    subagent_run_id: str | None = None
+
+
 # A model's thoughts: a span holding one reasoning message, both under one id.
 
 
@@ -417,6 +499,8 @@ AnyEvent = (
     | StateDelta
     | MessagesSnapshot
     | Custom
+    | ActivitySnapshot
+    | ActivityDelta
     | ReasoningStart
     | ReasoningMessageStart
     | ReasoningMessageContent
@@ -539,6 +623,7 @@ def decode_input(data: bytes | str) -> RunAgentInput:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR, f"Invalid RunAgentInput: {bad.at('$')}"
         ) from None
+    user_action(run_input)  # a press on a surface is checked at the door, as the rest is
     return run_input
 
 

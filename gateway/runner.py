@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, nullcontext
+from functools import partial
 from typing import Any
 
 from google.adk.agents import BaseAgent
@@ -23,6 +24,9 @@ from google.genai import types
 
 from gateway import config
 from gateway import protocol as p
+from gateway.a2ui.catalogs import ClientCatalogs
+from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
+from gateway.a2ui.surfaces import Surfaces
 from gateway.config import Settings
 from gateway.context import RUN_METADATA_KEY
 from gateway.hosting import Hosted, agent_tools, agents, server_tool_names
@@ -50,10 +54,12 @@ class Engine:
         session_service: SessionService,
         usage: UsagePlugin | None = None,
         model_calls: ModelCalls | None = None,
+        surfaces: SurfacePlugin | None = None,
     ) -> None:
         """``app`` is ``hosted`` as ``gateway.hosting.prepare`` made it, with ``client_tools``
-        on its agents; ``usage``, one of its plugins, counts each run's tokens, and
-        ``model_calls``, another, watches its model calls (without it none is watched)."""
+        on its agents; ``usage``, one of its plugins, counts each run's tokens,
+        ``model_calls``, another, watches its model calls (without it none is watched), and
+        ``surfaces``, another, shows the A2UI surfaces its tools return (without it none)."""
         self.hosted = hosted
         self.catalog = hosted.catalog
         self.client_tools = client_tools
@@ -73,6 +79,7 @@ class Engine:
         }
         self.usage = usage
         self.model_calls = model_calls
+        self.surface_plugin = surfaces
 
     def subagents(self) -> Subagents:
         """A run's view of the App's agent tree, for its translator."""
@@ -203,6 +210,11 @@ class Engine:
     def trim_log(self, user_id: str, thread_id: str, max_bytes: int) -> asyncio.Future[object]:
         return self.sessions.trim_frames(self.app_name, user_id, thread_id, max_bytes)
 
+    async def surfaces(self, user_id: str, thread_id: str) -> Surfaces:
+        """The thread's A2UI surfaces as its user was shown them, from all of its messages."""
+        page = await self.thread_page(user_id, thread_id, max_bytes=None)
+        return Surfaces.of_messages(page.messages)
+
     async def append(self, session: Session, event: AdkEvent) -> None:
         await self.sessions.append_event(session, event)
 
@@ -215,20 +227,31 @@ class Engine:
         message: types.Content,
         metadata: dict[str, Any],
         client_tools: Mapping[str, ClientTool],
+        catalogs: ClientCatalogs | None = None,
+        surfaces: Surfaces | None = None,
         abort_signal: Any = None,
     ) -> AsyncGenerator[AdkEvent, None]:
         """Streams one ADK invocation; a message of function responses resumes a paused one.
 
         ``session``, when given, is the thread as the caller just loaded it while holding
-        it: the runner gets it as it is instead of reading it again.
+        it: the runner gets it as it is instead of reading it again. ``catalogs``: what the
+        client renders of A2UI; ``surfaces``, the thread's, if the caller read them.
         """
+        run_id = str(metadata.get("runId"))
         run_metadata = {**metadata, CLIENT_TOOLS_KEY: sorted(client_tools)}
         config = RunConfig(
             streaming_mode=StreamingMode.SSE,
             custom_metadata={RUN_METADATA_KEY: run_metadata},
         )
-        offered = self.client_tools.offered(str(metadata.get("runId")), client_tools)
-        with offered, self.sessions.handed_over(session) if session else nullcontext():
+        offered = self.client_tools.offered(run_id, client_tools)
+        shown = (
+            self.surface_plugin.offered(
+                run_id, RunSurfaces(catalogs, partial(self.surfaces, user_id, thread_id), surfaces)
+            )
+            if self.surface_plugin is not None
+            else nullcontext()
+        )
+        with offered, shown, self.sessions.handed_over(session) if session else nullcontext():
             async with aclosing(
                 self.runner.run_async(
                     user_id=user_id,

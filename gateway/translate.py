@@ -17,7 +17,9 @@ Rules of the stream this produces (AG-UI 1.0):
 
 Ids, shared with ``gateway.history`` so snapshots repeat what was streamed live:
 an assistant message's id is its ADK event id, its thoughts' ``"rs-" + event id``; a tool
-call's id is ADK's function call id; a server tool's result message is ``"tr-" + call id``.
+call's id is ADK's function call id; a server tool's result message is ``"tr-" + call id``,
+and what it showed of an A2UI surface follows it as ACTIVITY_SNAPSHOT
+``a2ui-surface-{surfaceId}-{call id}``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions.state import State
 
 from gateway import protocol as p
+from gateway.a2ui import SURFACE_ACTIVITY
+from gateway.a2ui.plugin import shown_surfaces
 from gateway.attribution import mark_of
 from gateway.streaming import Kind, StreamedMessages, reasoning_message_id
 from gateway.subagents import Subagents
@@ -223,6 +227,7 @@ class RunTranslator:
         # ADK answers a call that waits for approval with a placeholder; the real result
         # comes once the person has answered.
         awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
+        shown = shown_surfaces(event)
         for part in parts:
             response = part.function_response
             if response is None or response.id is None or response.id in awaiting_approval:
@@ -242,6 +247,17 @@ class RunTranslator:
                     subagent_run_id=owner,
                 )
             )
+            out += [
+                p.ActivitySnapshot(
+                    message_id=surface.message_id,
+                    activity_type=SURFACE_ACTIVITY,
+                    content=surface.content,
+                    replace=True,
+                    subagent_run_id=owner,
+                )
+                for surface in shown
+                if surface.tool_call_id == response.id
+            ]
         return out
 
     def _chunk(

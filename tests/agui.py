@@ -42,8 +42,10 @@ class StreamChecker:
     """AG-UI ordering rules for one connection's stream, checked event by event.
 
     Besides AG-UI 1.0's own rules, the gateway's: at most one message (text or reasoning)
-    or tool call open at a time, and every ``subagentRunId`` announced by SUBAGENT_STARTED
-    before it is used. ``official=False`` checks the ordering only: ``scripts/load.py``
+    or tool call open at a time, no activity while one is, every ``subagentRunId``
+    announced by SUBAGENT_STARTED before it is used, and an ACTIVITY_DELTA only for an
+    activity message the connection has (from an ACTIVITY_SNAPSHOT or a MESSAGES_SNAPSHOT,
+    in any run), of its type and its sub-agent. ``official=False`` checks the ordering only: ``scripts/load.py``
     checks thousands of streams and cannot spend the official models' CPU on each event.
     ``declared`` is the version RUN_STARTED must declare: None for a 0.0.x client's stream.
     """
@@ -61,6 +63,8 @@ class StreamChecker:
         self.subagents_done: set[str] = set()
         # message id -> (subagentRunId, name) it was opened with, for reopenings
         self.openers: dict[str, tuple[Any, Any]] = {}
+        # activity message id -> (activityType, subagentRunId): kept across runs
+        self.activities: dict[str, tuple[Any, Any]] = {}
 
     def feed(self, event: dict[str, Any]) -> None:
         if self.official:
@@ -124,6 +128,20 @@ class StreamChecker:
             assert run_id in self.subagents, f"{kind} for {run_id}, not running"
             self.subagents.remove(run_id)
             self.subagents_done.add(run_id)
+        elif kind == "ACTIVITY_SNAPSHOT":
+            assert not self._open_items(), f"{kind} while another item is open"
+            self.activities[event["messageId"]] = (event["activityType"], owner)
+        elif kind == "ACTIVITY_DELTA":
+            assert not self._open_items(), f"{kind} while another item is open"
+            known = self.activities.get(event["messageId"])
+            assert known is not None, f"{kind} for {event['messageId']}, never sent"
+            assert known[0] == event["activityType"], f"{kind} of another activity type"
+            assert owner is None or owner == known[1], f"{kind} attributed to {owner!r}"
+        elif kind == "MESSAGES_SNAPSHOT":
+            for message in event["messages"]:
+                if message["role"] == "activity":
+                    known_as = (message["activityType"], message.get("subagentRunId"))
+                    self.activities[message["id"]] = known_as
         elif kind == "RUN_FINISHED":
             assert not self._open_items(), "RUN_FINISHED with open items"
             assert not self.subagents, f"RUN_FINISHED with subagents running: {self.subagents}"

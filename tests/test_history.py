@@ -13,17 +13,24 @@ import pytest
 from ag_ui.core import MessagesSnapshotEvent
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.apps import App
 from google.adk.events import Event, EventActions
 from google.adk.runners import Runner
 from google.adk.sessions import Session
 from google.adk.tools import LongRunningFunctionTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
+from pydantic import Field
 
+from gateway import a2ui
 from gateway import protocol as p
+from gateway.a2ui.catalogs import CAPABILITIES, client_catalogs
+from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
+from gateway.a2ui.surfaces import Surfaces
 from gateway.cut_off import LEGACY_NOTE, NOTES, Ending, cut_off_reply
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.examples.navigator.work_requests import show_work_request
 from gateway.history import event_messages, messages_snapshot, state_snapshot
 from gateway.operator import ThreadNotFoundError, export_thread, list_threads
 from gateway.store import SessionService
@@ -32,6 +39,7 @@ from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
 
 APP = APP_NAME  # the demo App's, whose threads the gateway keeps
+BASIC = a2ui.BASIC_CATALOG_ID
 
 
 def valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -331,6 +339,7 @@ class Live:
         self.messages: dict[str, str] = {}  # text message id -> text
         self.calls: dict[str, tuple[str, str, str | None]] = {}  # id -> (name, args, parent)
         self.results: dict[str, tuple[str, str]] = {}  # message id -> (call id, content)
+        self.activities: dict[str, dict[str, Any]] = {}  # message id -> content
 
     def saw(self, frames: list[p.Event]) -> None:
         for frame in frames:
@@ -345,6 +354,8 @@ class Live:
                 self.calls[frame.tool_call_id] = (name, args + frame.delta, parent)
             elif isinstance(frame, p.ToolCallResult):
                 self.results[frame.message_id] = (frame.tool_call_id, frame.content)
+            elif isinstance(frame, p.ActivitySnapshot):
+                self.activities[frame.message_id] = frame.content
 
 
 async def _run(
@@ -398,6 +409,61 @@ async def test_snapshot_ids_equal_the_ids_streamed_live(store: SessionService) -
     assert calls == live.calls
     results = {m["id"]: (m["toolCallId"], m["content"]) for m in snapshot if m["role"] == "tool"}
     assert results == {**live.results, "m-result": (navigate_id, '{"status":"navigated"}')}
+
+
+class Surfaced(ScriptedLlm):
+    """The demo's scripted model, keeping every function response it is shown."""
+
+    read: list[dict[str, Any]] = Field(default_factory=list)
+
+    def reply(self, llm_request: Any) -> Any:
+        for content in llm_request.contents:
+            for part in content.parts or ():
+                if part.function_response is not None:
+                    self.read.append(dict(part.function_response.response or {}))
+        return super().reply(llm_request)
+
+
+async def unread() -> Surfaces:
+    raise AssertionError("a new thread's surfaces are not read")
+
+
+async def test_a_surface_and_a_press_are_kept_as_they_were_streamed(store: SessionService) -> None:
+    model = Surfaced()
+    agent = LlmAgent(name="screen_navigator", model=model, tools=[show_work_request])
+    plugin = SurfacePlugin()
+    app = App(name=APP, root_agent=agent, plugins=[plugin])
+    runner = Runner(app=app, session_service=store, auto_create_session=True)
+    catalogs = client_catalogs(
+        [p.Context(description=CAPABILITIES, value=json.dumps({"supportedCatalogIds": [BASIC]}))]
+    )
+    live = Live()
+    with plugin.offered("r1", RunSurfaces(catalogs, unread, Surfaces())):
+        ask = types.Content(role="user", parts=[text("R-1042 보여줘")])
+        await _run(runner, live, "r1", ask, {"messageId": "m-user"})
+    pressed = {"name": "approve", "surfaceId": "work-request-R-1042", "sourceComponentId": "x"}
+    press = types.Content(role="user", parts=[text("User performed action ...")])
+    await _run(runner, live, "r2", press, {"messageId": "a2ui-action-1", "a2uiAction": pressed})
+    await runner.close()
+
+    messages, _ = await store.thread_messages(APP, "demo", "t1")
+    activities = [m for m in valid(messages) if m["role"] == "activity"]
+    assert [(m["id"], m["activityType"]) for m in activities] == [
+        (next(iter(live.activities)), "a2ui-surface"),
+        ("a2ui-action-1", "a2ui-action"),
+    ]
+    assert activities[0]["content"] == next(iter(live.activities.values()))
+    assert activities[1]["content"] == {"userAction": pressed}
+    [call] = [m["toolCalls"][0]["id"] for m in messages if m.get("toolCalls")]
+    assert activities[0]["id"] == f"a2ui-surface-work-request-R-1042-{call}"
+    # The model read the note, never the operations; the client's result shows the same.
+    assert model.read and not any(a2ui.OPERATIONS_KEY in read for read in model.read)
+    shown = next(read for read in model.read if "request" in read)
+    assert shown["a2ui"] == {"shown": ["work-request-R-1042"]}
+    [(_, result)] = live.results.values()
+    assert json.loads(result) == shown
+    card = Surfaces.of_messages(messages).get("work-request-R-1042")
+    assert card is not None and card.value_at("/status") == "pending"
 
 
 # --- operator commands ------------------------------------------------------------------

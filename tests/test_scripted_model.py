@@ -6,6 +6,8 @@ from gateway.examples.navigator.scripted import (
     APPROVE,
     FIND_SCREEN,
     NAVIGATE,
+    REJECT,
+    SHOW,
     Call,
     Say,
     Step,
@@ -97,3 +99,47 @@ def test_small_talk_intro_and_approval() -> None:
         and "거절" in rejected.text
         and "승인했습니다" not in rejected.text
     )
+
+
+CARD_TOOLS = TOOLS | {SHOW, REJECT}
+PRESSED = (
+    'User performed action "{}" on surface "work-request-R-1042" (component: {}).'
+    ' Context: {{"requestId":"R-1042","status":"pending"}}'
+)
+
+
+def test_a_request_is_shown_as_a_card_or_told_in_words() -> None:
+    assert respond(turn("R-1042 보여줘", tools=CARD_TOOLS)) == Call(
+        [(SHOW, {"requestId": "R-1042"})]
+    )
+    # Without the tool, as before: a search for a screen.
+    assert respond(turn("R-1042 보여줘")) == Call([(FIND_SCREEN, {"query": "R-1042"})])
+    request = {"requestId": "R-1042", "title": "노트북 교체 구매", "requester": "김민수"}
+    request |= {"amount": 1_850_000, "status": "pending"}
+    seen = Step(SHOW, {"requestId": "R-1042"}, {"request": request, "a2ui": {"shown": ["c"]}})
+    on_card = respond(turn("R-1042 보여줘", seen, tools=CARD_TOOLS))
+    assert isinstance(on_card, Say) and "카드에서 승인하거나 거절" in on_card.text
+    unseen = Step(SHOW, {"requestId": "R-1042"}, {"request": request, "a2ui": {"shown": []}})
+    told = respond(turn("R-1042 보여줘", unseen, tools=CARD_TOOLS))
+    assert told == Say("R-1042 노트북 교체 구매: 요청자 김민수, 금액 1,850,000원, 상태 대기 중.")
+
+
+def test_a_press_on_the_card_asks_for_that_decision_in_the_users_language() -> None:
+    for action, tool in (("approve", APPROVE), ("reject", REJECT)):
+        pressed = Turn(PRESSED.format(action, action), (), CARD_TOOLS, voice="R-1042 보여줘")
+        assert respond(pressed) == Call([(tool, {"requestId": "R-1042"})])
+    rejected = Step(REJECT, {"requestId": "R-1042"}, {"status": "rejected", "rejectedBy": "demo"})
+    after = Turn(PRESSED.format("reject", "reject"), (rejected,), CARD_TOOLS, voice="보여줘")
+    assert respond(after) == Say("R-1042 요청을 거절했습니다.")
+    unknown = Turn(PRESSED.format("archive", "archive"), (), CARD_TOOLS, voice="보여줘")
+    assert respond(unknown) == Say("그 버튼은 제가 처리할 수 없어요.")
+
+
+def test_a_decision_on_a_request_decided_before_is_told_truthfully() -> None:
+    decided = {"error": "R-1042 is not waiting", "requestId": "R-1042", "requestStatus": "approved"}
+    for tool, verb in ((APPROVE, "승인하지"), (REJECT, "거절하지")):
+        reply = respond(turn("R-1042 승인해줘", Step(tool, {"requestId": "R-1042"}, decided)))
+        assert reply == Say(f"R-1042 요청은 이미 승인된 요청이라 {verb} 않았습니다.")
+    person_said_no = {"status": "rejected", "error": "rejected", "reason": "no"}
+    reply = respond(turn("R-1042 거절해줘", Step(REJECT, {"requestId": "R-1042"}, person_said_no)))
+    assert reply == Say("R-1042 거절이 승인되지 않아 진행하지 않았습니다 (no).")

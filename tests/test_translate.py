@@ -247,3 +247,45 @@ def test_unstreamed_thoughts_come_whole_as_reasoning_before_the_reply() -> None:
         ("TEXT_MESSAGE_END", None),
     ]
     assert out[1]["messageId"] == "rs-e1" and out[6]["messageId"] == "e1"
+
+
+def test_what_a_tool_showed_follows_each_calls_result_as_an_activity_snapshot() -> None:
+    run = RunTranslator("t", "r")
+    shown = [
+        {"toolCallId": "c2", "surfaceId": "card", "operations": [{"deleteSurface": {}}]},
+        {"toolCallId": "c1", "surfaceId": "card", "operations": [{"createSurface": {}}]},
+    ]
+    answers = response_event(("c1", "show", {"a2ui": {"shown": ["card"]}}), ("c2", "hide", {}))
+    answers.custom_metadata = {"agui": {"runId": "r", "a2ui": shown}}
+    events = run.start()
+    events += run.translate(call_event("e1", ("c1", "show", {}), ("c2", "hide", {}), long=False))
+    events += run.translate(answers) + run.finish()
+    streamed = [
+        (e["type"], e.get("toolCallId") or e["messageId"], e.get("content"))
+        for e in wire(events)
+        if e["type"] in ("TOOL_CALL_RESULT", "ACTIVITY_SNAPSHOT")
+    ]
+    assert streamed == [
+        ("TOOL_CALL_RESULT", "c1", '{"a2ui":{"shown":["card"]}}'),
+        ("ACTIVITY_SNAPSHOT", "a2ui-surface-card-c1", {"operations": [{"createSurface": {}}]}),
+        ("TOOL_CALL_RESULT", "c2", "{}"),
+        ("ACTIVITY_SNAPSHOT", "a2ui-surface-card-c2", {"operations": [{"deleteSurface": {}}]}),
+    ]
+
+
+def test_the_stream_checker_holds_activity_to_what_was_sent() -> None:
+    checker = StreamChecker()
+    checker.feed({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "protocolVersion": "1.0"})
+    snapshot = {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "a2ui-surface"}
+    checker.feed(snapshot | {"content": {"operations": []}, "replace": True})
+    appended = p.ActivityDelta(
+        message_id="a",
+        activity_type="a2ui-surface",
+        patch=[{"op": "add", "path": "/operations/-", "value": {}}],
+    )
+    checker.feed(json.loads(p.encode(appended)))
+    delta = {"type": "ACTIVITY_DELTA", "messageId": "a", "activityType": "a2ui-surface"}
+    with pytest.raises(AssertionError, match="never sent"):
+        checker.feed(delta | {"messageId": "b", "patch": []})
+    with pytest.raises(AssertionError, match="another activity type"):
+        checker.feed(delta | {"activityType": "a2ui-action", "patch": []})

@@ -106,10 +106,14 @@ def decoded_messages(seq: int, text: str, *, checked: bool = False) -> list[Mess
     return messages
 
 
+# The roles of the messages ``history.event_messages`` makes.
+_ROLES = ("user", "assistant", "tool", "reasoning", "activity")
+
+
 def _check_message(message: Message) -> None:
     """Raises ValueError unless a stored message has what a snapshot is built from."""
     role = message.get("role")
-    if not isinstance(message.get("id"), str) or role not in ("user", "assistant", "tool"):
+    if not isinstance(message.get("id"), str) or role not in _ROLES:
         raise ValueError("a stored message needs a string id and a role")
     if role == "tool" and not isinstance(message.get("toolCallId"), str):
         raise ValueError("a stored tool message needs a string toolCallId")

@@ -32,6 +32,11 @@ words, and open nothing. The browser answers with what really happened. Say the 
 opened ("이동했습니다") only when the status is "navigated"; for any other status tell
 the user honestly that it did not open and why.
 If navigateToScreen is not available, ask the user to open the screen from the menu.
+To show a work request (R-1042), call show_work_request: the user may see it as a card,
+with 승인 / 거절 buttons while it waits. A press on a card is the user's turn ("User
+performed action ..."): approve calls approveWorkRequest, reject calls rejectWorkRequest;
+a person confirms either before it runs. When the result's a2ui says the card was not
+shown, describe the request in words.
 Answer in the user's language."""
 
 

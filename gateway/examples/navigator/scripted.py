@@ -12,6 +12,7 @@ core's offline shell (``gateway.models.offline``), which turns a ``Reply`` into 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,13 +20,17 @@ from typing import Any
 from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 
+from gateway import a2ui
 from gateway.cut_off import before_restart
+from gateway.examples.navigator.work_requests import STATUS_LABELS
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
 
 __all__ = [
     "APPROVE",
     "FIND_SCREEN",
     "NAVIGATE",
+    "REJECT",
+    "SHOW",
     "Call",
     "Reply",
     "Say",
@@ -39,6 +44,8 @@ __all__ = [
 FIND_SCREEN = "find_screen"
 NAVIGATE = "navigateToScreen"
 APPROVE = "approveWorkRequest"
+REJECT = "rejectWorkRequest"
+SHOW = "show_work_request"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,10 +64,13 @@ class Turn:
     utterance: str
     last_steps: Sequence[Step]
     tools: frozenset[str]
+    # The words whose language the reply takes, when the utterance is not the user's own
+    # (a press on a card reads in the gateway's English): the user's latest words before.
+    voice: str | None = None
 
     @property
     def korean(self) -> bool:
-        return re.search(r"[\uac00-\ud7a3]", self.utterance) is not None
+        return _HANGUL.search(self.voice or self.utterance) is not None
 
 
 def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
@@ -78,6 +88,11 @@ def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
         if text is not None:
             utterance, start = text, index
             break
+    voice = None
+    if _PRESSED.match(utterance):
+        # A card is the demo's own, in Korean, unless the user wrote to it otherwise.
+        earlier = (_user_text(content) for content in reversed(contents[:start]))
+        voice = next((t for t in earlier if t is not None and not _PRESSED.match(t)), "한국어")
     rest = contents[start + 1 :]
     steps: list[Step] = []
     if len(rest) >= 2 and rest[-1].role == "user":
@@ -87,7 +102,7 @@ def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
             steps.append(
                 Step(call.name or "", dict(call.args or {}), dict(response.response or {}))
             )
-    return Turn(utterance=utterance, last_steps=steps, tools=tools)
+    return Turn(utterance=utterance, last_steps=steps, tools=tools, voice=voice)
 
 
 def _user_text(content: types.Content) -> str | None:
@@ -104,6 +119,14 @@ _REQUEST_ID = re.compile(r"\bR-\d+\b", re.IGNORECASE)
 _NAVIGATE_KO = re.compile(r"(열어|열기|띄워|이동|보여\s*줘|가\s*줘|들어가)")
 _NAVIGATE_EN = re.compile(r"\b(open|go to|navigate|take me to|show me|bring up)\b", re.I)
 _APPROVE = re.compile(r"(승인|\bapprove\b)", re.I)
+_REJECT = re.compile(r"(거절|\breject\b)", re.I)
+_SHOW = re.compile(r"(보여|보기|상세|\bshow\b|\bdetails?\b)", re.I)
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# A press on a card, as the gateway words it for the model (``gateway.a2ui.actions.told``).
+_PRESSED = re.compile(
+    r'User performed action "(?P<name>[^"]*)" on surface "[^"]*".*?Context: (?P<context>\{.*\})$',
+    re.S,
+)
 _INTRO = re.compile(r"(자기\s*소개|about yourself|introduce yourself)", re.I)
 _GREETING = re.compile(r"(안녕|반가워|^\s*(hi|hello|hey)\b|good (morning|afternoon|evening))", re.I)
 _THANKS = re.compile(r"(고마워|감사|\bthanks?\b|thank you)", re.I)
@@ -121,12 +144,15 @@ def respond(turn: Turn) -> Reply:
     if turn.last_steps:
         return _after(turn)
     text = turn.utterance
-    if _APPROVE.search(text) and (request := _REQUEST_ID.search(text)):
-        if APPROVE not in turn.tools:
-            return Say(
-                _t(turn, "지금은 승인 도구를 쓸 수 없어요.", "I cannot approve requests here.")
-            )
-        return Call([(APPROVE, {"requestId": request.group(0).upper()})])
+    if (pressed := _PRESSED.match(text)) is not None:
+        return _on_card(turn, pressed["name"], pressed["context"])
+    request = _REQUEST_ID.search(text)
+    if request and _APPROVE.search(text):
+        return _decide(turn, APPROVE, request.group(0).upper())
+    if request and _REJECT.search(text):
+        return _decide(turn, REJECT, request.group(0).upper())
+    if request and _SHOW.search(text) and SHOW in turn.tools:
+        return Call([(SHOW, {"requestId": request.group(0).upper()})])
     if _NAVIGATE_KO.search(text) or _NAVIGATE_EN.search(text) or _SCREEN_ID.search(text):
         ids = [m.upper() for m in _SCREEN_ID.findall(text)]
         if ids:
@@ -160,15 +186,74 @@ def respond(turn: Turn) -> Reply:
     )
 
 
+def _decide(turn: Turn, tool: str, request_id: str) -> Reply:
+    if tool not in turn.tools:
+        return Say(
+            _t(turn, "지금은 승인 도구를 쓸 수 없어요.", "I cannot approve requests here.")
+            if tool == APPROVE
+            else _t(turn, "지금은 거절 도구를 쓸 수 없어요.", "I cannot reject requests here.")
+        )
+    return Call([(tool, {"requestId": request_id})])
+
+
+def _on_card(turn: Turn, action: str, context: str) -> Reply:
+    """A press on a work request's card: its 승인 or 거절 asks for that decision."""
+    try:
+        request_id = json.loads(context).get("requestId")
+    except (ValueError, AttributeError):
+        request_id = None
+    tool = {"approve": APPROVE, "reject": REJECT}.get(action)
+    if tool is None or not isinstance(request_id, str):
+        return Say(
+            _t(turn, "그 버튼은 제가 처리할 수 없어요.", "I do not know what that button does.")
+        )
+    return _decide(turn, tool, request_id)
+
+
 def _after(turn: Turn) -> Reply:
     first = turn.last_steps[0]
     if first.name == FIND_SCREEN:
         return _after_search(turn, first)
     if first.name == NAVIGATE:
         return Say(" ".join(_navigation_outcome(turn, step) for step in turn.last_steps))
-    if first.name == APPROVE:
-        return Say(" ".join(_approval_outcome(turn, step) for step in turn.last_steps))
+    if first.name in (APPROVE, REJECT):
+        return Say(" ".join(_decision_outcome(turn, step) for step in turn.last_steps))
+    if first.name == SHOW:
+        return Say(_shown(turn, first))
     return Say(_t(turn, "작업을 마쳤습니다.", "Done."))
+
+
+def _shown(turn: Turn, step: Step) -> str:
+    """The request as a card if the user sees one (the gateway's note says), else in words."""
+    if "error" in step.response:
+        error = step.response["error"]
+        return _t(turn, f"요청을 찾지 못했습니다: {error}", f"I could not find it: {error}")
+    request = step.response.get("request") or {}
+    request_id, status = request.get("requestId", ""), request.get("status", "")
+    note = step.response.get(a2ui.NOTE_KEY) or {}
+    if note.get("shown"):
+        if status == "pending":
+            return _t(
+                turn,
+                f"{request_id} 요청입니다. 카드에서 승인하거나 거절할 수 있어요.",
+                f"Here is {request_id}; approve or reject it on the card.",
+            )
+        return _t(
+            turn,
+            f"{request_id} 요청입니다. 이미 {_STATUS_KO.get(status, status)} 요청이에요.",
+            f"Here is {request_id}; it was {status} already.",
+        )
+    amount = f"{request.get('amount', 0):,}"
+    return _t(
+        turn,
+        f"{request_id} {request.get('title', '')}: 요청자 {request.get('requester', '')}, "
+        f"금액 {amount}원, 상태 {STATUS_LABELS.get(status, status)}.",
+        f"{request_id} {request.get('title', '')}: requested by {request.get('requester', '')},"
+        f" {amount} KRW, {status}.",
+    )
+
+
+_STATUS_KO = {"pending": "대기 중인", "approved": "승인된", "rejected": "거절된"}
 
 
 def _after_search(turn: Turn, step: Step) -> Reply:
@@ -250,17 +335,44 @@ def _navigation_outcome(turn: Turn, step: Step) -> str:
     )
 
 
-def _approval_outcome(turn: Turn, step: Step) -> str:
+def _decision_outcome(turn: Turn, step: Step) -> str:
     request = str(step.args.get("requestId", ""))
-    if step.response.get("status") == "approved":
-        return _t(turn, f"{request} 요청을 승인했습니다.", f"I approved {request}.")
+    approving = step.name == APPROVE
+    response = step.response
+    if response.get("status") == ("approved" if approving else "rejected") and (
+        "error" not in response
+    ):
+        if approving:
+            return _t(turn, f"{request} 요청을 승인했습니다.", f"I approved {request}.")
+        return _t(turn, f"{request} 요청을 거절했습니다.", f"I rejected {request}.")
+    if (decided := response.get("requestStatus")) is not None:
+        verb = _t(turn, "승인" if approving else "거절", "approve" if approving else "reject")
+        return _t(
+            turn,
+            f"{request} 요청은 이미 {_STATUS_KO.get(decided, decided)} 요청이라 {verb}하지 "
+            "않았습니다.",
+            f"{request} was {decided} already, so I did not {verb} it.",
+        )
+    if "error" in response and response.get("status") != "rejected":  # the tool said no
+        error = response["error"]
+        return _t(
+            turn,
+            f"{request} 요청을 처리하지 못했습니다: {error}",
+            f"I could not do that for {request}: {error}",
+        )
     # ADK's own rejection text is English boilerplate; only a person's reason is worth saying.
-    reason = str(step.response.get("reason") or "")
+    reason = str(response.get("reason") or "")
     suffix = f" ({reason})" if reason else ""
+    if approving:
+        return _t(
+            turn,
+            f"{request} 승인이 거절되어 진행하지 않았습니다{suffix}.",
+            f"The approval of {request} was rejected, so nothing was approved{suffix}.",
+        )
     return _t(
         turn,
-        f"{request} 승인이 거절되어 진행하지 않았습니다{suffix}.",
-        f"The approval of {request} was rejected, so nothing was approved{suffix}.",
+        f"{request} 거절이 승인되지 않아 진행하지 않았습니다{suffix}.",
+        f"Rejecting {request} was not approved, so nothing was rejected{suffix}.",
     )
 
 

@@ -1,18 +1,75 @@
-"""The demo's work requests: the one server action that needs a person's approval."""
+"""The demo's work requests: shown as an A2UI card, approved or rejected by a person.
+
+``show_work_request`` answers "R-1042 보여줘" with the request and a card (a2ui_operations):
+title, requester, amount, status, and 승인 / 거절 buttons while it is pending. A press on a
+button comes back as the user's turn, and the model calls ``approveWorkRequest`` or
+``rejectWorkRequest``, which ADK runs only once a person approved the call: the card goes
+through the same approval as the chat. Deciding a request updates its card (status, and
+no buttons), so a press on the card as it was before is refused by the gateway.
+
+The requests are demo data; each thread keeps its own decisions in its state
+(``workRequests``), so every conversation starts from the same pending requests.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from typing import Any
 
 from google.adk.tools.tool_context import ToolContext
 
+from gateway import a2ui
+
 _REQUEST_ID = re.compile(r"R-\d{3,6}")
-# Requests the demo knows; approving one moves it out of this set.
-PENDING_REQUESTS = {"R-1042", "R-1043", "R-1050", "R-1077"}
+# Where a thread keeps the demo's decisions: {request id: "approved" | "rejected"}.
+DECISIONS = "workRequests"
+PENDING = "pending"
+STATUS_LABELS = {PENDING: "대기 중", "approved": "승인됨", "rejected": "거절됨"}
 # The demo backend is a little slow, which makes cancelling a running tool visible.
 APPROVAL_LATENCY_SECONDS = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkRequest:
+    request_id: str
+    title: str
+    requester: str
+    amount: int  # KRW
+    status: str = PENDING
+
+
+REQUESTS = {
+    request.request_id: request
+    for request in (
+        WorkRequest("R-1031", "모니터 추가 구매", "정하늘", 320_000, "approved"),
+        WorkRequest("R-1042", "노트북 교체 구매", "김민수", 1_850_000),
+        WorkRequest("R-1043", "외부 교육 참가비", "이서연", 420_000),
+        WorkRequest("R-1050", "협력사 유지보수 계약 연장", "박지훈", 12_000_000),
+        WorkRequest("R-1077", "부서 워크숍 장소 예약", "최유진", 960_000),
+    )
+}
+
+
+def surface_id(request_id: str) -> str:
+    return f"work-request-{request_id}"
+
+
+async def show_work_request(requestId: str, tool_context: ToolContext) -> dict[str, Any]:
+    """The request, and a card of it for a client that renders A2UI."""
+    request = REQUESTS.get(requestId)
+    if request is None:
+        return {"error": _unknown(requestId)}
+    status = _status(request, tool_context)
+    return {
+        "request": _described(request, status),
+        a2ui.OPERATIONS_KEY: [
+            a2ui.create_surface(surface_id(request.request_id)),
+            a2ui.update_components(surface_id(request.request_id), _card(request, status)),
+            a2ui.update_data_model(surface_id(request.request_id), _data(request, status)),
+        ],
+    }
 
 
 async def approve_work_request(
@@ -21,9 +78,123 @@ async def approve_work_request(
     comment: str = "",
 ) -> dict[str, Any]:
     """Approves a work request; ADK only calls this after a person approved the call."""
-    if not _REQUEST_ID.fullmatch(requestId):
-        return {"error": f"{requestId!r} is not a work request id like R-1042"}
+    return await _decide(requestId, "approved", tool_context)
+
+
+async def reject_work_request(
+    requestId: str, tool_context: ToolContext, reason: str = ""
+) -> dict[str, Any]:
+    """Rejects a work request; ADK only calls this after a person approved the call."""
+    return await _decide(requestId, "rejected", tool_context)
+
+
+async def _decide(request_id: str, decision: str, tool_context: ToolContext) -> dict[str, Any]:
+    if not _REQUEST_ID.fullmatch(request_id):
+        return {"error": f"{request_id!r} is not a work request id like R-1042"}
     await asyncio.sleep(APPROVAL_LATENCY_SECONDS)
-    if requestId not in PENDING_REQUESTS:
-        return {"error": f"{requestId} is not waiting for approval"}
-    return {"status": "approved", "requestId": requestId, "approvedBy": tool_context.user_id}
+    request = REQUESTS.get(request_id)
+    if request is None:
+        return {"error": _unknown(request_id)}
+    status = _status(request, tool_context)
+    if status != PENDING:
+        # Decided before, perhaps on a card this client had not seen change: say so.
+        return {
+            "error": f"{request_id} is not waiting for a decision: it was {status} already",
+            "requestId": request_id,
+            "requestStatus": status,
+            a2ui.OPERATIONS_KEY: _decided(request, status),
+        }
+    decisions = dict(tool_context.state.get(DECISIONS) or {})
+    tool_context.state[DECISIONS] = {**decisions, request_id: decision}
+    by = "approvedBy" if decision == "approved" else "rejectedBy"
+    return {
+        "status": decision,
+        "requestId": request_id,
+        by: tool_context.user_id,
+        a2ui.OPERATIONS_KEY: _decided(request, decision),
+    }
+
+
+def _status(request: WorkRequest, tool_context: ToolContext) -> str:
+    decisions = tool_context.state.get(DECISIONS) or {}
+    return str(decisions.get(request.request_id, request.status))
+
+
+def _unknown(request_id: str) -> str:
+    return f"{request_id} is not a work request the demo knows (it knows {', '.join(REQUESTS)})"
+
+
+def _described(request: WorkRequest, status: str) -> dict[str, Any]:
+    return {
+        "requestId": request.request_id,
+        "title": request.title,
+        "requester": request.requester,
+        "amount": request.amount,
+        "currency": "KRW",
+        "status": status,
+    }
+
+
+def _data(request: WorkRequest, status: str) -> dict[str, Any]:
+    """The card's data model: what it shows, and ``status``, which its buttons send."""
+    return {
+        "requestId": request.request_id,
+        "title": f"{request.request_id} · {request.title}",
+        "requester": request.requester,
+        "amount": f"{request.amount:,}원",
+        "status": status,
+        "statusLabel": STATUS_LABELS.get(status, status),
+    }
+
+
+def _card(request: WorkRequest, status: str) -> list[dict[str, Any]]:
+    def field(name: str, label: str, path: str) -> list[dict[str, Any]]:
+        return [
+            {"id": name, "component": "Row", "children": [f"{name}-label", f"{name}-value"]},
+            {"id": f"{name}-label", "component": "Text", "text": label, "variant": "caption"},
+            {"id": f"{name}-value", "component": "Text", "text": {"path": path}},
+        ]
+
+    def button(name: str, label: str, variant: str) -> list[dict[str, Any]]:
+        context = {"requestId": request.request_id, "status": {"path": "/status"}}
+        return [
+            {
+                "id": name,
+                "component": "Button",
+                "child": f"{name}-label",
+                "variant": variant,
+                "action": {"event": {"name": name, "context": context}},
+            },
+            {"id": f"{name}-label", "component": "Text", "text": label},
+        ]
+
+    return [
+        {"id": "root", "component": "Card", "child": "body"},
+        {
+            "id": "body",
+            "component": "Column",
+            "children": ["title", "requester", "amount", "status", "actions"],
+        },
+        {"id": "title", "component": "Text", "text": {"path": "/title"}, "variant": "h3"},
+        *field("requester", "요청자", "/requester"),
+        *field("amount", "금액", "/amount"),
+        *field("status", "상태", "/statusLabel"),
+        _actions(status),
+        *button("approve", "승인", "primary"),
+        *button("reject", "거절", "default"),
+    ]
+
+
+def _actions(status: str) -> dict[str, Any]:
+    """The row of buttons: 승인 and 거절 while the request waits, none once decided."""
+    buttons = ["approve", "reject"] if status == PENDING else []
+    return {"id": "actions", "component": "Row", "children": buttons}
+
+
+def _decided(request: WorkRequest, status: str) -> list[dict[str, Any]]:
+    """What a decision changes on the request's card: its status, and the buttons go."""
+    card = surface_id(request.request_id)
+    return [
+        a2ui.update_components(card, [_actions(status)]),
+        a2ui.update_data_model(card, _data(request, status)),
+    ]
