@@ -15,6 +15,8 @@ const TOOL_LABELS = {
   find_screen: "화면 검색",
   navigateToScreen: "화면 이동",
   approveWorkRequest: "업무 요청 승인",
+  rejectWorkRequest: "업무 요청 거절",
+  show_work_request: "업무 요청 보기",
 };
 
 const STATUS_LABELS = {
@@ -817,7 +819,7 @@ function summarize(name, args) {
   if (!args) return "";
   if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
   if (name === "find_screen") return args.query ? `“${args.query}”` : "";
-  if (name === "approveWorkRequest") return args.requestId ?? "";
+  if (["approveWorkRequest", "rejectWorkRequest", "show_work_request"].includes(name)) return args.requestId ?? "";
   const text = JSON.stringify(args);
   return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }
