@@ -78,7 +78,7 @@ const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED"]);
 
 const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
 
-const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
+const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /** The thread this tab talks on: `#thread=<id>` wins, then this tab's sessionStorage. */

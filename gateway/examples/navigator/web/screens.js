@@ -137,7 +137,7 @@ function workRequestList(screen, { payload }) {
 }
 
 export function renderHome(profile, screens) {
-  const examples = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
+  const examples = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
   return h(
     "article",
     { class: "screen home", "aria-labelledby": "screen-title" },
