@@ -115,6 +115,16 @@ export declare class ActionLedger {
   unacknowledged(): Array<LedgerEntry & { id: string }>;
 }
 
+/** A person's action on an A2UI surface, as `forwardedProps.a2uiAction.userAction` carries it. */
+export interface A2uiUserAction {
+  name: string;
+  surfaceId: string;
+  sourceComponentId: string;
+  /** ISO 8601; the time of the call when left out. */
+  timestamp?: string;
+  context?: Record<string, unknown>;
+}
+
 export type ConnectionStatus = "connecting" | "syncing" | "open" | "reconnecting";
 
 /** One /ws connection per thread: reconnect with backoff, reattach, `clientId`. */
@@ -131,7 +141,17 @@ export declare class ThreadConnection {
   start(): void;
   stop(): void;
   switchThread(threadId: string): void;
-  startRun(input: { messages?: unknown[]; tools?: unknown[]; context?: unknown[]; resume?: unknown[] }): string;
+  startRun(input: {
+    messages?: unknown[];
+    tools?: unknown[];
+    context?: unknown[];
+    resume?: unknown[];
+    forwardedProps?: Record<string, unknown>;
+  }): string;
+  startUserAction(
+    userAction: A2uiUserAction,
+    input?: { messages?: unknown[]; tools?: unknown[]; context?: unknown[] },
+  ): string;
   send(input: RunAgentInput): boolean;
   cancel(): void;
   reattach(): void;

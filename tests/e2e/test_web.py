@@ -23,9 +23,12 @@ from tests.e2e.web_helpers import (
     MOVED,
     NEEDS_CHROMIUM,
     SCREENSHOT,
+    SCREENSHOT_SIZES,
     TIMEOUT_MS,
     WebApp,
+    accessibility_problems,
     route_sockets,
+    screenshot_at,
 )
 
 pytestmark = NEEDS_CHROMIUM
@@ -48,9 +51,19 @@ async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(
     )
     assert await app.navigations() == 1
     await app.wait_idle()
-    shot = SCREENSHOT if os.environ.get("UPDATE_SCREENSHOT") else tmp_path / "flagship.png"
+    update = bool(os.environ.get("UPDATE_SCREENSHOT"))
+    shot = SCREENSHOT if update else tmp_path / "flagship.png"
     await app.page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
+    for width, height in SCREENSHOT_SIZES.items():
+        await app.page.set_viewport_size({"width": width, "height": height})
+        # At every width the screen that opened and the bot's answer are both in sight.
+        await expect(app.screen_title).to_be_in_viewport()
+        await expect(app.replies.last).to_be_in_viewport()
+        await expect(app.page.get_by_role("textbox", name="메시지")).to_be_in_viewport()
+        shot = screenshot_at(width) if update else tmp_path / f"flagship-{width}.png"
+        await app.page.screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000
 
 
 async def test_the_user_picker_signs_in_as_someone_else(
@@ -321,3 +334,54 @@ async def test_new_conversation_starts_an_empty_thread_that_survives_a_reload(
     await app.say("고마워")
     await app.last_reply_contains("천만에요")
     await expect(app.user_messages).to_have_text(["고마워"])
+
+
+async def test_the_page_has_no_serious_accessibility_problems_and_the_modal_keeps_focus(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    page = await context.new_page()
+    failed: list[str] = []
+    page.on(
+        "console", lambda message: failed.append(message.text) if message.type == "error" else None
+    )
+    page.on(
+        "response", lambda response: failed.append(response.url) if response.status >= 400 else None
+    )
+    app = await WebApp.open(context, gateway, "demo", page=page)
+    assert failed == [], "loading the page logs no error (a favicon's 404 included)"
+    assert await accessibility_problems(page) == []
+
+    await app.say(FLAGSHIP)
+    await app.last_reply_contains(MOVED)
+    await app.say("R-1042 승인해줘")
+    await expect(app.approval_card).to_be_visible()
+    assert await accessibility_problems(page) == []
+
+    # Narrower: the menu is a drawer behind ☰, the chat a sheet under the screen.
+    await page.set_viewport_size({"width": 768, "height": 1024})
+    toggle = page.get_by_role("button", name="메뉴 열기")
+    await toggle.click()
+    menu = page.get_by_role("navigation", name="메뉴")
+    await expect(menu.get_by_role("link", name="업무 요청 목록", exact=True)).to_be_visible()
+    assert await accessibility_problems(page) == []
+    await page.keyboard.press("Escape")
+    await expect(menu).to_be_hidden()
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(app.page.get_by_role("textbox", name="메시지")).to_be_in_viewport()
+    assert await accessibility_problems(page) == []
+
+    # The modal is a dialog: focus stays inside it, and Escape closes it.
+    await page.set_viewport_size({"width": 1280, "height": 800})
+    await app.choose_chat_mode("모달")
+    dialog = page.get_by_role("dialog", name="업무 도우미")
+    await expect(dialog).to_have_attribute("aria-modal", "true")
+    assert await accessibility_problems(page) == []
+    for _ in range(25):
+        await page.keyboard.press("Tab")
+        inside = await page.evaluate(
+            "document.querySelector('#chat').contains(document.activeElement)"
+        )
+        assert inside, "Tab left the dialog"
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_be_hidden()
+    await expect(page.get_by_role("button", name="업무 도우미 열기")).to_be_focused()

@@ -41,6 +41,16 @@ CHROMIUM_ARGS = [
 ]
 # The README's picture; the flagship test refreshes it when UPDATE_SCREENSHOT=1.
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+# The same story at a phone's, a tablet's and a laptop's width (README, "Reference client").
+SCREENSHOT_SIZES = {390: 844, 768: 1024, 1280: 800}
+
+
+def screenshot_at(width: int) -> Path:
+    return SCREENSHOT.with_name(f"screenshot-{width}.png")
+
+
+# axe-core from tests/e2e/node's lock file (scripts/test.sh runs `npm ci` there).
+AXE = Path(__file__).parent / "node" / "node_modules" / "axe-core" / "axe.min.js"
 
 # Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
 TIMEOUT_MS = 15_000
@@ -108,6 +118,19 @@ def _checker_for(first: dict[str, Any], checkers: list[StreamChecker]) -> Stream
     if checkers and checkers[-1].in_run:
         return checkers[-1]
     return None
+
+
+async def accessibility_problems(page: Page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, one line each."""
+    assert AXE.is_file(), f"{AXE} is missing: run `npm ci` in tests/e2e/node"
+    if not await page.evaluate("typeof window.axe === 'object'"):
+        await page.add_script_tag(path=str(AXE))
+    result = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['impact']} {v['id']}: {v['help']} at {[node['target'] for node in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 async def launch_chromium(playwright: Playwright) -> Browser:
@@ -213,6 +236,10 @@ class WebApp:
     def activity(self, tool: str) -> Locator:
         """Timeline rows of one tool, oldest first."""
         return self.transcript.locator(f'.activity[data-tool="{tool}"]')
+
+    def surface(self, surface_id: str) -> Locator:
+        """An A2UI surface the agent showed in the transcript."""
+        return self.transcript.locator(f'.a2ui-surface[data-surface-id="{surface_id}"]')
 
     @property
     def approval_card(self) -> Locator:

@@ -78,7 +78,7 @@ export class ThreadConnection {
   }
 
   /** Sends a RunAgentInput on the current thread; returns its runId. */
-  startRun({ messages = [], tools = [], context = [], resume = undefined }) {
+  startRun({ messages = [], tools = [], context = [], resume = undefined, forwardedProps = {} }) {
     const input = {
       threadId: this.threadId,
       runId: newId("run"),
@@ -88,11 +88,24 @@ export class ThreadConnection {
       tools,
       context,
       state: {},
-      forwardedProps: {},
+      forwardedProps,
     };
     if (resume) input.resume = resume;
     this.send(input);
     return input.runId;
+  }
+
+  /**
+   * Sends a person's action on an A2UI surface (a Button press) as the thread's next input,
+   * as the AG-UI A2UI middleware carries it: no new message, the action in
+   * `forwardedProps.a2uiAction.userAction`. The gateway checks it against the surface as
+   * the thread holds it and decides what it means. Returns the input's runId.
+   * @param {{name: string, surfaceId: string, sourceComponentId: string, timestamp?: string,
+   *          context?: Record<string, unknown>}} userAction
+   */
+  startUserAction(userAction, { messages = [], tools = [], context = [] } = {}) {
+    const action = { timestamp: new Date().toISOString(), context: {}, ...userAction };
+    return this.startRun({ messages, tools, context, forwardedProps: { a2uiAction: { userAction: action } } });
   }
 
   /** Sends a whole RunAgentInput (its runId marks the run as this connection's own); one

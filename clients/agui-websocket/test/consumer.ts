@@ -1,7 +1,14 @@
 // A consumer of the package, as an app writes it: `npm run typecheck` compiles it against
 // index.d.ts, so the hand-written types stay true to how the package is used.
 import { AbstractAgent, type Message } from "@ag-ui/client";
-import { type ClientCall, NOT_PERFORMED, type RunView, WebSocketAgent } from "@agent-gateway/agui-websocket";
+import {
+  type A2uiUserAction,
+  type ClientCall,
+  NOT_PERFORMED,
+  type RunView,
+  ThreadConnection,
+  WebSocketAgent,
+} from "@agent-gateway/agui-websocket";
 
 const storage = new Map<string, string>();
 const agent = new WebSocketAgent({
@@ -29,6 +36,12 @@ async function turn(text: string): Promise<Message[]> {
   return newMessages;
 }
 
+function press(connection: ThreadConnection): string {
+  const action: A2uiUserAction = { name: "approve", surfaceId: "card", sourceComponentId: "approve", context: { id: 1 } };
+  return connection.startUserAction(action, { context: [{ description: "a2uiClientCapabilities", value: "{}" }] });
+}
+
+void press;
 void base;
 void copy;
 void turn;

@@ -46,6 +46,31 @@ function setupUserPicker(userId) {
   });
 }
 
+/**
+ * Below 1100 px the menu is a drawer the ☰ button opens; choosing a screen, the backdrop
+ * or Escape closes it. Wider, the menu is always there and this changes nothing.
+ */
+function setupMenuDrawer(app) {
+  const toggle = document.querySelector("#menu-toggle");
+  const setOpen = (open) => {
+    app.dataset.menuOpen = String(open);
+    toggle.setAttribute("aria-expanded", String(open));
+    toggle.setAttribute("aria-label", open ? "메뉴 닫기" : "메뉴 열기");
+  };
+  setOpen(false);
+  toggle.addEventListener("click", () => setOpen(app.dataset.menuOpen !== "true"));
+  document.querySelector("#menu-backdrop").addEventListener("click", () => setOpen(false));
+  document.querySelector("#menu").addEventListener("click", (event) => {
+    if (event.target.closest("a")) setOpen(false);
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && app.dataset.menuOpen === "true") {
+      setOpen(false);
+      toggle.focus();
+    }
+  });
+}
+
 function banner(text) {
   document.querySelector("#banner").append(h("p", { class: "banner", role: "alert" }, text));
 }
@@ -54,6 +79,7 @@ async function boot() {
   const app = document.querySelector(".app");
   const userId = currentUser();
   setupUserPicker(userId);
+  setupMenuDrawer(app);
 
   const [profile, catalog, clientId] = await Promise.all([
     getJson("/me", userId).catch((error) => {

@@ -6,6 +6,8 @@
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
 import { h, newId } from "./dom.js";
+import { botMessage, MessageTimes, userMessage } from "./messages.js";
+import { ACTION_ACTIVITY, capabilitiesEntry, SURFACE_ACTIVITY, SurfaceBoard } from "./surfaces.js";
 
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
@@ -13,6 +15,8 @@ const TOOL_LABELS = {
   find_screen: "화면 검색",
   navigateToScreen: "화면 이동",
   approveWorkRequest: "업무 요청 승인",
+  rejectWorkRequest: "업무 요청 거절",
+  show_work_request: "업무 요청 보기",
 };
 
 const STATUS_LABELS = {
@@ -72,7 +76,9 @@ const NOTICE_LABELS = {
 // Notices the tab causes itself by sending a kept result again: nothing to tell the user.
 const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED"]);
 
-const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
+const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
+
+const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /** The thread this tab talks on: `#thread=<id>` wins, then this tab's sessionStorage. */
@@ -106,12 +112,14 @@ export class ChatPanel {
     this.el = {
       panel: app.querySelector("#chat"),
       transcript: app.querySelector("#transcript"),
+      items: app.querySelector("#transcript-items"),
       form: app.querySelector("#composer"),
       input: app.querySelector("#chat-input"),
       send: app.querySelector("#send"),
       stop: app.querySelector("#stop"),
       status: app.querySelector("#conn-status"),
       thread: app.querySelector("#thread-id"),
+      jump: app.querySelector("#jump"),
       modes: [...app.querySelectorAll("[data-mode]")],
     };
     this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
@@ -121,10 +129,15 @@ export class ChatPanel {
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
     this.connected = false;
-    this.bubbles = new Map();
+    this.bubbles = new Map(); // message id -> {el, view, setTime} (messages.js)
+    this.times = new MessageTimes();
+    this.following = true; // the reader is at the transcript's end, so it follows new text
     this.entries = new Map();
     this.streaming = null;
     this.runBubble = null;
+    this.surfaces = new SurfaceBoard((userAction) => this.#press(userAction));
+    this.actionRuns = new Set(); // runIds of inputs that carried a press on a surface
+    this.lastInputWasAction = false; // for a refusal that comes before its run starts
     this.client = new ThreadConnection({
       url: wsUrl,
       clientId,
@@ -147,6 +160,11 @@ export class ChatPanel {
       }
     });
     this.el.stop.addEventListener("click", () => this.client.cancel());
+    this.el.transcript.addEventListener("scroll", () => this.#noticeScrolling(), { passive: true });
+    // A rotated phone or a resized window changes the transcript's height: a reader at the
+    // end stays at the end.
+    new ResizeObserver(() => this.#scroll()).observe(this.el.transcript);
+    this.el.jump.addEventListener("click", () => this.#scroll({ force: true }));
     for (const button of this.el.modes) {
       button.addEventListener("click", () => this.setMode(button.dataset.mode));
     }
@@ -159,7 +177,9 @@ export class ChatPanel {
     this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
     this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.mode === "modal") this.setOpen(false);
+      if (this.mode !== "modal" || this.app.dataset.chatOpen !== "true") return;
+      if (event.key === "Escape") this.setOpen(false);
+      else if (event.key === "Tab") this.#keepFocusInside(event);
     });
     this.setMode(this.mode);
     this.#showThread();
@@ -180,8 +200,51 @@ export class ChatPanel {
   }
 
   setOpen(open) {
+    const wasOpen = this.app.dataset.chatOpen === "true";
     this.app.dataset.chatOpen = String(open);
+    this.#asDialog(open && this.mode === "modal");
     if (open) this.el.input.focus({ preventScroll: true });
+    else if (wasOpen) this.app.querySelector("#launcher").focus();
+  }
+
+  /** Tab from the dialog's last control goes to its first (Shift+Tab the other way round). */
+  #keepFocusInside(event) {
+    const controls = [...this.el.panel.querySelectorAll(FOCUSABLE)].filter(
+      (el) => !el.disabled && el.checkVisibility(),
+    );
+    if (!controls.length) return;
+    const [first, last] = [controls[0], controls.at(-1)];
+    const active = document.activeElement;
+    const outside = !this.el.panel.contains(active);
+    if (event.shiftKey && (active === first || outside)) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && (active === last || outside)) {
+      event.preventDefault();
+      first.focus();
+    }
+  }
+
+  /**
+   * The modal is a dialog: announced as one, and the page behind it is inert, so neither
+   * Tab nor a screen reader's cursor leaves it until it closes.
+   */
+  #asDialog(modal) {
+    const panel = this.el.panel;
+    if (modal) {
+      panel.setAttribute("role", "dialog");
+      panel.setAttribute("aria-modal", "true");
+      panel.setAttribute("aria-labelledby", "chat-title");
+      panel.removeAttribute("aria-label");
+    } else {
+      panel.removeAttribute("role");
+      panel.removeAttribute("aria-modal");
+      panel.removeAttribute("aria-labelledby");
+      panel.setAttribute("aria-label", "업무 도우미");
+    }
+    for (const behind of this.app.querySelectorAll(":scope > :not(#chat, .backdrop)")) {
+      behind.inert = modal;
+    }
   }
 
   newThread() {
@@ -212,22 +275,30 @@ export class ChatPanel {
     const text = this.el.input.value.trim();
     if (!text || this.busy || !this.connected) return;
     const id = newId("msg");
-    this.#userBubble(id, text);
+    this.lastInputWasAction = false;
+    this.#userBubble(id, text, { live: true });
     this.el.input.value = "";
     this.#sendInput({ messages: [{ id, role: "user", content: text }] });
+    this.#scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
-  #sendInput({ messages = [], resume = undefined }) {
+  #sendInput({ messages = [], resume = undefined, userAction = undefined }) {
     this.pendingInputs += 1;
-    const runId = this.client.startRun({
-      messages,
-      resume,
-      tools: this.tools,
-      context: [{ description: "surface", value: this.mode }],
-    });
+    // Every input says where the chat is shown and which A2UI catalogs this page draws.
+    const context = [{ description: "surface", value: this.mode }, capabilitiesEntry()];
+    const runId = userAction
+      ? this.client.startUserAction(userAction, { tools: this.tools, context })
+      : this.client.startRun({ messages, resume, tools: this.tools, context });
     this.#updateControls();
     this.#scroll();
     return runId;
+  }
+
+  /** A press on a surface's Button: the thread's next input, with no message of its own. */
+  #press(userAction) {
+    if (this.busy || !this.connected) return;
+    this.actionRuns.add(this.#sendInput({ userAction }));
+    this.lastInputWasAction = true;
   }
 
   /**
@@ -311,22 +382,25 @@ export class ChatPanel {
       case "TEXT_MESSAGE_START":
         if (event.role === "user") {
           // Another tab's message, as the gateway sends it to the thread's other tabs.
-          this.#userBubble(event.messageId, "");
+          this.#userBubble(event.messageId, "", { live: true });
           break;
         }
-        this.streaming = this.#assistantBubble(event.messageId, { reset: true });
+        this.streaming = this.#assistantBubble(event.messageId, { reset: true, live: true, name: event.name }).el;
         this.streaming.classList.add("streaming");
         this.runBubble = this.streaming;
         break;
       case "TEXT_MESSAGE_CONTENT": {
-        const bubble = this.bubbles.get(event.messageId) ?? this.#assistantBubble(event.messageId);
-        bubble.querySelector(".text").textContent += event.delta;
+        const bubble = this.bubbles.get(event.messageId) ?? this.#assistantBubble(event.messageId, { live: true });
+        bubble.view.append(event.delta);
         break;
       }
-      case "TEXT_MESSAGE_END":
-        this.bubbles.get(event.messageId)?.classList.remove("streaming");
+      case "TEXT_MESSAGE_END": {
+        const bubble = this.bubbles.get(event.messageId);
+        bubble?.view.draw();
+        bubble?.el.classList.remove("streaming");
         this.streaming = null;
         break;
+      }
       case "TOOL_CALL_START":
         this.#entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");
         break;
@@ -339,6 +413,12 @@ export class ChatPanel {
         if (entry.name in this.implemented) entry.state(run.own ? "waiting" : "pending");
         break;
       }
+      case "ACTIVITY_SNAPSHOT":
+        this.#activity(event.messageId, event.activityType, event.content, { replace: event.replace ?? true });
+        break;
+      case "ACTIVITY_DELTA":
+        if (event.activityType === SURFACE_ACTIVITY) this.surfaces.patch(event.messageId, event.patch ?? []);
+        break;
       case "TOOL_CALL_RESULT":
         // Sent to the tabs that did not execute the call: say whose action it was.
         this.#entry(event.toolCallId).resultContent(event.content, undefined, this.#elsewhere(event.toolCallId));
@@ -353,8 +433,12 @@ export class ChatPanel {
         if (run.runId) this.run = null;
         else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.#closeStreaming();
-        const said = ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.";
-        this.#line("error-line", `⚠ ${said}`, "alert", event.message);
+        const onCard = run.runId ? this.actionRuns.has(run.runId) : this.lastInputWasAction;
+        const said =
+          onCard && event.code === "VALIDATION_ERROR"
+            ? "카드의 요청을 처리할 수 없습니다."
+            : (ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
+        this.#errorLine(said, event.message);
         if (!run.runId && this.ledger.unacknowledged().length) {
           // A refused input may have carried kept results: look again at what the thread waits for.
           this.client.reattach();
@@ -424,16 +508,17 @@ export class ChatPanel {
 
   #renderSnapshot(messages) {
     this.#clear();
+    this.following = true; // a thread drawn afresh opens at its end
     for (const message of messages) {
       if (message.role === "user") {
         this.#userBubble(message.id, textOf(message.content));
       } else if (message.role === "assistant") {
         if (message.content || message.metadata?.ended) {
-          const bubble = this.#assistantBubble(message.id);
-          bubble.querySelector(".text").textContent = message.content ?? "";
+          const bubble = this.#assistantBubble(message.id, { name: message.name });
+          bubble.view.set(textOf(message.content));
           const ended = ENDED_LINES[message.metadata?.ended];
           if (ended) {
-            bubble.classList.add(message.metadata.ended);
+            bubble.el.classList.add(message.metadata.ended);
             this.#line(...ended, "status");
           }
         }
@@ -446,13 +531,27 @@ export class ChatPanel {
       } else if (message.role === "tool") {
         const id = message.toolCallId;
         this.entries.get(id)?.resultContent(message.content, message.error, this.#elsewhere(id));
+      } else if (message.role === "activity") {
+        this.#activity(message.id, message.activityType, message.content);
       }
     }
     if (!messages.length) this.#welcome();
   }
 
+  /** An activity message: an A2UI surface's operations, or a press the gateway accepted. */
+  #activity(id, type, content, { replace = true } = {}) {
+    if (type === SURFACE_ACTIVITY) {
+      const row = this.surfaces.receive(id, content, { replace });
+      if (row) this.#append(row);
+    } else if (type === ACTION_ACTIVITY && !this.el.transcript.querySelector(`[data-message-id="${CSS.escape(id)}"]`)) {
+      const said = this.surfaces.describe(content?.userAction);
+      this.#append(h("li", { class: "action-line", dataset: { messageId: id } }, `▸ ${said}`));
+    }
+  }
+
   #clear() {
-    this.el.transcript.replaceChildren();
+    this.surfaces.clear();
+    this.el.items.replaceChildren();
     this.bubbles.clear();
     this.entries.clear();
     this.streaming = null;
@@ -460,8 +559,8 @@ export class ChatPanel {
   }
 
   #welcome() {
-    if (this.el.transcript.children.length) return;
-    this.el.transcript.append(
+    if (this.el.items.children.length) return;
+    this.el.items.append(
       h(
         "li",
         { class: "welcome" },
@@ -489,36 +588,35 @@ export class ChatPanel {
   }
 
   #append(node) {
-    this.el.transcript.querySelector(".welcome")?.remove();
-    this.el.transcript.append(node);
+    this.el.items.querySelector(".welcome")?.remove();
+    this.el.items.append(node);
     return node;
   }
 
-  #userBubble(id, text) {
+  /** ``live``: the message is happening now, so now is its time (a snapshot's has its own). */
+  #timeOf(id, live) {
+    return live ? this.times.stamp(id) : this.times.get(id);
+  }
+
+  #userBubble(id, text, { live = false } = {}) {
     const existing = this.bubbles.get(id);
     if (existing) return existing;
-    const bubble = this.#append(
-      h("li", { class: "msg user", dataset: { messageId: id } }, h("div", { class: "text" }, text)),
-    );
+    const bubble = userMessage(id, text, this.#timeOf(id, live));
+    this.#append(bubble.el);
     this.bubbles.set(id, bubble);
     return bubble;
   }
 
-  #assistantBubble(id, { reset = false } = {}) {
+  #assistantBubble(id, { reset = false, live = false, name = undefined } = {}) {
     let bubble = this.bubbles.get(id);
     if (!bubble) {
-      bubble = this.#append(
-        h(
-          "li",
-          { class: "msg assistant", dataset: { messageId: id } },
-          h("span", { class: "avatar", "aria-hidden": "true" }, "AI"),
-          h("div", { class: "text" }),
-        ),
-      );
+      bubble = botMessage(id, { time: this.#timeOf(id, live), name, onDrawn: () => this.#scroll() });
+      this.#append(bubble.el);
       this.bubbles.set(id, bubble);
     } else if (reset) {
       // A reattach re-opens a half-streamed message with its content so far.
-      bubble.querySelector(".text").textContent = "";
+      bubble.view.set("");
+      bubble.setTime(this.#timeOf(id, live));
     }
     return bubble;
   }
@@ -543,6 +641,18 @@ export class ChatPanel {
     return this.#append(h("li", { class: kind, role, title }, text));
   }
 
+  /** A refusal or failure in the user's words; the gateway's own sentence one click away. */
+  #errorLine(said, sentence) {
+    return this.#append(
+      h(
+        "li",
+        { class: "error-line", role: "alert" },
+        h("span", {}, `⚠ ${said}`),
+        sentence ? h("details", {}, h("summary", {}, "자세히"), h("p", { class: "error-detail" }, sentence)) : null,
+      ),
+    );
+  }
+
   #approvalCards(interrupts) {
     const batch = interrupts.map((interrupt) => ({ interrupt, answer: null }));
     for (const item of batch) {
@@ -563,24 +673,23 @@ export class ChatPanel {
       };
       const decision = h("span", { class: "decision", role: "status" });
       const expires = interrupt.expiresAt ? new Date(interrupt.expiresAt) : null;
-      const card = this.#append(
+      const card = h(
+        "div",
+        { class: "approval", role: "group", "aria-label": "승인 요청", dataset: { interruptId: interrupt.id } },
+        h("div", { class: "approval-head" }, h("span", { class: "approval-icon", "aria-hidden": "true" }, "!"), "승인이 필요합니다"),
+        h("p", { class: "approval-message" }, interrupt.message ?? interrupt.reason ?? "이 작업을 진행할까요?"),
+        expires && !Number.isNaN(expires.valueOf())
+          ? h("p", { class: "muted small" }, `${expires.toLocaleTimeString("ko-KR")}까지 응답해 주세요.`)
+          : null,
         h(
-          "li",
-          { class: "approval", role: "group", "aria-label": "승인 요청", dataset: { interruptId: interrupt.id } },
-          h("div", { class: "approval-head" }, h("span", { class: "approval-icon", "aria-hidden": "true" }, "!"), "승인이 필요합니다"),
-          h("p", { class: "approval-message" }, interrupt.message ?? interrupt.reason ?? "이 작업을 진행할까요?"),
-          expires && !Number.isNaN(expires.valueOf())
-            ? h("p", { class: "muted small" }, `${expires.toLocaleTimeString("ko-KR")}까지 응답해 주세요.`)
-            : null,
-          h(
-            "div",
-            { class: "approval-actions" },
-            h("button", { type: "button", class: "btn primary", onclick: () => decide(true) }, "승인"),
-            h("button", { type: "button", class: "btn", onclick: () => decide(false) }, "거절"),
-            decision,
-          ),
+          "div",
+          { class: "approval-actions" },
+          h("button", { type: "button", class: "btn primary", onclick: () => decide(true) }, "승인"),
+          h("button", { type: "button", class: "btn", onclick: () => decide(false) }, "거절"),
+          decision,
         ),
       );
+      this.#append(h("li", { class: "approval-item" }, card));
     }
   }
 
@@ -603,19 +712,30 @@ export class ChatPanel {
     this.el.stop.hidden = !busy;
     this.el.stop.disabled = !this.run;
     this.el.panel.dataset.busy = String(busy);
-    let typing = this.el.transcript.querySelector(".typing");
+    this.surfaces.setEnabled(!busy && this.connected);
+    let typing = this.el.items.querySelector(".typing");
     const showTyping = busy && !this.streaming;
-    if (showTyping && (!typing || typing !== this.el.transcript.lastElementChild)) {
+    if (showTyping && (!typing || typing !== this.el.items.lastElementChild)) {
       typing?.remove();
       typing = h("li", { class: "typing", "aria-label": "응답 작성 중" }, h("span"), h("span"), h("span"));
-      this.el.transcript.append(typing);
+      this.el.items.append(typing);
     } else if (!showTyping) {
       typing?.remove();
     }
   }
 
-  #scroll() {
-    this.el.transcript.scrollTop = this.el.transcript.scrollHeight;
+  /** Follows new content to the end, unless the reader has scrolled up to read. */
+  #scroll({ force = false } = {}) {
+    if (force) this.following = true;
+    if (this.following) this.el.transcript.scrollTop = this.el.transcript.scrollHeight;
+    this.el.jump.hidden = this.following;
+  }
+
+  #noticeScrolling() {
+    const { scrollTop, scrollHeight, clientHeight } = this.el.transcript;
+    // A few pixels of slack: zoom and fractional layouts rarely land exactly on the end.
+    this.following = scrollHeight - scrollTop - clientHeight < 24;
+    this.el.jump.hidden = this.following;
   }
 }
 
@@ -699,7 +819,7 @@ function summarize(name, args) {
   if (!args) return "";
   if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
   if (name === "find_screen") return args.query ? `“${args.query}”` : "";
-  if (name === "approveWorkRequest") return args.requestId ?? "";
+  if (["approveWorkRequest", "rejectWorkRequest", "show_work_request"].includes(name)) return args.requestId ?? "";
   const text = JSON.stringify(args);
   return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }

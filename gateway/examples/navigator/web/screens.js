@@ -15,6 +15,16 @@ const STATUS_CLASS = { "승인 대기": "pending", "처리 중": "progress", 완
 
 const CUSTOM_SCREENS = { "MNU-3120": workRequestList };
 
+// The list's columns; on narrower screens app.css hides the team, then the date, then the owner.
+const COLUMNS = [
+  ["요청 번호"],
+  ["제목"],
+  ["요청 부서", "col-team"],
+  ["요청자", "col-owner"],
+  ["요청일", "col-date"],
+  ["상태"],
+];
+
 export function renderScreen(screen, context) {
   const body = (CUSTOM_SCREENS[screen.screenId] ?? genericBody)(screen, context);
   return h(
@@ -93,26 +103,31 @@ function workRequestList(screen, { payload }) {
         h("input", { type: "search", placeholder: "요청 번호·제목 검색", "aria-label": "업무 요청 검색" }),
       ),
       h(
-        "table",
-        { class: "grid", "aria-label": "업무 요청 목록" },
+        "div",
+        // Wider than a phone: keyboard users scroll it too, so it takes focus.
+        { class: "table-scroll", tabindex: "0", role: "region", "aria-label": "업무 요청 표" },
         h(
-          "thead",
-          {},
-          h("tr", {}, ["요청 번호", "제목", "요청 부서", "요청자", "요청일", "상태"].map((c) => h("th", { scope: "col" }, c))),
-        ),
-        h(
-          "tbody",
-          {},
-          WORK_REQUESTS.map((r) =>
-            h(
-              "tr",
-              { class: r.id === selected ? "selected" : null, dataset: { requestId: r.id } },
-              h("td", { class: "mono" }, r.id),
-              h("td", {}, r.title),
-              h("td", {}, r.team),
-              h("td", {}, r.owner),
-              h("td", { class: "mono" }, r.date),
-              h("td", {}, h("span", { class: `badge ${STATUS_CLASS[r.status]}` }, r.status)),
+          "table",
+          { class: "grid", "aria-label": "업무 요청 목록" },
+          h(
+            "thead",
+            {},
+            h("tr", {}, COLUMNS.map(([label, column]) => h("th", { scope: "col", class: column }, label))),
+          ),
+          h(
+            "tbody",
+            {},
+            WORK_REQUESTS.map((r) =>
+              h(
+                "tr",
+                { class: r.id === selected ? "selected" : null, dataset: { requestId: r.id } },
+                h("td", { class: "mono" }, r.id),
+                h("td", {}, r.title),
+                h("td", { class: "col-team" }, r.team),
+                h("td", { class: "col-owner" }, r.owner),
+                h("td", { class: "mono col-date" }, r.date),
+                h("td", {}, h("span", { class: `badge ${STATUS_CLASS[r.status]}` }, r.status)),
+              ),
             ),
           ),
         ),
@@ -122,7 +137,7 @@ function workRequestList(screen, { payload }) {
 }
 
 export function renderHome(profile, screens) {
-  const examples = ["업무 요청 목록 화면 열어줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
+  const examples = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
   return h(
     "article",
     { class: "screen home", "aria-labelledby": "screen-title" },
