@@ -396,7 +396,7 @@ def _summary(event: dict[str, Any]) -> str:
 # What the asking tab shows: connection, busy, the main area's title, the last reply and
 # whether it comes after the last navigateToScreen row, and the tab's navigation count.
 _PAGE_STATE = """() => {
-  const items = [...document.querySelectorAll('#transcript > li')];
+  const items = [...document.querySelectorAll('#transcript-items > li')];
   let call = -1, reply = -1;
   items.forEach((item, i) => {
     if (item.matches('.activity[data-tool="navigateToScreen"]')) call = i;
