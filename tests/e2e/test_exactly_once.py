@@ -3,7 +3,7 @@
 The stories the issue found broken: a reload before the call leaves the call to nobody; a
 result sent into a socket that just died is never sent again; an observer tab shows a lone
 search row, or another tab's action as if it were its own; a stopped reply vanishes on a
-reload; the client shows the gateway's raw words ("timeout").
+reload (and cannot be asked again); the client shows the gateway's raw words ("timeout").
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from tests.e2e.web_helpers import (
 )
 
 pytestmark = NEEDS_CHROMIUM
+
+LONG = "자기소개를 길게 해 주세요"
 
 
 async def test_a_reload_before_the_call_leaves_it_to_the_same_tab(
@@ -147,7 +149,7 @@ async def test_a_stopped_reply_keeps_its_text_after_a_reload(
     context: BrowserContext, slow_gateway: RunningGateway
 ) -> None:
     app = await WebApp.open(context, slow_gateway, "demo")
-    await app.say("자기소개를 길게 해 주세요")
+    await app.say(LONG)
     await expect(app.replies.last).to_have_text(re.compile(r"\S+ \S+ \S+"), timeout=TIMEOUT_MS)
     await app.click_stop()
     stopped = app.transcript.locator(".stopped-line")
@@ -161,6 +163,13 @@ async def test_a_stopped_reply_keeps_its_text_after_a_reload(
     await expect(app.replies.last).to_have_text(kept)
     await expect(stopped).to_have_text(["■ 응답을 중지했습니다."])
     await expect(app.transcript).not_to_contain_text("interrupted")
+
+    # Asked again from the stopped reply: the same message, answered whole this time.
+    await app.page.get_by_role("button", name="다시 시도").click()
+    await expect(app.user_messages).to_have_text([LONG, LONG], timeout=TIMEOUT_MS)
+    await expect(app.page.get_by_role("button", name="다시 시도")).to_have_count(0)
+    await app.wait_idle()
+    assert len(await app.replies.last.text_content() or "") > len(kept)
 
 
 async def test_a_call_that_timed_out_reads_in_the_users_language(

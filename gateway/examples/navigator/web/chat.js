@@ -284,6 +284,8 @@ export class ChatPanel {
 
   #sendInput({ messages = [], resume = undefined, userAction = undefined }) {
     this.pendingInputs += 1;
+    // Whatever is sent next moves the thread on: an earlier offer to ask again is moot.
+    for (const line of this.el.items.querySelectorAll(".retry-line")) line.remove();
     // Every input says where the chat is shown and which A2UI catalogs this page draws.
     const context = [{ description: "surface", value: this.mode }, capabilitiesEntry()];
     const runId = userAction
@@ -439,6 +441,7 @@ export class ChatPanel {
             ? "카드의 요청을 처리할 수 없습니다."
             : (ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
         this.#errorLine(said, event.message);
+        if (run.runId) this.#retryLine();
         if (!run.runId && this.ledger.unacknowledged().length) {
           // A refused input may have carried kept results: look again at what the thread waits for.
           this.client.reattach();
@@ -464,6 +467,7 @@ export class ChatPanel {
     if (outcome.type === "cancelled") {
       this.runBubble?.classList.add("stopped");
       this.#line(...ENDED_LINES.stopped, "status");
+      this.#retryLine();
     } else if (outcome.type === "interrupt") {
       this.#approvalCards(outcome.interrupts ?? []);
     } else if (run.pending.length) {
@@ -520,6 +524,7 @@ export class ChatPanel {
           if (ended) {
             bubble.el.classList.add(message.metadata.ended);
             this.#line(...ended, "status");
+            if (message === messages.at(-1)) this.#retryLine();
           }
         }
         for (const call of message.toolCalls ?? []) {
@@ -639,6 +644,19 @@ export class ChatPanel {
 
   #line(kind, text, role, title) {
     return this.#append(h("li", { class: kind, role, title }, text));
+  }
+
+  /** After a reply that did not finish (stopped, failed, cut off): ask the same again. */
+  #retryLine() {
+    const asked = [...this.el.items.querySelectorAll(".msg.user .text")].at(-1)?.textContent;
+    if (!asked) return;
+    const button = h("button", { type: "button", class: "btn retry" }, "↻ 다시 시도");
+    button.addEventListener("click", () => {
+      if (this.busy || !this.connected) return;
+      this.el.input.value = asked;
+      this.#submit();
+    });
+    this.#append(h("li", { class: "retry-line" }, button));
   }
 
   /** A refusal or failure in the user's words; the gateway's own sentence one click away. */
