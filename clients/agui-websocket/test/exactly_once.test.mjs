@@ -3,8 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  addResult, assistantText, CuttableSocket, handedCalls, NAVIGATE, nextEvent, pageAgent, sleep, threadOf, TOOLS,
-  userMessage,
+  addResult, assistantText, CuttableSocket, handedCalls, NAVIGATE, pageAgent, sleep, threadOf, TOOLS, userMessage,
 } from "./gateway.mjs";
 
 const NAVIGATED = { status: "navigated", message: "'업무 요청 목록' 화면을 열었습니다." };
@@ -99,9 +98,12 @@ test("a reload before the call was made: the reattached page is its executor and
   const storage = new Map();
   const page = pageAgent({ storage });
   page.addMessage(userMessage(NAVIGATE));
-  const searching = nextEvent(page, (event) => event.type === "TOOL_CALL_START");
+  // The page goes at find_screen's start, navigateToScreen still to come. Closed at the
+  // socket: an agent told of events later than it was sent them could else have been
+  // handed the call already, and then the reload rightly settles it instead.
+  const searching = CuttableSocket.closeAfter((data) => data.includes('"TOOL_CALL_START"'));
   void page.runAgent({ tools: TOOLS });
-  await searching; // find_screen: navigateToScreen comes after it
+  await searching;
   page.close();
   const performed = [];
   const reloaded = pageAgent({

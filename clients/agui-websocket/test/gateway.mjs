@@ -17,12 +17,29 @@ export const LONG_REPLY = "자기소개를 길게 해 주세요"; // the demo's 
 /** A WebSocket whose live instances a test can cut, as a network drop would. */
 export class CuttableSocket extends globalThis.WebSocket {
   static live = new Set();
+  // Sees each frame a socket receives before the agent does: (socket, data) => void.
+  static tripwire = null;
 
   constructor(url, protocols) {
     super(url, protocols);
     this.blackHole = false;
     CuttableSocket.live.add(this);
     this.addEventListener("close", () => CuttableSocket.live.delete(this));
+    this.addEventListener("message", (message) => CuttableSocket.tripwire?.(this, message.data));
+  }
+
+  /** Resolves when a socket receives a frame ``matches`` picks; that socket is closed
+   * there, so the frame is the last its agent is told (a closing socket dispatches no
+   * more messages), whatever the agent has yet to process. */
+  static closeAfter(matches) {
+    return new Promise((resolve) => {
+      CuttableSocket.tripwire = (socket, data) => {
+        if (!matches(data)) return;
+        CuttableSocket.tripwire = null;
+        socket.close(4000, "closed by the test");
+        resolve();
+      };
+    });
   }
 
   send(data) {
