@@ -19,6 +19,7 @@ subscribers. Its parts live beside it, each with its share of the theory of oper
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
@@ -75,6 +76,9 @@ log = logging.getLogger(__name__)
 
 # How often a reattach looks again at a run that is still being planned.
 PLANNING_POLL_SECONDS = 0.002
+# How often a reattach looks again for the start of a run another process holds the lease for.
+ELSEWHERE_POLL_SECONDS = 0.02
+ELSEWHERE_POLL_MAX_SECONDS = 1.0
 # How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
 CANCEL_GRACE_SECONDS = 0.5
 # How long a run in progress at shutdown may take to finish before it is cancelled.
@@ -374,12 +378,19 @@ class Hub:
         replayed = after is not None and subscriber not in thread.watchers
         if replayed and await self._replay(thread, subscriber, after or 0):
             return thread.run
-        # A run another process is streaming shows mid-way only by cursor (its frames on
-        # from the cursor): a snapshot of it would be cut between frames, so it waits for
-        # the run's end.
-        if thread.run is None and await self._runs_elsewhere(thread_id):
-            while await self._runs_elsewhere(thread_id):
-                await self.cluster.released(thread_id)
+        # A run another process is streaming is joined from its start, as the log has it.
+        pause = ELSEWHERE_POLL_SECONDS
+        while thread.run is None and await self._runs_elsewhere(thread_id):
+            try:
+                if await self._join_elsewhere(thread, subscriber):
+                    return None
+            except QuarantinedThreadError:
+                self._forget_if_unused(thread)
+                raise _quarantined(thread_id) from None
+            # Its start is not committed yet, or it has just ended: look again shortly.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.cluster.released(thread_id), pause)
+            pause = min(pause * 2, ELSEWHERE_POLL_MAX_SECONDS)
             thread = await self._thread(user_id, thread_id)  # it may have been let go meanwhile
         head = await self._head(thread)
         while True:
@@ -407,11 +418,7 @@ class Hub:
             # a commit. Read again once it had the chance (an in-memory store reads inline,
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
-        snapshot: list[p.Event] = [
-            p.MessagesSnapshot(messages=msgspec.convert(page.messages, list[p.Message])),
-            *_earlier_part(thread_id, page),
-            p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
-        ]
+        snapshot = _snapshot(thread_id, page, session)
         if run is None:
             head = thread.head if thread.head is not None else head
             thread.watch(subscriber)
@@ -494,6 +501,57 @@ class Hub:
             subscriber.deliver(event)
         if thread.run is None:  # run elsewhere, or none: it follows the log from here
             thread.positions[subscriber] = last
+            self.followers.heard(thread, log.head)
+        return True
+
+    async def _join_elsewhere(self, thread: Thread, subscriber: Subscriber) -> bool:
+        """Joins the run another process is streaming, for a subscriber with no cursor: the
+        run's RUN_STARTED, the thread as it was before the run, the run's frames so far,
+        then live from the log; False, sending nothing, when the log shows no run open (its
+        start is not committed yet, or it has just ended).
+
+        The snapshot leaves out every stored event of the run (``run_start``), which the
+        run's frames bring, so nothing shows twice however far the store is ahead of the
+        log. As in ``_replay``, the subscriber watches from before the reads.
+        """
+        thread.replaying[subscriber] = []
+        thread.watch(subscriber)
+        events: list[p.Event] | None = None
+        try:
+            log = await self.engine.frames_after(thread.user_id, thread.thread_id, 0)
+            start = eventlog.open_run(log)
+            if start and thread.run is None:
+                [first] = [f for f in log.frames if f.seq == start]
+                started = p.decode_event(first.data)
+                assert isinstance(started, p.RunStarted)
+                before = await self.engine.run_start(
+                    thread.user_id, thread.thread_id, started.run_id
+                )
+                page, session = await self.engine.thread_view(
+                    thread.user_id, thread.thread_id, self.snapshot_bytes, before=before
+                )
+                snapshot = _snapshot(thread.thread_id, page, session)
+                events = [
+                    started,
+                    *(eventlog.numbered(event, start) for event in snapshot),
+                    *(
+                        p.decode_event(f.data)
+                        for f in log.frames
+                        if f.seq > start and eventlog.shown_to(f, subscriber.client)
+                    ),
+                ]
+        finally:
+            held = thread.replaying.pop(subscriber, [])
+            if events is None and subscriber in thread.watchers:  # it may have left meanwhile
+                thread.watchers.remove(subscriber)
+        if events is None:
+            return False
+        for event in events:
+            subscriber.deliver(event)
+        for event in eventlog.after_replay(held, log.head):
+            subscriber.deliver(event)
+        if thread.run is None:  # it follows the log from here
+            thread.positions[subscriber] = log.head
             self.followers.heard(thread, log.head)
         return True
 
@@ -1210,6 +1268,16 @@ def _pressed(turn: NewTurn) -> p.ActivitySnapshot:
         content=action_content(msgspec.to_builtins(turn.action)),
         replace=True,
     )
+
+
+def _snapshot(thread_id: str, page: ThreadPage, session: Session | None) -> list[p.Event]:
+    """What a reattach shows of a thread: its messages, where to page in older ones, its
+    state."""
+    return [
+        p.MessagesSnapshot(messages=msgspec.convert(page.messages, list[p.Message])),
+        *_earlier_part(thread_id, page),
+        p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
+    ]
 
 
 def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:

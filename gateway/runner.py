@@ -136,15 +136,21 @@ class Engine:
         return await self.sessions.thread_owner(self.app_name, thread_id)
 
     async def thread_view(
-        self, user_id: str, thread_id: str, max_bytes: int | None = None
+        self,
+        user_id: str,
+        thread_id: str,
+        max_bytes: int | None = None,
+        *,
+        before: int | None = None,
     ) -> tuple[ThreadPage, Session | None]:
-        """The thread's latest messages (``max_bytes`` of them) and its session.
+        """The thread's latest messages (``max_bytes`` of them, older than ``before`` if
+        given) and its session.
 
         The session carries the state and the calls still open (a window of one event
         reaches back to them), not the whole history: rebuilding every ADK event of a long
         thread is what made a reattach slow.
         """
-        page = await self.thread_page(user_id, thread_id, max_bytes=max_bytes)
+        page = await self.thread_page(user_id, thread_id, max_bytes=max_bytes, before=before)
         session = await self.sessions.get_session(
             app_name=self.app_name,
             user_id=user_id,
@@ -203,6 +209,9 @@ class Engine:
 
     async def frames_after(self, user_id: str, thread_id: str, after: int) -> FrameLog:
         return await self.sessions.frames_after(self.app_name, user_id, thread_id, after)
+
+    async def run_start(self, user_id: str, thread_id: str, run_id: str) -> int:
+        return await self.sessions.run_start(self.app_name, user_id, thread_id, run_id)
 
     async def log_head(self, user_id: str, thread_id: str) -> int:
         return await self.sessions.log_head(self.app_name, user_id, thread_id)

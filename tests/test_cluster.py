@@ -3,7 +3,7 @@
 Real ``agent-gateway`` processes (``tests/processes.py``) on a fresh database and loopback
 ports, the demo agent and its scripted model: the flagship story with the browser's answer
 sent to another process than the one that paused; a reattach on B in the middle of A's run
-that follows it live to its end; a cancel sent to B that stops A's run; and A killed
+that follows it live to its end, by cursor or as a new tab; a cancel sent to B that stops A's run; and A killed
 mid-run, after which nothing its client was told is lost or told twice, no screen opens
 twice, and the thread runs at once through B. An approval answered through another process
 runs its tool once.
@@ -157,18 +157,54 @@ async def test_a_reattach_on_another_process_follows_the_run_live_to_its_end(clu
     assert len(text_of(followed)) > 20  # most of the reply came live through B
 
 
-async def test_a_reattach_without_a_cursor_on_another_process_gets_the_run_whole(cluster):
-    a, b, _ = cluster
+def messages_held(events: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The text messages a client holds after ``events`` (id, role, text): the last
+    snapshot's, then those streamed; one streamed while the client holds it fails."""
+    held: dict[str, tuple[str, str]] = {}
+    for event in events:
+        kind = event["type"]
+        if kind == "MESSAGES_SNAPSHOT":
+            held = {
+                m["id"]: (m["role"], m.get("content") or "")
+                for m in event["messages"]
+                if m["role"] in ("user", "assistant")
+            }
+        elif kind == "TEXT_MESSAGE_START":
+            assert event["messageId"] not in held, f"{event['messageId']} shown twice"
+            held[event["messageId"]] = (event["role"], "")
+        elif kind == "TEXT_MESSAGE_CONTENT":
+            role, text = held[event["messageId"]]
+            held[event["messageId"]] = (role, text + event["delta"])
+    return [(message_id, role, text) for message_id, (role, text) in held.items() if text]
+
+
+async def test_a_reattach_without_a_cursor_on_another_process_joins_the_run_live(cluster):
+    a, b, c = cluster
     thread = new_id("t")
     async with tab(a) as on_a, tab(b) as on_b:
+        before = await on_a.run(user_input(thread, "안녕하세요"))
         seen = await replying(on_a, thread)
-        # A snapshot cannot be cut between another process's frames: it comes at the end.
+        # A new tab on B: no cursor, so it is shown the thread as it was before A's run,
+        # then that run from its start, then live.
         await on_b.send({"type": "reattach", "threadId": thread})
-        seen += await on_a.until_end(timeout=30)
-        shown = await on_b.until_end(timeout=30)
-    [snapshot] = [e for e in shown if e["type"] == "MESSAGES_SNAPSHOT"]
-    replies = [m for m in snapshot["messages"] if m["role"] == "assistant"]
-    assert replies[-1]["content"] == text_of(seen)
+        joined = [await on_b.next()]
+        while joined[-1]["type"] != "TEXT_MESSAGE_CONTENT":
+            joined.append(await on_b.next())
+        rest = await on_a.until_end(timeout=30)
+        joined += await on_b.until_end(timeout=30)
+    started, snapshot = joined[0], joined[1]
+    assert started["type"] == "RUN_STARTED" and started["runId"] == seen[0]["runId"]
+    assert snapshot["type"] == "MESSAGES_SNAPSHOT"
+    assert [m["content"] for m in snapshot["messages"]] == ["안녕하세요", text_of(before)]
+    # B joined while the reply was still streaming, and followed it to its end.
+    assert sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in rest) > 3
+    assert text_of(joined) == text_of(seen + rest)
+    assert outcome(joined)["type"] == "success"
+    # What the tab holds is what a snapshot shows afterwards: every message once.
+    async with tab(c) as on_c:
+        after = await on_c.run({"type": "reattach", "threadId": thread})
+    assert messages_held(joined) == messages_held(after)
+    assert [role for _, role, _ in messages_held(after)] == ["user", "assistant"] * 2
 
 
 async def test_a_cancel_sent_to_another_process_stops_the_run(cluster):

@@ -736,6 +736,47 @@ async def test_state_only_events_do_not_reopen_a_finished_run(store: SessionServ
     assert await store.close_interrupted(APP) == 0
 
 
+# --- the thread as it was before a run -------------------------------------------------
+
+
+def of_run(event: Event, run_id: str) -> Event:
+    """``event`` as ADK stores it in a run of the gateway: with the run's metadata."""
+    event.custom_metadata = {"agui": {"runId": run_id}}
+    return event
+
+
+async def test_a_thread_before_a_run_leaves_out_every_event_of_the_run(
+    store: SessionService,
+) -> None:
+    """A client joining another process's run is shown the thread as it was before the run,
+    whose events its frames bring: none of them may be in that snapshot too."""
+    session = await _thread(
+        store,
+        "t",
+        [
+            of_run(user_says("one", "i1"), "r1"),
+            of_run(agent_says("reply one", "i1"), "r1"),
+            of_run(user_says("two", "i2"), "r2"),
+        ],
+    )
+    # A row of the run that names no run (as the gateway's own answers may) stays out too.
+    await store.append_event(session, agent_says("unmarked", "i2"))
+    await store.append_event(session, of_run(agent_says("reply two", "i2"), "r2"))
+
+    async def before_run(run_id: str) -> list[str]:
+        start = await store.run_start(APP, "u", "t", run_id)
+        page = await store.thread_page(APP, "u", "t", before=start)
+        return [m.get("content") for m in page.messages]
+
+    assert await before_run("r2") == ["one", "reply one"]
+    # A run that has stored nothing yet: everything stored is from before it.
+    assert await before_run("r3") == ["one", "reply one", "two", "unmarked", "reply two"]
+    # A run resuming the latest invocation is found inside it.
+    await store.append_event(session, of_run(user_says("three", "i2"), "r3"))
+    assert (await before_run("r3"))[-1] == "reply two"
+    assert await store.run_start(APP, "u", "nowhere", "r1") == 0
+
+
 # --- the text of a message still streaming ----------------------------------------------
 
 

@@ -90,6 +90,10 @@ class Reads(Protocol):
 
     def log_head(self, db: Any, *, app_name: str, user_id: str, session_id: str) -> int: ...
 
+    def invocation_rows(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str
+    ) -> tuple[list[tuple[int, str]], int]: ...
+
     def frames_after(
         self,
         db: Any,

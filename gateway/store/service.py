@@ -42,6 +42,7 @@ from gateway.store.projection import ThreadPage, decoded_messages_of
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import OpenRun, closing_events
 from gateway.store.rows import StoredSession, decoded_session
+from gateway.store.run_start import run_start
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
 # The store logs under one name, whichever part of it speaks.
@@ -450,6 +451,20 @@ class SessionService(BaseSessionService):
                 limit=limit,
             )
         )
+
+    async def run_start(self, app_name: str, user_id: str, session_id: str, run_id: str) -> int:
+        """The seq of the thread's first stored event of ``run_id``, or past its newest event
+        when the run has stored none yet: a ``thread_page`` before it is the thread as it
+        was before the run (``run_start``)."""
+        rows, past_newest = await self._read(
+            partial(
+                self._reads.invocation_rows,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+            )
+        )
+        return run_start(rows, past_newest, run_id)
 
     async def log_head(self, app_name: str, user_id: str, session_id: str) -> int:
         """The number of the last committed frame of a thread's log; 0 for none."""

@@ -262,6 +262,27 @@ def log_head(db: sqlite3.Connection, *, app_name: str, user_id: str, session_id:
     return int(head or 0)
 
 
+def invocation_rows(
+    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str
+) -> tuple[list[tuple[int, str]], int]:
+    """The (seq, data) of a thread's events from where its latest invocation began, and
+    the seq past its newest event (``run_start``)."""
+    row = db.execute(
+        "SELECT pk, COALESCE(invocation_seq, 0) FROM sessions"
+        " WHERE app_name = ? AND user_id = ? AND id = ?",
+        (app_name, user_id, session_id),
+    ).fetchone()
+    if row is None:
+        return [], 0
+    pk, since = row
+    rows = db.execute(
+        "SELECT seq, data FROM events WHERE session_pk = ? AND seq >= ? ORDER BY seq",
+        (pk, since),
+    ).fetchall()
+    (newest,) = db.execute("SELECT MAX(seq) FROM events WHERE session_pk = ?", (pk,)).fetchone()
+    return [(seq, str(data)) for seq, data in rows], int(newest or 0) + 1
+
+
 def frames_after(
     db: sqlite3.Connection,
     *,
