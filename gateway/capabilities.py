@@ -5,7 +5,8 @@ offered when an LlmAgent runs in the root's invocation and the catalog (if any) 
 entries; approvals when a tool is built with ``require_confirmation`` (a tool that asks
 through ``tool_context.request_confirmation`` in its body cannot be seen from outside, so
 it goes unlisted); reasoning when a model's config or planner asks for thoughts; state
-deltas when something in the tree can write state. ag-ui-adk serves the same document at
+deltas when something in the tree can write state; A2UI surfaces always (any server tool
+may return operations), under ``custom.a2ui``. ag-ui-adk serves the same document at
 ``<agent path>/capabilities``: ``/capabilities`` for an agent at the root, which is where
 this gateway serves it, and ``/invocations/capabilities`` beside its run door.
 """
@@ -23,6 +24,9 @@ from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
+from gateway.a2ui import SURFACE_ACTIVITY
+from gateway.a2ui import VERSION as A2UI_VERSION
+from gateway.a2ui.catalogs import BASIC_CATALOG_IDS, CAPABILITIES
 from gateway.config import Settings
 from gateway.hosting import agent_tools, agents, llm_agents
 from gateway.tools.catalog import Catalog
@@ -97,7 +101,17 @@ def document(
                 "sseAbort": settings.sse_abort,
                 "clientToolTimeoutSeconds": settings.client_tool_timeout,
                 "approvalTimeoutSeconds": settings.approval_timeout,
-            }
+            },
+            # Any server tool may return A2UI operations (``gateway.a2ui``): what a client
+            # needs to know to advertise its catalog and send presses back.
+            "a2ui": {
+                "version": A2UI_VERSION,
+                "activityType": SURFACE_ACTIVITY,
+                "clientCapabilities": CAPABILITIES,
+                "basicCatalogIds": sorted(BASIC_CATALOG_IDS),
+                "inlineCatalogs": True,
+                "actions": "forwardedProps.a2uiAction",
+            },
         },
     }
 

@@ -143,6 +143,18 @@ def test_the_settings_show_in_the_gateways_own_part() -> None:
     assert got.custom["gateway"]["sseAbort"] == "keep"
 
 
+def test_a2ui_support_is_told_as_a_client_needs_it() -> None:
+    """What a client reads to advertise its catalog (the context entry's description and
+    the basic catalog's ids) and to send a press back, the same for any agent."""
+    got = caps(LlmAgent(name="plain", model=MODEL))
+    assert got.custom is not None
+    a2ui = got.custom["a2ui"]
+    assert a2ui["version"] == "v0.9" and a2ui["activityType"] == "a2ui-surface"
+    assert a2ui["clientCapabilities"] == "a2uiClientCapabilities"
+    assert "https://a2ui.org/specification/v0_9/basic_catalog.json" in a2ui["basicCatalogIds"]
+    assert a2ui["actions"] == "forwardedProps.a2uiAction"
+
+
 async def test_the_demo_serves_its_capabilities_at_both_paths(gateway: RunningGateway) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         root = await client.get(gateway.http + "/capabilities")

@@ -3,10 +3,10 @@
 Real ``agent-gateway`` processes (``tests/processes.py``) on a fresh database and loopback
 ports, the demo agent and its scripted model: the flagship story with the browser's answer
 sent to another process than the one that paused; a reattach on B in the middle of A's run
-that follows it live to its end, by cursor or as a new tab; a cancel sent to B that stops A's run; and A killed
-mid-run, after which nothing its client was told is lost or told twice, no screen opens
-twice, and the thread runs at once through B. An approval answered through another process
-runs its tool once.
+that follows it live to its end, by cursor or as a new tab; a cancel sent to B that stops
+A's run; and A killed mid-run, after which nothing its client was told is lost or told
+twice, no screen opens twice, and the thread runs at once through B. An approval answered
+through another process runs its tool once.
 """
 
 from __future__ import annotations
