@@ -381,8 +381,12 @@ class Hub:
         # A run another process is streaming is joined from its start, as the log has it.
         pause = ELSEWHERE_POLL_SECONDS
         while thread.run is None and await self._runs_elsewhere(thread_id):
+            # One that follows the run already gets the snapshot once it has ended: a second
+            # RUN_STARTED inside the run would break its stream.
             try:
-                if await self._join_elsewhere(thread, subscriber):
+                if subscriber not in thread.watchers and await self._join_elsewhere(
+                    thread, subscriber
+                ):
                     return None
             except QuarantinedThreadError:
                 self._forget_if_unused(thread)
