@@ -14,6 +14,10 @@ Fan-out: an observer on process B reattaches to a thread, then a client on proce
 on it; for every event both receive, the time from A's client to B's observer (both in this
 process, one clock): what a watcher on another process waits for the same event.
 
+Join: a new tab (a reattach with no cursor) in the middle of a run on A, opened on A (the
+baseline: the run's own process) and on B, and the time from its reattach to the snapshot
+it paints: what a reload behind a load balancer waits before it shows the thread.
+
     .venv/bin/python -m scripts.bench_cluster                 # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_cluster --rounds 1 --runs 120
 """
@@ -42,6 +46,8 @@ from tests.postgres import running_postgres
 
 # The pace of the scripted model for the fan-out runs: events apart, as a real model sends them.
 FANOUT_PACE_MS = "5"
+# The demo's long reply (about a hundred chunks): a run to join in its middle.
+LONG = "자기소개를 길게 해 주세요"
 EVENT_TIMEOUT = 10.0
 
 
@@ -114,12 +120,41 @@ async def fan_out(a: LocalGateway, b: LocalGateway, runs: int) -> list[float]:
     return delays
 
 
-def _turn(thread_id: str, tools: list[object]) -> dict[str, object]:
+async def _until(ws: ClientConnection, kind: str) -> None:
+    while True:
+        event = json.loads(await asyncio.wait_for(ws.recv(), EVENT_TIMEOUT))
+        if event["type"] == "RUN_ERROR":
+            raise RuntimeError(f"a run failed: {event!r}")
+        if event["type"] == kind:
+            return
+
+
+async def joins(a: LocalGateway, b: LocalGateway, runs: int) -> dict[str, list[float]]:
+    """Seconds from a new tab's reattach to its MESSAGES_SNAPSHOT, in the middle of each of
+    ``runs`` long replies on A: the tab on A, and on B."""
+    tools = client_tools(a)
+    waits: dict[str, list[float]] = {"on A": [], "on B": []}
+    async with connect(a.ws_url(USER), max_size=None, compression=None) as runner:
+        for _ in range(runs):
+            thread_id = uuid.uuid4().hex
+            await runner.send(json.dumps(_turn(thread_id, tools, LONG)))
+            await _until(runner, "TEXT_MESSAGE_CONTENT")
+            for name, gateway in (("on A", a), ("on B", b)):
+                async with connect(gateway.ws_url(USER), max_size=None, compression=None) as tab:
+                    started = time.perf_counter()
+                    await tab.send(json.dumps({"type": "reattach", "threadId": thread_id}))
+                    await _until(tab, "MESSAGES_SNAPSHOT")
+                    waits[name].append(time.perf_counter() - started)
+            await _until(runner, "RUN_FINISHED")
+    return waits
+
+
+def _turn(thread_id: str, tools: list[object], text: str = "안녕") -> dict[str, object]:
     return {
         "threadId": thread_id,
         "runId": uuid.uuid4().hex,
         "protocolVersion": "1.0",
-        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "안녕"}],
+        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
         "tools": tools,
         "context": [],
         "state": {},
@@ -129,7 +164,7 @@ def _turn(thread_id: str, tools: list[object]) -> dict[str, object]:
 
 async def one_round(
     url: str, clients: int, runs: int, fanout_runs: int
-) -> tuple[dict[str, float], list[float]]:
+) -> tuple[dict[str, float], list[float], dict[str, list[float]]]:
     rates: dict[str, float] = {}
     with (
         tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp,
@@ -141,7 +176,8 @@ async def one_round(
             rates[f"postgres x{count}"] = (await runs_per_second(gateways, clients, runs)).rate
     with processes(2, url, "--scripted-pace-ms", FANOUT_PACE_MS) as (a, b):
         delays = await fan_out(a, b, fanout_runs)
-    return rates, delays
+        waits = await joins(a, b, fanout_runs)
+    return rates, delays, waits
 
 
 def main() -> None:
@@ -153,14 +189,24 @@ def main() -> None:
     args = parser.parse_args()
     with running_postgres() as server:
         rounds = []
+        joined: list[dict[str, list[float]]] = []
         for number in range(1, args.rounds + 1):
             url = server.fresh_database()
-            rates, delays = uvloop.run(one_round(url, args.clients, args.runs, args.fanout_runs))
+            rates, delays, waits = uvloop.run(
+                one_round(url, args.clients, args.runs, args.fanout_runs)
+            )
             rounds.append((rates, delays))
+            joined.append(waits)
             print(f"round {number}: " + ", ".join(f"{k} {v:.1f} runs/s" for k, v in rates.items()))
             print(
                 f"  fan-out A->B: p50 {percentile(delays, 0.5) * 1000:.2f} ms, "
                 f"p99 {percentile(delays, 0.99) * 1000:.2f} ms ({len(delays)} events)"
+            )
+            print(
+                "  new tab mid-run: "
+                + ", ".join(
+                    f"{name} p50 {percentile(w, 0.5) * 1000:.2f} ms" for name, w in waits.items()
+                )
             )
     print(f"\nmedians of {len(rounds)} rounds ({args.clients} clients, {args.runs} runs each):")
     base = statistics.median(r["sqlite x1"] for r, _ in rounds)
@@ -170,6 +216,14 @@ def main() -> None:
     p50 = statistics.median(percentile(d, 0.5) for _, d in rounds) * 1000
     p99 = statistics.median(percentile(d, 0.99) for _, d in rounds) * 1000
     print(f"  fan-out A->B  p50 {p50:.2f} ms  p99 {p99:.2f} ms (medians of the rounds')")
+    join = {
+        name: statistics.median(percentile(w[name], 0.5) for w in joined) * 1000
+        for name in ("on A", "on B")
+    }
+    print(
+        f"  new tab mid-run  on A p50 {join['on A']:.2f} ms  on B p50 {join['on B']:.2f} ms"
+        f"  {join['on B'] / join['on A']:.2f}x on A (medians of the rounds')"
+    )
 
 
 if __name__ == "__main__":

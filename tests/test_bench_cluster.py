@@ -18,3 +18,4 @@ def test_the_benchmark_measures_every_configuration_and_the_fan_out() -> None:
     for name in ("sqlite x1", "postgres x1", "postgres x2", "postgres x3"):
         assert any(line.split()[:2] == name.split() for line in report.splitlines()), report
     assert "fan-out A->B  p50" in report
+    assert "new tab mid-run  on A p50" in report
