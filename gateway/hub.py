@@ -74,6 +74,9 @@ from gateway.translate import AgentFailure, Phase, RunTranslator, dump_json
 
 log = logging.getLogger(__name__)
 
+# Where a MESSAGES_SNAPSHOT says when each message was stored ({messageId: ms since the
+# epoch}, in its metadata): AG-UI messages carry no time, and a reloaded page shows one.
+MESSAGE_TIMES = "gateway.times"
 # How often a reattach looks again at a run that is still being planned.
 PLANNING_POLL_SECONDS = 0.002
 # How often a reattach looks again for the start of a run another process holds the lease for.
@@ -1278,10 +1281,18 @@ def _snapshot(thread_id: str, page: ThreadPage, session: Session | None) -> list
     """What a reattach shows of a thread: its messages, where to page in older ones, its
     state."""
     return [
-        p.MessagesSnapshot(messages=msgspec.convert(page.messages, list[p.Message])),
+        p.MessagesSnapshot(
+            messages=msgspec.convert(page.messages, list[p.Message]),
+            metadata={MESSAGE_TIMES: message_times(page)} if page.times else None,
+        ),
         *_earlier_part(thread_id, page),
         p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
     ]
+
+
+def message_times(page: ThreadPage) -> dict[str, int]:
+    """When each message of the page was stored, in ms since the epoch, as clients read it."""
+    return {message_id: round(when * 1000) for message_id, when in page.times.items()}
 
 
 def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:

@@ -7,6 +7,7 @@ import asyncio
 import copy
 import itertools
 import json
+import time
 from typing import Any
 
 import httpx
@@ -400,6 +401,32 @@ async def test_history_pages_by_limit_back_to_the_start(gateway: RunningGateway)
         ).json()
     assert seen == [m["id"] for m in whole["messages"]]
     assert [i for i in seen if i.startswith("said-")] == ["said-0", "said-1", "said-2"]
+
+
+async def test_snapshots_and_history_say_when_each_message_was_said(
+    gateway: RunningGateway,
+) -> None:
+    """AG-UI messages carry no time: a reloaded page reads each one's from the snapshot."""
+    thread = new_id("t")
+    started = time.time() * 1000
+    async with gateway.socket() as ws:
+        await ws.run(user_input(thread, "안녕", message_id="said"))
+        await ws.run(user_input(thread, "업무 요청 목록 화면 열어줘", message_id="asked"))
+        shown = await ws.run({"type": "reattach", "threadId": thread})
+    ended = time.time() * 1000
+    [snapshot] = [e for e in shown if e["type"] == "MESSAGES_SNAPSHOT"]
+    times = snapshot["metadata"]["gateway.times"]
+    said = [m["id"] for m in snapshot["messages"] if m["role"] in ("user", "assistant")]
+    # Every message a person reads has its time, in the order said; tool results none.
+    assert list(times) == said and "said" in times and "asked" in times
+    assert started - 1000 <= times["said"] <= times["asked"] <= ended + 1000
+    async with httpx.AsyncClient(timeout=20) as client:
+        page = (
+            await client.get(
+                f"{gateway.http}/history?threadId={thread}", headers={"X-Gateway-User": "demo"}
+            )
+        ).json()
+    assert page["times"] == times
 
 
 @pytest.mark.parametrize("limit", ["0", "-1", "abc", "1001", "99999999999"])

@@ -301,6 +301,25 @@ async def test_the_store_gives_a_whole_thread_past_its_window(db: str) -> None:
         await store.close()
 
 
+async def test_a_page_keeps_when_each_message_a_person_reads_was_stored(db: str) -> None:
+    store = SessionService(db)
+    await store.open()
+    try:
+        session = await store.create_session(app_name=APP, user_id="demo", session_id="t1")
+        events = approval_flow()
+        for stored in events:
+            await store.append_event(session, stored)
+        page = await store.thread_page(APP, "demo", "t1")
+        stamps = {event.id: event.timestamp for event in events}
+        said = [m for m in page.messages if m["role"] in ("user", "assistant")]
+        assert said and set(page.times) == {m["id"] for m in said}
+        for message in said:  # a user's message keeps its own id; the model's, its event's
+            assert page.times[message["id"]] in stamps.values()
+        assert page.times[events[-1].id] == stamps[events[-1].id]
+    finally:
+        await store.close()
+
+
 async def test_reattach_shows_a_thread_longer_than_the_history_window() -> None:
     async with running_gateway(history_window=3) as gateway:
         thread = new_id("t")

@@ -23,7 +23,7 @@ class StoredMessages:
     """A thread's AG-UI messages as stored, one JSON array per event row."""
 
     latest: str | None  # the id of the thread's latest event
-    rows: list[tuple[int, str]]  # (seq, messages)
+    rows: list[tuple[int, str, float]]  # (seq, messages, the event's timestamp)
     quarantine: Quarantine | None  # if set, nothing else was read
     earlier: int | None = None  # a row older than these was left out: page back from here
 
@@ -37,22 +37,34 @@ class ThreadPage:
     # Where the page starts, when older messages were left out: the ``before`` of the page
     # before it. None: the page starts the thread.
     earlier: int | None
+    # When each user and assistant message of the page was stored (its event's timestamp,
+    # seconds since the epoch): AG-UI messages carry no time of their own.
+    times: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def decoded_messages_of(stored: StoredMessages) -> list[Message] | Damage:
-    """The messages its rows make, or the first of its rows that cannot be decoded."""
+def decoded_page(stored: StoredMessages) -> ThreadPage | Damage:
+    """The page its rows make, or the first of its rows that cannot be decoded."""
     messages: list[Message] = []
-    for seq, text in stored.rows:
+    times: dict[str, float] = {}
+    for seq, text, timestamp in stored.rows:
         decoded = decoded_messages(seq, text)
         if isinstance(decoded, Damage):
             return decoded
         messages.extend(decoded)
+        for message in decoded:  # not checked yet: a damaged one is found below
+            message_id = message.get("id")
+            if message.get("role") in _TIMED and isinstance(message_id, str):
+                times[message_id] = timestamp
     try:
-        return answered_calls_only(messages)
+        return ThreadPage(answered_calls_only(messages), stored.latest, stored.earlier, times)
     except (KeyError, TypeError):  # a message lacks what it needs; find its row
         pass
     # Checked only now: checking every message of every snapshot costs a quarter of it.
-    for seq, text in stored.rows:
+    for seq, text, _ in stored.rows:
         if isinstance(damage := decoded_messages(seq, text, checked=True), Damage):
             return damage
     return Damage(stored.rows[-1][0], "messages", "a message lacks what a snapshot needs")
+
+
+# The messages a person reads as said at a time: what the user and the agent said.
+_TIMED = frozenset({"user", "assistant"})

@@ -38,7 +38,7 @@ from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.progress import RunProgress
-from gateway.store.projection import ThreadPage, decoded_messages_of
+from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import OpenRun, closing_events
 from gateway.store.rows import StoredSession, decoded_session
@@ -357,10 +357,10 @@ class SessionService(BaseSessionService):
             return ThreadPage([], None, None)
         if stored.quarantine is not None:
             raise QuarantinedThreadError(stored.quarantine)
-        messages = decoded_messages_of(stored)
-        if isinstance(messages, Damage):
-            await self._quarantine(app_name, user_id, session_id, messages)
-        return ThreadPage(messages, stored.latest, stored.earlier)
+        page = decoded_page(stored)
+        if isinstance(page, Damage):
+            await self._quarantine(app_name, user_id, session_id, page)
+        return page
 
     async def threads(
         self, app_name: str, *, user_id: str | None = None, quarantined_only: bool = False

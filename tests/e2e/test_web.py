@@ -8,13 +8,15 @@ so "the screen opened exactly once" is measured, not assumed.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import BrowserContext, WebSocketRoute, expect
+from playwright.async_api import Browser, BrowserContext, WebSocketRoute, expect
 
 from tests.agui import StreamChecker, seq_of
 from tests.conftest import RunningGateway
@@ -27,6 +29,7 @@ from tests.e2e.web_helpers import (
     TIMEOUT_MS,
     WebApp,
     accessibility_problems,
+    new_context,
     route_sockets,
     screenshot_at,
 )
@@ -313,6 +316,33 @@ async def test_a_second_tab_on_the_thread_sees_the_messages_and_never_navigates(
     assert await first.navigations() == 2
     assert await second.navigations() == 0
     await expect(second.screen_title).to_have_text("홈")
+
+
+async def test_another_browser_shows_when_each_message_was_said(
+    context: BrowserContext, browser: Browser, gateway: RunningGateway
+) -> None:
+    """A browser that never saw the messages live (nothing of them in its storage) reads
+    their times from the gateway's snapshot."""
+    first = await WebApp.open(context, gateway, "demo")
+    await first.say(FLAGSHIP)
+    await first.last_reply_contains(MOVED)
+    await first.wait_idle()
+    elsewhere = await new_context(browser)
+    try:
+        other = await WebApp.open(elsewhere, gateway, "demo", thread=await first.thread_id())
+        await other.last_reply_contains(MOVED)
+        messages = other.page.locator("#transcript .msg")
+        assert await messages.count() >= 2
+        await expect(other.page.locator("#transcript .msg time")).to_have_count(
+            await messages.count()
+        )
+        said = await other.page.locator("#transcript .msg.user time").get_attribute("datetime")
+        assert (
+            said is not None
+            and abs(datetime.datetime.fromisoformat(said).timestamp() - time.time()) < 120
+        )
+    finally:
+        await elsewhere.close()
 
 
 async def test_new_conversation_starts_an_empty_thread_that_survives_a_reload(

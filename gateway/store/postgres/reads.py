@@ -134,10 +134,11 @@ def thread_messages(
         ).fetchone()
         start = max(start, edge[0] if edge else 0)
     rows = cast(
-        list[tuple[int, str]],
+        list[tuple[int, str, float]],
         db.execute(
-            "SELECT seq, messages FROM events WHERE session_pk = %s AND messages IS NOT NULL"
-            " AND seq >= %s AND seq < %s ORDER BY seq",
+            "SELECT seq, messages, timestamp FROM events"
+            " WHERE session_pk = %s AND messages IS NOT NULL AND seq >= %s AND seq < %s"
+            " ORDER BY seq",
             (pk, start, older),
         ).fetchall(),
     )

@@ -124,8 +124,9 @@ def thread_messages(
         ).fetchone() or (0,)
         start = max(start, edge)
     rows = db.execute(
-        "SELECT seq, messages FROM events WHERE session_pk = ? AND messages IS NOT NULL"
-        " AND seq >= ? AND seq < ? ORDER BY seq",
+        "SELECT seq, messages, timestamp FROM events"
+        " WHERE session_pk = ? AND messages IS NOT NULL AND seq >= ? AND seq < ?"
+        " ORDER BY seq",
         (pk, start, older),
     ).fetchall()
     earlier = None

@@ -379,6 +379,9 @@ export class ChatPanel {
       case "MESSAGES_SNAPSHOT":
         // What the thread holds an answer for, the gateway has: the ledger can let it go.
         this.ledger.answered(run.answered);
+        // When each message was stored (AG-UI messages carry no time): a page that never
+        // saw one live, a reload in another browser, still shows when it was said.
+        this.times.learn(event.metadata?.["gateway.times"]);
         this.#renderSnapshot(event.messages ?? []);
         break;
       case "TEXT_MESSAGE_START":

@@ -12,9 +12,9 @@ const clock = new Intl.DateTimeFormat("ko-KR", { hour: "numeric", minute: "2-dig
 const fullDate = new Intl.DateTimeFormat("ko-KR", { dateStyle: "long", timeStyle: "medium" });
 
 /**
- * When this browser first saw each message. AG-UI messages carry no time, and a snapshot
- * after a reload would otherwise show none: times seen live are kept in localStorage, so
- * only a message this browser never saw live (sent from another device) shows no time.
+ * When each message was said. AG-UI messages carry no time: times seen live are kept in
+ * localStorage, and the gateway's snapshots say when each message was stored (their
+ * metadata's "gateway.times"), which covers a message this browser never saw live.
  */
 export class MessageTimes {
   constructor(storage = globalThis.localStorage) {
@@ -35,6 +35,14 @@ export class MessageTimes {
       this.storage.setItem(TIMES_KEY, JSON.stringify([...this.times]));
     }
     return this.get(id);
+  }
+
+  /** Times a snapshot gives ({messageId: ms since the epoch}), for messages not yet timed. */
+  learn(times) {
+    if (times === null || typeof times !== "object") return;
+    for (const [id, when] of Object.entries(times)) {
+      if (Number.isFinite(when) && !this.times.has(id)) this.times.set(id, when);
+    }
   }
 
   /** @returns {Date|undefined} */
