@@ -223,20 +223,31 @@ async def test_a_cancel_sent_to_another_process_stops_the_run(cluster):
 async def test_a_process_killed_mid_run_loses_nothing_and_its_thread_goes_on(
     cluster, database: str, tmp_path: Path
 ):
-    _, b, _ = cluster
+    _, b, c = cluster
     thread = new_id("t")
     victim_process = gateway_process(database, tmp_path / "victim.log", pace_ms=PACE_MS)
-    async with victim_process as (victim, port), tab(port, "tab-1") as on_a:
+    async with (
+        victim_process as (victim, port),
+        tab(port, "tab-1") as on_a,
+        tab(c) as watching,
+    ):
         first = await on_a.run(user_input(thread, FLAGSHIP))
         [navigate] = tool_calls(first, "navigateToScreen")
         answer = tool_answer(thread, [(navigate["id"], {"status": "navigated", "message": "ok"})])
         await on_a.send(answer)
         seen = list(first)
-        # The reply resumes on the victim, which dies in the middle of it.
+        # The reply resumes on the victim, which dies in the middle of it, followed by a
+        # new tab on C that joined it there.
         await until_text(on_a, seen, chunks=2)
+        await watching.send({"type": "reattach", "threadId": thread})
+        await until_text(watching, [], chunks=1)
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
         killed_at = time.monotonic()
+        # The joined tab sees the run end as the log tells it, its stream whole.
+        watched = await watching.until_end(timeout=15)
+        assert watched[-1]["type"] == "RUN_ERROR"
+        assert "stopped before it finished" in watched[-1]["message"]
     cursor = seq_of(seen[-1])
     assert cursor is not None
     async with tab(b, "tab-1") as on_b:
