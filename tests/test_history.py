@@ -6,7 +6,9 @@ commands are checked on a real database file.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -284,40 +286,41 @@ def test_state_snapshot_hides_temp_state_only() -> None:
 # --- whole threads from the store ----------------------------------------------------
 
 
-async def test_the_store_gives_a_whole_thread_past_its_window(db: str) -> None:
-    store = SessionService(db, history_window=2)
+@contextlib.asynccontextmanager
+async def approval_thread(
+    db: str, **options: Any
+) -> AsyncIterator[tuple[SessionService, list[Event]]]:
+    """A store holding ``approval_flow`` as thread t1 of the demo user, and its events."""
+    store = SessionService(db, **options)
     await store.open()
     try:
         session = await store.create_session(app_name=APP, user_id="demo", session_id="t1")
         events = approval_flow()
         for stored in events:
             await store.append_event(session, stored)
+        yield store, events
+    finally:
+        await store.close()
+
+
+async def test_the_store_gives_a_whole_thread_past_its_window(db: str) -> None:
+    async with approval_thread(db, history_window=2) as (store, events):
         messages, latest = await store.thread_messages(APP, "demo", "t1")
         assert messages == messages_snapshot(events) and len(messages) == 4
         assert latest == events[-1].id
         assert await store.thread_messages(APP, "someone-else", "t1") == ([], None)
         assert await store.thread_messages(APP, "demo", "unknown") == ([], None)
-    finally:
-        await store.close()
 
 
 async def test_a_page_keeps_when_each_message_a_person_reads_was_stored(db: str) -> None:
-    store = SessionService(db)
-    await store.open()
-    try:
-        session = await store.create_session(app_name=APP, user_id="demo", session_id="t1")
-        events = approval_flow()
-        for stored in events:
-            await store.append_event(session, stored)
+    async with approval_thread(db) as (store, events):
         page = await store.thread_page(APP, "demo", "t1")
-        stamps = {event.id: event.timestamp for event in events}
-        said = [m for m in page.messages if m["role"] in ("user", "assistant")]
-        assert said and set(page.times) == {m["id"] for m in said}
-        for message in said:  # a user's message keeps its own id; the model's, its event's
-            assert page.times[message["id"]] in stamps.values()
-        assert page.times[events[-1].id] == stamps[events[-1].id]
-    finally:
-        await store.close()
+    stamps = {event.id: event.timestamp for event in events}
+    said = [m for m in page.messages if m["role"] in ("user", "assistant")]
+    assert said and set(page.times) == {m["id"] for m in said}
+    for message in said:  # a user's message keeps its own id; the model's, its event's
+        assert page.times[message["id"]] in stamps.values()
+    assert page.times[events[-1].id] == stamps[events[-1].id]
 
 
 async def test_reattach_shows_a_thread_longer_than_the_history_window() -> None:
