@@ -51,6 +51,14 @@ def shown_to(frame: LoggedFrame, client: str | None) -> bool:
     return frame.not_for is None or frame.not_for != client
 
 
+def shown_to_joiner(frame: LoggedFrame, client: str | None) -> bool:
+    """Whether a client joining a run with nothing of it (a reattach with no cursor, the
+    run's frames from its start) is sent the frame: all but another instance's client
+    calls. The echoes of the run's input (``not_for`` its sender) go to it too: a reloaded
+    sender no longer holds what it sent."""
+    return frame.only_for is None or (client is not None and frame.only_for == client)
+
+
 class _Kind(msgspec.Struct):
     type: str = ""
 

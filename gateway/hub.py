@@ -544,7 +544,7 @@ class Hub:
                     *(
                         p.decode_event(f.data)
                         for f in log.frames
-                        if f.seq > start and eventlog.shown_to(f, subscriber.client)
+                        if f.seq > start and eventlog.shown_to_joiner(f, subscriber.client)
                     ),
                 ]
         finally:

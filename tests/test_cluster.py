@@ -181,11 +181,11 @@ def messages_held(events: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
 async def test_a_reattach_without_a_cursor_on_another_process_joins_the_run_live(cluster):
     a, b, c = cluster
     thread = new_id("t")
-    async with tab(a) as on_a, tab(b) as on_b:
+    async with tab(a, "tab-1") as on_a, tab(b, "tab-1") as on_b:
         before = await on_a.run(user_input(thread, "안녕하세요"))
         seen = await replying(on_a, thread)
-        # A new tab on B: no cursor, so it is shown the thread as it was before A's run,
-        # then that run from its start, then live.
+        # The tab reloads onto B: no cursor, so it is shown the thread as it was before A's
+        # run, then that run from its start (its own message too), then live.
         await on_b.send({"type": "reattach", "threadId": thread})
         joined = [await on_b.next()]
         while joined[-1]["type"] != "TEXT_MESSAGE_CONTENT":
