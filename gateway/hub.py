@@ -320,16 +320,16 @@ class Hub:
         metadata = {"runId": run.run_id, "context": {}}
         run.task = asyncio.create_task(self._drive(run, Plan(ask, metadata, {}, None)))
 
-    async def cancel(self, user_id: str, thread_id: str) -> bool:
-        """Stops the thread's run, here or on the process that runs it; False when there
-        was nothing of this user's to stop."""
+    async def cancel(self, user_id: str, thread_id: str, run_id: str | None = None) -> bool:
+        """Stops the thread's run (the run ``run_id`` only, if named), here or on the
+        process that runs it; False when there was nothing of this user's to stop."""
         thread = self.threads.get(thread_id)
         if thread is None or thread.run is None:
             try:
-                return await self.cluster.cancel(thread_id, user_id)
+                return await self.cluster.cancel(thread_id, user_id, run_id)
             except StoreError:
                 raise _cluster_unreachable() from None
-        if thread.user_id != user_id:
+        if thread.user_id != user_id or run_id not in (None, thread.run.run_id):
             return False
         thread.run.abort.set()
         return True
@@ -704,11 +704,14 @@ class Hub:
             self._takeovers_stopped.discard(thread_id)
             closing.set_result(None)
 
-    def cancel_requested(self, thread_id: str, user_id: str) -> None:
-        """A cancel sent to another process for this process's run (``Cluster.cancel``),
-        or for the cut-off run it is closing, whose reply it then does not ask for again."""
+    def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
+        """A cancel sent to another process for this process's run (``Cluster.cancel``;
+        ``run_id`` only, if named), or for the cut-off run it is closing, whose reply it
+        then does not ask for again."""
         thread = self.threads.get(thread_id)
         if thread is not None and thread.run is not None and thread.user_id == user_id:
+            if run_id not in (None, thread.run.run_id):
+                return
             log.info("a cancel sent to another process stops %s", thread.run)
             thread.run.abort.set()
         elif thread_id in self._taking_over:

@@ -28,6 +28,10 @@ def standalone(thread_id: str, events: list[p.Event]) -> list[p.Event]:
     ]
 
 
-def nothing_to_cancel(thread_id: str) -> list[p.Event]:
-    message = f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
+def nothing_to_cancel(thread_id: str, run_id: str | None = None) -> list[p.Event]:
+    message = (
+        f"Run {run_id!r} of thread {thread_id!r} is not in progress; nothing was cancelled."
+        if run_id is not None
+        else f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
+    )
     return standalone(thread_id, [notice("NOTHING_TO_CANCEL", message)])

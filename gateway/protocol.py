@@ -257,6 +257,9 @@ def user_action(run_input: RunAgentInput) -> UserAction | None:
 
 class Cancel(_Wire, tag_field="type", tag="cancel"):
     thread_id: Id
+    # The run the client means to stop: a cancel that arrives once another run of the
+    # thread has begun stops nothing. None: whatever run the thread has.
+    run_id: Id | None = None
 
 
 # A position in a thread's event log (``gateway.eventlog``): up to JSON's exact integers.

@@ -191,13 +191,13 @@ class WebSocketSession:
         if isinstance(frame, p.Cancel):
             # A cancel acts now, ahead of queued runs; only its notice waits its turn.
             try:
-                cancelled = await self.hub.cancel(self.user, frame.thread_id)
+                cancelled = await self.hub.cancel(self.user, frame.thread_id, frame.run_id)
             except p.GatewayError as error:  # the run's process could not be asked
                 self._queue(error, 0)
                 return
             self.door.record_cancel(frame.thread_id, cancelled)
             if not cancelled:
-                self._queue(nothing_to_cancel(frame.thread_id), 0)
+                self._queue(nothing_to_cancel(frame.thread_id, frame.run_id), 0)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
             self._queue(needed_part(frame), len(data))

@@ -23,15 +23,15 @@ from tests.postgres import Postgres
 class Heard:
     """A fake hub: what the cluster told it."""
 
-    cancels: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    cancels: list[tuple[str, str, str | None]] = dataclasses.field(default_factory=list)
     commits: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     dead: list[DeadLease] = dataclasses.field(default_factory=list)
     losses: int = 0
     # What take_over does with a dead lease, if anything.
     on_dead: Callable[[DeadLease], object] | None = None
 
-    def cancel_requested(self, thread_id: str, user_id: str) -> None:
-        self.cancels.append((thread_id, user_id))
+    def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
+        self.cancels.append((thread_id, user_id, run_id))
 
     def committed(self, thread_id: str, seq: int) -> None:
         self.commits.append((thread_id, seq))
@@ -96,13 +96,16 @@ async def test_a_cancel_sent_to_any_process_reaches_the_holder_only(pair):
     (a, heard_a), (b, heard_b) = pair
     assert await a.take("t1", "u1", "r1") == Taken("t1", None)
     assert await b.cancel("t1", "u1")
-    await until(lambda: heard_a.cancels == [("t1", "u1")])
+    assert await b.cancel("t1", "u1", "r1")
+    await until(lambda: heard_a.cancels == [("t1", "u1", None), ("t1", "u1", "r1")])
     assert heard_b.cancels == []
-    # Another user's cancel, or one for a thread nobody runs, reaches nobody.
+    # Another user's cancel, one for a thread nobody runs, or one for a run that is not
+    # the holder's (it ended, and another began), reaches nobody.
     assert not await b.cancel("t1", "intruder")
     assert not await b.cancel("t-idle", "u1")
+    assert not await b.cancel("t1", "u1", "r0")
     await asyncio.sleep(0.2)
-    assert heard_a.cancels == [("t1", "u1")]
+    assert len(heard_a.cancels) == 2
 
 
 @contextlib.asynccontextmanager

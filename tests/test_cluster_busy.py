@@ -84,6 +84,18 @@ async def test_a_cancel_sent_to_another_process_stops_the_run(pair):
         assert on_b.received == []
 
 
+async def test_a_cancel_sent_to_another_process_stops_the_run_it_names_only(pair):
+    a, b = pair
+    thread = new_id("t")
+    async with a.socket() as on_a, b.socket() as on_b:
+        started = (await replying(on_a, thread))[0]
+        await on_b.send({"type": "cancel", "threadId": thread, "runId": "an-earlier-run"})
+        told = await on_b.until_end()
+        assert [e["value"]["code"] for e in told if e["type"] == "CUSTOM"] == ["NOTHING_TO_CANCEL"]
+        await on_b.send({"type": "cancel", "threadId": thread, "runId": started["runId"]})
+        assert outcome(await on_a.until_end(timeout=5))["type"] == "cancelled"
+
+
 async def test_a_cancel_of_another_users_run_reaches_nothing(pair):
     a, b = pair
     thread = new_id("t")

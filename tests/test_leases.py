@@ -55,7 +55,7 @@ async def test_a_thread_held_by_one_live_process_is_refused_to_another(url: str,
     try:
         assert await take(work, a) == Taken("t1", None)
         assert await take(work, b) is None
-        assert await leases.held(work, "t1") == Held(a, "u1")
+        assert await leases.held(work, "t1") == Held(a, "u1", "r1")
         # Its holder takes it again (a second run of that process): still its own.
         assert await take(work, a) == Taken("t1", None)
         assert await take(work, b, thread="t2") == Taken("t2", None)
@@ -88,7 +88,7 @@ async def test_a_lease_not_renewed_runs_out_and_is_taken_from_its_holder(url: st
         assert await leases.dead(work, b, 10) == [DeadLease("t1", "u1", a)]
         # Taken from a (alive, but it stopped renewing): b closes what a cut off.
         assert await take(work, b) == Taken("t1", a)
-        assert await leases.held(work, "t1") == Held(b, "u1")
+        assert await leases.held(work, "t1") == Held(b, "u1", "r1")
     finally:
         await a_conn.close()
         await b_conn.close()

@@ -147,6 +147,27 @@ async def test_cancel_mid_reply_ends_cancelled_and_the_thread_goes_on() -> None:
         await cancel_mid_reply_then_go_on(ws)
 
 
+async def test_a_cancel_naming_another_run_stops_nothing() -> None:
+    """A Stop meant for a run that has ended must not stop the next one: a cancel that
+    names its run stops that run only."""
+    async with running_gateway(scripted_pace_ms=10) as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+        started = await ws.next()
+        while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
+            pass
+        await ws.send({"type": "cancel", "threadId": thread, "runId": "an-earlier-run"})
+        assert outcome(await ws.until_end()) == {"type": "success"}
+        [notice] = [e for e in await ws.until_end() if e["type"] == "CUSTOM"]
+        assert notice["value"]["code"] == "NOTHING_TO_CANCEL"
+        assert "'an-earlier-run'" in notice["value"]["message"]
+        # Named as it is, the run stops.
+        await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+        started = await ws.next()
+        await ws.send({"type": "cancel", "threadId": thread, "runId": started["runId"]})
+        assert outcome(await ws.until_end()) == {"type": "cancelled"}
+
+
 async def test_cancel_in_a_slow_server_tool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(work_requests, "APPROVAL_LATENCY_SECONDS", 30.0)
     async with running_gateway() as gateway, gateway.socket() as ws:

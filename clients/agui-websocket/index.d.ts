@@ -153,6 +153,7 @@ export declare class ThreadConnection {
     input?: { messages?: unknown[]; tools?: unknown[]; context?: unknown[] },
   ): string;
   send(input: RunAgentInput): boolean;
+  /** The cancel frame, naming the run this connection follows (if any). */
   cancel(): void;
   reattach(): void;
 }

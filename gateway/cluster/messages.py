@@ -31,6 +31,7 @@ class Cancel(msgspec.Struct, tag="cancel", frozen=True):
     to: str
     thread: str
     user: str
+    run: str | None = None  # the run meant, if the client named one
 
 
 class Released(msgspec.Struct, tag="released", frozen=True):

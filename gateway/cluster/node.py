@@ -18,8 +18,8 @@ from gateway.store.leases import DeadLease, Taken
 class Members(Protocol):
     """What a process does for the rest of the cluster (the hub implements it)."""
 
-    def cancel_requested(self, thread_id: str, user_id: str) -> None:
-        """Another process was asked to cancel the run this one holds."""
+    def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
+        """Another process was asked to cancel the run this one holds (``run_id``, if named)."""
 
     def committed(self, thread_id: str, seq: int) -> None:
         """The thread's log holds frames up to ``seq``, made by whichever process runs it."""
@@ -52,9 +52,9 @@ class Cluster(Protocol):
         """Returns when the thread's lease may be free: on its release, or after a while
         (a holder that dies sends nothing), so a caller tries ``take`` again."""
 
-    async def cancel(self, thread_id: str, user_id: str) -> bool:
+    async def cancel(self, thread_id: str, user_id: str, run_id: str | None = None) -> bool:
         """Asks the process running the thread to cancel its run; False when none runs
-        one of this user's."""
+        one of this user's (or, with ``run_id``, that one)."""
 
     async def runs_elsewhere(self, thread_id: str) -> bool:
         """Whether another live process holds the thread's lease: its run goes on there."""
@@ -83,7 +83,7 @@ class SingleNode:
     async def released(self, thread_id: str) -> None:
         pass
 
-    async def cancel(self, thread_id: str, user_id: str) -> bool:
+    async def cancel(self, thread_id: str, user_id: str, run_id: str | None = None) -> bool:
         return False
 
     async def runs_elsewhere(self, thread_id: str) -> bool:

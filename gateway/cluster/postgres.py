@@ -186,12 +186,12 @@ class PostgresCluster:
 
     # --- messages ------------------------------------------------------------------------
 
-    async def cancel(self, thread_id: str, user_id: str) -> bool:
+    async def cancel(self, thread_id: str, user_id: str, run_id: str | None = None) -> bool:
         try:
             held = await self._work(lambda conn: leases.held(conn, thread_id))
-            if held is None or held.user_id != user_id:
+            if held is None or held.user_id != user_id or run_id not in (None, held.run_id):
                 return False
-            sent = _payloads([Cancel(held.holder, thread_id, user_id)])
+            sent = _payloads([Cancel(held.holder, thread_id, user_id, run_id)])
             await self._work(lambda conn: notify.notify(conn, sent))
         except psycopg.Error as error:
             raise _unreachable(error, self.url) from None
@@ -234,8 +234,8 @@ class PostgresCluster:
         match message:
             case Committed(thread=thread, seq=seq):
                 members.committed(thread, seq)
-            case Cancel(to=to, thread=thread, user=user) if to == self.node_id:
-                members.cancel_requested(thread, user)
+            case Cancel(to=to, thread=thread, user=user, run=run) if to == self.node_id:
+                members.cancel_requested(thread, user, run)
             case Released(thread=thread):
                 for waiter in self._waiting.pop(thread, []):
                     if not waiter.done():

@@ -20,6 +20,7 @@ class Held:
 
     holder: str
     user_id: str
+    run_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,8 +114,11 @@ export class ThreadConnection {
     return this.#send(input);
   }
 
+  /** Stops the run this connection follows, by its id, so a Stop that arrives after that
+   * run ended cannot stop the thread's next one; following none, whatever run it has. */
   cancel() {
-    this.#send({ type: "cancel", threadId: this.threadId });
+    const runId = this.connection?.run?.runId ?? this.carried?.run?.runId;
+    this.#send({ type: "cancel", threadId: this.threadId, ...(runId ? { runId } : {}) });
   }
 
   /** Asks for the thread's snapshots again (a run of another tab may have added messages). */

@@ -127,11 +127,12 @@ async def renew(conn: AsyncConnection[TupleRow], *, node_id: str, ttl: float) ->
 async def held(conn: AsyncConnection[TupleRow], thread_id: str) -> Held | None:
     """The thread's lease, if a live process holds it."""
     cursor = await conn.execute(
-        f"SELECT l.holder, l.user_id FROM gateway_leases l WHERE l.thread_id = %s AND NOT {_DEAD}",
+        "SELECT l.holder, l.user_id, l.run_id FROM gateway_leases l"
+        f" WHERE l.thread_id = %s AND NOT {_DEAD}",
         (thread_id,),
     )
     row = await cursor.fetchone()
-    return None if row is None else Held(str(row[0]), str(row[1]))
+    return None if row is None else Held(str(row[0]), str(row[1]), str(row[2]))
 
 
 async def dead(conn: AsyncConnection[TupleRow], node_id: str, limit: int) -> list[DeadLease]:
