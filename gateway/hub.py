@@ -1286,16 +1286,11 @@ def _snapshot(thread_id: str, page: ThreadPage, session: Session | None) -> list
     return [
         p.MessagesSnapshot(
             messages=msgspec.convert(page.messages, list[p.Message]),
-            metadata={MESSAGE_TIMES: message_times(page)} if page.times else None,
+            metadata={MESSAGE_TIMES: page.times_ms()} if page.times else None,
         ),
         *_earlier_part(thread_id, page),
         p.StateSnapshot(snapshot=history.state_snapshot(session) if session else {}),
     ]
-
-
-def message_times(page: ThreadPage) -> dict[str, int]:
-    """When each message of the page was stored, in ms since the epoch, as clients read it."""
-    return {message_id: round(when * 1000) for message_id, when in page.times.items()}
 
 
 def _earlier_part(thread_id: str, page: ThreadPage) -> list[p.Event]:

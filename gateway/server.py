@@ -26,7 +26,7 @@ from gateway.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.auth import Authenticator, query_param, redact
 from gateway.config import Settings
 from gateway.door import Door, shown
-from gateway.hub import Hub, message_times
+from gateway.hub import Hub
 from gateway.limits import RateLimiter
 from gateway.models.endpoints import endpoints
 from gateway.models.health import ModelHealth
@@ -369,7 +369,7 @@ class Gateway:
                 "threadId": thread_id,
                 "messages": page.messages,
                 "earlier": page.earlier,
-                "times": message_times(page),
+                "times": page.times_ms(),
             }
         )
         await respond(send, 200, body, b"application/json")

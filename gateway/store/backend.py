@@ -92,7 +92,7 @@ class Reads(Protocol):
 
     def invocation_rows(
         self, db: Any, *, app_name: str, user_id: str, session_id: str
-    ) -> tuple[list[tuple[int, str]], int]: ...
+    ) -> list[tuple[int, str]]: ...
 
     def frames_after(
         self,

@@ -41,6 +41,10 @@ class ThreadPage:
     # seconds since the epoch): AG-UI messages carry no time of their own.
     times: dict[str, float] = dataclasses.field(default_factory=dict)
 
+    def times_ms(self) -> dict[str, int]:
+        """The page's times as clients read them: ms since the epoch, by message id."""
+        return {message_id: round(when * 1000) for message_id, when in self.times.items()}
+
 
 def decoded_page(stored: StoredMessages) -> ThreadPage | Damage:
     """The page its rows make, or the first of its rows that cannot be decoded."""

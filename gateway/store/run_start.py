@@ -11,7 +11,7 @@ carries the run's id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -40,11 +40,14 @@ def run_of(data: str) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def run_start(rows: Iterable[tuple[int, str]], past_newest: int, run_id: str) -> int:
+def run_start(rows: Sequence[tuple[int, str]], run_id: str) -> int:
     """The seq of the first of ``rows`` (seq, data), oldest first, that belongs to
-    ``run_id``; ``past_newest`` when none does (the run has stored nothing yet).
+    ``run_id``; past the last of them when none does (the run has stored nothing yet), 0
+    when there are none (the thread has no event).
 
-    ``rows`` run from where the thread's latest invocation began, which is at or before the
-    run's first event: a run starts an invocation, or resumes the latest one.
+    ``rows`` run from where the thread's latest invocation began (a stored event, which is
+    at or before the run's first: a run starts an invocation, or resumes the latest one) to
+    the thread's newest event.
     """
+    past_newest = rows[-1][0] + 1 if rows else 0
     return next((seq for seq, data in rows if run_of(data) == run_id), past_newest)

@@ -456,7 +456,7 @@ class SessionService(BaseSessionService):
         """The seq of the thread's first stored event of ``run_id``, or past its newest event
         when the run has stored none yet: a ``thread_page`` before it is the thread as it
         was before the run (``run_start``)."""
-        rows, past_newest = await self._read(
+        rows = await self._read(
             partial(
                 self._reads.invocation_rows,
                 app_name=app_name,
@@ -464,7 +464,7 @@ class SessionService(BaseSessionService):
                 session_id=session_id,
             )
         )
-        return run_start(rows, past_newest, run_id)
+        return run_start(rows, run_id)
 
     async def log_head(self, app_name: str, user_id: str, session_id: str) -> int:
         """The number of the last committed frame of a thread's log; 0 for none."""

@@ -285,26 +285,18 @@ def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id:
 
 def invocation_rows(
     db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str
-) -> tuple[list[tuple[int, str]], int]:
-    """The (seq, data) of a thread's events from where its latest invocation began, and
-    the seq past its newest event (``run_start``)."""
-    row = db.execute(
-        "SELECT pk, COALESCE(invocation_seq, 0) FROM sessions"
-        " WHERE app_name = %s AND user_id = %s AND id = %s",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    if row is None:
-        return [], 0
-    pk, since = row
-    rows = cast(
+) -> list[tuple[int, str]]:
+    """The (seq, data) of a thread's events from where its latest invocation began, up to
+    its newest (``run_start``)."""
+    return cast(
         list[tuple[int, str]],
         db.execute(
-            "SELECT seq, data FROM events WHERE session_pk = %s AND seq >= %s ORDER BY seq",
-            (pk, since),
+            "SELECT e.seq, e.data FROM sessions s JOIN events e ON e.session_pk = s.pk"
+            " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s"
+            " AND e.seq >= COALESCE(s.invocation_seq, 0) ORDER BY e.seq",
+            (app_name, user_id, session_id),
         ).fetchall(),
     )
-    newest = db.execute("SELECT MAX(seq) FROM events WHERE session_pk = %s", (pk,)).fetchone()
-    return rows, (int(newest[0] or 0) if newest else 0) + 1
 
 
 def frames_after(

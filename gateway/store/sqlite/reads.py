@@ -265,23 +265,18 @@ def log_head(db: sqlite3.Connection, *, app_name: str, user_id: str, session_id:
 
 def invocation_rows(
     db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str
-) -> tuple[list[tuple[int, str]], int]:
-    """The (seq, data) of a thread's events from where its latest invocation began, and
-    the seq past its newest event (``run_start``)."""
-    row = db.execute(
-        "SELECT pk, COALESCE(invocation_seq, 0) FROM sessions"
-        " WHERE app_name = ? AND user_id = ? AND id = ?",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    if row is None:
-        return [], 0
-    pk, since = row
-    rows = db.execute(
-        "SELECT seq, data FROM events WHERE session_pk = ? AND seq >= ? ORDER BY seq",
-        (pk, since),
-    ).fetchall()
-    (newest,) = db.execute("SELECT MAX(seq) FROM events WHERE session_pk = ?", (pk,)).fetchone()
-    return [(seq, str(data)) for seq, data in rows], int(newest or 0) + 1
+) -> list[tuple[int, str]]:
+    """The (seq, data) of a thread's events from where its latest invocation began, up to
+    its newest (``run_start``)."""
+    return [
+        (seq, str(data))
+        for seq, data in db.execute(
+            "SELECT e.seq, e.data FROM sessions s JOIN events e ON e.session_pk = s.pk"
+            " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?"
+            " AND e.seq >= COALESCE(s.invocation_seq, 0) ORDER BY e.seq",
+            (app_name, user_id, session_id),
+        )
+    ]
 
 
 def frames_after(
