@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gateway.adk.hosting import Hosted, HostingError
     from gateway.api import create_app, serve
     from gateway.config import Settings
-    from gateway.hosting import Hosted, HostingError
     from gateway.tools.catalog import Catalog
 
 __all__ = ["Catalog", "Hosted", "HostingError", "Settings", "create_app", "serve"]
@@ -23,8 +23,8 @@ _HOMES = {
     "create_app": "gateway.api",
     "serve": "gateway.api",
     "Settings": "gateway.config",
-    "Hosted": "gateway.hosting",
-    "HostingError": "gateway.hosting",
+    "Hosted": "gateway.adk.hosting",
+    "HostingError": "gateway.adk.hosting",
     "Catalog": "gateway.tools.catalog",
 }
 

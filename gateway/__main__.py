@@ -13,9 +13,9 @@ from gateway.config import Settings
 
 
 def serve(settings: Settings) -> None:
+    from gateway.adk.hosting import HostingError
     from gateway.api import serve as serve_agent
     from gateway.auth import AuthSettingsError
-    from gateway.hosting import HostingError
     from gateway.models import ModelError
     from gateway.tools.catalog import CatalogError
 
@@ -95,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in (None, "serve"):
         serve(settings)
         return 0
-    from gateway import operator
-    from gateway.audit import AuditError, print_audit
+    from gateway.audit.log import AuditError, print_audit
+    from gateway.cli import operator
     from gateway.store import StoreError
 
     try:

@@ -6,7 +6,7 @@
     serve(root_agent, Settings(port=9000))                     # run it
 
 ``agent`` is an ADK agent, an App, a ``gateway.Hosted``, or a string as ``agent-gateway
-serve AGENT`` takes (see ``gateway.loading``); None is the bundled demo.
+serve AGENT`` takes (see ``gateway.adk.loading``); None is the bundled demo.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
 
 from gateway import config
+from gateway.adk.hosting import Hosted
 from gateway.config import Settings
-from gateway.hosting import Hosted
 from gateway.tools.catalog import Catalog
 
 if TYPE_CHECKING:
     import uvicorn
 
-    from gateway.server import Gateway
+    from gateway.doors.app import Gateway
 
 __all__ = ["create_app", "serve", "server_config"]
 
@@ -53,26 +53,26 @@ def create_app(
     (or ``GATEWAY_MODEL``) replaces the model of every LlmAgent. An agent that cannot be
     hosted raises ``HostingError`` here, with a sentence saying why.
     """
-    from gateway import runner
     from gateway.a2ui.plugin import SurfacePlugin
-    from gateway.approvals import ApprovalPlugin
-    from gateway.attribution import AttributionPlugin
-    from gateway.audit import AuditLog, AuditPlugin
-    from gateway.busy import Busy
+    from gateway.adk.approvals import ApprovalPlugin
+    from gateway.adk.engine import Engine, open_session_service
+    from gateway.adk.hosting import prepare
+    from gateway.adk.thoughts import ThoughtsPlugin
+    from gateway.adk.usage import UsagePlugin
+    from gateway.adk.usage import install_log_filter as usage_log_filter
+    from gateway.audit.log import AuditLog, AuditPlugin
     from gateway.cluster import Cluster
     from gateway.cluster import for_settings as cluster_for
-    from gateway.hosting import prepare
-    from gateway.hub import Hub
-    from gateway.limits import Quota, RunSlots
+    from gateway.doors.app import Gateway
+    from gateway.doors.warmup import WarmUpPlugin
+    from gateway.hub.busy import Busy
+    from gateway.hub.hub import Hub
+    from gateway.hub.limits import Quota, RunSlots
     from gateway.models.calls import ModelCalls
-    from gateway.server import Gateway
     from gateway.store import SessionService
-    from gateway.thoughts import ThoughtsPlugin
     from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
-    from gateway.usage import UsagePlugin
-    from gateway.usage import install_log_filter as usage_log_filter
-    from gateway.warmup import WarmUpPlugin
+    from gateway.translate.attribution import AttributionPlugin
 
     settings = settings or Settings()
     hosted = _hosted(agent, settings, catalog, model)
@@ -97,15 +97,15 @@ def create_app(
     ]
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
-    engines: list[runner.Engine] = []
+    engines: list[Engine] = []
     clusters: list[Cluster] = []
 
     async def startup() -> Hub:
         # The store first: it refuses a new file that already holds tables of its own.
         assert app.root_agent is not None
-        service.append(await runner.open_session_service(settings, app.name, app.root_agent.name))
+        service.append(await open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
-        engine = runner.Engine(
+        engine = Engine(
             hosted, app, client_tools, service[0], usage, model_calls, surfaces=surfaces
         )
         engines.append(engine)
@@ -152,7 +152,8 @@ def _hosted(
     catalog: Catalog | Path | str | None,
     model: BaseLlm | str | None,
 ) -> Hosted:
-    from gateway import loading, warmup
+    from gateway.adk import loading
+    from gateway.doors import warmup
     from gateway.tools import catalog as tool_catalog
 
     warmup.skip_absent_a2a()
@@ -169,13 +170,13 @@ def _hosted(
 
 
 def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
-    """uvicorn on uvloop with the websockets protocol engine, bounded by ``gateway.transport``.
+    """uvicorn on uvloop with the websockets engine, bounded by ``gateway.doors.transport``.
 
     No compression by default; logging is ``gateway.logs``'s, uvicorn's records included.
     """
     import uvicorn
 
-    from gateway.transport import protocols
+    from gateway.doors.transport import protocols
 
     http, ws = protocols(settings)
     return uvicorn.Config(

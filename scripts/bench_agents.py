@@ -9,7 +9,7 @@ model calls, one tool, 37 AG-UI events). The browser declares the example's clie
 - gateway: ``python -m gateway --agent gateway.examples.expenses.agent --model
   script:<its script>`` in a subprocess (127.0.0.1, --db :memory:), C websocket clients.
 - runner: google.adk's Runner over InMemorySessionService in this process, with the App
-  as the gateway runs it (``gateway.hosting.runnable_app``), C tasks.
+  as the gateway runs it (``gateway.adk.hosting.runnable_app``), C tasks.
 
 The phases, the table and the ratios are ``scripts/bench_runs.py``'s.
 
@@ -33,13 +33,13 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from websockets.asyncio.client import connect
 
+from gateway.adk.hosting import Hosted, runnable_app
 from gateway.context import RUN_METADATA_KEY
+from gateway.doors.warmup import skip_absent_a2a
 from gateway.examples.expenses.agent import BROWSER_TOOLS, root_agent
-from gateway.hosting import Hosted, runnable_app
 from gateway.models.script import ScriptLlm
 from gateway.tools import catalog
 from gateway.tools.client import CLIENT_TOOLS_KEY
-from gateway.warmup import skip_absent_a2a
 from scripts._bench import LocalGateway, local_gateway
 from scripts.bench_runs import (
     UNLIMITED,

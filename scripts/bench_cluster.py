@@ -42,7 +42,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from scripts._bench import LocalGateway, client_tools, local_gateway, percentile
 from scripts.bench_runs import UNLIMITED, USER, Phase, gateway_run, measure
-from tests.postgres import running_postgres
+from tests.support.postgres import running_postgres
 
 # The pace of the scripted model for the fan-out runs: events apart, as a real model sends them.
 FANOUT_PACE_MS = "5"

@@ -1,7 +1,7 @@
 """Cancel latency and reattach time, measured against a real gateway on 127.0.0.1.
 
 Cancel: the time from sending ``{"type": "cancel"}`` to receiving RUN_FINISHED, in the
-middle of a streamed reply (issue 4; tests/test_upstream.py covers a slow server tool).
+middle of a streamed reply (issue 4; tests/hub/test_upstream.py covers a slow server tool).
 Reattach: the time from sending ``{"type": "reattach"}`` to the end of the answer for a
 thread of 1,000 messages (issue 6, target p99 under 50 ms). Bounded in count and time.
 

@@ -1,7 +1,7 @@
 """Time to first token and cost per chunk: a provider's stream through the gateway, against
 the same stream read directly, for an OpenAI-compatible provider and for Gemini.
 
-All sides read one local provider (``tests.providers`` in a process of its own: the real
+All sides read one local provider (``tests.support.providers`` in a process of its own: the real
 one's wire format, its first chunk at once, then one every ``--pace-ms``):
 
 - direct: the generation request the gateway's model sent (the provider records it) sent
@@ -53,12 +53,12 @@ from google.genai import types
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway import models
+from gateway.adk.hosting import Hosted, runnable_app
+from gateway.doors.warmup import skip_absent_a2a
 from gateway.examples.navigator.agent import build_agent, load_catalog
-from gateway.hosting import Hosted, runnable_app
-from gateway.warmup import skip_absent_a2a
 from scripts._bench import ROOT, LocalGateway, cpu_seconds, free_port, local_gateway
-from tests.providers import ChatCompletions, GeminiApi, Provider
-from tests.providers.provider import RECORDED_PATH
+from tests.support.providers import ChatCompletions, GeminiApi, Provider
+from tests.support.providers.provider import RECORDED_PATH
 
 PROMPT = "안녕"
 WARM_UP_RUNS = 5
@@ -129,9 +129,9 @@ class Round:
 
 @contextlib.contextmanager
 def provider_process(provider: Provider, pace_ms: float) -> Iterator[Provider]:
-    """``python -m tests.providers`` on ``provider.port`` until the block ends."""
+    """``python -m tests.support.providers`` on ``provider.port`` until the block ends."""
     kind = next(name for name, kind in PROVIDERS.items() if isinstance(provider, kind))
-    command = [sys.executable, "-m", "tests.providers", kind, "--port", str(provider.port)]
+    command = [sys.executable, "-m", "tests.support.providers", kind, "--port", str(provider.port)]
     process = subprocess.Popen([*command, "--pace-ms", str(pace_ms)], cwd=ROOT)
     try:
         deadline = time.monotonic() + 30

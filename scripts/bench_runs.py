@@ -28,7 +28,7 @@ like. "cpu ms/run" is the serving process's CPU time over the phase, divided by 
     .venv/bin/python -m scripts.bench_runs              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_runs --rounds 1 --runs 200
     .venv/bin/python -m scripts.bench_runs --db file     # the store on a SQLite file
-    .venv/bin/python -m scripts.bench_runs --db postgres # on PostgreSQL (tests/postgres.py)
+    .venv/bin/python -m scripts.bench_runs --db postgres # on PostgreSQL (tests/support/postgres.py)
     .venv/bin/python -m scripts.bench_runs --starts 12   # start-up figures of 12 servers
 """
 
@@ -58,14 +58,14 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 from websockets.asyncio.client import ClientConnection, connect
 
+from gateway.adk.hosting import Hosted, runnable_app
 from gateway.context import RUN_METADATA_KEY
+from gateway.doors.warmup import skip_absent_a2a
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
-from gateway.hosting import Hosted, runnable_app
 from gateway.tools.client import CLIENT_TOOLS_KEY
-from gateway.warmup import skip_absent_a2a
 from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
-from tests.postgres import Postgres, running_postgres
+from tests.support.postgres import Postgres, running_postgres
 
 GREETING = "안녕"
 USER = "demo"
@@ -464,7 +464,7 @@ def main() -> None:
         default="memory",
         help="the gateway's store: ':memory:' like the runner's in-memory sessions (default), "
         "a SQLite file in a temporary directory, as a deployment runs it, or a fresh database "
-        "on a throwaway PostgreSQL server (tests/postgres.py: fsync off)",
+        "on a throwaway PostgreSQL server (tests/support/postgres.py: fsync off)",
     )
     parser.add_argument(
         "--starts",

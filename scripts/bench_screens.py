@@ -10,8 +10,8 @@ name, a two-letter word, and record ids ("PO-7781 어디서 봐"). Each round ti
 phrasing ``--passes`` times through ``search_screens`` (what the find_screen tool runs)
 and reports p50 and p99; the last line gives the medians of the rounds.
 
-Quality is measured on ``tests/queries/find_screen.jsonl`` against the shipped catalog
-(what the tests assert) and against the 10,000-screen one (where look-alikes abound):
+Quality is measured on ``tests/examples/navigator/queries/find_screen.jsonl`` against the
+shipped catalog (what the tests assert) and against the 10,000-screen one (look-alikes abound):
 recall@5 and top-1 on the queries for real screens, and how many queries for screens
 that do not exist ("회사 식당 메뉴") found one anyway (false answers: the target is 0).
 
@@ -34,7 +34,7 @@ from gateway.examples.navigator.screens.catalog import ScreenCatalog
 from gateway.examples.navigator.screens.tools import search_screens
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELLED = ROOT / "tests" / "queries" / "find_screen.jsonl"
+LABELLED = ROOT / "tests" / "examples" / "navigator" / "queries" / "find_screen.jsonl"
 USER = "demo"
 
 

@@ -1,6 +1,6 @@
-"""Writes the JSON Schemas generated from gateway/protocol.py into gateway/schemas/.
+"""Writes the JSON Schemas generated from gateway/wire/__init__.py into gateway/schemas/.
 
-Run after changing a wire type; tests/test_protocol.py fails while the files are stale.
+Run after changing a wire type; tests/wire/test_protocol.py fails while the files are stale.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.protocol import json_schemas  # noqa: E402
+from gateway.wire import json_schemas  # noqa: E402
 
 OUT = ROOT / "gateway" / "schemas"
 

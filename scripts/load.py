@@ -8,7 +8,7 @@ The gateway is ``python -m gateway`` on 127.0.0.1 with the scripted model at 30 
 and its store on a SQLite file; load users are added to the demo's screen catalog for it
 (``scripts/_load_users.py`` says why and how).
 
-Every event is checked as it arrives (AG-UI ordering, ``tests/agui.py``), and a story
+Every event is checked as it arrives (AG-UI ordering, ``tests/support/agui.py``), and a story
 counts as failed on any RUN_ERROR (rate limit and run cap included), a timeout, an invalid
 stream, a closed connection or a reply other than the honest one. Each user sends at most
 ``--frames-per-second`` frames (under the gateway's 5 a second per user); a story waits
@@ -32,7 +32,7 @@ the load. Bounded: ``--duration`` or ``--stories`` per user, a timeout per story
 ``--timeout`` overall; the server stops with the script, which exits 1 on any error or
 inconsistent thread.
 
-It needs the ``test`` extra (``tests/agui.py`` imports the official AG-UI models).
+It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-UI models).
 
     .venv/bin/python -m scripts.load                         # 500 users for 60 s
     .venv/bin/python -m scripts.load --users 50 --rounds 3   # three fresh servers, medians
@@ -75,7 +75,7 @@ from scripts._bench import (
     rss_mib,
 )
 from scripts._load_users import write_users
-from tests.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
+from tests.support.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 SCREEN = "MNU-3120"

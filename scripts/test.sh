@@ -17,7 +17,7 @@ fi
 (cd tests/e2e/copilotkit && npm ci --silent --no-audit --no-fund && npx vite build)
 
 # Debian's Chromium and CJK fonts for the browser tests (no browser download works here), and
-# PostgreSQL's server, which the tests start on loopback themselves (tests/postgres.py).
+# PostgreSQL's server, which the tests start on loopback themselves (tests/support/postgres.py).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 fc-list 2>/dev/null | grep -qi "noto.*cjk" || missing+=(fonts-noto-cjk)

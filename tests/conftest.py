@@ -16,12 +16,12 @@ from websockets.asyncio.client import connect
 
 from gateway.api import create_app, server_config
 from gateway.config import Settings
-from gateway.server import Gateway
+from gateway.doors.app import Gateway
 from gateway.store import SessionService
-from tests.agui import AgUiSocket
-from tests.backends import BACKENDS
-from tests.postgres import Postgres, running_postgres
-from tests.providers import ChatCompletions, GeminiApi, Provider
+from tests.support.agui import AgUiSocket
+from tests.support.backends import BACKENDS
+from tests.support.postgres import Postgres, running_postgres
+from tests.support.providers import ChatCompletions, GeminiApi, Provider
 
 
 def free_port() -> int:
@@ -51,7 +51,7 @@ class RunningGateway:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    """One PostgreSQL server for the whole run (``tests/postgres.py``), started on first use."""
+    """One PostgreSQL server for the run (``tests.support.postgres``), started on first use."""
     with running_postgres() as server:
         yield server
 

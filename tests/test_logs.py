@@ -13,8 +13,8 @@ import pytest
 
 from gateway import logs
 from gateway.config import Settings
-from tests.agui import new_id, outcome, user_input
 from tests.conftest import RunningGateway
+from tests.support.agui import new_id, outcome, user_input
 
 FORGED = "t-1\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
 
@@ -159,6 +159,6 @@ async def test_json_lines_of_a_run_carry_its_user_thread_and_run(
         assert response.status_code == 200
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     mine = [r for r in records if r.get("threadId") == thread]
-    assert {r["logger"] for r in mine} >= {"gateway.context", "gateway.hub"}
+    assert {r["logger"] for r in mine} >= {"gateway.context", "gateway.hub.hub"}
     for record in mine:
         assert (record["userId"], record["runId"]) == ("kim", run_input["runId"])

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway import protocol as p
+from gateway import wire as p
 from gateway.a2ui.surfaces import Surfaces
-from gateway.pointers import MISSING
-from gateway.tool_results import dump_json
+from gateway.translate.tool_results import dump_json
+from gateway.wire.pointers import MISSING
 
 __all__ = ["ACTION_KEY", "action_content", "check_action", "told"]
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from gateway import bounds
-from gateway import protocol as p
+from gateway import wire as p
 from gateway.a2ui import BASIC_CATALOG_ID
+from gateway.wire import bounds
 
 __all__ = [
     "BASIC_CATALOG_IDS",

@@ -2,7 +2,7 @@
 
 What a tool returns under ``a2ui_operations`` goes to a browser and into the thread, where
 a reload repaints it and a press on it is checked against it. So the whole list is held to
-bounds first (``MAX_OPERATIONS`` messages, ``MAX_BYTES`` of JSON, ``gateway.bounds``' depth
+bounds first (``MAX_OPERATIONS`` messages, ``MAX_BYTES`` of JSON, ``gateway.wire.bounds``' depth
 and entries) and each message must be one of A2UI v0.9's four, or nothing is shown. Then,
 surface by surface (one call's operations for one surface become one activity message):
 
@@ -26,11 +26,11 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from gateway import bounds
-from gateway import protocol as p
+from gateway import wire as p
 from gateway.a2ui import OPERATIONS_KEY, VERSION, delete_surface
 from gateway.a2ui.catalogs import CAPABILITIES, ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
+from gateway.wire import bounds
 
 __all__ = ["MAX_BYTES", "MAX_OPERATIONS", "Checked", "check_operations"]
 

@@ -6,8 +6,9 @@ model reads the thread from the store. So a function response that carries
 ``a2ui_operations`` is rewritten there, once, for everyone downstream: the model, the
 ``TOOL_CALL_RESULT`` and the snapshots read the rest of the result and a note
 (``gateway.a2ui.operations``); what the run's client can be shown rides on the same event,
-under the gateway's metadata (``shown_surfaces``), into the stream (``gateway.translate``)
-and the store (``gateway.history``), so a reload repaints it with the ids it streamed.
+under the gateway's metadata (``shown_surfaces``), into the stream
+(``gateway.translate.translator``) and the store (``gateway.translate.history``), so a reload
+repaints it with the ids it streamed.
 
 A run's client and the thread it runs on are registered for the run (``offered``): the
 catalogs its input advertised, and a way to read the thread's surfaces, read once per run

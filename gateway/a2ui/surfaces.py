@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from gateway.a2ui import SURFACE_ACTIVITY
-from gateway.pointers import pointer, value_at
+from gateway.wire.pointers import pointer, value_at
 
 __all__ = ["Surface", "Surfaces"]
 

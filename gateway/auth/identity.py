@@ -6,7 +6,7 @@ import dataclasses
 import re
 from typing import Literal
 
-from gateway import protocol as p
+from gateway import wire as p
 
 # How an identity was established; "dev" means only that the client said so.
 Via = Literal["dev", "bearer", "subprotocol", "ticket", "warm-up"]

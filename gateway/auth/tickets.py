@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import Callable
 
-from gateway import protocol as p
+from gateway import wire as p
 from gateway.auth.identity import Identity
 
 # A user asking for more than this many tickets before using them loses the oldest.

@@ -20,7 +20,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-from gateway import protocol as p
+from gateway import wire as p
 from gateway.auth.identity import Identity, Unauthorized, Via, checked_user
 from gateway.config import Settings
 

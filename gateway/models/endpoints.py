@@ -21,7 +21,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.google_llm import Gemini
 from google.genai import types
 
-from gateway.hosting import agent_tools, first_line, llm_agents
+from gateway.adk.hosting import agent_tools, first_line, llm_agents
 
 __all__ = ["PROBE_TIMEOUT_SECONDS", "Endpoint", "describe", "endpoints", "model_of"]
 

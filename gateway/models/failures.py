@@ -22,8 +22,8 @@ from typing import Any
 
 from google.genai import errors as genai_errors
 
-from gateway import protocol as p
-from gateway.hosting import first_line
+from gateway import wire as p
+from gateway.adk.hosting import first_line
 
 __all__ = ["ModelFailure", "classify", "retry_after"]
 

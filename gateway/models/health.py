@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from gateway.hosting import first_line
+from gateway.adk.hosting import first_line
 from gateway.models.endpoints import PROBE_TIMEOUT_SECONDS, Endpoint
 from gateway.models.failures import classify
 

@@ -59,10 +59,10 @@ from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 from jsonschema.validators import Draft202012Validator, validator_for  # type: ignore[import-untyped]
 
-from gateway.cut_off import before_restart
 from gateway.models import ModelError
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
-from gateway.pointers import MISSING, value_at
+from gateway.store.cut_off import before_restart
+from gateway.wire.pointers import MISSING, value_at
 
 __all__ = ["FALLBACK", "Script", "ScriptLlm", "Seen", "ToolResponse", "load", "read", "respond"]
 

@@ -17,7 +17,7 @@ import pydantic
 from google.adk.events import Event
 from google.adk.sessions.state import State
 
-from gateway.history import Message, event_messages
+from gateway.translate.history import Message, event_messages
 
 # What a decoder said about a stored value is cut to this length for logs and operators.
 _COMPLAINT_CHARS = 200

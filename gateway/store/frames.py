@@ -1,7 +1,7 @@
 """A thread's event log as the store keeps it: numbered frames, and a read after a cursor.
 
 Every event the hub sends a thread's watchers is a frame of the thread's log, numbered
-1, 2, 3... by the one process that runs the thread (``gateway.eventlog`` gives the
+1, 2, 3... by the one process that runs the thread (``gateway.hub.eventlog`` gives the
 numbers). The store keeps the newest ``GATEWAY_CURSOR_BYTES`` of each log; a reader that
 asks for frames after a cursor learns from ``FrameLog.oldest`` whether the log still
 reaches back that far. What a frame is (AG-UI JSON) is the hub's business; the store

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from gateway.history import Message, answered_calls_only
 from gateway.store.codec import Damage, decoded_messages
 from gateway.store.quarantine import Quarantine
+from gateway.translate.history import Message, answered_calls_only
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

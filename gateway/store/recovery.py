@@ -4,7 +4,7 @@ Streamed text is not an ADK event until its message completes, yet a client is s
 chunk by chunk. ``streamed_texts`` keeps the text so far of the message a thread is
 streaming (``save_streamed_text``; the hub sends a chunk only once it is committed).
 Appending the message's final event deletes the row in the same transaction; a row a crash
-left behind becomes the message, marked interrupted (``gateway.cut_off``: the same marking
+left behind becomes the message, marked interrupted (``gateway.store.cut_off``: the same marking
 as a reply the user stopped or a failure cut off). A server call a crash left without its
 response gets an error response. ``SessionService.close_interrupted`` does this once at
 start-up, with the open runs the backend finds (``sqlite.reads.open_runs``) and the events
@@ -21,7 +21,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from gateway.context import RUN_METADATA_KEY, event_metadata
-from gateway.cut_off import Ending, cut_off_reply
+from gateway.store.cut_off import Ending, cut_off_reply
 
 # The answer a cut-off server call gets, so the model request is well formed again.
 INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}

@@ -29,11 +29,10 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from gateway.cut_off import answered_last
-from gateway.history import Message
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads, open_backend
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
+from gateway.store.cut_off import answered_last
 from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
@@ -44,6 +43,7 @@ from gateway.store.recovery import OpenRun, closing_events
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import run_start
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
+from gateway.translate.history import Message
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -485,7 +485,7 @@ class SessionService(BaseSessionService):
 
         A server call left without its response gets an error response. The message the
         run was streaming becomes a stored assistant message under the id the client saw,
-        holding the text committed so far, marked interrupted (``gateway.cut_off``); a run
+        holding the text committed so far, marked interrupted (``gateway.store.cut_off``); a run
         cut off before streaming any text gets such a message without text, authored by the
         thread's last agent (``author`` if it has none). Calls waiting on the browser are
         left waiting. Streamed text of runs that had ended is dropped, as it would have been.

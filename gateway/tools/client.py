@@ -5,7 +5,7 @@ that run; the browser performs the call and its tool message is the result. Here
 an ADK long-running tool that returns nothing, so ADK pauses the invocation at the call and
 the browser's answer resumes it.
 
-One ``ClientToolset`` sits on every LlmAgent the gateway hosts (``gateway.hosting``). A run
+One ``ClientToolset`` sits on every LlmAgent the gateway hosts (``gateway.adk.hosting``). A run
 names its declared tools in its metadata (``CLIENT_TOOLS_KEY``) and the toolset offers
 those: with the declaration the client sent, registered for the run by ``offered``, or else
 the catalog's. An AgentTool's nested run cannot pause, so it is offered none.

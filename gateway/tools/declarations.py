@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from gateway import protocol as p
+from gateway import wire as p
 from gateway.tools.catalog import Catalog, ToolEntry, schema_problem
 from gateway.tools.client import ClientTool
 

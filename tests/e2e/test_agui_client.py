@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.agui import NAVIGATE_TOOL, PROTOCOL_VERSION, StreamChecker, new_id
+from tests.auth.test_doors import JWT, bearer
 from tests.conftest import RunningGateway, running_gateway
-from tests.test_auth_doors import JWT, bearer
-from tests.tokens import token
+from tests.support.agui import NAVIGATE_TOOL, PROTOCOL_VERSION, StreamChecker, new_id
+from tests.support.tokens import token
 
 NODE_DIR = Path(__file__).parent / "node"
 

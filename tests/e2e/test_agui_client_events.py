@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.agui import new_id
+from tests.a2ui.test_surfaces import BASIC, CARD
+from tests.adk.test_thoughts_and_usage import thinker
 from tests.conftest import running_gateway
 from tests.e2e.test_agui_client import accepted, base_input, pytestmark, run_http_agent
-from tests.speakers import of_type, say, think
-from tests.test_a2ui_surfaces import BASIC, CARD
-from tests.test_agent_trees import parallel_tree
-from tests.test_state_events import EXPECTED, tree
-from tests.test_thoughts_and_usage import thinker
-from tests.test_tool_results import CASES, agent
+from tests.support.agui import new_id
+from tests.support.speakers import of_type, say, think
+from tests.translate.test_state_events import EXPECTED, tree
+from tests.translate.test_subagents import parallel_tree
+from tests.translate.test_tool_results import CASES, agent
 
 __all__ = ["pytestmark"]
 

@@ -10,11 +10,11 @@ from google.adk.events import Event
 from google.genai import types
 
 from gateway.store import SessionService
-from tests.agui import new_id, user_input
 from tests.conftest import running_gateway
 from tests.e2e.test_agui_client import official_check, pytestmark
-from tests.speakers import Speaker, say
-from tests.test_stopped_replies import STORY, stop_mid_reply, storyteller
+from tests.hub.test_stopped_replies import STORY, stop_mid_reply, storyteller
+from tests.support.agui import new_id, user_input
+from tests.support.speakers import Speaker, say
 
 __all__ = ["pytestmark"]
 

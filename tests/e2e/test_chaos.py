@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser
 
-from gateway.audit import AuditRecord
+from gateway.audit.log import AuditRecord
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
 from tests.e2e.chaos.trials import (
     TIMED_MS,
@@ -30,7 +30,7 @@ from tests.e2e.chaos.trials import (
     table,
 )
 from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, WebApp, new_context
-from tests.processes import script_report
+from tests.support.processes import script_report
 
 REDUCED_TRIALS = 20
 CUT_OFF = "reply cut off"

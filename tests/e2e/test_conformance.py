@@ -24,13 +24,13 @@ from ag_ui_validate import RULES, Diagnostic, ValidatorOptions
 from ag_ui_validate.pytest_plugin import validate_agui
 from ag_ui_validate.transport import TransportOptions, validate_body
 
-from gateway.translate import Phase
-from tests.agui import StreamChecker, new_id, seq_of, sse_frames, user_input
+from gateway.translate.translator import Phase
+from tests.a2ui.test_surfaces import BASIC
+from tests.adk.test_agent_errors import FlakyLlm
+from tests.auth.test_doors import JWT
 from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.test_agui_client import official_check, pytestmark
-from tests.test_a2ui_surfaces import BASIC
-from tests.test_agent_errors import FlakyLlm
-from tests.test_auth_doors import JWT
+from tests.support.agui import StreamChecker, new_id, seq_of, sse_frames, user_input
 
 __all__ = ["pytestmark"]
 

@@ -13,7 +13,6 @@ import re
 
 from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
-from tests.agui import new_id, user_input
 from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.web_helpers import (
     FLAGSHIP,
@@ -23,6 +22,7 @@ from tests.e2e.web_helpers import (
     WebApp,
     route_sockets,
 )
+from tests.support.agui import new_id, user_input
 
 pytestmark = NEEDS_CHROMIUM
 

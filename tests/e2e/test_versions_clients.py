@@ -9,10 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway import protocol as p
-from gateway import versions
-from gateway.versions import Dialect
-from tests.agui import new_id, user_input
+from gateway import wire as p
+from gateway.wire import versions
+from gateway.wire.versions import Dialect
 from tests.conftest import RunningGateway
 from tests.e2e.test_agui_client import (
     accepted,
@@ -23,7 +22,8 @@ from tests.e2e.test_agui_client import (
     reply_of,
     run_http_agent,
 )
-from tests.test_versions import every_event
+from tests.support.agui import new_id, user_input
+from tests.wire.test_versions import every_event
 
 __all__ = ["pytestmark"]
 

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, BrowserContext, WebSocketRoute, expect
 
-from tests.agui import StreamChecker, seq_of
 from tests.conftest import RunningGateway
 from tests.e2e.web_helpers import (
     FLAGSHIP,
@@ -33,6 +32,7 @@ from tests.e2e.web_helpers import (
     route_sockets,
     screenshot_at,
 )
+from tests.support.agui import StreamChecker, seq_of
 
 pytestmark = NEEDS_CHROMIUM
 

@@ -27,8 +27,8 @@ from playwright.async_api import (
     expect,
 )
 
-from tests.agui import StreamChecker
 from tests.conftest import RunningGateway
+from tests.support.agui import StreamChecker
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -10,12 +10,12 @@ from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.models.base_llm import BaseLlm
 
 from gateway import models
+from gateway.adk.hosting import Hosted
 from gateway.config import Settings
 from gateway.context import run_context
 from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
-from gateway.hosting import Hosted
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import server_tools
 

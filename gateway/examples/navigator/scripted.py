@@ -21,9 +21,9 @@ from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 
 from gateway import a2ui
-from gateway.cut_off import before_restart
 from gateway.examples.navigator.work_requests import STATUS_LABELS
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
+from gateway.store.cut_off import before_restart
 
 __all__ = [
     "APPROVE",

@@ -1,4 +1,4 @@
-"""The audit log's tables in the gateway's SQLite file (``gateway.audit`` is the logic).
+"""The audit log's tables in the gateway's SQLite file (``gateway.audit.log`` is the logic).
 
 The audit has its own aiosqlite connection to the store's file (WAL), so recording never
 queues behind the store's commits; the two take turns for the file's write lock, which a
@@ -16,8 +16,8 @@ from typing import Any
 import aiosqlite
 
 from gateway.config import in_memory
-from gateway.database import Database
 from gateway.store.errors import BusyError, StoreError
+from gateway.store.sqlite.database import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (

@@ -13,10 +13,10 @@ from functools import partial
 from typing import Any, TypeVar
 
 from gateway.config import in_memory
-from gateway.database import Database
 from gateway.store.backend import Reads
 from gateway.store.sqlite import reads
 from gateway.store.sqlite.connection import connect, disconnect
+from gateway.store.sqlite.database import Database
 from gateway.store.sqlite.lock import lock_for_writing
 from gateway.store.sqlite.transaction import commit
 from gateway.store.writes import Write

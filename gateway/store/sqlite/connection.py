@@ -16,8 +16,8 @@ from pathlib import Path
 
 import aiosqlite
 
-from gateway.database import Database
 from gateway.store.errors import StoreError
+from gateway.store.sqlite.database import Database
 from gateway.store.sqlite.schema import prepare
 
 SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}

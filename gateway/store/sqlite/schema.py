@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from google.adk.events import Event
 
-from gateway.cut_off import LEGACY_NOTE
 from gateway.store.codec import decoded_event, dump_messages
+from gateway.store.cut_off import LEGACY_NOTE
 from gateway.store.progress import RunProgress
 from gateway.store.quarantine import Quarantine
 from gateway.store.schema import check_ours, migrations_due
@@ -190,7 +190,7 @@ def _name_speakers_v7(db: sqlite3.Connection) -> None:
 
 def _mark_cut_off_replies_v8(db: sqlite3.Connection) -> None:
     """Recomputes the messages of replies a crash cut off: the text without the bilingual
-    note a client was shown, and ``metadata.ended`` (``gateway.cut_off``)."""
+    note a client was shown, and ``metadata.ended`` (``gateway.store.cut_off``)."""
     _compute_messages(db, f"%{LEGACY_NOTE}%")
     _count_stored_bytes(db)
 

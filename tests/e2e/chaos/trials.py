@@ -39,7 +39,7 @@ from typing import Any
 from playwright.async_api import Browser, BrowserContext, Page, WebSocket, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from gateway.audit import AuditRecord, read_audit
+from gateway.audit.log import AuditRecord, read_audit
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
 from tests.e2e.web_helpers import (
     FLAGSHIP,
@@ -49,7 +49,7 @@ from tests.e2e.web_helpers import (
     launch_chromium,
     new_context,
 )
-from tests.processes import GATEWAY, gateway_process
+from tests.support.processes import GATEWAY, gateway_process
 
 NAVIGATE = "navigateToScreen"
 LIST_TITLE = "업무 요청 목록"

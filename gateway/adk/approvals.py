@@ -1,0 +1,147 @@
+"""Approvals for any ADK tool, as AG-UI interrupts.
+
+A FunctionTool with ``require_confirmation`` (a bool, or a callable of the arguments), or
+a tool that calls ``tool_context.request_confirmation(hint=..., payload=...)``, makes ADK
+pause the invocation at an ``adk_request_confirmation`` call whose arguments carry the
+original call and a ``ToolConfirmation``. The gateway shows that as an interrupt:
+
+- its message is the tool's hint; ADK's own hint for ``require_confirmation`` (an
+  instruction to a developer) gives way to the catalog's approval message, or to a sentence
+  from the tool's name and arguments;
+- its ``responseSchema`` is ``{approved, reason?}``, plus ``payload`` shaped like the
+  payload the tool asked for, when it asked for one.
+
+The answer, ``{"approved": bool, "reason"?: str, "payload"?: any}``, becomes ADK's
+``ToolConfirmation``: an approval's payload reaches the tool (``tool_context.
+tool_confirmation.payload``); a rejection carries its reason, and ``ApprovalPlugin`` puts the
+reason into the result the model reads, where ADK would say only "This tool call is
+rejected.".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
+from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+from jsonschema.validators import Draft202012Validator  # type: ignore[import-untyped]
+
+from gateway import wire as p
+from gateway.tools.catalog import Catalog
+
+__all__ = ["ApprovalPlugin", "confirmation", "interrupt_message", "response_schema"]
+
+# How ADK's FunctionTool words its hint for require_confirmation: meant for developers.
+_ADK_HINT = "Please approve or reject the tool call "
+# What ADK's FunctionTool returns for a rejected call; the plugin replaces it.
+_ADK_REJECTION = {"error": "This tool call is rejected."}
+
+APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean"},
+        "reason": {"type": "string", "description": "Why it was rejected, for the model."},
+    },
+    "required": ["approved"],
+}
+
+
+def interrupt_message(name: str, args: dict[str, Any], hint: str, catalog: Catalog | None) -> str:
+    """What the person is asked: the tool's hint, the catalog's approval message with the
+    arguments, or a sentence from the tool's name and arguments."""
+    if hint and not hint.startswith(_ADK_HINT):
+        return hint
+    details = ", ".join(f"{key}={value}" for key, value in args.items())
+    entry = catalog.entries.get(name) if catalog else None
+    if entry is not None and entry.approval_template:
+        action = entry.approval_message(args)
+        return f"{action} ({details}) 승인하시겠습니까?" if details else action
+    return f"Approve {name}({details})?"
+
+
+def response_schema(payload: Any) -> dict[str, Any]:
+    """The answer's schema: ``{approved, reason?}``, and ``payload`` when the tool asked for
+    one, with the shape of the payload it gave."""
+    if payload is None:
+        return APPROVAL_RESPONSE_SCHEMA
+    properties = {**APPROVAL_RESPONSE_SCHEMA["properties"], "payload": _shape(payload)}
+    return {**APPROVAL_RESPONSE_SCHEMA, "properties": properties}
+
+
+def _shape(value: Any) -> dict[str, Any]:
+    """A JSON Schema of the value's shape: its types, not its contents."""
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int | float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if isinstance(value, list):
+        return {"type": "array", "items": _shape(value[0])} if value else {"type": "array"}
+    if isinstance(value, dict):
+        return {
+            "type": "object",
+            "properties": {str(key): _shape(item) for key, item in value.items()},
+        }
+    return {}
+
+
+def confirmation(
+    interrupt_id: str,
+    approved: bool,
+    reason: str,
+    answer: dict[str, Any],
+    asked_for: Any,
+) -> dict[str, Any]:
+    """The ``ToolConfirmation`` an answer makes. ``asked_for`` is the payload the tool gave;
+    an approval's payload must have its shape (VALIDATION_ERROR naming the field if not)."""
+    response: dict[str, Any] = {"confirmed": approved}
+    if not approved:
+        response["payload"] = {"reason": reason or "rejected"}
+        return response
+    if "payload" not in answer:
+        if asked_for is not None:
+            response["payload"] = asked_for
+        return response
+    schema = _shape(asked_for) if asked_for is not None else {}
+    error = next(iter(Draft202012Validator(schema).iter_errors(answer["payload"])), None)
+    if error is not None:
+        raise _mismatch(interrupt_id, error)
+    response["payload"] = answer["payload"]
+    return response
+
+
+def _mismatch(interrupt_id: str, error: ValidationError) -> p.GatewayError:
+    where = "/".join(str(part) for part in error.absolute_path)
+    return p.GatewayError(
+        p.ErrorCode.VALIDATION_ERROR,
+        f"resume: interrupt {interrupt_id!r} payload{'.' + where if where else ''} "
+        f"{error.message}; see the interrupt's responseSchema.",
+    )
+
+
+class ApprovalPlugin(BasePlugin):
+    """Gives the model the person's reason when they reject a call."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gateway_approvals")
+
+    async def after_tool_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        confirmation = tool_context.tool_confirmation
+        if confirmation is None or confirmation.confirmed or result != _ADK_REJECTION:
+            return None
+        payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
+        return {
+            "status": "rejected",
+            "error": f"The user rejected this call of {tool.name}; it did not run.",
+            "reason": str(payload.get("reason") or "no reason given"),
+        }

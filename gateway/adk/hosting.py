@@ -1,0 +1,176 @@
+"""What the gateway hosts: an ADK agent or App, and what comes with it.
+
+Whatever a user names (an agent, an App, a ``Hosted``, or a function of the settings that
+returns one of these; see ``gateway.adk.loading``) becomes one resumable ADK App here, with the
+gateway's plugins added to the App's own and the client-tool toolset on every LlmAgent that
+runs in the App's invocation, so any agent gets client tools, approvals and cancel.
+
+Resumability is not optional: a client tool or an approval pauses the invocation, and the
+browser's answer resumes it. A bare agent is wrapped in a resumable App; an App that is
+not resumable is refused at start-up, since rewriting its settings behind its author's
+back would hide why a run behaves differently from ``adk web``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.models.base_llm import BaseLlm
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
+
+from gateway.tools.catalog import Catalog
+from gateway.tools.client import ClientToolset
+
+__all__ = [
+    "Hosted",
+    "HostingError",
+    "agent_tools",
+    "agents",
+    "first_line",
+    "llm_agents",
+    "prepare",
+    "server_tool_names",
+]
+
+# The extra fields of GET /me for a user, given the user id: the demo's screen menu.
+Profile = Callable[[str], dict[str, Any]]
+
+
+class HostingError(Exception):
+    """The agent cannot be hosted; the message says what was found and what to change."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Hosted:
+    """An agent or App, with the optional parts of a hosted application.
+
+    ``catalog``: the client tools a client may declare and the server tools' declarations;
+    without one every tool a client declares is offered. ``web``: a folder of static files
+    served at ``/`` (the demo's reference client). ``profile``: more fields for ``GET /me``.
+    ``model``: replaces the model of every LlmAgent (``GATEWAY_MODEL`` sets it).
+    """
+
+    agent: BaseAgent | App
+    catalog: Catalog | None = None
+    web: Traversable | None = None
+    profile: Profile | None = None
+    model: BaseLlm | str | None = None
+
+    @property
+    def app_name(self) -> str:
+        return self.agent.name
+
+
+def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()) -> App:
+    """The resumable App the runner runs: ``plugins`` after the App's own, the client
+    toolset on each LlmAgent, and the hosted ``model``, if any, for every LlmAgent."""
+    app = hosted.agent if isinstance(hosted.agent, App) else _resumable_app(hosted.agent)
+    if not (app.resumability_config and app.resumability_config.is_resumable):
+        raise HostingError(
+            f"App {app.name!r} is not resumable: client tools and approvals pause a run and "
+            "resume it later, so the gateway needs "
+            "App(resumability_config=ResumabilityConfig(is_resumable=True))."
+        )
+    root = app.root_agent
+    if not isinstance(root, BaseAgent):
+        raise HostingError(
+            f"App {app.name!r}: its root_agent is a {type(root).__name__}; the gateway hosts "
+            "ADK agents (LlmAgent, SequentialAgent or any BaseAgent)."
+        )
+    for agent in llm_agents(root):
+        # Hosting the same agent twice (tests, two mounts) must not offer its tools twice.
+        agent.tools = [t for t in agent.tools if not isinstance(t, ClientToolset)]
+        agent.tools.append(client_tools)
+        if hosted.model is not None:
+            agent.model = hosted.model
+    ours = [plugin for plugin in plugins if plugin not in app.plugins]
+    return app.model_copy(update={"plugins": [*app.plugins, *ours]})
+
+
+def _resumable_app(agent: BaseAgent) -> App:
+    with warnings.catch_warnings():
+        # ADK marks resumability experimental and says so on every construction.
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            return App(
+                name=agent.name,
+                root_agent=agent,
+                resumability_config=ResumabilityConfig(is_resumable=True),
+            )
+        except ValueError as error:
+            raise HostingError(
+                f"Agent {agent.name!r} cannot name an App ({first_line(error)}); wrap it in "
+                "an App with a valid name."
+            ) from None
+
+
+def agents(root: BaseAgent) -> Iterator[BaseAgent]:
+    """Every agent that runs in the root's invocation: the root and its sub-agents, in order.
+
+    An agent inside an ``AgentTool`` runs in an invocation of its own, so it is not one of
+    them.
+    """
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        agent = stack.pop()
+        if id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        yield agent
+        stack.extend(reversed(agent.sub_agents))
+
+
+def llm_agents(root: BaseAgent) -> Iterator[LlmAgent]:
+    """Every LlmAgent of the root's invocation: an agent inside an ``AgentTool`` runs in an
+    invocation that cannot pause, so a browser call could never resume it."""
+    return (agent for agent in agents(root) if isinstance(agent, LlmAgent))
+
+
+def agent_tools(root: BaseAgent) -> dict[str, BaseAgent]:
+    """The ``AgentTool``s of the root's LlmAgents, by tool name, with the agent each runs."""
+    return {
+        tool.name: tool.agent
+        for agent in llm_agents(root)
+        for tool in agent.tools
+        if isinstance(tool, AgentTool)
+    }
+
+
+def server_tool_names(root: BaseAgent) -> dict[str, str]:
+    """The tools the agents of an App run on the server, by name, with the agent of each.
+
+    A toolset's tools are known only when it is asked in a run (an MCP server may not be
+    up yet), so they are not listed, and a client tool may take one of their names: nothing
+    checks those (the README says so).
+    """
+    names: dict[str, str] = {}
+    for agent in llm_agents(root):
+        for tool in agent.tools:
+            if isinstance(tool, BaseToolset):
+                continue
+            name = tool.name if isinstance(tool, BaseTool) else getattr(tool, "__name__", "")
+            if name:
+                names.setdefault(name, agent.name)
+    return names
+
+
+def first_line(error: BaseException) -> str:
+    """An exception's first line, for a sentence about it (tracebacks go to the log)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def runnable_app(hosted: Hosted) -> App:
+    """The App as the gateway runs it (client tools from the catalog, without the gateway's
+    plugins), for an in-process ``Runner``: tests and the benchmarks' baseline."""
+    return prepare(hosted, ClientToolset(hosted.catalog))

@@ -1,0 +1,144 @@
+"""Finding the agent a user names: ``agent-gateway serve AGENT`` or ``GATEWAY_AGENT``.
+
+AGENT is one of:
+
+- ``package.module:attr``, naming an ADK agent (``LlmAgent``, ``SequentialAgent``, any
+  ``BaseAgent``), an ``App``, a ``gateway.Hosted``, or a function that takes the gateway's
+  ``Settings`` and returns one of these (the demo's does, to choose its model);
+- ``package.module``: its ``app``, else its ``root_agent``, as ``adk web`` looks;
+- a folder laid out for ``adk web`` / ``adk api_server`` (a package whose ``agent.py``
+  defines ``root_agent`` or ``app``), loaded by ADK's own loader, ``.env`` included;
+- nothing: the bundled demo, the screen navigator.
+
+Every way this can fail stops start-up with one sentence saying what was found where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import os
+from pathlib import Path
+from typing import Any
+
+from google.adk.agents import BaseAgent
+from google.adk.apps import App
+
+from gateway import models
+from gateway.adk.hosting import Hosted, HostingError, first_line
+from gateway.config import Settings
+
+__all__ = ["DEMO", "load"]
+
+# The demo is named, never imported, so the core depends on nothing of it.
+DEMO = "gateway.examples.navigator.agent:hosted"
+
+
+def load(target: object, settings: Settings) -> Hosted:
+    """The ``Hosted`` for ``target``: a spec string as above (None or "": the demo), or an
+    agent, App, ``Hosted`` or factory given in Python. HostingError if it is none of these.
+
+    ``settings.model``, when set, becomes the model of every LlmAgent, except for what a
+    factory made: the factory was given the settings and chose its model itself.
+    """
+    if target is None or isinstance(target, str):
+        spec = (target or "").strip() or DEMO
+        where = f"AGENT {spec!r}"
+        found = _from_folder(Path(spec), where) if _is_folder(spec) else _from_module(spec, where)
+    else:
+        found, where = target, "the agent given to create_app"
+    if inspect.isfunction(found):
+        made = _call_factory(found, settings, where)
+        return _as_hosted(made, f"{where} (what the function returned)", model=None)
+    model = _model(settings) if settings.model else None
+    return _as_hosted(found, where, model)
+
+
+def _is_folder(spec: str) -> bool:
+    return os.sep in spec or spec.startswith(".") or Path(spec).is_dir()
+
+
+def _from_module(spec: str, where: str) -> object:
+    module_name, colon, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # the user's module may raise anything while importing
+        raise HostingError(
+            f"{where}: module {module_name!r} cannot be imported "
+            f"({type(error).__name__}: {first_line(error)})."
+        ) from error
+    if colon:
+        if not hasattr(module, attribute):
+            raise HostingError(
+                f"{where}: module {module_name!r} ({_origin(module)}) has no attribute "
+                f"{attribute!r}."
+            )
+        return getattr(module, attribute)
+    for default in ("app", "root_agent"):
+        if hasattr(module, default):
+            return getattr(module, default)
+    raise HostingError(
+        f"{where}: module {module_name!r} ({_origin(module)}) has neither 'app' nor "
+        "'root_agent'; name the agent as module:attribute."
+    )
+
+
+def _from_folder(folder: Path, where: str) -> object:
+    from google.adk.cli.utils.agent_loader import AgentLoader
+
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise HostingError(f"{where}: {folder} is not a folder.")
+    if not (folder / "agent.py").is_file() and not (folder / "root_agent.yaml").is_file():
+        raise HostingError(
+            f"{where}: {folder} is not an ADK agent folder: it has no agent.py defining "
+            "root_agent (or root_agent.yaml)."
+        )
+    try:
+        return AgentLoader(str(folder)).load_agent(folder.name)
+    except Exception as error:  # ADK's loader re-raises whatever the agent's code raised
+        raise HostingError(f"{where}: ADK could not load {folder}: {first_line(error)}") from error
+
+
+def _call_factory(factory: Any, settings: Settings, where: str) -> object:
+    try:
+        return factory(settings)
+    except (HostingError, models.ModelError):
+        raise
+    except Exception as error:  # the user's factory may raise anything
+        raise HostingError(
+            f"{where}: the function raised {type(error).__name__}: {first_line(error)}"
+        ) from error
+
+
+def _as_hosted(found: object, where: str, model: Any) -> Hosted:
+    if isinstance(found, Hosted):
+        return found if model is None else _with_model(found, model)
+    if isinstance(found, BaseAgent | App):
+        return Hosted(found, model=model)
+    raise HostingError(
+        f"{where} is {_kind(found)}, not an ADK agent, an App or a gateway.Hosted "
+        "(or a function of the Settings returning one)."
+    )
+
+
+def _with_model(hosted: Hosted, model: Any) -> Hosted:
+    return dataclasses.replace(hosted, model=model)
+
+
+def _model(settings: Settings) -> Any:
+    try:
+        return models.build(settings.model, pace_ms=settings.scripted_pace_ms)
+    except models.ModelError as error:
+        raise HostingError(str(error)) from None
+
+
+def _kind(found: object) -> str:
+    if inspect.ismodule(found):
+        return f"the module {found.__name__}"
+    return f"a {type(found).__module__}.{type(found).__qualname__}"
+
+
+def _origin(module: Any) -> str:
+    return str(getattr(module, "__file__", None) or "a namespace package")

@@ -1,0 +1,430 @@
+"""The ASGI app: its lifespan and routes, a thin shell over the hub. /ws is
+``gateway.doors.websocket``, POST /invocations ``gateway.doors.sse``, GET /invocations (a thread's
+stream resumed) ``gateway.doors.sse_replay``; GET /ping, /tools, /me, /history,
+/capabilities and POST /ws-ticket are here, and CORS on them (``gateway.doors.cors``).
+
+Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
+(with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
+refused at the door gets the HTTP status (401 with ``WWW-Authenticate: Bearer``, or 403)
+before anything else: on /ws a refused upgrade, never an accept-then-close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import msgspec
+
+from gateway import config
+from gateway import wire as p
+from gateway.adk import capabilities
+from gateway.auth import Authenticator, query_param, redact
+from gateway.config import Settings
+from gateway.doors import cors, warmup
+from gateway.doors.access import Door, shown
+from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
+from gateway.doors.sse import Invocation
+from gateway.doors.sse_replay import Resume
+from gateway.doors.static import web_file
+from gateway.doors.websocket import WebSocketSession
+from gateway.hub.hub import Hub
+from gateway.hub.limits import RateLimiter
+from gateway.models.endpoints import endpoints
+from gateway.models.health import ModelHealth
+
+log = logging.getLogger(__name__)
+
+# The HTTP doors and the method each takes; CORS covers these, not the web client's files.
+DOORS = {
+    "/ping": "GET",
+    "/tools": "GET",
+    # POST runs; GET resumes a thread's stream (``gateway.doors.sse_replay``).
+    "/invocations": "GET, POST",
+    "/me": "GET",
+    "/ws-ticket": "POST",
+    "/history": "GET",
+    # ag-ui-adk's path for an agent at the root, and for one at /invocations.
+    "/capabilities": "GET",
+    "/invocations/capabilities": "GET",
+}
+# /ping during start-up, before the warm-up is over.
+STARTING = msgspec.json.encode({"status": "Starting"})
+
+
+class Ping:
+    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does.
+
+    While the store cannot commit, nothing a run says can be kept, and while the hosted
+    agent's model does not answer (``gateway.models.health``), every run would fail: 503
+    Unhealthy, until both are back. AgentCore's contract names only Healthy and
+    HealthyBusy, so Unhealthy travels with a status code any health checker reads as a
+    failure.
+    """
+
+    def __init__(self, hub: Hub, models: ModelHealth) -> None:
+        self.busy = False
+        self.can_commit = hub.engine.sessions.can_commit
+        self.models_answer = models.answering
+        self.changed_at = int(time.time())
+        hub.status_listeners.append(self._on_status)
+        hub.engine.sessions.health_listeners.append(self._on_store_health)
+        models.listeners.append(self._on_models)
+
+    def _on_status(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            self.changed_at = int(time.time())
+
+    def _on_store_health(self, can_commit: bool) -> None:
+        if can_commit != self.can_commit:
+            self.can_commit = can_commit
+            self.changed_at = int(time.time())
+
+    def _on_models(self, answering: bool) -> None:
+        if answering != self.models_answer:
+            self.models_answer = answering
+            self.changed_at = int(time.time())
+
+    @property
+    def healthy(self) -> bool:
+        return self.can_commit and self.models_answer
+
+    @property
+    def http_status(self) -> int:
+        return 200 if self.healthy else 503
+
+    def body(self) -> bytes:
+        status = "HealthyBusy" if self.busy else "Healthy"
+        if not self.healthy:
+            status = "Unhealthy"
+        return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
+
+
+class Gateway:
+    """The ASGI application; ``startup`` is given by the caller that owns the engine."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        startup: Callable[[], Awaitable[Hub]],
+        shutdown: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.settings = settings
+        # Built here, so settings it cannot work with stop start-up before anything listens.
+        self.auth = Authenticator(settings)
+        redact.install()
+        self._startup = startup
+        self._shutdown = shutdown
+        self.hub: Hub | None = None
+        self.ping: Ping | None = None
+        self.models: ModelHealth | None = None
+        # GET /capabilities, once the hosted agent is known.
+        self.capabilities = b"{}"
+        # Set once the warm-up is over; /ping says Healthy only then.
+        self.ready = asyncio.Event()
+        self.rates = RateLimiter(settings.user_rate, settings.user_burst)
+        # Browser origins allowed besides the gateway's own host, on every door.
+        self.origins = config.allowed_origins(settings)
+        self._warming: asyncio.Task[None] | None = None
+        self._probing: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        path = route_path(scope)
+        if kind == "websocket" and path == "/ws":
+            await WebSocketSession(self, scope, receive, send).serve()
+        elif kind == "http":
+            await self._http(scope, receive, send, path)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 4404})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.start()
+                except BaseException as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+                # It runs through the listener, which uvicorn opens only after this.
+                self._warming = asyncio.create_task(self._warm(), name="warm-up")
+            elif message["type"] == "lifespan.shutdown":
+                await self.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _host: object = None) -> AsyncIterator[None]:
+        """Start-up and shutdown for a gateway mounted in another ASGI app, whose server
+        runs only the host's lifespan: ``Starlette(..., lifespan=gateway.lifespan)``.
+
+        There is no warm-up through the socket (the gateway does not know where it is
+        mounted): the first runs pay their first-call costs.
+        """
+        await self.start()
+        self.auth.end_warm_up()
+        await self._check_models()
+        self.ready.set()
+        try:
+            yield
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        if self.settings.auth == "dev":
+            log.warning(
+                "GATEWAY_AUTH=dev trusts the client: whoever reaches %s:%d is whichever "
+                "user ?user= or X-Gateway-User names; use GATEWAY_AUTH=jwt beyond a demo",
+                self.settings.host,
+                self.settings.port,
+            )
+        try:
+            self.hub = await self._startup()
+            self.models = ModelHealth(
+                endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
+            )
+            self.ping = Ping(self.hub, self.models)
+            engine = self.hub.engine
+            self.capabilities = msgspec.json.encode(
+                capabilities.document(
+                    engine.root_agent,
+                    engine.catalog,
+                    self.settings,
+                    memory=engine.runner.memory_service is not None,
+                )
+            )
+        except BaseException as exc:
+            log.error("start-up failed: %s", exc)
+            raise
+
+    async def stop(self) -> None:
+        for task in (self._warming, self._probing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self.hub is not None:
+            await self.hub.stop()
+        await self._shutdown()
+
+    async def _check_models(self) -> None:
+        """Probes the models once, then every interval: /ping is Healthy only if they answer."""
+        assert self.models is not None
+        if not self.settings.model_probe_interval or not self.models.endpoints:
+            return
+        await self.models.check()
+        self._probing = asyncio.create_task(self.models.watch(), name="model probes")
+
+    async def _warm(self) -> None:
+        # The first probe of the models goes while the warm-up runs; /ping waits for both.
+        probed = asyncio.create_task(self._check_models(), name="first model probe")
+        try:
+            await self._warm_up()
+            await probed
+        finally:
+            probed.cancel()  # stopped meanwhile
+        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
+        gc.collect()
+        gc.freeze()
+        self.ready.set()
+        log.info("ready on %s:%d", self.settings.host, self.settings.port)
+
+    async def _warm_up(self) -> None:
+        assert self.hub is not None
+        credential = self.auth.warm_up_credential
+        assert credential is not None
+        try:
+            if self.settings.warm_up_runs:
+                seconds = await warmup.warm_up(self.hub, self.settings, credential)
+                log.info("warmed up in %.0f ms", seconds * 1000)
+        except Exception as exc:  # a cold first run is slower, never a reason not to serve
+            log.warning("warm-up skipped (%s); the first runs will be slower", exc)
+        finally:
+            self.auth.end_warm_up()
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        """Routes a request; one that fails unexpectedly is answered INTERNAL_ERROR, if it
+        can still be answered, never with a bare 500 and the exception's text."""
+        answered = False
+
+        async def send_once_started(message: Message) -> None:
+            nonlocal answered
+            answered = answered or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            method = DOORS.get(path)
+            if method is None:
+                await self._route(scope, receive, send_once_started, path)
+            elif not cors.origin_allowed(scope, self.origins):
+                log.warning(
+                    "refused %s %s from origin %s", scope["method"], path, shown(cors.origin(scope))
+                )
+                await refuse(send_once_started, cors.FOREIGN_ORIGIN)
+            elif cors.is_preflight(scope):
+                await cors.answer_preflight(scope, send_once_started, method)
+            else:
+                await self._route(scope, receive, cors.with_cors(scope, send_once_started), path)
+        except Exception:
+            failure = p.unexpected(f"{scope['method']} {scope['path']}")
+            if not answered:
+                await refuse(send, failure)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        method = scope["method"]
+        assert self.hub is not None and self.ping is not None
+        if path == "/ping" and method == "GET" and not self.ready.is_set():
+            await respond(send, 503, STARTING, b"application/json")
+        elif path == "/ping" and method == "GET":
+            await respond(send, self.ping.http_status, self.ping.body(), b"application/json")
+        elif path == "/tools" and method == "GET":
+            catalog = self.hub.engine.catalog
+            tools = [entry.declaration() for entry in catalog.client_entries()] if catalog else []
+            await respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
+        elif path == "/invocations" and method == "POST":
+            await Invocation(
+                self.hub, self.settings, self.rates, self.auth, scope, receive, send
+            ).serve()
+        elif path == "/invocations" and method == "GET":
+            await Resume(
+                self.hub, self.settings, self.rates, self.auth, scope, receive, send
+            ).serve()
+        elif path == "/me" and method == "GET":
+            await self._me(scope, send)
+        elif path == "/ws-ticket" and method == "POST":
+            await self._ws_ticket(scope, send)
+        elif path == "/history" and method == "GET":
+            await self._history(scope, send)
+        elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":
+            await self._capabilities(scope, send)
+        elif path in DOORS:
+            await respond(
+                send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]
+            )
+        elif method == "GET" and (found := self._web_file(path)) is not None:
+            body, content_type = found
+            await respond(send, 200, body, content_type.encode())
+        else:
+            await respond(send, 404, b"not found", b"text/plain")
+
+    def _web_file(self, path: str) -> tuple[bytes, str] | None:
+        assert self.hub is not None
+        web = self.hub.engine.hosted.web
+        return web_file(web, path) if web is not None else None
+
+    async def _me(self, scope: Scope, send: Send) -> None:
+        """The signed-in user, and what the hosted app adds (the demo: the screens the user
+        may open, for the web client's menu)."""
+        assert self.hub is not None
+        try:
+            identity = await Door(self.auth, self.hub.audit, scope, "http", "profile").identify()
+        except p.GatewayError as error:
+            await refuse(send, error)
+            return
+        profile: dict[str, object] = {"userId": identity.user, "org": identity.org}
+        extra = self.hub.engine.hosted.profile
+        if extra is not None:
+            profile.update(extra(identity.user))
+        await respond(send, 200, msgspec.json.encode(profile), b"application/json")
+
+    async def _capabilities(self, scope: Scope, send: Send) -> None:
+        """What the hosted agent can do (``gateway.adk.capabilities``), for a signed-in caller:
+        it names the agent's tools and sub-agents."""
+        assert self.hub is not None
+        try:
+            await Door(self.auth, self.hub.audit, scope, "http", "capabilities").identify()
+        except p.GatewayError as error:
+            await refuse(send, error)
+            return
+        await respond(send, 200, self.capabilities, b"application/json")
+
+    async def _history(self, scope: Scope, send: Send) -> None:
+        """GET /history?threadId=T&before=N&limit=L: the messages before a snapshot's first one.
+
+        A reattach to a long thread sends only its latest part, with a ``gateway.history``
+        event naming where the rest begins; each page names the one before it. With no
+        ``before``, the latest part itself: what a client with no reattach (an HttpAgent)
+        shows on load. ``limit`` makes pages smaller still: at most that many events'
+        messages (``MAX_PAGE``), a page-sized view of a long thread.
+        """
+        assert self.hub is not None
+        try:
+            identity = await Door(self.auth, self.hub.audit, scope, "http", "history").identify()
+            self.rates.check(identity.user)
+            thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
+            page = await self.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
+        except p.GatewayError as error:
+            await refuse(send, error)
+            return
+        body = msgspec.json.encode(
+            {
+                "threadId": thread_id,
+                "messages": page.messages,
+                "earlier": page.earlier,
+                "times": page.times_ms(),
+            }
+        )
+        await respond(send, 200, body, b"application/json")
+
+    async def _ws_ticket(self, scope: Scope, send: Send) -> None:
+        """POST /ws-ticket: a single-use ticket for ``/ws?ticket=``, for the caller."""
+        assert self.hub is not None
+        try:
+            identity = await Door(self.auth, self.hub.audit, scope, "http", "ticket").identify()
+            ticket = self.auth.tickets.issue(identity)
+        except p.GatewayError as error:
+            await refuse(send, error)
+            return
+        body = msgspec.json.encode({"ticket": ticket, "expiresIn": self.settings.ws_ticket_seconds})
+        # A credential: no cache may keep it.
+        await respond(send, 200, body, b"application/json", [(b"cache-control", b"no-store")])
+
+
+def route_path(scope: Scope) -> str:
+    """The path below where the gateway is mounted (``root_path``, set by a host app's
+    ``Mount`` or uvicorn's ``--root-path``), which is where every route is matched."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path
+
+
+# The most events' messages one /history page may be asked for.
+MAX_PAGE = 1000
+
+
+def _limit(scope: Scope) -> int | None:
+    raw = query_param(scope, "limit")
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 4 and 1 <= int(raw) <= MAX_PAGE):
+        raise p.GatewayError(
+            p.ErrorCode.VALIDATION_ERROR,
+            f"?limit= must be a whole number from 1 to {MAX_PAGE}: how many events' messages"
+            " one page holds at most.",
+        )
+    return int(raw)
+
+
+def _cursor(scope: Scope) -> int | None:
+    raw = query_param(scope, "before")
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # below SQLite's 2**63
+        raise p.GatewayError(
+            p.ErrorCode.VALIDATION_ERROR,
+            "?before= must be the `before` of a gateway.history event or the `earlier` of a"
+            " page: a whole number.",
+        )
+    return int(raw)

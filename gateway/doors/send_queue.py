@@ -1,0 +1,148 @@
+"""A connection's events on their way out: encoded as they are queued (shaped for the AG-UI
+version its client declared, ``gateway.wire.versions``), bounded in bytes, released in batches
+that cost few writes.
+
+Every frame costs the server a write and the client a wake-up. A fast model streams
+word-sized text chunks: sent one by one they make most of a run's frames, though a chunk's
+size carries no meaning in AG-UI. So the first chunk of a message goes out at once (the
+user sees the reply start), later chunks of it wait up to ``TEXT_HOLD_SECONDS`` for more
+and share a frame, and any other event ends the wait, sent with the text before it. A
+model at a human pace loses at most that hold per chunk; the end of a message is never
+held back.
+
+A client that stops reading must not make the server hold its stream without end: the
+queue counts the encoded bytes it holds and refuses an event that would pass its limit,
+and the connection's owner closes it (the client can reattach: the store has the rest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from typing import Generic, TypeVar, cast
+
+from gateway import wire as p
+from gateway.wire import versions
+
+_CURRENT = versions.Dialect.CURRENT
+# Well under a display frame (16 ms): no one sees the difference.
+TEXT_HOLD_SECONDS = 0.010
+
+E = TypeVar("E", bound=p.Event | None)
+# An event and its encoding; None (close) encodes as nothing.
+Frame = tuple[E, bytes]
+
+
+class Outgoing(Generic[E]):
+    """A queue of encoded events (None: close after what is queued) read by one writer."""
+
+    def __init__(self, limit_bytes: int | None = None) -> None:
+        self._items: collections.deque[Frame[E]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._urgent = asyncio.Event()
+        # The message whose text has started on the client and may wait for more.
+        self._showing: str | None = None
+        self.limit_bytes = limit_bytes
+        # The AG-UI version the client declared (``gateway.wire.versions``); the door sets it.
+        self.dialect = versions.Dialect.CURRENT
+        self.size = 0
+        # Ended: None is queued, and nothing more is taken.
+        self.ended = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, event: E) -> bool:
+        """Queues the event, as the client's dialect shapes it; False, queueing nothing, if
+        it would pass the byte limit."""
+        if event is None:
+            frames: list[Frame[E]] = [(event, b"")]
+            size = 0
+        else:
+            if self.dialect is _CURRENT:  # nearly every event a client is sent: as it is
+                data = p.encode(event)
+                frames, size = [(event, data)], len(data)
+            else:
+                frames = cast(list[Frame[E]], versions.encoded(event, self.dialect))
+                size = sum([len(data) for _, data in frames])
+            if self.limit_bytes is not None and self.size + size > self.limit_bytes:
+                return False
+        self.size += size
+        self._items.extend(frames)
+        self._ready.set()
+        if not (isinstance(event, p.TextMessageContent) and event.message_id == self._showing):
+            self._urgent.set()
+        return True
+
+    async def batch(self) -> list[Frame[E]]:
+        """The frames queued, once there are some, with chunks of one message joined."""
+        await self._ready.wait()
+        if not self._urgent.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TEXT_HOLD_SECONDS):
+                    await self._urgent.wait()
+        frames = merge_text_deltas(list(self._items))
+        self._items.clear()
+        self.size = 0
+        self._ready.clear()
+        self._urgent.clear()
+        last = frames[-1][0]
+        self._showing = last.message_id if isinstance(last, p.TextMessageContent) else None
+        return frames
+
+    def offer(self, event: E) -> bool:
+        """Queues an event for a client that may fall behind; True if it cut the client off.
+
+        Past the byte limit, or for an event the encoder refuses (the client could not
+        follow the stream), the queue ends instead and takes nothing more.
+        """
+        if self.ended:
+            return False
+        try:
+            if self.put(event):
+                return False
+        except Exception:
+            p.unexpected(f"encoding a {type(event).__name__} event")
+        self.end()
+        return True
+
+    def end(self) -> None:
+        """Queues the close (None) once; nothing is taken after it."""
+        if not self.ended:
+            self.ended = True
+            self.put(cast(E, None))
+
+    def clear(self) -> None:
+        """Drops what is queued, for a connection that closed."""
+        self._items.clear()
+        self.size = 0
+
+
+def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
+    """Joins consecutive text chunks of one message into one event, encoded once."""
+    merged: list[Frame[E]] = []
+    chunks: list[tuple[p.TextMessageContent, bytes]] = []  # of one message, not yet joined
+
+    def flush() -> None:
+        if len(chunks) > 1:
+            delta = "".join(chunk.delta for chunk, _ in chunks)
+            # The last chunk's metadata: its number in the log stands for all of them.
+            joined = p.TextMessageContent(
+                message_id=chunks[0][0].message_id, delta=delta, metadata=chunks[-1][0].metadata
+            )
+            merged.append(cast(Frame[E], (joined, p.encode(joined))))
+        else:
+            merged.extend(cast(list[Frame[E]], chunks))
+        chunks.clear()
+
+    for event, data in frames:
+        if not isinstance(event, p.TextMessageContent):
+            flush()
+            merged.append((event, data))
+            continue
+        if chunks and chunks[0][0].message_id != event.message_id:
+            flush()
+        chunks.append((event, data))
+    flush()
+    return merged

@@ -1,0 +1,319 @@
+"""/ws: one WebSocket connection carrying runs, answers, cancels and reattaches both ways."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+from gateway import config, logs
+from gateway import wire as p
+from gateway.auth import Unauthorized, query_param, selected_subprotocol
+from gateway.doors import cors
+from gateway.doors.access import Door
+from gateway.doors.asgi import Receive, Scope, Send, header, refusal
+from gateway.doors.send_queue import Outgoing
+from gateway.hub.inputs import needed_part
+from gateway.wire import versions
+from gateway.wire.notices import nothing_to_cancel
+
+if TYPE_CHECKING:
+    from gateway.doors.app import Gateway
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Refused:
+    """Frames refused (a full queue, a rate limit), told of in one error when its turn comes."""
+
+    first: p.GatewayError
+    frames: int = 0
+
+    def to_event(self) -> p.RunError:
+        message = f"{self.first.message} {self.frames} frame(s) were refused."
+        return p.RunError(message=message, code=self.first.code.value)
+
+
+# What a connection's worker handles in order: a run, a reattach, an error, or a notice.
+Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event] | Refused
+
+# Frames one connection may have waiting behind its current run, whatever their size.
+QUEUED_FRAMES_LIMIT = 32
+
+
+class WebSocketSession:
+    """One /ws connection: runs processed in order, cancels jumping the queue.
+
+    A connection follows one thread at a time, the one of its latest run or reattach, so
+    the runs it is sent never overlap and its stream stays a valid AG-UI stream. What it
+    holds is bounded in bytes both ways: frames waiting for earlier runs
+    (``receive_buffer_bytes``, and ``QUEUED_FRAMES_LIMIT`` of them) and events waiting for
+    the client to read (``send_buffer_bytes``). Nothing it is sent can stop it working: a
+    frame that fails unexpectedly gets a RUN_ERROR INTERNAL_ERROR and the next one is read.
+    """
+
+    def __init__(self, gateway: Gateway, scope: Scope, receive: Receive, send: Send) -> None:
+        assert gateway.hub is not None
+        self.hub = gateway.hub
+        self.settings = gateway.settings
+        self.rates = gateway.rates
+        self.scope, self.receive, self.send = scope, receive, send
+        self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
+        self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
+        self.queued_bytes = 0
+        self.refused: Refused | None = None
+        self.user = ""
+        self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
+        self.following: str | None = None
+        self.close_code = 1000
+        # The client instance it speaks for (``?clientId=``), across its reconnects.
+        self.client: str | None = None
+        # Whether anything was sent yet: only a stream's first event may be a lone RUN_ERROR.
+        self.streamed = False
+
+    def deliver(self, event: p.Event) -> None:
+        self.streamed = True
+        if self.outbox.offer(event):
+            # It can reconnect and reattach: the store has everything it missed.
+            log.warning("closing a connection of %s that fell behind", self.user)
+
+    async def serve(self) -> None:
+        message = await self.receive()
+        if message["type"] != "websocket.connect":
+            return
+        if not cors.origin_allowed(self.scope, config.allowed_origins(self.settings)):
+            log.warning("refused a /ws upgrade from origin %s", header(self.scope, b"origin"))
+            await self._refuse_upgrade(cors.FOREIGN_ORIGIN)
+            return
+        try:
+            identity = await self.door.identify()
+        except p.GatewayError as error:
+            await self._refuse_upgrade(error)
+            return
+        self.user = identity.user
+        logs.bind(user=self.user)
+        if (client := query_param(self.scope, "clientId")) is not None:
+            try:
+                self.client = p.client_instance(client)
+            except p.GatewayError as error:
+                await self._refuse_upgrade(error)
+                return
+        await self.send(
+            {"type": "websocket.accept", "subprotocol": selected_subprotocol(self.scope)}
+        )
+        thread_id = query_param(self.scope, "threadId")
+        if thread_id:
+            try:
+                reattach = p.reattach_to(thread_id)
+                if (after := query_param(self.scope, "after")) is not None:
+                    reattach.after = p.cursor(after, "?after=")
+                self._queue(reattach, 0)
+            except p.GatewayError as error:
+                self._queue(error, 0)
+        expiry = self._expire_at(identity.expires_at)
+        writer = asyncio.create_task(self._write())
+        worker = asyncio.create_task(self._work())
+        try:
+            await self._read()
+        finally:
+            if expiry is not None:
+                expiry.cancel()
+            self.hub.leave(self)
+            worker.cancel()
+            self.outbox.end()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+            with contextlib.suppress(Exception):
+                await writer
+            # Nothing waits for these any more: free them now, not at a full collection.
+            self.outbox.clear()
+            while not self.inbox.empty():
+                self.inbox.get_nowait()
+
+    def _expire_at(self, expires_at: float | None) -> asyncio.TimerHandle | None:
+        """A connection lives no longer than its credential (with the verification leeway)."""
+        if expires_at is None:
+            return None
+        delay = expires_at + self.settings.jwt_leeway - time.time()
+        return asyncio.get_running_loop().call_later(max(delay, 0.0), self._expired)
+
+    def _expired(self) -> None:
+        # Its runs go on: a new connection with a new token reattaches to them.
+        self.deliver(
+            Unauthorized(
+                "Your token has expired; reconnect with a new one and reattach to the thread."
+            ).to_event()
+        )
+        self.close_code = 1008
+        self.outbox.end()
+
+    async def _refuse_upgrade(self, error: p.GatewayError) -> None:
+        """Answers the upgrade with the refusal's HTTP status, challenge and RUN_ERROR body."""
+        if "websocket.http.response" not in self.scope.get("extensions", {}):
+            # A server without the extension: its own 403, the nearest it allows.
+            await self.send({"type": "websocket.close", "code": 1008})
+            return
+        status, headers, body = refusal(error)
+        await self.send(
+            {"type": "websocket.http.response.start", "status": status, "headers": headers}
+        )
+        await self.send({"type": "websocket.http.response.body", "body": body})
+
+    async def _read(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("text")
+            if data is None:
+                data = message.get("bytes") or b""
+            try:
+                await self._take(data)
+            except Exception:
+                self._queue(p.unexpected(f"a frame from {self.user}"), 0)
+
+    async def _take(self, data: str | bytes) -> None:
+        """Acts on one upstream frame: a cancel at once, anything else in its turn."""
+        if wait := self.rates.allow(self.user):
+            self._refuse(self.rates.refusal(wait))
+            return
+        if len(data) > self.settings.max_frame_bytes:
+            self._queue(_too_large(len(data), self.settings.max_frame_bytes), 0)
+            return
+        try:
+            frame = p.decode_upstream(data)
+        except p.GatewayError as error:
+            self._queue(error, 0)
+            return
+        if isinstance(frame, p.Cancel):
+            # A cancel acts now, ahead of queued runs; only its notice waits its turn.
+            try:
+                cancelled = await self.hub.cancel(self.user, frame.thread_id, frame.run_id)
+            except p.GatewayError as error:  # the run's process could not be asked
+                self._queue(error, 0)
+                return
+            self.door.record_cancel(frame.thread_id, cancelled)
+            if not cancelled:
+                self._queue(nothing_to_cancel(frame.thread_id, frame.run_id), 0)
+        elif isinstance(frame, p.RunAgentInput):
+            # A queued input keeps only what the run reads, not the history a client resends.
+            self._queue(needed_part(frame), len(data))
+        else:
+            self._queue(frame, len(data))
+
+    def _queue(self, work: Work, size: int) -> None:
+        """Queues work for its turn, or refuses it when the queue is full."""
+        full = (
+            self.inbox.qsize() >= QUEUED_FRAMES_LIMIT
+            or self.queued_bytes + size > self.settings.receive_buffer_bytes
+        )
+        if full:
+            self._refuse(_queue_full())
+            return
+        self.queued_bytes += size
+        self.inbox.put_nowait((work, size))
+
+    def _refuse(self, error: p.GatewayError) -> None:
+        """Counts a frame refused; however many there are, one error waits in the queue."""
+        if self.refused is None:
+            self.refused = Refused(error)
+            self.inbox.put_nowait((self.refused, 0))
+        self.refused.frames += 1
+
+    async def _work(self) -> None:
+        while True:
+            item, size = await self.inbox.get()
+            self.queued_bytes -= size
+            try:
+                await self._handle(item)
+            except Exception:
+                self._refusal(p.unexpected(f"a frame from {self.user}").to_event())
+            del item  # the next wait must not keep a finished input alive
+
+    async def _handle(self, item: Work) -> None:
+        if isinstance(item, p.GatewayError):
+            self._refusal(item.to_event())
+        elif isinstance(item, Refused):
+            self.refused = None
+            self._refusal(item.to_event())
+        elif isinstance(item, list):
+            for event in item:
+                self.deliver(event)
+        else:
+            await self._run(item)
+
+    async def _run(self, request: p.RunAgentInput | p.Reattach) -> None:
+        """Starts a run or reattaches, then waits for the run it follows to end."""
+        logs.bind(thread=request.thread_id, run=getattr(request, "run_id", None))
+        try:
+            if isinstance(request, p.Reattach):
+                run = await self.hub.reattach(
+                    self.user, request.thread_id, self, after=request.after
+                )
+            else:
+                # The connection speaks the version of its latest input from here on.
+                self.outbox.dialect, request = versions.negotiate(request)
+                run = await self.hub.start(self.user, request, self)
+        except p.GatewayError as error:
+            self._audit(request, error)
+            self._refusal(error.to_event(), request)
+            return
+        self._audit(request, None)
+        if self.following not in (None, request.thread_id):
+            self.hub.unwatch(self, self.following)
+        self.following = request.thread_id
+        if run is not None:
+            await run.done.wait()
+
+    def _refusal(
+        self, error: p.RunError, request: p.RunAgentInput | p.Reattach | None = None
+    ) -> None:
+        """Tells of a frame refused between runs: alone as the stream's first event, else in
+        a run of its own, since a RUN_ERROR after a run's end says that run failed (AG-UI 1.0)
+        and nothing but RUN_STARTED may follow a RUN_ERROR."""
+        if self.streamed:
+            thread_id = request.thread_id if request is not None else self.following or ""
+            run_id = getattr(request, "run_id", None) or f"refused-{uuid.uuid4().hex[:12]}"
+            self.deliver(
+                p.RunStarted(
+                    thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION
+                )
+            )
+        self.deliver(error)
+
+    def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
+        if isinstance(request, p.Reattach):
+            self.door.record_reattach(request.thread_id, error)
+        else:
+            self.door.record_input(request, error)
+
+    async def _write(self) -> None:
+        while True:
+            for event, data in await self.outbox.batch():
+                if event is None:
+                    with contextlib.suppress(Exception):
+                        await self.send({"type": "websocket.close", "code": self.close_code})
+                    return
+                await self.send({"type": "websocket.send", "text": data.decode()})
+
+
+def _queue_full() -> p.GatewayError:
+    return p.GatewayError(
+        p.ErrorCode.RATE_LIMIT_EXCEEDED,
+        f"This connection already has {QUEUED_FRAMES_LIMIT} frames or its byte limit"
+        " (GATEWAY_RECEIVE_BUFFER_BYTES) waiting for earlier runs; wait for a run to"
+        " finish before sending the next.",
+    )
+
+
+def _too_large(size: int, limit: int) -> p.GatewayError:
+    return p.GatewayError(
+        p.ErrorCode.VALIDATION_ERROR,
+        f"Frame is {size} bytes; the limit is {limit} (GATEWAY_MAX_FRAME_BYTES). "
+        "Send less history: the thread's store already holds it.",
+    )

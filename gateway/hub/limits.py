@@ -1,0 +1,157 @@
+"""How much one user, and everyone together, may ask of the gateway.
+
+- ``RateLimiter``: a token bucket per user over the frames and requests they send; a frame
+  that finds the bucket empty is refused with RATE_LIMIT_EXCEEDED and costs nothing more.
+- ``Quota``: what one user may keep: threads, and bytes of stored events. A new thread past
+  the first, or a new turn past the second, is refused with SERVICE_QUOTA_EXCEEDED; answers
+  to calls already asked still go through, so no thread is left stuck.
+- ``RunSlots``: a cap on runs in progress across all users. A run that finds every slot
+  taken waits its turn, first come first served, for a bounded time, then is refused with
+  SERVICE_QUOTA_EXCEEDED. A run paused on a browser or a person is not in progress: it
+  ended with RUN_FINISHED and holds no slot until its answer arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+
+from gateway import wire as p
+from gateway.store import Usage
+
+# Buckets kept before full ones (those of users who went quiet) are dropped.
+_BUCKETS_KEPT = 10_000
+
+
+@dataclasses.dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class RateLimiter:
+    """``rate`` frames a second per user, with bursts of up to ``burst``."""
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate, self.burst = rate, burst
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+
+    def allow(self, user: str) -> float:
+        """Takes a token for ``user``: 0.0 if there was one, else seconds until there is."""
+        if self.rate <= 0:
+            return 0.0
+        now = self._clock()
+        bucket = self._buckets.get(user)
+        if bucket is None:
+            if len(self._buckets) >= _BUCKETS_KEPT:
+                self._forget_full(now)
+            bucket = self._buckets[user] = _Bucket(float(self.burst), now)
+        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.at) * self.rate)
+        bucket.at = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return 0.0
+        return (1.0 - bucket.tokens) / self.rate
+
+    def check(self, user: str) -> None:
+        """Takes a token for ``user`` or raises RATE_LIMIT_EXCEEDED saying when to retry."""
+        if wait := self.allow(user):
+            raise self.refusal(wait)
+
+    def refusal(self, wait: float) -> p.GatewayError:
+        return p.GatewayError(
+            p.ErrorCode.RATE_LIMIT_EXCEEDED,
+            f"Too many requests: at most {self.rate:g} a second (bursts of {self.burst})"
+            f" per user. Retry in {math.ceil(wait)} s.",
+        )
+
+    def _forget_full(self, now: float) -> None:
+        """Drops the buckets that have refilled: a new one would be the same."""
+        for user, bucket in list(self._buckets.items()):
+            if bucket.tokens + (now - bucket.at) * self.rate >= self.burst:
+                del self._buckets[user]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Quota:
+    """``threads`` and ``stored_bytes`` per user; 0 leaves either unlimited."""
+
+    threads: int = 0
+    stored_bytes: int = 0
+
+    def check(self, usage: Usage, *, new_thread: bool, new_turn: bool) -> None:
+        """Raises SERVICE_QUOTA_EXCEEDED if a run with this usage would pass the quota."""
+        if new_thread and self.threads and usage.threads > self.threads:
+            raise p.GatewayError(
+                p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+                f"You have {self.threads} threads, the most one user may keep"
+                " (GATEWAY_USER_THREADS); go on in one of them, or ask the operator.",
+            )
+        if new_turn and self.stored_bytes and usage.stored_bytes >= self.stored_bytes:
+            mib = self.stored_bytes / (1 << 20)
+            raise p.GatewayError(
+                p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+                f"Your threads hold {usage.stored_bytes / (1 << 20):.1f} MiB, the most one user"
+                f" may store is {mib:g} MiB (GATEWAY_USER_STORED_BYTES); ask the operator.",
+            )
+
+
+class RunSlots:
+    """At most ``limit`` runs in progress; a run waits up to ``wait_seconds`` for a slot."""
+
+    def __init__(self, limit: int, wait_seconds: float) -> None:
+        self.limit, self.wait_seconds = limit, wait_seconds
+        self.taken = 0
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def take(self) -> None:
+        """Takes a slot, waiting in line; SERVICE_QUOTA_EXCEEDED if none frees in time."""
+        if self.limit <= 0 or (self.taken < self.limit and not self._waiting):
+            self.taken += 1
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            async with asyncio.timeout(self.wait_seconds):
+                await turn
+        except TimeoutError:
+            if self._leave(turn):
+                return  # a slot came as the time ran out: it is this run's
+            raise self._refusal() from None
+        except BaseException:
+            if self._leave(turn):
+                self.give_back()
+            raise
+
+    def _leave(self, turn: asyncio.Future[None]) -> bool:
+        """Takes ``turn`` out of line; True if a slot had been handed to it."""
+        if turn.done() and not turn.cancelled():
+            return True
+        turn.cancel()
+        with contextlib.suppress(ValueError):
+            self._waiting.remove(turn)
+        return False
+
+    def give_back(self) -> None:
+        """Frees a slot: the longest waiting run gets it, or it is free."""
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the slot passes to it: taken stays the same
+                return
+        self.taken -= 1
+
+    def _refusal(self) -> p.GatewayError:
+        return p.GatewayError(
+            p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+            f"The gateway is running its limit of {self.limit} runs and none finished within"
+            f" {self.wait_seconds:g} s. Try again in a moment.",
+        )

@@ -1,0 +1,210 @@
+"""Threads and runs in memory: a thread's watchers, its one run, and where the run's events go.
+
+A run's events go to the thread's watchers (every connection that ran or reattached on it),
+except the live TOOL_CALL events of a client tool, which go only to the run's executor: the
+connection whose input started or continued the run. Observers learn of those calls from
+snapshots, so no client can execute one twice.
+
+A run belongs to the client instance of that connection (``?clientId=``, a browser tab
+across its reloads), not to the connection: when the instance comes back on a new
+connection and reattaches, the new connection is the executor from then on.
+
+Every event a run emits is numbered in the thread's log (``gateway.hub.eventlog``) and held in
+the outbox until its frame commits; a client tool's live calls are logged for the owner
+instance only, and what only observers are sent (the user's message, the browser's
+results) is logged for everyone but the owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, Protocol
+
+from google.adk.events import Event as AdkEvent
+
+from gateway import wire as p
+from gateway.hub import eventlog
+from gateway.hub.outbox import Commit, Outbox
+from gateway.store.frames import LoggedFrame
+from gateway.translate.translator import Phase, RunTranslator
+
+
+class Subscriber(Protocol):
+    # The client instance it speaks for; None: only itself (a stock client, an SSE request).
+    @property
+    def client(self) -> str | None: ...
+
+    def deliver(self, event: p.Event) -> None: ...
+
+
+@dataclasses.dataclass
+class Thread:
+    thread_id: str
+    user_id: str
+    watchers: list[Subscriber] = dataclasses.field(default_factory=list)
+    run: Run | None = None
+    # Browser answers that arrived before the rest of their batch: call id -> response.
+    early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
+    expiry: asyncio.TimerHandle | None = None
+    # Inputs waiting for the run to end (``gateway.hub.busy``), in turn behind ``turns``.
+    waiting: int = 0
+    turns: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    # The number of the last frame of its log given out; None until read from the store.
+    head: int | None = None
+    # Watchers whose replay from the log is being read: what they are sent meanwhile
+    # waits here, to go out after the replay.
+    replaying: dict[Subscriber, list[p.Event]] = dataclasses.field(default_factory=dict)
+    # The newest number of its log another process said is committed (``gateway.hub.following``).
+    heard: int = 0
+    # While another process runs it: the number of the last frame each watcher was sent.
+    positions: dict[Subscriber, int] = dataclasses.field(default_factory=dict)
+
+    def watch(self, subscriber: Subscriber) -> None:
+        if subscriber not in self.watchers:
+            self.watchers.append(subscriber)
+
+    def send(self, watcher: Subscriber, event: p.Event) -> None:
+        held = self.replaying.get(watcher)
+        if held is None:
+            watcher.deliver(event)
+        else:
+            held.append(event)
+
+
+@dataclasses.dataclass
+class Run:
+    thread: Thread
+    run_id: str
+    executor: Subscriber | None
+    translator: RunTranslator
+    # A slot of the gateway's cap on runs in progress, given back when the run ends.
+    holds_slot: bool = False
+    abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    # The last stored event the run has streamed, so a reattach snapshot can catch up.
+    last_event_id: str | None = None
+    outbox: Outbox = dataclasses.field(default_factory=Outbox)
+    # The latest chunk of the message whose streamed text is stored, until its final
+    # event replaces it.
+    streaming: AdkEvent | None = None
+    # Reattached subscribers whose snapshot waits in the outbox.
+    joining: list[Subscriber] = dataclasses.field(default_factory=list)
+    # The client instance of the input that started the run; it stays when its connection goes.
+    owner: str | None = None
+    # Stores frames of the thread's log, returning their commit; None: the run is not logged.
+    log: Callable[[list[LoggedFrame]], Commit] | None = None
+    # The number of its RUN_STARTED in the thread's log, once numbered.
+    first_seq: int | None = None
+    # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
+    leased: bool = False
+    # Lets go of the lease once its last event is logged; that event goes out after, so
+    # that a client told the run ended may send its next input to any process at once.
+    release: Callable[[], Commit] | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor is not None:
+            self.owner = self.executor.client
+
+    @property
+    def ended(self) -> bool:
+        """Its last events are made, though they may still wait in the outbox."""
+        return self.translator.phase is Phase.ENDED
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} on thread {self.thread.thread_id}"
+
+    def fail(self, error: p.GatewayError) -> None:
+        """Ends the run with RUN_ERROR, carrying the error's code and sentence."""
+        self.emit(self.translator.fail(error.code, error.message))
+
+    def emit(
+        self,
+        events: Iterable[p.Event],
+        *,
+        observers_only: bool = False,
+        after: Commit | None = None,
+    ) -> None:
+        """Numbers and logs events, then delivers them after those emitted before, once
+        their frames and ``after`` are committed."""
+        batch = list(events)
+        if not batch:
+            return
+        logged = self._log(batch, observers_only) if self.log is not None else None
+        if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
+            release, self.release = self.release, None
+            logged = _then(logged, release)
+        self.outbox.send(partial(self._route, batch, observers_only), after, logged)
+
+    def _log(self, batch: list[p.Event], observers_only: bool) -> Commit | None:
+        thread = self.thread
+        if thread.head is None:
+            return None  # not read: the hub reads the head before a run emits
+        frames = []
+        for event in batch:
+            thread.head += 1
+            eventlog.numbered(event, thread.head)
+            if isinstance(event, p.RunStarted) and self.first_seq is None:
+                self.first_seq = thread.head
+            only_for = (self.owner or "") if self._executor_only(event) else None
+            not_for = self.owner if observers_only else None
+            frames.append(eventlog.frame(event, only_for=only_for, not_for=not_for))
+        assert self.log is not None
+        return self.log(frames)
+
+    def join(
+        self, subscriber: Subscriber, catch_up: list[p.Event], *, executes: bool = False
+    ) -> None:
+        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first;
+        ``executes``: the run's executor too.
+
+        ``catch_up`` shows the run as of now; events emitted before, still in the outbox,
+        are in it, so the subscriber is sent only those emitted after (and, as executor,
+        only the client calls made after: ``catch_up`` names those made before).
+        """
+        self.joining.append(subscriber)
+        self.outbox.send(partial(self._admit, subscriber, catch_up, executes))
+
+    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event], executes: bool) -> None:
+        if subscriber not in self.joining:
+            return  # it left before its turn came
+        self.joining.remove(subscriber)
+        for event in catch_up:
+            subscriber.deliver(event)
+        self.thread.watch(subscriber)
+        if executes:
+            self.executor = subscriber
+
+    def _route(self, events: list[p.Event], observers_only: bool) -> None:
+        for event in events:
+            private = self._executor_only(event)
+            if self.executor is not None and not observers_only:
+                self.thread.send(self.executor, event)
+            if private:
+                continue
+            for watcher in self.thread.watchers:
+                if watcher is not self.executor:
+                    self.thread.send(watcher, event)
+
+    def _executor_only(self, event: p.Event) -> bool:
+        if isinstance(event, p.ToolCallStart | p.ToolCallArgs | p.ToolCallEnd):
+            return event.tool_call_id in self.translator.client_calls
+        return False
+
+
+def _then(commit: Commit | None, next_step: Callable[[], Commit]) -> Commit:
+    """A commit done once ``commit`` is (whether it failed or not), then ``next_step``'s."""
+    if commit is None or commit.done():
+        return next_step()
+    both: Commit = asyncio.get_running_loop().create_future()
+
+    def settle(_: object) -> None:
+        if not both.done():
+            both.set_result(None)
+
+    commit.add_done_callback(lambda _: next_step().add_done_callback(settle))
+    return both

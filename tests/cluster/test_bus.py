@@ -1,0 +1,209 @@
+"""The cluster's messages between processes on PostgreSQL: notices of committed frames, a
+cancel that reaches the run's holder, releases that wake waiters, a dead holder's threads
+handed over, and what nobody of ours sent ignored."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Callable
+
+import psycopg
+import pytest
+
+from gateway.cluster.postgres import PostgresCluster
+from gateway.store.leases import DeadLease, Taken
+from gateway.store.postgres import notify
+from tests.support.postgres import Postgres
+
+
+@dataclasses.dataclass
+class Heard:
+    """A fake hub: what the cluster told it."""
+
+    cancels: list[tuple[str, str, str | None]] = dataclasses.field(default_factory=list)
+    commits: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    dead: list[DeadLease] = dataclasses.field(default_factory=list)
+    losses: int = 0
+    # What take_over does with a dead lease, if anything.
+    on_dead: Callable[[DeadLease], object] | None = None
+
+    def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
+        self.cancels.append((thread_id, user_id, run_id))
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        self.commits.append((thread_id, seq))
+
+    async def take_over(self, lease: DeadLease) -> None:
+        self.dead.append(lease)
+        if self.on_dead is not None:
+            result = self.on_dead(lease)
+            if asyncio.iscoroutine(result):
+                await result
+
+    def lost(self) -> None:
+        self.losses += 1
+
+
+@pytest.fixture
+async def url(postgres: Postgres) -> str:
+    return postgres.fresh_database()
+
+
+@pytest.fixture
+async def pair(url: str) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
+    nodes = [(PostgresCluster(url, lease_seconds=30, check_seconds=0.1), Heard()) for _ in "ab"]
+    try:
+        for cluster, heard in nodes:
+            await cluster.start(heard)
+        yield nodes
+    finally:
+        for cluster, _ in nodes:
+            await cluster.close()
+
+
+async def until(condition: Callable[[], object], seconds: float = 5) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the cluster did not get there in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_commit_on_one_process_is_heard_by_the_others(pair):
+    (a, _), (_, heard_b) = pair
+    a.committed("t1", 3)
+    a.committed("t1", 5)  # before the first went: one notice, of the latest
+    await until(lambda: heard_b.commits == [("t1", 5)])
+    a.committed("t2", 1)
+    await until(lambda: heard_b.commits == [("t1", 5), ("t2", 1)])
+
+
+async def test_a_notice_is_delivered_at_commit_and_never_for_a_rollback(pair, url: str):
+    (_, _), (_, heard_b) = pair
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await notify.notify(conn, ['{"type":"committed","thread":"gone","seq":1}'])
+        await conn.rollback()
+        await notify.notify(conn, ['{"type":"committed","thread":"kept","seq":2}'])
+        await asyncio.sleep(0.2)
+        assert heard_b.commits == []  # not yet committed: nobody hears of it
+        await conn.commit()
+    await until(lambda: heard_b.commits == [("kept", 2)])
+
+
+async def test_a_cancel_sent_to_any_process_reaches_the_holder_only(pair):
+    (a, heard_a), (b, heard_b) = pair
+    assert await a.take("t1", "u1", "r1") == Taken("t1", None)
+    assert await b.cancel("t1", "u1")
+    assert await b.cancel("t1", "u1", "r1")
+    await until(lambda: heard_a.cancels == [("t1", "u1", None), ("t1", "u1", "r1")])
+    assert heard_b.cancels == []
+    # Another user's cancel, one for a thread nobody runs, or one for a run that is not
+    # the holder's (it ended, and another began), reaches nobody.
+    assert not await b.cancel("t1", "intruder")
+    assert not await b.cancel("t-idle", "u1")
+    assert not await b.cancel("t1", "u1", "r0")
+    await asyncio.sleep(0.2)
+    assert len(heard_a.cancels) == 2
+
+
+@contextlib.asynccontextmanager
+async def patient_pair(url: str) -> AsyncIterator[tuple[PostgresCluster, PostgresCluster]]:
+    """Two processes whose waits for a release end only when it is heard (not in 30 s)."""
+    a = PostgresCluster(url, lease_seconds=30, check_seconds=30)
+    b = PostgresCluster(url, lease_seconds=30, check_seconds=30)
+    try:
+        await a.start(Heard())
+        await b.start(Heard())
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
+    async with patient_pair(url) as (a, b):
+        await a.take("t1", "u1", "r1")
+        assert await b.take("t1", "u1", "r2") is None
+        waiting = asyncio.create_task(b.released("t1"))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()
+        started = time.monotonic()
+        a.release("t1")
+        await asyncio.wait_for(waiting, 5)
+        assert time.monotonic() - started < 2  # woken, not timed out (30 s)
+        assert await b.take("t1", "u1", "r2") == Taken("t1", None)
+
+
+async def test_a_lease_taken_twice_by_one_process_goes_with_the_last_release(pair):
+    (a, _), (b, _) = pair
+    await a.take("t1", "u1", "r1")
+    await a.take("t1", "u1", "r2")
+    a.release("t1")
+    await asyncio.sleep(0.2)
+    assert await b.take("t1", "u1", "r3") is None
+    a.release("t1")
+    await asyncio.wait_for(b.released("t1"), 5)
+    assert await b.take("t1", "u1", "r3") == Taken("t1", None)
+
+
+async def test_a_killed_holders_threads_are_handed_to_another_process(url: str):
+    a = PostgresCluster(url, lease_seconds=600, check_seconds=0.1)
+    heard_a, heard_b = Heard(), Heard()
+    b = PostgresCluster(url, lease_seconds=600, check_seconds=0.1)
+    await a.start(heard_a)
+
+    async def take_and_close(lease: DeadLease) -> None:
+        taken = await b.take(lease.thread_id, lease.user_id, "takeover")
+        assert taken == Taken(lease.thread_id, a.node_id)
+        b.release(lease.thread_id)
+
+    heard_b.on_dead = take_and_close
+    await b.start(heard_b)
+    try:
+        await a.take("t1", "u1", "r1")
+        await asyncio.sleep(0.3)
+        assert heard_b.dead == []  # alive: nothing to take over
+        started = time.monotonic()
+        await _kill_backends(url, a)  # as if a's process were killed
+        await until(lambda: len(heard_b.dead) == 1)
+        assert time.monotonic() - started < 2  # not the lease's 600 s
+        assert heard_b.dead == [DeadLease("t1", "u1", a.node_id)]
+        await asyncio.sleep(0.3)
+        assert len(heard_b.dead) == 1  # taken over once
+        await until(lambda: heard_a.losses == 1)  # a, if alive after all, stops its runs
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_what_is_not_ours_on_the_channel_is_ignored(pair, url: str):
+    (_, _), (_, heard_b) = pair
+    junk = ["not json", '{"type":"cancel"}', '{"type":"committed","thread":1,"seq":"x"}', "[]"]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await notify.notify(conn, junk)
+        await notify.notify(conn, ['{"type":"committed","thread":"t1","seq":1}'])
+    await until(lambda: heard_b.commits == [("t1", 1)])
+    assert heard_b.cancels == []
+
+
+async def test_a_process_that_leaves_hands_its_threads_to_the_others_at_once(url: str):
+    async with patient_pair(url) as (a, b):
+        await a.take("t1", "u1", "r1")
+        waiting = asyncio.create_task(b.released("t1"))
+        await asyncio.sleep(0.1)
+        await a.close()
+        await asyncio.wait_for(waiting, 5)  # woken, not after 30 s
+        # Its run was cut off by the stop: the taker closes it first.
+        assert await b.take("t1", "u1", "r2") == Taken("t1", a.node_id)
+
+
+async def _kill_backends(url: str, cluster: PostgresCluster) -> None:
+    """Ends every backend of ``cluster``'s connections, as the death of its process does."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE pid IN (SELECT pid FROM gateway_nodes WHERE node_id = %s)",
+            (cluster.node_id,),
+        )

@@ -1,0 +1,182 @@
+"""Thread leases on PostgreSQL: one run a thread across processes, and a dead holder's
+threads free at once.
+
+Each "node" here is what a gateway process is to the lease table: a listening connection
+whose backend proves it alive, registered under its id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+from psycopg.rows import TupleRow
+
+from gateway.store.leases import DeadLease, Held, Taken
+from gateway.store.postgres import leases
+from tests.support.postgres import Postgres
+
+Conn = psycopg.AsyncConnection[TupleRow]
+
+
+@pytest.fixture
+async def url(postgres: Postgres) -> str:
+    database = postgres.fresh_database()
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
+        await leases.create_schema(conn)
+    return database
+
+
+@pytest.fixture
+async def work(url: str) -> AsyncIterator[Conn]:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        yield conn
+
+
+async def node(url: str) -> tuple[str, Conn]:
+    """A new node: its id and its listening connection (close it: the node dies)."""
+    node_id = uuid.uuid4().hex
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await leases.register_node(conn, node_id)
+    return node_id, conn
+
+
+async def take(conn: Conn, node_id: str, thread: str = "t1", ttl: float = 60) -> Taken | None:
+    return await leases.take(
+        conn, thread_id=thread, node_id=node_id, user_id="u1", run_id="r1", ttl=ttl
+    )
+
+
+async def test_a_thread_held_by_one_live_process_is_refused_to_another(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        assert await take(work, a) == Taken("t1", None)
+        assert await take(work, b) is None
+        assert await leases.held(work, "t1") == Held(a, "u1", "r1")
+        # Its holder takes it again (a second run of that process): still its own.
+        assert await take(work, a) == Taken("t1", None)
+        assert await take(work, b, thread="t2") == Taken("t2", None)
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def test_a_released_lease_is_free_to_any_process(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        await take(work, a)
+        assert not await leases.release(work, thread_id="t1", node_id=b)  # not b's to release
+        assert await take(work, b) is None
+        assert await leases.release(work, thread_id="t1", node_id=a)
+        assert await leases.held(work, "t1") is None
+        # Nobody held it: nothing was cut off, nothing to close.
+        assert await take(work, b) == Taken("t1", None)
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def test_a_lease_not_renewed_runs_out_and_is_taken_from_its_holder(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        await take(work, a, ttl=0.3)
+        assert await take(work, b) is None
+        await asyncio.sleep(0.5)
+        assert await leases.dead(work, b, 10) == [DeadLease("t1", "u1", a)]
+        # Taken from a (alive, but it stopped renewing): b closes what a cut off.
+        assert await take(work, b) == Taken("t1", a)
+        assert await leases.held(work, "t1") == Held(b, "u1", "r1")
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def test_the_heartbeat_keeps_a_lease_past_its_ttl(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        await take(work, a, ttl=0.4)
+        for _ in range(4):
+            await asyncio.sleep(0.2)
+            assert await leases.renew(work, node_id=a, ttl=0.4) == 1
+        assert await take(work, b) is None
+        assert await leases.dead(work, b, 10) == []
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def test_a_holder_whose_connection_is_gone_is_dead_at_once(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        await take(work, a, ttl=600)
+        await take(work, a, thread="t2", ttl=600)
+        # As a SIGKILL does: the backend goes when its client's socket closes.
+        await a_conn.close()
+        await _until_backend_gone(work, a)
+        assert sorted(lease.thread_id for lease in await leases.dead(work, b, 10)) == ["t1", "t2"]
+        assert await leases.held(work, "t1") is None
+        assert await take(work, b) == Taken("t1", a)
+        assert [lease.thread_id for lease in await leases.dead(work, b, 10)] == ["t2"]
+    finally:
+        await b_conn.close()
+
+
+async def test_a_process_never_sees_its_own_leases_as_dead(url: str, work: Conn):
+    a, a_conn = await node(url)
+    try:
+        await take(work, a, ttl=0.1)
+        await asyncio.sleep(0.3)
+        assert await leases.dead(work, a, 10) == []
+    finally:
+        await a_conn.close()
+
+
+async def test_of_two_processes_racing_for_a_free_or_dead_lease_one_wins(url: str):
+    nodes = [await node(url) for _ in range(6)]
+    conns = [await psycopg.AsyncConnection.connect(url, autocommit=True) for _ in nodes]
+    try:
+        results = await asyncio.gather(
+            *(take(conn, node_id) for conn, (node_id, _) in zip(conns, nodes, strict=True))
+        )
+        assert sum(result is not None for result in results) == 1
+        winner = next(i for i, result in enumerate(results) if result is not None)
+        await nodes[winner][1].close()  # the winner dies: the rest race for its lease
+        await _until_backend_gone(conns[0], nodes[winner][0])
+        rest = [i for i in range(len(nodes)) if i != winner]
+        results = await asyncio.gather(*(take(conns[i], nodes[i][0]) for i in rest))
+        assert [r for r in results if r is not None] == [Taken("t1", nodes[winner][0])]
+    finally:
+        for conn in conns:
+            await conn.close()
+        for _, listening in nodes:
+            await listening.close()
+
+
+async def test_a_node_that_leaves_hands_what_it_still_held_to_the_others(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        await take(work, a)
+        await take(work, a, thread="t2")
+        async with work.transaction():
+            assert sorted(await leases.forget_node(work, a)) == ["t1", "t2"]
+        # Runs its stop cut off: taken from it at once, as from a dead holder, and closed.
+        assert await take(work, b) == Taken("t1", a)
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def _until_backend_gone(conn: Conn, node_id: str) -> None:
+    """PostgreSQL notices a closed client's socket a moment after it closes."""
+    for _ in range(100):
+        cursor = await conn.execute(
+            "SELECT count(*) FROM gateway_live_nodes WHERE node_id = %s", (node_id,)
+        )
+        row = await cursor.fetchone()
+        if row is not None and row[0] == 0:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"node {node_id}'s backend is still there")

@@ -1,0 +1,102 @@
+"""How a connection's events are batched: a reply starts at once, its later chunks share frames."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gateway import wire as p
+from gateway.doors import send_queue
+from gateway.doors.send_queue import Outgoing
+
+
+def events(frames: list[tuple[p.Event | None, bytes]]) -> list[p.Event | None]:
+    """The events of a batch, each checked to travel as its own encoding."""
+    for event, data in frames:
+        assert data == (b"" if event is None else p.encode(event))
+    return [event for event, _ in frames]
+
+
+def chunk(text: str, message: str = "m1") -> p.TextMessageContent:
+    return p.TextMessageContent(message_id=message, delta=text)
+
+
+def start(message: str = "m1") -> p.TextMessageStart:
+    return p.TextMessageStart(message_id=message, role="assistant")
+
+
+@pytest.fixture
+def long_hold(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A hold far longer than any test waits, so 'at once' cannot be a lucky timeout."""
+    monkeypatch.setattr(send_queue, "TEXT_HOLD_SECONDS", 30.0)
+    return 30.0
+
+
+async def test_the_first_chunk_of_a_reply_goes_out_at_once(long_hold: float) -> None:
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(start())
+    queue.put(chunk("안녕"))
+    batch = events(await asyncio.wait_for(queue.batch(), 1))
+    assert batch == [start(), chunk("안녕")]
+
+
+async def test_later_chunks_wait_for_more_and_share_one_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(send_queue, "TEXT_HOLD_SECONDS", 0.05)
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(chunk("안녕"))
+    await queue.batch()
+    queue.put(chunk("하세"))
+    started = time.perf_counter()
+
+    async def model() -> None:
+        await asyncio.sleep(0.01)
+        queue.put(chunk("요!"))
+
+    writer = asyncio.create_task(queue.batch())
+    await model()
+    assert events(await writer) == [chunk("하세요!")]
+    assert time.perf_counter() - started >= 0.05
+
+
+async def test_anything_else_ends_the_wait_with_the_text_before_it(long_hold: float) -> None:
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(chunk("안녕"))
+    await queue.batch()
+    queue.put(chunk("하세요"))
+    writer = asyncio.create_task(queue.batch())
+    await asyncio.sleep(0.01)
+    assert not writer.done()
+    queue.put(p.TextMessageEnd(message_id="m1"))
+    end = p.TextMessageEnd(message_id="m1")
+    assert events(await asyncio.wait_for(writer, 1)) == [chunk("하세요"), end]
+
+
+async def test_a_new_message_and_a_close_are_not_held(long_hold: float) -> None:
+    queue: Outgoing[p.Event | None] = Outgoing()
+    queue.put(chunk("one"))
+    await queue.batch()
+    queue.put(chunk("two", message="m2"))
+    assert events(await asyncio.wait_for(queue.batch(), 1)) == [chunk("two", message="m2")]
+    queue.put(chunk("more", message="m2"))
+    queue.put(None)
+    assert events(await asyncio.wait_for(queue.batch(), 1)) == [chunk("more", message="m2"), None]
+
+
+async def test_the_queue_refuses_an_event_past_its_byte_limit_but_always_takes_a_close() -> None:
+    small = chunk("x" * 10)
+    queue: Outgoing[p.Event | None] = Outgoing(limit_bytes=len(p.encode(small)) * 2)
+    assert queue.put(small) and queue.put(chunk("y" * 10))
+    assert not queue.put(chunk("z"))
+    assert queue.put(None)
+    assert [e for e, _ in await queue.batch()][-1] is None
+    assert queue.size == 0 and queue.put(small)
+
+
+def test_many_chunks_of_one_message_join_into_one_event() -> None:
+    frames = [(chunk(str(n)), p.encode(chunk(str(n)))) for n in range(1000)]
+    merged = send_queue.merge_text_deltas([*frames, (start("m2"), p.encode(start("m2")))])
+    assert events(merged) == [chunk("".join(str(n) for n in range(1000))), start("m2")]

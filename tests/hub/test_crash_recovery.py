@@ -1,0 +1,158 @@
+"""A gateway killed mid-run loses nothing a client was sent, and the thread goes on at once.
+
+The real server runs as a subprocess on a database (a SQLite file, or PostgreSQL). A client
+finishes one run, starts a long streamed answer, and the server is killed with SIGKILL in
+the middle of it. After a restart on the same database the thread holds every message the
+client saw, with the ids it saw, including the one cut off mid-stream: at least the text
+the client was sent of it, marked ``metadata.ended`` "interrupted", with no note in any
+language for a client to show. The cut-off run is closed; a new run works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ag_ui.core import MessagesSnapshotEvent
+from websockets.asyncio.client import ClientConnection, connect
+
+from gateway.store.cut_off import LEGACY_NOTE, NOTES
+from tests.support.processes import ROOT, gateway_process
+
+THREAD = "t1"
+# Text chunks the client receives before the kill, of the 94 the answer streams 20 ms apart.
+CHUNKS_BEFORE_KILL = 8
+
+
+def run_input(run_id: str, messages: list[dict[str, Any]]) -> str:
+    return json.dumps(
+        {
+            "threadId": THREAD,
+            "runId": run_id,
+            "messages": messages,
+            "tools": [],
+            "context": [],
+            "state": {},
+            "forwardedProps": {},
+        },
+        ensure_ascii=False,
+    )
+
+
+async def receive_until(
+    ws: ClientConnection, done: Any, timeout: float = 20.0
+) -> list[dict[str, Any]]:
+    """Frames until ``done(frame)`` holds for one (included)."""
+    frames: list[dict[str, Any]] = []
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = json.loads(await ws.recv())
+            frames.append(frame)
+            if done(frame, frames):
+                return frames
+
+
+def run_ended(frame: dict[str, Any], _: list[dict[str, Any]]) -> bool:
+    return frame["type"] in ("RUN_FINISHED", "RUN_ERROR")
+
+
+def received_texts(frames: list[dict[str, Any]]) -> dict[str, str]:
+    """Every text message the client received, whole or in part: id -> text so far."""
+    texts: dict[str, str] = {}
+    for frame in frames:
+        if frame["type"] == "TEXT_MESSAGE_START":
+            texts[frame["messageId"]] = ""
+        elif frame["type"] == "TEXT_MESSAGE_CONTENT":
+            texts[frame["messageId"]] += frame["delta"]
+    return texts
+
+
+def completed_texts(frames: list[dict[str, Any]]) -> dict[str, str]:
+    """Text messages the client received whole: id -> text."""
+    ended = {frame["messageId"] for frame in frames if frame["type"] == "TEXT_MESSAGE_END"}
+    return {id_: text for id_, text in received_texts(frames).items() if id_ in ended}
+
+
+def export(db: str) -> list[dict[str, Any]]:
+    """``agent-gateway export`` of the thread, as an operator would run it."""
+    command = [sys.executable, "-m", "gateway", "--db", str(db), "export", THREAD]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, timeout=60, check=True)
+    messages: list[dict[str, Any]] = json.loads(done.stdout)
+    return messages
+
+
+async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(
+    db: str, tmp_path: Path
+) -> None:
+    """On a SQLite file, and on a PostgreSQL database the restarted gateway is alone on."""
+    log = tmp_path / "gateway.log"
+    hello = {"id": "m1", "role": "user", "content": "안녕하세요"}
+    intro = {"id": "m2", "role": "user", "content": "자기소개를 길게 해 주세요"}
+
+    async with (
+        gateway_process(db, log) as (process, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
+    ):
+        await ws.send(run_input("r1", [hello]))
+        first = await receive_until(ws, run_ended)
+        assert first[-1]["type"] == "RUN_FINISHED", first[-1]
+        (answer_id, answer), *_ = completed_texts(first).items()
+
+        history = [hello, {"id": answer_id, "role": "assistant", "content": answer}, intro]
+        await ws.send(run_input("r2", history))
+        second = await receive_until(
+            ws,
+            lambda _, frames: (
+                sum(f["type"] == "TEXT_MESSAGE_CONTENT" for f in frames) >= CHUNKS_BEFORE_KILL
+            ),
+        )
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    assert not any(run_ended(frame, []) for frame in second), "the run ended before the kill"
+    ((cut_id, cut_text),) = (
+        (id_, text)
+        for id_, text in received_texts(second).items()
+        if id_ not in completed_texts(second)
+    )
+    assert cut_text, "the client was sent none of the cut-off message"
+
+    async with (
+        gateway_process(db, log) as (_, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
+    ):
+        await ws.send(json.dumps({"type": "reattach", "threadId": THREAD}))
+        reattached = await receive_until(ws, run_ended)
+        (snapshot,) = [f for f in reattached if f["type"] == "MESSAGES_SNAPSHOT"]
+        MessagesSnapshotEvent.model_validate(snapshot)
+        messages = {m["id"]: m for m in snapshot["messages"]}
+
+        # Everything the client received whole is there, under the ids it saw.
+        assert messages["m1"]["content"] == "안녕하세요"
+        assert messages["m2"]["content"] == "자기소개를 길게 해 주세요"
+        for message_id, text in completed_texts(first + second).items():
+            assert messages[message_id]["content"] == text
+        # The message cut off mid-stream closes the run, under the id the client saw: every
+        # chunk the client was sent (perhaps a few more it was not), and how the run ended.
+        last = snapshot["messages"][-1]
+        assert last["id"] == cut_id and last["role"] == "assistant"
+        assert last["content"].startswith(cut_text)
+        assert last["metadata"] == {"ended": "interrupted"}
+        shown = json.dumps(snapshot, ensure_ascii=False)
+        assert not any(note.strip() in shown for note in [LEGACY_NOTE, *NOTES.values()])
+        assert await asyncio.to_thread(export, db) == snapshot["messages"]
+
+        started = time.monotonic()
+        await ws.send(
+            run_input("r3", [*history, {"id": "m3", "role": "user", "content": "고마워"}])
+        )
+        third = await receive_until(ws, run_ended)
+        assert third[-1]["type"] == "RUN_FINISHED", third[-1]
+        assert third[-1]["outcome"]["type"] == "success"
+        assert completed_texts(third), "the new run answered nothing"
+        assert time.monotonic() - started < 10

@@ -1,0 +1,384 @@
+"""A client is sent a streamed chunk only once the text so far is committed, in order.
+
+Two levels. The run's outbox, driven by hand with futures standing in for commits: a held
+chunk holds back everything after it, and the routing rules (client-tool calls to the
+executor only, browser results to observers only) are the same held or not. Then the real
+hub, ADK runner and store, with commits slowed down: every chunk any subscriber is sent is
+already in the database when it arrives, chunks that wait together share one write, and a
+reattach in the middle of held chunks still gets each chunk exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from gateway import wire as p
+from gateway.adk.engine import Engine
+from gateway.adk.hosting import Hosted, prepare
+from gateway.examples.navigator.agent import build_agent, load_catalog
+from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.hub.eventlog import seq_of
+from gateway.hub.hub import Hub
+from gateway.hub.runs import Run, Thread
+from gateway.store import SessionService, StoreError, group_commit
+from gateway.store.backend import is_postgres
+from gateway.store.frames import LoggedFrame
+from gateway.tools.client import ClientToolset
+from gateway.translate.translator import RunTranslator
+from tests.support.agui import StreamChecker, new_id, user_input
+from tests.support.backends import rows
+
+INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
+
+
+class Recorder:
+    """A subscriber that keeps what it is sent."""
+
+    client: str | None = None
+
+    def __init__(self) -> None:
+        self.events: list[p.Event] = []
+
+    def deliver(self, event: p.Event) -> None:
+        self.events.append(event)
+
+    def frames(self) -> list[dict[str, Any]]:
+        """The events as a client decodes them, each checked against AG-UI's rules."""
+        checker = StreamChecker()
+        frames = [json.loads(p.encode(event)) for event in self.events]
+        for frame in frames:
+            checker.feed(frame)
+        return frames
+
+    def text(self) -> str:
+        return "".join(e.delta for e in self.events if isinstance(e, p.TextMessageContent))
+
+
+# --- the outbox, by hand ------------------------------------------------------------------
+
+
+def chunk(message_id: str, delta: str) -> list[p.Event]:
+    return [
+        p.TextMessageStart(message_id=message_id, role="assistant"),
+        p.TextMessageContent(message_id=message_id, delta=delta),
+    ]
+
+
+def client_call(call_id: str) -> list[p.Event]:
+    return [
+        p.ToolCallStart(tool_call_id=call_id, tool_call_name="navigateToScreen"),
+        p.ToolCallArgs(tool_call_id=call_id, delta='{"screenId":"MNU-3120"}'),
+        p.ToolCallEnd(tool_call_id=call_id),
+    ]
+
+
+def watched_run() -> tuple[Run, Recorder, Recorder]:
+    """A run with its executor and one observer watching."""
+    executor, observer = Recorder(), Recorder()
+    thread = Thread("t1", "demo")
+    thread.watch(executor)
+    thread.watch(observer)
+    return Run(thread, "r1", executor, RunTranslator("t1", "r1")), executor, observer
+
+
+def commit() -> asyncio.Future[object]:
+    return asyncio.get_running_loop().create_future()
+
+
+async def test_a_chunk_waits_for_its_commit_and_nothing_overtakes_it() -> None:
+    run, executor, observer = watched_run()
+    written = commit()
+    end: list[p.Event] = [p.TextMessageEnd(message_id="m1")]
+    run.emit(chunk("m1", "안녕"), after=written)
+    run.emit(end)  # needs no write of its own, yet must not pass the chunk
+    await asyncio.sleep(0)
+    assert executor.events == observer.events == []
+    drained = asyncio.ensure_future(run.outbox.drained())
+    await asyncio.sleep(0)
+    assert not drained.done()
+
+    written.set_result(None)
+    await asyncio.sleep(0)
+    assert executor.events == observer.events == [*chunk("m1", "안녕"), *end]
+    await asyncio.wait_for(drained, 1)
+
+
+async def test_with_nothing_held_events_go_out_at_once() -> None:
+    run, executor, _ = watched_run()
+    run.emit(chunk("m1", "안녕"), after=None)
+    written = commit()
+    written.set_result(None)
+    run.emit([p.TextMessageEnd(message_id="m1")], after=written)
+    assert len(executor.events) == 3  # no loop turn needed
+
+
+async def _script(run: Run, gate: Callable[[], asyncio.Future[object] | None]) -> None:
+    """A run that streams text, calls a client and a server tool and relays a result."""
+    run.translator.client_calls.add("c-browser")
+    run.emit(chunk("m1", "화면을 엽니다"), after=gate())
+    run.emit([p.TextMessageEnd(message_id="m1")])
+    run.emit(client_call("c-browser"))
+    run.emit(client_call("c-server"))
+    result = p.ToolCallResult(message_id="tm", tool_call_id="c-browser", content="{}", role="tool")
+    run.emit([result], observers_only=True)
+    run.emit(chunk("m2", "이동했습니다"), after=gate())
+    await asyncio.sleep(0)
+
+
+async def test_routing_is_the_same_whether_events_wait_or_not() -> None:
+    direct, direct_executor, direct_observer = watched_run()
+    await _script(direct, lambda: None)
+
+    held, executor, observer = watched_run()
+    commits: list[asyncio.Future[object]] = []
+
+    def pending_commit() -> asyncio.Future[object]:
+        commits.append(commit())
+        return commits[-1]
+
+    await _script(held, pending_commit)
+    assert executor.events == observer.events == []
+    for written in reversed(commits):  # out of order: deliveries still leave in theirs
+        written.set_result(None)
+    await asyncio.sleep(0)
+
+    assert executor.events == direct_executor.events
+    assert observer.events == direct_observer.events
+    browser_events = client_call("c-browser")
+    assert all(e in executor.events for e in browser_events)
+    assert not any(e in observer.events for e in browser_events)
+    assert any(isinstance(e, p.ToolCallResult) for e in observer.events)
+    assert not any(isinstance(e, p.ToolCallResult) for e in executor.events)
+
+
+async def test_a_failed_write_is_logged_and_the_stream_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run, executor, _ = watched_run()
+    written = commit()
+    run.emit(chunk("m1", "안녕"), after=written)
+    written.set_exception(StoreError("the session store is closed"))
+    await asyncio.sleep(0)
+    assert executor.events == chunk("m1", "안녕")
+    assert "sent unstored" in caplog.text
+
+
+async def test_a_subscriber_joining_behind_held_chunks_gets_each_once() -> None:
+    run, executor, _ = watched_run()
+    late = Recorder()
+    first, second = commit(), commit()
+    run.emit(chunk("m1", "안녕"), after=first)
+    # What a reattach sends: the run as of now, including the chunk still held.
+    run.join(late, chunk("m1", "안녕"))
+    run.emit([p.TextMessageContent(message_id="m1", delta="하세요")], after=second)
+    first.set_result(None)
+    second.set_result(None)
+    await asyncio.sleep(0)
+    assert late.text() == executor.text() == "안녕하세요"
+    assert late in run.thread.watchers
+
+
+# --- the real hub, runner and store -------------------------------------------------------
+
+
+def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Every group commit takes ``seconds`` longer, so chunks pile up behind it."""
+    real_init = group_commit.GroupCommit.__init__
+
+    def init(
+        writer: group_commit.GroupCommit,
+        commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
+        on_health: Callable[[bool], None],
+    ) -> None:
+        async def slow(writes: Sequence[Any]) -> list[object]:
+            await asyncio.sleep(seconds)  # as a slow disk would hold the database's thread
+            return await commit(writes)
+
+        real_init(writer, slow, on_health)
+
+    monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
+
+
+@contextlib.asynccontextmanager
+async def hub_on(db: str, pace_ms: float) -> AsyncIterator[Hub]:
+    service = SessionService(db)
+    await service.open()
+    catalog = load_catalog()
+    hosted = Hosted(build_agent(ScriptedLlm(pace_ms=pace_ms), catalog), catalog=catalog)
+    client_tools = ClientToolset(catalog)
+    engine = Engine(hosted, prepare(hosted, client_tools), client_tools, service)
+    try:
+        yield Hub(engine)
+    finally:
+        await engine.runner.close()
+        await service.close()
+
+
+# A stored reply's content and metadata, as each database reads its first message.
+_REPLY = {
+    "sqlite": "SELECT json_extract(messages, '$[0].content'),"
+    " json_extract(messages, '$[0].metadata') FROM events WHERE id = ?",
+    "postgres": "SELECT messages::json->0->>'content', messages::json->0->>'metadata'"
+    " FROM events WHERE id = %s",
+}
+_STREAMED = {
+    "sqlite": "SELECT text FROM streamed_texts WHERE message_id = ?",
+    "postgres": "SELECT text FROM streamed_texts WHERE message_id = %s",
+}
+
+
+class DurabilityProbe(Recorder):
+    """A client that, as each chunk arrives, looks in the database for the text so far."""
+
+    def __init__(self, db: str) -> None:
+        super().__init__()
+        self.kind = "postgres" if is_postgres(db) else "sqlite"
+        # Its own connection, which sees each commit as it is made.
+        self.db: Any = (
+            psycopg.connect(db, autocommit=True)
+            if is_postgres(db)
+            else sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        )
+        self.unstored: list[str] = []  # text a client was sent before it was committed
+
+    def deliver(self, event: p.Event) -> None:
+        super().deliver(event)
+        if isinstance(event, p.TextMessageContent):
+            received = "".join(
+                e.delta
+                for e in self.events
+                if isinstance(e, p.TextMessageContent) and e.message_id == event.message_id
+            )
+            if not self._stored(event.message_id).startswith(received):
+                self.unstored.append(received)
+
+    def stored_reply(self, message_id: str) -> tuple[str, Any]:
+        """The content and metadata of the message stored under ``message_id``."""
+        row = self.db.execute(_REPLY[self.kind], (message_id,)).fetchone()
+        assert row is not None, f"no reply stored under {message_id}"
+        return row[0], json.loads(row[1]) if row[1] else None
+
+    def _stored(self, message_id: str) -> str:
+        row = self.db.execute(_STREAMED[self.kind], (message_id,)).fetchone()
+        if row is None:  # the whole message may be stored already
+            row = self.db.execute(_REPLY[self.kind], (message_id,)).fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+
+def start_input(thread: str) -> p.RunAgentInput:
+    return p.decode_input(json.dumps(user_input(thread, INTRO)))
+
+
+def streamed_rows(db: str) -> int:
+    ((count,),) = rows(db, "SELECT COUNT(*) FROM streamed_texts")
+    return int(count)
+
+
+async def test_every_chunk_a_client_is_sent_is_already_stored(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_commits(monkeypatch, 0.01)
+    async with hub_on(db, pace_ms=0) as hub:
+        probe = DurabilityProbe(db)
+        commits = hub.engine.sessions.commits
+        run = await hub.start("demo", start_input(new_id("t")), probe)
+        await asyncio.wait_for(run.done.wait(), 30)
+        frames = probe.frames()  # a valid AG-UI stream
+        chunks = sum(frame["type"] == "TEXT_MESSAGE_CONTENT" for frame in frames)
+        assert chunks == 94 and probe.text().startswith("안녕하세요")
+        assert probe.unstored == []
+        # Chunks that arrive during one commit share the next: far fewer writes than chunks.
+        assert hub.engine.sessions.commits - commits < chunks / 4
+        # The run is over only once its last event is out.
+        assert frames[-1]["type"] == "RUN_FINISHED"
+        assert streamed_rows(db) == 0  # the final event replaced the streamed text
+        probe.db.close()
+
+
+async def test_a_cancelled_stream_becomes_its_stored_reply_and_leaves_no_text_behind(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_commits(monkeypatch, 0.002)
+    async with hub_on(db, pace_ms=2) as hub:
+        thread = new_id("t")
+        probe = DurabilityProbe(db)
+        run = await hub.start("demo", start_input(thread), probe)
+        while len(probe.text()) < 10:
+            await asyncio.sleep(0.005)
+        assert await hub.cancel("demo", thread)
+        await asyncio.wait_for(run.done.wait(), 10)
+        assert probe.frames()[-1]["outcome"] == {"type": "cancelled"}
+        assert probe.unstored == []
+        [message_id] = {e.message_id for e in probe.events if isinstance(e, p.TextMessageStart)}
+        assert probe.stored_reply(message_id) == (probe.text(), {"ended": "stopped"})
+        await hub.engine.sessions.flush()
+        assert streamed_rows(db) == 0
+        probe.db.close()
+
+
+async def test_a_reattach_among_held_chunks_gets_the_reply_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_commits(monkeypatch, 0.01)
+    async with hub_on(str(tmp_path / "threads.db"), pace_ms=2) as hub:
+        thread = new_id("t")
+        owner, late, gone = Recorder(), Recorder(), Recorder()
+        run = await hub.start("demo", start_input(thread), owner)
+        held_at_join: list[int] = []
+        join = run.join
+
+        def counting_join(subscriber: Any, catch_up: list[p.Event], **kind: bool) -> None:
+            held_at_join.append(len(run.outbox))
+            join(subscriber, catch_up, **kind)
+
+        run.join = counting_join  # type: ignore[method-assign]
+        while len(owner.text()) < 10:
+            await asyncio.sleep(0.002)
+        assert await hub.reattach("demo", thread, late) is run
+        # A connection that closes before its snapshot goes out is never sent it.
+        assert await hub.reattach("demo", thread, gone) is run
+        hub.leave(gone)
+        await asyncio.wait_for(run.done.wait(), 30)
+
+        assert held_at_join and held_at_join[0] > 0, "nothing was held: the test proves nothing"
+        frames = late.frames()
+        assert [f["type"] for f in frames[:3]] == [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+        ]
+        assert late.text() == owner.text() and len(owner.text()) > 300
+        assert frames[-1] == owner.frames()[-1]
+        assert gone.events == [] and gone not in run.thread.watchers
+
+
+async def test_an_event_waits_for_its_frame_of_the_log_and_is_numbered_after_the_head() -> None:
+    run, executor, observer = watched_run()
+    run.thread.head = 41  # the stored head: numbering goes on from it
+    logged: list[tuple[list[int], asyncio.Future[object]]] = []
+
+    def log(frames: list[LoggedFrame]) -> asyncio.Future[object]:
+        logged.append(([frame.seq for frame in frames], commit()))
+        return logged[-1][1]
+
+    run.log = log
+    run.emit([p.RunStarted(thread_id="t1", run_id="r1", protocol_version="1.0")])
+    run.emit(client_call("call-1"))
+    assert [seqs for seqs, _ in logged] == [[42], [43, 44, 45]]
+    await asyncio.sleep(0)
+    assert executor.events == observer.events == [], "no client holds a number unstored"
+    logged[0][1].set_result(42)
+    await asyncio.sleep(0)
+    assert [seq_of(e) for e in executor.events] == [42] and observer.events == executor.events
+    logged[1][1].set_result(45)
+    await asyncio.sleep(0)
+    assert [seq_of(e) for e in executor.events] == [42, 43, 44, 45]

@@ -1,0 +1,135 @@
+"""Per-user rate limits and the cap on runs in progress: refused with a code, never a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from gateway import wire as p
+from gateway.hub.limits import RateLimiter, RunSlots
+from tests.conftest import running_gateway
+from tests.support.agui import new_id, outcome, tool_calls, user_input
+
+FLAGSHIP = "업무 요청 목록 화면 열어줘"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_bucket_allows_a_burst_then_the_rate_and_keeps_users_apart() -> None:
+    clock = Clock()
+    limiter = RateLimiter(rate=2.0, burst=3, clock=clock)
+    assert [limiter.allow("ann") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.allow("ann") == pytest.approx(0.5)
+    assert limiter.allow("bob") == 0.0  # another user has a bucket of their own
+    clock.now += 0.5
+    assert limiter.allow("ann") == 0.0
+    with pytest.raises(p.GatewayError) as refused:
+        limiter.check("ann")
+    assert refused.value.code is p.ErrorCode.RATE_LIMIT_EXCEEDED
+    assert "Retry in 1 s" in refused.value.message
+
+
+def test_buckets_of_quiet_users_are_dropped() -> None:
+    clock = Clock()
+    limiter = RateLimiter(rate=1.0, burst=1, clock=clock)
+    for index in range(10_000):
+        limiter.allow(f"user{index}")
+    clock.now += 5  # every bucket has refilled
+    limiter.allow("one more")
+    assert len(limiter._buckets) == 1
+
+
+async def test_a_run_waits_for_a_slot_in_turn_and_is_refused_when_none_frees() -> None:
+    slots = RunSlots(limit=1, wait_seconds=0.2)
+    await slots.take()
+    second = asyncio.create_task(slots.take())
+    third = asyncio.create_task(slots.take())
+    await asyncio.sleep(0.01)
+    slots.give_back()  # the slot passes to the longest waiting run
+    await asyncio.wait_for(second, 1)
+    with pytest.raises(p.GatewayError) as refused:
+        await third
+    assert refused.value.code is p.ErrorCode.SERVICE_QUOTA_EXCEEDED
+    slots.give_back()
+    assert slots.taken == 0
+
+
+async def test_a_cancelled_wait_gives_its_slot_on() -> None:
+    slots = RunSlots(limit=1, wait_seconds=5)
+    await slots.take()
+    waiting = asyncio.create_task(slots.take())
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    slots.give_back()
+    assert slots.taken == 0
+
+
+async def test_a_user_past_the_rate_is_refused_once_and_others_are_served() -> None:
+    async with (
+        running_gateway(user_rate=1.0, user_burst=5) as gateway,
+        gateway.socket("flood") as ws,
+        gateway.socket("calm") as other,
+    ):
+        for _ in range(30):
+            await ws.send({"type": "cancel", "threadId": new_id("t")})
+        # Five frames pass; the refusals of the other 25 come in a few errors, not 25.
+        notices, refused = 0, 0
+        while notices + refused < 30:
+            events = await ws.until_end()
+            if events[-1]["type"] == "RUN_ERROR":
+                assert events[-1]["code"] == "RATE_LIMIT_EXCEEDED"
+                assert "per user. Retry in 1 s." in events[-1]["message"]
+                refused += int(events[-1]["message"].split(" frame(s)")[0].rsplit(" ", 1)[1])
+            else:
+                notices += 1
+        assert (notices, refused) == (5, 25)
+        assert outcome(await other.run(user_input(new_id("t"), "안녕"))) == {"type": "success"}
+        async with httpx.AsyncClient(base_url=gateway.http) as client:
+            response = await client.post(
+                "/invocations",
+                json=user_input(new_id("t"), "안녕"),
+                headers={"X-Gateway-User": "flood"},
+            )
+        assert response.status_code == 429
+        error = json.loads(response.text.removeprefix("data: "))
+        assert error["code"] == "RATE_LIMIT_EXCEEDED"
+
+
+async def test_runs_past_the_cap_wait_their_turn_and_paused_runs_hold_no_slot() -> None:
+    async with (
+        running_gateway(max_runs=1, run_wait=10.0, scripted_pace_ms=20.0) as gateway,
+        gateway.socket("demo") as ann,
+        gateway.socket("guest") as bob,
+    ):
+        paused = new_id("t")
+        # Paused on the browser: the run ended, and holds no slot while it waits.
+        assert tool_calls(await ann.run(user_input(paused, FLAGSHIP)), "navigateToScreen")
+        await ann.send(user_input(new_id("t"), "안녕"))
+        await bob.send(user_input(new_id("t"), "안녕"))
+        first, second = await asyncio.gather(ann.until_end(), bob.until_end())
+        assert outcome(first) == outcome(second) == {"type": "success"}
+        assert gateway.app.hub is not None and gateway.app.hub.slots.taken == 0
+
+
+async def test_a_run_refused_for_want_of_a_slot_says_so() -> None:
+    async with (
+        running_gateway(max_runs=1, run_wait=0.02, scripted_pace_ms=50.0) as gateway,
+        gateway.socket("ann") as ann,
+        gateway.socket("bob") as bob,
+    ):
+        await ann.send(user_input(new_id("t"), "안녕"))
+        await ann.next()  # RUN_STARTED: the one slot is taken
+        error = await bob.refused(user_input(new_id("t"), "안녕"))
+        assert error["code"] == "SERVICE_QUOTA_EXCEEDED"
+        assert "limit of 1 runs" in error["message"]
+        assert outcome(await ann.until_end(timeout=30)) == {"type": "success"}

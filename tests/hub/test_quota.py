@@ -1,0 +1,88 @@
+"""What one user may keep: threads, and bytes of stored events; past either, a coded refusal.
+
+A quota never strands a thread: answers to calls already asked still go through.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from gateway import wire as p
+from gateway.hub.limits import Quota
+from gateway.store import SCHEMA_VERSION, SessionService, Usage
+from tests.conftest import running_gateway
+from tests.store.test_service import APP, agent_says, reopened, user_says
+from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+
+FLAGSHIP = "업무 요청 목록 화면 열어줘"
+
+
+def test_the_quota_refuses_a_new_thread_or_turn_past_it_and_nothing_else() -> None:
+    quota = Quota(threads=2, stored_bytes=1000)
+    quota.check(Usage(2, 999), new_thread=True, new_turn=True)
+    with pytest.raises(p.GatewayError) as refused:
+        quota.check(Usage(3, 0), new_thread=True, new_turn=True)
+    assert refused.value.code is p.ErrorCode.SERVICE_QUOTA_EXCEEDED
+    quota.check(Usage(3, 0), new_thread=False, new_turn=True)  # a thread it already has
+    with pytest.raises(p.GatewayError) as full:
+        quota.check(Usage(1, 1000), new_thread=False, new_turn=True)
+    assert "GATEWAY_USER_STORED_BYTES" in full.value.message
+    quota.check(Usage(1, 5000), new_thread=False, new_turn=False)  # an answer goes through
+    Quota().check(Usage(10**6, 10**12), new_thread=True, new_turn=True)  # 0: unlimited
+
+
+async def test_a_user_past_their_threads_is_refused_a_new_one_and_keeps_the_old() -> None:
+    async with running_gateway(user_threads=2) as gateway:
+        async with gateway.socket("demo") as ws, gateway.socket("guest") as other:
+            first, second = new_id("t"), new_id("t")
+            for thread in (first, second):
+                assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+            refused = new_id("t")
+            error = await ws.refused(user_input(refused, "안녕"))
+            assert error["code"] == "SERVICE_QUOTA_EXCEEDED"
+            assert "2 threads" in error["message"]
+            assert outcome(await ws.run(user_input(first, "안녕"))) == {"type": "success"}
+            assert outcome(await other.run(user_input(new_id("t"), "안녕"))) == {"type": "success"}
+        assert gateway.app.hub is not None
+        assert await gateway.app.hub.engine.thread_owner(refused) is None  # nothing was kept
+
+
+async def test_a_user_past_their_stored_bytes_is_refused_new_turns_but_answers_go_through() -> None:
+    async with running_gateway(user_stored_bytes=40_000) as gateway, gateway.socket() as ws:
+        paused = new_id("t")
+        [call] = tool_calls(await ws.run(user_input(paused, FLAGSHIP)), "navigateToScreen")
+        chatty = new_id("t")
+        for _ in range(20):
+            events = await ws.run(user_input(chatty, "안녕 " + "가" * 3000))
+            if events[-1]["type"] == "RUN_ERROR":
+                break
+        assert events[-1]["code"] == "SERVICE_QUOTA_EXCEEDED", events[-1]
+        assert "GATEWAY_USER_STORED_BYTES" in events[-1]["message"]
+        # The thread that waits on the browser is not stranded.
+        answered = await ws.run(tool_answer(paused, [(call["id"], {"status": "navigated"})]))
+        assert text_of(answered) == "업무 요청 목록 화면으로 이동했습니다."
+
+
+async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> None:
+    path = f"{tmp_path}/threads.db"
+    store = SessionService(path)
+    await store.open()
+    session = await store.create_session(app_name=APP, user_id="u", session_id="t")
+    for event in (user_says("hello " * 100), agent_says("hi")):
+        await store.append_event(session, event)
+    usage = (await store.open_thread(APP, "u", "t")).usage
+    await store.close()
+    assert usage.threads == 1 and usage.stored_bytes > 600
+    with sqlite3.connect(path) as db:  # as schema 5 left it
+        db.execute("ALTER TABLE sessions DROP COLUMN stored_bytes")
+        db.execute("DROP TABLE frames")
+        db.execute("UPDATE schema_version SET version = 5")
+    store = await reopened(path)
+    try:
+        assert (await store.open_thread(APP, "u", "t")).usage == usage
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    finally:
+        await store.close()
