@@ -52,10 +52,10 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 from websockets.asyncio.client import ClientConnection, connect
 
-from gateway import models
 from gateway.adk.hosting import Hosted, runnable_app
 from gateway.doors.warmup import skip_absent_a2a
 from gateway.examples.navigator.agent import build_agent, load_catalog
+from gateway.models import names
 from scripts._bench import ROOT, LocalGateway, cpu_seconds, free_port, local_gateway
 from tests.support.providers import ChatCompletions, GeminiApi, Provider
 from tests.support.providers.provider import RECORDED_PATH
@@ -183,7 +183,7 @@ def adk_runner(provider: Provider) -> Callable[[], Any]:
     builds it; returns one run."""
     skip_absent_a2a()
     catalog = load_catalog()
-    agent = build_agent(models.build(provider.model_name), catalog)
+    agent = build_agent(names.build(provider.model_name), catalog)
     runner = Runner(
         app=runnable_app(Hosted(agent, catalog=catalog)),
         session_service=InMemorySessionService(),

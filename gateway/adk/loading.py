@@ -28,6 +28,7 @@ from google.adk.apps import App
 from gateway import models
 from gateway.adk.hosting import Hosted, HostingError, first_line
 from gateway.config import Settings
+from gateway.models import names
 
 __all__ = ["DEMO", "load"]
 
@@ -129,7 +130,7 @@ def _with_model(hosted: Hosted, model: Any) -> Hosted:
 
 def _model(settings: Settings) -> Any:
     try:
-        return models.build(settings.model, pace_ms=settings.scripted_pace_ms)
+        return names.build(settings.model, pace_ms=settings.scripted_pace_ms)
     except models.ModelError as error:
         raise HostingError(str(error)) from None
 

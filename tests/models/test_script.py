@@ -17,6 +17,7 @@ from gateway import models
 from gateway.adk import loading
 from gateway.adk.hosting import HostingError
 from gateway.config import Settings
+from gateway.models import names
 from gateway.models.offline import Call, Say
 from gateway.models.script import (
     FALLBACK,
@@ -247,12 +248,12 @@ def test_gateway_model_script_builds_it_with_the_pace_and_bad_ones_stop_start_up
     tmp_path: Path,
 ) -> None:
     path = write(tmp_path, [{"say": "hi"}])
-    model = models.build(f"script:{path}", pace_ms=7)
+    model = names.build(f"script:{path}", pace_ms=7)
     assert (
         isinstance(model, ScriptLlm) and model.pace_ms == 7 and model.model == "script:turns.json"
     )
     with pytest.raises(models.ModelError, match="needs a file"):
-        models.build("script:")
+        names.build("script:")
     bad = write(tmp_path, [{"user": "("}], name="bad.json")
     settings = Settings(model=f"script:{bad}")
     with pytest.raises(HostingError, match=r"bad\.json: rule 1 has neither"):

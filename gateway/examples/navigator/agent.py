@@ -9,13 +9,13 @@ from google.adk.agents import LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.models.base_llm import BaseLlm
 
-from gateway import models
 from gateway.adk.hosting import Hosted
 from gateway.config import Settings
 from gateway.context import run_context
 from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.models import names
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import server_tools
 
@@ -69,7 +69,7 @@ def build_model(settings: Settings) -> BaseLlm | str:
     """GATEWAY_MODEL, or the offline scripted model when it names none or 'scripted'."""
     if settings.model in ("", "scripted"):
         return ScriptedLlm(pace_ms=settings.scripted_pace_ms)
-    return models.build(settings.model, pace_ms=settings.scripted_pace_ms)
+    return names.build(settings.model, pace_ms=settings.scripted_pace_ms)
 
 
 def profile(user_id: str) -> dict[str, Any]:
