@@ -4,7 +4,22 @@
 
 ``create_app(agent, settings)`` is the ASGI app for an ADK agent or App (mount it, with its
 ``lifespan``); ``serve(agent, settings)`` runs it. The names load on first use, so
-``agent-gateway --help`` does not import ADK.
+``agent-gateway --help`` does not import ADK. An agent's callbacks and tools read what its
+client said with ``gateway.context.run_context``.
+
+The package is one layer a folder, each importing only from those below it
+(``tests/test_layers.py`` holds it to that), bottom to top:
+
+    wire/       AG-UI frames as msgspec Structs, versions, bounds; config, logs, context
+    store/      ADK sessions and each thread's event log, on SQLite or PostgreSQL; beside
+                it auth/ (who is asking), audit/ (what they did), cluster/ (processes
+                sharing a database)
+    translate/  ADK events -> AG-UI events and messages, no I/O; a2ui/, tools/ beside it
+    adk/        the engine over ADK's Runner, hosting and loading an agent; models/
+    hub/        threads and runs: planning, driving, pauses, cancel, reattach, fan-out
+    doors/      the ASGI app: /ws, POST /invocations (SSE), /ping and the HTTP doors
+    api.py      create_app and serve; __main__.py and cli/ the commands
+    examples/   the demo and the other example agents, built on all of it
 """
 
 from __future__ import annotations
