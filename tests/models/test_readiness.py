@@ -65,7 +65,8 @@ async def test_ping_is_unhealthy_while_the_model_is_down_and_healthy_once_it_ans
         assert await ping_until(gateway.http, 503) == "Unhealthy"
         await asyncio.sleep(4 * PROBE_SECONDS)  # more probes fail: still one line
         [down] = model_lines(caplog, "cannot be reached")
-        assert provider.model_name in down and "ConnectError" in down
+        # Refused, or (a probe that reused a kept-alive connection as the server stopped) cut.
+        assert provider.model_name in down and ("ConnectError" in down or "ReadError" in down)
         assert "GET " in down and "/ping says Unhealthy" in down
         await provider.start()
         assert await ping_until(gateway.http, 200) == "Healthy"
