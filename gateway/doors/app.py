@@ -26,7 +26,7 @@ from gateway.adk import capabilities
 from gateway.auth import Authenticator, query_param, redact
 from gateway.config import Settings
 from gateway.doors import cors, warmup
-from gateway.doors.access import Door, shown
+from gateway.doors.access import Access, shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.sse import Invocation
 from gateway.doors.sse_replay import Resume
@@ -327,7 +327,7 @@ class Gateway:
         may open, for the web client's menu)."""
         assert self.hub is not None
         try:
-            identity = await Door(self.auth, self.hub.audit, scope, "http", "profile").identify()
+            identity = await Access(self.auth, self.hub.audit, scope, "http", "profile").identify()
         except p.GatewayError as error:
             await refuse(send, error)
             return
@@ -342,7 +342,7 @@ class Gateway:
         it names the agent's tools and sub-agents."""
         assert self.hub is not None
         try:
-            await Door(self.auth, self.hub.audit, scope, "http", "capabilities").identify()
+            await Access(self.auth, self.hub.audit, scope, "http", "capabilities").identify()
         except p.GatewayError as error:
             await refuse(send, error)
             return
@@ -359,7 +359,7 @@ class Gateway:
         """
         assert self.hub is not None
         try:
-            identity = await Door(self.auth, self.hub.audit, scope, "http", "history").identify()
+            identity = await Access(self.auth, self.hub.audit, scope, "http", "history").identify()
             self.rates.check(identity.user)
             thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
             page = await self.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
@@ -380,7 +380,7 @@ class Gateway:
         """POST /ws-ticket: a single-use ticket for ``/ws?ticket=``, for the caller."""
         assert self.hub is not None
         try:
-            identity = await Door(self.auth, self.hub.audit, scope, "http", "ticket").identify()
+            identity = await Access(self.auth, self.hub.audit, scope, "http", "ticket").identify()
             ticket = self.auth.tickets.issue(identity)
         except p.GatewayError as error:
             await refuse(send, error)

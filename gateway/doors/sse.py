@@ -11,7 +11,7 @@ from gateway import logs
 from gateway import wire as p
 from gateway.auth import Authenticator
 from gateway.config import Settings
-from gateway.doors.access import Door
+from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, challenge
 from gateway.doors.body import RequestBody, http_status
 from gateway.doors.send_queue import Frame, Outgoing
@@ -57,7 +57,7 @@ class Invocation:
         send: Send,
     ) -> None:
         self.hub, self.settings, self.rates = hub, settings, rates
-        self.door = Door(auth, hub.audit, scope, "sse", "run")
+        self.access = Access(auth, hub.audit, scope, "sse", "run")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
@@ -72,7 +72,7 @@ class Invocation:
         left: asyncio.Task[None] | None = None
         try:
             try:
-                user = (await self.door.identify()).user
+                user = (await self.access.identify()).user
                 logs.bind(user=user)
                 self.rates.check(user)
                 run_input = p.decode_input(await body.json())
@@ -86,14 +86,14 @@ class Invocation:
                 run = await self._start(user, run_input, subscriber, left)
             except p.GatewayError as error:
                 if run_input is not None:
-                    self.door.record_input(run_input, error)
+                    self.access.record_input(run_input, error)
                 await self._refuse(error, body)
                 return
             except Exception:
                 await self._refuse(p.unexpected("a POST /invocations"), body)
                 return
             if run is not None:
-                self.door.record_input(run_input, None)
+                self.access.record_input(run_input, None)
                 await self._follow(run, subscriber, left)
         finally:
             if left is not None:
@@ -146,7 +146,7 @@ class Invocation:
         subscriber.queue.end()
         if self.settings.sse_abort == "cancel" and self.hub.stop_run(run):
             log.info("the client of %s went away; stopping it (GATEWAY_SSE_ABORT=cancel)", run)
-            self.door.record_cancel(run.thread.thread_id, True)
+            self.access.record_cancel(run.thread.thread_id, True)
 
     async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
         # A refused body is read to its end first, or the answer closes the connection.
@@ -162,7 +162,7 @@ class Invocation:
             await stream_start(self.send, http_status(error))
             await stream(self.send, [(None, p.encode(error.to_event()))], more=False)
             return
-        self.door.record_cancel(thread_id, cancelled)
+        self.access.record_cancel(thread_id, cancelled)
         if cancelled:
             said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")
             events = standalone(thread_id, [said])

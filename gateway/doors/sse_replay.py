@@ -18,7 +18,7 @@ from gateway import logs
 from gateway import wire as p
 from gateway.auth import Authenticator, query_param
 from gateway.config import Settings
-from gateway.doors.access import Door
+from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refuse
 from gateway.doors.sse import QueueSubscriber, disconnect, stream, stream_start
 from gateway.hub.hub import Hub
@@ -40,7 +40,7 @@ class Resume:
         send: Send,
     ) -> None:
         self.hub, self.settings, self.rates = hub, settings, rates
-        self.door = Door(auth, hub.audit, scope, "sse", "reattach")
+        self.access = Access(auth, hub.audit, scope, "sse", "reattach")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
@@ -49,7 +49,7 @@ class Resume:
         left: asyncio.Task[None] | None = None
         try:
             try:
-                user = (await self.door.identify()).user
+                user = (await self.access.identify()).user
                 logs.bind(user=user)
                 self.rates.check(user)
                 thread_id = p.reattach_to(query_param(self.scope, "threadId") or "").thread_id
@@ -57,10 +57,10 @@ class Resume:
                 after = self._cursor()
                 run = await self.hub.reattach(user, thread_id, subscriber, after=after)
             except p.GatewayError as error:
-                self.door.record_reattach(thread_id, error)
+                self.access.record_reattach(thread_id, error)
                 await refuse(self.send, error)
                 return
-            self.door.record_reattach(thread_id, None)
+            self.access.record_reattach(thread_id, None)
             left = asyncio.create_task(disconnect(self.receive), name="sse watcher")
             await self._follow(run, subscriber, left)
         finally:

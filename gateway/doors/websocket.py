@@ -14,7 +14,7 @@ from gateway import config, logs
 from gateway import wire as p
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.doors import cors
-from gateway.doors.access import Door
+from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.send_queue import Outgoing
 from gateway.hub.inputs import needed_part
@@ -68,7 +68,7 @@ class WebSocketSession:
         self.queued_bytes = 0
         self.refused: Refused | None = None
         self.user = ""
-        self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
+        self.access = Access(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
         self.close_code = 1000
         # The client instance it speaks for (``?clientId=``), across its reconnects.
@@ -91,7 +91,7 @@ class WebSocketSession:
             await self._refuse_upgrade(cors.FOREIGN_ORIGIN)
             return
         try:
-            identity = await self.door.identify()
+            identity = await self.access.identify()
         except p.GatewayError as error:
             await self._refuse_upgrade(error)
             return
@@ -197,7 +197,7 @@ class WebSocketSession:
             except p.GatewayError as error:  # the run's process could not be asked
                 self._queue(error, 0)
                 return
-            self.door.record_cancel(frame.thread_id, cancelled)
+            self.access.record_cancel(frame.thread_id, cancelled)
             if not cancelled:
                 self._queue(nothing_to_cancel(frame.thread_id, frame.run_id), 0)
         elif isinstance(frame, p.RunAgentInput):
@@ -288,9 +288,9 @@ class WebSocketSession:
 
     def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
         if isinstance(request, p.Reattach):
-            self.door.record_reattach(request.thread_id, error)
+            self.access.record_reattach(request.thread_id, error)
         else:
-            self.door.record_input(request, error)
+            self.access.record_input(request, error)
 
     async def _write(self) -> None:
         while True:
