@@ -28,6 +28,7 @@ from gateway.config import Settings
 from gateway.doors import cors, warmup
 from gateway.doors.access import Access, shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
+from gateway.doors.shared import Shared
 from gateway.doors.sse import Invocation
 from gateway.doors.sse_replay import Resume
 from gateway.doors.static import web_file
@@ -121,6 +122,8 @@ class Gateway:
         self._startup = startup
         self._shutdown = shutdown
         self.hub: Hub | None = None
+        # What the doors are given, once the hub is up: never this app.
+        self.shared: Shared | None = None
         self.ping: Ping | None = None
         self.models: ModelHealth | None = None
         # GET /capabilities, once the hosted agent is known.
@@ -140,7 +143,8 @@ class Gateway:
             return
         path = route_path(scope)
         if kind == "websocket" and path == "/ws":
-            await WebSocketSession(self, scope, receive, send).serve()
+            assert self.shared is not None
+            await WebSocketSession(self.shared, scope, receive, send).serve()
         elif kind == "http":
             await self._http(scope, receive, send, path)
         elif kind == "websocket":
@@ -190,6 +194,7 @@ class Gateway:
             )
         try:
             self.hub = await self._startup()
+            self.shared = Shared(self.hub, self.settings, self.auth, self.rates, self.origins)
             self.models = ModelHealth(
                 endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
             )
@@ -282,7 +287,7 @@ class Gateway:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
-        assert self.hub is not None and self.ping is not None
+        assert self.hub is not None and self.shared is not None and self.ping is not None
         if path == "/ping" and method == "GET" and not self.ready.is_set():
             await respond(send, 503, STARTING, b"application/json")
         elif path == "/ping" and method == "GET":
@@ -292,13 +297,9 @@ class Gateway:
             tools = [entry.declaration() for entry in catalog.client_entries()] if catalog else []
             await respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
         elif path == "/invocations" and method == "POST":
-            await Invocation(
-                self.hub, self.settings, self.rates, self.auth, scope, receive, send
-            ).serve()
+            await Invocation(self.shared, scope, receive, send).serve()
         elif path == "/invocations" and method == "GET":
-            await Resume(
-                self.hub, self.settings, self.rates, self.auth, scope, receive, send
-            ).serve()
+            await Resume(self.shared, scope, receive, send).serve()
         elif path == "/me" and method == "GET":
             await self._me(scope, send)
         elif path == "/ws-ticket" and method == "POST":

@@ -9,15 +9,12 @@ from functools import partial
 
 from gateway import logs
 from gateway import wire as p
-from gateway.auth import Authenticator
-from gateway.config import Settings
 from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, challenge
 from gateway.doors.body import RequestBody, http_status
 from gateway.doors.send_queue import Frame, Outgoing
+from gateway.doors.shared import Shared
 from gateway.hub import eventlog
-from gateway.hub.hub import Hub
-from gateway.hub.limits import RateLimiter
 from gateway.hub.runs import Run
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel, notice, standalone
@@ -46,18 +43,9 @@ class QueueSubscriber:
 class Invocation:
     """POST /invocations: one RunAgentInput in, one SSE stream of its run out."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        settings: Settings,
-        rates: RateLimiter,
-        auth: Authenticator,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        self.hub, self.settings, self.rates = hub, settings, rates
-        self.access = Access(auth, hub.audit, scope, "sse", "run")
+    def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
+        self.hub, self.settings, self.rates = shared.hub, shared.settings, shared.rates
+        self.access = Access(shared.auth, shared.hub.audit, scope, "sse", "run")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:

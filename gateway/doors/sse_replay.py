@@ -16,31 +16,20 @@ import contextlib
 
 from gateway import logs
 from gateway import wire as p
-from gateway.auth import Authenticator, query_param
-from gateway.config import Settings
+from gateway.auth import query_param
 from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refuse
+from gateway.doors.shared import Shared
 from gateway.doors.sse import QueueSubscriber, disconnect, stream, stream_start
-from gateway.hub.hub import Hub
-from gateway.hub.limits import RateLimiter
 from gateway.hub.runs import Run
 
 
 class Resume:
     """GET /invocations?threadId=T[&after=N], or with ``Last-Event-ID: N``."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        settings: Settings,
-        rates: RateLimiter,
-        auth: Authenticator,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        self.hub, self.settings, self.rates = hub, settings, rates
-        self.access = Access(auth, hub.audit, scope, "sse", "reattach")
+    def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
+        self.hub, self.settings, self.rates = shared.hub, shared.settings, shared.rates
+        self.access = Access(shared.auth, shared.hub.audit, scope, "sse", "reattach")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
