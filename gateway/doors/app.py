@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
@@ -28,6 +27,7 @@ from gateway.config import Settings
 from gateway.doors import cors, warmup
 from gateway.doors.access import Access, shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
+from gateway.doors.ping import Ping
 from gateway.doors.shared import Shared
 from gateway.doors.sse import Invocation
 from gateway.doors.sse_replay import Resume
@@ -53,57 +53,6 @@ DOORS = {
     "/capabilities": "GET",
     "/invocations/capabilities": "GET",
 }
-# /ping during start-up, before the warm-up is over.
-STARTING = msgspec.json.encode({"status": "Starting"})
-
-
-class Ping:
-    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does.
-
-    While the store cannot commit, nothing a run says can be kept, and while the hosted
-    agent's model does not answer (``gateway.models.health``), every run would fail: 503
-    Unhealthy, until both are back. AgentCore's contract names only Healthy and
-    HealthyBusy, so Unhealthy travels with a status code any health checker reads as a
-    failure.
-    """
-
-    def __init__(self, hub: Hub, models: ModelHealth) -> None:
-        self.busy = False
-        self.can_commit = hub.engine.sessions.can_commit
-        self.models_answer = models.answering
-        self.changed_at = int(time.time())
-        hub.status_listeners.append(self._on_status)
-        hub.engine.sessions.health_listeners.append(self._on_store_health)
-        models.listeners.append(self._on_models)
-
-    def _on_status(self, busy: bool) -> None:
-        if busy != self.busy:
-            self.busy = busy
-            self.changed_at = int(time.time())
-
-    def _on_store_health(self, can_commit: bool) -> None:
-        if can_commit != self.can_commit:
-            self.can_commit = can_commit
-            self.changed_at = int(time.time())
-
-    def _on_models(self, answering: bool) -> None:
-        if answering != self.models_answer:
-            self.models_answer = answering
-            self.changed_at = int(time.time())
-
-    @property
-    def healthy(self) -> bool:
-        return self.can_commit and self.models_answer
-
-    @property
-    def http_status(self) -> int:
-        return 200 if self.healthy else 503
-
-    def body(self) -> bytes:
-        status = "HealthyBusy" if self.busy else "Healthy"
-        if not self.healthy:
-            status = "Unhealthy"
-        return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
 
 
 class Gateway:
@@ -198,7 +147,7 @@ class Gateway:
             self.models = ModelHealth(
                 endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
             )
-            self.ping = Ping(self.hub, self.models)
+            self.ping = Ping(self.hub, self.models, self.ready)
             engine = self.hub.engine
             self.capabilities = msgspec.json.encode(
                 capabilities.document(
@@ -288,10 +237,8 @@ class Gateway:
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
         assert self.hub is not None and self.shared is not None and self.ping is not None
-        if path == "/ping" and method == "GET" and not self.ready.is_set():
-            await respond(send, 503, STARTING, b"application/json")
-        elif path == "/ping" and method == "GET":
-            await respond(send, self.ping.http_status, self.ping.body(), b"application/json")
+        if path == "/ping" and method == "GET":
+            await self.ping.answer(send)
         elif path == "/tools" and method == "GET":
             catalog = self.hub.engine.catalog
             tools = [entry.declaration() for entry in catalog.client_entries()] if catalog else []
