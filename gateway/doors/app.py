@@ -1,7 +1,15 @@
-"""The ASGI app: its lifespan and routes, a thin shell over the hub. /ws is
-``gateway.doors.websocket``, POST /invocations ``gateway.doors.sse``, GET /invocations (a thread's
-stream resumed) ``gateway.doors.sse_replay``; GET /ping, /tools, /me, /history,
-/capabilities and POST /ws-ticket are here, and CORS on them (``gateway.doors.cors``).
+"""The ASGI app: its lifespan and routes, a thin shell over the hub.
+
+Start-up opens the hub (through the ``startup`` its caller gives), builds once what every
+door is given (``gateway.doors.shared``: never this app), then, as the server's app, warms
+up through its own socket (``gateway.doors.warmup``) while it probes the models; /ping
+says Healthy only after both. Routing matches the path below where the gateway is mounted
+and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /invocations
+to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
+``gateway.doors.sse_replay``, GET /ping to ``gateway.doors.ping``, and GET /tools, /me,
+/history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``. CORS covers
+those HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
+client (``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
@@ -22,10 +30,10 @@ import msgspec
 from gateway import config
 from gateway import wire as p
 from gateway.adk import capabilities
-from gateway.auth import Authenticator, query_param, redact
+from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, warmup
-from gateway.doors.access import Access, shown
+from gateway.doors import cors, json_doors, warmup
+from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.ping import Ping
 from gateway.doors.shared import Shared
@@ -236,25 +244,23 @@ class Gateway:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
-        assert self.hub is not None and self.shared is not None and self.ping is not None
+        assert self.shared is not None and self.ping is not None
         if path == "/ping" and method == "GET":
             await self.ping.answer(send)
         elif path == "/tools" and method == "GET":
-            catalog = self.hub.engine.catalog
-            tools = [entry.declaration() for entry in catalog.client_entries()] if catalog else []
-            await respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
+            await json_doors.tools(self.shared.hub, send)
         elif path == "/invocations" and method == "POST":
             await Invocation(self.shared, scope, receive, send).serve()
         elif path == "/invocations" and method == "GET":
             await Resume(self.shared, scope, receive, send).serve()
         elif path == "/me" and method == "GET":
-            await self._me(scope, send)
+            await json_doors.me(self.shared, scope, send)
         elif path == "/ws-ticket" and method == "POST":
-            await self._ws_ticket(scope, send)
+            await json_doors.ws_ticket(self.shared, scope, send)
         elif path == "/history" and method == "GET":
-            await self._history(scope, send)
+            await json_doors.history(self.shared, scope, send)
         elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":
-            await self._capabilities(scope, send)
+            await json_doors.capabilities(self.shared, self.capabilities, scope, send)
         elif path in DOORS:
             await respond(
                 send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]
@@ -270,73 +276,6 @@ class Gateway:
         web = self.hub.engine.hosted.web
         return web_file(web, path) if web is not None else None
 
-    async def _me(self, scope: Scope, send: Send) -> None:
-        """The signed-in user, and what the hosted app adds (the demo: the screens the user
-        may open, for the web client's menu)."""
-        assert self.hub is not None
-        try:
-            identity = await Access(self.auth, self.hub.audit, scope, "http", "profile").identify()
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        profile: dict[str, object] = {"userId": identity.user, "org": identity.org}
-        extra = self.hub.engine.hosted.profile
-        if extra is not None:
-            profile.update(extra(identity.user))
-        await respond(send, 200, msgspec.json.encode(profile), b"application/json")
-
-    async def _capabilities(self, scope: Scope, send: Send) -> None:
-        """What the hosted agent can do (``gateway.adk.capabilities``), for a signed-in caller:
-        it names the agent's tools and sub-agents."""
-        assert self.hub is not None
-        try:
-            await Access(self.auth, self.hub.audit, scope, "http", "capabilities").identify()
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        await respond(send, 200, self.capabilities, b"application/json")
-
-    async def _history(self, scope: Scope, send: Send) -> None:
-        """GET /history?threadId=T&before=N&limit=L: the messages before a snapshot's first one.
-
-        A reattach to a long thread sends only its latest part, with a ``gateway.history``
-        event naming where the rest begins; each page names the one before it. With no
-        ``before``, the latest part itself: what a client with no reattach (an HttpAgent)
-        shows on load. ``limit`` makes pages smaller still: at most that many events'
-        messages (``MAX_PAGE``), a page-sized view of a long thread.
-        """
-        assert self.hub is not None
-        try:
-            identity = await Access(self.auth, self.hub.audit, scope, "http", "history").identify()
-            self.rates.check(identity.user)
-            thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
-            page = await self.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        body = msgspec.json.encode(
-            {
-                "threadId": thread_id,
-                "messages": page.messages,
-                "earlier": page.earlier,
-                "times": page.times_ms(),
-            }
-        )
-        await respond(send, 200, body, b"application/json")
-
-    async def _ws_ticket(self, scope: Scope, send: Send) -> None:
-        """POST /ws-ticket: a single-use ticket for ``/ws?ticket=``, for the caller."""
-        assert self.hub is not None
-        try:
-            identity = await Access(self.auth, self.hub.audit, scope, "http", "ticket").identify()
-            ticket = self.auth.tickets.issue(identity)
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        body = msgspec.json.encode({"ticket": ticket, "expiresIn": self.settings.ws_ticket_seconds})
-        # A credential: no cache may keep it.
-        await respond(send, 200, body, b"application/json", [(b"cache-control", b"no-store")])
-
 
 def route_path(scope: Scope) -> str:
     """The path below where the gateway is mounted (``root_path``, set by a host app's
@@ -346,33 +285,3 @@ def route_path(scope: Scope) -> str:
     if root and path.startswith(root):
         return path[len(root) :] or "/"
     return path
-
-
-# The most events' messages one /history page may be asked for.
-MAX_PAGE = 1000
-
-
-def _limit(scope: Scope) -> int | None:
-    raw = query_param(scope, "limit")
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 4 and 1 <= int(raw) <= MAX_PAGE):
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            f"?limit= must be a whole number from 1 to {MAX_PAGE}: how many events' messages"
-            " one page holds at most.",
-        )
-    return int(raw)
-
-
-def _cursor(scope: Scope) -> int | None:
-    raw = query_param(scope, "before")
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # below SQLite's 2**63
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            "?before= must be the `before` of a gateway.history event or the `earlier` of a"
-            " page: a whole number.",
-        )
-    return int(raw)
