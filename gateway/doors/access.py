@@ -1,10 +1,11 @@
 """What every door does around its work: identify the caller, log the request, audit.
 
-One ``Door`` per request or connection. Its log line names the user, the client address
-and the AgentCore session header; its audit rows (``AccessRecord``) say who did what from
-where: approvals, cancels, reattaches, and every attempt refused as UNAUTHORIZED or
-ACCESS_DENIED. The hub records tool calls; the doors record the rest, so the hub needs no
-knowledge of addresses or credentials.
+One ``Access`` per request or connection: a caller's way in through one door. It identifies
+the caller in one log line naming the user, the client address and the AgentCore session
+header; its audit rows (``AccessRecord``) say who did what from where: approvals, cancels,
+reattaches, and every attempt refused as UNAUTHORIZED or ACCESS_DENIED. The hub records
+tool calls; the doors record the rest, so the hub needs no knowledge of addresses or
+credentials.
 """
 
 from __future__ import annotations
@@ -35,19 +36,20 @@ def shown(value: str | None) -> str:
     return logs.shown(value.replace(" ", "\\x20"), SHOWN_CHARS) if value else "-"
 
 
-class Door:
-    """``name`` is "ws", "sse" or "http"; ``action`` what the request is for."""
+class Access:
+    """A caller's access through one door: ``door`` is "ws", "sse" or "http", as the audit
+    rows name it; ``action`` what the request is for."""
 
     def __init__(
         self,
         auth: Authenticator,
         audit: AuditLog | None,
         scope: MutableMapping[str, Any],
-        name: str,
+        door: str,
         action: str,
     ) -> None:
         self.auth, self.audit, self.scope = auth, audit, scope
-        self.name, self.action = name, action
+        self.door, self.action = door, action
         client = scope.get("client")
         self.client = str(client[0]) if client else ""
         # A WebSocket scope has no method; its log lines say WS.
@@ -109,7 +111,7 @@ class Door:
                 org=identity.org if identity else None,
                 via=identity.via if identity else "-",
                 client=self.client,
-                door=self.name,
+                door=self.door,
                 action=action,
                 thread_id=thread_id,
                 target=target,

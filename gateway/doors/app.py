@@ -1,7 +1,15 @@
-"""The ASGI app: its lifespan and routes, a thin shell over the hub. /ws is
-``gateway.doors.websocket``, POST /invocations ``gateway.doors.sse``, GET /invocations (a thread's
-stream resumed) ``gateway.doors.sse_replay``; GET /ping, /tools, /me, /history,
-/capabilities and POST /ws-ticket are here, and CORS on them (``gateway.doors.cors``).
+"""The ASGI app: its lifespan and routes, a thin shell over the hub.
+
+Start-up opens the hub (through the ``startup`` its caller gives), builds once what every
+door is given (``gateway.doors.shared``: never this app), then, as the server's app, warms
+up through its own socket (``gateway.doors.warmup``) while it probes the models; /ping
+says Healthy only after both. Routing matches the path below where the gateway is mounted
+and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /invocations
+to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
+``gateway.doors.sse_replay``, GET /ping to ``gateway.doors.ping``, and GET /tools, /me,
+/history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``. CORS covers
+those HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
+client (``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
@@ -15,7 +23,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
@@ -23,11 +30,13 @@ import msgspec
 from gateway import config
 from gateway import wire as p
 from gateway.adk import capabilities
-from gateway.auth import Authenticator, query_param, redact
+from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, warmup
-from gateway.doors.access import Door, shown
+from gateway.doors import cors, json_doors, warmup
+from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
+from gateway.doors.ping import Ping
+from gateway.doors.shared import Shared
 from gateway.doors.sse import Invocation
 from gateway.doors.sse_replay import Resume
 from gateway.doors.static import web_file
@@ -52,57 +61,6 @@ DOORS = {
     "/capabilities": "GET",
     "/invocations/capabilities": "GET",
 }
-# /ping during start-up, before the warm-up is over.
-STARTING = msgspec.json.encode({"status": "Starting"})
-
-
-class Ping:
-    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does.
-
-    While the store cannot commit, nothing a run says can be kept, and while the hosted
-    agent's model does not answer (``gateway.models.health``), every run would fail: 503
-    Unhealthy, until both are back. AgentCore's contract names only Healthy and
-    HealthyBusy, so Unhealthy travels with a status code any health checker reads as a
-    failure.
-    """
-
-    def __init__(self, hub: Hub, models: ModelHealth) -> None:
-        self.busy = False
-        self.can_commit = hub.engine.sessions.can_commit
-        self.models_answer = models.answering
-        self.changed_at = int(time.time())
-        hub.status_listeners.append(self._on_status)
-        hub.engine.sessions.health_listeners.append(self._on_store_health)
-        models.listeners.append(self._on_models)
-
-    def _on_status(self, busy: bool) -> None:
-        if busy != self.busy:
-            self.busy = busy
-            self.changed_at = int(time.time())
-
-    def _on_store_health(self, can_commit: bool) -> None:
-        if can_commit != self.can_commit:
-            self.can_commit = can_commit
-            self.changed_at = int(time.time())
-
-    def _on_models(self, answering: bool) -> None:
-        if answering != self.models_answer:
-            self.models_answer = answering
-            self.changed_at = int(time.time())
-
-    @property
-    def healthy(self) -> bool:
-        return self.can_commit and self.models_answer
-
-    @property
-    def http_status(self) -> int:
-        return 200 if self.healthy else 503
-
-    def body(self) -> bytes:
-        status = "HealthyBusy" if self.busy else "Healthy"
-        if not self.healthy:
-            status = "Unhealthy"
-        return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
 
 
 class Gateway:
@@ -121,6 +79,8 @@ class Gateway:
         self._startup = startup
         self._shutdown = shutdown
         self.hub: Hub | None = None
+        # What the doors are given, once the hub is up: never this app.
+        self.shared: Shared | None = None
         self.ping: Ping | None = None
         self.models: ModelHealth | None = None
         # GET /capabilities, once the hosted agent is known.
@@ -140,7 +100,8 @@ class Gateway:
             return
         path = route_path(scope)
         if kind == "websocket" and path == "/ws":
-            await WebSocketSession(self, scope, receive, send).serve()
+            assert self.shared is not None
+            await WebSocketSession(self.shared, scope, receive, send).serve()
         elif kind == "http":
             await self._http(scope, receive, send, path)
         elif kind == "websocket":
@@ -190,10 +151,11 @@ class Gateway:
             )
         try:
             self.hub = await self._startup()
+            self.shared = Shared(self.hub, self.settings, self.auth, self.rates, self.origins)
             self.models = ModelHealth(
                 endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
             )
-            self.ping = Ping(self.hub, self.models)
+            self.ping = Ping(self.hub, self.models, self.ready)
             engine = self.hub.engine
             self.capabilities = msgspec.json.encode(
                 capabilities.document(
@@ -282,31 +244,23 @@ class Gateway:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
-        assert self.hub is not None and self.ping is not None
-        if path == "/ping" and method == "GET" and not self.ready.is_set():
-            await respond(send, 503, STARTING, b"application/json")
-        elif path == "/ping" and method == "GET":
-            await respond(send, self.ping.http_status, self.ping.body(), b"application/json")
+        assert self.shared is not None and self.ping is not None
+        if path == "/ping" and method == "GET":
+            await self.ping.answer(send)
         elif path == "/tools" and method == "GET":
-            catalog = self.hub.engine.catalog
-            tools = [entry.declaration() for entry in catalog.client_entries()] if catalog else []
-            await respond(send, 200, msgspec.json.encode({"tools": tools}), b"application/json")
+            await json_doors.tools(self.shared.hub, send)
         elif path == "/invocations" and method == "POST":
-            await Invocation(
-                self.hub, self.settings, self.rates, self.auth, scope, receive, send
-            ).serve()
+            await Invocation(self.shared, scope, receive, send).serve()
         elif path == "/invocations" and method == "GET":
-            await Resume(
-                self.hub, self.settings, self.rates, self.auth, scope, receive, send
-            ).serve()
+            await Resume(self.shared, scope, receive, send).serve()
         elif path == "/me" and method == "GET":
-            await self._me(scope, send)
+            await json_doors.me(self.shared, scope, send)
         elif path == "/ws-ticket" and method == "POST":
-            await self._ws_ticket(scope, send)
+            await json_doors.ws_ticket(self.shared, scope, send)
         elif path == "/history" and method == "GET":
-            await self._history(scope, send)
+            await json_doors.history(self.shared, scope, send)
         elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":
-            await self._capabilities(scope, send)
+            await json_doors.capabilities(self.shared, self.capabilities, scope, send)
         elif path in DOORS:
             await respond(
                 send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]
@@ -322,73 +276,6 @@ class Gateway:
         web = self.hub.engine.hosted.web
         return web_file(web, path) if web is not None else None
 
-    async def _me(self, scope: Scope, send: Send) -> None:
-        """The signed-in user, and what the hosted app adds (the demo: the screens the user
-        may open, for the web client's menu)."""
-        assert self.hub is not None
-        try:
-            identity = await Door(self.auth, self.hub.audit, scope, "http", "profile").identify()
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        profile: dict[str, object] = {"userId": identity.user, "org": identity.org}
-        extra = self.hub.engine.hosted.profile
-        if extra is not None:
-            profile.update(extra(identity.user))
-        await respond(send, 200, msgspec.json.encode(profile), b"application/json")
-
-    async def _capabilities(self, scope: Scope, send: Send) -> None:
-        """What the hosted agent can do (``gateway.adk.capabilities``), for a signed-in caller:
-        it names the agent's tools and sub-agents."""
-        assert self.hub is not None
-        try:
-            await Door(self.auth, self.hub.audit, scope, "http", "capabilities").identify()
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        await respond(send, 200, self.capabilities, b"application/json")
-
-    async def _history(self, scope: Scope, send: Send) -> None:
-        """GET /history?threadId=T&before=N&limit=L: the messages before a snapshot's first one.
-
-        A reattach to a long thread sends only its latest part, with a ``gateway.history``
-        event naming where the rest begins; each page names the one before it. With no
-        ``before``, the latest part itself: what a client with no reattach (an HttpAgent)
-        shows on load. ``limit`` makes pages smaller still: at most that many events'
-        messages (``MAX_PAGE``), a page-sized view of a long thread.
-        """
-        assert self.hub is not None
-        try:
-            identity = await Door(self.auth, self.hub.audit, scope, "http", "history").identify()
-            self.rates.check(identity.user)
-            thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
-            page = await self.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        body = msgspec.json.encode(
-            {
-                "threadId": thread_id,
-                "messages": page.messages,
-                "earlier": page.earlier,
-                "times": page.times_ms(),
-            }
-        )
-        await respond(send, 200, body, b"application/json")
-
-    async def _ws_ticket(self, scope: Scope, send: Send) -> None:
-        """POST /ws-ticket: a single-use ticket for ``/ws?ticket=``, for the caller."""
-        assert self.hub is not None
-        try:
-            identity = await Door(self.auth, self.hub.audit, scope, "http", "ticket").identify()
-            ticket = self.auth.tickets.issue(identity)
-        except p.GatewayError as error:
-            await refuse(send, error)
-            return
-        body = msgspec.json.encode({"ticket": ticket, "expiresIn": self.settings.ws_ticket_seconds})
-        # A credential: no cache may keep it.
-        await respond(send, 200, body, b"application/json", [(b"cache-control", b"no-store")])
-
 
 def route_path(scope: Scope) -> str:
     """The path below where the gateway is mounted (``root_path``, set by a host app's
@@ -398,33 +285,3 @@ def route_path(scope: Scope) -> str:
     if root and path.startswith(root):
         return path[len(root) :] or "/"
     return path
-
-
-# The most events' messages one /history page may be asked for.
-MAX_PAGE = 1000
-
-
-def _limit(scope: Scope) -> int | None:
-    raw = query_param(scope, "limit")
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 4 and 1 <= int(raw) <= MAX_PAGE):
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            f"?limit= must be a whole number from 1 to {MAX_PAGE}: how many events' messages"
-            " one page holds at most.",
-        )
-    return int(raw)
-
-
-def _cursor(scope: Scope) -> int | None:
-    raw = query_param(scope, "before")
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # below SQLite's 2**63
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            "?before= must be the `before` of a gateway.history event or the `earlier` of a"
-            " page: a whole number.",
-        )
-    return int(raw)

@@ -9,15 +9,12 @@ from functools import partial
 
 from gateway import logs
 from gateway import wire as p
-from gateway.auth import Authenticator
-from gateway.config import Settings
-from gateway.doors.access import Door
+from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, challenge
 from gateway.doors.body import RequestBody, http_status
 from gateway.doors.send_queue import Frame, Outgoing
+from gateway.doors.shared import Shared
 from gateway.hub import eventlog
-from gateway.hub.hub import Hub
-from gateway.hub.limits import RateLimiter
 from gateway.hub.runs import Run
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel, notice, standalone
@@ -46,18 +43,9 @@ class QueueSubscriber:
 class Invocation:
     """POST /invocations: one RunAgentInput in, one SSE stream of its run out."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        settings: Settings,
-        rates: RateLimiter,
-        auth: Authenticator,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        self.hub, self.settings, self.rates = hub, settings, rates
-        self.door = Door(auth, hub.audit, scope, "sse", "run")
+    def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
+        self.hub, self.settings, self.rates = shared.hub, shared.settings, shared.rates
+        self.access = Access(shared.auth, shared.hub.audit, scope, "sse", "run")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
@@ -72,7 +60,7 @@ class Invocation:
         left: asyncio.Task[None] | None = None
         try:
             try:
-                user = (await self.door.identify()).user
+                user = (await self.access.identify()).user
                 logs.bind(user=user)
                 self.rates.check(user)
                 run_input = p.decode_input(await body.json())
@@ -86,14 +74,14 @@ class Invocation:
                 run = await self._start(user, run_input, subscriber, left)
             except p.GatewayError as error:
                 if run_input is not None:
-                    self.door.record_input(run_input, error)
+                    self.access.record_input(run_input, error)
                 await self._refuse(error, body)
                 return
             except Exception:
                 await self._refuse(p.unexpected("a POST /invocations"), body)
                 return
             if run is not None:
-                self.door.record_input(run_input, None)
+                self.access.record_input(run_input, None)
                 await self._follow(run, subscriber, left)
         finally:
             if left is not None:
@@ -146,7 +134,7 @@ class Invocation:
         subscriber.queue.end()
         if self.settings.sse_abort == "cancel" and self.hub.stop_run(run):
             log.info("the client of %s went away; stopping it (GATEWAY_SSE_ABORT=cancel)", run)
-            self.door.record_cancel(run.thread.thread_id, True)
+            self.access.record_cancel(run.thread.thread_id, True)
 
     async def _refuse(self, error: p.GatewayError, body: RequestBody) -> None:
         # A refused body is read to its end first, or the answer closes the connection.
@@ -162,7 +150,7 @@ class Invocation:
             await stream_start(self.send, http_status(error))
             await stream(self.send, [(None, p.encode(error.to_event()))], more=False)
             return
-        self.door.record_cancel(thread_id, cancelled)
+        self.access.record_cancel(thread_id, cancelled)
         if cancelled:
             said = notice("CANCEL_REQUESTED", f"The run on thread {thread_id!r} is being stopped.")
             events = standalone(thread_id, [said])

@@ -16,31 +16,20 @@ import contextlib
 
 from gateway import logs
 from gateway import wire as p
-from gateway.auth import Authenticator, query_param
-from gateway.config import Settings
-from gateway.doors.access import Door
+from gateway.auth import query_param
+from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refuse
+from gateway.doors.shared import Shared
 from gateway.doors.sse import QueueSubscriber, disconnect, stream, stream_start
-from gateway.hub.hub import Hub
-from gateway.hub.limits import RateLimiter
 from gateway.hub.runs import Run
 
 
 class Resume:
     """GET /invocations?threadId=T[&after=N], or with ``Last-Event-ID: N``."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        settings: Settings,
-        rates: RateLimiter,
-        auth: Authenticator,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        self.hub, self.settings, self.rates = hub, settings, rates
-        self.door = Door(auth, hub.audit, scope, "sse", "reattach")
+    def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
+        self.hub, self.settings, self.rates = shared.hub, shared.settings, shared.rates
+        self.access = Access(shared.auth, shared.hub.audit, scope, "sse", "reattach")
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:
@@ -49,7 +38,7 @@ class Resume:
         left: asyncio.Task[None] | None = None
         try:
             try:
-                user = (await self.door.identify()).user
+                user = (await self.access.identify()).user
                 logs.bind(user=user)
                 self.rates.check(user)
                 thread_id = p.reattach_to(query_param(self.scope, "threadId") or "").thread_id
@@ -57,10 +46,10 @@ class Resume:
                 after = self._cursor()
                 run = await self.hub.reattach(user, thread_id, subscriber, after=after)
             except p.GatewayError as error:
-                self.door.record_reattach(thread_id, error)
+                self.access.record_reattach(thread_id, error)
                 await refuse(self.send, error)
                 return
-            self.door.record_reattach(thread_id, None)
+            self.access.record_reattach(thread_id, None)
             left = asyncio.create_task(disconnect(self.receive), name="sse watcher")
             await self._follow(run, subscriber, left)
         finally:

@@ -8,21 +8,18 @@ import dataclasses
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING
 
-from gateway import config, logs
+from gateway import logs
 from gateway import wire as p
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.doors import cors
-from gateway.doors.access import Door
+from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.send_queue import Outgoing
+from gateway.doors.shared import Shared
 from gateway.hub.inputs import needed_part
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel
-
-if TYPE_CHECKING:
-    from gateway.doors.app import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -57,18 +54,18 @@ class WebSocketSession:
     frame that fails unexpectedly gets a RUN_ERROR INTERNAL_ERROR and the next one is read.
     """
 
-    def __init__(self, gateway: Gateway, scope: Scope, receive: Receive, send: Send) -> None:
-        assert gateway.hub is not None
-        self.hub = gateway.hub
-        self.settings = gateway.settings
-        self.rates = gateway.rates
+    def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
+        self.hub = shared.hub
+        self.settings = shared.settings
+        self.rates = shared.rates
+        self.origins = shared.origins
         self.scope, self.receive, self.send = scope, receive, send
         self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
         self.queued_bytes = 0
         self.refused: Refused | None = None
         self.user = ""
-        self.door = Door(gateway.auth, gateway.hub.audit, scope, "ws", "connect")
+        self.access = Access(shared.auth, shared.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
         self.close_code = 1000
         # The client instance it speaks for (``?clientId=``), across its reconnects.
@@ -86,12 +83,12 @@ class WebSocketSession:
         message = await self.receive()
         if message["type"] != "websocket.connect":
             return
-        if not cors.origin_allowed(self.scope, config.allowed_origins(self.settings)):
+        if not cors.origin_allowed(self.scope, self.origins):
             log.warning("refused a /ws upgrade from origin %s", header(self.scope, b"origin"))
             await self._refuse_upgrade(cors.FOREIGN_ORIGIN)
             return
         try:
-            identity = await self.door.identify()
+            identity = await self.access.identify()
         except p.GatewayError as error:
             await self._refuse_upgrade(error)
             return
@@ -197,7 +194,7 @@ class WebSocketSession:
             except p.GatewayError as error:  # the run's process could not be asked
                 self._queue(error, 0)
                 return
-            self.door.record_cancel(frame.thread_id, cancelled)
+            self.access.record_cancel(frame.thread_id, cancelled)
             if not cancelled:
                 self._queue(nothing_to_cancel(frame.thread_id, frame.run_id), 0)
         elif isinstance(frame, p.RunAgentInput):
@@ -288,9 +285,9 @@ class WebSocketSession:
 
     def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
         if isinstance(request, p.Reattach):
-            self.door.record_reattach(request.thread_id, error)
+            self.access.record_reattach(request.thread_id, error)
         else:
-            self.door.record_input(request, error)
+            self.access.record_input(request, error)
 
     async def _write(self) -> None:
         while True:

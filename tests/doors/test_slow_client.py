@@ -11,16 +11,17 @@ from gateway.config import Settings
 from gateway.doors import websocket
 
 
-class _Gateway:
+class _Shared:
     hub: Any = SimpleNamespace(audit=None)
     rates: Any = object()
+    origins: frozenset[str] = frozenset()
     # Room for three of the events below, in bytes.
     settings = Settings(send_buffer_bytes=3 * len(p.encode(p.Custom(name="n", value=0))))
     auth = Authenticator(settings)
 
 
 async def test_a_full_send_queue_closes_the_connection_once() -> None:
-    session = websocket.WebSocketSession(_Gateway(), {}, None, None)  # type: ignore[arg-type]
+    session = websocket.WebSocketSession(_Shared(), {}, None, None)  # type: ignore[arg-type]
     for index in range(10):
         session.deliver(p.Custom(name="n", value=index))
     queued = [event for event, _ in await session.outbox.batch()]

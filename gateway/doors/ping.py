@@ -1,0 +1,80 @@
+"""GET /ping: whether this gateway should be sent work, as AgentCore's health check reads it.
+
+Until the start-up warm-up is over (``gateway.doors.warmup``) it answers 503 Starting, so
+nothing that waits for Healthy sends a user the cold run. Then Healthy, or HealthyBusy
+while a run is in progress (the hub's ``status_listeners``), and 503 Unhealthy while the
+store cannot commit or the hosted agent's model does not answer (``gateway.models.health``).
+``Ping`` listens to all three and keeps the time the status last changed, which is what
+``time_of_last_update`` says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import msgspec
+
+from gateway.doors.asgi import Send, respond
+from gateway.hub.hub import Hub
+from gateway.models.health import ModelHealth
+
+# /ping during start-up, before the warm-up is over.
+STARTING = msgspec.json.encode({"status": "Starting"})
+
+
+class Ping:
+    """GET /ping: Healthy or HealthyBusy; the timestamp moves only when the status does.
+
+    While the store cannot commit, nothing a run says can be kept, and while the hosted
+    agent's model does not answer (``gateway.models.health``), every run would fail: 503
+    Unhealthy, until both are back. AgentCore's contract names only Healthy and
+    HealthyBusy, so Unhealthy travels with a status code any health checker reads as a
+    failure.
+    """
+
+    def __init__(self, hub: Hub, models: ModelHealth, ready: asyncio.Event) -> None:
+        self.busy = False
+        self.can_commit = hub.engine.sessions.can_commit
+        self.models_answer = models.answering
+        self.changed_at = int(time.time())
+        # Set by the app once the warm-up is over; until then, Starting.
+        self.ready = ready
+        hub.status_listeners.append(self._on_status)
+        hub.engine.sessions.health_listeners.append(self._on_store_health)
+        models.listeners.append(self._on_models)
+
+    async def answer(self, send: Send) -> None:
+        if not self.ready.is_set():
+            await respond(send, 503, STARTING, b"application/json")
+        else:
+            await respond(send, self.http_status, self.body(), b"application/json")
+
+    def _on_status(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            self.changed_at = int(time.time())
+
+    def _on_store_health(self, can_commit: bool) -> None:
+        if can_commit != self.can_commit:
+            self.can_commit = can_commit
+            self.changed_at = int(time.time())
+
+    def _on_models(self, answering: bool) -> None:
+        if answering != self.models_answer:
+            self.models_answer = answering
+            self.changed_at = int(time.time())
+
+    @property
+    def healthy(self) -> bool:
+        return self.can_commit and self.models_answer
+
+    @property
+    def http_status(self) -> int:
+        return 200 if self.healthy else 503
+
+    def body(self) -> bytes:
+        status = "HealthyBusy" if self.busy else "Healthy"
+        if not self.healthy:
+            status = "Unhealthy"
+        return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})
