@@ -42,9 +42,9 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 from gateway.context import RUN_METADATA_KEY
-from gateway.store.backend import is_postgres
 from gateway.store.errors import BusyError, StoreError
 from gateway.store.sqlite.audit import SqliteAuditTables
+from gateway.store.urls import is_postgres
 
 log = logging.getLogger(__name__)
 

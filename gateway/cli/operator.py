@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from gateway.store import SessionService, ThreadSummary
-from gateway.store.backend import described
+from gateway.store.urls import described
 from gateway.translate.history import Message
 
 

@@ -5,7 +5,10 @@ each (each module's docstring has the theory of its part):
 
 - ``service``      ADK's session contract and the gateway's additions, over the parts below
 - ``backend``      the seam to a database: its reads, its commit of a batch, whether other
-                   processes write it too; picked from ``--db``
+                   processes write it too; it names no backend
+- ``open``         opens the backend a ``--db`` value picks, the one module above both
+- ``urls``         what a ``--db`` value names, PostgreSQL or a SQLite file, and how to say
+                   it without its password
 - ``writes``       the write commands, as values: what each decides, for any backend
 - ``schema``       what a database must be to be used: ours, not newer, current
 - ``group_commit`` the single writer: one transaction for whatever is queued; health

@@ -30,12 +30,13 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from gateway.store import writes
-from gateway.store.backend import Backend, Reads, open_backend
+from gateway.store.backend import Backend, Reads
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.cut_off import answered_last
 from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
+from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError

@@ -30,8 +30,8 @@ from gateway.hub.eventlog import seq_of
 from gateway.hub.hub import Hub
 from gateway.hub.runs import Run, Thread
 from gateway.store import SessionService, StoreError, group_commit
-from gateway.store.backend import is_postgres
 from gateway.store.frames import LoggedFrame
+from gateway.store.urls import is_postgres
 from gateway.tools.client import ClientToolset
 from gateway.translate.translator import RunTranslator
 from tests.support.agui import StreamChecker, new_id, user_input

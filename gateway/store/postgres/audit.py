@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 from psycopg import errors
 
-from gateway.store.backend import described
 from gateway.store.errors import BusyError, StoreError
 from gateway.store.postgres.connection import Connection, said
+from gateway.store.urls import described
 
 Row = tuple[Any, ...]
 
