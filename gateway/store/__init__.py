@@ -14,6 +14,8 @@ each (each module's docstring has the theory of its part):
 - ``group_commit`` the single writer: one transaction for whatever is queued; health
 - ``codec``        stored values as text and back; a bad one is a ``Damage``, never a raise
 - ``rows``         a read's rows as plain values, decoded once the read is over
+- ``messages``     AG-UI messages as rows keep them, and the projection the store is given
+                   to make them from an ADK event (the gateway's is translation's)
 - ``projection``   a thread as AG-UI messages from what each event row keeps (snapshots)
 - ``progress``     what an event does to its thread's open calls and run
 - ``recovery``     the events that close a run a crash cut off
@@ -31,7 +33,8 @@ each (each module's docstring has the theory of its part):
                    live gateways
 
 The modules above ``sqlite/`` and ``postgres/`` hold the logic any backend shares; SQL lives
-only below them.
+only below them. Nothing here imports a layer above the store: what translation decides
+(which messages an event shows as) comes in as ``messages``, given to ``SessionService``.
 """
 
 from gateway.store.errors import CommitFailedError, StoreError

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from gateway.store.backend import Backend
 from gateway.store.errors import StoreError
+from gateway.store.messages import EventMessages
 from gateway.store.urls import is_postgres
 
 
-async def open_backend(db: str, *, durability: str, read_only: bool) -> Backend:
-    """Connects to the database ``db`` names, checked and brought up to date.
+async def open_backend(
+    db: str, *, durability: str, read_only: bool, messages: EventMessages
+) -> Backend:
+    """Connects to the database ``db`` names, checked and brought up to date (``messages``
+    is the store's projection, for a SQLite migration that recomputes what rows keep).
 
     Raises ``StoreError`` with a sentence (never a password) if it cannot be used.
     """
@@ -29,4 +33,4 @@ async def open_backend(db: str, *, durability: str, read_only: bool) -> Backend:
         return await open_postgres(db, durability=durability, read_only=read_only)
     from gateway.store.sqlite.backend import open_sqlite
 
-    return await open_sqlite(db, durability=durability, read_only=read_only)
+    return await open_sqlite(db, durability=durability, read_only=read_only, messages=messages)
