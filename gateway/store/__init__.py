@@ -19,18 +19,22 @@ each (each module's docstring has the theory of its part):
 - ``projection``   a thread as AG-UI messages from what each event row keeps (snapshots)
 - ``progress``     what an event does to its thread's open calls and run
 - ``recovery``     the events that close a run a crash cut off
+- ``cut_off``      how a reply cut off (stopped, failed, interrupted) is stored and marked
 - ``quarantine``   a thread set aside because a stored value of it cannot be decoded
 - ``threads``      what the store answers about threads: opened, listed, a user's usage
 - ``frames``       each thread's event log: numbered frames, read after a cursor
+- ``run_start``    where a run's stored events begin: the thread as it was before the run
+- ``leases``       what the store answers about a thread's lease (``gateway.cluster``)
 - ``errors``       what the store raises when it cannot be used
 - ``sqlite/``      the SQLite backend (the default: one file, one writing process): the
-                   connection, the schema and its migrations, the write commands' SQL and
-                   their transaction, the reads, the state scopes, the open calls, the
-                   audit's tables, the one-process lock
+                   connection and where its SQL runs (``database``, the audit's too), the
+                   schema and its migrations, the write commands' SQL and their
+                   transaction, the reads, the state scopes, the open calls, the audit's
+                   tables, the one-process lock
 - ``postgres/``    the PostgreSQL backend (``--db postgresql://...``), the same concerns for
                    a database several gateway processes write: row locks where SQLite had
                    one writer, a writer and a reader connection, a lock that counts the
-                   live gateways
+                   live gateways; and the cluster's SQL (leases, notifications)
 
 The modules above ``sqlite/`` and ``postgres/`` hold the logic any backend shares; SQL lives
 only below them. Nothing here imports a layer above the store: what translation decides
