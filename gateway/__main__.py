@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in (None, "serve"):
         serve(settings)
         return 0
-    from gateway.audit.log import AuditError, print_audit
+    from gateway.audit import AuditError, print_audit
     from gateway.cli import operator
     from gateway.store import StoreError
 

@@ -18,18 +18,18 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from gateway.adk.hosting import Hosted, prepare
-from gateway.audit.log import (
+from gateway.audit import (
     AccessRecord,
     AuditError,
     AuditLog,
     AuditPlugin,
     AuditRecord,
-    RefusalBudget,
-    outcome_of,
     print_audit,
     read_access,
     read_audit,
 )
+from gateway.audit.log import RefusalBudget
+from gateway.audit.records import outcome_of
 from gateway.context import RUN_METADATA_KEY
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.policy import build_before_tool_callback

@@ -1,4 +1,4 @@
-"""The audit log's tables in the gateway's PostgreSQL database (``gateway.audit.log`` is the logic).
+"""The audit log's tables in the gateway's PostgreSQL database (``gateway.audit`` is the logic).
 
 Every gateway process records into the same two tables, created with the store's schema
 (``schema``), so one ``agent-gateway audit`` sees what every process did. The audit has a
