@@ -1,4 +1,8 @@
-"""The ``agent-gateway`` command: ``serve`` (the default) and small operator commands."""
+"""The ``agent-gateway`` command: ``serve`` (the default) and small operator commands.
+
+This is their command line; what the operator commands read is ``gateway.cli.operator``
+(``threads``, ``export``) and ``gateway.audit.reading`` (``audit``).
+"""
 
 from __future__ import annotations
 
