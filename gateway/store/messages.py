@@ -5,8 +5,7 @@ thread's snapshot is one read (``projection``). Which messages an ADK event show
 translation, a layer above the store: whoever opens a store gives it that projection
 (``EventMessages``; the gateway's is ``gateway.translate.history.event_messages``), and the
 store calls it on every append and in the SQLite migrations that recompute the column. So
-the store never imports translation; a test double or a tool may pass a projection of its
-own.
+the store never imports translation.
 
 What the store needs of the messages themselves, with no ADK in it, is here: a message is
 a JSON object (``Message``), and a snapshot keeps only the tool results whose call it shows

@@ -1,8 +1,9 @@
 """Opening a store's database: the ``--db`` value picks its backend.
 
 A ``postgresql://`` (or ``postgres://``) URL is PostgreSQL, anything else a SQLite file
-(``urls``). This is the one module above both backends: the seam (``backend``) names none
-of them, and they import nothing from here, so no backend and the seam import each other.
+(``urls``). This is the one module that names the backends: the seam (``backend``) names
+none of them and no backend imports this module, so the seam and its backends make no
+import circle.
 """
 
 from __future__ import annotations

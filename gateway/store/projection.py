@@ -1,8 +1,8 @@
 """A thread as AG-UI messages, read from what each event row keeps (snapshots, /history).
 
-Each event row also keeps the AG-UI messages it shows as, made by the projection the store
-is given (``messages``; the gateway's is ``history.event_messages``) and written with the
-event, so a whole thread's snapshot is one read and a JSON decode
+Each event row also keeps the AG-UI messages it shows as, made by the projection the
+store is given (``messages``; the gateway's is ``history.event_messages``) and written
+with the event, so a whole thread's snapshot is one read and a JSON decode
 (``SessionService.thread_messages``) instead of rebuilding every ADK event with pydantic.
 A change to what the projection returns needs a migration that recomputes the column.
 

@@ -326,8 +326,8 @@ class SessionService(BaseSessionService):
 
         The messages are the projection's of every event, joined as
         ``history.messages_snapshot`` joins them, with no window, read in one go without
-        rebuilding ADK events. The event id lets a caller tell
-        whether a run stored an event since. An unknown thread gives ``([], None)``.
+        rebuilding ADK events. The event id lets a caller tell whether a run stored an
+        event since. An unknown thread gives ``([], None)``.
         """
         page = await self.thread_page(app_name, user_id, session_id)
         return page.messages, page.latest
