@@ -1,4 +1,8 @@
-"""The ``agent-gateway`` command: ``serve`` (the default) and small operator commands."""
+"""The ``agent-gateway`` command: ``serve`` (the default) and small operator commands.
+
+This is their command line; what the operator commands read is ``gateway.cli.operator``
+(``threads``, ``export``) and ``gateway.audit.reading`` (``audit``).
+"""
 
 from __future__ import annotations
 
@@ -95,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in (None, "serve"):
         serve(settings)
         return 0
-    from gateway.audit.log import AuditError, print_audit
+    from gateway.audit import AuditError, print_audit
     from gateway.cli import operator
     from gateway.store import StoreError
 

@@ -60,7 +60,7 @@ def create_app(
     from gateway.adk.thoughts import ThoughtsPlugin
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.usage import install_log_filter as usage_log_filter
-    from gateway.audit.log import AuditLog, AuditPlugin
+    from gateway.audit import AuditLog, AuditPlugin
     from gateway.cluster import Cluster
     from gateway.cluster import for_settings as cluster_for
     from gateway.doors.app import Gateway

@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gateway.config import Settings
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.store import SessionService
+from gateway.translate.history import event_messages
 
 APP = "bench"
 TURNS_AT = (5, 50, 200)
@@ -206,7 +207,10 @@ async def main() -> None:
 
         async def ours(window: int = windows[0]) -> SessionService:
             service = SessionService(
-                str(next(files)), durability=options.durability, history_window=window
+                str(next(files)),
+                messages=event_messages,
+                durability=options.durability,
+                history_window=window,
             )
             await service.open()
             return service

@@ -22,6 +22,7 @@ from tests.support.agui import AgUiSocket
 from tests.support.backends import BACKENDS
 from tests.support.postgres import Postgres, running_postgres
 from tests.support.providers import ChatCompletions, GeminiApi, Provider
+from tests.support.stores import session_store
 
 
 def free_port() -> int:
@@ -68,7 +69,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 async def store(db: str) -> AsyncIterator[SessionService]:
     """A session store of the test's own, open for the test: on each backend in turn."""
-    service = SessionService(db)
+    service = session_store(db)
     await service.open()
     yield service
     await service.close()

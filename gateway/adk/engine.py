@@ -35,6 +35,7 @@ from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
+from gateway.translate.history import event_messages
 from gateway.translate.subagents import Subagents
 from gateway.translate.translator import CONFIRMATION_CALL
 
@@ -283,7 +284,10 @@ async def open_session_service(settings: Settings, app_name: str, author: str) -
     (``SessionService.close_interrupted_thread``), not here.
     """
     service = SessionService(
-        settings.db, durability=settings.durability, history_window=settings.history_window
+        settings.db,
+        messages=event_messages,
+        durability=settings.durability,
+        history_window=settings.history_window,
     )
     await service.open()
     if await service.sole_writer():

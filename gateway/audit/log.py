@@ -1,25 +1,15 @@
-"""The audit log: every tool call, whose it was, what came of it, and who executed it;
-and what callers did at the doors: who, authenticated how, from which address.
+"""The audit log of a running gateway: records queued as they happen, written in batches.
 
-Rows go to the ``audit`` (tool calls) and ``access`` (door actions) tables in the gateway's
-database, over a connection of their own: the SQLite file (``store.sqlite.audit``; a
-":memory:" gateway keeps its audit in memory), or the PostgreSQL database every process of
-a cluster records into (``store.postgres.audit``), so one ``agent-gateway audit`` sees them
-all. Recording is a ``put_nowait``: one background task writes whatever is queued in one
-transaction, so a run never waits for the disk, and a failed write is logged, never raised
-into a run.
+Recording is a ``put_nowait``: one background task writes whatever is queued in one
+transaction (``tables``), so a run never waits for the disk, and a failed write is logged,
+never raised into a run. A batch that finds the database busy (the store commits back to
+back under load) is waited out, not dropped. Refusals of callers nobody identified are
+recorded up to a rate (``RefusalBudget``), so a flood of bad tokens cannot fill the disk.
 
-Who records what:
-
-- ``AuditPlugin`` (an ADK plugin) records each server tool when it returns, timed from
-  its before-tool callback; also a client call the gateway answered itself (a refusal of
-  the navigation policy: executor "server", since no browser ran it), a call held for a
-  person's approval ("awaiting_approval") and one the person rejected ("rejected").
-- A client call passed on to the browser is recorded when the browser's answer arrives:
-  the hub calls ``AuditLog.record_client_result``.
-- The doors (``gateway.doors.access``, for the routes of ``server``, ``sse`` and ``websocket``)
-  record ``AccessRecord``s: approvals and their answers, cancels, reattaches, and every
-  attempt refused as UNAUTHORIZED or ACCESS_DENIED.
+A client call passed on to the browser is recorded when the browser's answer arrives: the
+hub calls ``AuditLog.record_client_result``, timed from when the call was sent
+(``note_sent``, told by the ``plugin``). The doors record ``AccessRecord``s
+(``record_access``).
 
 Open the log after the session store: the store refuses a new file that already has
 tables of someone else's, and an audit table created first would be one.
@@ -28,27 +18,16 @@ tables of someone else's, and an audit table created first would be one.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import datetime
-import json
 import logging
-import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, Protocol, TextIO
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from google.adk.plugins.base_plugin import BasePlugin
-from google.adk.tools.base_tool import BaseTool
-from google.adk.tools.tool_context import ToolContext
-
-from gateway.context import RUN_METADATA_KEY
-from gateway.store.backend import is_postgres
-from gateway.store.errors import BusyError, StoreError
-from gateway.store.sqlite.audit import SqliteAuditTables
+from gateway.audit.records import AccessRecord, AuditRecord, Entry, outcome_of
+from gateway.audit.tables import AuditError, Row, audit_tables
+from gateway.store.errors import BusyError
 
 log = logging.getLogger(__name__)
-
-Executor = Literal["server", "client"]
 
 # Client calls whose send time is kept for timing the browser's answer; older ones go.
 SENT_CALLS_KEPT = 10_000
@@ -62,160 +41,6 @@ BUSY_GIVE_UP_SECONDS = 60.0
 REFUSALS_PER_SECOND = 20.0
 REFUSAL_BURST = 100.0
 REFUSALS_REPORT_SECONDS = 10.0
-
-
-class AuditError(Exception):
-    """The audit cannot be read; the message says what to do."""
-
-
-@dataclasses.dataclass(frozen=True)
-class AuditRecord:
-    """One tool call. ``at`` is when it started, in Unix seconds."""
-
-    at: float
-    user_id: str
-    thread_id: str
-    run_id: str
-    tool: str
-    call_id: str
-    arguments: dict[str, Any]
-    outcome: str
-    detail: str | None
-    duration_ms: float | None
-    executor: Executor
-
-    def as_row(self) -> tuple[Any, ...]:
-        arguments = json.dumps(self.arguments, ensure_ascii=False, default=str)
-        return (
-            self.at,
-            self.user_id,
-            self.thread_id,
-            self.run_id,
-            self.tool,
-            self.call_id,
-            arguments,
-            self.outcome,
-            self.detail,
-            self.duration_ms,
-            self.executor,
-        )
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> AuditRecord:
-        at, user, thread, run, tool, call_id, arguments, outcome, detail, ms, executor = row
-        return cls(
-            at=at,
-            user_id=user,
-            thread_id=thread,
-            run_id=run,
-            tool=tool,
-            call_id=call_id,
-            arguments=json.loads(arguments),
-            outcome=outcome,
-            detail=detail,
-            duration_ms=ms,
-            executor=executor,
-        )
-
-    def line(self) -> str:
-        """One line for a person: time, who, where, what, outcome, how long, arguments."""
-        took = f"{self.duration_ms:.0f} ms" if self.duration_ms is not None else "- ms"
-        outcome = f"{self.outcome} ({self.detail})" if self.detail else self.outcome
-        arguments = json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
-        return (
-            f"{_when(self.at)}  user={self.user_id}  thread={self.thread_id}  "
-            f"run={self.run_id}  {self.tool}  {self.executor}  {outcome}  {took}  {arguments}"
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class AccessRecord:
-    """One action at a door. ``user_id`` is "" when the caller was not identified; ``via``
-    says how they were ("dev": only claimed); ``outcome`` is "ok", a word such as
-    "nothing_to_cancel", or the ErrorCode the caller was refused with."""
-
-    at: float
-    user_id: str
-    org: str | None
-    via: str
-    client: str
-    door: str
-    action: str
-    thread_id: str
-    target: str
-    outcome: str
-    detail: str | None
-
-    def as_row(self) -> tuple[Any, ...]:
-        return dataclasses.astuple(self)
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> AccessRecord:
-        return cls(*row)
-
-    def line(self) -> str:
-        """One line for a person: time, who and how, from where, what, outcome."""
-        who = f"user={self.user_id or '-'} via={self.via}"
-        if self.org:
-            who += f" org={self.org}"
-        target = f" {self.target}" if self.target else ""
-        outcome = f"{self.outcome} ({self.detail})" if self.detail else self.outcome
-        return (
-            f"{_when(self.at)}  {who}  client={self.client or '-'}  "
-            f"thread={self.thread_id or '-'}  {self.door} {self.action}{target}  {outcome}"
-        )
-
-
-Entry = AuditRecord | AccessRecord
-
-
-# One record as the INSERT binds it.
-Row = tuple[Any, ...]
-
-
-class AuditTables(Protocol):
-    """Where the records are kept: the two tables of one database (each backend's SQL)."""
-
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def insert(self, calls: list[Row], actions: list[Row]) -> None:
-        """Writes a batch in one transaction, or nothing; BusyError: try again soon."""
-        ...
-
-    async def tool_calls(self, thread: str | None, user: str | None) -> list[Row]: ...
-
-    async def door_actions(
-        self, thread: str | None, user: str | None, client: str | None
-    ) -> list[Row]: ...
-
-
-def audit_tables(db: str, *, read_only: bool = False) -> AuditTables:
-    """The audit's tables in the database a ``--db`` value names."""
-    if is_postgres(db):
-        from gateway.store.postgres.audit import PostgresAuditTables
-
-        return PostgresAuditTables(db, read_only=read_only)
-    return SqliteAuditTables(db, read_only=read_only)
-
-
-def _when(at: float) -> str:
-    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def outcome_of(result: Any) -> tuple[str, str | None]:
-    """A tool result as an outcome word and a detail: its status, "error", or "ok"."""
-    if not isinstance(result, Mapping):
-        return "ok", None
-    if result.get("error"):
-        return "error", str(result["error"])
-    status = result.get("status")
-    if status:
-        detail = result.get("reason") or result.get("message")
-        return str(status), str(detail) if detail else None
-    return "ok", None
 
 
 class AuditLog:
@@ -394,142 +219,3 @@ class RefusalBudget:
             )
             self.dropped, self.reported = 0, now
         return admitted
-
-
-class AuditPlugin(BasePlugin):
-    """Records tool calls as ADK runs them; see the module docstring for which ones."""
-
-    def __init__(self, audit: AuditLog) -> None:
-        super().__init__(name="audit")
-        self.audit = audit
-        # Start of each call in progress (wall clock, monotonic), by call id.
-        self._started: dict[str, tuple[float, float]] = {}
-
-    async def before_tool_callback(
-        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
-    ) -> dict[str, Any] | None:
-        self._started[tool_context.function_call_id or ""] = (time.time(), time.monotonic())
-        return None
-
-    async def after_tool_callback(
-        self,
-        *,
-        tool: BaseTool,
-        tool_args: dict[str, Any],
-        tool_context: ToolContext,
-        result: dict[str, Any],
-    ) -> dict[str, Any] | None:
-        call_id = tool_context.function_call_id or ""
-        if tool.is_long_running and not result:
-            # Passed on to the browser: its answer is recorded when it comes.
-            self._started.pop(call_id, None)
-            self.audit.note_sent(call_id)
-            return None
-        self._record(tool, tool_args, tool_context, *self._outcome(result, tool_context))
-        return None
-
-    async def on_tool_error_callback(
-        self,
-        *,
-        tool: BaseTool,
-        tool_args: dict[str, Any],
-        tool_context: ToolContext,
-        error: Exception,
-    ) -> dict[str, Any] | None:
-        self._record(tool, tool_args, tool_context, "error", f"{type(error).__name__}: {error}")
-        return None
-
-    def _outcome(self, result: Any, tool_context: ToolContext) -> tuple[str, str | None]:
-        confirmation = tool_context.tool_confirmation
-        if confirmation is not None and not confirmation.confirmed:
-            return "rejected", None
-        if tool_context.function_call_id in tool_context.actions.requested_tool_confirmations:
-            return "awaiting_approval", None
-        return outcome_of(result)
-
-    def _record(
-        self,
-        tool: BaseTool,
-        args: dict[str, Any],
-        tool_context: ToolContext,
-        outcome: str,
-        detail: str | None,
-    ) -> None:
-        call_id = tool_context.function_call_id or ""
-        now = (time.time(), time.monotonic())
-        started = self._started.pop(call_id, now)
-        self.audit.record(
-            AuditRecord(
-                at=started[0],
-                user_id=tool_context.user_id,
-                thread_id=tool_context.session.id,
-                run_id=_run_id(tool_context),
-                tool=tool.name,
-                call_id=call_id,
-                arguments=dict(args),
-                outcome=outcome,
-                detail=detail,
-                duration_ms=(now[1] - started[1]) * 1000,
-                executor="server",
-            )
-        )
-
-
-def _run_id(tool_context: ToolContext) -> str:
-    """The AG-UI run id the hub put in the run's metadata; ADK's invocation id without it."""
-    run_config = tool_context.run_config
-    metadata = (run_config.custom_metadata if run_config else None) or {}
-    return str(metadata.get(RUN_METADATA_KEY, {}).get("runId") or tool_context.invocation_id)
-
-
-async def read_audit(
-    db: str, thread: str | None = None, user: str | None = None
-) -> list[AuditRecord]:
-    """The tool calls in a gateway's database, opened read-only (safe beside it)."""
-    rows = await _read(db, lambda tables: tables.tool_calls(thread, user))
-    return [AuditRecord.from_row(row) for row in rows]
-
-
-async def read_access(
-    db: str, thread: str | None = None, user: str | None = None, client: str | None = None
-) -> list[AccessRecord]:
-    """The door actions in a gateway's database, opened read-only."""
-    rows = await _read(db, lambda tables: tables.door_actions(thread, user, client))
-    return [AccessRecord.from_row(row) for row in rows]
-
-
-async def _read(db: str, select: Callable[[AuditTables], Awaitable[list[Row]]]) -> list[Row]:
-    tables = audit_tables(db, read_only=True)
-    try:
-        await tables.open()
-        try:
-            return await select(tables)
-        finally:
-            await tables.close()
-    except StoreError as error:
-        raise AuditError(str(error)) from None
-
-
-async def print_audit(
-    db_path: str,
-    thread: str | None = None,
-    user: str | None = None,
-    client: str | None = None,
-    out: TextIO | None = None,
-) -> int:
-    """Prints one line per tool call and door action, oldest first; returns how many."""
-    out = out or sys.stdout
-    calls: list[Entry] = [] if client else list(await read_audit(db_path, thread, user))
-    entries = sorted(
-        calls + list(await read_access(db_path, thread, user, client)), key=lambda e: e.at
-    )
-    for entry in entries:
-        out.write(entry.line() + "\n")
-    if not entries:
-        scope = " and ".join(
-            f"{name} {value!r}"
-            for name, value in (("thread", thread), ("user", user), ("client", client))
-            if value
-        )
-        out.write(f"nothing recorded{' for ' + scope if scope else ''}\n")
-    return len(entries)

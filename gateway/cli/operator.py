@@ -11,8 +11,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from gateway.store import SessionService, ThreadSummary
-from gateway.store.backend import described
-from gateway.translate.history import Message
+from gateway.store.messages import Message
+from gateway.store.urls import described
+from gateway.translate.history import event_messages
 
 
 class ThreadNotFoundError(LookupError):
@@ -86,7 +87,7 @@ async def _app(store: SessionService, app_name: str | None, db_path: str) -> str
 
 @asynccontextmanager
 async def _opened(db_path: str) -> AsyncIterator[SessionService]:
-    store = SessionService(db_path, read_only=True)
+    store = SessionService(db_path, messages=event_messages, read_only=True)
     await store.open()
     try:
         yield store

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from gateway.cluster.node import Cluster, Members, SingleNode
 from gateway.config import Settings
-from gateway.store.backend import is_postgres
+from gateway.store.urls import is_postgres
 
 __all__ = ["Cluster", "Members", "SingleNode", "for_settings"]
 

@@ -32,11 +32,11 @@ from psycopg.rows import TupleRow
 from gateway.cluster import messages
 from gateway.cluster.messages import Cancel, Committed, Released
 from gateway.cluster.node import Members, settled
-from gateway.store.backend import described
 from gateway.store.errors import StoreError
 from gateway.store.leases import Taken
 from gateway.store.postgres import leases, notify
 from gateway.store.postgres.connection import said
+from gateway.store.urls import described
 
 log = logging.getLogger("gateway.cluster")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from gateway import logs
 from gateway import wire as p
-from gateway.audit.log import AccessRecord, AuditLog
+from gateway.audit import AccessRecord, AuditLog
 from gateway.auth import Authenticator, Identity, Impersonation
 from gateway.doors.asgi import header
 

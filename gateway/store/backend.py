@@ -4,17 +4,15 @@ A backend is where SQL runs: its reads (functions of its own connection, returni
 values, ``Reads``), how it commits a batch of write commands in one transaction, and
 whether other processes write the same database (``shared``). Everything else (group
 commit, decoding, projection, what an event does to its run, crash recovery) is above it
-and the same for every backend. ``open_backend`` picks one from the ``--db`` value: a
-``postgresql://`` (or ``postgres://``) URL is PostgreSQL, anything else a SQLite file.
+and the same for every backend. The seam names no backend: ``open.open_backend`` picks
+one from the ``--db`` value (``urls``), and the backends import the seam, never the factory.
 """
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
-from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog
 from gateway.store.projection import StoredMessages
 from gateway.store.recovery import OpenRun
@@ -23,27 +21,6 @@ from gateway.store.threads import ThreadSummary
 from gateway.store.writes import Write
 
 T = TypeVar("T")
-
-_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres(db: str) -> bool:
-    """Whether a ``--db`` value names a PostgreSQL database rather than a SQLite file."""
-    return db.startswith(_POSTGRES_SCHEMES)
-
-
-def described(db: str) -> str:
-    """The database a ``--db`` value names, for people: a URL without its password or query."""
-    if not is_postgres(db):
-        return db
-    try:
-        parts = urllib.parse.urlsplit(db)
-        host = parts.hostname or "localhost"
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "postgresql://(a URL that cannot be parsed)"
-    user = f"{parts.username}@" if parts.username else ""
-    return f"postgresql://{user}{host}{port}{parts.path}"
 
 
 class Reads(Protocol):
@@ -128,23 +105,3 @@ class Backend(Protocol):
         ...
 
     async def close(self, *, writable: bool) -> None: ...
-
-
-async def open_backend(db: str, *, durability: str, read_only: bool) -> Backend:
-    """Connects to the database ``db`` names, checked and brought up to date.
-
-    Raises ``StoreError`` with a sentence (never a password) if it cannot be used.
-    """
-    if is_postgres(db):
-        try:
-            from gateway.store.postgres.backend import open_postgres
-        except ImportError:
-            raise StoreError(
-                "--db names a PostgreSQL database, but psycopg is not installed:"
-                " install agent-gateway[postgres]."
-            ) from None
-
-        return await open_postgres(db, durability=durability, read_only=read_only)
-    from gateway.store.sqlite.backend import open_sqlite
-
-    return await open_sqlite(db, durability=durability, read_only=read_only)

@@ -17,7 +17,7 @@ import pydantic
 from google.adk.events import Event
 from google.adk.sessions.state import State
 
-from gateway.translate.history import Message, event_messages
+from gateway.store.messages import EventMessages, Message
 
 # What a decoder said about a stored value is cut to this length for logs and operators.
 _COMPLAINT_CHARS = 200
@@ -33,10 +33,11 @@ def dump(value: Any) -> str:
 _MESSAGES_DECODER = msgspec.json.Decoder(list[Message])
 
 
-def dump_messages(event: Event) -> str | None:
-    """The event's AG-UI messages as stored: a JSON array, or NULL when it shows none."""
-    messages = event_messages(event)
-    return msgspec.json.encode(messages).decode() if messages else None
+def dump_messages(event: Event, messages: EventMessages) -> str | None:
+    """The event's AG-UI messages, as the store's projection ``messages`` makes them, as
+    stored: a JSON array, or NULL when it shows none."""
+    shown = messages(event)
+    return msgspec.json.encode(shown).decode() if shown else None
 
 
 def load_state(text: str | None) -> dict[str, Any]:
@@ -106,7 +107,7 @@ def decoded_messages(seq: int, text: str, *, checked: bool = False) -> list[Mess
     return messages
 
 
-# The roles of the messages ``history.event_messages`` makes.
+# The roles of the messages the gateway's projection (``history.event_messages``) makes.
 _ROLES = ("user", "assistant", "tool", "reasoning", "activity")
 
 

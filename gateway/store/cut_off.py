@@ -4,13 +4,20 @@ One marking for all three. The reply is stored as one ADK event under the id its
 streamed with: the text the client was sent, then a note that tells the model its reply
 was cut off (in English: it is for the model, which reads any language), and how the run
 ended in ``custom_metadata["agui"]["ended"]``. A client is shown the text alone, with the
-ending as the AG-UI message's ``metadata`` (``gateway.history``):
+ending as the AG-UI message's ``metadata`` (``gateway.translate.history``):
 
     {"id": <streamed id>, "role": "assistant", "name": <agent>, "content": <text so far>,
      "metadata": {"ended": "stopped" | "failed" | "interrupted"}}
 
 A reply cut off before any text has no ``content``. Threads stored before this marking
 carry ``"interrupted": True`` and a bilingual note (``LEGACY_NOTE``); they read the same.
+
+It lives in the store, the lowest layer that writes such a reply: ``recovery`` closes a
+run a crash cut off with one, ``service`` asks whether the model still owes a reply
+(``answered_last``), and a SQLite migration recomputes the replies stored with the old
+note. The layers above read the same marking from here: the hub stores a stopped or
+failed reply, translation shows one (``ending_of``, ``is_note``), and a scripted model
+reads a restart's request as it stood (``before_restart``).
 """
 
 from __future__ import annotations

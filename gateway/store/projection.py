@@ -1,9 +1,10 @@
 """A thread as AG-UI messages, read from what each event row keeps (snapshots, /history).
 
-Each event row also keeps the AG-UI messages it shows as (``history.event_messages``),
-written with the event, so a whole thread's snapshot is one read and a JSON decode
+Each event row also keeps the AG-UI messages it shows as, made by the projection the
+store is given (``messages``; the gateway's is ``history.event_messages``) and written
+with the event, so a whole thread's snapshot is one read and a JSON decode
 (``SessionService.thread_messages``) instead of rebuilding every ADK event with pydantic.
-A change to what ``event_messages`` returns needs a migration that recomputes the column.
+A change to what the projection returns needs a migration that recomputes the column.
 
 A reattach sends the newest part of a long thread that fits a size, and ``GET /history``
 pages back from where it starts (``ThreadPage.earlier``).
@@ -14,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 
 from gateway.store.codec import Damage, decoded_messages
+from gateway.store.messages import Message, answered_calls_only
 from gateway.store.quarantine import Quarantine
-from gateway.translate.history import Message, answered_calls_only
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

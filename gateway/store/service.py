@@ -30,12 +30,14 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from gateway.store import writes
-from gateway.store.backend import Backend, Reads, open_backend
+from gateway.store.backend import Backend, Reads
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.cut_off import answered_last
 from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
+from gateway.store.messages import EventMessages, Message
+from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
@@ -43,7 +45,6 @@ from gateway.store.recovery import OpenRun, closing_events
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import run_start
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
-from gateway.translate.history import Message
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -57,12 +58,18 @@ class SessionService(BaseSessionService):
     A SQLite file has one writing process (``open`` takes a lock that says so); a
     PostgreSQL database may have several, and every rule holds in its SQL (``shared``).
     Other processes may read either (``read_only=True``), e.g. operator commands.
+
+    ``messages`` is the projection of an event into the AG-UI messages its row keeps
+    (``gateway.store.messages``); the gateway gives ``history.event_messages``. Every
+    caller names it, read-only ones too (which never use it): what a store writes is
+    never left to a default.
     """
 
     def __init__(
         self,
         path: str,
         *,
+        messages: EventMessages,
         durability: str = "normal",
         history_window: int = 200,
         read_only: bool = False,
@@ -75,6 +82,7 @@ class SessionService(BaseSessionService):
         self.durability = durability
         self.history_window = history_window
         self.read_only = read_only
+        self._messages = messages
         self._backend: Backend | None = None
         self._writer: GroupCommit | None = None
         # Sessions a caller loaded and handed over for the next plain get_session (see
@@ -92,7 +100,7 @@ class SessionService(BaseSessionService):
     async def open(self) -> None:
         """Connects, checks the database and migrates it; raises StoreError if it is unusable."""
         self._backend = await open_backend(
-            self.path, durability=self.durability, read_only=self.read_only
+            self.path, durability=self.durability, read_only=self.read_only, messages=self._messages
         )
         if not self.read_only:
             self._writer = GroupCommit(self._backend.commit, self._health_changed)
@@ -248,7 +256,7 @@ class SessionService(BaseSessionService):
             author=event.author,
             timestamp=event.timestamp,
             data=event.model_dump_json(exclude_none=True, by_alias=True),
-            messages=dump_messages(event),
+            messages=dump_messages(event, self._messages),
             deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
             if event.actions and event.actions.state_delta
             else writes.NO_DELTAS,
@@ -316,9 +324,10 @@ class SessionService(BaseSessionService):
     ) -> tuple[list[Message], str | None]:
         """The whole thread as AG-UI messages, and the id of its latest stored event.
 
-        The messages are ``history.messages_snapshot`` of every event, with no window,
-        read in one go without rebuilding ADK events. The event id lets a caller tell
-        whether a run stored an event since. An unknown thread gives ``([], None)``.
+        The messages are the projection's of every event, joined as
+        ``history.messages_snapshot`` joins them, with no window, read in one go without
+        rebuilding ADK events. The event id lets a caller tell whether a run stored an
+        event since. An unknown thread gives ``([], None)``.
         """
         page = await self.thread_page(app_name, user_id, session_id)
         return page.messages, page.latest

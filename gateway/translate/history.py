@@ -24,7 +24,6 @@ was sent, with ``metadata: {"ended": ...}``, and without the note the model read
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -36,6 +35,7 @@ from gateway.a2ui.actions import ACTION_KEY, action_content
 from gateway.a2ui.plugin import shown_surfaces
 from gateway.context import event_metadata
 from gateway.store.cut_off import ending_of, is_note, is_restart_turn
+from gateway.store.messages import Message, answered_calls_only
 from gateway.translate.attribution import mark_of
 from gateway.translate.streaming import reasoning_message_id
 from gateway.translate.tool_results import result_content
@@ -45,8 +45,6 @@ from gateway.translate.translator import (
     result_message_id,
     shown_state,
 )
-
-Message = dict[str, Any]
 
 
 def messages_snapshot(events: list[Event]) -> list[Message]:
@@ -61,8 +59,9 @@ def messages_snapshot(events: list[Event]) -> list[Message]:
 def event_messages(event: Event) -> list[Message]:
     """The AG-UI messages one event contributes to a snapshot, oldest first.
 
-    Depends on nothing but the event, so the store can keep it beside the event at append
-    time; ``answered_calls_only`` then joins a thread's messages into a snapshot.
+    Depends on nothing but the event, so the store, given it as its projection
+    (``gateway.store.messages``), keeps it beside the event at append time;
+    ``answered_calls_only`` then joins a thread's messages into a snapshot.
     """
     if event.partial or event.content is None or not event.content.parts:
         return []
@@ -112,22 +111,6 @@ def event_messages(event: Event) -> list[Message]:
         message["metadata"] = {"ended": ending.value}
     messages.append(message)
     return messages
-
-
-def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
-    """``messages`` without the tool results whose call no earlier message makes.
-
-    Such a result answers a call cut off by a history window, or an approval request
-    (which travels as an AG-UI Interrupt, never as a tool call).
-    """
-    kept: list[Message] = []
-    calls_seen: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool" and message["toolCallId"] not in calls_seen:
-            continue
-        calls_seen.update(call["id"] for call in message.get("toolCalls", ()))
-        kept.append(message)
-    return kept
 
 
 def _tool_results(event: Event, tool_message_ids: dict[str, str], owner: Message) -> list[Message]:

@@ -18,26 +18,26 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from gateway.adk.hosting import Hosted, prepare
-from gateway.audit.log import (
+from gateway.audit import (
     AccessRecord,
     AuditError,
     AuditLog,
     AuditPlugin,
     AuditRecord,
-    RefusalBudget,
-    outcome_of,
     print_audit,
     read_access,
     read_audit,
 )
+from gateway.audit.log import RefusalBudget
+from gateway.audit.records import outcome_of
 from gateway.context import RUN_METADATA_KEY
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
-from gateway.store import SessionService
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 from tests.support.postgres import Postgres
+from tests.support.stores import session_store
 
 
 def record(thread: str = "t1", user: str = "demo", tool: str = "find_screen") -> AuditRecord:
@@ -133,7 +133,7 @@ async def test_a_closed_log_drops_records_with_a_warning(caplog: pytest.LogCaptu
 
 async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(db: str) -> None:
     path = db
-    store = SessionService(path)
+    store = session_store(path)
     await store.open()  # first: the store refuses a new database that has other tables
     audit = AuditLog(path)
     await audit.open()
@@ -145,7 +145,7 @@ async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(db: str
     await audit.close()
     await store.close()
 
-    reopened = SessionService(path)
+    reopened = session_store(path)
     await reopened.open()  # the store still accepts its database with the audit in it
     await reopened.close()
     out = io.StringIO()
@@ -160,7 +160,7 @@ async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(db: str
 
 async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postgres) -> None:
     url = postgres.fresh_database()
-    stores = [SessionService(url), SessionService(url)]
+    stores = [session_store(url), session_store(url)]
     audits = [AuditLog(url), AuditLog(url)]
     for store, audit in zip(stores, audits, strict=True):
         await store.open()
@@ -216,7 +216,7 @@ async def test_a_file_from_before_door_actions_keeps_its_rows_and_gains_them(
     tmp_path: Path,
 ) -> None:
     path = str(tmp_path / "gateway.db")
-    store = SessionService(path)
+    store = session_store(path)
     await store.open()
     await store.close()
     with sqlite3.connect(path) as old:

@@ -11,7 +11,7 @@ import httpx
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from gateway.audit.log import AccessRecord
+from gateway.audit import AccessRecord
 from tests.auth.test_doors import APPROVE, JWT, bearer, post_run, ticket_for
 from tests.conftest import running_gateway
 from tests.hub.test_upstream import resume

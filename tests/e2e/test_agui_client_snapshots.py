@@ -9,12 +9,12 @@ from pathlib import Path
 from google.adk.events import Event
 from google.genai import types
 
-from gateway.store import SessionService
 from tests.conftest import running_gateway
 from tests.e2e.test_agui_client import official_check, pytestmark
 from tests.hub.test_stopped_replies import STORY, stop_mid_reply, storyteller
 from tests.support.agui import new_id, user_input
 from tests.support.speakers import Speaker, say
+from tests.support.stores import session_store
 
 __all__ = ["pytestmark"]
 
@@ -29,7 +29,7 @@ async def test_the_official_client_takes_cut_off_replies_with_their_mark(tmp_pat
         async with gateway.socket() as ws:
             await stop_mid_reply(ws, stopped)
     # A thread whose run a crash cut off before the model said anything.
-    store = SessionService(db)
+    store = session_store(db)
     await store.open()
     session = await store.create_session(app_name=app_name, user_id="demo", session_id=crashed)
     asked = types.Content(role="user", parts=[types.Part(text="tell me a story")])

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser
 
-from gateway.audit.log import AuditRecord
+from gateway.audit import AuditRecord
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
 from tests.e2e.chaos.trials import (
     TIMED_MS,

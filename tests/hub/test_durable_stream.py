@@ -29,13 +29,14 @@ from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hub.eventlog import seq_of
 from gateway.hub.hub import Hub
 from gateway.hub.runs import Run, Thread
-from gateway.store import SessionService, StoreError, group_commit
-from gateway.store.backend import is_postgres
+from gateway.store import StoreError, group_commit
 from gateway.store.frames import LoggedFrame
+from gateway.store.urls import is_postgres
 from gateway.tools.client import ClientToolset
 from gateway.translate.translator import RunTranslator
 from tests.support.agui import StreamChecker, new_id, user_input
 from tests.support.backends import rows
+from tests.support.stores import session_store
 
 INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
 
@@ -210,7 +211,7 @@ def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 
 @contextlib.asynccontextmanager
 async def hub_on(db: str, pace_ms: float) -> AsyncIterator[Hub]:
-    service = SessionService(db)
+    service = session_store(db)
     await service.open()
     catalog = load_catalog()
     hosted = Hosted(build_agent(ScriptedLlm(pace_ms=pace_ms), catalog), catalog=catalog)

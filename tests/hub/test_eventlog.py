@@ -29,6 +29,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.stores import session_store
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 LONG = "자기소개를 길게 해 주세요"
@@ -57,7 +58,7 @@ def same_stream(got: list[dict[str, Any]], sent: list[dict[str, Any]]) -> None:
 
 
 async def stored_numbers(db: str, thread: str) -> list[int]:
-    store = SessionService(db, read_only=True)
+    store = session_store(db, read_only=True)
     await store.open()
     try:
         log = await store.frames_after(APP_NAME, "demo", thread, 0)
@@ -86,7 +87,7 @@ async def nothing_more(socket: AgUiSocket, seconds: float = 0.3) -> None:
 
 async def test_the_log_keeps_frames_in_order_across_a_restart(db: str) -> None:
     path = db
-    store = SessionService(path)
+    store = session_store(path)
     await store.open()
     told: list[tuple[str, str, int]] = []
     store.frame_listeners.append(lambda app, thread, seq: told.append((app, thread, seq)))
@@ -101,7 +102,7 @@ async def test_the_log_keeps_frames_in_order_across_a_restart(db: str) -> None:
             await again  # a second writer of one thread's log is refused, never merged
     finally:
         await store.close()
-    reopened = SessionService(path)
+    reopened = session_store(path)
     await reopened.open()
     try:
         assert await reopened.log_head("app", "u", "t") == 3
@@ -465,7 +466,7 @@ async def test_a_cursor_into_a_run_a_crash_cut_off_gets_the_snapshot(db: str) ->
         events = await ws.run(user_input(thread, "안녕"))
     head = seq_of(events[-1]) or 0
     # What a process killed mid-run leaves: its run's first frames, and no end.
-    store = SessionService(db)
+    store = session_store(db)
     await store.open()
     try:
         started = {

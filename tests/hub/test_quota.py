@@ -11,10 +11,11 @@ import pytest
 
 from gateway import wire as p
 from gateway.hub.limits import Quota
-from gateway.store import SCHEMA_VERSION, SessionService, Usage
+from gateway.store import SCHEMA_VERSION, Usage
 from tests.conftest import running_gateway
 from tests.store.test_service import APP, agent_says, reopened, user_says
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.support.stores import session_store
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 
@@ -67,7 +68,7 @@ async def test_a_user_past_their_stored_bytes_is_refused_new_turns_but_answers_g
 
 async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> None:
     path = f"{tmp_path}/threads.db"
-    store = SessionService(path)
+    store = session_store(path)
     await store.open()
     session = await store.create_session(app_name=APP, user_id="u", session_id="t")
     for event in (user_says("hello " * 100), agent_says("hi")):

@@ -14,13 +14,14 @@ import pytest
 
 from gateway.store import SessionService
 from gateway.store.frames import LoggedFrame
+from tests.support.stores import session_store
 
 APP = "app"
 
 
 @pytest.fixture
 async def store(db: str) -> AsyncIterator[SessionService]:
-    service = SessionService(db)
+    service = session_store(db)
     await service.open()
     await service.create_session(app_name=APP, user_id="u", session_id="t")
     yield service

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store import SessionService, StoreError
+from gateway.store import StoreError
 from tests.support.agui import new_id, user_input
 from tests.support.processes import (
     GATEWAY,
@@ -27,29 +27,30 @@ from tests.support.processes import (
     operator_command,
     run_over_ws,
 )
+from tests.support.stores import session_store
 
 APP = "gateway"
 
 
 async def test_a_second_writer_of_a_file_is_refused_and_readers_are_not(tmp_path: Path) -> None:
     path = str(tmp_path / "gateway.db")
-    first = SessionService(path)
+    first = session_store(path)
     await first.open()
     try:
         await first.create_session(app_name=APP, user_id="u", session_id="t")
-        second = SessionService(path)
+        second = session_store(path)
         with pytest.raises(StoreError) as refused:
             await second.open()
         message = str(refused.value)
         assert path in message and f"pid {os.getpid()}" in message
-        reader = SessionService(path, read_only=True)
+        reader = session_store(path, read_only=True)
         await reader.open()
         assert [t.thread_id for t in await reader.threads(APP)] == ["t"]
         await reader.close()
     finally:
         await first.close()
     # Closing lets go of the file.
-    again = SessionService(path)
+    again = session_store(path)
     await again.open()
     await again.close()
 
@@ -59,7 +60,7 @@ async def test_a_store_that_fails_to_open_lets_go_of_the_file(tmp_path: Path) ->
     path.write_bytes(b"not a database, but a file someone cares about" * 100)
     for _ in range(2):  # the second attempt would meet the first one's lock if it were kept
         with pytest.raises(StoreError) as refused:
-            await SessionService(str(path)).open()
+            await session_store(str(path)).open()
         assert "not a usable session store" in str(refused.value)
 
 

@@ -19,8 +19,8 @@ from google.adk.sessions import BaseSessionService, InMemorySessionService, Sess
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway.store import SessionService
 from tests.support.backends import BACKENDS
+from tests.support.stores import session_store
 
 APP = "app"
 
@@ -31,9 +31,9 @@ async def service(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield InMemorySessionService()  # type: ignore[no-untyped-call]
         return
     if request.param == "postgres":
-        store = SessionService(request.getfixturevalue("postgres").fresh_database())
+        store = session_store(request.getfixturevalue("postgres").fresh_database())
     else:
-        store = SessionService(str(tmp_path / "sessions.db"))
+        store = session_store(str(tmp_path / "sessions.db"))
     await store.open()
     yield store
     await store.close()
@@ -296,7 +296,7 @@ async def _transcript(service: BaseSessionService) -> list[Any]:
 
 async def test_one_conversation_gives_identical_answers_from_both(db: str) -> None:
     oracle = await _transcript(InMemorySessionService())  # type: ignore[no-untyped-call]
-    store = SessionService(db)
+    store = session_store(db)
     await store.open()
     try:
         ours = await _transcript(store)

@@ -39,9 +39,10 @@ from gateway.store import (
     StoreError,
 )
 from gateway.store.cut_off import LEGACY_NOTE, NOTES, Ending
-from gateway.translate.history import messages_snapshot
+from gateway.translate.history import event_messages, messages_snapshot
 from tests.conftest import record_reads
 from tests.support.backends import rows
+from tests.support.stores import session_store
 
 # What the model reads after a reply a crash cut off.
 INTERRUPTED = NOTES[Ending.INTERRUPTED]
@@ -56,7 +57,7 @@ def db_path(tmp_path: Path) -> str:
 
 @pytest.fixture
 async def store(db: str) -> AsyncIterator[SessionService]:
-    service = SessionService(db)
+    service = session_store(db)
     await service.open()
     yield service
     await service.close()
@@ -116,7 +117,7 @@ def texts(session: Session | None) -> list[str]:
 
 
 async def reopened(path: str, **options: Any) -> SessionService:
-    service = SessionService(path, **options)
+    service = session_store(path, **options)
     await service.open()
     return service
 
@@ -215,9 +216,9 @@ async def test_appending_through_an_outdated_copy_is_refused(store: SessionServi
 
 async def test_durability_and_window_are_checked(db: str) -> None:
     with pytest.raises(ValueError, match="durability"):
-        SessionService(db, durability="sometimes")
+        session_store(db, durability="sometimes")
     with pytest.raises(ValueError, match="history_window"):
-        SessionService(db, history_window=0)
+        session_store(db, history_window=0)
     full = await reopened(db, durability="full")
     try:
         session = await full.create_session(app_name=APP, user_id="u")
@@ -404,7 +405,7 @@ def _write_old(path: str, version: int, threads: dict[str, list[Event]]) -> None
     _write_v1(path, threads)
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
         for migration in MIGRATIONS[1:version]:
-            migration(db)
+            migration(db, event_messages)
         db.execute("UPDATE schema_version SET version = ?", (version,))
 
 

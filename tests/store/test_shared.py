@@ -27,6 +27,7 @@ from gateway.store.errors import StoreError
 from tests.audit.test_audit import record
 from tests.support.backends import rows
 from tests.support.postgres import Postgres
+from tests.support.stores import session_store
 
 APP = "app"
 
@@ -48,7 +49,7 @@ def url(postgres: Postgres) -> str:
 @contextlib.asynccontextmanager
 async def gateways(url: str, count: int = 2) -> AsyncIterator[list[SessionService]]:
     """``count`` stores on one database, as as many gateway processes would open it."""
-    stores = [SessionService(url) for _ in range(count)]
+    stores = [session_store(url) for _ in range(count)]
     try:
         # All at once, as processes started together: one creates the schema, the rest wait.
         await asyncio.gather(*(store.open() for store in stores))
@@ -253,7 +254,7 @@ async def test_a_gateway_alone_on_the_database_knows_it(url: str) -> None:
         while not await alone.sole_writer():
             assert time.monotonic() < deadline, "the closed stores still count as writers"
             await asyncio.sleep(0.05)
-        reader = SessionService(url, read_only=True)  # an operator command is no writer
+        reader = session_store(url, read_only=True)  # an operator command is no writer
         await reader.open()
         try:
             assert await alone.sole_writer()

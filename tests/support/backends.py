@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from gateway.store.backend import is_postgres
+from gateway.store.urls import is_postgres
 
 BACKENDS = ("sqlite", "postgres")
 

@@ -19,7 +19,7 @@ from google.genai import types
 
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.store import SessionService
-from gateway.store.backend import is_postgres
+from gateway.store.urls import is_postgres
 
 APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 

@@ -39,6 +39,7 @@ from gateway.translate.history import event_messages, messages_snapshot, state_s
 from gateway.translate.translator import CONFIRMATION_CALL, RunTranslator
 from tests.conftest import running_gateway
 from tests.support.agui import new_id, user_input
+from tests.support.stores import session_store
 
 APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 BASIC = a2ui.BASIC_CATALOG_ID
@@ -291,7 +292,7 @@ async def approval_thread(
     db: str, **options: Any
 ) -> AsyncIterator[tuple[SessionService, list[Event]]]:
     """A store holding ``approval_flow`` as thread t1 of the demo user, and its events."""
-    store = SessionService(db, **options)
+    store = session_store(db, **options)
     await store.open()
     try:
         session = await store.create_session(app_name=APP, user_id="demo", session_id="t1")
@@ -493,7 +494,7 @@ async def test_a_surface_and_a_press_are_kept_as_they_were_streamed(store: Sessi
 
 async def test_operators_list_a_users_threads_and_export_one(db: str) -> None:
     path = db
-    server = SessionService(path)  # stays open, as a running gateway would
+    server = session_store(path)  # stays open, as a running gateway would
     await server.open()
     try:
         for thread in ("t1", "t2"):

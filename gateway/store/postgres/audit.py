@@ -1,4 +1,4 @@
-"""The audit log's tables in the gateway's PostgreSQL database (``gateway.audit.log`` is the logic).
+"""The audit log's tables in the gateway's PostgreSQL database (``gateway.audit`` is the logic).
 
 Every gateway process records into the same two tables, created with the store's schema
 (``schema``), so one ``agent-gateway audit`` sees what every process did. The audit has a
@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 from psycopg import errors
 
-from gateway.store.backend import described
 from gateway.store.errors import BusyError, StoreError
 from gateway.store.postgres.connection import Connection, said
+from gateway.store.urls import described
 
 Row = tuple[Any, ...]
 

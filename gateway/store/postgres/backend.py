@@ -27,12 +27,13 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import IsolationLevel
 
-from gateway.store.backend import Reads, described
+from gateway.store.backend import Reads
 from gateway.store.errors import StoreError
 from gateway.store.postgres import reads
 from gateway.store.postgres.connection import Connection, said
 from gateway.store.postgres.schema import prepare
 from gateway.store.postgres.transaction import ConnectionDropped, commit
+from gateway.store.urls import described
 from gateway.store.writes import Write
 
 T = TypeVar("T")

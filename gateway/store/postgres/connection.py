@@ -20,8 +20,8 @@ import psycopg
 from psycopg.abc import Buffer
 from psycopg.types.string import StrDumperUnknown
 
-from gateway.store.backend import described
 from gateway.store.errors import StoreError
+from gateway.store.urls import described
 
 T = TypeVar("T")
 

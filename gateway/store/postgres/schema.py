@@ -69,7 +69,7 @@ def _create_v1(db: psycopg.Connection) -> None:
         "CREATE TABLE frames (session_pk BIGINT NOT NULL REFERENCES sessions"
         " ON DELETE CASCADE, seq BIGINT NOT NULL, data BYTEA NOT NULL, only_for TEXT,"
         " not_for TEXT, PRIMARY KEY (session_pk, seq))",
-        # The audit log (``gateway.audit.log``, ``postgres.audit``): every process's records.
+        # The audit log (``gateway.audit``, ``postgres.audit``): every process's records.
         "CREATE TABLE audit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
         " at DOUBLE PRECISION NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,"
         " run_id TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT NOT NULL,"

@@ -1,4 +1,4 @@
-"""The audit log's tables in the gateway's SQLite file (``gateway.audit.log`` is the logic).
+"""The audit log's tables in the gateway's SQLite file (``gateway.audit`` is the logic).
 
 The audit has its own aiosqlite connection to the store's file (WAL), so recording never
 queues behind the store's commits; the two take turns for the file's write lock, which a

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from gateway.config import in_memory
 from gateway.store.backend import Reads
+from gateway.store.messages import EventMessages
 from gateway.store.sqlite import reads
 from gateway.store.sqlite.connection import connect, disconnect
 from gateway.store.sqlite.database import Database
@@ -49,12 +50,18 @@ class SqliteBackend:
             self._lock = None
 
 
-async def open_sqlite(path: str, *, durability: str, read_only: bool) -> SqliteBackend:
+async def open_sqlite(
+    path: str, *, durability: str, read_only: bool, messages: EventMessages
+) -> SqliteBackend:
     memory_only = in_memory(path)
     lock = lock_for_writing(path) if not read_only and not memory_only else None
     try:
         db = await connect(
-            path, durability=durability, read_only=read_only, memory_only=memory_only
+            path,
+            durability=durability,
+            read_only=read_only,
+            memory_only=memory_only,
+            messages=messages,
         )
     except BaseException:
         _unlock(lock)

@@ -17,14 +17,18 @@ from pathlib import Path
 import aiosqlite
 
 from gateway.store.errors import StoreError
+from gateway.store.messages import EventMessages
 from gateway.store.sqlite.database import Database
 from gateway.store.sqlite.schema import prepare
 
 SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}
 
 
-async def connect(path: str, *, durability: str, read_only: bool, memory_only: bool) -> Database:
-    """Connects, checks the file and migrates it; raises StoreError if it is unusable."""
+async def connect(
+    path: str, *, durability: str, read_only: bool, memory_only: bool, messages: EventMessages
+) -> Database:
+    """Connects, checks the file and migrates it (recomputing what rows keep with the
+    store's projection ``messages``); raises StoreError if it is unusable."""
     target, uri = path, False
     if read_only and not memory_only:
         if not os.path.exists(path):
@@ -49,6 +53,7 @@ async def connect(path: str, *, durability: str, read_only: bool, memory_only: b
                 synchronous=SYNCHRONOUS[durability],
                 read_only=read_only,
                 in_memory=memory_only,
+                messages=messages,
             ),
         )
     except BaseException as error:

@@ -5,6 +5,10 @@ that commits many writes together, or a read of several statements, wants one tr
 whole batch: ``Database.run`` takes a function of the raw ``sqlite3.Connection`` and runs it
 there, in one go. (aiosqlite has no public call for this; its private ``_execute`` is what
 its own methods use.)
+
+Both users of a SQLite file run their SQL this way, each over a connection of its own:
+the store (``connection`` opens it, ``backend`` reads and commits through it) and the
+audit's tables (``audit``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ The schema is numbered; ``MIGRATIONS[n]`` takes a database from version n to n +
 one transaction. ``prepare`` refuses a file that is not an agent-gateway store, or one
 newer than this code. A migration that meets a stored event it cannot decode sets that
 one thread aside (quarantined once every migration has run) and goes on.
+
+Each migration is given the connection and the store's projection of an event into its
+AG-UI messages (``gateway.store.messages``): those that recompute the messages column
+make them with it, as an append does.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from google.adk.events import Event
 
 from gateway.store.codec import decoded_event, dump_messages
 from gateway.store.cut_off import LEGACY_NOTE
+from gateway.store.messages import EventMessages
 from gateway.store.progress import RunProgress
 from gateway.store.quarantine import Quarantine
 from gateway.store.schema import check_ours, migrations_due
@@ -25,10 +30,11 @@ from gateway.store.sqlite.open_calls import record_progress
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
 
-Migration = Callable[[sqlite3.Connection], None]
+# A migration: the connection, and the projection that makes an event row's messages.
+Migration = Callable[[sqlite3.Connection, EventMessages], None]
 
 
-def _create_v1(db: sqlite3.Connection) -> None:
+def _create_v1(db: sqlite3.Connection, messages: EventMessages) -> None:
     for statement in (
         "CREATE TABLE app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL,"
         " update_time REAL NOT NULL)",
@@ -48,7 +54,7 @@ def _create_v1(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-def _track_runs_v2(db: sqlite3.Connection) -> None:
+def _track_runs_v2(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds open-call and open-run tracking, and rebuilds both from the stored events."""
     for statement in (
         "ALTER TABLE sessions ADD COLUMN invocation_id TEXT",
@@ -82,14 +88,16 @@ def _track_runs_v2(db: sqlite3.Connection) -> None:
         )
 
 
-def _keep_messages_v3(db: sqlite3.Connection) -> None:
+def _keep_messages_v3(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds each event's AG-UI messages, computed from the stored events."""
     db.execute("ALTER TABLE events ADD COLUMN messages TEXT")
-    _compute_messages(db)
+    _compute_messages(db, messages)
 
 
-def _compute_messages(db: sqlite3.Connection, data_like: str = "%") -> None:
-    """Writes each event's AG-UI messages as ``history.event_messages`` makes them now
+def _compute_messages(
+    db: sqlite3.Connection, messages: EventMessages, data_like: str = "%"
+) -> None:
+    """Writes each event's AG-UI messages as the projection ``messages`` makes them now
     (only those of events whose stored data is LIKE ``data_like``)."""
     last_seq = 0
     # In slices, so a large thread history never sits in memory at once.
@@ -101,7 +109,7 @@ def _compute_messages(db: sqlite3.Connection, data_like: str = "%") -> None:
         updates = []
         for seq, session_pk, data in rows:
             if (event := _migrated_event(db, session_pk, seq, data)) is not None:
-                updates.append((dump_messages(event), seq))
+                updates.append((dump_messages(event, messages), seq))
         db.executemany("UPDATE events SET messages = ? WHERE seq = ?", updates)
         last_seq = rows[-1][0]
 
@@ -145,7 +153,7 @@ def _quarantine_set_aside(db: sqlite3.Connection, path: str) -> None:
         quarantine.report(f"found migrating {path}")
 
 
-def _keep_streamed_text_v4(db: sqlite3.Connection) -> None:
+def _keep_streamed_text_v4(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds the text so far of the message each thread is streaming (none in older files)."""
     # One row per session at most: a run streams one message at a time.
     db.execute(
@@ -155,7 +163,7 @@ def _keep_streamed_text_v4(db: sqlite3.Connection) -> None:
     )
 
 
-def _quarantine_v5(db: sqlite3.Connection) -> None:
+def _quarantine_v5(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds the threads set aside because a stored value of theirs cannot be decoded."""
     # One row per thread: the first bad value found is enough to refuse it.
     db.execute(
@@ -168,7 +176,7 @@ def _quarantine_v5(db: sqlite3.Connection) -> None:
 EVENT_BYTES = "length(CAST(data AS BLOB)) + COALESCE(length(CAST(messages AS BLOB)), 0)"
 
 
-def _count_stored_bytes_v6(db: sqlite3.Connection) -> None:
+def _count_stored_bytes_v6(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds what each thread holds in bytes, for the per-user quota, counted from its events."""
     db.execute("ALTER TABLE sessions ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0")
     _count_stored_bytes(db)
@@ -181,21 +189,21 @@ def _count_stored_bytes(db: sqlite3.Connection) -> None:
     )
 
 
-def _name_speakers_v7(db: sqlite3.Connection) -> None:
+def _name_speakers_v7(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Recomputes each event's messages: who spoke (agent name, sub-agent run), thoughts as
     reasoning messages, server tool results as a client is shown them."""
-    _compute_messages(db)
+    _compute_messages(db, messages)
     _count_stored_bytes(db)
 
 
-def _mark_cut_off_replies_v8(db: sqlite3.Connection) -> None:
+def _mark_cut_off_replies_v8(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Recomputes the messages of replies a crash cut off: the text without the bilingual
     note a client was shown, and ``metadata.ended`` (``gateway.store.cut_off``)."""
-    _compute_messages(db, f"%{LEGACY_NOTE}%")
+    _compute_messages(db, messages, f"%{LEGACY_NOTE}%")
     _count_stored_bytes(db)
 
 
-def _log_frames_v9(db: sqlite3.Connection) -> None:
+def _log_frames_v9(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds each thread's event log: the frames its watchers were sent, numbered per thread
     (``gateway.store.frames``); threads from before it start their log empty."""
     db.execute(
@@ -220,7 +228,13 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def prepare(
-    db: sqlite3.Connection, *, path: str, synchronous: str, read_only: bool, in_memory: bool
+    db: sqlite3.Connection,
+    *,
+    path: str,
+    synchronous: str,
+    read_only: bool,
+    in_memory: bool,
+    messages: EventMessages,
 ) -> None:
     """Checks the file is ours and readable, then brings its schema up to date."""
     # The first read fails here on a file that is not SQLite, before anything is written.
@@ -243,7 +257,7 @@ def prepare(
             db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
             db.execute("INSERT INTO schema_version VALUES (0)")
         for migration in MIGRATIONS[version:]:
-            migration(db)
+            migration(db, messages)
         _quarantine_set_aside(db, path)
         db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         db.execute("COMMIT")

@@ -39,7 +39,7 @@ from typing import Any
 from playwright.async_api import Browser, BrowserContext, Page, WebSocket, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from gateway.audit.log import AuditRecord, read_audit
+from gateway.audit import AuditRecord, read_audit
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
 from tests.e2e.web_helpers import (
     FLAGSHIP,

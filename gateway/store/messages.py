@@ -1,0 +1,42 @@
+"""AG-UI messages as the store keeps them, and the projection it is given to make them.
+
+Each event row keeps the AG-UI messages its event shows as, written with the event, so a
+thread's snapshot is one read (``projection``). Which messages an ADK event shows as is
+translation, a layer above the store: whoever opens a store gives it that projection
+(``EventMessages``; the gateway's is ``gateway.translate.history.event_messages``), and the
+store calls it on every append and in the SQLite migrations that recompute the column. So
+the store never imports translation.
+
+What the store needs of the messages themselves, with no ADK in it, is here: a message is
+a JSON object (``Message``), and a snapshot keeps only the tool results whose call it shows
+(``answered_calls_only``). Translation imports both from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from google.adk.events import Event
+
+Message = dict[str, Any]
+
+# The AG-UI messages one stored ADK event shows as, oldest first; none for an event that
+# shows nothing. A change to what it returns needs a migration that recomputes the column.
+EventMessages = Callable[[Event], list[Message]]
+
+
+def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
+    """``messages`` without the tool results whose call no earlier message makes.
+
+    Such a result answers a call cut off by a history window, or an approval request
+    (which travels as an AG-UI Interrupt, never as a tool call).
+    """
+    kept: list[Message] = []
+    calls_seen: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool" and message["toolCallId"] not in calls_seen:
+            continue
+        calls_seen.update(call["id"] for call in message.get("toolCalls", ()))
+        kept.append(message)
+    return kept
