@@ -14,7 +14,7 @@ event with the run of that agent it belongs to (``custom_metadata["agui"]["subag
   resumable App so (a paused agent does not end, and a resumed invocation starts anew).
 
 A mark rides on the event into the store, so a snapshot shows who said what exactly as the
-live stream did (``gateway.history``), and the translator needs no second reading of it.
+live stream did (``gateway.translate.history``), and the translator needs no second reading of it.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ Rules of the stream this produces (AG-UI 1.0):
 - State changes become STATE_DELTA (RFC 6902 ``add``), ``temp:`` keys left out; the
   run's token usage (``gateway.adk.usage``) rides on its last event.
 
-Ids, shared with ``gateway.history`` so snapshots repeat what was streamed live:
+Ids, shared with ``translate.history`` so snapshots repeat what was streamed live:
 an assistant message's id is its ADK event id, its thoughts' ``"rs-" + event id``; a tool
 call's id is ADK's function call id; a server tool's result message is ``"tr-" + call id``,
 and what it showed of an A2UI surface follows it as ACTIVITY_SNAPSHOT
