@@ -1,80 +1,16 @@
 // The chatbot: transcript, tool-activity timeline, approval cards, stop, and the three
-// surfaces (side panel, full screen, modal). The /ws protocol and the ledger of browser
+// surfaces (side panel, full screen, modal). The words it shows are chat/labels.js's, a tool
+// call's row is chat/tool-activity.js's. The /ws protocol and the ledger of browser
 // actions are the @agent-gateway/agui-websocket package's (clients/agui-websocket/src/,
 // linked here as agui-websocket/).
 
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
+import { connectionLabel, ENDED_LINES, MODES, NOTICE_LABELS, QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
+import { ToolActivity } from "./chat/tool-activity.js";
 import { h, newId } from "./dom.js";
-import { botMessage, MessageTimes, userMessage } from "./messages.js";
+import { botMessage, MessageTimes, textOf, userMessage } from "./messages.js";
 import { ACTION_ACTIVITY, capabilitiesEntry, SURFACE_ACTIVITY, SurfaceBoard } from "./surfaces.js";
-
-export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
-
-const TOOL_LABELS = {
-  find_screen: "화면 검색",
-  navigateToScreen: "화면 이동",
-  approveWorkRequest: "업무 요청 승인",
-  rejectWorkRequest: "업무 요청 거절",
-  show_work_request: "업무 요청 보기",
-};
-
-const STATUS_LABELS = {
-  navigated: "이동 완료",
-  denied: "권한 없음",
-  not_allowed_here: "이 창에서는 이동 불가",
-  error: "실패",
-  no_result: "결과 없음",
-  approved: "승인됨",
-  rejected: "거절됨",
-  cancelled: "취소됨",
-};
-const SUCCESS_STATUSES = new Set(["navigated", "approved", "ok", "success", "done"]);
-
-const STATE_LABELS = {
-  running: "실행 중",
-  waiting: "브라우저에서 실행 중",
-  pending: "결과 대기 중",
-  elsewhere: "다른 창의 요청 · 그 창에서 실행됩니다",
-  approval: "승인 대기 중",
-};
-
-// Why a call ended without the browser's result, as the gateway says it, in the user's words.
-const REASON_LABELS = {
-  timeout: "브라우저가 제한 시간 안에 결과를 보내지 않았습니다.",
-  superseded: "새 메시지를 보내서 이 요청은 닫혔습니다.",
-  "the user stopped the run": "응답을 중지해서 실행하지 않았습니다.",
-  "the approval expired": "승인 시간이 지나 거절로 처리되었습니다.",
-};
-const INTERRUPTED_CALL = "게이트웨이가 다시 시작되어 이 작업이 중단되었습니다.";
-
-// How a reply that did not finish ended (``metadata.ended`` in a snapshot).
-const ENDED_LINES = {
-  stopped: ["stopped-line", "■ 응답을 중지했습니다."],
-  failed: ["error-line", "⚠ 오류로 응답이 끊겼습니다."],
-  interrupted: ["error-line", "⚠ 게이트웨이가 다시 시작되어 응답이 중단되었습니다."],
-};
-
-// What a refusal or failure means to the user, by its code; the gateway's own sentence
-// (English, for developers) stays in the line's tooltip.
-const ERROR_LABELS = {
-  UNAUTHORIZED: "로그인이 필요하거나 만료되었습니다. 페이지를 새로고침해 주세요.",
-  ACCESS_DENIED: "이 대화에 접근할 수 없습니다. 새 대화를 시작해 주세요.",
-  VALIDATION_ERROR: "요청을 처리할 수 없습니다.",
-  RATE_LIMIT_EXCEEDED: "요청이 너무 잦습니다. 잠시 후 다시 시도해 주세요.",
-  SESSION_BUSY: "아직 응답 중입니다. 끝난 뒤에 다시 보내 주세요.",
-  SERVICE_QUOTA_EXCEEDED: "사용 한도를 넘었습니다. 관리자에게 문의해 주세요.",
-  AGENT_ERROR: "에이전트가 응답하지 못했습니다. 잠시 후 다시 시도해 주세요.",
-  INTERNAL_ERROR: "게이트웨이에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.",
-};
-const NOTICE_LABELS = {
-  NOTHING_TO_CANCEL: "중지할 응답이 없습니다.",
-  CANCEL_REQUESTED: "응답을 중지하는 중입니다.",
-  INTERRUPT_ALREADY_ANSWERED: "이미 답한 승인 요청입니다.",
-  INTERRUPT_EXPIRED: "승인 시간이 지나 거절로 처리되었습니다.",
-};
-// Notices the tab causes itself by sending a kept result again: nothing to tell the user.
-const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED"]);
 
 const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
 
@@ -439,11 +375,7 @@ export class ChatPanel {
         else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.#closeStreaming();
         const onCard = run.runId ? this.actionRuns.has(run.runId) : this.lastInputWasAction;
-        const said =
-          onCard && event.code === "VALIDATION_ERROR"
-            ? "카드의 요청을 처리할 수 없습니다."
-            : (ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
-        this.#errorLine(said, event.message);
+        this.#errorLine(runErrorLabel(event.code, onCard), event.message);
         if (run.runId) this.#retryLine();
         if (!run.runId && this.ledger.unacknowledged().length) {
           // A refused input may have carried kept results: look again at what the thread waits for.
@@ -490,10 +422,7 @@ export class ChatPanel {
 
   #onStatus(state, detail) {
     this.app.dataset.connection = state;
-    const labels = { connecting: "연결 중…", syncing: "대화 불러오는 중…", open: "연결됨", reconnecting: "재연결 중…" };
-    let label = labels[state];
-    if (state === "reconnecting" && detail.inMs) label = `재연결 중… ${Math.ceil(detail.inMs / 1000)}초 후`;
-    this.el.status.textContent = label;
+    this.el.status.textContent = connectionLabel(state, detail);
     this.el.status.dataset.state = state;
     this.connected = state === "open";
     // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
@@ -758,128 +687,4 @@ export class ChatPanel {
     this.following = scrollHeight - scrollTop - clientHeight < 24;
     this.el.jump.hidden = this.following;
   }
-}
-
-/** One row of the tool-activity timeline. */
-class ToolActivity {
-  constructor(id, name) {
-    this.id = id;
-    this.titleEl = h("span", { class: "activity-name" });
-    this.targetEl = h("span", { class: "activity-target" });
-    this.detailEl = h("div", { class: "activity-detail" });
-    this.statusEl = h("span", { class: "activity-status" });
-    this.el = h(
-      "li",
-      { class: "activity", dataset: { toolCallId: id } },
-      h("span", { class: "activity-icon", "aria-hidden": "true" }),
-      h("div", { class: "activity-body" }, h("div", { class: "activity-title" }, this.titleEl, this.targetEl), this.detailEl),
-      this.statusEl,
-    );
-    this.reset(name);
-  }
-
-  reset(name) {
-    delete this.el.dataset.outcome;
-    this.rejectedByUser = false;
-    this.name = name;
-    this.raw = "";
-    this.args = null;
-    this.titleEl.textContent = TOOL_LABELS[name] ?? name;
-    this.targetEl.textContent = "";
-    this.detailEl.textContent = "";
-    this.el.dataset.tool = name;
-    this.state("running");
-  }
-
-  appendArgs(delta) {
-    this.raw += delta;
-  }
-
-  endArgs() {
-    try {
-      this.args = JSON.parse(this.raw || "{}");
-    } catch {
-      this.args = null;
-    }
-    this.targetEl.textContent = summarize(this.name, this.args);
-  }
-
-  state(state) {
-    if (this.el.dataset.outcome) return; // a result is final
-    this.el.dataset.state = state;
-    this.el.className = `activity state-${state}`;
-    this.statusEl.textContent = STATE_LABELS[state] ?? state;
-  }
-
-  resultContent(content, error, elsewhere = false) {
-    let value = textOf(content);
-    try {
-      value = JSON.parse(value);
-    } catch {
-      // plain text stays text
-    }
-    this.result(value, error, elsewhere);
-  }
-
-  result(value, error, elsewhere = false) {
-    let { tone, label, detail } = readResult(value, error);
-    if (this.rejectedByUser && tone === "failed") {
-      // The user said no on the approval card: that is what this failure means.
-      [label, detail] = ["거절됨", "사용자가 거절했습니다."];
-    }
-    if (elsewhere) label = `다른 창에서 ${label}`;
-    this.el.dataset.outcome = tone;
-    this.el.dataset.state = "done";
-    this.el.className = `activity outcome-${tone}`;
-    this.statusEl.textContent = `${tone === "ok" ? "✓" : tone === "failed" ? "✕" : "•"} ${label}`;
-    this.detailEl.textContent = detail;
-  }
-}
-
-function summarize(name, args) {
-  if (!args) return "";
-  if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
-  if (name === "find_screen") return args.query ? `“${args.query}”` : "";
-  if (["approveWorkRequest", "rejectWorkRequest", "show_work_request"].includes(name)) return args.requestId ?? "";
-  const text = JSON.stringify(args);
-  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
-}
-
-/** What a tool result means for the timeline: success, failure, or neither. */
-function readResult(value, error) {
-  if (error) return { tone: "failed", label: "실패", detail: errorLabel(error) };
-  if (value && typeof value === "object" && !Array.isArray(value)) {
-    if (value.error) return { tone: "failed", label: "실패", detail: errorLabel(value.error) };
-    if (typeof value.status === "string") {
-      const ok = SUCCESS_STATUSES.has(value.status);
-      return {
-        tone: ok ? "ok" : "failed",
-        label: STATUS_LABELS[value.status] ?? value.status,
-        detail: value.message ? String(value.message) : reasonLabel(value.reason),
-      };
-    }
-    if (Array.isArray(value.screens)) {
-      return value.screens.length
-        ? { tone: "ok", label: `${value.screens.length}개 찾음`, detail: value.screens.map((s) => s.name).join(", ") }
-        : { tone: "warn", label: "찾지 못함", detail: "열 수 있는 화면이 없습니다." };
-    }
-  }
-  return { tone: "ok", label: "완료", detail: typeof value === "string" ? value : "" };
-}
-
-function reasonLabel(reason) {
-  if (!reason) return "";
-  return REASON_LABELS[reason] ?? "브라우저의 결과 없이 끝났습니다.";
-}
-
-/** A tool's own error text, except the gateway's, which is in English for the model. */
-function errorLabel(error) {
-  const text = String(error);
-  return text.startsWith("interrupted:") ? INTERRUPTED_CALL : text;
-}
-
-function textOf(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.filter((part) => part.type === "text").map((part) => part.text).join("\n");
-  return "";
 }
