@@ -1,18 +1,17 @@
-// The chatbot: transcript, tool-activity timeline, approval cards, stop, and the three
-// surfaces (side panel, full screen, modal). The words it shows are chat/labels.js's, a tool
-// call's row is chat/tool-activity.js's. The /ws protocol and the ledger of browser
-// actions are the @agent-gateway/agui-websocket package's (clients/agui-websocket/src/,
-// linked here as agui-websocket/).
+// The chatbot: transcript, tool-activity timeline, approval cards, stop. The frame it is
+// shown in (side panel, full screen, modal; composer, buttons, status) is chat/panel.js's,
+// the words it shows are chat/labels.js's, a tool call's row is chat/tool-activity.js's.
+// The /ws protocol and the ledger of browser actions are the @agent-gateway/agui-websocket
+// package's (clients/agui-websocket/src/, linked here as agui-websocket/).
 
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
-import { connectionLabel, ENDED_LINES, MODES, NOTICE_LABELS, QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
+import { ENDED_LINES, NOTICE_LABELS, QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
+import { Panel } from "./chat/panel.js";
 import { ToolActivity } from "./chat/tool-activity.js";
 import { h, newId } from "./dom.js";
 import { botMessage, MessageTimes, textOf, userMessage } from "./messages.js";
 import { ACTION_ACTIVITY, capabilitiesEntry, SURFACE_ACTIVITY, SurfaceBoard } from "./surfaces.js";
-
-const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
 
 const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -41,24 +40,15 @@ export class ChatPanel {
    * @param {Record<string, Function>} options.implemented  client tools by name
    */
   constructor({ app, userId, wsUrl, clientId, tools, implemented }) {
-    this.app = app;
     this.userId = userId;
     this.tools = tools;
     this.implemented = implemented;
+    this.panel = new Panel(app);
     this.el = {
-      panel: app.querySelector("#chat"),
       transcript: app.querySelector("#transcript"),
       items: app.querySelector("#transcript-items"),
-      form: app.querySelector("#composer"),
-      input: app.querySelector("#chat-input"),
-      send: app.querySelector("#send"),
-      stop: app.querySelector("#stop"),
-      status: app.querySelector("#conn-status"),
-      thread: app.querySelector("#thread-id"),
       jump: app.querySelector("#jump"),
-      modes: [...app.querySelectorAll("[data-mode]")],
     };
-    this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
     this.threadId = initialThread(userId);
     this.ledger = new ActionLedger();
     this.run = null; // the live run on this thread: {runId, own}
@@ -84,103 +74,25 @@ export class ChatPanel {
   }
 
   start() {
-    this.el.form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.#submit();
+    this.panel.start({
+      onSend: () => this.#submit(),
+      onStop: () => this.client.cancel(),
+      onNewThread: () => this.newThread(),
     });
-    this.el.input.addEventListener("keydown", (event) => {
-      // Korean input: Enter that ends an IME composition must not send half a word.
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-        event.preventDefault();
-        this.#submit();
-      }
-    });
-    this.el.stop.addEventListener("click", () => this.client.cancel());
     this.el.transcript.addEventListener("scroll", () => this.#noticeScrolling(), { passive: true });
     // A rotated phone or a resized window changes the transcript's height: a reader at the
     // end stays at the end.
     new ResizeObserver(() => this.#scroll()).observe(this.el.transcript);
     this.el.jump.addEventListener("click", () => this.#scroll({ force: true }));
-    for (const button of this.el.modes) {
-      button.addEventListener("click", () => this.setMode(button.dataset.mode));
-    }
-    this.app.querySelector("#new-thread").addEventListener("click", () => this.newThread());
     window.addEventListener("hashchange", () => {
       const threadId = new URLSearchParams(location.hash.slice(1)).get("thread");
       if (threadId && THREAD_ID.test(threadId) && threadId !== this.threadId) this.#join(threadId);
     });
-    this.app.querySelector("#chat-close").addEventListener("click", () => this.setOpen(false));
-    this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
-    this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
-    document.addEventListener("keydown", (event) => {
-      if (this.mode !== "modal" || this.app.dataset.chatOpen !== "true") return;
-      if (event.key === "Escape") this.setOpen(false);
-      else if (event.key === "Tab") this.#keepFocusInside(event);
-    });
-    this.setMode(this.mode);
-    this.#showThread();
+    this.panel.setMode(this.panel.mode);
+    this.panel.showThread(this.threadId);
     this.#welcome();
     this.#updateControls();
     this.client.start();
-  }
-
-  setMode(mode) {
-    if (!MODES[mode]) return;
-    this.mode = mode;
-    sessionStorage.setItem("agw.chat-mode", mode);
-    this.app.dataset.chatMode = mode;
-    for (const button of this.el.modes) {
-      button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
-    }
-    this.setOpen(true);
-  }
-
-  setOpen(open) {
-    const wasOpen = this.app.dataset.chatOpen === "true";
-    this.app.dataset.chatOpen = String(open);
-    this.#asDialog(open && this.mode === "modal");
-    if (open) this.el.input.focus({ preventScroll: true });
-    else if (wasOpen) this.app.querySelector("#launcher").focus();
-  }
-
-  /** Tab from the dialog's last control goes to its first (Shift+Tab the other way round). */
-  #keepFocusInside(event) {
-    const controls = [...this.el.panel.querySelectorAll(FOCUSABLE)].filter(
-      (el) => !el.disabled && el.checkVisibility(),
-    );
-    if (!controls.length) return;
-    const [first, last] = [controls[0], controls.at(-1)];
-    const active = document.activeElement;
-    const outside = !this.el.panel.contains(active);
-    if (event.shiftKey && (active === first || outside)) {
-      event.preventDefault();
-      last.focus();
-    } else if (!event.shiftKey && (active === last || outside)) {
-      event.preventDefault();
-      first.focus();
-    }
-  }
-
-  /**
-   * The modal is a dialog: announced as one, and the page behind it is inert, so neither
-   * Tab nor a screen reader's cursor leaves it until it closes.
-   */
-  #asDialog(modal) {
-    const panel = this.el.panel;
-    if (modal) {
-      panel.setAttribute("role", "dialog");
-      panel.setAttribute("aria-modal", "true");
-      panel.setAttribute("aria-labelledby", "chat-title");
-      panel.removeAttribute("aria-label");
-    } else {
-      panel.removeAttribute("role");
-      panel.removeAttribute("aria-modal");
-      panel.removeAttribute("aria-labelledby");
-      panel.setAttribute("aria-label", "업무 도우미");
-    }
-    for (const behind of this.app.querySelectorAll(":scope > :not(#chat, .backdrop)")) {
-      behind.inert = modal;
-    }
   }
 
   newThread() {
@@ -196,7 +108,7 @@ export class ChatPanel {
     this.pendingInputs = 0;
     this.#clear();
     this.#welcome();
-    this.#showThread();
+    this.panel.showThread(this.threadId);
     this.#updateControls();
     this.client.switchThread(this.threadId);
   }
@@ -208,12 +120,12 @@ export class ChatPanel {
   // --- sending --------------------------------------------------------------------------
 
   #submit() {
-    const text = this.el.input.value.trim();
+    const text = this.panel.el.input.value.trim();
     if (!text || this.busy || !this.connected) return;
     const id = newId("msg");
     this.lastInputWasAction = false;
     this.#userBubble(id, text, { live: true });
-    this.el.input.value = "";
+    this.panel.el.input.value = "";
     this.#sendInput({ messages: [{ id, role: "user", content: text }] });
     this.#scroll({ force: true }); // who sends a message wants to see what comes back
   }
@@ -223,7 +135,7 @@ export class ChatPanel {
     // Whatever is sent next moves the thread on: an earlier offer to ask again is moot.
     for (const line of this.el.items.querySelectorAll(".retry-line")) line.remove();
     // Every input says where the chat is shown and which A2UI catalogs this page draws.
-    const context = [{ description: "surface", value: this.mode }, capabilitiesEntry()];
+    const context = [{ description: "surface", value: this.panel.mode }, capabilitiesEntry()];
     const runId = userAction
       ? this.client.startUserAction(userAction, { tools: this.tools, context })
       : this.client.startRun({ messages, resume, tools: this.tools, context });
@@ -292,7 +204,7 @@ export class ChatPanel {
     if (!tool) return { status: "error", message: `이 브라우저는 ${call.name} 도구를 실행할 수 없습니다.` };
     if (!call.args) return { status: "error", message: "도구 호출 인자를 읽을 수 없어 실행하지 않았습니다." };
     try {
-      return await tool(call.args, this.mode);
+      return await tool(call.args, this.panel.mode);
     } catch (error) {
       console.error(`client tool ${call.name} failed`, error);
       return { status: "error", message: `실행 중 오류가 났습니다: ${error?.message ?? error}` };
@@ -421,9 +333,7 @@ export class ChatPanel {
   }
 
   #onStatus(state, detail) {
-    this.app.dataset.connection = state;
-    this.el.status.textContent = connectionLabel(state, detail);
-    this.el.status.dataset.state = state;
+    this.panel.showConnection(state, detail);
     this.connected = state === "open";
     // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
     // it stopped, into the same bubbles.
@@ -511,10 +421,7 @@ export class ChatPanel {
               {
                 type: "button",
                 class: "chip",
-                onclick: () => {
-                  this.el.input.value = text;
-                  this.el.input.focus();
-                },
+                onclick: () => this.panel.fill(text),
               },
               text,
             ),
@@ -585,7 +492,7 @@ export class ChatPanel {
     const button = h("button", { type: "button", class: "btn retry" }, "↻ 다시 시도");
     button.addEventListener("click", () => {
       if (this.busy || !this.connected) return;
-      this.el.input.value = asked;
+      this.panel.el.input.value = asked;
       this.#submit();
     });
     this.#append(h("li", { class: "retry-line" }, button));
@@ -648,20 +555,9 @@ export class ChatPanel {
     this.streaming = null;
   }
 
-  #showThread() {
-    if (this.el.thread) {
-      this.el.thread.textContent = this.threadId;
-      this.el.thread.title = `대화 ${this.threadId}`;
-    }
-  }
-
   #updateControls() {
     const busy = this.busy;
-    this.el.send.hidden = busy;
-    this.el.send.disabled = !this.connected;
-    this.el.stop.hidden = !busy;
-    this.el.stop.disabled = !this.run;
-    this.el.panel.dataset.busy = String(busy);
+    this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
     this.surfaces.setEnabled(!busy && this.connected);
     let typing = this.el.items.querySelector(".typing");
     const showTyping = busy && !this.streaming;
