@@ -1,84 +1,22 @@
-// The chatbot: transcript, tool-activity timeline, approval cards, stop, and the three
-// surfaces (side panel, full screen, modal). The /ws protocol and the ledger of browser
-// actions are the @agent-gateway/agui-websocket package's (clients/agui-websocket/src/,
-// linked here as agui-websocket/).
+// The chatbot's controller: one thread on one connection, and the life of its runs. It
+// sends what the user types or presses, stops a run, performs the browser tools a run waits
+// on and answers its approvals, picks the thread up again after a reconnect or a reload,
+// and tells the parts in chat/ what to show: panel.js (the frame: composer, buttons, status,
+// the three surfaces), transcript.js (messages as they stream and from snapshots),
+// tool-activity.js (a tool call's row), actions.js (retry, approval cards) and labels.js
+// (the words). The /ws protocol and the ledger of browser actions are the
+// @agent-gateway/agui-websocket package's (clients/agui-websocket/src/, linked here as
+// agui-websocket/).
 
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
-import { h, newId } from "./dom.js";
-import { botMessage, MessageTimes, userMessage } from "./messages.js";
-import { ACTION_ACTIVITY, capabilitiesEntry, SURFACE_ACTIVITY, SurfaceBoard } from "./surfaces.js";
+import { approvalCards } from "./chat/actions.js";
+import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
+import { Panel } from "./chat/panel.js";
+import { Transcript } from "./chat/transcript.js";
+import { newId } from "./dom.js";
+import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
 
-export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
-
-const TOOL_LABELS = {
-  find_screen: "화면 검색",
-  navigateToScreen: "화면 이동",
-  approveWorkRequest: "업무 요청 승인",
-  rejectWorkRequest: "업무 요청 거절",
-  show_work_request: "업무 요청 보기",
-};
-
-const STATUS_LABELS = {
-  navigated: "이동 완료",
-  denied: "권한 없음",
-  not_allowed_here: "이 창에서는 이동 불가",
-  error: "실패",
-  no_result: "결과 없음",
-  approved: "승인됨",
-  rejected: "거절됨",
-  cancelled: "취소됨",
-};
-const SUCCESS_STATUSES = new Set(["navigated", "approved", "ok", "success", "done"]);
-
-const STATE_LABELS = {
-  running: "실행 중",
-  waiting: "브라우저에서 실행 중",
-  pending: "결과 대기 중",
-  elsewhere: "다른 창의 요청 · 그 창에서 실행됩니다",
-  approval: "승인 대기 중",
-};
-
-// Why a call ended without the browser's result, as the gateway says it, in the user's words.
-const REASON_LABELS = {
-  timeout: "브라우저가 제한 시간 안에 결과를 보내지 않았습니다.",
-  superseded: "새 메시지를 보내서 이 요청은 닫혔습니다.",
-  "the user stopped the run": "응답을 중지해서 실행하지 않았습니다.",
-  "the approval expired": "승인 시간이 지나 거절로 처리되었습니다.",
-};
-const INTERRUPTED_CALL = "게이트웨이가 다시 시작되어 이 작업이 중단되었습니다.";
-
-// How a reply that did not finish ended (``metadata.ended`` in a snapshot).
-const ENDED_LINES = {
-  stopped: ["stopped-line", "■ 응답을 중지했습니다."],
-  failed: ["error-line", "⚠ 오류로 응답이 끊겼습니다."],
-  interrupted: ["error-line", "⚠ 게이트웨이가 다시 시작되어 응답이 중단되었습니다."],
-};
-
-// What a refusal or failure means to the user, by its code; the gateway's own sentence
-// (English, for developers) stays in the line's tooltip.
-const ERROR_LABELS = {
-  UNAUTHORIZED: "로그인이 필요하거나 만료되었습니다. 페이지를 새로고침해 주세요.",
-  ACCESS_DENIED: "이 대화에 접근할 수 없습니다. 새 대화를 시작해 주세요.",
-  VALIDATION_ERROR: "요청을 처리할 수 없습니다.",
-  RATE_LIMIT_EXCEEDED: "요청이 너무 잦습니다. 잠시 후 다시 시도해 주세요.",
-  SESSION_BUSY: "아직 응답 중입니다. 끝난 뒤에 다시 보내 주세요.",
-  SERVICE_QUOTA_EXCEEDED: "사용 한도를 넘었습니다. 관리자에게 문의해 주세요.",
-  AGENT_ERROR: "에이전트가 응답하지 못했습니다. 잠시 후 다시 시도해 주세요.",
-  INTERNAL_ERROR: "게이트웨이에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.",
-};
-const NOTICE_LABELS = {
-  NOTHING_TO_CANCEL: "중지할 응답이 없습니다.",
-  CANCEL_REQUESTED: "응답을 중지하는 중입니다.",
-  INTERRUPT_ALREADY_ANSWERED: "이미 답한 승인 요청입니다.",
-  INTERRUPT_EXPIRED: "승인 시간이 지나 거절로 처리되었습니다.",
-};
-// Notices the tab causes itself by sending a kept result again: nothing to tell the user.
-const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED"]);
-
-const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
-
-const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /** The thread this tab talks on: `#thread=<id>` wins, then this tab's sessionStorage. */
@@ -105,37 +43,21 @@ export class ChatPanel {
    * @param {Record<string, Function>} options.implemented  client tools by name
    */
   constructor({ app, userId, wsUrl, clientId, tools, implemented }) {
-    this.app = app;
     this.userId = userId;
     this.tools = tools;
     this.implemented = implemented;
-    this.el = {
-      panel: app.querySelector("#chat"),
-      transcript: app.querySelector("#transcript"),
-      items: app.querySelector("#transcript-items"),
-      form: app.querySelector("#composer"),
-      input: app.querySelector("#chat-input"),
-      send: app.querySelector("#send"),
-      stop: app.querySelector("#stop"),
-      status: app.querySelector("#conn-status"),
-      thread: app.querySelector("#thread-id"),
-      jump: app.querySelector("#jump"),
-      modes: [...app.querySelectorAll("[data-mode]")],
-    };
-    this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
+    this.panel = new Panel(app);
     this.threadId = initialThread(userId);
     this.ledger = new ActionLedger();
     this.run = null; // the live run on this thread: {runId, own}
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
     this.connected = false;
-    this.bubbles = new Map(); // message id -> {el, view, setTime} (messages.js)
-    this.times = new MessageTimes();
-    this.following = true; // the reader is at the transcript's end, so it follows new text
-    this.entries = new Map();
-    this.streaming = null;
-    this.runBubble = null;
-    this.surfaces = new SurfaceBoard((userAction) => this.#press(userAction));
+    this.transcript = new Transcript(app, {
+      onPress: (userAction) => this.#press(userAction),
+      onExample: (text) => this.panel.fill(text),
+      onRetry: (asked) => this.#askAgain(asked),
+    });
     this.actionRuns = new Set(); // runIds of inputs that carried a press on a surface
     this.lastInputWasAction = false; // for a refusal that comes before its run starts
     this.client = new ThreadConnection({
@@ -148,103 +70,21 @@ export class ChatPanel {
   }
 
   start() {
-    this.el.form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.#submit();
+    this.panel.start({
+      onSend: () => this.#submit(),
+      onStop: () => this.client.cancel(),
+      onNewThread: () => this.newThread(),
     });
-    this.el.input.addEventListener("keydown", (event) => {
-      // Korean input: Enter that ends an IME composition must not send half a word.
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-        event.preventDefault();
-        this.#submit();
-      }
-    });
-    this.el.stop.addEventListener("click", () => this.client.cancel());
-    this.el.transcript.addEventListener("scroll", () => this.#noticeScrolling(), { passive: true });
-    // A rotated phone or a resized window changes the transcript's height: a reader at the
-    // end stays at the end.
-    new ResizeObserver(() => this.#scroll()).observe(this.el.transcript);
-    this.el.jump.addEventListener("click", () => this.#scroll({ force: true }));
-    for (const button of this.el.modes) {
-      button.addEventListener("click", () => this.setMode(button.dataset.mode));
-    }
-    this.app.querySelector("#new-thread").addEventListener("click", () => this.newThread());
+    this.transcript.start();
     window.addEventListener("hashchange", () => {
       const threadId = new URLSearchParams(location.hash.slice(1)).get("thread");
       if (threadId && THREAD_ID.test(threadId) && threadId !== this.threadId) this.#join(threadId);
     });
-    this.app.querySelector("#chat-close").addEventListener("click", () => this.setOpen(false));
-    this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
-    this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
-    document.addEventListener("keydown", (event) => {
-      if (this.mode !== "modal" || this.app.dataset.chatOpen !== "true") return;
-      if (event.key === "Escape") this.setOpen(false);
-      else if (event.key === "Tab") this.#keepFocusInside(event);
-    });
-    this.setMode(this.mode);
-    this.#showThread();
-    this.#welcome();
+    this.panel.setMode(this.panel.mode);
+    this.panel.showThread(this.threadId);
+    this.transcript.welcome();
     this.#updateControls();
     this.client.start();
-  }
-
-  setMode(mode) {
-    if (!MODES[mode]) return;
-    this.mode = mode;
-    sessionStorage.setItem("agw.chat-mode", mode);
-    this.app.dataset.chatMode = mode;
-    for (const button of this.el.modes) {
-      button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
-    }
-    this.setOpen(true);
-  }
-
-  setOpen(open) {
-    const wasOpen = this.app.dataset.chatOpen === "true";
-    this.app.dataset.chatOpen = String(open);
-    this.#asDialog(open && this.mode === "modal");
-    if (open) this.el.input.focus({ preventScroll: true });
-    else if (wasOpen) this.app.querySelector("#launcher").focus();
-  }
-
-  /** Tab from the dialog's last control goes to its first (Shift+Tab the other way round). */
-  #keepFocusInside(event) {
-    const controls = [...this.el.panel.querySelectorAll(FOCUSABLE)].filter(
-      (el) => !el.disabled && el.checkVisibility(),
-    );
-    if (!controls.length) return;
-    const [first, last] = [controls[0], controls.at(-1)];
-    const active = document.activeElement;
-    const outside = !this.el.panel.contains(active);
-    if (event.shiftKey && (active === first || outside)) {
-      event.preventDefault();
-      last.focus();
-    } else if (!event.shiftKey && (active === last || outside)) {
-      event.preventDefault();
-      first.focus();
-    }
-  }
-
-  /**
-   * The modal is a dialog: announced as one, and the page behind it is inert, so neither
-   * Tab nor a screen reader's cursor leaves it until it closes.
-   */
-  #asDialog(modal) {
-    const panel = this.el.panel;
-    if (modal) {
-      panel.setAttribute("role", "dialog");
-      panel.setAttribute("aria-modal", "true");
-      panel.setAttribute("aria-labelledby", "chat-title");
-      panel.removeAttribute("aria-label");
-    } else {
-      panel.removeAttribute("role");
-      panel.removeAttribute("aria-modal");
-      panel.removeAttribute("aria-labelledby");
-      panel.setAttribute("aria-label", "업무 도우미");
-    }
-    for (const behind of this.app.querySelectorAll(":scope > :not(#chat, .backdrop)")) {
-      behind.inert = modal;
-    }
   }
 
   newThread() {
@@ -258,9 +98,9 @@ export class ChatPanel {
     sessionStorage.setItem(threadKey(this.userId), threadId);
     this.run = null;
     this.pendingInputs = 0;
-    this.#clear();
-    this.#welcome();
-    this.#showThread();
+    this.transcript.clear();
+    this.transcript.welcome();
+    this.panel.showThread(this.threadId);
     this.#updateControls();
     this.client.switchThread(this.threadId);
   }
@@ -272,27 +112,27 @@ export class ChatPanel {
   // --- sending --------------------------------------------------------------------------
 
   #submit() {
-    const text = this.el.input.value.trim();
+    const text = this.panel.el.input.value.trim();
     if (!text || this.busy || !this.connected) return;
     const id = newId("msg");
     this.lastInputWasAction = false;
-    this.#userBubble(id, text, { live: true });
-    this.el.input.value = "";
+    this.transcript.userBubble(id, text, { live: true });
+    this.panel.el.input.value = "";
     this.#sendInput({ messages: [{ id, role: "user", content: text }] });
-    this.#scroll({ force: true }); // who sends a message wants to see what comes back
+    this.transcript.scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
   #sendInput({ messages = [], resume = undefined, userAction = undefined }) {
     this.pendingInputs += 1;
     // Whatever is sent next moves the thread on: an earlier offer to ask again is moot.
-    for (const line of this.el.items.querySelectorAll(".retry-line")) line.remove();
+    this.transcript.withdrawRetries();
     // Every input says where the chat is shown and which A2UI catalogs this page draws.
-    const context = [{ description: "surface", value: this.mode }, capabilitiesEntry()];
+    const context = [{ description: "surface", value: this.panel.mode }, capabilitiesEntry()];
     const runId = userAction
       ? this.client.startUserAction(userAction, { tools: this.tools, context })
       : this.client.startRun({ messages, resume, tools: this.tools, context });
     this.#updateControls();
-    this.#scroll();
+    this.transcript.scroll();
     return runId;
   }
 
@@ -301,6 +141,13 @@ export class ChatPanel {
     if (this.busy || !this.connected) return;
     this.actionRuns.add(this.#sendInput({ userAction }));
     this.lastInputWasAction = true;
+  }
+
+  /** The retry offered after a reply that did not finish: the same question, sent again. */
+  #askAgain(asked) {
+    if (this.busy || !this.connected) return;
+    this.panel.el.input.value = asked;
+    this.#submit();
   }
 
   /**
@@ -318,7 +165,7 @@ export class ChatPanel {
         continue;
       }
       if (kind === "elsewhere") {
-        this.entries.get(id)?.state("elsewhere");
+        this.transcript.entries.get(id)?.state("elsewhere");
         continue;
       }
       let result = kind === "settle" ? this.#settleByPage(call) : null;
@@ -327,7 +174,7 @@ export class ChatPanel {
         result = await this.#runTool(call);
       }
       this.ledger.performed(id, result);
-      this.#entry(call.id, call.name).result(result);
+      this.transcript.entry(call.id, call.name).result(result);
       answers.push([id, result]);
     }
     this.executing = false;
@@ -356,11 +203,19 @@ export class ChatPanel {
     if (!tool) return { status: "error", message: `이 브라우저는 ${call.name} 도구를 실행할 수 없습니다.` };
     if (!call.args) return { status: "error", message: "도구 호출 인자를 읽을 수 없어 실행하지 않았습니다." };
     try {
-      return await tool(call.args, this.mode);
+      return await tool(call.args, this.panel.mode);
     } catch (error) {
       console.error(`client tool ${call.name} failed`, error);
       return { status: "error", message: `실행 중 오류가 났습니다: ${error?.message ?? error}` };
     }
+  }
+
+  #askApproval(interrupts) {
+    const cards = approvalCards(interrupts, {
+      activityOf: (toolCallId) => this.transcript.entries.get(toolCallId),
+      onAnswered: (batch) => this.#answerApprovals(batch),
+    });
+    for (const card of cards) this.transcript.append(card);
   }
 
   #answerApprovals(batch) {
@@ -374,77 +229,64 @@ export class ChatPanel {
       case "RUN_STARTED":
         this.run = { runId: event.runId, own: run.own };
         if (run.own) this.pendingInputs = Math.max(0, this.pendingInputs - 1);
-        this.runBubble = null;
+        this.transcript.startRun();
         break;
       case "MESSAGES_SNAPSHOT":
         // What the thread holds an answer for, the gateway has: the ledger can let it go.
         this.ledger.answered(run.answered);
         // When each message was stored (AG-UI messages carry no time): a page that never
         // saw one live, a reload in another browser, still shows when it was said.
-        this.times.learn(event.metadata?.["gateway.times"]);
-        this.#renderSnapshot(event.messages ?? []);
+        this.transcript.times.learn(event.metadata?.["gateway.times"]);
+        this.transcript.renderSnapshot(event.messages ?? [], (id) => this.#elsewhere(id));
         break;
       case "TEXT_MESSAGE_START":
-        if (event.role === "user") {
-          // Another tab's message, as the gateway sends it to the thread's other tabs.
-          this.#userBubble(event.messageId, "", { live: true });
-          break;
-        }
-        this.streaming = this.#assistantBubble(event.messageId, { reset: true, live: true, name: event.name }).el;
-        this.streaming.classList.add("streaming");
-        this.runBubble = this.streaming;
+        this.transcript.startMessage(event.messageId, event.role, event.name);
         break;
-      case "TEXT_MESSAGE_CONTENT": {
-        const bubble = this.bubbles.get(event.messageId) ?? this.#assistantBubble(event.messageId, { live: true });
-        bubble.view.append(event.delta);
+      case "TEXT_MESSAGE_CONTENT":
+        this.transcript.appendText(event.messageId, event.delta);
         break;
-      }
-      case "TEXT_MESSAGE_END": {
-        const bubble = this.bubbles.get(event.messageId);
-        bubble?.view.draw();
-        bubble?.el.classList.remove("streaming");
-        this.streaming = null;
+      case "TEXT_MESSAGE_END":
+        this.transcript.endMessage(event.messageId);
         break;
-      }
       case "TOOL_CALL_START":
-        this.#entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");
+        this.transcript.entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");
         break;
       case "TOOL_CALL_ARGS":
-        this.#entry(event.toolCallId).appendArgs(event.delta);
+        this.transcript.entry(event.toolCallId).appendArgs(event.delta);
         break;
       case "TOOL_CALL_END": {
-        const entry = this.#entry(event.toolCallId);
+        const entry = this.transcript.entry(event.toolCallId);
         entry.endArgs();
         if (entry.name in this.implemented) entry.state(run.own ? "waiting" : "pending");
         break;
       }
       case "ACTIVITY_SNAPSHOT":
-        this.#activity(event.messageId, event.activityType, event.content, { replace: event.replace ?? true });
+        this.transcript.activity(event.messageId, event.activityType, event.content, {
+          replace: event.replace ?? true,
+        });
         break;
       case "ACTIVITY_DELTA":
-        if (event.activityType === SURFACE_ACTIVITY) this.surfaces.patch(event.messageId, event.patch ?? []);
+        if (event.activityType === SURFACE_ACTIVITY) this.transcript.surfaces.patch(event.messageId, event.patch ?? []);
         break;
       case "TOOL_CALL_RESULT":
         // Sent to the tabs that did not execute the call: say whose action it was.
-        this.#entry(event.toolCallId).resultContent(event.content, undefined, this.#elsewhere(event.toolCallId));
+        this.transcript
+          .entry(event.toolCallId)
+          .resultContent(event.content, undefined, this.#elsewhere(event.toolCallId));
         break;
       case "CUSTOM":
         if (event.name === "gateway.notice" && !QUIET_NOTICES.has(event.value?.code)) {
-          this.#notice(event.value ?? {});
+          this.transcript.notice(event.value ?? {});
         }
         break;
       case "RUN_ERROR": {
         // Inside a run it ends the run; outside one it refuses the input we sent.
         if (run.runId) this.run = null;
         else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
-        this.#closeStreaming();
+        this.transcript.closeStreaming();
         const onCard = run.runId ? this.actionRuns.has(run.runId) : this.lastInputWasAction;
-        const said =
-          onCard && event.code === "VALIDATION_ERROR"
-            ? "카드의 요청을 처리할 수 없습니다."
-            : (ERROR_LABELS[event.code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
-        this.#errorLine(said, event.message);
-        if (run.runId) this.#retryLine();
+        this.transcript.errorLine(runErrorLabel(event.code, onCard), event.message);
+        if (run.runId) this.transcript.offerRetry();
         if (!run.runId && this.ledger.unacknowledged().length) {
           // A refused input may have carried kept results: look again at what the thread waits for.
           this.client.reattach();
@@ -458,21 +300,20 @@ export class ChatPanel {
         break;
     }
     this.#updateControls();
-    this.#scroll();
+    this.transcript.scroll();
   }
 
   #finish(event, run) {
     this.run = null;
-    this.#closeStreaming();
+    this.transcript.closeStreaming();
     const outcome = event.outcome ?? { type: "success" };
     // A result sent in this run that the thread no longer waits for: the gateway has it.
     this.ledger.finished(event.runId, run.pending);
     if (outcome.type === "cancelled") {
-      this.runBubble?.classList.add("stopped");
-      this.#line(...ENDED_LINES.stopped, "status");
-      this.#retryLine();
+      this.transcript.stopped();
+      this.transcript.offerRetry();
     } else if (outcome.type === "interrupt") {
-      this.#approvalCards(outcome.interrupts ?? []);
+      this.#askApproval(outcome.interrupts ?? []);
     } else if (run.pending.length) {
       this.#answerPending(run);
     }
@@ -484,24 +325,19 @@ export class ChatPanel {
 
   /** Whether a client call's action was another tab's, not this one's. */
   #elsewhere(callId) {
-    const entry = this.entries.get(callId);
+    const entry = this.transcript.entries.get(callId);
     return Boolean(entry && entry.name in this.implemented && !this.ledger.get(callId));
   }
 
   #onStatus(state, detail) {
-    this.app.dataset.connection = state;
-    const labels = { connecting: "연결 중…", syncing: "대화 불러오는 중…", open: "연결됨", reconnecting: "재연결 중…" };
-    let label = labels[state];
-    if (state === "reconnecting" && detail.inMs) label = `재연결 중… ${Math.ceil(detail.inMs / 1000)}초 후`;
-    this.el.status.textContent = label;
-    this.el.status.dataset.state = state;
+    this.panel.showConnection(state, detail);
     this.connected = state === "open";
     // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
     // it stopped, into the same bubbles.
     const resuming = state === "reconnecting" && detail.resuming;
     if (state === "reconnecting" && this.busy && !resuming) {
-      this.#closeStreaming();
-      this.#line("notice", "연결이 끊겼습니다. 다시 연결되면 대화를 이어서 보여 드립니다.", "status");
+      this.transcript.closeStreaming();
+      this.transcript.line("notice", "연결이 끊겼습니다. 다시 연결되면 대화를 이어서 보여 드립니다.", "status");
     }
     if ((state === "connecting" || state === "reconnecting") && !resuming) {
       // The run goes on without this connection; the reattach shows where it stands.
@@ -511,375 +347,10 @@ export class ChatPanel {
     this.#updateControls();
   }
 
-  // --- rendering ------------------------------------------------------------------------
-
-  #renderSnapshot(messages) {
-    this.#clear();
-    this.following = true; // a thread drawn afresh opens at its end
-    for (const message of messages) {
-      if (message.role === "user") {
-        this.#userBubble(message.id, textOf(message.content));
-      } else if (message.role === "assistant") {
-        if (message.content || message.metadata?.ended) {
-          const bubble = this.#assistantBubble(message.id, { name: message.name });
-          bubble.view.set(textOf(message.content));
-          const ended = ENDED_LINES[message.metadata?.ended];
-          if (ended) {
-            bubble.el.classList.add(message.metadata.ended);
-            this.#line(...ended, "status");
-            if (message === messages.at(-1)) this.#retryLine();
-          }
-        }
-        for (const call of message.toolCalls ?? []) {
-          const entry = this.#entry(call.id, call.function?.name ?? "?", { reset: true });
-          entry.appendArgs(call.function?.arguments ?? "");
-          entry.endArgs();
-          entry.state("pending");
-        }
-      } else if (message.role === "tool") {
-        const id = message.toolCallId;
-        this.entries.get(id)?.resultContent(message.content, message.error, this.#elsewhere(id));
-      } else if (message.role === "activity") {
-        this.#activity(message.id, message.activityType, message.content);
-      }
-    }
-    if (!messages.length) this.#welcome();
-  }
-
-  /** An activity message: an A2UI surface's operations, or a press the gateway accepted. */
-  #activity(id, type, content, { replace = true } = {}) {
-    if (type === SURFACE_ACTIVITY) {
-      const row = this.surfaces.receive(id, content, { replace });
-      if (row) this.#append(row);
-    } else if (type === ACTION_ACTIVITY && !this.el.transcript.querySelector(`[data-message-id="${CSS.escape(id)}"]`)) {
-      const said = this.surfaces.describe(content?.userAction);
-      this.#append(h("li", { class: "action-line", dataset: { messageId: id } }, `▸ ${said}`));
-    }
-  }
-
-  #clear() {
-    this.surfaces.clear();
-    this.el.items.replaceChildren();
-    this.bubbles.clear();
-    this.entries.clear();
-    this.streaming = null;
-    this.runBubble = null;
-  }
-
-  #welcome() {
-    if (this.el.items.children.length) return;
-    this.el.items.append(
-      h(
-        "li",
-        { class: "welcome" },
-        h("p", {}, "안녕하세요! 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드려요."),
-        h(
-          "div",
-          { class: "chips" },
-          EXAMPLES.map((text) =>
-            h(
-              "button",
-              {
-                type: "button",
-                class: "chip",
-                onclick: () => {
-                  this.el.input.value = text;
-                  this.el.input.focus();
-                },
-              },
-              text,
-            ),
-          ),
-        ),
-      ),
-    );
-  }
-
-  #append(node) {
-    this.el.items.querySelector(".welcome")?.remove();
-    this.el.items.append(node);
-    return node;
-  }
-
-  /** ``live``: the message is happening now, so now is its time (a snapshot's has its own). */
-  #timeOf(id, live) {
-    return live ? this.times.stamp(id) : this.times.get(id);
-  }
-
-  #userBubble(id, text, { live = false } = {}) {
-    const existing = this.bubbles.get(id);
-    if (existing) return existing;
-    const bubble = userMessage(id, text, this.#timeOf(id, live));
-    this.#append(bubble.el);
-    this.bubbles.set(id, bubble);
-    return bubble;
-  }
-
-  #assistantBubble(id, { reset = false, live = false, name = undefined } = {}) {
-    let bubble = this.bubbles.get(id);
-    if (!bubble) {
-      bubble = botMessage(id, { time: this.#timeOf(id, live), name, onDrawn: () => this.#scroll() });
-      this.#append(bubble.el);
-      this.bubbles.set(id, bubble);
-    } else if (reset) {
-      // A reattach re-opens a half-streamed message with its content so far.
-      bubble.view.set("");
-      bubble.setTime(this.#timeOf(id, live));
-    }
-    return bubble;
-  }
-
-  #entry(id, name, { reset = false } = {}) {
-    let entry = this.entries.get(id);
-    if (!entry) {
-      entry = new ToolActivity(id, name ?? "?");
-      this.#append(entry.el);
-      this.entries.set(id, entry);
-    } else if (reset) {
-      entry.reset(name ?? entry.name);
-    }
-    return entry;
-  }
-
-  #notice({ code, message }) {
-    this.#line("notice", `ⓘ ${NOTICE_LABELS[code] ?? message ?? code ?? ""}`, "status", message ?? code);
-  }
-
-  #line(kind, text, role, title) {
-    return this.#append(h("li", { class: kind, role, title }, text));
-  }
-
-  /** After a reply that did not finish (stopped, failed, cut off): ask the same again. */
-  #retryLine() {
-    const asked = [...this.el.items.querySelectorAll(".msg.user .text")].at(-1)?.textContent;
-    if (!asked) return;
-    const button = h("button", { type: "button", class: "btn retry" }, "↻ 다시 시도");
-    button.addEventListener("click", () => {
-      if (this.busy || !this.connected) return;
-      this.el.input.value = asked;
-      this.#submit();
-    });
-    this.#append(h("li", { class: "retry-line" }, button));
-  }
-
-  /** A refusal or failure in the user's words; the gateway's own sentence one click away. */
-  #errorLine(said, sentence) {
-    return this.#append(
-      h(
-        "li",
-        { class: "error-line", role: "alert" },
-        h("span", {}, `⚠ ${said}`),
-        sentence ? h("details", {}, h("summary", {}, "자세히"), h("p", { class: "error-detail" }, sentence)) : null,
-      ),
-    );
-  }
-
-  #approvalCards(interrupts) {
-    const batch = interrupts.map((interrupt) => ({ interrupt, answer: null }));
-    for (const item of batch) {
-      const { interrupt } = item;
-      const activity = interrupt.toolCallId ? this.entries.get(interrupt.toolCallId) : undefined;
-      activity?.state("approval");
-      const decide = (approved) => {
-        if (activity) activity.rejectedByUser = !approved;
-        item.answer = {
-          interruptId: interrupt.id,
-          status: "resolved",
-          payload: approved ? { approved: true } : { approved: false, reason: "사용자가 거절했습니다" },
-        };
-        for (const button of card.querySelectorAll("button")) button.disabled = true;
-        card.classList.add(approved ? "approved" : "rejected");
-        decision.textContent = approved ? "✓ 승인했습니다" : "✕ 거절했습니다";
-        if (batch.every((entry) => entry.answer)) this.#answerApprovals(batch);
-      };
-      const decision = h("span", { class: "decision", role: "status" });
-      const expires = interrupt.expiresAt ? new Date(interrupt.expiresAt) : null;
-      const card = h(
-        "div",
-        { class: "approval", role: "group", "aria-label": "승인 요청", dataset: { interruptId: interrupt.id } },
-        h("div", { class: "approval-head" }, h("span", { class: "approval-icon", "aria-hidden": "true" }, "!"), "승인이 필요합니다"),
-        h("p", { class: "approval-message" }, interrupt.message ?? interrupt.reason ?? "이 작업을 진행할까요?"),
-        expires && !Number.isNaN(expires.valueOf())
-          ? h("p", { class: "muted small" }, `${expires.toLocaleTimeString("ko-KR")}까지 응답해 주세요.`)
-          : null,
-        h(
-          "div",
-          { class: "approval-actions" },
-          h("button", { type: "button", class: "btn primary", onclick: () => decide(true) }, "승인"),
-          h("button", { type: "button", class: "btn", onclick: () => decide(false) }, "거절"),
-          decision,
-        ),
-      );
-      this.#append(h("li", { class: "approval-item" }, card));
-    }
-  }
-
-  #closeStreaming() {
-    this.streaming?.classList.remove("streaming");
-    this.streaming = null;
-  }
-
-  #showThread() {
-    if (this.el.thread) {
-      this.el.thread.textContent = this.threadId;
-      this.el.thread.title = `대화 ${this.threadId}`;
-    }
-  }
-
   #updateControls() {
     const busy = this.busy;
-    this.el.send.hidden = busy;
-    this.el.send.disabled = !this.connected;
-    this.el.stop.hidden = !busy;
-    this.el.stop.disabled = !this.run;
-    this.el.panel.dataset.busy = String(busy);
-    this.surfaces.setEnabled(!busy && this.connected);
-    let typing = this.el.items.querySelector(".typing");
-    const showTyping = busy && !this.streaming;
-    if (showTyping && (!typing || typing !== this.el.items.lastElementChild)) {
-      typing?.remove();
-      typing = h("li", { class: "typing", "aria-label": "응답 작성 중" }, h("span"), h("span"), h("span"));
-      this.el.items.append(typing);
-    } else if (!showTyping) {
-      typing?.remove();
-    }
+    this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
+    this.transcript.surfaces.setEnabled(!busy && this.connected);
+    this.transcript.showTyping(busy);
   }
-
-  /** Follows new content to the end, unless the reader has scrolled up to read. */
-  #scroll({ force = false } = {}) {
-    if (force) this.following = true;
-    if (this.following) this.el.transcript.scrollTop = this.el.transcript.scrollHeight;
-    this.el.jump.hidden = this.following;
-  }
-
-  #noticeScrolling() {
-    const { scrollTop, scrollHeight, clientHeight } = this.el.transcript;
-    // A few pixels of slack: zoom and fractional layouts rarely land exactly on the end.
-    this.following = scrollHeight - scrollTop - clientHeight < 24;
-    this.el.jump.hidden = this.following;
-  }
-}
-
-/** One row of the tool-activity timeline. */
-class ToolActivity {
-  constructor(id, name) {
-    this.id = id;
-    this.titleEl = h("span", { class: "activity-name" });
-    this.targetEl = h("span", { class: "activity-target" });
-    this.detailEl = h("div", { class: "activity-detail" });
-    this.statusEl = h("span", { class: "activity-status" });
-    this.el = h(
-      "li",
-      { class: "activity", dataset: { toolCallId: id } },
-      h("span", { class: "activity-icon", "aria-hidden": "true" }),
-      h("div", { class: "activity-body" }, h("div", { class: "activity-title" }, this.titleEl, this.targetEl), this.detailEl),
-      this.statusEl,
-    );
-    this.reset(name);
-  }
-
-  reset(name) {
-    delete this.el.dataset.outcome;
-    this.rejectedByUser = false;
-    this.name = name;
-    this.raw = "";
-    this.args = null;
-    this.titleEl.textContent = TOOL_LABELS[name] ?? name;
-    this.targetEl.textContent = "";
-    this.detailEl.textContent = "";
-    this.el.dataset.tool = name;
-    this.state("running");
-  }
-
-  appendArgs(delta) {
-    this.raw += delta;
-  }
-
-  endArgs() {
-    try {
-      this.args = JSON.parse(this.raw || "{}");
-    } catch {
-      this.args = null;
-    }
-    this.targetEl.textContent = summarize(this.name, this.args);
-  }
-
-  state(state) {
-    if (this.el.dataset.outcome) return; // a result is final
-    this.el.dataset.state = state;
-    this.el.className = `activity state-${state}`;
-    this.statusEl.textContent = STATE_LABELS[state] ?? state;
-  }
-
-  resultContent(content, error, elsewhere = false) {
-    let value = textOf(content);
-    try {
-      value = JSON.parse(value);
-    } catch {
-      // plain text stays text
-    }
-    this.result(value, error, elsewhere);
-  }
-
-  result(value, error, elsewhere = false) {
-    let { tone, label, detail } = readResult(value, error);
-    if (this.rejectedByUser && tone === "failed") {
-      // The user said no on the approval card: that is what this failure means.
-      [label, detail] = ["거절됨", "사용자가 거절했습니다."];
-    }
-    if (elsewhere) label = `다른 창에서 ${label}`;
-    this.el.dataset.outcome = tone;
-    this.el.dataset.state = "done";
-    this.el.className = `activity outcome-${tone}`;
-    this.statusEl.textContent = `${tone === "ok" ? "✓" : tone === "failed" ? "✕" : "•"} ${label}`;
-    this.detailEl.textContent = detail;
-  }
-}
-
-function summarize(name, args) {
-  if (!args) return "";
-  if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
-  if (name === "find_screen") return args.query ? `“${args.query}”` : "";
-  if (["approveWorkRequest", "rejectWorkRequest", "show_work_request"].includes(name)) return args.requestId ?? "";
-  const text = JSON.stringify(args);
-  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
-}
-
-/** What a tool result means for the timeline: success, failure, or neither. */
-function readResult(value, error) {
-  if (error) return { tone: "failed", label: "실패", detail: errorLabel(error) };
-  if (value && typeof value === "object" && !Array.isArray(value)) {
-    if (value.error) return { tone: "failed", label: "실패", detail: errorLabel(value.error) };
-    if (typeof value.status === "string") {
-      const ok = SUCCESS_STATUSES.has(value.status);
-      return {
-        tone: ok ? "ok" : "failed",
-        label: STATUS_LABELS[value.status] ?? value.status,
-        detail: value.message ? String(value.message) : reasonLabel(value.reason),
-      };
-    }
-    if (Array.isArray(value.screens)) {
-      return value.screens.length
-        ? { tone: "ok", label: `${value.screens.length}개 찾음`, detail: value.screens.map((s) => s.name).join(", ") }
-        : { tone: "warn", label: "찾지 못함", detail: "열 수 있는 화면이 없습니다." };
-    }
-  }
-  return { tone: "ok", label: "완료", detail: typeof value === "string" ? value : "" };
-}
-
-function reasonLabel(reason) {
-  if (!reason) return "";
-  return REASON_LABELS[reason] ?? "브라우저의 결과 없이 끝났습니다.";
-}
-
-/** A tool's own error text, except the gateway's, which is in English for the model. */
-function errorLabel(error) {
-  const text = String(error);
-  return text.startsWith("interrupted:") ? INTERRUPTED_CALL : text;
-}
-
-function textOf(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.filter((part) => part.type === "text").map((part) => part.text).join("\n");
-  return "";
 }

@@ -101,6 +101,13 @@ export function botMessage(id, { time, name, onDrawn }) {
   return { el, view, setTime: (when) => setTime(head, when) };
 }
 
+/** A message's content as text: a string as it is, a list of parts as its text parts, one a line. */
+export function textOf(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.filter((part) => part.type === "text").map((part) => part.text).join("\n");
+  return "";
+}
+
 /** The line above a message: who, when, and its copy button. */
 function meta(speaker, time, copy, agentName) {
   const head = h(
