@@ -53,17 +53,12 @@ from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, 
 from gateway.hub.following import Followers
 from gateway.hub.inputs import NewTurn, read_input, starts_turn
 from gateway.hub.limits import Quota, RunSlots
+from gateway.hub.open_calls import OpenCall, answered_calls, open_calls
 from gateway.hub.outbox import Commit
-from gateway.hub.runs import Run, Subscriber, Thread
-from gateway.hub.states import (
-    OpenCall,
-    Trigger,
-    answered_calls,
-    open_calls,
-    thread_state,
-    transition,
-)
+from gateway.hub.runs import Run
+from gateway.hub.states import Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
+from gateway.hub.threads import Subscriber, Thread
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.cut_off import Ending, cut_off_reply
