@@ -47,6 +47,7 @@ from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, function_responses
 from gateway.hub.refusals import quarantined
 from gateway.hub.runs import Run
+from gateway.hub.states import ThreadState, run_ended, transition
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError
 from gateway.store.cut_off import Ending, cut_off_reply
@@ -82,6 +83,8 @@ class Driver:
         thread = run.thread
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
         started = time.perf_counter()
+        run.thread_state = plan.thread_state
+        completed = False  # the run ended by its outcome, not by a failure
         if thread.head is None:
             try:
                 thread.head = await self.engine.log_head(thread.user_id, thread.thread_id)
@@ -110,6 +113,7 @@ class Driver:
                 run.emit(translator.interrupted())
             else:
                 run.emit(translator.finish())
+            completed = True
         except ModelStalled as stalled:
             run.fail(self._stalled(run, stalled.stall))
         except AgentFailure as exc:
@@ -125,14 +129,24 @@ class Driver:
         except Exception:  # the model or a tool raised
             run.fail(p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
         finally:
+            state = plan.thread_state
+            if state is ThreadState.RUNNING:  # it ran the agent: how it ended moves the thread
+                ending = run_ended(
+                    cancelled=run.abort.is_set(),
+                    failed=not completed,
+                    approvals=bool(translator.interrupts),
+                    browser_calls=bool(translator.pending),
+                )
+                run.thread_state = state = transition(state, ending)
             self.engine.forget_model_calls(run.run_id)
             # The thread takes its next run only once this one's events are all out.
             await run.outbox.drained()
             log.info(
-                "run %s on thread %s ended in %.0f ms",
+                "run %s on thread %s ended in %.0f ms, the thread %s",
                 run.run_id,
                 thread.thread_id,
                 (time.perf_counter() - started) * 1000,
+                state.value,
             )
             self.ended(run)
 

@@ -53,6 +53,7 @@ from gateway.hub.refusals import (
 )
 from gateway.hub.runs import Run
 from gateway.hub.snapshots import executor_event, thread_snapshot
+from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.threads import Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
@@ -270,7 +271,10 @@ class Hub:
         log.info("thread %s: asking again for the reply a restart cut off", thread_id)
         ask = types.Content(role="user", parts=[types.Part(text=cut_off.RESTARTED)])
         metadata = {"runId": run.run_id, "context": {}}
-        run.task = asyncio.create_task(self.driver.drive(run, Plan(ask, metadata, {}, None)))
+        # Closed by the restart with its calls answered, the thread is idle until asked.
+        running = transition(ThreadState.IDLE, Trigger.ASKED_AGAIN)
+        plan = Plan(ask, metadata, {}, None, running)
+        run.task = asyncio.create_task(self.driver.drive(run, plan))
 
     async def cancel(self, user_id: str, thread_id: str, run_id: str | None = None) -> bool:
         """Stops the thread's run (the run ``run_id`` only, if named), here or on the
@@ -620,11 +624,10 @@ class Hub:
         log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
         self.planner.audit_answers(thread, run.run_id, open_items, responses)
         metadata = {"runId": run.run_id, "context": {}}
-        run.task = asyncio.create_task(
-            self.driver.drive(
-                run, Plan(function_responses(open_items, responses), metadata, {}, None)
-            )
-        )
+        # Every call the browser was asked is answered now, if only by the timeout.
+        running = transition(thread_state(open_items), Trigger.ALL_ANSWERED)
+        plan = Plan(function_responses(open_items, responses), metadata, {}, None, running)
+        run.task = asyncio.create_task(self.driver.drive(run, plan))
 
     # --- claim and finish ----------------------------------------------------------------
 

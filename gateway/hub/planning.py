@@ -7,7 +7,8 @@ ADK and the run's context. A new turn closes the calls it leaves unanswered as s
 and becomes the user's message; answers to every open call become the function responses
 that resume the paused invocation; answers to only some wait in the thread for the rest,
 and the run then only reports what the thread still waits for (no message, nothing runs).
-Each move is checked against the thread's table (``gateway.hub.states``).
+Each move is fired on the thread's table (``gateway.hub.states``), which refuses one it
+does not hold, and the plan carries the state it leaves the thread in.
 
 The planner never calls back into the hub: it is given what it reads (the engine, the
 declarations of client tools, the audit, the approval timeout, the context allow-list)
@@ -39,7 +40,7 @@ from gateway.context import allowed_context
 from gateway.hub.inputs import NewTurn, read_input
 from gateway.hub.open_calls import OpenCall, answered_calls, open_calls
 from gateway.hub.runs import Run
-from gateway.hub.states import Trigger, thread_state, transition
+from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.threads import Thread
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import DeclarationLog, declared_client_tools
@@ -55,6 +56,9 @@ class Plan:
     client_tools: dict[str, ClientTool]
     # The thread as planning read it, handed to ADK; None: ADK reads it itself.
     session: Session | None
+    # The thread's state once planned (``gateway.hub.states``): RUNNING when ``message``
+    # runs the agent; else the state the thread stays in, as the run only reports it.
+    thread_state: ThreadState
     notices: list[p.Event] = dataclasses.field(default_factory=list)
     # With nothing to resume: the browser calls still unanswered, by id, for the outcome.
     waiting: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -68,6 +72,10 @@ class Plan:
     # read them (a press is checked against them); the run's tools show surfaces by these.
     catalogs: ClientCatalogs | None = None
     surfaces: Surfaces | None = None
+
+    def __post_init__(self) -> None:
+        # A plan runs the agent exactly when it moves the thread into RUNNING.
+        assert (self.message is not None) == (self.thread_state is ThreadState.RUNNING)
 
 
 class Planner:
@@ -121,7 +129,7 @@ class Planner:
                 surfaces = await self.engine.surfaces(thread.user_id, thread.thread_id)
                 check_action(request.action, surfaces)
                 metadata[ACTION_KEY] = msgspec.to_builtins(request.action)
-            transition(state, Trigger.USER_MESSAGE)
+            running = transition(state, Trigger.USER_MESSAGE)
             if open_items:
                 await self._supersede(thread, run.run_id, session, open_items)
             thread.early.clear()
@@ -133,6 +141,7 @@ class Planner:
                 metadata,
                 client_tools,
                 session,
+                running,
                 said=request,
                 catalogs=catalogs,
                 surfaces=surfaces,
@@ -142,16 +151,22 @@ class Planner:
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}
         if not answered or any(call_id not in answered for call_id in open_items):
             if answered:
-                transition(state, Trigger.SOME_ANSWERED)
+                state = transition(state, Trigger.SOME_ANSWERED)
             waiting = {
                 call_id: call.name
                 for call_id, call in open_items.items()
                 if call_id not in thread.early and not call.is_approval
             }
             return Plan(
-                None, metadata, client_tools, session, notices=request.notices, waiting=waiting
+                None,
+                metadata,
+                client_tools,
+                session,
+                state,
+                notices=request.notices,
+                waiting=waiting,
             )
-        transition(state, Trigger.ALL_ANSWERED)
+        running = transition(state, Trigger.ALL_ANSWERED)
         self.audit_answers(thread, run.run_id, open_items, answered)
         messages = dict(thread.early_messages)
         thread.early.clear()
@@ -172,6 +187,7 @@ class Planner:
             metadata,
             client_tools,
             session,
+            running,
             notices=request.notices,
             results=results,
             catalogs=catalogs,

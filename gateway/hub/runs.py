@@ -27,6 +27,7 @@ from google.adk.events import Event as AdkEvent
 from gateway import wire as p
 from gateway.hub import eventlog
 from gateway.hub.outbox import Commit, Outbox
+from gateway.hub.states import ThreadState
 from gateway.hub.threads import Subscriber, Thread
 from gateway.store.frames import LoggedFrame
 from gateway.translate.translator import Phase, RunTranslator
@@ -62,6 +63,9 @@ class Run:
     # Lets go of the lease once its last event is logged; that event goes out after, so
     # that a client told the run ended may send its next input to any process at once.
     release: Callable[[], Commit] | None = None
+    # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
+    # its end moves the thread to if it ran the agent; None until it is driven.
+    thread_state: ThreadState | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:
