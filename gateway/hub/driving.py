@@ -5,16 +5,18 @@ emits RUN_STARTED and what the input brings for the thread's other connections (
 user's message, the browser's results), then feeds each event of ADK's stream through
 the run's translator (``RunTranslator``) into the run's outbox, and ends the run by how
 its stream ended: RUN_FINISHED (success, waiting on the browser, or interrupted by an
-approval asked), cancelled, or RUN_ERROR with a code and a sentence. A run with nothing
-to resume yet runs no agent: it only reports what the thread still waits for.
+approval asked), cancelled, or RUN_ERROR with a code and a sentence. The same ending
+moves the thread out of RUNNING on its table (``gateway.hub.states``), and the run keeps
+the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
+only reports what the thread still waits for, and moves nothing.
 
 What it keeps on the way, so that nothing a client was sent is lost: the text so far of
 a streamed message (ADK stores a message only once it is complete), and, when the run is
 cancelled, fails or a model stalls, that text as the reply, marked with how it ended.
 A cancel gives ADK ``CANCEL_GRACE_SECONDS`` to seal the invocation, then stops the
-stream outright and answers the calls it left open, so the next turn starts from a whole
-history. A model call that sends nothing for ``model_timeout`` seconds stops the run as
-a cancel does, and is told as a failure.
+stream outright if it has not stopped, and answers the calls the run left open, so the
+next turn starts from a whole history. A model call that sends nothing for
+``model_timeout`` seconds stops the run as a cancel does, and is told as a failure.
 
 The driver reaches into nothing of the hub's: it is given the engine, the followers of
 the thread's log and the model timeout, and tells the hub once, through ``ended``, that

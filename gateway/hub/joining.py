@@ -8,10 +8,11 @@ the log (``gateway.hub.following``). Either way the subscriber watches the threa
 before the reads, and what it is sent meanwhile waits (``Thread.replaying``) to go out
 after what was read, each event once.
 
-When the log cannot answer (a cursor beyond its head or older than what it keeps, one
-through a run a crash cut off, no run open on the other process after all) nothing is
-sent, and the hub sends the snapshots instead (``gateway.hub.snapshots``). A cursor into
-a run whose process died just now first has that run's end written into the log, by
+When the log cannot answer a cursor (beyond its head, older than what it keeps, through a
+run a crash cut off) nothing is sent, and the hub sends the snapshots instead
+(``gateway.hub.snapshots``); when it shows no run open on the other process (its start
+not committed yet, or just ended), the hub looks again shortly. A cursor into a run
+whose process died just now first has that run's end written into the log, by
 ``take_over``: the hub's, which closes a dead holder's run.
 """
 
