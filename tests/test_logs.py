@@ -159,6 +159,6 @@ async def test_json_lines_of_a_run_carry_its_user_thread_and_run(
         assert response.status_code == 200
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     mine = [r for r in records if r.get("threadId") == thread]
-    assert {r["logger"] for r in mine} >= {"gateway.context", "gateway.hub.hub"}
+    assert {r["logger"] for r in mine} >= {"gateway.context", "gateway.hub.driving"}
     for record in mine:
         assert (record["userId"], record["runId"]) == ("kim", run_input["runId"])

@@ -60,7 +60,7 @@ class WebSocketSession:
         self.rates = shared.rates
         self.origins = shared.origins
         self.scope, self.receive, self.send = scope, receive, send
-        self.outbox: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
+        self.send_queue: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
         self.queued_bytes = 0
         self.refused: Refused | None = None
@@ -75,7 +75,7 @@ class WebSocketSession:
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
-        if self.outbox.offer(event):
+        if self.send_queue.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
 
@@ -122,13 +122,13 @@ class WebSocketSession:
                 expiry.cancel()
             self.hub.leave(self)
             worker.cancel()
-            self.outbox.end()
+            self.send_queue.end()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
             with contextlib.suppress(Exception):
                 await writer
             # Nothing waits for these any more: free them now, not at a full collection.
-            self.outbox.clear()
+            self.send_queue.clear()
             while not self.inbox.empty():
                 self.inbox.get_nowait()
 
@@ -147,7 +147,7 @@ class WebSocketSession:
             ).to_event()
         )
         self.close_code = 1008
-        self.outbox.end()
+        self.send_queue.end()
 
     async def _refuse_upgrade(self, error: p.GatewayError) -> None:
         """Answers the upgrade with the refusal's HTTP status, challenge and RUN_ERROR body."""
@@ -254,7 +254,7 @@ class WebSocketSession:
                 )
             else:
                 # The connection speaks the version of its latest input from here on.
-                self.outbox.dialect, request = versions.negotiate(request)
+                self.send_queue.dialect, request = versions.negotiate(request)
                 run = await self.hub.start(self.user, request, self)
         except p.GatewayError as error:
             self._audit(request, error)
@@ -291,7 +291,7 @@ class WebSocketSession:
 
     async def _write(self) -> None:
         while True:
-            for event, data in await self.outbox.batch():
+            for event, data in await self.send_queue.batch():
                 if event is None:
                     with contextlib.suppress(Exception):
                         await self.send({"type": "websocket.close", "code": self.close_code})

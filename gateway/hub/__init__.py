@@ -1,0 +1,26 @@
+"""The run engine: threads and their runs, one active run per thread, across processes.
+
+A door hands the ``Hub`` an input; the hub claims the thread, plans the run, drives ADK's
+stream to the thread's watchers, and lets go. Each module holds one part, with its share
+of the theory of operation:
+
+    hub         the Hub: the doors' verbs (start, cancel, stop, reattach, earlier, leave),
+                the threads in memory, claim and finish, the cluster's callbacks, browser
+                calls nobody answers
+    planning    an input and the stored thread made the message for ADK (``Planner``)
+    driving     ADK's stream through the translator to the run's end (``Driver``)
+    joining     a reattach replayed from the thread's log, or joined to a run elsewhere
+    snapshots   what a reattach is shown of a thread the log cannot answer for
+    refusals    what the hub refuses a caller, and the signals that make an input wait
+    threads     a thread in memory: its watchers, its run, what waits on it
+    runs        a run in memory: its events to the executor and the watchers, numbered
+    states      a thread's life as one table (``TRANSITIONS``)
+    open_calls  what a thread waits on: the calls of its history with no response yet
+    inputs      what an input brings: a new turn (or a press), browser results, approvals
+    busy        what an input meets on a thread whose run is still going
+    outbox      a run's deliveries in order, each held until its writes commit
+    eventlog    every event of a thread numbered in its log; the replay after a cursor
+    following   watchers of a thread another process runs, fed from its log
+    takeover    the end of a run whose process died, written into its log
+    limits      rate limits, quotas, and the cap on runs in progress
+"""

@@ -23,7 +23,7 @@ from functools import partial
 
 from gateway import wire as p
 from gateway.hub import eventlog
-from gateway.hub.runs import Subscriber, Thread
+from gateway.hub.threads import Subscriber, Thread
 from gateway.store import StoreError
 from gateway.store.frames import FrameLog
 

@@ -18,7 +18,7 @@ import msgspec
 from gateway import wire as p
 from gateway.a2ui import actions
 from gateway.adk import approvals
-from gateway.hub.states import OpenCall
+from gateway.hub.open_calls import OpenCall
 from gateway.wire import bounds
 from gateway.wire.notices import notice
 

@@ -1,4 +1,4 @@
-"""Threads and runs in memory: a thread's watchers, its one run, and where the run's events go.
+"""A run in memory: a thread's one active run, and where its events go.
 
 A run's events go to the thread's watchers (every connection that ran or reattached on it),
 except the live TOOL_CALL events of a client tool, which go only to the run's executor: the
@@ -21,58 +21,16 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, Protocol
 
 from google.adk.events import Event as AdkEvent
 
 from gateway import wire as p
 from gateway.hub import eventlog
 from gateway.hub.outbox import Commit, Outbox
+from gateway.hub.states import ThreadState
+from gateway.hub.threads import Subscriber, Thread
 from gateway.store.frames import LoggedFrame
 from gateway.translate.translator import Phase, RunTranslator
-
-
-class Subscriber(Protocol):
-    # The client instance it speaks for; None: only itself (a stock client, an SSE request).
-    @property
-    def client(self) -> str | None: ...
-
-    def deliver(self, event: p.Event) -> None: ...
-
-
-@dataclasses.dataclass
-class Thread:
-    thread_id: str
-    user_id: str
-    watchers: list[Subscriber] = dataclasses.field(default_factory=list)
-    run: Run | None = None
-    # Browser answers that arrived before the rest of their batch: call id -> response.
-    early: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    early_messages: dict[str, p.ToolMessage] = dataclasses.field(default_factory=dict)
-    expiry: asyncio.TimerHandle | None = None
-    # Inputs waiting for the run to end (``gateway.hub.busy``), in turn behind ``turns``.
-    waiting: int = 0
-    turns: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
-    # The number of the last frame of its log given out; None until read from the store.
-    head: int | None = None
-    # Watchers whose replay from the log is being read: what they are sent meanwhile
-    # waits here, to go out after the replay.
-    replaying: dict[Subscriber, list[p.Event]] = dataclasses.field(default_factory=dict)
-    # The newest number of its log another process said is committed (``gateway.hub.following``).
-    heard: int = 0
-    # While another process runs it: the number of the last frame each watcher was sent.
-    positions: dict[Subscriber, int] = dataclasses.field(default_factory=dict)
-
-    def watch(self, subscriber: Subscriber) -> None:
-        if subscriber not in self.watchers:
-            self.watchers.append(subscriber)
-
-    def send(self, watcher: Subscriber, event: p.Event) -> None:
-        held = self.replaying.get(watcher)
-        if held is None:
-            watcher.deliver(event)
-        else:
-            held.append(event)
 
 
 @dataclasses.dataclass
@@ -105,6 +63,9 @@ class Run:
     # Lets go of the lease once its last event is logged; that event goes out after, so
     # that a client told the run ended may send its next input to any process at once.
     release: Callable[[], Commit] | None = None
+    # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
+    # its end moves the thread to if it ran the agent; None until it is driven.
+    thread_state: ThreadState | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:

@@ -1,16 +1,29 @@
-"""A thread's life: its states in one table, and the calls it waits on.
+"""A thread's life: its states in one table, and how a run's end moves it.
 
 Theory of operation. A thread is an ADK session. Its life is one table, in ``TRANSITIONS``:
 
-    IDLE             --user message-->           RUNNING
-    RUNNING          --run ends, nothing open--> IDLE
-    RUNNING          --browser calls open-->     AWAITING_CLIENT
-    RUNNING          --approval asked-->         AWAITING_APPROVAL
-    RUNNING          --cancel or failure-->      IDLE
-    AWAITING_*       --every open item answered or expired--> RUNNING (the paused
-                                                   invocation resumes)
-    AWAITING_*       --some answered-->          AWAITING_* (the answers wait for the rest)
-    AWAITING_*       --user message-->           RUNNING (open items closed as superseded)
+    IDLE        --user message-->                  RUNNING
+    IDLE        --cut-off reply asked for again--> RUNNING (a restart's, ``finish_cut_off``)
+    RUNNING     --run ended, nothing open-->       IDLE
+    RUNNING     --run ended, browser calls open--> AWAITING_CLIENT
+    RUNNING     --run ended, approval asked-->     AWAITING_APPROVAL
+    RUNNING     --cancel or failure-->             IDLE (a cancel answers the calls it left
+                                                   open; a failure that left calls open
+                                                   ends as a run that asked them does)
+    AWAITING_*  --every open item answered or expired--> RUNNING (the paused invocation
+                                                   resumes)
+    AWAITING_*  --some answered-->                 AWAITING_* (the answers wait for the rest)
+    AWAITING_*  --user message-->                  RUNNING (open items closed as superseded)
+
+Who fires what. Planning (``gateway.hub.planning``) checks an input against the state it
+reads from the stored thread (``thread_state``) and fires the move into RUNNING, or
+``some answered``; the hub fires ``every open item answered`` for browser calls it
+expires, and ``asked for again`` for a reply a restart cut off. The driver
+(``gateway.hub.driving``) fires the move out of RUNNING when the run ends, by how it
+ended (``run_ended``). A run that runs no agent (answers that wait for the rest, or an
+input with nothing new) fires nothing when it ends: it only reports what the thread
+still waits for, and the thread stays where planning found it. Each run keeps the state
+it leaves its thread in (``Run.thread_state``), and its last log line says it.
 
 Only RUNNING lives in memory; what a thread awaits is read from its stored events, so a
 restart loses nothing.
@@ -18,16 +31,10 @@ restart loses nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from typing import Any
-
-from google.adk.events import Event as AdkEvent
-from google.adk.sessions import Session
 
 from gateway import wire as p
-from gateway.context import event_metadata
-from gateway.translate.translator import CONFIRMATION_CALL
+from gateway.hub.open_calls import OpenCall
 
 
 class ThreadState(enum.Enum):
@@ -39,6 +46,7 @@ class ThreadState(enum.Enum):
 
 class Trigger(enum.Enum):
     USER_MESSAGE = "user message"
+    ASKED_AGAIN = "cut-off reply asked for again"
     ALL_ANSWERED = "every open item answered"
     SOME_ANSWERED = "some open items answered"
     ENDED_IDLE = "run ended, nothing open"
@@ -50,6 +58,7 @@ class Trigger(enum.Enum):
 _AWAITING = (ThreadState.AWAITING_CLIENT, ThreadState.AWAITING_APPROVAL)
 TRANSITIONS: dict[tuple[ThreadState, Trigger], ThreadState] = {
     (ThreadState.IDLE, Trigger.USER_MESSAGE): ThreadState.RUNNING,
+    (ThreadState.IDLE, Trigger.ASKED_AGAIN): ThreadState.RUNNING,
     (ThreadState.RUNNING, Trigger.ENDED_IDLE): ThreadState.IDLE,
     (ThreadState.RUNNING, Trigger.ENDED_CLIENT): ThreadState.AWAITING_CLIENT,
     (ThreadState.RUNNING, Trigger.ENDED_APPROVAL): ThreadState.AWAITING_APPROVAL,
@@ -70,71 +79,23 @@ def transition(state: ThreadState, trigger: Trigger) -> ThreadState:
         ) from None
 
 
-# --- what a thread awaits ------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class OpenCall:
-    """A long-running call without a response: a browser tool, or an approval request."""
-
-    call_id: str
-    name: str
-    invocation_id: str
-    asked_at: float
-    args: dict[str, Any]
-    # The client instance whose input started the run that made the call (``?clientId=``).
-    client: str | None = None
-
-    @property
-    def is_approval(self) -> bool:
-        return self.name == CONFIRMATION_CALL
-
-    def approved_call(self) -> dict[str, Any]:
-        """For an approval: the call it guards (``{"id", "name", "args"}``)."""
-        original: dict[str, Any] = self.args.get("originalFunctionCall") or {}
-        return original
-
-    def asked_confirmation(self) -> dict[str, Any]:
-        """For an approval: what the tool asked, ADK's ``ToolConfirmation`` (hint, payload)."""
-        asked: dict[str, Any] = self.args.get("toolConfirmation") or {}
-        return asked
-
-
-def open_calls(session: Session | None) -> dict[str, OpenCall]:
-    """Long-running calls in the thread that have no response yet, in call order."""
-    found: dict[str, OpenCall] = {}
-    for event in session.events if session else ():
-        for call in event.get_function_calls():
-            if call.id and call.id in (event.long_running_tool_ids or ()):
-                found[call.id] = OpenCall(
-                    call.id,
-                    call.name or "",
-                    event.invocation_id,
-                    event.timestamp,
-                    call.args or {},
-                    _client_of(event),
-                )
-        for response in event.get_function_responses():
-            if response.id:
-                found.pop(response.id, None)
-    return found
-
-
-def _client_of(event: AdkEvent) -> str | None:
-    client = event_metadata(event).get("client")
-    return client if isinstance(client, str) else None
-
-
-def answered_calls(session: Session | None) -> set[str]:
-    return {
-        response.id
-        for event in (session.events if session else ())
-        for response in event.get_function_responses()
-        if response.id
-    }
-
-
 def thread_state(open_items: dict[str, OpenCall]) -> ThreadState:
     if any(call.is_approval for call in open_items.values()):
         return ThreadState.AWAITING_APPROVAL
     return ThreadState.AWAITING_CLIENT if open_items else ThreadState.IDLE
+
+
+def run_ended(*, cancelled: bool, failed: bool, approvals: bool, browser_calls: bool) -> Trigger:
+    """How a run that ran the agent ended, by what it leaves its thread waiting on.
+
+    A cancel answers every call the run left open, so nothing waits; a failure leaves
+    open what the run asked, as a run that ends does. An approval outranks browser calls,
+    as in ``thread_state``.
+    """
+    if cancelled:
+        return Trigger.STOPPED
+    if approvals:
+        return Trigger.ENDED_APPROVAL
+    if browser_calls:
+        return Trigger.ENDED_CLIENT
+    return Trigger.STOPPED if failed else Trigger.ENDED_IDLE

@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from gateway import wire as p
 from gateway.examples.navigator.screens import catalog as screens
-from gateway.hub import hub as hub_module
+from gateway.hub import planning
 from gateway.hub.inputs import needed_part
 from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
@@ -153,7 +153,7 @@ async def test_an_unexpected_failure_is_internal_error_with_an_id_and_the_socket
 
     async with gateway.socket() as ws:
         with monkeypatch.context() as patch:
-            patch.setattr(hub_module, "read_input", broken)
+            patch.setattr(planning, "read_input", broken)
             error = await ws.refused(user_input(new_id("t"), "안녕"))
         assert error["code"] == "INTERNAL_ERROR"
         assert "secret" not in error["message"] and "RuntimeError" not in error["message"]
@@ -168,7 +168,7 @@ async def test_an_unexpected_failure_on_sse_is_a_coded_500(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret")
 
-    monkeypatch.setattr(hub_module, "read_input", broken)
+    monkeypatch.setattr(planning, "read_input", broken)
     async with httpx.AsyncClient(base_url=gateway.http) as client:
         response = await client.post("/invocations", json=user_input(new_id("t"), "안녕"))
     assert response.status_code == 500

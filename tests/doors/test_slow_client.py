@@ -24,7 +24,7 @@ async def test_a_full_send_queue_closes_the_connection_once() -> None:
     session = websocket.WebSocketSession(_Shared(), {}, None, None)  # type: ignore[arg-type]
     for index in range(10):
         session.deliver(p.Custom(name="n", value=index))
-    queued = [event for event, _ in await session.outbox.batch()]
+    queued = [event for event, _ in await session.send_queue.batch()]
     assert queued[-1] is None and queued.count(None) == 1
     assert len(queued) == 4
-    assert session.outbox.ended
+    assert session.send_queue.ended

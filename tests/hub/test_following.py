@@ -11,7 +11,7 @@ import dataclasses
 from gateway import wire as p
 from gateway.hub import eventlog
 from gateway.hub.following import Followers
-from gateway.hub.runs import Thread
+from gateway.hub.threads import Thread
 from gateway.store.frames import FrameLog, LoggedFrame
 
 

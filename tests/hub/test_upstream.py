@@ -103,7 +103,7 @@ async def test_malformed_approval_payload_is_a_validation_error(gateway: Running
 
 async def test_expired_approval_is_resolved_as_rejected() -> None:
     async with running_gateway() as gateway:
-        gateway.app.hub.approval_timeout = 0.0  # type: ignore[union-attr]
+        gateway.app.hub.planner.approval_timeout = 0.0  # type: ignore[union-attr]
         thread = new_id("t")
         async with gateway.socket() as ws:
             interrupt = await ask_approval(ws, thread)

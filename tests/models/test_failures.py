@@ -68,7 +68,7 @@ async def test_a_provider_failure_is_one_coded_error_and_one_log_line(
         streamed = {"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"}
         assert any(e["type"] in streamed for e in events) is mid_stream
         [line] = warnings_and_worse(caplog)
-        assert line.exc_info is None and line.name == "gateway.hub.hub"
+        assert line.exc_info is None and line.name == "gateway.hub.driving"
         assert thread in line.getMessage() and provider.model_name in line.getMessage()
         if fault is Fault.STALLS:
             assert STALL_SECONDS <= elapsed < STALL_SECONDS + 1.5

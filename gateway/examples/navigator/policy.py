@@ -11,7 +11,7 @@ tool's response: the tool does not run, the after-tool callbacks (the audit) see
 refusal, the function response is stored, and the model is called again in the same run,
 so it explains the refusal at once and no browser is asked. The call's event is still
 marked long-running (ADK decides that from the tool before any callback), so readers of
-a thread must treat a call with a response as closed, as ``gateway.hub.states.open_calls`` and the
+a thread must treat a call with a response as closed, as ``gateway.hub.open_calls`` and the
 translator do; the call then never appears in ``pendingToolCallIds``.
 
 The surface comes from the run's context entries (``gateway.context``).

@@ -1,0 +1,338 @@
+"""Driving a run: ADK's stream through the run's translator to its watchers, to its end.
+
+Theory of operation. A planned run (``gateway.hub.planning``) is driven by one task: it
+emits RUN_STARTED and what the input brings for the thread's other connections (the
+user's message, the browser's results), then feeds each event of ADK's stream through
+the run's translator (``RunTranslator``) into the run's outbox, and ends the run by how
+its stream ended: RUN_FINISHED (success, waiting on the browser, or interrupted by an
+approval asked), cancelled, or RUN_ERROR with a code and a sentence. The same ending
+moves the thread out of RUNNING on its table (``gateway.hub.states``), and the run keeps
+the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
+only reports what the thread still waits for, and moves nothing.
+
+What it keeps on the way, so that nothing a client was sent is lost: the text so far of
+a streamed message (ADK stores a message only once it is complete), and, when the run is
+cancelled, fails or a model stalls, that text as the reply, marked with how it ended.
+A cancel gives ADK ``CANCEL_GRACE_SECONDS`` to seal the invocation, then stops the
+stream outright if it has not stopped, and answers the calls the run left open, so the
+next turn starts from a whole history. A model call that sends nothing for
+``model_timeout`` seconds stops the run as a cancel does, and is told as a failure.
+
+The driver reaches into nothing of the hub's: it is given the engine, the followers of
+the thread's log and the model timeout, and tells the hub once, through ``ended``, that
+the run's last events are out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from typing import Any
+
+import msgspec
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.events import Event as AdkEvent
+
+from gateway import logs
+from gateway import wire as p
+from gateway.a2ui import ACTION_ACTIVITY
+from gateway.a2ui.actions import action_content
+from gateway.adk.engine import Engine
+from gateway.context import event_metadata
+from gateway.hub.following import Followers
+from gateway.hub.inputs import NewTurn
+from gateway.hub.open_calls import OpenCall, answered_calls
+from gateway.hub.outbox import Commit
+from gateway.hub.planning import Plan, function_responses
+from gateway.hub.refusals import quarantined
+from gateway.hub.runs import Run
+from gateway.hub.states import ThreadState, run_ended, transition
+from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
+from gateway.store import QuarantinedThreadError, StoreError
+from gateway.store.cut_off import Ending, cut_off_reply
+from gateway.translate.translator import AgentFailure
+
+log = logging.getLogger(__name__)
+
+# How long ADK gets to seal a cancelled invocation before its task is cancelled outright.
+CANCEL_GRACE_SECONDS = 0.5
+
+
+class Driver:
+    """Drives planned runs to their end; see the module's docstring."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        followers: Followers,
+        *,
+        model_timeout: float,
+        ended: Callable[[Run], None],
+    ) -> None:
+        self.engine = engine
+        # Watchers that followed the thread's log are caught up before a run emits.
+        self.followers = followers
+        # Seconds a model call may send nothing before its run is stopped.
+        self.model_timeout = model_timeout
+        # Told once a run's last events are out: the hub lets go of the run.
+        self.ended = ended
+
+    async def drive(self, run: Run, plan: Plan) -> None:
+        translator = run.translator
+        thread = run.thread
+        logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
+        started = time.perf_counter()
+        run.thread_state = plan.thread_state
+        completed = False  # the run ended by its outcome, not by a failure
+        if thread.head is None:
+            try:
+                thread.head = await self.engine.log_head(thread.user_id, thread.thread_id)
+            except StoreError as error:  # the run goes on; a reattach gets the snapshot
+                log.warning("%s is not logged: its thread's log cannot be read: %s", run, error)
+        await self.followers.catch_up(thread)
+        run.emit(translator.start())
+        run.emit([plan.state] if plan.state is not None else [])
+        run.emit(plan.notices)
+        # Observers see the user's message and the browser's results; the executor sent them.
+        # A press on a surface no client sends as a message: every watcher is shown it.
+        if plan.said is not None and plan.said.action is not None:
+            run.emit([_pressed(plan.said)])
+        elif plan.said is not None and plan.said.text:
+            run.emit(_said(plan.said), observers_only=True)
+        run.emit(plan.results, observers_only=True)
+        try:
+            if plan.message is not None:
+                await self._stream(run, plan)
+            else:
+                # Nothing to resume yet: the run reports what the thread still waits for.
+                translator.pending.update(plan.waiting)
+            if run.abort.is_set():
+                run.emit(translator.cancelled())
+            elif translator.interrupts:
+                run.emit(translator.interrupted())
+            else:
+                run.emit(translator.finish())
+            completed = True
+        except ModelStalled as stalled:
+            run.fail(self._stalled(run, stalled.stall))
+        except AgentFailure as exc:
+            failed = self.engine.take_model_failure(run.run_id)
+            if exc.error_code == MODEL_FAILED and failed is not None:
+                run.fail(_model_failed(run, failed))
+            else:
+                run.fail(p.unexpected(f"{run} ({exc})", p.ErrorCode.AGENT_ERROR, traceback=False))
+        except QuarantinedThreadError:  # found by a read of the run (ADK's, or a cancel's)
+            run.fail(quarantined(thread.thread_id))
+        except (StoreError, StaleSessionError):
+            run.fail(p.unexpected(str(run)))
+        except Exception:  # the model or a tool raised
+            run.fail(p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
+        finally:
+            state = plan.thread_state
+            if state is ThreadState.RUNNING:  # it ran the agent: how it ended moves the thread
+                ending = run_ended(
+                    cancelled=run.abort.is_set(),
+                    failed=not completed,
+                    approvals=bool(translator.interrupts),
+                    browser_calls=bool(translator.pending),
+                )
+                run.thread_state = state = transition(state, ending)
+            self.engine.forget_model_calls(run.run_id)
+            # The thread takes its next run only once this one's events are all out.
+            await run.outbox.drained()
+            log.info(
+                "run %s on thread %s ended in %.0f ms, the thread %s",
+                run.run_id,
+                thread.thread_id,
+                (time.perf_counter() - started) * 1000,
+                state.value,
+            )
+            self.ended(run)
+
+    async def _stream(self, run: Run, plan: Plan) -> None:
+        """Feeds ADK's events through the translator until the run ends or is cancelled."""
+        assert plan.message is not None
+        events = self.engine.run(
+            user_id=run.thread.user_id,
+            thread_id=run.thread.thread_id,
+            session=plan.session,
+            message=plan.message,
+            metadata=plan.metadata,
+            client_tools=plan.client_tools,
+            catalogs=plan.catalogs,
+            surfaces=plan.surfaces,
+            abort_signal=run.abort,
+        )
+        # One task per run consumes ADK's stream, so a cancel can stop a slow tool without
+        # a task and a wait per event.
+        consumer = asyncio.create_task(self._consume(run, events))
+        aborted = asyncio.ensure_future(run.abort.wait())
+        stalled = asyncio.ensure_future(self.engine.model_stalled(run.run_id, self.model_timeout))
+        stall: Stall | None = None
+        try:
+            await asyncio.wait({consumer, aborted, stalled}, return_when=asyncio.FIRST_COMPLETED)
+            if not consumer.done():
+                if stalled.done():  # stopped as a cancel is, then told as a failure
+                    stall = stalled.result()
+                    run.abort.set()
+                # Cancelled: ADK seals the invocation if it stops in time; a slow tool that
+                # does not is cancelled outright.
+                await asyncio.wait({consumer}, timeout=CANCEL_GRACE_SECONDS)
+                consumer.cancel()
+        except asyncio.CancelledError:  # the hub's stop: ADK's stream stops here too
+            consumer.cancel()
+            raise
+        finally:
+            aborted.cancel()
+            stalled.cancel()
+        if run.abort.is_set():
+            await _settle(consumer)
+            await self._keep_cut_off_reply(run, Ending.STOPPED if stall is None else Ending.FAILED)
+            await self._seal(run)
+            if stall is not None:
+                raise ModelStalled(stall)
+            return
+        try:
+            await consumer  # a failure of the model or a tool surfaces here
+        except Exception:
+            await self._keep_cut_off_reply(run, Ending.FAILED)
+            raise
+
+    async def _consume(self, run: Run, events: AsyncGenerator[AdkEvent, None]) -> None:
+        async with aclosing(events):
+            async for event in events:
+                if not event.partial:
+                    run.last_event_id = event.id
+                # After a cancel ADK's sealing events are stored, not streamed.
+                out = [] if run.abort.is_set() else run.translator.translate(event)
+                run.emit(out, after=self._keep_streamed_text(run, event, out))
+
+    def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
+        log.warning(
+            "%s: %s sent nothing for %.1f s (GATEWAY_MODEL_TIMEOUT); the run was stopped",
+            run,
+            stall.model,
+            stall.seconds,
+        )
+        return p.GatewayError(
+            p.ErrorCode.AGENT_ERROR,
+            f"The model sent nothing for {self.model_timeout:g} s, so the run was stopped; "
+            "try again.",
+        )
+
+    def _keep_streamed_text(self, run: Run, event: AdkEvent, out: list[p.Event]) -> Commit | None:
+        """Stores the text so far of a streamed message; returns the commit its chunk awaits."""
+        if not event.partial:
+            if run.streaming is not None and event.id == run.streaming.id:
+                run.streaming = None  # ADK stored the whole message in its place
+            return None
+        if not any(isinstance(e, p.TextMessageContent) for e in out):
+            return None
+        run.streaming = event
+        return self.engine.save_streamed_text(
+            user_id=run.thread.user_id,
+            thread_id=run.thread.thread_id,
+            invocation_id=event.invocation_id,
+            message_id=event.id,
+            author=event.author,
+            text=run.translator.text_so_far(event.id),
+        )
+
+    async def _keep_cut_off_reply(self, run: Run, ending: Ending) -> None:
+        """Stores the text so far of the message the run was streaming as its reply, marked
+        with how the run ended; the write that stores it drops the streamed text.
+
+        Awaited before the run's last event goes out, so a client that reloads on it finds
+        the reply. Should the write fail, the streamed text stays for the restart to close.
+        """
+        chunk, run.streaming = run.streaming, None
+        if chunk is None:
+            return
+        reply = cut_off_reply(
+            message_id=chunk.id,
+            invocation_id=chunk.invocation_id,
+            author=chunk.author,
+            text=run.translator.text_so_far(chunk.id),
+            ending=ending,
+            # What the final event would have carried: the run's id, the sub-agent's mark.
+            metadata=dict(event_metadata(chunk)),
+        )
+        try:
+            session = await self.engine.session(run.thread.user_id, run.thread.thread_id)
+            if session is not None:
+                # run.last_event_id stays: a reattach that reads the reply waits for the
+                # run's end instead of being sent it twice (in the snapshot and re-opened).
+                await self.engine.append(session, reply)
+        except (StoreError, StaleSessionError) as error:
+            log.warning("%s: its %s reply was not stored: %s", run, ending.value, error)
+
+    async def _seal(self, run: Run) -> None:
+        """Answers calls a cancel left open, so the next turn starts from a whole history."""
+        session = await self.engine.session(run.thread.user_id, run.thread.thread_id)
+        if session is None:
+            return
+        answered = answered_calls(session)
+        dangling: dict[str, OpenCall] = {}
+        for event in session.events:
+            if event.invocation_id and event_metadata(event).get("runId") == run.run_id:
+                for call in event.get_function_calls():
+                    if call.id and call.id not in answered:
+                        dangling[call.id] = OpenCall(
+                            call.id, call.name or "", event.invocation_id, event.timestamp, {}
+                        )
+        if dangling:
+            stopped = {"status": "cancelled", "reason": "the user stopped the run"}
+            responses = {call_id: stopped for call_id in dangling}
+            invocation_id = next(iter(dangling.values())).invocation_id
+            await self.engine.append(
+                session,
+                AdkEvent(
+                    author="user",
+                    invocation_id=invocation_id,
+                    content=function_responses(dangling, responses),
+                ),
+            )
+
+
+class ModelStalled(Exception):
+    """A model call of the run sent nothing for ``GATEWAY_MODEL_TIMEOUT``; the run stopped."""
+
+    def __init__(self, stall: Stall) -> None:
+        super().__init__(f"{stall.model} sent nothing for {stall.seconds:.0f} s")
+        self.stall = stall
+
+
+def _model_failed(run: Run, failed: FailedCall) -> p.GatewayError:
+    """A provider's failure a user will meet: one log line, and the sentence for the client."""
+    log.warning("%s: %s failed: %s", run, failed.model, failed.failure.detail)
+    return p.GatewayError(failed.failure.code, failed.failure.sentence)
+
+
+def _said(turn: NewTurn) -> list[p.Event]:
+    return [
+        p.TextMessageStart(message_id=turn.message_id, role="user"),
+        p.TextMessageContent(message_id=turn.message_id, delta=turn.text),
+        p.TextMessageEnd(message_id=turn.message_id),
+    ]
+
+
+def _pressed(turn: NewTurn) -> p.ActivitySnapshot:
+    assert turn.action is not None
+    return p.ActivitySnapshot(
+        message_id=turn.message_id,
+        activity_type=ACTION_ACTIVITY,
+        content=action_content(msgspec.to_builtins(turn.action)),
+        replace=True,
+    )
+
+
+async def _settle(task: asyncio.Future[Any]) -> None:
+    try:
+        await task
+    except (asyncio.CancelledError, StopAsyncIteration):
+        pass
+    except Exception:
+        log.exception("a cancelled run failed while stopping")

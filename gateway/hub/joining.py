@@ -1,0 +1,165 @@
+"""Joining a thread from its log: a replay after a cursor, or a run on another process.
+
+Theory of operation. A client that reattaches with the last number of the thread's log it
+saw (``gateway.hub.eventlog``) is sent the frames after it, then follows live; one with
+no cursor, on a thread another process is running, joins that run from its start: its
+RUN_STARTED, the thread as it was before the run, the run's frames so far, then live from
+the log (``gateway.hub.following``). Either way the subscriber watches the thread from
+before the reads, and what it is sent meanwhile waits (``Thread.replaying``) to go out
+after what was read, each event once.
+
+When the log cannot answer a cursor (beyond its head, older than what it keeps, through a
+run a crash cut off) nothing is sent, and the hub sends the snapshots instead
+(``gateway.hub.snapshots``); when it shows no run open on the other process (its start
+not committed yet, or just ended), the hub looks again shortly. A cursor into a run
+whose process died just now first has that run's end written into the log, by
+``take_over``: the hub's, which closes a dead holder's run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from gateway import wire as p
+from gateway.adk.engine import Engine
+from gateway.cluster import Cluster
+from gateway.hub import eventlog
+from gateway.hub.following import Followers
+from gateway.hub.snapshots import thread_snapshot
+from gateway.hub.threads import Subscriber, Thread
+from gateway.store import StoreError
+
+# Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
+# closed such a run (and the log now ends it).
+TakeOver = Callable[[str, str], Awaitable[bool]]
+
+
+class Joiner:
+    """Replays a thread's log to a subscriber, or joins it to a run on another process."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        cluster: Cluster,
+        followers: Followers,
+        *,
+        snapshot_bytes: int | None,
+        take_over: TakeOver,
+    ) -> None:
+        self.engine = engine
+        self.cluster = cluster
+        self.followers = followers
+        # How much of a thread the snapshot of a joined run sends at most.
+        self.snapshot_bytes = snapshot_bytes
+        self.take_over = take_over
+
+    async def replay(self, thread: Thread, subscriber: Subscriber, after: int) -> bool:
+        """Sends the events of the thread's log after ``after``, then makes the subscriber
+        a watcher; False, sending nothing, when the log cannot answer that cursor.
+
+        The subscriber watches from before the read, its live events held back meanwhile
+        (``Thread.replaying``): an event committed during the read is in the read or held,
+        and one in both is sent once. A cursor into or through a run that never ended (a
+        crash cut it off) cannot be answered: only the snapshot shows how it ended.
+        """
+        thread.replaying[subscriber] = []
+        thread.watch(subscriber)
+        run = thread.run
+        executes = (
+            run is not None and subscriber.client is not None and run.owner == subscriber.client
+        )
+        previous = run.executor if run is not None else None
+        if run is not None and executes:
+            run.executor = subscriber  # the owner instance is back: it executes from here on
+        events: list[p.Event] | None = None
+        try:
+            log = await self.engine.frames_after(
+                thread.user_id, thread.thread_id, max(after - 1, 0)
+            )
+            running = thread.run.first_seq if thread.run is not None else None
+            events = eventlog.replay(log, after, subscriber.client, running)
+            if events is None and thread.run is None and not thread.replaying[subscriber]:
+                # Cut off by a process that died just now: its end is logged, then replayed;
+                # or another process runs it (or is logging its end): followed from the log.
+                if await self.take_over(thread.user_id, thread.thread_id):
+                    log = await self.engine.frames_after(
+                        thread.user_id, thread.thread_id, max(after - 1, 0)
+                    )
+                    events = eventlog.replay(log, after, subscriber.client, None)
+                elif await self.runs_elsewhere(thread.thread_id):
+                    elsewhere = eventlog.open_run(log)
+                    events = eventlog.replay(log, after, subscriber.client, elsewhere)
+        finally:
+            held = thread.replaying.pop(subscriber, [])
+            if events is None and subscriber in thread.watchers:  # it may have left meanwhile
+                thread.watchers.remove(subscriber)
+                if run is not None and run.executor is subscriber:
+                    run.executor = previous
+        if events is None:
+            return False
+        for event in events:
+            subscriber.deliver(event)
+        last = log.frames[-1].seq if log.frames else after
+        for event in eventlog.after_replay(held, last):
+            subscriber.deliver(event)
+        if thread.run is None:  # run elsewhere, or none: it follows the log from here
+            thread.positions[subscriber] = last
+            self.followers.heard(thread, log.head)
+        return True
+
+    async def join_elsewhere(self, thread: Thread, subscriber: Subscriber) -> bool:
+        """Joins the run another process is streaming, for a subscriber with no cursor: the
+        run's RUN_STARTED, the thread as it was before the run, the run's frames so far,
+        then live from the log; False, sending nothing, when the log shows no run open (its
+        start is not committed yet, or it has just ended).
+
+        The snapshot leaves out every stored event of the run (``run_start``), which the
+        run's frames bring, so nothing shows twice however far the store is ahead of the
+        log. As in ``replay``, the subscriber watches from before the reads.
+        """
+        thread.replaying[subscriber] = []
+        thread.watch(subscriber)
+        events: list[p.Event] | None = None
+        try:
+            log = await self.engine.frames_after(thread.user_id, thread.thread_id, 0)
+            start = eventlog.open_run(log)
+            if start and thread.run is None:
+                [first] = [f for f in log.frames if f.seq == start]
+                started = p.decode_event(first.data)
+                assert isinstance(started, p.RunStarted)
+                before = await self.engine.run_start(
+                    thread.user_id, thread.thread_id, started.run_id
+                )
+                page, session = await self.engine.thread_view(
+                    thread.user_id, thread.thread_id, self.snapshot_bytes, before=before
+                )
+                snapshot = thread_snapshot(thread.thread_id, page, session)
+                events = [
+                    started,
+                    *(eventlog.numbered(event, start) for event in snapshot),
+                    *(
+                        p.decode_event(f.data)
+                        for f in log.frames
+                        if f.seq > start and eventlog.shown_to_joiner(f, subscriber.client)
+                    ),
+                ]
+        finally:
+            held = thread.replaying.pop(subscriber, [])
+            if events is None and subscriber in thread.watchers:  # it may have left meanwhile
+                thread.watchers.remove(subscriber)
+        if events is None:
+            return False
+        for event in events:
+            subscriber.deliver(event)
+        for event in eventlog.after_replay(held, log.head):
+            subscriber.deliver(event)
+        if thread.run is None:  # it follows the log from here
+            thread.positions[subscriber] = log.head
+            self.followers.heard(thread, log.head)
+        return True
+
+    async def runs_elsewhere(self, thread_id: str) -> bool:
+        try:
+            return await self.cluster.runs_elsewhere(thread_id)
+        except StoreError:
+            return False  # as if cut off: the snapshot is sent, which is never wrong
