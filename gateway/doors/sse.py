@@ -15,7 +15,7 @@ from gateway.doors.body import RequestBody, http_status
 from gateway.doors.send_queue import Frame, Outgoing
 from gateway.doors.shared import Shared
 from gateway.hub import eventlog
-from gateway.hub.runs import Run
+from gateway.hub.threads import Run
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel, notice, standalone
 

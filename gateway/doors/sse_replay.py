@@ -21,7 +21,7 @@ from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refuse
 from gateway.doors.shared import Shared
 from gateway.doors.sse import QueueSubscriber, disconnect, stream, stream_start
-from gateway.hub.runs import Run
+from gateway.hub.threads import Run
 
 
 class Resume:

@@ -12,8 +12,8 @@ of the theory of operation:
     joining     a reattach replayed from the thread's log, or joined to a run elsewhere
     snapshots   what a reattach is shown of a thread the log cannot answer for
     refusals    what the hub refuses a caller, and the signals that make an input wait
-    threads     a thread in memory: its watchers, its run, what waits on it
-    runs        a run in memory: its events to the executor and the watchers, numbered
+    threads     a thread in memory (its watchers, what waits on it) and its one ``Run``
+                (its events to the executor and the watchers, numbered)
     states      a thread's life as one table (``TRANSITIONS``)
     open_calls  what a thread waits on: the calls of its history with no response yet
     inputs      what an input brings: a new turn (or a press), browser results, approvals

@@ -48,8 +48,8 @@ from gateway.hub.open_calls import OpenCall, answered_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, function_responses
 from gateway.hub.refusals import quarantined
-from gateway.hub.runs import Run
 from gateway.hub.states import ThreadState, run_ended, transition
+from gateway.hub.threads import Run
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError
 from gateway.store.cut_off import Ending, cut_off_reply

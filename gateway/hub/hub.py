@@ -51,11 +51,10 @@ from gateway.hub.refusals import (
     cluster_unreachable,
     quarantined,
 )
-from gateway.hub.runs import Run
 from gateway.hub.snapshots import executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
-from gateway.hub.threads import Subscriber, Thread
+from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease

@@ -39,9 +39,8 @@ from gateway.audit.log import AuditLog
 from gateway.context import allowed_context
 from gateway.hub.inputs import NewTurn, read_input
 from gateway.hub.open_calls import OpenCall, answered_calls, open_calls
-from gateway.hub.runs import Run
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
-from gateway.hub.threads import Thread
+from gateway.hub.threads import Run, Thread
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import DeclarationLog, declared_client_tools
 from gateway.translate.translator import dump_json

@@ -1,27 +1,47 @@
-"""A thread in memory: who watches it, its one run, and what waits on it.
+"""A thread in memory: who watches it, its one run, and what waits on it; and that run.
 
 A thread is an ADK session; what it has said and what it waits on is read from the store
 (``gateway.hub.open_calls``), so a restart loses nothing. What lives here is what only
 this process knows: the connections that watch the thread (``Subscriber``), the run it
-runs now (``gateway.hub.runs``), the browser answers that came before the rest of their
-batch, the inputs waiting their turn, the timer that expires unanswered browser calls,
-and where each watcher is in the thread's log (``gateway.hub.eventlog``) while another
-process runs it (``gateway.hub.following``).
+runs now (``Run``: the two name each other, so they live together), the browser answers
+that came before the rest of their batch, the inputs waiting their turn, the timer that
+expires unanswered browser calls, and where each watcher is in the thread's log
+(``gateway.hub.eventlog``) while another process runs it (``gateway.hub.following``).
 
 Events go to a watcher through ``Thread.send``: while its replay from the log is being
 read, what it is sent meanwhile waits, to go out after the replay.
+
+A run's events go to the thread's watchers (every connection that ran or reattached on it),
+except the live TOOL_CALL events of a client tool, which go only to the run's executor: the
+connection whose input started or continued the run. Observers learn of those calls from
+snapshots, so no client can execute one twice.
+
+A run belongs to the client instance of that connection (``?clientId=``, a browser tab
+across its reloads), not to the connection: when the instance comes back on a new
+connection and reattaches, the new connection is the executor from then on.
+
+Every event a run emits is numbered in the thread's log (``gateway.hub.eventlog``) and held in
+the outbox until its frame commits; a client tool's live calls are logged for the owner
+instance only, and what only observers are sent (the user's message, the browser's
+results) is logged for everyone but the owner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, Protocol
+
+from google.adk.events import Event as AdkEvent
 
 from gateway import wire as p
-
-if TYPE_CHECKING:  # a run holds its thread; the thread names its run only in annotations
-    from gateway.hub.runs import Run
+from gateway.hub import eventlog
+from gateway.hub.outbox import Commit, Outbox
+from gateway.hub.states import ThreadState
+from gateway.store.frames import LoggedFrame
+from gateway.translate.translator import Phase, RunTranslator
 
 
 class Subscriber(Protocol):
@@ -67,3 +87,141 @@ class Thread:
             watcher.deliver(event)
         else:
             held.append(event)
+
+
+@dataclasses.dataclass
+class Run:
+    thread: Thread
+    run_id: str
+    executor: Subscriber | None
+    translator: RunTranslator
+    # A slot of the gateway's cap on runs in progress, given back when the run ends.
+    holds_slot: bool = False
+    abort: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    done: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    # The last stored event the run has streamed, so a reattach snapshot can catch up.
+    last_event_id: str | None = None
+    outbox: Outbox = dataclasses.field(default_factory=Outbox)
+    # The latest chunk of the message whose streamed text is stored, until its final
+    # event replaces it.
+    streaming: AdkEvent | None = None
+    # Reattached subscribers whose snapshot waits in the outbox.
+    joining: list[Subscriber] = dataclasses.field(default_factory=list)
+    # The client instance of the input that started the run; it stays when its connection goes.
+    owner: str | None = None
+    # Stores frames of the thread's log, returning their commit; None: the run is not logged.
+    log: Callable[[list[LoggedFrame]], Commit] | None = None
+    # The number of its RUN_STARTED in the thread's log, once numbered.
+    first_seq: int | None = None
+    # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
+    leased: bool = False
+    # Lets go of the lease once its last event is logged; that event goes out after, so
+    # that a client told the run ended may send its next input to any process at once.
+    release: Callable[[], Commit] | None = None
+    # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
+    # its end moves the thread to if it ran the agent; None until it is driven.
+    thread_state: ThreadState | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor is not None:
+            self.owner = self.executor.client
+
+    @property
+    def ended(self) -> bool:
+        """Its last events are made, though they may still wait in the outbox."""
+        return self.translator.phase is Phase.ENDED
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} on thread {self.thread.thread_id}"
+
+    def fail(self, error: p.GatewayError) -> None:
+        """Ends the run with RUN_ERROR, carrying the error's code and sentence."""
+        self.emit(self.translator.fail(error.code, error.message))
+
+    def emit(
+        self,
+        events: Iterable[p.Event],
+        *,
+        observers_only: bool = False,
+        after: Commit | None = None,
+    ) -> None:
+        """Numbers and logs events, then delivers them after those emitted before, once
+        their frames and ``after`` are committed."""
+        batch = list(events)
+        if not batch:
+            return
+        logged = self._log(batch, observers_only) if self.log is not None else None
+        if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
+            release, self.release = self.release, None
+            logged = _then(logged, release)
+        self.outbox.send(partial(self._route, batch, observers_only), after, logged)
+
+    def _log(self, batch: list[p.Event], observers_only: bool) -> Commit | None:
+        thread = self.thread
+        if thread.head is None:
+            return None  # not read: the hub reads the head before a run emits
+        frames = []
+        for event in batch:
+            thread.head += 1
+            eventlog.numbered(event, thread.head)
+            if isinstance(event, p.RunStarted) and self.first_seq is None:
+                self.first_seq = thread.head
+            only_for = (self.owner or "") if self._executor_only(event) else None
+            not_for = self.owner if observers_only else None
+            frames.append(eventlog.frame(event, only_for=only_for, not_for=not_for))
+        assert self.log is not None
+        return self.log(frames)
+
+    def join(
+        self, subscriber: Subscriber, catch_up: list[p.Event], *, executes: bool = False
+    ) -> None:
+        """Makes ``subscriber`` a watcher at this point of the run, ``catch_up`` first;
+        ``executes``: the run's executor too.
+
+        ``catch_up`` shows the run as of now; events emitted before, still in the outbox,
+        are in it, so the subscriber is sent only those emitted after (and, as executor,
+        only the client calls made after: ``catch_up`` names those made before).
+        """
+        self.joining.append(subscriber)
+        self.outbox.send(partial(self._admit, subscriber, catch_up, executes))
+
+    def _admit(self, subscriber: Subscriber, catch_up: list[p.Event], executes: bool) -> None:
+        if subscriber not in self.joining:
+            return  # it left before its turn came
+        self.joining.remove(subscriber)
+        for event in catch_up:
+            subscriber.deliver(event)
+        self.thread.watch(subscriber)
+        if executes:
+            self.executor = subscriber
+
+    def _route(self, events: list[p.Event], observers_only: bool) -> None:
+        for event in events:
+            private = self._executor_only(event)
+            if self.executor is not None and not observers_only:
+                self.thread.send(self.executor, event)
+            if private:
+                continue
+            for watcher in self.thread.watchers:
+                if watcher is not self.executor:
+                    self.thread.send(watcher, event)
+
+    def _executor_only(self, event: p.Event) -> bool:
+        if isinstance(event, p.ToolCallStart | p.ToolCallArgs | p.ToolCallEnd):
+            return event.tool_call_id in self.translator.client_calls
+        return False
+
+
+def _then(commit: Commit | None, next_step: Callable[[], Commit]) -> Commit:
+    """A commit done once ``commit`` is (whether it failed or not), then ``next_step``'s."""
+    if commit is None or commit.done():
+        return next_step()
+    both: Commit = asyncio.get_running_loop().create_future()
+
+    def settle(_: object) -> None:
+        if not both.done():
+            both.set_result(None)
+
+    commit.add_done_callback(lambda _: next_step().add_done_callback(settle))
+    return both

@@ -28,8 +28,7 @@ from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hub.eventlog import seq_of
 from gateway.hub.hub import Hub
-from gateway.hub.runs import Run
-from gateway.hub.threads import Thread
+from gateway.hub.threads import Run, Thread
 from gateway.store import StoreError, group_commit
 from gateway.store.frames import LoggedFrame
 from gateway.store.urls import is_postgres

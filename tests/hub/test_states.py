@@ -19,7 +19,6 @@ import pytest
 from gateway import wire as p
 from gateway.hub.hub import Hub
 from gateway.hub.open_calls import OpenCall
-from gateway.hub.runs import Run
 from gateway.hub.states import (
     TRANSITIONS,
     ThreadState,
@@ -28,6 +27,7 @@ from gateway.hub.states import (
     thread_state,
     transition,
 )
+from gateway.hub.threads import Run
 from gateway.translate.translator import CONFIRMATION_CALL
 from tests.conftest import RunningGateway
 from tests.support.agui import new_id, tool_answer, user_input
