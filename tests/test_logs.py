@@ -13,8 +13,8 @@ import pytest
 
 from gateway import logs
 from gateway.config import Settings
-from tests.conftest import RunningGateway
 from tests.support.agui import new_id, outcome, user_input
+from tests.support.servers import RunningGateway
 
 FORGED = "t-1\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
 

@@ -18,9 +18,8 @@ from google.genai import types
 
 from gateway.adk.approvals import interrupt_message, response_schema
 from gateway.tools.catalog import ToolEntry, from_entries
-from tests.conftest import running_gateway
-from tests.hub.test_upstream import resume
-from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.agui import new_id, outcome, resume, text_of, user_input
+from tests.support.servers import running_gateway
 
 RAN: list[tuple[str, Any]] = []
 

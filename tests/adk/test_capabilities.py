@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from gateway.adk.capabilities import document
 from gateway.config import Settings
 from gateway.tools.catalog import ToolEntry, from_entries
-from tests.conftest import RunningGateway, running_gateway
+from tests.support.servers import RunningGateway, running_gateway
 from tests.support.tokens import AUDIENCE, ISSUER, SECRET, token
 
 JWT = {"auth": "jwt", "jwt_secret": SECRET, "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE}

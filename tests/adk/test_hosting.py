@@ -35,7 +35,6 @@ from gateway.adk.hosting import Hosted, HostingError
 from gateway.api import create_app
 from gateway.config import Settings
 from gateway.tools import declarations
-from tests.conftest import free_port, running_gateway
 from tests.support import ROOT
 from tests.support.agui import (
     AgUiSocket,
@@ -46,6 +45,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.servers import free_port, running_gateway
 
 LOOKUP = {
     "name": "lookUpOrder",

@@ -23,7 +23,6 @@ from gateway.audit.log import (
     AuditError,
     AuditLog,
     AuditPlugin,
-    AuditRecord,
     RefusalBudget,
     outcome_of,
     print_audit,
@@ -37,23 +36,8 @@ from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.store import SessionService
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
+from tests.support.audit import record
 from tests.support.postgres import Postgres
-
-
-def record(thread: str = "t1", user: str = "demo", tool: str = "find_screen") -> AuditRecord:
-    return AuditRecord(
-        at=1_700_000_000.0,
-        user_id=user,
-        thread_id=thread,
-        run_id="r1",
-        tool=tool,
-        call_id=f"call-{thread}-{tool}",
-        arguments={"query": "요청 목록"},
-        outcome="ok",
-        detail=None,
-        duration_ms=0.4,
-        executor="server",
-    )
 
 
 @pytest.fixture

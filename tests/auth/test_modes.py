@@ -17,8 +17,8 @@ from gateway.config import Settings
 from gateway.doors import warmup
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub.hub import Hub
-from tests.auth.test_doors import JWT, bearer
-from tests.conftest import running_gateway
+from tests.support.auth import JWT, bearer
+from tests.support.servers import running_gateway
 
 
 async def test_dev_mode_says_in_one_line_at_start_that_it_trusts_the_client(

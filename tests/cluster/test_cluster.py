@@ -22,22 +22,22 @@ import pytest
 from websockets.asyncio.client import connect
 
 from gateway.store.cut_off import FINISHING
-from tests.hub.test_upstream import resume
 from tests.support.agui import (
     AgUiSocket,
     StreamChecker,
     new_id,
     outcome,
+    resume,
     seq_of,
     text_of,
     tool_answer,
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
 from tests.support.processes import gateway_process
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
 LONG = "자기소개를 길게 해 주세요"
 STARTS_ENDS = ("RUN_STARTED", "RUN_FINISHED")
 # Slow enough to act in the middle of a reply, fast enough for the suite.

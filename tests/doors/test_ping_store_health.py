@@ -19,10 +19,10 @@ import psycopg
 import pytest
 
 from gateway.store import CommitFailedError, SessionService, StoreError, group_commit
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, user_input
 from tests.support.damage import close_read, commit_from_outside, hold_a_read_open
 from tests.support.postgres import Postgres
+from tests.support.servers import RunningGateway, running_gateway
 
 
 async def ping(gateway: RunningGateway) -> tuple[int, dict[str, object]]:

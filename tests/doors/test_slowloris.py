@@ -15,8 +15,6 @@ import time
 
 import httpx
 
-from tests.conftest import RunningGateway, running_gateway
-from tests.doors.test_websocket import FLAGSHIP
 from tests.support.agui import (
     new_id,
     outcome,
@@ -26,7 +24,9 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP
 from tests.support.raw import RawClient, request, upgrade_head
+from tests.support.servers import RunningGateway, running_gateway
 
 SLOW_SOCKETS = int(os.environ.get("GATEWAY_TEST_SLOW_SOCKETS", "300"))
 TIMEOUT = 4.0

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, sse_events, text_of, user_input
+from tests.support.servers import RunningGateway, running_gateway
 
 LONG = "자기소개를 길게 해 주세요"
 # Slow enough that the run is mid-reply when the client leaves.

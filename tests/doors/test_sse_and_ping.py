@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
@@ -14,27 +13,8 @@ from gateway.auth import Authenticator, Identity
 from gateway.doors.warmup import WARM_UP_USER
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub.hub import Hub
-from tests.conftest import RunningGateway, running_gateway
-from tests.support.agui import StreamChecker, new_id, outcome, sse_events, text_of, user_input
-
-
-async def post_run(
-    gateway: RunningGateway, body: dict[str, Any] | bytes, user: str = "demo"
-) -> tuple[int, str, list[dict[str, Any]], bytes]:
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    async with httpx.AsyncClient(timeout=20) as client:
-        response = await client.post(
-            gateway.http + "/invocations",
-            content=content,
-            headers={"X-Gateway-User": user, "Content-Type": "application/json"},
-        )
-    raw = response.content
-    checker = StreamChecker()
-    events = sse_events(raw)
-    for event in events:
-        checker.feed(event)
-    assert raw.endswith(b"\n\n")
-    return response.status_code, response.headers["content-type"], events, raw
+from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.servers import RunningGateway, post_run, running_gateway
 
 
 async def test_text_run_streams_as_sse(gateway: RunningGateway) -> None:

@@ -16,9 +16,9 @@ from websockets.exceptions import InvalidStatus
 
 from gateway.config import Settings
 from gateway.doors.transport import protocols
-from tests.conftest import free_port, running_gateway
 from tests.support.agui import new_id, outcome, user_input
 from tests.support.raw import RawClient, request, upgrade_head
+from tests.support.servers import free_port, running_gateway
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 

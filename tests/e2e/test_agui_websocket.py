@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import NAVIGATE_TOOL
+from tests.support.servers import RunningGateway, running_gateway
 
 PACKAGE = Path(__file__).parents[2] / "clients" / "agui-websocket"
 SUITES = sorted(path.name for path in (PACKAGE / "test").glob("*.test.mjs"))

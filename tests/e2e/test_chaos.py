@@ -29,7 +29,8 @@ from tests.e2e.chaos.trials import (
     run_trial,
     table,
 )
-from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, WebApp, new_context
+from tests.support.browser import NEEDS_CHROMIUM, WebApp, new_context
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import script_report
 
 REDUCED_TRIALS = 20

@@ -14,14 +14,14 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Page, WebSocketRoute, expect
 
-from tests.conftest import RunningGateway
-from tests.e2e.web_helpers import (
+from tests.support.browser import (
     NEEDS_CHROMIUM,
     TIMEOUT_MS,
     WebApp,
     accessibility_problems,
     route_sockets,
 )
+from tests.support.servers import RunningGateway
 
 pytestmark = NEEDS_CHROMIUM
 

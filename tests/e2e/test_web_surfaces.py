@@ -16,7 +16,6 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, expect
 
-from tests.conftest import RunningGateway
 from tests.e2e.surface_stub import (
     BASIC_CATALOG,
     SurfaceThread,
@@ -24,7 +23,8 @@ from tests.e2e.surface_stub import (
     surface_delta,
     surface_event,
 )
-from tests.e2e.web_helpers import NEEDS_CHROMIUM, WebApp, accessibility_problems
+from tests.support.browser import NEEDS_CHROMIUM, WebApp, accessibility_problems
+from tests.support.servers import RunningGateway
 
 pytestmark = NEEDS_CHROMIUM
 

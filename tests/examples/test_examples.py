@@ -18,10 +18,9 @@ from google.adk.sessions import Session
 
 from gateway.examples.expenses import ledger
 from gateway.examples.expenses.agent import BROWSER_TOOLS
-from tests.conftest import RunningGateway, running_gateway
-from tests.doors.test_sse_and_ping import post_run
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.support.processes import GATEWAY, ROOT, gateway_process, run_over_ws
+from tests.support.servers import RunningGateway, post_run, running_gateway
 
 EXPENSES = "gateway.examples.expenses.agent:root_agent"
 COORDINATOR = "gateway.examples.coordinator.agent"

@@ -17,7 +17,6 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -27,10 +26,9 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import gateway_process
-
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
-MOVED = "업무 요청 목록 화면으로 이동했습니다."
+from tests.support.servers import RunningGateway, running_gateway
 
 
 def told_own(events: list[dict[str, Any]]) -> list[str] | None:

@@ -10,10 +10,9 @@ import pytest
 
 from gateway import wire as p
 from gateway.hub.limits import RateLimiter, RunSlots
-from tests.conftest import running_gateway
 from tests.support.agui import new_id, outcome, tool_calls, user_input
-
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import running_gateway
 
 
 class Clock:

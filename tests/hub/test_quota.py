@@ -12,11 +12,11 @@ import pytest
 from gateway import wire as p
 from gateway.hub.limits import Quota
 from gateway.store import SCHEMA_VERSION, SessionService, Usage
-from tests.conftest import running_gateway
-from tests.store.test_service import APP, agent_says, reopened, user_says
+from tests.support.adk_events import agent_says, user_says
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
-
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+from tests.support.backends import APP, reopened
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import running_gateway
 
 
 def test_the_quota_refuses_a_new_thread_or_turn_past_it_and_nothing_else() -> None:

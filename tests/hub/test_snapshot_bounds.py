@@ -12,10 +12,11 @@ from typing import Any
 
 import httpx
 
+from gateway.examples.navigator.agent import APP_NAME as APP
 from gateway.store import SessionService
-from tests.conftest import running_gateway
+from tests.support.adk_events import call, event, result, text
 from tests.support.agui import new_id, outcome, user_input
-from tests.translate.test_history import APP, call, event, result, text
+from tests.support.servers import running_gateway
 
 BUDGET = 4_000
 

@@ -17,10 +17,10 @@ import pytest
 from google.genai import errors as genai_errors
 
 from gateway.models.failures import classify, retry_after
-from tests.conftest import running_gateway
 from tests.support.agui import new_id, outcome, text_of, user_input
 from tests.support.providers import Fault, Provider
 from tests.support.providers.agents import navigator_on
+from tests.support.servers import running_gateway
 
 # Long enough to be cut mid-stream.
 LONG_REPLY = "자기소개를 길게 해 주세요"

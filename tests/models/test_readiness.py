@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port, running_gateway
 from tests.support.agui import new_id, outcome, text_of, user_input
 from tests.support.processes import ROOT, run_over_ws
 from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
+from tests.support.servers import free_port, running_gateway
 
 PROBE_SECONDS = 0.2
 

@@ -9,27 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import httpx
 import pytest
 
 from gateway.wire import bounds
-from tests.conftest import RunningGateway, running_gateway
-from tests.doors.test_sse_and_ping import post_run
-from tests.examples.navigator.test_screen_domain import FLAGSHIP
 from tests.support.agui import new_id, text_of, tool_answer, tool_calls, user_input
-from tests.support.damage import BAD_EVENT_DATA, nested, plant_event
+from tests.support.damage import BAD_EVENT_DATA, assert_quarantined, nested, plant_event
+from tests.support.flagship import FLAGSHIP
 from tests.support.processes import operator_command
-
-# Words of internal exceptions that must never reach a client.
-INTERNAL_WORDS = ("Error", "Traceback", "pydantic", "recursion", "sqlite", "row", "seq")
-
-
-def assert_quarantined(event: dict[str, Any], thread: str) -> None:
-    assert event["type"] == "RUN_ERROR" and event["code"] == "INTERNAL_ERROR", event
-    assert repr(thread) in event["message"] and "Start a new thread" in event["message"]
-    assert not any(word in event["message"] for word in INTERNAL_WORDS), event["message"]
+from tests.support.servers import RunningGateway, post_run, running_gateway
 
 
 async def flagship_turn(gateway: RunningGateway, user: str = "demo") -> str:

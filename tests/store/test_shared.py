@@ -24,7 +24,7 @@ from google.genai import types
 from gateway.audit.log import AuditLog
 from gateway.store import SessionService, group_commit
 from gateway.store.errors import StoreError
-from tests.audit.test_audit import record
+from tests.support.audit import record
 from tests.support.backends import rows
 from tests.support.postgres import Postgres
 

@@ -224,6 +224,16 @@ def tool_answer(
     }
 
 
+def resume(
+    thread: str, interrupt_id: str, status: str = "resolved", payload: Any = None
+) -> dict[str, Any]:
+    """The next RunAgentInput answering an interrupt (AG-UI 1.0's ``resume``), no message."""
+    frame = user_input(thread, "")
+    frame["messages"] = []
+    frame["resume"] = [{"interruptId": interrupt_id, "status": status, "payload": payload}]
+    return frame
+
+
 class AgUiSocket:
     """A /ws connection whose every received event is checked."""
 
@@ -322,3 +332,10 @@ def outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
     assert last["type"] == "RUN_FINISHED", f"run did not finish: {last}"
     result: dict[str, Any] = last.get("outcome", {"type": "success"})
     return result
+
+
+def snapshot_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of the one MESSAGES_SNAPSHOT among ``events``."""
+    [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    messages: list[dict[str, Any]] = snapshot["messages"]
+    return messages

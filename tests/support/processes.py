@@ -1,4 +1,6 @@
-"""Real ``agent-gateway`` processes on a database file, for tests that kill or race them."""
+"""Real ``agent-gateway`` processes on a database file, for tests that kill or race them,
+and the other processes such tests start: scripts, operator commands, the warehouse
+example's MCP order desk."""
 
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.conftest import free_port
 from tests.support import ROOT
 from tests.support.agui import AgUiSocket
+from tests.support.servers import free_port
 
 __all__ = [
     "GATEWAY",
@@ -25,6 +27,7 @@ __all__ = [
     "free_port",
     "gateway_process",
     "operator_command",
+    "order_desk",
     "run_over_ws",
     "script_report",
 ]
@@ -113,3 +116,43 @@ def operator_command(db: Path | str, *command: str) -> subprocess.CompletedProce
     return subprocess.run(
         [*GATEWAY, "--db", str(db), *command], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
+
+
+@contextlib.asynccontextmanager
+async def order_desk(
+    port: int,
+    reserve_seconds: float = 0.0,
+    *,
+    python: Path = Path(sys.executable),
+    cwd: Path = ROOT,
+) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """The example's order desk on ``port``, run by ``python`` from ``cwd``, once it accepts
+    connections; always stopped."""
+    desk = ["-m", "gateway.examples.warehouse.orders", "--port", str(port)]
+    process = subprocess.Popen(
+        [python, *desk, "--reserve-seconds", str(reserve_seconds)],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, "the order desk exited"
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                assert time.monotonic() < deadline, "the order desk did not start"
+                await asyncio.sleep(0.1)
+                continue
+            writer.close()
+            break
+        yield process
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=10)

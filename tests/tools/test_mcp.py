@@ -12,10 +12,8 @@ import logging
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +27,9 @@ from google.genai import types
 from gateway.examples.warehouse import agent as warehouse
 from gateway.examples.warehouse import orders
 from gateway.tools.mcp import TOOLSET_LOGGER, ToolsetLoadFailure, failed_result
-from tests.conftest import free_port, running_gateway
-from tests.doors.test_sse_and_ping import post_run
-from tests.hub.test_reattach import snapshot_of
-from tests.hub.test_upstream import resume
-from tests.support import ROOT
-from tests.support.agui import new_id, outcome, text_of, tool_calls, user_input
-from tests.support.processes import GATEWAY, gateway_process, run_over_ws
+from tests.support.agui import new_id, outcome, resume, snapshot_of, text_of, tool_calls, user_input
+from tests.support.processes import GATEWAY, gateway_process, order_desk, run_over_ws
+from tests.support.servers import free_port, post_run, running_gateway
 
 STOCK_SCRIPT = Path(warehouse.__file__).with_name("stock.py")
 
@@ -79,46 +73,6 @@ def warehouse_agent(orders_port: int, count_seconds: float = 0.0) -> LlmAgent:
         stock=warehouse.stock_server(count_seconds),
         orders_at=warehouse.orders_server(f"http://127.0.0.1:{orders_port}{orders.PATH}"),
     )
-
-
-@contextlib.asynccontextmanager
-async def order_desk(
-    port: int,
-    reserve_seconds: float = 0.0,
-    *,
-    python: Path = Path(sys.executable),
-    cwd: Path = ROOT,
-) -> AsyncIterator[subprocess.Popen[bytes]]:
-    """The example's order desk on ``port``, run by ``python`` from ``cwd``, once it accepts
-    connections; always stopped."""
-    desk = ["-m", "gateway.examples.warehouse.orders", "--port", str(port)]
-    process = subprocess.Popen(
-        [python, *desk, "--reserve-seconds", str(reserve_seconds)],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, "the order desk exited"
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                assert time.monotonic() < deadline, "the order desk did not start"
-                await asyncio.sleep(0.1)
-                continue
-            writer.close()
-            break
-        yield process
-    finally:
-        stop(process)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=10)
 
 
 def stock_servers() -> list[int]:

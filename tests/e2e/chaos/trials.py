@@ -41,14 +41,8 @@ from playwright.async_api import Error as PlaywrightError
 
 from gateway.audit.log import AuditRecord, read_audit
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
-from tests.e2e.web_helpers import (
-    FLAGSHIP,
-    MOVED,
-    WebApp,
-    check_streams,
-    launch_chromium,
-    new_context,
-)
+from tests.support.browser import WebApp, check_streams, launch_chromium, new_context
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import GATEWAY, gateway_process
 
 NAVIGATE = "navigateToScreen"

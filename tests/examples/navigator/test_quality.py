@@ -19,9 +19,9 @@ from gateway.examples.navigator.scripted import (
     Turn,
     respond,
 )
-from tests.conftest import RunningGateway
 from tests.support import ROOT
 from tests.support.agui import new_id, outcome, text_of, tool_calls, user_input
+from tests.support.servers import RunningGateway
 
 LABELLED = Path(__file__).parent / "queries" / "find_screen.jsonl"
 # Right answers ranked first on the shipped catalog when the relevance floor came in

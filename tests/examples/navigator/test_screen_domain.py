@@ -15,10 +15,9 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 
 from gateway.examples.navigator.scripted import ScriptedLlm
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
-
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
 
 
 async def test_a_forbidden_screen_never_reaches_the_browser(gateway: RunningGateway) -> None:
