@@ -1,4 +1,5 @@
-"""The suite's fixtures: servers, stores, PostgreSQL and model providers, by scope.
+"""The suite's fixtures: servers, stores, PostgreSQL and model providers, by scope; and the
+hooks that give every test its one tier (``tests/support/tiers.py``).
 
 Helpers live in ``tests.support``; this file only says what a test may ask for by name.
 """
@@ -11,10 +12,23 @@ from pathlib import Path
 import pytest
 
 from gateway.store import SessionService
+from tests.support import tiers
 from tests.support.backends import BACKENDS
 from tests.support.postgres import Postgres, running_postgres
 from tests.support.providers import ChatCompletions, GeminiApi, Provider
 from tests.support.servers import RunningGateway, running_gateway
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    problems = tiers.settle(items)
+    if problems:
+        raise pytest.UsageError("tests without one honest tier:\n" + "\n".join(problems))
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures start anything
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    tiers.current = tiers.tier_of(item)
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +68,9 @@ async def provider(
         yield made
 
 
-@pytest.fixture(scope="module", params=["in-memory", "postgres"])
+@pytest.fixture(
+    scope="module", params=["in-memory", pytest.param("postgres", marks=pytest.mark.process)]
+)
 async def gateway_on_each_store(request: pytest.FixtureRequest) -> AsyncIterator[RunningGateway]:
     """A server for a module's tests, once on SQLite in memory and once on PostgreSQL.
 

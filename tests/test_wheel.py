@@ -20,7 +20,10 @@ import pytest
 from tests.support.agui import new_id, text_of, tool_calls, user_input
 from tests.support.processes import ROOT, free_port, gateway_process, order_desk, run_over_ws
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git ls-files")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git ls-files"),
+    pytest.mark.process,
+]
 
 # Someone else's agent, laid out as `adk web` expects: a package whose agent.py has root_agent,
 # with a model of its own that needs no network.

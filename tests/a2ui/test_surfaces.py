@@ -17,6 +17,8 @@ from tests.support.agui import AgUiSocket, new_id, outcome, seq_of, text_of, too
 from tests.support.servers import RunningGateway
 from tests.support.surfaces import BASIC, CARD, renders
 
+pytestmark = pytest.mark.server
+
 SHOW = "R-1042 보여줘"
 
 

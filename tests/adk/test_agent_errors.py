@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.agui import new_id, outcome, text_of, user_input
 from tests.support.servers import running_gateway
 from tests.support.speakers import FlakyLlm
+
+pytestmark = pytest.mark.server
 
 
 async def test_model_failure_is_agent_error_and_the_thread_goes_on() -> None:

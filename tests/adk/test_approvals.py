@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -20,6 +21,8 @@ from gateway.adk.approvals import interrupt_message, response_schema
 from gateway.tools.catalog import ToolEntry, from_entries
 from tests.support.agui import new_id, outcome, resume, text_of, user_input
 from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
 
 RAN: list[tuple[str, Any]] = []
 

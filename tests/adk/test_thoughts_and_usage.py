@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
@@ -25,6 +26,8 @@ from tests.support.speakers import (
     think,
     thinker,
 )
+
+pytestmark = pytest.mark.server
 
 
 def look_up(city: str) -> dict[str, str]:

@@ -39,6 +39,8 @@ from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 from tests.support.audit import record
 from tests.support.postgres import Postgres
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def audit() -> AsyncIterator[AuditLog]:
@@ -142,6 +144,7 @@ async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(db: str
     assert out.getvalue() == "nothing recorded for thread 'nope'\n"
 
 
+@pytest.mark.process
 async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postgres) -> None:
     url = postgres.fresh_database()
     stores = [SessionService(url), SessionService(url)]

@@ -23,6 +23,8 @@ from gateway.audit.log import AuditLog
 from gateway.store.sqlite.audit import SqliteAuditTables
 from tests.support.audit import record
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def audit(tmp_path: Path) -> AsyncIterator[AuditLog]:

@@ -29,6 +29,8 @@ from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.tokens import SECRET, token
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 async def gateway() -> AsyncIterator[RunningGateway]:

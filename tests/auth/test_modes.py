@@ -20,6 +20,8 @@ from gateway.hub.hub import Hub
 from tests.support.auth import JWT, bearer
 from tests.support.servers import running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def test_dev_mode_says_in_one_line_at_start_that_it_trusts_the_client(
     caplog: pytest.LogCaptureFixture,

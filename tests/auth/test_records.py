@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterator
 
 import httpx
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -17,6 +18,8 @@ from tests.support.approvals import APPROVE
 from tests.support.auth import JWT, bearer, post_run, ticket_for
 from tests.support.servers import running_gateway
 from tests.support.tokens import SECRET, token
+
+pytestmark = pytest.mark.server
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 # Where log records start: the gateway's own loggers reach the root, uvicorn's stop at "uvicorn".

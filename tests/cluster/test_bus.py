@@ -18,6 +18,8 @@ from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
 from tests.support.postgres import Postgres
 
+pytestmark = pytest.mark.process
+
 
 @dataclasses.dataclass
 class Heard:

@@ -24,6 +24,8 @@ from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.process
+
 LONG = "자기소개를 길게 해 주세요"
 NAVIGATED = {"status": "navigated", "message": "ok"}
 

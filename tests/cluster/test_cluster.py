@@ -38,6 +38,8 @@ from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
 from tests.support.processes import gateway_process
 
+pytestmark = pytest.mark.process
+
 LONG = "자기소개를 길게 해 주세요"
 STARTS_ENDS = ("RUN_STARTED", "RUN_FINISHED")
 # Slow enough to act in the middle of a reply, fast enough for the suite.

@@ -26,6 +26,8 @@ from tests.support.processes import (
     run_over_ws,
 )
 
+pytestmark = pytest.mark.process
+
 PASSWORD = "s3cret-Pa55"
 
 

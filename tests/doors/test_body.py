@@ -14,6 +14,8 @@ from tests.support.agui import new_id, outcome, user_input
 from tests.support.raw import RawClient, Response, request
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 JSON = {"Content-Type": "application/json"}
 
 

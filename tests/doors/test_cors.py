@@ -13,6 +13,8 @@ from gateway.doors.app import DOORS
 from tests.support.agui import new_id, outcome, sse_events, user_input
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 ALLOWED = "https://app.example.com"
 FOREIGN = "https://evil.example"
 

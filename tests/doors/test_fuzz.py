@@ -49,6 +49,8 @@ from tests.support.approvals import APPROVE
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 USER, BYSTANDER = "demo", "guest"
 ANSWER_SECONDS = 15.0
 CODES = {code.value for code in p.ErrorCode} - {"INTERNAL_ERROR"}

@@ -32,6 +32,8 @@ from tests.support.agui import (
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 def nested(depth: int) -> Any:
     value: Any = {"status": "navigated"}

@@ -17,6 +17,8 @@ from gateway.doors.cors import origin_allowed
 from tests.support.agui import AgUiSocket, new_id, outcome, user_input
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 ALLOWED = "https://app.example.com"
 
 

@@ -24,6 +24,8 @@ from tests.support.damage import close_read, commit_from_outside, hold_a_read_op
 from tests.support.postgres import Postgres
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def ping(gateway: RunningGateway) -> tuple[int, dict[str, object]]:
     async with httpx.AsyncClient(timeout=10) as client:
@@ -63,6 +65,7 @@ async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succee
         assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"
 
 
+@pytest.mark.process
 async def test_ping_is_unhealthy_while_postgresql_is_out_of_reach(
     postgres: Postgres, monkeypatch: pytest.MonkeyPatch
 ) -> None:

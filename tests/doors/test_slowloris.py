@@ -14,6 +14,7 @@ import statistics
 import time
 
 import httpx
+import pytest
 
 from tests.support.agui import (
     new_id,
@@ -27,6 +28,8 @@ from tests.support.agui import (
 from tests.support.flagship import FLAGSHIP
 from tests.support.raw import RawClient, request, upgrade_head
 from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 SLOW_SOCKETS = int(os.environ.get("GATEWAY_TEST_SLOW_SOCKETS", "300"))
 TIMEOUT = 4.0

@@ -13,9 +13,12 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.agui import new_id, outcome, sse_events, text_of, user_input
 from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 LONG = "자기소개를 길게 해 주세요"
 # Slow enough that the run is mid-reply when the client leaves.

@@ -16,6 +16,8 @@ from gateway.hub.hub import Hub
 from tests.support.agui import new_id, outcome, text_of, user_input
 from tests.support.servers import RunningGateway, post_run, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def test_text_run_streams_as_sse(gateway: RunningGateway) -> None:
     status, kind, events, _ = await post_run(gateway, user_input(new_id("t"), "안녕"))

@@ -20,6 +20,8 @@ from tests.support.agui import new_id, outcome, user_input
 from tests.support.raw import RawClient, request, upgrade_head
 from tests.support.servers import free_port, running_gateway
 
+pytestmark = pytest.mark.server
+
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 

@@ -16,6 +16,8 @@ from tests.support.flagship import (
 )
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:

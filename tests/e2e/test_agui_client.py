@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.agui import new_id
 from tests.support.auth import JWT, bearer
 from tests.support.official_client import (
@@ -17,7 +19,7 @@ from tests.support.official_client import (
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.tokens import token
 
-pytestmark = NEEDS_NODE
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 async def test_text_run_is_accepted_by_the_official_client(gateway: RunningGateway) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support.agui import new_id
 from tests.support.official_client import NEEDS_NODE, accepted, base_input, run_http_agent
 from tests.support.servers import running_gateway
@@ -16,7 +18,7 @@ from tests.support.subagents import parallel_tree
 from tests.support.surfaces import BASIC, CARD
 from tests.support.tool_results import CASES, agent
 
-pytestmark = NEEDS_NODE
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 def first_input(text: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from google.adk.events import Event
 from google.genai import types
 
@@ -16,7 +17,7 @@ from tests.support.official_client import NEEDS_NODE, official_check
 from tests.support.servers import running_gateway
 from tests.support.speakers import Speaker, say
 
-pytestmark = NEEDS_NODE
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 async def test_the_official_client_takes_cut_off_replies_with_their_mark(tmp_path: Path) -> None:

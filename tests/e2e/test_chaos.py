@@ -33,6 +33,8 @@ from tests.support.browser import NEEDS_CHROMIUM, WebApp, new_context
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import script_report
 
+pytestmark = pytest.mark.browser
+
 REDUCED_TRIALS = 20
 CUT_OFF = "reply cut off"
 SEED = 14
@@ -67,6 +69,7 @@ async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     writer.close()
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("mode", "ends_with"), [("rst", "reset"), ("fin", "eof")])
 async def test_the_proxy_cuts_every_connection_at_once_and_keeps_accepting(
     mode: CutMode, ends_with: str
@@ -100,6 +103,7 @@ async def test_the_proxy_cuts_every_connection_at_once_and_keeps_accepting(
         await upstream.wait_closed()
 
 
+@pytest.mark.server
 async def test_the_proxy_refuses_at_once_while_the_gateway_is_down() -> None:
     upstream = await asyncio.start_server(_echo, "127.0.0.1", 0)
     port = upstream.sockets[0].getsockname()[1]
@@ -118,6 +122,7 @@ async def test_the_proxy_refuses_at_once_while_the_gateway_is_down() -> None:
 # --- the plan -------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_the_plan_sweeps_every_cut_point_of_every_fault_and_depends_on_the_seed_only() -> None:
     frames = 18
     points = frames + len(TIMED_MS)
@@ -200,6 +205,7 @@ def test_the_chaos_script_prints_a_row_per_fault_and_the_trials_that_missed() ->
     assert "#1 reload at " in output, output
 
 
+@pytest.mark.unit
 def test_the_table_counts_each_missed_target_per_fault() -> None:
     def outcome(fault: Fault, navigations: int, reply: str, title: str) -> Outcome:
         return Outcome(

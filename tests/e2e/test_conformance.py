@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from ag_ui_validate import RULES, Diagnostic, ValidatorOptions
 from ag_ui_validate.pytest_plugin import validate_agui
 from ag_ui_validate.transport import TransportOptions, validate_body
@@ -32,7 +33,7 @@ from tests.support.servers import RunningGateway, running_gateway
 from tests.support.speakers import FlakyLlm
 from tests.support.surfaces import BASIC
 
-pytestmark = NEEDS_NODE
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 CONFORMANCE = Path(__file__).parents[2] / "docs" / "conformance.md"
 

@@ -27,7 +27,7 @@ from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
 
-pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD]
+pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD, pytest.mark.browser]
 
 AGENTS = ["http", "http-bundled", "ws"]
 SCREEN = "업무 요청 목록"

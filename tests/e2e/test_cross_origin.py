@@ -14,6 +14,8 @@ from tests.support.agui import new_id, user_input
 from tests.support.browser import NEEDS_CHROMIUM
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.browser
+
 PAGE = b"<!doctype html><p>a frontend"
 
 # What @ag-ui/client's HttpAgent does: JSON up, an SSE stream down, the text read to its end.

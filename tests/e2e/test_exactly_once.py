@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
 from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
 from tests.support.agui import new_id, user_input
@@ -18,7 +19,7 @@ from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS, WebApp, route_sock
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 LONG = "자기소개를 길게 해 주세요"
 

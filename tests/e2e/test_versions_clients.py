@@ -25,7 +25,7 @@ from tests.support.official_client import (
 from tests.support.servers import RunningGateway
 from tests.support.wire import every_event
 
-pytestmark = NEEDS_NODE
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 def stream(events: list[p.Event], dialect: Dialect) -> list[dict[str, Any]]:

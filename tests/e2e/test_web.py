@@ -33,7 +33,7 @@ from tests.support.browser import (
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 
 async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from playwright.async_api import BrowserContext, Page, WebSocketRoute, expect
 
 from tests.support.browser import (
@@ -23,7 +24,7 @@ from tests.support.browser import (
 )
 from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 SHOW = "R-1042 보여줘"
 CARD = "work-request-R-1042"

@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from playwright.async_api import BrowserContext, expect
 
 from tests.e2e.surface_stub import (
@@ -26,7 +27,7 @@ from tests.e2e.surface_stub import (
 from tests.support.browser import NEEDS_CHROMIUM, WebApp, accessibility_problems
 from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 CARD = "work-request-R-1042"
 

@@ -19,11 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ag_ui.core import MessagesSnapshotEvent
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.store.cut_off import LEGACY_NOTE, NOTES
 from tests.support.processes import ROOT, gateway_process
+
+pytestmark = pytest.mark.process
 
 THREAD = "t1"
 # Text chunks the client receives before the kill, of the 94 the answer streams 20 ms apart.

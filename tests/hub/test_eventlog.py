@@ -31,6 +31,8 @@ from tests.support.agui import (
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 LONG = "자기소개를 길게 해 주세요"
 SNAPSHOT_RUN = ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
 

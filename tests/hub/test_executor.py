@@ -30,6 +30,8 @@ from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import gateway_process
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 def told_own(events: list[dict[str, Any]]) -> list[str] | None:
     """The calls a ``gateway.executor`` event names as this connection's; None: no event."""
@@ -106,6 +108,7 @@ async def test_the_asking_tab_back_mid_run_executes_the_call_the_run_makes() -> 
         assert told_own(seen) is None and not tool_calls(seen, "navigateToScreen")
 
 
+@pytest.mark.process
 async def test_the_call_stays_the_tabs_across_a_gateway_restart(tmp_path: Path) -> None:
     db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
     thread = new_id("t")
@@ -160,6 +163,7 @@ async def test_a_malformed_client_id_is_refused_with_a_sentence(
     assert "clientId" in body["message"]
 
 
+@pytest.mark.process
 async def test_a_reply_a_crash_cuts_off_after_the_browsers_result_is_given_again(
     tmp_path: Path,
 ) -> None:

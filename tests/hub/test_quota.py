@@ -18,6 +18,8 @@ from tests.support.backends import APP, reopened
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import running_gateway
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_quota_refuses_a_new_thread_or_turn_past_it_and_nothing_else() -> None:
     quota = Quota(threads=2, stored_bytes=1000)
@@ -33,6 +35,7 @@ def test_the_quota_refuses_a_new_thread_or_turn_past_it_and_nothing_else() -> No
     Quota().check(Usage(10**6, 10**12), new_thread=True, new_turn=True)  # 0: unlimited
 
 
+@pytest.mark.server
 async def test_a_user_past_their_threads_is_refused_a_new_one_and_keeps_the_old() -> None:
     async with running_gateway(user_threads=2) as gateway:
         async with gateway.socket("demo") as ws, gateway.socket("guest") as other:
@@ -49,6 +52,7 @@ async def test_a_user_past_their_threads_is_refused_a_new_one_and_keeps_the_old(
         assert await gateway.app.hub.engine.thread_owner(refused) is None  # nothing was kept
 
 
+@pytest.mark.server
 async def test_a_user_past_their_stored_bytes_is_refused_new_turns_but_answers_go_through() -> None:
     async with running_gateway(user_stored_bytes=40_000) as gateway, gateway.socket() as ws:
         paused = new_id("t")

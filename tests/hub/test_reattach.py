@@ -19,6 +19,8 @@ from tests.support.agui import (
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:

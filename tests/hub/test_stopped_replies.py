@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -27,6 +28,8 @@ from tests.support.agui import AgUiSocket, new_id, outcome, text_of, user_input
 from tests.support.cancels import CHUNKS_BEFORE_STOP, STORY, stop_mid_reply, storyteller
 from tests.support.servers import running_gateway
 from tests.support.speakers import Speaker, say
+
+pytestmark = pytest.mark.server
 
 
 class Breaking(Speaker):

@@ -22,6 +22,8 @@ from tests.support.approvals import ask_approval
 from tests.support.cancels import cancel_mid_reply_then_go_on
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def test_approval_interrupt_then_approve_runs_the_tool(gateway: RunningGateway) -> None:
     thread = new_id("t")

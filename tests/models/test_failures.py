@@ -22,6 +22,8 @@ from tests.support.providers import Fault, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import running_gateway
 
+pytestmark = pytest.mark.server
+
 # Long enough to be cut mid-stream.
 LONG_REPLY = "자기소개를 길게 해 주세요"
 STALL_SECONDS = 0.5

@@ -19,6 +19,8 @@ from tests.support.providers.agents import navigator_on
 from tests.support.providers.gemini_api import SIGNATURE
 from tests.support.servers import running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def test_the_flagship_story_through_the_provider(provider: Provider) -> None:
     async with running_gateway(agent=navigator_on(provider)) as gateway:

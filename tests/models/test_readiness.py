@@ -22,6 +22,8 @@ from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import free_port, running_gateway
 
+pytestmark = pytest.mark.server
+
 PROBE_SECONDS = 0.2
 
 
@@ -118,6 +120,7 @@ async def gateway_on(provider: Provider, log: Path) -> AsyncIterator[str]:
         process.wait(timeout=15)
 
 
+@pytest.mark.process
 async def test_the_served_gateway_on_a_model_that_is_down_says_so_in_one_line_each(
     tmp_path: Path,
 ) -> None:

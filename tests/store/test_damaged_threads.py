@@ -20,6 +20,8 @@ from tests.support.flagship import FLAGSHIP
 from tests.support.processes import operator_command
 from tests.support.servers import RunningGateway, post_run, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def flagship_turn(gateway: RunningGateway, user: str = "demo") -> str:
     """The seed story on a new thread: find the screen, the browser opens it, the model says so.
@@ -112,6 +114,7 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(
         assert store.can_commit
 
 
+@pytest.mark.process
 async def test_operators_find_quarantined_threads(db: str) -> None:
     thread = new_id("t")
     async with running_gateway(db=db) as gateway:

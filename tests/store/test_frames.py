@@ -15,6 +15,8 @@ import pytest
 from gateway.store import SessionService
 from gateway.store.frames import LoggedFrame
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 
 

@@ -46,6 +46,8 @@ from tests.support.damage import (
 )
 from tests.support.schema_v1 import write_v1
 
+pytestmark = pytest.mark.unit
+
 # Every module of the store: a frame of any of them kept alive by a cycle holds a batch.
 STORE_CODE = Path(store_module.__file__).parent
 

@@ -17,6 +17,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -31,6 +32,8 @@ from tests.support.damage import (
 )
 from tests.support.flagship import FLAGSHIP
 from tests.support.processes import gateway_process, operator_command, run_over_ws
+
+pytestmark = pytest.mark.process
 
 LONG_ANSWER = "자기소개를 길게 해 주세요"
 CHUNKS_BEFORE_KILL = 8

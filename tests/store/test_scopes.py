@@ -22,6 +22,8 @@ from google.genai import types
 from gateway.store import SessionService
 from tests.support.backends import BACKENDS
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 
 

@@ -43,6 +43,8 @@ from tests.support.adk_events import agent_says, texts, user_says
 from tests.support.backends import APP, record_reads, reopened, rows
 from tests.support.schema_v1 import V1_SCHEMA, write_v1
 
+pytestmark = pytest.mark.unit
+
 # What the model reads after a reply a crash cut off.
 INTERRUPTED = NOTES[Ending.INTERRUPTED]
 

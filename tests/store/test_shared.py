@@ -28,6 +28,8 @@ from tests.support.audit import record
 from tests.support.backends import rows
 from tests.support.postgres import Postgres
 
+pytestmark = pytest.mark.process
+
 APP = "app"
 
 

@@ -19,7 +19,8 @@ import pytest
 from gateway.store import SessionService
 from gateway.store.backend import is_postgres
 
-BACKENDS = ("sqlite", "postgres")
+# The PostgreSQL half of a test on both starts a server: it is ``process`` (``tiers``).
+BACKENDS = ("sqlite", pytest.param("postgres", marks=pytest.mark.process))
 
 # The app whose threads a store test keeps.
 APP = "gateway"

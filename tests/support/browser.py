@@ -27,6 +27,7 @@ from playwright.async_api import (
     expect,
 )
 
+from tests.support import tiers
 from tests.support.agui import StreamChecker
 from tests.support.official_client import NODE_DIR
 from tests.support.servers import RunningGateway
@@ -132,6 +133,7 @@ async def accessibility_problems(page: Page) -> list[str]:
 
 
 async def launch_chromium(playwright: Playwright) -> Browser:
+    tiers.require("browser", "Chromium")
     return await playwright.chromium.launch(
         executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
     )

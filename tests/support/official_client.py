@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, tiers
 from tests.support.agui import NAVIGATE_TOOL, PROTOCOL_VERSION, StreamChecker, new_id
 from tests.support.servers import RunningGateway
 
@@ -44,6 +44,7 @@ async def official_check(
     0.0.59's schemas and verifier); the harness report."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(events, handle, ensure_ascii=False)
+    tiers.require("browser", "node and @ag-ui/client")
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "check_stream.mjs"),
@@ -70,6 +71,7 @@ async def run_http_agent(
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(run_input, handle, ensure_ascii=False)
     environment = {**client_environment(old_client), "AGUI_HEADERS": json.dumps(headers or {})}
+    tiers.require("browser", "node and @ag-ui/client")
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "run_agent.mjs"),
@@ -112,6 +114,7 @@ def base_input(thread: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
 async def approval_flow(
     gateway: RunningGateway, decision: str, *, old_client: bool = False
 ) -> dict[str, Any]:
+    tiers.require("browser", "node and @ag-ui/client")
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "approval_flow.mjs"),

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.support import ROOT
+from tests.support import ROOT, tiers
 from tests.support.agui import AgUiSocket
 from tests.support.servers import free_port
 
@@ -38,6 +38,7 @@ GATEWAY = [sys.executable, "-m", "gateway"]
 
 def script_report(module: str, flags: str, timeout: float = 180) -> str:
     """What ``python -m <module> <flags>`` (a script under scripts/) prints; it must succeed."""
+    tiers.require("process", f"python -m {module}")
     done = subprocess.run(
         [sys.executable, "-m", module, *flags.split()],
         cwd=ROOT,
@@ -65,6 +66,7 @@ async def gateway_process(
     ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
     ``port`` is a free one unless given (a restart takes its predecessor's).
     """
+    tiers.require("process", "an agent-gateway process")
     port = port or free_port()
     where = ["--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
     with log.open("ab") as output:
@@ -113,6 +115,7 @@ async def run_over_ws(
 
 def operator_command(db: Path | str, *command: str) -> subprocess.CompletedProcess[str]:
     """``agent-gateway --db DB COMMAND...`` as an operator runs it, beside any gateway."""
+    tiers.require("process", "an operator command")
     return subprocess.run(
         [*GATEWAY, "--db", str(db), *command], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
@@ -128,6 +131,7 @@ async def order_desk(
 ) -> AsyncIterator[subprocess.Popen[bytes]]:
     """The example's order desk on ``port``, run by ``python`` from ``cwd``, once it accepts
     connections; always stopped."""
+    tiers.require("process", "the order desk")
     desk = ["-m", "gateway.examples.warehouse.orders", "--port", str(port)]
     process = subprocess.Popen(
         [python, *desk, "--reserve-seconds", str(reserve_seconds)],

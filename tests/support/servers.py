@@ -22,6 +22,7 @@ from websockets.asyncio.client import connect
 from gateway.api import create_app, server_config
 from gateway.config import Settings
 from gateway.doors.app import Gateway
+from tests.support import tiers
 from tests.support.agui import AgUiSocket, StreamChecker, sse_events
 
 
@@ -59,6 +60,7 @@ async def running_gateway(
     ``agent`` is what ``create_app`` takes (default: the demo); ``model`` a model object or
     name for every LlmAgent; any other keyword is a setting.
     """
+    tiers.require("server", "a gateway on loopback")
     model = overrides.pop("model", None)
     agent = overrides.pop("agent", None)
     # Tests send far faster than a person: the per-user rate limit has tests of its own.

@@ -31,6 +31,8 @@ from tests.support.agui import new_id, outcome, resume, snapshot_of, text_of, to
 from tests.support.processes import GATEWAY, gateway_process, order_desk, run_over_ws
 from tests.support.servers import free_port, post_run, running_gateway
 
+pytestmark = pytest.mark.process
+
 STOCK_SCRIPT = Path(warehouse.__file__).with_name("stock.py")
 
 

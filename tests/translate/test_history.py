@@ -41,6 +41,8 @@ from tests.support.adk_events import call, event, result, text
 from tests.support.agui import new_id, user_input
 from tests.support.servers import running_gateway
 
+pytestmark = pytest.mark.unit
+
 APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 BASIC = a2ui.BASIC_CATALOG_ID
 
@@ -300,6 +302,7 @@ async def test_a_page_keeps_when_each_message_a_person_reads_was_stored(db: str)
     assert page.times[events[-1].id] == stamps[events[-1].id]
 
 
+@pytest.mark.server
 async def test_reattach_shows_a_thread_longer_than_the_history_window() -> None:
     async with running_gateway(history_window=3) as gateway:
         thread = new_id("t")

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.support.agui import new_id, user_input
 from tests.support.servers import post_run, running_gateway
 from tests.support.speakers import of_type
 from tests.support.state import EXPECTED, SECRET, tree
+
+pytestmark = pytest.mark.server
 
 
 def applied(events: list[dict[str, Any]]) -> dict[str, Any]:

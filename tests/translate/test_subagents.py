@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent, LoopAgent, SequentialAgent
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.function_tool import FunctionTool
@@ -14,6 +15,8 @@ from tests.support.agui import StreamChecker, new_id, outcome, resume, user_inpu
 from tests.support.servers import post_run, running_gateway
 from tests.support.speakers import Speaker, call, of_type, openers, say, texts_by_message
 from tests.support.subagents import parallel_tree, speaker, workflow_agents
+
+pytestmark = pytest.mark.server
 
 
 def started(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,8 @@ from tests.support.servers import post_run, running_gateway
 from tests.support.speakers import of_type
 from tests.support.tool_results import CASES, PNG, agent
 
+pytestmark = pytest.mark.server
+
 
 def dump() -> str:
     """Returns a very large value."""

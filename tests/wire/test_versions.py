@@ -15,6 +15,8 @@ from gateway.wire import versions
 from gateway.wire.versions import Dialect
 from tests.support.wire import every_event
 
+pytestmark = pytest.mark.unit
+
 INTERRUPT = p.Interrupt(id="i-1", reason="approval", message="승인하시겠습니까?", tool_call_id="c")
 
 

@@ -19,6 +19,8 @@ from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 
+pytestmark = pytest.mark.server
+
 
 async def test_a_forbidden_screen_never_reaches_the_browser(gateway: RunningGateway) -> None:
     async with gateway.socket(user="guest") as ws:
@@ -41,6 +43,7 @@ async def test_only_the_side_panel_may_navigate(gateway: RunningGateway) -> None
     assert tool_calls(events, "navigateToScreen")
 
 
+@pytest.mark.process
 async def test_every_tool_call_is_audited_and_printed(tmp_path: Path) -> None:
     db = tmp_path / "gateway.db"
     thread = new_id("t")
