@@ -53,7 +53,7 @@ def refusal(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def other_database(postgres: Postgres, statements: list[str]) -> str:
-    url = postgres.fresh_database()
+    url = postgres.fresh_database(empty=True)
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in statements:
             conn.execute(statement.encode())

@@ -120,7 +120,10 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
         return await real_start(self, user_id, run_input, executor)
 
     monkeypatch.setattr(Hub, "start", start)
-    async with running_gateway(await_ready=False) as gateway, httpx.AsyncClient() as client:
+    async with (
+        running_gateway(await_ready=False, warm_up_runs=3) as gateway,
+        httpx.AsyncClient() as client,
+    ):
         statuses = []
         while not gateway.app.ready.is_set():
             response = await client.get(gateway.http + "/ping")

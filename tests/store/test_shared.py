@@ -44,7 +44,7 @@ def said(text: str, invocation: str = "inv", **state: object) -> Event:
 
 @pytest.fixture
 def url(postgres: Postgres) -> str:
-    return postgres.fresh_database()
+    return postgres.fresh_database(empty=True)  # the stores race to create the schema
 
 
 @contextlib.asynccontextmanager

@@ -58,17 +58,20 @@ async def running_gateway(
     """A gateway on a free loopback port; by default once /ping would say Healthy.
 
     ``agent`` is what ``create_app`` takes (default: the demo); ``model`` a model object or
-    name for every LlmAgent; any other keyword is a setting.
+    name for every LlmAgent; any other keyword is a setting. There is no warm-up unless a
+    test asks for one (``warm_up_runs=3``, the default of ``agent-gateway``).
     """
     tiers.require("server", "a gateway on loopback")
     model = overrides.pop("model", None)
     agent = overrides.pop("agent", None)
     # Tests send far faster than a person: the per-user rate limit has tests of its own.
+    # The warm-up's runs make a first run as fast as the tenth, which no test measures here.
     fields: dict[str, Any] = {
         "db": ":memory:",
         "scripted_pace_ms": 5.0,
         "log_level": "warning",
         "user_rate": 0.0,
+        "warm_up_runs": 0,
     }
     fields.update(overrides)
     port = free_port()
