@@ -30,6 +30,7 @@ from tests.e2e.chaos.trials import (
     table,
 )
 from tests.support.browser import NEEDS_CHROMIUM, WebApp, new_context
+from tests.support.budgets import scaled
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import script_report
 
@@ -39,10 +40,10 @@ REDUCED_TRIALS = 20
 CUT_OFF = "reply cut off"
 SEED = 14
 # A trial not settled by then counts as waiting out the client-tool timeout (60 s); a kill
-# trial takes 8-16 s: the restart, then the page's backoff.
-TRIAL_DEADLINE = 30.0
+# trial takes 8-16 s on a quiet machine: the restart, then the page's backoff.
+TRIAL_DEADLINE = scaled(30.0)
 # The whole reduced run stops starting trials after this, so a broken build fails in time.
-RUN_BUDGET = 150.0
+RUN_BUDGET = scaled(150.0)
 
 AUDITED = AuditRecord(
     at=0.0,

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.budgets import scaled
 from tests.support.processes import ROOT, run_over_ws
 from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
@@ -35,7 +36,7 @@ async def ping(base: str) -> tuple[int, str]:
 
 async def ping_until(base: str, status: int, within: float = 5.0) -> str:
     """What /ping says once it answers ``status`` with anything but Starting."""
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + scaled(within)
     while True:
         try:
             code, said = await ping(base)

@@ -15,6 +15,8 @@ from ag_ui.core import Event as OfficialEvent
 from pydantic import BaseModel, TypeAdapter
 from websockets.asyncio.client import ClientConnection
 
+from tests.support.budgets import scaled
+
 _official = TypeAdapter(OfficialEvent)
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
@@ -245,18 +247,18 @@ class AgUiSocket:
     async def send(self, frame: dict[str, Any] | str) -> None:
         await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
 
-    async def next(self, timeout: float = 10) -> dict[str, Any]:
-        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+    async def next(self, timeout: float | None = None) -> dict[str, Any]:
+        raw = await asyncio.wait_for(self.ws.recv(), timeout or scaled(10))
         event: dict[str, Any] = json.loads(raw)
         self.checker.feed(event)
         self.received.append(event)
         return event
 
-    async def until_end(self, timeout: float = 15) -> list[dict[str, Any]]:
+    async def until_end(self, timeout: float | None = None) -> list[dict[str, Any]]:
         """Events up to and including the next RUN_FINISHED or RUN_ERROR."""
         events = []
         while True:
-            event = await self.next(timeout)
+            event = await self.next(timeout or scaled(15))
             events.append(event)
             if event["type"] in TERMINAL:
                 return events

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.support.agui import sse_events
+from tests.support.budgets import scaled
 from tests.support.servers import RunningGateway
 from tests.support.tokens import AUDIENCE, ISSUER, SECRET
 
@@ -25,7 +26,7 @@ def bearer(credential: str) -> dict[str, str]:
 async def post_run(
     gateway: RunningGateway, body: dict[str, Any], headers: dict[str, str]
 ) -> tuple[httpx.Response, list[dict[str, Any]]]:
-    async with httpx.AsyncClient(timeout=20) as client:
+    async with httpx.AsyncClient(timeout=scaled(20)) as client:
         response = await client.post(
             gateway.http + "/invocations",
             content=json.dumps(body).encode(),
@@ -35,5 +36,5 @@ async def post_run(
 
 
 async def ticket_for(gateway: RunningGateway, credential: str) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=10) as client:
+    async with httpx.AsyncClient(timeout=scaled(10)) as client:
         return await client.post(gateway.http + "/ws-ticket", headers=bearer(credential))

@@ -29,6 +29,7 @@ from playwright.async_api import (
 
 from tests.support import tiers
 from tests.support.agui import StreamChecker
+from tests.support.budgets import scaled
 from tests.support.official_client import NODE_DIR
 from tests.support.servers import RunningGateway
 
@@ -55,7 +56,7 @@ def screenshot_at(width: int) -> Path:
 AXE = NODE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 
 # Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
-TIMEOUT_MS = 15_000
+TIMEOUT_MS = round(scaled(15) * 1000)
 
 NEEDS_CHROMIUM = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"

@@ -8,7 +8,6 @@ tests of what a stopped reply leaves behind.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from google.adk.agents import LlmAgent
@@ -16,18 +15,24 @@ from google.adk.agents import LlmAgent
 from tests.support.agui import AgUiSocket, new_id, outcome, text_of, user_input
 from tests.support.speakers import Speaker
 
+# Chunks in a second at the callers' pace (30 ms each); the scripted introduction has 94.
+CHUNKS_IN_A_SECOND = 33
+
 
 async def cancel_mid_reply_then_go_on(ws: Any) -> None:
     """A cancel sent while the long introduction streams ends the run cancelled within a
-    second, its message closed; the thread's next turn is answered."""
+    second's worth of chunks, its message closed; the thread's next turn is answered.
+
+    A second is counted in chunks (the callers stream one every 30 ms), not on the clock:
+    a busy machine slows the chunks and the cancel alike.
+    """
     thread = new_id("t")
     await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
     while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
         pass
-    sent = time.perf_counter()
     await ws.send({"type": "cancel", "threadId": thread})
     rest = await ws.until_end()
-    assert time.perf_counter() - sent < 1.0
+    assert sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in rest) < CHUNKS_IN_A_SECOND
     assert outcome(rest) == {"type": "cancelled"}
     assert [e["type"] for e in rest][-2:] == ["TEXT_MESSAGE_END", "RUN_FINISHED"]
     after = await ws.run(user_input(thread, "안녕"))

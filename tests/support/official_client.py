@@ -21,6 +21,7 @@ import pytest
 
 from tests.support import ROOT, tiers
 from tests.support.agui import NAVIGATE_TOOL, PROTOCOL_VERSION, StreamChecker, new_id
+from tests.support.budgets import scaled
 from tests.support.servers import RunningGateway
 
 NODE_DIR = ROOT / "tests" / "e2e" / "node"
@@ -53,7 +54,7 @@ async def official_check(
         stderr=asyncio.subprocess.PIPE,
         env=client_environment(old_client),
     )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), scaled(60))
     Path(handle.name).unlink()
     assert process.returncode == 0, stderr.decode()
     report: dict[str, Any] = json.loads(stdout)
@@ -81,7 +82,7 @@ async def run_http_agent(
         stderr=asyncio.subprocess.PIPE,
         env=environment,
     )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), scaled(60))
     Path(handle.name).unlink()
     assert process.returncode == 0, stderr.decode()
     report: dict[str, Any] = json.loads(stdout)
@@ -125,7 +126,7 @@ async def approval_flow(
         stderr=asyncio.subprocess.PIPE,
         env=client_environment(old_client),
     )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), scaled(60))
     assert process.returncode == 0, stderr.decode()
     report: dict[str, Any] = json.loads(stdout)
     for run in ("first", "second"):

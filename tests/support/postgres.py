@@ -28,9 +28,10 @@ import psycopg
 
 from gateway.store.postgres.schema import prepare
 from tests.support import tiers
+from tests.support.budgets import scaled
 
 # Long enough for initdb and a start on a loaded 2-core machine.
-_START_SECONDS = 60
+_START_SECONDS = scaled(60)
 _INITDB_OPTIONS = ["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "--no-instructions"]
 
 

@@ -19,6 +19,7 @@ from websockets.asyncio.client import connect
 
 from tests.support import ROOT, tiers
 from tests.support.agui import AgUiSocket
+from tests.support.budgets import scaled
 from tests.support.servers import free_port
 
 __all__ = [
@@ -44,7 +45,7 @@ def script_report(module: str, flags: str, timeout: float = 180) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
@@ -86,14 +87,14 @@ async def gateway_process(
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=scaled(15))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
 
 
 async def _ready(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"gateway exited with {process.returncode}:\n{log.read_text()[-3000:]}")
@@ -120,7 +121,11 @@ def operator_command(db: Path | str, *command: str) -> subprocess.CompletedProce
     """``agent-gateway --db DB COMMAND...`` as an operator runs it, beside any gateway."""
     tiers.require("process", "an operator command")
     return subprocess.run(
-        [*GATEWAY, "--db", str(db), *command], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [*GATEWAY, "--db", str(db), *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
     )
 
 
@@ -143,7 +148,7 @@ async def order_desk(
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while True:
             assert process.poll() is None, "the order desk exited"
             try:

@@ -24,6 +24,7 @@ from gateway.config import Settings
 from gateway.doors.app import Gateway
 from tests.support import tiers
 from tests.support.agui import AgUiSocket, StreamChecker, sse_events
+from tests.support.budgets import scaled
 
 
 def free_port() -> int:
@@ -85,19 +86,19 @@ async def running_gateway(
             task.result()
         await asyncio.sleep(0.02)
     if await_ready:  # as a load balancer would: no test meets the warm-up's runs
-        await asyncio.wait_for(app.ready.wait(), 30)
+        await asyncio.wait_for(app.ready.wait(), scaled(30))
     try:
         yield RunningGateway(app, port)
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, 15)
+        await asyncio.wait_for(task, scaled(15))
 
 
 async def post_run(
     gateway: RunningGateway, body: dict[str, Any] | bytes, user: str = "demo"
 ) -> tuple[int, str, list[dict[str, Any]], bytes]:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    async with httpx.AsyncClient(timeout=20) as client:
+    async with httpx.AsyncClient(timeout=scaled(20)) as client:
         response = await client.post(
             gateway.http + "/invocations",
             content=content,
