@@ -65,4 +65,8 @@ fi
 
 .venv/bin/ruff check gateway tests scripts
 .venv/bin/mypy gateway
-.venv/bin/pytest -q "$@"
+# The suite on every core, each module's tests on one worker (the servers a module starts
+# start once per module); then the few tests marked serial, alone. Exit code 5: "$@" chose
+# no serial test.
+.venv/bin/pytest -q -n auto --dist loadscope "$@"
+.venv/bin/pytest -q --only-serial "$@" || [ $? -eq 5 ]

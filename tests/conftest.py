@@ -6,6 +6,7 @@ Helpers live in ``tests.support``; this file only says what a test may ask for b
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -19,11 +20,31 @@ from tests.support.providers import ChatCompletions, GeminiApi, Provider
 from tests.support.servers import RunningGateway, running_gateway
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--only-serial",
+        action="store_true",
+        help="run only the tests marked serial (scripts/test.sh, after the parallel run)",
+    )
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     problems = tiers.settle(items)
     if problems:
         raise pytest.UsageError("tests without one honest tier:\n" + "\n".join(problems))
+    # A serial test needs the machine to itself: never on an xdist worker, beside others.
+    only_serial = config.getoption("only_serial")
+    on_worker = "PYTEST_XDIST_WORKER" in os.environ
+
+    def wanted(item: pytest.Item) -> bool:
+        serial = item.get_closest_marker("serial") is not None
+        return serial if only_serial else not (serial and on_worker)
+
+    dropped = [item for item in items if not wanted(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if wanted(item)]
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures start anything

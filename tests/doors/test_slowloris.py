@@ -30,7 +30,8 @@ from tests.support.flagship import FLAGSHIP
 from tests.support.raw import RawClient, request, upgrade_head
 from tests.support.servers import RunningGateway, running_gateway
 
-pytestmark = pytest.mark.server
+# Hundreds of slow sockets and the timing of their drops: the machine to itself.
+pytestmark = [pytest.mark.server, pytest.mark.serial]
 
 SLOW_SOCKETS = int(os.environ.get("GATEWAY_TEST_SLOW_SOCKETS", "300"))
 # The gateway's header and body timeouts here; the two turns must be served well within it.

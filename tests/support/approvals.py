@@ -12,6 +12,7 @@ APPROVE = "R-1042 승인해줘"
 
 
 async def ask_approval(ws: Any, thread: str) -> dict[str, Any]:
+    """Asks for R-1042's approval on ``thread``; the interrupt the run ends on."""
     events = await ws.run(user_input(thread, APPROVE))
     result = outcome(events)
     assert result["type"] == "interrupt", result

@@ -17,6 +17,8 @@ MOVED = "업무 요청 목록 화면으로 이동했습니다."
 
 
 async def flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
+    """The run pauses on navigateToScreen; the answer comes after the browser's own
+    "navigated", as the paused invocation resumed."""
     thread = new_id("t")
     async with gateway.socket() as ws:
         first = await ws.run(user_input(thread, FLAGSHIP))
@@ -43,6 +45,7 @@ async def flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
 async def parallel_calls_answered_in_reverse_order_pair_by_id(
     gateway: RunningGateway,
 ) -> None:
+    """Two screens at once, answered in reverse order: each answer pairs with its call by id."""
     thread = new_id("t")
     async with gateway.socket() as ws:
         first = await ws.run(user_input(thread, "MNU-3120 화면하고 MNU-2010 화면 열어줘"))

@@ -26,7 +26,6 @@ from tests.support.servers import RunningGateway
 
 NODE_DIR = ROOT / "tests" / "e2e" / "node"
 
-
 NEEDS_NODE = pytest.mark.skipif(
     shutil.which("node") is None or not (NODE_DIR / "node_modules").is_dir(),
     reason="needs node and `npm ci` in tests/e2e/node (.ci/run does both)",

@@ -17,7 +17,6 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -29,6 +28,7 @@ import psycopg
 from gateway.store.postgres.schema import prepare
 from tests.support import tiers
 from tests.support.budgets import scaled
+from tests.support.ports import free_port
 
 # Long enough for initdb and a start on a loaded 2-core machine.
 _START_SECONDS = scaled(60)
@@ -43,13 +43,6 @@ def _binaries() -> Path:
             "scripts/test.sh installs Debian's postgresql package"
         )
     return Path(found[-1]).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _as_server_user(argv: list[str]) -> list[str]:
@@ -103,7 +96,7 @@ def running_postgres() -> Iterator[Postgres]:
     bin_dir = _binaries()
     root = Path(tempfile.mkdtemp(prefix="gateway-pg-"))
     data = root / "data"
-    port = _free_port()
+    port = free_port()
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
     with contextlib.ExitStack() as stop:

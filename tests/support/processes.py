@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 from tests.support import ROOT, tiers
 from tests.support.agui import AgUiSocket
 from tests.support.budgets import scaled
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 
 __all__ = [
     "GATEWAY",

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,13 +24,7 @@ from gateway.doors.app import Gateway
 from tests.support import tiers
 from tests.support.agui import AgUiSocket, StreamChecker, sse_events
 from tests.support.budgets import scaled
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.support.ports import free_port
 
 
 @dataclasses.dataclass

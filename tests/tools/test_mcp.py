@@ -341,6 +341,7 @@ def _runs_stock_server(pid: str) -> bool:
     return False
 
 
+@pytest.mark.serial  # it counts every stock server on the machine, whoever started it
 async def test_the_example_runs_as_its_docstring_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
