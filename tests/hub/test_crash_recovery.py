@@ -126,8 +126,11 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(
     )
     assert cut_text, "the client was sent none of the cut-off message"
 
+    # Restarted as agent-gateway starts, warm-up included: on PostgreSQL its first sweep takes
+    # the dead process's lease and ends its run in the log while the warm-up runs, not after
+    # this client's reattach (the test waited for the warm-up before it started servers cold).
     async with (
-        gateway_process(db, log) as (_, port),
+        gateway_process(db, log, warm_up_runs=3) as (_, port),
         connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
     ):
         await ws.send(json.dumps({"type": "reattach", "threadId": THREAD}))
