@@ -35,7 +35,7 @@ from tests.e2e.chaos.trials import (
     run_trial,
     table,
 )
-from tests.e2e.web_helpers import CHROMIUM
+from tests.support.browser import CHROMIUM
 
 
 async def chaos(args: argparse.Namespace) -> list[Outcome]:

@@ -8,13 +8,44 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -e ".[test]"
 
-# The official @ag-ui/client, pinned by the lock file, drives the SSE door.
-(cd tests/e2e/node && npm ci --silent --no-audit --no-fund)
-# The WebSocket agent package: its tests and types run against @ag-ui/client from its lock file.
-(cd clients/agui-websocket && npm ci --silent --no-audit --no-fund)
+# A hash of what a step's result depends on: these files (in this order) and node's version.
+inputs_hash() {
+    { node --version; sha256sum "$@"; } | sha256sum | cut -d" " -f1
+}
 
-# The CopilotKit page the browser tests drive, built once with Vite (its own lock file).
-(cd tests/e2e/copilotkit && npm ci --silent --no-audit --no-fund && npx vite build)
+# The files under these folders, but what npm and Vite make there.
+files_in() {
+    find "$@" \( -name node_modules -o -name dist \) -prune -o -type f -print | LC_ALL=C sort
+}
+
+# npm ci in a folder, unless node_modules was installed from this very lock file (and these
+# other inputs): their hash is kept in node_modules/.agw-hash, which npm ci itself empties.
+npm_ci() {
+    local folder=$1 hash
+    shift
+    hash=$(inputs_hash "$folder/package.json" "$folder/package-lock.json" "$@")
+    if [ "$(cat "$folder/node_modules/.agw-hash" 2>/dev/null)" != "$hash" ]; then
+        (cd "$folder" && npm ci --silent --no-audit --no-fund)
+        echo "$hash" >"$folder/node_modules/.agw-hash"
+    fi
+}
+
+# The official @ag-ui/client, pinned by the lock file, drives the SSE door.
+npm_ci tests/e2e/node
+# The WebSocket agent package: its tests and types run against @ag-ui/client from its lock file.
+npm_ci clients/agui-websocket
+
+# The CopilotKit page the browser tests drive, built once with Vite (its own lock file). It
+# installs a copy of the WebSocket agent (.npmrc), so the agent's files count as inputs too;
+# the build is redone only when they, the page's sources or its lock file changed.
+mapfile -t agent < <(files_in clients/agui-websocket)
+npm_ci tests/e2e/copilotkit "${agent[@]}"
+mapfile -t page < <(files_in tests/e2e/copilotkit)
+hash=$(inputs_hash "${page[@]}" "${agent[@]}" gateway/examples/navigator/tools/navigateToScreen.json)
+if [ "$(cat tests/e2e/copilotkit/dist/.agw-hash 2>/dev/null)" != "$hash" ]; then
+    (cd tests/e2e/copilotkit && npx vite build)
+    echo "$hash" >tests/e2e/copilotkit/dist/.agw-hash
+fi
 
 # Debian's Chromium and CJK fonts for the browser tests (no browser download works here), and
 # PostgreSQL's server, which the tests start on loopback themselves (tests/support/postgres.py).
@@ -34,4 +65,8 @@ fi
 
 .venv/bin/ruff check gateway tests scripts
 .venv/bin/mypy gateway
-.venv/bin/pytest -q "$@"
+# The suite on every core, each module's tests on one worker (the servers a module starts
+# start once per module); then the few tests marked serial, alone. Exit code 5: "$@" chose
+# no serial test.
+.venv/bin/pytest -q -n auto --dist loadscope "$@"
+.venv/bin/pytest -q --only-serial "$@" || [ $? -eq 5 ]

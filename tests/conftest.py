@@ -1,53 +1,56 @@
-"""A real gateway on a loopback port, started in-process on the test loop."""
+"""The suite's fixtures: servers, stores, PostgreSQL and model providers, by scope; and the
+hooks that give every test its one tier (``tests/support/tiers.py``).
+
+Helpers live in ``tests.support``; this file only says what a test may ask for by name.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import dataclasses
-import socket
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import uvicorn
-from websockets.asyncio.client import connect
 
-from gateway.api import create_app, server_config
-from gateway.config import Settings
-from gateway.doors.app import Gateway
 from gateway.store import SessionService
-from tests.support.agui import AgUiSocket
+from tests.support import tiers
 from tests.support.backends import BACKENDS
 from tests.support.postgres import Postgres, running_postgres
 from tests.support.providers import ChatCompletions, GeminiApi, Provider
+from tests.support.servers import RunningGateway, running_gateway
 from tests.support.stores import session_store
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--only-serial",
+        action="store_true",
+        help="run only the tests marked serial (scripts/test.sh, after the parallel run)",
+    )
 
 
-@dataclasses.dataclass
-class RunningGateway:
-    app: Gateway
-    port: int
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    problems = tiers.settle(items)
+    if problems:
+        raise pytest.UsageError("tests without one honest tier:\n" + "\n".join(problems))
+    # A serial test needs the machine to itself: never on an xdist worker, beside others.
+    only_serial = config.getoption("only_serial")
+    on_worker = "PYTEST_XDIST_WORKER" in os.environ
 
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def wanted(item: pytest.Item) -> bool:
+        serial = item.get_closest_marker("serial") is not None
+        return serial if only_serial else not (serial and on_worker)
 
-    def ws_url(self, user: str = "demo", query: str = "") -> str:
-        return f"ws://127.0.0.1:{self.port}/ws?user={user}{query}"
+    dropped = [item for item in items if not wanted(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if wanted(item)]
 
-    @contextlib.asynccontextmanager
-    async def socket(self, user: str = "demo", query: str = "") -> AsyncIterator[AgUiSocket]:
-        async with connect(self.ws_url(user, query), max_size=None) as ws:
-            yield AgUiSocket(ws)
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures start anything
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    tiers.current = tiers.tier_of(item)
 
 
 @pytest.fixture(scope="session")
@@ -75,57 +78,6 @@ async def store(db: str) -> AsyncIterator[SessionService]:
     await service.close()
 
 
-def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list[object]:
-    """The store's reads from now on (each a function run in its database thread)."""
-    reads: list[object] = []
-    real_read = store._read
-
-    async def counted(fn: Any) -> Any:
-        reads.append(fn)
-        return await real_read(fn)
-
-    monkeypatch.setattr(store, "_read", counted)
-    return reads
-
-
-@contextlib.asynccontextmanager
-async def running_gateway(
-    *, await_ready: bool = True, **overrides: Any
-) -> AsyncIterator[RunningGateway]:
-    """A gateway on a free loopback port; by default once /ping would say Healthy.
-
-    ``agent`` is what ``create_app`` takes (default: the demo); ``model`` a model object or
-    name for every LlmAgent; any other keyword is a setting.
-    """
-    model = overrides.pop("model", None)
-    agent = overrides.pop("agent", None)
-    # Tests send far faster than a person: the per-user rate limit has tests of its own.
-    fields: dict[str, Any] = {
-        "db": ":memory:",
-        "scripted_pace_ms": 5.0,
-        "log_level": "warning",
-        "user_rate": 0.0,
-    }
-    fields.update(overrides)
-    port = free_port()
-    settings = Settings(host="127.0.0.1", port=port, **fields)
-    app = create_app(agent, settings, model=model)
-    # The same uvicorn settings as `agent-gateway`, served on the test's own loop.
-    server = uvicorn.Server(server_config(settings, app))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    if await_ready:  # as a load balancer would: no test meets the warm-up's runs
-        await asyncio.wait_for(app.ready.wait(), 30)
-    try:
-        yield RunningGateway(app, port)
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 15)
-
-
 @pytest.fixture(params=[ChatCompletions, GeminiApi], ids=["chat-completions", "gemini"])
 async def provider(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
@@ -138,7 +90,9 @@ async def provider(
         yield made
 
 
-@pytest.fixture(scope="module", params=["in-memory", "postgres"])
+@pytest.fixture(
+    scope="module", params=["in-memory", pytest.param("postgres", marks=pytest.mark.process)]
+)
 async def gateway_on_each_store(request: pytest.FixtureRequest) -> AsyncIterator[RunningGateway]:
     """A server for a module's tests, once on SQLite in memory and once on PostgreSQL.
 

@@ -8,6 +8,8 @@ import pytest
 
 from gateway import config
 
+pytestmark = pytest.mark.unit
+
 
 def parse(argv: list[str], environ: dict[str, str]) -> config.Settings:
     parser = argparse.ArgumentParser()

@@ -13,8 +13,10 @@ import pytest
 
 from gateway import logs
 from gateway.config import Settings
-from tests.conftest import RunningGateway
 from tests.support.agui import new_id, outcome, user_input
+from tests.support.servers import RunningGateway
+
+pytestmark = pytest.mark.unit
 
 FORGED = "t-1\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
 
@@ -116,6 +118,7 @@ def test_json_lines_parse_and_carry_the_bound_ids() -> None:
 # --- through a running gateway --------------------------------------------------------------
 
 
+@pytest.mark.server
 async def test_a_thread_id_that_breaks_lines_writes_one_escaped_line(
     gateway: RunningGateway,
 ) -> None:
@@ -130,6 +133,7 @@ async def test_a_thread_id_that_breaks_lines_writes_one_escaped_line(
     assert "t-1\\u20282026-01-01" in ended
 
 
+@pytest.mark.server
 async def test_a_context_key_with_a_newline_writes_one_escaped_line(
     gateway: RunningGateway,
 ) -> None:
@@ -143,6 +147,7 @@ async def test_a_context_key_with_a_newline_writes_one_escaped_line(
     assert dropped.endswith("t-1\\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged")
 
 
+@pytest.mark.server
 async def test_json_lines_of_a_run_carry_its_user_thread_and_run(
     gateway: RunningGateway,
 ) -> None:

@@ -18,9 +18,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.agui import new_id, text_of, tool_calls, user_input
-from tests.support.processes import ROOT, free_port, gateway_process, run_over_ws
+from tests.support.processes import ROOT, free_port, gateway_process, order_desk, run_over_ws
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git ls-files")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git ls-files"),
+    pytest.mark.process,
+]
 
 # Someone else's agent, laid out as `adk web` expects: a package whose agent.py has root_agent,
 # with a model of its own that needs no network.
@@ -111,8 +114,6 @@ async def test_the_installed_wheel_serves_a_users_agent_folder(
 async def test_the_installed_wheel_runs_the_warehouse_and_its_mcp_servers(
     installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.tools.test_mcp import order_desk
-
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     extra = pyproject["project"]["optional-dependencies"]["mcp"]
     _run(installed / "pip", "install", "-q", "--disable-pip-version-check", *extra, cwd=tmp_path)

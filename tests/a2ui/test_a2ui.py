@@ -19,6 +19,8 @@ from gateway.examples.navigator.work_requests import REQUESTS, _card, _data, _de
 from gateway.hub.inputs import NewTurn, read_input, starts_turn
 from tests.support.agui import user_input
 
+pytestmark = pytest.mark.unit
+
 NEW_BASIC = "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"
 CARD = "work-request-R-1042"
 

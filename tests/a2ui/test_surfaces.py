@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from gateway import a2ui
-from gateway.a2ui.catalogs import CAPABILITIES
 from gateway.examples.navigator import work_requests
-from tests.conftest import RunningGateway
 from tests.support.agui import AgUiSocket, new_id, outcome, seq_of, text_of, tool_calls, user_input
+from tests.support.servers import RunningGateway
+from tests.support.surfaces import BASIC, CARD, renders
 
-CARD = "work-request-R-1042"
+pytestmark = pytest.mark.server
+
 SHOW = "R-1042 보여줘"
 
 
@@ -25,14 +26,6 @@ SHOW = "R-1042 보여줘"
 def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
     """Surfaces hold on either store: SQLite in memory, and a PostgreSQL database."""
     return gateway_on_each_store
-
-
-def renders(*catalogs: dict[str, Any], ids: tuple[str, ...] = (a2ui.BASIC_CATALOG_ID,)) -> Any:
-    value = {"supportedCatalogIds": list(ids), "inlineCatalogs": list(catalogs)}
-    return [{"description": CAPABILITIES, "value": json.dumps(value)}]
-
-
-BASIC = renders()
 
 
 def pressing(thread: str, name: str = "approve", **user_action: Any) -> dict[str, Any]:

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import pytest
 
-from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
-
-from gateway.examples.navigator.scripted import ScriptedLlm
-from tests.conftest import running_gateway
 from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.servers import running_gateway
+from tests.support.speakers import FlakyLlm
 
-
-class FlakyLlm(ScriptedLlm):
-    """Scripted, except that it raises when the user says 'explode'."""
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        last = llm_request.contents[-1].parts or []
-        if any(part.text == "explode" for part in last):
-            raise ConnectionError("model endpoint unreachable")
-        async for response in super().generate_content_async(llm_request, stream):
-            yield response
+pytestmark = pytest.mark.server
 
 
 async def test_model_failure_is_agent_error_and_the_thread_goes_on() -> None:

@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -18,9 +19,10 @@ from google.genai import types
 
 from gateway.adk.approvals import interrupt_message, response_schema
 from gateway.tools.catalog import ToolEntry, from_entries
-from tests.conftest import running_gateway
-from tests.hub.test_upstream import resume
-from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.agui import new_id, outcome, resume, text_of, user_input
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
 
 RAN: list[tuple[str, Any]] = []
 

@@ -19,8 +19,10 @@ from pydantic import BaseModel
 from gateway.adk.capabilities import document
 from gateway.config import Settings
 from gateway.tools.catalog import ToolEntry, from_entries
-from tests.conftest import RunningGateway, running_gateway
+from tests.support.servers import RunningGateway, running_gateway
 from tests.support.tokens import AUDIENCE, ISSUER, SECRET, token
+
+pytestmark = pytest.mark.unit
 
 JWT = {"auth": "jwt", "jwt_secret": SECRET, "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE}
 MODEL = "gemini-2.5-flash"  # named, never called: the document is read from the tree
@@ -155,6 +157,7 @@ def test_a2ui_support_is_told_as_a_client_needs_it() -> None:
     assert a2ui["actions"] == "forwardedProps.a2uiAction"
 
 
+@pytest.mark.server
 async def test_the_demo_serves_its_capabilities_at_both_paths(gateway: RunningGateway) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         root = await client.get(gateway.http + "/capabilities")
@@ -168,6 +171,7 @@ async def test_the_demo_serves_its_capabilities_at_both_paths(gateway: RunningGa
     assert "approveWorkRequest" in [tool.name for tool in got.tools.items or []]
 
 
+@pytest.mark.server
 async def test_in_jwt_mode_only_a_signed_in_caller_reads_them() -> None:
     async with running_gateway(**JWT) as gateway, httpx.AsyncClient(timeout=10) as client:
         anonymous = await client.get(gateway.http + "/capabilities")

@@ -35,7 +35,6 @@ from gateway.adk.hosting import Hosted, HostingError
 from gateway.api import create_app
 from gateway.config import Settings
 from gateway.tools import declarations
-from tests.conftest import free_port, running_gateway
 from tests.support import ROOT
 from tests.support.agui import (
     AgUiSocket,
@@ -46,6 +45,9 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.servers import free_port, running_gateway
+
+pytestmark = pytest.mark.unit
 
 LOOKUP = {
     "name": "lookUpOrder",
@@ -138,6 +140,7 @@ def test_an_agent_that_cannot_be_hosted_fails_with_one_sentence(spec: str, says:
     assert "\n" not in message
 
 
+@pytest.mark.process
 def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -174,6 +177,7 @@ def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
 # --- client tools for any agent ------------------------------------------------------------
 
 
+@pytest.mark.server
 async def test_a_declared_client_tool_reaches_every_agent_of_the_invocation() -> None:
     """No catalog: the browser's declaration is offered as is, to a sub-agent too."""
     with warnings.catch_warnings():
@@ -190,12 +194,14 @@ async def test_a_declared_client_tool_reaches_every_agent_of_the_invocation() ->
         assert json.loads(text_of(events)) == {"status": "shown"}
 
 
+@pytest.mark.server
 async def test_without_a_declaration_the_model_is_offered_no_client_tool() -> None:
     async with running_gateway(agent=orders_agent()) as gateway, gateway.socket() as ws:
         events = await ws.run(user_input(new_id("t"), "hello", tools=[]))
         assert text_of(events) == "agent: no tools"
 
 
+@pytest.mark.server
 async def test_declarations_a_model_cannot_use_are_refused_naming_the_tool() -> None:
     agent = LlmAgent(name="orders", model=ToolUser(), tools=[server_side_order])
     clash = {**LOOKUP, "name": "server_side_order"}
@@ -233,6 +239,7 @@ def test_a_schema_declared_on_every_run_is_checked_once(monkeypatch: pytest.Monk
     assert len(checked) == 2
 
 
+@pytest.mark.server
 async def test_a_catalog_given_by_setting_restricts_the_declared_tools(tmp_path: Path) -> None:
     (tmp_path / "lookUpOrder.json").write_text(json.dumps({**LOOKUP, "executor": "client"}))
     async with (
@@ -260,6 +267,7 @@ class Counting(BasePlugin):
         self.users.append(invocation_context.user_id)
 
 
+@pytest.mark.server
 async def test_an_apps_plugins_run_and_two_apps_on_one_database_never_share_threads(
     tmp_path: Path,
 ) -> None:
@@ -381,6 +389,7 @@ class Recording(ToolUser):
             yield response
 
 
+@pytest.mark.server
 async def test_the_warm_up_runs_through_the_agent_but_never_calls_its_model() -> None:
     model = Recording()
     agent = LlmAgent(name="paid", model=model)
@@ -391,6 +400,7 @@ async def test_the_warm_up_runs_through_the_agent_but_never_calls_its_model() ->
         assert model.calls == ["called"]
 
 
+@pytest.mark.server
 async def test_without_a_catalog_the_declared_set_is_logged_once_per_connection(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -407,6 +417,7 @@ async def test_without_a_catalog_the_declared_set_is_logged_once_per_connection(
     ]
 
 
+@pytest.mark.server
 async def test_a_model_name_given_in_python_is_built_as_gateway_model_builds_it(
     tmp_path: Path,
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
@@ -13,16 +14,20 @@ from google.genai import types
 from gateway import wire as p
 from gateway.adk.thoughts import without_earlier_thoughts
 from gateway.adk.usage import token_usage
-from tests.conftest import running_gateway
-from tests.doors.test_sse_and_ping import post_run
 from tests.support.agui import new_id, text_of, user_input
-from tests.support.speakers import USAGE, Speaker, call, of_type, say, texts_by_message, think
+from tests.support.servers import post_run, running_gateway
+from tests.support.speakers import (
+    USAGE,
+    Speaker,
+    call,
+    of_type,
+    say,
+    texts_by_message,
+    think,
+    thinker,
+)
 
-
-def thinker(*turns: list[types.Part], tools: list[Any] | None = None) -> LlmAgent:
-    return LlmAgent(
-        name="thinker", model=Speaker(turns=[list(t) for t in turns]), tools=tools or []
-    )
+pytestmark = pytest.mark.server
 
 
 def look_up(city: str) -> dict[str, str]:

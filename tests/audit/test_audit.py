@@ -23,7 +23,6 @@ from gateway.audit import (
     AuditError,
     AuditLog,
     AuditPlugin,
-    AuditRecord,
     print_audit,
     read_access,
     read_audit,
@@ -36,24 +35,11 @@ from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
+from tests.support.audit import record
 from tests.support.postgres import Postgres
 from tests.support.stores import session_store
 
-
-def record(thread: str = "t1", user: str = "demo", tool: str = "find_screen") -> AuditRecord:
-    return AuditRecord(
-        at=1_700_000_000.0,
-        user_id=user,
-        thread_id=thread,
-        run_id="r1",
-        tool=tool,
-        call_id=f"call-{thread}-{tool}",
-        arguments={"query": "요청 목록"},
-        outcome="ok",
-        detail=None,
-        duration_ms=0.4,
-        executor="server",
-    )
+pytestmark = pytest.mark.unit
 
 
 @pytest.fixture
@@ -158,6 +144,7 @@ async def test_the_audit_lives_beside_the_sessions_and_the_cli_prints_it(db: str
     assert out.getvalue() == "nothing recorded for thread 'nope'\n"
 
 
+@pytest.mark.process
 async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postgres) -> None:
     url = postgres.fresh_database()
     stores = [session_store(url), session_store(url)]

@@ -21,7 +21,9 @@ import pytest
 from gateway.audit import log as audit_module
 from gateway.audit.log import AuditLog
 from gateway.store.sqlite.audit import SqliteAuditTables
-from tests.audit.test_audit import record
+from tests.support.audit import record
+
+pytestmark = pytest.mark.unit
 
 
 @pytest.fixture

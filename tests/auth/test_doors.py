@@ -15,44 +15,27 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from gateway.auth.tokens import TokenVerifier
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     AgUiSocket,
     new_id,
     outcome,
-    sse_events,
     text_of,
     tool_answer,
     tool_calls,
     user_input,
 )
-from tests.support.tokens import AUDIENCE, ISSUER, SECRET, token
+from tests.support.auth import JWT, bearer, post_run, ticket_for
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
+from tests.support.tokens import SECRET, token
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
-APPROVE = "R-1042 승인해줘"
-JWT = {"auth": "jwt", "jwt_secret": SECRET, "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE}
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
 async def gateway() -> AsyncIterator[RunningGateway]:
     async with running_gateway(**JWT) as running:
         yield running
-
-
-def bearer(credential: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {credential}"}
-
-
-async def post_run(
-    gateway: RunningGateway, body: dict[str, Any], headers: dict[str, str]
-) -> tuple[httpx.Response, list[dict[str, Any]]]:
-    async with httpx.AsyncClient(timeout=20) as client:
-        response = await client.post(
-            gateway.http + "/invocations",
-            content=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **headers},
-        )
-    return response, sse_events(response.content)
 
 
 def socket(
@@ -71,11 +54,6 @@ async def refused_upgrade(gateway: RunningGateway, query: str = "", **options: A
         async with socket(gateway, query, **options):
             pass
     return refused.value.response
-
-
-async def ticket_for(gateway: RunningGateway, credential: str) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=10) as client:
-        return await client.post(gateway.http + "/ws-ticket", headers=bearer(credential))
 
 
 # --- SSE ---------------------------------------------------------------------------------

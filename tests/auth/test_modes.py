@@ -17,8 +17,10 @@ from gateway.config import Settings
 from gateway.doors import warmup
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub.hub import Hub
-from tests.auth.test_doors import JWT, bearer
-from tests.conftest import running_gateway
+from tests.support.auth import JWT, bearer
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
 
 
 async def test_dev_mode_says_in_one_line_at_start_that_it_trusts_the_client(
@@ -49,7 +51,7 @@ def test_jwt_mode_without_a_key_does_not_start(capsys: pytest.CaptureFixture[str
 
 
 async def test_no_client_may_claim_the_warm_up_user_in_dev_mode() -> None:
-    async with running_gateway() as gateway:
+    async with running_gateway(warm_up_runs=3) as gateway:
         with pytest.raises(InvalidStatus) as refused:
             async with connect(f"ws://127.0.0.1:{gateway.port}/ws?user={WARM_UP_USER}"):
                 pass
@@ -73,7 +75,7 @@ async def test_the_warm_up_signs_in_with_a_credential_that_dies_with_it(
     monkeypatch.setattr(warmup, "warm_up", warm_up)
     settings: dict[str, Any] = JWT if mode == "jwt" else {}
     with caplog.at_level(logging.INFO, logger="gateway.doors.app"):
-        async with running_gateway(**settings) as gateway:
+        async with running_gateway(**settings, warm_up_runs=3) as gateway:
             assert gateway.app.auth.warm_up_credential is None
             # After the warm-up its credential makes nobody the warm-up user.
             scope = {

@@ -8,15 +8,18 @@ import logging
 from collections.abc import Iterator
 
 import httpx
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from gateway.audit import AccessRecord
-from tests.auth.test_doors import APPROVE, JWT, bearer, post_run, ticket_for
-from tests.conftest import running_gateway
-from tests.hub.test_upstream import resume
-from tests.support.agui import AgUiSocket, new_id, outcome, user_input
+from tests.support.agui import AgUiSocket, new_id, outcome, resume, user_input
+from tests.support.approvals import APPROVE
+from tests.support.auth import JWT, bearer, post_run, ticket_for
+from tests.support.servers import running_gateway
 from tests.support.tokens import SECRET, token
+
+pytestmark = pytest.mark.server
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 # Where log records start: the gateway's own loggers reach the root, uvicorn's stop at "uvicorn".

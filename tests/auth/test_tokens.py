@@ -28,6 +28,8 @@ from tests.support.tokens import (
     token,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def verifier(**settings: Any) -> TokenVerifier:
     fields: dict[str, Any] = {"auth": "jwt", "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE}
@@ -202,6 +204,7 @@ async def test_a_jwks_file_checks_tokens_by_key_id(tmp_path: Path) -> None:
     assert await refusal(check, token(ec_key(), "ES256", kid="r1"))
 
 
+@pytest.mark.server
 async def test_a_jwks_url_is_fetched_once_and_cached() -> None:
     with jwks_endpoint([jwk(rsa_key(), "r1")]) as endpoint:
         check = verifier(jwt_jwks_url=endpoint.url)
@@ -210,6 +213,7 @@ async def test_a_jwks_url_is_fetched_once_and_cached() -> None:
         assert endpoint.fetches == 1
 
 
+@pytest.mark.server
 async def test_a_jwks_url_refetches_for_a_new_key_but_not_for_every_unknown_one() -> None:
     with jwks_endpoint([jwk(rsa_key(), "r1")]) as endpoint:
         check = verifier(jwt_jwks_url=endpoint.url)
@@ -227,6 +231,7 @@ async def test_a_jwks_url_refetches_for_a_new_key_but_not_for_every_unknown_one(
         assert endpoint.fetches == 2
 
 
+@pytest.mark.server
 async def test_an_unreachable_jwks_is_an_internal_error_not_a_refusal() -> None:
     with jwks_endpoint([]) as endpoint:
         url = endpoint.url

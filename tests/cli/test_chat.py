@@ -12,6 +12,8 @@ import pytest
 from scripts._bench import LocalGateway, local_gateway
 from tests.support.processes import script_report
 
+pytestmark = pytest.mark.process
+
 OPEN_LIST = "업무 요청 목록 화면 열어줘\n"
 OPENED = "이동했습니다"
 

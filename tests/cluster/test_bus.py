@@ -16,7 +16,10 @@ import pytest
 from gateway.cluster.postgres import PostgresCluster
 from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
+from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
+
+pytestmark = pytest.mark.process
 
 
 @dataclasses.dataclass
@@ -65,7 +68,7 @@ async def pair(url: str) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
 
 
 async def until(condition: Callable[[], object], seconds: float = 5) -> None:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + scaled(seconds)
     while not condition():
         assert time.monotonic() < deadline, "the cluster did not get there in time"
         await asyncio.sleep(0.01)
@@ -132,7 +135,7 @@ async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
         started = time.monotonic()
         a.release("t1")
         await asyncio.wait_for(waiting, 5)
-        assert time.monotonic() - started < 2  # woken, not timed out (30 s)
+        assert time.monotonic() - started < scaled(2)  # woken, not timed out (30 s)
         assert await b.take("t1", "u1", "r2") == Taken("t1", None)
 
 
@@ -168,7 +171,7 @@ async def test_a_killed_holders_threads_are_handed_to_another_process(url: str):
         started = time.monotonic()
         await _kill_backends(url, a)  # as if a's process were killed
         await until(lambda: len(heard_b.dead) == 1)
-        assert time.monotonic() - started < 2  # not the lease's 600 s
+        assert time.monotonic() - started < scaled(2)  # not the lease's 600 s
         assert heard_b.dead == [DeadLease("t1", "u1", a.node_id)]
         await asyncio.sleep(0.3)
         assert len(heard_b.dead) == 1  # taken over once

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -21,10 +20,13 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.process
 
 LONG = "자기소개를 길게 해 주세요"
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
 NAVIGATED = {"status": "navigated", "message": "ok"}
 
 

@@ -22,22 +22,25 @@ import pytest
 from websockets.asyncio.client import connect
 
 from gateway.store.cut_off import FINISHING
-from tests.hub.test_upstream import resume
 from tests.support.agui import (
     AgUiSocket,
     StreamChecker,
     new_id,
     outcome,
+    resume,
     seq_of,
     text_of,
     tool_answer,
     tool_calls,
     user_input,
 )
+from tests.support.budgets import scaled
+from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
 from tests.support.processes import gateway_process
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.process
+
 LONG = "자기소개를 길게 해 주세요"
 STARTS_ENDS = ("RUN_STARTED", "RUN_FINISHED")
 # Slow enough to act in the middle of a reply, fast enough for the suite.
@@ -274,9 +277,9 @@ async def test_a_process_killed_mid_run_loses_nothing_and_its_thread_goes_on(
             event["runId"] != message["runId"]
         ):
             before.append(event)
-        assert time.monotonic() - asked < 2
+        assert time.monotonic() - asked < scaled(2)
         assert all(e["runId"].startswith(FINISHING) for e in before if e["type"] in STARTS_ENDS)
         again = [event, *await on_b.until_end()]
         assert outcome(again)["type"] == "success"
-        assert time.monotonic() - killed_at < 15
+        assert time.monotonic() - killed_at < scaled(15)
         assert not tool_calls(again, "navigateToScreen")

@@ -19,6 +19,8 @@ from gateway.store.leases import DeadLease, Held, Taken
 from gateway.store.postgres import leases
 from tests.support.postgres import Postgres
 
+pytestmark = pytest.mark.process
+
 Conn = psycopg.AsyncConnection[TupleRow]
 
 

@@ -26,6 +26,8 @@ from tests.support.processes import (
     run_over_ws,
 )
 
+pytestmark = pytest.mark.process
+
 PASSWORD = "s3cret-Pa55"
 
 
@@ -51,7 +53,7 @@ def refusal(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def other_database(postgres: Postgres, statements: list[str]) -> str:
-    url = postgres.fresh_database()
+    url = postgres.fresh_database(empty=True)
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in statements:
             conn.execute(statement.encode())

@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, user_input
 from tests.support.raw import RawClient, Response, request
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 JSON = {"Content-Type": "application/json"}
 

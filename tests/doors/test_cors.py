@@ -10,8 +10,10 @@ import httpx
 import pytest
 
 from gateway.doors.app import DOORS
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, sse_events, user_input
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 ALLOWED = "https://app.example.com"
 FOREIGN = "https://evil.example"

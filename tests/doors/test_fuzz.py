@@ -35,7 +35,6 @@ from hypothesis import strategies as st
 
 from gateway import wire as p
 from gateway.examples.navigator.agent import APP_NAME
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     NAVIGATE_TOOL,
     TERMINAL,
@@ -46,9 +45,12 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.approvals import APPROVE
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
-APPROVE = "R-1042 승인해줘"
+pytestmark = pytest.mark.server
+
 USER, BYSTANDER = "demo", "guest"
 ANSWER_SECONDS = 15.0
 CODES = {code.value for code in p.ErrorCode} - {"INTERNAL_ERROR"}

@@ -20,7 +20,6 @@ from gateway import wire as p
 from gateway.examples.navigator.screens import catalog as screens
 from gateway.hub import planning
 from gateway.hub.inputs import needed_part
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -30,8 +29,10 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.server
 
 
 def nested(depth: int) -> Any:

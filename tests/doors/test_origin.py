@@ -14,8 +14,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.typing import Origin
 
 from gateway.doors.cors import origin_allowed
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import AgUiSocket, new_id, outcome, user_input
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 ALLOWED = "https://app.example.com"
 

@@ -19,10 +19,13 @@ import psycopg
 import pytest
 
 from gateway.store import CommitFailedError, SessionService, StoreError, group_commit
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, user_input
+from tests.support.budgets import scaled
 from tests.support.damage import close_read, commit_from_outside, hold_a_read_open
 from tests.support.postgres import Postgres
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 
 async def ping(gateway: RunningGateway) -> tuple[int, dict[str, object]]:
@@ -55,7 +58,7 @@ async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succee
         assert (await ping(gateway))[0] == 503
 
         await close_read(store, cursor)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while (await ping(gateway))[0] != 200:
             assert time.monotonic() < deadline, "/ping stayed Unhealthy after the store recovered"
             await asyncio.sleep(0.02)
@@ -63,6 +66,7 @@ async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succee
         assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"
 
 
+@pytest.mark.process
 async def test_ping_is_unhealthy_while_postgresql_is_out_of_reach(
     postgres: Postgres, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -90,7 +94,7 @@ async def test_ping_is_unhealthy_while_postgresql_is_out_of_reach(
                 assert "Traceback" not in refused[-1]["message"]
             finally:
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while (await ping(gateway))[0] != 200:
             assert time.monotonic() < deadline, "/ping stayed Unhealthy after PostgreSQL came back"
             await asyncio.sleep(0.05)

@@ -11,6 +11,8 @@ from gateway import wire as p
 from gateway.doors import send_queue
 from gateway.doors.send_queue import Outgoing
 
+pytestmark = pytest.mark.unit
+
 
 def events(frames: list[tuple[p.Event | None, bytes]]) -> list[p.Event | None]:
     """The events of a batch, each checked to travel as its own encoding."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from gateway import wire as p
 from gateway.auth import Authenticator
 from gateway.config import Settings
 from gateway.doors import websocket
+
+pytestmark = pytest.mark.unit
 
 
 class _Shared:

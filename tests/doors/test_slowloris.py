@@ -14,9 +14,8 @@ import statistics
 import time
 
 import httpx
+import pytest
 
-from tests.conftest import RunningGateway, running_gateway
-from tests.doors.test_websocket import FLAGSHIP
 from tests.support.agui import (
     new_id,
     outcome,
@@ -26,12 +25,19 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.budgets import scaled
+from tests.support.flagship import FLAGSHIP
 from tests.support.raw import RawClient, request, upgrade_head
+from tests.support.servers import RunningGateway, running_gateway
+
+# Hundreds of slow sockets and the timing of their drops: the machine to itself.
+pytestmark = [pytest.mark.server, pytest.mark.serial]
 
 SLOW_SOCKETS = int(os.environ.get("GATEWAY_TEST_SLOW_SOCKETS", "300"))
-TIMEOUT = 4.0
+# The gateway's header and body timeouts here; the two turns must be served well within it.
+TIMEOUT = scaled(4.0)
 # How late a slow socket may be dropped after its time, on a busy 2-core machine.
-SLACK = 3.0
+SLACK = scaled(3.0)
 
 # The three ways issue 11 held sockets: a head that never ends, a body that trickles in,
 # and an upgrade request that never ends; each with what it trickles in to look alive.

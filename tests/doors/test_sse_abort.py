@@ -13,14 +13,18 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, sse_events, text_of, user_input
+from tests.support.budgets import scaled
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 LONG = "자기소개를 길게 해 주세요"
 # Slow enough that the run is mid-reply when the client leaves.
 PACE_MS = 40
-IDLE_WITHIN_SECONDS = 2.0
+IDLE_WITHIN_SECONDS = scaled(2.0)
 
 
 async def leave_mid_reply(gateway: RunningGateway, thread: str) -> list[dict[str, Any]]:
@@ -90,7 +94,7 @@ async def test_with_keep_a_run_whose_client_left_finishes() -> None:
     async with running_gateway(scripted_pace_ms=PACE_MS, sse_abort="keep") as gateway:
         thread = new_id("t")
         await leave_mid_reply(gateway, thread)
-        await idle_after(gateway, thread, 30)
+        await idle_after(gateway, thread, scaled(30))
         reply = await last_reply(gateway, thread)
     assert "metadata" not in reply or "ended" not in reply["metadata"]
     assert len(reply["content"]) > 100

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
@@ -14,27 +13,10 @@ from gateway.auth import Authenticator, Identity
 from gateway.doors.warmup import WARM_UP_USER
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub.hub import Hub
-from tests.conftest import RunningGateway, running_gateway
-from tests.support.agui import StreamChecker, new_id, outcome, sse_events, text_of, user_input
+from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.servers import RunningGateway, post_run, running_gateway
 
-
-async def post_run(
-    gateway: RunningGateway, body: dict[str, Any] | bytes, user: str = "demo"
-) -> tuple[int, str, list[dict[str, Any]], bytes]:
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    async with httpx.AsyncClient(timeout=20) as client:
-        response = await client.post(
-            gateway.http + "/invocations",
-            content=content,
-            headers={"X-Gateway-User": user, "Content-Type": "application/json"},
-        )
-    raw = response.content
-    checker = StreamChecker()
-    events = sse_events(raw)
-    for event in events:
-        checker.feed(event)
-    assert raw.endswith(b"\n\n")
-    return response.status_code, response.headers["content-type"], events, raw
+pytestmark = pytest.mark.server
 
 
 async def test_text_run_streams_as_sse(gateway: RunningGateway) -> None:
@@ -138,7 +120,10 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
         return await real_start(self, user_id, run_input, executor)
 
     monkeypatch.setattr(Hub, "start", start)
-    async with running_gateway(await_ready=False) as gateway, httpx.AsyncClient() as client:
+    async with (
+        running_gateway(await_ready=False, warm_up_runs=3) as gateway,
+        httpx.AsyncClient() as client,
+    ):
         statuses = []
         while not gateway.app.ready.is_set():
             response = await client.get(gateway.http + "/ping")

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from gateway.doors.static import web_file
+
+pytestmark = pytest.mark.unit
 
 
 def app_folder(tmp_path: Path) -> Path:

@@ -16,9 +16,12 @@ from websockets.exceptions import InvalidStatus
 
 from gateway.config import Settings
 from gateway.doors.transport import protocols
-from tests.conftest import free_port, running_gateway
 from tests.support.agui import new_id, outcome, user_input
+from tests.support.budgets import scaled
 from tests.support.raw import RawClient, request, upgrade_head
+from tests.support.servers import free_port, running_gateway
+
+pytestmark = pytest.mark.server
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -41,7 +44,7 @@ async def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeou
     async with running_gateway(header_timeout=0.5) as gateway:
         client = await RawClient.open(gateway.port)
         seconds = await client.closed_after(3)
-        assert 0.4 < seconds < 1.5
+        assert 0.4 < seconds < scaled(1.5)
 
 
 async def test_a_keep_alive_connection_serves_requests_then_closes_when_idle() -> None:
@@ -51,7 +54,7 @@ async def test_a_keep_alive_connection_serves_requests_then_closes_when_idle() -
             await client.send(request("GET", "/ping"))
             assert (await client.response()).status == 200
         seconds = await client.closed_after(3)
-        assert 0.8 < seconds < 2
+        assert 0.8 < seconds < scaled(2)
 
 
 async def test_a_body_the_app_answered_without_reading_is_cut_off_after_the_body_timeout() -> None:

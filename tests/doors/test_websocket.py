@@ -7,10 +7,16 @@ import asyncio
 import pytest
 
 from gateway.examples.navigator.agent import APP_NAME
-from tests.conftest import RunningGateway, record_reads, running_gateway
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.support.backends import record_reads
+from tests.support.flagship import (
+    FLAGSHIP,
+    flagship_navigated_then_honest_reply,
+    parallel_calls_answered_in_reverse_order_pair_by_id,
+)
+from tests.support.servers import RunningGateway, running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
@@ -20,27 +26,7 @@ def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
 
 
 async def test_flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
-    thread = new_id("t")
-    async with gateway.socket() as ws:
-        first = await ws.run(user_input(thread, FLAGSHIP))
-        search = tool_calls(first, "find_screen")
-        assert search and "요청" in search[0]["args"]["query"]
-        results = [e for e in first if e["type"] == "TOOL_CALL_RESULT"]
-        assert results[0]["toolCallId"] == search[0]["id"]
-        assert "MNU-3120" in results[0]["content"]
-        [navigate] = tool_calls(first, "navigateToScreen")
-        assert navigate["args"]["screenId"] == "MNU-3120"
-        # The run pauses on the browser: success with the call listed as pending.
-        assert outcome(first) == {"type": "success", "pendingToolCallIds": [navigate["id"]]}
-        assert "이동" not in text_of(first)
-
-        second = await ws.run(
-            tool_answer(thread, [(navigate["id"], {"status": "navigated", "message": "ok"})])
-        )
-        assert text_of(second) == "업무 요청 목록 화면으로 이동했습니다."
-        assert outcome(second) == {"type": "success"}
-        # The continuation is the paused invocation resumed, not a new model call on a new turn.
-        assert not tool_calls(second)
+    await flagship_navigated_then_honest_reply(gateway)
 
 
 async def test_denied_result_is_not_reported_as_success(gateway: RunningGateway) -> None:
@@ -88,20 +74,7 @@ async def test_runs_on_one_connection_are_processed_in_order(gateway: RunningGat
 async def test_parallel_calls_answered_in_reverse_order_pair_by_id(
     gateway: RunningGateway,
 ) -> None:
-    thread = new_id("t")
-    async with gateway.socket() as ws:
-        first = await ws.run(user_input(thread, "MNU-3120 화면하고 MNU-2010 화면 열어줘"))
-        calls = tool_calls(first, "navigateToScreen")
-        assert [c["args"]["screenId"] for c in calls] == ["MNU-3120", "MNU-2010"]
-        assert outcome(first)["pendingToolCallIds"] == [c["id"] for c in calls]
-        by_screen = {c["args"]["screenId"]: c["id"] for c in calls}
-        answers = [
-            (by_screen["MNU-2010"], {"status": "denied"}),
-            (by_screen["MNU-3120"], {"status": "navigated"}),
-        ]
-        reply = text_of(await ws.run(tool_answer(thread, answers)))
-        assert "MNU-3120 화면으로 이동했습니다." in reply
-        assert "MNU-2010 화면을 열 권한이 없어 이동하지 못했습니다." in reply
+    await parallel_calls_answered_in_reverse_order_pair_by_id(gateway)
 
 
 async def test_one_of_two_answers_keeps_the_run_paused(gateway: RunningGateway) -> None:

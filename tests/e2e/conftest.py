@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, BrowserContext, async_playwright
 
-from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.web_helpers import check_streams, launch_chromium, new_context
+from tests.support.browser import check_streams, launch_chromium, new_context
+from tests.support.servers import RunningGateway, running_gateway
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import BrowserContext, Locator, Page, expect
 
-from tests.conftest import RunningGateway
-from tests.e2e.web_helpers import TIMEOUT_MS
+from tests.support.browser import TIMEOUT_MS
+from tests.support.servers import RunningGateway
 
 BUILD = Path(__file__).resolve().parent / "copilotkit" / "dist"
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from playwright.async_api import Page, WebSocketRoute
 
-from tests.e2e.web_helpers import route_sockets
 from tests.support.agui import StreamChecker
+from tests.support.browser import route_sockets
 
 BASIC_CATALOG = "https://a2ui.org/specification/v0_9/basic_catalog.json"
 

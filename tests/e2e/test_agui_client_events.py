@@ -7,17 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.a2ui.test_surfaces import BASIC, CARD
-from tests.adk.test_thoughts_and_usage import thinker
-from tests.conftest import running_gateway
-from tests.e2e.test_agui_client import accepted, base_input, pytestmark, run_http_agent
-from tests.support.agui import new_id
-from tests.support.speakers import of_type, say, think
-from tests.translate.test_state_events import EXPECTED, tree
-from tests.translate.test_subagents import parallel_tree
-from tests.translate.test_tool_results import CASES, agent
+import pytest
 
-__all__ = ["pytestmark"]
+from tests.support.agui import new_id
+from tests.support.official_client import NEEDS_NODE, accepted, base_input, run_http_agent
+from tests.support.servers import running_gateway
+from tests.support.speakers import of_type, say, think, thinker
+from tests.support.state import EXPECTED, tree
+from tests.support.subagents import parallel_tree
+from tests.support.surfaces import BASIC, CARD
+from tests.support.tool_results import CASES, agent
+
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 def first_input(text: str) -> dict[str, Any]:

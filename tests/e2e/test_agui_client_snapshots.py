@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from google.adk.events import Event
 from google.genai import types
 
-from tests.conftest import running_gateway
-from tests.e2e.test_agui_client import official_check, pytestmark
-from tests.hub.test_stopped_replies import STORY, stop_mid_reply, storyteller
 from tests.support.agui import new_id, user_input
+from tests.support.cancels import STORY, stop_mid_reply, storyteller
+from tests.support.official_client import NEEDS_NODE, official_check
+from tests.support.servers import running_gateway
 from tests.support.speakers import Speaker, say
 from tests.support.stores import session_store
 
-__all__ = ["pytestmark"]
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 async def test_the_official_client_takes_cut_off_replies_with_their_mark(tmp_path: Path) -> None:

@@ -12,16 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import NAVIGATE_TOOL
+from tests.support.servers import RunningGateway, running_gateway
 
 PACKAGE = Path(__file__).parents[2] / "clients" / "agui-websocket"
 SUITES = sorted(path.name for path in (PACKAGE / "test").glob("*.test.mjs"))
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or not (PACKAGE / "node_modules").is_dir(),
-    reason="needs node and `npm ci` in clients/agui-websocket (.ci/run does both)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        shutil.which("node") is None or not (PACKAGE / "node_modules").is_dir(),
+        reason="needs node and `npm ci` in clients/agui-websocket (.ci/run does both)",
+    ),
+    pytest.mark.browser,
+]
 
 
 @pytest.fixture(scope="module")

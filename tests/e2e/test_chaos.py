@@ -29,17 +29,21 @@ from tests.e2e.chaos.trials import (
     run_trial,
     table,
 )
-from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, WebApp, new_context
+from tests.support.browser import NEEDS_CHROMIUM, WebApp, new_context
+from tests.support.budgets import scaled
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import script_report
+
+pytestmark = pytest.mark.browser
 
 REDUCED_TRIALS = 20
 CUT_OFF = "reply cut off"
 SEED = 14
 # A trial not settled by then counts as waiting out the client-tool timeout (60 s); a kill
-# trial takes 8-16 s: the restart, then the page's backoff.
-TRIAL_DEADLINE = 30.0
+# trial takes 8-16 s on a quiet machine: the restart, then the page's backoff.
+TRIAL_DEADLINE = scaled(30.0)
 # The whole reduced run stops starting trials after this, so a broken build fails in time.
-RUN_BUDGET = 150.0
+RUN_BUDGET = scaled(150.0)
 
 AUDITED = AuditRecord(
     at=0.0,
@@ -66,6 +70,7 @@ async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     writer.close()
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("mode", "ends_with"), [("rst", "reset"), ("fin", "eof")])
 async def test_the_proxy_cuts_every_connection_at_once_and_keeps_accepting(
     mode: CutMode, ends_with: str
@@ -99,6 +104,7 @@ async def test_the_proxy_cuts_every_connection_at_once_and_keeps_accepting(
         await upstream.wait_closed()
 
 
+@pytest.mark.server
 async def test_the_proxy_refuses_at_once_while_the_gateway_is_down() -> None:
     upstream = await asyncio.start_server(_echo, "127.0.0.1", 0)
     port = upstream.sockets[0].getsockname()[1]
@@ -117,6 +123,7 @@ async def test_the_proxy_refuses_at_once_while_the_gateway_is_down() -> None:
 # --- the plan -------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_the_plan_sweeps_every_cut_point_of_every_fault_and_depends_on_the_seed_only() -> None:
     frames = 18
     points = frames + len(TIMED_MS)
@@ -199,6 +206,7 @@ def test_the_chaos_script_prints_a_row_per_fault_and_the_trials_that_missed() ->
     assert "#1 reload at " in output, output
 
 
+@pytest.mark.unit
 def test_the_table_counts_each_missed_target_per_fault() -> None:
     def outcome(fault: Fault, navigations: int, reply: str, title: str) -> Outcome:
         return Outcome(

@@ -20,19 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from ag_ui_validate import RULES, Diagnostic, ValidatorOptions
 from ag_ui_validate.pytest_plugin import validate_agui
 from ag_ui_validate.transport import TransportOptions, validate_body
 
 from gateway.translate.translator import Phase
-from tests.a2ui.test_surfaces import BASIC
-from tests.adk.test_agent_errors import FlakyLlm
-from tests.auth.test_doors import JWT
-from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.test_agui_client import official_check, pytestmark
 from tests.support.agui import StreamChecker, new_id, seq_of, sse_frames, user_input
+from tests.support.auth import JWT
+from tests.support.official_client import NEEDS_NODE, official_check
+from tests.support.servers import RunningGateway, running_gateway
+from tests.support.speakers import FlakyLlm
+from tests.support.surfaces import BASIC
 
-__all__ = ["pytestmark"]
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 CONFORMANCE = Path(__file__).parents[2] / "docs" / "conformance.md"
 

@@ -22,11 +22,12 @@ from typing import Protocol
 import pytest
 from playwright.async_api import BrowserContext, expect
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.e2e.copilotkit_page import NEEDS_BUILD, CopilotKitPage, static_site
-from tests.e2e.web_helpers import FLAGSHIP, MOVED, NEEDS_CHROMIUM, TIMEOUT_MS
+from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS
+from tests.support.flagship import FLAGSHIP, MOVED
+from tests.support.servers import RunningGateway, running_gateway
 
-pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD]
+pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD, pytest.mark.browser]
 
 AGENTS = ["http", "http-bundled", "ws"]
 SCREEN = "업무 요청 목록"

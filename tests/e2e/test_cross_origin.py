@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from playwright.async_api import BrowserContext, Page
 
-from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.web_helpers import NEEDS_CHROMIUM
 from tests.support.agui import new_id, user_input
+from tests.support.browser import NEEDS_CHROMIUM
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.browser
 
 PAGE = b"<!doctype html><p>a frontend"
 

@@ -11,20 +11,15 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
 from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
-from tests.conftest import RunningGateway, running_gateway
-from tests.e2e.web_helpers import (
-    FLAGSHIP,
-    MOVED,
-    NEEDS_CHROMIUM,
-    TIMEOUT_MS,
-    WebApp,
-    route_sockets,
-)
 from tests.support.agui import new_id, user_input
+from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS, WebApp, route_sockets
+from tests.support.flagship import FLAGSHIP, MOVED
+from tests.support.servers import RunningGateway, running_gateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 LONG = "자기소개를 길게 해 주세요"
 

@@ -8,13 +8,14 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from playwright.async_api import BrowserContext, Request
 
-from tests.conftest import RunningGateway
-from tests.e2e.web_helpers import NEEDS_CHROMIUM, TIMEOUT_MS
 from tests.support.agui import new_id, seq_of, text_of, user_input
+from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS
+from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 FOLLOW = """([url]) => {
   window.__events = [];

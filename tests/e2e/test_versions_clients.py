@@ -12,20 +12,20 @@ import pytest
 from gateway import wire as p
 from gateway.wire import versions
 from gateway.wire.versions import Dialect
-from tests.conftest import RunningGateway
-from tests.e2e.test_agui_client import (
+from tests.support.agui import new_id, user_input
+from tests.support.official_client import (
+    NEEDS_NODE,
     accepted,
     approval_flow,
     base_input,
     official_check,
-    pytestmark,
     reply_of,
     run_http_agent,
 )
-from tests.support.agui import new_id, user_input
-from tests.wire.test_versions import every_event
+from tests.support.servers import RunningGateway
+from tests.support.wire import every_event
 
-__all__ = ["pytestmark"]
+pytestmark = [NEEDS_NODE, pytest.mark.browser]
 
 
 def stream(events: list[p.Event], dialect: Dialect) -> list[dict[str, Any]]:

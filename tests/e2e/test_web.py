@@ -18,10 +18,8 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, BrowserContext, WebSocketRoute, expect
 
-from tests.conftest import RunningGateway
-from tests.e2e.web_helpers import (
-    FLAGSHIP,
-    MOVED,
+from tests.support.agui import StreamChecker, seq_of
+from tests.support.browser import (
     NEEDS_CHROMIUM,
     SCREENSHOT,
     SCREENSHOT_SIZES,
@@ -32,9 +30,10 @@ from tests.e2e.web_helpers import (
     route_sockets,
     screenshot_at,
 )
-from tests.support.agui import StreamChecker, seq_of
+from tests.support.flagship import FLAGSHIP, MOVED
+from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 
 async def test_asking_for_the_work_request_list_opens_it_and_the_bot_says_so(

@@ -12,18 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from playwright.async_api import BrowserContext, Page, WebSocketRoute, expect
 
-from tests.conftest import RunningGateway
-from tests.e2e.web_helpers import (
+from tests.support.browser import (
     NEEDS_CHROMIUM,
     TIMEOUT_MS,
     WebApp,
     accessibility_problems,
     route_sockets,
 )
+from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 SHOW = "R-1042 보여줘"
 CARD = "work-request-R-1042"

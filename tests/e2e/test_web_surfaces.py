@@ -14,9 +14,9 @@ import json
 import re
 from typing import Any
 
+import pytest
 from playwright.async_api import BrowserContext, expect
 
-from tests.conftest import RunningGateway
 from tests.e2e.surface_stub import (
     BASIC_CATALOG,
     SurfaceThread,
@@ -24,9 +24,10 @@ from tests.e2e.surface_stub import (
     surface_delta,
     surface_event,
 )
-from tests.e2e.web_helpers import NEEDS_CHROMIUM, WebApp, accessibility_problems
+from tests.support.browser import NEEDS_CHROMIUM, WebApp, accessibility_problems
+from tests.support.servers import RunningGateway
 
-pytestmark = NEEDS_CHROMIUM
+pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
 CARD = "work-request-R-1042"
 

@@ -18,10 +18,11 @@ from google.adk.sessions import Session
 
 from gateway.examples.expenses import ledger
 from gateway.examples.expenses.agent import BROWSER_TOOLS
-from tests.conftest import RunningGateway, running_gateway
-from tests.doors.test_sse_and_ping import post_run
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.support.processes import GATEWAY, ROOT, gateway_process, run_over_ws
+from tests.support.servers import RunningGateway, post_run, running_gateway
+
+pytestmark = pytest.mark.server
 
 EXPENSES = "gateway.examples.expenses.agent:root_agent"
 COORDINATOR = "gateway.examples.coordinator.agent"
@@ -240,6 +241,7 @@ async def test_the_coordinator_answers_what_is_not_about_an_order_itself(
 # --- the real CLI ----------------------------------------------------------------------------
 
 
+@pytest.mark.process
 async def test_the_cli_serves_an_example_by_module_path(tmp_path: Path) -> None:
     command = (*GATEWAY, "serve", "gateway.examples.expenses.agent")
     async with gateway_process(
@@ -250,6 +252,7 @@ async def test_the_cli_serves_an_example_by_module_path(tmp_path: Path) -> None:
     assert text_of(events).startswith("You have 3 expenses")
 
 
+@pytest.mark.process
 async def test_the_cli_serves_an_example_by_folder_path(tmp_path: Path) -> None:
     folder = ROOT / "gateway" / "examples" / "coordinator"
     command = (*GATEWAY, "serve", str(folder))

@@ -13,8 +13,10 @@ import httpx
 import pytest
 
 from gateway.hub.busy import WAITING_PER_THREAD
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
 
 LONG = "자기소개를 길게 해 주세요"
 PACE_MS = 20

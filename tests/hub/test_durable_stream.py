@@ -38,6 +38,8 @@ from tests.support.agui import StreamChecker, new_id, user_input
 from tests.support.backends import rows
 from tests.support.stores import session_store
 
+pytestmark = pytest.mark.unit
+
 INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
 
 

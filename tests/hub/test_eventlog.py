@@ -17,7 +17,6 @@ from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub.eventlog import cut_off
 from gateway.store import SessionService
 from gateway.store.frames import FrameLog, LoggedFrame
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -29,9 +28,12 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
 from tests.support.stores import session_store
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.server
+
 LONG = "자기소개를 길게 해 주세요"
 SNAPSHOT_RUN = ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
 

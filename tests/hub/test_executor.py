@@ -17,7 +17,6 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -27,10 +26,11 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import gateway_process
+from tests.support.servers import RunningGateway, running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
-MOVED = "업무 요청 목록 화면으로 이동했습니다."
+pytestmark = pytest.mark.server
 
 
 def told_own(events: list[dict[str, Any]]) -> list[str] | None:
@@ -108,6 +108,7 @@ async def test_the_asking_tab_back_mid_run_executes_the_call_the_run_makes() -> 
         assert told_own(seen) is None and not tool_calls(seen, "navigateToScreen")
 
 
+@pytest.mark.process
 async def test_the_call_stays_the_tabs_across_a_gateway_restart(tmp_path: Path) -> None:
     db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
     thread = new_id("t")
@@ -162,6 +163,7 @@ async def test_a_malformed_client_id_is_refused_with_a_sentence(
     assert "clientId" in body["message"]
 
 
+@pytest.mark.process
 async def test_a_reply_a_crash_cuts_off_after_the_browsers_result_is_given_again(
     tmp_path: Path,
 ) -> None:

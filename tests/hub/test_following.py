@@ -8,11 +8,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+import pytest
+
 from gateway import wire as p
 from gateway.hub import eventlog
 from gateway.hub.following import Followers
 from gateway.hub.threads import Thread
 from gateway.store.frames import FrameLog, LoggedFrame
+
+pytestmark = pytest.mark.unit
 
 
 @dataclasses.dataclass(eq=False)

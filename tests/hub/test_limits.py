@@ -10,10 +10,11 @@ import pytest
 
 from gateway import wire as p
 from gateway.hub.limits import RateLimiter, RunSlots
-from tests.conftest import running_gateway
 from tests.support.agui import new_id, outcome, tool_calls, user_input
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.unit
 
 
 class Clock:
@@ -74,6 +75,7 @@ async def test_a_cancelled_wait_gives_its_slot_on() -> None:
     assert slots.taken == 0
 
 
+@pytest.mark.server
 async def test_a_user_past_the_rate_is_refused_once_and_others_are_served() -> None:
     async with (
         running_gateway(user_rate=1.0, user_burst=5) as gateway,
@@ -105,6 +107,7 @@ async def test_a_user_past_the_rate_is_refused_once_and_others_are_served() -> N
         assert error["code"] == "RATE_LIMIT_EXCEEDED"
 
 
+@pytest.mark.server
 async def test_runs_past_the_cap_wait_their_turn_and_paused_runs_hold_no_slot() -> None:
     async with (
         running_gateway(max_runs=1, run_wait=10.0, scripted_pace_ms=20.0) as gateway,
@@ -121,6 +124,7 @@ async def test_runs_past_the_cap_wait_their_turn_and_paused_runs_hold_no_slot() 
         assert gateway.app.hub is not None and gateway.app.hub.slots.taken == 0
 
 
+@pytest.mark.server
 async def test_a_run_refused_for_want_of_a_slot_says_so() -> None:
     async with (
         running_gateway(max_runs=1, run_wait=0.02, scripted_pace_ms=50.0) as gateway,

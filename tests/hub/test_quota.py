@@ -12,12 +12,14 @@ import pytest
 from gateway import wire as p
 from gateway.hub.limits import Quota
 from gateway.store import SCHEMA_VERSION, Usage
-from tests.conftest import running_gateway
-from tests.store.test_service import APP, agent_says, reopened, user_says
+from tests.support.adk_events import agent_says, user_says
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.support.backends import APP, reopened
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import running_gateway
 from tests.support.stores import session_store
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.unit
 
 
 def test_the_quota_refuses_a_new_thread_or_turn_past_it_and_nothing_else() -> None:
@@ -34,6 +36,7 @@ def test_the_quota_refuses_a_new_thread_or_turn_past_it_and_nothing_else() -> No
     Quota().check(Usage(10**6, 10**12), new_thread=True, new_turn=True)  # 0: unlimited
 
 
+@pytest.mark.server
 async def test_a_user_past_their_threads_is_refused_a_new_one_and_keeps_the_old() -> None:
     async with running_gateway(user_threads=2) as gateway:
         async with gateway.socket("demo") as ws, gateway.socket("guest") as other:
@@ -50,6 +53,7 @@ async def test_a_user_past_their_threads_is_refused_a_new_one_and_keeps_the_old(
         assert await gateway.app.hub.engine.thread_owner(refused) is None  # nothing was kept
 
 
+@pytest.mark.server
 async def test_a_user_past_their_stored_bytes_is_refused_new_turns_but_answers_go_through() -> None:
     async with running_gateway(user_stored_bytes=40_000) as gateway, gateway.socket() as ws:
         paused = new_id("t")

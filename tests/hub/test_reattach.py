@@ -7,22 +7,25 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RunningGateway, running_gateway
-from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.support.agui import (
+    new_id,
+    outcome,
+    snapshot_of,
+    text_of,
+    tool_answer,
+    tool_calls,
+    user_input,
+)
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
 def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
     """Reattach holds on either store: SQLite in memory, and a PostgreSQL database."""
     return gateway_on_each_store
-
-
-def snapshot_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
-    messages: list[dict[str, Any]] = snapshot["messages"]
-    return messages
 
 
 async def test_reattach_to_an_idle_thread_repeats_the_live_ids(gateway: RunningGateway) -> None:

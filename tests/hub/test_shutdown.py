@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import running_gateway
 from tests.support.agui import new_id, user_input
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
 
 LONG = "자기소개를 길게 해 주세요"
 

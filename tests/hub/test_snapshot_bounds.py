@@ -11,11 +11,15 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
+from gateway.examples.navigator.agent import APP_NAME as APP
 from gateway.store import SessionService
-from tests.conftest import running_gateway
+from tests.support.adk_events import call, event, result, text
 from tests.support.agui import new_id, outcome, user_input
-from tests.translate.test_history import APP, call, event, result, text
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.unit
 
 BUDGET = 4_000
 
@@ -63,6 +67,7 @@ def history_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == "CUSTOM" and e["name"] == "gateway.history"]
 
 
+@pytest.mark.server
 async def test_a_reattach_sends_the_latest_part_and_the_rest_pages_in_over_http(db: str) -> None:
     async with running_gateway(db=db, snapshot_bytes=BUDGET) as gateway:
         thread = new_id("t")
@@ -104,6 +109,7 @@ async def test_a_reattach_sends_the_latest_part_and_the_rest_pages_in_over_http(
             assert bad.status_code == 400 and bad.json()["code"] == "VALIDATION_ERROR"
 
 
+@pytest.mark.server
 async def test_a_short_thread_comes_whole_with_no_history_note() -> None:
     async with running_gateway() as gateway, gateway.socket() as ws:
         thread = new_id("t")
@@ -115,6 +121,7 @@ async def test_a_short_thread_comes_whole_with_no_history_note() -> None:
         assert len(snapshot["messages"]) == 2
 
 
+@pytest.mark.server
 async def test_history_with_no_cursor_is_the_latest_part_a_reattach_sends() -> None:
     """What a client with no reattach (an HttpAgent) reads on load to show the thread."""
     async with running_gateway() as gateway, gateway.socket() as ws:

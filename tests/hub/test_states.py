@@ -29,11 +29,13 @@ from gateway.hub.states import (
 )
 from gateway.hub.threads import Run
 from gateway.translate.translator import CONFIRMATION_CALL
-from tests.conftest import RunningGateway
 from tests.support.agui import new_id, tool_answer, user_input
+from tests.support.approvals import APPROVE
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
-APPROVE = "R-1042 승인해줘"
+pytestmark = pytest.mark.unit
+
 INTRO = "자기소개를 길게 해 주세요"  # a long streamed reply, to cancel mid-way
 
 BROWSER_CALL = OpenCall("call-1", "navigateToScreen", "inv-1", 0.0, {})
@@ -88,6 +90,7 @@ async def ran(hub: Hub, run_input: dict[str, Any]) -> Run:
     return run
 
 
+@pytest.mark.server
 async def test_each_run_leaves_its_thread_in_the_state_the_table_moves_it_to(
     gateway: RunningGateway,
 ) -> None:

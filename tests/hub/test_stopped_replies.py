@@ -18,19 +18,18 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from google.adk.agents import LlmAgent
+import pytest
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 from gateway.store.cut_off import NOTES, Ending
-from tests.conftest import running_gateway
 from tests.support.agui import AgUiSocket, new_id, outcome, text_of, user_input
+from tests.support.cancels import CHUNKS_BEFORE_STOP, STORY, stop_mid_reply, storyteller
+from tests.support.servers import running_gateway
 from tests.support.speakers import Speaker, say
 
-# Two hundred words, a chunk each: long enough to stop in the middle.
-STORY = " ".join(f"word{n}" for n in range(200))
-CHUNKS_BEFORE_STOP = 5
+pytestmark = pytest.mark.server
 
 
 class Breaking(Speaker):
@@ -46,10 +45,6 @@ class Breaking(Speaker):
             chunks += 1
             if first and chunks == CHUNKS_BEFORE_STOP:
                 raise RuntimeError("the model broke off")
-
-
-def storyteller(model: Speaker) -> LlmAgent:
-    return LlmAgent(name="storyteller", model=model)
 
 
 def stored_reply(db: str, message_id: str) -> tuple[int, int]:
@@ -81,16 +76,6 @@ def model_said(contents: list[types.Content]) -> list[list[str]]:
         for content in contents
         if content.role == "model"
     ]
-
-
-async def stop_mid_reply(ws: AgUiSocket, thread: str) -> list[dict[str, Any]]:
-    """Starts the story and stops it a few chunks in; the run's events."""
-    await ws.send(user_input(thread, "tell me a story", tools=[], message_id="m1"))
-    events = []
-    while sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events) < CHUNKS_BEFORE_STOP:
-        events.append(await ws.next())
-    await ws.send({"type": "cancel", "threadId": thread})
-    return events + await ws.until_end()
 
 
 async def test_a_stopped_reply_keeps_its_text_marked_through_a_reattach_and_a_restart(

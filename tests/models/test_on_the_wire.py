@@ -9,19 +9,22 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import running_gateway
-from tests.doors import test_websocket as story
-from tests.doors.test_websocket import FLAGSHIP
-from tests.hub.test_upstream import APPROVE, ask_approval, cancel_mid_reply_then_go_on, resume
-from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.support import flagship as story
+from tests.support.agui import new_id, outcome, resume, text_of, tool_answer, tool_calls, user_input
+from tests.support.approvals import APPROVE, ask_approval
+from tests.support.cancels import cancel_mid_reply_then_go_on
+from tests.support.flagship import FLAGSHIP
 from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.providers.gemini_api import SIGNATURE
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
 
 
 async def test_the_flagship_story_through_the_provider(provider: Provider) -> None:
     async with running_gateway(agent=navigator_on(provider)) as gateway:
-        await story.test_flagship_navigated_then_honest_reply(gateway)
+        await story.flagship_navigated_then_honest_reply(gateway)
     # The model read the browser's own answer, paired with its call.
     answered = _function_responses(provider, provider.generations[-1])
     assert answered == [("navigateToScreen", {"status": "navigated", "message": "ok"})]
@@ -31,7 +34,7 @@ async def test_the_flagship_story_through_the_provider(provider: Provider) -> No
 async def test_parallel_calls_stream_through_and_pair_by_id(provider: Provider) -> None:
     """OpenAI-style streams interleave the two calls' argument pieces; each call is whole."""
     async with running_gateway(agent=navigator_on(provider)) as gateway:
-        await story.test_parallel_calls_answered_in_reverse_order_pair_by_id(gateway)
+        await story.parallel_calls_answered_in_reverse_order_pair_by_id(gateway)
     answered = _function_responses(provider, provider.generations[-1])
     assert [status["status"] for _, status in answered] == ["navigated", "denied"]
 

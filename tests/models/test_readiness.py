@@ -16,11 +16,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port, running_gateway
 from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.budgets import scaled
 from tests.support.processes import ROOT, run_over_ws
 from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
+from tests.support.servers import free_port, running_gateway
+
+pytestmark = pytest.mark.server
 
 PROBE_SECONDS = 0.2
 
@@ -33,7 +36,7 @@ async def ping(base: str) -> tuple[int, str]:
 
 async def ping_until(base: str, status: int, within: float = 5.0) -> str:
     """What /ping says once it answers ``status`` with anything but Starting."""
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + scaled(within)
     while True:
         try:
             code, said = await ping(base)
@@ -119,6 +122,7 @@ async def gateway_on(provider: Provider, log: Path) -> AsyncIterator[str]:
         process.wait(timeout=15)
 
 
+@pytest.mark.process
 async def test_the_served_gateway_on_a_model_that_is_down_says_so_in_one_line_each(
     tmp_path: Path,
 ) -> None:

@@ -31,6 +31,8 @@ from gateway.models.script import (
 )
 from gateway.store.cut_off import RESTARTED
 
+pytestmark = pytest.mark.unit
+
 ORDER_TOOLS: dict[str, Any] = {
     "track_order": None,
     "transfer_to_agent": {

@@ -7,7 +7,11 @@ one user would fail here.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.processes import script_report
+
+pytestmark = pytest.mark.process
 
 
 def test_the_benchmark_runs_the_expense_example_on_the_gateway_and_the_runner() -> None:

@@ -6,7 +6,11 @@ PostgreSQL, the SQLite baseline, an observer on another process), never a speed.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.processes import script_report
+
+pytestmark = pytest.mark.process
 
 
 def test_the_benchmark_measures_every_configuration_and_the_fan_out() -> None:

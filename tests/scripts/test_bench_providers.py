@@ -6,7 +6,11 @@ the recorded request read again directly, the ADK Runner and the gateway), never
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.processes import script_report
+
+pytestmark = pytest.mark.process
 
 
 def test_the_benchmark_measures_every_side_of_both_providers() -> None:

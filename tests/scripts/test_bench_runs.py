@@ -10,6 +10,8 @@ import pytest
 
 from tests.support.processes import script_report
 
+pytestmark = pytest.mark.process
+
 
 @pytest.mark.parametrize("db", ["memory", "file"])
 def test_the_benchmark_measures_both_sides_and_every_start(db: str) -> None:

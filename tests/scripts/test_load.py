@@ -19,6 +19,8 @@ import pytest
 from scripts import load
 from scripts._bench import ROOT
 
+pytestmark = pytest.mark.process
+
 SMALL = ["--users", "5", "--stories", "3", "--ramp", "0.5"]
 RUNS = {
     "normal": SMALL,

@@ -9,27 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import httpx
 import pytest
 
 from gateway.wire import bounds
-from tests.conftest import RunningGateway, running_gateway
-from tests.doors.test_sse_and_ping import post_run
-from tests.examples.navigator.test_screen_domain import FLAGSHIP
 from tests.support.agui import new_id, text_of, tool_answer, tool_calls, user_input
-from tests.support.damage import BAD_EVENT_DATA, nested, plant_event
+from tests.support.damage import BAD_EVENT_DATA, assert_quarantined, nested, plant_event
+from tests.support.flagship import FLAGSHIP
 from tests.support.processes import operator_command
+from tests.support.servers import RunningGateway, post_run, running_gateway
 
-# Words of internal exceptions that must never reach a client.
-INTERNAL_WORDS = ("Error", "Traceback", "pydantic", "recursion", "sqlite", "row", "seq")
-
-
-def assert_quarantined(event: dict[str, Any], thread: str) -> None:
-    assert event["type"] == "RUN_ERROR" and event["code"] == "INTERNAL_ERROR", event
-    assert repr(thread) in event["message"] and "Start a new thread" in event["message"]
-    assert not any(word in event["message"] for word in INTERNAL_WORDS), event["message"]
+pytestmark = pytest.mark.server
 
 
 async def flagship_turn(gateway: RunningGateway, user: str = "demo") -> str:
@@ -123,6 +114,7 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(
         assert store.can_commit
 
 
+@pytest.mark.process
 async def test_operators_find_quarantined_threads(db: str) -> None:
     thread = new_id("t")
     async with running_gateway(db=db) as gateway:

@@ -16,6 +16,8 @@ from gateway.store import SessionService
 from gateway.store.frames import LoggedFrame
 from tests.support.stores import session_store
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 
 

@@ -29,6 +29,8 @@ from tests.support.processes import (
 )
 from tests.support.stores import session_store
 
+pytestmark = pytest.mark.unit
+
 APP = "gateway"
 
 
@@ -64,6 +66,7 @@ async def test_a_store_that_fails_to_open_lets_go_of_the_file(tmp_path: Path) ->
         assert "not a usable session store" in str(refused.value)
 
 
+@pytest.mark.process
 async def test_a_second_gateway_on_one_file_refuses_to_start(tmp_path: Path) -> None:
     db, log = tmp_path / "gateway.db", tmp_path / "gateway.log"
     thread = new_id("t")

@@ -32,7 +32,8 @@ from gateway.store import (
     SessionService,
 )
 from gateway.store.cut_off import NOTES, Ending
-from tests.store.test_service import _write_v1, agent_says, reopened, texts, user_says
+from tests.support.adk_events import agent_says, texts, user_says
+from tests.support.backends import reopened
 from tests.support.damage import (
     APP,
     BAD_EVENT_DATA,
@@ -43,6 +44,9 @@ from tests.support.damage import (
     plant_event,
     plant_messages,
 )
+from tests.support.schema_v1 import write_v1
+
+pytestmark = pytest.mark.unit
 
 # Every module of the store: a frame of any of them kept alive by a cycle holds a batch.
 STORE_CODE = Path(store_module.__file__).parent
@@ -232,7 +236,7 @@ async def test_an_old_file_with_an_undecodable_row_migrates_and_sets_the_thread_
     db_path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     threads = {"good": [user_says("hi"), agent_says("hello")], "bad": [user_says("x")]}
-    _write_v1(db_path, threads, app=APP)
+    write_v1(db_path, threads, app=APP)
     with contextlib.closing(sqlite3.connect(db_path)) as db, db:
         db.execute(
             "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data)"

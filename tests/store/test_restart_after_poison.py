@@ -17,14 +17,23 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.examples.navigator.test_screen_domain import FLAGSHIP
-from tests.store.test_damaged_threads import assert_quarantined
 from tests.support.agui import AgUiSocket, new_id, text_of, tool_answer, tool_calls, user_input
-from tests.support.damage import BAD_EVENT_DATA, BAD_MESSAGES, nested, plant_event, plant_messages
+from tests.support.damage import (
+    BAD_EVENT_DATA,
+    BAD_MESSAGES,
+    assert_quarantined,
+    nested,
+    plant_event,
+    plant_messages,
+)
+from tests.support.flagship import FLAGSHIP
 from tests.support.processes import gateway_process, operator_command, run_over_ws
+
+pytestmark = pytest.mark.process
 
 LONG_ANSWER = "자기소개를 길게 해 주세요"
 CHUNKS_BEFORE_KILL = 8

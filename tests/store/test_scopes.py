@@ -22,6 +22,8 @@ from google.genai import types
 from tests.support.backends import BACKENDS
 from tests.support.stores import session_store
 
+pytestmark = pytest.mark.unit
+
 APP = "app"
 
 

@@ -15,7 +15,6 @@ import sqlite3
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pydantic
 import pytest
@@ -40,14 +39,15 @@ from gateway.store import (
 )
 from gateway.store.cut_off import LEGACY_NOTE, NOTES, Ending
 from gateway.translate.history import event_messages, messages_snapshot
-from tests.conftest import record_reads
-from tests.support.backends import rows
+from tests.support.adk_events import agent_says, texts, user_says
+from tests.support.backends import APP, record_reads, reopened, rows
+from tests.support.schema_v1 import V1_SCHEMA, write_v1
 from tests.support.stores import session_store
+
+pytestmark = pytest.mark.unit
 
 # What the model reads after a reply a crash cut off.
 INTERRUPTED = NOTES[Ending.INTERRUPTED]
-
-APP = "gateway"
 
 
 @pytest.fixture
@@ -61,23 +61,6 @@ async def store(db: str) -> AsyncIterator[SessionService]:
     await service.open()
     yield service
     await service.close()
-
-
-def user_says(text: str, invocation: str = "inv", **metadata: Any) -> Event:
-    return Event(
-        invocation_id=invocation,
-        author="user",
-        content=types.Content(role="user", parts=[types.Part(text=text)]),
-        custom_metadata={"agui": metadata} if metadata else None,
-    )
-
-
-def agent_says(text: str, invocation: str = "inv") -> Event:
-    return Event(
-        invocation_id=invocation,
-        author="agent",
-        content=types.Content(role="model", parts=[types.Part(text=text)]),
-    )
 
 
 def agent_calls(
@@ -99,27 +82,6 @@ def answer(call_id: str, name: str, invocation: str = "inv", author: str = "user
         author=author,
         content=types.Content(role="user", parts=[types.Part(function_response=response)]),
     )
-
-
-def texts(session: Session | None) -> list[str]:
-    assert session is not None
-    out = []
-    for event in session.events:
-        assert event.content and event.content.parts
-        part = event.content.parts[0]
-        out.append(
-            part.text
-            or (part.function_call and "call " + (part.function_call.id or ""))
-            or (part.function_response and "answer " + (part.function_response.id or ""))
-            or ""
-        )
-    return out
-
-
-async def reopened(path: str, **options: Any) -> SessionService:
-    service = session_store(path, **options)
-    await service.open()
-    return service
 
 
 # --- durability and group commit --------------------------------------------------------
@@ -334,43 +296,9 @@ async def test_an_adk_runner_sees_a_bounded_history(db: str) -> None:
 
 # --- schema versions and bad files ------------------------------------------------------
 
-V1_SCHEMA = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-INSERT INTO schema_version VALUES (1);
-CREATE TABLE app_states (app_name TEXT PRIMARY KEY, state TEXT NOT NULL, update_time REAL NOT NULL);
-CREATE TABLE user_states (app_name TEXT NOT NULL, user_id TEXT NOT NULL, state TEXT NOT NULL,
-  update_time REAL NOT NULL, PRIMARY KEY (app_name, user_id));
-CREATE TABLE sessions (pk INTEGER PRIMARY KEY, app_name TEXT NOT NULL, user_id TEXT NOT NULL,
-  id TEXT NOT NULL, state TEXT NOT NULL, create_time REAL NOT NULL, update_time REAL NOT NULL,
-  revision INTEGER NOT NULL DEFAULT 0, UNIQUE (app_name, user_id, id));
-CREATE INDEX sessions_by_thread ON sessions (app_name, id);
-CREATE TABLE events (seq INTEGER PRIMARY KEY, session_pk INTEGER NOT NULL, id TEXT NOT NULL,
-  invocation_id TEXT NOT NULL, author TEXT NOT NULL, timestamp REAL NOT NULL, data TEXT NOT NULL);
-CREATE INDEX events_by_session ON events (session_pk, seq);
-"""
-
-
-def _write_v1(path: str, threads: dict[str, list[Event]], app: str = APP) -> None:
-    """A database as schema version 1 left it: no open-call or open-run tracking."""
-    with sqlite3.connect(path) as db:
-        db.executescript(V1_SCHEMA)
-        for pk, (thread, events) in enumerate(threads.items(), start=1):
-            db.execute(
-                "INSERT INTO sessions VALUES (?, ?, 'u', ?, '{\"n\": 1}', 1.0, 2.0, ?)",
-                (pk, app, thread, len(events)),
-            )
-            db.executemany(
-                "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (pk, e.id, e.invocation_id, e.author, e.timestamp, e.model_dump_json())
-                    for e in events
-                ],
-            )
-
 
 async def test_an_older_schema_is_migrated_and_its_history_understood(db_path: str) -> None:
-    _write_v1(
+    write_v1(
         db_path,
         {
             "waiting": [
@@ -402,7 +330,7 @@ async def test_an_older_schema_is_migrated_and_its_history_understood(db_path: s
 
 def _write_old(path: str, version: int, threads: dict[str, list[Event]]) -> None:
     """A database as schema ``version`` left it."""
-    _write_v1(path, threads)
+    write_v1(path, threads)
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
         for migration in MIGRATIONS[1:version]:
             migration(db, event_messages)
@@ -522,7 +450,7 @@ async def test_read_only_never_creates_or_migrates(db_path: str, tmp_path: Path)
     with pytest.raises(StoreError, match="does not exist"):
         await reopened(missing, read_only=True)
     assert not Path(missing).exists()
-    _write_v1(db_path, {})
+    write_v1(db_path, {})
     with pytest.raises(StoreError, match="needs migrating"):
         await reopened(db_path, read_only=True)
 

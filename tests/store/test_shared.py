@@ -24,10 +24,13 @@ from google.genai import types
 from gateway.audit.log import AuditLog
 from gateway.store import SessionService, group_commit
 from gateway.store.errors import StoreError
-from tests.audit.test_audit import record
+from tests.support.audit import record
 from tests.support.backends import rows
+from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
 from tests.support.stores import session_store
+
+pytestmark = pytest.mark.process
 
 APP = "app"
 
@@ -43,7 +46,7 @@ def said(text: str, invocation: str = "inv", **state: object) -> Event:
 
 @pytest.fixture
 def url(postgres: Postgres) -> str:
-    return postgres.fresh_database()
+    return postgres.fresh_database(empty=True)  # the stores race to create the schema
 
 
 @contextlib.asynccontextmanager
@@ -234,7 +237,7 @@ async def test_an_outage_shows_until_the_database_is_back(
                     await store.get_session(app_name=APP, user_id="u", session_id="t")
             finally:
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while not store.can_commit and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert store.can_commit and health == [False, True]  # the probe learned of it
@@ -250,7 +253,7 @@ async def test_a_gateway_alone_on_the_database_knows_it(url: str) -> None:
             for store in (alone, *others):
                 assert not await store.sole_writer()
         # The others are gone with their connections, once the server has ended their sessions.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while not await alone.sole_writer():
             assert time.monotonic() < deadline, "the closed stores still count as writers"
             await asyncio.sleep(0.05)

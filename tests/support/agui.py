@@ -15,6 +15,8 @@ from ag_ui.core import Event as OfficialEvent
 from pydantic import BaseModel, TypeAdapter
 from websockets.asyncio.client import ClientConnection
 
+from tests.support.budgets import scaled
+
 _official = TypeAdapter(OfficialEvent)
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
@@ -224,6 +226,16 @@ def tool_answer(
     }
 
 
+def resume(
+    thread: str, interrupt_id: str, status: str = "resolved", payload: Any = None
+) -> dict[str, Any]:
+    """The next RunAgentInput answering an interrupt (AG-UI 1.0's ``resume``), no message."""
+    frame = user_input(thread, "")
+    frame["messages"] = []
+    frame["resume"] = [{"interruptId": interrupt_id, "status": status, "payload": payload}]
+    return frame
+
+
 class AgUiSocket:
     """A /ws connection whose every received event is checked."""
 
@@ -235,18 +247,18 @@ class AgUiSocket:
     async def send(self, frame: dict[str, Any] | str) -> None:
         await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
 
-    async def next(self, timeout: float = 10) -> dict[str, Any]:
-        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+    async def next(self, timeout: float | None = None) -> dict[str, Any]:
+        raw = await asyncio.wait_for(self.ws.recv(), timeout or scaled(10))
         event: dict[str, Any] = json.loads(raw)
         self.checker.feed(event)
         self.received.append(event)
         return event
 
-    async def until_end(self, timeout: float = 15) -> list[dict[str, Any]]:
+    async def until_end(self, timeout: float | None = None) -> list[dict[str, Any]]:
         """Events up to and including the next RUN_FINISHED or RUN_ERROR."""
         events = []
         while True:
-            event = await self.next(timeout)
+            event = await self.next(timeout or scaled(15))
             events.append(event)
             if event["type"] in TERMINAL:
                 return events
@@ -322,3 +334,10 @@ def outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
     assert last["type"] == "RUN_FINISHED", f"run did not finish: {last}"
     result: dict[str, Any] = last.get("outcome", {"type": "success"})
     return result
+
+
+def snapshot_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of the one MESSAGES_SNAPSHOT among ``events``."""
+    [snapshot] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    messages: list[dict[str, Any]] = snapshot["messages"]
+    return messages

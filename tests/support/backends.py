@@ -2,7 +2,9 @@
 
 The ``db`` fixture (``tests/conftest.py``) runs such a test twice: on a SQLite file of its
 own and on a fresh PostgreSQL database. ``rows`` looks at what is stored from outside, over
-a connection of its own, as an operator would: SQL both databases read alike.
+a connection of its own, as an operator would: SQL both databases read alike;
+``record_reads`` counts what the store reads from its database. ``reopened`` opens a store
+on a database again, as a restarted gateway does.
 """
 
 from __future__ import annotations
@@ -12,10 +14,23 @@ import sqlite3
 from typing import Any
 
 import psycopg
+import pytest
 
+from gateway.store import SessionService
 from gateway.store.urls import is_postgres
+from tests.support.stores import session_store
 
-BACKENDS = ("sqlite", "postgres")
+# The PostgreSQL half of a test on both starts a server: it is ``process`` (``tiers``).
+BACKENDS = ("sqlite", pytest.param("postgres", marks=pytest.mark.process))
+
+# The app whose threads a store test keeps.
+APP = "gateway"
+
+
+async def reopened(path: str, **options: Any) -> SessionService:
+    service = session_store(path, **options)
+    await service.open()
+    return service
 
 
 def rows(db: str, sql: str) -> list[tuple[Any, ...]]:
@@ -25,3 +40,16 @@ def rows(db: str, sql: str) -> list[tuple[Any, ...]]:
             return conn.execute(sql.encode()).fetchall()
     with contextlib.closing(sqlite3.connect(db)) as conn:
         return conn.execute(sql).fetchall()
+
+
+def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list[object]:
+    """The store's reads from now on (each a function run in its database thread)."""
+    reads: list[object] = []
+    real_read = store._read
+
+    async def counted(fn: Any) -> Any:
+        reads.append(fn)
+        return await real_read(fn)
+
+    monkeypatch.setattr(store, "_read", counted)
+    return reads

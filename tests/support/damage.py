@@ -4,6 +4,7 @@ Each stands for old data or a bug: the gateway never writes such a row itself, s
 them there behind its back, as an operator's stray edit or an older release would have.
 Also here: the wedge of issue 11 (a read left open on the store's connection, then a commit
 by another connection), which makes every commit of the store fail until the read ends.
+``assert_quarantined`` is what the owner of such a thread must be told instead.
 """
 
 from __future__ import annotations
@@ -134,3 +135,13 @@ async def hold_a_read_open(store: SessionService) -> sqlite3.Cursor:
 
 async def close_read(store: SessionService, cursor: sqlite3.Cursor) -> None:
     await store._read(lambda _: cursor.close())
+
+
+# Words of internal exceptions that must never reach a client.
+INTERNAL_WORDS = ("Error", "Traceback", "pydantic", "recursion", "sqlite", "row", "seq")
+
+
+def assert_quarantined(event: dict[str, Any], thread: str) -> None:
+    assert event["type"] == "RUN_ERROR" and event["code"] == "INTERNAL_ERROR", event
+    assert repr(thread) in event["message"] and "Start a new thread" in event["message"]
+    assert not any(word in event["message"] for word in INTERNAL_WORDS), event["message"]

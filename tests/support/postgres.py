@@ -4,7 +4,9 @@ It runs Debian's server binaries (``scripts/test.sh`` installs them) on a data d
 own under the system's temp folder, on a free 127.0.0.1 port, with fsync off: nothing in it
 outlives the run. PostgreSQL refuses to run as root, so as root the server runs as the
 ``postgres`` user the package creates. Each caller gets a database of its own
-(``fresh_database``), so tests never see each other's rows.
+(``fresh_database``), so tests never see each other's rows: a copy of one template the
+store's schema was created in once per server (``CREATE DATABASE ... TEMPLATE``), so no
+test pays for the migration, or an empty one for the tests of creating or refusing a schema.
 
 Set ``GATEWAY_TEST_POSTGRES`` to a server's URL to use that one instead.
 """
@@ -15,7 +17,6 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -24,8 +25,13 @@ from pathlib import Path
 
 import psycopg
 
+from gateway.store.postgres.schema import prepare
+from tests.support import tiers
+from tests.support.budgets import scaled
+from tests.support.ports import free_port
+
 # Long enough for initdb and a start on a loaded 2-core machine.
-_START_SECONDS = 60
+_START_SECONDS = scaled(60)
 _INITDB_OPTIONS = ["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "--no-instructions"]
 
 
@@ -39,13 +45,6 @@ def _binaries() -> Path:
     return Path(found[-1]).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _as_server_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
@@ -56,12 +55,30 @@ class Postgres:
     def __init__(self, url: str, stop: contextlib.ExitStack | None = None) -> None:
         self.url = url
         self._stop = stop
+        self._template: str | None = None
 
-    def fresh_database(self) -> str:
-        """A new empty database's URL."""
+    def fresh_database(self, *, empty: bool = False) -> str:
+        """A new database's URL: the store's schema in it, or nothing if ``empty``."""
+        tiers.require("process", "a PostgreSQL database")
         name = "t_" + uuid.uuid4().hex[:16]
+        copied = "" if empty else f' TEMPLATE "{self._migrated_template()}"'
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copied}'.encode())
+        return self._url_of(name)
+
+    def _migrated_template(self) -> str:
+        """The database every fresh one copies, made and migrated on first use; nobody stays
+        connected to it (PostgreSQL copies only a database no session is using)."""
+        if self._template is None:
+            name = "template_" + uuid.uuid4().hex[:16]
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{name}"'.encode())
+            with psycopg.connect(self._url_of(name)) as conn:
+                prepare(conn, where="the tests' template database", read_only=False)
+            self._template = name
+        return self._template
+
+    def _url_of(self, name: str) -> str:
         return self.url.rsplit("/", 1)[0] + "/" + name
 
     def close(self) -> None:
@@ -72,13 +89,14 @@ class Postgres:
 @contextlib.contextmanager
 def running_postgres() -> Iterator[Postgres]:
     """The server of ``GATEWAY_TEST_POSTGRES``, or one of its own, stopped at the end."""
+    tiers.require("process", "PostgreSQL")
     if url := os.environ.get("GATEWAY_TEST_POSTGRES"):
         yield Postgres(url)
         return
     bin_dir = _binaries()
     root = Path(tempfile.mkdtemp(prefix="gateway-pg-"))
     data = root / "data"
-    port = _free_port()
+    port = free_port()
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
     with contextlib.ExitStack() as stop:

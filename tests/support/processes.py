@@ -1,4 +1,6 @@
-"""Real ``agent-gateway`` processes on a database file, for tests that kill or race them."""
+"""Real ``agent-gateway`` processes on a database file, for tests that kill or race them,
+and the other processes such tests start: scripts, operator commands, the warehouse
+example's MCP order desk."""
 
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.conftest import free_port
-from tests.support import ROOT
+from tests.support import ROOT, tiers
 from tests.support.agui import AgUiSocket
+from tests.support.budgets import scaled
+from tests.support.ports import free_port
 
 __all__ = [
     "GATEWAY",
@@ -25,6 +28,7 @@ __all__ = [
     "free_port",
     "gateway_process",
     "operator_command",
+    "order_desk",
     "run_over_ws",
     "script_report",
 ]
@@ -35,12 +39,13 @@ GATEWAY = [sys.executable, "-m", "gateway"]
 
 def script_report(module: str, flags: str, timeout: float = 180) -> str:
     """What ``python -m <module> <flags>`` (a script under scripts/) prints; it must succeed."""
+    tiers.require("process", f"python -m {module}")
     done = subprocess.run(
         [sys.executable, "-m", module, *flags.split()],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=scaled(timeout),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
@@ -55,15 +60,19 @@ async def gateway_process(
     command: Sequence[str] = (*GATEWAY, "serve"),
     cwd: Path = ROOT,
     port: int | None = None,
+    warm_up_runs: int = 0,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
     """A real gateway process on ``db`` (a file, or a PostgreSQL URL), once /ping says 200;
     stopped if still alive on exit.
 
     ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
-    ``port`` is a free one unless given (a restart takes its predecessor's).
+    ``port`` is a free one unless given (a restart takes its predecessor's); there is no
+    warm-up unless ``warm_up_runs`` asks for one.
     """
+    tiers.require("process", "an agent-gateway process")
     port = port or free_port()
     where = ["--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
+    where += ["--warm-up-runs", str(warm_up_runs)]
     with log.open("ab") as output:
         process = subprocess.Popen(
             [*command, *where, "--scripted-pace-ms", str(pace_ms)],
@@ -78,14 +87,14 @@ async def gateway_process(
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=scaled(15))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
 
 
 async def _ready(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"gateway exited with {process.returncode}:\n{log.read_text()[-3000:]}")
@@ -110,6 +119,52 @@ async def run_over_ws(
 
 def operator_command(db: Path | str, *command: str) -> subprocess.CompletedProcess[str]:
     """``agent-gateway --db DB COMMAND...`` as an operator runs it, beside any gateway."""
+    tiers.require("process", "an operator command")
     return subprocess.run(
-        [*GATEWAY, "--db", str(db), *command], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [*GATEWAY, "--db", str(db), *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
     )
+
+
+@contextlib.asynccontextmanager
+async def order_desk(
+    port: int,
+    reserve_seconds: float = 0.0,
+    *,
+    python: Path = Path(sys.executable),
+    cwd: Path = ROOT,
+) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """The example's order desk on ``port``, run by ``python`` from ``cwd``, once it accepts
+    connections; always stopped."""
+    tiers.require("process", "the order desk")
+    desk = ["-m", "gateway.examples.warehouse.orders", "--port", str(port)]
+    process = subprocess.Popen(
+        [python, *desk, "--reserve-seconds", str(reserve_seconds)],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + scaled(30)
+        while True:
+            assert process.poll() is None, "the order desk exited"
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                assert time.monotonic() < deadline, "the order desk did not start"
+                await asyncio.sleep(0.1)
+                continue
+            writer.close()
+            break
+        yield process
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=10)

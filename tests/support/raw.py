@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from tests.support.agui import sse_events
+from tests.support.budgets import scaled
 
 
 @dataclasses.dataclass
@@ -38,9 +39,9 @@ class RawClient:
         self.writer.write(data)
         await self.writer.drain()
 
-    async def response(self, timeout: float = 10) -> Response:
+    async def response(self, timeout: float | None = None) -> Response:
         """Reads one HTTP/1.1 response (content-length or chunked body)."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(timeout or scaled(10)):
             head = await self.reader.readuntil(b"\r\n\r\n")
             status_line, *lines = head.decode("latin-1").split("\r\n")[:-2]
             headers = {}

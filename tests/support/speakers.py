@@ -1,5 +1,10 @@
 """A test model that plays a script: its turns' thoughts and text streamed word by word, then
-each turn whole with its token usage, recording every request it is sent."""
+each turn whole with its token usage, recording every request it is sent.
+
+Also the agents and models made of it that several test modules run: ``thinker`` (an agent
+that thinks before it speaks) and ``FlakyLlm`` (the demo's scripted model, failing on a
+word).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,14 @@ import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from pydantic import Field
+
+from gateway.examples.navigator.scripted import ScriptedLlm
 
 # What each call of a Speaker reports: a prompt, a reply with thoughts beside it (Gemini's way).
 USAGE = {"prompt_token_count": 10, "candidates_token_count": 4, "thoughts_token_count": 3}
@@ -62,6 +70,25 @@ class Speaker(BaseLlm):
             content=types.Content(role="model", parts=[p.model_copy() for p in turn]),
             usage_metadata=types.GenerateContentResponseUsageMetadata(**USAGE),
         )
+
+
+def thinker(*turns: list[types.Part], tools: list[Any] | None = None) -> LlmAgent:
+    return LlmAgent(
+        name="thinker", model=Speaker(turns=[list(t) for t in turns]), tools=tools or []
+    )
+
+
+class FlakyLlm(ScriptedLlm):
+    """Scripted, except that it raises when the user says 'explode'."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1].parts or []
+        if any(part.text == "explode" for part in last):
+            raise ConnectionError("model endpoint unreachable")
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
 
 
 def texts_by_message(events: list[dict[str, Any]], kind: str = "TEXT") -> dict[str, str]:

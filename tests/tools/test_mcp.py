@@ -12,10 +12,8 @@ import logging
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +27,12 @@ from google.genai import types
 from gateway.examples.warehouse import agent as warehouse
 from gateway.examples.warehouse import orders
 from gateway.tools.mcp import TOOLSET_LOGGER, ToolsetLoadFailure, failed_result
-from tests.conftest import free_port, running_gateway
-from tests.doors.test_sse_and_ping import post_run
-from tests.hub.test_reattach import snapshot_of
-from tests.hub.test_upstream import resume
-from tests.support import ROOT
-from tests.support.agui import new_id, outcome, text_of, tool_calls, user_input
-from tests.support.processes import GATEWAY, gateway_process, run_over_ws
+from tests.support.agui import new_id, outcome, resume, snapshot_of, text_of, tool_calls, user_input
+from tests.support.budgets import scaled
+from tests.support.processes import GATEWAY, gateway_process, order_desk, run_over_ws
+from tests.support.servers import free_port, post_run, running_gateway
+
+pytestmark = pytest.mark.process
 
 STOCK_SCRIPT = Path(warehouse.__file__).with_name("stock.py")
 
@@ -81,46 +78,6 @@ def warehouse_agent(orders_port: int, count_seconds: float = 0.0) -> LlmAgent:
     )
 
 
-@contextlib.asynccontextmanager
-async def order_desk(
-    port: int,
-    reserve_seconds: float = 0.0,
-    *,
-    python: Path = Path(sys.executable),
-    cwd: Path = ROOT,
-) -> AsyncIterator[subprocess.Popen[bytes]]:
-    """The example's order desk on ``port``, run by ``python`` from ``cwd``, once it accepts
-    connections; always stopped."""
-    desk = ["-m", "gateway.examples.warehouse.orders", "--port", str(port)]
-    process = subprocess.Popen(
-        [python, *desk, "--reserve-seconds", str(reserve_seconds)],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, "the order desk exited"
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                assert time.monotonic() < deadline, "the order desk did not start"
-                await asyncio.sleep(0.1)
-                continue
-            writer.close()
-            break
-        yield process
-    finally:
-        stop(process)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=10)
-
-
 def stock_servers() -> list[int]:
     """The stock servers this process started (the toolset's children), by pid."""
     found = []
@@ -137,7 +94,7 @@ def stock_servers() -> list[int]:
 
 
 async def until(condition: Any, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         await asyncio.sleep(0.05)
@@ -240,7 +197,7 @@ async def test_a_stdio_server_killed_mid_call_is_agent_error_and_the_thread_goes
         logged = [r for r in caplog.records if error_id in r.getMessage()]
         assert len(logged) == 1 and "count_shelf" in logged[0].getMessage()
         assert not logged[0].exc_info  # one line: no traceback follows it
-        assert seconds < 5
+        assert seconds < scaled(5)
 
         # The thread keeps a result for the call: a sentence, not the exception's text.
         async with gateway.socket() as again:
@@ -272,7 +229,7 @@ async def test_an_http_server_killed_mid_call_is_agent_error_and_the_next_turn_w
             events = await ws.until_end()
             seconds = time.monotonic() - killed
         assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "AGENT_ERROR"
-        assert seconds < 5
+        assert seconds < scaled(5)
 
         # While the desk is down its tools are not offered; once it is back they are.
         events = await ws.run(user_input(thread, reserve, tools=[]))
@@ -290,7 +247,7 @@ async def test_a_server_that_is_not_up_does_not_hold_up_start_up(
     port = free_port()  # nothing listens here yet
     started = time.monotonic()
     async with running_gateway(agent=warehouse_agent(port)) as gateway, gateway.socket() as ws:
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < scaled(10)
         thread = new_id("t")
         events = await ws.run(user_input(thread, 'find_items {"query": "label"}', tools=[]))
         assert json.loads(text_of(events))["items"][0]["sku"] == "SKU-400"
@@ -320,7 +277,7 @@ async def test_a_cancel_during_an_mcp_call_ends_cancelled_and_the_server_serves_
         sent = time.monotonic()
         await ws.send({"type": "cancel", "threadId": thread})
         rest = await ws.until_end()
-        assert time.monotonic() - sent < 2.0
+        assert time.monotonic() - sent < scaled(2.0)
         assert outcome(rest) == {"type": "cancelled"}
 
         events = await ws.run(user_input(thread, 'find_items {"query": "tape"}', tools=[]))
@@ -384,6 +341,7 @@ def _runs_stock_server(pid: str) -> bool:
     return False
 
 
+@pytest.mark.serial  # it counts every stock server on the machine, whoever started it
 async def test_the_example_runs_as_its_docstring_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,9 +37,12 @@ from gateway.store import SessionService
 from gateway.store.cut_off import LEGACY_NOTE, NOTES, Ending, cut_off_reply
 from gateway.translate.history import event_messages, messages_snapshot, state_snapshot
 from gateway.translate.translator import CONFIRMATION_CALL, RunTranslator
-from tests.conftest import running_gateway
+from tests.support.adk_events import call, event, result, text
 from tests.support.agui import new_id, user_input
+from tests.support.servers import running_gateway
 from tests.support.stores import session_store
+
+pytestmark = pytest.mark.unit
 
 APP = APP_NAME  # the demo App's, whose threads the gateway keeps
 BASIC = a2ui.BASIC_CATALOG_ID
@@ -48,30 +51,6 @@ BASIC = a2ui.BASIC_CATALOG_ID
 def valid(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     MessagesSnapshotEvent.model_validate({"type": "MESSAGES_SNAPSHOT", "messages": messages})
     return messages
-
-
-def event(author: str, *parts: types.Part, **fields: Any) -> Event:
-    role = "user" if author == "user" or any(p.function_response for p in parts) else "model"
-    return Event(
-        invocation_id="inv",
-        author=author,
-        content=types.Content(role=role, parts=list(parts)),
-        **fields,
-    )
-
-
-def text(value: str, **fields: Any) -> types.Part:
-    return types.Part(text=value, **fields)
-
-
-def call(call_id: str, name: str, **args: Any) -> types.Part:
-    return types.Part(function_call=types.FunctionCall(id=call_id, name=name, args=args))
-
-
-def result(call_id: str, name: str, **response: Any) -> types.Part:
-    return types.Part(
-        function_response=types.FunctionResponse(id=call_id, name=name, response=response)
-    )
 
 
 # --- the shape of each message ----------------------------------------------------------
@@ -324,6 +303,7 @@ async def test_a_page_keeps_when_each_message_a_person_reads_was_stored(db: str)
     assert page.times[events[-1].id] == stamps[events[-1].id]
 
 
+@pytest.mark.server
 async def test_reattach_shows_a_thread_longer_than_the_history_window() -> None:
     async with running_gateway(history_window=3) as gateway:
         thread = new_id("t")

@@ -5,68 +5,16 @@ keys never leave the server, ``user:`` and ``app:`` keys do."""
 from __future__ import annotations
 
 import json
-import warnings
 from typing import Any
 
-from google.adk.agents import LlmAgent, SequentialAgent
-from google.adk.agents.callback_context import CallbackContext
-from google.adk.tools.agent_tool import AgentTool
-from google.adk.tools.tool_context import ToolContext
+import pytest
 
-from tests.conftest import running_gateway
-from tests.doors.test_sse_and_ping import post_run
 from tests.support.agui import new_id, user_input
-from tests.support.speakers import Speaker, call, of_type, say
+from tests.support.servers import post_run, running_gateway
+from tests.support.speakers import of_type
+from tests.support.state import EXPECTED, SECRET, tree
 
-SECRET = "temp-value-that-stays-on-the-server"
-
-
-def remember(note: str, tool_context: ToolContext) -> dict[str, bool]:
-    """Remembers a note."""
-    tool_context.state["note"] = note
-    tool_context.state["user:lang"] = "ko"
-    tool_context.state["app:banner"] = "welcome"
-    tool_context.state["temp:scratch"] = SECRET
-    return {"ok": True}
-
-
-def greet(callback_context: CallbackContext) -> None:
-    callback_context.state["greeted"] = True
-    callback_context.state["temp:seen"] = SECRET
-
-
-def scribe_seen(callback_context: CallbackContext) -> None:
-    callback_context.state["scribe_seen"] = 1
-
-
-def tree() -> SequentialAgent:
-    scribe = LlmAgent(
-        name="scribe", model=Speaker(turns=[[say("noted")]]), before_agent_callback=scribe_seen
-    )
-    worker = LlmAgent(
-        name="worker",
-        model=Speaker(
-            turns=[[call("remember", note="buy milk")], [call("scribe", request="x")], [say("ok")]]
-        ),
-        tools=[remember, AgentTool(scribe)],
-        before_agent_callback=greet,
-    )
-    reporter = LlmAgent(
-        name="reporter", model=Speaker(turns=[[say("all done")]]), output_key="report"
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return SequentialAgent(name="office", sub_agents=[worker, reporter])
-
-
-EXPECTED = {
-    "greeted": True,
-    "note": "buy milk",
-    "user:lang": "ko",
-    "app:banner": "welcome",
-    "scribe_seen": 1,
-    "report": "all done",
-}
+pytestmark = pytest.mark.server
 
 
 def applied(events: list[dict[str, Any]]) -> dict[str, Any]:

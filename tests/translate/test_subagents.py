@@ -4,36 +4,19 @@ repeat both, and parallel agents never share a message id."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from google.adk.agents import BaseAgent, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
+import pytest
+from google.adk.agents import LlmAgent, LoopAgent, SequentialAgent
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.function_tool import FunctionTool
 
-from tests.conftest import running_gateway
-from tests.doors.test_sse_and_ping import post_run
-from tests.hub.test_upstream import resume
-from tests.support.agui import StreamChecker, new_id, outcome, user_input
+from tests.support.agui import StreamChecker, new_id, outcome, resume, user_input
+from tests.support.servers import post_run, running_gateway
 from tests.support.speakers import Speaker, call, of_type, openers, say, texts_by_message
+from tests.support.subagents import parallel_tree, speaker, workflow_agents
 
-
-@contextmanager
-def workflow_agents() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # ADK 2 prefers its Workflow
-        yield
-
-
-def speaker(name: str, *turns: list[Any], description: str = "", **kw: Any) -> LlmAgent:
-    return LlmAgent(
-        name=name,
-        model=Speaker(turns=[list(t) for t in turns], **kw),
-        instruction=f"You are {name}.",
-        description=description,
-    )
+pytestmark = pytest.mark.server
 
 
 def started(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -115,23 +98,6 @@ async def test_each_loop_iteration_is_a_sub_agent_run_of_its_own() -> None:
     assert [e["name"] for e in runs.values()] == ["step"] * 3
     assert [speaker for _, speaker, _ in speakers_of(events)] == ["step"] * 3
     assert {e.get("subagentRunId") for e in openers(events).values()} == set(runs)
-
-
-def parallel_tree() -> BaseAgent:
-    with workflow_agents():
-        return SequentialAgent(
-            name="research",
-            sub_agents=[
-                ParallelAgent(
-                    name="fan_out",
-                    sub_agents=[
-                        speaker("left", [say("one two three four five six")], pace=0.003),
-                        speaker("right", [say("alpha beta gamma delta epsilon")], pace=0.004),
-                    ],
-                ),
-                speaker("summary", [say("both done")]),
-            ],
-        )
 
 
 def assert_parallel_speakers(events: list[dict[str, Any]]) -> None:

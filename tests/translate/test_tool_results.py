@@ -4,110 +4,23 @@ preview, the same live and in snapshots, and never as a crash."""
 
 from __future__ import annotations
 
-import base64
-import datetime
 import json
 from typing import Any
 
 import pytest
-from google.adk.agents import LlmAgent
-from google.genai import types
 
-from gateway.translate.tool_results import MAX_INLINE_BYTES, MAX_TEXT_BYTES
-from tests.conftest import running_gateway
-from tests.doors.test_sse_and_ping import post_run
+from gateway.translate.tool_results import MAX_TEXT_BYTES
 from tests.support.agui import new_id, outcome, text_of, user_input
-from tests.support.speakers import Speaker, call, of_type, say
+from tests.support.servers import post_run, running_gateway
+from tests.support.speakers import of_type
+from tests.support.tool_results import CASES, PNG, agent
 
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
-)
-
-
-def raw_bytes() -> bytes:
-    """Returns a file's bytes."""
-    return PNG
-
-
-def chart() -> types.Part:
-    """Draws a chart."""
-    return types.Part.from_bytes(data=PNG, mime_type="image/png")
-
-
-def report() -> dict[str, Any]:
-    """Writes a report, with its PDF kept elsewhere."""
-    return {
-        "title": "Q3",
-        "pdf": types.Part.from_uri(
-            file_uri="https://files.example/q3.pdf", mime_type="application/pdf"
-        ),
-    }
-
-
-def poster() -> types.Part:
-    """Returns an image too large to show inline."""
-    return types.Part.from_bytes(data=b"\x00" * (MAX_INLINE_BYTES + 1), mime_type="image/png")
+pytestmark = pytest.mark.server
 
 
 def dump() -> str:
     """Returns a very large value."""
     return "가" * MAX_TEXT_BYTES  # three bytes each in UTF-8
-
-
-def odd() -> dict[str, Any]:
-    """Returns values JSON cannot hold."""
-    return {"when": datetime.datetime(2024, 5, 1, 9, 30), "tags": {"x"}}
-
-
-def agent(tool: Any) -> LlmAgent:
-    return LlmAgent(
-        name="tools",
-        model=Speaker(turns=[[call(tool.__name__)], [say("done")]], cycle=True),
-        tools=[tool],
-    )
-
-
-def data_part(kind: str, mime_type: str, data: bytes) -> dict[str, Any]:
-    source = {"type": "data", "value": base64.b64encode(data).decode(), "mimeType": mime_type}
-    return {"type": kind, "source": source}
-
-
-CASES: list[tuple[Any, Any]] = [
-    (
-        raw_bytes,
-        [
-            {"type": "text", "text": '{"result":"<70 bytes: part 1>"}'},
-            data_part("document", "application/octet-stream", PNG),
-        ],
-    ),
-    (chart, [data_part("image", "image/png", PNG)]),
-    (
-        report,
-        [
-            {"type": "text", "text": '{"title":"Q3"}'},
-            {
-                "type": "document",
-                "source": {
-                    "type": "url",
-                    "value": "https://files.example/q3.pdf",
-                    "mimeType": "application/pdf",
-                },
-            },
-        ],
-    ),
-    (
-        poster,
-        [
-            {
-                "type": "text",
-                "text": f"[image/png, {MAX_INLINE_BYTES + 1} bytes, not shown here:"
-                f" a result carries at most {MAX_INLINE_BYTES} bytes inline;"
-                " the model got it whole]",
-            }
-        ],
-    ),
-    (odd, '{"when":"2024-05-01 09:30:00","tags":"{\'x\'}"}'),
-]
 
 
 @pytest.mark.parametrize(("tool", "shown"), CASES, ids=[c[0].__name__ for c in CASES])

@@ -12,6 +12,8 @@ from gateway import wire as p
 from gateway.translate.translator import AgentFailure, RunTranslator
 from tests.support.agui import StreamChecker
 
+pytestmark = pytest.mark.unit
+
 
 def text_event(
     event_id: str,

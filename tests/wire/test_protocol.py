@@ -10,6 +10,8 @@ from gateway import wire as p
 from scripts.export_schemas import OUT, rendered
 from tests.support.agui import validate_official
 
+pytestmark = pytest.mark.unit
+
 
 def test_checked_in_schemas_match_the_types() -> None:
     for name, text in rendered().items():

@@ -41,14 +41,9 @@ from playwright.async_api import Error as PlaywrightError
 
 from gateway.audit import AuditRecord, read_audit
 from tests.e2e.chaos.proxy import CutMode, CuttableProxy
-from tests.e2e.web_helpers import (
-    FLAGSHIP,
-    MOVED,
-    WebApp,
-    check_streams,
-    launch_chromium,
-    new_context,
-)
+from tests.support.browser import WebApp, check_streams, launch_chromium, new_context
+from tests.support.budgets import scaled
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import GATEWAY, gateway_process
 
 NAVIGATE = "navigateToScreen"
@@ -62,7 +57,7 @@ POLL_SECONDS = 0.1
 QUIET_AFTER_REPLY = 0.3
 QUIET_OTHERWISE = 1.5
 # A frame cut whose frame never comes (a shorter run than calibrated) waits this long.
-CUT_WAIT_SECONDS = 10.0
+CUT_WAIT_SECONDS = scaled(10.0)
 
 
 class Fault(enum.StrEnum):
@@ -556,8 +551,9 @@ async def _settle(
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def calibrate(stage: Stage, deadline_seconds: float = 20) -> Outcome:
+async def calibrate(stage: Stage, deadline_seconds: float | None = None) -> Outcome:
     """One clean run: how many frames the asking tab gets, and proof the story works."""
+    deadline_seconds = deadline_seconds or scaled(20)
     outcome = await run_trial(stage, TrialPlan(0, None, Cut(), observer=False), deadline_seconds)
     if outcome.failures() or outcome.navigations != 1 or outcome.settled_ms is None:
         raise AssertionError("the clean flagship run failed:\n" + "\n".join(_report(outcome)))

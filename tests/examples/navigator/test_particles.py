@@ -14,6 +14,8 @@ from gateway.examples.navigator.agent import load_catalog
 from gateway.examples.navigator.screens import catalog
 from gateway.examples.navigator.screens.particles import UnreadableWord, attach
 
+pytestmark = pytest.mark.unit
+
 TEMPLATE = re.compile(r"을\(를\)|이\(가\)|은\(는\)|와\(과\)|\(으\)로")
 
 

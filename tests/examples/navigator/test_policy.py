@@ -31,6 +31,8 @@ from gateway.examples.navigator.screens.catalog import ScreenCatalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.tools.client import CLIENT_TOOLS_KEY
 
+pytestmark = pytest.mark.unit
+
 SIDE_PANEL = {"surface": "side-panel"}
 
 

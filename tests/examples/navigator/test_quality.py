@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gateway.examples.navigator.screens import catalog, quality
 from gateway.examples.navigator.screens.tools import search_screens
 from gateway.examples.navigator.scripted import (
@@ -19,9 +21,11 @@ from gateway.examples.navigator.scripted import (
     Turn,
     respond,
 )
-from tests.conftest import RunningGateway
 from tests.support import ROOT
 from tests.support.agui import new_id, outcome, text_of, tool_calls, user_input
+from tests.support.servers import RunningGateway
+
+pytestmark = pytest.mark.unit
 
 LABELLED = Path(__file__).parent / "queries" / "find_screen.jsonl"
 # Right answers ranked first on the shipped catalog when the relevance floor came in
@@ -74,6 +78,7 @@ def test_a_request_for_a_screen_that_does_not_exist_finds_none_and_opens_none() 
     assert opened_by_the_scripted_model("3120번 화면 열어줘", "demo") == ["MNU-3120"]
 
 
+@pytest.mark.server
 async def test_a_canteen_menu_request_over_the_socket_opens_nothing_and_says_so(
     gateway: RunningGateway,
 ) -> None:
@@ -87,6 +92,7 @@ async def test_a_canteen_menu_request_over_the_socket_opens_nothing_and_says_so(
     assert "이동했습니다" not in reply
 
 
+@pytest.mark.process
 def test_the_benchmark_runs_and_reports_latency_and_quality() -> None:
     small = "--screens 1000 --queries 20 --passes 1 --rounds 1 --json"
     done = subprocess.run(

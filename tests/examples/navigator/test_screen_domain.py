@@ -15,10 +15,11 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 
 from gateway.examples.navigator.scripted import ScriptedLlm
-from tests.conftest import RunningGateway, running_gateway
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
+from tests.support.flagship import FLAGSHIP
+from tests.support.servers import RunningGateway, running_gateway
 
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
+pytestmark = pytest.mark.server
 
 
 async def test_a_forbidden_screen_never_reaches_the_browser(gateway: RunningGateway) -> None:
@@ -42,6 +43,7 @@ async def test_only_the_side_panel_may_navigate(gateway: RunningGateway) -> None
     assert tool_calls(events, "navigateToScreen")
 
 
+@pytest.mark.process
 async def test_every_tool_call_is_audited_and_printed(tmp_path: Path) -> None:
     db = tmp_path / "gateway.db"
     thread = new_id("t")

@@ -13,6 +13,8 @@ from gateway.examples.navigator.screens import catalog, generate, search, text
 from gateway.examples.navigator.screens.catalog import CatalogError, ScreenCatalog
 from gateway.examples.navigator.screens.tools import find_screen, search_screens
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def screens() -> ScreenCatalog:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.examples.navigator.scripted import (
     APPROVE,
     FIND_SCREEN,
@@ -14,6 +16,8 @@ from gateway.examples.navigator.scripted import (
     Turn,
     respond,
 )
+
+pytestmark = pytest.mark.unit
 
 TOOLS = frozenset({FIND_SCREEN, NAVIGATE, APPROVE})
 

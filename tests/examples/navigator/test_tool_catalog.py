@@ -10,6 +10,8 @@ from gateway.examples.navigator.agent import load_catalog
 from gateway.tools import catalog
 from gateway.tools.catalog import CatalogError, ToolEntry
 
+pytestmark = pytest.mark.unit
+
 
 def entry(parameters: dict[str, Any], result: dict[str, Any] | None = None) -> ToolEntry:
     return ToolEntry("openThing", "Opens a thing.", parameters, "client", result=result)

@@ -22,7 +22,7 @@ import uvicorn
 from google.genai import types
 
 from gateway.examples.navigator.scripted import Call, read_turn, respond
-from scripts._bench import free_port
+from tests.support.ports import free_port
 
 Scope = dict[str, Any]
 # The frames a failing stream sends first: some of the reply has reached the client.

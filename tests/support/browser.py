@@ -27,8 +27,11 @@ from playwright.async_api import (
     expect,
 )
 
-from tests.conftest import RunningGateway
+from tests.support import tiers
 from tests.support.agui import StreamChecker
+from tests.support.budgets import scaled
+from tests.support.official_client import NODE_DIR
+from tests.support.servers import RunningGateway
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -50,13 +53,10 @@ def screenshot_at(width: int) -> Path:
 
 
 # axe-core from tests/e2e/node's lock file (scripts/test.sh runs `npm ci` there).
-AXE = Path(__file__).parent / "node" / "node_modules" / "axe-core" / "axe.min.js"
+AXE = NODE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 
 # Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
-TIMEOUT_MS = 15_000
-
-FLAGSHIP = "업무 요청 목록 화면 열어줘"
-MOVED = "업무 요청 목록 화면으로 이동했습니다."
+TIMEOUT_MS = round(scaled(15) * 1000)
 
 NEEDS_CHROMIUM = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
@@ -134,6 +134,7 @@ async def accessibility_problems(page: Page) -> list[str]:
 
 
 async def launch_chromium(playwright: Playwright) -> Browser:
+    tiers.require("browser", "Chromium")
     return await playwright.chromium.launch(
         executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
     )
