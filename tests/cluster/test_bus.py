@@ -16,7 +16,7 @@ import pytest
 from gateway.cluster.postgres import PostgresCluster
 from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
-from tests.support.budgets import scaled
+from tests.support.budgets import eventually, scaled
 from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.process
@@ -68,10 +68,7 @@ async def pair(url: str) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
 
 
 async def until(condition: Callable[[], object], seconds: float = 5) -> None:
-    deadline = time.monotonic() + scaled(seconds)
-    while not condition():
-        assert time.monotonic() < deadline, "the cluster did not get there in time"
-        await asyncio.sleep(0.01)
+    await eventually(condition, seconds, what="the cluster did not get there in time", every=0.01)
 
 
 async def test_a_commit_on_one_process_is_heard_by_the_others(pair):

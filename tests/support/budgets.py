@@ -17,7 +17,10 @@ streamed after a cancel) or is a benchmark under scripts/.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+from collections.abc import Callable
 
 # Past this a budget only delays the report of a broken test.
 _MOST = 10.0
@@ -39,3 +42,14 @@ SLOWDOWN = _slowdown()
 def scaled(seconds: float) -> float:
     """``seconds`` chosen on a quiet machine, on this one."""
     return seconds * SLOWDOWN
+
+
+async def eventually(
+    condition: Callable[[], object], seconds: float, *, what: str, every: float = 0.05
+) -> None:
+    """Waits until ``condition()`` holds, looking every ``every`` seconds; fails saying
+    ``what`` did not happen once ``scaled(seconds)`` have passed."""
+    deadline = time.monotonic() + scaled(seconds)
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(every)

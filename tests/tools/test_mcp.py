@@ -28,7 +28,7 @@ from gateway.examples.warehouse import agent as warehouse
 from gateway.examples.warehouse import orders
 from gateway.tools.mcp import TOOLSET_LOGGER, ToolsetLoadFailure, failed_result
 from tests.support.agui import new_id, outcome, resume, snapshot_of, text_of, tool_calls, user_input
-from tests.support.budgets import scaled
+from tests.support.budgets import eventually, scaled
 from tests.support.processes import GATEWAY, gateway_process, order_desk, run_over_ws
 from tests.support.servers import free_port, post_run, running_gateway
 
@@ -94,10 +94,7 @@ def stock_servers() -> list[int]:
 
 
 async def until(condition: Any, timeout: float = 10) -> None:
-    deadline = time.monotonic() + scaled(timeout)
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
+    await eventually(condition, timeout, what="timed out waiting")
 
 
 def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
