@@ -88,11 +88,14 @@ class StreamedMessages:
         return "".join(message.text) if message else ""
 
     def replay(self) -> list[p.Event]:
-        """Every unfinished message as it stands, for a late subscriber; the open one open."""
+        """Every unfinished message as it stands, for a late subscriber; the open one open,
+        and last: a message reopened after another began must not be open while the other
+        is shown."""
         out: list[p.Event] = []
-        for key, message in self.unfinished.items():
+        # A stable sort: the others in the order they began, then the open one.
+        for message in sorted(self.unfinished.values(), key=lambda m: m.message_id == self.open):
             out += [*_opening(message), _content(message, "".join(message.text))]
-            if key != self.open:
+            if message.message_id != self.open:
                 out += _closing(message)
         return out
 

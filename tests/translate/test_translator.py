@@ -226,6 +226,27 @@ def test_a_late_subscriber_is_given_the_sub_agents_and_every_unfinished_message(
     assert texts == {"L": "one two", "R": "alpha "}
 
 
+def test_a_late_subscriber_joining_after_a_message_reopened_gets_one_open_message() -> None:
+    """L speaks, R speaks, L speaks again: L is open again though R began after it. The
+    late subscriber is shown both as they stand with only L left open, so that L's next
+    chunk continues it and nothing is opened while another message is."""
+    run = RunTranslator("t", "r")
+    run.start()
+    run.translate(text_event("L", "one ", partial=True, author="l", subagent="l/1"))
+    run.translate(text_event("R", "alpha ", partial=True, author="r", subagent="r/1"))
+    run.translate(text_event("L", "two ", partial=True, author="l", subagent="l/1"))
+    started = p.RunStarted(thread_id="t", run_id="r", protocol_version=p.PROTOCOL_VERSION)
+    joined = [started, *run.reopen()]
+    joined += run.translate(text_event("L", "three", partial=True, author="l", subagent="l/1"))
+    joined += run.translate(text_event("R", "beta", partial=True, author="r", subagent="r/1"))
+    joined += run.finish()
+    texts: dict[str, str] = {}
+    for e in wire(joined):  # the StreamChecker refuses a START while another is open
+        if e["type"] == "TEXT_MESSAGE_CONTENT":
+            texts[e["messageId"]] = texts.get(e["messageId"], "") + e["delta"]
+    assert texts == {"L": "one two three", "R": "alpha beta"}
+
+
 def test_unstreamed_thoughts_come_whole_as_reasoning_before_the_reply() -> None:
     run = RunTranslator("t", "r")
     final = Event(
