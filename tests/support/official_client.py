@@ -61,13 +61,16 @@ async def official_check(
 
 
 async def run_http_agent(
-    gateway: RunningGateway,
+    target: RunningGateway | str,
     run_input: dict[str, Any],
     headers: dict[str, str] | None = None,
     *,
     old_client: bool = False,
 ) -> dict[str, Any]:
-    """Runs the official client once, sending ``headers``; returns the harness report."""
+    """Runs the official client once against the gateway's POST /invocations, or another
+    AG-UI endpoint's URL (``tests.support.agui_adk``), sending ``headers``; returns the
+    harness report."""
+    url = target if isinstance(target, str) else target.http + "/invocations"
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(run_input, handle, ensure_ascii=False)
     environment = {**client_environment(old_client), "AGUI_HEADERS": json.dumps(headers or {})}
@@ -75,7 +78,7 @@ async def run_http_agent(
     process = await asyncio.create_subprocess_exec(
         "node",
         str(NODE_DIR / "run_agent.mjs"),
-        gateway.http + "/invocations",
+        url,
         handle.name,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
