@@ -123,8 +123,8 @@ def create_app(
             busy_policy=Busy(settings.busy),
             cluster=cluster_for(settings),
         )
-        for user_id, thread_id in service[0].unanswered:
-            hub.finish_cut_off(user_id, thread_id)
+        for unfinished in service[0].unfinished:
+            hub.finish_cut_off(unfinished)
         # Joined last: from now on other processes may hand this one their threads.
         await hub.cluster.start(hub)
         cluster = hub.cluster

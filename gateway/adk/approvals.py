@@ -16,12 +16,18 @@ The answer, ``{"approved": bool, "reason"?: str, "payload"?: any}``, becomes ADK
 tool_confirmation.payload``); a rejection carries its reason, and ``ApprovalPlugin`` puts the
 reason into the result the model reads, where ADK would say only "This tool call is
 rejected.".
+
+Exactly once across a crash: before an approved call runs, ``ApprovalPlugin`` commits a mark
+that it started (``gateway.store.recovery.STARTED_KEY``). A restart resumes an answered
+approval whose call has no mark, so the call runs; one with a mark and no result may have
+done its work, and is never run again (``gateway.store.recovery``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from google.adk.events import Event
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
@@ -29,6 +35,8 @@ from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped
 from jsonschema.validators import Draft202012Validator  # type: ignore[import-untyped]
 
 from gateway import wire as p
+from gateway.context import RUN_METADATA_KEY, run_metadata
+from gateway.store.recovery import STARTED_KEY
 from gateway.tools.catalog import Catalog
 
 __all__ = ["ApprovalPlugin", "confirmation", "interrupt_message", "response_schema"]
@@ -123,10 +131,29 @@ def _mismatch(interrupt_id: str, error: ValidationError) -> p.GatewayError:
 
 
 class ApprovalPlugin(BasePlugin):
-    """Gives the model the person's reason when they reject a call."""
+    """Marks an approved call as started, durably, before it runs; gives the model the
+    person's reason when they reject a call."""
 
     def __init__(self) -> None:
         super().__init__(name="gateway_approvals")
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        confirmation = tool_context.tool_confirmation
+        if confirmation is None or not confirmation.confirmed:
+            return None
+        invocation = tool_context._invocation_context
+        mark = {**run_metadata(tool_context), STARTED_KEY: tool_context.function_call_id}
+        started = Event(
+            invocation_id=invocation.invocation_id,
+            author=tool_context.agent_name,
+            branch=invocation.branch,
+            custom_metadata={RUN_METADATA_KEY: mark},
+        )
+        # Committed before the tool runs: a crash from here on may leave its work done.
+        await invocation.session_service.append_event(invocation.session, started)
+        return None
 
     async def after_tool_callback(
         self,

@@ -34,6 +34,7 @@ from gateway.context import RUN_METADATA_KEY
 from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.store.frames import FrameLog, LoggedFrame
+from gateway.store.recovery import Unfinished
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
 from gateway.translate.history import event_messages
 from gateway.translate.subagents import Subagents
@@ -116,8 +117,8 @@ class Engine:
             app_name=self.app_name, user_id=user_id, session_id=thread_id
         )
 
-    async def close_cut_off(self, thread_id: str) -> bool:
-        """Closes the run a dead process cut off on the thread; True: ask the model again."""
+    async def close_cut_off(self, thread_id: str) -> Unfinished | None:
+        """Closes the run a dead process cut off on the thread; what is to go on, if anything."""
         assert self.root_agent is not None
         return await self.sessions.close_interrupted_thread(
             self.app_name, thread_id, author=self.root_agent.name
@@ -234,14 +235,16 @@ class Engine:
         user_id: str,
         thread_id: str,
         session: Session | None,
-        message: types.Content,
+        message: types.Content | None,
         metadata: dict[str, Any],
         client_tools: Mapping[str, ClientTool],
         catalogs: ClientCatalogs | None = None,
         surfaces: Surfaces | None = None,
         abort_signal: Any = None,
+        invocation_id: str | None = None,
     ) -> AsyncGenerator[AdkEvent, None]:
-        """Streams one ADK invocation; a message of function responses resumes a paused one.
+        """Streams one ADK invocation; a message of function responses resumes a paused one,
+        and so does ``invocation_id`` with no message (the answers are stored already).
 
         ``session``, when given, is the thread as the caller just loaded it while holding
         it: the runner gets it as it is instead of reading it again. ``catalogs``: what the
@@ -267,6 +270,7 @@ class Engine:
                     user_id=user_id,
                     session_id=thread_id,
                     new_message=message,
+                    invocation_id=invocation_id,
                     run_config=config,
                     abort_signal=abort_signal,
                 )

@@ -104,7 +104,7 @@ class Driver:
             run.emit(_said(plan.said), observers_only=True)
         run.emit(plan.results, observers_only=True)
         try:
-            if plan.message is not None:
+            if plan.runs_agent:
                 await self._stream(run, plan)
             else:
                 # Nothing to resume yet: the run reports what the thread still waits for.
@@ -154,12 +154,12 @@ class Driver:
 
     async def _stream(self, run: Run, plan: Plan) -> None:
         """Feeds ADK's events through the translator until the run ends or is cancelled."""
-        assert plan.message is not None
         events = self.engine.run(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
             session=plan.session,
             message=plan.message,
+            invocation_id=plan.resumes,
             metadata=plan.metadata,
             client_tools=plan.client_tools,
             catalogs=plan.catalogs,

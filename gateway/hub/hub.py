@@ -58,6 +58,7 @@ from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease
+from gateway.store.recovery import Afterwards, Unfinished
 from gateway.tools.declarations import DeclarationLog
 from gateway.translate import history
 from gateway.translate.translator import Phase, RunTranslator
@@ -252,14 +253,17 @@ class Hub:
         run.task = asyncio.create_task(self.driver.drive(run, plan), name=f"run {run.run_id}")
         return run
 
-    def finish_cut_off(self, user_id: str, thread_id: str, *, leased: bool = False) -> None:
-        """Asks the model again for the reply a restart cut off after answers reached it
-        (``SessionService.unanswered``), so the thread ends saying what the browser did.
+    def finish_cut_off(self, unfinished: Unfinished, *, leased: bool = False) -> None:
+        """Goes on with a thread a restart cut off (``SessionService.unfinished``): resumes
+        the invocation a person's answer was not acted on in yet, or asks the model again
+        for the reply it owed to answers it was given, so the thread ends saying what the
+        browser, the tool or the person did.
 
         The run is the thread's one run, with no executor and no client tools: a reattach
         follows it live, and the model cannot ask the browser for anything again.
         ``leased``: the caller took the thread's lease, and the run releases it.
         """
+        user_id, thread_id = unfinished.user_id, unfinished.thread_id
         thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
         if thread.run is not None:
             if leased:
@@ -267,12 +271,17 @@ class Hub:
             return
         run_id = f"{cut_off.FINISHING}{uuid.uuid4().hex[:12]}"
         run = self._claim(thread, run_id, None, leased=leased)
-        log.info("thread %s: asking again for the reply a restart cut off", thread_id)
-        ask = types.Content(role="user", parts=[types.Part(text=cut_off.RESTARTED)])
         metadata = {"runId": run.run_id, "context": {}}
-        # Closed by the restart with its calls answered, the thread is idle until asked.
-        running = transition(ThreadState.IDLE, Trigger.ASKED_AGAIN)
-        plan = Plan(ask, metadata, {}, None, running)
+        if unfinished.afterwards is Afterwards.RESUME:
+            log.info("thread %s: resuming a person's answer a restart cut off", thread_id)
+            running = transition(ThreadState.IDLE, Trigger.RESUMED)
+            plan = Plan(None, metadata, {}, None, running, resumes=unfinished.invocation_id)
+        else:
+            log.info("thread %s: asking again for the reply a restart cut off", thread_id)
+            ask = types.Content(role="user", parts=[types.Part(text=cut_off.RESTARTED)])
+            # Closed by the restart with its calls answered, the thread is idle until asked.
+            running = transition(ThreadState.IDLE, Trigger.ASKED_AGAIN)
+            plan = Plan(ask, metadata, {}, None, running)
         run.task = asyncio.create_task(self.driver.drive(run, plan))
 
     async def cancel(self, user_id: str, thread_id: str, run_id: str | None = None) -> bool:
@@ -485,16 +494,16 @@ class Hub:
                 raise
         return True
 
-    async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> bool:
+    async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> Unfinished | None:
         """Closes the run a dead process cut off on the thread, as a restart closes its
-        own; True when the model is to be asked again for its reply."""
+        own; what is to go on (``finish_cut_off``), if anything."""
         log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
         try:
-            ask_again = await self.engine.close_cut_off(thread_id)
+            unfinished = await self.engine.close_cut_off(thread_id)
         except QuarantinedThreadError:
             raise quarantined(thread_id) from None
         await self._end_logged_run(user_id, thread_id)
-        return ask_again
+        return unfinished
 
     async def _end_logged_run(self, user_id: str, thread_id: str) -> None:
         """Writes the end of the cut-off run into the thread's log, for every watcher."""
@@ -527,12 +536,12 @@ class Hub:
                 self.cluster.release(thread_id)
                 return False
             try:
-                ask_again = await self._close_cut_off(user_id, thread_id, taken.from_dead)
+                unfinished = await self._close_cut_off(user_id, thread_id, taken.from_dead)
             except BaseException:
                 self.cluster.release(thread_id)
                 raise
-            if ask_again and thread_id not in self._takeovers_stopped:
-                self.finish_cut_off(user_id, thread_id, leased=True)
+            if unfinished is not None and thread_id not in self._takeovers_stopped:
+                self.finish_cut_off(unfinished, leased=True)
             else:
                 self.cluster.release(thread_id)
             return True

@@ -71,10 +71,16 @@ class Plan:
     # read them (a press is checked against them); the run's tools show surfaces by these.
     catalogs: ClientCatalogs | None = None
     surfaces: Surfaces | None = None
+    # The invocation to go on with, with no new message (a restart's: ``finish_cut_off``).
+    resumes: str | None = None
+
+    @property
+    def runs_agent(self) -> bool:
+        return self.message is not None or self.resumes is not None
 
     def __post_init__(self) -> None:
         # A plan runs the agent exactly when it moves the thread into RUNNING.
-        assert (self.message is not None) == (self.thread_state is ThreadState.RUNNING)
+        assert self.runs_agent == (self.thread_state is ThreadState.RUNNING)
 
 
 class Planner:

@@ -4,6 +4,8 @@ Theory of operation. A thread is an ADK session. Its life is one table, in ``TRA
 
     IDLE        --user message-->                  RUNNING
     IDLE        --cut-off reply asked for again--> RUNNING (a restart's, ``finish_cut_off``)
+    IDLE        --answered approval resumed-->     RUNNING (a restart's, ``finish_cut_off``:
+                                                   a person's answer not acted on yet)
     RUNNING     --run ended, nothing open-->       IDLE
     RUNNING     --run ended, browser calls open--> AWAITING_CLIENT
     RUNNING     --run ended, approval asked-->     AWAITING_APPROVAL
@@ -18,7 +20,7 @@ Theory of operation. A thread is an ADK session. Its life is one table, in ``TRA
 Who fires what. Planning (``gateway.hub.planning``) checks an input against the state it
 reads from the stored thread (``thread_state``) and fires the move into RUNNING, or
 ``some answered``; the hub fires ``every open item answered`` for browser calls it
-expires, and ``asked for again`` for a reply a restart cut off. The driver
+expires, and ``asked for again`` or ``resumed`` for a run a restart cut off. The driver
 (``gateway.hub.driving``) fires the move out of RUNNING when the run ends, by how it
 ended (``run_ended``). A run that runs no agent (answers that wait for the rest, or an
 input with nothing new) fires nothing when it ends: it only reports what the thread
@@ -47,6 +49,7 @@ class ThreadState(enum.Enum):
 class Trigger(enum.Enum):
     USER_MESSAGE = "user message"
     ASKED_AGAIN = "cut-off reply asked for again"
+    RESUMED = "answered approval resumed"
     ALL_ANSWERED = "every open item answered"
     SOME_ANSWERED = "some open items answered"
     ENDED_IDLE = "run ended, nothing open"
@@ -59,6 +62,7 @@ _AWAITING = (ThreadState.AWAITING_CLIENT, ThreadState.AWAITING_APPROVAL)
 TRANSITIONS: dict[tuple[ThreadState, Trigger], ThreadState] = {
     (ThreadState.IDLE, Trigger.USER_MESSAGE): ThreadState.RUNNING,
     (ThreadState.IDLE, Trigger.ASKED_AGAIN): ThreadState.RUNNING,
+    (ThreadState.IDLE, Trigger.RESUMED): ThreadState.RUNNING,
     (ThreadState.RUNNING, Trigger.ENDED_IDLE): ThreadState.IDLE,
     (ThreadState.RUNNING, Trigger.ENDED_CLIENT): ThreadState.AWAITING_CLIENT,
     (ThreadState.RUNNING, Trigger.ENDED_APPROVAL): ThreadState.AWAITING_APPROVAL,

@@ -112,12 +112,12 @@ def is_restart_turn(event: Event) -> bool:
 
 
 def answered_last(session_events: list[Event], invocation_id: str) -> bool:
-    """Whether the invocation's last stored event gave the model answers (function
-    responses from the user's side) it had not replied to yet."""
+    """Whether the invocation's last stored event gave the model answers it had not replied
+    to yet: function responses, the browser's or a person's (authored "user") or a server
+    tool's (authored by its agent)."""
     last = next((e for e in reversed(session_events) if e.invocation_id == invocation_id), None)
     return (
         last is not None
-        and last.author == "user"
         and bool(last.get_function_responses())
         and not any(part.text for part in (last.content and last.content.parts) or [])
     )

@@ -9,22 +9,63 @@ as a reply the user stopped or a failure cut off). A server call a crash left wi
 response gets an error response. ``SessionService.close_interrupted`` does this once at
 start-up, with the open runs the backend finds (``sqlite.reads.open_runs``) and the events
 made here.
+
+What comes after the close (``Afterwards``) makes a person's acknowledged answer hold across
+the crash, exactly once:
+
+- A call a person answered (approved or rejected) whose tool had not started: nothing is
+  closed; the restart resumes the invocation, and ADK runs the approved call (or answers a
+  rejected one) and asks the model for its reply, as if the crash had not happened.
+- An approved call whose tool had started (``STARTED_KEY``: the run commits that mark before
+  it runs a call a person approved) and left no result: it may have done its work, so it is
+  never run again. It gets a result that says so, and the model is asked for its reply.
+- Answers the model had been given (a tool's result, the browser's, an approval) and not
+  replied to: the model is asked once more for that reply (``cut_off.RESTARTED``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 from google.adk.events import Event
 from google.adk.sessions.session import Session
+from google.adk.utils._function_call_names import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.genai import types
 
 from gateway.context import RUN_METADATA_KEY, event_metadata
-from gateway.store.cut_off import Ending, cut_off_reply
+from gateway.store.cut_off import Ending, answered_last, cut_off_reply
 
 # The answer a cut-off server call gets, so the model request is well formed again.
 INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
+# The answer an approved call gets that a crash cut off while its tool ran.
+UNKNOWN_RESULT = {
+    "error": "interrupted: the gateway stopped while this approved call was running, so "
+    "whether it completed is unknown. It was not run again; tell the user to check its "
+    "result before asking for it again."
+}
+# The mark (under the gateway's run metadata, on an event without content) committed before
+# a call a person approved runs: its value is the call's id.
+STARTED_KEY = "approvedCallStarted"
+
+
+class Afterwards(enum.Enum):
+    """What a restart does with a thread once its cut-off run is closed."""
+
+    NOTHING = "nothing"  # the thread takes its next run when its user sends one
+    ASK_AGAIN = "ask again"  # the model owes a reply to answers it was given
+    RESUME = "resume"  # a person's answer was not acted on yet: the invocation goes on
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unfinished:
+    """A thread a restart goes on with: ask its model again, or resume ``invocation_id``."""
+
+    user_id: str
+    thread_id: str
+    afterwards: Afterwards
+    invocation_id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,7 +88,66 @@ class OpenRun:
     streamed: StreamedMessage | None
 
 
-def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
+def closing(session: Session, run: OpenRun, author: str) -> tuple[list[Event], Afterwards]:
+    """The events that close ``run`` (appended in order), and what comes after them."""
+    approvals = answered_approvals(session.events, run.invocation_id)
+    if approvals.started:
+        # Done or not, never run twice: the model is told so and replies.
+        cut = dataclasses.replace(run, dangling=[*run.dangling, *approvals.started])
+        return closing_events(session, cut, author, UNKNOWN_RESULT), Afterwards.ASK_AGAIN
+    if approvals.unrun:
+        # Only what a client saw is kept; ADK's resumed invocation does the rest.
+        events = closing_events(session, run, author) if run.streamed or run.dangling else []
+        return events, Afterwards.RESUME
+    if not run.dangling and answered_last(session.events, run.invocation_id):
+        return closing_events(session, run, author), Afterwards.ASK_AGAIN
+    return closing_events(session, run, author), Afterwards.NOTHING
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AnsweredApprovals:
+    """Calls of an invocation a person answered whose tool has given no result since."""
+
+    unrun: list[str]  # call ids whose tool has not started (a rejection never starts)
+    started: list[tuple[str, str]]  # (call id, name) of approved calls whose tool started
+
+
+def answered_approvals(events: list[Event], invocation_id: str) -> AnsweredApprovals:
+    """The approvals answered in the invocation and not acted on to the end, in order."""
+    own = [event for event in events if event.invocation_id == invocation_id]
+    originals: dict[str, tuple[str, str]] = {}  # confirmation call id -> original call
+    for event in own:
+        for call in event.get_function_calls():
+            if call.name == REQUEST_CONFIRMATION_FUNCTION_CALL_NAME and call.id:
+                original = (call.args or {}).get("originalFunctionCall")
+                if isinstance(original, dict) and isinstance(original.get("id"), str):
+                    originals[call.id] = (original["id"], str(original.get("name") or ""))
+    unrun: list[str] = []
+    started: list[tuple[str, str]] = []
+    for index, event in enumerate(own):
+        if event.author != "user":
+            continue
+        for response in event.get_function_responses():
+            if response.id not in originals:
+                continue
+            call_id, name = originals[response.id]
+            later = own[index + 1 :]
+            if any(r.id == call_id for e in later for r in e.get_function_responses()):
+                continue
+            if any(event_metadata(e).get(STARTED_KEY) == call_id for e in later):
+                started.append((call_id, name))
+            else:
+                unrun.append(call_id)
+    return AnsweredApprovals(unrun, started)
+
+
+def closing_events(
+    session: Session,
+    run: OpenRun,
+    author: str,
+    cut_result: dict[str, Any] = INTERRUPTED_RESULT,
+) -> list[Event]:
+    """The run's dangling calls answered with ``cut_result``, then its cut-off reply."""
     invocation_id, dangling = run.invocation_id, run.dangling
     agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
     # The run the client saw cut off: the gateway stamps its id on the invocation's events.
@@ -61,7 +161,7 @@ def closing_events(session: Session, run: OpenRun, author: str) -> list[Event]:
         responses = [
             types.Part(
                 function_response=types.FunctionResponse(
-                    id=call_id, name=name, response=dict(INTERRUPTED_RESULT)
+                    id=call_id, name=name, response=dict(cut_result)
                 )
             )
             for call_id, name in dangling

@@ -32,7 +32,6 @@ from typing_extensions import override
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
-from gateway.store.cut_off import answered_last
 from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
@@ -41,7 +40,7 @@ from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import OpenRun, closing_events
+from gateway.store.recovery import Afterwards, OpenRun, Unfinished, closing
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import run_start
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
@@ -88,8 +87,8 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
-        # Threads whose model a crash cut off before it replied to answers it was given.
-        self.unanswered: list[tuple[str, str]] = []
+        # Threads a restart goes on with (``close_interrupted``).
+        self.unfinished: list[Unfinished] = []
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
         # Told of each thread's frames committed, up to which number (``append_frames``).
@@ -499,9 +498,9 @@ class SessionService(BaseSessionService):
         thread's last agent (``author`` if it has none). Calls waiting on the browser are
         left waiting. Streamed text of runs that had ended is dropped, as it would have been.
         A quarantined thread is skipped with a log line: it cannot take a run anyway.
-        A run cut off after answers reached its model (the browser's results, say) and
-        before the model replied to them is noted in ``unanswered`` (user, thread), so the
-        gateway can ask the model for that reply again.
+        A run the gateway is to go on with (``recovery.Afterwards``: its model owes a reply
+        to answers it was given, or a person's answer was not acted on yet) is noted in
+        ``unfinished``.
         Every open run of the app is taken as cut off: call once after ``open()`` and
         before serving runs, and only while no other process writes the database
         (``sole_writer``; otherwise ``close_interrupted_thread``). Returns how many were
@@ -510,10 +509,10 @@ class SessionService(BaseSessionService):
         open_runs = await self._read(partial(self._reads.open_runs, app_name=app_name))
         closed = 0
         for run in open_runs:
-            if (answered := await self._close_run(app_name, run, author)) is None:
+            if (unfinished := await self._close_run(app_name, run, author)) is None:
                 continue
-            if answered:
-                self.unanswered.append((run.user_id, run.session_id))
+            if unfinished.afterwards is not Afterwards.NOTHING:
+                self.unfinished.append(unfinished)
             closed += 1
         await self._write(writes.ForgetLeftoverTexts(app_name))
         if closed:
@@ -522,28 +521,29 @@ class SessionService(BaseSessionService):
 
     async def close_interrupted_thread(
         self, app_name: str, thread_id: str, *, author: str = "model"
-    ) -> bool:
+    ) -> Unfinished | None:
         """Closes the run a crash cut off on one thread, as ``close_interrupted`` does.
 
         For a shared database: call it once the process that ran the thread is known to be
-        gone (its lease expired), never while it may still run. True if the model owes a
-        reply to answers it was given (the caller asks for it again, as the gateway does
-        for ``unanswered``); False if it does not, or no run of the thread was open.
+        gone (its lease expired), never while it may still run. What the caller is to go on
+        with, as the gateway does for ``unfinished``; None if nothing, or no run was open.
         """
         open_runs = await self._read(
             partial(self._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
         )
-        answered = False
+        going_on = None
         for run in open_runs:
-            answered = bool(await self._close_run(app_name, run, author)) or answered
+            unfinished = await self._close_run(app_name, run, author)
+            if unfinished is not None and unfinished.afterwards is not Afterwards.NOTHING:
+                going_on = unfinished
         await self._write(writes.ForgetLeftoverTexts(app_name, (thread_id,)))
         if open_runs:
             log.warning("closed the run of thread %r, cut off with its process", thread_id)
-        return answered
+        return going_on
 
-    async def _close_run(self, app_name: str, run: OpenRun, author: str) -> bool | None:
-        """Appends the events that close ``run``; whether the model owes a reply to answers
-        it was given, or None if the thread is gone or quarantined (left as it is)."""
+    async def _close_run(self, app_name: str, run: OpenRun, author: str) -> Unfinished | None:
+        """Appends the events that close ``run``; what comes after them, or None if the
+        thread is gone or quarantined (left as it is)."""
         try:
             session = await self.get_session(
                 app_name=app_name, user_id=run.user_id, session_id=run.session_id
@@ -556,10 +556,15 @@ class SessionService(BaseSessionService):
             return None
         if session is None:
             return None
-        answered = not run.dangling and answered_last(session.events, run.invocation_id)
-        for event in closing_events(session, run, author):
+        events, afterwards = closing(session, run, author)
+        for event in events:
             await self.append_event(session, event)
-        return answered
+        if afterwards is Afterwards.RESUME:
+            log.warning(
+                "restart: thread %r has a person's answer not acted on yet; resuming it",
+                run.session_id,
+            )
+        return Unfinished(run.user_id, run.session_id, afterwards, run.invocation_id)
 
     # --- internals ----------------------------------------------------------------------
 

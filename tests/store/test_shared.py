@@ -177,8 +177,8 @@ async def test_restarting_on_a_shared_database_leaves_other_processes_runs_open(
         assert b.shared
         assert not await b.sole_writer()  # A is alive: its open runs may be live ones
         # B takes over only the thread whose process is gone; A's live run stays as it is.
-        assert await b.close_interrupted_thread(APP, "dead", author="agent") is False
-        assert await b.close_interrupted_thread(APP, "dead", author="agent") is False
+        assert await b.close_interrupted_thread(APP, "dead", author="agent") is None
+        assert await b.close_interrupted_thread(APP, "dead", author="agent") is None
         dead = await b.get_session(app_name=APP, user_id="u", session_id="dead")
         live = await b.get_session(app_name=APP, user_id="u", session_id="live")
         assert dead is not None and live is not None
