@@ -160,6 +160,7 @@ class Driver:
             thread_id=run.thread.thread_id,
             session=plan.session,
             message=plan.message,
+            state_delta=plan.state_delta,
             metadata=plan.metadata,
             client_tools=plan.client_tools,
             catalogs=plan.catalogs,
