@@ -252,3 +252,16 @@ async def test_an_edit_sent_with_some_of_the_answers_is_stored_though_nothing_ru
             e.get("delta", "") for e in of_type(done, "TEXT_MESSAGE_CONTENT")
         )
         assert await state_writes(gateway, thread) == [{"tab": "a"}, {"tab": "b"}]
+
+
+async def test_a_restart_reads_the_users_edit_back_on_either_store(db: str) -> None:
+    thread = new_id("t")
+    for attempt in ("before", "after"):
+        agent, model = recipe_helper()
+        async with running_gateway(agent=agent, db=db) as gateway, gateway.socket() as ws:
+            if attempt == "before":
+                await ws.run(shared(thread, "hello", {"recipe": EDITED}))
+                continue
+            assert await stored_state(gateway, thread) == {"recipe": EDITED}
+            await ws.run(shared(thread, "what would you change?", None))
+            assert "oat milk" in model.instructions[-1]
