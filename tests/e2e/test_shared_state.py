@@ -1,7 +1,8 @@
-"""Two-way state through the official ``@ag-ui/client`` 1.0, and beside ag-ui-adk: the
-user's edit of the recipe (``HttpAgent``'s state, sent as ``RunAgentInput.state``) is what
-the dojo-style recipe agent's model is shown and what its tool changes, through the
-gateway as through AG-UI's own ADK middleware (tests/support/dojo/shared_state.py)."""
+"""Two-way state through the official ``@ag-ui/client`` (1.0, and the 0.0.59 CopilotKit
+bundles), and beside ag-ui-adk: the user's edit of the recipe (``HttpAgent``'s state, sent
+as ``RunAgentInput.state``) is what the dojo-style recipe agent's model is shown and what
+its tool changes, through the gateway as through AG-UI's own ADK middleware
+(tests/support/dojo/shared_state.py)."""
 
 from __future__ import annotations
 
@@ -40,10 +41,13 @@ def recipe_shown(instructions: list[str]) -> list[Any]:
     return [json.loads(told.split(SHOWN, 1)[1].split("\n", 1)[0]) for told in instructions]
 
 
-async def test_the_official_client_edits_the_recipe_and_gets_the_agents_change_back() -> None:
+@pytest.mark.parametrize("old_client", [False, True], ids=["1.0", "copilotkit-0.0.59"])
+async def test_the_official_client_edits_the_recipe_and_gets_the_agents_change_back(
+    old_client: bool,
+) -> None:
     agent, model = watched(root_agent)
     async with running_gateway(agent=agent) as gateway:
-        report = await run_http_agent(gateway, renaming_input())
+        report = await run_http_agent(gateway, renaming_input(), old_client=old_client)
     accepted(report)
     events = report["events"]
     assert [e["type"] for e in events[:2]] == ["RUN_STARTED", "STATE_SNAPSHOT"]
