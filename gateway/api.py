@@ -66,6 +66,7 @@ def create_app(
     from gateway.doors.app import Gateway
     from gateway.doors.warmup import WarmUpPlugin
     from gateway.hub.busy import Busy
+    from gateway.hub.client_state import StateRules
     from gateway.hub.hub import Hub
     from gateway.hub.limits import Quota, RunSlots
     from gateway.models.calls import ModelCalls
@@ -75,6 +76,7 @@ def create_app(
     from gateway.translate.attribution import AttributionPlugin
 
     settings = settings or Settings()
+    state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model)
     mcp.install_log_filter()
     usage_log_filter()
@@ -122,6 +124,7 @@ def create_app(
             model_timeout=settings.model_timeout,
             busy_policy=Busy(settings.busy),
             cluster=cluster_for(settings),
+            state_rules=state_rules,
         )
         for unfinished in service[0].unfinished:
             hub.finish_cut_off(unfinished)

@@ -48,6 +48,8 @@ class Settings:
     model_probe_interval: float = 30.0
     approval_timeout: float = 900.0
     context_allow: str = "surface,currentScreen,selectedIds"
+    client_state: str = "session"
+    max_state_bytes: int = 256 << 10
     max_frame_bytes: int = 1 << 20
     send_buffer_bytes: int = 8 << 20
     receive_buffer_bytes: int = 4 << 20
@@ -122,6 +124,11 @@ _HELP: dict[str, str] = {
     "(a models list, no tokens); while one does not, /ping says Unhealthy (0: no checks)",
     "approval_timeout": "seconds an approval request stays open before it counts as rejected",
     "context_allow": "RunAgentInput.context entries the model may see (comma-separated)",
+    "client_state": "state scopes a client's RunAgentInput.state may write, comma-separated: "
+    "'session' (keys without a prefix), 'user' (user: keys, shared by the user's threads), "
+    "'app' (app: keys, shared by every user), or 'none'; temp: keys never",
+    "max_state_bytes": "most bytes of JSON a thread's state may hold after a client writes "
+    "to it; a larger edit is refused",
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
     "send_buffer_bytes": "events a client may fall behind by, in bytes, before it is cut off",
     "receive_buffer_bytes": "frames one /ws connection may have waiting for earlier runs, in bytes",
@@ -175,6 +182,22 @@ def in_memory(db: str) -> bool:
 
 def context_allow(settings: Settings) -> frozenset[str]:
     return _names(settings.context_allow)
+
+
+# The scopes of ADK state a client may be allowed to write (``gateway.hub.client_state``).
+STATE_SCOPES = ("session", "user", "app")
+
+
+def client_state(settings: Settings) -> frozenset[str]:
+    """The state scopes clients may write; 'none' (or nothing) for none."""
+    scopes = _names(settings.client_state) - {"none"}
+    unknown = scopes - set(STATE_SCOPES)
+    if unknown:
+        raise SystemExit(
+            f"{env_name('client_state')} may name {', '.join(STATE_SCOPES)} or none, "
+            f"not {', '.join(sorted(unknown))}"
+        )
+    return frozenset(scopes)
 
 
 def allowed_origins(settings: Settings) -> frozenset[str]:

@@ -59,6 +59,20 @@ def test_bad_values_stop_with_a_sentence(name: str, value: str) -> None:
     assert name in str(stopped.value)
 
 
+def test_the_state_scopes_clients_may_write_are_named_or_none() -> None:
+    assert config.client_state(parse([], {})) == {"session"}
+    assert config.client_state(parse(["--client-state", "session, user"], {})) == {
+        "session",
+        "user",
+    }
+    assert config.client_state(parse([], {"GATEWAY_CLIENT_STATE": "none"})) == frozenset()
+    with pytest.raises(SystemExit) as stopped:
+        config.client_state(parse([], {"GATEWAY_CLIENT_STATE": "session,temp"}))
+    assert "GATEWAY_CLIENT_STATE may name session, user, app or none, not temp" in str(
+        stopped.value
+    )
+
+
 def test_every_setting_is_in_the_readme() -> None:
     from pathlib import Path
 

@@ -238,6 +238,7 @@ class Engine:
         message: types.Content | None,
         metadata: dict[str, Any],
         client_tools: Mapping[str, ClientTool],
+        state_delta: dict[str, Any] | None = None,
         catalogs: ClientCatalogs | None = None,
         surfaces: Surfaces | None = None,
         abort_signal: Any = None,
@@ -249,6 +250,8 @@ class Engine:
         ``session``, when given, is the thread as the caller just loaded it while holding
         it: the runner gets it as it is instead of reading it again. ``catalogs``: what the
         client renders of A2UI; ``surfaces``, the thread's, if the caller read them.
+        ``state_delta``: what the client writes to the thread's state, stored by ADK on
+        the event of ``message`` before the agent runs.
         """
         run_id = str(metadata.get("runId"))
         run_metadata = {**metadata, CLIENT_TOOLS_KEY: sorted(client_tools)}
@@ -271,6 +274,7 @@ class Engine:
                     session_id=thread_id,
                     new_message=message,
                     invocation_id=invocation_id,
+                    state_delta=state_delta or None,
                     run_config=config,
                     abort_signal=abort_signal,
                 )

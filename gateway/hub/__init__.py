@@ -17,6 +17,7 @@ of the theory of operation:
     states      a thread's life as one table (``TRANSITIONS``)
     open_calls  what a thread waits on: the calls of its history with no response yet
     inputs      what an input brings: a new turn (or a press), browser results, approvals
+    client_state  what an input's ``state`` writes to its thread (the user's edits)
     busy        what an input meets on a thread whose run is still going
     outbox      a run's deliveries in order, each held until its writes commit
     eventlog    every event of a thread numbered in its log; the replay after a cursor

@@ -160,6 +160,7 @@ class Driver:
             session=plan.session,
             message=plan.message,
             invocation_id=plan.resumes,
+            state_delta=plan.state_delta,
             metadata=plan.metadata,
             client_tools=plan.client_tools,
             catalogs=plan.catalogs,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW
 from gateway.hub import eventlog
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
+from gateway.hub.client_state import DEFAULT_RULES, StateRules
 from gateway.hub.driving import Driver
 from gateway.hub.following import Followers
 from gateway.hub.inputs import starts_turn
@@ -60,7 +60,6 @@ from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease
 from gateway.store.recovery import Afterwards, Unfinished
 from gateway.tools.declarations import DeclarationLog
-from gateway.translate import history
 from gateway.translate.translator import Phase, RunTranslator
 from gateway.wire.notices import standalone
 
@@ -93,6 +92,7 @@ class Hub:
         model_timeout: float = 120.0,
         busy_policy: Busy = Busy.INTERRUPT,
         cluster: Cluster | None = None,
+        state_rules: StateRules = DEFAULT_RULES,
     ) -> None:
         self.engine = engine
         # The processes this one runs threads with; on its own, a cluster of one.
@@ -117,6 +117,7 @@ class Hub:
             audit=audit,
             approval_timeout=approval_timeout,
             context_allow=context_allow,
+            state_rules=state_rules,
         )
         self.driver = Driver(engine, self.followers, model_timeout=model_timeout, ended=self._ended)
         self.joiner = Joiner(
@@ -238,9 +239,6 @@ class Hub:
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
             plan = await self.planner.plan(run, run_input, opened.session)
-            if run_input.state not in (None, {}):
-                shared = p.StateSnapshot(snapshot=history.state_snapshot(opened.session))
-                plan = dataclasses.replace(plan, state=shared)
         except BaseException:
             try:
                 if opened.created:  # a request refused leaves no empty thread behind

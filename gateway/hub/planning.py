@@ -8,7 +8,9 @@ and becomes the user's message; answers to every open call become the function r
 that resume the paused invocation; answers to only some wait in the thread for the rest,
 and the run then only reports what the thread still waits for (no message, nothing runs).
 Each move is fired on the thread's table (``gateway.hub.states``), which refuses one it
-does not hold, and the plan carries the state it leaves the thread in.
+does not hold, and the plan carries the state it leaves the thread in. What the input's
+``state`` writes to the thread (``gateway.hub.client_state``) is read first, so a refused
+edit stores nothing, and goes with the message for ADK to store.
 
 The planner never calls back into the hub: it is given what it reads (the engine, the
 declarations of client tools, the audit, the approval timeout, the context allow-list)
@@ -21,11 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import logging
 import time
 from typing import Any
 
 import msgspec
 from google.adk.events import Event as AdkEvent
+from google.adk.events.event_actions import EventActions
 from google.adk.sessions import Session
 from google.genai import types
 
@@ -36,7 +40,8 @@ from gateway.a2ui.surfaces import Surfaces
 from gateway.adk import approvals
 from gateway.adk.engine import Engine
 from gateway.audit.log import AuditLog
-from gateway.context import allowed_context
+from gateway.context import RUN_METADATA_KEY, allowed_context
+from gateway.hub.client_state import DEFAULT_RULES, StateEdit, StateRules, read_edit
 from gateway.hub.inputs import NewTurn, read_input
 from gateway.hub.open_calls import OpenCall, answered_calls, open_calls
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
@@ -44,6 +49,8 @@ from gateway.hub.threads import Run, Thread
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import DeclarationLog, declared_client_tools
 from gateway.translate.translator import dump_json
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +74,8 @@ class Plan:
     said: NewTurn | None = None
     # The thread's state, for a client that shares state: its deltas apply to this.
     state: p.StateSnapshot | None = None
+    # What the client's state writes to the thread, stored with the message (empty: nothing).
+    state_delta: dict[str, Any] = dataclasses.field(default_factory=dict)
     # What the client renders of A2UI (None: nothing), and the thread's surfaces if planning
     # read them (a press is checked against them); the run's tools show surfaces by these.
     catalogs: ClientCatalogs | None = None
@@ -94,6 +103,7 @@ class Planner:
         audit: AuditLog | None,
         approval_timeout: float,
         context_allow: frozenset[str],
+        state_rules: StateRules = DEFAULT_RULES,
     ) -> None:
         self.engine = engine
         # Without a catalog, what each connection declares is logged, once and on a change.
@@ -101,8 +111,49 @@ class Planner:
         self.audit = audit
         self.approval_timeout = approval_timeout
         self.context_allow = context_allow
+        # What a client's RunAgentInput.state may write to its thread.
+        self.state_rules = state_rules
 
     async def plan(self, run: Run, run_input: p.RunAgentInput, session: Session) -> Plan:
+        edit = read_edit(run_input.state, session.state, self.state_rules)
+        plan = await self._plan(run, run_input, session)
+        if edit is None:
+            return plan
+        if edit.delta:
+            log.info(
+                "%s writes the client's state keys %s%s",
+                run,
+                ", ".join(sorted(edit.delta)),
+                f" (ignored: {', '.join(edit.ignored)})" if edit.ignored else "",
+            )
+            if plan.message is None:
+                await self._store_state(run, plan, edit, session)
+        elif edit.ignored:
+            log.info("%s ignores the client's state keys %s", run, ", ".join(edit.ignored))
+        return dataclasses.replace(
+            plan,
+            state=p.StateSnapshot(snapshot=edit.snapshot),
+            state_delta=edit.delta if plan.message is not None else {},
+            notices=[*plan.notices, *edit.notices()],
+        )
+
+    async def _store_state(self, run: Run, plan: Plan, edit: StateEdit, session: Session) -> None:
+        """Stores an edit when nothing runs: on an event of its own in the invocation the
+        thread waits in, as ADK stores a state delta that comes with no message."""
+        waiting = open_calls(session)
+        invocation_id = next(
+            (call.invocation_id for call in waiting.values()), f"state-{run.run_id}"
+        )
+        event = AdkEvent(
+            author="user",
+            invocation_id=invocation_id,
+            actions=EventActions(state_delta=edit.delta),
+            # The run's mark, as ADK gives each event of a run: the run's events begin here.
+            custom_metadata={RUN_METADATA_KEY: plan.metadata},
+        )
+        await self.engine.append(session, event)
+
+    async def _plan(self, run: Run, run_input: p.RunAgentInput, session: Session) -> Plan:
         thread = run.thread
         open_items = open_calls(session)
         request = read_input(

@@ -63,5 +63,5 @@ async def test_a_client_that_shares_state_gets_the_threads_state_as_its_run_star
         shared = {**user_input(thread, "again", tools=[]), "state": {"mine": 1}}
         started, snapshot = (await ws.run(shared))[:2]
     assert started["type"] == "RUN_STARTED"
-    # The thread's state, not the client's: the deltas that follow apply to it.
-    assert snapshot["type"] == "STATE_SNAPSHOT" and snapshot["snapshot"] == EXPECTED
+    # The thread's state with the client's edit in: the deltas that follow apply to it.
+    assert snapshot["type"] == "STATE_SNAPSHOT" and snapshot["snapshot"] == EXPECTED | {"mine": 1}
