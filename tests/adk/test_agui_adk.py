@@ -219,15 +219,26 @@ def test_ag_ui_adk_is_recognised_only_once_loaded() -> None:
 # --- predictive state through the gateway ---------------------------------------------------
 
 
+# The dojo's page declares the dialog as a tool of its own (CopilotKit's useHumanInTheLoop).
+CONFIRM_DIALOG = {
+    "name": "confirm_changes",
+    "description": "Asks the user to confirm the changes.",
+    "parameters": {"type": "object", "properties": {}},
+}
+
+
 @pytest.mark.server
-async def test_predictive_state_asks_for_confirmation_and_the_answer_resumes_the_run() -> None:
+@pytest.mark.parametrize("declared", [[], [CONFIRM_DIALOG]], ids=["undeclared", "declared"])
+async def test_predictive_state_asks_for_confirmation_and_the_answer_resumes_the_run(
+    declared: list[dict[str, object]], caplog: pytest.LogCaptureFixture
+) -> None:
     thread = new_id("t")
     agent = predictive_state.document_agent()
     async with (
         running_gateway(agent=agent, predict_state=predictive_state.PREDICTIONS) as gateway,
         gateway.socket() as ws,
     ):
-        events = await ws.run(user_input(thread, STORY, tools=[]))
+        events = await ws.run(user_input(thread, STORY, tools=declared))
         kinds = [e["type"] for e in events]
         custom = events[kinds.index("CUSTOM")]
         assert custom["name"] == "PredictState"
@@ -245,7 +256,8 @@ async def test_predictive_state_asks_for_confirmation_and_the_answer_resumes_the
         assert outcome(events)["pendingToolCallIds"] == [confirm["id"]]
         assert text_of(events) == ""  # the model answers once the person has decided
 
-        events = await ws.run(tool_answer(thread, [(confirm["id"], {"accepted": True})], tools=[]))
+        answer = tool_answer(thread, [(confirm["id"], {"accepted": True})], tools=declared)
+        events = await ws.run(answer)
         assert text_of(events) == "The story is yours now."
 
         # A reload shows the dialog's call and its answer as they were.
@@ -255,8 +267,11 @@ async def test_predictive_state_asks_for_confirmation_and_the_answer_resumes_the
             "write_document_local",
             "confirm_changes",
         ]
-        [answer] = [m for m in messages if m.get("toolCallId") == confirm["id"]]
-        assert json.loads(answer["content"]) == {"accepted": True}
+        [answered] = [m for m in messages if m.get("toolCallId") == confirm["id"]]
+        assert json.loads(answered["content"]) == {"accepted": True}
+    assert not [
+        r for r in caplog.records if r.levelno >= logging.WARNING and "Duplicate" in r.getMessage()
+    ]
 
 
 @pytest.mark.server
