@@ -27,7 +27,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
-from google.adk.tools.base_toolset import BaseToolset
+from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 
 from gateway.adk.agui_adk import is_agui_toolset
 from gateway.tools.catalog import Catalog
@@ -97,32 +97,42 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
             "ADK agents (LlmAgent, SequentialAgent or any BaseAgent)."
         )
     for agent in llm_agents(root):
-        _without_placeholders(agent)
-        # Hosting the same agent twice (tests, two mounts) must not offer its tools twice.
-        agent.tools = [t for t in agent.tools if not isinstance(t, ClientToolset)]
-        agent.tools.append(client_tools)
+        _offer_client_tools(agent, client_tools)
         if hosted.model is not None:
             agent.model = hosted.model
     ours = [plugin for plugin in plugins if plugin not in app.plugins]
     return app.model_copy(update={"plugins": [*app.plugins, *ours]})
 
 
-def _without_placeholders(agent: LlmAgent) -> None:
+def _offer_client_tools(agent: LlmAgent, client_tools: ClientToolset) -> None:
+    """The client toolset on ``agent``, in place of ag-ui-adk's ``AGUIToolset`` (narrowed
+    by its ``tool_filter``) and of what an earlier hosting left: hosting the same agent
+    twice (tests, two mounts) must neither offer its tools twice nor forget the filter."""
+    narrowed = _without_placeholders(agent)
+    earlier = [tool for tool in agent.tools if isinstance(tool, ClientToolset)]
+    narrowed = narrowed or next((t.tool_filter for t in earlier if t.tool_filter), None)
+    agent.tools = [tool for tool in agent.tools if not isinstance(tool, ClientToolset)]
+    agent.tools.append(client_tools.narrowed(narrowed) if narrowed else client_tools)
+
+
+def _without_placeholders(agent: LlmAgent) -> ToolPredicate | list[str] | None:
     """Takes ag-ui-adk's ``AGUIToolset()`` out: the client toolset serves what it stood for
-    (its own ``get_tools`` raises, and ADK would log that as an ERROR on every run)."""
+    (its own ``get_tools`` raises, and ADK would log that as an ERROR on every run); its
+    ``tool_filter``, if it had one, is returned for the client toolset to keep."""
     placeholders = [tool for tool in agent.tools if is_agui_toolset(tool)]
     if not placeholders:
-        return
+        return None
     agent.tools = [tool for tool in agent.tools if not is_agui_toolset(tool)]
     log.info("agent %s: AGUIToolset is served by the gateway's client tools", agent.name)
-    for placeholder in placeholders:
-        narrowed = getattr(placeholder, "tool_filter", None)
-        if narrowed or getattr(placeholder, "tool_name_prefix", None):
-            log.warning(
-                "agent %s: AGUIToolset's tool_filter and tool_name_prefix are not kept: it is "
-                "offered every client tool a run declares, under the name declared",
-                agent.name,
-            )
+    if any(getattr(placeholder, "tool_name_prefix", None) for placeholder in placeholders):
+        log.warning(
+            "agent %s: AGUIToolset's tool_name_prefix is not kept: client tools are offered "
+            "under the names the client declares",
+            agent.name,
+        )
+    # Two placeholders on one agent (never seen) offer every client tool.
+    only: ToolPredicate | list[str] | None = getattr(placeholders[0], "tool_filter", None)
+    return only if len(placeholders) == 1 else None
 
 
 def resumable_app(agent: BaseAgent, name: str | None = None) -> App:

@@ -17,13 +17,14 @@ import warnings
 from pathlib import Path
 
 import pytest
-from ag_ui_adk import ADKAgent
+from ag_ui_adk import ADKAgent, AGUIToolset
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 
 from gateway.adk import agui_adk, loading
 from gateway.adk.hosting import HostingError, prepare
 from gateway.config import Settings
+from gateway.models.script import ScriptLlm
 from gateway.tools.client import ClientToolset
 from tests.support import ROOT
 from tests.support.agui import (
@@ -361,3 +362,38 @@ async def test_a_run_of_an_agent_with_agui_toolset_logs_no_error(tmp_path: Path)
     text = log.read_text()
     assert "agent ChatAgent: AGUIToolset is served by the gateway's client tools" in text
     assert " ERROR " not in text and "Traceback" not in text, text
+
+
+@pytest.mark.server
+async def test_agui_toolsets_filter_narrows_the_client_tools_its_agent_is_offered(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "page.json"
+    rules = [
+        {
+            "user": "title (?P<title>\\w+)",
+            "call": {"name": "change_title", "args": {"title": "{title}"}},
+        },
+        {"user": "title", "say": "I cannot change the title."},
+        {
+            "user": "background (?P<color>\\w+)",
+            "call": {"name": "change_background", "args": {"background": "{color}"}},
+        },
+    ]
+    script.write_text(json.dumps({"rules": rules}))
+    agent = LlmAgent(
+        name="page",
+        model=ScriptLlm.from_file(script),
+        tools=[AGUIToolset(tool_filter=["change_background"])],
+    )
+    title = {
+        "name": "change_title",
+        "description": "Changes the page's title.",
+        "parameters": {"type": "object", "properties": {"title": {"type": "string"}}},
+    }
+    tools = [agui_toolset.CHANGE_BACKGROUND, title]
+    async with running_gateway(agent=agent) as gateway, gateway.socket() as ws:
+        events = await ws.run(user_input(new_id("t"), "Set the title Hello", tools=tools))
+        assert (tool_calls(events), text_of(events)) == ([], "I cannot change the title.")
+        events = await ws.run(user_input(new_id("t"), "background red", tools=tools))
+        assert [call["name"] for call in tool_calls(events)] == ["change_background"]
