@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from gateway.api import create_app, serve
     from gateway.config import Settings
     from gateway.tools.catalog import Catalog
+    from gateway.translate.predictions import Prediction
 
-__all__ = ["Catalog", "Hosted", "HostingError", "Settings", "create_app", "serve"]
+__all__ = ["Catalog", "Hosted", "HostingError", "Prediction", "Settings", "create_app", "serve"]
 
 _HOMES = {
     "create_app": "gateway.api",
@@ -41,6 +42,7 @@ _HOMES = {
     "Hosted": "gateway.adk.hosting",
     "HostingError": "gateway.adk.hosting",
     "Catalog": "gateway.tools.catalog",
+    "Prediction": "gateway.translate.predictions",
 }
 
 

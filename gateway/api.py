@@ -12,7 +12,7 @@ serve AGENT`` takes (see ``gateway.adk.loading``); None is the bundled demo.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,17 +44,21 @@ def create_app(
     *,
     catalog: Catalog | Path | str | None = None,
     model: BaseLlm | str | None = None,
+    predict_state: Iterable[object] | None = None,
 ) -> Gateway:
     """The gateway for ``agent`` as an ASGI app; it opens its store in its lifespan (and
     warms itself up when it is the server's app). Mounted inside another app, run its
     ``lifespan`` from the host's.
 
     ``catalog`` (or ``GATEWAY_CATALOG``) restricts client tools to a catalog's; ``model``
-    (or ``GATEWAY_MODEL``) replaces the model of every LlmAgent. An agent that cannot be
+    (or ``GATEWAY_MODEL``) replaces the model of every LlmAgent; ``predict_state`` (or
+    ``GATEWAY_PREDICT_STATE``) gives tools predictive state: ``gateway.Prediction``s,
+    ag-ui-adk ``PredictStateMapping``s or dicts with their fields. An agent that cannot be
     hosted raises ``HostingError`` here, with a sentence saying why.
     """
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.approvals import ApprovalPlugin
+    from gateway.adk.confirm_changes import ConfirmChangesPlugin
     from gateway.adk.engine import Engine, open_session_service
     from gateway.adk.hosting import prepare
     from gateway.adk.thoughts import ThoughtsPlugin
@@ -77,7 +81,7 @@ def create_app(
 
     settings = settings or Settings()
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
-    hosted = _hosted(agent, settings, catalog, model)
+    hosted = _hosted(agent, settings, catalog, model, predict_state)
     mcp.install_log_filter()
     usage_log_filter()
     audit = AuditLog(settings.db)
@@ -97,6 +101,8 @@ def create_app(
         # After the warm-up's: a call it answers never reaches the model, so is not watched.
         model_calls,
     ]
+    if any(prediction.confirm for prediction in hosted.predict_state):
+        plugins.append(ConfirmChangesPlugin(hosted.predict_state))
     app = prepare(hosted, client_tools, plugins)
     service: list[SessionService] = []
     engines: list[Engine] = []
@@ -154,10 +160,13 @@ def _hosted(
     settings: Settings,
     catalog: Catalog | Path | str | None,
     model: BaseLlm | str | None,
+    predict_state: Iterable[object] | None,
 ) -> Hosted:
     from gateway.adk import loading
+    from gateway.adk.hosting import HostingError
     from gateway.doors import warmup
     from gateway.tools import catalog as tool_catalog
+    from gateway.translate import predictions
 
     warmup.skip_absent_a2a()
     if isinstance(model, str):  # a name, as GATEWAY_MODEL takes it: built the same way
@@ -169,6 +178,14 @@ def _hosted(
         hosted = dataclasses.replace(hosted, catalog=loaded)
     if model is not None:
         hosted = dataclasses.replace(hosted, model=model)
+    try:  # given here or by the setting, it replaces what an ADKAgent carried
+        predicted = predictions.predictions(predict_state) or predictions.parse(
+            settings.predict_state
+        )
+    except predictions.PredictionError as error:
+        raise HostingError(str(error)) from None
+    if predicted:
+        hosted = dataclasses.replace(hosted, predict_state=predicted)
     return hosted
 
 
@@ -209,6 +226,7 @@ def serve(
     *,
     catalog: Catalog | Path | str | None = None,
     model: BaseLlm | str | None = None,
+    predict_state: Iterable[object] | None = None,
 ) -> None:
     """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
     with the gateway's logging."""
@@ -217,7 +235,8 @@ def serve(
     from gateway import logs
 
     settings = settings or Settings()
-    app = create_app(agent, settings, catalog=catalog, model=model)
-    # Only a gateway that will serve takes over the process's logging.
+    # Only a gateway that will serve takes over the process's logging; before the agent
+    # is loaded, so what loading it says (an ADKAgent's settings not kept) is seen.
     logs.configure(settings)
+    app = create_app(agent, settings, catalog=catalog, model=model, predict_state=predict_state)
     uvicorn.Server(server_config(settings, app)).run()

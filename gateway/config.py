@@ -25,6 +25,7 @@ class Settings:
     agent: str = ""
     catalog: str = ""
     model: str = ""
+    predict_state: str = ""
     scripted_pace_ms: float = 30.0
     auth: str = "dev"
     jwt_secret: str = ""
@@ -95,6 +96,10 @@ _HELP: dict[str, str] = {
     "model": "replaces the model of every LlmAgent hosted: a Gemini name such as "
     "'gemini-2.5-flash', 'openai/<model>', or 'script:<file>' to play a script file offline "
     "(default: the agent's own; the demo's is 'scripted', offline)",
+    "predict_state": "predictive state, as the AG-UI dojo's document editor uses it: a JSON list "
+    'of {"state_key", "tool", "tool_argument", "emit_confirm_tool"?}; a call of the tool is '
+    "preceded by CUSTOM PredictState and, unless emit_confirm_tool is false, followed by a "
+    "confirm_changes call the browser answers (default: the ADKAgent's, if AGENT builds one)",
     "scripted_pace_ms": "delay between the streamed chunks of the demo's scripted model and of "
     "a 'script:<file>' model",
     "auth": "'dev': the user comes from ?user= or X-Gateway-User, as sent; "

@@ -3,7 +3,8 @@
 Whatever a user names (an agent, an App, a ``Hosted``, or a function of the settings that
 returns one of these; see ``gateway.adk.loading``) becomes one resumable ADK App here, with the
 gateway's plugins added to the App's own and the client-tool toolset on every LlmAgent that
-runs in the App's invocation, so any agent gets client tools, approvals and cancel.
+runs in the App's invocation, so any agent gets client tools, approvals and cancel. That
+toolset stands in for ag-ui-adk's ``AGUIToolset()`` placeholder, which is taken out.
 
 Resumability is not optional: a client tool or an approval pauses the invocation, and the
 browser's answer resumes it. A bare agent is wrapped in a resumable App; an App that is
@@ -14,6 +15,7 @@ back would hide why a run behaves differently from ``adk web``.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from importlib.resources.abc import Traversable
@@ -25,10 +27,12 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
-from google.adk.tools.base_toolset import BaseToolset
+from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 
+from gateway.adk.agui_adk import is_agui_toolset
 from gateway.tools.catalog import Catalog
 from gateway.tools.client import ClientToolset
+from gateway.translate.predictions import Prediction
 
 __all__ = [
     "Hosted",
@@ -38,8 +42,11 @@ __all__ = [
     "first_line",
     "llm_agents",
     "prepare",
+    "resumable_app",
     "server_tool_names",
 ]
+
+log = logging.getLogger(__name__)
 
 # The extra fields of GET /me for a user, given the user id: the demo's screen menu.
 Profile = Callable[[str], dict[str, Any]]
@@ -57,6 +64,8 @@ class Hosted:
     without one every tool a client declares is offered. ``web``: a folder of static files
     served at ``/`` (the demo's reference client). ``profile``: more fields for ``GET /me``.
     ``model``: replaces the model of every LlmAgent (``GATEWAY_MODEL`` sets it).
+    ``predict_state``: the tools whose arguments a client shows as state as they come
+    (``gateway.translate.predictions``; ``GATEWAY_PREDICT_STATE`` sets it).
     """
 
     agent: BaseAgent | App
@@ -64,6 +73,7 @@ class Hosted:
     web: Traversable | None = None
     profile: Profile | None = None
     model: BaseLlm | str | None = None
+    predict_state: tuple[Prediction, ...] = ()
 
     @property
     def app_name(self) -> str:
@@ -73,7 +83,7 @@ class Hosted:
 def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()) -> App:
     """The resumable App the runner runs: ``plugins`` after the App's own, the client
     toolset on each LlmAgent, and the hosted ``model``, if any, for every LlmAgent."""
-    app = hosted.agent if isinstance(hosted.agent, App) else _resumable_app(hosted.agent)
+    app = hosted.agent if isinstance(hosted.agent, App) else resumable_app(hosted.agent)
     if not (app.resumability_config and app.resumability_config.is_resumable):
         raise HostingError(
             f"App {app.name!r} is not resumable: client tools and approvals pause a run and "
@@ -87,29 +97,59 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
             "ADK agents (LlmAgent, SequentialAgent or any BaseAgent)."
         )
     for agent in llm_agents(root):
-        # Hosting the same agent twice (tests, two mounts) must not offer its tools twice.
-        agent.tools = [t for t in agent.tools if not isinstance(t, ClientToolset)]
-        agent.tools.append(client_tools)
+        _offer_client_tools(agent, client_tools)
         if hosted.model is not None:
             agent.model = hosted.model
     ours = [plugin for plugin in plugins if plugin not in app.plugins]
     return app.model_copy(update={"plugins": [*app.plugins, *ours]})
 
 
-def _resumable_app(agent: BaseAgent) -> App:
+def _offer_client_tools(agent: LlmAgent, client_tools: ClientToolset) -> None:
+    """The client toolset on ``agent``, in place of ag-ui-adk's ``AGUIToolset`` (narrowed
+    by its ``tool_filter``) and of what an earlier hosting left: hosting the same agent
+    twice (tests, two mounts) must neither offer its tools twice nor forget the filter."""
+    narrowed = _without_placeholders(agent)
+    earlier = [tool for tool in agent.tools if isinstance(tool, ClientToolset)]
+    narrowed = narrowed or next((t.tool_filter for t in earlier if t.tool_filter), None)
+    agent.tools = [tool for tool in agent.tools if not isinstance(tool, ClientToolset)]
+    agent.tools.append(client_tools.narrowed(narrowed) if narrowed else client_tools)
+
+
+def _without_placeholders(agent: LlmAgent) -> ToolPredicate | list[str] | None:
+    """Takes ag-ui-adk's ``AGUIToolset()`` out: the client toolset serves what it stood for
+    (its own ``get_tools`` raises, and ADK would log that as an ERROR on every run); its
+    ``tool_filter``, if it had one, is returned for the client toolset to keep."""
+    placeholders = [tool for tool in agent.tools if is_agui_toolset(tool)]
+    if not placeholders:
+        return None
+    agent.tools = [tool for tool in agent.tools if not is_agui_toolset(tool)]
+    log.info("agent %s: AGUIToolset is served by the gateway's client tools", agent.name)
+    if any(getattr(placeholder, "tool_name_prefix", None) for placeholder in placeholders):
+        log.warning(
+            "agent %s: AGUIToolset's tool_name_prefix is not kept: client tools are offered "
+            "under the names the client declares",
+            agent.name,
+        )
+    # Two placeholders on one agent (never seen) offer every client tool.
+    only: ToolPredicate | list[str] | None = getattr(placeholders[0], "tool_filter", None)
+    return only if len(placeholders) == 1 else None
+
+
+def resumable_app(agent: BaseAgent, name: str | None = None) -> App:
+    """``agent`` in a resumable App named ``name`` (default: the agent's)."""
     with warnings.catch_warnings():
         # ADK marks resumability experimental and says so on every construction.
         warnings.simplefilter("ignore", UserWarning)
         try:
             return App(
-                name=agent.name,
+                name=name or agent.name,
                 root_agent=agent,
                 resumability_config=ResumabilityConfig(is_resumable=True),
             )
         except ValueError as error:
             raise HostingError(
-                f"Agent {agent.name!r} cannot name an App ({first_line(error)}); wrap it in "
-                "an App with a valid name."
+                f"Agent {agent.name!r} cannot name an App {name or agent.name!r} "
+                f"({first_line(error)}); wrap it in an App with a valid name."
             ) from None
 
 

@@ -3,9 +3,15 @@
 AGENT is one of:
 
 - ``package.module:attr``, naming an ADK agent (``LlmAgent``, ``SequentialAgent``, any
-  ``BaseAgent``), an ``App``, a ``gateway.Hosted``, or a function that takes the gateway's
-  ``Settings`` and returns one of these (the demo's does, to choose its model);
-- ``package.module``: its ``app``, else its ``root_agent``, as ``adk web`` looks;
+  ``BaseAgent``), an ``App``, a ``gateway.Hosted``, ag-ui-adk's ``ADKAgent``, or a
+  function that takes the gateway's ``Settings`` and returns one of these (the demo's
+  does, to choose its model);
+- ``package.module``: the ``ADKAgent`` it builds, else its ``app``, else its
+  ``root_agent``, as ``adk web`` looks. A module written for ag-ui-adk has an
+  ``ADKAgent`` and a FastAPI ``app``: the gateway serves the ``ADKAgent``'s agent with the
+  settings it can keep (``gateway.adk.agui_adk``) and logs each one it cannot; a module
+  whose ``app`` is a web app with no ``ADKAgent`` beside it is refused, naming the agents
+  it holds;
 - a folder laid out for ``adk web`` / ``adk api_server`` (a package whose ``agent.py``
   defines ``root_agent`` or ``app``), loaded by ADK's own loader, ``.env`` included;
 - nothing: the bundled demo, the screen navigator.
@@ -18,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -26,11 +33,14 @@ from google.adk.agents import BaseAgent
 from google.adk.apps import App
 
 from gateway import models
-from gateway.adk.hosting import Hosted, HostingError, first_line
+from gateway.adk import agui_adk
+from gateway.adk.hosting import Hosted, HostingError, first_line, resumable_app
 from gateway.config import Settings
 from gateway.models import names
 
 __all__ = ["DEMO", "load"]
+
+log = logging.getLogger(__name__)
 
 # The demo is named, never imported, so the core depends on nothing of it.
 DEMO = "gateway.examples.navigator.agent:hosted"
@@ -76,13 +86,42 @@ def _from_module(spec: str, where: str) -> object:
                 f"{attribute!r}."
             )
         return getattr(module, attribute)
+    wrappers = [name for name, value in vars(module).items() if agui_adk.is_adk_agent(value)]
+    if len(wrappers) == 1:
+        return getattr(module, wrappers[0])
+    if wrappers:
+        raise HostingError(
+            f"{where}: module {module_name!r} ({_origin(module)}) builds "
+            f"{len(wrappers)} ADKAgents; serve one of them: {_choices(module_name, wrappers)}."
+        )
     for default in ("app", "root_agent"):
-        if hasattr(module, default):
-            return getattr(module, default)
+        found = getattr(module, default, None)
+        if isinstance(found, BaseAgent | App | Hosted) or inspect.isfunction(found):
+            return found
+    agents = [
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, BaseAgent | App) and not name.startswith("_")
+    ]
+    app = getattr(module, "app", None)
+    if app is not None:
+        instead = (
+            f"serve one of its agents instead: {_choices(module_name, agents)}"
+            if agents
+            else "name an ADK agent as module:attribute"
+        )
+        raise HostingError(
+            f"{where}: module {module_name!r} ({_origin(module)}) holds {_kind(app)} as "
+            f"'app', not an ADK agent or App; {instead}."
+        )
     raise HostingError(
         f"{where}: module {module_name!r} ({_origin(module)}) has neither 'app' nor "
         "'root_agent'; name the agent as module:attribute."
     )
+
+
+def _choices(module_name: str, names: list[str]) -> str:
+    return " or ".join(f"{module_name}:{name}" for name in names)
 
 
 def _from_folder(folder: Path, where: str) -> object:
@@ -114,6 +153,8 @@ def _call_factory(factory: Any, settings: Settings, where: str) -> object:
 
 
 def _as_hosted(found: object, where: str, model: Any) -> Hosted:
+    if agui_adk.is_adk_agent(found):
+        return _unwrapped(found, where, model)
     if isinstance(found, Hosted):
         return found if model is None else _with_model(found, model)
     if isinstance(found, BaseAgent | App):
@@ -122,6 +163,28 @@ def _as_hosted(found: object, where: str, model: Any) -> Hosted:
         f"{where} is {_kind(found)}, not an ADK agent, an App or a gateway.Hosted "
         "(or a function of the Settings returning one)."
     )
+
+
+def _unwrapped(adk_agent: object, where: str, model: Any) -> Hosted:
+    """ag-ui-adk's ``ADKAgent``: its agent, with the settings the gateway keeps; each one
+    it does not keep is logged with why and what to set instead."""
+    try:
+        unwrapped = agui_adk.unwrap(adk_agent)
+    except ValueError as error:
+        raise HostingError(f"{where}: an ADKAgent the gateway cannot serve: {error}.") from None
+    agent = unwrapped.agent
+    if isinstance(agent, BaseAgent) and unwrapped.app_name and unwrapped.app_name != agent.name:
+        agent = resumable_app(agent, unwrapped.app_name)
+    kept = [name for name in ("app_name", "predict_state") if getattr(unwrapped, name)]
+    log.info(
+        "%s: serving the agent an ADKAgent wraps, as App %r (settings kept: %s)",
+        where,
+        agent.name,
+        ", ".join(kept) or "none",
+    )
+    for setting, value, why in unwrapped.dropped:
+        log.warning("%s: ADKAgent's %s=%r is not kept: %s", where, setting, value, why)
+    return Hosted(agent, model=model, predict_state=unwrapped.predict_state)
 
 
 def _with_model(hosted: Hosted, model: Any) -> Hosted:

@@ -680,6 +680,7 @@ class Hub:
             ),
             subagents=self.engine.subagents(),
             usage=partial(self.engine.take_usage, run_id),
+            predictions=self.engine.hosted.predict_state,
         )
 
     def _log_frames(self, thread: Thread, frames: list[LoggedFrame]) -> Commit:

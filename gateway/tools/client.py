@@ -14,12 +14,13 @@ the catalog's. An AgentTool's nested run cannot pause, so it is offered none.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.tools.base_tool import BaseTool
-from google.adk.tools.base_toolset import BaseToolset
+from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
@@ -57,6 +58,14 @@ class ClientToolset(BaseToolset):
         }
         self._runs: dict[str, dict[str, ClientTool]] = {}
 
+    def narrowed(self, tool_filter: ToolPredicate | list[str]) -> ClientToolset:
+        """The same client tools, of which one agent is offered only those ``tool_filter``
+        lets through (ag-ui-adk's ``AGUIToolset(tool_filter=...)``); what the runs declare
+        is shared with this toolset."""
+        view = copy.copy(self)
+        view.tool_filter = tool_filter
+        return view
+
     @contextlib.contextmanager
     def offered(self, run_id: str, declared: Mapping[str, ClientTool]) -> Iterator[None]:
         """Offers ``declared`` to the run ``run_id`` while the block runs."""
@@ -74,4 +83,8 @@ class ClientToolset(BaseToolset):
         run = self._runs.get(str(metadata.get("runId")), {})
         assert isinstance(names, list | tuple)
         found = (run.get(name) or self._catalog.get(name) for name in names)
-        return [tool for tool in found if tool is not None]
+        return [
+            tool
+            for tool in found
+            if tool is not None and self._is_tool_selected(tool, readonly_context)
+        ]

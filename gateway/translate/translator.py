@@ -14,6 +14,9 @@ Rules of the stream this produces (AG-UI 1.0):
   (``gateway.translate.subagents``, from the marks of ``gateway.translate.attribution``).
 - State changes become STATE_DELTA (RFC 6902 ``add``), ``temp:`` keys left out; the
   run's token usage (``gateway.adk.usage``) rides on its last event.
+- A tool with predictive state (``gateway.translate.predictions``) has its first call of
+  the run preceded by CUSTOM ``PredictState``, so the client reads the call's arguments
+  into its state as they come.
 
 Ids, shared with ``translate.history`` so snapshots repeat what was streamed live:
 an assistant message's id is its ADK event id, its thoughts' ``"rs-" + event id``; a tool
@@ -25,7 +28,7 @@ and what it showed of an A2UI surface follows it as ACTIVITY_SNAPSHOT
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from google.adk.events import Event as AdkEvent
@@ -35,6 +38,7 @@ from gateway import wire as p
 from gateway.a2ui import SURFACE_ACTIVITY
 from gateway.a2ui.plugin import shown_surfaces
 from gateway.translate.attribution import mark_of
+from gateway.translate.predictions import Prediction, by_tool, predict_state_event
 from gateway.translate.streaming import Kind, StreamedMessages, reasoning_message_id
 from gateway.translate.subagents import Subagents
 from gateway.translate.tool_results import dump_json, result_content
@@ -96,6 +100,7 @@ class RunTranslator:
         *,
         subagents: Subagents | None = None,
         usage: UsageOf | None = None,
+        predictions: Sequence[Prediction] = (),
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
@@ -112,6 +117,8 @@ class RunTranslator:
         self.interrupts: list[p.Interrupt] = []
         self._interrupt_for = interrupt_for
         self._usage = usage
+        # Tools with predictive state whose PredictState this run has yet to send.
+        self._unpredicted = by_tool(predictions)
 
     def start(self) -> list[p.Event]:
         self._expect(Phase.NEW)
@@ -205,7 +212,9 @@ class RunTranslator:
                 self._ask_approval(call_id, dict(call.args or {}), event.timestamp, owner)
                 continue
             out += self.messages.close()
-            streamed: list[p.Event] = [
+            predicted = self._unpredicted.pop(call.name or "", None)
+            streamed: list[p.Event] = [predict_state_event(predicted)] if predicted else []
+            streamed += [
                 p.ToolCallStart(
                     tool_call_id=call_id,
                     tool_call_name=call.name or "",

@@ -4,7 +4,9 @@ from the gateway.
 
 ``running_agui_adk(agent, **options)`` yields the endpoint's URL; ``options`` go to
 ``ag_ui_adk.ADKAgent`` as a team leaving it would have written them (``predict_state=…``).
-Drive it with ``tests.support.official_client.run_http_agent(url, …)``.
+Drive it with ``tests.support.official_client.run_http_agent(url, …)``. ``serving(by,
+agent, **options)`` is either side, for a test that runs both: the gateway (``by ==
+"gateway"``, options as ``running_gateway`` takes them) or ag-ui-adk.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from google.adk.agents.base_agent import BaseAgent
 
 from tests.support.budgets import eventually
 from tests.support.ports import free_port
+from tests.support.servers import RunningGateway, running_gateway
+
+SIDES = ("gateway", "ag-ui-adk")
 
 
 @asynccontextmanager
@@ -50,3 +55,15 @@ async def running_agui_adk(agent: BaseAgent, **options: Any) -> AsyncIterator[st
     finally:
         server.should_exit = True
         await task
+
+
+@asynccontextmanager
+async def serving(by: str, agent: BaseAgent, **options: Any) -> AsyncIterator[RunningGateway | str]:
+    """``agent`` served by the gateway or by ag-ui-adk (``SIDES``), with ``options`` each
+    side takes the same way (``predict_state=[PredictStateMapping(...)]``)."""
+    if by == "gateway":
+        async with running_gateway(agent=agent, **options) as gateway:
+            yield gateway
+    else:
+        async with running_agui_adk(agent, **options) as url:
+            yield url

@@ -52,12 +52,16 @@ async def running_gateway(
     """A gateway on a free loopback port; by default once /ping would say Healthy.
 
     ``agent`` is what ``create_app`` takes (default: the demo); ``model`` a model object or
-    name for every LlmAgent; any other keyword is a setting. There is no warm-up unless a
+    name for every LlmAgent; ``predict_state`` a list as ``create_app`` takes it, or the
+    setting's JSON text; any other keyword is a setting. There is no warm-up unless a
     test asks for one (``warm_up_runs=3``, the default of ``agent-gateway``).
     """
     tiers.require("server", "a gateway on loopback")
     model = overrides.pop("model", None)
     agent = overrides.pop("agent", None)
+    predictions = None
+    if not isinstance(overrides.get("predict_state", ""), str):
+        predictions = overrides.pop("predict_state")
     # Tests send far faster than a person: the per-user rate limit has tests of its own.
     # The warm-up's runs make a first run as fast as the tenth, which no test measures here.
     fields: dict[str, Any] = {
@@ -70,7 +74,7 @@ async def running_gateway(
     fields.update(overrides)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
-    app = create_app(agent, settings, model=model)
+    app = create_app(agent, settings, model=model, predict_state=predictions)
     # The same uvicorn settings as `agent-gateway`, served on the test's own loop.
     server = uvicorn.Server(server_config(settings, app))
     task = asyncio.create_task(server.serve())
