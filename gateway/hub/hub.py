@@ -388,7 +388,9 @@ class Hub:
             own = [
                 call_id
                 for call_id, call in open_items.items()
-                if subscriber.client is not None and call.client == subscriber.client
+                if subscriber.client is not None
+                and call.client == subscriber.client
+                and not call.server  # the agent's own call: no browser executes it
             ]
             if own:
                 snapshot.append(executor_event(own))
@@ -610,7 +612,13 @@ class Hub:
         except BaseException:
             self.cluster.release(thread.thread_id)
             raise
-        open_items = {c: call for c, call in open_calls(session).items() if not call.is_approval}
+        # Only browser calls expire: an approval, or the agent's own long-running call (a
+        # ticket a person decides), waits for its answer however long it takes.
+        open_items = {
+            c: call
+            for c, call in open_calls(session).items()
+            if not call.is_approval and not call.server
+        }
         # A run claimed it during the read (it answers instead), or nothing is open.
         if thread.run is not None or not open_items:
             self.cluster.release(thread.thread_id)
