@@ -88,3 +88,13 @@ def answered_calls(session: Session | None) -> set[str]:
         for event in (session.events if session else ())
         for call_id in _final_responses(event)
     }
+
+
+def final_answer(session: Session | None, call_id: str) -> dict[str, Any] | None:
+    """The response that closed ``call_id`` for good, if one did (an interim result did not)."""
+    for event in reversed(session.events if session else ()):
+        if call_id in _final_responses(event):
+            for response in event.get_function_responses():
+                if response.id == call_id:
+                    return dict(response.response or {})
+    return None

@@ -30,14 +30,14 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 from gateway.context import event_metadata, stamp
+from gateway.store.progress import INTERIM_KEY, interim_results
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
 
 __all__ = ["LongRunningPlugin", "interim_results", "server_calls"]
 
-# Where the marks are, under the gateway's key of custom_metadata: the agent's own
-# long-running calls of a model event, and the interim results of a response event.
+# Where the agent's own long-running calls of a model event are marked, under the
+# gateway's key of custom_metadata; its interim results under ``INTERIM_KEY``.
 SERVER_CALLS_KEY = "serverCalls"
-INTERIM_KEY = "interim"
 # ADK's own requests (a confirmation, a credential) are long-running calls it answers itself.
 _ADK_REQUEST = "adk_request_"
 
@@ -45,16 +45,7 @@ _ADK_REQUEST = "adk_request_"
 def server_calls(event: Event) -> set[str]:
     """The ids of the agent's own long-running calls in ``event``; its other long-running
     calls are the browser's to execute."""
-    return _marked(event, SERVER_CALLS_KEY)
-
-
-def interim_results(event: Event) -> set[str]:
-    """The call ids whose response in ``event`` is an interim result, not the final one."""
-    return _marked(event, INTERIM_KEY)
-
-
-def _marked(event: Event, key: str) -> set[str]:
-    found = event_metadata(event).get(key)
+    found = event_metadata(event).get(SERVER_CALLS_KEY)
     return {str(call_id) for call_id in found} if isinstance(found, list) else set()
 
 
