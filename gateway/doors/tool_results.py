@@ -21,7 +21,8 @@ approval (403 ACCESS_DENIED: the client answers those), one answered already (40
 TOOL_RESULT_IGNORED) or closed when the thread moved on (409 TOOL_CALL_CLOSED), a thread
 with a run going (409 SESSION_BUSY: send it again once the run is over). An answer that
 loses a race to another after these checks is found answered by planning, which never
-resumes twice. Every answer and refusal is an audit row (``via=service``) and a log line.
+resumes twice, and is refused as answered already. Every answer and refusal is an audit
+row (``via=service``) and a log line.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from gateway.doors.asgi import Receive, Scope, Send, challenge, respond
 from gateway.doors.body import RequestBody, http_status
 from gateway.doors.shared import Shared
 from gateway.hub.open_calls import final_answer, open_calls
+from gateway.hub.states import ThreadState
 from gateway.translate.translator import dump_json
 
 log = logging.getLogger(__name__)
@@ -131,10 +133,7 @@ async def _start(shared: Shared, answer: ToolResult) -> str:
                 f"Tool call {call_id!r} was closed without its result ({why}): the thread "
                 "moved on, so this result was not taken.",
             )
-        raise Closed(
-            "TOOL_RESULT_IGNORED",
-            f"Tool call {call_id!r} was already answered; this result was not taken.",
-        )
+        raise _answered(call_id)
     if call.is_approval or not call.server:
         what = "an approval, answered through resume" if call.is_approval else "a browser's call"
         raise p.GatewayError(
@@ -159,7 +158,17 @@ async def _start(shared: Shared, answer: ToolResult) -> str:
     # Decoded as any input is, so the content is held to the same bounds.
     run_input = p.decode_input(msgspec.json.encode(frame))
     run = await hub.start(owner, run_input, None)
+    if run.thread_state is not ThreadState.RUNNING:
+        # Another answer got there between the check above and the thread's lease.
+        raise _answered(call_id)
     return run.run_id
+
+
+def _answered(call_id: str) -> Closed:
+    return Closed(
+        "TOOL_RESULT_IGNORED",
+        f"Tool call {call_id!r} was already answered; this result was not taken.",
+    )
 
 
 def _told(access: Access, answer: ToolResult | None, outcome: str, detail: str) -> None:

@@ -249,6 +249,8 @@ class Hub:
             raise
         if executor is not None:
             thread.watch(executor)
+        # Known once planned: whether the run resumes or runs anything (RUNNING) at all.
+        run.thread_state = plan.thread_state
         run.task = asyncio.create_task(self.driver.drive(run, plan), name=f"run {run.run_id}")
         return run
 
