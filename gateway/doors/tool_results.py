@@ -14,15 +14,19 @@ backend system here, proving itself with the operator's service credential
 The answer becomes the tool message it stands for and starts a run on the thread as its
 owner, so the hub plans it as it plans the owner's (``gateway.hub.planning``, under the
 thread's lease): the paused invocation resumes exactly once, and the run streams to whoever
-watches the thread. The door answers 202 ``{"threadId", "runId", "toolCallId"}`` once the
-run has started, and refuses what it can name first, each with a code and a sentence:
-a call that is not a tool call of the thread (400 VALIDATION_ERROR), a browser's call or an
-approval (403 ACCESS_DENIED: the client answers those), one answered already (409
-TOOL_RESULT_IGNORED) or closed when the thread moved on (409 TOOL_CALL_CLOSED), a thread
-with a run going (409 SESSION_BUSY: send it again once the run is over). An answer that
-loses a race to another after these checks is found answered by planning, which never
-resumes twice, and is refused as answered already. Every answer and refusal is an audit
-row (``via=service``) and a log line.
+watches the thread. The door answers 202 ``{"threadId", "runId", "toolCallId",
+"waitingFor"}`` once the run has started; ``waitingFor`` names the thread's other open
+calls when the model made several at once, and the answer then waits for them (as a
+browser's partial answer does) before the invocation resumes.
+
+It refuses what it can name first, each with a code and a sentence: a call that is not a
+tool call of the thread (400 VALIDATION_ERROR), a browser's call or an approval (403
+ACCESS_DENIED: the client answers those), one answered already (409 TOOL_RESULT_IGNORED)
+or closed when the thread moved on (409 TOOL_CALL_CLOSED), a thread with a run going (409
+SESSION_BUSY: send it again once the run is over). An answer that loses a race to another
+after these checks is found answered by planning, which never resumes twice, and is
+refused as answered already. Every answer and refusal is an audit row (``via=service``)
+and a log line.
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ async def tool_result(shared: Shared, scope: Scope, receive: Receive, send: Send
         access.identity = shared.auth.identify_service(scope)
         shared.rates.check(SERVICE_USER)
         answer = _decoded(await body.json())
-        run_id = await _start(shared, answer)
+        run_id, waiting = await _start(shared, answer)
     except p.GatewayError as error:
         code = error.closed_code if isinstance(error, Closed) else error.code.value
         _told(access, answer, code, error.message)
@@ -91,9 +95,19 @@ async def tool_result(shared: Shared, scope: Scope, receive: Receive, send: Send
             send, status, p.encode(error.to_event()), b"application/json", challenge(error)
         )
         return
-    _told(access, answer, "ok", f"resumed by run {run_id}")
+    _told(
+        access,
+        answer,
+        "ok",
+        f"waits for {', '.join(waiting)}" if waiting else f"resumed by run {run_id}",
+    )
     document = msgspec.json.encode(
-        {"threadId": answer.thread_id, "runId": run_id, "toolCallId": answer.tool_call_id}
+        {
+            "threadId": answer.thread_id,
+            "runId": run_id,
+            "toolCallId": answer.tool_call_id,
+            "waitingFor": waiting,
+        }
     )
     await respond(send, 202, document, b"application/json")
 
@@ -108,8 +122,9 @@ def _decoded(raw: bytes) -> ToolResult:
         ) from None
 
 
-async def _start(shared: Shared, answer: ToolResult) -> str:
-    """Checks the answer against the thread and starts the run it resumes; its run id."""
+async def _start(shared: Shared, answer: ToolResult) -> tuple[str, list[str]]:
+    """Checks the answer against the thread and starts the run it resumes; the run's id,
+    and the thread's other open calls the resumption waits for (none: it resumed)."""
     hub = shared.hub
     thread_id, call_id = answer.thread_id, answer.tool_call_id
     owner = await hub.engine.thread_owner(thread_id)
@@ -118,7 +133,8 @@ async def _start(shared: Shared, answer: ToolResult) -> str:
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r} to answer a call on."
         )
-    call = open_calls(session).get(call_id)
+    open_items = open_calls(session)
+    call = open_items.get(call_id)
     if call is None:
         closed = final_answer(session, call_id)
         if closed is None:
@@ -158,10 +174,13 @@ async def _start(shared: Shared, answer: ToolResult) -> str:
     # Decoded as any input is, so the content is held to the same bounds.
     run_input = p.decode_input(msgspec.json.encode(frame))
     run = await hub.start(owner, run_input, None)
-    if run.thread_state is not ThreadState.RUNNING:
-        # Another answer got there between the check above and the thread's lease.
-        raise _answered(call_id)
-    return run.run_id
+    if run.thread_state is ThreadState.RUNNING:
+        return run.run_id, []
+    if call_id in run.thread.early:
+        # Taken, and kept until the thread's other open calls are answered too.
+        return run.run_id, [cid for cid in open_items if cid not in run.thread.early]
+    # Another answer got there between the check above and the thread's lease.
+    raise _answered(call_id)
 
 
 def _answered(call_id: str) -> Closed:

@@ -22,6 +22,12 @@ pytestmark = pytest.mark.server
 
 SERVICE_TOKEN = "s" * 40
 APPROVED = {"status": "approved", "by": "manager"}
+# The browser's own tool, as a client declares it.
+SHOW_TICKET = {
+    "name": "showTicket",
+    "description": "Shows a ticket on the user's screen.",
+    "parameters": {"type": "object", "properties": {"ticketId": {"type": "string"}}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +89,15 @@ async def test_the_backends_result_resumes_the_run_for_the_watching_user(
     assert json.loads(result["content"]) == APPROVED
     assert text_of(resumed) == "Paid 500 for a conference trip."
     assert outcome(resumed) == {"type": "success"}
+    # A reload shows the backend's result as the watcher was shown it.
+    async with gateway.socket() as again:
+        messages = (await again.run({"type": "reattach", "threadId": thread}))[1]["messages"]
+    assert {
+        "id": result["messageId"],
+        "role": "tool",
+        "toolCallId": call_id,
+        "content": result["content"],
+    } in messages
     # A second answer is refused, and resumes nothing.
     again = await post_result(gateway, answer(thread, call_id))
     assert "already answered" in refusal(again, 409, "TOOL_RESULT_IGNORED")
@@ -167,11 +182,7 @@ async def test_a_user_or_a_wrong_credential_cannot_answer(gateway: RunningGatewa
 
 async def test_a_browser_call_is_the_browsers_to_answer(gateway: RunningGateway) -> None:
     thread = new_id("t")
-    show = {
-        "name": "showTicket",
-        "description": "Shows a ticket on the user's screen.",
-        "parameters": {"type": "object", "properties": {"ticketId": {"type": "string"}}},
-    }
+    show = SHOW_TICKET
     async with gateway.socket() as ws:
         events = await ws.run(user_input(thread, "show ticket-42", tools=[show]))
         [call] = tool_calls(events, "showTicket")
@@ -180,6 +191,29 @@ async def test_a_browser_call_is_the_browsers_to_answer(gateway: RunningGateway)
         assert "a browser's call" in refusal(response, 403, "ACCESS_DENIED")
         shown = await ws.run(tool_answer(thread, [(call["id"], {"status": "shown"})], tools=[show]))
     assert text_of(shown) == "The ticket is on your screen (shown)."
+
+
+async def test_a_result_beside_an_open_browser_call_waits_for_it(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        ask = user_input(thread, "reimburse 500 for a trip and show it", tools=[SHOW_TICKET])
+        events = await ws.run(ask)
+        [ticket] = tool_calls(events, "ask_for_approval")
+        [show] = tool_calls(events, "showTicket")
+        assert sorted(outcome(events)["pendingToolCallIds"]) == sorted([ticket["id"], show["id"]])
+        response = await post_result(gateway, answer(thread, ticket["id"]))
+        assert response.status_code == 202, response.text
+        assert response.json()["waitingFor"] == [show["id"]]
+        waiting = await ws.until_end()  # the backend's run only reports what still waits
+        assert outcome(waiting) == {"type": "success", "pendingToolCallIds": [show["id"]]}
+        resumed = await ws.run(
+            tool_answer(thread, [(show["id"], {"status": "shown"})], tools=[SHOW_TICKET])
+        )
+    # Resumed with both results (the script answers the last one it was given).
+    assert text_of(resumed) == "The ticket is on your screen (shown)."
+    assert outcome(resumed) == {"type": "success"}
 
 
 async def test_the_door_is_closed_without_a_service_token() -> None:

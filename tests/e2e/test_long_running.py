@@ -7,6 +7,7 @@ answers ``{"status": "pending", "ticketId"}`` at once; the manager's decision co
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -162,4 +163,16 @@ async def test_over_sse_the_same(gateway: RunningGateway) -> None:
         gateway, tool_answer(thread, [(call["id"], APPROVED)], tools=[])
     )
     assert status == 200
+    assert text_of(resumed) == "Paid 500 for a conference trip."
+
+
+async def test_the_call_waits_past_the_browser_tools_timeout() -> None:
+    """A ticket a person decides takes as long as it takes: only browser calls expire."""
+    timeout = scaled(0.3)
+    async with running_gateway(agent=build_agent(), client_tool_timeout=timeout) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            [call] = tool_calls(await ws.run(ask(thread)), "ask_for_approval")
+            await asyncio.sleep(timeout * 4)
+            resumed = await ws.run(tool_answer(thread, [(call["id"], APPROVED)], tools=[]))
     assert text_of(resumed) == "Paid 500 for a conference trip."
