@@ -21,6 +21,7 @@ and the final result resumes the paused invocation as a browser's result does.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from google.adk.agents.invocation_context import InvocationContext
@@ -34,6 +35,8 @@ from gateway.store.progress import INTERIM_KEY, interim_results
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
 
 __all__ = ["LongRunningPlugin", "interim_results", "server_calls"]
+
+log = logging.getLogger(__name__)
 
 # Where the agent's own long-running calls of a model event are marked, under the
 # gateway's key of custom_metadata; its interim results under ``INTERIM_KEY``.
@@ -74,6 +77,11 @@ class LongRunningPlugin(BasePlugin):
             return None
         call_id = tool_context.function_call_id or ""
         self._interim.setdefault(tool_context.invocation_id, set()).add(call_id)
+        log.info(
+            "%s answered call %s with an interim result; the run waits for the final one",
+            tool.name,
+            call_id,
+        )
         # The model is not called on the interim value: the invocation pauses once the
         # result's event is out, and the final result resumes it.
         tool_context._invocation_context.end_invocation = True
