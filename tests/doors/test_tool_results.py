@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -222,8 +221,8 @@ async def test_the_door_is_closed_without_a_service_token() -> None:
     assert "GATEWAY_SERVICE_TOKEN" in refusal(response, 403, "ACCESS_DENIED")
 
 
-async def test_a_pending_call_survives_a_restart_and_resumes_once(tmp_path: Path) -> None:
-    db = str(tmp_path / "threads.db")
+async def test_a_pending_call_survives_a_restart_and_resumes_once(db: str) -> None:
+    """On a SQLite file, and on a PostgreSQL database."""
     thread = new_id("t")
     async with running_gateway(agent=build_agent(), db=db, service_token=SERVICE_TOKEN) as first:
         call_id = await pending_ticket(first, thread)
