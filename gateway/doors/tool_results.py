@@ -173,7 +173,15 @@ async def _start(shared: Shared, answer: ToolResult) -> tuple[str, list[str]]:
     }
     # Decoded as any input is, so the content is held to the same bounds.
     run_input = p.decode_input(msgspec.json.encode(frame))
-    run = await hub.start(owner, run_input, None)
+    try:
+        run = await hub.start(owner, run_input, None)
+    except p.GatewayError as error:
+        if error.code is not p.ErrorCode.SESSION_BUSY:
+            raise
+        raise p.GatewayError(
+            p.ErrorCode.SESSION_BUSY,
+            f"Thread {thread_id!r} has a run going; send this result again once it has ended.",
+        ) from None
     if run.thread_state is ThreadState.RUNNING:
         return run.run_id, []
     if call_id in run.thread.early:

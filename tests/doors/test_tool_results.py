@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from google.adk.tools import LongRunningFunctionTool
 
 from tests.support import tokens
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
@@ -213,6 +214,30 @@ async def test_a_result_beside_an_open_browser_call_waits_for_it(
     # Resumed with both results (the script answers the last one it was given).
     assert text_of(resumed) == "The ticket is on your screen (shown)."
     assert outcome(resumed) == {"type": "success"}
+
+
+async def test_a_result_sent_while_the_thread_runs_is_refused_as_busy() -> None:
+    opened = asyncio.Event()
+
+    async def ask_for_approval(purpose: str, amount: str) -> dict[str, Any]:
+        """Opens an approval ticket, once the ticket system answers."""
+        await opened.wait()
+        return {"status": "pending", "ticketId": "ticket-slow"}
+
+    agent = build_agent()
+    agent.tools = [LongRunningFunctionTool(func=ask_for_approval)]
+    async with running_gateway(agent=agent, service_token=SERVICE_TOKEN) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            await ws.send(user_input(thread, "reimburse 500 for a conference trip", tools=[]))
+            while (event := await ws.next())["type"] != "TOOL_CALL_END":
+                pass
+            busy = await post_result(gateway, answer(thread, event["toolCallId"]))
+            assert "send this result again" in refusal(busy, 409, "SESSION_BUSY")
+            opened.set()
+            assert outcome(await ws.until_end())["pendingToolCallIds"] == [event["toolCallId"]]
+        again = await post_result(gateway, answer(thread, event["toolCallId"]))
+        assert again.status_code == 202, again.text
 
 
 async def test_the_door_is_closed_without_a_service_token() -> None:
