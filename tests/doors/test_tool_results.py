@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -112,6 +113,22 @@ async def test_the_backends_result_resumes_the_run_for_the_watching_user(
         ("service", call_id, "ok"),
         ("service", call_id, "TOOL_RESULT_IGNORED"),
     ]
+
+
+async def test_operators_see_the_wait_and_the_answer_and_no_error(
+    gateway: RunningGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    thread = new_id("t")
+    with caplog.at_level(logging.INFO, logger="gateway"):
+        call_id = await pending_ticket(gateway, thread)
+        async with gateway.socket() as watcher:
+            await watcher.run({"type": "reattach", "threadId": thread})
+            assert (await post_result(gateway, answer(thread, call_id))).status_code == 202
+            await watcher.until_end()
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(f"call {call_id} with an interim result" in line for line in lines)
+    assert any(f"call={call_id}" in line and "resumed by run" in line for line in lines)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 async def test_a_late_result_after_the_thread_moved_on_is_refused(

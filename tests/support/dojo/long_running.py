@@ -2,12 +2,14 @@
 
 ``ask_for_approval`` is the agent's own ``LongRunningFunctionTool``: it opens a ticket and
 answers at once with ``{"status": "pending", "ticketId": ...}``; the ticket's real outcome
-comes later, from whoever decides it, as the final result under the same call id. Small
-amounts need no ticket (``reimburse`` is an ordinary tool).
+comes later, from whoever decides it, as the final result under the same call id.
+``reimburse`` is an ordinary tool.
 
-The model is the offline script in ``long_running.json``: it asks for approval of anything
-over 100, tells the user the ticket is pending, and once the outcome arrives reimburses an
-approved ticket or says why a rejected one was not.
+The model is the offline script in ``long_running.json``: it asks for approval of what the
+user wants reimbursed, speaks only once the ticket's outcome arrives, then reimburses an
+approved ticket or says why a rejected one was not. A client that declares a browser tool
+``showTicket`` gets it called too ("show ticket-…", or "… and show it" beside a new
+ticket), as a dojo frontend's own tool is.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def build_agent(pace_ms: float = 0.0) -> LlmAgent:
         name="reimbursement_agent",
         model=ScriptLlm.from_file(SCRIPT, pace_ms=pace_ms),
         instruction=(
-            "You handle reimbursements. Amounts up to 100 you pay with reimburse; larger ones "
-            "need a manager's approval, asked with ask_for_approval, and you wait for it."
+            "You handle reimbursements. Each needs a manager's approval: ask for it with "
+            "ask_for_approval, wait for the outcome, then pay an approved one with reimburse."
         ),
         tools=[reimburse, LongRunningFunctionTool(func=ask_for_approval)],
     )
