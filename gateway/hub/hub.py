@@ -616,10 +616,9 @@ class Hub:
             raise
         # Only browser calls expire: an approval, or the agent's own long-running call (a
         # ticket a person decides), waits for its answer however long it takes.
+        found = open_calls(session)
         open_items = {
-            c: call
-            for c, call in open_calls(session).items()
-            if not call.is_approval and not call.server
+            c: call for c, call in found.items() if not call.is_approval and not call.server
         }
         # A run claimed it during the read (it answers instead), or nothing is open.
         if thread.run is not None or not open_items:
@@ -627,6 +626,20 @@ class Hub:
             return
         timeout = {"status": "no_result", "reason": "timeout"}
         responses = {cid: thread.early.get(cid, timeout) for cid in open_items}
+        tickets = [cid for cid, call in found.items() if call.server]
+        if tickets:
+            # ADK would take the tickets' interim results as answers: the timeouts wait with
+            # the thread's early answers until the tickets' results come, as a partial
+            # answer does.
+            thread.early.update(responses)
+            self.cluster.release(thread.thread_id)
+            log.info(
+                "thread %s: %d browser calls expired; they wait for %s",
+                thread.thread_id,
+                len(open_items),
+                ", ".join(tickets),
+            )
+            return
         thread.early.clear()
         thread.early_messages.clear()
         run = self._claim(thread, run_id, None, leased=True)

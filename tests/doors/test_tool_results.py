@@ -233,6 +233,30 @@ async def test_a_result_beside_an_open_browser_call_waits_for_it(
     assert outcome(resumed) == {"type": "success"}
 
 
+async def test_a_browser_call_that_expires_beside_a_ticket_waits_for_the_ticket() -> None:
+    timeout = scaled(0.3)
+    async with running_gateway(
+        agent=build_agent(), service_token=SERVICE_TOKEN, client_tool_timeout=timeout
+    ) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            ask = user_input(thread, "reimburse 500 for a trip and show it", tools=[SHOW_TICKET])
+            [ticket] = tool_calls(await ws.run(ask), "ask_for_approval")
+            # The browser never answers; the model is not run on its timeout alone.
+            with pytest.raises(TimeoutError):
+                await ws.next(timeout * 5)
+            response = await post_result(gateway, answer(thread, ticket["id"]))
+            assert response.status_code == 202, response.text
+            assert response.json()["waitingFor"] == []
+            resumed = await ws.until_end()
+        async with gateway.socket() as again:
+            messages = (await again.run({"type": "reattach", "threadId": thread}))[1]["messages"]
+    # Resumed once, with the ticket's result and the browser call's timeout.
+    assert text_of(resumed) == "The ticket is on your screen (no_result)."
+    said = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
+    assert said == ["The ticket is on your screen (no_result)."]
+
+
 async def test_a_result_sent_while_the_thread_runs_is_refused_as_busy() -> None:
     opened = asyncio.Event()
 
