@@ -127,6 +127,17 @@ async def test_a_reattach_shows_what_the_live_page_showed(gateway: RunningGatewa
     assert [m for m in page.json()["messages"] if m["role"] != "user"] == [assistant, tool]
 
 
+async def test_no_tab_is_told_to_execute_the_agents_own_call(gateway: RunningGateway) -> None:
+    thread = new_id("t")
+    async with gateway.socket(query="&clientId=tab-1") as ws:
+        live = await ws.run(ask(thread))
+    async with gateway.socket(query="&clientId=tab-1") as again:
+        reattached = await again.run({"type": "reattach", "threadId": thread})
+    # The tab that started the run sees the call as everyone does: no executor's list.
+    assert [e for e in live + reattached if e["type"] == "CUSTOM"] == []
+    assert outcome(reattached)["pendingToolCallIds"] == [tool_calls(live)[0]["id"]]
+
+
 async def test_another_user_cannot_answer_the_call(gateway: RunningGateway) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:
