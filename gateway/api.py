@@ -77,6 +77,7 @@ def create_app(
     from gateway.store import SessionService
     from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
+    from gateway.tools.long_running import LongRunningPlugin
     from gateway.translate.attribution import AttributionPlugin
 
     settings = settings or Settings()
@@ -90,6 +91,8 @@ def create_app(
     model_calls = ModelCalls()
     surfaces = SurfacePlugin()
     plugins = [
+        # First: it reads a tool's result before any other plugin may replace it.
+        LongRunningPlugin(),
         AuditPlugin(audit),
         ApprovalPlugin(),
         AttributionPlugin(),

@@ -40,6 +40,7 @@ class Settings:
     jwt_user_claim: str = "sub"
     jwt_org_claim: str = "org"
     jwt_roles_claim: str = "roles"
+    service_token: str = ""
     ws_ticket_seconds: float = 30.0
     ws_tickets_max: int = 10_000
     durability: str = "normal"
@@ -105,6 +106,9 @@ _HELP: dict[str, str] = {
     "auth": "'dev': the user comes from ?user= or X-Gateway-User, as sent; "
     "'jwt': from a verified Authorization: Bearer token",
     "jwt_secret": "HS256 secret (32+ bytes) for jwt mode; prefer the env var: flags show in ps",
+    "service_token": "the credential (32+ bytes) a backend system sends as Authorization: "
+    "Bearer to POST /tool-results, the final results of an agent's long-running tools "
+    "(unset: that door is closed); prefer the env var: flags show in ps",
     "jwt_public_key": "PEM public key (the text, or a file path) for RS256/ES256 tokens",
     "jwt_jwks_url": "JWKS URL of the token issuer (cached; unknown key ids refetch)",
     "jwt_jwks_file": "JWKS file holding the issuer's public keys",

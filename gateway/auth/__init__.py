@@ -12,6 +12,11 @@
 In both modes /ws takes tickets, and the start-up warm-up's credential: a random secret of
 this process, sent as a bearer token, good only as the warm-up user and only until the
 warm-up is over.
+
+A backend system is no user: it proves itself at its own door (``POST /tool-results``) with
+the operator's service credential, ``GATEWAY_SERVICE_TOKEN`` sent as a bearer token. It
+works the same in both modes (dev mode has no tokens a role could ride on) and no user's
+credential is one; without it set, that door is closed.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import urllib.parse
 from collections.abc import MutableMapping
 from typing import Any
 
+from gateway import wire as p
 from gateway.auth.identity import (
+    SERVICE_USER,
     WARM_UP_USER,
     Identity,
     Impersonation,
@@ -35,6 +42,7 @@ from gateway.auth.tokens import AuthSettingsError, TokenVerifier
 from gateway.config import Settings
 
 __all__ = [
+    "SERVICE_USER",
     "WARM_UP_USER",
     "AuthSettingsError",
     "Authenticator",
@@ -45,6 +53,8 @@ __all__ = [
 ]
 
 DEFAULT_USER = "demo"
+# The shortest service credential taken: as long as an HS256 secret must be.
+MIN_SERVICE_TOKEN_BYTES = 32
 # The subprotocol the gateway speaks on /ws, and the prefix of one that carries a token.
 SUBPROTOCOL = "agui"
 TOKEN_SUBPROTOCOL = "bearer."
@@ -77,6 +87,12 @@ class Authenticator:
         self.verifier = TokenVerifier(settings) if settings.auth == "jwt" else None
         self.tickets = TicketBook(settings.ws_ticket_seconds, settings.ws_tickets_max)
         self._warm_up: str | None = secrets.token_urlsafe(32)
+        self._service_token = settings.service_token.encode()
+        if self._service_token and len(self._service_token) < MIN_SERVICE_TOKEN_BYTES:
+            raise AuthSettingsError(
+                f"GATEWAY_SERVICE_TOKEN must be at least {MIN_SERVICE_TOKEN_BYTES} bytes; "
+                "make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'."
+            )
 
     @property
     def warm_up_credential(self) -> str | None:
@@ -98,6 +114,23 @@ class Authenticator:
         if claimed is not None and claimed != identity.user:
             raise Impersonation(identity)
         return identity
+
+    def identify_service(self, scope: MutableMapping[str, Any]) -> Identity:
+        """A backend system, proven by the service credential; refused with a sentence."""
+        if not self._service_token:
+            raise p.GatewayError(
+                p.ErrorCode.ACCESS_DENIED,
+                "This door is closed: the operator has set no GATEWAY_SERVICE_TOKEN.",
+            )
+        bearer = _bearer(header(scope, b"authorization"), strict=True)
+        if bearer is None:
+            raise Unauthorized(
+                "Send the service credential as Authorization: Bearer <GATEWAY_SERVICE_TOKEN>.",
+                None,
+            )
+        if not hmac.compare_digest(bearer.encode("latin-1"), self._service_token):
+            raise Unauthorized("This is not the service credential; a user's token is not one.")
+        return Identity(SERVICE_USER, via="service")
 
     def _is_warm_up(self, bearer: str) -> bool:
         live = self._warm_up

@@ -9,10 +9,12 @@ from typing import Literal
 from gateway import wire as p
 
 # How an identity was established; "dev" means only that the client said so.
-Via = Literal["dev", "bearer", "subprotocol", "ticket", "warm-up"]
+Via = Literal["dev", "bearer", "subprotocol", "ticket", "warm-up", "service"]
 
 # The start-up warm-up's own user: no client may claim it.
 WARM_UP_USER = "__warmup__"
+# Who a backend system is, once the service credential proved it (``POST /tool-results``).
+SERVICE_USER = "__service__"
 # Letters, digits and the separators issuers put in subjects (auth0|…, user@org, a:b).
 _USER_ID = re.compile(r"[A-Za-z0-9_.@|:+-]{1,128}")
 # What RFC 6750 allows inside a quoted error_description.

@@ -12,6 +12,7 @@ the app, so no door imports ``app``. The parts (each module's docstring has its 
 - ``sse_replay``   GET /invocations: a thread's SSE stream resumed by ``Last-Event-ID``
 - ``ping``         GET /ping: Starting, Healthy, HealthyBusy or Unhealthy
 - ``json_doors``   GET /tools, /me, /capabilities, /history; POST /ws-ticket
+- ``tool_results`` POST /tool-results: a backend system's final result for a long-running call
 - ``access``       around every door's work: identify the caller, log, audit
 - ``cors``         which browser origins may come in, and CORS on the HTTP doors
 - ``body``         a request body read within bounds of size and time

@@ -7,8 +7,9 @@ says Healthy only after both. Routing matches the path below where the gateway i
 and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /invocations
 to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
 ``gateway.doors.sse_replay``, GET /ping to ``gateway.doors.ping``, and GET /tools, /me,
-/history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``. CORS covers
-those HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
+/history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``, and a backend
+system's POST /tool-results to ``gateway.doors.tool_results``. CORS covers the browsers'
+HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
 client (``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
@@ -32,7 +33,7 @@ from gateway import wire as p
 from gateway.adk import capabilities
 from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, json_doors, warmup
+from gateway.doors import cors, json_doors, tool_results, warmup
 from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.ping import Ping
@@ -257,6 +258,8 @@ class Gateway:
             await json_doors.me(self.shared, scope, send)
         elif path == "/ws-ticket" and method == "POST":
             await json_doors.ws_ticket(self.shared, scope, send)
+        elif path == "/tool-results" and method == "POST":  # no browser's: not in DOORS
+            await tool_results.tool_result(self.shared, scope, receive, send)
         elif path == "/history" and method == "GET":
             await json_doors.history(self.shared, scope, send)
         elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":

@@ -248,6 +248,8 @@ class Hub:
             raise
         if executor is not None:
             thread.watch(executor)
+        # Known once planned: whether the run resumes or runs anything (RUNNING) at all.
+        run.thread_state = plan.thread_state
         run.task = asyncio.create_task(self.driver.drive(run, plan), name=f"run {run.run_id}")
         return run
 
@@ -395,7 +397,9 @@ class Hub:
             own = [
                 call_id
                 for call_id, call in open_items.items()
-                if subscriber.client is not None and call.client == subscriber.client
+                if subscriber.client is not None
+                and call.client == subscriber.client
+                and not call.server  # the agent's own call: no browser executes it
             ]
             if own:
                 snapshot.append(executor_event(own))
@@ -617,13 +621,32 @@ class Hub:
         except BaseException:
             self.cluster.release(thread.thread_id)
             raise
-        open_items = {c: call for c, call in open_calls(session).items() if not call.is_approval}
+        # Only browser calls expire: an approval, or the agent's own long-running call (a
+        # ticket a person decides), waits for its answer however long it takes.
+        found = open_calls(session)
+        open_items = {
+            c: call for c, call in found.items() if not call.is_approval and not call.server
+        }
         # A run claimed it during the read (it answers instead), or nothing is open.
         if thread.run is not None or not open_items:
             self.cluster.release(thread.thread_id)
             return
         timeout = {"status": "no_result", "reason": "timeout"}
         responses = {cid: thread.early.get(cid, timeout) for cid in open_items}
+        tickets = [cid for cid, call in found.items() if call.server]
+        if tickets:
+            # ADK would take the tickets' interim results as answers: the timeouts wait with
+            # the thread's early answers until the tickets' results come, as a partial
+            # answer does.
+            thread.early.update(responses)
+            self.cluster.release(thread.thread_id)
+            log.info(
+                "thread %s: %d browser calls expired; they wait for %s",
+                thread.thread_id,
+                len(open_items),
+                ", ".join(tickets),
+            )
+            return
         thread.early.clear()
         thread.early_messages.clear()
         run = self._claim(thread, run_id, None, leased=True)

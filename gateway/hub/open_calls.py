@@ -1,7 +1,9 @@
 """What a thread waits on: the long-running calls of its history that have no response yet.
 
-A browser tool's call, or an approval asked (ADK's confirmation call), stays open until a
-function response with its id is stored. Nothing of it is kept in memory: every read of
+A browser tool's call, an approval asked (ADK's confirmation call), or a call of the agent's
+own long-running tool stays open until a function response with its id is stored; the
+interim result such a tool answers with at once does not close it
+(``gateway.tools.long_running``). Nothing of it is kept in memory: every read of
 the thread finds its open calls again, so a restart or another process sees the same.
 """
 
@@ -14,6 +16,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 
 from gateway.context import event_metadata
+from gateway.tools.long_running import interim_results, server_calls
 from gateway.translate.translator import CONFIRMATION_CALL
 
 
@@ -28,6 +31,9 @@ class OpenCall:
     args: dict[str, Any]
     # The client instance whose input started the run that made the call (``?clientId=``).
     client: str | None = None
+    # The agent's own long-running tool (executed on the server; only its result waits),
+    # rather than a browser tool: it waits for its final result however long it takes.
+    server: bool = False
 
     @property
     def is_approval(self) -> bool:
@@ -48,6 +54,7 @@ def open_calls(session: Session | None) -> dict[str, OpenCall]:
     """Long-running calls in the thread that have no response yet, in call order."""
     found: dict[str, OpenCall] = {}
     for event in session.events if session else ():
+        own = server_calls(event)
         for call in event.get_function_calls():
             if call.id and call.id in (event.long_running_tool_ids or ()):
                 found[call.id] = OpenCall(
@@ -57,11 +64,17 @@ def open_calls(session: Session | None) -> dict[str, OpenCall]:
                     event.timestamp,
                     call.args or {},
                     _client_of(event),
+                    server=call.id in own,
                 )
-        for response in event.get_function_responses():
-            if response.id:
-                found.pop(response.id, None)
+        for call_id in _final_responses(event):
+            found.pop(call_id, None)
     return found
+
+
+def _final_responses(event: AdkEvent) -> set[str]:
+    """The calls ``event`` answers for good: every response but an interim result."""
+    interim = interim_results(event)
+    return {r.id for r in event.get_function_responses() if r.id and r.id not in interim}
 
 
 def _client_of(event: AdkEvent) -> str | None:
@@ -71,8 +84,17 @@ def _client_of(event: AdkEvent) -> str | None:
 
 def answered_calls(session: Session | None) -> set[str]:
     return {
-        response.id
+        call_id
         for event in (session.events if session else ())
-        for response in event.get_function_responses()
-        if response.id
+        for call_id in _final_responses(event)
     }
+
+
+def final_answer(session: Session | None, call_id: str) -> dict[str, Any] | None:
+    """The response that closed ``call_id`` for good, if one did (an interim result did not)."""
+    for event in reversed(session.events if session else ()):
+        if call_id in _final_responses(event):
+            for response in event.get_function_responses():
+                if response.id == call_id:
+                    return dict(response.response or {})
+    return None

@@ -120,7 +120,7 @@ class Run:
     # that a client told the run ended may send its next input to any process at once.
     release: Callable[[], Commit] | None = None
     # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
-    # its end moves the thread to if it ran the agent; None until it is driven.
+    # its end moves the thread to if it ran the agent; None until it is planned.
     thread_state: ThreadState | None = None
 
     def __post_init__(self) -> None:

@@ -6,6 +6,10 @@ the runs a crash cut off (``close_interrupted``). It also keeps whether a thread
 open: whether the model owes a reply. Both follow from each event as it is appended (and
 from every stored event when a migration rebuilds them); the SQLite backend keeps them in
 its ``open_calls`` table (``sqlite.open_calls``) and in ``sessions.run_open``.
+
+An agent's own long-running tool answers its call at once with an interim result, marked
+on its event (``INTERIM_KEY``, by ``gateway.tools.long_running``): that answer leaves the
+call open and the run paused on it, as a browser call's does.
 """
 
 from __future__ import annotations
@@ -13,6 +17,17 @@ from __future__ import annotations
 import dataclasses
 
 from google.adk.events import Event
+
+from gateway.context import event_metadata
+
+# Where an event's interim results are marked (their call ids), under the gateway's key.
+INTERIM_KEY = "interim"
+
+
+def interim_results(event: Event) -> set[str]:
+    """The call ids whose response in ``event`` is an interim result, not the final one."""
+    found = event_metadata(event).get(INTERIM_KEY)
+    return {str(call_id) for call_id in found} if isinstance(found, list) else set()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -34,11 +49,14 @@ class RunProgress:
             for call in event.get_function_calls()
             if call.id
         )
-        answers = tuple(r.id for r in event.get_function_responses() if r.id)
+        interim = interim_results(event)
+        answers = tuple(
+            r.id for r in event.get_function_responses() if r.id and r.id not in interim
+        )
         if answers or any(not lr for _, _, lr in calls):
             run_open: bool | None = True  # the model continues after a server call or a result
-        elif calls:
-            run_open = False  # paused on the browser: waiting is not being cut off
+        elif calls or interim:
+            run_open = False  # paused on the browser or a ticket: waiting is not being cut off
         elif event.author == "user":
             run_open = True  # the model owes a reply to what the user said
         elif any(part.text and not part.thought for part in event.content.parts):

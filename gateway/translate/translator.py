@@ -8,7 +8,10 @@ Rules of the stream this produces (AG-UI 1.0):
 - Streamed model text and thoughts (ADK partial events) become TEXT_MESSAGE_* and
   REASONING_*; the final aggregated event only ends them: its text is not sent again.
 - Tool calls are taken from ADK's final (saved) model event, never from streamed previews,
-  so the id a client sees is the id stored in the session.
+  so the id a client sees is the id stored in the session. A browser tool's call goes to
+  the client that executes it and, if still open, to everyone as the run ends; an agent's
+  own long-running tool streams as any server tool does, with its interim result, and like
+  a browser call is listed in the outcome's ``pendingToolCallIds`` until its final result.
 - Which agent speaks: every assistant message names its ADK agent (``name``), and what a
   sub-agent says carries its ``subagentRunId``, announced by SUBAGENT_STARTED
   (``gateway.translate.subagents``, from the marks of ``gateway.translate.attribution``).
@@ -37,6 +40,7 @@ from google.adk.sessions.state import State
 from gateway import wire as p
 from gateway.a2ui import SURFACE_ACTIVITY
 from gateway.a2ui.plugin import shown_surfaces
+from gateway.tools.long_running import interim_results, server_calls
 from gateway.translate.attribution import mark_of
 from gateway.translate.predictions import Prediction, by_tool, predict_state_event
 from gateway.translate.streaming import Kind, StreamedMessages, reasoning_message_id
@@ -107,7 +111,8 @@ class RunTranslator:
         self.phase = Phase.NEW
         self.messages = StreamedMessages()
         self.subagents = subagents or Subagents()
-        # Long-running (client) calls made in this run that have no response yet.
+        # Long-running calls made in this run that have no (final) response yet: browser
+        # calls, and the agent's own long-running tools (``gateway.tools.long_running``).
         self.pending: dict[str, str] = {}
         # Every client call streamed in this run: their live events go to the executor only.
         self.client_calls: set[str] = set()
@@ -203,6 +208,7 @@ class RunTranslator:
                 out += self._chunk(event, thought, text, owner)
             out += self.messages.finish(message_id)
         long_running = event.long_running_tool_ids or set()
+        own = server_calls(event)
         for part in parts:
             call = part.function_call
             if call is None:
@@ -224,24 +230,30 @@ class RunTranslator:
                 p.ToolCallArgs(tool_call_id=call_id, delta=dump_json(call.args or {})),
                 p.ToolCallEnd(tool_call_id=call_id),
             ]
-            if call_id in long_running:
+            if call_id in long_running and call_id not in own:
                 # Held until the run ends: a call the server's policy refuses in the
                 # meantime never reaches the browser.
                 self.held[call_id] = streamed
                 self.pending[call_id] = call.name or ""
                 self.client_calls.add(call_id)
-            else:
-                out += streamed
-                out += self.subagents.tool_call(call_id, call.name or "", event.id, owner)
+                continue
+            # The agent's own long-running call is everyone's to see, and waits for its
+            # final result unless ADK answers it at once.
+            if call_id in own:
+                self.pending[call_id] = call.name or ""
+            out += streamed
+            out += self.subagents.tool_call(call_id, call.name or "", event.id, owner)
         # ADK answers a call that waits for approval with a placeholder; the real result
         # comes once the person has answered.
         awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
         shown = shown_surfaces(event)
+        interim = interim_results(event)
         for part in parts:
             response = part.function_response
             if response is None or response.id is None or response.id in awaiting_approval:
                 continue
-            self.pending.pop(response.id, None)
+            if response.id not in interim:  # an interim result leaves its call waiting
+                self.pending.pop(response.id, None)
             if self.held.pop(response.id, None) is not None:
                 # Refused before the browser saw it; the model explains the refusal.
                 continue
