@@ -33,6 +33,7 @@ from google.adk.tools.tool_context import ToolContext
 from gateway.context import event_metadata, stamp
 from gateway.store.progress import INTERIM_KEY, interim_results
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
+from gateway.translate.predictions import CONFIRM_CHANGES
 
 __all__ = ["LongRunningPlugin", "interim_results", "server_calls"]
 
@@ -115,7 +116,9 @@ def _own_calls(event: Event) -> list[str]:
     long_running = event.long_running_tool_ids or set()
     if not long_running:
         return []
-    declared = event_metadata(event).get(CLIENT_TOOLS_KEY) or ()
+    # The browser's: what its client declared, and the confirm dialog of predictive state,
+    # which the gateway offers whether or not the page declared it.
+    declared = {*(event_metadata(event).get(CLIENT_TOOLS_KEY) or ()), CONFIRM_CHANGES}
     return [
         call.id
         for call in event.get_function_calls()
