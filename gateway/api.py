@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from google.adk.agents import BaseAgent
 from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
+from google.adk.plugins.base_plugin import BasePlugin
 
 from gateway import config
 from gateway.adk.hosting import Hosted
@@ -57,6 +58,9 @@ def create_app(
     from gateway.adk.approvals import ApprovalPlugin
     from gateway.adk.engine import Engine, open_session_service
     from gateway.adk.hosting import prepare
+    from gateway.adk.memory import MemoryPlugin
+    from gateway.adk.services import open_services
+    from gateway.adk.stand_in import stand_in
     from gateway.adk.thoughts import ThoughtsPlugin
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.usage import install_log_filter as usage_log_filter
@@ -83,7 +87,8 @@ def create_app(
     usage = UsagePlugin()
     model_calls = ModelCalls()
     surfaces = SurfacePlugin()
-    plugins = [
+    services = open_services(settings)
+    plugins: list[BasePlugin] = [
         AuditPlugin(audit),
         ApprovalPlugin(),
         AttributionPlugin(),
@@ -95,7 +100,11 @@ def create_app(
         # After the warm-up's: a call it answers never reaches the model, so is not watched.
         model_calls,
     ]
+    if services.memory is not None:
+        plugins.append(MemoryPlugin())
     app = prepare(hosted, client_tools, plugins)
+    # The warm-up's runs meet a stand-in unless the owner asks to warm the agent itself.
+    warm_up = stand_in(app, client_tools, plugins) if settings.warm_up == "gateway" else None
     service: list[SessionService] = []
     engines: list[Engine] = []
     clusters: list[Cluster] = []
@@ -106,7 +115,15 @@ def create_app(
         service.append(await open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
         engine = Engine(
-            hosted, app, client_tools, service[0], usage, model_calls, surfaces=surfaces
+            hosted,
+            app,
+            client_tools,
+            service[0],
+            usage,
+            model_calls,
+            surfaces=surfaces,
+            services=services,
+            warm_up=warm_up,
         )
         engines.append(engine)
         hub = Hub(

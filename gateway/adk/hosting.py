@@ -5,10 +5,11 @@ returns one of these; see ``gateway.adk.loading``) becomes one resumable ADK App
 gateway's plugins added to the App's own and the client-tool toolset on every LlmAgent that
 runs in the App's invocation, so any agent gets client tools, approvals and cancel.
 
-Resumability is not optional: a client tool or an approval pauses the invocation, and the
-browser's answer resumes it. A bare agent is wrapped in a resumable App; an App that is
-not resumable is refused at start-up, since rewriting its settings behind its author's
-back would hide why a run behaves differently from ``adk web``.
+A client tool or an approval pauses the invocation, and the browser's answer resumes it:
+that takes resumability. A bare agent is wrapped in a resumable App. An App built without
+it is served as built (rewriting its settings behind its author's back would hide why a run
+behaves differently from ``adk web``): its runs that would pause are refused at that moment
+(``gateway.adk.resumability``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 
+from gateway.adk.resumability import PauseRefusal, resumable
 from gateway.tools.catalog import Catalog
 from gateway.tools.client import ClientToolset
 
@@ -38,7 +40,9 @@ __all__ = [
     "first_line",
     "llm_agents",
     "prepare",
+    "resumable_app",
     "server_tool_names",
+    "tool_name",
 ]
 
 # The extra fields of GET /me for a user, given the user id: the demo's screen menu.
@@ -71,15 +75,12 @@ class Hosted:
 
 
 def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()) -> App:
-    """The resumable App the runner runs: ``plugins`` after the App's own, the client
-    toolset on each LlmAgent, and the hosted ``model``, if any, for every LlmAgent."""
-    app = hosted.agent if isinstance(hosted.agent, App) else _resumable_app(hosted.agent)
-    if not (app.resumability_config and app.resumability_config.is_resumable):
-        raise HostingError(
-            f"App {app.name!r} is not resumable: client tools and approvals pause a run and "
-            "resume it later, so the gateway needs "
-            "App(resumability_config=ResumabilityConfig(is_resumable=True))."
-        )
+    """The App the runner runs: ``plugins`` after the App's own, the client toolset on each
+    LlmAgent, and the hosted ``model``, if any, for every LlmAgent. A bare agent becomes a
+    resumable App; an App that is not resumable gets ``PauseRefusal`` too."""
+    app = hosted.agent if isinstance(hosted.agent, App) else resumable_app(hosted.agent)
+    if not resumable(app):
+        plugins = [*plugins, PauseRefusal(app.name)]
     root = app.root_agent
     if not isinstance(root, BaseAgent):
         raise HostingError(
@@ -96,14 +97,18 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
     return app.model_copy(update={"plugins": [*app.plugins, *ours]})
 
 
-def _resumable_app(agent: BaseAgent) -> App:
+def resumable_app(
+    agent: BaseAgent, name: str | None = None, plugins: Sequence[BasePlugin] = ()
+) -> App:
+    """A resumable App of ``agent`` (named ``name``, or as the agent), with ``plugins``."""
     with warnings.catch_warnings():
         # ADK marks resumability experimental and says so on every construction.
         warnings.simplefilter("ignore", UserWarning)
         try:
             return App(
-                name=agent.name,
+                name=name or agent.name,
                 root_agent=agent,
+                plugins=list(plugins),
                 resumability_config=ResumabilityConfig(is_resumable=True),
             )
         except ValueError as error:
@@ -158,10 +163,14 @@ def server_tool_names(root: BaseAgent) -> dict[str, str]:
         for tool in agent.tools:
             if isinstance(tool, BaseToolset):
                 continue
-            name = tool.name if isinstance(tool, BaseTool) else getattr(tool, "__name__", "")
-            if name:
+            if name := tool_name(tool):
                 names.setdefault(name, agent.name)
     return names
+
+
+def tool_name(tool: Any) -> str:
+    """The name an agent's tool (a BaseTool or a plain function) is offered by."""
+    return str(tool.name if isinstance(tool, BaseTool) else getattr(tool, "__name__", ""))
 
 
 def first_line(error: BaseException) -> str:

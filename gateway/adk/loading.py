@@ -30,7 +30,7 @@ from gateway.adk.hosting import Hosted, HostingError, first_line
 from gateway.config import Settings
 from gateway.models import names
 
-__all__ = ["DEMO", "load"]
+__all__ = ["DEMO", "load", "named"]
 
 # The demo is named, never imported, so the core depends on nothing of it.
 DEMO = "gateway.examples.navigator.agent:hosted"
@@ -54,6 +54,11 @@ def load(target: object, settings: Settings) -> Hosted:
         return _as_hosted(made, f"{where} (what the function returned)", model=None)
     model = _model(settings) if settings.model else None
     return _as_hosted(found, where, model)
+
+
+def named(spec: str, where: str) -> object:
+    """What ``package.module:attr`` names; HostingError saying what is missing where."""
+    return _from_module(spec, where)
 
 
 def _is_folder(spec: str) -> bool:

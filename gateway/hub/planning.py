@@ -223,7 +223,11 @@ class Planner:
             id=call.call_id,
             reason="approval",
             message=approvals.interrupt_message(
-                name, args, str(asked.get("hint") or ""), self.engine.catalog
+                name,
+                args,
+                str(asked.get("hint") or ""),
+                self.engine.catalog,
+                own_hint=name in self.engine.own_hints,
             ),
             tool_call_id=str(original.get("id", "")) or None,
             response_schema=approvals.response_schema(asked.get("payload")),

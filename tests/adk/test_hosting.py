@@ -157,12 +157,6 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     assert line.startswith("agent-gateway: AGENT 'tests.adk.test_hosting:not_an_agent'")
 
 
-def test_an_app_that_is_not_resumable_is_refused_naming_the_setting() -> None:
-    app = App(name="orders", root_agent=orders_agent())
-    with pytest.raises(HostingError, match=r"ResumabilityConfig\(is_resumable=True\)"):
-        create_app(app, Settings(db=":memory:"))
-
-
 def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
     folder = tmp_path / "shop_agent"
     folder.mkdir()

@@ -1,0 +1,157 @@
+"""The ADK services an agent expects: memory across a user's threads (never another user's),
+artifacts and credentials, each a setting, each said in /capabilities; and a healthy agent's
+start and runs log no error and no traceback."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.artifacts import InMemoryArtifactService
+from google.adk.events import Event
+from google.adk.memory import InMemoryMemoryService
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
+
+from gateway.adk.hosting import HostingError
+from gateway.adk.memory import RecentMemory
+from gateway.api import create_app
+from gateway.config import Settings
+from gateway.models.script import ScriptLlm
+from tests.support.agui import new_id, text_of, tool_calls, user_input
+from tests.support.dojo import memory
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
+
+SHARED = InMemoryMemoryService()
+
+
+def shared_memory(settings: Settings) -> InMemoryMemoryService:
+    """A memory service named by GATEWAY_MEMORY=module:function."""
+    return SHARED
+
+
+def healthy(records: list[logging.LogRecord]) -> None:
+    """No ERROR, no traceback, and no ADK complaint about a missing memory service."""
+    for record in records:
+        message = record.getMessage()
+        assert record.levelno < logging.ERROR and record.exc_info is None, message
+        assert "Failed to preload memory" not in message, message
+
+
+async def test_what_a_user_said_in_one_thread_is_recalled_in_another_never_for_another_user(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with running_gateway(agent=memory.root_agent, warm_up_runs=3) as gateway:
+        async with gateway.socket("alice") as ws:
+            told = await ws.run(user_input(new_id("t"), "my favourite colour is teal", tools=[]))
+            assert text_of(told) == "Noted: your favourite colour is teal."
+            asked = await ws.run(user_input(new_id("t"), "what is my favourite colour?", tools=[]))
+            assert tool_calls(asked, "load_memory")
+            assert "teal" in text_of(asked) and text_of(asked).startswith("You told me:")
+        async with gateway.socket("bob") as ws:
+            asked = await ws.run(user_input(new_id("t"), "what is my favourite colour?", tools=[]))
+            assert text_of(asked) == "I do not remember that."
+        async with httpx.AsyncClient() as client:
+            doc = (await client.get(gateway.http + "/capabilities")).json()
+    assert doc["state"]["memory"] is True
+    assert doc["custom"]["gateway"]["services"] == {
+        "memory": "RecentMemory",
+        "artifacts": "InMemoryArtifactService",
+        "credentials": "InMemoryCredentialService",
+    }
+    # PreloadMemoryTool searched on every model call: without a service ADK logs a traceback.
+    healthy(caplog.records)
+
+
+async def test_a_configured_memory_service_is_used_and_none_means_none() -> None:
+    agent = memory.root_agent
+    target = f"{__name__}:shared_memory"
+    async with running_gateway(agent=agent, memory=target) as gateway:
+        assert gateway.app.hub is not None
+        assert gateway.app.hub.engine.runner.memory_service is SHARED
+        async with gateway.socket("carol") as ws:
+            await ws.run(user_input(new_id("t"), "my favourite colour is plum", tools=[]))
+        found = await SHARED.search_memory(app_name="recall", user_id="carol", query="colour")
+        assert any("plum" in (m.content.parts or [types.Part()])[0].text for m in found.memories)
+    async with running_gateway(agent=agent, memory="none", artifacts="none") as gateway:
+        async with httpx.AsyncClient() as client:
+            doc = (await client.get(gateway.http + "/capabilities")).json()
+        assert doc["state"]["memory"] is False
+        assert doc["custom"]["gateway"]["services"]["artifacts"] is None
+
+
+def test_a_setting_that_names_no_service_stops_start_up_with_a_sentence() -> None:
+    with pytest.raises(HostingError, match=r"GATEWAY_MEMORY='tests.adk.test_services:SHARED_"):
+        create_app(memory.root_agent, Settings(db=":memory:", memory=f"{__name__}:SHARED_"))
+    with pytest.raises(HostingError, match=r"not an ADK BaseArtifactService"):
+        create_app(memory.root_agent, Settings(db=":memory:", artifacts=f"{__name__}:SHARED"))
+
+
+async def save_report(title: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Saves a report as an artifact."""
+    version = await tool_context.save_artifact(f"{title}.txt", types.Part(text=f"Report {title}"))
+    return {"saved": title, "version": version}
+
+
+async def read_report(title: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Reads a saved report."""
+    part = await tool_context.load_artifact(f"{title}.txt")
+    return {"text": part.text if part else None}
+
+
+async def test_a_tool_saves_an_artifact_and_a_later_run_of_the_thread_reads_it(
+    tmp_path: Any,
+) -> None:
+    script = tmp_path / "reports.json"
+    script.write_text(
+        '{"rules": ['
+        '{"user": "save (?P<t>\\\\w+)", "call": {"name": "save_report", "args": {"title": "{t}"}}},'
+        '{"after": "save_report", "say": "Saved version {version}."},'
+        '{"user": "read (?P<t>\\\\w+)", "call": {"name": "read_report", "args": {"title": "{t}"}}},'
+        '{"after": "read_report", "say": "It says: {text}"}]}'
+    )
+    agent = LlmAgent(
+        name="reports", model=ScriptLlm.from_file(script), tools=[save_report, read_report]
+    )
+    async with running_gateway(agent=agent) as gateway, gateway.socket("dana") as ws:
+        thread = new_id("t")
+        assert text_of(await ws.run(user_input(thread, "save q3", tools=[]))) == "Saved version 0."
+        assert text_of(await ws.run(user_input(thread, "read q3", tools=[]))) == (
+            "It says: Report q3"
+        )
+        assert gateway.app.hub is not None
+        assert isinstance(gateway.app.hub.engine.runner.artifact_service, InMemoryArtifactService)
+
+
+def _said(event_id: str, text: str, author: str = "user") -> Event:
+    return Event(
+        id=event_id,
+        invocation_id="i",
+        author=author,
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+    )
+
+
+async def test_recent_memory_keeps_each_users_newest_words_within_its_bounds() -> None:
+    memory_service = RecentMemory(user_bytes=100, total_bytes=150)
+    for n in range(10):
+        await memory_service.add_events_to_memory(
+            app_name="a", user_id="u1", events=[_said(f"e{n}", f"note {n} about 파이썬을 배우기")]
+        )
+    assert memory_service.size <= 100
+    found = await memory_service.search_memory(app_name="a", user_id="u1", query="파이썬 note")
+    texts = [m.content.parts[0].text for m in found.memories if m.content.parts]
+    assert texts and texts[0] == "note 9 about 파이썬을 배우기"  # the newest first
+    assert "note 0 about 파이썬을 배우기" not in texts  # forgotten: over the user's bound
+    none = await memory_service.search_memory(app_name="a", user_id="u2", query="note")
+    assert none.memories == []
+    await memory_service.add_events_to_memory(
+        app_name="a", user_id="u2", events=[_said("x", "a" * 90)]
+    )
+    assert memory_service.size <= 150  # the user heard from least recently gave way
