@@ -13,6 +13,7 @@ resumable``, and no client tools or approvals).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from google.adk.agents.invocation_context import InvocationContext
@@ -24,8 +25,9 @@ from gateway import wire as p
 from gateway.context import RUN_METADATA_KEY
 from gateway.tools.client import CLIENT_TOOLS_KEY
 from gateway.translate.translator import CONFIRMATION_CALL
+from gateway.wire.notices import notice
 
-__all__ = ["PauseRefusal", "refusal_in", "resumable"]
+__all__ = ["PauseRefusal", "refusal_in", "resumable", "tools_not_offered"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,19 @@ def _awaited(context: InvocationContext, event: AdkEvent) -> str:
             return f"the browser's result of {call.name}"
         return f"the long-running tool {call.name}"
     return "an answer"
+
+
+def tools_not_offered(app_name: str, names: Iterable[str]) -> p.Custom:
+    """The notice a run of a non-resumable App gets when its client declared browser tools:
+    the model is not offered them, since the run could not wait for their results."""
+    listed = ", ".join(sorted(names))
+    log.info("client tools not offered to the non-resumable App %s: %s", app_name, listed)
+    return notice(
+        "CLIENT_TOOLS_NOT_OFFERED",
+        f"The browser tools this client declared ({listed}) are not offered to this agent: "
+        f"its App {app_name!r} is not resumable, so a run of it cannot wait for a browser's "
+        "result. Its owner can build the App with ResumabilityConfig(is_resumable=True).",
+    )
 
 
 def refusal_in(error: BaseException) -> p.GatewayError | None:

@@ -10,7 +10,8 @@ its setting says otherwise:
 - ``GATEWAY_MEMORY``: ``memory`` (the default) is ``gateway.adk.memory.RecentMemory``, each
   user's recent runs in this process, bounded, fed at the end of every run
   (``MemoryPlugin``);
-- ``GATEWAY_ARTIFACTS``: ``memory`` is ADK's ``InMemoryArtifactService``;
+- ``GATEWAY_ARTIFACTS``: ``memory`` is ``gateway.adk.artifacts.RecentArtifacts``, ADK's
+  ``InMemoryArtifactService`` within a budget;
 - ``GATEWAY_CREDENTIALS``: ``memory`` is ADK's ``InMemoryCredentialService``;
 
 and for each, ``none`` gives none, and ``package.module:attr`` names a service object (a
@@ -27,13 +28,14 @@ import logging
 import warnings
 from typing import Any
 
-from google.adk.artifacts import BaseArtifactService, InMemoryArtifactService
+from google.adk.artifacts import BaseArtifactService
 from google.adk.auth.credential_service.base_credential_service import BaseCredentialService
 from google.adk.auth.credential_service.in_memory_credential_service import (
     InMemoryCredentialService,
 )
 from google.adk.memory import BaseMemoryService
 
+from gateway.adk.artifacts import RecentArtifacts
 from gateway.adk.hosting import HostingError, first_line
 from gateway.adk.loading import named
 from gateway.adk.memory import RecentMemory
@@ -65,7 +67,7 @@ def open_services(settings: Settings) -> Services:
     services = Services(
         memory=_service("memory", settings.memory, BaseMemoryService, RecentMemory, settings),
         artifacts=_service(
-            "artifacts", settings.artifacts, BaseArtifactService, InMemoryArtifactService, settings
+            "artifacts", settings.artifacts, BaseArtifactService, RecentArtifacts, settings
         ),
         credentials=_service(
             "credentials",

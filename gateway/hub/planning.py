@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -35,6 +36,7 @@ from gateway.a2ui.catalogs import CAPABILITIES, ClientCatalogs, client_catalogs
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk import approvals
 from gateway.adk.engine import Engine
+from gateway.adk.resumability import tools_not_offered
 from gateway.audit.log import AuditLog
 from gateway.context import allowed_context
 from gateway.hub.inputs import NewTurn, read_input
@@ -144,6 +146,7 @@ class Planner:
                 said=request,
                 catalogs=catalogs,
                 surfaces=surfaces,
+                notices=self._unoffered(client_tools),
             )
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
@@ -191,6 +194,12 @@ class Planner:
             results=results,
             catalogs=catalogs,
         )
+
+    def _unoffered(self, client_tools: Mapping[str, object]) -> list[p.Event]:
+        """A notice that a non-resumable App's model is not offered the client's tools."""
+        if self.engine.resumable or not client_tools:
+            return []
+        return [tools_not_offered(self.engine.app_name, client_tools)]
 
     async def _supersede(
         self, thread: Thread, run_id: str, session: Session, open_items: dict[str, OpenCall]

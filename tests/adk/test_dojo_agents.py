@@ -62,16 +62,23 @@ async def test_a_non_resumable_app_is_served_and_refuses_a_pause_when_asked_for_
         # A browser tool is not offered to an App that could not wait for its result.
         shown = await ws.run(user_input(thread, "show n1", tools=[SHOW_NOTE]))
         assert shown[-1]["type"] == "RUN_FINISHED" and not tool_calls(shown)
+        [told] = [e["value"] for e in shown if e["type"] == "CUSTOM"]
+        assert told["code"] == "CLIENT_TOOLS_NOT_OFFERED" and "(showNote)" in told["message"]
         refused = await ws.run(user_input(thread, "delete all", tools=[]))
         assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "AGENT_ERROR"
         assert "an approval of delete_notes" in refused[-1]["message"]
         assert "ResumabilityConfig(is_resumable=True)" in refused[-1]["message"]
+        refused = await ws.run(user_input(thread, "review buy milk", tools=[]))
+        assert "the long-running tool ask_editor" in refused[-1]["message"]
         # The thread is not left waiting on a call: its next run runs.
         events = await ws.run(user_input(thread, "note call mum", tools=[SHOW_NOTE]))
         assert text_of(events) == "Saved: call mum."
+        reloaded = await ws.run({"type": "reattach", "threadId": thread})
+        assert outcome(reloaded) == {"type": "success"}  # nothing left waiting
         doc = (await ws_capabilities(gateway.http))["custom"]["gateway"]
         assert doc["resumable"] is False
-        assert notes.NOTES == ["buy milk", "call mum"]  # delete_notes never ran
+        # Neither delete_notes nor ask_editor ran.
+        assert notes.NOTES == ["buy milk", "call mum"]
     assert any("non-resumable App notes stopped" in r.getMessage() for r in caplog.records)
 
 

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 from google.adk.agents import LlmAgent
-from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
 from google.adk.memory import InMemoryMemoryService
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from gateway.adk.artifacts import RecentArtifacts
 from gateway.adk.hosting import HostingError
 from gateway.adk.memory import RecentMemory
 from gateway.api import create_app
@@ -62,7 +62,7 @@ async def test_what_a_user_said_in_one_thread_is_recalled_in_another_never_for_a
     assert doc["state"]["memory"] is True
     assert doc["custom"]["gateway"]["services"] == {
         "memory": "RecentMemory",
-        "artifacts": "InMemoryArtifactService",
+        "artifacts": "RecentArtifacts",
         "credentials": "InMemoryCredentialService",
     }
     # PreloadMemoryTool searched on every model call: without a service ADK logs a traceback.
@@ -126,7 +126,7 @@ async def test_a_tool_saves_an_artifact_and_a_later_run_of_the_thread_reads_it(
             "It says: Report q3"
         )
         assert gateway.app.hub is not None
-        assert isinstance(gateway.app.hub.engine.runner.artifact_service, InMemoryArtifactService)
+        assert isinstance(gateway.app.hub.engine.runner.artifact_service, RecentArtifacts)
 
 
 def _said(event_id: str, text: str, author: str = "user") -> Event:
@@ -155,3 +155,33 @@ async def test_recent_memory_keeps_each_users_newest_words_within_its_bounds() -
         app_name="a", user_id="u2", events=[_said("x", "a" * 90)]
     )
     assert memory_service.size <= 150  # the user heard from least recently gave way
+
+
+async def test_artifacts_in_memory_stay_within_their_budget_oldest_first() -> None:
+    artifacts = RecentArtifacts(user_bytes=100, total_bytes=150)
+
+    async def save(user: str, name: str, size: int) -> None:
+        await artifacts.save_artifact(
+            app_name="a",
+            user_id=user,
+            filename=name,
+            session_id="s",
+            artifact=types.Part(text="x" * size),
+        )
+
+    await save("u1", "one.txt", 60)
+    await save("u1", "two.txt", 30)
+    await save("u1", "one.txt", 30)  # a new version: 120 bytes, and two.txt is the oldest
+    assert await artifacts.list_artifact_keys(app_name="a", user_id="u1", session_id="s") == [
+        "one.txt"
+    ]
+    loaded = await artifacts.load_artifact(
+        app_name="a", user_id="u1", filename="one.txt", session_id="s", version=0
+    )
+    assert loaded is not None and loaded.text == "x" * 60
+    await save("u2", "big.txt", 90)
+    await save("u2", "more.txt", 40)  # 160 in all: u1, heard from least recently, gives way
+    assert await artifacts.list_artifact_keys(app_name="a", user_id="u1", session_id="s") == []
+    assert artifacts.size <= 150
+    with pytest.raises(ValueError, match="at most 100 bytes"):
+        await save("u3", "huge.txt", 101)
