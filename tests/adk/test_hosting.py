@@ -384,10 +384,12 @@ class Recording(ToolUser):
 
 
 @pytest.mark.server
-async def test_the_warm_up_runs_through_the_agent_but_never_calls_its_model() -> None:
+@pytest.mark.parametrize("warm_up", ["gateway", "agent"])
+async def test_the_warm_up_never_calls_the_agents_model(warm_up: str) -> None:
+    """By default it meets a stand-in; warming the agent itself, its model is answered for."""
     model = Recording()
     agent = LlmAgent(name="paid", model=model)
-    async with running_gateway(agent=agent, warm_up_runs=3) as gateway:
+    async with running_gateway(agent=agent, warm_up_runs=3, warm_up=warm_up) as gateway:
         assert gateway.app.ready.is_set() and model.calls == []
         async with gateway.socket() as ws:
             await ws.run(user_input(new_id("t"), "hello", tools=[]))
