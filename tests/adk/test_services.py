@@ -23,7 +23,7 @@ from gateway.config import Settings
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, text_of, tool_calls, user_input
 from tests.support.dojo import memory
-from tests.support.servers import running_gateway
+from tests.support.servers import post_run, running_gateway
 
 pytestmark = pytest.mark.server
 
@@ -54,6 +54,11 @@ async def test_what_a_user_said_in_one_thread_is_recalled_in_another_never_for_a
             asked = await ws.run(user_input(new_id("t"), "what is my favourite colour?", tools=[]))
             assert tool_calls(asked, "load_memory")
             assert "teal" in text_of(asked) and text_of(asked).startswith("You told me:")
+        # The same over SSE, in a third thread.
+        status, _, events, _ = await post_run(
+            gateway, user_input(new_id("t"), "what is my favourite colour?", tools=[]), "alice"
+        )
+        assert status == 200 and "teal" in text_of(events)
         async with gateway.socket("bob") as ws:
             asked = await ws.run(user_input(new_id("t"), "what is my favourite colour?", tools=[]))
             assert text_of(asked) == "I do not remember that."
