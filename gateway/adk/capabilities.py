@@ -6,9 +6,13 @@ entries; approvals when a tool is built with ``require_confirmation`` (a tool th
 through ``tool_context.request_confirmation`` in its body cannot be seen from outside, so
 it goes unlisted); reasoning when a model's config or planner asks for thoughts; state
 deltas when something in the tree can write state; A2UI surfaces always (any server tool
-may return operations), under ``custom.a2ui``. ag-ui-adk serves the same document at
-``<agent path>/capabilities``: ``/capabilities`` for an agent at the root, which is where
-this gateway serves it, and ``/invocations/capabilities`` beside its run door.
+may return operations), under ``custom.a2ui``. An App that is not resumable offers neither
+client tools nor approvals (``gateway.adk.resumability``); ``custom.gateway`` says so
+(``resumable``) and names the ADK services each run has (``services``: memory, artifacts,
+credentials; ``state.memory`` is whether there is a memory service). ag-ui-adk serves the
+same document at ``<agent path>/capabilities``: ``/capabilities`` for an agent at the root,
+which is where this gateway serves it, and ``/invocations/capabilities`` beside its run
+door.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ user who is asking (``search_memory(app_name, user_id, query)``); ADK fills it o
 someone calls ``add_session_to_memory``. ``MemoryPlugin`` does so at the end of every run
 (finished, paused or cancelled; not a failed one): the run's own events go to the service
 with ``add_events_to_memory``, so the next run on any of that user's threads can recall
-them, and never another user's, since every call is scoped by the user's id. The
+them, and never another user's, since every call is scoped by the user's id. A service
+across a network is fed in the background, so a run's end never waits on it. The
 warm-up's user is never remembered. A service that takes only whole sessions is given the
 session as the run loaded it (its recent window, ``GATEWAY_HISTORY_WINDOW``).
 
@@ -20,6 +21,7 @@ word, "파이썬" in "파이썬을") and returns the best ``MAX_RESULTS``, the w
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import dataclasses
 import logging
@@ -30,6 +32,7 @@ from datetime import UTC, datetime
 
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event as AdkEvent
+from google.adk.memory import InMemoryMemoryService
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.plugins.base_plugin import BasePlugin
@@ -57,6 +60,8 @@ class _Remembered:
     text: str
     timestamp: float
     words: frozenset[str]
+    # For a word of a script written without spaces, found inside a longer one.
+    lowered: str
 
     @property
     def size(self) -> int:
@@ -103,8 +108,9 @@ class RecentMemory(BaseMemoryService):
             text = _text(event)
             if not text or event.id in memory.ids:
                 continue
+            lowered = _lower(text)
             remembered = _Remembered(
-                event.id, event.author, text, event.timestamp, frozenset(_words(text))
+                event.id, event.author, text, event.timestamp, frozenset(_words(text)), lowered
             )
             memory.events.append(remembered)
             memory.ids.add(event.id)
@@ -163,14 +169,19 @@ def _text(event: AdkEvent) -> str:
     return " ".join(p.text for p in event.content.parts or () if p.text and not p.thought)
 
 
+def _lower(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower()
+
+
 def _words(text: str) -> set[str]:
-    return {word.lower() for word in _WORD.findall(unicodedata.normalize("NFC", text))}
+    return set(_WORD.findall(_lower(text)))
 
 
 def _shared(asked: set[str], remembered: _Remembered) -> int:
-    lowered = remembered.text.lower()
     return sum(
-        1 for word in asked if word in remembered.words or (not word.isascii() and word in lowered)
+        1
+        for word in asked
+        if word in remembered.words or (not word.isascii() and word in remembered.lowered)
     )
 
 
@@ -187,31 +198,53 @@ def _entry(remembered: _Remembered) -> MemoryEntry:
 
 
 class MemoryPlugin(BasePlugin):
-    """Gives the runner's memory service each run's events when the run ends."""
+    """Gives the runner's memory service each run's events when the run ends.
+
+    A service in this process (``RecentMemory``, ADK's ``InMemoryMemoryService``) is fed
+    before the run's end is sent, so the user's next run finds it. Any other may be across
+    a network, and a run's end must not wait on it: it is fed in the background, at most
+    ``MAX_PENDING`` runs at once (past that a run is left out, with a log line).
+    """
+
+    MAX_PENDING = 64
 
     def __init__(self) -> None:
         super().__init__(name="gateway_memory")
+        self.pending: set[asyncio.Task[None]] = set()
 
     async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
         service = invocation_context.memory_service
         session = invocation_context.session
         if service is None or session.user_id == WARM_UP_USER:
             return
-        events = [e for e in session.events if e.invocation_id == invocation_context.invocation_id]
-        try:
-            try:
-                await service.add_events_to_memory(
-                    app_name=session.app_name,
-                    user_id=session.user_id,
-                    events=events,
-                    session_id=session.id,
-                )
-            except NotImplementedError:  # a service that takes only whole sessions
-                await service.add_session_to_memory(session)
-        except Exception as error:  # a memory service down is not the run's failure
+        run = invocation_context.invocation_id
+        events = [e for e in session.events if e.invocation_id == run]
+        if isinstance(service, RecentMemory | InMemoryMemoryService):
+            await _add(service, session, events, run)
+        elif len(self.pending) >= self.MAX_PENDING:
             log.warning(
-                "run %s not added to memory (%s): %s",
-                invocation_context.invocation_id,
-                type(service).__name__,
-                first_line(error),
+                "run %s not added to memory: %d runs already waiting", run, self.MAX_PENDING
             )
+        else:
+            task = asyncio.create_task(_add(service, session, events, run), name="memory")
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
+
+
+async def _add(
+    service: BaseMemoryService, session: Session, events: list[AdkEvent], run: str
+) -> None:
+    try:
+        try:
+            await service.add_events_to_memory(
+                app_name=session.app_name,
+                user_id=session.user_id,
+                events=events,
+                session_id=session.id,
+            )
+        except NotImplementedError:  # a service that takes only whole sessions
+            await service.add_session_to_memory(session)
+    except Exception as error:  # a memory service down is not the run's failure
+        log.warning(
+            "run %s not added to memory (%s): %s", run, type(service).__name__, first_line(error)
+        )

@@ -11,7 +11,9 @@ import httpx
 import pytest
 from google.adk.agents import LlmAgent
 from google.adk.events import Event
-from google.adk.memory import InMemoryMemoryService
+from google.adk.memory import BaseMemoryService, InMemoryMemoryService
+from google.adk.memory.base_memory_service import SearchMemoryResponse
+from google.adk.sessions import Session
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
@@ -22,12 +24,29 @@ from gateway.api import create_app
 from gateway.config import Settings
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, text_of, tool_calls, user_input
+from tests.support.budgets import eventually
 from tests.support.dojo import memory
 from tests.support.servers import post_run, running_gateway
 
 pytestmark = pytest.mark.server
 
 SHARED = InMemoryMemoryService()
+
+
+class DownMemory(BaseMemoryService):
+    """A memory service across a network that is down."""
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        raise ConnectionError("memory bank unreachable")
+
+    async def add_events_to_memory(self, **_: Any) -> None:
+        raise ConnectionError("memory bank unreachable")
+
+    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> Any:
+        return SearchMemoryResponse()
+
+
+DOWN = DownMemory()
 
 
 def shared_memory(settings: Settings) -> InMemoryMemoryService:
@@ -89,6 +108,21 @@ async def test_a_configured_memory_service_is_used_and_none_means_none() -> None
             doc = (await client.get(gateway.http + "/capabilities")).json()
         assert doc["state"]["memory"] is False
         assert doc["custom"]["gateway"]["services"]["artifacts"] is None
+
+
+async def test_a_memory_service_that_is_down_costs_a_run_nothing_but_a_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="gateway.adk.memory")
+    async with running_gateway(agent=memory.root_agent, memory=f"{__name__}:DOWN") as gateway:
+        async with gateway.socket("ivy") as ws:
+            told = await ws.run(user_input(new_id("t"), "my favourite colour is red", tools=[]))
+        assert told[-1]["type"] == "RUN_FINISHED"
+        await eventually(
+            lambda: any("not added to memory (DownMemory)" in r.message for r in caplog.records),
+            10,
+            what="a log line for the memory service that is down",
+        )
 
 
 def test_a_setting_that_names_no_service_stops_start_up_with_a_sentence() -> None:
