@@ -36,8 +36,8 @@ from google.adk.auth.credential_service.in_memory_credential_service import (
 from google.adk.memory import BaseMemoryService
 
 from gateway.adk.artifacts import RecentArtifacts
-from gateway.adk.hosting import HostingError, first_line
-from gateway.adk.loading import named
+from gateway.adk.hosting import HostingError
+from gateway.adk.loading import call_factory, named
 from gateway.adk.memory import RecentMemory
 from gateway.config import Settings
 
@@ -98,12 +98,7 @@ def _service(kind: str, value: str, base: type, default: type, settings: Setting
         raise HostingError(f"{where}: say 'memory', 'none' or package.module:attr.")
     found = named(value, where)
     if inspect.isfunction(found) or inspect.ismethod(found):
-        try:
-            found = found(settings)
-        except Exception as error:  # the owner's factory may raise anything
-            raise HostingError(
-                f"{where}: the function raised {type(error).__name__}: {first_line(error)}"
-            ) from error
+        found = call_factory(found, settings, where)
     if not isinstance(found, base):
         raise HostingError(
             f"{where} is a {type(found).__qualname__}, not an ADK {base.__name__} "

@@ -125,7 +125,15 @@ async def test_a_memory_service_that_is_down_costs_a_run_nothing_but_a_log_line(
         )
 
 
+def broken_memory(settings: Settings) -> BaseMemoryService:
+    raise RuntimeError("no project configured")
+
+
 def test_a_setting_that_names_no_service_stops_start_up_with_a_sentence() -> None:
+    with pytest.raises(HostingError, match="the function raised RuntimeError: no project"):
+        create_app(memory.root_agent, Settings(db=":memory:", memory=f"{__name__}:broken_memory"))
+    with pytest.raises(HostingError, match=r"say 'memory', 'none' or package\.module:attr"):
+        create_app(memory.root_agent, Settings(db=":memory:", credentials="vault"))
     with pytest.raises(HostingError, match=r"GATEWAY_MEMORY='tests.adk.test_services:SHARED_"):
         create_app(memory.root_agent, Settings(db=":memory:", memory=f"{__name__}:SHARED_"))
     with pytest.raises(HostingError, match=r"not an ADK BaseArtifactService"):
