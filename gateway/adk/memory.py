@@ -15,7 +15,9 @@ at a restart, bounded. Each user keeps the text of their newest events up to
 ``USER_BYTES``; all users together up to ``TOTAL_BYTES``, the users heard from least
 recently forgotten first. A search ranks events by how many of the query's words they
 share (a word of a script without spaces, such as Korean, also matches inside a longer
-word, "파이썬" in "파이썬을") and returns the best ``MAX_RESULTS``, the way ADK's
+word, "파이썬" in "파이썬을"; a query's first ``MAX_QUERY_WORDS`` words count, so a search
+costs at most that many passes over a user's ``USER_BYTES``) and returns the best
+``MAX_RESULTS``, the way ADK's
 ``InMemoryMemoryService`` does, which keeps everything forever.
 """
 
@@ -42,13 +44,23 @@ from google.genai import types
 from gateway.adk.hosting import first_line
 from gateway.auth import WARM_UP_USER
 
-__all__ = ["MAX_RESULTS", "TOTAL_BYTES", "USER_BYTES", "MemoryPlugin", "RecentMemory"]
+__all__ = [
+    "MAX_QUERY_WORDS",
+    "MAX_RESULTS",
+    "TOTAL_BYTES",
+    "USER_BYTES",
+    "MemoryPlugin",
+    "RecentMemory",
+]
 
 log = logging.getLogger(__name__)
 
 USER_BYTES = 256 << 10
 TOTAL_BYTES = 64 << 20
 MAX_RESULTS = 10
+# A search looks for this many of the query's words at most (its first ones): a query is
+# a user's whole message, on every model call, and each word may be sought inside texts.
+MAX_QUERY_WORDS = 32
 
 _WORD = re.compile(r"\w+")
 
@@ -136,7 +148,7 @@ class RecentMemory(BaseMemoryService):
         self, *, app_name: str, user_id: str, query: str
     ) -> SearchMemoryResponse:
         memory = self._users.get((app_name, user_id))
-        asked = _words(query)
+        asked = set(list(dict.fromkeys(_WORD.findall(_lower(query))))[:MAX_QUERY_WORDS])
         if memory is None or not asked:
             return SearchMemoryResponse()
         scored = [

@@ -5,6 +5,7 @@ start and runs log no error and no traceback."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import httpx
@@ -24,7 +25,7 @@ from gateway.api import create_app
 from gateway.config import Settings
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, text_of, tool_calls, user_input
-from tests.support.budgets import eventually
+from tests.support.budgets import eventually, scaled
 from tests.support.dojo import memory
 from tests.support.servers import post_run, running_gateway
 
@@ -202,6 +203,18 @@ async def test_recent_memory_keeps_each_users_newest_words_within_its_bounds() -
         app_name="a", user_id="u2", events=[_said("x", "a" * 90)]
     )
     assert memory_service.size <= 150  # the user heard from least recently gave way
+
+
+async def test_a_hostile_query_costs_a_bounded_search() -> None:
+    memory_service = RecentMemory()
+    events = [_said(f"e{n}", f"메모 {n}번: 파이썬을 배우기 " * 8) for n in range(1000)]
+    await memory_service.add_events_to_memory(app_name="a", user_id="u", events=events)
+    assert memory_service.size > 200_000
+    # A whole message of distinct words, each sought inside every remembered text.
+    flood = " ".join(f"낱말{n}" for n in range(50_000))
+    started = time.perf_counter()
+    found = await memory_service.search_memory(app_name="a", user_id="u", query=flood)
+    assert time.perf_counter() - started < scaled(0.5) and found.memories == []
 
 
 async def test_artifacts_in_memory_stay_within_their_budget_oldest_first() -> None:
