@@ -50,10 +50,14 @@ def _plain(item: Any) -> Any:
     """A pydantic model or a dataclass as the JSON object the store writes it as (ADK's
     ``Event.model_dump_json(exclude_none=True, by_alias=True)``); None for anything else."""
     if isinstance(item, pydantic.BaseModel):
-        try:
-            return item.model_dump(mode="json", exclude_none=True, by_alias=True)
-        except ValueError:  # a field JSON mode cannot write (bytes that are not UTF-8)
-            return item.model_dump(exclude_none=True, by_alias=True)
+        # JSON mode fails on bytes that are not UTF-8 (Python mode leaves them to become
+        # parts), and a serializer of the tool's own may raise anything: then it is str().
+        for mode in ("json", "python"):
+            try:
+                return item.model_dump(mode=mode, exclude_none=True, by_alias=True)
+            except Exception:
+                continue
+        return None
     if dataclasses.is_dataclass(item) and not isinstance(item, type):
         return {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
     return None

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.agui import new_id, outcome, resume, text_of, tool_calls, user_input
@@ -75,18 +77,18 @@ async def test_a_non_resumable_app_is_served_and_refuses_a_pause_when_asked_for_
         assert text_of(events) == "Saved: call mum."
         reloaded = await ws.run({"type": "reattach", "threadId": thread})
         assert outcome(reloaded) == {"type": "success"}  # nothing left waiting
-        doc = (await ws_capabilities(gateway.http))["custom"]["gateway"]
-        assert doc["resumable"] is False
+        doc = await capabilities(gateway.http)
+        assert doc["custom"]["gateway"]["resumable"] is False
+        assert doc["tools"]["clientProvided"] is False
+        assert doc["humanInTheLoop"]["approvals"] is False
         # Neither delete_notes nor ask_editor ran.
         assert notes.NOTES == ["buy milk", "call mum"]
     assert any("non-resumable App notes stopped" in r.getMessage() for r in caplog.records)
 
 
-async def ws_capabilities(http: str) -> dict[str, object]:
-    import httpx
-
+async def capabilities(http: str) -> dict[str, Any]:
     async with httpx.AsyncClient() as client:
-        doc: dict[str, object] = (await client.get(http + "/capabilities")).json()
+        doc: dict[str, Any] = (await client.get(http + "/capabilities")).json()
         return doc
 
 
