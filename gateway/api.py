@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from google.adk.agents import BaseAgent
 from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
+from google.adk.plugins.base_plugin import BasePlugin
 
 from gateway import config
 from gateway.adk.hosting import Hosted
@@ -61,6 +62,9 @@ def create_app(
     from gateway.adk.confirm_changes import ConfirmChangesPlugin
     from gateway.adk.engine import Engine, open_session_service
     from gateway.adk.hosting import prepare
+    from gateway.adk.memory import MemoryPlugin
+    from gateway.adk.services import open_services
+    from gateway.adk.stand_in import stand_in
     from gateway.adk.thoughts import ThoughtsPlugin
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.usage import install_log_filter as usage_log_filter
@@ -90,7 +94,8 @@ def create_app(
     usage = UsagePlugin()
     model_calls = ModelCalls()
     surfaces = SurfacePlugin()
-    plugins = [
+    services = open_services(settings)
+    plugins: list[BasePlugin] = [
         # First: it reads a tool's result before any other plugin may replace it.
         LongRunningPlugin(),
         AuditPlugin(audit),
@@ -106,7 +111,11 @@ def create_app(
     ]
     if any(prediction.confirm for prediction in hosted.predict_state):
         plugins.append(ConfirmChangesPlugin(hosted.predict_state))
+    if services.memory is not None:
+        plugins.append(MemoryPlugin())
     app = prepare(hosted, client_tools, plugins)
+    # The warm-up's runs meet a stand-in unless the owner asks to warm the agent itself.
+    warm_up = stand_in(app, client_tools, plugins) if settings.warm_up == "gateway" else None
     service: list[SessionService] = []
     engines: list[Engine] = []
     clusters: list[Cluster] = []
@@ -117,7 +126,15 @@ def create_app(
         service.append(await open_session_service(settings, app.name, app.root_agent.name))
         await audit.open()
         engine = Engine(
-            hosted, app, client_tools, service[0], usage, model_calls, surfaces=surfaces
+            hosted,
+            app,
+            client_tools,
+            service[0],
+            usage,
+            model_calls,
+            surfaces=surfaces,
+            services=services,
+            warm_up=warm_up,
         )
         engines.append(engine)
         hub = Hub(

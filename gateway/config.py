@@ -76,6 +76,10 @@ class Settings:
     lease_seconds: float = 10.0
     lease_check_seconds: float = 1.0
     warm_up_runs: int = 3
+    warm_up: str = "gateway"
+    memory: str = "memory"
+    artifacts: str = "memory"
+    credentials: str = "memory"
     log_level: str = "info"
     log_format: str = "text"
 
@@ -168,8 +172,18 @@ _HELP: dict[str, str] = {
     "heartbeat (sent every third of it) before another process may take the thread over",
     "lease_check_seconds": "on PostgreSQL, seconds between each process's looks for threads "
     "whose holder died (a killed process's threads are taken over within about this)",
-    "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
-    "(no model is called for them; 0: none)",
+    "warm_up_runs": "greetings run at start-up, before /ping says Healthy (no model that "
+    "could cost anything is called for them; 0: none)",
+    "warm_up": "what the warm-up's greetings run through: 'gateway' (its own stand-in agent on "
+    "an offline model, so none of the hosted agent's code runs) or 'agent' (the hosted agent, "
+    "callbacks and tools included, as user __warmup__)",
+    "memory": "ADK memory service (load_memory, PreloadMemoryTool): 'memory' (each user's "
+    "recent runs in this process), 'none', or package.module:attr naming a service or a "
+    "function of the settings returning one",
+    "artifacts": "ADK artifact service (save_artifact, load_artifacts): 'memory' (in this "
+    "process), 'none', or package.module:attr as for memory",
+    "credentials": "ADK credential service (save_credential, load_credential): 'memory' (in "
+    "this process), 'none', or package.module:attr as for memory",
     "log_level": "debug, info, warning or error",
     "log_format": "'text' (one escaped line a record) or 'json' (with user, thread and run ids)",
 }
@@ -180,6 +194,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "sse_abort": ("cancel", "keep"),
     "busy": ("reject", "interrupt", "enqueue"),
     "log_level": ("debug", "info", "warning", "error"),
+    "warm_up": ("gateway", "agent"),
     "log_format": ("text", "json"),
 }
 

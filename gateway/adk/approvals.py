@@ -5,9 +5,10 @@ a tool that calls ``tool_context.request_confirmation(hint=..., payload=...)``, 
 pause the invocation at an ``adk_request_confirmation`` call whose arguments carry the
 original call and a ``ToolConfirmation``. The gateway shows that as an interrupt:
 
-- its message is the tool's hint; ADK's own hint for ``require_confirmation`` (an
-  instruction to a developer) gives way to the catalog's approval message, or to a sentence
-  from the tool's name and arguments;
+- its message is the tool's hint; the hint ADK words itself for ``require_confirmation``
+  (an instruction to a developer) gives way to the catalog's approval message, or to a
+  sentence from the tool's name and arguments. A tool that asks in its own body keeps its
+  hint, even one in ADK's words (ADK's own sample asks that way);
 - its ``responseSchema`` is ``{approved, reason?}``, plus ``payload`` shaped like the
   payload the tool asked for, when it asked for one.
 
@@ -27,22 +28,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.adk.agents import BaseAgent
 from google.adk.events import Event
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
 from jsonschema.validators import Draft202012Validator  # type: ignore[import-untyped]
 
 from gateway import wire as p
+from gateway.adk.hosting import llm_agents, tool_name
 from gateway.context import RUN_METADATA_KEY, run_metadata
 from gateway.store.recovery import STARTED_KEY
 from gateway.tools.catalog import Catalog
 
-__all__ = ["ApprovalPlugin", "confirmation", "interrupt_message", "response_schema"]
+__all__ = [
+    "ApprovalPlugin",
+    "built_to_confirm",
+    "confirmation",
+    "interrupt_message",
+    "own_hints",
+    "response_schema",
+]
 
-# How ADK's FunctionTool words its hint for require_confirmation: meant for developers.
-_ADK_HINT = "Please approve or reject the tool call "
+
+def _adk_hint(name: str) -> str:
+    """How ADK's FunctionTool and McpTool word the hint for ``require_confirmation``: an
+    instruction to a developer, not a question for a person."""
+    return (
+        f"Please approve or reject the tool call {name}() by responding with a "
+        "FunctionResponse with an expected ToolConfirmation payload."
+    )
+
+
 # What ADK's FunctionTool returns for a rejected call; the plugin replaces it.
 _ADK_REJECTION = {"error": "This tool call is rejected."}
 
@@ -56,10 +75,32 @@ APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
 }
 
 
-def interrupt_message(name: str, args: dict[str, Any], hint: str, catalog: Catalog | None) -> str:
-    """What the person is asked: the tool's hint, the catalog's approval message with the
-    arguments, or a sentence from the tool's name and arguments."""
-    if hint and not hint.startswith(_ADK_HINT):
+def built_to_confirm(tool: Any) -> bool:
+    """A FunctionTool, an MCP tool or toolset built with ``require_confirmation``."""
+    return bool(getattr(tool, "_require_confirmation", False))
+
+
+def own_hints(root: BaseAgent) -> frozenset[str]:
+    """The tools of the root's invocation whose hint is always their own: those not built
+    with ``require_confirmation``, so any confirmation they ask for is asked in their body.
+    A toolset's tools are known only in a run: theirs count as ADK's when in ADK's words."""
+    return frozenset(
+        name
+        for agent in llm_agents(root)
+        for tool in agent.tools
+        if not isinstance(tool, BaseToolset)
+        and not built_to_confirm(tool)
+        and (name := tool_name(tool))
+    )
+
+
+def interrupt_message(
+    name: str, args: dict[str, Any], hint: str, catalog: Catalog | None, *, own_hint: bool = False
+) -> str:
+    """What the person is asked: the tool's hint (``own_hint``: the tool wrote it, see
+    ``own_hints``), else the catalog's approval message with the arguments, or a sentence
+    from the tool's name and arguments in place of ADK's words."""
+    if hint and (own_hint or hint != _adk_hint(name)):
         return hint
     details = ", ".join(f"{key}={value}" for key, value in args.items())
     entry = catalog.entries.get(name) if catalog else None

@@ -6,15 +6,19 @@ entries; approvals when a tool is built with ``require_confirmation`` (a tool th
 through ``tool_context.request_confirmation`` in its body cannot be seen from outside, so
 it goes unlisted); reasoning when a model's config or planner asks for thoughts; state
 deltas when something in the tree can write state; A2UI surfaces always (any server tool
-may return operations), under ``custom.a2ui``. ag-ui-adk serves the same document at
-``<agent path>/capabilities``: ``/capabilities`` for an agent at the root, which is where
-this gateway serves it, and ``/invocations/capabilities`` beside its run door.
+may return operations), under ``custom.a2ui``. An App that is not resumable offers neither
+client tools nor approvals (``gateway.adk.resumability``); ``custom.gateway`` says so
+(``resumable``) and names the ADK services each run has (``services``: memory, artifacts,
+credentials; ``state.memory`` is whether there is a memory service). ag-ui-adk serves the
+same document at ``<agent path>/capabilities``: ``/capabilities`` for an agent at the root,
+which is where this gateway serves it, and ``/invocations/capabilities`` beside its run
+door.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from google.adk.agents import BaseAgent, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
@@ -27,6 +31,7 @@ from google.genai import types
 from gateway.a2ui import SURFACE_ACTIVITY
 from gateway.a2ui import VERSION as A2UI_VERSION
 from gateway.a2ui.catalogs import BASIC_CATALOG_IDS, CAPABILITIES
+from gateway.adk.approvals import built_to_confirm
 from gateway.adk.hosting import agent_tools, agents, llm_agents
 from gateway.config import Settings
 from gateway.tools.catalog import Catalog
@@ -37,17 +42,26 @@ _WORKFLOWS = (SequentialAgent, ParallelAgent, LoopAgent)
 
 
 def document(
-    root: BaseAgent, catalog: Catalog | None, settings: Settings, *, memory: bool
+    root: BaseAgent,
+    catalog: Catalog | None,
+    settings: Settings,
+    *,
+    services: Mapping[str, str | None],
+    resumable: bool = True,
 ) -> dict[str, Any]:
     """The ``AgentCapabilities`` of ``root`` as hosted (wire keys, camelCase);
-    ``memory``: the runner has a memory service, so agents can recall across threads."""
+    ``services``: the class of each ADK service the runs have, by kind (None: none; a
+    memory service lets agents recall across threads); ``resumable``: the App's runs can
+    pause, for a browser tool or an approval (``gateway.adk.resumability``)."""
     thinking = [agent for agent in llm_agents(root) if _thinks(agent)]
-    approvals = any(_asks_confirmation(tool) for tool in _tools(root))
+    approvals = resumable and any(built_to_confirm(tool) for tool in _tools(root))
     helpers = agent_tools(root)
     team = [agent for agent in agents(root) if agent is not root]
     tools = [tool for tool in _tools(root) if not isinstance(tool, ClientToolset)]
-    client_provided = any(True for _ in llm_agents(root)) and (
-        catalog is None or bool(catalog.client_entries())
+    client_provided = (
+        resumable
+        and any(True for _ in llm_agents(root))
+        and (catalog is None or bool(catalog.client_entries()))
     )
     return {
         "identity": {
@@ -72,7 +86,7 @@ def document(
             # between its runs.
             "snapshots": True,
             "deltas": _writes_state(root),
-            "memory": memory,
+            "memory": services.get("memory") is not None,
             "persistentState": True,
         },
         "multiAgent": {
@@ -101,6 +115,10 @@ def document(
                 "sseAbort": settings.sse_abort,
                 "clientToolTimeoutSeconds": settings.client_tool_timeout,
                 "approvalTimeoutSeconds": settings.approval_timeout,
+                # Without it a run that would pause is refused when it would.
+                "resumable": resumable,
+                # What ADK's tools find in each run: memory, artifacts, credentials.
+                "services": dict(services),
             },
             # Any server tool may return A2UI operations (``gateway.a2ui``): what a client
             # needs to know to advertise its catalog and send presses back.
@@ -127,11 +145,6 @@ def _tools(root: BaseAgent) -> Iterator[Any]:
     """The tools and toolsets of the root invocation's LlmAgents."""
     for agent in llm_agents(root):
         yield from agent.tools
-
-
-def _asks_confirmation(tool: Any) -> bool:
-    """A FunctionTool, an MCP tool or toolset built with ``require_confirmation``."""
-    return bool(getattr(tool, "_require_confirmation", False))
 
 
 def _declaration(tool: Any) -> dict[str, Any] | None:

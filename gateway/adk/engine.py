@@ -27,8 +27,12 @@ from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
+from gateway.adk.approvals import own_hints
 from gateway.adk.hosting import Hosted, agent_tools, agents, server_tool_names
+from gateway.adk.resumability import resumable
+from gateway.adk.services import Services
 from gateway.adk.usage import UsagePlugin
+from gateway.auth import WARM_UP_USER
 from gateway.config import Settings
 from gateway.context import RUN_METADATA_KEY
 from gateway.models.calls import FailedCall, ModelCalls, Stall
@@ -57,21 +61,31 @@ class Engine:
         usage: UsagePlugin | None = None,
         model_calls: ModelCalls | None = None,
         surfaces: SurfacePlugin | None = None,
+        services: Services | None = None,
+        warm_up: App | None = None,
     ) -> None:
         """``app`` is ``hosted`` as ``gateway.adk.hosting.prepare`` made it, with ``client_tools``
         on its agents; ``usage``, one of its plugins, counts each run's tokens,
         ``model_calls``, another, watches its model calls (without it none is watched), and
-        ``surfaces``, another, shows the A2UI surfaces its tools return (without it none)."""
+        ``surfaces``, another, shows the A2UI surfaces its tools return (without it none).
+        ``services``: the memory, artifact and credential services its runs have (none
+        without). ``warm_up``: the App the warm-up user's runs run instead of ``app``
+        (``gateway.adk.stand_in``), if any."""
         self.hosted = hosted
         self.catalog = hosted.catalog
         self.client_tools = client_tools
         self.app_name = app.name
-        self.runner = Runner(app=app, session_service=session_service, auto_create_session=True)
+        self.services = services or Services()
+        self.runner = self._runner(app, session_service)
+        self.warm_up_runner = self._runner(warm_up, session_service) if warm_up else None
+        self.resumable = resumable(app)
         self.sessions = session_service
         # The agents' own tools, by name: a client tool may not take one of these names.
         assert isinstance(app.root_agent, BaseAgent)
         self.root_agent = app.root_agent
         self.server_tools = server_tool_names(app.root_agent)
+        # The tools whose confirmation hint is always their own (never replaced).
+        self.own_hints = own_hints(app.root_agent)
         # What a translator says of the tree's agents (SUBAGENT_STARTED).
         behind_tools = agent_tools(app.root_agent)
         self.agent_tools = {tool: agent.name for tool, agent in behind_tools.items()}
@@ -82,6 +96,16 @@ class Engine:
         self.usage = usage
         self.model_calls = model_calls
         self.surface_plugin = surfaces
+
+    def _runner(self, app: App, session_service: SessionService) -> Runner:
+        return Runner(
+            app=app,
+            session_service=session_service,
+            memory_service=self.services.memory,
+            artifact_service=self.services.artifacts,
+            credential_service=self.services.credentials,
+            auto_create_session=True,
+        )
 
     def subagents(self) -> Subagents:
         """A run's view of the App's agent tree, for its translator."""
@@ -95,6 +119,8 @@ class Engine:
         """Closes what the agents opened: their toolsets' connections and MCP server
         processes (ADK's ``Runner.close``)."""
         await self.runner.close()
+        if self.warm_up_runner is not None:
+            await self.warm_up_runner.close()
 
     def take_model_failure(self, run_id: str) -> FailedCall | None:
         """The provider's failure that ended a model call of the run, if one did."""
@@ -267,9 +293,13 @@ class Engine:
             if self.surface_plugin is not None
             else nullcontext()
         )
+        # The warm-up's greetings meet the stand-in, when there is one: never the agent's code.
+        runner = self.runner
+        if user_id == WARM_UP_USER and self.warm_up_runner is not None:
+            runner = self.warm_up_runner
         with offered, shown, self.sessions.handed_over(session) if session else nullcontext():
             async with aclosing(
-                self.runner.run_async(
+                runner.run_async(
                     user_id=user_id,
                     session_id=thread_id,
                     new_message=message,

@@ -6,10 +6,11 @@ gateway's plugins added to the App's own and the client-tool toolset on every Ll
 runs in the App's invocation, so any agent gets client tools, approvals and cancel. That
 toolset stands in for ag-ui-adk's ``AGUIToolset()`` placeholder, which is taken out.
 
-Resumability is not optional: a client tool or an approval pauses the invocation, and the
-browser's answer resumes it. A bare agent is wrapped in a resumable App; an App that is
-not resumable is refused at start-up, since rewriting its settings behind its author's
-back would hide why a run behaves differently from ``adk web``.
+A client tool or an approval pauses the invocation, and the browser's answer resumes it:
+that takes resumability. A bare agent is wrapped in a resumable App. An App built without
+it is served as built (rewriting its settings behind its author's back would hide why a run
+behaves differently from ``adk web``): its runs that would pause are refused at that moment
+(``gateway.adk.resumability``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 
 from gateway.adk.agui_adk import is_agui_toolset
+from gateway.adk.resumability import PauseRefusal, resumable
 from gateway.tools.catalog import Catalog
 from gateway.tools.client import ClientToolset
 from gateway.translate.predictions import Prediction
@@ -44,6 +46,7 @@ __all__ = [
     "prepare",
     "resumable_app",
     "server_tool_names",
+    "tool_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,15 +84,12 @@ class Hosted:
 
 
 def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()) -> App:
-    """The resumable App the runner runs: ``plugins`` after the App's own, the client
-    toolset on each LlmAgent, and the hosted ``model``, if any, for every LlmAgent."""
+    """The App the runner runs: ``plugins`` after the App's own, the client toolset on each
+    LlmAgent, and the hosted ``model``, if any, for every LlmAgent. A bare agent becomes a
+    resumable App; an App that is not resumable gets ``PauseRefusal`` too."""
     app = hosted.agent if isinstance(hosted.agent, App) else resumable_app(hosted.agent)
-    if not (app.resumability_config and app.resumability_config.is_resumable):
-        raise HostingError(
-            f"App {app.name!r} is not resumable: client tools and approvals pause a run and "
-            "resume it later, so the gateway needs "
-            "App(resumability_config=ResumabilityConfig(is_resumable=True))."
-        )
+    if not resumable(app):
+        plugins = [*plugins, PauseRefusal(app.name)]
     root = app.root_agent
     if not isinstance(root, BaseAgent):
         raise HostingError(
@@ -135,8 +135,10 @@ def _without_placeholders(agent: LlmAgent) -> ToolPredicate | list[str] | None:
     return only if len(placeholders) == 1 else None
 
 
-def resumable_app(agent: BaseAgent, name: str | None = None) -> App:
-    """``agent`` in a resumable App named ``name`` (default: the agent's)."""
+def resumable_app(
+    agent: BaseAgent, name: str | None = None, plugins: Sequence[BasePlugin] = ()
+) -> App:
+    """A resumable App of ``agent`` (named ``name``, or as the agent), with ``plugins``."""
     with warnings.catch_warnings():
         # ADK marks resumability experimental and says so on every construction.
         warnings.simplefilter("ignore", UserWarning)
@@ -144,6 +146,7 @@ def resumable_app(agent: BaseAgent, name: str | None = None) -> App:
             return App(
                 name=name or agent.name,
                 root_agent=agent,
+                plugins=list(plugins),
                 resumability_config=ResumabilityConfig(is_resumable=True),
             )
         except ValueError as error:
@@ -198,10 +201,14 @@ def server_tool_names(root: BaseAgent) -> dict[str, str]:
         for tool in agent.tools:
             if isinstance(tool, BaseToolset):
                 continue
-            name = tool.name if isinstance(tool, BaseTool) else getattr(tool, "__name__", "")
-            if name:
+            if name := tool_name(tool):
                 names.setdefault(name, agent.name)
     return names
+
+
+def tool_name(tool: Any) -> str:
+    """The name an agent's tool (a BaseTool or a plain function) is offered by."""
+    return str(tool.name if isinstance(tool, BaseTool) else getattr(tool, "__name__", ""))
 
 
 def first_line(error: BaseException) -> str:

@@ -38,7 +38,7 @@ from gateway.adk.hosting import Hosted, HostingError, first_line, resumable_app
 from gateway.config import Settings
 from gateway.models import names
 
-__all__ = ["DEMO", "load"]
+__all__ = ["DEMO", "call_factory", "load", "named"]
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,15 @@ def load(target: object, settings: Settings) -> Hosted:
     else:
         found, where = target, "the agent given to create_app"
     if inspect.isfunction(found):
-        made = _call_factory(found, settings, where)
+        made = call_factory(found, settings, where)
         return _as_hosted(made, f"{where} (what the function returned)", model=None)
     model = _model(settings) if settings.model else None
     return _as_hosted(found, where, model)
+
+
+def named(spec: str, where: str) -> object:
+    """What ``package.module:attr`` names; HostingError saying what is missing where."""
+    return _from_module(spec, where)
 
 
 def _is_folder(spec: str) -> bool:
@@ -141,7 +146,8 @@ def _from_folder(folder: Path, where: str) -> object:
         raise HostingError(f"{where}: ADK could not load {folder}: {first_line(error)}") from error
 
 
-def _call_factory(factory: Any, settings: Settings, where: str) -> object:
+def call_factory(factory: Any, settings: Settings, where: str) -> object:
+    """What a function of the settings the user named returns; HostingError if it raises."""
     try:
         return factory(settings)
     except (HostingError, models.ModelError):

@@ -163,7 +163,8 @@ class Gateway:
                     engine.root_agent,
                     engine.catalog,
                     self.settings,
-                    memory=engine.runner.memory_service is not None,
+                    services=engine.services.described(),
+                    resumable=engine.resumable,
                 )
             )
         except BaseException as exc:

@@ -10,13 +10,13 @@ The warm-up signs in with a credential only this process knows (``Authenticator`
 only as WARM_UP_USER and only until the warm-up is over, so it works in every auth mode
 without a door any client could use.
 
-It never calls a model that could cost anything: ``WarmUpPlugin`` answers the warm-up's
-model calls itself, so a hosted agent on a paid model spends nothing and needs no network
-to start. Only the gateway's own offline models (``gateway.models.offline``: the demo's
-scripted model, ``script:FILE``) answer for themselves, so their streaming path is warm too
-(answering for them left the first run 1.4x slower than a warm one). Everything else
-in the run is the hosted agent's own, callbacks and plugins included (they see the
-warm-up's user); ``GATEWAY_WARM_UP_RUNS=0`` turns it off.
+By default (``GATEWAY_WARM_UP=gateway``) the greetings meet a stand-in agent on an offline
+model (``gateway.adk.stand_in``), never the hosted agent's callbacks, tools or plugins: a
+user's agent runs for users only. With ``GATEWAY_WARM_UP=agent`` they run through the hosted
+agent, as user ``__warmup__``, and ``WarmUpPlugin`` answers its model calls itself, so a
+paid model spends nothing and needs no network to start; only the gateway's own offline
+models (``gateway.models.offline``: the demo's scripted model, ``script:FILE``) answer for
+themselves, so their streaming path is warm too. ``GATEWAY_WARM_UP_RUNS=0`` turns it off.
 """
 
 from __future__ import annotations

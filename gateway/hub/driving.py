@@ -41,6 +41,7 @@ from gateway import wire as p
 from gateway.a2ui import ACTION_ACTIVITY
 from gateway.a2ui.actions import action_content
 from gateway.adk.engine import Engine
+from gateway.adk.resumability import refusal_in
 from gateway.context import event_metadata
 from gateway.hub.following import Followers
 from gateway.hub.inputs import NewTurn
@@ -128,8 +129,9 @@ class Driver:
             run.fail(quarantined(thread.thread_id))
         except (StoreError, StaleSessionError):
             run.fail(p.unexpected(str(run)))
-        except Exception:  # the model or a tool raised
-            run.fail(p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
+        except Exception as error:  # the model or a tool raised, or a plugin refused
+            refused = refusal_in(error)
+            run.fail(refused or p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
         finally:
             state = plan.thread_state
             if state is ThreadState.RUNNING:  # it ran the agent: how it ended moves the thread

@@ -25,6 +25,7 @@ import dataclasses
 import datetime
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -39,6 +40,7 @@ from gateway.a2ui.catalogs import CAPABILITIES, ClientCatalogs, client_catalogs
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk import approvals
 from gateway.adk.engine import Engine
+from gateway.adk.resumability import tools_not_offered
 from gateway.audit.log import AuditLog
 from gateway.context import RUN_METADATA_KEY, allowed_context
 from gateway.hub.client_state import DEFAULT_RULES, StateEdit, StateRules, read_edit
@@ -201,6 +203,7 @@ class Planner:
                 said=request,
                 catalogs=catalogs,
                 surfaces=surfaces,
+                notices=self._unoffered(client_tools),
             )
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
@@ -249,6 +252,12 @@ class Planner:
             catalogs=catalogs,
         )
 
+    def _unoffered(self, client_tools: Mapping[str, object]) -> list[p.Event]:
+        """A notice that a non-resumable App's model is not offered the client's tools."""
+        if self.engine.resumable or not client_tools:
+            return []
+        return [tools_not_offered(self.engine.app_name, client_tools)]
+
     async def _supersede(
         self, thread: Thread, run_id: str, session: Session, open_items: dict[str, OpenCall]
     ) -> None:
@@ -280,7 +289,11 @@ class Planner:
             id=call.call_id,
             reason="approval",
             message=approvals.interrupt_message(
-                name, args, str(asked.get("hint") or ""), self.engine.catalog
+                name,
+                args,
+                str(asked.get("hint") or ""),
+                self.engine.catalog,
+                own_hint=name in self.engine.own_hints,
             ),
             tool_call_id=str(original.get("id", "")) or None,
             response_schema=approvals.response_schema(asked.get("payload")),

@@ -62,6 +62,7 @@ from jsonschema.validators import Draft202012Validator, validator_for  # type: i
 from gateway.models import ModelError
 from gateway.models.offline import Call, OfflineLlm, Reply, Say
 from gateway.store.cut_off import before_restart
+from gateway.translate.tool_results import dump_json
 from gateway.wire.pointers import MISSING, value_at
 
 __all__ = ["FALLBACK", "Script", "ScriptLlm", "Seen", "ToolResponse", "load", "read", "respond"]
@@ -75,6 +76,9 @@ FALLBACK = (
 # ADK fences what it relays into a request (another agent's turn, a dynamic instruction)
 # with markers like <<<BEGIN_QUOTED_AGENT_CONTENT>>>: such text is not the user's words.
 _ADK_FENCE = "<<<BEGIN_"
+# What ADK's PreloadMemoryTool puts before the user's words (or after a tool's response)
+# holds past conversations: neither the user's words now nor a response.
+_ADK_MEMORY = "<PAST_CONVERSATIONS>"
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _PATH = re.compile(r"[\w-]+(?:\.[\w-]+)*")
 
@@ -274,8 +278,14 @@ class Seen:
 
 def read(llm_request: LlmRequest) -> Seen:
     # After a restart cut the reply to a response off, the script replies to it again.
-    contents = before_restart(llm_request.contents)
+    contents = [c for c in before_restart(llm_request.contents) if not _recalled(c)]
     return Seen(_words(contents), _response(contents), _tools(llm_request))
+
+
+def _recalled(content: types.Content) -> bool:
+    return content.role == "user" and any(
+        _ADK_MEMORY in (p.text or "") for p in content.parts or ()
+    )
 
 
 def _words(contents: Sequence[types.Content]) -> str:
@@ -308,7 +318,9 @@ def _response(contents: Sequence[types.Content]) -> ToolResponse | None:
         if content.role == "model" and named:
             args = named[-1].args or {}
             break
-    return ToolResponse(last.name or "", last.response or {}, args)
+    # What the tool returned, as JSON: a pydantic model or a dataclass as its fields.
+    response = json.loads(dump_json(last.response or {}))
+    return ToolResponse(last.name or "", response, args)
 
 
 def _tools(llm_request: LlmRequest) -> dict[str, Mapping[str, Any] | None]:

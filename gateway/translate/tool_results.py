@@ -6,9 +6,10 @@ always encodes and always fits a frame (a result bigger than a connection's send
 8 MiB by default, would cut the connection off, and ``@ag-ui/client`` drops an SSE event
 over 10 MB):
 
-- ``FunctionResponse.response`` as JSON text; a value JSON cannot hold is written with
-  ``str()``, and bytes are taken out into a part of their own, named in the text
-  ("<N bytes: part K>");
+- ``FunctionResponse.response`` as JSON text; a pydantic model or a dataclass a tool returned
+  is the JSON object the thread stores it as (so the live result equals a reload's), any
+  other value JSON cannot hold is written with ``str()``, and bytes are taken out into a part
+  of their own, named in the text ("<N bytes: part K>");
 - media ADK took out of the result (a tool that returns a ``types.Part`` with inline data or
   a file URI) as image, audio, video or document parts: inline data as base64, a URL as a
   url source, any other URI as a provider file handle;
@@ -22,9 +23,11 @@ Without media or bytes the content is the JSON string, as AG-UI's plain form.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
+import pydantic
 from google.genai import types
 
 from gateway import wire as p
@@ -38,8 +41,31 @@ OCTET_STREAM = "application/octet-stream"
 
 
 def dump_json(value: Any) -> str:
-    """Compact JSON, non-ASCII kept; a value JSON cannot hold written with ``str()``."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Compact JSON, non-ASCII kept; pydantic models and dataclasses as objects, any other
+    value JSON cannot hold written with ``str()``."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain_or_str)
+
+
+def _plain(item: Any) -> Any:
+    """A pydantic model or a dataclass as the JSON object the store writes it as (ADK's
+    ``Event.model_dump_json(exclude_none=True, by_alias=True)``); None for anything else."""
+    if isinstance(item, pydantic.BaseModel):
+        # JSON mode fails on bytes that are not UTF-8 (Python mode leaves them to become
+        # parts), and a serializer of the tool's own may raise anything: then it is str().
+        for mode in ("json", "python"):
+            try:
+                return item.model_dump(mode=mode, exclude_none=True, by_alias=True)
+            except Exception:
+                continue
+        return None
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
+    return None
+
+
+def _plain_or_str(item: Any) -> Any:
+    plain = _plain(item)
+    return str(item) if plain is None else plain
 
 
 def result_content(response: types.FunctionResponse) -> p.Content:
@@ -83,7 +109,7 @@ def _json_taking_bytes(value: Any, found: list[bytes]) -> str:
         if isinstance(item, bytes | bytearray):
             found.append(bytes(item))
             return f"<{len(item)} bytes: part {len(found)}>"
-        return str(item)
+        return _plain_or_str(item)
 
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)

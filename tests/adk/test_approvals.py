@@ -143,8 +143,13 @@ def test_the_message_prefers_the_hint_then_the_catalog_then_the_call() -> None:
         "T1 승인 (thing=T1) 승인하시겠습니까?"
     )
     assert interrupt_message("x", {"a": 1}, "Really?", catalog) == "Really?"
-    adk_hint = "Please approve or reject the tool call x() by responding with a FunctionResponse"
+    adk_hint = (
+        "Please approve or reject the tool call x() by responding with a FunctionResponse "
+        "with an expected ToolConfirmation payload."
+    )
     assert interrupt_message("x", {"a": 1}, adk_hint, None) == "Approve x(a=1)?"
+    # A tool that asks in its own body keeps its words, even ADK's (its sample's are).
+    assert interrupt_message("x", {"a": 1}, adk_hint, None, own_hint=True) == adk_hint
     assert response_schema([1, "a"])["properties"]["payload"] == {
         "type": "array",
         "items": {"type": "number"},

@@ -55,7 +55,7 @@ def look_up(order_id: str) -> dict[str, str]:
 
 
 def caps(root: BaseAgent, settings: Settings | None = None, **options: Any) -> AgentCapabilities:
-    doc = document(root, options.get("catalog"), settings or Settings(), memory=False)
+    doc = document(root, options.get("catalog"), settings or Settings(), services={})
     return accepted(doc)
 
 

@@ -157,12 +157,6 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     assert line.startswith("agent-gateway: AGENT 'tests.adk.test_hosting:not_an_agent'")
 
 
-def test_an_app_that_is_not_resumable_is_refused_naming_the_setting() -> None:
-    app = App(name="orders", root_agent=orders_agent())
-    with pytest.raises(HostingError, match=r"ResumabilityConfig\(is_resumable=True\)"):
-        create_app(app, Settings(db=":memory:"))
-
-
 def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
     folder = tmp_path / "shop_agent"
     folder.mkdir()
@@ -390,10 +384,12 @@ class Recording(ToolUser):
 
 
 @pytest.mark.server
-async def test_the_warm_up_runs_through_the_agent_but_never_calls_its_model() -> None:
+@pytest.mark.parametrize("warm_up", ["gateway", "agent"])
+async def test_the_warm_up_never_calls_the_agents_model(warm_up: str) -> None:
+    """By default it meets a stand-in; warming the agent itself, its model is answered for."""
     model = Recording()
     agent = LlmAgent(name="paid", model=model)
-    async with running_gateway(agent=agent, warm_up_runs=3) as gateway:
+    async with running_gateway(agent=agent, warm_up_runs=3, warm_up=warm_up) as gateway:
         assert gateway.app.ready.is_set() and model.calls == []
         async with gateway.socket() as ws:
             await ws.run(user_input(new_id("t"), "hello", tools=[]))

@@ -5,9 +5,11 @@ of it (``CASES``), and ``agent``, which calls one tool and says "done"."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 from typing import Any
 
+import pydantic
 from google.adk.agents import LlmAgent
 from google.genai import types
 
@@ -47,6 +49,28 @@ def poster() -> types.Part:
 def odd() -> dict[str, Any]:
     """Returns values JSON cannot hold."""
     return {"when": datetime.datetime(2024, 5, 1, 9, 30), "tags": {"x"}}
+
+
+class Receipt(pydantic.BaseModel):
+    order_id: str = pydantic.Field(alias="orderId")
+    paid_at: datetime.datetime
+    note: str | None = None
+
+
+def receipt() -> Receipt:
+    """Returns a pydantic model: shown as the JSON the thread stores, by alias, no nulls."""
+    return Receipt(orderId="A-1", paid_at=datetime.datetime(2024, 5, 1, 9, 30))
+
+
+@dataclasses.dataclass
+class Scan:
+    name: str
+    data: bytes
+
+
+def scan() -> Scan:
+    """Returns a dataclass holding bytes: its fields as JSON, the bytes as a part."""
+    return Scan("page", PNG)
 
 
 def agent(tool: Any) -> LlmAgent:
@@ -97,4 +121,12 @@ CASES: list[tuple[Any, Any]] = [
         ],
     ),
     (odd, '{"when":"2024-05-01 09:30:00","tags":"{\'x\'}"}'),
+    (receipt, '{"result":{"orderId":"A-1","paid_at":"2024-05-01T09:30:00"}}'),
+    (
+        scan,
+        [
+            {"type": "text", "text": '{"result":{"name":"page","data":"<70 bytes: part 1>"}}'},
+            data_part("document", "application/octet-stream", PNG),
+        ],
+    ),
 ]

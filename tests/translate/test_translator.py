@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import pydantic
 import pytest
 from google.adk.events import Event, EventActions
 from google.genai import types
 
 from gateway import wire as p
+from gateway.translate.tool_results import result_content
 from gateway.translate.translator import AgentFailure, RunTranslator
 from tests.support.agui import StreamChecker
 
@@ -312,3 +315,24 @@ def test_the_stream_checker_holds_activity_to_what_was_sent() -> None:
         checker.feed(delta | {"messageId": "b", "patch": []})
     with pytest.raises(AssertionError, match="another activity type"):
         checker.feed(delta | {"activityType": "a2ui-action", "patch": []})
+
+
+class _Sealed(pydantic.BaseModel):
+    code: int
+
+    @pydantic.field_serializer("code")
+    def _refuse(self, code: int) -> int:
+        raise RuntimeError("sealed")
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+    label: str | None
+
+
+def test_a_typed_result_is_shown_as_json_and_one_that_cannot_be_is_shown_as_text() -> None:
+    response = types.FunctionResponse(
+        name="t", response={"point": _Point(1, None), "sealed": _Sealed(code=7)}
+    )
+    assert result_content(response) == '{"point":{"x":1,"label":null},"sealed":"code=7"}'
