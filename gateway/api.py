@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from gateway.doors.app import Gateway
 
-__all__ = ["create_app", "serve", "server_config"]
+__all__ = ["create_app", "serve", "server", "server_config"]
 
 LARGEST_FRAME_FACTOR = 4
 
@@ -200,6 +200,16 @@ def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
     )
 
 
+def server(settings: Settings, app: Gateway) -> uvicorn.Server:
+    """uvicorn's server for ``app`` (``server_config``), which on SIGTERM drains the gateway
+    (``gateway.doors.drain``) before it closes a socket."""
+    import asyncio
+
+    from gateway.doors.drain import DrainingServer
+
+    return DrainingServer(server_config(settings, app), lambda: asyncio.ensure_future(app.drain()))
+
+
 def serve(
     agent: Hostable = None,
     settings: Settings | None = None,
@@ -208,13 +218,11 @@ def serve(
     model: BaseLlm | str | None = None,
 ) -> None:
     """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
-    with the gateway's logging."""
-    import uvicorn
-
+    with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``)."""
     from gateway import logs
 
     settings = settings or Settings()
     app = create_app(agent, settings, catalog=catalog, model=model)
     # Only a gateway that will serve takes over the process's logging.
     logs.configure(settings)
-    uvicorn.Server(server_config(settings, app)).run()
+    server(settings, app).run()

@@ -71,6 +71,7 @@ class Settings:
     busy: str = "interrupt"
     lease_seconds: float = 10.0
     lease_check_seconds: float = 1.0
+    drain_seconds: float = 25.0
     warm_up_runs: int = 3
     log_level: str = "info"
     log_format: str = "text"
@@ -152,6 +153,9 @@ _HELP: dict[str, str] = {
     "heartbeat (sent every third of it) before another process may take the thread over",
     "lease_check_seconds": "on PostgreSQL, seconds between each process's looks for threads "
     "whose holder died (a killed process's threads are taken over within about this)",
+    "drain_seconds": "seconds a SIGTERM (or the host app's shutdown) gives runs in progress to "
+    "finish, their clients streaming, while new runs are refused; what still runs then is stored "
+    "as interrupted (fits Kubernetes' default 30 s terminationGracePeriodSeconds)",
     "warm_up_runs": "greetings run through the agent at start-up, before /ping says Healthy "
     "(no model is called for them; 0: none)",
     "log_level": "debug, info, warning or error",
