@@ -14,8 +14,10 @@ or the shutdown of a host app that mounts the gateway begins the drain, once:
    event for one whose run streams (frames it sends meanwhile are answered first);
 4. the runs in progress, on /ws and on SSE alike, stream to their end within
    ``GATEWAY_DRAIN_SECONDS``; whatever still runs then stops where it is and is stored as
-   interrupted (``Hub.stop``), as after a crash. On PostgreSQL a thread whose run ended is
-   released at once, as always, and leaving the cluster hands the cut-off ones over.
+   interrupted (``Hub.stop``), as after a crash, its stream ended by a RUN_ERROR that says
+   so (``gateway.hub.driving``), so an SSE response ends too and the server can stop. On
+   PostgreSQL a thread whose run ended is released at once, as always, and leaving the
+   cluster hands the cut-off ones over.
 
 The listening socket stays open throughout, so probes read the drain; uvicorn's own
 shutdown (it closes the listener and whatever connection is left) comes after.

@@ -41,6 +41,15 @@ def draining() -> p.GatewayError:
     )
 
 
+def cut_by_restart() -> p.GatewayError:
+    """How a run still going when a stop's grace ran out ends for those who follow it."""
+    return p.GatewayError(
+        p.ErrorCode.SERVICE_UNAVAILABLE,
+        "This gateway process restarted before the reply finished (GATEWAY_DRAIN_SECONDS ran "
+        "out); what it said is kept, marked interrupted. Send your message again to go on.",
+    )
+
+
 def cluster_unreachable() -> p.GatewayError:
     return p.GatewayError(
         p.ErrorCode.INTERNAL_ERROR,

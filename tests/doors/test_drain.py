@@ -161,14 +161,37 @@ async def test_a_run_still_going_at_the_end_of_the_grace_is_cut_and_said_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="gateway.doors.drain")
-    async with running_gateway(scripted_pace_ms=200, drain_seconds=0.3) as gateway:
-        async with gateway.socket() as ws:
-            await ws.send(user_input(new_id("t"), LONG))
-            await ws.next()
-            gateway.server.should_exit = True
-            with pytest.raises(ConnectionClosed) as close:
-                while True:
-                    await ws.next(scaled(30))
-            assert close.value.rcvd is not None and close.value.rcvd.code == CLOSE_CODE
-        await asyncio.sleep(0)
+    async with (
+        running_gateway(scripted_pace_ms=200, drain_seconds=0.3) as gateway,
+        gateway.socket() as ws,
+    ):
+        await ws.send(user_input(new_id("t"), LONG))
+        await ws.next()
+        gateway.server.should_exit = True
+        assert (await closed(ws))[0] == CLOSE_CODE
+    # Its stream ends as a run's does, saying why, before the close.
+    cut = ws.received[-1]
+    assert (cut["type"], cut["code"]) == ("RUN_ERROR", "SERVICE_UNAVAILABLE")
     assert "0 runs finished, 1 cut off (stored as interrupted)" in caplog.text
+
+
+async def test_an_sse_stream_whose_run_is_cut_at_the_end_of_the_grace_ends_too() -> None:
+    async with (
+        running_gateway(scripted_pace_ms=200, drain_seconds=0.3) as gateway,
+        httpx.AsyncClient(timeout=scaled(30)) as client,
+        client.stream(
+            "POST",
+            gateway.http + "/invocations",
+            json=user_input(new_id("t"), LONG),
+            headers={"X-Gateway-User": "demo"},
+        ) as response,
+    ):
+        body = b""
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if b"TEXT_MESSAGE_CONTENT" in body and not gateway.server.should_exit:
+                gateway.server.should_exit = True
+    # The stream ended (so the server could stop), with the run's end, not mid-air.
+    cut = sse_events(body)[-1]
+    assert (cut["type"], cut["code"]) == ("RUN_ERROR", "SERVICE_UNAVAILABLE")
+    assert "marked interrupted" in cut["message"]
