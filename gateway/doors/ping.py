@@ -51,7 +51,7 @@ class Ping:
         drain.listeners.append(self._on_drain)
 
     async def answer(self, send: Send) -> None:
-        if not self.ready.is_set():
+        if not self.ready.is_set() and not self.draining:
             await respond(send, 503, STARTING, b"application/json")
         else:
             await respond(send, self.http_status, self.body(), b"application/json")

@@ -320,8 +320,19 @@ class Hub:
         return [
             thread.run.task
             for thread in self.threads.values()
-            if thread.run is not None and thread.run.task is not None
+            if thread.run is not None and thread.run.task is not None and not thread.run.task.done()
         ]
+
+    async def _finished_within(self, grace: float) -> set[asyncio.Task[None]]:
+        """Waits up to ``grace`` seconds for the runs in progress, and for those whose
+        planning was over only meanwhile; returns the runs still going then."""
+        deadline = asyncio.get_running_loop().time() + grace
+        while tasks := self._in_progress():
+            left = max(deadline - asyncio.get_running_loop().time(), 0.0)
+            _, late = await asyncio.wait(tasks, timeout=left)
+            if late:
+                return late
+        return set()
 
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> int:
         """Stops the runs in progress before the store closes, so none fails on a closed
@@ -336,10 +347,7 @@ class Hub:
             if thread.expiry is not None:
                 thread.expiry.cancel()
                 thread.expiry = None
-        tasks = self._in_progress()
-        if not tasks:
-            return 0
-        _, late = await asyncio.wait(tasks, timeout=max(grace, 0.0))
+        late = await self._finished_within(grace)
         if late:
             log.info("shutting down: %d runs still in progress stop where they are", len(late))
             for thread in self.threads.values():
