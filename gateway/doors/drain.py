@@ -59,6 +59,8 @@ class Drain:
         self.connections: set[Draining] = set()
         # Called once, when the drain begins (/ping and /ready turn 503).
         self.listeners: list[Callable[[], None]] = []
+        # /ws upgrades refused since, for the log line at its end.
+        self.refused_connections = 0
         self._draining: asyncio.Task[None] | None = None
 
     @property
@@ -88,10 +90,13 @@ class Drain:
             connection.drain()
         cut = await self.hub.stop(self.seconds)
         log.info(
-            "drained in %.1f s: %d runs finished, %d cut off (stored as interrupted)",
+            "drained in %.1f s: %d runs finished, %d cut off (stored as interrupted); "
+            "%d new runs and %d new connections refused meanwhile",
             time.monotonic() - began,
             in_progress - cut,
             cut,
+            self.hub.refused_draining,
+            self.refused_connections,
         )
 
 

@@ -101,6 +101,7 @@ class WebSocketSession:
             await self._refuse_upgrade(cors.FOREIGN_ORIGIN)
             return
         if self.shutdown.begun:  # its client tries again, reaching a process that is up
+            self.shutdown.refused_connections += 1
             await self._refuse_upgrade(draining())
             return
         try:

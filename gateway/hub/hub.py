@@ -140,6 +140,8 @@ class Hub:
         self._stopping = False
         # Set by drain() (and stop()): from then on no run starts here.
         self.draining = False
+        # Inputs refused since, for the drain's log line.
+        self.refused_draining = 0
 
     @property
     def busy(self) -> bool:
@@ -156,6 +158,7 @@ class Hub:
         refused, or it waits its turn, first stopping the run for ``interrupt``.
         """
         if self.draining:  # before the busy policy: a refused input interrupts nothing
+            self.refused_draining += 1
             raise draining()
         thread_id = run_input.thread_id
         policy = requested(run_input, self.busy_policy)
@@ -216,6 +219,7 @@ class Hub:
         self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
     ) -> Run:
         if self.draining:  # an input that waited its turn since before the drain
+            self.refused_draining += 1
             raise draining()
         thread_id = run_input.thread_id
         await self.slots.take()

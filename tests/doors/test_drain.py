@@ -100,7 +100,10 @@ async def test_a_reply_streaming_on_sse_ends_normally_during_a_drain() -> None:
     assert len(text_of(events)) > 200
 
 
-async def test_new_work_during_a_drain_is_refused_with_a_retryable_code() -> None:
+async def test_new_work_during_a_drain_is_refused_with_a_retryable_code(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="gateway.doors.drain")
     async with (
         running_gateway(scripted_pace_ms=20, drain_seconds=scaled(30)) as gateway,
         gateway.socket() as ws,
@@ -136,6 +139,7 @@ async def test_new_work_during_a_drain_is_refused_with_a_retryable_code() -> Non
         assert [e["type"] for e in refusal] == ["RUN_STARTED", "RUN_ERROR"]
         assert refusal[-1]["code"] == "SERVICE_UNAVAILABLE"
         assert (await closed(ws))[0] == CLOSE_CODE
+    assert "2 new runs and 1 new connections refused meanwhile" in caplog.text
 
 
 async def test_a_watcher_of_another_tabs_run_keeps_its_stream_to_the_end() -> None:
