@@ -6,15 +6,21 @@ run has ended; an idle one at once. (Real processes and SIGTERM: ``test_drain_si
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from pathlib import Path
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from gateway import wire as p
+from gateway.api import create_app
+from gateway.config import Settings
 from gateway.doors.drain import CLOSE_CODE
-from tests.support.agui import AgUiSocket, new_id, sse_events, text_of, user_input
+from gateway.translate.translator import Phase
+from tests.support.agui import AgUiSocket, new_id, snapshot_of, sse_events, text_of, user_input
 from tests.support.budgets import scaled
 from tests.support.servers import RunningGateway, running_gateway
 
@@ -199,3 +205,24 @@ async def test_an_sse_stream_whose_run_is_cut_at_the_end_of_the_grace_ends_too()
     cut = sse_events(body)[-1]
     assert (cut["type"], cut["code"]) == ("RUN_ERROR", "SERVICE_UNAVAILABLE")
     assert "marked interrupted" in cut["message"]
+
+
+async def test_a_host_apps_shutdown_drains_the_mounted_gateway(tmp_path: Path) -> None:
+    """``Starlette(lifespan=gateway.lifespan)``: the host's shutdown lets the run finish."""
+    db = str(tmp_path / "mounted.db")
+    # About 4 s of reply: longer than the 2 s a stop used to give a run.
+    settings = Settings(db=db, scripted_pace_ms=40, warm_up_runs=0, drain_seconds=scaled(30))
+    mounted = create_app(None, settings)
+    thread = new_id("t")
+    async with mounted.lifespan():
+        assert mounted.hub is not None
+        frame = p.decode_input(json.dumps(user_input(thread, LONG)))
+        run = await mounted.hub.start("demo", frame, None)
+        while run.translator.phase is Phase.NEW:
+            await asyncio.sleep(0.01)
+    assert run.done.is_set(), "the shutdown did not wait for the run"
+    async with running_gateway(db=db) as gateway, gateway.socket() as ws:
+        events = await ws.run({"type": "reattach", "threadId": thread})
+    reply = snapshot_of(events)[-1]
+    assert reply["role"] == "assistant" and len(reply["content"]) > 200
+    assert "metadata" not in reply, "the reply was cut off"
