@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from gateway.doors.app import Gateway
 
-__all__ = ["create_app", "serve", "server_config"]
+__all__ = ["create_app", "serve", "server", "server_config"]
 
 LARGEST_FRAME_FACTOR = 4
 
@@ -240,6 +240,16 @@ def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
     )
 
 
+def server(settings: Settings, app: Gateway) -> uvicorn.Server:
+    """uvicorn's server for ``app`` (``server_config``), which on SIGTERM drains the gateway
+    (``gateway.doors.drain``) before it closes a socket."""
+    import asyncio
+
+    from gateway.doors.drain import DrainingServer
+
+    return DrainingServer(server_config(settings, app), lambda: asyncio.ensure_future(app.drain()))
+
+
 def serve(
     agent: Hostable = None,
     settings: Settings | None = None,
@@ -249,9 +259,7 @@ def serve(
     predict_state: Iterable[object] | None = None,
 ) -> None:
     """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
-    with the gateway's logging."""
-    import uvicorn
-
+    with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``)."""
     from gateway import logs
 
     settings = settings or Settings()
@@ -259,4 +267,4 @@ def serve(
     # is loaded, so what loading it says (an ADKAgent's settings not kept) is seen.
     logs.configure(settings)
     app = create_app(agent, settings, catalog=catalog, model=model, predict_state=predict_state)
-    uvicorn.Server(server_config(settings, app)).run()
+    server(settings, app).run()

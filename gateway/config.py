@@ -75,6 +75,7 @@ class Settings:
     busy: str = "interrupt"
     lease_seconds: float = 10.0
     lease_check_seconds: float = 1.0
+    drain_seconds: float = 25.0
     warm_up_runs: int = 3
     warm_up: str = "gateway"
     memory: str = "memory"
@@ -172,6 +173,9 @@ _HELP: dict[str, str] = {
     "heartbeat (sent every third of it) before another process may take the thread over",
     "lease_check_seconds": "on PostgreSQL, seconds between each process's looks for threads "
     "whose holder died (a killed process's threads are taken over within about this)",
+    "drain_seconds": "seconds a SIGTERM (or the host app's shutdown) gives runs in progress to "
+    "finish, their clients streaming, while new runs are refused; what still runs then is stored "
+    "as interrupted (fits Kubernetes' default 30 s terminationGracePeriodSeconds)",
     "warm_up_runs": "greetings run at start-up, before /ping says Healthy (no model that "
     "could cost anything is called for them; 0: none)",
     "warm_up": "what the warm-up's greetings run through: 'gateway' (its own stand-in agent on "

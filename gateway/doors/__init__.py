@@ -10,7 +10,8 @@ the app, so no door imports ``app``. The parts (each module's docstring has its 
 - ``websocket``    /ws: runs, answers, cancels and reattaches both ways on one connection
 - ``sse``          POST /invocations: one RunAgentInput in, its run out as SSE
 - ``sse_replay``   GET /invocations: a thread's SSE stream resumed by ``Last-Event-ID``
-- ``ping``         GET /ping: Starting, Healthy, HealthyBusy or Unhealthy
+- ``ping``         GET /ping and /ready: Starting, Healthy, HealthyBusy, Unhealthy, Draining
+- ``drain``        SIGTERM: no new runs, those in progress finish, then /ws closes with 1012
 - ``json_doors``   GET /tools, /me, /capabilities, /history; POST /ws-ticket
 - ``tool_results`` POST /tool-results: a backend system's final result for a long-running call
 - ``access``       around every door's work: identify the caller, log, audit

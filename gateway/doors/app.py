@@ -6,16 +6,19 @@ up through its own socket (``gateway.doors.warmup``) while it probes the models;
 says Healthy only after both. Routing matches the path below where the gateway is mounted
 and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /invocations
 to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
-``gateway.doors.sse_replay``, GET /ping to ``gateway.doors.ping``, and GET /tools, /me,
-/history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``, and a backend
-system's POST /tool-results to ``gateway.doors.tool_results``. CORS covers the browsers'
-HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
+``gateway.doors.sse_replay``, GET /ping and /ready to ``gateway.doors.ping``, and GET /tools,
+/me, /history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``, and a
+backend system's POST /tool-results to ``gateway.doors.tool_results``. CORS covers the
+browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
 client (``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
 refused at the door gets the HTTP status (401 with ``WWW-Authenticate: Bearer``, or 403)
 before anything else: on /ws a refused upgrade, never an accept-then-close.
+
+Shutdown drains first (``gateway.doors.drain``): runs in progress finish, their clients
+streaming, within ``GATEWAY_DRAIN_SECONDS``, before the store closes.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from gateway.config import Settings
 from gateway.doors import cors, json_doors, tool_results, warmup
 from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
+from gateway.doors.drain import Drain
 from gateway.doors.ping import Ping
 from gateway.doors.shared import Shared
 from gateway.doors.sse import Invocation
@@ -52,6 +56,7 @@ log = logging.getLogger(__name__)
 # The HTTP doors and the method each takes; CORS covers these, not the web client's files.
 DOORS = {
     "/ping": "GET",
+    "/ready": "GET",
     "/tools": "GET",
     # POST runs; GET resumes a thread's stream (``gateway.doors.sse_replay``).
     "/invocations": "GET, POST",
@@ -83,6 +88,7 @@ class Gateway:
         # What the doors are given, once the hub is up: never this app.
         self.shared: Shared | None = None
         self.ping: Ping | None = None
+        self.draining: Drain | None = None
         self.models: ModelHealth | None = None
         # GET /capabilities, once the hosted agent is known.
         self.capabilities = b"{}"
@@ -152,11 +158,14 @@ class Gateway:
             )
         try:
             self.hub = await self._startup()
-            self.shared = Shared(self.hub, self.settings, self.auth, self.rates, self.origins)
+            self.draining = Drain(self.hub, self.settings.drain_seconds)
+            self.shared = Shared(
+                self.hub, self.settings, self.auth, self.rates, self.origins, self.draining
+            )
             self.models = ModelHealth(
                 endpoints(self.hub.engine.root_agent), self.settings.model_probe_interval
             )
-            self.ping = Ping(self.hub, self.models, self.ready)
+            self.ping = Ping(self.hub, self.models, self.ready, self.draining)
             engine = self.hub.engine
             self.capabilities = msgspec.json.encode(
                 capabilities.document(
@@ -171,14 +180,19 @@ class Gateway:
             log.error("start-up failed: %s", exc)
             raise
 
+    async def drain(self) -> None:
+        """Stops taking runs and lets those in progress finish (``gateway.doors.drain``);
+        the server's shutdown calls it before closing anything, ``stop`` in any case."""
+        if self.draining is not None:
+            await self.draining.run()
+
     async def stop(self) -> None:
         for task in (self._warming, self._probing):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if self.hub is not None:
-            await self.hub.stop()
+        await self.drain()
         await self._shutdown()
 
     async def _check_models(self) -> None:
@@ -247,7 +261,7 @@ class Gateway:
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
         assert self.shared is not None and self.ping is not None
-        if path == "/ping" and method == "GET":
+        if path in ("/ping", "/ready") and method == "GET":
             await self.ping.answer(send)
         elif path == "/tools" and method == "GET":
             await json_doors.tools(self.shared.hub, send)

@@ -13,6 +13,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
+# What a refusal worth retrying at once elsewhere (a draining process) asks a client to wait.
+RETRY_AFTER_SECONDS = 1
+
 
 async def respond(
     send: Send,
@@ -36,9 +39,17 @@ async def respond(
 
 
 def challenge(error: p.GatewayError) -> list[tuple[bytes, bytes]]:
-    """The ``WWW-Authenticate`` header a refusal carries: every 401 has one (RFC 7235)."""
+    """The header a refusal carries: ``WWW-Authenticate`` on every 401 (RFC 7235),
+    ``Retry-After`` on a 503 (``retry_after``)."""
     if isinstance(error, Unauthorized):
         return [(b"www-authenticate", error.challenge())]
+    return retry_after(error)
+
+
+def retry_after(error: p.GatewayError) -> list[tuple[bytes, bytes]]:
+    """The ``Retry-After`` header of a refusal by a process that is going away."""
+    if error.code is p.ErrorCode.SERVICE_UNAVAILABLE:
+        return [(b"retry-after", b"%d" % RETRY_AFTER_SECONDS)]
     return []
 
 

@@ -1,10 +1,13 @@
-"""GET /ping: whether this gateway should be sent work, as AgentCore's health check reads it.
+"""GET /ping: whether this gateway should be sent work, as AgentCore's health check reads it;
+GET /ready answers the same, for a readiness probe (Kubernetes): 200 only while it takes
+new runs.
 
 Until the start-up warm-up is over (``gateway.doors.warmup``) it answers 503 Starting, so
 nothing that waits for Healthy sends a user the cold run. Then Healthy, or HealthyBusy
 while a run is in progress (the hub's ``status_listeners``), and 503 Unhealthy while the
 store cannot commit or the hosted agent's model does not answer (``gateway.models.health``).
-``Ping`` listens to all three and keeps the time the status last changed, which is what
+From the start of a drain (``gateway.doors.drain``) both say 503 Draining, for good.
+``Ping`` listens to all four and keeps the time the status last changed, which is what
 ``time_of_last_update`` says.
 """
 
@@ -16,6 +19,7 @@ import time
 import msgspec
 
 from gateway.doors.asgi import Send, respond
+from gateway.doors.drain import Drain
 from gateway.hub.hub import Hub
 from gateway.models.health import ModelHealth
 
@@ -33,8 +37,9 @@ class Ping:
     failure.
     """
 
-    def __init__(self, hub: Hub, models: ModelHealth, ready: asyncio.Event) -> None:
+    def __init__(self, hub: Hub, models: ModelHealth, ready: asyncio.Event, drain: Drain) -> None:
         self.busy = False
+        self.draining = False
         self.can_commit = hub.engine.sessions.can_commit
         self.models_answer = models.answering
         self.changed_at = int(time.time())
@@ -43,9 +48,10 @@ class Ping:
         hub.status_listeners.append(self._on_status)
         hub.engine.sessions.health_listeners.append(self._on_store_health)
         models.listeners.append(self._on_models)
+        drain.listeners.append(self._on_drain)
 
     async def answer(self, send: Send) -> None:
-        if not self.ready.is_set():
+        if not self.ready.is_set() and not self.draining:
             await respond(send, 503, STARTING, b"application/json")
         else:
             await respond(send, self.http_status, self.body(), b"application/json")
@@ -60,6 +66,10 @@ class Ping:
             self.can_commit = can_commit
             self.changed_at = int(time.time())
 
+    def _on_drain(self) -> None:
+        self.draining = True
+        self.changed_at = int(time.time())
+
     def _on_models(self, answering: bool) -> None:
         if answering != self.models_answer:
             self.models_answer = answering
@@ -71,10 +81,12 @@ class Ping:
 
     @property
     def http_status(self) -> int:
-        return 200 if self.healthy else 503
+        return 200 if self.healthy and not self.draining else 503
 
     def body(self) -> bytes:
         status = "HealthyBusy" if self.busy else "Healthy"
         if not self.healthy:
             status = "Unhealthy"
+        if self.draining:
+            status = "Draining"
         return msgspec.json.encode({"status": status, "time_of_last_update": self.changed_at})

@@ -6,7 +6,8 @@ collaborators its work needs. So no door imports the app, and a test builds a do
 plain objects. The hub is where a door's work goes; the authenticator identifies the
 caller (``gateway.doors.access``); the rate limiter spends the caller's tokens; the
 origins are the browsers allowed besides the gateway's own host (``gateway.doors.cors``);
-the settings bound what a door reads and holds.
+the settings bound what a door reads and holds; the drain is what a door's connection
+hears when the process is shutting down (``gateway.doors.drain``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dataclasses
 
 from gateway.auth import Authenticator
 from gateway.config import Settings
+from gateway.doors.drain import Drain
 from gateway.hub.hub import Hub
 from gateway.hub.limits import RateLimiter
 
@@ -28,3 +30,4 @@ class Shared:
     auth: Authenticator
     rates: RateLimiter
     origins: frozenset[str]
+    drain: Drain

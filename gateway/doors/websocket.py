@@ -15,9 +15,11 @@ from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.doors import cors
 from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refusal
+from gateway.doors.drain import CLOSE_CODE, CLOSE_REASON
 from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
 from gateway.hub.inputs import needed_part
+from gateway.hub.refusals import draining
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel
 
@@ -36,8 +38,14 @@ class Refused:
         return p.RunError(message=message, code=self.first.code.value)
 
 
-# What a connection's worker handles in order: a run, a reattach, an error, or a notice.
-Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event] | Refused
+@dataclasses.dataclass(frozen=True)
+class Restart:
+    """The gateway drains: the connection closes once the run it follows has ended."""
+
+
+# What a connection's worker handles in order: a run, a reattach, an error, a notice, or
+# the drain's turn.
+Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event] | Refused | Restart
 
 # Frames one connection may have waiting behind its current run, whatever their size.
 QUEUED_FRAMES_LIMIT = 32
@@ -52,6 +60,8 @@ class WebSocketSession:
     (``receive_buffer_bytes``, and ``QUEUED_FRAMES_LIMIT`` of them) and events waiting for
     the client to read (``send_buffer_bytes``). Nothing it is sent can stop it working: a
     frame that fails unexpectedly gets a RUN_ERROR INTERNAL_ERROR and the next one is read.
+    When the gateway drains (``gateway.doors.drain``) it closes with 1012 once the run it
+    follows has ended and what it was sent is answered.
     """
 
     def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
@@ -59,6 +69,8 @@ class WebSocketSession:
         self.settings = shared.settings
         self.rates = shared.rates
         self.origins = shared.origins
+        self.shutdown = shared.drain
+        self.draining = False
         self.scope, self.receive, self.send = scope, receive, send
         self.send_queue: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
@@ -68,6 +80,7 @@ class WebSocketSession:
         self.access = Access(shared.auth, shared.hub.audit, scope, "ws", "connect")
         self.following: str | None = None
         self.close_code = 1000
+        self.close_reason = ""
         # The client instance it speaks for (``?clientId=``), across its reconnects.
         self.client: str | None = None
         # Whether anything was sent yet: only a stream's first event may be a lone RUN_ERROR.
@@ -86,6 +99,10 @@ class WebSocketSession:
         if not cors.origin_allowed(self.scope, self.origins):
             log.warning("refused a /ws upgrade from origin %s", header(self.scope, b"origin"))
             await self._refuse_upgrade(cors.FOREIGN_ORIGIN)
+            return
+        if self.shutdown.begun:  # its client tries again, reaching a process that is up
+            self.shutdown.refused_connections += 1
+            await self._refuse_upgrade(draining())
             return
         try:
             identity = await self.access.identify()
@@ -115,9 +132,13 @@ class WebSocketSession:
         expiry = self._expire_at(identity.expires_at)
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
+        self.shutdown.connections.add(self)
+        if self.shutdown.begun:  # it began while this one was being accepted
+            self.drain()
         try:
             await self._read()
         finally:
+            self.shutdown.connections.discard(self)
             if expiry is not None:
                 expiry.cancel()
             self.hub.leave(self)
@@ -138,6 +159,12 @@ class WebSocketSession:
             return None
         delay = expires_at + self.settings.jwt_leeway - time.time()
         return asyncio.get_running_loop().call_later(max(delay, 0.0), self._expired)
+
+    def drain(self) -> None:
+        """The gateway drains: queues the close behind what the connection already has."""
+        if not self.draining:
+            self.draining = True
+            self.inbox.put_nowait((Restart(), 0))
 
     def _expired(self) -> None:
         # Its runs go on: a new connection with a new token reattaches to them.
@@ -231,6 +258,10 @@ class WebSocketSession:
             except Exception:
                 self._refusal(p.unexpected(f"a frame from {self.user}").to_event())
             del item  # the next wait must not keep a finished input alive
+            if self.draining and self.inbox.empty():
+                self.close_code, self.close_reason = CLOSE_CODE, CLOSE_REASON
+                self.send_queue.end()
+                return
 
     async def _handle(self, item: Work) -> None:
         if isinstance(item, p.GatewayError):
@@ -241,6 +272,8 @@ class WebSocketSession:
         elif isinstance(item, list):
             for event in item:
                 self.deliver(event)
+        elif isinstance(item, Restart):
+            await self._followed_run_ended()
         else:
             await self._run(item)
 
@@ -266,6 +299,12 @@ class WebSocketSession:
         self.following = request.thread_id
         if run is not None:
             await run.done.wait()
+
+    async def _followed_run_ended(self) -> None:
+        """Waits for the run of the thread the connection follows, whoever started it."""
+        thread = self.hub.threads.get(self.following) if self.following else None
+        if thread is not None and thread.run is not None:
+            await thread.run.done.wait()
 
     def _refusal(
         self, error: p.RunError, request: p.RunAgentInput | p.Reattach | None = None
@@ -294,7 +333,13 @@ class WebSocketSession:
             for event, data in await self.send_queue.batch():
                 if event is None:
                     with contextlib.suppress(Exception):
-                        await self.send({"type": "websocket.close", "code": self.close_code})
+                        await self.send(
+                            {
+                                "type": "websocket.close",
+                                "code": self.close_code,
+                                "reason": self.close_reason,
+                            }
+                        )
                     return
                 await self.send({"type": "websocket.send", "text": data.decode()})
 

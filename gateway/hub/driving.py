@@ -48,7 +48,7 @@ from gateway.hub.inputs import NewTurn
 from gateway.hub.open_calls import OpenCall, answered_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, function_responses
-from gateway.hub.refusals import quarantined
+from gateway.hub.refusals import cut_by_restart, quarantined
 from gateway.hub.states import ThreadState, run_ended, transition
 from gateway.hub.threads import Run
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
@@ -132,6 +132,9 @@ class Driver:
         except Exception as error:  # the model or a tool raised, or a plugin refused
             refused = refusal_in(error)
             run.fail(refused or p.unexpected(str(run), p.ErrorCode.AGENT_ERROR))
+        except asyncio.CancelledError:  # the hub's stop cut it off: its stream ends, said so
+            run.fail(cut_by_restart())
+            raise
         finally:
             state = plan.thread_state
             if state is ThreadState.RUNNING:  # it ran the agent: how it ended moves the thread

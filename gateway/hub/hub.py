@@ -14,7 +14,9 @@ What else is the hub's: the threads in memory (``threads``, each forgotten once 
 holds it), the cluster's callbacks (a dead process's run to close, a cancel for a run of
 this process, a log that grew elsewhere, leases lost), browser calls nobody answers
 (expired into a ``no_result`` answer after ``client_tool_timeout``, and the model goes
-on), and stopping at shutdown. The package's floor plan is in ``gateway.hub``.
+on), and draining and stopping at shutdown: a draining hub starts no run and takes over
+no dead process's thread, while the runs it has go on to their end (``drain``). The
+package's floor plan is in ``gateway.hub``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from gateway.hub.refusals import (
     HeldElsewhere,
     check_owner,
     cluster_unreachable,
+    draining,
     quarantined,
 )
 from gateway.hub.snapshots import executor_event, thread_snapshot
@@ -72,6 +75,8 @@ ELSEWHERE_POLL_SECONDS = 0.02
 ELSEWHERE_POLL_MAX_SECONDS = 1.0
 # How long a run in progress at shutdown may take to finish before it is cancelled.
 SHUTDOWN_GRACE_SECONDS = 2.0
+# How long a run cancelled at the end of that grace has to stop before the store closes.
+STOPPING_SECONDS = 2.0
 
 
 class Hub:
@@ -135,6 +140,10 @@ class Hub:
         self._running = 0
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
+        # Set by drain() (and stop()): from then on no run starts here.
+        self.draining = False
+        # Inputs refused since, for the drain's log line.
+        self.refused_draining = 0
 
     @property
     def busy(self) -> bool:
@@ -150,6 +159,9 @@ class Hub:
         On a thread with a run going, the input's busy policy (``gateway.hub.busy``) decides:
         refused, or it waits its turn, first stopping the run for ``interrupt``.
         """
+        if self.draining:  # before the busy policy: a refused input interrupts nothing
+            self.refused_draining += 1
+            raise draining()
         thread_id = run_input.thread_id
         policy = requested(run_input, self.busy_policy)
         while True:
@@ -208,6 +220,9 @@ class Hub:
     async def _start(
         self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
     ) -> Run:
+        if self.draining:  # an input that waited its turn since before the drain
+            self.refused_draining += 1
+            raise draining()
         thread_id = run_input.thread_id
         await self.slots.take()
         leased = False
@@ -306,25 +321,46 @@ class Hub:
         run.abort.set()
         return True
 
-    async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+    def drain(self) -> int:
+        """From now on no run starts here: an input is refused with SERVICE_UNAVAILABLE
+        (``refusals.draining``), retryable on another process or after the restart, and a
+        dead process's thread is left to a process that stays. The runs in progress go on;
+        ``stop`` waits for them. Returns how many there are."""
+        self.draining = True
+        return len(self._in_progress())
+
+    def _in_progress(self) -> list[asyncio.Task[None]]:
+        return [
+            thread.run.task
+            for thread in self.threads.values()
+            if thread.run is not None and thread.run.task is not None and not thread.run.task.done()
+        ]
+
+    async def _finished_within(self, grace: float) -> set[asyncio.Task[None]]:
+        """Waits up to ``grace`` seconds for the runs in progress, and for those whose
+        planning was over only meanwhile; returns the runs still going then."""
+        deadline = asyncio.get_running_loop().time() + grace
+        while tasks := self._in_progress():
+            left = max(deadline - asyncio.get_running_loop().time(), 0.0)
+            _, late = await asyncio.wait(tasks, timeout=left)
+            if late:
+                return late
+        return set()
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> int:
         """Stops the runs in progress before the store closes, so none fails on a closed
         store: each has ``grace`` seconds to finish; the rest stop where they are and keep
         what they streamed, which the next start closes as interrupted, as after a crash.
         Calls waiting on a browser stop waiting here: the store would be closed when their
-        time came (they stay open in the thread), also those of runs that pause in the grace."""
+        time came (they stay open in the thread), also those of runs that pause in the grace.
+        Returns how many runs were stopped so."""
         self._stopping = True
+        self.draining = True
         for thread in self.threads.values():
             if thread.expiry is not None:
                 thread.expiry.cancel()
                 thread.expiry = None
-        tasks = [
-            thread.run.task
-            for thread in self.threads.values()
-            if thread.run is not None and thread.run.task is not None
-        ]
-        if not tasks:
-            return
-        _, late = await asyncio.wait(tasks, timeout=grace)
+        late = await self._finished_within(grace)
         if late:
             log.info("shutting down: %d runs still in progress stop where they are", len(late))
             for thread in self.threads.values():
@@ -333,7 +369,8 @@ class Hub:
                     run.leased, run.release = False, None
             for task in late:
                 task.cancel()
-            await asyncio.wait(late, timeout=grace)
+            await asyncio.wait(late, timeout=STOPPING_SECONDS)
+        return len(late)
 
     async def reattach(
         self, user_id: str, thread_id: str, subscriber: Subscriber, after: int | None = None
@@ -519,8 +556,10 @@ class Hub:
             thread.head = None  # read again: the taker wrote after what it had given out
 
     async def take_over(self, lease: DeadLease) -> None:
-        """The cluster found a thread whose process died mid-run: closes that run."""
-        await self._take_over(lease.user_id, lease.thread_id)
+        """The cluster found a thread whose process died mid-run: closes that run, unless
+        this process is draining (its close might ask the model again, a run cut short)."""
+        if not self.draining:
+            await self._take_over(lease.user_id, lease.thread_id)
 
     async def _take_over(self, user_id: str, thread_id: str) -> bool:
         """Takes the thread's lease if its holder died, closes the run it cut off and lets

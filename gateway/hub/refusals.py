@@ -2,8 +2,8 @@
 
 A refusal a caller can meet is a ``GatewayError`` with a code and a sentence that says
 what to do: another user's thread, a thread the store set aside as damaged, a cluster
-whose database cannot be reached. (What a busy thread refuses is the busy policy's, in
-``gateway.hub.busy``.)
+whose database cannot be reached, a process that is draining for a restart. (What a busy
+thread refuses is the busy policy's, in ``gateway.hub.busy``.)
 
 ``Claimed`` and ``HeldElsewhere`` never reach a caller: raised while an input claims its
 thread, they tell ``Hub.start`` that a run got there first, here or on another process,
@@ -29,6 +29,24 @@ def quarantined(thread_id: str) -> p.GatewayError:
         p.ErrorCode.INTERNAL_ERROR,
         f"Thread {thread_id!r} cannot be loaded: part of its stored history is damaged, so it "
         "was set aside for an operator to look at. Start a new thread to go on.",
+    )
+
+
+def draining() -> p.GatewayError:
+    """What an input meets on a process that is shutting down: retryable, elsewhere or later."""
+    return p.GatewayError(
+        p.ErrorCode.SERVICE_UNAVAILABLE,
+        "This gateway process is shutting down for a restart and takes no new runs; send the "
+        "same input again in a moment: it reaches a process that is up.",
+    )
+
+
+def cut_by_restart() -> p.GatewayError:
+    """How a run still going when a stop's grace ran out ends for those who follow it."""
+    return p.GatewayError(
+        p.ErrorCode.SERVICE_UNAVAILABLE,
+        "This gateway process restarted before the reply finished (GATEWAY_DRAIN_SECONDS ran "
+        "out); what it said is kept, marked interrupted. Send your message again to go on.",
     )
 
 

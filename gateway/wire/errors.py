@@ -25,6 +25,8 @@ class ErrorCode(enum.StrEnum):
     RATE_LIMIT_EXCEEDED = "RATE_LIMIT_EXCEEDED"
     SESSION_BUSY = "SESSION_BUSY"
     SERVICE_QUOTA_EXCEEDED = "SERVICE_QUOTA_EXCEEDED"
+    # Retryable: this process is going away (a drain); the same input succeeds elsewhere.
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     AGENT_ERROR = "AGENT_ERROR"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
@@ -40,6 +42,7 @@ _HTTP_STATUS = {
     ErrorCode.RATE_LIMIT_EXCEEDED: 429,
     ErrorCode.SESSION_BUSY: 409,
     ErrorCode.SERVICE_QUOTA_EXCEEDED: 429,
+    ErrorCode.SERVICE_UNAVAILABLE: 503,
     ErrorCode.AGENT_ERROR: 200,
     ErrorCode.INTERNAL_ERROR: 500,
 }

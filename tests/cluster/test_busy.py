@@ -15,6 +15,7 @@ from tests.support.agui import (
     new_id,
     outcome,
     seq_of,
+    snapshot_of,
     text_of,
     tool_answer,
     tool_calls,
@@ -156,9 +157,16 @@ async def test_a_run_cut_off_by_its_process_stopping_is_closed_by_another(postgr
                 on_b.checker.feed(event)  # the same client, coming back through B
             await on_b.send({"type": "reattach", "threadId": thread, "after": cursor})
             tail = await on_b.until_end()
-    # B took the stopped process's lease over and logged the run's end.
-    assert tail[-1]["type"] == "RUN_ERROR"
-    assert "stopped before it finished" in tail[-1]["message"]
+        # The stopped process logged the run's end; B took its lease over, closed the reply.
+        assert tail[-1]["type"] == "RUN_ERROR"
+        assert "marked interrupted" in tail[-1]["message"]
+        async with b.socket() as on_b:
+            for _ in range(100):
+                snapshot = snapshot_of(await on_b.run({"type": "reattach", "threadId": thread}))
+                if snapshot[-1].get("metadata") == {"ended": "interrupted"}:
+                    break
+                await asyncio.sleep(0.05)
+        assert snapshot[-1].get("metadata") == {"ended": "interrupted"}
 
 
 async def test_a_cancel_reaching_a_takeover_stops_the_reply_it_would_ask_for_again(

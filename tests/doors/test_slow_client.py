@@ -19,6 +19,7 @@ class _Shared:
     hub: Any = SimpleNamespace(audit=None)
     rates: Any = object()
     origins: frozenset[str] = frozenset()
+    drain: Any = None
     # Room for three of the events below, in bytes.
     settings = Settings(send_buffer_bytes=3 * len(p.encode(p.Custom(name="n", value=0))))
     auth = Authenticator(settings)

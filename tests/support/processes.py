@@ -61,18 +61,20 @@ async def gateway_process(
     cwd: Path = ROOT,
     port: int | None = None,
     warm_up_runs: int = 0,
+    drain_seconds: float = 2.0,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
     """A real gateway process on ``db`` (a file, or a PostgreSQL URL), once /ping says 200;
     stopped if still alive on exit.
 
     ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
     ``port`` is a free one unless given (a restart takes its predecessor's); there is no
-    warm-up unless ``warm_up_runs`` asks for one.
+    warm-up unless ``warm_up_runs`` asks for one; SIGTERM gives runs in progress
+    ``drain_seconds`` (not a deploy's 25 s: a test that ends mid-run is not kept waiting).
     """
     tiers.require("process", "an agent-gateway process")
     port = port or free_port()
     where = ["--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
-    where += ["--warm-up-runs", str(warm_up_runs)]
+    where += ["--warm-up-runs", str(warm_up_runs), "--drain-seconds", str(drain_seconds)]
     with log.open("ab") as output:
         process = subprocess.Popen(
             [*command, *where, "--scripted-pace-ms", str(pace_ms)],

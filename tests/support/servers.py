@@ -18,7 +18,7 @@ import httpx
 import uvicorn
 from websockets.asyncio.client import connect
 
-from gateway.api import create_app, server_config
+from gateway.api import create_app, server
 from gateway.config import Settings
 from gateway.doors.app import Gateway
 from tests.support import tiers
@@ -31,6 +31,7 @@ from tests.support.ports import free_port
 class RunningGateway:
     app: Gateway
     port: int
+    server: uvicorn.Server
 
     @property
     def http(self) -> str:
@@ -70,24 +71,26 @@ async def running_gateway(
         "log_level": "warning",
         "user_rate": 0.0,
         "warm_up_runs": 0,
+        # A test that ends mid-run is not kept waiting a deploy's grace for its run.
+        "drain_seconds": 2.0,
     }
     fields.update(overrides)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
     app = create_app(agent, settings, model=model, predict_state=predictions)
-    # The same uvicorn settings as `agent-gateway`, served on the test's own loop.
-    server = uvicorn.Server(server_config(settings, app))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
+    # The same uvicorn server as `agent-gateway`, served on the test's own loop.
+    served = server(settings, app)
+    task = asyncio.create_task(served.serve())
+    while not served.started:
         if task.done():
             task.result()
         await asyncio.sleep(0.02)
     if await_ready:  # as a load balancer would: no test meets the warm-up's runs
         await asyncio.wait_for(app.ready.wait(), scaled(30))
     try:
-        yield RunningGateway(app, port)
+        yield RunningGateway(app, port, served)
     finally:
-        server.should_exit = True
+        served.should_exit = True
         await asyncio.wait_for(task, scaled(15))
 
 

@@ -60,6 +60,7 @@ const ERROR_LABELS = {
   RATE_LIMIT_EXCEEDED: "요청이 너무 잦습니다. 잠시 후 다시 시도해 주세요.",
   SESSION_BUSY: "아직 응답 중입니다. 끝난 뒤에 다시 보내 주세요.",
   SERVICE_QUOTA_EXCEEDED: "사용 한도를 넘었습니다. 관리자에게 문의해 주세요.",
+  SERVICE_UNAVAILABLE: "게이트웨이가 다시 시작하는 중입니다. 잠시 후 다시 보내 주세요.",
   AGENT_ERROR: "에이전트가 응답하지 못했습니다. 잠시 후 다시 시도해 주세요.",
   INTERNAL_ERROR: "게이트웨이에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.",
 };
