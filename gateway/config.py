@@ -39,6 +39,7 @@ class Settings:
     jwt_user_claim: str = "sub"
     jwt_org_claim: str = "org"
     jwt_roles_claim: str = "roles"
+    jwt_claims: str = ""
     ws_ticket_seconds: float = 30.0
     ws_tickets_max: int = 10_000
     durability: str = "normal"
@@ -110,6 +111,8 @@ _HELP: dict[str, str] = {
     "jwt_user_claim": "claim naming the user (dotted for nested claims)",
     "jwt_org_claim": "claim naming the user's organisation",
     "jwt_roles_claim": "claim listing the user's roles (a list, or a space-separated string)",
+    "jwt_claims": "further claims a run's tools and callbacks may read "
+    "(gateway.context.caller), comma-separated, dotted for nested claims",
     "ws_ticket_seconds": "lifetime of a single-use /ws ticket from POST /ws-ticket",
     "ws_tickets_max": "most /ws tickets outstanding at once",
     "durability": "'normal' survives a process crash, 'full' also a power loss (on PostgreSQL: "

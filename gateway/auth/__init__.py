@@ -75,7 +75,9 @@ class Authenticator:
     def __init__(self, settings: Settings) -> None:
         self.mode = settings.auth
         self.verifier = TokenVerifier(settings) if settings.auth == "jwt" else None
-        self.tickets = TicketBook(settings.ws_ticket_seconds, settings.ws_tickets_max)
+        self.tickets = TicketBook(
+            settings.ws_ticket_seconds, settings.ws_tickets_max, leeway=settings.jwt_leeway
+        )
         self._warm_up: str | None = secrets.token_urlsafe(32)
 
     @property

@@ -19,6 +19,7 @@ from gateway import logs
 from gateway import wire as p
 from gateway.audit import AccessRecord, AuditLog
 from gateway.auth import Authenticator, Identity, Impersonation
+from gateway.context import Caller
 from gateway.doors.asgi import header
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,12 @@ class Access:
             self.session,
         )
         return self.identity
+
+    @property
+    def caller(self) -> Caller | None:
+        """Who asks, as a run's tools are told (``gateway.context.caller``); None before
+        ``identify``."""
+        return self.identity.caller if self.identity is not None else None
 
     def _refused(self, request: str, error: p.GatewayError) -> None:
         log.info(

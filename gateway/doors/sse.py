@@ -99,7 +99,9 @@ class Invocation:
     ) -> Run | None:
         """The run started; None if the client left while its input waited for the thread
         (``gateway.hub.busy``)."""
-        starting = asyncio.ensure_future(self.hub.start(user, run_input, subscriber))
+        starting = asyncio.ensure_future(
+            self.hub.start(user, run_input, subscriber, self.access.caller)
+        )
         await asyncio.wait({starting, left}, return_when=asyncio.FIRST_COMPLETED)
         if starting.done():
             return starting.result()

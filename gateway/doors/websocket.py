@@ -255,7 +255,7 @@ class WebSocketSession:
             else:
                 # The connection speaks the version of its latest input from here on.
                 self.send_queue.dialect, request = versions.negotiate(request)
-                run = await self.hub.start(self.user, request, self)
+                run = await self.hub.start(self.user, request, self, self.access.caller)
         except p.GatewayError as error:
             self._audit(request, error)
             self._refusal(error.to_event(), request)

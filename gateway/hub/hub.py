@@ -33,7 +33,7 @@ from gateway import wire as p
 from gateway.adk.engine import CONFIRMATION_CALL, Engine
 from gateway.audit.log import AuditLog
 from gateway.cluster import Cluster, SingleNode
-from gateway.context import DEFAULT_CONTEXT_ALLOW
+from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
 from gateway.hub import eventlog
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.hub.driving import Driver
@@ -141,34 +141,40 @@ class Hub:
     # --- the doors' verbs ----------------------------------------------------------------
 
     async def start(
-        self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None
+        self,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+        caller: Caller | None = None,
     ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event.
 
         On a thread with a run going, the input's busy policy (``gateway.hub.busy``) decides:
-        refused, or it waits its turn, first stopping the run for ``interrupt``.
+        refused, or it waits its turn, first stopping the run for ``interrupt``. ``caller``:
+        who asks, as the door identified them, for the run's tools; by default the user.
         """
         thread_id = run_input.thread_id
+        caller = caller or Caller(user_id)
         policy = requested(run_input, self.busy_policy)
         while True:
             if (known := self.threads.get(thread_id)) is not None:
                 # Refused without a read: another user's thread.
                 check_owner(known.user_id, user_id, thread_id)
                 if known.run is not None or known.waiting:
-                    return await self._start_after_run(known, policy, user_id, run_input, executor)
+                    return await self._start_after_run(known, policy, caller, run_input, executor)
             try:
-                return await self._start(user_id, run_input, executor, policy)
+                return await self._start(caller, run_input, executor, policy)
             except Claimed:
                 continue
             except HeldElsewhere:
                 held = await self._thread(user_id, thread_id)  # refused if not the user's
-                return await self._start_after_run(held, policy, user_id, run_input, executor)
+                return await self._start_after_run(held, policy, caller, run_input, executor)
 
     async def _start_after_run(
         self,
         thread: Thread,
         policy: Busy,
-        user_id: str,
+        caller: Caller,
         run_input: p.RunAgentInput,
         executor: Subscriber | None,
     ) -> Run:
@@ -188,11 +194,13 @@ class Hub:
                             log.info("a new message stops %s", running)
                         await running.done.wait()
                     try:
-                        return await self._start(user_id, run_input, executor, policy)
+                        return await self._start(caller, run_input, executor, policy)
                     except Claimed:
                         continue
                     except HeldElsewhere:
-                        if interrupts and await self.cluster.cancel(thread.thread_id, user_id):
+                        if interrupts and await self.cluster.cancel(
+                            thread.thread_id, caller.user_id
+                        ):
                             log.info(
                                 "a new message stops the run of thread %s elsewhere",
                                 thread.thread_id,
@@ -204,9 +212,9 @@ class Hub:
             self._forget_if_unused(thread)
 
     async def _start(
-        self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
+        self, caller: Caller, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
     ) -> Run:
-        thread_id = run_input.thread_id
+        thread_id, user_id = run_input.thread_id, caller.user_id
         await self.slots.take()
         leased = False
         try:
@@ -232,6 +240,7 @@ class Hub:
                 raise quarantined(thread_id) from None
             raise
         run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
+        run.caller = caller
         try:
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)

@@ -123,7 +123,9 @@ async def test_the_audit_records_who_did_what_from_where() -> None:
         assert gateway.app.hub is not None and gateway.app.hub.audit is not None
         audit = gateway.app.hub.audit
         thread = new_id("t")
-        owner, intruder = bearer(token(sub="demo")), bearer(token(sub="guest", org="other"))
+        # The demo's requests are ORG-01's: only its users see them.
+        owner = bearer(token(sub="demo", org="ORG-01"))
+        intruder = bearer(token(sub="guest", org="other"))
         url = f"ws://127.0.0.1:{gateway.port}/ws"
         async with connect(url, additional_headers=owner) as raw:
             ws = AgUiSocket(raw)
@@ -156,7 +158,7 @@ async def test_the_audit_records_who_did_what_from_where() -> None:
 
     row("guest", "approval", "ACCESS_DENIED", target=interrupt["id"], org="other", via="bearer")
     row("guest", "reattach", "ACCESS_DENIED", door="ws")
-    row("demo", "approval", "ok", target=interrupt["id"], detail="approved", org="acme")
+    row("demo", "approval", "ok", target=interrupt["id"], detail="approved", org="ORG-01")
     row("demo", "cancel", "nothing_to_cancel")
     row("demo", "reattach", "ok")
     assert [(r.door, r.action, r.via) for r in refusals] == [("sse", "run", "-")]
