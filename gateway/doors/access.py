@@ -145,7 +145,15 @@ class Access:
                 action, thread_id=run_input.thread_id, outcome=outcome, detail=error.message
             )
 
-    def record_cancel(self, thread_id: str, cancelled: bool) -> None:
+    def record_cancel(
+        self, thread_id: str, cancelled: bool, error: p.GatewayError | None = None
+    ) -> None:
+        """Audits a cancel: "ok", "nothing_to_cancel", or the code it was refused with."""
+        if error is not None:
+            self.record(
+                "cancel", thread_id=thread_id, outcome=error.code.value, detail=error.message
+            )
+            return
         self.record(
             "cancel", thread_id=thread_id, outcome="ok" if cancelled else "nothing_to_cancel"
         )

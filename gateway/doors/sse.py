@@ -148,7 +148,8 @@ class Invocation:
         """The SSE door's cancel: a short stream saying what happened."""
         try:
             cancelled = await self.hub.cancel(user, thread_id)
-        except p.GatewayError as error:  # the run's process could not be asked
+        except p.GatewayError as error:  # another user's thread, or its process unreachable
+            self.access.record_cancel(thread_id, False, error)
             await stream_start(self.send, http_status(error))
             await stream(self.send, [(None, p.encode(error.to_event()))], more=False)
             return

@@ -191,7 +191,8 @@ class WebSocketSession:
             # A cancel acts now, ahead of queued runs; only its notice waits its turn.
             try:
                 cancelled = await self.hub.cancel(self.user, frame.thread_id, frame.run_id)
-            except p.GatewayError as error:  # the run's process could not be asked
+            except p.GatewayError as error:  # another user's thread, or its process unreachable
+                self.access.record_cancel(frame.thread_id, False, error)
                 self._queue(error, 0)
                 return
             self.access.record_cancel(frame.thread_id, cancelled)

@@ -286,14 +286,19 @@ class Hub:
 
     async def cancel(self, user_id: str, thread_id: str, run_id: str | None = None) -> bool:
         """Stops the thread's run (the run ``run_id`` only, if named), here or on the
-        process that runs it; False when there was nothing of this user's to stop."""
+        process that runs it; False when there was nothing to stop, ACCESS_DENIED on
+        another user's thread."""
         thread = self.threads.get(thread_id)
         if thread is None or thread.run is None:
             try:
+                owner = await self._owner(thread_id)
+                if owner is not None:
+                    check_owner(owner, user_id, thread_id)
                 return await self.cluster.cancel(thread_id, user_id, run_id)
             except StoreError:
                 raise cluster_unreachable() from None
-        if thread.user_id != user_id or run_id not in (None, thread.run.run_id):
+        check_owner(thread.user_id, user_id, thread_id)
+        if run_id not in (None, thread.run.run_id):
             return False
         thread.run.abort.set()
         return True
