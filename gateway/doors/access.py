@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from gateway import logs
@@ -127,15 +127,24 @@ class Access:
             )
         )
 
-    def record_input(self, run_input: p.RunAgentInput, error: p.GatewayError | None) -> None:
-        """Audits a run input: each approval answer, and any input refused as a denial."""
+    def record_input(
+        self,
+        run_input: p.RunAgentInput,
+        error: p.GatewayError | None,
+        overruled: Mapping[str, str] | None = None,
+    ) -> None:
+        """Audits a run input: each approval answer, and any input refused as a denial.
+
+        Written once the hub has decided: an answer it did not take as sent has the code of
+        its notice (``overruled``: INTERRUPT_ALREADY_ANSWERED, INTERRUPT_EXPIRED) as outcome.
+        """
         outcome = error.code.value if error else "ok"
         for entry in run_input.resume or ():
             self.record(
                 "approval",
                 thread_id=run_input.thread_id,
                 target=entry.interrupt_id,
-                outcome=outcome,
+                outcome=(overruled or {}).get(entry.interrupt_id, outcome),
                 detail=_decision(entry),
             )
         if error is not None and error.code in DENIALS and not run_input.resume:

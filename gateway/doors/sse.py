@@ -81,7 +81,7 @@ class Invocation:
                 await self._refuse(p.unexpected("a POST /invocations"), body)
                 return
             if run is not None:
-                self.access.record_input(run_input, None)
+                self.access.record_input(run_input, None, run.overruled)
                 await self._follow(run, subscriber, left)
         finally:
             if left is not None:

@@ -18,6 +18,7 @@ from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
 from gateway.hub.inputs import needed_part
+from gateway.hub.threads import Run
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel
 
@@ -261,7 +262,7 @@ class WebSocketSession:
             self._audit(request, error)
             self._refusal(error.to_event(), request)
             return
-        self._audit(request, None)
+        self._audit(request, None, run)
         if self.following not in (None, request.thread_id):
             self.hub.unwatch(self, self.following)
         self.following = request.thread_id
@@ -284,11 +285,17 @@ class WebSocketSession:
             )
         self.deliver(error)
 
-    def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
+    def _audit(
+        self,
+        request: p.RunAgentInput | p.Reattach,
+        error: p.GatewayError | None,
+        run: Run | None = None,
+    ) -> None:
+        """Audits a request once the hub decided it (``run``: what it started)."""
         if isinstance(request, p.Reattach):
             self.access.record_reattach(request.thread_id, error)
         else:
-            self.access.record_input(request, error)
+            self.access.record_input(request, error, run.overruled if run else None)
 
     async def _write(self) -> None:
         while True:

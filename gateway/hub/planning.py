@@ -145,6 +145,7 @@ class Planner:
                 catalogs=catalogs,
                 surfaces=surfaces,
             )
+        run.overruled.update(request.overruled)  # the door audits what the hub decided
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}

@@ -125,6 +125,9 @@ class Run:
     thread_state: ThreadState | None = None
     # Who asked for it, for its tools (``gateway.context.caller``); None: the gateway did.
     caller: Caller | None = None
+    # The approval answers its input brought that planning did not take as sent (ignored,
+    # or expired into a rejection), by interrupt id: the code of their notice, for the audit.
+    overruled: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.executor is not None:
