@@ -190,6 +190,33 @@ async def test_a_ticket_expires(gateway: RunningGateway) -> None:
     assert (await refused_upgrade(gateway, f"?ticket={ticket}")).status_code == 401
 
 
+async def test_a_ticket_expires_no_later_than_its_token(gateway: RunningGateway) -> None:
+    """A ticket opens no door its token could not: it ends at the token's exp plus the
+    leeway the token itself is accepted with, however long tickets live otherwise."""
+    tickets = gateway.app.auth.tickets
+    # exp 19.5 s ago, accepted for 20 s (the verifier's 30 s leeway is the real one).
+    tickets.leeway = 20
+    try:
+        issued = await ticket_for(gateway, token(exp=time.time() - 19.5))
+    finally:
+        tickets.leeway = gateway.app.settings.jwt_leeway
+    body = issued.json()
+    assert 0 < body["expiresIn"] <= 0.5
+    await asyncio.sleep(0.6)
+    refused = await refused_upgrade(gateway, f"?ticket={body['ticket']}")
+    assert refused.status_code == 401
+    assert "unknown, used or expired" in json.loads(refused.body)["message"]
+
+
+async def test_a_ninth_ticket_replaces_the_oldest(gateway: RunningGateway) -> None:
+    """README: a user holds at most 8 unused tickets; a ninth replaces their oldest."""
+    credential = token(sub="ninth")
+    issued = [(await ticket_for(gateway, credential)).json()["ticket"] for _ in range(9)]
+    assert (await refused_upgrade(gateway, f"?ticket={issued[0]}")).status_code == 401
+    async with socket(gateway, f"?ticket={issued[1]}"), socket(gateway, f"?ticket={issued[8]}"):
+        pass
+
+
 async def test_a_ticket_needs_a_token_and_is_not_one(gateway: RunningGateway) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         refused = await client.post(gateway.http + "/ws-ticket")
