@@ -165,6 +165,39 @@ async def test_two_credentials_at_once_are_refused(gateway: RunningGateway) -> N
     assert "one credential" in json.loads(response.body)["message"]
 
 
+@pytest.mark.parametrize("way", ["header", "subprotocol"])
+async def test_a_token_over_8_kib_on_ws_is_refused_as_on_http(
+    gateway: RunningGateway, way: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a bare 400 from the protocol engine: a 401 with its challenge, a log line and an
+    audit row, as the HTTP doors answer the same token."""
+    caplog.set_level("INFO", logger="gateway.doors.access")
+    oversize = "a" * 20_000
+    options: dict[str, Any] = (
+        {"headers": bearer(oversize)}
+        if way == "header"
+        else {"subprotocols": ["agui", f"bearer.{oversize}"]}
+    )
+    response = await refused_upgrade(gateway, "?clientId=" + way, **options)
+    assert response.status_code == 401
+    challenge = response.headers["www-authenticate"]
+    assert 'error="invalid_request"' in challenge and "longer than 8192 bytes" in challenge
+    assert json.loads(response.body)["code"] == "UNAUTHORIZED"
+    assert any("refused WS /ws" in r.getMessage() for r in caplog.records)
+    assert gateway.app.hub.audit is not None
+    rows = await gateway.app.hub.audit.query_access(user="")
+    assert any(r.door == "ws" and "longer than 8192" in (r.detail or "") for r in rows), rows
+
+
+async def test_an_upgrade_the_engine_cannot_read_is_logged(
+    gateway: RunningGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="gateway.doors.transport")
+    response = await refused_upgrade(gateway, headers={"X-Huge": "a" * 100_000})
+    assert response.status_code in (400, 431)
+    assert any("cannot read" in r.getMessage() for r in caplog.records)
+
+
 async def test_a_ticket_opens_one_connection_once(gateway: RunningGateway) -> None:
     issued = await ticket_for(gateway, token())
     assert issued.status_code == 200
