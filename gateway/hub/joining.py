@@ -8,8 +8,11 @@ the log (``gateway.hub.following``). Either way the subscriber watches the threa
 before the reads, and what it is sent meanwhile waits (``Thread.replaying``) to go out
 after what was read, each event once.
 
-When the log cannot answer a cursor (beyond its head, older than what it keeps, through a
-run a crash cut off) nothing is sent, and the hub sends the snapshots instead
+A cursor that missed nothing, on a thread with no run in progress here or elsewhere (one
+never used, with cursor 0, included), gets an ``UP_TO_DATE`` notice in a run of its own,
+numbered with the cursor: every reattach is answered, so a client can tell "up to date"
+from "lost". When the log cannot answer a cursor (beyond its head, older than what it
+keeps, through a run a crash cut off) nothing is sent, and the hub sends the snapshots instead
 (``gateway.hub.snapshots``); when it shows no run open on the other process (its start
 not committed yet, or just ended), the hub looks again shortly. A cursor into a run
 whose process died just now first has that run's end written into the log, by
@@ -28,6 +31,7 @@ from gateway.hub.following import Followers
 from gateway.hub.snapshots import thread_snapshot
 from gateway.hub.threads import Subscriber, Thread
 from gateway.store import StoreError
+from gateway.wire.notices import up_to_date
 
 # Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
 # closed such a run (and the log now ends it).
@@ -102,6 +106,9 @@ class Joiner:
         last = log.frames[-1].seq if log.frames else after
         for event in eventlog.after_replay(held, last):
             subscriber.deliver(event)
+        if not events and not held and log.head <= after and await self._idle(thread):
+            for event in up_to_date(thread.thread_id, after):
+                subscriber.deliver(eventlog.numbered(event, after))
         if thread.run is None:  # run elsewhere, or none: it follows the log from here
             thread.positions[subscriber] = last
             self.followers.heard(thread, log.head)
@@ -157,6 +164,14 @@ class Joiner:
             thread.positions[subscriber] = log.head
             self.followers.heard(thread, log.head)
         return True
+
+    async def _idle(self, thread: Thread) -> bool:
+        """Whether the thread has no run in progress, here or on another process."""
+        return (
+            thread.run is None
+            and not await self.runs_elsewhere(thread.thread_id)
+            and thread.run is None  # nor one started while another process was asked
+        )
 
     async def runs_elsewhere(self, thread_id: str) -> bool:
         try:
