@@ -56,6 +56,8 @@ class Settings:
     cursor_bytes: int = 1 << 20
     user_rate: float = 5.0
     user_burst: int = 40
+    user_reattach_bytes: int = 256 << 10
+    user_reattach_burst: int = 4 << 20
     max_runs: int = 200
     user_threads: int = 1000
     user_stored_bytes: int = 256 << 20
@@ -133,6 +135,10 @@ _HELP: dict[str, str] = {
     "(trimmed when a run ends); an older cursor gets the snapshot",
     "user_rate": "frames and requests a second one user may send, sustained (0: no limit)",
     "user_burst": "frames and requests one user may send at once",
+    "user_reattach_bytes": "bytes a second one user's reattaches and /history pages may have "
+    "the gateway send, sustained (0: no limit)",
+    "user_reattach_burst": "bytes one user's reattaches and /history pages may have the "
+    "gateway send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
     "user_threads": "threads one user may keep (0: no limit)",
     "user_stored_bytes": "bytes of stored events one user's threads may hold (0: no limit)",

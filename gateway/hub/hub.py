@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 
+import msgspec
 from google.genai import types
 
 from gateway import wire as p
@@ -40,7 +41,7 @@ from gateway.hub.driving import Driver
 from gateway.hub.following import Followers
 from gateway.hub.inputs import starts_turn
 from gateway.hub.joining import Joiner
-from gateway.hub.limits import Quota, RunSlots
+from gateway.hub.limits import Quota, RunSlots, SendBudget
 from gateway.hub.open_calls import OpenCall, open_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, Planner, function_responses
@@ -51,7 +52,7 @@ from gateway.hub.refusals import (
     cluster_unreachable,
     quarantined,
 )
-from gateway.hub.snapshots import executor_event, thread_snapshot
+from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.threads import Run, Subscriber, Thread
@@ -89,6 +90,7 @@ class Hub:
         snapshot_bytes: int | None = None,
         cursor_bytes: int = 1 << 20,
         quota: Quota | None = None,
+        sends: SendBudget | None = None,
         model_timeout: float = 120.0,
         busy_policy: Busy = Busy.INTERRUPT,
         cluster: Cluster | None = None,
@@ -99,6 +101,8 @@ class Hub:
         # What an input on a thread with a run going meets, unless it asks for another.
         self.busy_policy = busy_policy
         self.quota = quota or Quota()
+        # What one user's reattaches and history pages may have the gateway send.
+        self.sends = sends or SendBudget(0, 0)
         # How much of a thread a reattach sends at most; older messages are paged in.
         self.snapshot_bytes = snapshot_bytes
         # How much of each thread's event log is kept for reattach by cursor.
@@ -345,10 +349,16 @@ class Hub:
     ) -> Run | None:
         """Sends the thread as snapshots, or with ``after`` (the last number of the thread's
         log the subscriber saw) the events after it when the log can answer that; returns
-        the run in progress it now follows live."""
+        the run in progress it now follows live. A user whose reattaches sent more than
+        ``sends`` allows is refused (RATE_LIMIT_EXCEEDED) before anything is read."""
+        self.sends.check(user_id)
         thread = await self._thread(user_id, thread_id)
         replayed = after is not None and subscriber not in thread.watchers
-        if replayed and await self.joiner.replay(thread, subscriber, after or 0):
+        if (
+            replayed
+            and (sent := await self.joiner.replay(thread, subscriber, after or 0)) is not None
+        ):
+            self.sends.spend(user_id, sent)
             return thread.run
         # A run another process is streaming is joined from its start, as the log has it.
         pause = ELSEWHERE_POLL_SECONDS
@@ -356,9 +366,11 @@ class Hub:
             # One that follows the run already gets the snapshot once it has ended: a second
             # RUN_STARTED inside the run would break its stream.
             try:
-                if subscriber not in thread.watchers and await self.joiner.join_elsewhere(
-                    thread, subscriber
+                if (
+                    subscriber not in thread.watchers
+                    and (joined := await self.joiner.join_elsewhere(thread, subscriber)) is not None
                 ):
+                    self.sends.spend(user_id, joined)
                     return None
             except QuarantinedThreadError:
                 self._forget_if_unused(thread)
@@ -395,6 +407,7 @@ class Hub:
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
         snapshot = thread_snapshot(thread_id, page, session)
+        self.sends.spend(user_id, encoded_size(snapshot))
         if run is None:
             head = thread.head if thread.head is not None else head
             thread.watch(subscriber)
@@ -437,7 +450,8 @@ class Hub:
     ) -> ThreadPage:
         """The messages of a thread before a snapshot's (or an earlier page's) first one;
         with no ``before``, its latest part, as a reattach's snapshot has it; ``limit``: of
-        at most that many events."""
+        at most that many events. Charged to ``sends``, as a reattach's snapshot is."""
+        self.sends.check(user_id)
         owner = await self._owner(thread_id)
         if owner is None and before is None:
             # A thread not begun yet has no messages, as a reattach to it shows.
@@ -446,11 +460,13 @@ class Hub:
             raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
         check_owner(owner, user_id, thread_id)
         try:
-            return await self.engine.thread_page(
+            page = await self.engine.thread_page(
                 user_id, thread_id, max_bytes=self.snapshot_bytes, before=before, limit=limit
             )
         except QuarantinedThreadError:
             raise quarantined(thread_id) from None
+        self.sends.spend(user_id, len(msgspec.json.encode(page.messages)))
+        return page
 
     def unwatch(self, subscriber: Subscriber, thread_id: str) -> None:
         thread = self.threads.get(thread_id)

@@ -28,9 +28,10 @@ from gateway.adk.engine import Engine
 from gateway.cluster import Cluster
 from gateway.hub import eventlog
 from gateway.hub.following import Followers
-from gateway.hub.snapshots import thread_snapshot
+from gateway.hub.snapshots import encoded_size, thread_snapshot
 from gateway.hub.threads import Subscriber, Thread
 from gateway.store import StoreError
+from gateway.store.frames import FrameLog
 from gateway.wire.notices import up_to_date
 
 # Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
@@ -57,9 +58,10 @@ class Joiner:
         self.snapshot_bytes = snapshot_bytes
         self.take_over = take_over
 
-    async def replay(self, thread: Thread, subscriber: Subscriber, after: int) -> bool:
+    async def replay(self, thread: Thread, subscriber: Subscriber, after: int) -> int | None:
         """Sends the events of the thread's log after ``after``, then makes the subscriber
-        a watcher; False, sending nothing, when the log cannot answer that cursor.
+        a watcher, returning the bytes of the log it read; None, sending nothing, when the
+        log cannot answer that cursor.
 
         The subscriber watches from before the read, its live events held back meanwhile
         (``Thread.replaying``): an event committed during the read is in the read or held,
@@ -100,7 +102,7 @@ class Joiner:
                 if run is not None and run.executor is subscriber:
                     run.executor = previous
         if events is None:
-            return False
+            return None
         for event in events:
             subscriber.deliver(event)
         last = log.frames[-1].seq if log.frames else after
@@ -112,13 +114,14 @@ class Joiner:
         if thread.run is None:  # run elsewhere, or none: it follows the log from here
             thread.positions[subscriber] = last
             self.followers.heard(thread, log.head)
-        return True
+        return _log_bytes(log)
 
-    async def join_elsewhere(self, thread: Thread, subscriber: Subscriber) -> bool:
+    async def join_elsewhere(self, thread: Thread, subscriber: Subscriber) -> int | None:
         """Joins the run another process is streaming, for a subscriber with no cursor: the
         run's RUN_STARTED, the thread as it was before the run, the run's frames so far,
-        then live from the log; False, sending nothing, when the log shows no run open (its
-        start is not committed yet, or it has just ended).
+        then live from the log, returning the bytes of what it read; None, sending
+        nothing, when the log shows no run open (its start is not committed yet, or it has
+        just ended).
 
         The snapshot leaves out every stored event of the run (``run_start``), which the
         run's frames bring, so nothing shows twice however far the store is ahead of the
@@ -155,7 +158,7 @@ class Joiner:
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile
                 thread.watchers.remove(subscriber)
         if events is None:
-            return False
+            return None
         for event in events:
             subscriber.deliver(event)
         for event in eventlog.after_replay(held, log.head):
@@ -163,7 +166,7 @@ class Joiner:
         if thread.run is None:  # it follows the log from here
             thread.positions[subscriber] = log.head
             self.followers.heard(thread, log.head)
-        return True
+        return encoded_size(snapshot) + _log_bytes(log)
 
     async def _idle(self, thread: Thread) -> bool:
         """Whether the thread has no run in progress, here or on another process."""
@@ -178,3 +181,7 @@ class Joiner:
             return await self.cluster.runs_elsewhere(thread_id)
         except StoreError:
             return False  # as if cut off: the snapshot is sent, which is never wrong
+
+
+def _log_bytes(log: FrameLog) -> int:
+    return sum(len(frame.data) for frame in log.frames)
