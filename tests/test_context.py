@@ -4,6 +4,7 @@ in the run that resumes an approval; nothing of it is stored with the thread."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,13 +12,16 @@ from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.models.llm_request import LlmRequest
 from google.adk.tools import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from websockets.asyncio.client import connect
 
 from gateway.context import caller
 from gateway.models.script import ScriptLlm
-from tests.support.agui import AgUiSocket, new_id, outcome, resume, tool_calls, user_input
+from tests.support.agui import AgUiSocket, new_id, outcome, resume, tool_result, user_input
 from tests.support.auth import JWT, bearer, post_run
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.tokens import token
@@ -57,12 +61,26 @@ def pay(amount: int, tool_context: ToolContext) -> dict[str, Any]:
     }
 
 
-def agent(tmp_path: Path) -> LlmAgent:
+def agent(tmp_path: Path, seen: list[str | None] | None = None) -> LlmAgent:
+    """The agent; ``seen`` collects who its instruction provider and model callback saw."""
     script = tmp_path / "who.json"
     script.write_text(json.dumps(SCRIPT))
+    noted = seen if seen is not None else []
+
+    def instruction(context: ReadonlyContext) -> str:
+        asker = caller()
+        noted.append(f"instruction:{asker.user_id if asker else None}")
+        return "Answer briefly."
+
+    def before_model(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
+        asker = caller()
+        noted.append(f"callback:{asker.user_id if asker else None}")
+
     return LlmAgent(
         name="who",
         model=ScriptLlm.from_file(script),
+        instruction=instruction,
+        before_model_callback=before_model,
         tools=[whoami, FunctionTool(pay, require_confirmation=True)],
     )
 
@@ -77,13 +95,12 @@ async def jwt_gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator
         yield running
 
 
-def result_of(events: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    [call] = tool_calls(events, name)
-    [found] = [
-        e for e in events if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == call["id"]
-    ]
-    result: dict[str, Any] = json.loads(found["content"])
-    return result
+@contextlib.asynccontextmanager
+async def signed_in(gateway: RunningGateway, credential: str) -> AsyncIterator[AgUiSocket]:
+    """A /ws connection with ``credential`` as its bearer header."""
+    url = f"ws://127.0.0.1:{gateway.port}/ws"
+    async with connect(url, additional_headers=bearer(credential)) as raw:
+        yield AgUiSocket(raw)
 
 
 def alice_token() -> str:
@@ -94,10 +111,9 @@ async def test_a_tool_reads_the_callers_identity_and_mapped_claims_over_ws(
     jwt_gateway: RunningGateway,
 ) -> None:
     thread = new_id("t")
-    url = f"ws://127.0.0.1:{jwt_gateway.port}/ws"
-    async with connect(url, additional_headers=bearer(alice_token())) as raw:
-        events = await AgUiSocket(raw).run(user_input(thread, "who am i", tools=[]))
-    assert result_of(events, "whoami") == {
+    async with signed_in(jwt_gateway, alice_token()) as ws:
+        events = await ws.run(user_input(thread, "who am i", tools=[]))
+    assert tool_result(events, "whoami") == {
         "user": "alice",
         "org": "acme",
         "roles": ["approver", "clerk"],
@@ -112,7 +128,7 @@ async def test_a_tool_reads_the_caller_over_sse_too(jwt_gateway: RunningGateway)
         jwt_gateway, user_input(new_id("t"), "who am i", tools=[]), bearer(token(sub="bob"))
     )
     assert response.status_code == 200
-    found = result_of(events, "whoami")
+    found = tool_result(events, "whoami")
     assert (found["user"], found["org"], found["roles"], found["claims"]) == (
         "bob",
         "acme",
@@ -125,17 +141,13 @@ async def test_an_approved_tool_reads_who_answered_the_approval(
     jwt_gateway: RunningGateway,
 ) -> None:
     thread = new_id("t")
-    url = f"ws://127.0.0.1:{jwt_gateway.port}/ws"
-    async with connect(url, additional_headers=bearer(alice_token())) as raw:
-        ws = AgUiSocket(raw)
+    async with signed_in(jwt_gateway, alice_token()) as ws:
         asked = outcome(await ws.run(user_input(thread, "pay", tools=[])))
         assert asked["type"] == "interrupt"
         [interrupt] = asked["interrupts"]
     # The answer comes on another connection, with a token naming other roles.
-    async with connect(url, additional_headers=bearer(token(roles=["manager"]))) as raw:
-        events = await AgUiSocket(raw).run(
-            resume(thread, interrupt["id"], payload={"approved": True})
-        )
+    async with signed_in(jwt_gateway, token(roles=["manager"])) as ws:
+        events = await ws.run(resume(thread, interrupt["id"], payload={"approved": True}))
     # The resumed run carries the result of the call its predecessor made.
     results = [json.loads(e["content"]) for e in events if e["type"] == "TOOL_CALL_RESULT"]
     assert {"paidBy": "alice", "roles": ["manager"]} in results
@@ -153,11 +165,19 @@ async def test_a_token_whose_mapped_claim_has_a_wrong_shape_is_refused(
     assert "'team' claim" in events[0]["message"]
 
 
-async def test_in_dev_mode_a_tool_reads_the_user_the_client_names(tmp_path: Path) -> None:
-    async with running_gateway(agent=agent(tmp_path)) as gateway, gateway.socket("carol") as ws:
+async def test_in_dev_mode_tools_and_callbacks_read_the_user_the_client_names(
+    tmp_path: Path,
+) -> None:
+    seen: list[str | None] = []
+    async with (
+        running_gateway(agent=agent(tmp_path, seen)) as gateway,
+        gateway.socket("carol") as ws,
+    ):
         events = await ws.run(user_input(new_id("t"), "who am i", tools=[]))
-    found = result_of(events, "whoami")
+    found = tool_result(events, "whoami")
     assert (found["user"], found["org"], found["roles"], found["claims"]) == ("carol", None, [], {})
+    # Both model calls of the turn: the instruction provider and the callback saw her too.
+    assert seen == ["instruction:carol", "callback:carol"] * 2
 
 
 async def test_nothing_of_the_caller_is_stored_with_the_thread(

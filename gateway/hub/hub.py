@@ -159,6 +159,7 @@ class Hub:
         """
         thread_id = run_input.thread_id
         caller = caller or Caller(user_id)
+        assert caller.user_id == user_id, "a run is asked for by the thread's user"
         policy = requested(run_input, self.busy_policy)
         while True:
             if (known := self.threads.get(thread_id)) is not None:

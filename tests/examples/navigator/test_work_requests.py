@@ -5,27 +5,17 @@ only to a user who may decide. Over /ws with the demo's scripted model, as the d
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from gateway.context import Caller
 from gateway.examples.navigator import work_requests
-from tests.support.agui import new_id, outcome, text_of, tool_calls, user_input
+from tests.support.agui import new_id, outcome, text_of, tool_calls, tool_result, user_input
 from tests.support.servers import RunningGateway
 from tests.support.surfaces import BASIC, CARD
 
 pytestmark = pytest.mark.server
-
-
-def result_of(events: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    [call] = tool_calls(events, name)
-    [found] = [
-        e for e in events if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == call["id"]
-    ]
-    result: dict[str, Any] = json.loads(found["content"])
-    return result
 
 
 def buttons(events: list[dict[str, Any]]) -> list[str]:
@@ -44,7 +34,7 @@ async def test_guest_is_not_asked_to_approve_r1042(gateway: RunningGateway) -> N
         events = await ws.run(user_input(new_id("t"), "R-1042 승인해줘"))
     # Refused before any approval: the run ends without an interrupt, and says why.
     assert outcome(events)["type"] == "success"
-    assert "MNU-3140" in result_of(events, "approveWorkRequest")["error"]
+    assert "MNU-3140" in tool_result(events, "approveWorkRequest")["error"]
     assert "처리하지 못했습니다" in text_of(events)
 
 
@@ -54,7 +44,7 @@ async def test_guest_sees_r1042_without_buttons_and_a_forged_press_decides_nothi
     thread = new_id("t")
     async with gateway.socket("guest") as ws:
         shown = await ws.run(user_input(thread, "R-1042 보여줘", context=BASIC))
-        assert result_of(shown, "show_work_request")["request"]["status"] == "pending"
+        assert tool_result(shown, "show_work_request")["request"]["status"] == "pending"
         assert buttons(shown) == []
         # A client that sends the press anyway (the card's button exists, unshown).
         frame = user_input(thread, "", context=BASIC)
@@ -89,7 +79,7 @@ async def test_another_organisation_neither_sees_nor_decides_r1042(
     assert outcome(events)["type"] == "success"  # no approval asked
     assert not [e for e in events if e["type"] == "ACTIVITY_SNAPSHOT"]
     [call] = tool_calls(events)
-    error = result_of(events, call["name"])
+    error = tool_result(events, call["name"])
     # The answer an unknown request gets: nothing of ORG-01 is named.
     assert error == {"error": "R-1042 is not a work request the demo knows (it knows R-2010)"}
     assert "노트북" not in text_of(events) and "김민수" not in text_of(events)
@@ -98,7 +88,7 @@ async def test_another_organisation_neither_sees_nor_decides_r1042(
 async def test_another_organisation_sees_its_own_request(gateway: RunningGateway) -> None:
     async with gateway.socket("other-org") as ws:
         events = await ws.run(user_input(new_id("t"), "R-2010 보여줘", context=BASIC))
-    assert result_of(events, "show_work_request")["request"]["requestId"] == "R-2010"
+    assert tool_result(events, "show_work_request")["request"]["requestId"] == "R-2010"
     assert buttons(events) == []  # other-org may not open MNU-3140
 
 
