@@ -346,21 +346,28 @@ class Hub:
             await asyncio.wait(late, timeout=grace)
 
     async def reattach(
-        self, user_id: str, thread_id: str, subscriber: Subscriber, after: int | None = None
+        self,
+        user_id: str,
+        thread_id: str,
+        subscriber: Subscriber,
+        after: int | None = None,
+        *,
+        say_up_to_date: bool = True,
     ) -> Run | None:
         """Sends the thread as snapshots, or with ``after`` (the last number of the thread's
-        log the subscriber saw) the events after it when the log can answer that; returns
-        the run in progress it now follows live. A user whose reattaches sent more than
+        log the subscriber saw) the events after it when the log can answer that (and
+        ``say_up_to_date``, an UP_TO_DATE notice when that is nothing); returns the run in
+        progress it now follows live. A user whose reattaches sent more than
         ``sends`` allows is refused (RATE_LIMIT_EXCEEDED) before anything is read."""
         self.sends.check(user_id)
         thread = await self._thread(user_id, thread_id)
-        replayed = after is not None and subscriber not in thread.watchers
-        if (
-            replayed
-            and (sent := await self.joiner.replay(thread, subscriber, after or 0)) is not None
-        ):
-            self.sends.spend(user_id, sent)
-            return thread.run
+        if after is not None and subscriber not in thread.watchers:
+            sent = await self.joiner.replay(
+                thread, subscriber, after, say_up_to_date=say_up_to_date
+            )
+            if sent is not None:
+                self.sends.spend(user_id, sent)
+                return thread.run
         # A run another process is streaming is joined from its start, as the log has it.
         pause = ELSEWHERE_POLL_SECONDS
         while thread.run is None and await self.joiner.runs_elsewhere(thread_id):

@@ -11,8 +11,10 @@ after what was read, each event once.
 A cursor that missed nothing, on a thread with no run in progress here or elsewhere (one
 never used, with cursor 0, included), gets an ``UP_TO_DATE`` notice in a run of its own,
 numbered with the cursor: every reattach is answered, so a client can tell "up to date"
-from "lost". When the log cannot answer a cursor (beyond its head, older than what it
-keeps, through a run a crash cut off) nothing is sent, and the hub sends the snapshots instead
+from "lost" (a resumed SSE stream is not: its end says so, and EventSource, which comes
+back by itself whenever a stream ends, would be told again each time). When the log
+cannot answer a cursor (beyond its head, older than what it keeps, through a run a crash
+cut off) nothing is sent, and the hub sends the snapshots instead
 (``gateway.hub.snapshots``); when it shows no run open on the other process (its start
 not committed yet, or just ended), the hub looks again shortly. A cursor into a run
 whose process died just now first has that run's end written into the log, by
@@ -58,10 +60,13 @@ class Joiner:
         self.snapshot_bytes = snapshot_bytes
         self.take_over = take_over
 
-    async def replay(self, thread: Thread, subscriber: Subscriber, after: int) -> int | None:
+    async def replay(
+        self, thread: Thread, subscriber: Subscriber, after: int, *, say_up_to_date: bool = True
+    ) -> int | None:
         """Sends the events of the thread's log after ``after``, then makes the subscriber
         a watcher, returning the bytes of the log it read; None, sending nothing, when the
-        log cannot answer that cursor.
+        log cannot answer that cursor. ``say_up_to_date``: send the UP_TO_DATE notice when
+        it missed nothing (a stream that ends says so by itself).
 
         The subscriber watches from before the read, its live events held back meanwhile
         (``Thread.replaying``): an event committed during the read is in the read or held,
@@ -108,7 +113,8 @@ class Joiner:
         last = log.frames[-1].seq if log.frames else after
         for event in eventlog.after_replay(held, last):
             subscriber.deliver(event)
-        if not events and not held and log.head <= after and await self._idle(thread):
+        missed_nothing = not events and not held and log.head <= after
+        if say_up_to_date and missed_nothing and await self._idle(thread):
             for event in up_to_date(thread.thread_id, after):
                 subscriber.deliver(eventlog.numbered(event, after))
         if thread.run is None:  # run elsewhere, or none: it follows the log from here
