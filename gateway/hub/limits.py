@@ -21,12 +21,15 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Callable
 
 from gateway import wire as p
 from gateway.store import Usage
+
+log = logging.getLogger(__name__)
 
 # Buckets kept before full ones (those of users who went quiet) are dropped.
 _BUCKETS_KEPT = 10_000
@@ -98,9 +101,21 @@ class SendBudget(RateLimiter):
             raise self.refusal(wait)
 
     def spend(self, user: str, sent: int) -> None:
-        """Charges ``user`` what one request made the gateway send; it may go into debt."""
-        if self.rate > 0:
-            self._refilled(user).tokens -= sent
+        """Charges ``user`` what one request made the gateway send; it may go into debt,
+        said once in a log line."""
+        if self.rate <= 0:
+            return
+        bucket = self._refilled(user)
+        in_debt = bucket.tokens < 0
+        bucket.tokens -= sent
+        if bucket.tokens < 0 and not in_debt:
+            log.info(
+                "%s's reattaches and history pages passed their budget (%d bytes this time):"
+                " refused for about %.0f s",
+                user,
+                sent,
+                -bucket.tokens / self.rate,
+            )
 
     def refusal(self, wait: float) -> p.GatewayError:
         return p.GatewayError(

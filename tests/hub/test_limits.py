@@ -49,11 +49,15 @@ def test_buckets_of_quiet_users_are_dropped() -> None:
     assert len(limiter._buckets) == 1
 
 
-def test_a_send_budget_is_charged_after_the_fact_and_refuses_while_in_debt() -> None:
+def test_a_send_budget_is_charged_after_the_fact_and_refuses_while_in_debt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("INFO", logger="gateway.hub.limits")
     clock = Clock()
     budget = SendBudget(rate=1000, burst=5000, clock=clock)
     budget.check("ann")
     budget.spend("ann", 7000)  # one large snapshot may take it past the burst, into debt
+    assert "ann's reattaches and history pages passed their budget" in caplog.text
     with pytest.raises(p.GatewayError) as refused:
         budget.check("ann")
     assert refused.value.code is p.ErrorCode.RATE_LIMIT_EXCEEDED
