@@ -51,7 +51,8 @@ class TicketBook:
         # How long past its exp a token is still accepted (GATEWAY_JWT_LEEWAY).
         self.leeway = leeway
         self._clock, self._wall_clock = clock, wall_clock
-        # ticket -> (identity, expiry); insertion order is expiry order.
+        # ticket -> (identity, expiry); insertion order is expiry order, but for tickets
+        # their token cut short.
         self._tickets: collections.OrderedDict[str, tuple[Identity, float]] = (
             collections.OrderedDict()
         )

@@ -89,7 +89,7 @@ def refusal(request_id: object, asker: Caller | None, *, deciding: bool) -> str 
     """Why ``asker`` may not see (or, ``deciding``, approve or reject) a request; None when
     they may. An unknown request and another organisation's get the same sentence."""
     if asker is None:
-        return "Nobody asked for this run, so no work request is decided in it."
+        return "Nobody asked for this run, so it shows and decides no work request."
     if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
         return f"{request_id!r} is not a work request id like R-1042"
     org = org_of(asker)
