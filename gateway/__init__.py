@@ -5,7 +5,7 @@
 ``create_app(agent, settings)`` is the ASGI app for an ADK agent or App (mount it, with its
 ``lifespan``); ``serve(agent, settings)`` runs it. The names load on first use, so
 ``agent-gateway --help`` does not import ADK. An agent's callbacks and tools read what its
-client said with ``gateway.context.run_context``.
+client said with ``gateway.context.run_context``, and who asks with ``gateway.context.caller``.
 
 The package is one layer a folder, each importing only from those below it
 (``tests/test_layers.py`` holds it to that), bottom to top:

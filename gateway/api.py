@@ -76,7 +76,7 @@ def create_app(
     from gateway.hub.busy import Busy
     from gateway.hub.client_state import StateRules
     from gateway.hub.hub import Hub
-    from gateway.hub.limits import Quota, RunSlots
+    from gateway.hub.limits import Quota, RunSlots, SendBudget
     from gateway.models.calls import ModelCalls
     from gateway.store import SessionService
     from gateway.tools import mcp
@@ -147,6 +147,7 @@ def create_app(
             snapshot_bytes=settings.snapshot_bytes,
             cursor_bytes=settings.cursor_bytes,
             quota=Quota(settings.user_threads, settings.user_stored_bytes),
+            sends=SendBudget(settings.user_reattach_bytes, settings.user_reattach_burst),
             model_timeout=settings.model_timeout,
             busy_policy=Busy(settings.busy),
             cluster=cluster_for(settings),

@@ -41,6 +41,7 @@ class Settings:
     jwt_org_claim: str = "org"
     jwt_roles_claim: str = "roles"
     service_token: str = ""
+    jwt_claims: str = ""
     ws_ticket_seconds: float = 30.0
     ws_tickets_max: int = 10_000
     durability: str = "normal"
@@ -59,6 +60,8 @@ class Settings:
     cursor_bytes: int = 1 << 20
     user_rate: float = 5.0
     user_burst: int = 40
+    user_reattach_bytes: int = 256 << 10
+    user_reattach_burst: int = 4 << 20
     max_runs: int = 200
     user_threads: int = 1000
     user_stored_bytes: int = 256 << 20
@@ -126,6 +129,8 @@ _HELP: dict[str, str] = {
     "jwt_user_claim": "claim naming the user (dotted for nested claims)",
     "jwt_org_claim": "claim naming the user's organisation",
     "jwt_roles_claim": "claim listing the user's roles (a list, or a space-separated string)",
+    "jwt_claims": "further claims a run's tools and callbacks may read "
+    "(gateway.context.caller), comma-separated, dotted for nested claims",
     "ws_ticket_seconds": "lifetime of a single-use /ws ticket from POST /ws-ticket",
     "ws_tickets_max": "most /ws tickets outstanding at once",
     "durability": "'normal' survives a process crash, 'full' also a power loss (on PostgreSQL: "
@@ -151,6 +156,10 @@ _HELP: dict[str, str] = {
     "(trimmed when a run ends); an older cursor gets the snapshot",
     "user_rate": "frames and requests a second one user may send, sustained (0: no limit)",
     "user_burst": "frames and requests one user may send at once",
+    "user_reattach_bytes": "bytes a second one user's reattaches and /history pages may have "
+    "the gateway send, sustained (0: no limit)",
+    "user_reattach_burst": "bytes one user's reattaches and /history pages may have the "
+    "gateway send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
     "user_threads": "threads one user may keep (0: no limit)",
     "user_stored_bytes": "bytes of stored events one user's threads may hold (0: no limit)",

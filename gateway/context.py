@@ -1,13 +1,21 @@
-"""What a client says about its screen, and which of it reaches the agent.
+"""What a run knows of who asks and of their screen, for the agent's tools and callbacks.
 
-A client describes its surface, current screen and selection in ``RunAgentInput.context``;
-only allow-listed entries are kept (``GATEWAY_CONTEXT_ALLOW``), and they travel with the
-run in ``RunConfig.custom_metadata``, where an agent's instruction provider, callbacks and
-tools read them with ``run_context``.
+- ``caller``: who asked for the run, as the door authenticated them: user id, org, roles
+  and the token's claims the operator maps (``GATEWAY_JWT_CLAIMS``). The run's task holds
+  it in a context variable, so every tool, callback and instruction provider of the run
+  (sub-agents and ADK's worker threads included) reads it, and nothing of it is stored
+  with the thread's events. None in a run nobody asked for: one the gateway starts itself
+  (a browser call that timed out, the reply a restart cut off); a tool refuses there what
+  needs a person.
+- ``run_context``: what a client says about its surface, current screen and selection in
+  ``RunAgentInput.context``; only allow-listed entries are kept (``GATEWAY_CONTEXT_ALLOW``),
+  and they travel with the run in ``RunConfig.custom_metadata``.
 """
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +30,35 @@ RUN_METADATA_KEY = "agui"
 # Where the run's context entries are, as {description: value}, under RUN_METADATA_KEY.
 CONTEXT_KEY = "context"
 DEFAULT_CONTEXT_ALLOW = frozenset({"surface", "currentScreen", "selectedIds"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asked for a run: the user id the thread belongs to, their org and roles as the
+    credential says (none in dev mode, where only the user id is named), and the token's
+    claims the operator maps (``GATEWAY_JWT_CLAIMS``), by claim name."""
+
+    user_id: str
+    org: str | None = None
+    roles: frozenset[str] = frozenset()
+    claims: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "gateway_caller", default=None
+)
+
+
+def caller() -> Caller | None:
+    """Who asked for the run this code runs in; None outside a run, or in a run the gateway
+    started itself, which nobody asked for."""
+    return _caller.get()
+
+
+def asked_by(who: Caller | None) -> None:
+    """Makes ``who`` the caller of the task this runs in: the hub calls it first thing in
+    a run's own task, which every tool and callback of the run runs in or is copied from."""
+    _caller.set(who)
 
 
 def run_metadata(context: ReadonlyContext) -> dict[str, object]:

@@ -103,7 +103,14 @@ async def main() -> None:
         url = gateway.ws_url()
         print(describe("cancel mid-reply", await cancel_mid_reply(url, args.cancels)))
     # One client sends hundreds of turns to build the thread: no per-user rate limit.
-    with local_gateway("--history-window", str(args.messages * 2), "--user-rate", "0") as gateway:
+    with local_gateway(
+        "--history-window",
+        str(args.messages * 2),
+        "--user-rate",
+        "0",
+        "--user-reattach-bytes",
+        "0",
+    ) as gateway:
         samples, size = await reattach_times(gateway.ws_url(), args.messages, args.reattaches)
         print(describe(f"reattach, {size} messages", samples))
 

@@ -87,7 +87,15 @@ async def measure(rounds: int, clients: int, turns: int, size: int) -> list[floa
     # On a file: what the rounds store (threads, audit rows) must not count as memory held.
     with (
         tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp,
-        local_gateway("--scripted-pace-ms", "1", "--db", f"{tmp}/threads.db") as gateway,
+        local_gateway(
+            "--scripted-pace-ms",
+            "1",
+            "--db",
+            f"{tmp}/threads.db",
+            # Memory bounded without the budget of what reattaches send, as before it.
+            "--user-reattach-bytes",
+            "0",
+        ) as gateway,
     ):
         big = await big_thread(gateway, turns, size)
         print(f"thread {big}: {turns} turns of {size} characters; server pid {gateway.process.pid}")

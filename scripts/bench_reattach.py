@@ -79,7 +79,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-reattach-") as tmp:
+        # One client reattaches hundreds of times: no per-user limits.
         flags = ["--db", str(Path(tmp) / "gateway.db"), "--user-rate", "0"]
+        flags += ["--user-reattach-bytes", "0"]
         with local_gateway(*flags) as gateway:
             url = gateway.ws_url()
             thread, head = await build_thread(url, args.messages)

@@ -77,7 +77,7 @@ RUN_TIMEOUT = 10.0
 RATE_TARGET = 0.70
 # One user sends every run, far faster than a person: the per-user rate limit is not what
 # is measured (the plain runner has none).
-UNLIMITED = ("--user-rate", "0")
+UNLIMITED = ("--user-rate", "0", "--user-reattach-bytes", "0")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -85,7 +85,9 @@ class Authenticator:
     def __init__(self, settings: Settings) -> None:
         self.mode = settings.auth
         self.verifier = TokenVerifier(settings) if settings.auth == "jwt" else None
-        self.tickets = TicketBook(settings.ws_ticket_seconds, settings.ws_tickets_max)
+        self.tickets = TicketBook(
+            settings.ws_ticket_seconds, settings.ws_tickets_max, leeway=settings.jwt_leeway
+        )
         self._warm_up: str | None = secrets.token_urlsafe(32)
         self._service_token = settings.service_token.encode()
         if self._service_token and len(self._service_token) < MIN_SERVICE_TOKEN_BYTES:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from gateway import wire as p
+from gateway.context import Caller
 
 # How an identity was established; "dev" means only that the client said so.
 Via = Literal["dev", "bearer", "subprotocol", "ticket", "warm-up", "service"]
@@ -25,14 +27,21 @@ BearerError = Literal["invalid_request", "invalid_token"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Identity:
-    """A caller: the user id the hub and the store know, their org and roles, and until when
-    the credential holds (Unix seconds; None: as long as the connection)."""
+    """A caller: the user id the hub and the store know, their org and roles, the token's
+    claims the operator maps (``GATEWAY_JWT_CLAIMS``), and until when the credential holds
+    (Unix seconds; None: as long as the connection)."""
 
     user: str
     org: str | None = None
     roles: frozenset[str] = frozenset()
     via: Via = "dev"
     expires_at: float | None = None
+    claims: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def caller(self) -> Caller:
+        """What a run's tools and callbacks are told of this identity (``gateway.context``)."""
+        return Caller(self.user, self.org, self.roles, self.claims)
 
 
 class Unauthorized(p.GatewayError):

@@ -152,6 +152,8 @@ class TokenVerifier:
         self.user_claim = settings.jwt_user_claim
         self.org_claim = settings.jwt_org_claim
         self.roles_claim = settings.jwt_roles_claim
+        # Further claims a run's tools read (``gateway.context.caller``), by the operator's names.
+        self.mapped_claims = tuple(_names(settings.jwt_claims))
         self._options: dict[str, Any] = {
             "require": ["exp"],
             # Without an audience setting a token's aud is not checked (PyJWT would refuse it).
@@ -214,8 +216,33 @@ class TokenVerifier:
                 "strings."
             )
         return Identity(
-            user=user, org=org, roles=frozenset(roles), via=via, expires_at=float(claims["exp"])
+            user=user,
+            org=org,
+            roles=frozenset(roles),
+            via=via,
+            expires_at=float(claims["exp"]),
+            claims=self._mapped(claims),
         )
+
+    def _mapped(self, claims: Mapping[str, Any]) -> dict[str, Any]:
+        """The claims ``GATEWAY_JWT_CLAIMS`` names that the token has, bounded as org and roles
+        are: they reach tools, and may reach logs and the audit from there."""
+        mapped: dict[str, Any] = {}
+        for name in self.mapped_claims:
+            value = claim(claims, name)
+            if value is None:
+                continue
+            scalar = isinstance(value, bool | int | float) or _short_text(value)
+            listed = (
+                isinstance(value, list) and len(value) <= MAX_ROLES and all(map(_short_text, value))
+            )
+            if not (scalar or listed):
+                raise Unauthorized(
+                    f"The token's {name!r} claim must be a number, a short string or a list of "
+                    f"at most {MAX_ROLES} short strings."
+                )
+            mapped[name] = value
+        return mapped
 
 
 def claim(claims: Mapping[str, Any], name: str) -> Any:

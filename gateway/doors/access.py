@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from gateway import logs
 from gateway import wire as p
 from gateway.audit import AccessRecord, AuditLog
 from gateway.auth import Authenticator, Identity, Impersonation
+from gateway.context import Caller
 from gateway.doors.asgi import header
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,12 @@ class Access:
         )
         return self.identity
 
+    @property
+    def caller(self) -> Caller | None:
+        """Who asks, as a run's tools are told (``gateway.context.caller``); None before
+        ``identify``."""
+        return self.identity.caller if self.identity is not None else None
+
     def _refused(self, request: str, error: p.GatewayError) -> None:
         log.info(
             "refused %s user=%s client=%s session=%s: %s",
@@ -120,15 +127,24 @@ class Access:
             )
         )
 
-    def record_input(self, run_input: p.RunAgentInput, error: p.GatewayError | None) -> None:
-        """Audits a run input: each approval answer, and any input refused as a denial."""
+    def record_input(
+        self,
+        run_input: p.RunAgentInput,
+        error: p.GatewayError | None,
+        overruled: Mapping[str, str] | None = None,
+    ) -> None:
+        """Audits a run input: each approval answer, and any input refused as a denial.
+
+        Written once the hub has decided: an answer it did not take as sent has the code of
+        its notice (``overruled``: INTERRUPT_ALREADY_ANSWERED, INTERRUPT_EXPIRED) as outcome.
+        """
         outcome = error.code.value if error else "ok"
         for entry in run_input.resume or ():
             self.record(
                 "approval",
                 thread_id=run_input.thread_id,
                 target=entry.interrupt_id,
-                outcome=outcome,
+                outcome=(overruled or {}).get(entry.interrupt_id, outcome),
                 detail=_decision(entry),
             )
         if error is not None and error.code in DENIALS and not run_input.resume:
@@ -138,7 +154,15 @@ class Access:
                 action, thread_id=run_input.thread_id, outcome=outcome, detail=error.message
             )
 
-    def record_cancel(self, thread_id: str, cancelled: bool) -> None:
+    def record_cancel(
+        self, thread_id: str, cancelled: bool, error: p.GatewayError | None = None
+    ) -> None:
+        """Audits a cancel: "ok", "nothing_to_cancel", or the code it was refused with."""
+        if error is not None:
+            self.record(
+                "cancel", thread_id=thread_id, outcome=error.code.value, detail=error.message
+            )
+            return
         self.record(
             "cancel", thread_id=thread_id, outcome="ok" if cancelled else "nothing_to_cancel"
         )

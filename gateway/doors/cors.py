@@ -1,10 +1,11 @@
 """Which browser origins may use the gateway, and CORS on its HTTP doors.
 
 One rule for every door: a request or upgrade that carries no ``Origin`` (not a browser),
-or the origin of the host it connected to, or one of ``GATEWAY_ALLOWED_ORIGINS``, may go
-on; any other origin gets 403 ``ACCESS_DENIED``, on /ws instead of the upgrade and on the
-HTTP doors instead of the answer, preflights included, and never a CORS header. An allowed
-origin is echoed (never ``*``), with ``Vary: Origin`` on every answer of a door.
+or the origin of the host it connected to (its scheme, host and port), or one of
+``GATEWAY_ALLOWED_ORIGINS``, may go on; any other origin gets 403 ``ACCESS_DENIED``, on /ws
+instead of the upgrade and on the HTTP doors instead of the answer, preflights included,
+and never a CORS header. An allowed origin is echoed (never ``*``), with ``Vary: Origin`` on
+every answer of a door.
 
 No answer says ``Access-Control-Allow-Credentials``: no auth mode reads what a browser
 holds for a site (cookies, HTTP auth). dev names the user in ``X-Gateway-User`` or
@@ -57,12 +58,22 @@ def origin_allowed(scope: Scope, allowed: frozenset[str]) -> bool:
         return True
     host = header(scope, b"host")
     parts = urllib.parse.urlsplit(sent)
-    if host is None or parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+    if host is None or parts.scheme != _served_scheme(scope) or not parts.hostname:
         return False
     return _authority(parts.scheme, parts.netloc) == _authority(parts.scheme, host.lower())
 
 
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+# The page scheme that is the gateway's own, by the scheme it was reached with: a page on
+# http:// is another site than the gateway on https:// (or wss://), and the other way round.
+_PAGE_SCHEMES = {"http": "http", "ws": "http", "https": "https", "wss": "https"}
+
+
+def _served_scheme(scope: Scope) -> str | None:
+    """The scheme of the gateway's own pages on this connection; behind a proxy that ends
+    TLS, https only as uvicorn reads it from a trusted proxy's X-Forwarded-Proto."""
+    default = "ws" if scope.get("type") == "websocket" else "http"
+    return _PAGE_SCHEMES.get(str(scope.get("scheme") or default))
 
 
 def _authority(scheme: str, netloc: str) -> str:

@@ -89,7 +89,7 @@ async def ws_ticket(shared: Shared, scope: Scope, send: Send) -> None:
     except p.GatewayError as error:
         await refuse(send, error)
         return
-    body = msgspec.json.encode({"ticket": ticket, "expiresIn": shared.settings.ws_ticket_seconds})
+    body = msgspec.json.encode({"ticket": ticket.ticket, "expiresIn": round(ticket.seconds, 3)})
     # A credential: no cache may keep it.
     await respond(send, 200, body, b"application/json", [(b"cache-control", b"no-store")])
 

@@ -81,7 +81,7 @@ class Invocation:
                 await self._refuse(p.unexpected("a POST /invocations"), body)
                 return
             if run is not None:
-                self.access.record_input(run_input, None)
+                self.access.record_input(run_input, None, run.overruled)
                 await self._follow(run, subscriber, left)
         finally:
             if left is not None:
@@ -99,7 +99,9 @@ class Invocation:
     ) -> Run | None:
         """The run started; None if the client left while its input waited for the thread
         (``gateway.hub.busy``)."""
-        starting = asyncio.ensure_future(self.hub.start(user, run_input, subscriber))
+        starting = asyncio.ensure_future(
+            self.hub.start(user, run_input, subscriber, self.access.caller)
+        )
         await asyncio.wait({starting, left}, return_when=asyncio.FIRST_COMPLETED)
         if starting.done():
             return starting.result()
@@ -146,7 +148,8 @@ class Invocation:
         """The SSE door's cancel: a short stream saying what happened."""
         try:
             cancelled = await self.hub.cancel(user, thread_id)
-        except p.GatewayError as error:  # the run's process could not be asked
+        except p.GatewayError as error:  # another user's thread, or its process unreachable
+            self.access.record_cancel(thread_id, False, error)
             await stream_start(self.send, http_status(error))
             await stream(self.send, [(None, p.encode(error.to_event()))], more=False)
             return

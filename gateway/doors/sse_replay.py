@@ -44,7 +44,11 @@ class Resume:
                 thread_id = p.reattach_to(query_param(self.scope, "threadId") or "").thread_id
                 logs.bind(thread=thread_id)
                 after = self._cursor()
-                run = await self.hub.reattach(user, thread_id, subscriber, after=after)
+                # The stream's end tells an up-to-date cursor so: no notice run each time
+                # EventSource comes back.
+                run = await self.hub.reattach(
+                    user, thread_id, subscriber, after=after, say_up_to_date=False
+                )
             except p.GatewayError as error:
                 self.access.record_reattach(thread_id, error)
                 await refuse(self.send, error)

@@ -15,28 +15,39 @@ These subclasses add, per connection:
   the app bounds the bodies it reads itself (``sse.Invocation``);
 - a deadline from the upgrade request to its accept (``ws_handshake_timeout``), answered
   with a 503, and a hard close of a WebSocket whose peer stopped answering pings or never
-  lets a close finish.
+  lets a close finish;
+- upgrade header lines as long as ``WS_HEADER_LINE_BYTES``: websockets reads 8 KiB, and
+  answers a longer line (a token over 8 KiB) with a bare 400 before the door sees it, where
+  the HTTP doors refuse the same token with a 401, its challenge, a log line and an audit
+  row. An upgrade the engine still cannot read gets a log line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from http import HTTPStatus
 from typing import ClassVar, cast
 
 import h11
+import websockets.http11
 from uvicorn._types import ASGISendEvent
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from gateway.config import Settings
 
+log = logging.getLogger(__name__)
+
 # How long a refused connection is read and dropped so its client can read the 503.
 REFUSED_LINGER_SECONDS = 1.0
 # Refused connections lingering at once; past this, a new one is reset without an answer.
 REFUSED_LINGER_LIMIT = 1024
 RETRY_AFTER_SECONDS = 5
+# The longest upgrade header line read whole: h11 read the head first, and the header
+# deadline bounds it; a bearer token past MAX_TOKEN_BYTES then reaches the door's refusal.
+WS_HEADER_LINE_BYTES = 64 << 10
 
 
 def protocols(settings: Settings) -> tuple[type[HttpProtocol], type[WebSocketProtocol]]:
@@ -53,6 +64,8 @@ def protocols(settings: Settings) -> tuple[type[HttpProtocol], type[WebSocketPro
         pass
 
     Http.settings, Http.lingering, WebSocket.settings = settings, set(), settings
+    # The engine reads the module's limit at each parse (WEBSOCKETS_MAX_LINE_LENGTH at import).
+    websockets.http11.MAX_LINE_LENGTH = max(websockets.http11.MAX_LINE_LENGTH, WS_HEADER_LINE_BYTES)
     return Http, WebSocket
 
 
@@ -227,6 +240,14 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.handshake_complete = self.close_sent = self.disconnected = True
         self.queue.put_nowait({"type": "websocket.disconnect", "code": 1006})
         self.transport.close()
+
+    def handle_handshake_exception(self) -> None:
+        log.info(
+            "refused a /ws upgrade from %s that the protocol engine cannot read: %s",
+            self.client[0] if self.client else "-",
+            type(self.conn.handshake_exc).__name__,
+        )
+        super().handle_handshake_exception()
 
     async def send(self, message: ASGISendEvent) -> None:
         await super().send(message)

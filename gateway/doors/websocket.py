@@ -20,6 +20,7 @@ from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
 from gateway.hub.inputs import needed_part
 from gateway.hub.refusals import draining
+from gateway.hub.threads import Run
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel
 
@@ -218,7 +219,8 @@ class WebSocketSession:
             # A cancel acts now, ahead of queued runs; only its notice waits its turn.
             try:
                 cancelled = await self.hub.cancel(self.user, frame.thread_id, frame.run_id)
-            except p.GatewayError as error:  # the run's process could not be asked
+            except p.GatewayError as error:  # another user's thread, or its process unreachable
+                self.access.record_cancel(frame.thread_id, False, error)
                 self._queue(error, 0)
                 return
             self.access.record_cancel(frame.thread_id, cancelled)
@@ -288,12 +290,12 @@ class WebSocketSession:
             else:
                 # The connection speaks the version of its latest input from here on.
                 self.send_queue.dialect, request = versions.negotiate(request)
-                run = await self.hub.start(self.user, request, self)
+                run = await self.hub.start(self.user, request, self, self.access.caller)
         except p.GatewayError as error:
             self._audit(request, error)
             self._refusal(error.to_event(), request)
             return
-        self._audit(request, None)
+        self._audit(request, None, run)
         if self.following not in (None, request.thread_id):
             self.hub.unwatch(self, self.following)
         self.following = request.thread_id
@@ -322,11 +324,17 @@ class WebSocketSession:
             )
         self.deliver(error)
 
-    def _audit(self, request: p.RunAgentInput | p.Reattach, error: p.GatewayError | None) -> None:
+    def _audit(
+        self,
+        request: p.RunAgentInput | p.Reattach,
+        error: p.GatewayError | None,
+        run: Run | None = None,
+    ) -> None:
+        """Audits a request once the hub decided it (``run``: what it started)."""
         if isinstance(request, p.Reattach):
             self.access.record_reattach(request.thread_id, error)
         else:
-            self.access.record_input(request, error)
+            self.access.record_input(request, error, run.overruled if run else None)
 
     async def _write(self) -> None:
         while True:

@@ -42,7 +42,7 @@ from gateway.a2ui import ACTION_ACTIVITY
 from gateway.a2ui.actions import action_content
 from gateway.adk.engine import Engine
 from gateway.adk.resumability import refusal_in
-from gateway.context import event_metadata
+from gateway.context import asked_by, event_metadata
 from gateway.hub.following import Followers
 from gateway.hub.inputs import NewTurn
 from gateway.hub.open_calls import OpenCall, answered_calls
@@ -85,6 +85,7 @@ class Driver:
         translator = run.translator
         thread = run.thread
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
+        asked_by(run.caller)  # the run's own task: its tools and callbacks read it
         started = time.perf_counter()
         run.thread_state = plan.thread_state
         completed = False  # the run ended by its outcome, not by a failure

@@ -28,13 +28,14 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 
+import msgspec
 from google.genai import types
 
 from gateway import wire as p
 from gateway.adk.engine import CONFIRMATION_CALL, Engine
 from gateway.audit.log import AuditLog
 from gateway.cluster import Cluster, SingleNode
-from gateway.context import DEFAULT_CONTEXT_ALLOW
+from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
 from gateway.hub import eventlog
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
@@ -42,7 +43,7 @@ from gateway.hub.driving import Driver
 from gateway.hub.following import Followers
 from gateway.hub.inputs import starts_turn
 from gateway.hub.joining import Joiner
-from gateway.hub.limits import Quota, RunSlots
+from gateway.hub.limits import Quota, RunSlots, SendBudget
 from gateway.hub.open_calls import OpenCall, open_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, Planner, function_responses
@@ -54,7 +55,7 @@ from gateway.hub.refusals import (
     draining,
     quarantined,
 )
-from gateway.hub.snapshots import executor_event, thread_snapshot
+from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.threads import Run, Subscriber, Thread
@@ -94,6 +95,7 @@ class Hub:
         snapshot_bytes: int | None = None,
         cursor_bytes: int = 1 << 20,
         quota: Quota | None = None,
+        sends: SendBudget | None = None,
         model_timeout: float = 120.0,
         busy_policy: Busy = Busy.INTERRUPT,
         cluster: Cluster | None = None,
@@ -105,6 +107,8 @@ class Hub:
         # What an input on a thread with a run going meets, unless it asks for another.
         self.busy_policy = busy_policy
         self.quota = quota or Quota()
+        # What one user's reattaches and history pages may have the gateway send.
+        self.sends = sends or SendBudget(0, 0)
         # How much of a thread a reattach sends at most; older messages are paged in.
         self.snapshot_bytes = snapshot_bytes
         # How much of each thread's event log is kept for reattach by cursor.
@@ -152,37 +156,44 @@ class Hub:
     # --- the doors' verbs ----------------------------------------------------------------
 
     async def start(
-        self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None
+        self,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+        caller: Caller | None = None,
     ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event.
 
         On a thread with a run going, the input's busy policy (``gateway.hub.busy``) decides:
-        refused, or it waits its turn, first stopping the run for ``interrupt``.
+        refused, or it waits its turn, first stopping the run for ``interrupt``. ``caller``:
+        who asks, as the door identified them, for the run's tools; by default the user.
         """
         if self.draining:  # before the busy policy: a refused input interrupts nothing
             self.refused_draining += 1
             raise draining()
         thread_id = run_input.thread_id
+        caller = caller or Caller(user_id)
+        assert caller.user_id == user_id, "a run is asked for by the thread's user"
         policy = requested(run_input, self.busy_policy)
         while True:
             if (known := self.threads.get(thread_id)) is not None:
                 # Refused without a read: another user's thread.
                 check_owner(known.user_id, user_id, thread_id)
                 if known.run is not None or known.waiting:
-                    return await self._start_after_run(known, policy, user_id, run_input, executor)
+                    return await self._start_after_run(known, policy, caller, run_input, executor)
             try:
-                return await self._start(user_id, run_input, executor, policy)
+                return await self._start(caller, run_input, executor, policy)
             except Claimed:
                 continue
             except HeldElsewhere:
                 held = await self._thread(user_id, thread_id)  # refused if not the user's
-                return await self._start_after_run(held, policy, user_id, run_input, executor)
+                return await self._start_after_run(held, policy, caller, run_input, executor)
 
     async def _start_after_run(
         self,
         thread: Thread,
         policy: Busy,
-        user_id: str,
+        caller: Caller,
         run_input: p.RunAgentInput,
         executor: Subscriber | None,
     ) -> Run:
@@ -202,11 +213,13 @@ class Hub:
                             log.info("a new message stops %s", running)
                         await running.done.wait()
                     try:
-                        return await self._start(user_id, run_input, executor, policy)
+                        return await self._start(caller, run_input, executor, policy)
                     except Claimed:
                         continue
                     except HeldElsewhere:
-                        if interrupts and await self.cluster.cancel(thread.thread_id, user_id):
+                        if interrupts and await self.cluster.cancel(
+                            thread.thread_id, caller.user_id
+                        ):
                             log.info(
                                 "a new message stops the run of thread %s elsewhere",
                                 thread.thread_id,
@@ -218,12 +231,12 @@ class Hub:
             self._forget_if_unused(thread)
 
     async def _start(
-        self, user_id: str, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
+        self, caller: Caller, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
     ) -> Run:
         if self.draining:  # an input that waited its turn since before the drain
             self.refused_draining += 1
             raise draining()
-        thread_id = run_input.thread_id
+        thread_id, user_id = run_input.thread_id, caller.user_id
         await self.slots.take()
         leased = False
         try:
@@ -249,6 +262,7 @@ class Hub:
                 raise quarantined(thread_id) from None
             raise
         run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
+        run.caller = caller
         try:
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
@@ -301,14 +315,19 @@ class Hub:
 
     async def cancel(self, user_id: str, thread_id: str, run_id: str | None = None) -> bool:
         """Stops the thread's run (the run ``run_id`` only, if named), here or on the
-        process that runs it; False when there was nothing of this user's to stop."""
+        process that runs it; False when there was nothing to stop, ACCESS_DENIED on
+        another user's thread."""
         thread = self.threads.get(thread_id)
         if thread is None or thread.run is None:
             try:
+                owner = await self._owner(thread_id)
+                if owner is not None:
+                    check_owner(owner, user_id, thread_id)
                 return await self.cluster.cancel(thread_id, user_id, run_id)
             except StoreError:
                 raise cluster_unreachable() from None
-        if thread.user_id != user_id or run_id not in (None, thread.run.run_id):
+        check_owner(thread.user_id, user_id, thread_id)
+        if run_id not in (None, thread.run.run_id):
             return False
         thread.run.abort.set()
         return True
@@ -373,24 +392,39 @@ class Hub:
         return len(late)
 
     async def reattach(
-        self, user_id: str, thread_id: str, subscriber: Subscriber, after: int | None = None
+        self,
+        user_id: str,
+        thread_id: str,
+        subscriber: Subscriber,
+        after: int | None = None,
+        *,
+        say_up_to_date: bool = True,
     ) -> Run | None:
         """Sends the thread as snapshots, or with ``after`` (the last number of the thread's
-        log the subscriber saw) the events after it when the log can answer that; returns
-        the run in progress it now follows live."""
+        log the subscriber saw) the events after it when the log can answer that (and
+        ``say_up_to_date``, an UP_TO_DATE notice when that is nothing); returns the run in
+        progress it now follows live. A user whose reattaches sent more than
+        ``sends`` allows is refused (RATE_LIMIT_EXCEEDED) before anything is read."""
+        self.sends.check(user_id)
         thread = await self._thread(user_id, thread_id)
-        replayed = after is not None and subscriber not in thread.watchers
-        if replayed and await self.joiner.replay(thread, subscriber, after or 0):
-            return thread.run
+        if after is not None and subscriber not in thread.watchers:
+            sent = await self.joiner.replay(
+                thread, subscriber, after, say_up_to_date=say_up_to_date
+            )
+            if sent is not None:
+                self.sends.spend(user_id, sent)
+                return thread.run
         # A run another process is streaming is joined from its start, as the log has it.
         pause = ELSEWHERE_POLL_SECONDS
         while thread.run is None and await self.joiner.runs_elsewhere(thread_id):
             # One that follows the run already gets the snapshot once it has ended: a second
             # RUN_STARTED inside the run would break its stream.
             try:
-                if subscriber not in thread.watchers and await self.joiner.join_elsewhere(
-                    thread, subscriber
+                if (
+                    subscriber not in thread.watchers
+                    and (joined := await self.joiner.join_elsewhere(thread, subscriber)) is not None
                 ):
+                    self.sends.spend(user_id, joined)
                     return None
             except QuarantinedThreadError:
                 self._forget_if_unused(thread)
@@ -427,6 +461,7 @@ class Hub:
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
         snapshot = thread_snapshot(thread_id, page, session)
+        self.sends.spend(user_id, encoded_size(snapshot))
         if run is None:
             head = thread.head if thread.head is not None else head
             thread.watch(subscriber)
@@ -471,7 +506,8 @@ class Hub:
     ) -> ThreadPage:
         """The messages of a thread before a snapshot's (or an earlier page's) first one;
         with no ``before``, its latest part, as a reattach's snapshot has it; ``limit``: of
-        at most that many events."""
+        at most that many events. Charged to ``sends``, as a reattach's snapshot is."""
+        self.sends.check(user_id)
         owner = await self._owner(thread_id)
         if owner is None and before is None:
             # A thread not begun yet has no messages, as a reattach to it shows.
@@ -480,11 +516,13 @@ class Hub:
             raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
         check_owner(owner, user_id, thread_id)
         try:
-            return await self.engine.thread_page(
+            page = await self.engine.thread_page(
                 user_id, thread_id, max_bytes=self.snapshot_bytes, before=before, limit=limit
             )
         except QuarantinedThreadError:
             raise quarantined(thread_id) from None
+        self.sends.spend(user_id, len(msgspec.json.encode(page.messages)))
+        return page
 
     def unwatch(self, subscriber: Subscriber, thread_id: str) -> None:
         thread = self.threads.get(thread_id)

@@ -40,6 +40,8 @@ class Answers:
     responses: dict[str, dict[str, Any]]
     tool_messages: dict[str, p.ToolMessage]
     notices: list[p.Event]
+    # The approval answers not taken as sent, by interrupt id: the code of their notice.
+    overruled: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def read_input(
@@ -135,9 +137,10 @@ def _read_resume(
         call = open_items.get(entry.interrupt_id)
         if call is None or not call.is_approval:
             if entry.interrupt_id in answered:
+                code = answers.overruled[entry.interrupt_id] = "INTERRUPT_ALREADY_ANSWERED"
                 answers.notices.append(
                     notice(
-                        "INTERRUPT_ALREADY_ANSWERED",
+                        code,
                         f"Interrupt {entry.interrupt_id!r} was already answered; "
                         "this answer was ignored.",
                     )
@@ -150,9 +153,10 @@ def _read_resume(
         approved, reason = _approval_of(entry)
         if approved and now > call.asked_at + approval_timeout:
             approved, reason = False, "the approval expired"
+            code = answers.overruled[entry.interrupt_id] = "INTERRUPT_EXPIRED"
             answers.notices.append(
                 notice(
-                    "INTERRUPT_EXPIRED",
+                    code,
                     f"Interrupt {entry.interrupt_id!r} expired; it was resolved as rejected.",
                 )
             )

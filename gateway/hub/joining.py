@@ -8,8 +8,13 @@ the log (``gateway.hub.following``). Either way the subscriber watches the threa
 before the reads, and what it is sent meanwhile waits (``Thread.replaying``) to go out
 after what was read, each event once.
 
-When the log cannot answer a cursor (beyond its head, older than what it keeps, through a
-run a crash cut off) nothing is sent, and the hub sends the snapshots instead
+A cursor that missed nothing, on a thread with no run in progress here or elsewhere (one
+never used, with cursor 0, included), gets an ``UP_TO_DATE`` notice in a run of its own,
+numbered with the cursor: every reattach is answered, so a client can tell "up to date"
+from "lost" (a resumed SSE stream is not: its end says so, and EventSource, which comes
+back by itself whenever a stream ends, would be told again each time). When the log
+cannot answer a cursor (beyond its head, older than what it keeps, through a run a crash
+cut off) nothing is sent, and the hub sends the snapshots instead
 (``gateway.hub.snapshots``); when it shows no run open on the other process (its start
 not committed yet, or just ended), the hub looks again shortly. A cursor into a run
 whose process died just now first has that run's end written into the log, by
@@ -25,9 +30,11 @@ from gateway.adk.engine import Engine
 from gateway.cluster import Cluster
 from gateway.hub import eventlog
 from gateway.hub.following import Followers
-from gateway.hub.snapshots import thread_snapshot
+from gateway.hub.snapshots import encoded_size, thread_snapshot
 from gateway.hub.threads import Subscriber, Thread
 from gateway.store import StoreError
+from gateway.store.frames import FrameLog
+from gateway.wire.notices import up_to_date
 
 # Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
 # closed such a run (and the log now ends it).
@@ -53,9 +60,13 @@ class Joiner:
         self.snapshot_bytes = snapshot_bytes
         self.take_over = take_over
 
-    async def replay(self, thread: Thread, subscriber: Subscriber, after: int) -> bool:
+    async def replay(
+        self, thread: Thread, subscriber: Subscriber, after: int, *, say_up_to_date: bool = True
+    ) -> int | None:
         """Sends the events of the thread's log after ``after``, then makes the subscriber
-        a watcher; False, sending nothing, when the log cannot answer that cursor.
+        a watcher, returning the bytes of the log it read; None, sending nothing, when the
+        log cannot answer that cursor. ``say_up_to_date``: send the UP_TO_DATE notice when
+        it missed nothing (a stream that ends says so by itself).
 
         The subscriber watches from before the read, its live events held back meanwhile
         (``Thread.replaying``): an event committed during the read is in the read or held,
@@ -96,22 +107,27 @@ class Joiner:
                 if run is not None and run.executor is subscriber:
                     run.executor = previous
         if events is None:
-            return False
+            return None
         for event in events:
             subscriber.deliver(event)
         last = log.frames[-1].seq if log.frames else after
         for event in eventlog.after_replay(held, last):
             subscriber.deliver(event)
+        missed_nothing = not events and not held and log.head <= after
+        if say_up_to_date and missed_nothing and await self._idle(thread):
+            for event in up_to_date(thread.thread_id, after):
+                subscriber.deliver(eventlog.numbered(event, after))
         if thread.run is None:  # run elsewhere, or none: it follows the log from here
             thread.positions[subscriber] = last
             self.followers.heard(thread, log.head)
-        return True
+        return _log_bytes(log)
 
-    async def join_elsewhere(self, thread: Thread, subscriber: Subscriber) -> bool:
+    async def join_elsewhere(self, thread: Thread, subscriber: Subscriber) -> int | None:
         """Joins the run another process is streaming, for a subscriber with no cursor: the
         run's RUN_STARTED, the thread as it was before the run, the run's frames so far,
-        then live from the log; False, sending nothing, when the log shows no run open (its
-        start is not committed yet, or it has just ended).
+        then live from the log, returning the bytes of what it read; None, sending
+        nothing, when the log shows no run open (its start is not committed yet, or it has
+        just ended).
 
         The snapshot leaves out every stored event of the run (``run_start``), which the
         run's frames bring, so nothing shows twice however far the store is ahead of the
@@ -148,7 +164,7 @@ class Joiner:
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile
                 thread.watchers.remove(subscriber)
         if events is None:
-            return False
+            return None
         for event in events:
             subscriber.deliver(event)
         for event in eventlog.after_replay(held, log.head):
@@ -156,10 +172,22 @@ class Joiner:
         if thread.run is None:  # it follows the log from here
             thread.positions[subscriber] = log.head
             self.followers.heard(thread, log.head)
-        return True
+        return encoded_size(snapshot) + _log_bytes(log)
+
+    async def _idle(self, thread: Thread) -> bool:
+        """Whether the thread has no run in progress, here or on another process."""
+        return (
+            thread.run is None
+            and not await self.runs_elsewhere(thread.thread_id)
+            and thread.run is None  # nor one started while another process was asked
+        )
 
     async def runs_elsewhere(self, thread_id: str) -> bool:
         try:
             return await self.cluster.runs_elsewhere(thread_id)
         except StoreError:
             return False  # as if cut off: the snapshot is sent, which is never wrong
+
+
+def _log_bytes(log: FrameLog) -> int:
+    return sum(len(frame.data) for frame in log.frames)

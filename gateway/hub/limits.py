@@ -2,6 +2,10 @@
 
 - ``RateLimiter``: a token bucket per user over the frames and requests they send; a frame
   that finds the bucket empty is refused with RATE_LIMIT_EXCEEDED and costs nothing more.
+- ``SendBudget``: a bucket of bytes per user over what their reattaches and history pages
+  make the gateway send, the one request whose answer is far larger than itself (a 52-byte
+  reattach, up to a whole snapshot). Each is charged what it sent, after the fact; a user
+  in debt is refused with RATE_LIMIT_EXCEEDED, before anything is read, until it is paid.
 - ``Quota``: what one user may keep: threads, and bytes of stored events. A new thread past
   the first, or a new turn past the second, is refused with SERVICE_QUOTA_EXCEEDED; answers
   to calls already asked still go through, so no thread is left stuck.
@@ -17,12 +21,15 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Callable
 
 from gateway import wire as p
 from gateway.store import Usage
+
+log = logging.getLogger(__name__)
 
 # Buckets kept before full ones (those of users who went quiet) are dropped.
 _BUCKETS_KEPT = 10_000
@@ -44,10 +51,17 @@ class RateLimiter:
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
 
-    def allow(self, user: str) -> float:
-        """Takes a token for ``user``: 0.0 if there was one, else seconds until there is."""
+    def allow(self, user: str, cost: float = 1.0) -> float:
+        """Takes ``cost`` tokens for ``user``: 0.0 if there were, else seconds until there are."""
         if self.rate <= 0:
             return 0.0
+        bucket = self._refilled(user)
+        if bucket.tokens >= cost:
+            bucket.tokens -= cost
+            return 0.0
+        return (cost - bucket.tokens) / self.rate
+
+    def _refilled(self, user: str) -> _Bucket:
         now = self._clock()
         bucket = self._buckets.get(user)
         if bucket is None:
@@ -56,10 +70,7 @@ class RateLimiter:
             bucket = self._buckets[user] = _Bucket(float(self.burst), now)
         bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.at) * self.rate)
         bucket.at = now
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return 0.0
-        return (1.0 - bucket.tokens) / self.rate
+        return bucket
 
     def check(self, user: str) -> None:
         """Takes a token for ``user`` or raises RATE_LIMIT_EXCEEDED saying when to retry."""
@@ -78,6 +89,46 @@ class RateLimiter:
         for user, bucket in list(self._buckets.items()):
             if bucket.tokens + (now - bucket.at) * self.rate >= self.burst:
                 del self._buckets[user]
+
+
+class SendBudget(RateLimiter):
+    """``rate`` bytes a second per user, bursts of ``burst``, of what their reattaches and
+    history pages make the gateway send; 0 leaves it unlimited."""
+
+    def check(self, user: str) -> None:
+        """RATE_LIMIT_EXCEEDED, saying when to retry, while ``user`` is in debt."""
+        if wait := self.allow(user, 0.0):
+            raise self.refusal(wait)
+
+    def spend(self, user: str, sent: int) -> None:
+        """Charges ``user`` what one request made the gateway send; it may go into debt,
+        said once in a log line."""
+        if self.rate <= 0:
+            return
+        bucket = self._refilled(user)
+        in_debt = bucket.tokens < 0
+        bucket.tokens -= sent
+        if bucket.tokens < 0 and not in_debt:
+            log.info(
+                "%s's reattaches and history pages passed their budget (%d bytes this time):"
+                " refused for about %.0f s",
+                user,
+                sent,
+                -bucket.tokens / self.rate,
+            )
+
+    def refusal(self, wait: float) -> p.GatewayError:
+        return p.GatewayError(
+            p.ErrorCode.RATE_LIMIT_EXCEEDED,
+            f"Your reattaches and history pages have had the gateway send more than one user"
+            f" may: {_kib(self.rate)} a second (GATEWAY_USER_REATTACH_BYTES), bursts of"
+            f" {_kib(self.burst)}. Retry in {math.ceil(wait)} s; a reattach with a cursor"
+            " (after) sends only what you missed.",
+        )
+
+
+def _kib(size: float) -> str:
+    return f"{size / 1024:g} KiB"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -205,6 +205,7 @@ class Planner:
                 surfaces=surfaces,
                 notices=self._unoffered(client_tools),
             )
+        run.overruled.update(request.overruled)  # the door audits what the hub decided
         thread.early.update(request.responses)
         thread.early_messages.update(request.tool_messages)
         answered = {cid: r for cid, r in thread.early.items() if cid in open_items}

@@ -28,6 +28,11 @@ HISTORY = "gateway.history"
 EXECUTOR = "gateway.executor"
 
 
+def encoded_size(events: list[p.Event]) -> int:
+    """The bytes ``events`` take on the wire: what a reattach is charged (``SendBudget``)."""
+    return sum(len(p.encode(event)) for event in events)
+
+
 def executor_event(call_ids: list[str]) -> p.Custom:
     return p.Custom(name=EXECUTOR, value={"toolCallIds": call_ids})
 

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from google.adk.events import Event as AdkEvent
 
 from gateway import wire as p
+from gateway.context import Caller
 from gateway.hub import eventlog
 from gateway.hub.outbox import Commit, Outbox
 from gateway.hub.states import ThreadState
@@ -122,6 +123,11 @@ class Run:
     # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
     # its end moves the thread to if it ran the agent; None until it is planned.
     thread_state: ThreadState | None = None
+    # Who asked for it, for its tools (``gateway.context.caller``); None: the gateway did.
+    caller: Caller | None = None
+    # The approval answers its input brought that planning did not take as sent (ignored,
+    # or expired into a rejection), by interrupt id: the code of their notice, for the audit.
+    overruled: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.executor is not None:

@@ -1,7 +1,8 @@
 """What the gateway tells a client outside the model's words: notices, and runs of their own.
 
 A notice is a ``CUSTOM`` event named ``gateway.notice`` with a code and a sentence (an
-ignored duplicate answer, an expired approval, nothing to cancel). Sent outside any run, it
+ignored duplicate answer, an expired approval, nothing to cancel, a reattach that missed
+nothing). Sent outside any run, it
 travels inside a run of its own, so the stream a client sees stays a valid AG-UI stream.
 """
 
@@ -35,3 +36,13 @@ def nothing_to_cancel(thread_id: str, run_id: str | None = None) -> list[p.Event
         else f"Thread {thread_id!r} has no run in progress; nothing was cancelled."
     )
     return standalone(thread_id, [notice("NOTHING_TO_CANCEL", message)])
+
+
+def up_to_date(thread_id: str, after: int) -> list[p.Event]:
+    """The answer to a reattach by cursor that missed nothing, on a thread with no run in
+    progress: said, so that a client can tell "up to date" from "lost"."""
+    message = (
+        f"Thread {thread_id!r} has nothing after {after} and no run in progress; "
+        "you are up to date."
+    )
+    return standalone(thread_id, [notice("UP_TO_DATE", message)])

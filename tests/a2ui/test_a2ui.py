@@ -40,7 +40,7 @@ def card_operations(status: str = "pending") -> list[dict[str, Any]]:
     request = REQUESTS["R-1042"]
     return [
         {"createSurface": {"surfaceId": CARD, "catalogId": a2ui.BASIC_CATALOG_ID}},
-        a2ui.update_components(CARD, _card(request, status)),
+        a2ui.update_components(CARD, _card(request, status, True)),
         a2ui.update_data_model(CARD, _data(request, status)),
     ]
 

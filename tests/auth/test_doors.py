@@ -165,6 +165,39 @@ async def test_two_credentials_at_once_are_refused(gateway: RunningGateway) -> N
     assert "one credential" in json.loads(response.body)["message"]
 
 
+@pytest.mark.parametrize("way", ["header", "subprotocol"])
+async def test_a_token_over_8_kib_on_ws_is_refused_as_on_http(
+    gateway: RunningGateway, way: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a bare 400 from the protocol engine: a 401 with its challenge, a log line and an
+    audit row, as the HTTP doors answer the same token."""
+    caplog.set_level("INFO", logger="gateway.doors.access")
+    oversize = "a" * 20_000
+    options: dict[str, Any] = (
+        {"headers": bearer(oversize)}
+        if way == "header"
+        else {"subprotocols": ["agui", f"bearer.{oversize}"]}
+    )
+    response = await refused_upgrade(gateway, "?clientId=" + way, **options)
+    assert response.status_code == 401
+    challenge = response.headers["www-authenticate"]
+    assert 'error="invalid_request"' in challenge and "longer than 8192 bytes" in challenge
+    assert json.loads(response.body)["code"] == "UNAUTHORIZED"
+    assert any("refused WS /ws" in r.getMessage() for r in caplog.records)
+    assert gateway.app.hub.audit is not None
+    rows = await gateway.app.hub.audit.query_access(user="")
+    assert any(r.door == "ws" and "longer than 8192" in (r.detail or "") for r in rows), rows
+
+
+async def test_an_upgrade_the_engine_cannot_read_is_logged(
+    gateway: RunningGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="gateway.doors.transport")
+    response = await refused_upgrade(gateway, headers={"X-Huge": "a" * 100_000})
+    assert response.status_code in (400, 431)
+    assert any("cannot read" in r.getMessage() for r in caplog.records)
+
+
 async def test_a_ticket_opens_one_connection_once(gateway: RunningGateway) -> None:
     issued = await ticket_for(gateway, token())
     assert issued.status_code == 200
@@ -188,6 +221,33 @@ async def test_a_ticket_expires(gateway: RunningGateway) -> None:
         tickets.lifetime = 30
     await asyncio.sleep(0.1)
     assert (await refused_upgrade(gateway, f"?ticket={ticket}")).status_code == 401
+
+
+async def test_a_ticket_expires_no_later_than_its_token(gateway: RunningGateway) -> None:
+    """A ticket opens no door its token could not: it ends at the token's exp plus the
+    leeway the token itself is accepted with, however long tickets live otherwise."""
+    tickets = gateway.app.auth.tickets
+    # exp 19.5 s ago, accepted for 20 s (the verifier's 30 s leeway is the real one).
+    tickets.leeway = 20
+    try:
+        issued = await ticket_for(gateway, token(exp=time.time() - 19.5))
+    finally:
+        tickets.leeway = gateway.app.settings.jwt_leeway
+    body = issued.json()
+    assert 0 < body["expiresIn"] <= 0.5
+    await asyncio.sleep(0.6)
+    refused = await refused_upgrade(gateway, f"?ticket={body['ticket']}")
+    assert refused.status_code == 401
+    assert "unknown, used or expired" in json.loads(refused.body)["message"]
+
+
+async def test_a_ninth_ticket_replaces_the_oldest(gateway: RunningGateway) -> None:
+    """README: a user holds at most 8 unused tickets; a ninth replaces their oldest."""
+    credential = token(sub="ninth")
+    issued = [(await ticket_for(gateway, credential)).json()["ticket"] for _ in range(9)]
+    assert (await refused_upgrade(gateway, f"?ticket={issued[0]}")).status_code == 401
+    async with socket(gateway, f"?ticket={issued[1]}"), socket(gateway, f"?ticket={issued[8]}"):
+        pass
 
 
 async def test_a_ticket_needs_a_token_and_is_not_one(gateway: RunningGateway) -> None:

@@ -3,6 +3,7 @@ connection (user, address, AgentCore session), never a token; and the audit's do
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from gateway.audit import AccessRecord
 from tests.support.agui import AgUiSocket, new_id, outcome, resume, user_input
 from tests.support.approvals import APPROVE
 from tests.support.auth import JWT, bearer, post_run, ticket_for
+from tests.support.servers import post_run as post_as_user
 from tests.support.servers import running_gateway
 from tests.support.tokens import SECRET, token
 
@@ -123,7 +125,9 @@ async def test_the_audit_records_who_did_what_from_where() -> None:
         assert gateway.app.hub is not None and gateway.app.hub.audit is not None
         audit = gateway.app.hub.audit
         thread = new_id("t")
-        owner, intruder = bearer(token(sub="demo")), bearer(token(sub="guest", org="other"))
+        # The demo's requests are ORG-01's: only its users see them.
+        owner = bearer(token(sub="demo", org="ORG-01"))
+        intruder = bearer(token(sub="guest", org="other"))
         url = f"ws://127.0.0.1:{gateway.port}/ws"
         async with connect(url, additional_headers=owner) as raw:
             ws = AgUiSocket(raw)
@@ -156,7 +160,7 @@ async def test_the_audit_records_who_did_what_from_where() -> None:
 
     row("guest", "approval", "ACCESS_DENIED", target=interrupt["id"], org="other", via="bearer")
     row("guest", "reattach", "ACCESS_DENIED", door="ws")
-    row("demo", "approval", "ok", target=interrupt["id"], detail="approved", org="acme")
+    row("demo", "approval", "ok", target=interrupt["id"], detail="approved", org="ORG-01")
     row("demo", "cancel", "nothing_to_cancel")
     row("demo", "reattach", "ok")
     assert [(r.door, r.action, r.via) for r in refusals] == [("sse", "run", "-")]
@@ -173,4 +177,32 @@ async def test_a_refused_upgrade_is_audited_with_its_address() -> None:
     assert [(r.door, r.action, r.outcome, r.user_id) for r in rows] == [
         ("ws", "connect", "UNAUTHORIZED", ""),
         ("http", "profile", "ACCESS_DENIED", "alice"),
+    ]
+
+
+async def test_an_approval_answer_is_audited_as_the_hub_decided_it() -> None:
+    """An answer the hub ignores (already answered) or overrules (expired: rejected) is not
+    audited as "ok": the row is the hub's decision, on /ws and the SSE door."""
+    async with running_gateway(approval_timeout=0.3) as gateway:
+        assert gateway.app.hub.audit is not None
+        answered, expired = new_id("t"), new_id("t")
+        async with gateway.socket() as ws:
+            [first] = outcome(await ws.run(user_input(answered, APPROVE)))["interrupts"]
+            [late] = outcome(await ws.run(user_input(expired, APPROVE)))["interrupts"]
+            yes = {"approved": True}
+            assert outcome(await ws.run(resume(answered, first["id"], payload=yes)))
+            again = await ws.run(resume(answered, first["id"], payload=yes))
+            assert "INTERRUPT_ALREADY_ANSWERED" in str(again)
+            await asyncio.sleep(0.4)
+            told = await ws.run(resume(expired, late["id"], payload=yes))
+            assert "INTERRUPT_EXPIRED" in str(told)
+        status, _, sse, _ = await post_as_user(gateway, resume(answered, first["id"], payload=yes))
+        assert status == 200 and "INTERRUPT_ALREADY_ANSWERED" in str(sse)
+        rows = await gateway.app.hub.audit.query_access(user="demo")
+    approvals = [(r.thread_id, r.door, r.outcome, r.detail) for r in rows if r.action == "approval"]
+    assert approvals == [
+        (answered, "ws", "ok", "approved"),
+        (answered, "ws", "INTERRUPT_ALREADY_ANSWERED", "approved"),
+        (expired, "ws", "INTERRUPT_EXPIRED", "approved"),
+        (answered, "sse", "INTERRUPT_ALREADY_ANSWERED", "approved"),
     ]

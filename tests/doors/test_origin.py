@@ -66,19 +66,29 @@ async def test_a_foreign_origin_gets_a_403_instead_of_an_upgrade(
 
 
 @pytest.mark.parametrize(
-    ("origin", "host", "allowed"),
+    ("origin", "host", "scheme", "allowed"),
     [
-        ("http://gw.example", "gw.example:80", True),  # default ports are left out or not
-        ("https://gw.example:443", "gw.example", True),
-        ("https://gw.example", "gw.example:8443", False),
-        ("ftp://gw.example", "gw.example", False),
-        ("http://gw.example", None, False),
+        ("http://gw.example", "gw.example:80", "http", True),  # default ports left out or not
+        ("https://gw.example:443", "gw.example", "https", True),
+        ("https://gw.example", "gw.example:8443", "https", False),
+        ("ftp://gw.example", "gw.example", "http", False),
+        ("http://gw.example", None, "http", False),
+        # The own host is its scheme too: http:// and https:// pages are different sites.
+        ("http://gw.example", "gw.example", "https", False),
+        ("http://gw.example", "gw.example", "wss", False),
+        ("https://gw.example", "gw.example", "http", False),
+        ("https://gw.example", "gw.example", "ws", False),
+        ("https://gw.example", "gw.example", "wss", True),
+        ("http://gw.example", "gw.example", "ws", True),
+        ("http://gw.example", "gw.example", None, True),  # ASGI's default: http, or ws
     ],
 )
-def test_the_own_host_is_compared_without_default_ports(
-    origin: str, host: str | None, allowed: bool
+def test_the_own_host_is_its_scheme_host_and_port(
+    origin: str, host: str | None, scheme: str | None, allowed: bool
 ) -> None:
     headers = [(b"origin", origin.encode())]
     if host is not None:
         headers.append((b"host", host.encode()))
-    assert origin_allowed({"headers": headers}, frozenset()) is allowed
+    for kind in ("http", "websocket"):
+        scope = {"type": kind, "headers": headers, **({"scheme": scheme} if scheme else {})}
+        assert origin_allowed(scope, frozenset()) is allowed

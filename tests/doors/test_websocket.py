@@ -14,7 +14,7 @@ from tests.support.flagship import (
     flagship_navigated_then_honest_reply,
     parallel_calls_answered_in_reverse_order_pair_by_id,
 )
-from tests.support.servers import RunningGateway, running_gateway
+from tests.support.servers import RunningGateway, post_run, running_gateway
 
 pytestmark = pytest.mark.server
 
@@ -233,6 +233,33 @@ async def test_cancel_on_an_idle_thread_is_a_notice(gateway: RunningGateway) -> 
         events = await ws.run({"type": "cancel", "threadId": new_id("t")})
         assert [e["type"] for e in events] == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]
         assert events[1]["value"]["code"] == "NOTHING_TO_CANCEL"
+
+
+async def test_another_users_cancel_is_access_denied_and_audited(
+    gateway: RunningGateway,
+) -> None:
+    """README: another user cannot cancel a thread's runs (ACCESS_DENIED), running or idle,
+    on /ws or the SSE door; the run goes on, and the audit says who tried."""
+    running, idle = new_id("t"), new_id("t")
+    async with gateway.socket() as owner, gateway.socket("intruder") as intruder:
+        await owner.run(user_input(idle, "안녕"))
+        await owner.send(user_input(running, "자기소개를 길게 해 주세요"))
+        while (await owner.next())["type"] != "TEXT_MESSAGE_CONTENT":
+            pass
+        for thread in (running, idle):
+            refused = await intruder.refused({"type": "cancel", "threadId": thread})
+            assert refused["code"] == "ACCESS_DENIED", refused
+        assert outcome(await owner.until_end()) == {"type": "success"}
+    frame = user_input(idle, "")
+    frame["forwardedProps"] = {"gateway": {"cancel": True}}
+    status, _, events, _ = await post_run(gateway, frame, user="intruder")
+    assert (status, events[-1]["code"]) == (403, "ACCESS_DENIED")
+    assert gateway.app.hub.audit is not None
+    rows = await gateway.app.hub.audit.query_access(user="intruder")
+    denied = [(r.action, r.thread_id, r.door) for r in rows if r.outcome == "ACCESS_DENIED"]
+    assert sorted(denied) == sorted(
+        [("cancel", running, "ws"), ("cancel", idle, "ws"), ("cancel", idle, "sse")]
+    )
 
 
 async def test_concurrent_threads_run_side_by_side(gateway: RunningGateway) -> None:

@@ -195,17 +195,18 @@ async def catalogue(door: Door) -> None:
 
 async def surfaces(door: Door) -> None:
     """A2UI: a card, a press on it, the card updated, a press refused; for 1.0 and 0.0.x.
-    As a user of their own: the rate limit holds the catalogue's user to its burst."""
+    As a user of their own: the rate limit holds the catalogue's user to its burst. One of
+    the demo's directory, who may see and approve R-1042 (``work_requests``)."""
     thread = new_id("t")
-    await door.post("A2UI surface", showing(thread), user="cards")
-    asked = await door.post("A2UI press", press(thread), user="cards")
+    await door.post("A2UI surface", showing(thread), user="approver")
+    asked = await door.post("A2UI press", press(thread), user="approver")
     [interrupt] = asked.events[-1]["outcome"]["interrupts"]
     answer = resume(thread, interrupt["id"]) | {"context": BASIC}
-    await door.post("A2UI surface updated", answer, user="cards")
-    await door.post("A2UI press refused", press(thread, "no-such-surface"), user="cards")
+    await door.post("A2UI surface updated", answer, user="approver")
+    await door.post("A2UI press refused", press(thread, "no-such-surface"), user="approver")
     thread = new_id("t")
-    await door.post("0.0.x A2UI surface", legacy(showing(thread)), user="cards")
-    await door.post("0.0.x A2UI press", legacy(press(thread)), user="cards")
+    await door.post("0.0.x A2UI surface", legacy(showing(thread)), user="approver")
+    await door.post("0.0.x A2UI press", legacy(press(thread)), user="approver")
 
 
 async def busy_and_cancelled(door: Door) -> None:
@@ -266,7 +267,7 @@ async def websocket_streams(gateway: RunningGateway) -> list[Capture]:
         await ws.send({"type": "cancel", "threadId": started["threadId"]})
         await ws.until_end()
         captures.append(Capture("ws: a 0.0.x client", 101, "", None, True, received=ws.received))
-    async with gateway.socket("cards") as ws:
+    async with gateway.socket("approver") as ws:
         card = new_id("t")
         await ws.run(showing(card))
         await ws.run(press(card))

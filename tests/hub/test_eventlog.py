@@ -198,12 +198,50 @@ async def test_a_reattach_after_the_run_gets_the_rest_and_then_nothing(
     head = seq_of(events[-1])
     async with gateway.socket() as caught_up:
         await caught_up.send({"type": "reattach", "threadId": thread, "after": head})
+        # Up to date, and told so in a run of its own that keeps its cursor.
+        told = await caught_up.until_end()
+        assert up_to_date(told) and set(numbers(told)) == {head}
         await nothing_more(caught_up)
         # The connection is a watcher: the thread's next run reaches it live.
         async with gateway.socket() as other_tab:
             await other_tab.run(user_input(thread, "안녕"))
         live = await caught_up.until_end()
     assert numbers(live)[0] == (head or 0) + 1
+
+
+def up_to_date(events: list[dict[str, Any]]) -> bool:
+    """Whether ``events`` are the notice run a reattach that missed nothing gets."""
+    kinds = [e["type"] for e in events]
+    return kinds == ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"] and events[1]["value"]["code"] == (
+        "UP_TO_DATE"
+    )
+
+
+async def test_every_reattach_by_cursor_is_answered(gateway: RunningGateway) -> None:
+    """A reattach that missed nothing on an idle thread, a thread never used among them,
+    with its cursor in a frame or in the URL, is told it is up to date: a client can tell
+    "up to date" from "lost"."""
+    used, never = new_id("t"), new_id("t")
+    async with gateway.socket() as ws:
+        head = seq_of((await ws.run(user_input(used, "안녕")))[-1])
+    for thread, after in ((used, head), (never, 0)):
+        async with gateway.socket(query=f"&threadId={thread}&after={after}") as by_url:
+            told = await by_url.until_end()
+            assert up_to_date(told) and set(numbers(told)) == {after}
+            assert thread in told[1]["value"]["message"]
+            await nothing_more(by_url)
+        async with gateway.socket() as by_frame:
+            told = await by_frame.run({"type": "reattach", "threadId": thread, "after": after})
+            assert up_to_date(told) and set(numbers(told)) == {after}
+    # A thread never used, with no cursor: its (empty) snapshot, as before.
+    async with gateway.socket(query=f"&threadId={never}") as fresh:
+        snapshot = await fresh.until_end()
+    assert [e["type"] for e in snapshot] == SNAPSHOT_RUN
+    assert snapshot[1]["messages"] == []
+    # A resumed SSE stream says it by ending at once: EventSource, which comes back whenever
+    # a stream ends, is not told again each time.
+    response = await resume(gateway, used, {"Last-Event-ID": str(head)})
+    assert (response.status_code, sse_frames(response.content)) == (200, [])
 
 
 @pytest.mark.parametrize("cursor", ["beyond", "trimmed"])

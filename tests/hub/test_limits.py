@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from gateway import wire as p
-from gateway.hub.limits import RateLimiter, RunSlots
+from gateway.hub.limits import RateLimiter, RunSlots, SendBudget
 from tests.support.agui import new_id, outcome, tool_calls, user_input
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import running_gateway
@@ -47,6 +47,26 @@ def test_buckets_of_quiet_users_are_dropped() -> None:
     clock.now += 5  # every bucket has refilled
     limiter.allow("one more")
     assert len(limiter._buckets) == 1
+
+
+def test_a_send_budget_is_charged_after_the_fact_and_refuses_while_in_debt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("INFO", logger="gateway.hub.limits")
+    clock = Clock()
+    budget = SendBudget(rate=1000, burst=5000, clock=clock)
+    budget.check("ann")
+    budget.spend("ann", 7000)  # one large snapshot may take it past the burst, into debt
+    assert "ann's reattaches and history pages passed their budget" in caplog.text
+    with pytest.raises(p.GatewayError) as refused:
+        budget.check("ann")
+    assert refused.value.code is p.ErrorCode.RATE_LIMIT_EXCEEDED
+    assert "Retry in 2 s" in refused.value.message
+    assert "GATEWAY_USER_REATTACH_BYTES" in refused.value.message
+    budget.check("bob")  # another user's budget is their own
+    clock.now += 2
+    budget.check("ann")  # paid back
+    SendBudget(rate=0, burst=0).spend("ann", 1 << 40)  # 0: no limit
 
 
 async def test_a_run_waits_for_a_slot_in_turn_and_is_refused_when_none_frees() -> None:
@@ -105,6 +125,45 @@ async def test_a_user_past_the_rate_is_refused_once_and_others_are_served() -> N
         assert response.status_code == 429
         error = json.loads(response.text.removeprefix("data: "))
         assert error["code"] == "RATE_LIMIT_EXCEEDED"
+
+
+@pytest.mark.server
+async def test_what_one_users_reattaches_make_the_gateway_send_is_bounded() -> None:
+    """Issue 27: a 52-byte reattach made the gateway send a whole snapshot, as often as the
+    frame rate allowed. What reattaches (and /history pages, and the resumable SSE stream)
+    send one user is charged to a budget; past it they are refused, others are not."""
+    burst = 40_000
+    async with (
+        running_gateway(user_reattach_bytes=1000, user_reattach_burst=burst) as gateway,
+        gateway.socket("flood") as ws,
+        gateway.socket("calm") as other,
+    ):
+        thread = new_id("t")
+        for _ in range(3):
+            await ws.run(user_input(thread, "자기소개를 길게 해 주세요"))
+        sent, reattaches = 0, 0
+        while True:
+            events = await ws.run({"type": "reattach", "threadId": thread})
+            if events[-1]["type"] == "RUN_ERROR":
+                break
+            reattaches += 1
+            sent += sum(len(json.dumps(e, ensure_ascii=False).encode()) for e in events)
+        refused = events[-1]
+        assert refused["code"] == "RATE_LIMIT_EXCEEDED" and "Retry in" in refused["message"]
+        snapshot = sent / reattaches
+        assert reattaches >= 2 and burst <= sent <= burst + 2 * snapshot, (sent, snapshot)
+        # Another user is served; the flooding one is refused at every door that reads a thread.
+        calm = new_id("t")
+        await other.run(user_input(calm, "안녕"))
+        assert outcome(await other.run({"type": "reattach", "threadId": calm}))
+        async with httpx.AsyncClient(base_url=gateway.http) as client:
+            flood = {"X-Gateway-User": "flood"}
+            history = await client.get(f"/history?threadId={thread}", headers=flood)
+            resumed = await client.get(f"/invocations?threadId={thread}", headers=flood)
+        assert (history.status_code, resumed.status_code) == (429, 429)
+        assert gateway.app.hub.audit is not None
+        rows = await gateway.app.hub.audit.query_access(user="flood")
+        assert any(r.action == "reattach" and r.outcome == "RATE_LIMIT_EXCEEDED" for r in rows)
 
 
 @pytest.mark.server

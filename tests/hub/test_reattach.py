@@ -135,9 +135,9 @@ async def test_another_users_thread_is_access_denied(gateway: RunningGateway) ->
         assert denied["code"] == "ACCESS_DENIED"
         denied = await intruder.refused(user_input(thread, "안녕"))
         assert denied["code"] == "ACCESS_DENIED"
-        # Cancelling someone else's thread cancels nothing.
-        events = await intruder.run({"type": "cancel", "threadId": thread})
-        assert events[1]["value"]["code"] == "NOTHING_TO_CANCEL"
+        # Nor may they cancel its runs (README): refused, not "nothing to cancel".
+        denied = await intruder.refused({"type": "cancel", "threadId": thread})
+        assert denied["code"] == "ACCESS_DENIED"
 
 
 async def test_reattach_to_an_unknown_thread_is_an_empty_snapshot(

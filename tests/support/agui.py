@@ -329,6 +329,16 @@ def tool_calls(events: list[dict[str, Any]], name: str | None = None) -> list[di
     return [c for c in calls.values() if name is None or c["name"] == name]
 
 
+def tool_result(events: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The parsed result of the one call of ``name`` the events hold."""
+    [call] = tool_calls(events, name)
+    [found] = [
+        e for e in events if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == call["id"]
+    ]
+    result: dict[str, Any] = json.loads(found["content"])
+    return result
+
+
 def outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
     last = events[-1]
     assert last["type"] == "RUN_FINISHED", f"run did not finish: {last}"

@@ -63,13 +63,15 @@ async def running_gateway(
     predictions = None
     if not isinstance(overrides.get("predict_state", ""), str):
         predictions = overrides.pop("predict_state")
-    # Tests send far faster than a person: the per-user rate limit has tests of its own.
+    # Tests send far faster than a person: the per-user rate limit (and the budget of what
+    # reattaches send, ``SendBudget``) has tests of its own.
     # The warm-up's runs make a first run as fast as the tenth, which no test measures here.
     fields: dict[str, Any] = {
         "db": ":memory:",
         "scripted_pace_ms": 5.0,
         "log_level": "warning",
         "user_rate": 0.0,
+        "user_reattach_bytes": 0,
         "warm_up_runs": 0,
         # A test that ends mid-run is not kept waiting a deploy's grace for its run.
         "drain_seconds": 2.0,

@@ -30,6 +30,7 @@ from gateway.a2ui.catalogs import CAPABILITIES, client_catalogs
 from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
 from gateway.cli.operator import ThreadNotFoundError, export_thread, list_threads
+from gateway.context import Caller, asked_by
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.examples.navigator.work_requests import show_work_request
@@ -366,6 +367,7 @@ async def _run(
 ) -> None:
     translator = RunTranslator("t1", run_id)
     live.saw(translator.start())
+    asked_by(Caller("demo"))  # as the hub's run does: the demo's tools read who asks
     config = RunConfig(
         streaming_mode=StreamingMode.SSE, custom_metadata={"agui": {"runId": run_id, **agui}}
     )

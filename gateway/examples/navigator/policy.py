@@ -1,4 +1,4 @@
-"""Server-side rules for client tools, checked before a call can reach a browser.
+"""Server-side rules checked before a call can reach a browser, or a person's approval.
 
 ``navigateToScreen`` runs in the browser, but whether it may run is decided here, by an
 ADK before-tool callback: ``screenId`` is required and is the only destination
@@ -15,6 +15,10 @@ a thread must treat a call with a response as closed, as ``gateway.hub.open_call
 translator do; the call then never appears in ``pendingToolCallIds``.
 
 The surface comes from the run's context entries (``gateway.context``).
+
+``approveWorkRequest`` and ``rejectWorkRequest`` are refused the same way when the caller
+(``gateway.context.caller``) may not decide the request (``work_requests.refusal``), so
+nobody is asked to approve a call that could not run; the tools check again as they run.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from typing import Any
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.context import run_context
+from gateway.context import caller, run_context
+from gateway.examples.navigator import work_requests
 from gateway.examples.navigator.screens.catalog import ScreenCatalog
 
 log = logging.getLogger(__name__)
@@ -114,11 +119,14 @@ def navigation_policy(
 
 
 def build_before_tool_callback(screen_catalog: ScreenCatalog) -> BeforeToolCallback:
-    """The agent's before-tool callback: navigation policy for navigateToScreen, else pass."""
+    """The agent's before-tool callback: navigation policy for navigateToScreen, who may
+    decide for the work-request decisions, else pass."""
 
     def before_tool(
         tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
+        if tool.name in work_requests.DECIDING_TOOLS:
+            return _deciding(tool.name, args)
         if tool.name != NAVIGATE:
             return None
         refusal = navigation_policy(
@@ -135,3 +143,20 @@ def build_before_tool_callback(screen_catalog: ScreenCatalog) -> BeforeToolCallb
         return refusal.as_result()
 
     return before_tool
+
+
+def _deciding(tool: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A decision on a work request the caller may not make is refused before a person is
+    asked to approve it."""
+    asker = caller()
+    refused = work_requests.refusal(args.get("requestId"), asker, deciding=True)
+    if refused is None:
+        return None
+    log.info(
+        "%s %s for %s refused: no approval is asked (%s)",
+        tool,
+        args.get("requestId"),
+        asker.user_id if asker else "nobody",
+        refused,
+    )
+    return {"error": refused}

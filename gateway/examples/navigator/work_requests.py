@@ -7,6 +7,16 @@ button comes back as the user's turn, and the model calls ``approveWorkRequest``
 through the same approval as the chat. Deciding a request updates its card (status, and
 no buttons), so a press on the card as it was before is refused by the gateway.
 
+Who may do what is read from who asks (``gateway.context.caller``), never from what the
+model sends: a request is seen only by users of its organisation, and decided only by
+those of them who may open screen MNU-3140 (업무 요청 승인). The org is the token's (jwt
+mode), else the demo's user directory's (``screens/data/users.json``); the screens are the
+directory's. A request of another organisation gets the answer an unknown one gets, so
+nobody learns what another organisation has. The approval tools check before a person is
+asked to approve (``policy``, a before-tool callback) and again when they run: a run the
+gateway started itself, with nobody asking, decides nothing. The card shows 승인 / 거절
+only to a user who may decide.
+
 The requests are demo data; each thread keeps its own decisions in its state
 (``workRequests``), so every conversation starts from the same pending requests.
 """
@@ -21,6 +31,8 @@ from typing import Any
 from google.adk.tools.tool_context import ToolContext
 
 from gateway import a2ui
+from gateway.context import Caller, caller
+from gateway.examples.navigator.screens import catalog as directory
 
 _REQUEST_ID = re.compile(r"R-\d{3,6}")
 # Where a thread keeps the demo's decisions: {request id: "approved" | "rejected"}.
@@ -29,6 +41,10 @@ PENDING = "pending"
 STATUS_LABELS = {PENDING: "대기 중", "approved": "승인됨", "rejected": "거절됨"}
 # The demo backend is a little slow, which makes cancelling a running tool visible.
 APPROVAL_LATENCY_SECONDS = 0.05
+# The screen whose permission lets a user approve or reject a work request: 업무 요청 승인.
+DECIDING_SCREEN = "MNU-3140"
+# The catalog's names of the tools that decide a request (``tools/*.json``).
+DECIDING_TOOLS = frozenset({"approveWorkRequest", "rejectWorkRequest"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,17 +53,19 @@ class WorkRequest:
     title: str
     requester: str
     amount: int  # KRW
+    org: str
     status: str = PENDING
 
 
 REQUESTS = {
     request.request_id: request
     for request in (
-        WorkRequest("R-1031", "모니터 추가 구매", "정하늘", 320_000, "approved"),
-        WorkRequest("R-1042", "노트북 교체 구매", "김민수", 1_850_000),
-        WorkRequest("R-1043", "외부 교육 참가비", "이서연", 420_000),
-        WorkRequest("R-1050", "협력사 유지보수 계약 연장", "박지훈", 12_000_000),
-        WorkRequest("R-1077", "부서 워크숍 장소 예약", "최유진", 960_000),
+        WorkRequest("R-1031", "모니터 추가 구매", "정하늘", 320_000, "ORG-01", "approved"),
+        WorkRequest("R-1042", "노트북 교체 구매", "김민수", 1_850_000, "ORG-01"),
+        WorkRequest("R-1043", "외부 교육 참가비", "이서연", 420_000, "ORG-01"),
+        WorkRequest("R-1050", "협력사 유지보수 계약 연장", "박지훈", 12_000_000, "ORG-01"),
+        WorkRequest("R-1077", "부서 워크숍 장소 예약", "최유진", 960_000, "ORG-01"),
+        WorkRequest("R-2010", "물류 창고 임차 갱신", "한지민", 7_400_000, "ORG-02"),
     )
 }
 
@@ -56,18 +74,52 @@ def surface_id(request_id: str) -> str:
     return f"work-request-{request_id}"
 
 
+def org_of(asker: Caller) -> str | None:
+    """The asker's organisation: their token's, else the demo directory's."""
+    user = directory.load().users.get(asker.user_id)
+    return asker.org or (user.org if user else None)
+
+
+def may_decide(asker: Caller) -> bool:
+    """Whether the asker may approve or reject work requests (of their organisation)."""
+    return directory.load().may_open(asker.user_id, DECIDING_SCREEN)
+
+
+def refusal(request_id: object, asker: Caller | None, *, deciding: bool) -> str | None:
+    """Why ``asker`` may not see (or, ``deciding``, approve or reject) a request; None when
+    they may. An unknown request and another organisation's get the same sentence."""
+    if asker is None:
+        return "Nobody asked for this run, so it shows and decides no work request."
+    if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+        return f"{request_id!r} is not a work request id like R-1042"
+    org = org_of(asker)
+    request = REQUESTS.get(request_id)
+    if request is None or request.org != org:
+        return _unknown(request_id, org)
+    if deciding and not may_decide(asker):
+        return (
+            f"{asker.user_id} may not approve or reject work requests: that needs screen "
+            f"{DECIDING_SCREEN} (업무 요청 승인). Tell the user to ask someone who has it."
+        )
+    return None
+
+
 async def show_work_request(requestId: str, tool_context: ToolContext) -> dict[str, Any]:
-    """The request, and a card of it for a client that renders A2UI."""
-    request = REQUESTS.get(requestId)
-    if request is None:
-        return {"error": _unknown(requestId)}
+    """The request, and a card of it for a client that renders A2UI; its buttons only for
+    a user who may decide."""
+    asker = caller()
+    if (refused := refusal(requestId, asker, deciding=False)) is not None:
+        return {"error": refused}
+    assert asker is not None
+    request = REQUESTS[requestId]
     status = _status(request, tool_context)
+    card = surface_id(request.request_id)
     return {
         "request": _described(request, status),
         a2ui.OPERATIONS_KEY: [
-            a2ui.create_surface(surface_id(request.request_id)),
-            a2ui.update_components(surface_id(request.request_id), _card(request, status)),
-            a2ui.update_data_model(surface_id(request.request_id), _data(request, status)),
+            a2ui.create_surface(card),
+            a2ui.update_components(card, _card(request, status, may_decide(asker))),
+            a2ui.update_data_model(card, _data(request, status)),
         ],
     }
 
@@ -89,12 +141,11 @@ async def reject_work_request(
 
 
 async def _decide(request_id: str, decision: str, tool_context: ToolContext) -> dict[str, Any]:
-    if not _REQUEST_ID.fullmatch(request_id):
-        return {"error": f"{request_id!r} is not a work request id like R-1042"}
+    # Checked again as it runs: a person approved the call, not who may make it.
+    if (refused := refusal(request_id, caller(), deciding=True)) is not None:
+        return {"error": refused}
     await asyncio.sleep(APPROVAL_LATENCY_SECONDS)
-    request = REQUESTS.get(request_id)
-    if request is None:
-        return {"error": _unknown(request_id)}
+    request = REQUESTS[request_id]
     status = _status(request, tool_context)
     if status != PENDING:
         # Decided before, perhaps on a card this client had not seen change: say so.
@@ -120,8 +171,9 @@ def _status(request: WorkRequest, tool_context: ToolContext) -> str:
     return str(decisions.get(request.request_id, request.status))
 
 
-def _unknown(request_id: str) -> str:
-    return f"{request_id} is not a work request the demo knows (it knows {', '.join(REQUESTS)})"
+def _unknown(request_id: str, org: str | None) -> str:
+    known = ", ".join(r.request_id for r in REQUESTS.values() if r.org == org) or "none"
+    return f"{request_id} is not a work request the demo knows (it knows {known})"
 
 
 def _described(request: WorkRequest, status: str) -> dict[str, Any]:
@@ -147,7 +199,7 @@ def _data(request: WorkRequest, status: str) -> dict[str, Any]:
     }
 
 
-def _card(request: WorkRequest, status: str) -> list[dict[str, Any]]:
+def _card(request: WorkRequest, status: str, deciding: bool) -> list[dict[str, Any]]:
     def field(name: str, label: str, path: str) -> list[dict[str, Any]]:
         return [
             {"id": name, "component": "Row", "children": [f"{name}-label", f"{name}-value"]},
@@ -179,14 +231,15 @@ def _card(request: WorkRequest, status: str) -> list[dict[str, Any]]:
         *field("requester", "요청자", "/requester"),
         *field("amount", "금액", "/amount"),
         *field("status", "상태", "/statusLabel"),
-        _actions(status),
+        _actions(status if deciding else None),
         *button("approve", "승인", "primary"),
         *button("reject", "거절", "default"),
     ]
 
 
-def _actions(status: str) -> dict[str, Any]:
-    """The row of buttons: 승인 and 거절 while the request waits, none once decided."""
+def _actions(status: str | None) -> dict[str, Any]:
+    """The row of buttons: 승인 and 거절 while the request waits, none once decided (or for
+    a user who may not decide: ``status`` None)."""
     buttons = ["approve", "reject"] if status == PENDING else []
     return {"id": "actions", "component": "Row", "children": buttons}
 
