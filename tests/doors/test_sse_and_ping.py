@@ -115,9 +115,11 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
     declared: list[list[str]] = []
     real_start = Hub.start
 
-    async def start(self: Hub, user_id: str, run_input: p.RunAgentInput, executor: Any) -> Any:
+    async def start(
+        self: Hub, user_id: str, run_input: p.RunAgentInput, executor: Any, *rest: Any
+    ) -> Any:
         declared.append([tool.name for tool in run_input.tools])
-        return await real_start(self, user_id, run_input, executor)
+        return await real_start(self, user_id, run_input, executor, *rest)
 
     monkeypatch.setattr(Hub, "start", start)
     async with (
