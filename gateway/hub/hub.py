@@ -49,7 +49,9 @@ from gateway.hub.refusals import (
     HeldElsewhere,
     check_owner,
     cluster_unreachable,
+    lease_lost,
     quarantined,
+    taken_over,
 )
 from gateway.hub.snapshots import executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
@@ -57,7 +59,7 @@ from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
-from gateway.store.leases import DeadLease
+from gateway.store.leases import DeadLease, Fence
 from gateway.tools.declarations import DeclarationLog
 from gateway.translate import history
 from gateway.translate.translator import Phase, RunTranslator
@@ -133,6 +135,9 @@ class Hub:
         self._running = 0
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
+        # Every write of a thread this process holds carries its lease (a fencing token).
+        engine.sessions.fence_of = self.cluster.fence
+        engine.sessions.fenced_listeners.append(self.fenced)
 
     @property
     def busy(self) -> bool:
@@ -570,10 +575,22 @@ class Hub:
         return self.cluster.release(run.thread.thread_id)
 
     def lost(self) -> None:
-        """This process may have lost its leases: its runs stop, as a cancel stops them."""
+        """This process may have lost its leases: its runs stop, as a cancel stops them,
+        and end telling their clients why."""
         for thread in self.threads.values():
-            if thread.run is not None and thread.run.leased:
-                self.stop_run(thread.run)
+            if (run := thread.run) is not None and run.leased and self.stop_run(run):
+                run.stopped_by = lease_lost(thread.thread_id)
+
+    def fenced(self, fence: Fence) -> None:
+        """The database refused a write of the thread under ``fence``: another process took
+        it over while this one stalled. Its run stops, every later write of it is refused
+        (``SessionService``), and it ends telling its clients to reattach."""
+        thread = self.threads.get(fence.thread_id)
+        if thread is None or (run := thread.run) is None or run.ended:
+            return
+        log.error("%s stops: another process took its thread over while this one stalled", run)
+        run.stopped_by = taken_over(thread.thread_id)
+        run.abort.set()
 
     # --- client tools nobody answers -----------------------------------------------------
 

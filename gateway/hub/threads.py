@@ -122,6 +122,9 @@ class Run:
     # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
     # its end moves the thread to if it ran the agent; None until it is driven.
     thread_state: ThreadState | None = None
+    # What stopped it from outside, told as its end instead of "cancelled": its process
+    # lost the thread's lease, or another process took the thread over (``Hub.fenced``).
+    stopped_by: p.GatewayError | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:

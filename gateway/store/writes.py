@@ -5,7 +5,8 @@ in one transaction (``sqlite.writes``, ``postgres.writes``: the SQL). What a com
 decides from what it reads (a stale copy, the run an event leaves open, the new session a
 create returns) is here, once. What applying it returns reaches the caller once the batch
 is committed; what it raises fails that write alone, unless the database itself failed
-(see each backend's ``transaction``).
+(see each backend's ``transaction``). A write made under a thread's lease in a cluster is
+``Fenced``: the backend checks the lease's epoch in the same transaction before applying it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from google.adk.sessions.session import Session
 
 from gateway.store.codec import Damage
 from gateway.store.frames import LoggedFrame
+from gateway.store.leases import Fence
 from gateway.store.progress import RunProgress
 from gateway.store.rows import StoredSession
 from gateway.store.threads import OpenedThread, Usage
@@ -193,6 +195,20 @@ class Probe:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Fenced:
+    """A write made under a thread's lease: applied only while ``fence`` is still the
+    thread's lease, checked in the write's own transaction; else ``FencedError``."""
+
+    fence: Fence
+    write: Write
+
+    def followed_by(self, newer: Fenced) -> Fenced:
+        """Frames of one thread under one fence, as one write (``AppendFrames``)."""
+        assert isinstance(self.write, AppendFrames) and isinstance(newer.write, AppendFrames)
+        return dataclasses.replace(self, write=self.write.followed_by(newer.write))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Failed:
     """In a batch's results, in place of a write that failed alone (undone alone)."""
 
@@ -231,11 +247,19 @@ class WriteSql(Protocol):
 
     def probe(self, db: Any) -> None: ...
 
+    def check_fence(self, db: Any, fence: Fence) -> None:
+        """Raises FencedError unless ``fence`` is the thread's lease, and keeps it so until
+        the transaction ends."""
+        ...
+
 
 def apply(sql: WriteSql, db: Any, write: Write) -> object:
     """Applies one command with a backend's SQL; what it returns reaches its caller once
     the batch commits."""
     match write:
+        case Fenced(fence=fence, write=fenced):
+            sql.check_fence(db, fence)
+            return apply(sql, db, fenced)
         case AppendEvent():
             return sql.append_event(db, write)
         case SaveStreamedText():
@@ -270,4 +294,5 @@ Write = (
     | ForgetLeftoverTexts
     | SetAside
     | Probe
+    | Fenced
 )

@@ -8,6 +8,10 @@ opposite orders can deadlock; PostgreSQL then aborts one batch, which is tried a
 A connection found dropped before the batch's COMMIT was sent (the server restarted, a
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
+
+A batch with writes under several threads' leases (``Fenced``) locks those leases first,
+in ``thread_id`` order, as a lease renewal does (``leases.renew``): each write's own
+check then finds its lease locked already, and the two never deadlock.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import psycopg
 from psycopg import errors
 
 from gateway.store.postgres import writes as sql
-from gateway.store.writes import Failed, Write, apply
+from gateway.store.writes import Failed, Fenced, Write, apply
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
@@ -43,7 +47,14 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
     results: list[object] = []
     # A lone write needs no savepoint: if it fails, the whole transaction is its own.
     isolate = len(writes) > 1
+    fenced = sorted({write.fence.thread_id for write in writes if isinstance(write, Fenced)})
     try:
+        if len(fenced) > 1:
+            db.execute(
+                "SELECT 1 FROM gateway_leases WHERE thread_id = ANY(%s)"
+                " ORDER BY thread_id FOR SHARE",
+                (fenced,),
+            )
         for write in writes:
             if isolate:
                 db.execute("SAVEPOINT write")

@@ -4,6 +4,9 @@ Other processes write the same rows, so every read a write decides on takes the 
 lock first (``FOR UPDATE``): an append checks the revision of a session no one else can
 append to until it commits, and a new thread's id is locked while its owner is looked up,
 so that of two processes opening it at once one creates it and the other finds it.
+
+A write made under a thread's lease (``Fenced``) first checks the lease is still the one
+it was made under (``check_fence``), holding the lease's row until the transaction ends.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any, cast
 import psycopg
 
 from gateway.store.codec import dump, updated_state
+from gateway.store.errors import FencedError
+from gateway.store.leases import Fence
 from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
@@ -158,6 +163,17 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
         merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
     record_progress(db, append.progress, pk, seq, invocation_seq)
     return cast(int, revision) + 1
+
+
+def check_fence(db: psycopg.Connection, fence: Fence) -> None:
+    # FOR SHARE conflicts with the update that hands the lease over: a taker waits for this
+    # transaction's end, and a transaction that checks after the hand-over finds no row.
+    row = db.execute(
+        "SELECT 1 FROM gateway_leases WHERE thread_id = %s AND epoch = %s FOR SHARE",
+        (fence.thread_id, fence.epoch),
+    ).fetchone()
+    if row is None:
+        raise FencedError(fence.thread_id, fence.epoch)
 
 
 def probe(db: psycopg.Connection) -> None:
