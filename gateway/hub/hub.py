@@ -701,7 +701,13 @@ class Hub:
         # while its calls wait, so the hub's stop and a later input find that timer.
         if run.translator.pending:
             self._arm_expiry(run.thread)
-        self._trim_log(run)
+        if run.stopped_by is not None:
+            # What it numbered may not be stored, and others may have written since: the
+            # log's head is read again, and its watchers here are sent nothing more of the
+            # thread until they reattach, as its end told them to.
+            run.thread.head = None
+        else:
+            self._trim_log(run)
         self._finish(run)
 
     def _trim_log(self, run: Run) -> None:
