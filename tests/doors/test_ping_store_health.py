@@ -99,3 +99,38 @@ async def test_ping_is_unhealthy_while_postgresql_is_out_of_reach(
             assert time.monotonic() < deadline, "/ping stayed Unhealthy after PostgreSQL came back"
             await asyncio.sleep(0.05)
         assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"
+
+
+@pytest.mark.process
+async def test_ping_says_within_seconds_that_postgresql_is_gone_with_no_commit_in_flight(
+    postgres: Postgres,
+) -> None:
+    """Nobody writes while the database is out of reach: the cluster's keeper, looking each
+    ``lease_check_seconds``, is what notices, and a run is refused with a retryable code."""
+    db = postgres.fresh_database()
+    name = db.rsplit("/", 1)[1]
+    async with running_gateway(db=db, lease_check_seconds=0.2) as gateway, gateway.socket() as ws:
+        assert (await ping(gateway))[0] == 200
+        with psycopg.connect(postgres.url, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
+            try:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                    (name,),
+                )
+                deadline = time.monotonic() + scaled(3)
+                while (await ping(gateway))[0] != 503:
+                    assert time.monotonic() < deadline, "/ping stayed Healthy without PostgreSQL"
+                    await asyncio.sleep(0.05)
+                assert (await ping(gateway))[1]["status"] == "Unhealthy"
+                refused = await ws.run(user_input(new_id("t"), "안녕"))
+                assert refused[-1]["type"] == "RUN_ERROR"
+                assert refused[-1]["code"] == "STORE_UNAVAILABLE"
+                assert "try again" in refused[-1]["message"]
+            finally:
+                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
+        deadline = time.monotonic() + scaled(5)
+        while (await ping(gateway))[0] != 200:
+            assert time.monotonic() < deadline, "/ping stayed Unhealthy after PostgreSQL came back"
+            await asyncio.sleep(0.05)
+        assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"
