@@ -48,9 +48,9 @@ from gateway.hub.refusals import (
     Claimed,
     HeldElsewhere,
     check_owner,
-    cluster_unreachable,
     lease_lost,
     quarantined,
+    store_unavailable,
     taken_over,
 )
 from gateway.hub.snapshots import executor_event, thread_snapshot
@@ -235,6 +235,8 @@ class Hub:
                 self.cluster.release(thread_id)
             if isinstance(error, QuarantinedThreadError):
                 raise quarantined(thread_id) from None
+            if isinstance(error, StoreError):  # a database lost, not an unexpected failure
+                raise store_unavailable() from None
             raise
         run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
         try:
@@ -245,12 +247,16 @@ class Hub:
             if run_input.state not in (None, {}):
                 shared = p.StateSnapshot(snapshot=history.state_snapshot(opened.session))
                 plan = dataclasses.replace(plan, state=shared)
-        except BaseException:
+        except BaseException as error:
             try:
                 if opened.created:  # a request refused leaves no empty thread behind
                     await self.engine.forget_thread(user_id, thread_id)
+            except StoreError as lost:  # it stays empty: what the caller is told matters more
+                log.warning("thread %s: the new thread was not forgotten: %s", thread_id, lost)
             finally:
                 self._finish(run)
+            if isinstance(error, StoreError) and not isinstance(error, QuarantinedThreadError):
+                raise store_unavailable() from None
             raise
         if executor is not None:
             thread.watch(executor)
@@ -288,7 +294,7 @@ class Hub:
             try:
                 return await self.cluster.cancel(thread_id, user_id, run_id)
             except StoreError:
-                raise cluster_unreachable() from None
+                raise store_unavailable() from None
         if thread.user_id != user_id or run_id not in (None, thread.run.run_id):
             return False
         thread.run.abort.set()
@@ -476,7 +482,7 @@ class Hub:
         try:
             taken = await self.cluster.take(thread_id, user_id, run_id)
         except StoreError:
-            raise cluster_unreachable() from None
+            raise store_unavailable() from None
         if taken is None:
             return False
         if (thread := self.threads.get(thread_id)) is not None and thread.run is None:

@@ -33,7 +33,8 @@ def quarantined(thread_id: str) -> p.GatewayError:
     )
 
 
-def cluster_unreachable() -> p.GatewayError:
+def store_unavailable() -> p.GatewayError:
+    """An input refused because the database cannot be reached, or cannot commit, now."""
     return p.GatewayError(
         p.ErrorCode.STORE_UNAVAILABLE,
         "The gateway cannot reach its database just now; try again in a moment.",

@@ -56,6 +56,9 @@ async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succee
         assert unhealthy["time_of_last_update"] >= healthy["time_of_last_update"]  # type: ignore[operator]
         await asyncio.sleep(0.2)  # probes keep failing meanwhile: still the truth
         assert (await ping(gateway))[0] == 503
+        # A run is refused with a code a client retries on, not as the unexpected.
+        refused = await ws.run(user_input(new_id("t"), "안녕"))
+        assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "STORE_UNAVAILABLE"
 
         await close_read(store, cursor)
         deadline = time.monotonic() + scaled(5)
@@ -91,6 +94,7 @@ async def test_ping_is_unhealthy_while_postgresql_is_out_of_reach(
                 assert (status, unhealthy["status"]) == (503, "Unhealthy")
                 refused = await ws.run(user_input(new_id("t"), "안녕"))
                 assert refused[-1]["type"] == "RUN_ERROR"  # a sentence, not a stack trace
+                assert refused[-1]["code"] == "STORE_UNAVAILABLE"
                 assert "Traceback" not in refused[-1]["message"]
             finally:
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
