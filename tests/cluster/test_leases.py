@@ -26,10 +26,7 @@ Conn = psycopg.AsyncConnection[TupleRow]
 
 @pytest.fixture
 async def url(postgres: Postgres) -> str:
-    database = postgres.fresh_database()
-    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
-        await leases.create_schema(conn)
-    return database
+    return await postgres.fresh_cluster_database()
 
 
 @pytest.fixture

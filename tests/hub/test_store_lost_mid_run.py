@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import psycopg
 import pytest
 
 from tests.support.agui import new_id, outcome, user_input
@@ -24,7 +23,6 @@ pytestmark = pytest.mark.process
 
 async def test_a_database_lost_mid_run_ends_it_with_store_unavailable(postgres: Postgres) -> None:
     db = postgres.fresh_database()
-    name = db.rsplit("/", 1)[1]
     thread = new_id("t")
     async with (
         running_gateway(db=db, scripted_pace_ms=30.0, lease_check_seconds=0.2) as gateway,
@@ -33,16 +31,8 @@ async def test_a_database_lost_mid_run_ends_it_with_store_unavailable(postgres: 
         await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
         while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
             pass
-        with psycopg.connect(postgres.url, autocommit=True) as admin:
-            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
-            try:
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-                    (name,),
-                )
-                error = (await ws.until_end(timeout=scaled(30)))[-1]
-            finally:
-                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
+        with postgres.out_of_reach(db):
+            error = (await ws.until_end(timeout=scaled(30)))[-1]
         assert error["type"] == "RUN_ERROR" and error["code"] == "STORE_UNAVAILABLE", error
         assert "database" in error["message"]
         assert "send your message again" in error["message"].lower()

@@ -47,10 +47,7 @@ def said(text: str) -> Event:
 
 @pytest.fixture
 async def url(postgres: Postgres) -> str:
-    database = postgres.fresh_database()
-    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
-        await leases.create_schema(conn)
-    return database
+    return await postgres.fresh_cluster_database()
 
 
 @contextlib.asynccontextmanager
