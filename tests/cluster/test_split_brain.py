@@ -84,7 +84,9 @@ class Asking:
     async def replying(self) -> None:
         """Returns once the reply has streamed some of its text."""
         while chunks(self.events) < 3:
-            assert not self.task.done(), self.events
+            if self.task.done():
+                self.task.result()  # raises what stopped it, if anything did
+                raise AssertionError(f"the reply ended early: {self.events}")
             await asyncio.sleep(0.01)
 
     async def end(self) -> dict[str, Any]:

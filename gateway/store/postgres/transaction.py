@@ -9,9 +9,10 @@ A connection found dropped before the batch's COMMIT was sent (the server restar
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
 
-A batch with writes under several threads' leases (``Fenced``) locks those leases first,
-in ``thread_id`` order, as a lease renewal does (``leases.renew``): each write's own
-check then finds its lease locked already, and the two never deadlock.
+A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
+one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
+locks hold to the commit; each fenced write is then applied only if its epoch is current,
+and fails alone (``FencedError``) if not.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import psycopg
 from psycopg import errors
 
 from gateway.store.postgres import writes as sql
-from gateway.store.writes import Failed, Fenced, Write, apply
+from gateway.store.writes import Failed, Write, apply, fenced_threads, unfenced
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
@@ -47,19 +48,13 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
     results: list[object] = []
     # A lone write needs no savepoint: if it fails, the whole transaction is its own.
     isolate = len(writes) > 1
-    fenced = sorted({write.fence.thread_id for write in writes if isinstance(write, Fenced)})
     try:
-        if len(fenced) > 1:
-            db.execute(
-                "SELECT 1 FROM gateway_leases WHERE thread_id = ANY(%s)"
-                " ORDER BY thread_id FOR SHARE",
-                (fenced,),
-            )
+        epochs = sql.lease_epochs(db, fenced_threads(writes))
         for write in writes:
             if isolate:
                 db.execute("SAVEPOINT write")
             try:
-                results.append(apply(sql, db, write))
+                results.append(apply(sql, db, unfenced(write, epochs)))
             except Exception as error:
                 if _cannot_commit(error):
                     raise  # not this write's fault: the whole batch fails

@@ -5,8 +5,8 @@ lock first (``FOR UPDATE``): an append checks the revision of a session no one e
 append to until it commits, and a new thread's id is locked while its owner is looked up,
 so that of two processes opening it at once one creates it and the other finds it.
 
-A write made under a thread's lease (``Fenced``) first checks the lease is still the one
-it was made under (``check_fence``), holding the lease's row until the transaction ends.
+A batch's writes made under threads' leases (``Fenced``) are applied only while those
+leases are current: ``lease_epochs`` reads and locks them once for the whole transaction.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from typing import Any, cast
 import psycopg
 
 from gateway.store.codec import dump, updated_state
-from gateway.store.errors import FencedError
-from gateway.store.leases import Fence
 from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
@@ -165,15 +163,23 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     return cast(int, revision) + 1
 
 
-def check_fence(db: psycopg.Connection, fence: Fence) -> None:
-    # FOR SHARE conflicts with the update that hands the lease over: a taker waits for this
-    # transaction's end, and a transaction that checks after the hand-over finds no row.
-    row = db.execute(
-        "SELECT 1 FROM gateway_leases WHERE thread_id = %s AND epoch = %s FOR SHARE",
-        (fence.thread_id, fence.epoch),
-    ).fetchone()
-    if row is None:
-        raise FencedError(fence.thread_id, fence.epoch)
+def lease_epochs(db: psycopg.Connection, thread_ids: list[str]) -> dict[str, int]:
+    """The current lease epochs of the threads (none for a thread without a lease), their
+    rows locked until the transaction ends.
+
+    FOR SHARE conflicts with the update that hands a lease over: a taker waits for this
+    transaction to end, and one that reads after the hand-over finds the new epoch. The rows
+    are locked in ``thread_id`` order, as a renewal locks them (``leases.renew``), so the
+    two never wait on each other in a circle.
+    """
+    if not thread_ids:
+        return {}
+    found = db.execute(
+        "SELECT thread_id, epoch FROM gateway_leases WHERE thread_id = ANY(%s)"
+        " ORDER BY thread_id FOR SHARE",
+        (thread_ids,),
+    ).fetchall()
+    return {str(thread_id): int(epoch) for thread_id, epoch in found}
 
 
 def probe(db: psycopg.Connection) -> None:

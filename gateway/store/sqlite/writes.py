@@ -10,7 +10,6 @@ import sqlite3
 from typing import Any, cast
 
 from gateway.store.codec import dump, updated_state
-from gateway.store.leases import Fence
 from gateway.store.rows import StoredSession
 from gateway.store.sqlite.open_calls import record_progress
 from gateway.store.sqlite.reads import load_session, log_head, thread_owner
@@ -249,8 +248,3 @@ def probe(db: sqlite3.Connection) -> None:
     a table)."""
     (count,) = db.execute("PRAGMA user_version").fetchone()
     db.execute(f"PRAGMA user_version = {(int(count) + 1) % 2**31}")
-
-
-def check_fence(db: sqlite3.Connection, fence: Fence) -> None:
-    """One process writes a SQLite file (``lock``): no other can hold a lease of its
-    threads, and nothing is fenced (the one-process cluster gives no fences)."""
