@@ -8,6 +8,12 @@ What makes them one:
   ``GATEWAY_LEASE_SECONDS / 3`` and released once the run's last event is out. A holder is
   dead when its lease runs out, and at once when the backend of its listening connection is
   gone from ``pg_stat_activity``, so a killed process's threads are free in about a second.
+- **Fencing.** Each lease taken carries an epoch, a new one whenever the thread changes
+  hands, and every write the holder makes of the thread carries it: PostgreSQL refuses, in
+  the write's own transaction, one whose epoch is no longer the thread's. A holder that
+  stalled past its lease (a GC pause, a frozen VM) and wakes after a takeover therefore
+  stores nothing more; its hub stops the run and tells its clients to reattach
+  (``Hub.fenced``). What that guarantees under which failures: ``docs/cluster.md``.
 - **Control.** A cancel sent to any process reaches the process holding the run; an input
   that interrupts a run elsewhere stops it the same way and runs once the lease is released.
   A tool result or an approval for a paused thread needs no message: no lease is held while a

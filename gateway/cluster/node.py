@@ -10,9 +10,10 @@ sent anywhere.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
-from gateway.store.leases import DeadLease, Taken
+from gateway.store.leases import DeadLease, Fence, Taken
 
 
 class Members(Protocol):
@@ -34,6 +35,10 @@ class Members(Protocol):
 
 class Cluster(Protocol):
     node_id: str
+    # Whether this process reaches the cluster's database now, as its last look found.
+    reachable: bool
+    # Told whenever ``reachable`` changes.
+    health_listeners: list[Callable[[bool], None]]
 
     async def start(self, members: Members) -> None:
         """Joins the cluster; from now on ``members`` hears what other processes send."""
@@ -59,6 +64,10 @@ class Cluster(Protocol):
     async def runs_elsewhere(self, thread_id: str) -> bool:
         """Whether another live process holds the thread's lease: its run goes on there."""
 
+    def fence(self, thread_id: str) -> Fence | None:
+        """The lease this process holds the thread under, which its writes of the thread
+        carry (``gateway.store.leases``); None if it holds none, or nothing is fenced."""
+
     def committed(self, thread_id: str, seq: int) -> None:
         """This process's run has committed the thread's frames up to ``seq``."""
 
@@ -67,6 +76,10 @@ class SingleNode:
     """The cluster of one process: every lease granted, nothing sent."""
 
     node_id = "local"
+    reachable = True
+
+    def __init__(self) -> None:
+        self.health_listeners: list[Callable[[bool], None]] = []
 
     async def start(self, members: Members) -> None:
         pass
@@ -88,6 +101,9 @@ class SingleNode:
 
     async def runs_elsewhere(self, thread_id: str) -> bool:
         return False
+
+    def fence(self, thread_id: str) -> Fence | None:
+        return None
 
     def committed(self, thread_id: str, seq: int) -> None:
         pass

@@ -11,7 +11,12 @@ at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes 
 run and releases it; every ``lease_seconds / 3`` it renews this process's leases. Should it
 fail to renew for a whole ``lease_seconds``, or lose its listening connection, other
 processes may already have taken its threads: it tells the hub (``Members.lost``), which
-stops its runs rather than run a thread twice.
+stops its runs rather than run a thread twice. Whether it stopped in time is not left to
+its clock: each lease it takes comes with an epoch, which every write it makes of the thread
+carries (``fence``), and the database refuses a write whose epoch is no longer the thread's.
+
+Each keeper round is also this process's look at its database: ``reachable`` says whether
+the last one succeeded, and ``health_listeners`` hear when that changes (``/ping`` does).
 """
 
 from __future__ import annotations
@@ -33,9 +38,9 @@ from gateway.cluster import messages
 from gateway.cluster.messages import Cancel, Committed, Released
 from gateway.cluster.node import Members, settled
 from gateway.store.errors import StoreError
-from gateway.store.leases import Taken
+from gateway.store.leases import Fence, Taken
 from gateway.store.postgres import leases, notify
-from gateway.store.postgres.connection import said
+from gateway.store.postgres.connection import CONNECT_SECONDS, said
 from gateway.store.urls import described
 
 log = logging.getLogger("gateway.cluster")
@@ -70,6 +75,10 @@ class PostgresCluster:
         self._turn = asyncio.Lock()
         # Takes not yet released, by thread: the lease goes when the last is released.
         self._holding: collections.Counter[str] = collections.Counter()
+        # The lease each held thread is held under: its writes' fencing token.
+        self._fences: dict[str, Fence] = {}
+        self.reachable = True
+        self.health_listeners: list[Callable[[bool], None]] = []
         # Callers waiting for a thread's lease to be released elsewhere.
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}
         # Committed notices not yet sent: the latest seq of each thread.
@@ -118,7 +127,9 @@ class PostgresCluster:
             await notify.notify(conn, _payloads(Released(thread) for thread in threads))
 
     async def _listen(self) -> None:
-        conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+        conn = await psycopg.AsyncConnection.connect(
+            self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
+        )
         await notify.listen(conn)
         await leases.register_node(conn, self.node_id)
         self._listening = conn
@@ -141,13 +152,19 @@ class PostgresCluster:
             raise _unreachable(error, self.url) from None
         if taken is not None:
             self._holding[thread_id] += 1
+            if taken.epoch is not None:
+                self._fences[thread_id] = Fence(thread_id, taken.epoch)
         return taken
+
+    def fence(self, thread_id: str) -> Fence | None:
+        return self._fences.get(thread_id)
 
     def release(self, thread_id: str) -> asyncio.Future[object]:
         self._holding[thread_id] -= 1
         if self._holding[thread_id] > 0:
             return settled()
         del self._holding[thread_id]
+        self._fences.pop(thread_id, None)
         released: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._spawn(self._release(thread_id, released), f"release of {thread_id}")
         return released
@@ -284,10 +301,12 @@ class PostgresCluster:
                         self._lost = False
                     next_renewal = self._renewed_at + renew_every
                 await self._sweep()
+                self._reach(True)
             except psycopg.Error as error:
                 log.warning(
                     "node %s cannot reach the database: %s", self.node_id, said(error, self.url)
                 )
+                self._reach(False)
             if time.monotonic() - self._renewed_at > self.lease_seconds and self._holding:
                 self._lose()
 
@@ -301,6 +320,15 @@ class PostgresCluster:
                 await members.take_over(lease)
             except Exception:  # one thread's failure must not stop the sweeps of the rest
                 log.exception("taking over thread %s failed", lease.thread_id)
+
+    def _reach(self, reachable: bool) -> None:
+        if reachable == self.reachable:
+            return
+        self.reachable = reachable
+        if reachable:
+            log.warning("node %s reaches the database again", self.node_id)
+        for listener in self.health_listeners:
+            listener(reachable)
 
     def _lose(self) -> None:
         if self._lost:
@@ -316,7 +344,9 @@ class PostgresCluster:
         """``fn`` on the working connection (connected again if it broke), in turn."""
         async with self._turn:
             if self._working is None or self._working.closed:
-                self._working = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+                self._working = await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
+                )
             return await fn(self._working)
 
     def _spawn(self, work: Awaitable[None], name: str) -> asyncio.Task[None]:

@@ -5,10 +5,11 @@ new runs.
 Until the start-up warm-up is over (``gateway.doors.warmup``) it answers 503 Starting, so
 nothing that waits for Healthy sends a user the cold run. Then Healthy, or HealthyBusy
 while a run is in progress (the hub's ``status_listeners``), and 503 Unhealthy while the
-store cannot commit or the hosted agent's model does not answer (``gateway.models.health``).
-From the start of a drain (``gateway.doors.drain``) both say 503 Draining, for good.
-``Ping`` listens to all four and keeps the time the status last changed, which is what
-``time_of_last_update`` says.
+store cannot commit, the cluster's database does not answer this process's keeper (each
+``GATEWAY_LEASE_CHECK_SECONDS``, so within seconds even with no commit in flight), or the
+hosted agent's model does not answer (``gateway.models.health``). From the start of a drain
+(``gateway.doors.drain``) both say 503 Draining, for good. ``Ping`` listens to all of them
+and keeps the time the status last changed, which is what ``time_of_last_update`` says.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Ping:
         self.draining = False
         self.can_commit = hub.engine.sessions.can_commit
         self.models_answer = models.answering
+        self.database_answers = hub.cluster.reachable
         self.changed_at = int(time.time())
         # Set by the app once the warm-up is over; until then, Starting.
         self.ready = ready
@@ -49,6 +51,7 @@ class Ping:
         hub.engine.sessions.health_listeners.append(self._on_store_health)
         models.listeners.append(self._on_models)
         drain.listeners.append(self._on_drain)
+        hub.cluster.health_listeners.append(self._on_database)
 
     async def answer(self, send: Send) -> None:
         if not self.ready.is_set() and not self.draining:
@@ -75,9 +78,14 @@ class Ping:
             self.models_answer = answering
             self.changed_at = int(time.time())
 
+    def _on_database(self, answers: bool) -> None:
+        if answers != self.database_answers:
+            self.database_answers = answers
+            self.changed_at = int(time.time())
+
     @property
     def healthy(self) -> bool:
-        return self.can_commit and self.models_answer
+        return self.can_commit and self.database_answers and self.models_answer
 
     @property
     def http_status(self) -> int:

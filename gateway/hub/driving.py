@@ -5,7 +5,9 @@ emits RUN_STARTED and what the input brings for the thread's other connections (
 user's message, the browser's results), then feeds each event of ADK's stream through
 the run's translator (``RunTranslator``) into the run's outbox, and ends the run by how
 its stream ended: RUN_FINISHED (success, waiting on the browser, or interrupted by an
-approval asked), cancelled, or RUN_ERROR with a code and a sentence. The same ending
+approval asked), cancelled, or RUN_ERROR with a code and a sentence (the hub's, when
+something outside the run stopped it: its lease lost, its thread taken over; the store's,
+when the database was lost under it). The same ending
 moves the thread out of RUNNING on its table (``gateway.hub.states``), and the run keeps
 the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
 only reports what the thread still waits for, and moves nothing.
@@ -48,12 +50,13 @@ from gateway.hub.inputs import NewTurn
 from gateway.hub.open_calls import OpenCall, answered_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, function_responses
-from gateway.hub.refusals import cut_by_restart, quarantined
+from gateway.hub.refusals import cut_by_restart, quarantined, store_lost, taken_over
 from gateway.hub.states import ThreadState, run_ended, transition
 from gateway.hub.threads import Run
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError
 from gateway.store.cut_off import Ending, cut_off_reply
+from gateway.store.errors import FencedError
 from gateway.translate.translator import AgentFailure
 
 log = logging.getLogger(__name__)
@@ -111,6 +114,8 @@ class Driver:
             else:
                 # Nothing to resume yet: the run reports what the thread still waits for.
                 translator.pending.update(plan.waiting)
+            if run.stopped_by is not None:
+                raise run.stopped_by
             if run.abort.is_set():
                 run.emit(translator.cancelled())
             elif translator.interrupts:
@@ -126,9 +131,16 @@ class Driver:
                 run.fail(_model_failed(run, failed))
             else:
                 run.fail(p.unexpected(f"{run} ({exc})", p.ErrorCode.AGENT_ERROR, traceback=False))
+        except p.GatewayError as stopped:  # from outside: the lease lost, the thread taken
+            run.fail(stopped)
         except QuarantinedThreadError:  # found by a read of the run (ADK's, or a cancel's)
             run.fail(quarantined(thread.thread_id))
-        except (StoreError, StaleSessionError):
+        except FencedError:
+            run.fail(run.stopped_by or taken_over(thread.thread_id))
+        except StoreError as error:
+            log.warning("%s stopped: its store failed: %s", run, error)
+            run.fail(run.stopped_by or store_lost())
+        except StaleSessionError:
             run.fail(p.unexpected(str(run)))
         except Exception as error:  # the model or a tool raised, or a plugin refused
             refused = refusal_in(error)

@@ -51,9 +51,11 @@ from gateway.hub.refusals import (
     Claimed,
     HeldElsewhere,
     check_owner,
-    cluster_unreachable,
     draining,
+    lease_lost,
     quarantined,
+    store_unavailable,
+    taken_over,
 )
 from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
@@ -61,7 +63,7 @@ from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
-from gateway.store.leases import DeadLease
+from gateway.store.leases import DeadLease, Fence
 from gateway.store.recovery import Afterwards, Unfinished
 from gateway.tools.declarations import DeclarationLog
 from gateway.translate.translator import Phase, RunTranslator
@@ -148,6 +150,9 @@ class Hub:
         self.draining = False
         # Inputs refused since, for the drain's log line.
         self.refused_draining = 0
+        # Every write of a thread this process holds carries its lease (a fencing token).
+        engine.sessions.fence_of = self.cluster.fence
+        engine.sessions.fenced_listeners.append(self.fenced)
 
     @property
     def busy(self) -> bool:
@@ -260,6 +265,8 @@ class Hub:
                 self.cluster.release(thread_id)
             if isinstance(error, QuarantinedThreadError):
                 raise quarantined(thread_id) from None
+            if isinstance(error, StoreError):  # a database lost, not an unexpected failure
+                raise store_unavailable() from None
             raise
         run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
         run.caller = caller
@@ -268,12 +275,16 @@ class Hub:
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
             plan = await self.planner.plan(run, run_input, opened.session)
-        except BaseException:
+        except BaseException as error:
             try:
                 if opened.created:  # a request refused leaves no empty thread behind
                     await self.engine.forget_thread(user_id, thread_id)
+            except StoreError as lost:  # it stays empty: what the caller is told matters more
+                log.warning("thread %s: the new thread was not forgotten: %s", thread_id, lost)
             finally:
                 self._finish(run)
+            if isinstance(error, StoreError) and not isinstance(error, QuarantinedThreadError):
+                raise store_unavailable() from None
             raise
         if executor is not None:
             thread.watch(executor)
@@ -325,7 +336,7 @@ class Hub:
                     check_owner(owner, user_id, thread_id)
                 return await self.cluster.cancel(thread_id, user_id, run_id)
             except StoreError:
-                raise cluster_unreachable() from None
+                raise store_unavailable() from None
         check_owner(thread.user_id, user_id, thread_id)
         if run_id not in (None, thread.run.run_id):
             return False
@@ -557,7 +568,7 @@ class Hub:
         try:
             taken = await self.cluster.take(thread_id, user_id, run_id)
         except StoreError:
-            raise cluster_unreachable() from None
+            raise store_unavailable() from None
         if taken is None:
             return False
         if (thread := self.threads.get(thread_id)) is not None and thread.run is None:
@@ -658,10 +669,22 @@ class Hub:
         return self.cluster.release(run.thread.thread_id)
 
     def lost(self) -> None:
-        """This process may have lost its leases: its runs stop, as a cancel stops them."""
+        """This process may have lost its leases: its runs stop, as a cancel stops them,
+        and end telling their clients why."""
         for thread in self.threads.values():
-            if thread.run is not None and thread.run.leased:
-                self.stop_run(thread.run)
+            if (run := thread.run) is not None and run.leased and self.stop_run(run):
+                run.stopped_by = lease_lost(thread.thread_id)
+
+    def fenced(self, fence: Fence) -> None:
+        """The database refused a write of the thread under ``fence``: another process took
+        it over while this one stalled. Its run stops, every later write of it is refused
+        (``SessionService``), and it ends telling its clients to reattach."""
+        thread = self.threads.get(fence.thread_id)
+        if thread is None or (run := thread.run) is None or run.ended:
+            return
+        log.error("%s stops: another process took its thread over while this one stalled", run)
+        run.stopped_by = taken_over(thread.thread_id)
+        run.abort.set()
 
     # --- client tools nobody answers -----------------------------------------------------
 
@@ -792,7 +815,13 @@ class Hub:
         # while its calls wait, so the hub's stop and a later input find that timer.
         if run.translator.pending:
             self._arm_expiry(run.thread)
-        self._trim_log(run)
+        if run.stopped_by is not None:
+            # What it numbered may not be stored, and others may have written since: the
+            # log's head is read again, and its watchers here are sent nothing more of the
+            # thread until they reattach, as its end told them to.
+            run.thread.head = None
+        else:
+            self._trim_log(run)
         self._finish(run)
 
     def _trim_log(self, run: Run) -> None:

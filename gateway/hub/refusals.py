@@ -3,7 +3,9 @@
 A refusal a caller can meet is a ``GatewayError`` with a code and a sentence that says
 what to do: another user's thread, a thread the store set aside as damaged, a cluster
 whose database cannot be reached, a process that is draining for a restart. (What a busy
-thread refuses is the busy policy's, in ``gateway.hub.busy``.)
+thread refuses is the busy policy's, in ``gateway.hub.busy``.) So are the ends of a run that
+the database, not the run, decided: lost mid-run, or a thread another process took over
+from this one.
 
 ``Claimed`` and ``HeldElsewhere`` never reach a caller: raised while an input claims its
 thread, they tell ``Hub.start`` that a run got there first, here or on another process,
@@ -50,10 +52,39 @@ def cut_by_restart() -> p.GatewayError:
     )
 
 
-def cluster_unreachable() -> p.GatewayError:
+def store_unavailable() -> p.GatewayError:
+    """An input refused because the database cannot be reached, or cannot commit, now."""
     return p.GatewayError(
-        p.ErrorCode.INTERNAL_ERROR,
+        p.ErrorCode.STORE_UNAVAILABLE,
         "The gateway cannot reach its database just now; try again in a moment.",
+    )
+
+
+def store_lost() -> p.GatewayError:
+    """A run whose writes the database stopped taking (an outage, a lost connection)."""
+    return p.GatewayError(
+        p.ErrorCode.STORE_UNAVAILABLE,
+        "The gateway lost its database in the middle of this run, so the run stopped; what "
+        "was stored before is kept. Send your message again in a moment.",
+    )
+
+
+def lease_lost(thread_id: str) -> p.GatewayError:
+    """A run stopped because its process could not renew the thread's lease in time."""
+    return p.GatewayError(
+        p.ErrorCode.STORE_UNAVAILABLE,
+        f"This gateway process lost touch with its database for longer than its hold on "
+        f"thread {thread_id!r} lasts, so the run stopped. Reattach to the thread to see what "
+        "was stored, and send your message again if it is not there.",
+    )
+
+
+def taken_over(thread_id: str) -> p.GatewayError:
+    """A run whose process stalled past its lease while another process took the thread."""
+    return p.GatewayError(
+        p.ErrorCode.THREAD_TAKEN_OVER,
+        f"This gateway process stalled and another one took thread {thread_id!r} over, so "
+        "nothing more of this run is stored. Reattach to the thread to see it as it is now.",
     )
 
 

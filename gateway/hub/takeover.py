@@ -6,7 +6,8 @@ process that took the dead lease writes the run's end there: an END for each mes
 call or span it left open, innermost first, then RUN_ERROR saying what happened. Numbered
 after the log's head (the taker holds the lease, so no one else writes), they reach every
 watcher as the run's own last events would have, and a reattach by cursor after the crash
-is answered from the log like any other.
+is answered from the log like any other. The RUN_ERROR's code, ``RUN_INTERRUPTED``, tells
+a client the process was lost, not that anything unexpected failed.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def closing_frames(log: FrameLog) -> list[LoggedFrame]:
             case p.ReasoningMessageEnd(message_id=key):
                 open_items.pop(f"thought {key}", None)
     ends = [*reversed(open_items.values())]
-    ends.append((p.RunError(message=CUT_OFF, code=p.ErrorCode.INTERNAL_ERROR.value), None))
+    ends.append((p.RunError(message=CUT_OFF, code=p.ErrorCode.RUN_INTERRUPTED.value), None))
     return [
         eventlog.frame(eventlog.numbered(event, log.head + n), only_for=only_for, not_for=None)
         for n, (event, only_for) in enumerate(ends, start=1)

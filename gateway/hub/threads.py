@@ -128,6 +128,9 @@ class Run:
     # The approval answers its input brought that planning did not take as sent (ignored,
     # or expired into a rejection), by interrupt id: the code of their notice, for the audit.
     overruled: dict[str, str] = dataclasses.field(default_factory=dict)
+    # What stopped it from outside, told as its end instead of "cancelled": its process
+    # lost the thread's lease, or another process took the thread over (``Hub.fenced``).
+    stopped_by: p.GatewayError | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:

@@ -17,3 +17,16 @@ class CommitFailedError(StoreError):
 
 class BusyError(StoreError):
     """Another writer holds the database, or its connection was just lost: try again soon."""
+
+
+class FencedError(StoreError):
+    """The thread's lease passed to another process: a write made under the old one is
+    refused, in its own transaction, and nothing of it is stored (``leases.Fence``)."""
+
+    def __init__(self, thread_id: str, epoch: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} is no longer held under lease epoch {epoch}:"
+            " another process took it over"
+        )
+        self.thread_id = thread_id
+        self.epoch = epoch

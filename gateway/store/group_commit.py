@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 
 from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.writes import AppendFrames, Failed, Probe, Write
+from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, Write
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -99,8 +99,7 @@ class GroupCommit:
             if extends is None:
                 queued.write = write
             else:
-                assert isinstance(queued.write, AppendFrames) and isinstance(write, AppendFrames)
-                queued.write = queued.write.followed_by(write)
+                queued.write = _followed_by(queued.write, write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         pending = _Pending(write, future, on_commit, key)
@@ -199,6 +198,15 @@ class GroupCommit:
             submitted = self._submitted
             await asyncio.sleep(0)
             quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
+
+
+def _followed_by(queued: Write, newer: Write) -> Write:
+    """Frames of a thread queued and newer ones as one write; the key they were submitted
+    under (``extends``) names the thread and its fence, so both have the same."""
+    if isinstance(queued, Fenced) and isinstance(newer, Fenced):
+        return queued.followed_by(newer)
+    assert isinstance(queued, AppendFrames) and isinstance(newer, AppendFrames)
+    return queued.followed_by(newer)
 
 
 def _settle(pending: _Pending, result: object) -> None:

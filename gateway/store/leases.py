@@ -1,4 +1,13 @@
-"""What the store answers about thread leases (``gateway.cluster``), whatever its backend."""
+"""What the store answers about thread leases (``gateway.cluster``), whatever its backend.
+
+A lease taken is numbered with an epoch the database gives out, never twice, and a new
+one whenever the thread changes holder. That number is the lease's fencing token: each
+write a holder makes under it carries its ``Fence``, and the database refuses the write,
+in the write's own transaction, once the thread's lease is no longer that epoch
+(``FencedError``). A holder that stalled past its lease (a GC pause, a frozen VM) and
+wakes up after another process took its thread over can therefore store nothing more,
+whatever its clock says.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +21,16 @@ class Taken:
 
     thread_id: str
     from_dead: str | None
+    # The lease's fencing token; None where nothing is fenced (one process, SQLite).
+    epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The lease a write is made under: stored only while it is still the thread's."""
+
+    thread_id: str
+    epoch: int
 
 
 @dataclass(frozen=True, slots=True)

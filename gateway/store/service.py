@@ -5,6 +5,12 @@ loaded at, and appending through an outdated copy raises ``StaleSessionError``, 
 process appended first. Every write goes through the one writer (``group_commit``); every
 read is one call into the database (the backend's ``reads``), decoded after it (``rows``,
 ``projection``).
+
+In a cluster, a write about a thread this process holds the lease of goes out fenced
+(``writes.Fenced``): ``fence_of`` names the lease it is made under, and the database refuses
+it once another process has taken the thread over. The first refusal of a fence is told to
+``fenced_listeners``; every later write under that fence is refused here, without a round
+trip, so a holder that learns it was fenced writes nothing more.
 """
 
 from __future__ import annotations
@@ -32,9 +38,10 @@ from typing_extensions import override
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
-from gateway.store.errors import StoreError
+from gateway.store.errors import FencedError, StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
 from gateway.store.group_commit import GroupCommit
+from gateway.store.leases import Fence
 from gateway.store.messages import EventMessages, Message
 from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
@@ -49,6 +56,9 @@ from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 log = logging.getLogger("gateway.store")
 
 T = TypeVar("T")
+
+# Fences refused, kept to refuse their later writes at once: one a thread, the newest few.
+_REFUSED_KEPT = 256
 
 
 class SessionService(BaseSessionService):
@@ -93,6 +103,13 @@ class SessionService(BaseSessionService):
         self.health_listeners: list[Callable[[bool], None]] = []
         # Told of each thread's frames committed, up to which number (``append_frames``).
         self.frame_listeners: list[FramesCommitted] = []
+        # The lease this process holds a thread under, if any (the cluster's): its writes
+        # are fenced by it. Nothing is, unless the gateway says otherwise.
+        self.fence_of: Callable[[str], Fence | None] = _unfenced
+        # Told once of each fence the database refused: another process has the thread.
+        self.fenced_listeners: list[Callable[[Fence], None]] = []
+        # Fences the database refused, by thread.
+        self._refused: dict[str, Fence] = {}
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -228,7 +245,7 @@ class SessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         session_id = session_id.strip() if session_id else session_id
-        await self._write(writes.DeleteSession(app_name, user_id, session_id))
+        await self._submit(session_id, writes.DeleteSession(app_name, user_id, session_id))
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -267,7 +284,7 @@ class SessionService(BaseSessionService):
             session.last_update_time = event.timestamp
             self._commit_event_to_session(session, event)
 
-        await self._writer_or_raise().submit(write, commit_to_session)
+        await self._submit(session.id, write, commit_to_session)
         return event
 
     # --- gateway additions --------------------------------------------------------------
@@ -418,7 +435,7 @@ class SessionService(BaseSessionService):
             text,
             platform_time.get_time(),
         )
-        return self._writer_or_raise().submit(write, replaces=(app_name, user_id, session_id))
+        return self._submit(session_id, write, replaces=(app_name, user_id, session_id))
 
     # --- the event log (``gateway.store.frames``) ----------------------------------------
 
@@ -440,8 +457,8 @@ class SessionService(BaseSessionService):
                 except Exception:  # called inside the writer: the batch's callers must be woken
                     log.exception("a listener of committed frames failed")
 
-        return self._writer_or_raise().submit(
-            write, committed, extends=("frames", app_name, user_id, session_id)
+        return self._submit(
+            session_id, write, committed, extends=("frames", app_name, user_id, session_id)
         )
 
     async def frames_after(
@@ -484,9 +501,7 @@ class SessionService(BaseSessionService):
         self, app_name: str, user_id: str, session_id: str, max_bytes: int
     ) -> asyncio.Future[object]:
         """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame)."""
-        return self._writer_or_raise().submit(
-            writes.TrimFrames(app_name, user_id, session_id, max_bytes)
-        )
+        return self._submit(session_id, writes.TrimFrames(app_name, user_id, session_id, max_bytes))
 
     async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
         """Closes each run a crash cut off, so its thread takes a new run at once.
@@ -536,7 +551,7 @@ class SessionService(BaseSessionService):
             unfinished = await self._close_run(app_name, run, author)
             if unfinished is not None and unfinished.afterwards is not Afterwards.NOTHING:
                 going_on = unfinished
-        await self._write(writes.ForgetLeftoverTexts(app_name, (thread_id,)))
+        await self._submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
         if open_runs:
             log.warning("closed the run of thread %r, cut off with its process", thread_id)
         return going_on
@@ -612,6 +627,53 @@ class SessionService(BaseSessionService):
     async def _write(self, write: writes.Write) -> object:
         return await self._writer_or_raise().submit(write)
 
+    def _submit(
+        self,
+        thread_id: str,
+        write: writes.Write,
+        on_commit: Callable[[object], None] | None = None,
+        *,
+        replaces: tuple[str, ...] | None = None,
+        extends: tuple[str, ...] | None = None,
+    ) -> asyncio.Future[object]:
+        """Queues a write about a thread, fenced by the lease this process holds it under."""
+        writer = self._writer_or_raise()
+        fence = self.fence_of(thread_id)
+        if fence is None:
+            return writer.submit(write, on_commit, replaces=replaces, extends=extends)
+        if self._refused.get(thread_id) == fence:
+            refused: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+            refused.set_exception(FencedError(fence.thread_id, fence.epoch))
+            return refused
+        # Writes under different fences are never merged: the key names the epoch too.
+        replaces = (*replaces, str(fence.epoch)) if replaces else None
+        extends = (*extends, str(fence.epoch)) if extends else None
+        submitted = writer.submit(
+            writes.Fenced(fence, write), on_commit, replaces=replaces, extends=extends
+        )
+        submitted.add_done_callback(partial(self._check_refused, fence))
+        return submitted
+
+    def _check_refused(self, fence: Fence, submitted: asyncio.Future[object]) -> None:
+        if submitted.cancelled() or not isinstance(submitted.exception(), FencedError):
+            return
+        if self._refused.get(fence.thread_id) == fence:
+            return  # told already
+        self._refused[fence.thread_id] = fence
+        while len(self._refused) > _REFUSED_KEPT:
+            del self._refused[next(iter(self._refused))]
+        log.error(
+            "thread %r was taken over by another process: writes under its lease (epoch %d)"
+            " are refused",
+            fence.thread_id,
+            fence.epoch,
+        )
+        for listener in self.fenced_listeners:
+            try:
+                listener(fence)
+            except Exception:  # called from a write's future: the rest must hear too
+                log.exception("a listener of a fenced thread failed")
+
     def _writer_or_raise(self) -> GroupCommit:
         if self._writer is None:
             raise StoreError(
@@ -620,3 +682,7 @@ class SessionService(BaseSessionService):
                 else "the session store is closed"
             )
         return self._writer
+
+
+def _unfenced(thread_id: str) -> Fence | None:
+    return None

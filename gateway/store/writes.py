@@ -5,12 +5,16 @@ in one transaction (``sqlite.writes``, ``postgres.writes``: the SQL). What a com
 decides from what it reads (a stale copy, the run an event leaves open, the new session a
 create returns) is here, once. What applying it returns reaches the caller once the batch
 is committed; what it raises fails that write alone, unless the database itself failed
-(see each backend's ``transaction``).
+(see each backend's ``transaction``). A write made under a thread's lease in a cluster is
+``Fenced``: the backend's transaction locks the leases of a batch's fenced writes, reads
+their epochs (``fenced_threads``), and applies each such write only if its lease is still
+current (``unfenced``); one that is not fails alone with ``FencedError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -19,7 +23,9 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.sessions.session import Session
 
 from gateway.store.codec import Damage
+from gateway.store.errors import FencedError
 from gateway.store.frames import LoggedFrame
+from gateway.store.leases import Fence
 from gateway.store.progress import RunProgress
 from gateway.store.rows import StoredSession
 from gateway.store.threads import OpenedThread, Usage
@@ -193,6 +199,36 @@ class Probe:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Fenced:
+    """A write made under a thread's lease: applied only while ``fence`` is still the
+    thread's lease, checked in the write's own transaction; else ``FencedError``."""
+
+    fence: Fence
+    write: Write
+
+    def followed_by(self, newer: Fenced) -> Fenced:
+        """Frames of one thread under one fence, as one write (``AppendFrames``)."""
+        assert isinstance(self.write, AppendFrames) and isinstance(newer.write, AppendFrames)
+        return dataclasses.replace(self, write=self.write.followed_by(newer.write))
+
+
+def fenced_threads(writes: Sequence[Write]) -> list[str]:
+    """The threads whose leases fence some of ``writes``, in the order they are locked."""
+    return sorted({write.fence.thread_id for write in writes if isinstance(write, Fenced)})
+
+
+def unfenced(write: Write, epochs: Mapping[str, int]) -> Write:
+    """The write to apply: a fenced write's own, if its lease is the thread's current one in
+    ``epochs`` (read, and locked, in the same transaction); else raises FencedError."""
+    if not isinstance(write, Fenced):
+        return write
+    fence = write.fence
+    if epochs.get(fence.thread_id) != fence.epoch:
+        raise FencedError(fence.thread_id, fence.epoch)
+    return write.write
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Failed:
     """In a batch's results, in place of a write that failed alone (undone alone)."""
 
@@ -236,6 +272,8 @@ def apply(sql: WriteSql, db: Any, write: Write) -> object:
     """Applies one command with a backend's SQL; what it returns reaches its caller once
     the batch commits."""
     match write:
+        case Fenced():
+            raise AssertionError("a fenced write is checked by its transaction (unfenced)")
         case AppendEvent():
             return sql.append_event(db, write)
         case SaveStreamedText():
@@ -270,4 +308,5 @@ Write = (
     | ForgetLeftoverTexts
     | SetAside
     | Probe
+    | Fenced
 )

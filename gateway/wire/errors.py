@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 
 
 class ErrorCode(enum.StrEnum):
-    """The AgentCore error table; ``http_status`` is what the SSE door answers with."""
+    """The AgentCore error table, and the gateway's codes for a cluster's failures (a
+    retryable outage, a process lost mid-run, a thread taken over); ``http_status`` is what
+    the SSE door answers with."""
 
     UNAUTHORIZED = "UNAUTHORIZED"
     ACCESS_DENIED = "ACCESS_DENIED"
@@ -29,6 +31,12 @@ class ErrorCode(enum.StrEnum):
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     AGENT_ERROR = "AGENT_ERROR"
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    # The gateway's database cannot be reached or cannot commit now: try again shortly.
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+    # The process running the run stopped (killed, lost) before it finished.
+    RUN_INTERRUPTED = "RUN_INTERRUPTED"
+    # This process stalled past its lease and another took the thread over: reattach.
+    THREAD_TAKEN_OVER = "THREAD_TAKEN_OVER"
 
     @property
     def http_status(self) -> int:
@@ -45,6 +53,9 @@ _HTTP_STATUS = {
     ErrorCode.SERVICE_UNAVAILABLE: 503,
     ErrorCode.AGENT_ERROR: 200,
     ErrorCode.INTERNAL_ERROR: 500,
+    ErrorCode.STORE_UNAVAILABLE: 503,
+    ErrorCode.RUN_INTERRUPTED: 503,
+    ErrorCode.THREAD_TAKEN_OVER: 409,
 }
 
 

@@ -250,6 +250,7 @@ async def test_a_process_killed_mid_run_loses_nothing_and_its_thread_goes_on(
         # The joined tab sees the run end as the log tells it, its stream whole.
         watched = await watching.until_end(timeout=15)
         assert watched[-1]["type"] == "RUN_ERROR"
+        assert watched[-1]["code"] == "RUN_INTERRUPTED"  # a process lost, not the unexpected
         assert "stopped before it finished" in watched[-1]["message"]
     cursor = seq_of(seen[-1])
     assert cursor is not None

@@ -26,10 +26,7 @@ Conn = psycopg.AsyncConnection[TupleRow]
 
 @pytest.fixture
 async def url(postgres: Postgres) -> str:
-    database = postgres.fresh_database()
-    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
-        await leases.create_schema(conn)
-    return database
+    return await postgres.fresh_cluster_database()
 
 
 @pytest.fixture
@@ -55,12 +52,12 @@ async def take(conn: Conn, node_id: str, thread: str = "t1", ttl: float = 60) ->
 async def test_a_thread_held_by_one_live_process_is_refused_to_another(url: str, work: Conn):
     (a, a_conn), (b, b_conn) = await node(url), await node(url)
     try:
-        assert await take(work, a) == Taken("t1", None)
+        assert who(await take(work, a)) == ("t1", None)
         assert await take(work, b) is None
         assert await leases.held(work, "t1") == Held(a, "u1", "r1")
         # Its holder takes it again (a second run of that process): still its own.
-        assert await take(work, a) == Taken("t1", None)
-        assert await take(work, b, thread="t2") == Taken("t2", None)
+        assert who(await take(work, a)) == ("t1", None)
+        assert who(await take(work, b, thread="t2")) == ("t2", None)
     finally:
         await a_conn.close()
         await b_conn.close()
@@ -75,7 +72,7 @@ async def test_a_released_lease_is_free_to_any_process(url: str, work: Conn):
         assert await leases.release(work, thread_id="t1", node_id=a)
         assert await leases.held(work, "t1") is None
         # Nobody held it: nothing was cut off, nothing to close.
-        assert await take(work, b) == Taken("t1", None)
+        assert who(await take(work, b)) == ("t1", None)
     finally:
         await a_conn.close()
         await b_conn.close()
@@ -89,7 +86,7 @@ async def test_a_lease_not_renewed_runs_out_and_is_taken_from_its_holder(url: st
         await asyncio.sleep(0.5)
         assert await leases.dead(work, b, 10) == [DeadLease("t1", "u1", a)]
         # Taken from a (alive, but it stopped renewing): b closes what a cut off.
-        assert await take(work, b) == Taken("t1", a)
+        assert who(await take(work, b)) == ("t1", a)
         assert await leases.held(work, "t1") == Held(b, "u1", "r1")
     finally:
         await a_conn.close()
@@ -120,7 +117,7 @@ async def test_a_holder_whose_connection_is_gone_is_dead_at_once(url: str, work:
         await _until_backend_gone(work, a)
         assert sorted(lease.thread_id for lease in await leases.dead(work, b, 10)) == ["t1", "t2"]
         assert await leases.held(work, "t1") is None
-        assert await take(work, b) == Taken("t1", a)
+        assert who(await take(work, b)) == ("t1", a)
         assert [lease.thread_id for lease in await leases.dead(work, b, 10)] == ["t2"]
     finally:
         await b_conn.close()
@@ -149,7 +146,7 @@ async def test_of_two_processes_racing_for_a_free_or_dead_lease_one_wins(url: st
         await _until_backend_gone(conns[0], nodes[winner][0])
         rest = [i for i in range(len(nodes)) if i != winner]
         results = await asyncio.gather(*(take(conns[i], nodes[i][0]) for i in rest))
-        assert [r for r in results if r is not None] == [Taken("t1", nodes[winner][0])]
+        assert [who(r) for r in results if r is not None] == [("t1", nodes[winner][0])]
     finally:
         for conn in conns:
             await conn.close()
@@ -165,7 +162,7 @@ async def test_a_node_that_leaves_hands_what_it_still_held_to_the_others(url: st
         async with work.transaction():
             assert sorted(await leases.forget_node(work, a)) == ["t1", "t2"]
         # Runs its stop cut off: taken from it at once, as from a dead holder, and closed.
-        assert await take(work, b) == Taken("t1", a)
+        assert who(await take(work, b)) == ("t1", a)
     finally:
         await a_conn.close()
         await b_conn.close()
@@ -182,3 +179,30 @@ async def _until_backend_gone(conn: Conn, node_id: str) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"node {node_id}'s backend is still there")
+
+
+def who(taken: Taken | None) -> tuple[str, str | None] | None:
+    """A lease taken, as the thread and the dead holder it was taken from (its epoch aside)."""
+    return None if taken is None else (taken.thread_id, taken.from_dead)
+
+
+async def test_a_lease_gets_a_new_epoch_whenever_it_changes_hands(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+
+        async def epoch(node_id: str, ttl: float = 60) -> int | None:
+            taken = await take(work, node_id, ttl=ttl)
+            return None if taken is None else taken.epoch
+
+        first = await epoch(a, ttl=0.3)
+        assert first is not None
+        assert await epoch(a, ttl=0.3) == first  # its holder's own again: the same
+        await asyncio.sleep(0.5)
+        taken_over = await epoch(b)  # from a, whose lease ran out
+        assert taken_over is not None and taken_over > first
+        assert await leases.release(work, thread_id="t1", node_id=b)
+        again = await epoch(b)  # released and taken anew: never an epoch seen before
+        assert again is not None and again > taken_over
+    finally:
+        await a_conn.close()
+        await b_conn.close()

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
 
 from gateway.store import CommitFailedError, SessionService, StoreError, group_commit
@@ -56,6 +55,9 @@ async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succee
         assert unhealthy["time_of_last_update"] >= healthy["time_of_last_update"]  # type: ignore[operator]
         await asyncio.sleep(0.2)  # probes keep failing meanwhile: still the truth
         assert (await ping(gateway))[0] == 503
+        # A run is refused with a code a client retries on, not as the unexpected.
+        refused = await ws.run(user_input(new_id("t"), "안녕"))
+        assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "STORE_UNAVAILABLE"
 
         await close_read(store, cursor)
         deadline = time.monotonic() + scaled(5)
@@ -73,28 +75,46 @@ async def test_ping_is_unhealthy_while_postgresql_is_out_of_reach(
     """On PostgreSQL: the database refuses connections and the store's are cut, then it is back."""
     monkeypatch.setattr(group_commit, "PROBE_SECONDS", 0.05)
     db = postgres.fresh_database()
-    name = db.rsplit("/", 1)[1]
     async with running_gateway(db=db) as gateway, gateway.socket() as ws:
         assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"
         assert gateway.app.hub is not None
         store: SessionService = gateway.app.hub.engine.sessions
-        with psycopg.connect(postgres.url, autocommit=True) as admin:
-            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
-            try:
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-                    (name,),
-                )
-                with pytest.raises(StoreError):
-                    await store.create_session(app_name="gateway", user_id="demo", session_id="x")
-                status, unhealthy = await ping(gateway)
-                assert (status, unhealthy["status"]) == (503, "Unhealthy")
-                refused = await ws.run(user_input(new_id("t"), "안녕"))
-                assert refused[-1]["type"] == "RUN_ERROR"  # a sentence, not a stack trace
-                assert "Traceback" not in refused[-1]["message"]
-            finally:
-                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
+        with postgres.out_of_reach(db):
+            with pytest.raises(StoreError):
+                await store.create_session(app_name="gateway", user_id="demo", session_id="x")
+            status, unhealthy = await ping(gateway)
+            assert (status, unhealthy["status"]) == (503, "Unhealthy")
+            refused = await ws.run(user_input(new_id("t"), "안녕"))
+            assert refused[-1]["type"] == "RUN_ERROR"  # a sentence, not a stack trace
+            assert refused[-1]["code"] == "STORE_UNAVAILABLE"
+            assert "Traceback" not in refused[-1]["message"]
         deadline = time.monotonic() + scaled(10)
+        while (await ping(gateway))[0] != 200:
+            assert time.monotonic() < deadline, "/ping stayed Unhealthy after PostgreSQL came back"
+            await asyncio.sleep(0.05)
+        assert (await ws.run(user_input(new_id("t"), "안녕")))[-1]["type"] == "RUN_FINISHED"
+
+
+@pytest.mark.process
+async def test_ping_says_within_seconds_that_postgresql_is_gone_with_no_commit_in_flight(
+    postgres: Postgres,
+) -> None:
+    """Nobody writes while the database is out of reach: the cluster's keeper, looking each
+    ``lease_check_seconds``, is what notices, and a run is refused with a retryable code."""
+    db = postgres.fresh_database()
+    async with running_gateway(db=db, lease_check_seconds=0.2) as gateway, gateway.socket() as ws:
+        assert (await ping(gateway))[0] == 200
+        with postgres.out_of_reach(db):
+            deadline = time.monotonic() + scaled(3)
+            while (await ping(gateway))[0] != 503:
+                assert time.monotonic() < deadline, "/ping stayed Healthy without PostgreSQL"
+                await asyncio.sleep(0.05)
+            assert (await ping(gateway))[1]["status"] == "Unhealthy"
+            refused = await ws.run(user_input(new_id("t"), "안녕"))
+            assert refused[-1]["type"] == "RUN_ERROR"
+            assert refused[-1]["code"] == "STORE_UNAVAILABLE"
+            assert "try again" in refused[-1]["message"]
+        deadline = time.monotonic() + scaled(5)
         while (await ping(gateway))[0] != 200:
             assert time.monotonic() < deadline, "/ping stayed Unhealthy after PostgreSQL came back"
             await asyncio.sleep(0.05)

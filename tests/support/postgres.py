@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psycopg
 
+from gateway.store.postgres import leases
 from gateway.store.postgres.schema import prepare
 from tests.support import tiers
 from tests.support.budgets import scaled
@@ -65,6 +66,29 @@ class Postgres:
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"{copied}'.encode())
         return self._url_of(name)
+
+    async def fresh_cluster_database(self) -> str:
+        """A fresh database with the cluster's lease tables too, as a first process makes."""
+        database = self.fresh_database()
+        async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
+            await leases.create_schema(conn)
+        return database
+
+    @contextlib.contextmanager
+    def out_of_reach(self, database: str) -> Iterator[None]:
+        """Within the block the database refuses connections and those it had are cut, as
+        a restart, a failover or a network cut look to a gateway; then it is back."""
+        name = database.rsplit("/", 1)[1]
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'.encode())
+            try:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                    (name,),
+                )
+                yield
+            finally:
+                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
 
     def _migrated_template(self) -> str:
         """The database every fresh one copies, made and migrated on first use; nobody stays

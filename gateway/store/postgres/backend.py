@@ -41,6 +41,10 @@ T = TypeVar("T")
 _SYNCHRONOUS_COMMIT = {"normal": "off", "full": "on"}
 # The advisory lock (two int4 keys) every live gateway's writer holds shared.
 _WRITER_LOCK = (0x61677721, 1)
+# A writer never waits between two statements of a batch for long. One that does was
+# stopped mid-transaction (a frozen process): its row locks, the leases' among them, would
+# keep the process taking its threads over waiting; the server ends its session instead.
+_IDLE_IN_TRANSACTION_MS = 2000
 
 
 class PostgresBackend:
@@ -118,8 +122,9 @@ async def open_postgres(url: str, *, durability: str, read_only: bool) -> Postgr
 
     def writer_settings(conn: psycopg.Connection) -> None:
         conn.execute(
-            "SELECT set_config('synchronous_commit', %s, false)",
-            (_SYNCHRONOUS_COMMIT[durability],),
+            "SELECT set_config('synchronous_commit', %s, false),"
+            " set_config('idle_in_transaction_session_timeout', %s, false)",
+            (_SYNCHRONOUS_COMMIT[durability], str(_IDLE_IN_TRANSACTION_MS)),
         )
         # Held by this connection until it ends: this process writes the database.
         conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", _WRITER_LOCK)

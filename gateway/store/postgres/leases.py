@@ -6,6 +6,15 @@ backend of its listening connection is gone from ``pg_stat_activity`` (its proce
 killed, its host lost): ``gateway_live_nodes`` is the one definition of a live holder, and
 every statement that may take a lease from another holder asks it.
 
+Each lease carries an epoch from ``gateway_lease_epochs``: a new one whenever the thread
+changes holder (or its lease is taken anew after a release), the same while its holder
+takes it again. It is the lease's fencing token (``gateway.store.leases``): a write made
+under it is checked in its own transaction (``writes.lease_epochs``) with a share lock on
+the lease's row, which a taker's update waits for, so no write of an old holder commits
+after its thread changed hands. Statements that lock several leases lock them in
+``thread_id`` order (the renewal here, a batch's fences in ``writes``), so a renewal and
+a batch of writes never wait on each other in a circle.
+
 The gateway's processes connect as one role (or one with ``pg_read_all_stats``): a backend
 of another role shows no ``backend_start`` in ``pg_stat_activity`` and would look dead.
 """
@@ -24,6 +33,7 @@ if TYPE_CHECKING:
 _SCHEMA_LOCK = 0x6761_7465_6C65_6173  # "gateleas"
 
 _SCHEMA = (
+    "CREATE SEQUENCE IF NOT EXISTS gateway_lease_epochs",
     "CREATE TABLE IF NOT EXISTS gateway_nodes ("
     " node_id text PRIMARY KEY,"
     " pid integer NOT NULL,"
@@ -35,6 +45,9 @@ _SCHEMA = (
     " user_id text NOT NULL,"
     " run_id text NOT NULL,"
     " expires_at timestamptz NOT NULL)",
+    # Added to the table of a cluster that ran before fencing; each existing lease gets one.
+    "ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS"
+    " epoch bigint NOT NULL DEFAULT nextval('gateway_lease_epochs')",
     "CREATE INDEX IF NOT EXISTS gateway_leases_holder ON gateway_leases (holder)",
     "CREATE OR REPLACE VIEW gateway_live_nodes AS"
     " SELECT n.node_id FROM gateway_nodes n JOIN pg_stat_activity a"
@@ -86,7 +99,8 @@ async def take(
     ttl: float,
 ) -> Taken | None:
     """The thread's lease for ``node_id``: new, its own again, or taken from a dead holder;
-    None while another live process holds it. Atomic: of two takers one wins."""
+    None while another live process holds it. Atomic: of two takers one wins. A lease
+    that changes hands, or is new, gets a new epoch; its holder's own keeps its epoch."""
     cursor = await conn.execute(
         # The old holder as of the statement's snapshot (FOR UPDATE would skip the row the
         # statement itself updates); a racer that loses re-checks the winner's row instead.
@@ -95,16 +109,17 @@ async def take(
         " VALUES (%(thread)s, %(node)s, %(user)s, %(run)s,"
         " now() + %(ttl)s * interval '1 second')"
         " ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder,"
-        " user_id = excluded.user_id, run_id = excluded.run_id, expires_at = excluded.expires_at"
+        " user_id = excluded.user_id, run_id = excluded.run_id, expires_at = excluded.expires_at,"
+        " epoch = CASE WHEN l.holder = excluded.holder THEN l.epoch ELSE excluded.epoch END"
         f" WHERE l.holder = excluded.holder OR {_DEAD}"
-        " RETURNING (SELECT holder FROM old)",
+        " RETURNING (SELECT holder FROM old), l.epoch",
         {"thread": thread_id, "node": node_id, "user": user_id, "run": run_id, "ttl": ttl},
     )
     row = await cursor.fetchone()
     if row is None:
         return None
-    previous = row[0]
-    return Taken(thread_id, previous if previous not in (None, node_id) else None)
+    previous, epoch = row
+    return Taken(thread_id, previous if previous not in (None, node_id) else None, int(epoch))
 
 
 async def release(conn: AsyncConnection[TupleRow], *, thread_id: str, node_id: str) -> bool:
@@ -118,7 +133,9 @@ async def release(conn: AsyncConnection[TupleRow], *, thread_id: str, node_id: s
 async def renew(conn: AsyncConnection[TupleRow], *, node_id: str, ttl: float) -> int:
     """The heartbeat: every lease of the node expires ``ttl`` seconds from now."""
     cursor = await conn.execute(
-        "UPDATE gateway_leases SET expires_at = now() + %s * interval '1 second' WHERE holder = %s",
+        "UPDATE gateway_leases SET expires_at = now() + %s * interval '1 second'"
+        " WHERE thread_id IN (SELECT thread_id FROM gateway_leases WHERE holder = %s"
+        " ORDER BY thread_id FOR NO KEY UPDATE)",
         (ttl, node_id),
     )
     return cursor.rowcount

@@ -8,6 +8,11 @@ opposite orders can deadlock; PostgreSQL then aborts one batch, which is tried a
 A connection found dropped before the batch's COMMIT was sent (the server restarted, a
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
+
+A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
+one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
+locks hold to the commit; each fenced write is then applied only if its epoch is current,
+and fails alone (``FencedError``) if not.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import psycopg
 from psycopg import errors
 
 from gateway.store.postgres import writes as sql
-from gateway.store.writes import Failed, Write, apply
+from gateway.store.writes import Failed, Write, apply, fenced_threads, unfenced
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
@@ -44,11 +49,12 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
     # A lone write needs no savepoint: if it fails, the whole transaction is its own.
     isolate = len(writes) > 1
     try:
+        epochs = sql.lease_epochs(db, fenced_threads(writes))
         for write in writes:
             if isolate:
                 db.execute("SAVEPOINT write")
             try:
-                results.append(apply(sql, db, write))
+                results.append(apply(sql, db, unfenced(write, epochs)))
             except Exception as error:
                 if _cannot_commit(error):
                     raise  # not this write's fault: the whole batch fails

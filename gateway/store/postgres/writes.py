@@ -4,6 +4,9 @@ Other processes write the same rows, so every read a write decides on takes the 
 lock first (``FOR UPDATE``): an append checks the revision of a session no one else can
 append to until it commits, and a new thread's id is locked while its owner is looked up,
 so that of two processes opening it at once one creates it and the other finds it.
+
+A batch's writes made under threads' leases (``Fenced``) are applied only while those
+leases are current: ``lease_epochs`` reads and locks them once for the whole transaction.
 """
 
 from __future__ import annotations
@@ -158,6 +161,25 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
         merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
     record_progress(db, append.progress, pk, seq, invocation_seq)
     return cast(int, revision) + 1
+
+
+def lease_epochs(db: psycopg.Connection, thread_ids: list[str]) -> dict[str, int]:
+    """The current lease epochs of the threads (none for a thread without a lease), their
+    rows locked until the transaction ends.
+
+    FOR SHARE conflicts with the update that hands a lease over: a taker waits for this
+    transaction to end, and one that reads after the hand-over finds the new epoch. The rows
+    are locked in ``thread_id`` order, as a renewal locks them (``leases.renew``), so the
+    two never wait on each other in a circle.
+    """
+    if not thread_ids:
+        return {}
+    found = db.execute(
+        "SELECT thread_id, epoch FROM gateway_leases WHERE thread_id = ANY(%s)"
+        " ORDER BY thread_id FOR SHARE",
+        (thread_ids,),
+    ).fetchall()
+    return {str(thread_id): int(epoch) for thread_id, epoch in found}
 
 
 def probe(db: psycopg.Connection) -> None:

@@ -63,6 +63,9 @@ const ERROR_LABELS = {
   SERVICE_UNAVAILABLE: "게이트웨이가 다시 시작하는 중입니다. 잠시 후 다시 보내 주세요.",
   AGENT_ERROR: "에이전트가 응답하지 못했습니다. 잠시 후 다시 시도해 주세요.",
   INTERNAL_ERROR: "게이트웨이에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.",
+  STORE_UNAVAILABLE: "게이트웨이가 저장소에 연결하지 못했습니다. 잠시 후 다시 보내 주세요.",
+  RUN_INTERRUPTED: "응답하던 게이트웨이가 멈춰 응답이 중단되었습니다. 다시 보내 주세요.",
+  THREAD_TAKEN_OVER: "다른 게이트웨이가 이 대화를 이어받았습니다. 새로고침하면 최신 대화를 볼 수 있습니다.",
 };
 export const NOTICE_LABELS = {
   NOTHING_TO_CANCEL: "중지할 응답이 없습니다.",
