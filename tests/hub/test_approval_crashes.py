@@ -8,7 +8,9 @@ done) and restarted on the same database. Whatever the moment, after the restart
 
 - the tool ran at most once, and never after a rejection;
 - the thread ends on a reply with words in it, or on the approval offered again (the answer
-  never reached the store): never "approved and not run", never an empty cut-off reply.
+  never reached the store): never "approved and not run" without a word, never an empty
+  cut-off reply. A call the crash caught after its "started" mark gets a reply that says its
+  outcome is unknown.
 
 The delays are not assertions about timing: on a busy machine a kill lands later than
 asked, and the invariants hold wherever it lands.
@@ -90,6 +92,8 @@ async def test_an_answer_survives_a_sigkill_exactly_once(
     elif trace == ["start", "O-7", "done", "O-7"] and reply.startswith("I refunded"):
         pass  # ran once, and the model said so
     else:
-        # Started, and the crash left no result: it is not run again, and the reply says so.
+        # Marked started, and the crash left no result: it is not run again, and the reply
+        # says its outcome is unknown (the kill may land between the mark and the tool's
+        # first line: then it did not run, and the reply is still only "unknown").
         unknown = "I cannot say whether O-7 was refunded: interrupted: the gateway stopped while"
-        assert starts == 1 and reply.startswith(unknown), (trace, reply)
+        assert reply.startswith(unknown), (trace, reply)
