@@ -79,6 +79,7 @@ def create_app(
     from gateway.hub.limits import Quota, RunSlots, SendBudget
     from gateway.models.calls import ModelCalls
     from gateway.store import SessionService
+    from gateway.store.recovery import Afterwards
     from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
     from gateway.tools.long_running import LongRunningPlugin
@@ -153,8 +154,11 @@ def create_app(
             cluster=cluster_for(settings),
             state_rules=state_rules,
         )
-        for unfinished in service[0].unfinished:
-            hub.finish_cut_off(unfinished)
+        for closed in service[0].cut_off:
+            # The log ends the run as the store now does, before any client follows it.
+            await hub.end_logged_run(closed.user_id, closed.thread_id)
+            if closed.afterwards is not Afterwards.NOTHING:
+                hub.finish_cut_off(closed)
         # Joined last: from now on other processes may hand this one their threads.
         await hub.cluster.start(hub)
         cluster = hub.cluster

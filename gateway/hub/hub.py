@@ -590,11 +590,13 @@ class Hub:
             unfinished = await self.engine.close_cut_off(thread_id)
         except QuarantinedThreadError:
             raise quarantined(thread_id) from None
-        await self._end_logged_run(user_id, thread_id)
+        await self.end_logged_run(user_id, thread_id)
         return unfinished
 
-    async def _end_logged_run(self, user_id: str, thread_id: str) -> None:
-        """Writes the end of the cut-off run into the thread's log, for every watcher."""
+    async def end_logged_run(self, user_id: str, thread_id: str) -> None:
+        """Writes the end of the cut-off run into the thread's log, for every watcher: a
+        takeover's, and a restart's for the runs it closed (else a follower would get that
+        end only when this process's sweep came to the thread)."""
         head = await self.engine.log_head(user_id, thread_id)
         if head == 0:
             return

@@ -97,8 +97,8 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
-        # Threads a restart goes on with (``close_interrupted``).
-        self.unfinished: list[Unfinished] = []
+        # The runs a restart closed (``close_interrupted``), and what is to go on after each.
+        self.cut_off: list[Unfinished] = []
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
         # Told of each thread's frames committed, up to which number (``append_frames``).
@@ -513,9 +513,9 @@ class SessionService(BaseSessionService):
         thread's last agent (``author`` if it has none). Calls waiting on the browser are
         left waiting. Streamed text of runs that had ended is dropped, as it would have been.
         A quarantined thread is skipped with a log line: it cannot take a run anyway.
-        A run the gateway is to go on with (``recovery.Afterwards``: its model owes a reply
-        to answers it was given, or a person's answer was not acted on yet) is noted in
-        ``unfinished``.
+        Each closed run is noted in ``cut_off`` with what the gateway is to go on with
+        (``recovery.Afterwards``: nothing; its model owes a reply to answers it was given;
+        or a person's answer was not acted on yet).
         Every open run of the app is taken as cut off: call once after ``open()`` and
         before serving runs, and only while no other process writes the database
         (``sole_writer``; otherwise ``close_interrupted_thread``). Returns how many were
@@ -526,8 +526,7 @@ class SessionService(BaseSessionService):
         for run in open_runs:
             if (unfinished := await self._close_run(app_name, run, author)) is None:
                 continue
-            if unfinished.afterwards is not Afterwards.NOTHING:
-                self.unfinished.append(unfinished)
+            self.cut_off.append(unfinished)
             closed += 1
         await self._write(writes.ForgetLeftoverTexts(app_name))
         if closed:
@@ -541,7 +540,7 @@ class SessionService(BaseSessionService):
 
         For a shared database: call it once the process that ran the thread is known to be
         gone (its lease expired), never while it may still run. What the caller is to go on
-        with, as the gateway does for ``unfinished``; None if nothing, or no run was open.
+        with, as the gateway does for ``cut_off``; None if nothing, or no run was open.
         """
         open_runs = await self._read(
             partial(self._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
