@@ -171,11 +171,20 @@ class Planner:
         thread.early.clear()
         thread.early_messages.clear()
         metadata["toolMessageIds"] = {cid: m.id for cid, m in messages.items()}
+        # The client's words where the answer the model reads would not read back as them
+        # (text, or JSON written another way), so every tab and a reload show what it sent.
+        own_words = {
+            cid: msgspec.to_builtins(m.content)
+            for cid, m in messages.items()
+            if cid in answered and m.content != dump_json(answered[cid])
+        }
+        if own_words:
+            metadata["toolMessageContents"] = own_words
         results = [
             p.ToolCallResult(
                 message_id=messages[cid].id,
                 tool_call_id=cid,
-                content=dump_json(answered[cid]),
+                content=messages[cid].content,
                 role="tool",
             )
             for cid in open_items
