@@ -64,7 +64,8 @@ class Say:
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
-    """The page answers its open call of ``tool`` with ``result``, as a ``tool`` message."""
+    """The page answers its open call of ``tool`` with ``result``, as a ``tool`` message:
+    a string as it is (a page's own words), anything else as JSON."""
 
     tool: str
     result: Any
@@ -121,7 +122,9 @@ def next_input(
                 "id": new_id("tool"),
                 "role": "tool",
                 "toolCallId": _open_call(page, turn.tool),
-                "content": json.dumps(turn.result, ensure_ascii=False),
+                "content": turn.result
+                if isinstance(turn.result, str)
+                else json.dumps(turn.result, ensure_ascii=False),
             }
         )
     else:
@@ -155,32 +158,35 @@ async def converse(
     target: RunningGateway | str,
     turns: Sequence[Turn],
     tools: Sequence[dict[str, Any]] = (),
+    *,
+    user: str = "demo",
 ) -> Conversation:
-    """``turns`` played ``way`` against ``target`` on a new thread; every stream is checked
-    (``StreamChecker``, and @ag-ui/client's enforcement and verifier with no warning)."""
+    """``turns`` played ``way`` against ``target`` on a new thread, as ``user``; every
+    stream is checked (``StreamChecker``, and @ag-ui/client's enforcement and verifier with
+    no warning)."""
     thread = new_id("t")
     page = Page([], {})
     runs: list[list[dict[str, Any]]] = []
     for turn in turns:
         run_input = next_input(thread, page, turn, tools, runs[-1] if runs else [])
         if way == "client":
-            report = await run_http_agent(target, run_input)
+            report = await run_http_agent(target, run_input, {"X-Gateway-User": user})
             accepted(report)
             events = report["http"]["events"]
             page = Page(report["messages"], report["state"])
         else:
             assert isinstance(target, RunningGateway), "only the gateway has /ws"
-            events = await _stream(way, target, run_input)
+            events = await _stream(way, target, run_input, user)
             page = await _folded(run_input, events)
         runs.append(events)
     return Conversation(thread, page, runs)
 
 
-async def _stream(way: Way, gateway: RunningGateway, run_input: dict[str, Any]) -> Any:
+async def _stream(way: Way, gateway: RunningGateway, run_input: dict[str, Any], user: str) -> Any:
     if way == "ws":
-        async with gateway.socket() as ws:
+        async with gateway.socket(user) as ws:
             return await ws.run(run_input)
-    status, _, events, _ = await post_run(gateway, run_input)
+    status, _, events, _ = await post_run(gateway, run_input, user)
     assert status == 200, events
     return events
 
@@ -202,8 +208,8 @@ class Reload:
     events: list[dict[str, Any]]
 
 
-async def reloaded(gateway: RunningGateway, thread: str) -> Reload:
-    async with gateway.socket() as ws:
+async def reloaded(gateway: RunningGateway, thread: str, user: str = "demo") -> Reload:
+    async with gateway.socket(user) as ws:
         events = await ws.run({"type": "reattach", "threadId": thread})
     snapshot = await _folded({"threadId": thread, "runId": new_id("run")}, events)
     assert snapshot.messages == snapshot_of(events)
@@ -211,7 +217,7 @@ async def reloaded(gateway: RunningGateway, thread: str) -> Reload:
         response = await client.get(
             f"{gateway.http}/history",
             params={"threadId": thread},
-            headers={"X-Gateway-User": "demo"},
+            headers={"X-Gateway-User": user},
         )
     assert response.status_code == 200, response.text
     return Reload(snapshot, response.json()["messages"], events)
