@@ -356,6 +356,8 @@ async def test_a_dojo_agent_ends_where_ag_ui_adk_ends_for_the_official_client(mo
         # ag-ui-adk offers a page's tools only to an agent carrying its placeholder, as the
         # dojo's agents do; the gateway offers them to every agent of the App.
         agent.tools.append(AGUIToolset())  # type: ignore[attr-defined]
-    async with running_agui_adk(agent) as url:
+    # ag-ui-adk keeps one session service per process: an App of its own keeps other
+    # tests' ``user:`` state out.
+    async with running_agui_adk(agent, app_name=module) as url:
         theirs = await converse("client", url, case.turns, case.tools)
     assert gist(ours.page) == _as_the_gateway_says_it(gist(theirs.page))
