@@ -96,6 +96,7 @@ class Driver:
         run.emit(translator.start())
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
+        run.emit(plan.closed)
         # Observers see the user's message and the browser's results; the executor sent them.
         # A press on a surface no client sends as a message: every watcher is shown it.
         if plan.said is not None and plan.said.action is not None:
