@@ -275,6 +275,30 @@ async def test_a_dojo_agent_reads_the_same_live_and_after_a_reload_every_way_a_p
     assert_quiet(records)
 
 
+async def test_a_call_the_page_never_answers_is_closed_live_as_it_reads_after_a_reload() -> None:
+    """A page that only draws its tool's call (the dojo's haiku card) never answers it; the
+    user's next message closes it with a "superseded" result, which the page is sent live
+    and finds where a reload puts it, after the call and before the new message."""
+    turns = (Say("write me a haiku"), Say("thanks"))
+    with quiet_log() as records:
+        async with running_gateway(agent=fresh_agent("tool_based_generative_ui")) as gateway:
+            for way in WAYS:
+                conversation = await converse(way, gateway, turns, (HAIKU,))
+                assert [m["role"] for m in conversation.page.messages] == [
+                    "user",
+                    "assistant",
+                    "tool",
+                    "user",
+                    "assistant",
+                ], way
+                [closed] = _results(conversation.page)
+                assert closed == {"status": "no_result", "reason": "superseded"}
+                reload = await reloaded(gateway, conversation.thread)
+                live = as_reloaded(conversation.page.messages)
+                assert live == as_reloaded(reload.snapshot.messages), way
+    assert_quiet(records)
+
+
 @pytest.mark.parametrize("words", ["The user liked it", '{"shown": true, "liked": "yes"}'])
 async def test_a_pages_answer_to_its_tool_reads_as_it_sent_it_in_other_tabs_and_after_a_reload(
     words: str,
