@@ -117,7 +117,13 @@ class Hub:
             approval_timeout=approval_timeout,
             context_allow=context_allow,
         )
-        self.driver = Driver(engine, self.followers, model_timeout=model_timeout, ended=self._ended)
+        self.driver = Driver(
+            engine,
+            self.followers,
+            model_timeout=model_timeout,
+            ended=self._ended,
+            snapshot_bytes=snapshot_bytes,
+        )
         self.joiner = Joiner(
             engine,
             self.cluster,
