@@ -111,17 +111,21 @@ def _outcome(run: list[dict[str, Any]]) -> dict[str, Any]:
     return outcome
 
 
+def _calls(page: Page) -> list[dict[str, Any]]:
+    return [call for m in _messages(page, "assistant") for call in m.get("toolCalls") or ()]
+
+
 def agentic_chat(c: Conversation) -> None:
     # The page's own tool reached an agent that names no tool, and waited for the page.
-    [call] = [e for e in _events(c, "TOOL_CALL_START")]
-    assert call["toolCallName"] == "change_background"
-    assert _outcome(c.runs[1])["pendingToolCallIds"] == [call["toolCallId"]]
+    [call] = _calls(c.page)
+    assert call["function"]["name"] == "change_background"
+    assert _outcome(c.runs[1])["pendingToolCallIds"] == [call["id"]]
     assert _said(c.page) == ["Hello! How can I help you today?", "The background is blue now."]
 
 
 def human_in_the_loop(c: Conversation) -> None:
-    [call] = _events(c, "TOOL_CALL_START")
-    assert _outcome(c.runs[0])["pendingToolCallIds"] == [call["toolCallId"]]
+    [call] = _calls(c.page)
+    assert _outcome(c.runs[0])["pendingToolCallIds"] == [call["id"]]
     assert _said(c.page) == ["Doing Dig hole... then Water tree... Done."]
 
 
@@ -135,7 +139,7 @@ def backend_tool_rendering(c: Conversation) -> None:
 
 
 def tool_based_generative_ui(c: Conversation) -> None:
-    [call] = [m["toolCalls"][0] for m in _messages(c.page, "assistant") if m.get("toolCalls")]
+    [call] = _calls(c.page)
     arguments = json.loads(call["function"]["arguments"])
     assert arguments["english"][0] == "An old silent pond" and len(arguments["japanese"]) == 3
     assert _said(c.page) == ["I wrote you a haiku about a pond."]
@@ -323,6 +327,21 @@ async def test_a_pages_answer_to_its_tool_reads_as_it_sent_it_in_other_tabs_and_
     [shown] = [m for m in reload.snapshot.messages if m["role"] == "tool"]
     assert shown == {**answer["messages"][0]}
     assert reload.history == reload.snapshot.messages
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 26 item 6 (branch i26-services): an agent's own hint that starts with "
+    "ADK's stock words, as ADK's sample's does, is replaced by the gateway's sentence",
+)
+async def test_an_agents_own_confirmation_hint_is_what_the_user_is_asked() -> None:
+    async with running_gateway(agent=fresh_agent("tool_confirmation")) as gateway:
+        conversation = await converse("ws", gateway, (Say("I want 3 days off"),))
+    [interrupt] = _outcome(conversation.runs[0])["interrupts"]
+    assert interrupt["message"] == (
+        "Please approve or reject the tool call request_time_off() by responding with the "
+        "number of days you approve."
+    )
 
 
 # --- beside ag-ui-adk -------------------------------------------------------------------------

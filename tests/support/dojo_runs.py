@@ -11,7 +11,9 @@ messages and state it shows so far, the tools it declares, and the new message o
   or any AG-UI URL (ag-ui-adk's, from ``tests.support.agui_adk``);
 - ``"ws"``: a /ws connection (``RunningGateway.socket``); the page is the stream folded by
   @ag-ui/client (``official_client.replay``), as a page on the WebSocket client would;
-- ``"sse"``: POST /invocations read by httpx (``post_run``), folded the same way.
+- ``"sse"``: POST /invocations read by httpx (``post_run``), folded the same way;
+- ``"tab"``: sent over /ws while another tab of the user follows the thread (a reattach
+  before the first run); the page is that tab's, folded the same way.
 
 ``reloaded(gateway, thread)`` is what a page shows after a reload: the snapshots of a
 reattach (also folded by @ag-ui/client) and ``GET /history``. ``gist(page)`` is what two
@@ -42,8 +44,8 @@ from tests.support.budgets import scaled
 from tests.support.official_client import accepted, replay, run_http_agent
 from tests.support.servers import RunningGateway, post_run
 
-Way = Literal["client", "ws", "sse"]
-WAYS: tuple[Way, ...] = ("client", "ws", "sse")
+Way = Literal["client", "ws", "sse", "tab"]
+WAYS: tuple[Way, ...] = ("client", "ws", "sse", "tab")
 
 
 def fresh_agent(module: str) -> BaseAgent:
@@ -165,6 +167,9 @@ async def converse(
     stream is checked (``StreamChecker``, and @ag-ui/client's enforcement and verifier with
     no warning)."""
     thread = new_id("t")
+    if way == "tab":
+        assert isinstance(target, RunningGateway), "only the gateway has /ws"
+        return await _followed(target, thread, turns, tools, user)
     page = Page([], {})
     runs: list[list[dict[str, Any]]] = []
     for turn in turns:
@@ -179,6 +184,29 @@ async def converse(
             events = await _stream(way, target, run_input, user)
             page = await _folded(run_input, events)
         runs.append(events)
+    return Conversation(thread, page, runs)
+
+
+async def _followed(
+    gateway: RunningGateway,
+    thread: str,
+    turns: Sequence[Turn],
+    tools: Sequence[dict[str, Any]],
+    user: str,
+) -> Conversation:
+    """The conversation sent from one /ws connection, as another one following the thread
+    shows it: the page each input is made from is the follower's."""
+    async with gateway.socket(user) as sender, gateway.socket(user) as tab:
+        opened = await tab.run({"type": "reattach", "threadId": thread})
+        page = await _folded({"threadId": thread, "runId": new_id("run")}, opened)
+        runs: list[list[dict[str, Any]]] = []
+        for turn in turns:
+            run_input = next_input(thread, page, turn, tools, runs[-1] if runs else [])
+            await sender.run(run_input)
+            events = await tab.until_end()
+            # The follower sent nothing: its page before the run is what it showed.
+            page = await _folded({**run_input, "messages": page.messages}, events)
+            runs.append(events)
     return Conversation(thread, page, runs)
 
 
