@@ -1,5 +1,6 @@
 """The dojo's backend tool rendering: a server tool (``get_weather``) whose result the page
-draws as a card from the tool call's result, while the agent sums it up in words."""
+draws as a card from the tool call's result, while the agent sums it up in words. A page
+that declares a tool of its own (``change_background``) may get both called in one turn."""
 
 from pathlib import Path
 
