@@ -18,6 +18,7 @@ from ag_ui_adk import AGUIToolset
 
 from tests.support.agui import new_id, tool_answer, tool_calls, user_input
 from tests.support.agui_adk import running_agui_adk
+from tests.support.budgets import scaled
 from tests.support.dojo_runs import (
     WAYS,
     Answer,
@@ -31,6 +32,8 @@ from tests.support.dojo_runs import (
     converse,
     fresh_agent,
     gist,
+    joined_mid_run,
+    next_input,
     quiet_log,
     reloaded,
 )
@@ -297,6 +300,32 @@ async def test_a_dojo_agent_reads_the_same_live_and_after_a_reload_every_way_a_p
                 assert reload.history == reload.snapshot.messages, way
                 gists[way] = gist(conversation.page)
     assert gists["ws"] == gists["sse"] == gists["client"]
+    assert_quiet(records)
+
+
+@pytest.mark.parametrize(
+    ("module", "words", "after"),
+    [
+        ("sub_agents", "roll a die for me", "TEXT_MESSAGE_CONTENT"),
+        ("sequential_workflow", "write a poem about roses", "TEXT_MESSAGE_END"),
+        ("agentic_generative_ui", "plan a trip to Jeju", "STATE_DELTA"),
+    ],
+)
+async def test_a_tab_opened_mid_run_ends_where_a_reload_after_the_run_does(
+    module: str, words: str, after: str
+) -> None:
+    """A reload while a sub-agent speaks, between a workflow's agents, or while a plan's
+    state moves: the tab catches up and ends with the page a reload shows afterwards."""
+    with quiet_log() as records:
+        # Slow enough that the tab's reattach lands while the run still streams.
+        agent = fresh_agent(module, pace_ms=scaled(0.05) * 1000)
+        async with running_gateway(agent=agent) as gateway:
+            thread = new_id("t")
+            run_input = next_input(thread, Page([], {}), Say(words), (), [])
+            tab = await joined_mid_run(gateway, thread, run_input, after)
+            reload = await reloaded(gateway, thread)
+    assert as_reloaded(tab.messages) == as_reloaded(reload.snapshot.messages)
+    assert tab.state == reload.snapshot.state
     assert_quiet(records)
 
 

@@ -39,6 +39,8 @@ from typing import Any, Literal
 import httpx
 from google.adk.agents.base_agent import BaseAgent
 
+from gateway.adk.hosting import llm_agents
+from gateway.models.script import ScriptLlm
 from tests.support.agui import PROTOCOL_VERSION, new_id, snapshot_of
 from tests.support.budgets import scaled
 from tests.support.official_client import accepted, replay, run_http_agent
@@ -48,9 +50,13 @@ Way = Literal["client", "ws", "sse", "tab"]
 WAYS: tuple[Way, ...] = ("client", "ws", "sse", "tab")
 
 
-def fresh_agent(module: str) -> BaseAgent:
-    """``tests.support.dojo.<module>``'s ``root_agent``, from a fresh run of the module."""
+def fresh_agent(module: str, *, pace_ms: float = 0.0) -> BaseAgent:
+    """``tests.support.dojo.<module>``'s ``root_agent``, from a fresh run of the module;
+    its script models stream a chunk every ``pace_ms``, so a test can act mid-run."""
     agent: BaseAgent = runpy.run_module(f"tests.support.dojo.{module}")["root_agent"]
+    for member in llm_agents(agent):
+        if isinstance(member.model, ScriptLlm):
+            member.model.pace_ms = pace_ms
     return agent
 
 
@@ -224,6 +230,21 @@ async def _folded(run_input: dict[str, Any], events: list[dict[str, Any]]) -> Pa
     assert report["failed"] is None, report["failed"]
     assert report["warnings"] == report["errors"] == [], report
     return Page(report["messages"], report["state"])
+
+
+async def joined_mid_run(
+    gateway: RunningGateway, thread: str, run_input: dict[str, Any], after: str
+) -> Page:
+    """``run_input`` sent over /ws, and what a tab opened on the thread once the sender has
+    seen an event of type ``after`` shows by the run's end (a reattach mid-run, folded)."""
+    async with gateway.socket() as sender, gateway.socket() as tab:
+        await sender.send(run_input)
+        while (await sender.next())["type"] != after:
+            pass
+        events = await tab.run({"type": "reattach", "threadId": thread})
+        await sender.until_end()
+    assert events[-1]["runId"] == run_input["runId"], "the tab came after the run"
+    return await _folded({"threadId": thread, "runId": new_id("run")}, events)
 
 
 @dataclasses.dataclass
