@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,10 +24,19 @@ def serve(settings: Settings) -> None:
     from gateway.models import ModelError
     from gateway.tools.catalog import CatalogError
 
+    _working_directory_first()
     try:
         serve_agent(settings.agent or None, settings)
     except (AuthSettingsError, HostingError, ModelError, CatalogError) as error:
         sys.exit(f"agent-gateway: {error}")
+
+
+def _working_directory_first() -> None:
+    """AGENT's module is found in the folder the command runs in, as ``uvicorn main:app``
+    and ``python -m`` find theirs: an installed console script's path has only its own."""
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
 
 
 def _print(rows: object) -> None:

@@ -7,9 +7,10 @@ the run's translator (``RunTranslator``) into the run's outbox, and ends the run
 its stream ended: RUN_FINISHED (success, waiting on the browser, or interrupted by an
 approval asked), cancelled, or RUN_ERROR with a code and a sentence (the hub's, when
 something outside the run stopped it: its lease lost, its thread taken over; the store's,
-when the database was lost under it). The same ending
-moves the thread out of RUNNING on its table (``gateway.hub.states``), and the run keeps
-the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
+when the database was lost under it); a run that made client calls first shows them to the
+thread's other tabs in a snapshot, since only its executor was sent them live. The same
+ending moves the thread out of RUNNING on its table (``gateway.hub.states``), and the run
+keeps the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
 only reports what the thread still waits for, and moves nothing.
 
 What it keeps on the way, so that nothing a client was sent is lost: the text so far of
@@ -51,6 +52,7 @@ from gateway.hub.open_calls import OpenCall, answered_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, function_responses
 from gateway.hub.refusals import cut_by_restart, quarantined, store_lost, taken_over
+from gateway.hub.snapshots import thread_snapshot
 from gateway.hub.states import ThreadState, run_ended, transition
 from gateway.hub.threads import Run
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
@@ -75,8 +77,11 @@ class Driver:
         *,
         model_timeout: float,
         ended: Callable[[Run], None],
+        snapshot_bytes: int | None = None,
     ) -> None:
         self.engine = engine
+        # How much of a thread a snapshot holds, as a reattach's does.
+        self.snapshot_bytes = snapshot_bytes
         # Watchers that followed the thread's log are caught up before a run emits.
         self.followers = followers
         # Seconds a model call may send nothing before its run is stopped.
@@ -101,6 +106,7 @@ class Driver:
         run.emit(translator.start())
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
+        run.emit(plan.closed)
         # Observers see the user's message and the browser's results; the executor sent them.
         # A press on a surface no client sends as a message: every watcher is shown it.
         if plan.said is not None and plan.said.action is not None:
@@ -116,6 +122,8 @@ class Driver:
                 translator.pending.update(plan.waiting)
             if run.stopped_by is not None:
                 raise run.stopped_by
+            if translator.client_calls and not run.abort.is_set():
+                await self._show_held_calls(run)
             if run.abort.is_set():
                 run.emit(translator.cancelled())
             elif translator.interrupts:
@@ -169,6 +177,21 @@ class Driver:
                 state.value,
             )
             self.ended(run)
+
+    async def _show_held_calls(self, run: Run) -> None:
+        """The run's client calls went live to its executor alone, so that no other tab
+        executes them: the other tabs are shown them now, in the thread's snapshot, as a
+        reload would show them, before the run's end names them as pending."""
+        thread = run.thread
+        try:
+            page, session = await self.engine.thread_view(
+                thread.user_id, thread.thread_id, self.snapshot_bytes
+            )
+        except (StoreError, QuarantinedThreadError) as error:
+            log.warning("%s: other tabs see its client calls on a reload: %s", run, error)
+            return
+        log.debug("%s: other tabs are shown its client calls in a snapshot", run)
+        run.emit(thread_snapshot(thread.thread_id, page, session), observers_only=True)
 
     async def _stream(self, run: Run, plan: Plan) -> None:
         """Feeds ADK's events through the translator until the run ends or is cancelled."""

@@ -130,7 +130,13 @@ class Hub:
             context_allow=context_allow,
             state_rules=state_rules,
         )
-        self.driver = Driver(engine, self.followers, model_timeout=model_timeout, ended=self._ended)
+        self.driver = Driver(
+            engine,
+            self.followers,
+            model_timeout=model_timeout,
+            ended=self._ended,
+            snapshot_bytes=snapshot_bytes,
+        )
         self.joiner = Joiner(
             engine,
             self.cluster,

@@ -50,7 +50,7 @@ from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.threads import Run, Thread
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import DeclarationLog, declared_client_tools
-from gateway.translate.translator import dump_json
+from gateway.translate.translator import dump_json, result_message_id
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,9 @@ class Plan:
     waiting: dict[str, str] = dataclasses.field(default_factory=dict)
     # The browser's results, for the thread's other connections.
     results: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
+    # The answers that closed the browser's calls a new message left unanswered, for every
+    # connection: a page shows them live as a reload does.
+    closed: list[p.ToolCallResult] = dataclasses.field(default_factory=list)
     # The user's message that starts the turn, for the thread's other connections.
     said: NewTurn | None = None
     # The thread's state, for a client that shares state: its deltas apply to this.
@@ -188,8 +191,7 @@ class Planner:
                 check_action(request.action, surfaces)
                 metadata[ACTION_KEY] = msgspec.to_builtins(request.action)
             running = transition(state, Trigger.USER_MESSAGE)
-            if open_items:
-                await self._supersede(thread, run.run_id, session, open_items)
+            closed = await self._supersede(thread, run.run_id, session, open_items)
             thread.early.clear()
             thread.early_messages.clear()
             metadata["messageId"] = request.message_id
@@ -201,6 +203,7 @@ class Planner:
                 session,
                 running,
                 said=request,
+                closed=closed,
                 catalogs=catalogs,
                 surfaces=surfaces,
                 notices=self._unoffered(client_tools),
@@ -232,11 +235,20 @@ class Planner:
         thread.early.clear()
         thread.early_messages.clear()
         metadata["toolMessageIds"] = {cid: m.id for cid, m in messages.items()}
+        # The client's words where the answer the model reads would not read back as them
+        # (text, or JSON written another way), so every tab and a reload show what it sent.
+        own_words = {
+            cid: msgspec.to_builtins(m.content)
+            for cid, m in messages.items()
+            if cid in answered and m.content != dump_json(answered[cid])
+        }
+        if own_words:
+            metadata["toolMessageContents"] = own_words
         results = [
             p.ToolCallResult(
                 message_id=messages[cid].id,
                 tool_call_id=cid,
-                content=dump_json(answered[cid]),
+                content=messages[cid].content,
                 role="tool",
             )
             for cid in open_items
@@ -261,9 +273,11 @@ class Planner:
 
     async def _supersede(
         self, thread: Thread, run_id: str, session: Session, open_items: dict[str, OpenCall]
-    ) -> None:
-        """Closes open calls so a new user message starts from a consistent thread."""
+    ) -> list[p.ToolCallResult]:
+        """Closes open calls so a new user message starts from a consistent thread; the
+        results of the browser's calls, as a snapshot shows them."""
         by_invocation: dict[str, dict[str, dict[str, Any]]] = {}
+        closed = []
         for call in open_items.values():
             response = (
                 {"confirmed": False, "payload": {"reason": "superseded"}}
@@ -271,6 +285,15 @@ class Planner:
                 else {"status": "no_result", "reason": "superseded"}
             )
             by_invocation.setdefault(call.invocation_id, {})[call.call_id] = response
+            if not call.is_approval:
+                closed.append(
+                    p.ToolCallResult(
+                        message_id=result_message_id(call.call_id),
+                        tool_call_id=call.call_id,
+                        content=dump_json(response),
+                        role="tool",
+                    )
+                )
         for invocation_id, responses in by_invocation.items():
             calls = {cid: open_items[cid] for cid in responses}
             self.audit_answers(thread, run_id, calls, responses)
@@ -280,6 +303,7 @@ class Planner:
                 content=function_responses(calls, responses),
             )
             await self.engine.append(session, event)
+        return closed
 
     def interrupt(self, call: OpenCall) -> p.Interrupt:
         original = call.approved_call()

@@ -8,7 +8,9 @@ Id conventions, shared with ``gateway.translate.translator``:
   (``gateway.translate.attribution``'s mark, stored on the event);
 - a tool call's id is ADK's function call id, as stored;
 - a tool result's id is the AG-UI message id the client sent it under
-  (``custom_metadata["agui"]["toolMessageIds"][call id]``), else ``"tr-" + call id``;
+  (``custom_metadata["agui"]["toolMessageIds"][call id]``), else ``"tr-" + call id``; a
+  client's result reads as it sent it (``toolMessageContents[call id]``, kept where the
+  answer the model reads would not read back as it), else as that answer's JSON;
 - a user message's id is the id from the RunAgentInput
   (``custom_metadata["agui"]["messageId"]`` on the user event), else the ADK event id;
 - what a tool call showed of an A2UI surface is an ``a2ui-surface`` activity message after
@@ -70,7 +72,9 @@ def event_messages(event: Event) -> list[Message]:
     agui = event_metadata(event)
     mark = mark_of(event)
     owner: Message = {"subagentRunId": mark.run_id} if mark else {}
-    messages = _tool_results(event, agui.get("toolMessageIds") or {}, owner)
+    messages = _tool_results(
+        event, agui.get("toolMessageIds") or {}, agui.get("toolMessageContents") or {}, owner
+    )
     parts = event.content.parts
     ending = ending_of(event)
     text = "".join(
@@ -113,7 +117,9 @@ def event_messages(event: Event) -> list[Message]:
     return messages
 
 
-def _tool_results(event: Event, tool_message_ids: dict[str, str], owner: Message) -> list[Message]:
+def _tool_results(
+    event: Event, tool_message_ids: dict[str, str], own_words: dict[str, Any], owner: Message
+) -> list[Message]:
     # ADK's placeholder answer to a call that waits for approval was never streamed.
     awaiting_approval = event.actions.requested_tool_confirmations if event.actions else {}
     shown = shown_surfaces(event)
@@ -128,7 +134,7 @@ def _tool_results(event: Event, tool_message_ids: dict[str, str], owner: Message
                 "id": browser_message or result_message_id(response.id),
                 "role": "tool",
                 "toolCallId": response.id,
-                "content": dump_json(response.response or {})
+                "content": own_words.get(response.id, dump_json(response.response or {}))
                 if browser_message
                 else msgspec.to_builtins(result_content(response)),
             }

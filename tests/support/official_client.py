@@ -140,3 +140,30 @@ async def approval_flow(
 
 def reply_of(events: list[dict[str, Any]]) -> str:
     return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+async def replay(run_input: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a page on @ag-ui/client 1.0 holds after ``events`` answered ``run_input``
+    (a stream it did not fetch itself: one from /ws, an SSE body read by httpx): the client's
+    own enforcement, verifier and apply, by ``replay_stream.mjs``. The harness report:
+    ``messages``, ``state``, ``warnings``, ``errors``, ``failed``."""
+    paths = []
+    for document in (run_input, events):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+            json.dump(document, handle, ensure_ascii=False)
+        paths.append(handle.name)
+    tiers.require("browser", "node and @ag-ui/client")
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE_DIR / "replay_stream.mjs"),
+        *paths,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=client_environment(False),
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), scaled(60))
+    for path in paths:
+        Path(path).unlink()
+    assert process.returncode == 0, stderr.decode()
+    report: dict[str, Any] = json.loads(stdout)
+    return report

@@ -117,6 +117,21 @@ def test_a_conversation_with_server_and_client_tools() -> None:
     ]
 
 
+def test_a_browsers_result_reads_as_it_sent_it_where_the_models_json_would_not() -> None:
+    # The model read {"result": "navigated"}; the browser sent the word.
+    agui = {"toolMessageIds": {"c2": "m-tool"}, "toolMessageContents": {"c2": "navigated"}}
+    events = [
+        event("agent", call("c2", "navigateToScreen", screenId="MNU-3120")),
+        event(
+            "user",
+            result("c2", "navigateToScreen", result="navigated"),
+            custom_metadata={"agui": agui},
+        ),
+    ]
+    [_, answer] = valid(messages_snapshot(events))
+    assert answer == {"id": "m-tool", "role": "tool", "toolCallId": "c2", "content": "navigated"}
+
+
 def test_what_a_snapshot_leaves_out_and_where_thoughts_go() -> None:
     first = event("user", text("hi"))  # no gateway metadata: the ADK event id stands in
     events = [
