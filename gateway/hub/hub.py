@@ -254,7 +254,11 @@ class Hub:
             # The lease first: the read after it sees all a run elsewhere stored.
             leased = await self._lease(thread_id, user_id, run_input.run_id)
             if not leased:
-                raise in_progress(thread_id) if policy is Busy.REJECT else HeldElsewhere()
+                if policy is Busy.REJECT:
+                    raise in_progress(thread_id)
+                # Here: what a dead process left to do runs first (``_lease``).
+                here = self.threads.get(thread_id)
+                raise Claimed() if here is not None and here.run is not None else HeldElsewhere()
             opened = await self.engine.open_thread(user_id, thread_id)
             check_owner(opened.owner, user_id, thread_id)
             assert opened.session is not None
@@ -565,8 +569,10 @@ class Hub:
 
     async def _lease(self, thread_id: str, user_id: str, run_id: str) -> bool:
         """Takes the thread's lease for a run of this process; False while another process
-        holds it. A lease taken from a dead holder first closes the run it cut off. Each
-        lease taken is released once (``Cluster.release``), by the run or the caller."""
+        holds it. A lease taken from a dead holder first closes the run it cut off; if that
+        leaves something to go on with (a person's answer to act on, a reply owed), it runs
+        first, holding the lease, and this is False too. Each lease taken is released once
+        (``Cluster.release``), by the run or the caller."""
         if (closing := self._taking_over.get(thread_id)) is not None:
             # This process holds the lease to close a dead holder's run: taking it as its
             # own would start a run beside that close.
@@ -582,10 +588,14 @@ class Hub:
             thread.head = None
         if taken.from_dead is not None:
             try:
-                await self._close_cut_off(user_id, thread_id, taken.from_dead)
+                unfinished = await self._close_cut_off(user_id, thread_id, taken.from_dead)
             except BaseException:
                 self.cluster.release(thread_id)
                 raise
+            if unfinished is not None:
+                # An approval acted on, a reply given, before anything newer runs.
+                self.finish_cut_off(unfinished, leased=True)
+                return False
         return True
 
     async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> Unfinished | None:

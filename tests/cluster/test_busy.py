@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.asyncio.client import connect
 
 from tests.support.agui import (
     AgUiSocket,
@@ -23,6 +25,7 @@ from tests.support.agui import (
 )
 from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
+from tests.support.processes import gateway_process
 from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.process
@@ -214,3 +217,43 @@ async def test_a_cancel_reaching_a_takeover_stops_the_reply_it_would_ask_for_aga
                 await on_b.next(timeout=1)
             again = await on_b.run(user_input(thread, "안녕하세요"))
             assert outcome(again)["type"] == "success"
+
+
+async def test_a_message_that_takes_a_killed_processs_thread_waits_for_the_reply_it_owed(
+    postgres: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A process is killed after the browser's answer reached its model and before the
+    reply; the user's next message reaches another process before that process's sweep
+    does. The reply the model owed comes first, then the message's own: nothing the killed
+    process was answering is lost under the new turn (an approval answered there is resumed
+    the same way: ``Hub.finish_cut_off``)."""
+    url = postgres.fresh_database()
+    thread = new_id("t")
+    monkeypatch.setenv("GATEWAY_LEASE_SECONDS", "1")
+    # B's sweep looks rarely: the message, not the sweep, finds the dead process's lease.
+    async with (
+        running_gateway(db=url, scripted_pace_ms=20, lease_check_seconds=60) as b,
+        gateway_process(url, tmp_path / "a.log", pace_ms=1000) as (a, port),
+    ):
+        async with connect(f"ws://127.0.0.1:{port}/ws?user=demo") as raw:
+            on_a = AgUiSocket(raw)
+            first = await on_a.run(user_input(thread, FLAGSHIP))
+            [navigate] = tool_calls(first, "navigateToScreen")
+            await on_a.send(tool_answer(thread, [(navigate["id"], NAVIGATED)]))
+            seen = []
+            while not text_of(seen):
+                seen.append(await on_a.next())
+            a.kill()
+            a.wait()
+        async with b.socket() as on_b:
+            for _ in range(100):  # until A's lease has run out
+                hello = await on_b.run(asking(thread, "안녕하세요", busy="enqueue"))
+                if outcome(hello)["type"] == "success":
+                    break
+                await asyncio.sleep(0.1)
+            assert outcome(hello)["type"] == "success", hello
+            messages = snapshot_of(await on_b.run({"type": "reattach", "threadId": thread}))
+    said = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
+    # The owed reply (about the screen it opened) comes before the greeting's answer.
+    assert len(said) >= 2 and said[-1].startswith("안녕하세요"), said
+    assert "MNU-3120" in said[-2] or "업무 요청" in said[-2], said
