@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import importlib.metadata
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -210,6 +212,15 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "warm_up": ("gateway", "agent"),
     "log_format": ("text", "json"),
 }
+
+
+@functools.cache
+def version() -> str:
+    """This gateway's version, as installed (``GET /livez`` and the start-up log say it)."""
+    try:
+        return importlib.metadata.version("agent-gateway")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown"
 
 
 def in_memory(db: str) -> bool:

@@ -6,7 +6,8 @@ up through its own socket (``gateway.doors.warmup``) while it probes the models;
 says Healthy only after both. Routing matches the path below where the gateway is mounted
 and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /invocations
 to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
-``gateway.doors.sse_replay``, GET /ping and /ready to ``gateway.doors.ping``, and GET /tools,
+``gateway.doors.sse_replay``, GET /ping, /livez and /readyz (/ready) to ``gateway.doors.ping``,
+and GET /tools,
 /me, /history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``, and a
 backend system's POST /tool-results to ``gateway.doors.tool_results``. CORS covers the
 browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
@@ -36,7 +37,7 @@ from gateway import wire as p
 from gateway.adk import capabilities
 from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, json_doors, tool_results, warmup
+from gateway.doors import cors, json_doors, ping, tool_results, warmup
 from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.drain import Drain
@@ -56,6 +57,8 @@ log = logging.getLogger(__name__)
 # The HTTP doors and the method each takes; CORS covers these, not the web client's files.
 DOORS = {
     "/ping": "GET",
+    "/livez": "GET",
+    "/readyz": "GET",
     "/ready": "GET",
     "/tools": "GET",
     # POST runs; GET resumes a thread's stream (``gateway.doors.sse_replay``).
@@ -261,8 +264,10 @@ class Gateway:
     async def _route(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         method = scope["method"]
         assert self.shared is not None and self.ping is not None
-        if path in ("/ping", "/ready") and method == "GET":
+        if path in ping.READINESS and method == "GET":
             await self.ping.answer(send)
+        elif path == "/livez" and method == "GET":
+            await ping.alive(send)
         elif path == "/tools" and method == "GET":
             await json_doors.tools(self.shared.hub, send)
         elif path == "/invocations" and method == "POST":

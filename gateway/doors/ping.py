@@ -1,6 +1,8 @@
-"""GET /ping: whether this gateway should be sent work, as AgentCore's health check reads it;
-GET /ready answers the same, for a readiness probe (Kubernetes): 200 only while it takes
-new runs.
+"""The probes. GET /livez: the process serves (200 with its version, whatever else is
+wrong), for a liveness probe, so a model provider's outage restarts nothing. GET /readyz:
+whether this gateway should be sent work, for a readiness probe (Kubernetes; /ready is its
+older name): 200 only while it takes new runs. GET /ping: the same question as AgentCore's
+health check asks it, in the statuses AgentCore's contract names.
 
 Until the start-up warm-up is over (``gateway.doors.warmup``) it answers 503 Starting, so
 nothing that waits for Healthy sends a user the cold run. Then Healthy, or HealthyBusy
@@ -19,6 +21,7 @@ import time
 
 import msgspec
 
+from gateway import config
 from gateway.doors.asgi import Send, respond
 from gateway.doors.drain import Drain
 from gateway.hub.hub import Hub
@@ -26,6 +29,16 @@ from gateway.models.health import ModelHealth
 
 # /ping during start-up, before the warm-up is over.
 STARTING = msgspec.json.encode({"status": "Starting"})
+
+# The readiness doors: each answers what /ping does.
+READINESS = ("/ping", "/readyz", "/ready")
+
+
+async def alive(send: Send) -> None:
+    """GET /livez: 200 while the process answers at all; starting, unhealthy or draining
+    alike, since restarting it would mend none of them."""
+    body = msgspec.json.encode({"status": "Alive", "version": config.version()})
+    await respond(send, 200, body, b"application/json")
 
 
 class Ping:
