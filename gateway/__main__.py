@@ -14,19 +14,24 @@ import sys
 from collections.abc import Sequence
 
 from gateway import config
-from gateway.config import Settings
 
 
-def serve(settings: Settings) -> None:
+def serve(resolved: config.Resolved) -> None:
+    from gateway import logs
     from gateway.adk.hosting import HostingError
     from gateway.api import serve as serve_agent
     from gateway.auth import AuthSettingsError
     from gateway.models import ModelError
     from gateway.tools.catalog import CatalogError
 
+    settings = resolved.settings
     _working_directory_first()
+    # The version and every setting, by where it came from, before anything is loaded.
+    logs.configure(settings)
+    config.announce(resolved)
     try:
-        serve_agent(settings.agent or None, settings)
+        # Read here already: the environment is not read a second time.
+        serve_agent(settings.agent or None, settings, environ=False)
     except (AuthSettingsError, HostingError, ModelError, CatalogError) as error:
         sys.exit(f"agent-gateway: {error}")
 
@@ -44,7 +49,7 @@ def _print(rows: object) -> None:
     sys.stdout.write("\n")
 
 
-def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Settings]:
+def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, config.Resolved]:
     """The command line: a command, and the settings from its flags and the environment.
 
     Settings flags go before the command or after it (``serve --port 9000``); the operator
@@ -57,6 +62,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Settin
         allow_abbrev=False,
     )
     config.add_arguments(parser)
+    config.add_config_argument(parser)
     commands = parser.add_subparsers(dest="command")
     serve_command = commands.add_parser(
         "serve", help="run the gateway (the default)", allow_abbrev=False
@@ -72,6 +78,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Settin
     # AGENT is the positional argument here; --agent stays a flag before the command.
     everything_else = [name for name in config.setting_names() if name != "agent"]
     config.add_arguments(serve_command, only=everything_else, default=argparse.SUPPRESS)
+    config.add_config_argument(serve_command, default=argparse.SUPPRESS)
     threads = commands.add_parser(
         "threads", help="list a user's threads, or quarantined ones", allow_abbrev=False
     )
@@ -101,13 +108,14 @@ def parse(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Settin
     args = parser.parse_args(argv)
     if args.command == "threads" and args.user is None and not args.quarantined:
         threads.error("give --user, --quarantined, or both")
-    return args, config.load(args)
+    return args, config.resolve(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args, settings = parse(argv)
+    args, resolved = parse(argv)
+    settings = resolved.settings
     if args.command in (None, "serve"):
-        serve(settings)
+        serve(resolved)
         return 0
     from gateway.audit import AuditError, print_audit
     from gateway.cli import operator

@@ -7,6 +7,11 @@
 
 ``agent`` is an ADK agent, an App, a ``gateway.Hosted``, or a string as ``agent-gateway
 serve AGENT`` takes (see ``gateway.adk.loading``); None is the bundled demo.
+
+Both read the environment (and the ``GATEWAY_CONFIG`` file) as the command does, under
+what the code sets: a value of ``settings`` other than its default wins, every other
+setting comes from ``GATEWAY_*`` (``gateway.config.resolve``), and the start-up log says
+which came from where. ``environ=False`` takes ``settings`` as they are.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ def create_app(
     catalog: Catalog | Path | str | None = None,
     model: BaseLlm | str | None = None,
     predict_state: Iterable[object] | None = None,
+    environ: bool = True,
 ) -> Gateway:
     """The gateway for ``agent`` as an ASGI app; it opens its store in its lifespan (and
     warms itself up when it is the server's app). Mounted inside another app, run its
@@ -85,6 +91,10 @@ def create_app(
     from gateway.tools.long_running import LongRunningPlugin
     from gateway.translate.attribution import AttributionPlugin
 
+    if environ:
+        resolved = config.resolve(given=settings)
+        config.announce(resolved)
+        settings = resolved.settings
     settings = settings or Settings()
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model, predict_state)
@@ -262,14 +272,26 @@ def serve(
     catalog: Catalog | Path | str | None = None,
     model: BaseLlm | str | None = None,
     predict_state: Iterable[object] | None = None,
+    environ: bool = True,
 ) -> None:
     """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
-    with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``)."""
+    with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``). The
+    environment is read as ``create_app`` reads it, unless ``environ`` is False."""
     from gateway import logs
 
-    settings = settings or Settings()
+    resolved = config.resolve(given=settings) if environ else None
+    settings = resolved.settings if resolved else settings or Settings()
     # Only a gateway that will serve takes over the process's logging; before the agent
     # is loaded, so what loading it says (an ADKAgent's settings not kept) is seen.
     logs.configure(settings)
-    app = create_app(agent, settings, catalog=catalog, model=model, predict_state=predict_state)
+    if resolved:
+        config.announce(resolved)
+    app = create_app(
+        agent,
+        settings,
+        catalog=catalog,
+        model=model,
+        predict_state=predict_state,
+        environ=False,
+    )
     server(settings, app).run()

@@ -1,18 +1,39 @@
-"""One frozen settings object, read from environment variables and CLI flags.
+"""One frozen settings object, read from CLI flags, environment variables and a settings file.
 
-Every setting has an environment variable ``GATEWAY_<NAME>`` and a flag ``--<name>``;
-a flag wins over the variable, the variable over the default.
+Every setting has an environment variable ``GATEWAY_<NAME>``, a flag ``--<name>`` and a key
+``<name>`` in the optional TOML file that ``GATEWAY_CONFIG`` or ``--config`` names (for what
+is awkward in a variable: lists, JSON, PEM keys). A value given in code (``create_app``'s
+Settings) wins over a flag, a flag over the variable, the variable over the file, the file
+over the default. ``resolve`` keeps where each value came from, and ``announce`` logs it at
+start-up in a few lines, secrets redacted, after a warning for each ``GATEWAY_*`` variable
+that names no setting (a typo is otherwise silently the default).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
 import importlib.metadata
+import json
+import logging
 import os
+import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+log = logging.getLogger(__name__)
+
+# The variable (and flag) naming the settings file.
+CONFIG_VARIABLE = "GATEWAY_CONFIG"
+# Settings whose values are credentials: the start-up line says only whether they are set.
+SECRETS = frozenset({"jwt_secret", "service_token"})
+# The longest a value is shown in the start-up lines (a PEM key, a JSON list).
+SHOWN_VALUE = 80
+# The longest one start-up line grows before the next begins (``gateway.logs`` cuts at 2000).
+LINE_LIMIT = 1500
 
 # Where each auth mode listens unless GATEWAY_HOST says: dev trusts whoever connects, so only
 # this machine may; jwt is the AgentCore contract, 0.0.0.0:8080.
@@ -280,20 +301,175 @@ def add_arguments(
         parser.add_argument(flag, dest=field.name, default=default, help=help_text)
 
 
+def add_config_argument(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    parser.add_argument(
+        "--config",
+        dest="config",
+        default=default,
+        metavar="FILE.toml",
+        help=f"a TOML file of settings, keys as the flags' names with _ (env {CONFIG_VARIABLE})",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """Settings, where each value came from ('code', 'flag', 'env', the file's path or
+    'default'), and a sentence for each GATEWAY_* variable that names no setting."""
+
+    settings: Settings
+    sources: Mapping[str, str]
+    unknown: Sequence[str] = ()
+
+
 def load(
     args: argparse.Namespace | None = None, environ: Mapping[str, str] | None = None
 ) -> Settings:
-    """Builds Settings from flags, then environment variables, then defaults."""
+    """Builds Settings from flags, then environment variables, then the file, then defaults."""
+    return resolve(args, environ).settings
+
+
+def resolve(
+    args: argparse.Namespace | None = None,
+    environ: Mapping[str, str] | None = None,
+    given: Settings | None = None,
+) -> Resolved:
+    """Settings from code (``given``'s values other than the defaults), flags, environment
+    variables, the settings file and defaults, in that order, with where each came from."""
     environ = os.environ if environ is None else environ
+    path = (getattr(args, "config", None) if args is not None else None) or environ.get(
+        CONFIG_VARIABLE
+    )
+    in_file = read_file(path) if path else {}
+    in_code = _given(given) if given is not None else {}
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for field in dataclasses.fields(Settings):
-        raw = getattr(args, field.name, None) if args is not None else None
-        if raw is None:
-            raw = environ.get(env_name(field.name))
-        if raw is None:
-            continue
-        values[field.name] = _convert(field.name, type(field.default), str(raw))
-    return Settings(**values)
+        name, kind = field.name, type(field.default)
+        flag = getattr(args, name, None) if args is not None else None
+        if name in in_code:
+            values[name], sources[name] = in_code[name], "code"
+        elif flag is not None:
+            values[name], sources[name] = _convert(name, kind, str(flag)), "flag"
+        elif (raw := environ.get(env_name(name))) is not None:
+            values[name], sources[name] = _convert(name, kind, raw), "env"
+        elif name in in_file:
+            values[name], sources[name] = _convert(name, kind, in_file[name]), str(path)
+        else:
+            sources[name] = "default"
+    return Resolved(Settings(**values), sources, unknown_variables(environ))
+
+
+def _given(settings: Settings) -> dict[str, Any]:
+    """What code set: every value but the defaults (host's depends on the auth mode)."""
+    given = {}
+    for field in dataclasses.fields(Settings):
+        value = getattr(settings, field.name)
+        default = DEFAULT_HOST.get(settings.auth, "127.0.0.1") if field.name == "host" else None
+        if value != (field.default if default is None else default):
+            given[field.name] = value
+    return given
+
+
+def read_file(path: str) -> dict[str, str]:
+    """A TOML settings file's values as the variables would give them: a list is joined
+    with commas (or, for predict_state, written as JSON), a table written as JSON."""
+    try:
+        with open(path, "rb") as file:
+            table = tomllib.load(file)
+    except OSError as error:
+        raise SystemExit(f"{CONFIG_VARIABLE}={path}: cannot be read ({error.strerror})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SystemExit(f"{CONFIG_VARIABLE}={path} is not valid TOML: {error}") from None
+    known = setting_names()
+    values = {}
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            raise SystemExit(f"{path}: {key!r} is not a setting{_nearest(name, known)}")
+        values[name] = _as_text(name, value)
+    return values
+
+
+def _as_text(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list) and name != "predict_state":
+        return ",".join(str(item) for item in value)
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """A sentence for each GATEWAY_* variable no setting reads, with the nearest name."""
+    known = [env_name(name) for name in setting_names()] + [CONFIG_VARIABLE]
+    return [
+        f"{variable} is not a setting and is ignored{_nearest(variable, known, 'GATEWAY_')}"
+        for variable in sorted(environ)
+        if variable.startswith("GATEWAY_") and variable not in known
+    ]
+
+
+def _nearest(name: str, known: Sequence[str], prefix: str = "") -> str:
+    """'; did you mean X?' for the known name closest to ``name``, compared without the
+    prefix they share (which would make every name look alike), or nothing."""
+    bare = {option.removeprefix(prefix): option for option in known}
+    close = difflib.get_close_matches(name.removeprefix(prefix), list(bare), n=1, cutoff=0.6)
+    return f"; did you mean {bare[close[0]]}?" if close else ""
+
+
+def announce(resolved: Resolved) -> None:
+    """Logs the unknown variables, then every effective setting by where it came from."""
+    for sentence in resolved.unknown:
+        log.warning("%s", sentence)
+    for line in describe(resolved):
+        log.info("%s", line)
+
+
+def describe(resolved: Resolved) -> list[str]:
+    """The start-up lines: the version, then ``settings from <source>: name=value ...``,
+    secrets redacted, long values cut; a line that grows too long goes on in another."""
+    by_source: dict[str, list[str]] = {}
+    for name in setting_names():
+        shown = _shown(name, getattr(resolved.settings, name))
+        by_source.setdefault(resolved.sources[name], []).append(f"{name}={shown}")
+    lines = [f"agent-gateway {version()}"]
+    # Code, flags and variables first; then the file; then the defaults.
+    rank = {"code": 0, "flag": 1, "env": 2, "default": 4}
+    order = sorted(by_source, key=lambda source: rank.get(source, 3))
+    for source in order:
+        head = f"settings from {_source_name(source)}:"
+        line = head
+        for item in by_source[source]:
+            if len(line) + len(item) > LINE_LIMIT and line != head:
+                lines.append(line)
+                line = head
+            line += " " + item
+        lines.append(line)
+    return lines
+
+
+def _source_name(source: str) -> str:
+    names = {"code": "code", "flag": "flags", "env": "GATEWAY_* variables", "default": "defaults"}
+    return names.get(source, source)
+
+
+def _shown(name: str, value: Any) -> str:
+    if name in SECRETS:
+        return "[redacted]" if value else '""'
+    text = _without_password(value) if isinstance(value, str) else str(value)
+    if len(text) > SHOWN_VALUE:
+        text = text[:SHOWN_VALUE] + f"...({len(text)} chars)"
+    return json.dumps(text, ensure_ascii=False) if (not text or " " in text) else text
+
+
+def _without_password(value: str) -> str:
+    """A URL's password (a database's, a JWKS's), in its authority or its query, redacted."""
+    return _QUERY_PASSWORD.sub(r"\1[redacted]", _URL_PASSWORD.sub(r"\1[redacted]@", value))
+
+
+_URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@/\s]*@")
+_QUERY_PASSWORD = re.compile(r"(?i)\b(password=)[^&\s]*")
 
 
 def _convert(name: str, kind: type, raw: str) -> Any:
@@ -310,4 +486,5 @@ def _convert(name: str, kind: type, raw: str) -> Any:
 def parse(argv: Sequence[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(prog="agent-gateway", allow_abbrev=False)
     add_arguments(parser)
+    add_config_argument(parser)
     return load(parser.parse_args(argv))

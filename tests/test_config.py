@@ -82,7 +82,11 @@ def test_every_setting_is_in_the_readme() -> None:
 
 
 def test_settings_flags_go_before_or_after_the_command() -> None:
-    from gateway.__main__ import parse as parse_command_line
+    from gateway.__main__ import parse
+
+    def parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, config.Settings]:
+        args, resolved = parse(argv)
+        return args, resolved.settings
 
     args, settings = parse_command_line(["serve", "my.agent:root_agent", "--port", "9000"])
     assert (args.command, settings.agent, settings.port) == ("serve", "my.agent:root_agent", 9000)

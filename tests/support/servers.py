@@ -79,7 +79,8 @@ async def running_gateway(
     fields.update(overrides)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
-    app = create_app(agent, settings, model=model, predict_state=predictions)
+    # A test's settings are all it says: no GATEWAY_* variable of the shell leaks in.
+    app = create_app(agent, settings, model=model, predict_state=predictions, environ=False)
     # The same uvicorn server as `agent-gateway`, served on the test's own loop.
     served = server(settings, app)
     task = asyncio.create_task(served.serve())
