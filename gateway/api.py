@@ -83,6 +83,7 @@ def create_app(
     from gateway.hub.client_state import StateRules
     from gateway.hub.hub import Hub
     from gateway.hub.limits import Quota, RunSlots, SendBudget
+    from gateway.models import sdk_noise
     from gateway.models.calls import ModelCalls
     from gateway.store import SessionService
     from gateway.store.recovery import Afterwards
@@ -100,6 +101,7 @@ def create_app(
     hosted = _hosted(agent, settings, catalog, model, predict_state)
     mcp.install_log_filter()
     usage_log_filter()
+    sdk_noise.install_log_filter()
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
     usage = UsagePlugin()

@@ -2,9 +2,11 @@
 
 The failures a user will meet, from the SDKs ADK's adapters use (openai for ``OpenAILlm``,
 google-genai for ``Gemini``, and httpx under both): the endpoint cannot be reached or
-times out, the key is refused, the provider rate limits (and says when to try again),
-fails before or during its stream, the connection breaks mid-stream, or a chunk cannot be
-read. Each becomes a ``ModelFailure``; anything else is not a provider's failure, and
+times out, the key is missing (google-genai refuses to build its client: no API key, no
+Vertex AI project, no Google credentials) or refused, the model is unknown, the provider
+rate limits (and says when to try again), fails before or during its stream, the connection
+breaks mid-stream, or a chunk cannot be read. Each becomes a ``ModelFailure`` (a sentence
+that says what to fix, and one log line); anything else is not a provider's failure, and
 stays unexpected (logged with its traceback under an error id).
 """
 
@@ -42,6 +44,10 @@ class ModelFailure:
 
 def classify(error: BaseException) -> ModelFailure | None:
     """The failure ``error`` (raised by a model call) is, or None if it is none of them."""
+    if _without_credentials(error):
+        return _failure(
+            NO_CREDENTIALS, f"no credentials: {type(error).__name__}: {first_line(error)}"
+        )
     kind = _openai_kind(error) or _transport_kind(error)
     said = _said(error)
     if isinstance(kind, int):
@@ -49,6 +55,26 @@ def classify(error: BaseException) -> ModelFailure | None:
     if kind is not None:
         return _failure(_SENTENCES[kind], said)
     return None
+
+
+NO_CREDENTIALS = (
+    "The gateway has no credentials for the model provider; the operator has to set the API "
+    "key (GOOGLE_API_KEY for Gemini) or the Vertex AI project and credentials."
+)
+
+# What google-genai says when it cannot build a client for lack of credentials.
+_MISSING_CREDENTIALS = ("No API key was provided", "Project or API key must be set")
+
+
+def _without_credentials(error: BaseException) -> bool:
+    """google-genai found no key or project, or google-auth no credentials (Vertex AI)."""
+    if type(error).__name__ == "DefaultCredentialsError" and type(error).__module__.startswith(
+        "google.auth"
+    ):
+        return True
+    return isinstance(error, ValueError) and any(
+        said in str(error) for said in _MISSING_CREDENTIALS
+    )
 
 
 _SENTENCES = {
@@ -124,6 +150,12 @@ def _refused(status: int, wait: float | None, said: str) -> ModelFailure:
             "The model provider refused the gateway's credentials; the operator has to fix "
             "the API key.",
             f"HTTP {status}: {said}",
+        )
+    if status == 404:
+        return _failure(
+            "The model provider does not know the model the agent asks for; the operator has "
+            "to check the model name.",
+            f"HTTP 404: {said}",
         )
     if status >= 500:
         return _failure(

@@ -1,0 +1,83 @@
+"""A provider failure an operator has to fix says so: no credentials (google-genai cannot
+build its client) and an unknown model name each become a sentence saying what to fix, and
+the half-built client's orphaned close is no traceback in the log."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+
+import google.auth.exceptions
+import pytest
+from google.genai import Client
+from google.genai import errors as genai_errors
+
+from gateway import wire as p
+from gateway.models import sdk_noise
+from gateway.models.failures import NO_CREDENTIALS, classify
+
+pytestmark = pytest.mark.unit
+
+WITHOUT_KEYS = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI")
+
+
+def keyless_client_error(monkeypatch: pytest.MonkeyPatch, **options: object) -> Exception:
+    for name in WITHOUT_KEYS:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises((ValueError, google.auth.exceptions.DefaultCredentialsError)) as raised:
+        Client(**options)  # type: ignore[arg-type]
+    return raised.value
+
+
+@pytest.mark.parametrize("options", [{}, {"vertexai": True}])
+def test_no_credentials_says_what_the_operator_has_to_set(
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, object]
+) -> None:
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    error = keyless_client_error(monkeypatch, **options)
+    failure = classify(error)
+    assert failure is not None
+    assert (failure.code, failure.sentence) == (p.ErrorCode.AGENT_ERROR, NO_CREDENTIALS)
+    assert "GOOGLE_API_KEY" in failure.sentence
+    assert failure.detail.startswith("no credentials: ")
+
+
+def test_no_google_credentials_for_vertex_ai_is_the_same_sentence() -> None:
+    failure = classify(google.auth.exceptions.DefaultCredentialsError("no ADC found"))
+    assert failure is not None and failure.sentence == NO_CREDENTIALS
+
+
+def test_a_value_error_of_anything_else_is_not_a_provider_failure() -> None:
+    assert classify(ValueError("bad input")) is None
+
+
+def test_an_unknown_model_name_says_to_check_the_name() -> None:
+    body = {
+        "error": {"code": 404, "message": "models/gemini-9 is not found", "status": "NOT_FOUND"}
+    }
+    failure = classify(genai_errors.ClientError(404, body))
+    assert failure is not None
+    assert "check the model name" in failure.sentence
+    assert "models/gemini-9 is not found" in failure.detail
+
+
+async def test_the_half_built_clients_orphaned_close_logs_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    sdk_noise.install_log_filter()
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    keyless_client_error(monkeypatch)
+    gc.collect()  # its __del__ schedules aclose() on this loop
+    for _ in range(3):
+        await asyncio.sleep(0)
+    gc.collect()  # the failed task, its exception never retrieved, is logged when collected
+    assert not [r for r in caplog.records if "BaseApiClient" in r.getMessage()]
+
+
+def test_any_other_orphaned_task_is_still_logged() -> None:
+    record = logging.LogRecord(
+        "asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", (), None
+    )
+    record.exc_info = (AttributeError, AttributeError("x"), None)
+    assert sdk_noise.HalfBuiltClientClose().filter(record)
