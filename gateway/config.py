@@ -353,7 +353,10 @@ def resolve(
         elif (raw := environ.get(env_name(name))) is not None:
             values[name], sources[name] = _convert(name, kind, raw), "env"
         elif name in in_file:
-            values[name], sources[name] = _convert(name, kind, in_file[name]), str(path)
+            values[name], sources[name] = (
+                _convert(name, kind, in_file[name], f"{path}: {name}"),
+                str(path),
+            )
         else:
             sources[name] = "default"
     return Resolved(Settings(**values), sources, unknown_variables(environ))
@@ -423,7 +426,9 @@ def announce(resolved: Resolved) -> None:
     for sentence in resolved.unknown:
         log.warning("%s", sentence)
     for line in describe(resolved):
-        log.info("%s", line)
+        # The line as the template: an argument would be cut at ``gateway.logs.VALUE_LIMIT``;
+        # the formatter still escapes and bounds the whole (no arguments: no % formatting).
+        log.info(line)
 
 
 def describe(resolved: Resolved) -> list[str]:
@@ -472,14 +477,16 @@ _URL_PASSWORD = re.compile(r"(://[^/@:\s]*:)[^@/\s]*@")
 _QUERY_PASSWORD = re.compile(r"(?i)\b(password=)[^&\s]*")
 
 
-def _convert(name: str, kind: type, raw: str) -> Any:
+def _convert(name: str, kind: type, raw: str, where: str = "") -> Any:
+    """``raw`` as the setting's type; ``where`` names it in a refusal (default: its variable)."""
+    where = where or env_name(name)
     try:
         value: Any = kind(raw)
     except ValueError:
-        raise SystemExit(f"{env_name(name)}={raw!r} is not a valid {kind.__name__}") from None
+        raise SystemExit(f"{where}={raw!r} is not a valid {kind.__name__}") from None
     choices = _CHOICES.get(name)
     if choices and value not in choices:
-        raise SystemExit(f"{env_name(name)} must be one of {', '.join(choices)}, not {raw!r}")
+        raise SystemExit(f"{where} must be one of {', '.join(choices)}, not {raw!r}")
     return value
 
 

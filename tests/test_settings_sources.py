@@ -60,6 +60,9 @@ def test_a_settings_file_with_a_mistake_stops_with_a_sentence(tmp_path: Path) ->
     file.write_text("prot = 9000\n")
     with pytest.raises(SystemExit, match="'prot' is not a setting; did you mean port"):
         resolve(["--config", str(file)], {})
+    file.write_text('port = "eighty"\n')
+    with pytest.raises(SystemExit, match=r"gateway\.toml: port='eighty' is not a valid int"):
+        resolve(["--config", str(file)], {})
     file.write_text("port = \n")
     with pytest.raises(SystemExit, match="is not valid TOML"):
         resolve(["--config", str(file)], {})

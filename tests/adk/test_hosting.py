@@ -153,8 +153,10 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode != 0
-    [line] = done.stderr.strip().splitlines()
+    # The start-up lines (the version, the settings) and the sentence: nothing else.
+    *start_up, line = done.stderr.strip().splitlines()
     assert line.startswith("agent-gateway: AGENT 'tests.adk.test_hosting:not_an_agent'")
+    assert all(" INFO gateway.config: " in said for said in start_up), start_up
 
 
 def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.config import version
+from gateway.config import setting_names, version
 from gateway.models.failures import NO_CREDENTIALS
 from tests.support import tiers
 from tests.support.agui import new_id, user_input
@@ -81,6 +81,10 @@ async def test_an_agent_without_its_key_is_one_line_at_start_and_one_per_run(
     assert f"INFO gateway.config: agent-gateway {version()}" in text
     said = [line.split(": ", 1)[1] for line in lines if " gateway.config: settings from " in line]
     assert said[0].startswith("settings from flags: port=")
+    assert said[-1].startswith("settings from defaults: ")
+    assert not [line for line in said if "more chars]" in line], "a line was cut"
+    for name in setting_names():
+        assert sum(f" {name}=" in line for line in said) == 1, name
     assert "agent=keyless_agent:root_agent" in said[0]
     assert [s for s in said if s.startswith("settings from GATEWAY_* variables:")] == [
         "settings from GATEWAY_* variables: service_token=[redacted] warm_up_runs=3"
