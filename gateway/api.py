@@ -62,6 +62,9 @@ def create_app(
     ``GATEWAY_PREDICT_STATE``) gives tools predictive state: ``gateway.Prediction``s,
     ag-ui-adk ``PredictStateMapping``s or dicts with their fields. An agent that cannot be
     hosted raises ``HostingError`` here, with a sentence saying why.
+
+    Settings come from ``settings`` over the environment (see the module's docstring),
+    logged with where each came from; ``environ=False`` takes ``settings`` as they are.
     """
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.approvals import ApprovalPlugin
