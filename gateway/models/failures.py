@@ -140,9 +140,17 @@ def retry_after(error: BaseException) -> float | None:
 def _refused(status: int, wait: float | None, said: str) -> ModelFailure:
     if status == 429:
         when = f"in {_duration(wait)}" if wait is not None else "in a minute"
+        # Google says RESOURCE_EXHAUSTED and "quota" for a quota used up, OpenAI
+        # insufficient_quota: waiting may not be enough, and the operator should know.
+        sentence = (
+            f"The model provider's quota for the gateway is used up; try again {when}, or the "
+            "operator has to raise the quota."
+            if "quota" in said.lower()
+            else f"The model provider is limiting how often it is asked; try again {when}."
+        )
         return ModelFailure(
             p.ErrorCode.RATE_LIMIT_EXCEEDED,
-            f"The model provider is limiting how often it is asked; try again {when}.",
+            sentence,
             f"HTTP 429 (retry after {_duration(wait)}): {said}" if wait else f"HTTP 429: {said}",
         )
     if status in (401, 403) or (status == 400 and "API_KEY_INVALID" in said):

@@ -1,5 +1,6 @@
 """A provider failure an operator has to fix says so: no credentials (google-genai cannot
-build its client) and an unknown model name each become a sentence saying what to fix, and
+build its client), an unknown model name and a quota used up each become a sentence saying
+what to fix, and
 the half-built client's orphaned close is no traceback in the log."""
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ def test_an_unknown_model_name_says_to_check_the_name() -> None:
     assert failure is not None
     assert "check the model name" in failure.sentence
     assert "models/gemini-9 is not found" in failure.detail
+
+
+def test_a_quota_used_up_says_so_and_a_rate_limit_does_not() -> None:
+    def refusal(message: str) -> str:
+        body = {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED"}}
+        failure = classify(genai_errors.ClientError(429, body))
+        assert failure is not None and failure.code == p.ErrorCode.RATE_LIMIT_EXCEEDED
+        return failure.sentence
+
+    quota = refusal("You exceeded your current quota, please check your plan and billing.")
+    assert "quota for the gateway is used up" in quota and "raise the quota" in quota
+    assert "quota" not in refusal("Too many requests.")
 
 
 async def test_the_half_built_clients_orphaned_close_logs_nothing(
