@@ -39,6 +39,7 @@ FENCE = re.compile(
 )
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 BIN = Path(sys.executable).parent
+MOST_NOT_RUN = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,8 +109,9 @@ def run(
 def test_every_block_is_tagged_and_few_are_not_run() -> None:
     found = list(FENCE.finditer(README))
     assert len(found) >= 10
-    not_run = [match for match in found if match["why"]]
-    assert len(not_run) <= 2, [match["why"] for match in not_run]
+    not_run = [match["why"] for match in found if match["why"]]
+    # Short on purpose: an example nobody runs is the one that goes stale.
+    assert len(not_run) <= MOST_NOT_RUN, not_run
 
 
 @pytest.mark.parametrize("block", blocks("json"), ids=str)
@@ -179,7 +181,10 @@ def test_bash_commands_run_or_hold(block: Block, command: str, gateway: LocalGat
         done = run(["agent-gateway", "serve", target, "--help"])
         assert "AGENT" in done.stdout
     else:
-        pytest.fail(f"{block}: no rule runs or checks {command!r}: add one, or mark the block")
+        pytest.fail(
+            f"{block}: no rule runs or checks {command!r}: add one here, or say why above the"
+            " block with <!-- not run: ... -->"
+        )
 
 
 def test_the_table_of_contents_is_current() -> None:
