@@ -24,7 +24,27 @@ The package is one layer a folder, each importing only from those below it
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
+
+# pyproject.toml's requires-python; tests/test_python_version.py keeps the two equal.
+OLDEST_PYTHON = (3, 11)
+
+
+def require_python(running: tuple[int, ...] | None = None) -> None:
+    """Stops an older Python with a sentence that names it, not a SyntaxError or an import
+    failure deep in ADK (``pip`` on it blames google-adk, which has no release for it)."""
+    running = running or (sys.version_info.major, sys.version_info.minor, sys.version_info.micro)
+    if running[:2] < OLDEST_PYTHON:
+        found = ".".join(str(part) for part in running[:3])
+        raise SystemExit(
+            f"agent-gateway needs Python {'.'.join(map(str, OLDEST_PYTHON))} or newer; "
+            f"this is Python {found}. Create the environment with a newer one, e.g. "
+            "python3.11 -m venv .venv"
+        )
+
+
+require_python()
 
 if TYPE_CHECKING:
     from gateway.adk.hosting import Hosted, HostingError

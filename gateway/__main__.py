@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -29,11 +31,38 @@ def serve(resolved: config.Resolved) -> None:
     # The version and every setting, by where it came from, before anything is loaded.
     logs.configure(settings)
     config.announce(resolved)
+    _port_free(settings)
     try:
         # Read here already: the environment is not read a second time.
         serve_agent(settings.agent or None, settings, environ=False)
     except (AuthSettingsError, HostingError, ModelError, CatalogError) as error:
         sys.exit(f"agent-gateway: {error}")
+
+
+def _port_free(settings: config.Settings) -> None:
+    """Refuses a port another process listens on before any start-up work (the database
+    opened, the agent built), in one line: uvicorn would find out only once all is done.
+
+    A test bind with SO_REUSEADDR, as uvicorn binds: a port left in TIME_WAIT is free."""
+    if settings.port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+    except OSError:
+        return  # a host that does not resolve: uvicorn's own error names it
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            where = f"{settings.host}:{settings.port}"
+            if error.errno == errno.EADDRINUSE:
+                sys.exit(
+                    f"agent-gateway: {where} is in use by another process (another gateway?): "
+                    "stop it, or choose another port with --port or GATEWAY_PORT"
+                )
+            sys.exit(f"agent-gateway: cannot listen on {where}: {error.strerror}")
 
 
 def _working_directory_first() -> None:

@@ -5,7 +5,7 @@
                 the session store opened read-only, so they are safe beside a running
                 gateway (``agent-gateway audit`` reads through ``gateway.audit.reading``)
 - ``chat``      ``agent-gateway-chat``: a chat in the terminal over the /ws door that plays
-                the browser, answering its client tools
+                the browser, answering its client tools and approvals
 
 The ``agent-gateway`` command itself (``serve``, and the command line that runs the operator
 commands) is ``gateway.__main__``. Like it, this package is at the top of the house:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from importlib.resources import files
 from typing import Any
 
@@ -18,6 +19,12 @@ from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.models import names
 from gateway.tools import catalog as tool_catalog
 from gateway.tools.adk import server_tools
+
+log = logging.getLogger(__name__)
+
+# Names told to the operator as not the demo's; bounded, as a client picks them.
+_UNKNOWN_TOLD: set[str] = set()
+UNKNOWN_TOLD_MOST = 100
 
 # Threads are keyed by this name (the App's): another agent on the same database never
 # sees them.
@@ -73,8 +80,22 @@ def build_model(settings: Settings) -> BaseLlm | str:
 
 
 def profile(user_id: str) -> dict[str, Any]:
-    """GET /me: the user and the screens they may open, for the web client's menu."""
-    return screen_catalog.load().profile(user_id)
+    """GET /me: the user and the screens they may open, for the web client's menu.
+
+    A name the demo's directory lacks (``?user=alice``) may open nothing and sees no work
+    request, which looks like a broken demo: the operator is told once, with the names
+    it knows."""
+    directory = screen_catalog.load()
+    unknown = user_id not in directory.users and user_id not in _UNKNOWN_TOLD
+    if unknown and len(_UNKNOWN_TOLD) < UNKNOWN_TOLD_MOST:
+        _UNKNOWN_TOLD.add(user_id)
+        log.warning(
+            "%r is not one of the demo's users (%s): they may open no screen and see no"
+            " work request (README: The demo's users)",
+            user_id,
+            ", ".join(directory.users),
+        )
+    return directory.profile(user_id)
 
 
 def hosted(settings: Settings) -> Hosted:

@@ -20,6 +20,7 @@ from gateway.store.errors import StoreError
 from gateway.store.messages import EventMessages
 from gateway.store.sqlite.database import Database
 from gateway.store.sqlite.schema import prepare
+from gateway.store.sqlite.writable import unwritable_message, why_unwritable
 
 SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}
 
@@ -44,6 +45,8 @@ async def connect(
     try:
         await conn
     except sqlite3.Error as error:
+        if not read_only and not memory_only and (cause := why_unwritable(path)):
+            raise StoreError(unwritable_message(path, cause)) from error
         raise StoreError(f"cannot open the session store {path}: {error}") from error
     try:
         await db.run(
@@ -59,6 +62,10 @@ async def connect(
     except BaseException as error:
         await conn.close()
         if isinstance(error, sqlite3.DatabaseError):
+            # A file it may not write is not damaged: say why, not "restore it from a backup".
+            cause = None if read_only or memory_only else why_unwritable(path)
+            if cause:
+                raise StoreError(unwritable_message(path, cause)) from error
             raise StoreError(
                 f"{path} is not a usable session store ({error}). It was left as it"
                 " is: restore it from a backup, or move it aside to start a new one."

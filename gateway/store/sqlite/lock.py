@@ -11,6 +11,7 @@ import fcntl
 import os
 
 from gateway.store.errors import StoreError
+from gateway.store.sqlite.writable import unwritable_message, why_unwritable
 
 
 def lock_for_writing(path: str) -> int:
@@ -23,6 +24,8 @@ def lock_for_writing(path: str) -> int:
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as error:
+        if cause := why_unwritable(path):
+            raise StoreError(unwritable_message(path, cause)) from None
         raise StoreError(f"cannot create the lock file {lock_path}: {error.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
