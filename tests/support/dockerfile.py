@@ -33,10 +33,13 @@ class Stage:
         """The variables the stage's ``ENV`` instructions set (``KEY=value`` pairs)."""
         found: dict[str, str] = {}
         for args in self.all("ENV"):
-            for pair in shlex.split(args):
-                key, _, value = pair.partition("=")
-                found[key] = value
+            found.update(env_pairs(args))
         return found
+
+
+def env_pairs(args: str) -> dict[str, str]:
+    """The variables one ``ENV KEY=value ...`` instruction sets, ``$VAR`` left as written."""
+    return dict(pair.partition("=")[::2] for pair in shlex.split(args))
 
 
 def instructions(path: Path = DOCKERFILE) -> list[tuple[str, str]]:
