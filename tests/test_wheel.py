@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.agui import new_id, text_of, tool_calls, user_input
+from tests.support.checkout import clean_copy, succeed
 from tests.support.processes import ROOT, free_port, gateway_process, order_desk, run_over_ws
 
 pytestmark = [
@@ -47,33 +47,17 @@ root_agent = LlmAgent(name="parrot", model=Parrot(), instruction="Repeat.")
 """
 
 
-def _run(*command: str | Path, cwd: Path, timeout: float = 600) -> str:
-    done = subprocess.run(
-        [str(part) for part in command], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The ``bin/`` of a fresh venv holding only the wheel and its dependencies."""
     root = tmp_path_factory.mktemp("wheel")
-    source = root / "source"
-    tracked = _run("git", "ls-files", "-z", cwd=ROOT).split("\0")
-    for name in filter(None, tracked):
-        if (ROOT / name).is_symlink():  # as a clone has it: the reference client's agui-websocket/
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(os.readlink(ROOT / name), source / name)
-        elif (ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
+    source = clean_copy(root / "source")
     pip = (sys.executable, "-m", "pip")
-    _run(*pip, "wheel", "-q", "--no-deps", "-w", root / "dist", ".", cwd=source)
+    succeed(*pip, "wheel", "-q", "--no-deps", "-w", root / "dist", ".", cwd=source)
     [wheel] = (root / "dist").glob("agent_gateway-*.whl")
-    _run(sys.executable, "-m", "venv", root / "venv", cwd=root)
+    succeed(sys.executable, "-m", "venv", root / "venv", cwd=root)
     bin_dir = root / "venv" / "bin"
-    _run(bin_dir / "pip", "install", "-q", "--disable-pip-version-check", wheel, cwd=root)
+    succeed(bin_dir / "pip", "install", "-q", "--disable-pip-version-check", wheel, cwd=root)
     yield bin_dir
 
 
@@ -92,7 +76,7 @@ async def test_the_installed_wheel_serves_the_demo_and_reads_its_threads(
         modules = await _modules(port, "/app.js")
         assert {"/agui-websocket/connection.js", "/agui-websocket/ledger.js"} <= modules
     threads = ("threads", "--user", "demo", "--db", db)
-    listed = _run(installed / "agent-gateway", *threads, cwd=tmp_path)
+    listed = succeed(installed / "agent-gateway", *threads, cwd=tmp_path)
     assert [t["threadId"] for t in json.loads(listed)] == [thread]
 
 
@@ -116,7 +100,7 @@ async def test_the_installed_wheel_runs_the_warehouse_and_its_mcp_servers(
 ) -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     extra = pyproject["project"]["optional-dependencies"]["mcp"]
-    _run(installed / "pip", "install", "-q", "--disable-pip-version-check", *extra, cwd=tmp_path)
+    succeed(installed / "pip", "install", "-q", "--disable-pip-version-check", *extra, cwd=tmp_path)
     port = free_port()
     monkeypatch.setenv("WAREHOUSE_ORDERS_URL", f"http://127.0.0.1:{port}/mcp")
     monkeypatch.setenv("GOOGLE_API_USE_CLIENT_CERTIFICATE", "false")
