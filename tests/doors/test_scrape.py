@@ -10,7 +10,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.metrics import sample
-from tests.support.agui import new_id, user_input
+from tests.support.agui import new_id, outcome, resume, user_input
+from tests.support.approvals import ask_approval
 from tests.support.budgets import eventually
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import RunningGateway, post_run, running_gateway
@@ -121,3 +122,24 @@ async def test_each_gateway_counts_alone() -> None:
         await asyncio.sleep(0)
         assert total(await samples(counted), "gateway_runs_total") == 1
         assert total(await samples(idle), "gateway_runs_total") == 0
+
+
+async def test_approvals_and_reattaches_are_counted() -> None:
+    async with running_gateway(metrics="on", metrics_token=TOKEN) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            interrupt = await ask_approval(ws, thread)
+            events = await ws.run(resume(thread, interrupt["id"], payload={"approved": True}))
+            assert outcome(events) == {"type": "success"}
+            await ws.send({"type": "reattach", "threadId": thread})
+            metrics = gateway.app.metrics
+            await eventually(
+                lambda: (sample(metrics, "gateway_replay_bytes_total") or 0) > 0,
+                5,
+                what="the reattach's snapshot counted",
+            )
+        found = await samples(gateway)
+        assert value(found, "gateway_runs_total", outcome="interrupt", code="") == 1
+        assert value(found, "gateway_approvals_asked_total") == 1
+        assert value(found, "gateway_approvals_answered_total", decision="approved") == 1
+        assert value(found, "gateway_reattaches_total") == 1
