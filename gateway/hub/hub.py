@@ -608,6 +608,7 @@ class Hub:
     async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> Unfinished | None:
         """Closes the run a dead process cut off on the thread, as a restart closes its
         own; what is to go on (``finish_cut_off``), if anything."""
+        self.metrics.lease_taken_over()
         log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
         try:
             unfinished = await self.engine.close_cut_off(thread_id)
@@ -650,7 +651,6 @@ class Hub:
             if taken.from_dead is None:
                 self.cluster.release(thread_id)
                 return False
-            self.metrics.lease_taken_over()
             try:
                 unfinished = await self._close_cut_off(user_id, thread_id, taken.from_dead)
             except BaseException:
