@@ -1,15 +1,16 @@
 """What counting costs: runs per second with GATEWAY_METRICS=on against off, in the same run.
 
-Each round starts two fresh gateways, one with metrics off and one with them on, and drives
-each through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the
-greeting streamed back, the scripted model at pace 0), for every number of clients; which
-side goes first alternates from round to round, so a machine that slows down over a round
-does not favour either. The metrics side is scraped once a phase, as Prometheus would be,
-and the scrape is checked to have counted every run. Printed: each round's runs/s and CPU per
-run on both sides, then the medians of the rounds and their ratio (on/off; the target keeps
-the loss under 5%).
+Each round starts two fresh gateways at once, one with metrics off and one with them on,
+and drives both through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕"
+in, the greeting streamed back, the scripted model at pace 0), for every number of
+clients, in short phases that alternate between them (off then on, on then off, ...): on a
+machine shared with others, a neighbour's burst lands on both sides of a pair, not on one
+side of the round. Each pair gives a ratio (runs/s on/off, CPU per run off/on); a round
+prints their medians, then the medians of the rounds (the target keeps the loss under 5%).
+The metrics side is scraped at the end of each round, as Prometheus would be, and the
+scrape must have counted every run it served.
 
-    .venv/bin/python -m scripts.bench_metrics                 # 3 rounds, 400 runs a phase
+    .venv/bin/python -m scripts.bench_metrics                 # 3 rounds, 400 runs a side
     .venv/bin/python -m scripts.bench_metrics --rounds 5 --db file
 """
 
@@ -32,7 +33,6 @@ from scripts.bench_runs import UNLIMITED, Phase, gateway_phases, phase_arguments
 
 # Runs/s with metrics on, as a share of the same with them off.
 RATIO_TARGET = 0.95
-SIDES = ("off", "on")
 
 
 @contextlib.contextmanager
@@ -56,18 +56,37 @@ def runs_counted(gateway: LocalGateway) -> float:
     )
 
 
-def measure_side(args: argparse.Namespace, metrics: str, clients: list[int]) -> list[Phase]:
-    with served(args.db, metrics) as gateway:
-        tools = client_tools(gateway)
-        phases = []
+def measure_round(
+    args: argparse.Namespace, clients: list[int], number: int
+) -> dict[int, list[tuple[Phase, Phase]]]:
+    """Both gateways up at once; for each number of clients, ``--pairs`` short phases on
+    each side, interleaved (off then on, on then off, ...): clients -> (off, on) pairs."""
+    pairs: dict[int, list[tuple[Phase, Phase]]] = {c: [] for c in clients}
+    with served(args.db, "off") as off, served(args.db, "on") as on:
+        tools = client_tools(off)
+        done = 0
         for count in clients:
-            phases += uvloop.run(gateway_phases(gateway, args.runs, [count], tools))
-            if metrics == "on":
-                done = sum(len(phase.timings) for phase in phases)
-                counted = runs_counted(gateway)
-                if counted != done:
-                    raise RuntimeError(f"GET /metrics counted {counted:g} runs of {done}")
-        return phases
+            for turn in range(args.pairs):
+                measured = {}
+                first_on = (number + turn) % 2 == 0
+                order = (("on", on), ("off", off)) if first_on else (("off", off), ("on", on))
+                for side, gateway in order:
+                    runs = max(1, args.runs // args.pairs)
+                    [phase] = uvloop.run(gateway_phases(gateway, runs, [count], tools))
+                    measured[side] = phase
+                done += len(measured["on"].timings)
+                pairs[count].append((measured["off"], measured["on"]))
+        counted = runs_counted(on)  # as Prometheus would scrape it
+        if counted != done:
+            raise RuntimeError(f"GET /metrics counted {counted:g} runs of {done}")
+    return pairs
+
+
+def ratios(pairs: list[tuple[Phase, Phase]]) -> tuple[float, float]:
+    """Medians over the pairs: runs/s on/off, and CPU per run off/on (above 1: on is cheaper)."""
+    rate = statistics.median(on.rate / off.rate for off, on in pairs)
+    cpu = statistics.median(off.cpu_per_run / on.cpu_per_run for off, on in pairs)
+    return rate, cpu
 
 
 def main() -> None:
@@ -79,33 +98,33 @@ def main() -> None:
         help="the gateways' store: ':memory:' (default) or a SQLite file in a temporary "
         "directory, as a deployment runs it",
     )
+    parser.add_argument(
+        "--pairs", type=int, default=8, help="interleaved off/on phases per round (8)"
+    )
     args = parser.parse_args()
     clients = [int(c) for c in args.clients.split(",")]
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
-    # side -> clients -> each round's phase
-    results: dict[str, dict[int, list[Phase]]] = {s: {c: [] for c in clients} for s in SIDES}
+    rounds: dict[int, list[tuple[float, float]]] = {c: [] for c in clients}
     for number in range(1, args.rounds + 1):
-        order = SIDES if number % 2 else SIDES[::-1]
-        for side in order:
-            for phase in measure_side(args, side, clients):
-                results[side][phase.clients].append(phase)
-        print(f"round {number} ({' then '.join(order)})")
+        measured = measure_round(args, clients, number)
+        print(f"round {number}")
         for count in clients:
-            for side in SIDES:
-                phase = results[side][count][-1]
-                print(
-                    f"  metrics {side:3} {count} clients {len(phase.timings)} runs: "
-                    f"{phase.rate:6.1f} runs/s, {phase.cpu_per_run * 1000:5.2f} ms CPU/run"
-                )
+            off = [o for o, _ in measured[count]]
+            on = [o for _, o in measured[count]]
+            rate, cpu = ratios(measured[count])
+            rounds[count].append((rate, cpu))
+            print(
+                f"  {count} clients, {len(measured[count])} pairs of "
+                f"{len(on[0].timings)} runs: on {statistics.median(p.rate for p in on):.1f} "
+                f"vs off {statistics.median(p.rate for p in off):.1f} runs/s, ratio {rate:.3f}; "
+                f"CPU/run on {statistics.median(p.cpu_per_run for p in on) * 1000:.2f} vs off "
+                f"{statistics.median(p.cpu_per_run for p in off) * 1000:.2f} ms, ratio {cpu:.3f}"
+            )
     print(f"\nmedians of {args.rounds} rounds (metrics on / off; target >= {RATIO_TARGET})")
     for count in clients:
-        rate = {s: statistics.median(p.rate for p in results[s][count]) for s in SIDES}
-        cpu = {s: statistics.median(p.cpu_per_run for p in results[s][count]) for s in SIDES}
-        print(
-            f"  {count} clients: {rate['on']:.1f} vs {rate['off']:.1f} runs/s, "
-            f"ratio {rate['on'] / rate['off']:.3f}; CPU/run {cpu['on'] * 1000:.2f} vs "
-            f"{cpu['off'] * 1000:.2f} ms, ratio {cpu['off'] / cpu['on']:.3f}"
-        )
+        rate = statistics.median(r for r, _ in rounds[count])
+        cpu = statistics.median(c for _, c in rounds[count])
+        print(f"  {count} clients: runs/s ratio {rate:.3f}, CPU per run ratio {cpu:.3f}")
 
 
 if __name__ == "__main__":
