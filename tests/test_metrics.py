@@ -3,6 +3,10 @@ nothing at all when off; and the settings that would expose metrics to anyone re
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Sequence
+from pathlib import Path
+
 import pytest
 
 from gateway import metrics
@@ -11,6 +15,9 @@ from gateway.auth import AuthSettingsError
 from gateway.config import Settings, load
 from gateway.doors.scrape import check_settings
 from gateway.metrics import OFF, Prometheus, sample
+from gateway.store import StoreError
+from gateway.store.group_commit import GroupCommit
+from gateway.store.writes import Probe, Write
 
 pytestmark = pytest.mark.unit
 
@@ -104,3 +111,42 @@ def test_metrics_for_token_users_need_a_credential_of_their_own() -> None:
     check_settings(Settings(auth="jwt", metrics="on", metrics_token="x" * 16))
     check_settings(Settings(auth="dev", metrics="on"))  # this machine only
     check_settings(Settings(auth="jwt"))  # off: nothing to guard
+
+
+def test_only_the_counting_metrics_import_prometheus_client_and_only_when_made() -> None:
+    """With metrics off the gateway never imports prometheus_client: every import of it is
+    inside a function of ``gateway.metrics`` (or for the type checker)."""
+    package = Path(metrics.__file__).parent
+    found = []
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += (
+                    [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+                )
+                if any(name.split(".")[0] == "prometheus_client" for name in names):
+                    found.append((path.relative_to(package).as_posix(), node.col_offset))
+    assert found and all(where == "metrics.py" and indent > 0 for where, indent in found)
+
+
+async def test_the_store_writers_transactions_are_timed_and_failures_counted() -> None:
+    counted = Prometheus()
+    failing = [False]
+
+    async def commit(writes: Sequence[Write]) -> list[object]:
+        if failing[0]:
+            raise OSError("disk gone")
+        return [None for _ in writes]
+
+    writer = GroupCommit(commit, lambda _healthy: None)
+    writer.metrics = counted
+    await writer.submit(Probe())
+    failing[0] = True
+    with pytest.raises(StoreError):
+        await writer.submit(Probe())
+    await writer.close()
+    assert sample(counted, "gateway_store_commit_seconds_count") == 2
+    assert sample(counted, "gateway_store_writes_total") == 1
+    assert sample(counted, "gateway_store_commit_failures_total") == 1

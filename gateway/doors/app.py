@@ -167,6 +167,13 @@ class Gateway:
                 self.settings.host,
                 self.settings.port,
             )
+        if self.metrics.enabled:
+            log.info(
+                "metrics at GET /metrics, %s",
+                "for the bearer of GATEWAY_METRICS_TOKEN"
+                if self.settings.metrics_token
+                else "open to whoever reaches the port (no GATEWAY_METRICS_TOKEN)",
+            )
         try:
             self.hub = await self._startup()
             self.draining = Drain(self.hub, self.settings.drain_seconds)
