@@ -30,6 +30,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
 from gateway import wire as p
+from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
 from gateway.metrics import OFF, Metrics
 
@@ -122,9 +123,10 @@ class UsagePlugin(BasePlugin):
         )
         if entry is not None:
             self._add(str(run_id), entry)
-            self.metrics.tokens_used(
-                entry.model or "unknown", entry.input_tokens, entry.output_tokens
-            )
+            if callback_context.user_id != WARM_UP_USER:  # the warm-up's are not counted
+                self.metrics.tokens_used(
+                    entry.model or "unknown", entry.input_tokens, entry.output_tokens
+                )
         return None
 
     def take(self, run_id: str) -> list[p.TokenUsage] | None:

@@ -29,6 +29,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
+from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
 from gateway.metrics import OFF, Metrics
 from gateway.models.endpoints import model_name, model_of
@@ -106,7 +107,8 @@ class ModelCalls(BasePlugin):
         self._heard(callback_context)
         if run_id := _run_id(callback_context):
             self._models.setdefault(run_id, {})[_key(callback_context)] = model_of(callback_context)
-            self._began.setdefault(run_id, {})[_key(callback_context)] = time.monotonic()
+            if callback_context.user_id != WARM_UP_USER:  # the warm-up's are not counted
+                self._began.setdefault(run_id, {})[_key(callback_context)] = time.monotonic()
         return None
 
     async def after_model_callback(

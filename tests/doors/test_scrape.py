@@ -143,3 +143,12 @@ async def test_approvals_and_reattaches_are_counted() -> None:
         assert value(found, "gateway_approvals_asked_total") == 1
         assert value(found, "gateway_approvals_answered_total", decision="approved") == 1
         assert value(found, "gateway_reattaches_total") == 1
+
+
+async def test_the_warm_up_runs_are_not_counted() -> None:
+    async with running_gateway(metrics="on", metrics_token=TOKEN, warm_up_runs=3) as gateway:
+        found = await samples(gateway)
+        assert total(found, "gateway_runs_total") == 0
+        assert total(found, "gateway_model_calls_total") == 0
+        assert total(found, "gateway_model_tokens_total") == 0
+        assert value(found, "gateway_run_seconds_count") == 0
