@@ -11,6 +11,7 @@ The package is one layer a folder, each importing only from those below it
 (``tests/test_layers.py`` holds it to that), bottom to top:
 
     wire/       AG-UI frames as msgspec Structs, versions, bounds; config, logs, context
+                (below it), metrics.py (what operators scrape) beside it
     store/      ADK sessions and each thread's event log, on SQLite or PostgreSQL; beside
                 it auth/ (who is asking), audit/ (what they did), cluster/ (processes
                 sharing a database)

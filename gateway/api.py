@@ -26,7 +26,7 @@ from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
 from google.adk.plugins.base_plugin import BasePlugin
 
-from gateway import config
+from gateway import config, metrics
 from gateway.adk.hosting import Hosted
 from gateway.config import Settings
 from gateway.tools.catalog import Catalog
@@ -100,6 +100,7 @@ def create_app(
         config.announce(resolved)
         settings = resolved.settings
     settings = settings or Settings()
+    counted = metrics.for_setting(settings.metrics)
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model, predict_state)
     mcp.install_log_filter()
@@ -107,8 +108,8 @@ def create_app(
     sdk_noise.install_log_filter()
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
-    usage = UsagePlugin()
-    model_calls = ModelCalls()
+    usage = UsagePlugin(counted)
+    model_calls = ModelCalls(counted)
     surfaces = SurfacePlugin()
     services = open_services(settings)
     plugins: list[BasePlugin] = [
@@ -140,6 +141,7 @@ def create_app(
         # The store first: it refuses a new file that already holds tables of its own.
         assert app.root_agent is not None
         service.append(await open_session_service(settings, app.name, app.root_agent.name))
+        service[0].count_into(counted)
         await audit.open()
         engine = Engine(
             hosted,
@@ -159,15 +161,18 @@ def create_app(
             approval_timeout=settings.approval_timeout,
             audit=audit,
             context_allow=config.context_allow(settings),
-            slots=RunSlots(settings.max_runs, settings.run_wait),
+            slots=RunSlots(settings.max_runs, settings.run_wait, counted),
             snapshot_bytes=settings.snapshot_bytes,
             cursor_bytes=settings.cursor_bytes,
-            quota=Quota(settings.user_threads, settings.user_stored_bytes),
-            sends=SendBudget(settings.user_reattach_bytes, settings.user_reattach_burst),
+            quota=Quota(settings.user_threads, settings.user_stored_bytes, counted),
+            sends=SendBudget(
+                settings.user_reattach_bytes, settings.user_reattach_burst, metrics=counted
+            ),
             model_timeout=settings.model_timeout,
             busy_policy=Busy(settings.busy),
             cluster=cluster_for(settings),
             state_rules=state_rules,
+            metrics=counted,
         )
         for closed in service[0].cut_off:
             # The log ends the run as the store now does, before any client follows it.
@@ -192,7 +197,7 @@ def create_app(
         if service:
             await service[0].close()
 
-    return Gateway(settings, startup, shutdown)
+    return Gateway(settings, startup, shutdown, counted)
 
 
 def _hosted(

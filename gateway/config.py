@@ -109,6 +109,8 @@ class Settings:
     credentials: str = "memory"
     log_level: str = "info"
     log_format: str = "text"
+    metrics: str = "off"
+    metrics_token: str = ""
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -222,6 +224,10 @@ _HELP: dict[str, str] = {
     "this process), 'none', or package.module:attr as for memory",
     "log_level": "debug, info, warning or error",
     "log_format": "'text' (one escaped line a record) or 'json' (with user, thread and run ids)",
+    "metrics": "'on' serves Prometheus metrics at GET /metrics (see the README's Metrics), "
+    "'off' counts nothing",
+    "metrics_token": "the credential (16+ bytes) a scraper sends as Authorization: Bearer to "
+    "GET /metrics; required with --auth jwt, optional with dev; prefer the env var",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -232,6 +238,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "log_level": ("debug", "info", "warning", "error"),
     "warm_up": ("gateway", "agent"),
     "log_format": ("text", "json"),
+    "metrics": ("off", "on"),
 }
 
 

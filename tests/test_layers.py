@@ -6,7 +6,8 @@ Read from the source with ``ast`` (every import, also those inside functions and
 The layers, bottom to top, as DESIGN.md draws them; a package beside a layer sits at its level:
 
     config, logs, context           settings, log lines, what a run's events carry for agents
-    wire                            AG-UI frames, versions, bounds, notices, pointers
+    wire, metrics                   AG-UI frames, versions, bounds, notices, pointers; what
+                                    operators scrape
     store, auth, audit, cluster     the session store and its backends; who is asking; what
                                     they did; the processes that share a database
     translate, a2ui, tools          ADK events -> AG-UI, no I/O; A2UI surfaces; client tools
@@ -34,7 +35,7 @@ PACKAGE = Path(gateway.__file__).parent
 
 LAYERS: list[set[str]] = [
     {"gateway.config", "gateway.logs", "gateway.context"},
-    {"gateway.wire"},
+    {"gateway.wire", "gateway.metrics"},
     {"gateway.store", "gateway.auth", "gateway.audit", "gateway.cluster"},
     {"gateway.translate", "gateway.a2ui", "gateway.tools"},
     {"gateway.adk", "gateway.models"},

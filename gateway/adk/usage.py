@@ -30,7 +30,9 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
 from gateway import wire as p
+from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
+from gateway.metrics import OFF, Metrics
 
 __all__ = ["MissingUsage", "UsagePlugin", "install_log_filter", "token_usage"]
 
@@ -102,8 +104,9 @@ def _count(value: Any) -> int | None:
 
 
 class UsagePlugin(BasePlugin):
-    def __init__(self) -> None:
+    def __init__(self, metrics: Metrics = OFF) -> None:
         super().__init__(name="agent_gateway_usage")
+        self.metrics = metrics
         # run id -> model -> summed counts
         self._runs: collections.OrderedDict[str, dict[str | None, dict[str, int]]] = (
             collections.OrderedDict()
@@ -120,6 +123,10 @@ class UsagePlugin(BasePlugin):
         )
         if entry is not None:
             self._add(str(run_id), entry)
+            if callback_context.user_id != WARM_UP_USER:  # the warm-up's are not counted
+                self.metrics.tokens_used(
+                    entry.model or "unknown", entry.input_tokens, entry.output_tokens
+                )
         return None
 
     def take(self, run_id: str) -> list[p.TokenUsage] | None:

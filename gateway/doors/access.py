@@ -21,6 +21,7 @@ from gateway.audit import AccessRecord, AuditLog
 from gateway.auth import Authenticator, Identity, Impersonation
 from gateway.context import Caller
 from gateway.doors.asgi import header
+from gateway.metrics import OFF, Metrics
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,10 @@ class Access:
         scope: MutableMapping[str, Any],
         door: str,
         action: str,
+        metrics: Metrics = OFF,
     ) -> None:
         self.auth, self.audit, self.scope = auth, audit, scope
+        self.metrics = metrics
         self.door, self.action = door, action
         client = scope.get("client")
         self.client = str(client[0]) if client else ""
@@ -140,6 +143,8 @@ class Access:
         """
         outcome = error.code.value if error else "ok"
         for entry in run_input.resume or ():
+            taken = (overruled or {}).get(entry.interrupt_id, outcome) == "ok"
+            self.metrics.approval_answered(_decision(entry) if taken else "refused")
             self.record(
                 "approval",
                 thread_id=run_input.thread_id,

@@ -6,10 +6,11 @@ up through its own socket (``gateway.doors.warmup``) while it probes the models;
 says Healthy only after both. Routing matches the path below where the gateway is mounted
 and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /invocations
 to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
-``gateway.doors.sse_replay``, GET /ping, /livez and /readyz (/ready) to ``gateway.doors.ping``,
-and GET /tools,
-/me, /history, /capabilities and POST /ws-ticket to ``gateway.doors.json_doors``, and a
-backend system's POST /tool-results to ``gateway.doors.tool_results``. CORS covers the
+``gateway.doors.sse_replay``, GET /ping, /livez and /readyz (/ready) to
+``gateway.doors.ping``, GET /tools, /me, /history, /capabilities and POST /ws-ticket to
+``gateway.doors.json_doors``, a backend system's POST /tool-results to
+``gateway.doors.tool_results``, and a Prometheus scrape, GET /metrics, to
+``gateway.doors.scrape``. CORS covers the
 browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
 client (``gateway.doors.static``).
 
@@ -37,7 +38,7 @@ from gateway import wire as p
 from gateway.adk import capabilities
 from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, json_doors, ping, tool_results, warmup
+from gateway.doors import cors, json_doors, ping, scrape, tool_results, warmup
 from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.drain import Drain
@@ -49,6 +50,7 @@ from gateway.doors.static import web_file
 from gateway.doors.websocket import WebSocketSession
 from gateway.hub.hub import Hub
 from gateway.hub.limits import RateLimiter
+from gateway.metrics import OFF, Metrics
 from gateway.models.endpoints import endpoints
 from gateway.models.health import ModelHealth
 
@@ -80,10 +82,14 @@ class Gateway:
         settings: Settings,
         startup: Callable[[], Awaitable[Hub]],
         shutdown: Callable[[], Awaitable[None]],
+        metrics: Metrics = OFF,
     ) -> None:
         self.settings = settings
         # Built here, so settings it cannot work with stop start-up before anything listens.
         self.auth = Authenticator(settings)
+        scrape.check_settings(settings)
+        # What GET /metrics exposes; the hub and the store count into the same.
+        self.metrics = metrics
         redact.install()
         self._startup = startup
         self._shutdown = shutdown
@@ -97,7 +103,7 @@ class Gateway:
         self.capabilities = b"{}"
         # Set once the warm-up is over; /ping says Healthy only then.
         self.ready = asyncio.Event()
-        self.rates = RateLimiter(settings.user_rate, settings.user_burst)
+        self.rates = RateLimiter(settings.user_rate, settings.user_burst, metrics=metrics)
         # Browser origins allowed besides the gateway's own host, on every door.
         self.origins = config.allowed_origins(settings)
         self._warming: asyncio.Task[None] | None = None
@@ -109,13 +115,18 @@ class Gateway:
             await self._lifespan(receive, send)
             return
         path = route_path(scope)
-        if kind == "websocket" and path == "/ws":
-            assert self.shared is not None
-            await WebSocketSession(self.shared, scope, receive, send).serve()
-        elif kind == "http":
-            await self._http(scope, receive, send, path)
-        elif kind == "websocket":
-            await send({"type": "websocket.close", "code": 4404})
+        door = "ws" if kind == "websocket" else "http"
+        self.metrics.connection_opened(door)
+        try:
+            if kind == "websocket" and path == "/ws":
+                assert self.shared is not None
+                await WebSocketSession(self.shared, scope, receive, send).serve()
+            elif kind == "http":
+                await self._http(scope, receive, send, path)
+            elif kind == "websocket":
+                await send({"type": "websocket.close", "code": 4404})
+        finally:
+            self.metrics.connection_closed(door)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -158,6 +169,13 @@ class Gateway:
                 "user ?user= or X-Gateway-User names; use GATEWAY_AUTH=jwt beyond a demo",
                 self.settings.host,
                 self.settings.port,
+            )
+        if self.metrics.enabled:
+            log.info(
+                "metrics at GET /metrics, %s",
+                "for the bearer of GATEWAY_METRICS_TOKEN"
+                if self.settings.metrics_token
+                else "open to whoever reaches the port (no GATEWAY_METRICS_TOKEN)",
             )
         try:
             self.hub = await self._startup()
@@ -284,6 +302,8 @@ class Gateway:
             await json_doors.history(self.shared, scope, send)
         elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":
             await json_doors.capabilities(self.shared, self.capabilities, scope, send)
+        elif path == "/metrics" and method == "GET":  # a scraper's, no browser's: not in DOORS
+            await scrape.scrape(self.metrics, self.settings.metrics_token, scope, send)
         elif path in DOORS:
             await respond(
                 send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]

@@ -45,7 +45,7 @@ class Invocation:
 
     def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
         self.hub, self.settings, self.rates = shared.hub, shared.settings, shared.rates
-        self.access = Access(shared.auth, shared.hub.audit, scope, "sse", "run")
+        self.access = Access(shared.auth, shared.hub.audit, scope, "sse", "run", shared.hub.metrics)
         self.scope, self.receive, self.send = scope, receive, send
 
     async def serve(self) -> None:

@@ -78,7 +78,9 @@ class WebSocketSession:
         self.queued_bytes = 0
         self.refused: Refused | None = None
         self.user = ""
-        self.access = Access(shared.auth, shared.hub.audit, scope, "ws", "connect")
+        self.access = Access(
+            shared.auth, shared.hub.audit, scope, "ws", "connect", shared.hub.metrics
+        )
         self.following: str | None = None
         self.close_code = 1000
         self.close_reason = ""

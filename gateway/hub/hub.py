@@ -34,6 +34,7 @@ from google.genai import types
 from gateway import wire as p
 from gateway.adk.engine import CONFIRMATION_CALL, Engine
 from gateway.audit.log import AuditLog
+from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
 from gateway.hub import eventlog
@@ -61,6 +62,7 @@ from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.metrics import OFF, Metrics
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease, Fence
@@ -102,8 +104,12 @@ class Hub:
         busy_policy: Busy = Busy.INTERRUPT,
         cluster: Cluster | None = None,
         state_rules: StateRules = DEFAULT_RULES,
+        metrics: Metrics = OFF,
     ) -> None:
         self.engine = engine
+        # What operators scrape (``gateway.metrics``); counting nothing unless they asked.
+        self.metrics = metrics
+        metrics.watch_runs(lambda: self._running)
         # The processes this one runs threads with; on its own, a cluster of one.
         self.cluster: Cluster = cluster or SingleNode()
         # What an input on a thread with a run going meets, unless it asks for another.
@@ -427,6 +433,7 @@ class Hub:
         progress it now follows live. A user whose reattaches sent more than
         ``sends`` allows is refused (RATE_LIMIT_EXCEEDED) before anything is read."""
         self.sends.check(user_id)
+        self.metrics.reattached()
         thread = await self._thread(user_id, thread_id)
         if after is not None and subscriber not in thread.watchers:
             sent = await self.joiner.replay(
@@ -601,6 +608,7 @@ class Hub:
     async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> Unfinished | None:
         """Closes the run a dead process cut off on the thread, as a restart closes its
         own; what is to go on (``finish_cut_off``), if anything."""
+        self.metrics.lease_taken_over()
         log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
         try:
             unfinished = await self.engine.close_cut_off(thread_id)
@@ -697,6 +705,7 @@ class Hub:
         """The database refused a write of the thread under ``fence``: another process took
         it over while this one stalled. Its run stops, every later write of it is refused
         (``SessionService``), and it ends telling its clients to reattach."""
+        self.metrics.fenced()
         thread = self.threads.get(fence.thread_id)
         if thread is None or (run := thread.run) is None or run.ended:
             return
@@ -768,6 +777,7 @@ class Hub:
         thread.early.clear()
         thread.early_messages.clear()
         run = self._claim(thread, run_id, None, leased=True)
+        self.metrics.client_tools_expired(len(open_items))
         log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
         self.planner.audit_answers(thread, run.run_id, open_items, responses)
         metadata = {"runId": run.run_id, "context": {}}
@@ -803,6 +813,7 @@ class Hub:
         thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
         run.log = partial(self._log_frames, thread)
+        run.clock = None if thread.user_id == WARM_UP_USER else self.metrics.run_clock()
         if leased:
             run.leased = True
             run.release = partial(self._release, run)
@@ -832,6 +843,7 @@ class Hub:
         # Armed before the run lets go of the thread: a thread nobody watches is kept
         # while its calls wait, so the hub's stop and a later input find that timer.
         if run.translator.pending:
+            self.metrics.client_tools_awaited(len(run.translator.pending))
             self._arm_expiry(run.thread)
         if run.stopped_by is not None:
             # What it numbered may not be stored, and others may have written since: the

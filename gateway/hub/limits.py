@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 
 from gateway import wire as p
+from gateway.metrics import OFF, Metrics
 from gateway.store import Usage
 
 log = logging.getLogger(__name__)
@@ -45,10 +46,15 @@ class RateLimiter:
     """``rate`` frames a second per user, with bursts of up to ``burst``."""
 
     def __init__(
-        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+        self,
+        rate: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: Metrics = OFF,
     ) -> None:
         self.rate, self.burst = rate, burst
         self._clock = clock
+        self.metrics = metrics
         self._buckets: dict[str, _Bucket] = {}
 
     def allow(self, user: str, cost: float = 1.0) -> float:
@@ -78,6 +84,7 @@ class RateLimiter:
             raise self.refusal(wait)
 
     def refusal(self, wait: float) -> p.GatewayError:
+        self.metrics.refused("rate")
         return p.GatewayError(
             p.ErrorCode.RATE_LIMIT_EXCEEDED,
             f"Too many requests: at most {self.rate:g} a second (bursts of {self.burst})"
@@ -103,6 +110,7 @@ class SendBudget(RateLimiter):
     def spend(self, user: str, sent: int) -> None:
         """Charges ``user`` what one request made the gateway send; it may go into debt,
         said once in a log line."""
+        self.metrics.replayed(sent)
         if self.rate <= 0:
             return
         bucket = self._refilled(user)
@@ -118,6 +126,7 @@ class SendBudget(RateLimiter):
             )
 
     def refusal(self, wait: float) -> p.GatewayError:
+        self.metrics.refused("reattach_bytes")
         return p.GatewayError(
             p.ErrorCode.RATE_LIMIT_EXCEEDED,
             f"Your reattaches and history pages have had the gateway send more than one user"
@@ -137,16 +146,19 @@ class Quota:
 
     threads: int = 0
     stored_bytes: int = 0
+    metrics: Metrics = OFF
 
     def check(self, usage: Usage, *, new_thread: bool, new_turn: bool) -> None:
         """Raises SERVICE_QUOTA_EXCEEDED if a run with this usage would pass the quota."""
         if new_thread and self.threads and usage.threads > self.threads:
+            self.metrics.refused("quota")
             raise p.GatewayError(
                 p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
                 f"You have {self.threads} threads, the most one user may keep"
                 " (GATEWAY_USER_THREADS); go on in one of them, or ask the operator.",
             )
         if new_turn and self.stored_bytes and usage.stored_bytes >= self.stored_bytes:
+            self.metrics.refused("quota")
             mib = self.stored_bytes / (1 << 20)
             raise p.GatewayError(
                 p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
@@ -158,8 +170,9 @@ class Quota:
 class RunSlots:
     """At most ``limit`` runs in progress; a run waits up to ``wait_seconds`` for a slot."""
 
-    def __init__(self, limit: int, wait_seconds: float) -> None:
+    def __init__(self, limit: int, wait_seconds: float, metrics: Metrics = OFF) -> None:
         self.limit, self.wait_seconds = limit, wait_seconds
+        self.metrics = metrics
         self.taken = 0
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
@@ -201,6 +214,7 @@ class RunSlots:
         self.taken -= 1
 
     def _refusal(self) -> p.GatewayError:
+        self.metrics.refused("runs")
         return p.GatewayError(
             p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
             f"The gateway is running its limit of {self.limit} runs and none finished within"

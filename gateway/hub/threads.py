@@ -41,6 +41,7 @@ from gateway.context import Caller
 from gateway.hub import eventlog
 from gateway.hub.outbox import Commit, Outbox
 from gateway.hub.states import ThreadState
+from gateway.metrics import RunClock
 from gateway.store.frames import LoggedFrame
 from gateway.translate.translator import Phase, RunTranslator
 
@@ -131,6 +132,8 @@ class Run:
     # What stopped it from outside, told as its end instead of "cancelled": its process
     # lost the thread's lease, or another process took the thread over (``Hub.fenced``).
     stopped_by: p.GatewayError | None = None
+    # Times its events as they go out, for ``gateway.metrics``; None: not timed.
+    clock: RunClock | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:
@@ -160,6 +163,8 @@ class Run:
         batch = list(events)
         if not batch:
             return
+        if self.clock is not None:
+            self.clock.saw(batch)
         logged = self._log(batch, observers_only) if self.log is not None else None
         if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
             release, self.release = self.release, None

@@ -29,8 +29,10 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
+from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
-from gateway.models.endpoints import model_of
+from gateway.metrics import OFF, Metrics
+from gateway.models.endpoints import model_name, model_of
 from gateway.models.failures import ModelFailure, classify
 
 __all__ = ["MODEL_FAILED", "FailedCall", "ModelCalls", "Stall"]
@@ -60,8 +62,11 @@ class FailedCall:
 
 
 class ModelCalls(BasePlugin):
-    def __init__(self) -> None:
+    def __init__(self, metrics: Metrics = OFF) -> None:
         super().__init__(name="agent_gateway_model_calls")
+        self.metrics = metrics
+        # run id -> its calls under way -> when each began (monotonic), for their latency
+        self._began: dict[str, dict[CallKey, float]] = {}
         # run id -> its open calls -> when each last heard from its model (monotonic)
         self._open: dict[str, dict[CallKey, float]] = {}
         # run id -> its open calls -> the model each calls, described for the log
@@ -91,6 +96,7 @@ class ModelCalls(BasePlugin):
         """The run has ended: nothing of it is kept."""
         self._open.pop(run_id, None)
         self._models.pop(run_id, None)
+        self._began.pop(run_id, None)
         self._failed.pop(run_id, None)
 
     # --- ADK's callbacks -----------------------------------------------------------------
@@ -101,6 +107,8 @@ class ModelCalls(BasePlugin):
         self._heard(callback_context)
         if run_id := _run_id(callback_context):
             self._models.setdefault(run_id, {})[_key(callback_context)] = model_of(callback_context)
+            if callback_context.user_id != WARM_UP_USER:  # the warm-up's are not counted
+                self._began.setdefault(run_id, {})[_key(callback_context)] = time.monotonic()
         return None
 
     async def after_model_callback(
@@ -110,12 +118,15 @@ class ModelCalls(BasePlugin):
             self._close(callback_context)
         else:
             self._heard(callback_context)
+        if not llm_response.partial:
+            self._answered(callback_context, failed=bool(llm_response.error_code))
         return None
 
     async def on_model_error_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest, error: Exception
     ) -> LlmResponse | None:
         self._close(callback_context)
+        self._answered(callback_context, failed=True)
         failure = classify(error)
         if failure is None:
             return None
@@ -143,6 +154,12 @@ class ModelCalls(BasePlugin):
         run_id = _run_id(context)
         if run_id:
             self._open.setdefault(run_id, {})[_key(context)] = time.monotonic()
+
+    def _answered(self, context: CallbackContext, *, failed: bool) -> None:
+        """A call's last chunk, or its error: counted with its latency."""
+        began = self._began.get(_run_id(context), {}).pop(_key(context), None)
+        if began is not None:
+            self.metrics.model_called(model_name(context), time.monotonic() - began, failed)
 
     def _close(self, context: CallbackContext) -> None:
         calls = self._open.get(_run_id(context))

@@ -55,11 +55,22 @@ def endpoints(root: BaseAgent) -> list[Endpoint]:
 
 def model_of(context: CallbackContext) -> str:
     """The model a callback's agent calls, described for a log line."""
+    model = _called(context)
+    return describe(model) if model is not None else "the model"
+
+
+def model_name(context: CallbackContext) -> str:
+    """The name of the model a callback's agent calls (a metric's label), or "unknown"."""
+    model = _called(context)
+    return model.model if model is not None else "unknown"
+
+
+def _called(context: CallbackContext) -> BaseLlm | None:
     try:
         model = getattr(context._invocation_context.agent, "canonical_model", None)
     except ValueError:  # no model anywhere up the tree
-        model = None
-    return describe(model) if isinstance(model, BaseLlm) else "the model"
+        return None
+    return model if isinstance(model, BaseLlm) else None
 
 
 def describe(model: BaseLlm) -> str:

@@ -22,6 +22,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 
+from gateway.metrics import OFF, Metrics
 from gateway.store.errors import CommitFailedError, StoreError
 from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, Write
 
@@ -73,6 +74,8 @@ class GroupCommit:
         self._closing = False
         self._submitted = 0
         self.commits = 0
+        # Each transaction's time and writes (``gateway.metrics``); nothing unless set.
+        self.metrics: Metrics = OFF
         self._task = asyncio.create_task(self._run(), name="store-group-commit")
 
     def submit(
@@ -109,6 +112,10 @@ class GroupCommit:
         self._idle.clear()
         self._wakeup.set()
         return future
+
+    def queued(self) -> int:
+        """Writes waiting for the writer."""
+        return len(self._queue)
 
     async def drained(self) -> None:
         await self._idle.wait()
@@ -157,9 +164,11 @@ class GroupCommit:
 
     async def _try_commit(self, writes: list[Write]) -> list[object] | None:
         """The writes' results, committed in one transaction; None if the commit failed."""
+        started = time.perf_counter()
         try:
             results = await self._commit(writes)
         except Exception as error:
+            self.metrics.store_committed(time.perf_counter() - started, len(writes), ok=False)
             if self.can_commit:  # logged once an outage, not once a batch
                 log.exception("the session store cannot commit; /ping is Unhealthy until it can")
                 self._failing_since = time.monotonic()
@@ -168,6 +177,7 @@ class GroupCommit:
             traceback.clear_frames(error.__traceback__)
             return None
         self.commits += 1
+        self.metrics.store_committed(time.perf_counter() - started, len(writes), ok=True)
         if not self.can_commit:
             seconds = time.monotonic() - self._failing_since
             log.warning("the session store commits again, after %.1f s", seconds)

@@ -35,6 +35,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
+from gateway.metrics import Metrics
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
@@ -151,6 +152,12 @@ class SessionService(BaseSessionService):
     def _health_changed(self, can_commit: bool) -> None:
         for listener in self.health_listeners:
             listener(can_commit)
+
+    def count_into(self, metrics: Metrics) -> None:
+        """Its writer's transactions and queue are counted into ``metrics``."""
+        if self._writer is not None:
+            self._writer.metrics = metrics
+            metrics.watch_store_queue(self._writer.queued)
 
     @property
     def commits(self) -> int:

@@ -42,6 +42,7 @@ def short_leases() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GATEWAY_LEASE_SECONDS", str(LEASE_SECONDS))
         env.setenv("GATEWAY_LEASE_CHECK_SECONDS", "0.25")
+        env.setenv("GATEWAY_METRICS", "on")  # dev mode: scraped without a credential
         yield
 
 
@@ -187,6 +188,20 @@ async def test_a_frozen_holder_woken_after_a_takeover_stores_nothing_more(pair) 
     logged = a_log.read_text()
     assert "UniqueViolation" not in logged and "StaleSessionError" not in logged
     assert "taken over by another process" in logged
+    # Operators see it too: B counts each takeover, A the writes the database refused it.
+    assert counted(b_port, "gateway_lease_takeovers_total") == TRIALS
+    assert counted(a_port, "gateway_fencing_refusals_total") >= TRIALS
+    assert counted(a_port, "gateway_runs_total", 'code="THREAD_TAKEN_OVER",outcome="error"') == (
+        TRIALS
+    )
+
+
+def counted(port: int, name: str, labels: str = "") -> float:
+    """A sample of the process's GET /metrics."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    wanted = f"{name}{{{labels}}} " if labels else f"{name} "
+    values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(wanted)]
+    return values[0] if values else 0.0
 
 
 async def test_a_message_sent_just_after_its_holder_was_killed_runs_with_no_internal_error(

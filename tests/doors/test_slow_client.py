@@ -11,12 +11,13 @@ from gateway import wire as p
 from gateway.auth import Authenticator
 from gateway.config import Settings
 from gateway.doors import websocket
+from gateway.metrics import OFF
 
 pytestmark = pytest.mark.unit
 
 
 class _Shared:
-    hub: Any = SimpleNamespace(audit=None)
+    hub: Any = SimpleNamespace(audit=None, metrics=OFF)
     rates: Any = object()
     origins: frozenset[str] = frozenset()
     drain: Any = None
