@@ -265,11 +265,12 @@ def serve(
 ) -> None:
     """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
     with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``)."""
-    from gateway import logs
+    from gateway import logs, tracing
 
     settings = settings or Settings()
     # Only a gateway that will serve takes over the process's logging; before the agent
     # is loaded, so what loading it says (an ADKAgent's settings not kept) is seen.
     logs.configure(settings)
+    tracing.configure()  # by the standard OTEL_* variables; off without them
     app = create_app(agent, settings, catalog=catalog, model=model, predict_state=predict_state)
     server(settings, app).run()

@@ -22,6 +22,9 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 
+from opentelemetry.trace import Span
+
+from gateway import tracing
 from gateway.store.errors import CommitFailedError, StoreError
 from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, Write
 
@@ -49,6 +52,8 @@ class _Pending:
     on_commit: Callable[[object], None] | None
     # A later write under the same key replaces this one while it is still queued.
     key: Hashable | None = None
+    # The span of the work that queued it (traces on), for the commit's span.
+    span: Span | None = None
 
 
 class GroupCommit:
@@ -102,7 +107,7 @@ class GroupCommit:
                 queued.write = _followed_by(queued.write, write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        pending = _Pending(write, future, on_commit, key)
+        pending = _Pending(write, future, on_commit, key, tracing.current_span())
         self._queue.append(pending)
         if key is not None:
             self._replaceable[key] = pending
@@ -145,7 +150,9 @@ class GroupCommit:
         for pending in batch:
             if pending.key is not None:
                 del self._replaceable[pending.key]
+        started = time.time_ns()
         results = await self._try_commit([pending.write for pending in batch])
+        tracing.store_commit({p.span for p in batch if p.span is not None}, started, len(batch))
         if results is None:
             # Nobody's write is durable. Each caller gets an error of its own: one shared
             # would gather every caller's frames in its traceback.
