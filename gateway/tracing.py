@@ -57,7 +57,8 @@ DEFAULT_SERVICE_NAME = "agent-gateway"
 
 def configure(environ: Mapping[str, str] = os.environ) -> bool:
     """Installs the SDK's tracer provider with the exporter ``OTEL_*`` asks for; True when
-    spans are exported (by the host's provider, if it set one)."""
+    spans are exported (by the host's provider, if it set one). ``environ`` decides whether;
+    the SDK reads the exporter's own settings (headers, timeout) from the process's."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     exporter_name = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
@@ -65,6 +66,9 @@ def configure(environ: Mapping[str, str] = os.environ) -> bool:
         "OTEL_EXPORTER_OTLP_ENDPOINT"
     )
     if exporter_name == "none" or not (exporter_name or endpoint):
+        return False
+    if exporter_name not in ("", "otlp", "console"):
+        log.warning("traces are off: OTEL_TRACES_EXPORTER=%s is not otlp or console", exporter_name)
         return False
     if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         log.info("traces: the host's tracer provider exports the gateway's spans")
@@ -78,7 +82,7 @@ def configure(environ: Mapping[str, str] = os.environ) -> bool:
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
         exporter = ConsoleSpanExporter()
-    elif exporter_name in ("", "otlp"):
+    else:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:
@@ -88,9 +92,6 @@ def configure(environ: Mapping[str, str] = os.environ) -> bool:
             )
             return False
         exporter = OTLPSpanExporter()  # it reads the endpoint, headers and timeout itself
-    else:
-        log.warning("traces are off: OTEL_TRACES_EXPORTER=%s is not otlp or console", exporter_name)
-        return False
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the gateway's default name.
     named = "OTEL_SERVICE_NAME" in environ or "service.name=" in environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", ""
@@ -99,7 +100,8 @@ def configure(environ: Mapping[str, str] = os.environ) -> bool:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
-    log.info("traces: %s exports to %s", exporter_name or "otlp", endpoint or "the console")
+    where = "the console" if exporter_name == "console" else endpoint or "localhost:4318"
+    log.info("traces: spans are exported to %s (OTEL_*)", where)
     return True
 
 
