@@ -145,6 +145,14 @@ def run_span(run_id: str, thread_id: str, user_id: str) -> Iterator[trace.Span]:
         yield span
 
 
+def failed(code: str) -> None:
+    """Marks the current span (in a run's task, the run's) failed, with the error code its
+    clients were told; the sentence stays out of the trace, as it may quote the user."""
+    span = trace.get_current_span()
+    span.set_attribute("error.type", str(code))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, str(code)))
+
+
 def current_span() -> trace.Span | None:
     """The span work started now belongs to, when it is recorded; None otherwise, so that
     code that keeps it costs nothing with traces off."""

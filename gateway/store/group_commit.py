@@ -26,7 +26,7 @@ from opentelemetry.trace import Span
 
 from gateway import tracing
 from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, Write
+from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, SaveStreamedText, Write
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -107,7 +107,7 @@ class GroupCommit:
                 queued.write = _followed_by(queued.write, write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        pending = _Pending(write, future, on_commit, key, tracing.current_span())
+        pending = _Pending(write, future, on_commit, key, _traced(write))
         self._queue.append(pending)
         if key is not None:
             self._replaceable[key] = pending
@@ -205,6 +205,14 @@ class GroupCommit:
             submitted = self._submitted
             await asyncio.sleep(0)
             quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
+
+
+def _traced(write: Write) -> Span | None:
+    """The span a write's commit is traced under: the current one, except for the writes
+    of each streamed chunk (its text so far, its frames), which would outnumber the rest
+    of a run's spans tenfold (27 commits in the demo's greeting)."""
+    inner = write.write if isinstance(write, Fenced) else write
+    return None if isinstance(inner, (SaveStreamedText, AppendFrames)) else tracing.current_span()
 
 
 def _followed_by(queued: Write, newer: Write) -> Write:

@@ -4,15 +4,22 @@ its ``traceparent`` (a request header, or ``forwardedProps`` per run) down to a 
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 import httpx
 import pytest
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 from websockets.asyncio.client import connect
 
 from tests.support.agui import AgUiSocket, new_id, outcome, tool_answer, tool_calls, user_input
 from tests.support.budgets import scaled
+from tests.support.cancels import storyteller
 from tests.support.flagship import FLAGSHIP, flagship_navigated_then_honest_reply
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.speakers import Speaker, say
 from tests.support.traces import ancestors, named, recorded_spans
 
 pytestmark = pytest.mark.server
@@ -162,3 +169,27 @@ async def test_a_malformed_traceparent_is_ignored_never_refused(
     assert outcome(events)["type"] == "success"
     run = run_span(spans.get_finished_spans(), run_input["runId"])
     assert run.parent is None  # a trace of its own
+
+
+class Broken(Speaker):
+    """A model whose every call fails before it says anything."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        raise RuntimeError("the model broke, with words the user wrote")
+        yield LlmResponse()  # an async generator, as ADK calls it
+
+
+async def test_a_failed_runs_span_says_the_code_its_clients_were_told() -> None:
+    async with running_gateway(agent=storyteller(Broken(turns=[[say("never")]]))) as gateway:
+        spans = recorded_spans()
+        async with gateway.socket() as ws:
+            run_input = user_input(new_id("t"), "tell me a story", tools=[])
+            events = await ws.run(run_input)
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "AGENT_ERROR"
+    run = run_span(spans.get_finished_spans(), run_input["runId"])
+    assert run.status.status_code is StatusCode.ERROR
+    assert run.status.description == "AGENT_ERROR"
+    assert run.attributes["error.type"] == "AGENT_ERROR"
+    assert "words the user wrote" not in str(dict(run.attributes))
