@@ -111,6 +111,16 @@ def configure(environ: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
+def flush(timeout: float = 3.0) -> None:
+    """Exports the spans still batched, waiting at most ``timeout`` seconds: the server
+    calls it as it shuts down, since uvicorn ends the process by the signal that stopped
+    it, which runs no exit handler (the SDK's own flush among them)."""
+    provider = trace.get_tracer_provider()
+    force_flush = getattr(provider, "force_flush", None)
+    if force_flush is not None and not force_flush(int(timeout * 1000)):
+        log.warning("traces: spans still batched after %.0f s were dropped at shutdown", timeout)
+
+
 def parent_from(traceparent: object) -> Context | None:
     """The trace a W3C ``traceparent`` names, as a parent for a span; None for anything
     that is not one (hostile or mistaken input is ignored, never refused)."""

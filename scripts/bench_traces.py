@@ -53,10 +53,19 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-async def measure(gateway: LocalGateway, runs: int, concurrency: Sequence[int]) -> list[Phase]:
-    tools = client_tools(gateway)
-    await gateway_phases(gateway, WARM_UP_RUNS, [1], tools)
-    return await gateway_phases(gateway, runs, concurrency, tools)
+async def measure(
+    gateways: dict[str, LocalGateway], order: Sequence[str], runs: int, clients: Sequence[int]
+) -> dict[str, list[Phase]]:
+    """Each gateway warmed, then for each number of clients one phase of each, back to back
+    in ``order``: each pair of phases meets the same moment of the machine."""
+    tools = client_tools(gateways["off"])
+    for gateway in gateways.values():
+        await gateway_phases(gateway, WARM_UP_RUNS, [1], tools)
+    phases: dict[str, list[Phase]] = {mode: [] for mode in gateways}
+    for count in clients:
+        for mode in order:
+            phases[mode] += await gateway_phases(gateways[mode], runs, [count], tools)
+    return phases
 
 
 def otel_variables(mode: str, collector: OtlpReceiver) -> dict[str, str]:
@@ -78,38 +87,35 @@ def main() -> None:
     args = parser.parse_args()
     concurrency = [int(c) for c in args.clients.split(",")]
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
-    results: dict[str, list[list[Phase]]] = {mode: [] for mode in MODES}
+    # Per number of clients, each round's traced/off ratios of runs/s and of CPU per run.
+    rates: dict[int, list[float]] = {clients: [] for clients in concurrency}
+    cpus: dict[int, list[float]] = {clients: [] for clients in concurrency}
     header = f"{'traces':<8}{'clients':>8}{'runs':>6}{'runs/s':>10}{'cpu ms/run':>14}"
     with OtlpReceiver() as collector:
         for number in range(1, args.rounds + 1):
             print(f"round {number}\n{header}")
             order = MODES if number % 2 else tuple(reversed(MODES))
-            for mode in order:
-                before = len(collector.spans)
-                with (
-                    environment(otel_variables(mode, collector)),
-                    local_gateway(*UNLIMITED) as gateway,
-                ):
-                    phases = uvloop.run(measure(gateway, args.runs, concurrency))
-                results[mode].append(phases)
-                for phase in phases:
-                    print(row(mode, phase))
-                if mode == "traced":  # the gateway's exit flushed what its batches held
-                    print(f"  spans received: {len(collector.spans) - before}")
-    print(f"\nmedians of {args.rounds} rounds\n{header}")
-    for index, clients in enumerate(concurrency):
-        rate = {mode: statistics.median(r[index].rate for r in results[mode]) for mode in MODES}
-        cpu = {
-            mode: statistics.median(r[index].cpu_per_run for r in results[mode]) for mode in MODES
-        }
-        for mode in MODES:
-            print(f"{mode:<8}{clients:>8}{'':>6}{rate[mode]:>10.1f}{cpu[mode] * 1000:>14.2f}")
-        slower = rate["traced"] / rate["off"] - 1
-        costlier = cpu["traced"] / cpu["off"] - 1
-        verdict = "within" if -slower < OVERHEAD_TARGET else "over"
+            with contextlib.ExitStack() as stack:
+                gateways = {}
+                for mode in MODES:  # each process reads OTEL_* as it starts
+                    with environment(otel_variables(mode, collector)):
+                        gateways[mode] = stack.enter_context(local_gateway(*UNLIMITED))
+                phases = uvloop.run(measure(gateways, order, args.runs, concurrency))
+            for index, clients in enumerate(concurrency):
+                off, traced = phases["off"][index], phases["traced"][index]
+                print(row("off", off))
+                print(row("traced", traced))
+                rates[clients].append(traced.rate / off.rate)
+                cpus[clients].append(traced.cpu_per_run / off.cpu_per_run)
+            # The traced gateway's exit flushed what its batches held.
+            print(f"  spans received: {len(collector.spans)}")
+    print(f"\ntraced against off, medians of the {args.rounds} rounds' ratios")
+    for clients in concurrency:
+        rate, cpu = statistics.median(rates[clients]) - 1, statistics.median(cpus[clients]) - 1
+        verdict = "within" if -rate < OVERHEAD_TARGET else "over"
         print(
             f"traced against off, {clients} client{'s' if clients > 1 else ''}: "
-            f"runs/s {slower:+.1%}, cpu/run {costlier:+.1%} "
+            f"runs/s {rate:+.1%}, cpu/run {cpu:+.1%} "
             f"({verdict} the {OVERHEAD_TARGET:.0%} target for runs/s)"
         )
 
