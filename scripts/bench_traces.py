@@ -95,6 +95,7 @@ def main() -> None:
         for number in range(1, args.rounds + 1):
             print(f"round {number}\n{header}")
             order = MODES if number % 2 else tuple(reversed(MODES))
+            before = len(collector.spans)
             with contextlib.ExitStack() as stack:
                 gateways = {}
                 for mode in MODES:  # each process reads OTEL_* as it starts
@@ -108,7 +109,7 @@ def main() -> None:
                 rates[clients].append(traced.rate / off.rate)
                 cpus[clients].append(traced.cpu_per_run / off.cpu_per_run)
             # The traced gateway's exit flushed what its batches held.
-            print(f"  spans received: {len(collector.spans)}")
+            print(f"  spans received: {len(collector.spans) - before}")
     print(f"\ntraced against off, medians of the {args.rounds} rounds' ratios")
     for clients in concurrency:
         rate, cpu = statistics.median(rates[clients]) - 1, statistics.median(cpus[clients]) - 1
