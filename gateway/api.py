@@ -287,7 +287,7 @@ def serve(
     """Serves ``agent`` until the process is stopped: uvicorn on ``settings.host:port``,
     with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``). The
     environment is read as ``create_app`` reads it, unless ``environ`` is False."""
-    from gateway import logs
+    from gateway import logs, tracing
 
     resolved = config.resolve(given=settings) if environ else None
     settings = resolved.settings if resolved else settings or Settings()
@@ -296,6 +296,7 @@ def serve(
     logs.configure(settings)
     if resolved:
         config.announce(resolved)
+    tracing.configure()  # by the standard OTEL_* variables; off without them
     app = create_app(
         agent,
         settings,

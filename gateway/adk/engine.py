@@ -22,7 +22,7 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway import config
+from gateway import config, tracing
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
@@ -284,6 +284,7 @@ class Engine:
         config = RunConfig(
             streaming_mode=StreamingMode.SSE,
             custom_metadata={RUN_METADATA_KEY: run_metadata},
+            telemetry=tracing.ADK_TELEMETRY,
         )
         offered = self.client_tools.offered(run_id, client_tools)
         shown = (

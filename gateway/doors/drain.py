@@ -34,6 +34,7 @@ from typing import Protocol
 
 import uvicorn
 
+from gateway import tracing
 from gateway.hub.hub import Hub
 
 log = logging.getLogger(__name__)
@@ -115,3 +116,4 @@ class DrainingServer(uvicorn.Server):
         if draining.done() and not draining.cancelled():
             draining.result()  # a drain that failed says so here
         await super().shutdown(sockets)
+        await asyncio.to_thread(tracing.flush)  # uvicorn then re-raises the signal: no atexit

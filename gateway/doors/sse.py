@@ -7,10 +7,10 @@ import logging
 from collections.abc import Sequence
 from functools import partial
 
-from gateway import logs
+from gateway import logs, tracing
 from gateway import wire as p
 from gateway.doors.access import Access
-from gateway.doors.asgi import Receive, Scope, Send, challenge
+from gateway.doors.asgi import Receive, Scope, Send, challenge, header
 from gateway.doors.body import RequestBody, http_status
 from gateway.doors.send_queue import Frame, Outgoing
 from gateway.doors.shared import Shared
@@ -99,6 +99,7 @@ class Invocation:
     ) -> Run | None:
         """The run started; None if the client left while its input waited for the thread
         (``gateway.hub.busy``)."""
+        tracing.asked_from(header(self.scope, b"traceparent"), run_input.forwarded_props)
         starting = asyncio.ensure_future(
             self.hub.start(user, run_input, subscriber, self.access.caller)
         )

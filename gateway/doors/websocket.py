@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 
-from gateway import logs
+from gateway import logs, tracing
 from gateway import wire as p
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.doors import cors
@@ -292,6 +292,7 @@ class WebSocketSession:
             else:
                 # The connection speaks the version of its latest input from here on.
                 self.send_queue.dialect, request = versions.negotiate(request)
+                tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
                 run = await self.hub.start(self.user, request, self, self.access.caller)
         except p.GatewayError as error:
             self._audit(request, error)

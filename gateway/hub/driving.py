@@ -39,7 +39,7 @@ import msgspec
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events import Event as AdkEvent
 
-from gateway import logs
+from gateway import logs, tracing
 from gateway import wire as p
 from gateway.a2ui import ACTION_ACTIVITY
 from gateway.a2ui.actions import action_content
@@ -48,7 +48,7 @@ from gateway.adk.resumability import refusal_in
 from gateway.context import asked_by, event_metadata
 from gateway.hub.following import Followers
 from gateway.hub.inputs import NewTurn
-from gateway.hub.open_calls import OpenCall, answered_calls
+from gateway.hub.open_calls import OpenCall, answered_calls, open_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, function_responses
 from gateway.hub.refusals import cut_by_restart, quarantined, store_lost, taken_over
@@ -90,6 +90,10 @@ class Driver:
         self.ended = ended
 
     async def drive(self, run: Run, plan: Plan) -> None:
+        with tracing.run_span(run.run_id, run.thread.thread_id, run.thread.user_id):
+            await self._drive(run, plan)
+
+    async def _drive(self, run: Run, plan: Plan) -> None:
         translator = run.translator
         thread = run.thread
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
@@ -114,6 +118,7 @@ class Driver:
         elif plan.said is not None and plan.said.text:
             run.emit(_said(plan.said), observers_only=True)
         run.emit(plan.results, observers_only=True)
+        tracing.client_tool_waits(_waited(plan) if tracing.current_span() else ())
         try:
             if plan.runs_agent:
                 await self._stream(run, plan)
@@ -351,6 +356,13 @@ def _model_failed(run: Run, failed: FailedCall) -> p.GatewayError:
     """A provider's failure a user will meet: one log line, and the sentence for the client."""
     log.warning("%s: %s failed: %s", run, failed.model, failed.failure.detail)
     return p.GatewayError(failed.failure.code, failed.failure.sentence)
+
+
+def _waited(plan: Plan) -> list[tuple[str, str, float]]:
+    """The browser's calls this run's results answer, as their waits are traced."""
+    asked = open_calls(plan.session)
+    answered = (asked.get(result.tool_call_id) for result in plan.results)
+    return [(call.name, call.call_id, call.asked_at) for call in answered if call is not None]
 
 
 def _said(turn: NewTurn) -> list[p.Event]:

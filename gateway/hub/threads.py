@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from google.adk.events import Event as AdkEvent
 
+from gateway import tracing
 from gateway import wire as p
 from gateway.context import Caller
 from gateway.hub import eventlog
@@ -149,6 +150,7 @@ class Run:
 
     def fail(self, error: p.GatewayError) -> None:
         """Ends the run with RUN_ERROR, carrying the error's code and sentence."""
+        tracing.failed(error.code)
         self.emit(self.translator.fail(error.code, error.message))
 
     def emit(

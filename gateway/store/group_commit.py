@@ -22,9 +22,12 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 
+from opentelemetry.trace import Span
+
+from gateway import tracing
 from gateway.metrics import OFF, Metrics
 from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, Write
+from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, SaveStreamedText, Write
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -50,6 +53,8 @@ class _Pending:
     on_commit: Callable[[object], None] | None
     # A later write under the same key replaces this one while it is still queued.
     key: Hashable | None = None
+    # The span of the work that queued it (traces on), for the commit's span.
+    span: Span | None = None
 
 
 class GroupCommit:
@@ -105,7 +110,7 @@ class GroupCommit:
                 queued.write = _followed_by(queued.write, write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        pending = _Pending(write, future, on_commit, key)
+        pending = _Pending(write, future, on_commit, key, _traced(write))
         self._queue.append(pending)
         if key is not None:
             self._replaceable[key] = pending
@@ -152,7 +157,9 @@ class GroupCommit:
         for pending in batch:
             if pending.key is not None:
                 del self._replaceable[pending.key]
+        started = time.time_ns()
         results = await self._try_commit([pending.write for pending in batch])
+        tracing.store_commit({p.span for p in batch if p.span is not None}, started, len(batch))
         if results is None:
             # Nobody's write is durable. Each caller gets an error of its own: one shared
             # would gather every caller's frames in its traceback.
@@ -208,6 +215,14 @@ class GroupCommit:
             submitted = self._submitted
             await asyncio.sleep(0)
             quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
+
+
+def _traced(write: Write) -> Span | None:
+    """The span a write's commit is traced under: the current one, except for the writes
+    of each streamed chunk (its text so far, its frames), which would outnumber the rest
+    of a run's spans tenfold (27 commits in the demo's greeting)."""
+    inner = write.write if isinstance(write, Fenced) else write
+    return None if isinstance(inner, (SaveStreamedText, AppendFrames)) else tracing.current_span()
 
 
 def _followed_by(queued: Write, newer: Write) -> Write:

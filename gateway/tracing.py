@@ -1,0 +1,200 @@
+"""Traces: one OpenTelemetry span per run, with ADK's own spans and the gateway's beneath it.
+
+Theory of operation. ``configure`` installs the OpenTelemetry SDK's tracer provider with
+an OTLP/HTTP exporter when the standard ``OTEL_*`` variables ask for traces (an
+``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, or
+``OTEL_TRACES_EXPORTER=otlp|console``); with none of them, or ``OTEL_SDK_DISABLED=true``,
+nothing is installed and every span below is OpenTelemetry's no-op. A host that set a
+tracer provider of its own keeps it: the gateway's spans go wherever the host's go.
+
+A run's driver task opens the run's span, ``gateway_run`` (``run_span``), and keeps it
+current for the whole run. ADK reads the current context when an invocation starts, and
+every task the run starts copies it, so ADK's spans (``invoke_workflow``, ``invoke_agent``,
+``generate_content {model}`` for each model call, ``execute_tool {name}``) and the store's
+commits (``store_commit``) nest under the run. A browser's answer to a client tool ends
+the wait its call began in the run before: the run that carries the answer records a
+``client_tool_wait {name}`` span, from the call's asking to now.
+
+A frontend's trace goes on through the gateway: the door reads a W3C ``traceparent``
+from the request's headers (POST /invocations, the /ws upgrade) and from the input's
+``forwardedProps.traceparent`` (one /ws connection carries many runs, each its own), and
+``asked_from`` hands it to the run about to start in a context variable, as
+``gateway.context.asked_by`` hands the caller. A value that is not a valid traceparent is
+ignored: the run starts a trace of its own, and nobody is refused for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+
+from google.adk.telemetry.context import TelemetryConfig
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+log = logging.getLogger(__name__)
+
+# A proxy: it follows whichever provider is installed, before or after this import.
+tracer = trace.get_tracer("gateway")
+
+# The version-00 form of W3C Trace Context; a later version's first four fields read so too.
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+# Longer than any traceparent a client means: a later version's extra fields are ignored.
+_TRACEPARENT_MAX = 256
+_propagator = TraceContextTextMapPropagator()
+
+# The trace the run about to start continues, set by its door; None: a trace of its own.
+_parent: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
+    "gateway_trace_parent", default=None
+)
+
+DEFAULT_SERVICE_NAME = "agent-gateway"
+
+# ADK's telemetry settings for every run (``RunConfig.telemetry``), its environment read
+# once: left unset, ADK builds them again, reading seven variables, for each streamed
+# chunk of a traced run (a tenth of ADK's tracing work, profiled).
+ADK_TELEMETRY = TelemetryConfig()
+
+
+def configure(environ: Mapping[str, str] = os.environ) -> bool:
+    """Installs the SDK's tracer provider with the exporter ``OTEL_*`` asks for; True when
+    spans are exported (by the host's provider, if it set one). ``environ`` decides whether;
+    the SDK reads the exporter's own settings (headers, timeout) from the process's."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporter_name = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get(
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+    )
+    if exporter_name == "none" or not (exporter_name or endpoint):
+        return False
+    if exporter_name not in ("", "otlp", "console"):
+        log.warning("traces are off: OTEL_TRACES_EXPORTER=%s is not otlp or console", exporter_name)
+        return False
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        log.info("traces: the host's tracer provider exports the gateway's spans")
+        return True
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+    exporter: SpanExporter
+    if exporter_name == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        exporter = ConsoleSpanExporter()
+    else:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError:
+            log.warning(
+                "traces are off: OTEL_* asks for OTLP, and the exporter is not installed "
+                "(pip install 'agent-gateway[otel]')"
+            )
+            return False
+        exporter = OTLPSpanExporter()  # it reads the endpoint, headers and timeout itself
+    # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the gateway's default name.
+    named = "OTEL_SERVICE_NAME" in environ or "service.name=" in environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", ""
+    )
+    resource = Resource.create({} if named else {"service.name": DEFAULT_SERVICE_NAME})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    where = "the console" if exporter_name == "console" else endpoint or "localhost:4318"
+    log.info("traces: spans are exported to %s (OTEL_*)", where)
+    return True
+
+
+def flush(timeout: float = 3.0) -> None:
+    """Exports the spans still batched, waiting at most ``timeout`` seconds: the server
+    calls it as it shuts down, since uvicorn ends the process by the signal that stopped
+    it, which runs no exit handler (the SDK's own flush among them)."""
+    provider = trace.get_tracer_provider()
+    force_flush = getattr(provider, "force_flush", None)
+    if force_flush is not None and not force_flush(int(timeout * 1000)):
+        log.warning("traces: spans still batched after %.0f s were dropped at shutdown", timeout)
+
+
+def parent_from(traceparent: object) -> Context | None:
+    """The trace a W3C ``traceparent`` names, as a parent for a span; None for anything
+    that is not one (hostile or mistaken input is ignored, never refused)."""
+    if not isinstance(traceparent, str) or len(traceparent) > _TRACEPARENT_MAX:
+        return None
+    value = traceparent.strip()
+    if not _TRACEPARENT.match(value):
+        return None
+    context = _propagator.extract({"traceparent": value})
+    if not trace.get_current_span(context).get_span_context().is_valid:
+        return None  # all zeros, version ff, or a malformed tail: the propagator's rules
+    return context
+
+
+def asked_from(header: str | None, forwarded_props: object) -> None:
+    """The run about to start in this task continues ``forwardedProps.traceparent``, else
+    the request's ``traceparent`` header, else a trace of its own."""
+    given = forwarded_props.get("traceparent") if isinstance(forwarded_props, dict) else None
+    parent = parent_from(given) or parent_from(header)
+    if parent is None and (given is not None or header is not None):
+        log.debug("a traceparent that is not W3C Trace Context was ignored")
+    _parent.set(parent)
+
+
+@contextlib.contextmanager
+def run_span(run_id: str, thread_id: str, user_id: str) -> Iterator[trace.Span]:
+    """The run's span, current in the run's task to its end; its parent is the trace its
+    door was asked to continue (``asked_from``), if any."""
+    attributes = {
+        "gateway.run_id": run_id,
+        "gateway.thread_id": thread_id,
+        "gen_ai.conversation.id": thread_id,
+        "enduser.id": user_id,
+    }
+    with tracer.start_as_current_span(
+        "gateway_run", context=_parent.get(), attributes=attributes
+    ) as span:
+        yield span
+
+
+def failed(code: str) -> None:
+    """Marks the current span (in a run's task, the run's) failed, with the error code its
+    clients were told; the sentence stays out of the trace, as it may quote the user."""
+    span = trace.get_current_span()
+    span.set_attribute("error.type", str(code))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, str(code)))
+
+
+def current_span() -> trace.Span | None:
+    """The span work started now belongs to, when it is recorded; None otherwise, so that
+    code that keeps it costs nothing with traces off."""
+    span = trace.get_current_span()
+    return span if span.is_recording() else None
+
+
+def client_tool_waits(calls: Iterable[tuple[str, str, float]]) -> None:
+    """Records, under the current span, the waits of client tool calls answered now: each
+    ``(name, call id, asked at in epoch seconds)`` from its asking to now."""
+    for name, call_id, asked_at in calls:
+        attributes = {"gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id}
+        span = tracer.start_span(
+            f"client_tool_wait {name}", attributes=attributes, start_time=int(asked_at * 1e9)
+        )
+        span.end()
+
+
+def store_commit(parents: Iterable[trace.Span], started_ns: int, writes: int) -> None:
+    """Records one commit of ``writes`` writes, started at ``started_ns`` and ending now,
+    under each span whose work it committed (a commit serves many runs at once)."""
+    for parent in parents:
+        span = tracer.start_span(
+            "store_commit",
+            context=trace.set_span_in_context(parent),
+            attributes={"gateway.store.writes": writes},
+            start_time=started_ns,
+        )
+        span.end()

@@ -1,0 +1,125 @@
+"""What traces cost: runs per second and CPU per run, traces exported against traces off.
+
+Each round starts two fresh gateways one after the other (``python -m gateway``, the demo,
+the scripted model at pace 0, ``--db :memory:``), one with traces off (no ``OTEL_*``) and
+one exporting over OTLP/HTTP to a collector on loopback (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+the same OpenTelemetry SDK and batch processor a deployment runs), in alternating order so
+that a drift of the shared machine falls on both. Each gateway is warmed by a few runs, then
+driven through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the
+greeting streamed back in 20 chunks, every run on a new thread) by C websocket clients.
+
+A traced run exports its run span, ADK's invoke_workflow, invoke_agent and generate_content
+spans, and a store_commit span for each commit it joined. The collector
+(``tests.support.traces.OtlpReceiver``) decodes every request as a real one would, in this
+process; the figures that matter are the gateway's: "cpu ms/run" is the serving process's
+CPU over the phase divided by its runs, the steadier figure on a shared machine.
+
+    .venv/bin/python -m scripts.bench_traces              # 3 rounds, then their medians
+    .venv/bin/python -m scripts.bench_traces --rounds 5 --runs 400 --clients 1,8
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import statistics
+from collections.abc import Iterator, Sequence
+
+import uvloop
+
+from scripts._bench import LocalGateway, client_tools, local_gateway
+from scripts.bench_runs import UNLIMITED, Phase, gateway_phases, phase_arguments
+from tests.support.traces import OtlpReceiver
+
+# Issue 28's target: traces to a local collector cost under 10% of runs per second.
+OVERHEAD_TARGET = 0.10
+WARM_UP_RUNS = 10
+MODES = ("off", "traced")
+
+
+@contextlib.contextmanager
+def environment(variables: dict[str, str]) -> Iterator[None]:
+    """The process's environment, which a gateway started now inherits, with ``variables``
+    set and every other OTEL_* variable unset; restored afterwards."""
+    saved = dict(os.environ)
+    for name in [name for name in os.environ if name.startswith("OTEL_")]:
+        del os.environ[name]
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+async def measure(
+    gateways: dict[str, LocalGateway], order: Sequence[str], runs: int, clients: Sequence[int]
+) -> dict[str, list[Phase]]:
+    """Each gateway warmed, then for each number of clients one phase of each, back to back
+    in ``order``: each pair of phases meets the same moment of the machine."""
+    tools = client_tools(gateways["off"])
+    for gateway in gateways.values():
+        await gateway_phases(gateway, WARM_UP_RUNS, [1], tools)
+    phases: dict[str, list[Phase]] = {mode: [] for mode in gateways}
+    for count in clients:
+        for mode in order:
+            phases[mode] += await gateway_phases(gateways[mode], runs, [count], tools)
+    return phases
+
+
+def otel_variables(mode: str, collector: OtlpReceiver) -> dict[str, str]:
+    """What turns a gateway's traces on: none for "off", the collector for "traced"."""
+    if mode == "off":
+        return {}
+    # The SDK's batch delay is 5 s; a shorter one keeps the spans of a short phase current.
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "1000"}
+
+
+def row(mode: str, phase: Phase) -> str:
+    return f"{mode:<8}{phase.clients:>8}{len(phase.timings):>6}{phase.rate:>10.1f}" + (
+        f"{phase.cpu_per_run * 1000:>14.2f}"
+    )
+
+
+def main() -> None:
+    parser = phase_arguments(__doc__ or "")
+    args = parser.parse_args()
+    concurrency = [int(c) for c in args.clients.split(",")]
+    logging.basicConfig(filename=os.devnull, level=logging.INFO)
+    # Per number of clients, each round's traced/off ratios of runs/s and of CPU per run.
+    rates: dict[int, list[float]] = {clients: [] for clients in concurrency}
+    cpus: dict[int, list[float]] = {clients: [] for clients in concurrency}
+    header = f"{'traces':<8}{'clients':>8}{'runs':>6}{'runs/s':>10}{'cpu ms/run':>14}"
+    with OtlpReceiver() as collector:
+        for number in range(1, args.rounds + 1):
+            print(f"round {number}\n{header}")
+            order = MODES if number % 2 else tuple(reversed(MODES))
+            before = len(collector.spans)
+            with contextlib.ExitStack() as stack:
+                gateways = {}
+                for mode in MODES:  # each process reads OTEL_* as it starts
+                    with environment(otel_variables(mode, collector)):
+                        gateways[mode] = stack.enter_context(local_gateway(*UNLIMITED))
+                phases = uvloop.run(measure(gateways, order, args.runs, concurrency))
+            for index, clients in enumerate(concurrency):
+                off, traced = phases["off"][index], phases["traced"][index]
+                print(row("off", off))
+                print(row("traced", traced))
+                rates[clients].append(traced.rate / off.rate)
+                cpus[clients].append(traced.cpu_per_run / off.cpu_per_run)
+            # The traced gateway's exit flushed what its batches held.
+            print(f"  spans received: {len(collector.spans) - before}")
+    print(f"\ntraced against off, medians of the {args.rounds} rounds' ratios")
+    for clients in concurrency:
+        rate, cpu = statistics.median(rates[clients]) - 1, statistics.median(cpus[clients]) - 1
+        verdict = "within" if -rate < OVERHEAD_TARGET else "over"
+        print(
+            f"traced against off, {clients} client{'s' if clients > 1 else ''}: "
+            f"runs/s {rate:+.1%}, cpu/run {cpu:+.1%} "
+            f"({verdict} the {OVERHEAD_TARGET:.0%} target for runs/s)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""What ``gateway.tracing`` takes from the outside: the OTEL_* variables that turn traces
+on, and a client's traceparent, which is honoured when valid and ignored otherwise."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry import trace
+
+from gateway import tracing
+
+pytestmark = pytest.mark.unit
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0eabcd01-00f067aa0ba90201-01"
+
+
+def test_a_valid_traceparent_is_a_remote_parent() -> None:
+    context = tracing.parent_from(TRACEPARENT)
+    assert context is not None
+    parent = trace.get_current_span(context).get_span_context()
+    assert parent.is_remote and parent.trace_flags.sampled
+    assert f"{parent.trace_id:032x}" == "4bf92f3577b34da6a3ce929d0eabcd01"
+    assert f"{parent.span_id:016x}" == "00f067aa0ba90201"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "",
+        "garbage",
+        42,
+        ["00-4bf92f3577b34da6a3ce929d0eabcd01-00f067aa0ba90201-01"],
+        "00-00000000000000000000000000000000-00f067aa0ba90201-01",
+        "00-4bf92f3577b34da6a3ce929d0eabcd01-0000000000000000-01",
+        "ff-4bf92f3577b34da6a3ce929d0eabcd01-00f067aa0ba90201-01",
+        "00-4BF92F3577B34DA6A3CE929D0EABCD01-00f067aa0ba90201-01",
+        "00-4bf92f3577b34da6a3ce929d0eabcd01-00f067aa0ba90201-01" + "0" * 10_000,
+        "00-4bf92f3577b34da6a3ce929d0eabcd01-00f067aa0ba9020-01",
+        "\x00" * 55,
+    ],
+)
+def test_anything_else_is_no_parent(value: object) -> None:
+    assert tracing.parent_from(value) is None
+
+
+def parent_trace() -> str | None:
+    """The trace id the next run of this task continues, if any."""
+    parent = tracing._parent.get()
+    if parent is None:
+        return None
+    return f"{trace.get_current_span(parent).get_span_context().trace_id:032x}"
+
+
+def test_forwarded_props_win_over_the_header_and_a_bad_one_falls_back() -> None:
+    other = "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-00f067aa0ba90201-01"
+    tracing.asked_from(TRACEPARENT, {"traceparent": other})
+    assert parent_trace() == "a" * 32
+    tracing.asked_from(TRACEPARENT, {"traceparent": "garbage"})
+    assert parent_trace() == TRACEPARENT[3:35]
+    tracing.asked_from(None, {"traceparent": other})
+    assert parent_trace() == "a" * 32
+    tracing.asked_from("garbage", "not an object")
+    assert parent_trace() is None
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {},
+        {"OTEL_SERVICE_NAME": "gw"},  # names the service, asks for no exporter
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"},
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"},
+        {"OTEL_TRACES_EXPORTER": "zipkin"},
+    ],
+)
+def test_traces_stay_off_unless_otel_asks_for_an_exporter(environ: dict[str, str]) -> None:
+    assert tracing.configure(environ) is False
