@@ -26,13 +26,13 @@ from typing import Any
 
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
-from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 from gateway.context import event_metadata, stamp
 from gateway.store.progress import INTERIM_KEY, interim_results
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
+from gateway.tools.per_invocation import InvocationPlugin
 from gateway.translate.predictions import CONFIRM_CHANGES
 
 __all__ = ["LongRunningPlugin", "interim_results", "server_calls"]
@@ -53,13 +53,13 @@ def server_calls(event: Event) -> set[str]:
     return {str(call_id) for call_id in found} if isinstance(found, list) else set()
 
 
-class LongRunningPlugin(BasePlugin):
-    """Pauses the invocation on an agent's long-running tool's interim result and marks it."""
+class LongRunningPlugin(InvocationPlugin[set[str]]):
+    """Pauses the invocation on an agent's long-running tool's interim result and marks it.
+
+    Its notes, per invocation: the calls whose interim result has not passed yet."""
 
     def __init__(self) -> None:
-        super().__init__(name="gateway_long_running")
-        # Per invocation, the calls whose interim result has not passed yet.
-        self._interim: dict[str, set[str]] = {}
+        super().__init__("gateway_long_running")
 
     async def after_tool_callback(
         self,
@@ -77,7 +77,7 @@ class LongRunningPlugin(BasePlugin):
         if "error" in result or tool_context.actions.requested_tool_confirmations:
             return None
         call_id = tool_context.function_call_id or ""
-        self._interim.setdefault(tool_context.invocation_id, set()).add(call_id)
+        self.notes.setdefault(tool_context.invocation_id, set()).add(call_id)
         log.info(
             "%s answered call %s with an interim result; the run waits for the final one",
             tool.name,
@@ -94,7 +94,7 @@ class LongRunningPlugin(BasePlugin):
         own = _own_calls(event)
         if own:
             stamp(event, SERVER_CALLS_KEY, own)
-        calls = self._interim.get(invocation_context.invocation_id)
+        calls = self.notes.get(invocation_context.invocation_id)
         if not calls:
             return None
         interim = [r.id for r in event.get_function_responses() if r.id in calls]
@@ -102,14 +102,6 @@ class LongRunningPlugin(BasePlugin):
             calls.difference_update(interim)
             stamp(event, INTERIM_KEY, interim)
         return None  # changed in place, as the attribution plugin does: later plugins see it
-
-    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
-        self._interim.pop(invocation_context.invocation_id, None)
-
-    async def on_run_error_callback(
-        self, *, invocation_context: InvocationContext, error: Exception
-    ) -> None:
-        self._interim.pop(invocation_context.invocation_id, None)
 
 
 def _own_calls(event: Event) -> list[str]:

@@ -33,9 +33,10 @@ from typing import Any
 
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
-from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
+
+from gateway.tools.per_invocation import InvocationPlugin
 
 __all__ = [
     "MCP_CALL_FAILED",
@@ -79,14 +80,14 @@ def is_mcp_failure(tool: BaseTool, result: Any) -> bool:
     return isinstance(error, str) and error.startswith(_ADK_FAILURES)
 
 
-class McpFailurePlugin(BasePlugin):
-    """Replaces a failed MCP call's result and marks its event, so the run ends there."""
+class McpFailurePlugin(InvocationPlugin[dict[str, str]]):
+    """Replaces a failed MCP call's result and marks its event, so the run ends there.
+
+    Its notes, per invocation: the failed calls whose result event has not passed yet, call
+    id to what failed, for the log."""
 
     def __init__(self) -> None:
-        super().__init__(name="gateway_mcp_failures")
-        # Per invocation, the failed calls whose result event has not passed yet: call id to
-        # what failed, for the log.
-        self._failed: dict[str, dict[str, str]] = {}
+        super().__init__("gateway_mcp_failures")
 
     async def after_tool_callback(
         self,
@@ -98,14 +99,14 @@ class McpFailurePlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         if not is_mcp_failure(tool, result):
             return None
-        calls = self._failed.setdefault(tool_context.invocation_id, {})
+        calls = self.notes.setdefault(tool_context.invocation_id, {})
         calls[tool_context.function_call_id or ""] = f"{tool.name}: {result['error']}"
         return failed_result(tool.name)
 
     async def on_event_callback(
         self, *, invocation_context: InvocationContext, event: Event
     ) -> Event | None:
-        calls = self._failed.get(invocation_context.invocation_id)
+        calls = self.notes.get(invocation_context.invocation_id)
         if not calls:
             return None
         failed = [calls.pop(r.id or "") for r in event.get_function_responses() if r.id in calls]
@@ -114,14 +115,6 @@ class McpFailurePlugin(BasePlugin):
         event.error_code = MCP_CALL_FAILED
         event.error_message = "; ".join(failed)
         return None  # changed in place, as the attribution plugin does: later plugins see it
-
-    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
-        self._failed.pop(invocation_context.invocation_id, None)
-
-    async def on_run_error_callback(
-        self, *, invocation_context: InvocationContext, error: Exception
-    ) -> None:
-        self._failed.pop(invocation_context.invocation_id, None)
 
 
 class ToolsetLoadFailure(logging.Filter):
