@@ -310,7 +310,8 @@ class Hub:
         return run
 
     def finish_cut_off(self, unfinished: Unfinished, *, leased: bool = False) -> None:
-        """Goes on with a thread a restart cut off (``SessionService.unfinished``): resumes
+        """Goes on with a thread a restart or a takeover cut off (``recovery.Unfinished``,
+        from ``SessionService.cut_off`` or ``close_interrupted_thread``): resumes
         the invocation a person's answer was not acted on in yet, or asks the model again
         for the reply it owed to answers it was given, so the thread ends saying what the
         browser, the tool or the person did.

@@ -13,7 +13,7 @@ A reply cut off before any text has no ``content``. Threads stored before this m
 carry ``"interrupted": True`` and a bilingual note (``LEGACY_NOTE``); they read the same.
 
 It lives in the store, the lowest layer that writes such a reply: ``recovery`` closes a
-run a crash cut off with one, ``service`` asks whether the model still owes a reply
+run a crash cut off with one and asks whether the model still owes a reply
 (``answered_last``), and a SQLite migration recomputes the replies stored with the old
 note. The layers above read the same marking from here: the hub stores a stopped or
 failed reply, translation shows one (``ending_of``, ``is_note``), and a scripted model
