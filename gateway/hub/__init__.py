@@ -22,6 +22,6 @@ of the theory of operation:
     outbox      a run's deliveries in order, each held until its writes commit
     eventlog    every event of a thread numbered in its log; the replay after a cursor
     following   watchers of a thread another process runs, fed from its log
-    takeover    the end of a run whose process died, written into its log
+    takeover    dead holders' threads: their cut-off runs closed, ended in the log, gone on with
     limits      rate limits, quotas, and the cap on runs in progress
 """
