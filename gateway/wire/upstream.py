@@ -28,6 +28,7 @@ from gateway.wire.base import (
 )
 from gateway.wire.errors import ErrorCode, GatewayError
 from gateway.wire.events import encoder
+from gateway.wire.live import LiveStart, LiveStop
 from gateway.wire.messages import (
     ActivityMessage,
     Message,
@@ -158,10 +159,10 @@ class Reattach(Wire, tag_field="type", tag="reattach"):
     after: Cursor | None = None
 
 
-ControlFrame = Cancel | Reattach
+ControlFrame = Cancel | Reattach | LiveStart | LiveStop
 
 
-Upstream = RunAgentInput | Cancel | Reattach
+Upstream = RunAgentInput | Cancel | Reattach | LiveStart | LiveStop
 
 
 _input_decoder = msgspec.json.Decoder(RunAgentInput)
@@ -263,7 +264,8 @@ def decode_upstream(data: bytes | str) -> Upstream:
     except msgspec.ValidationError as exc:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid control frame: {explained(exc)}. Known types: cancel, reattach.",
+            f"Invalid control frame: {explained(exc)}."
+            " Known types: cancel, reattach, liveStart, liveStop.",
         ) from None
     except RecursionError:
         raise _too_deep() from None

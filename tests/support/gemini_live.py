@@ -38,6 +38,7 @@ import json
 import ssl
 import tempfile
 from collections.abc import Callable, Sequence, Sized
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from google.adk.models.google_llm import Gemini
 from google.genai import types
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from tests.support.budgets import scaled
 
@@ -230,7 +232,12 @@ class LiveServer:
 
     async def __aenter__(self) -> LiveServer:
         self._server = await serve(
-            self._serve, "127.0.0.1", 0, ssl=self._server_context, max_size=None
+            self._serve,
+            "127.0.0.1",
+            0,
+            ssl=self._server_context,
+            max_size=None,
+            process_request=_model_info,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -296,6 +303,16 @@ class LiveServer:
                 self.failures.append(f"connection {index}: step {number} ({step}) never met")
                 await websocket.close()
                 return
+
+
+def _model_info(connection: ServerConnection, request: Request) -> Response | None:
+    """A plain GET (the gateway's readiness probe of the model) gets the model's info, as
+    Gemini answers ``GET /v1beta/models/{model}``; a WebSocket upgrade goes on."""
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return None
+    response = connection.respond(HTTPStatus.OK, json.dumps({"name": f"models/{MODEL}"}))
+    response.headers["Content-Type"] = "application/json"
+    return response
 
 
 def _at_least(received: Sized, count: int) -> bool:

@@ -1,0 +1,107 @@
+"""The ADK side of a live turn: ``Runner.run_live`` fed by a ``LiveRequestQueue``.
+
+Theory of operation. A live turn is one ADK live invocation on the thread's session: the
+gateway puts the person's audio on the turn's ``LiveRequestQueue`` as it arrives
+(``hear``), and reads the events ``run_live`` yields (``events``) until the queue is closed
+(``close``) and ADK's stream ends. ADK stores what it stores of a live invocation itself:
+finished transcriptions of both sides, tool calls and results; never the audio chunks.
+
+A transcript reaches the client in pieces and the store as one finished event, and ADK gives
+each piece an event id of its own. ``Transcripts`` (a plugin on the App) stamps every piece
+of one utterance, and its finished event, with one message id, minted from the first
+piece's event id, so the messages a snapshot reads from the store carry the ids the client
+was streamed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+
+from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.agents.live_request_queue import LiveRequestQueue
+from google.adk.agents.run_config import RunConfig
+from google.adk.events import Event as AdkEvent
+from google.adk.runners import Runner
+from google.genai import types
+
+from gateway import tracing
+from gateway.context import RUN_METADATA_KEY, stamp
+from gateway.tools.per_invocation import InvocationPlugin
+from gateway.wire import live
+
+log = logging.getLogger(__name__)
+
+MIC_MIME_TYPE = f"audio/pcm;rate={live.INPUT_RATE}"
+
+# The prefix of a transcript's message id, by side.
+HEARD, SAID = "heard-", "said-"
+
+
+class LiveTurn:
+    """One live invocation: audio in through its queue, ADK's events out."""
+
+    def __init__(self, runner: Runner, user_id: str, thread_id: str, run_id: str) -> None:
+        self.runner = runner
+        self.user_id, self.thread_id, self.run_id = user_id, thread_id, run_id
+        self.queue = LiveRequestQueue()
+        self.closed = False
+
+    def config(self) -> RunConfig:
+        return RunConfig(
+            streaming_mode=StreamingMode.BIDI,
+            response_modalities=[types.Modality.AUDIO],
+            input_audio_transcription=types.AudioTranscriptionConfig(),
+            output_audio_transcription=types.AudioTranscriptionConfig(),
+            custom_metadata={RUN_METADATA_KEY: {"runId": self.run_id, "live": True}},
+            telemetry=tracing.ADK_TELEMETRY,
+        )
+
+    async def events(self) -> AsyncGenerator[AdkEvent, None]:
+        """ADK's live stream, until the queue is closed and ADK has let go."""
+        async for event in self.runner.run_live(
+            user_id=self.user_id,
+            session_id=self.thread_id,
+            live_request_queue=self.queue,
+            run_config=self.config(),
+        ):
+            yield event
+
+    def hear(self, pcm: bytes | memoryview) -> None:
+        """Passes a chunk of the person's speech (16 kHz s16le PCM) on to the model."""
+        if not self.closed:
+            self.queue.send_realtime(types.Blob(data=bytes(pcm), mime_type=MIC_MIME_TYPE))
+
+    def close(self) -> None:
+        """No more audio: ADK closes the model's connection and its stream ends."""
+        if not self.closed:
+            self.closed = True
+            self.queue.close()
+
+
+class Transcripts(InvocationPlugin[dict[str, str]]):
+    """Stamps every piece of one utterance, finished event included, with one message id."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gateway_transcripts")
+
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: AdkEvent
+    ) -> AdkEvent | None:
+        heard = event.input_transcription
+        said = event.output_transcription
+        notes = self.notes.get(invocation_context.invocation_id)
+        if heard is None and said is None:
+            if notes is not None and (event.interrupted or event.turn_complete):
+                notes.pop(SAID, None)  # the agent's next words are a new message
+            return None
+        notes = self.notes.setdefault(invocation_context.invocation_id, {})
+        for prefix, transcription in ((HEARD, heard), (SAID, said)):
+            if transcription is None:
+                continue
+            message_id = notes.setdefault(prefix, prefix + event.id)
+            stamp(event, "messageId", message_id)
+            if transcription.finished:
+                del notes[prefix]
+        return None

@@ -1,0 +1,196 @@
+"""Voice on /ws, end to end: a real gateway on loopback, ADK's real run_live, the local
+Gemini Live server (``tests.support.gemini_live``) in place of Gemini, a websockets client.
+
+A spoken turn streams both transcripts as text messages and the agent's speech as binary
+frames, is stored, and comes back in the snapshot of a later connection under the ids it
+streamed with; barge-in tells the client which turn's audio to drop; a stock client never
+gets a binary frame; bad audio and a busy thread are refused with codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+from google.adk.agents import LlmAgent
+from websockets.asyncio.client import connect
+
+from gateway.wire import live as wire_live
+from tests.support import gemini_live as live
+from tests.support.agui import new_id, snapshot_of
+from tests.support.servers import RunningGateway, running_gateway
+from tests.support.voice import VoiceSocket, messages
+
+pytestmark = pytest.mark.server
+
+SPEECH = live.tone(0.3, live.OUTPUT_RATE)
+
+
+def find_screen(query: str) -> dict[str, str]:
+    """Finds the screen the person asks for in the catalog."""
+    return {"screenId": "MNU-3120", "asked": query}
+
+
+@contextlib.asynccontextmanager
+async def voice_gateway(
+    scripts: Sequence[Sequence[live.Step]],
+) -> AsyncIterator[tuple[live.LiveServer, RunningGateway]]:
+    async with live.LiveServer(scripts) as server:
+        agent = LlmAgent(
+            name="voice",
+            model=server.live_model(),
+            instruction="Answer briefly.",
+            tools=[find_screen],
+        )
+        async with running_gateway(agent=agent) as gateway:
+            yield server, gateway
+
+
+@contextlib.asynccontextmanager
+async def voice_socket(gateway: RunningGateway, query: str = "") -> AsyncIterator[VoiceSocket]:
+    async with connect(gateway.ws_url(query=query), max_size=None) as ws:
+        yield VoiceSocket(ws)
+
+
+def a_spoken_turn() -> list[live.Step]:
+    return [
+        live.WaitAudio(6400),
+        live.Send(
+            live.heard("업무 요청 "),
+            live.heard("목록 열어줘", finished=True),
+            live.audio_out(SPEECH[:4800]),
+            live.said("화면을 "),
+            live.audio_out(SPEECH[4800:]),
+            live.said("열었습니다"),
+            live.turn_complete(),
+        ),
+    ]
+
+
+async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> None:
+    thread_id, run_id = new_id("t"), new_id("r")
+    async with voice_gateway([a_spoken_turn()]) as (server, gateway):
+        async with voice_socket(gateway) as voice:
+            await voice.start(thread_id, run_id)
+            started = await voice.until("CUSTOM", wire_live.STARTED)
+            assert started["value"]["input"]["sampleRate"] == 16_000
+            assert started["value"]["output"]["sampleRate"] == 24_000
+            await voice.speak(live.tone(0.2))
+            # The agent's transcript ends as its turn completes.
+            while len([m for m in messages(voice.events).values() if m[0] == "assistant"]) < 1:
+                await voice.next()
+            await voice.until("TEXT_MESSAGE_END")
+            await voice.stop(thread_id)
+            end = await voice.until_terminal()
+        assert end["type"] == "RUN_FINISHED", end
+        assert server.failures == []
+        assert bytes(server.connections[0].audio) == live.tone(0.2)
+
+        streamed = messages(voice.events)
+        assert sorted(streamed.values()) == [
+            ("assistant", "화면을 열었습니다"),
+            ("user", "업무 요청 목록 열어줘"),
+        ]
+        assert voice.events[0]["type"] == "RUN_STARTED"
+        assert voice.events[0]["runId"] == run_id
+        # The agent's speech, to the byte, in turn 1, between the run's start and end.
+        assert b"".join(pcm for _, pcm in voice.audio) == SPEECH
+        assert {turn for turn, _ in voice.audio} == {1}
+        first_audio = voice.arrivals.index("audio:1")
+        assert 0 < first_audio < voice.arrivals.index("RUN_FINISHED")
+
+        # A reload sees the conversation, under the ids it streamed with.
+        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            snapshot = snapshot_of(await again.until_end())
+        stored = {m["id"]: (m["role"], m["content"]) for m in snapshot}
+        assert stored == streamed
+
+
+async def test_barge_in_names_the_turn_whose_audio_the_client_drops() -> None:
+    script = [
+        live.WaitAudio(3200),
+        live.Send(live.audio_out(SPEECH[:4800]), live.said("길게 설명드리면 ")),
+        live.WaitAudio(6400),  # the person speaks over it
+        live.Send(
+            live.interrupted(),
+            live.heard("잠깐만요", finished=True),
+            live.audio_out(SPEECH[4800:]),
+            live.said("네, 말씀하세요", finished=True),
+            live.turn_complete(),
+        ),
+    ]
+    thread_id = new_id("t")
+    async with voice_gateway([script]) as (server, gateway):
+        async with voice_socket(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            await voice.until("TEXT_MESSAGE_CONTENT")
+            await voice.speak(live.tone(0.1))
+            barge_in = await voice.until("CUSTOM", wire_live.INTERRUPTED)
+            while "네, 말씀하세요" not in [m[1] for m in messages(voice.events).values()]:
+                await voice.next()
+            await voice.stop(thread_id)
+            await voice.until_terminal()
+        assert server.failures == []
+    cut = barge_in["value"]
+    assert cut["turn"] == 1
+    streamed = messages(voice.events)
+    assert streamed[cut["messageId"]] == ("assistant", "길게 설명드리면 ")
+    # Turn 1's audio came before the interruption; what follows is turn 2, played.
+    assert [turn for turn, _ in voice.audio] == [1, 2]
+    told = voice.arrivals.index(f"CUSTOM:{wire_live.INTERRUPTED}")
+    assert voice.arrivals.index("audio:1") < told < voice.arrivals.index("audio:2")
+    # The cut-off message was ended before the interruption was told.
+    assert any(
+        event["type"] == "TEXT_MESSAGE_END" and event["messageId"] == cut["messageId"]
+        for event in voice.events[: voice.events.index(barge_in)]
+    )
+
+
+async def test_a_watching_stock_client_sees_transcripts_and_no_binary_frame() -> None:
+    thread_id = new_id("t")
+    async with voice_gateway([a_spoken_turn()]) as (_, gateway):
+        # The thread exists once a first turn ran; a second tab then follows it.
+        async with voice_socket(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            async with voice_socket(gateway, f"&threadId={thread_id}") as watcher:
+                await watcher.until("RUN_STARTED")
+                await voice.speak(live.tone(0.2))
+                while "화면을 열었습니다" not in [m[1] for m in messages(watcher.events).values()]:
+                    await watcher.next()
+                await voice.stop(thread_id)
+                await watcher.until_terminal()
+                await voice.until_terminal()
+        assert watcher.audio == []
+        assert voice.audio != []
+
+
+async def test_bad_audio_frames_and_a_busy_thread_are_refused_with_codes() -> None:
+    thread_id = new_id("t")
+    async with voice_gateway([a_spoken_turn()]) as (_, gateway), voice_socket(gateway) as voice:
+        # Audio with no live turn open.
+        await voice.ws.send(wire_live.audio_in_frame(live.tone(0.01)))
+        refused = await voice.until_terminal()
+        assert refused["code"] == "VALIDATION_ERROR"
+        assert "liveStart" in refused["message"]
+        await voice.start(thread_id, new_id("r"))
+        await voice.until("CUSTOM", wire_live.STARTED)
+        # An odd number of bytes, and audio out sent up: refused, the turn goes on.
+        await voice.ws.send(wire_live.audio_in_frame(b"\x00\x01\x02"))
+        await voice.ws.send(bytes([wire_live.AUDIO_OUT, 1, 0, 0]) + b"\x00\x00")
+        # A second tab cannot open a live turn on the busy thread.
+        async with voice_socket(gateway) as other:
+            await other.start(thread_id, new_id("r"))
+            busy = await other.until_terminal()
+        assert busy["code"] == "SESSION_BUSY"
+        await voice.speak(live.tone(0.2))
+        await voice.until("TEXT_MESSAGE_END")
+        await voice.stop(thread_id)
+        assert (await voice.until_terminal())["type"] == "RUN_FINISHED"
+        # Frames refused during a run are told after it, in one error of their own run.
+        told = await voice.until_terminal()
+    assert told["code"] == "VALIDATION_ERROR"
+    assert "2 frame(s) were refused" in told["message"]
