@@ -54,6 +54,9 @@ class LiveTurn:
             response_modalities=[types.Modality.AUDIO],
             input_audio_transcription=types.AudioTranscriptionConfig(),
             output_audio_transcription=types.AudioTranscriptionConfig(),
+            # The provider ends a connection (its time limit, a goAway): ADK reconnects with
+            # the latest handle it was given, and the conversation goes on where it was.
+            session_resumption=types.SessionResumptionConfig(),
             custom_metadata={RUN_METADATA_KEY: {"runId": self.run_id, "live": True}},
             telemetry=tracing.ADK_TELEMETRY,
         )

@@ -10,7 +10,9 @@ gets a binary frame; bad audio and a busy thread are refused with codes.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -19,6 +21,7 @@ from websockets.asyncio.client import connect
 from gateway.wire import live as wire_live
 from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
+from tests.support.budgets import eventually
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.voice import VoiceSocket, messages
 
@@ -34,7 +37,7 @@ def find_screen(query: str) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def voice_gateway(
-    scripts: Sequence[Sequence[live.Step]],
+    scripts: Sequence[Sequence[live.Step]], **settings: Any
 ) -> AsyncIterator[tuple[live.LiveServer, RunningGateway]]:
     async with live.LiveServer(scripts) as server:
         agent = LlmAgent(
@@ -43,7 +46,7 @@ async def voice_gateway(
             instruction="Answer briefly.",
             tools=[find_screen],
         )
-        async with running_gateway(agent=agent) as gateway:
+        async with running_gateway(agent=agent, **settings) as gateway:
             yield server, gateway
 
 
@@ -194,3 +197,110 @@ async def test_bad_audio_frames_and_a_busy_thread_are_refused_with_codes() -> No
         told = await voice.until_terminal()
     assert told["code"] == "VALIDATION_ERROR"
     assert "2 frame(s) were refused" in told["message"]
+
+
+async def test_a_server_tool_runs_in_a_live_turn_and_a_go_away_is_survived() -> None:
+    first = [
+        live.WaitAudio(3200),
+        live.Send(
+            live.resumption("handle-1"),
+            live.heard("업무 요청 찾아줘", finished=True),
+            live.tool_call("find_screen", {"query": "업무 요청"}, "call-1"),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.resumption("handle-2"), live.go_away(1)),
+        live.Close(),
+    ]
+    # The provider's next connection resumes the session and the agent answers.
+    second = [live.Send(live.said("찾았습니다", finished=True), live.turn_complete())]
+    thread_id = new_id("t")
+    async with voice_gateway([first, second]) as (server, gateway):
+        async with voice_socket(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            while "찾았습니다" not in [m[1] for m in messages(voice.events).values()]:
+                await voice.next()
+            await voice.stop(thread_id)
+            end = await voice.until_terminal()
+        assert end["type"] == "RUN_FINISHED", end
+        assert server.failures == []
+        assert server.connections[0].tool_responses[0]["response"] == {
+            "screenId": "MNU-3120",
+            "asked": "업무 요청",
+        }
+        assert [c.resumed_from for c in server.connections] == [None, "handle-2"]
+        kinds = [event["type"] for event in voice.events]
+        for kind in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"):
+            assert kind in kinds
+        result = next(e for e in voice.events if e["type"] == "TOOL_CALL_RESULT")
+        assert "MNU-3120" in result["content"]
+        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            snapshot = snapshot_of(await again.until_end())
+    roles = [
+        (m["role"], m.get("content") or [c["function"]["name"] for c in m["toolCalls"]])
+        for m in snapshot
+    ]
+    assert roles[0] == ("user", "업무 요청 찾아줘")
+    assert ("assistant", ["find_screen"]) in roles
+    assert roles[-1] == ("assistant", "찾았습니다")
+
+
+async def test_a_cancel_ends_the_live_turn_and_a_closed_socket_frees_the_thread() -> None:
+    thread_id = new_id("t")
+    async with voice_gateway([[live.WaitAudio(10**9)]]) as (server, gateway):
+        async with voice_socket(gateway) as voice:
+            run_id = new_id("r")
+            await voice.start(thread_id, run_id)
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.ws.send(json.dumps({"type": "cancel", "threadId": thread_id}))
+            end = await voice.until_terminal()
+        assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "cancelled", end
+        # A socket that closes mid-turn ends the turn: the thread takes the next one.
+        async with voice_socket(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+        hub = gateway.app.hub
+        assert hub is not None
+
+        def ended() -> bool:
+            thread = hub.threads.get(thread_id)
+            return thread is None or thread.run is None
+
+        await eventually(ended, 10, what="the live turn of a closed socket ended")
+        async with voice_socket(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.stop(thread_id)
+            assert (await voice.until_terminal())["type"] == "RUN_FINISHED"
+        await eventually(
+            lambda: all(c.closed for c in server.connections), 10, what="the provider let go"
+        )
+
+
+async def test_live_turns_are_bounded_per_user_per_turn_and_in_pace() -> None:
+    async with (
+        voice_gateway([[live.WaitAudio(10**9)]], live_turns_per_user=1, live_max_seconds=3.0) as (
+            _,
+            gateway,
+        ),
+        voice_socket(gateway) as voice,
+        voice_socket(gateway) as other,
+    ):
+        thread_id = new_id("t")
+        await voice.start(thread_id, new_id("r"))
+        await voice.until("CUSTOM", wire_live.STARTED)
+        await other.start(new_id("t"), new_id("r"))
+        quota = await other.until_terminal()
+        assert quota["code"] == "SERVICE_QUOTA_EXCEEDED"
+        assert "GATEWAY_LIVE_TURNS_PER_USER" in quota["message"]
+        # Three seconds at once is faster than real time past the 2 s burst: refused.
+        await voice.speak(live.tone(3.0))
+        # Paced, the turn hears its three seconds and ends with the quota's error.
+        await voice.speak(live.tone(1.5), pace=0.1)
+        end = await voice.until_terminal()
+        assert end["code"] == "SERVICE_QUOTA_EXCEEDED", end
+        assert "GATEWAY_LIVE_MAX_SECONDS" in end["message"]
+        told = await voice.until_terminal()
+        assert told["code"] == "RATE_LIMIT_EXCEEDED", told
