@@ -69,6 +69,7 @@ class LiveRun:
 
     def hear(self, pcm: memoryview) -> None:
         self.heard_bytes += len(pcm)
+        self.hub.metrics.live_audio("in", len(pcm) / (2 * live.INPUT_RATE))
         self.turn.hear(pcm)
 
     def stop(self) -> None:
@@ -140,6 +141,8 @@ class LiveRun:
         batch: list[p.Event] = []
         for item in out:
             if isinstance(item, live.AudioOut):
+                spoken = len(item.frame) - live.HEADER_BYTES
+                self.hub.metrics.live_audio("out", spoken / (2 * live.OUTPUT_RATE))
                 self.run.emit(batch)
                 batch = []
                 self.run.outbox.send(partial(self.speaker.deliver_audio, item))

@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import httpx
 import pytest
 from google.adk.agents import LlmAgent
 from websockets.asyncio.client import connect
@@ -28,6 +29,7 @@ from tests.support.voice import VoiceSocket, messages
 pytestmark = pytest.mark.server
 
 SPEECH = live.tone(0.3, live.OUTPUT_RATE)
+METRICS_TOKEN = "voice-metrics-token"
 
 
 def find_screen(query: str) -> dict[str, str]:
@@ -73,7 +75,10 @@ def a_spoken_turn() -> list[live.Step]:
 
 async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> None:
     thread_id, run_id = new_id("t"), new_id("r")
-    async with voice_gateway([a_spoken_turn()]) as (server, gateway):
+    async with voice_gateway([a_spoken_turn()], metrics="on", metrics_token=METRICS_TOKEN) as (
+        server,
+        gateway,
+    ):
         async with voice_socket(gateway) as voice:
             await voice.start(thread_id, run_id)
             started = await voice.until("CUSTOM", wire_live.STARTED)
@@ -102,6 +107,14 @@ async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> N
         assert {turn for turn, _ in voice.audio} == {1}
         first_audio = voice.arrivals.index("audio:1")
         assert 0 < first_audio < voice.arrivals.index("RUN_FINISHED")
+
+        # Operators see the audio each way.
+        async with httpx.AsyncClient() as client:
+            scraped = await client.get(
+                gateway.http + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}
+            )
+        assert 'gateway_live_audio_seconds_total{direction="in"} 0.2' in scraped.text
+        assert 'gateway_live_audio_seconds_total{direction="out"} 0.3' in scraped.text
 
         # A reload sees the conversation, under the ids it streamed with.
         async with voice_socket(gateway, f"&threadId={thread_id}") as again:

@@ -19,6 +19,7 @@ What the server does is a script per connection: the n-th connection plays ``scr
 - ``WaitClientContent()``: until the next ``clientContent`` arrives;
 - ``Send(*messages)``: sends messages, built with ``heard``, ``said``, ``audio_out``,
   ``interrupted``, ``turn_complete``, ``tool_call``, ``resumption``, ``go_away``;
+- ``Pause(seconds)``: waits (for benchmarks, which pace the model's speech);
 - ``Close()``: closes the connection, as the provider does after a ``goAway``.
 
 Everything a connection received is kept on its ``Connection`` (setup, audio, tool
@@ -37,6 +38,7 @@ import ipaddress
 import json
 import ssl
 import tempfile
+import time
 from collections.abc import Callable, Sequence, Sized
 from http import HTTPStatus
 from pathlib import Path
@@ -93,11 +95,18 @@ class Send:
 
 
 @dataclasses.dataclass(frozen=True)
+class Pause:
+    """Waits this long before the next step (benchmarks pace the model's speech so)."""
+
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
 class Close:
     """Closes the connection (the provider's side of a ``goAway``)."""
 
 
-Step = WaitAudio | WaitToolResponse | WaitClientContent | Send | Close
+Step = WaitAudio | WaitToolResponse | WaitClientContent | Send | Pause | Close
 
 
 # --- the messages a script sends ------------------------------------------------------------
@@ -167,6 +176,10 @@ class Connection:
     tool_responses: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     client_contents: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     audio_stream_ended: bool = False
+    # When each audio-in chunk arrived (``time.perf_counter``) and its first 4 bytes, and
+    # when each scripted message was sent: what ``scripts/bench_voice.py`` times.
+    chunk_arrivals: list[tuple[float, bytes]] = dataclasses.field(default_factory=list, repr=False)
+    sent_at: list[float] = dataclasses.field(default_factory=list, repr=False)
     closed: bool = False
     changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
@@ -184,7 +197,9 @@ class Connection:
                 chunks.append(realtime["audio"])
             for chunk in chunks:
                 self.audio_mime_types.add(chunk.get("mimeType", ""))
-                self.audio.extend(_bytes(chunk.get("data", "")))
+                pcm = _bytes(chunk.get("data", ""))
+                self.chunk_arrivals.append((time.perf_counter(), pcm[:4]))
+                self.audio.extend(pcm)
             if realtime.get("audioStreamEnd"):
                 self.audio_stream_ended = True
         elif "toolResponse" in message:
@@ -286,6 +301,10 @@ class LiveServer:
             if isinstance(step, Send):
                 for message in step.messages:
                     await websocket.send(json.dumps(message).encode())
+                    connection.sent_at.append(time.perf_counter())
+                continue
+            if isinstance(step, Pause):
+                await asyncio.sleep(step.seconds)
                 continue
             if isinstance(step, Close):
                 await websocket.close()
