@@ -24,10 +24,15 @@ from google.adk.agents.live_request_queue import LiveRequestQueue
 from google.adk.agents.run_config import RunConfig
 from google.adk.events import Event as AdkEvent
 from google.adk.runners import Runner
+from google.genai import errors as genai_errors
 from google.genai import types
+from websockets.exceptions import ConnectionClosed
 
 from gateway import tracing
+from gateway import wire as p
+from gateway.adk.hosting import first_line
 from gateway.context import RUN_METADATA_KEY, stamp
+from gateway.models.failures import classify
 from gateway.tools.per_invocation import InvocationPlugin
 from gateway.wire import live
 
@@ -81,6 +86,28 @@ class LiveTurn:
         if not self.closed:
             self.closed = True
             self.queue.close()
+
+
+def live_failure(error: BaseException) -> p.GatewayError | None:
+    """What a client is told when a live turn's model fails, as a code and a sentence;
+    None for a failure nobody expected (an error id, and the traceback in the log)."""
+    if isinstance(error, NotImplementedError):  # BaseLlm.connect: no live connection
+        return p.GatewayError(
+            p.ErrorCode.AGENT_ERROR,
+            "This agent's model cannot hold a live (voice) conversation; talk to it in text,"
+            " or host the agent on a Gemini Live model (docs/voice.md).",
+        )
+    if (failure := classify(error)) is not None:
+        log.warning("a live turn's model failed: %s", failure.detail)
+        return p.GatewayError(failure.code, failure.sentence)
+    if isinstance(error, OSError | ConnectionClosed | genai_errors.APIError):
+        log.warning("a live turn's model connection failed: %s", first_line(error))
+        return p.GatewayError(
+            p.ErrorCode.AGENT_ERROR,
+            "The connection to the model's live service failed; start a new live turn to"
+            " go on talking (what was said is kept).",
+        )
+    return None
 
 
 class Transcripts(InvocationPlugin[dict[str, str]]):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway import logs
 from gateway import wire as p
-from gateway.adk.live import LiveTurn
+from gateway.adk.live import LiveTurn, live_failure
 from gateway.context import Caller, asked_by
 from gateway.hub.busy import in_progress
 from gateway.hub.refusals import check_owner, cut_by_restart, draining
@@ -106,9 +106,9 @@ class LiveRun:
             run.emit(self.translator.close())
             run.fail(cut_by_restart())
             raise
-        except Exception:
+        except Exception as error:  # the model's connection, or a tool
             run.emit(self.translator.close())
-            run.fail(p.unexpected(f"live {run}", p.ErrorCode.AGENT_ERROR))
+            run.fail(live_failure(error) or p.unexpected(f"live {run}", p.ErrorCode.AGENT_ERROR))
         finally:
             watch.cancel()
             self.turn.close()

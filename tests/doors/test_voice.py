@@ -317,3 +317,29 @@ async def test_live_turns_are_bounded_per_user_per_turn_and_in_pace() -> None:
         assert "GATEWAY_LIVE_MAX_SECONDS" in end["message"]
         told = await voice.until_terminal()
         assert told["code"] == "RATE_LIMIT_EXCEEDED", told
+
+
+async def test_an_agent_without_a_live_model_refuses_the_turn_with_a_sentence() -> None:
+    # The demo's offline scripted model has no live connection.
+    async with running_gateway() as gateway, voice_socket(gateway) as voice:
+        thread_id = new_id("t")
+        await voice.start(thread_id, new_id("r"))
+        end = await voice.until_terminal()
+        assert end["code"] == "AGENT_ERROR"
+        assert "cannot hold a live (voice) conversation" in end["message"]
+        # The thread is free again, and nothing a client cannot read was stored.
+        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            await again.until_end()
+
+
+async def test_a_provider_that_cannot_be_reached_ends_the_turn_with_agent_error() -> None:
+    async with live.LiveServer([[]]) as server:
+        model = server.live_model()
+    # The server is gone: its port refuses the connection.
+    agent = LlmAgent(name="voice", model=model, instruction="Answer briefly.")
+    async with running_gateway(agent=agent, await_ready=False) as gateway:
+        async with voice_socket(gateway) as voice:
+            await voice.start(new_id("t"), new_id("r"))
+            end = await voice.until_terminal()
+    assert end["code"] == "AGENT_ERROR", end
+    assert "live service failed" in end["message"]
