@@ -53,8 +53,10 @@ async def voice_gateway(
 
 
 @contextlib.asynccontextmanager
-async def voice_socket(gateway: RunningGateway, query: str = "") -> AsyncIterator[VoiceSocket]:
-    async with connect(gateway.ws_url(query=query), max_size=None) as ws:
+async def voice_socket(
+    gateway: RunningGateway, query: str = "", user: str = "demo"
+) -> AsyncIterator[VoiceSocket]:
+    async with connect(gateway.ws_url(user, query), max_size=None) as ws:
         yield VoiceSocket(ws)
 
 
@@ -116,11 +118,22 @@ async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> N
         assert 'gateway_live_audio_seconds_total{direction="in"} 0.2' in scraped.text
         assert 'gateway_live_audio_seconds_total{direction="out"} 0.3' in scraped.text
 
-        # A reload sees the conversation, under the ids it streamed with.
+        # A reload sees the conversation, under the ids it streamed with; so does /history.
         async with voice_socket(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
         stored = {m["id"]: (m["role"], m["content"]) for m in snapshot}
         assert stored == streamed
+        async with httpx.AsyncClient() as client:
+            history = await client.get(
+                f"{gateway.http}/history?threadId={thread_id}",
+                headers={"X-Gateway-User": "demo"},
+            )
+        assert {m["id"]: (m["role"], m["content"]) for m in history.json()["messages"]} == streamed
+        # Another user cannot talk on this thread.
+        async with voice_socket(gateway, user="mallory") as stranger:
+            await stranger.start(thread_id, new_id("r"))
+            denied = await stranger.until_terminal()
+        assert denied["code"] == "ACCESS_DENIED", denied
 
 
 async def test_barge_in_names_the_turn_whose_audio_the_client_drops() -> None:
@@ -337,9 +350,11 @@ async def test_a_provider_that_cannot_be_reached_ends_the_turn_with_agent_error(
         model = server.live_model()
     # The server is gone: its port refuses the connection.
     agent = LlmAgent(name="voice", model=model, instruction="Answer briefly.")
-    async with running_gateway(agent=agent, await_ready=False) as gateway:
-        async with voice_socket(gateway) as voice:
-            await voice.start(new_id("t"), new_id("r"))
-            end = await voice.until_terminal()
+    async with (
+        running_gateway(agent=agent, await_ready=False) as gateway,
+        voice_socket(gateway) as voice,
+    ):
+        await voice.start(new_id("t"), new_id("r"))
+        end = await voice.until_terminal()
     assert end["code"] == "AGENT_ERROR", end
     assert "live service failed" in end["message"]
