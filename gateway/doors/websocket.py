@@ -186,6 +186,9 @@ class WebSocketSession:
         """The gateway drains: queues the close behind what the connection already has."""
         if not self.draining:
             self.draining = True
+            # A live turn could hold the drain for minutes: it ends now, its words stored,
+            # and the client starts the next one on a process that stays.
+            self.voice.leave()
             self.inbox.put_nowait((Restart(), 0))
 
     def _expired(self) -> None:

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from google.adk.agents import LlmAgent
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from gateway.wire import live as wire_live
 from tests.support import gemini_live as live
@@ -358,3 +359,18 @@ async def test_a_provider_that_cannot_be_reached_ends_the_turn_with_agent_error(
         end = await voice.until_terminal()
     assert end["code"] == "AGENT_ERROR", end
     assert "live service failed" in end["message"]
+
+
+async def test_a_drain_ends_a_live_turn_at_once_then_closes_the_socket() -> None:
+    async with (
+        voice_gateway([[live.WaitAudio(10**9)]], drain_seconds=30.0) as (_, gateway),
+        voice_socket(gateway) as voice,
+    ):
+        await voice.start(new_id("t"), new_id("r"))
+        await voice.until("CUSTOM", wire_live.STARTED)
+        gateway.server.should_exit = True
+        end = await voice.until_terminal()
+        assert end["type"] == "RUN_FINISHED", end
+        with pytest.raises(ConnectionClosed) as closed:
+            await voice.next()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
