@@ -16,14 +16,16 @@ was streamed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 from google.adk.agents._streaming_mode import StreamingMode
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.agents.live_request_queue import LiveRequestQueue
 from google.adk.agents.run_config import RunConfig
 from google.adk.events import Event as AdkEvent
-from google.adk.runners import Runner
+from google.adk.sessions import Session
 from google.genai import errors as genai_errors
 from google.genai import types
 from websockets.exceptions import ConnectionClosed
@@ -33,8 +35,12 @@ from gateway import wire as p
 from gateway.adk.hosting import first_line
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
+from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
 from gateway.tools.per_invocation import InvocationPlugin
 from gateway.wire import live
+
+if TYPE_CHECKING:
+    from gateway.adk.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +53,24 @@ HEARD, SAID = "heard-", "said-"
 class LiveTurn:
     """One live invocation: audio in through its queue, ADK's events out."""
 
-    def __init__(self, runner: Runner, user_id: str, thread_id: str, run_id: str) -> None:
-        self.runner = runner
+    def __init__(
+        self,
+        engine: Engine,
+        user_id: str,
+        thread_id: str,
+        run_id: str,
+        client_tools: Mapping[str, ClientTool] | None = None,
+    ) -> None:
+        self.engine = engine
         self.user_id, self.thread_id, self.run_id = user_id, thread_id, run_id
+        # The client tools the model may call in this turn, as the client declared them.
+        self.client_tools = dict(client_tools or {})
         self.queue = LiveRequestQueue()
         self.closed = False
+        # The thread as ADK holds it for the turn: what the turn stores itself goes
+        # through the same object, so the store's staleness check sees one writer.
+        self.session: Session | None = None
+        self.invocation_id: str | None = None
 
     def config(self) -> RunConfig:
         return RunConfig(
@@ -62,19 +81,43 @@ class LiveTurn:
             # The provider ends a connection (its time limit, a goAway): ADK reconnects with
             # the latest handle it was given, and the conversation goes on where it was.
             session_resumption=types.SessionResumptionConfig(),
-            custom_metadata={RUN_METADATA_KEY: {"runId": self.run_id, "live": True}},
+            custom_metadata={
+                RUN_METADATA_KEY: {
+                    "runId": self.run_id,
+                    "live": True,
+                    CLIENT_TOOLS_KEY: sorted(self.client_tools),
+                }
+            },
             telemetry=tracing.ADK_TELEMETRY,
         )
 
     async def events(self) -> AsyncGenerator[AdkEvent, None]:
         """ADK's live stream, until the queue is closed and ADK has let go."""
-        async for event in self.runner.run_live(
-            user_id=self.user_id,
-            session_id=self.thread_id,
-            live_request_queue=self.queue,
-            run_config=self.config(),
-        ):
-            yield event
+        engine = self.engine
+        self.session = await engine.session(self.user_id, self.thread_id)
+        handed = engine.sessions.handed_over(self.session) if self.session else nullcontext()
+        with engine.client_tools.offered(self.run_id, self.client_tools), handed:
+            async for event in engine.runner.run_live(
+                user_id=self.user_id,
+                session_id=self.thread_id,
+                live_request_queue=self.queue,
+                run_config=self.config(),
+            ):
+                self.invocation_id = event.invocation_id
+                yield event
+
+    async def answer(self, call_id: str, name: str, response: dict[str, Any]) -> None:
+        """Gives the model a client tool's result: stored first (ADK stores no function
+        response sent to a live model), then sent."""
+        part = types.Part(
+            function_response=types.FunctionResponse(id=call_id, name=name, response=response)
+        )
+        content = types.Content(role="user", parts=[part])
+        if self.session is not None:
+            event = AdkEvent(invocation_id=self.invocation_id or "", author="user", content=content)
+            await self.engine.append(self.session, event)
+        if not self.closed:
+            self.queue.send_content(content)
 
     def hear(self, pcm: bytes | memoryview) -> None:
         """Passes a chunk of the person's speech (16 kHz s16le PCM) on to the model."""

@@ -99,6 +99,17 @@ class Voice:
         turn.stop()
         return None
 
+    async def answer(self, frame: live.LiveToolResult) -> p.GatewayError | None:
+        """Hands a client tool's result to the live turn of ``frame``'s thread."""
+        turn = self.turn
+        if turn is None or turn.run.done.is_set() or turn.run.thread.thread_id != frame.thread_id:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"There is no live turn open on thread {frame.thread_id} on this connection;"
+                " a result for a typed run goes in the next RunAgentInput.",
+            )
+        return await turn.answer(frame.message)
+
     def audio(self, data: bytes) -> p.GatewayError | None:
         """Hands one audio-in frame to the live turn; an error if it is refused."""
         turn = self.turn

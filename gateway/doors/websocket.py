@@ -258,6 +258,10 @@ class WebSocketSession:
             # Like a cancel, it acts now; the live turn's end is its answer.
             if refused := self.voice.stop(frame):
                 self._queue(refused, 0)
+        elif isinstance(frame, live.LiveToolResult):
+            # The live turn waits on it now: it cannot wait behind the turn itself.
+            if refused := await self.voice.answer(frame):
+                self._refuse(refused)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
             self._queue(needed_part(frame), len(data))

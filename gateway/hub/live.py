@@ -31,11 +31,14 @@ from gateway import wire as p
 from gateway.adk.live import LiveTurn, live_failure
 from gateway.context import Caller, asked_by
 from gateway.hub.busy import in_progress
+from gateway.hub.inputs import tool_response
 from gateway.hub.refusals import check_owner, cut_by_restart, draining
 from gateway.hub.states import ThreadState, Trigger, run_ended, transition
 from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.tools.client import ClientTool
+from gateway.tools.declarations import declared_client_tools
 from gateway.translate.live import LiveTranslator
-from gateway.wire import live
+from gateway.wire import bounds, live
 
 if TYPE_CHECKING:
     from gateway.hub.hub import Hub
@@ -55,12 +58,16 @@ class Speaker(Subscriber, Protocol):
 class LiveRun:
     """One live turn: the hub's run, ADK's live invocation, and the task between them."""
 
-    def __init__(self, hub: Hub, run: Run, speaker: Speaker) -> None:
+    def __init__(
+        self, hub: Hub, run: Run, speaker: Speaker, client_tools: dict[str, ClientTool]
+    ) -> None:
         self.hub = hub
         self.run = run
         self.speaker = speaker
         thread = run.thread
-        self.turn = LiveTurn(hub.engine.runner, thread.user_id, thread.thread_id, run.run_id)
+        self.turn = LiveTurn(hub.engine, thread.user_id, thread.thread_id, run.run_id, client_tools)
+        # Client calls answered in this turn: each is answered once.
+        self.answered: set[str] = set()
         self.translator = LiveTranslator(run.translator)
         # Bytes of audio the person sent, for the bounds and the log line.
         self.heard_bytes = 0
@@ -71,6 +78,44 @@ class LiveRun:
         self.heard_bytes += len(pcm)
         self.hub.metrics.live_audio("in", len(pcm) / (2 * live.INPUT_RATE))
         self.turn.hear(pcm)
+
+    async def answer(self, message: p.ToolMessage) -> p.GatewayError | None:
+        """Gives the model the browser's result of a client call of this turn, once."""
+        call_id = message.tool_call_id
+        translator = self.run.translator
+        if call_id in self.answered:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"Tool call {call_id} was answered already; a call is answered once.",
+            )
+        name = translator.pending.get(call_id)
+        if name is None or call_id not in translator.client_calls:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"Tool call {call_id} is not a client call this live turn waits for.",
+            )
+        try:
+            bounds.parse_json(p.text_of(message.content))
+        except bounds.OutOfBounds as bad:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"Invalid liveToolResult: {bad.at('$.message.content')}",
+            )
+        except ValueError:
+            pass  # not JSON: the model reads it as text
+        self.answered.add(call_id)
+        del translator.pending[call_id]
+        log.info("live %s: the browser answered %s (%s)", self.run, name, call_id)
+        await self.turn.answer(call_id, name, tool_response(message))
+        # The executor sent it; the thread's other tabs are shown it.
+        result = p.ToolCallResult(
+            message_id=message.id,
+            tool_call_id=call_id,
+            content=message.content,
+            role="tool",
+        )
+        self.run.emit([result], observers_only=True)
+        return None
 
     def stop(self) -> None:
         """Ends the turn once what was said is answered and stored: no more audio."""
@@ -97,6 +142,9 @@ class LiveRun:
             if run.stopped_by is not None:
                 raise run.stopped_by
             run.emit(self.translator.close())
+            # Calls left unanswered ended with the model's connection: nothing waits on them
+            # (the thread's next message supersedes them, as for any open call).
+            run.translator.pending.clear()
             run.emit(run.translator.cancelled() if run.abort.is_set() else run.translator.finish())
             completed = True
         except p.GatewayError as stopped:
@@ -179,6 +227,8 @@ async def start_live(hub: Hub, frame: live.LiveStart, speaker: Speaker, caller: 
         hub.refused_draining += 1
         raise draining()
     thread_id, user_id = frame.thread_id, caller.user_id
+    engine = hub.engine
+    client_tools = declared_client_tools(frame.tools, engine.catalog, engine.server_tools)
     known = hub.threads.get(thread_id)
     if known is not None:
         check_owner(known.user_id, user_id, thread_id)
@@ -207,7 +257,7 @@ async def start_live(hub: Hub, frame: live.LiveStart, speaker: Speaker, caller: 
     run.caller = caller
     run.thread_state = transition(ThreadState.IDLE, Trigger.USER_MESSAGE)
     thread.watch(speaker)
-    turn = LiveRun(hub, run, speaker)
+    turn = LiveRun(hub, run, speaker, client_tools)
     run.task = asyncio.create_task(turn.drive(), name=f"live run {run.run_id}")
     log.info("live turn %s started on thread %s", run.run_id, thread_id)
     return turn

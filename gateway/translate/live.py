@@ -60,6 +60,10 @@ class LiveTranslator:
         if any(part.function_call or part.function_response for part in parts):
             out += self._close()
             out += self.run.translate(event)
+            # A typed run holds a client call to its end; a live turn goes on after it, so
+            # the call goes out now (to the executor alone: ``Run`` routes it).
+            for call_id in list(self.run.held):
+                out += self.run.held.pop(call_id)
         if event.interrupted:
             out += self._interrupted()
         elif event.turn_complete:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from gateway.wire.base import Id, Wire
 from gateway.wire.errors import ErrorCode, GatewayError
 from gateway.wire.events import Custom
+from gateway.wire.upstream import LiveStart, LiveStop, LiveToolResult
+
+__all__ = ["LiveStart", "LiveStop", "LiveToolResult"]
 
 AUDIO_IN, AUDIO_OUT = 0x01, 0x02
 HEADER_VERSION = 0x01
@@ -30,15 +32,6 @@ INPUT_RATE, OUTPUT_RATE = 16_000, 24_000
 MAX_CHUNK_BYTES = INPUT_RATE * 2
 
 STARTED, INTERRUPTED = "gateway.live.started", "gateway.live.interrupted"
-
-
-class LiveStart(Wire, tag_field="type", tag="liveStart"):
-    thread_id: Id
-    run_id: Id
-
-
-class LiveStop(Wire, tag_field="type", tag="liveStop"):
-    thread_id: Id
 
 
 class AudioOut:

@@ -206,6 +206,12 @@ async def test_bad_audio_frames_and_a_busy_thread_are_refused_with_codes() -> No
         refused = await voice.until_terminal()
         assert refused["code"] == "VALIDATION_ERROR"
         assert "liveStart" in refused["message"]
+        # A client tool may not take a server tool's name: refused before any turn.
+        clash: dict[str, Any] = {"type": "liveStart", "threadId": thread_id, "runId": new_id("r")}
+        clash["tools"] = [{"name": "find_screen", "description": "mine"}]
+        await voice.ws.send(json.dumps(clash))
+        named = await voice.until_terminal()
+        assert named["code"] == "VALIDATION_ERROR" and "server tool" in named["message"]
         await voice.start(thread_id, new_id("r"))
         await voice.until("CUSTOM", wire_live.STARTED)
         # An odd number of bytes, and audio out sent up: refused, the turn goes on.
@@ -374,3 +380,84 @@ async def test_a_drain_ends_a_live_turn_at_once_then_closes_the_socket() -> None
         with pytest.raises(ConnectionClosed) as closed:
             await voice.next()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+
+
+NAVIGATE = {
+    "name": "navigateToScreen",
+    "description": "Opens a screen of the app in the browser.",
+    "parameters": {
+        "type": "object",
+        "properties": {"screenId": {"type": "string"}},
+        "required": ["screenId"],
+    },
+}
+
+
+async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_back() -> None:
+    script = [
+        live.WaitAudio(3200),
+        live.Send(
+            live.heard("업무 요청 목록 화면 열어줘", finished=True),
+            live.tool_call("navigateToScreen", {"screenId": "MNU-3120"}, "nav-1"),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.said("이동했습니다", finished=True), live.turn_complete()),
+    ]
+    thread_id = new_id("t")
+    async with voice_gateway([script]) as (server, gateway):
+        async with voice_socket(gateway) as voice:
+            await voice.ws.send(
+                json.dumps(
+                    {
+                        "type": "liveStart",
+                        "threadId": thread_id,
+                        "runId": new_id("r"),
+                        "tools": [NAVIGATE],
+                    }
+                )
+            )
+            await voice.until("CUSTOM", wire_live.STARTED)
+            async with voice_socket(gateway, f"&threadId={thread_id}") as watcher:
+                await watcher.until("RUN_STARTED")
+                await voice.speak(live.tone(0.1))
+                call = await voice.until("TOOL_CALL_START")
+                assert call["toolCallName"] == "navigateToScreen"
+                await voice.until("TOOL_CALL_END")
+                result = {
+                    "type": "liveToolResult",
+                    "threadId": thread_id,
+                    "message": {
+                        "id": "result-1",
+                        "role": "tool",
+                        "toolCallId": call["toolCallId"],
+                        "content": '{"status": "navigated", "screenId": "MNU-3120"}',
+                    },
+                }
+                await voice.ws.send(json.dumps(result))
+                await voice.ws.send(json.dumps(result))  # a resend: refused, not run again
+                while "이동했습니다" not in [m[1] for m in messages(voice.events).values()]:
+                    await voice.next()
+                await voice.stop(thread_id)
+                assert (await voice.until_terminal())["type"] == "RUN_FINISHED"
+                refused = await voice.until_terminal()
+                await watcher.until_terminal()
+        assert server.failures == []
+        # The model was given the browser's own account, once.
+        assert server.connections[0].tool_responses == [
+            {
+                "id": call["toolCallId"],
+                "name": "navigateToScreen",
+                "response": {"status": "navigated", "screenId": "MNU-3120"},
+            }
+        ]
+        assert refused["code"] == "VALIDATION_ERROR" and "answered already" in refused["message"]
+        # Only the executor was sent the live call; the watcher saw the result.
+        assert not any(e["type"] == "TOOL_CALL_START" for e in watcher.events)
+        assert any(e["type"] == "TOOL_CALL_RESULT" for e in watcher.events)
+        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            snapshot = snapshot_of(await again.until_end())
+    kinds = [(m["role"], m.get("toolCallId") or m.get("content")) for m in snapshot]
+    assert kinds[0] == ("user", "업무 요청 목록 화면 열어줘")
+    assert ("tool", call["toolCallId"]) in kinds
+    assert kinds[-1] == ("assistant", "이동했습니다")

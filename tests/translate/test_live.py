@@ -1,6 +1,6 @@
 """A live turn's events, driven with no server and no model: transcripts as text messages
 one open at a time, audio numbered by turn, barge-in naming the turn cut off, stored
-transcripts read back under the ids they streamed with; and the audio frames' codec."""
+transcripts read back under the ids they streamed with."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from google.adk.events import Event
 from google.genai import types
 
-from gateway import wire as p
 from gateway.context import stamp
 from gateway.translate.history import event_messages
 from gateway.translate.live import LiveTranslator
@@ -135,23 +134,3 @@ def test_stored_transcripts_read_back_under_their_streamed_ids() -> None:
         {"id": "s1", "role": "assistant", "name": "voice", "content": "열었습니다"}
     ]
     assert event_messages(heard("열어", "h1")) == []  # a piece is never a message
-
-
-def test_audio_frames_round_trip_and_bad_ones_say_why() -> None:
-    pcm = bytes(range(8))
-    assert bytes(live.audio_in(live.audio_in_frame(pcm))) == pcm
-    out = live.AudioOut(70_000, pcm)
-    assert live.audio_out_turn(out.frame) == 70_000 & 0xFFFF
-    assert out.frame[live.HEADER_BYTES :] == pcm
-    assert live.is_audio(out.frame) and not live.is_audio(b'{"type": "cancel"}')
-    for frame, why in [
-        (b"\x01\x01", "fewer than the 4-byte header"),
-        (out.frame, "kind is 0x02"),
-        (b"\x01\x07\x00\x00", "header version is 7"),
-        (live.audio_in_frame(b"\x00"), "not whole 16-bit samples"),
-        (live.audio_in_frame(bytes(live.MAX_CHUNK_BYTES + 2)), "at most 32000"),
-    ]:
-        with pytest.raises(p.GatewayError) as refused:
-            live.audio_in(frame)
-        assert refused.value.code is p.ErrorCode.VALIDATION_ERROR
-        assert why in refused.value.message
