@@ -1,4 +1,5 @@
-"""/ws: one WebSocket connection carrying runs, answers, cancels and reattaches both ways."""
+"""/ws: one WebSocket connection carrying runs, answers, cancels, reattaches and live (voice)
+turns (``gateway.doors.voice``, docs/voice.md) both ways."""
 
 from __future__ import annotations
 

@@ -32,9 +32,10 @@ from gateway.adk.live import LiveTurn, live_failure
 from gateway.context import Caller, asked_by
 from gateway.hub.busy import in_progress
 from gateway.hub.inputs import tool_response
-from gateway.hub.refusals import check_owner, cut_by_restart, draining
+from gateway.hub.refusals import check_owner, cut_by_restart, draining, store_unavailable
 from gateway.hub.states import ThreadState, Trigger, run_ended, transition
 from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.store import StoreError
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import declared_client_tools
 from gateway.translate.live import LiveTranslator
@@ -103,10 +104,14 @@ class LiveRun:
             )
         except ValueError:
             pass  # not JSON: the model reads it as text
-        self.answered.add(call_id)
+        self.answered.add(call_id)  # before the write: a resend meanwhile is refused
+        try:
+            await self.turn.answer(call_id, name, tool_response(message))
+        except StoreError:
+            self.answered.discard(call_id)  # not stored: the browser may send it again
+            return store_unavailable()
         del translator.pending[call_id]
         log.info("live %s: the browser answered %s (%s)", self.run, name, call_id)
-        await self.turn.answer(call_id, name, tool_response(message))
         # The executor sent it; the thread's other tabs are shown it.
         result = p.ToolCallResult(
             message_id=message.id,
