@@ -40,8 +40,8 @@ async def pair(
 
 
 @contextlib.asynccontextmanager
-async def tab(port: int, user: str) -> AsyncIterator[AgUiSocket]:
-    async with connect(f"ws://127.0.0.1:{port}/ws?user={user}", max_size=None) as ws:
+async def tab(port: int, user: str, query: str = "") -> AsyncIterator[AgUiSocket]:
+    async with connect(f"ws://127.0.0.1:{port}/ws?user={user}{query}", max_size=None) as ws:
         yield AgUiSocket(ws)
 
 
@@ -67,7 +67,7 @@ async def test_a_thread_made_on_one_process_is_listed_changed_and_deleted_throug
     a, b = pair
     user = new_id("user")
     thread = new_id("t")
-    async with tab(b, user) as on_b:
+    async with tab(b, user, "&threads=live") as on_b:
         async with tab(a, user) as on_a:
             assert outcome(await on_a.run(user_input(thread, "업무 요청 목록 화면 열어줘")))
         created = await change_of(on_b, thread, "created")
