@@ -229,3 +229,9 @@ class ThreadPatch:
     archived: bool | None = None
     pinned: bool | None = None
     metadata: str | None = None  # the JSON object, encoded
+
+    def values(self, title_source: str) -> tuple[object, ...]:
+        """What a backend's UPDATE binds: title, its source (``title_source`` if the
+        title changes), archived, pinned, metadata; None for what stays as it was."""
+        source = title_source if self.title is not None else None
+        return (self.title, source, self.archived, self.pinned, self.metadata)

@@ -145,23 +145,21 @@ def patch_thread(
     db: psycopg.Connection, app_name: str, user_id: str, session_id: str, patch: ThreadPatch
 ) -> ThreadRow | None:
     """Applies a PATCH; the thread as it is then, or None if the user has no such thread."""
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s FOR UPDATE",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    if row is None:
+    rows = db.execute(
+        f"UPDATE sessions SET {_PATCHED}"
+        " WHERE app_name = %s AND user_id = %s AND id = %s RETURNING pk",
+        (*patch.values(TITLE_USER), app_name, user_id, session_id),
+    ).fetchall()  # all: a RETURNING statement is over only once read to its end
+    if not rows:
         return None
-    (pk,) = row
     if patch.title is not None:
-        db.execute(
-            "UPDATE sessions SET title = %s, title_source = %s WHERE pk = %s",
-            (patch.title, TITLE_USER, pk),
-        )
-        _index_title(db, pk, patch.title)
-    if patch.archived is not None:
-        db.execute("UPDATE sessions SET archived = %s WHERE pk = %s", (patch.archived, pk))
-    if patch.pinned is not None:
-        db.execute("UPDATE sessions SET pinned = %s WHERE pk = %s", (patch.pinned, pk))
-    if patch.metadata is not None:
-        db.execute("UPDATE sessions SET metadata = %s WHERE pk = %s", (patch.metadata, pk))
+        _index_title(db, rows[0][0], patch.title)
     return thread_row(db, app_name=app_name, user_id=user_id, session_id=session_id)
+
+
+# What a PATCH sets: what it names, the rest as it was (``ThreadPatch.values``).
+_PATCHED = (
+    "title = COALESCE(%s::text, title), title_source = COALESCE(%s::text, title_source),"
+    " archived = COALESCE(%s::boolean, archived), pinned = COALESCE(%s::boolean, pinned),"
+    " metadata = COALESCE(%s::text, metadata)"
+)

@@ -155,24 +155,21 @@ def patch_thread(
     db: sqlite3.Connection, app_name: str, user_id: str, session_id: str, patch: ThreadPatch
 ) -> ThreadRow | None:
     """Applies a PATCH; the thread as it is then, or None if the user has no such thread."""
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    if row is None:
+    rows = db.execute(
+        f"UPDATE sessions SET {_PATCHED}"
+        " WHERE app_name = ? AND user_id = ? AND id = ? RETURNING pk",
+        (*patch.values(TITLE_USER), app_name, user_id, session_id),
+    ).fetchall()  # all: a RETURNING statement is over only once read to its end
+    if not rows:
         return None
-    (pk,) = row
     if patch.title is not None:
-        db.execute(
-            "UPDATE sessions SET title = ?, title_source = ? WHERE pk = ?",
-            (patch.title, TITLE_USER, pk),
-        )
-        _index_title(db, pk, owner_token(app_name, user_id), patch.title)
-    for column, value in (
-        ("archived", patch.archived),
-        ("pinned", patch.pinned),
-        ("metadata", patch.metadata),
-    ):
-        if value is not None:
-            db.execute(f"UPDATE sessions SET {column} = ? WHERE pk = ?", (value, pk))
+        _index_title(db, rows[0][0], owner_token(app_name, user_id), patch.title)
     return thread_row(db, app_name=app_name, user_id=user_id, session_id=session_id)
+
+
+# What a PATCH sets: what it names, the rest as it was (``ThreadPatch.values``).
+_PATCHED = (
+    "title = COALESCE(?, title), title_source = COALESCE(?, title_source),"
+    " archived = COALESCE(?, archived), pinned = COALESCE(?, pinned),"
+    " metadata = COALESCE(?, metadata)"
+)
