@@ -18,7 +18,6 @@ import psycopg
 
 from gateway.store.thread_index import (
     TITLE_FIRST,
-    TITLE_USER,
     IndexedText,
     SearchTerm,
     ThreadFilter,
@@ -92,7 +91,7 @@ _COLUMNS = (
     "s.id, s.title, s.create_time, s.update_time, s.preview, s.run_open,"
     " (SELECT string_agg(c.name, chr(31)) FROM open_calls c"
     "  WHERE c.session_pk = s.pk AND c.long_running),"
-    " s.pinned, s.archived, s.metadata"
+    " s.title_source, s.pinned, s.archived, s.metadata"
 )
 _ORDER = " ORDER BY s.pinned DESC, s.update_time DESC, s.id DESC"
 # One term of a search: the threads with a row it matches.
@@ -147,8 +146,9 @@ def patch_thread(
     """Applies a PATCH; the thread as it is then, or None if the user has no such thread."""
     rows = db.execute(
         f"UPDATE sessions SET {_PATCHED}"
-        " WHERE app_name = %s AND user_id = %s AND id = %s RETURNING pk",
-        (*patch.values(TITLE_USER), app_name, user_id, session_id),
+        " WHERE app_name = %s AND user_id = %s AND id = %s"
+        " AND COALESCE(title_source, '') <> COALESCE(%s::text, '~') RETURNING pk",
+        (*patch.values(), app_name, user_id, session_id, patch.spares),
     ).fetchall()  # all: a RETURNING statement is over only once read to its end
     if not rows:
         return None
