@@ -72,6 +72,9 @@ class Metrics:
     def live_audio(self, direction: str, seconds: float) -> None:
         """Seconds of audio a live turn heard (``direction`` "in") or spoke ("out")."""
 
+    def thread_door(self, verb: str) -> None:
+        """The thread door answered a request: list, search, read, edit, delete or export."""
+
     def replayed(self, sent_bytes: int) -> None:
         """A reattach or a history page had the gateway send ``sent_bytes`` of a thread."""
 
@@ -202,6 +205,9 @@ class Prometheus(Metrics):
             ["direction"],
             registry=r,
         )
+        self._thread_door = Counter(
+            "gateway_thread_requests", "Requests the thread door answered", ["verb"], registry=r
+        )
         self._replay_bytes = Counter(
             "gateway_replay_bytes",
             "Bytes of threads sent by reattaches and history pages",
@@ -305,6 +311,9 @@ class Prometheus(Metrics):
 
     def live_audio(self, direction: str, seconds: float) -> None:
         self._live_audio.labels(direction).inc(seconds)
+
+    def thread_door(self, verb: str) -> None:
+        self._thread_door.labels(verb).inc()
 
     def replayed(self, sent_bytes: int) -> None:
         self._replay_bytes.inc(sent_bytes)

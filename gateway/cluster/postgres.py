@@ -35,7 +35,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from gateway.cluster import messages
-from gateway.cluster.messages import Cancel, Committed, Released
+from gateway.cluster.messages import Cancel, Committed, Released, ThreadChanged
 from gateway.cluster.node import Members, settled
 from gateway.store.errors import StoreError
 from gateway.store.leases import Fence, Taken
@@ -84,6 +84,9 @@ class PostgresCluster:
         # Committed notices not yet sent: the latest seq of each thread.
         self._unsent: dict[str, int] = {}
         self._sending: asyncio.Task[None] | None = None
+        # Changes to threads made here not yet told to the others (``thread_news``).
+        self._changes: list[ThreadChanged] = []
+        self._telling: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._renewed_at = time.monotonic()
         self._lost = False
@@ -243,6 +246,25 @@ class PostgresCluster:
         finally:
             self._sending = None
 
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        # Queued as committed notices are: changes that meet in the queue go in one statement.
+        self._changes.append(ThreadChanged(self.node_id, user_id, thread_id, change))
+        if self._telling is None:
+            self._telling = self._spawn(self._tell(), "thread changes")
+
+    async def _tell(self) -> None:
+        try:
+            while self._changes:
+                batch = self._changes[:NOTICES_A_STATEMENT]
+                del self._changes[:NOTICES_A_STATEMENT]
+                try:
+                    await self._work(partial(notify.notify, payloads=_payloads(batch)))
+                except (psycopg.Error, StoreError) as error:
+                    # Their listeners elsewhere miss these; a thread's next change tells all.
+                    log.warning("%d thread changes were not told: %s", len(batch), error)
+        finally:
+            self._telling = None
+
     def _hear_one(self, payload: str) -> None:
         message = messages.decoded(payload)
         members = self._members
@@ -253,6 +275,9 @@ class PostgresCluster:
                 members.committed(thread, seq)
             case Cancel(to=to, thread=thread, user=user, run=run) if to == self.node_id:
                 members.cancel_requested(thread, user, run)
+            case ThreadChanged(origin=origin, user=user, thread=thread, change=change):
+                if origin != self.node_id:
+                    members.thread_changed(user, thread, change)
             case Released(thread=thread):
                 for waiter in self._waiting.pop(thread, []):
                     if not waiter.done():

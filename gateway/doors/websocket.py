@@ -25,7 +25,7 @@ from gateway.hub.inputs import needed_part
 from gateway.hub.refusals import draining
 from gateway.hub.threads import Run
 from gateway.wire import live, versions
-from gateway.wire.notices import nothing_to_cancel
+from gateway.wire.notices import nothing_to_cancel, standalone
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,13 @@ class Restart:
     """The gateway drains: the connection closes once the run it follows has ended."""
 
 
-# What a connection's worker handles in order: a run, a reattach, an error, a notice, or
-# the drain's turn.
+@dataclasses.dataclass(frozen=True)
+class ThreadNewsDue:
+    """Changes to the user's threads wait to be sent (``gateway.hub.thread_news``)."""
+
+
+# What a connection's worker handles in order: a run, a reattach, a live turn, an error, a
+# notice, the drain's turn, or the user's thread changes.
 Work = (
     p.RunAgentInput
     | p.Reattach
@@ -57,7 +62,11 @@ Work = (
     | list[p.Event]
     | Refused
     | Restart
+    | ThreadNewsDue
 )
+
+# How long thread changes wait for a run another connection streams here to end.
+NEWS_RETRY_SECONDS = 0.25
 
 # Frames one connection may have waiting behind its current run, whatever their size.
 QUEUED_FRAMES_LIMIT = 32
@@ -103,9 +112,17 @@ class WebSocketSession:
         self.streamed = False
         # Its live turn, once it sends liveStart (docs/voice.md).
         self.voice = Voice(shared.hub, shared.settings, shared.live_users)
+        # Changes to the user's threads not sent yet, the latest per thread, and whether
+        # their turn is queued.
+        self.news: dict[str, p.Custom] = {}
+        self.news_due = False
+        # Whether the stream sent is between runs: where a change may go, in a run of its own.
+        self.between_runs = True
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
+        if isinstance(event, p.RunStarted | p.RunFinished | p.RunError):
+            self.between_runs = not isinstance(event, p.RunStarted)
         if self.send_queue.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
@@ -152,6 +169,8 @@ class WebSocketSession:
             except p.GatewayError as error:
                 self._queue(error, 0)
         expiry = self._expire_at(identity.expires_at)
+        if query_param(self.scope, "threads") == "live":  # asked for: stock clients are not
+            self.hub.news.listen(self.user, self)
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
         self.shutdown.connections.add(self)
@@ -162,6 +181,7 @@ class WebSocketSession:
         finally:
             self.voice.leave()
             self.shutdown.connections.discard(self)
+            self.hub.news.forget(self.user, self)
             if expiry is not None:
                 expiry.cancel()
             self.hub.leave(self)
@@ -175,6 +195,28 @@ class WebSocketSession:
             self.send_queue.clear()
             while not self.inbox.empty():
                 self.inbox.get_nowait()
+
+    def thread_news(self, events: dict[str, p.Custom]) -> None:
+        """Changes to the user's threads, for a connection that asked (``?threads=live``):
+        sent in their turn, between runs, each in a run of its own on its thread
+        (``notices.standalone``)."""
+        self.news.update(events)
+        if not self.news_due:
+            self.news_due = True
+            self.inbox.put_nowait((ThreadNewsDue(), 0))
+
+    def _send_news(self) -> None:
+        if not self.between_runs:
+            # A run streams here (another connection's, or followed from another process):
+            # its events must not be cut into.
+            loop = asyncio.get_running_loop()
+            loop.call_later(NEWS_RETRY_SECONDS, self.inbox.put_nowait, (ThreadNewsDue(), 0))
+            return
+        self.news_due = False
+        news, self.news = self.news, {}
+        for thread_id, event in news.items():
+            for framed in standalone(thread_id, [event]):
+                self.deliver(framed)
 
     def _expire_at(self, expires_at: float | None) -> asyncio.TimerHandle | None:
         """A connection lives no longer than its credential (with the verification leeway)."""
@@ -315,6 +357,8 @@ class WebSocketSession:
             await self._followed_run_ended()
         elif isinstance(item, live.LiveStart):
             await self._live(item)
+        elif isinstance(item, ThreadNewsDue):
+            self._send_news()
         else:
             await self._run(item)
 
