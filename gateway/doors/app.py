@@ -11,8 +11,8 @@ to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
 ``gateway.doors.json_doors``, a backend system's POST /tool-results to
 ``gateway.doors.tool_results``, and a Prometheus scrape, GET /metrics, to
 ``gateway.doors.scrape``. CORS covers the
-browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
-client (``gateway.doors.static``).
+browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the web page
+(the gateway's chat page under the hosted app's own files, ``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
@@ -46,7 +46,7 @@ from gateway.doors.ping import Ping
 from gateway.doors.shared import Shared
 from gateway.doors.sse import Invocation
 from gateway.doors.sse_replay import Resume
-from gateway.doors.static import web_file
+from gateway.doors.static import page_file
 from gateway.doors.websocket import WebSocketSession
 from gateway.hub.hub import Hub
 from gateway.hub.limits import RateLimiter
@@ -316,8 +316,7 @@ class Gateway:
 
     def _web_file(self, path: str) -> tuple[bytes, str] | None:
         assert self.hub is not None
-        web = self.hub.engine.hosted.web
-        return web_file(web, path) if web is not None else None
+        return page_file(self.hub.engine.hosted.web, path)
 
 
 def route_path(scope: Scope) -> str:

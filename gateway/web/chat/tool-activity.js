@@ -5,7 +5,7 @@
 
 import { h } from "../dom.js";
 import { textOf } from "../messages.js";
-import { readResult, STATE_LABELS, TOOL_LABELS } from "./labels.js";
+import { AGENT, readResult, STATE_LABELS } from "./labels.js";
 
 /** One row of the tool-activity timeline. */
 export class ToolActivity {
@@ -31,7 +31,7 @@ export class ToolActivity {
     this.name = name;
     this.raw = "";
     this.args = null;
-    this.titleEl.textContent = TOOL_LABELS[name] ?? name;
+    this.titleEl.textContent = AGENT.toolLabels[name] ?? name;
     this.targetEl.textContent = "";
     this.detailEl.textContent = "";
     this.el.dataset.tool = name;
@@ -85,9 +85,8 @@ export class ToolActivity {
 
 function summarize(name, args) {
   if (!args) return "";
-  if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
-  if (name === "find_screen") return args.query ? `“${args.query}”` : "";
-  if (["approveWorkRequest", "rejectWorkRequest", "show_work_request"].includes(name)) return args.requestId ?? "";
+  const target = AGENT.toolTargets[name];
+  if (target) return target(args);
   const text = JSON.stringify(args);
   return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }

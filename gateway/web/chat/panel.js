@@ -3,7 +3,7 @@
 // Stop buttons, and the header's status (the connection, the thread's id). It knows nothing
 // of runs: the controller (chat.js) says what to show and hears what the user asked for.
 
-import { connectionLabel, MODES } from "./labels.js";
+import { AGENT, connectionLabel, MODES } from "./labels.js";
 
 const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
 
@@ -21,7 +21,9 @@ export class Panel {
       thread: app.querySelector("#thread-id"),
       modes: [...app.querySelectorAll("[data-mode]")],
     };
-    this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
+    // A page that offers no choice of surface (the generic page) keeps the one it declares.
+    const chosen = this.el.modes.length ? sessionStorage.getItem("agw.chat-mode") : null;
+    this.mode = MODES[chosen] ? chosen : MODES[app.dataset.chatMode] ? app.dataset.chatMode : "side-panel";
   }
 
   /**
@@ -47,10 +49,11 @@ export class Panel {
     for (const button of this.el.modes) {
       button.addEventListener("click", () => this.setMode(button.dataset.mode));
     }
+    // A page that shows only the chat has no close button, launcher or backdrop.
     this.app.querySelector("#new-thread").addEventListener("click", () => onNewThread());
-    this.app.querySelector("#chat-close").addEventListener("click", () => this.setOpen(false));
-    this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
-    this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
+    this.app.querySelector("#chat-close")?.addEventListener("click", () => this.setOpen(false));
+    this.app.querySelector("#launcher")?.addEventListener("click", () => this.setOpen(true));
+    this.app.querySelector("#backdrop")?.addEventListener("click", () => this.setOpen(false));
     document.addEventListener("keydown", (event) => {
       if (this.mode !== "modal" || this.app.dataset.chatOpen !== "true") return;
       if (event.key === "Escape") this.setOpen(false);
@@ -74,7 +77,7 @@ export class Panel {
     this.app.dataset.chatOpen = String(open);
     this.#asDialog(open && this.mode === "modal");
     if (open) this.el.input.focus({ preventScroll: true });
-    else if (wasOpen) this.app.querySelector("#launcher").focus();
+    else if (wasOpen) this.app.querySelector("#launcher")?.focus();
   }
 
   /** Puts an example in the composer, to be edited or sent. */
@@ -138,7 +141,7 @@ export class Panel {
       panel.removeAttribute("role");
       panel.removeAttribute("aria-modal");
       panel.removeAttribute("aria-labelledby");
-      panel.setAttribute("aria-label", "업무 도우미");
+      panel.setAttribute("aria-label", AGENT.name);
     }
     for (const behind of this.app.querySelectorAll(":scope > :not(#chat, .backdrop)")) {
       behind.inert = modal;
