@@ -29,6 +29,9 @@ export function describeAgent(words) {
 }
 
 const STATUS_LABELS = {
+  ok: "완료",
+  success: "완료",
+  done: "완료",
   navigated: "이동 완료",
   denied: "권한 없음",
   not_allowed_here: "이 창에서는 이동 불가",
