@@ -161,6 +161,9 @@ export class ChatPanel {
     this.#updateControls();
     for (const { kind, id, call, result: kept } of this.ledger.plan(run)) {
       if (kind === "resend") {
+        // What this tab did before the cut: its row says so now, not after another reload
+        // (the gateway echoes a result only to the thread's other tabs).
+        this.transcript.entries.get(id)?.result(kept);
         answers.push([id, kept]);
         continue;
       }
@@ -319,6 +322,11 @@ export class ChatPanel {
     }
     if (!run.own && run.sawLive && !run.sawSnapshot) {
       // Another tab's run: the calls it left open are in the thread as stored.
+      this.client.reattach();
+    } else if (outcome.type === "success" && !run.sawSnapshot && this.transcript.unsettled().length) {
+      // The run is over and waits for nothing, yet a row still waits for a result this
+      // page never saw (a cut between the action and its result): the thread knows it. A
+      // run that brought the snapshot drew the rows from the thread already: no asking again.
       this.client.reattach();
     }
   }

@@ -136,6 +136,11 @@ export class Transcript {
     }
   }
 
+  /** The tool calls whose rows still wait for a result (or an approval). */
+  unsettled() {
+    return [...this.entries.values()].filter((entry) => !entry.el.dataset.outcome);
+  }
+
   clear() {
     this.surfaces.clear();
     this.el.items.replaceChildren();
