@@ -70,12 +70,15 @@ def test_route_hint_is_never_a_destination(screens: ScreenCatalog) -> None:
     assert refusal(screens, "demo", {}, screenId="MNU-3120", routeHint="/admin") is None
 
 
-def test_an_unknown_and_a_forbidden_screen_get_the_same_answer(screens: ScreenCatalog) -> None:
+def test_a_screen_that_does_not_exist_is_not_found_and_a_forbidden_one_denied(
+    screens: ScreenCatalog,
+) -> None:
     forbidden = refusal(screens, "guest", {}, screenId="MNU-3120")
-    unknown = refusal(screens, "guest", {}, screenId="MNU-0000")
+    unknown = refusal(screens, "demo", {}, screenId="MNU-9999")
     assert forbidden is not None and unknown is not None
-    assert forbidden.status == unknown.status == "denied"
-    assert forbidden.reason == unknown.reason == "screen_not_available"
+    assert (forbidden.status, forbidden.reason) == ("denied", "screen_not_available")
+    assert (unknown.status, unknown.reason) == ("not_found", "screen_not_found")
+    assert "권한" not in unknown.message
     # The refusal never names a screen the user may not see.
     assert "업무 요청 목록" not in forbidden.message
 
