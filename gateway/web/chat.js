@@ -14,6 +14,7 @@ import { approvalCards } from "./chat/actions.js";
 import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
 import { Panel } from "./chat/panel.js";
 import { Transcript } from "./chat/transcript.js";
+import { applyPatch } from "./a2ui/pointer.js";
 import { newId } from "./dom.js";
 import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
 
@@ -41,8 +42,9 @@ export class ChatPanel {
    * @param {string} options.clientId    this tab's identity (agui-websocket/ledger.js: claimInstance)
    * @param {object[]} options.tools        RunAgentInput.tools this browser declares
    * @param {Record<string, Function>} options.implemented  client tools by name
+   * @param {(state: object) => void} [options.onState]  the thread's state, as it changes
    */
-  constructor({ app, userId, wsUrl, clientId, tools, implemented }) {
+  constructor({ app, userId, wsUrl, clientId, tools, implemented, onState = () => {} }) {
     this.userId = userId;
     this.tools = tools;
     this.implemented = implemented;
@@ -53,6 +55,8 @@ export class ChatPanel {
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
     this.connected = false;
+    this.state = {}; // the thread's state: STATE_SNAPSHOT, then each STATE_DELTA on it
+    this.onState = onState;
     this.transcript = new Transcript(app, {
       onPress: (userAction) => this.#press(userAction),
       onExample: (text) => this.panel.fill(text),
@@ -296,6 +300,17 @@ export class ChatPanel {
         }
         break;
       }
+      case "STATE_SNAPSHOT":
+        this.#setState(event.snapshot ?? {});
+        break;
+      case "STATE_DELTA":
+        try {
+          this.#setState(applyPatch(this.state, event.delta ?? []));
+        } catch (error) {
+          // A patch this page cannot apply: the next snapshot (a reattach) brings the state.
+          console.warn("STATE_DELTA not applied", error);
+        }
+        break;
       case "RUN_FINISHED":
         this.#finish(event, run);
         break;
@@ -304,6 +319,11 @@ export class ChatPanel {
     }
     this.#updateControls();
     this.transcript.scroll();
+  }
+
+  #setState(state) {
+    this.state = state && typeof state === "object" ? state : {};
+    this.onState(this.state);
   }
 
   #finish(event, run) {

@@ -117,8 +117,9 @@ def navigation_policy(
         return Refusal(
             "not_allowed_here",
             "surface",
-            f"이 대화창({surface})에서는 화면을 이동할 수 없습니다. 사용자에게 메뉴에서 "
-            f"{screen.name} 화면을 직접 열어 달라고 안내하세요.",
+            f"이 대화창({surface})에서는 화면을 이동할 수 없고, 메뉴는 대화창에 가려 보이지 "
+            f"않습니다. 사용자에게 채팅을 '패널' 보기로 바꾸거나 닫은 뒤 메뉴에서 "
+            f"{screen.name} 화면을 열어 달라고 안내하세요.",
         )
     return None
 

@@ -339,8 +339,11 @@ def _navigation_outcome(turn: Turn, step: Step) -> str:
     if status == "not_allowed_here":
         return _t(
             turn,
-            f"이 창에서는 화면을 이동할 수 없습니다. 메뉴에서 {name} 화면을 직접 열어 주세요.",
-            f"Screens cannot be opened from this window. Please open {name} from the menu.",
+            # The menu is hidden behind a full-screen or modal chat: say how to reach it.
+            f"이 창에서는 화면을 이동할 수 없습니다. 채팅을 '패널' 보기로 바꾸면 열어 드릴 수 "
+            f"있고, 채팅을 닫은 뒤 메뉴에서 {name} 화면을 직접 열 수도 있습니다.",
+            f"Screens cannot be opened from this window. Switch the chat to the panel view and "
+            f"I can open {name}, or close the chat and open it from the menu.",
         )
     if status == "error":
         return _t(

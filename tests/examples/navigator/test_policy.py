@@ -242,7 +242,9 @@ async def test_a_refusal_reaches_the_model_and_no_browser_is_asked(
     # ...and the run did not pause: the model answered from the refusal.
     answer = reply(events)
     assert "이동했습니다" not in answer
-    assert "메뉴에서 업무 요청 목록 화면을 직접 열어 주세요" in answer
+    assert "메뉴에서 업무 요청 목록 화면을 직접 열 수도 있습니다" in answer
+    # The menu is hidden behind a full-screen or modal chat: the reply says how to reach it.
+    assert "'패널' 보기로 바꾸면" in answer
 
 
 async def test_a_forbidden_screen_is_refused_and_the_model_says_so(screens: ScreenCatalog) -> None:
