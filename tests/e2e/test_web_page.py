@@ -1,8 +1,9 @@
 """The gateway's page for any agent (gateway/web/, served at /) in headless Chromium.
 
 ``agent-gateway serve`` with a dojo agent, as a team tries its own agent before writing a
-client: the page names the agent, streams its reply, asks for a tool's approval and shows
-what came of it, and gives the conversation back after a reload. None of the demo's portal
+client: the page names the agent, streams its reply, asks for a tool's approval (with the
+payload the tool asks the person to fill in) and shows what came of it, and gives the
+conversation back after a reload. None of the demo's portal
 (menu, screens) is on it.
 """
 
@@ -55,3 +56,13 @@ async def test_serve_answers_slash_with_a_chat_page_for_a_dojo_agent(
         await expect(reply).to_have_text("I paid you back 50 dollars.", timeout=TIMEOUT_MS)
         await expect(transcript.locator(".msg.user .text")).to_have_text(["reimburse me"])
         await expect(row).to_contain_text("완료")
+
+        # A tool that asks for a payload with its approval: the card has a field for it
+        # (from the interrupt's responseSchema), and what the person types reaches the tool.
+        await box.fill("days off")
+        await box.press("Enter")
+        days = card.get_by_role("spinbutton", name="approved_days")
+        await days.fill("2")
+        await card.get_by_role("button", name="승인").click()
+        await expect(reply).to_have_text("You have 2 days off.", timeout=TIMEOUT_MS)
+        await expect(days).to_be_disabled()
