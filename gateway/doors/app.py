@@ -236,7 +236,18 @@ class Gateway:
         gc.collect()
         gc.freeze()
         self.ready.set()
-        log.info("ready on %s:%d", self.settings.host, self.settings.port)
+        assert self.hub is not None
+        hosted = self.hub.engine.hosted
+        # Where a person tries the agent: the hosted app's page, else the gateway's own.
+        log.info(
+            "ready on %s:%d; %s for %s at http://%s:%d/",
+            self.settings.host,
+            self.settings.port,
+            "its web page" if hosted.web is not None else "the gateway's chat page",
+            hosted.app_name,
+            self.settings.host,
+            self.settings.port,
+        )
 
     async def _warm_up(self) -> None:
         assert self.hub is not None
