@@ -11,8 +11,8 @@ to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
 ``gateway.doors.json_doors``, a backend system's POST /tool-results to
 ``gateway.doors.tool_results``, and a Prometheus scrape, GET /metrics, to
 ``gateway.doors.scrape``. CORS covers the
-browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the web page
-(the gateway's chat page under the hosted app's own files, ``gateway.doors.static``).
+browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
+client (``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
