@@ -52,4 +52,3 @@ def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:
         return None
     kind = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
     return target.read_bytes(), kind or "application/octet-stream"
-
