@@ -112,8 +112,8 @@ class Driver:
             if isinstance(event, p.RunStarted):
                 event.parent_run_id = plan.parent_run_id
         run.emit(opening)
-        run.emit(plan.shown_first)
         run.emit(plan.observers_first, observers_only=True)
+        run.emit(plan.shown_first)
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
         run.emit(plan.closed)

@@ -88,10 +88,10 @@ class Plan:
     # The invocation to go on with, with no new message (a restart's: ``finish_cut_off``).
     resumes: str | None = None
     # What a branch move (``gateway.hub.branches``) has the run show first, after its
-    # RUN_STARTED: to every watcher, and to the thread's other connections only; and the
+    # RUN_STARTED: to the thread's other connections only, then to every watcher; and the
     # run a fork's new version continues from (RUN_STARTED's parentRunId).
-    shown_first: list[p.Event] = dataclasses.field(default_factory=list)
     observers_first: list[p.Event] = dataclasses.field(default_factory=list)
+    shown_first: list[p.Event] = dataclasses.field(default_factory=list)
     parent_run_id: str | None = None
 
     @property

@@ -64,6 +64,9 @@ async def test_regenerate_keeps_the_reply_as_a_sibling_and_a_switch_shows_it_aga
         first = user_input(thread, "hello", message_id="m1")
         said = await ws.run(first)
         [original] = {e["messageId"] for e in said if e["type"] == "TEXT_MESSAGE_START"}
+        # The thread's other tab follows it, and is shown each move.
+        await other.send({"type": "reattach", "threadId": thread})
+        await other.until_end()
         again = _branch(user_input(thread, "hello", message_id="m1"), before="m1")
         regenerated = await ws.run(again)
         assert regenerated[0]["type"] == "RUN_STARTED" and "parentRunId" not in regenerated[0]
@@ -78,9 +81,12 @@ async def test_regenerate_keeps_the_reply_as_a_sibling_and_a_switch_shows_it_aga
         [reply] = {e["messageId"] for e in regenerated if e["type"] == "TEXT_MESSAGE_START"}
         assert reply != original and text_of(regenerated)
 
-        # The thread's other tab follows it and is shown the switch.
-        await other.send({"type": "reattach", "threadId": thread})
-        await other.until_end()
+        # The other tab drops the old version (the path up to the fork: nothing before m1),
+        # then sees the new one as the asker does.
+        watched = await other.until_end()
+        assert [e["type"] for e in watched[:3]] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "CUSTOM"]
+        assert snapshot_of(watched) == [] and watched[0]["runId"] == again["runId"]
+        assert text_of(watched) == text_of(regenerated)
         switched = await ws.run(_switch(thread, first["runId"]))
         assert [e["type"] for e in switched] == [
             "RUN_STARTED",
