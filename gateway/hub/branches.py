@@ -64,10 +64,9 @@ def asked(run_input: p.RunAgentInput) -> _Asked | None:
     try:
         ask = msgspec.convert(props["branch"], _Asked)
     except msgspec.ValidationError as error:
-        where = str(error).replace("`$", f"`{_FIELD}")
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR, f"{where if '`' in where else f'{error} - at {_FIELD}'}"
-        ) from None
+        said = str(error)  # with a path inside the object, or none when it is the object
+        where = said.replace("`$", f"`{_FIELD}") if "`$" in said else f"{said} - at `{_FIELD}`"
+        raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, where) from None
     if (ask.before is None) == (ask.switch_to is None):
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR,

@@ -111,3 +111,20 @@ async def test_regenerate_edit_and_switch_through_the_official_client(
     assert _said(shown)[-1] == MOVED
     tools = [m for m in shown["messages"] if m["role"] == "tool"]
     assert [m["toolCallId"] for m in tools if m["toolCallId"] == navigate["toolCallId"]]
+
+
+async def test_copilotkits_own_client_regenerates_by_resending_the_message(
+    gateway: RunningGateway,
+) -> None:
+    """CopilotKit 1.74 bundles @ag-ui/client 0.0.59: its regenerate resends the messages up
+    to the user's, and the thread forks, in a stream its zod schemas take unchanged."""
+    thread = new_id("t")
+    first = base_input(thread, [_user("m1", "hello")])
+    accepted(await run_http_agent(gateway, first, old_client=True))
+    regenerated = await run_http_agent(
+        gateway, base_input(thread, [_user("m1", "hello")]), old_client=True
+    )
+    accepted(regenerated)
+    [fork] = _forks(regenerated)
+    assert [b["active"] for b in fork["branches"]] == [False, True]
+    assert [m["role"] for m in regenerated["messages"]] == ["user", "assistant"]

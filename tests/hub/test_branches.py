@@ -172,6 +172,14 @@ async def test_moves_the_thread_cannot_take_are_refused_with_a_sentence(
         hostile = await ws.refused(_branch(user_input(thread, "x"), before="m" * 300))
         assert hostile["code"] == "VALIDATION_ERROR"
         assert "$.forwardedProps.branch.before" in hostile["message"]
+        # Another user's thread is neither forked nor switched, nor told it has branches.
+        async with gateway.socket(user="eve") as eve:
+            denied = await eve.refused(
+                _branch(user_input(thread, "x", message_id="m1"), before="m1")
+            )
+            assert denied["code"] == "ACCESS_DENIED"
+            denied = await eve.refused(_switch(thread, "run-x"))
+            assert denied["code"] == "ACCESS_DENIED"
         # A thread waiting on the browser is not forked under its open call.
         waiting = await ws.run(user_input(thread, FLAGSHIP, message_id="m2"))
         assert tool_calls(waiting, "navigateToScreen")
