@@ -68,7 +68,7 @@ async def history(shared: Shared, scope: Scope, send: Send) -> None:
         shared.rates.check(identity.user)
         thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
         page = await shared.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
-        tree = await shared.hub.branching.tree(identity.user, thread_id)
+        tree = await shared.hub.engine.branches(identity.user, thread_id)
     except p.GatewayError as error:
         await refuse(send, error)
         return

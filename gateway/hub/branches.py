@@ -39,7 +39,7 @@ from gateway.hub.snapshots import branches_event, thread_snapshot
 from gateway.hub.states import ThreadState
 from gateway.hub.threads import Run
 from gateway.metrics import OFF, Metrics
-from gateway.store.branches import BranchRefused, BranchTree, Fork, Moved, Switch
+from gateway.store.branches import BranchRefused, Fork, Moved, Switch
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +126,6 @@ class Branching:
         self.audit = audit
         self.metrics = metrics
 
-    async def tree(self, user_id: str, thread_id: str) -> BranchTree:
-        return await self.engine.sessions.branch_tree(self.engine.app_name, user_id, thread_id)
-
     async def plan(
         self, planner: Planner, run: Run, run_input: p.RunAgentInput, session: Session
     ) -> Plan:
@@ -182,19 +179,17 @@ class Branching:
 
     def _tell(self, run: Run, move: Fork | Switch, moved: Moved) -> None:
         """The log line, the counter and the audit row of a move that changed the thread."""
-        thread = run.thread
-        kind = "forked" if isinstance(move, Fork) else "switched"
         if not moved.changed:
             return
-        active = moved.tree.chain()[-1] if moved.tree.branches else None
-        target = move.run_id
+        thread, target = run.thread, move.run_id
+        kind = "forked" if isinstance(move, Fork) else "switched"
         log.info(
-            "thread %s of %s %s: %s now shows the branch begun by run %s (%d branches)",
+            "thread %s of %s %s by %s: it shows the branch begun by run %s (%d branches)",
             thread.thread_id,
             thread.user_id,
             kind,
             run,
-            active.run_id if active else target,
+            target,
             len(moved.tree.branches),
         )
         self.metrics.branch_moved("fork" if isinstance(move, Fork) else "switch")

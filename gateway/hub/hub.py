@@ -499,7 +499,7 @@ class Hub:
             # a commit. Read again once it had the chance (an in-memory store reads inline,
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
-        tree = await self.branching.tree(user_id, thread_id)
+        tree = await self.engine.branches(user_id, thread_id)
         snapshot = thread_snapshot(thread_id, page, session, tree)
         self.sends.spend(user_id, encoded_size(snapshot))
         if run is None:
