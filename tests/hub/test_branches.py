@@ -13,6 +13,7 @@ import pytest
 from tests.support.agui import (
     new_id,
     outcome,
+    seq_of,
     snapshot_of,
     text_of,
     tool_answer,
@@ -188,3 +189,24 @@ async def test_moves_the_thread_cannot_take_are_refused_with_a_sentence(
         # The thread is as it was: one message each, the call still open.
         events = await ws.run({"type": "reattach", "threadId": thread})
         assert [m["id"] for m in snapshot_of(events) if m["role"] == "user"] == ["m1", "m2"]
+
+
+async def test_a_client_that_missed_a_switch_is_replayed_it_by_cursor(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        first = user_input(thread, "hello", message_id="m1")
+        said = await ws.run(first)
+        regenerated = await ws.run(_branch(user_input(thread, "hi", message_id="m1"), before="m1"))
+        cursor = seq_of(regenerated[-1])
+        assert cursor is not None
+        await ws.run(_switch(thread, first["runId"]))
+    # A tab that saw the regenerate, then lost its connection while the switch happened.
+    async with gateway.socket() as back:
+        replayed = await back.run({"type": "reattach", "threadId": thread, "after": cursor})
+    assert [e["type"] for e in replayed][:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert all((seq_of(e) or 0) > cursor for e in replayed)
+    [original] = {e["messageId"] for e in said if e["type"] == "TEXT_MESSAGE_START"}
+    assert [m["id"] for m in snapshot_of(replayed)] == ["m1", original]
+    assert _active(_forks(replayed)[0]) == first["runId"]
