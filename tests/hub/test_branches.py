@@ -13,6 +13,7 @@ import pytest
 from tests.support.agui import (
     new_id,
     outcome,
+    resume,
     seq_of,
     snapshot_of,
     text_of,
@@ -20,6 +21,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.approvals import APPROVE
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway
 
@@ -210,3 +212,20 @@ async def test_a_client_that_missed_a_switch_is_replayed_it_by_cursor(
     [original] = {e["messageId"] for e in said if e["type"] == "TEXT_MESSAGE_START"}
     assert [m["id"] for m in snapshot_of(replayed)] == ["m1", original]
     assert _active(_forks(replayed)[0]) == first["runId"]
+
+
+async def test_an_approval_given_on_one_branch_is_asked_again_on_a_new_one(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        asked = await ws.run(user_input(thread, APPROVE, message_id="m1"))
+        [interrupt] = outcome(asked)["interrupts"]
+        approved = await ws.run(resume(thread, interrupt["id"], payload={"approved": True}))
+        assert outcome(approved) == {"type": "success"}
+        # Regenerated: the model asks for the same tool, and the person is asked again.
+        again = await ws.run(_branch(user_input(thread, APPROVE, message_id="m1"), before="m1"))
+        assert outcome(again)["type"] == "interrupt"
+        [asked_again] = outcome(again)["interrupts"]
+        assert asked_again["id"] != interrupt["id"]
+        assert asked_again["toolCallId"] != interrupt["toolCallId"]
