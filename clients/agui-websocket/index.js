@@ -19,7 +19,7 @@ import { AbstractAgent } from "@ag-ui/client";
 import { Observable } from "rxjs";
 import { ThreadConnection } from "./src/connection.js";
 import { newId } from "./src/ids.js";
-import { ActionLedger, asStorage, claimInstance } from "./src/ledger.js";
+import { ActionLedger, asStorage, claimInstance, keepingResults } from "./src/ledger.js";
 import { Stream } from "./stream.js";
 
 export { ActionLedger, claimInstance, newId, ThreadConnection };
@@ -43,6 +43,9 @@ const FAILED_OPENS = 3;
 // One ledger per storage, shared by every agent on it (a clone, a second agent), so no
 // agent overwrites another's entries with a stale copy.
 const ledgers = new WeakMap();
+// Each agent's transcript: AbstractAgent's constructor sets ``messages`` before the
+// agent's own fields exist.
+const transcripts = new WeakMap();
 
 function ledgerFor(storage) {
   let ledger = ledgers.get(storage);
@@ -97,6 +100,17 @@ export class WebSocketAgent extends AbstractAgent {
       (clientId
         ? Promise.resolve(clientId)
         : claimInstance(() => newId("client"), this.#storage, { signal: this.#release.signal }));
+    this.messages = this.messages; // now with the ledger: see ``set messages``
+  }
+
+  get messages() {
+    return transcripts.get(this);
+  }
+
+  /** Every transcript the agent holds records, as the app adds it, the tool message of a
+   * call it handed out (src/ledger.js ``keepingResults``). */
+  set messages(messages) {
+    transcripts.set(this, #ledger in this && this.#ledger ? keepingResults(messages, this.#ledger) : messages);
   }
 
   /** This client instance's id, as the gateway knows it. */

@@ -40,11 +40,34 @@ test("a call is recorded before the app runs it, and its result reaches the gate
   }
 });
 
-test("a reload after the app ran the call, before its result went out: settle answers it", async () => {
+test("a reload after the handler returned, before its result went out: the result is sent, no settle", async () => {
   const storage = new Map();
   const page = pageAgent({ storage });
   const call = await askToNavigate(page);
-  page.close(); // CopilotKit ran the tool; the page reloads before the follow-up run
+  addResult(page, call, NAVIGATED); // the handler returned: CopilotKit adds its tool message
+  assert.equal(page.ledger.get(call.id).state, "performed", "recorded as it was added");
+  page.close(); // the reload comes before CopilotKit's follow-up run
+  const reloaded = pageAgent({
+    storage,
+    threadId: page.threadId,
+    settle: () => assert.fail("the handler's result was kept: nothing to settle"),
+    perform: () => assert.fail("the call was performed before the reload"),
+  });
+  try {
+    await reloaded.connectAgent({ tools: TOOLS });
+    assert.match(assistantText(reloaded.messages), /이동했습니다/);
+    const stored = resultsFor(await threadOf(page.threadId), call.id);
+    assert.deepEqual(stored.map((message) => JSON.parse(message.content)), [NAVIGATED]);
+  } finally {
+    reloaded.close();
+  }
+});
+
+test("a reload while the handler runs, before it returned: settle answers it", async () => {
+  const storage = new Map();
+  const page = pageAgent({ storage });
+  const call = await askToNavigate(page);
+  page.close(); // CopilotKit's handler had begun; the page reloads before it returns
   const settled = [];
   const reloaded = pageAgent({
     storage,

@@ -73,9 +73,12 @@ export function handedCalls(result) {
     .filter((call) => !result.newMessages.some((m) => m.role === "tool" && m.toolCallId === call.id));
 }
 
-/** What CopilotKit does with a call it executed: the tool message after its call. */
+/** What CopilotKit 1.74 does with a call it executed (``executeSpecificTool``): the tool
+ * message spliced in after its call, in the agent's own array. */
 export function addResult(agent, call, result) {
-  agent.messages.push({ id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) });
+  const at = agent.messages.findIndex((message) => message.toolCalls?.some((made) => made.id === call.id));
+  const message = { id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) };
+  agent.messages.splice(at + 1, 0, message);
 }
 
 /** The thread as a fresh client (another clientId) sees it. */
