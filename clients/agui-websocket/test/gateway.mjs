@@ -5,11 +5,15 @@ import { enforceEvents, verifyEvents } from "@ag-ui/client";
 import assert from "node:assert/strict";
 import { format } from "node:util";
 import { from, lastValueFrom, toArray } from "rxjs";
-import { newId, WebSocketAgent } from "../index.js";
+import { GatewayHttpAgent, newId, WebSocketAgent } from "../index.js";
 
 export const GATEWAY = process.env.AGUI_GATEWAY_WS;
 export const TOOLS = JSON.parse(process.env.AGUI_TOOLS ?? "[]");
 if (!GATEWAY) throw new Error("AGUI_GATEWAY_WS names the gateway's /ws URL (pytest sets it)");
+// The same gateway's POST /invocations, and the dev-mode user as its header names it.
+const socketUrl = new URL(GATEWAY);
+export const INVOCATIONS = `http://${socketUrl.host}/invocations`;
+export const USER_HEADERS = { "X-Gateway-User": socketUrl.searchParams.get("user") ?? "demo" };
 
 export const NAVIGATE = "업무 요청 목록 화면 열어줘";
 export const LONG_REPLY = "자기소개를 길게 해 주세요"; // the demo's scripted model: 94 chunks
@@ -59,6 +63,11 @@ export class CuttableSocket extends globalThis.WebSocket {
 /** A new agent as a page (or its reload, on the same storage) would make it. */
 export function pageAgent({ storage = new Map(), threadId = newId("thread"), ...options } = {}) {
   return new WebSocketAgent({ url: GATEWAY, storage, threadId, WebSocket: CuttableSocket, ...options });
+}
+
+/** A GatewayHttpAgent as a page (or its reload, on the same storage) would make it. */
+export function httpPageAgent({ storage = new Map(), threadId = newId("thread"), ...options } = {}) {
+  return new GatewayHttpAgent({ url: INVOCATIONS, headers: USER_HEADERS, storage, threadId, ...options });
 }
 
 export function userMessage(content) {
