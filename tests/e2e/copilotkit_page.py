@@ -68,8 +68,10 @@ class CopilotKitPage:
         *,
         user: str = "demo",
         deny: str | None = None,
+        settle_ms: int = 0,
     ) -> CopilotKitPage:
-        """Opens the page with ``agent`` (a variant of src/agents.js) against ``gateway``."""
+        """Opens the page with ``agent`` (a variant of src/agents.js) against ``gateway``;
+        ``settle_ms``: its frontend tool returns that long after the screen opened."""
         page = await context.new_page()
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -77,6 +79,8 @@ class CopilotKitPage:
         query = {"gateway": gateway.http, "agent": agent, "user": user}
         if deny:
             query["deny"] = deny
+        if settle_ms:
+            query["settleMs"] = str(settle_ms)
         await page.goto(f"{site}/?{urllib.parse.urlencode(query)}")
         made = cls(page, errors)
         await made.wait_ready()
@@ -158,3 +162,7 @@ class CopilotKitPage:
     async def navigations(self) -> int:
         count: int = await self.page.evaluate("window.__navigations")
         return count
+
+    async def thread_id(self) -> str:
+        shown: str = await self.page.locator("#thread-id").inner_text()
+        return shown
