@@ -69,9 +69,11 @@ class CopilotKitPage:
         user: str = "demo",
         deny: str | None = None,
         settle_ms: int = 0,
+        reload_on_return: bool = False,
     ) -> CopilotKitPage:
         """Opens the page with ``agent`` (a variant of src/agents.js) against ``gateway``;
-        ``settle_ms``: its frontend tool returns that long after the screen opened."""
+        ``settle_ms``: its frontend tool returns that long after the screen opened;
+        ``reload_on_return``: the page reloads itself the instant the tool returns."""
         page = await context.new_page()
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -81,6 +83,8 @@ class CopilotKitPage:
             query["deny"] = deny
         if settle_ms:
             query["settleMs"] = str(settle_ms)
+        if reload_on_return:
+            query["reloadOnReturn"] = "1"
         await page.goto(f"{site}/?{urllib.parse.urlencode(query)}")
         made = cls(page, errors)
         await made.wait_ready()

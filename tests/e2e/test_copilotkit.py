@@ -54,7 +54,12 @@ async def gateway(site: str) -> AsyncIterator[RunningGateway]:
 
 class OpenTab(Protocol):
     async def __call__(
-        self, agent: str, *, deny: str | None = None, settle_ms: int = 0
+        self,
+        agent: str,
+        *,
+        deny: str | None = None,
+        settle_ms: int = 0,
+        reload_on_return: bool = False,
     ) -> CopilotKitPage: ...
 
 
@@ -62,9 +67,17 @@ class OpenTab(Protocol):
 def open_tab(context: BrowserContext, site: str, gateway: RunningGateway) -> OpenTab:
     """Opens a tab of the page with one of its agents, in the test's browser profile."""
 
-    async def opened(agent: str, *, deny: str | None = None, settle_ms: int = 0) -> CopilotKitPage:
+    async def opened(
+        agent: str, *, deny: str | None = None, settle_ms: int = 0, reload_on_return: bool = False
+    ) -> CopilotKitPage:
         return await CopilotKitPage.open(
-            context, site, gateway, agent, deny=deny, settle_ms=settle_ms
+            context,
+            site,
+            gateway,
+            agent,
+            deny=deny,
+            settle_ms=settle_ms,
+            reload_on_return=reload_on_return,
         )
 
     return opened
@@ -186,8 +199,9 @@ MOMENTS = {
     "before the call": "document.querySelector('[data-copilot-running=\"true\"]') !== null",
     # The screen is open, the handler has not returned.
     "in the handler": "window.__navigations === 1 && !window.__handled",
-    # The handler returned; its result is on its way.
-    "after the handler": "window.__handled === 1",
+    # The handler returned: the page reloads itself at that instant, before CopilotKit can
+    # send the result (without the package's record of it, 5 of 6 such reloads hedged).
+    "after the handler": "sessionStorage.getItem('reloadedOnReturn') === '1' && !window.__handled",
     # The reply is streaming.
     "mid-reply": """(() => {
         const all = document.querySelectorAll('[data-testid="copilot-assistant-message"]');
@@ -198,17 +212,28 @@ MOMENTS = {
 TRIALS = 2
 
 
-@pytest.mark.parametrize("moment", list(MOMENTS))
-async def test_a_reload_at_each_moment_of_the_flagship_navigates_once_and_tells_the_truth(
-    open_tab: OpenTab, gateway: RunningGateway, resuming: str, moment: str
-) -> None:
-    hedges = 0
-    for _ in range(TRIALS):
-        tab = await open_tab(resuming, settle_ms=SETTLE_MS)
-        thread = await tab.thread_id()
-        await tab.say(FLAGSHIP)
-        await tab.page.wait_for_function(MOMENTS[moment], polling="raf", timeout=TIMEOUT_MS)
+async def reload_at(tab: CopilotKitPage, moment: str) -> None:
+    """Cuts the flagship, asked in ``tab``, at ``moment`` with a reload."""
+    await tab.say(FLAGSHIP)
+    await tab.page.wait_for_function(MOMENTS[moment], polling="raf", timeout=TIMEOUT_MS)
+    if moment == "after the handler":
+        await tab.wait_ready()  # the page reloaded itself
+    else:
         await tab.reload()
+
+
+async def hedges_after_reloads(
+    open_tab: OpenTab, gateway: RunningGateway, agent: str, moment: str, trials: int
+) -> int:
+    """Reloads ``trials`` fresh tabs at ``moment``; each navigates once and says so truly.
+    Returns how many answers hedged (anything but "navigated"), checked to be none."""
+    hedges = 0
+    for _ in range(trials):
+        tab = await open_tab(
+            agent, settle_ms=SETTLE_MS, reload_on_return=moment == "after the handler"
+        )
+        thread = await tab.thread_id()
+        await reload_at(tab, moment)
         await tab.wait_reply(MOVED)
         await expect(tab.screen_title).to_have_text(SCREEN)
         assert await tab.navigations() == 1, "exactly one navigation"
@@ -217,27 +242,19 @@ async def test_a_reload_at_each_moment_of_the_flagship_navigates_once_and_tells_
         assert [result["status"] for result in results] == ["navigated"], results
         tab.assert_no_console_errors()
         await tab.page.close()
-    print(f"{resuming}, reload {moment}: {hedges} hedges in {TRIALS} reloads")
+    print(f"{agent}, reload {moment}: {hedges} hedges in {trials} reloads")
+    return hedges
+
+
+@pytest.mark.parametrize("moment", list(MOMENTS))
+async def test_a_reload_at_each_moment_of_the_flagship_navigates_once_and_tells_the_truth(
+    open_tab: OpenTab, gateway: RunningGateway, resuming: str, moment: str
+) -> None:
+    assert await hedges_after_reloads(open_tab, gateway, resuming, moment, TRIALS) == 0
 
 
 async def test_the_one_liner_never_hedges_after_the_handler_returned(
     open_tab: OpenTab, gateway: RunningGateway
 ) -> None:
-    """``new WebSocketAgent({url})`` and nothing else: the result CopilotKit adds is kept."""
-    hedges = 0
-    for _ in range(TRIALS + 1):
-        tab = await open_tab("ws-oneliner", settle_ms=SETTLE_MS)
-        thread = await tab.thread_id()
-        await tab.say(FLAGSHIP)
-        await tab.page.wait_for_function(
-            MOMENTS["after the handler"], polling="raf", timeout=TIMEOUT_MS
-        )
-        await tab.reload()
-        await tab.wait_reply(MOVED)
-        assert await tab.navigations() == 1
-        results = await navigate_results(gateway, thread)
-        hedges += sum(result["status"] != "navigated" for result in results)
-        assert [result["status"] for result in results] == ["navigated"], results
-        tab.assert_no_console_errors()
-        await tab.page.close()
-    print(f"ws one-liner, reload after the handler: {hedges} hedges in {TRIALS + 1} reloads")
+    """``new WebSocketAgent({url})`` and no hooks: the result CopilotKit adds is kept."""
+    assert await hedges_after_reloads(open_tab, gateway, "ws-oneliner", "after the handler", 4) == 0

@@ -10,6 +10,9 @@ const denied = params.get("deny");
 // ?settleMs=<ms>: the screen opens at once and the handler returns that much later, as a
 // router's transition would (a moment a reload can cut the handler in).
 const settleMs = Number(params.get("settleMs") ?? 0);
+// ?reloadOnReturn=1: the page reloads itself the instant its handler returns (once), the
+// sharpest "after the handler" a person's reload can come at: before the result goes out.
+const reloadOnReturn = params.get("reloadOnReturn") === "1";
 const listeners = new Set();
 
 function kept(key, fallback) {
@@ -47,6 +50,10 @@ export async function navigate(args, toolCallId) {
   const result = open(args, toolCallId);
   if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
   window.__handled = (window.__handled ?? 0) + 1;
+  if (reloadOnReturn && !sessionStorage.getItem("reloadedOnReturn")) {
+    sessionStorage.setItem("reloadedOnReturn", "1");
+    location.reload();
+  }
   return result;
 }
 
