@@ -8,8 +8,8 @@
 // `connect()` comes back through the resumable stream, GET /invocations?threadId=&clientId=:
 // the thread's snapshots, then the run in progress live to its end, this client being its
 // executor again (CUSTOM `gateway.executor`), so a call the run makes meanwhile reaches it.
-// `abortRun()` (CopilotKit's Stop) sends the explicit cancel first
-// (`forwardedProps.gateway.cancel`), then aborts the request. Each stream is read by the
+// `abortRun()` (CopilotKit's Stop) sends the explicit cancel
+// (`forwardedProps.gateway.cancel`), and the run's stream ends as the gateway stops it. Each stream is read by the
 // same RunWatch as a /ws connection (src/runs.js), so the ledger sees the same runs.
 //
 // `restoreThread(agent)` is the other way, for a page that keeps a stock HttpAgent: the
@@ -20,6 +20,9 @@ import { tap } from "rxjs";
 import { ClientCalls, copyAgent, keepTranscripts } from "./src/calls.js";
 import { newId } from "./src/ids.js";
 import { RunWatch } from "./src/runs.js";
+
+// How long a stopped run's stream may take to end once the gateway took the cancel.
+const STOP_GRACE_MS = 5000;
 
 export class GatewayHttpAgent extends HttpAgent {
   #options;
@@ -88,11 +91,16 @@ export class GatewayHttpAgent extends HttpAgent {
     );
   }
 
-  /** Stop: the explicit cancel (the run ends ``cancelled``, its text so far kept and marked
-   * stopped in the thread), then the request is let go. */
+  /** Stop: the explicit cancel. The run's stream goes on to its end, a moment later: the
+   * cut reply's TEXT_MESSAGE_END marks it stopped (``metadata.ended``, as the thread keeps
+   * it), then RUN_FINISHED with outcome ``cancelled``. A cancel that cannot be sent, or a
+   * stream that does not end within STOP_GRACE_MS of it, is let go as a stock Stop is. */
   abortRun() {
-    void this.#cancel();
-    super.abortRun();
+    const request = this.abortController;
+    void this.#cancel().then((sent) => {
+      if (!sent) request.abort();
+      else setTimeout(() => request.abort(), STOP_GRACE_MS).unref?.(); // node: no wait on exit
+    });
   }
 
   /** Lets go of the request in progress and of the client identity (a test, a page that
@@ -133,8 +141,10 @@ export class GatewayHttpAgent extends HttpAgent {
         keepalive: true, // a Stop pressed as the page goes still reaches the gateway
       });
       await response.text();
+      return response.ok;
     } catch (error) {
       console.warn("agent-gateway: the Stop could not reach the gateway", error);
+      return false;
     }
   }
 }

@@ -126,6 +126,11 @@ class CopilotKitPage:
         return self.page.get_by_test_id("copilot-assistant-message")
 
     @property
+    def stopped_marks(self) -> Locator:
+        """The page's mark under a reply cut by Stop (src/main.jsx ``Reply``)."""
+        return self.page.get_by_role("note").filter(has_text="응답을 중단했습니다")
+
+    @property
     def user_messages(self) -> Locator:
         return self.page.get_by_test_id("copilot-user-message")
 

@@ -139,6 +139,25 @@ async def test_stop_mid_reply_then_a_new_message_works(open_tab: OpenTab, agent:
     tab.assert_no_console_errors()
 
 
+async def test_a_stopped_reply_is_marked_stopped_before_and_after_a_reload(
+    open_tab: OpenTab, agent: str
+) -> None:
+    """The package's agents mark the reply the moment Stop lands; after a reload every agent
+    shows the thread's own mark."""
+    tab = await open_tab(agent)
+    await tab.say(INTRODUCE)
+    await tab.wait_reply_in_part("안녕하세요", "무엇을 도와드릴까요?")
+    await tab.click_stop()
+    await tab.wait_idle()
+    if agent in RESUMING:
+        await expect(tab.stopped_marks).to_have_count(1)
+    await tab.reload()
+    await expect(tab.user_messages).to_have_text([INTRODUCE], timeout=TIMEOUT_MS)
+    await expect(tab.stopped_marks).to_have_count(1)
+    await expect(tab.replies).not_to_contain_text(["무엇을 도와드릴까요?"])
+    tab.assert_no_console_errors()
+
+
 async def test_a_reload_shows_the_conversation(open_tab: OpenTab, agent: str) -> None:
     tab = await open_tab(agent)
     await tab.say(FLAGSHIP)

@@ -114,6 +114,7 @@ test("a reload mid-reply stops nothing: connect() follows the run to its last wo
     assert.ok(assistantText(reloaded.messages).endsWith(LAST_WORDS));
     const stored = (await threadOf(page.threadId)).at(-1);
     assert.equal(stored.metadata?.ended, undefined, "the reply was not stopped");
+    assert.equal(page.messages.at(-1).metadata?.ended, undefined, "a reload is no Stop");
   } finally {
     reloaded.close();
   }
@@ -136,6 +137,9 @@ test("Stop is the explicit cancel: the reply stays, marked stopped, and the thre
     }
     assert.equal(stored.metadata?.ended, "stopped");
     assert.ok(!stored.content.endsWith(LAST_WORDS));
+    const shown = agent.messages.findLast((m) => m.role === "assistant");
+    assert.equal(shown.metadata?.ended, "stopped", "the page's copy is marked as the thread's is");
+    assert.ok(stored.content.startsWith(shown.content));
     agent.addMessage(userMessage(NAVIGATE));
     const next = await agent.runAgent({ tools: TOOLS });
     assert.equal(handedCalls(next).length, 1, "the thread took the next message");
