@@ -8,6 +8,8 @@
 // `connect()` comes back through the resumable stream, GET /invocations?threadId=&clientId=:
 // the thread's snapshots, then the run in progress live to its end, this client being its
 // executor again (CUSTOM `gateway.executor`), so a call the run makes meanwhile reaches it.
+// A run's stream that breaks mid-run is resumed there (`Last-Event-ID`, the SSE `id:` of
+// the last event seen).
 // `abortRun()` (CopilotKit's Stop) sends the explicit cancel
 // (`forwardedProps.gateway.cancel`), and the run's stream ends as the gateway stops it. Each stream is read by the
 // same RunWatch as a /ws connection (src/runs.js), so the ledger sees the same runs.
@@ -16,7 +18,7 @@
 // thread's messages from GET /history, put into the agent as CopilotKit's connect begins.
 
 import { HttpAgent, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
-import { tap } from "rxjs";
+import { catchError, tap } from "rxjs";
 import { ClientCalls, copyAgent, keepTranscripts } from "./src/calls.js";
 import { newId } from "./src/ids.js";
 import { RunWatch } from "./src/runs.js";
@@ -53,25 +55,32 @@ export class GatewayHttpAgent extends HttpAgent {
     return this.#calls.ledger;
   }
 
+  /** HttpAgent's run; a stream that breaks mid-run (the network, not a Stop) is resumed
+   * once where it broke: GET /invocations with ``Last-Event-ID``, the number of the last
+   * event seen, so the run's stream goes on with nothing missed or repeated. */
   run(input) {
     this.#calls.noteAnswers(input);
     const watch = new RunWatch({ ownRuns: new Set([input.runId]) });
-    return super.run(input).pipe(tap((event) => this.#see(watch, event)));
+    let cursor = null;
+    const see = (event) => {
+      const seq = event.metadata?.["gateway.seq"];
+      if (Number.isSafeInteger(seq)) cursor = seq;
+      this.#see(watch, event);
+    };
+    const request = this.abortController;
+    return super.run(input).pipe(
+      tap(see),
+      catchError((error) => {
+        if (cursor === null || request.signal.aborted || error?.name === "AbortError") throw error;
+        return this.#stream(input.threadId, { "Last-Event-ID": String(cursor) }).pipe(tap(see));
+      }),
+    );
   }
 
   /** The thread as snapshots, then the run in progress live to its end (GET /invocations). */
   connect(input) {
-    const url = new URL(this.url, globalThis.location?.href);
-    url.searchParams.set("threadId", input.threadId);
-    const init = {
-      method: "GET",
-      headers: { ...this.headers, Accept: "text/event-stream" },
-      signal: this.abortController.signal,
-    };
     const watch = new RunWatch();
-    return transformHttpEventStream(runHttpRequest(() => this.fetch(url.href, init)), this.debugLogger).pipe(
-      tap((event) => this.#see(watch, event)),
-    );
+    return this.#stream(input.threadId).pipe(tap((event) => this.#see(watch, event)));
   }
 
   async runAgent(parameters, subscriber) {
@@ -114,6 +123,18 @@ export class GatewayHttpAgent extends HttpAgent {
     const copy = new GatewayHttpAgent(this.#options, this.#calls.shared());
     copy.headers = structuredClone(this.headers);
     return copyAgent(this, copy);
+  }
+
+  /** GET /invocations?threadId=: the thread's resumable stream (``headers``: a cursor). */
+  #stream(threadId, headers = {}) {
+    const url = new URL(this.url, globalThis.location?.href);
+    url.searchParams.set("threadId", threadId);
+    const init = {
+      method: "GET",
+      headers: { ...this.headers, ...headers, Accept: "text/event-stream" },
+      signal: this.abortController.signal,
+    };
+    return transformHttpEventStream(runHttpRequest(() => this.fetch(url.href, init)), this.debugLogger);
   }
 
   #see(watch, event) {

@@ -159,3 +159,51 @@ test("restoreThread: a stock HttpAgent shows the thread on CopilotKit's connect 
   assert.deepEqual(stock.messages.map((message) => message.role), ["user", "assistant"]);
   assert.ok(assistantText(stock.messages).endsWith(LAST_WORDS));
 });
+
+test("a stream that breaks mid-reply resumes by Last-Event-ID: the run goes on, nothing missed or repeated", async () => {
+  let broken = false;
+  const resumed = [];
+  // The network drops the run's response once some text came; the resume is let through.
+  const breaking = async (url, init) => {
+    if (init.method === "GET") resumed.push(new Headers(init.headers).get("Last-Event-ID"));
+    const response = await fetch(url, init);
+    if (init.method !== "POST" || broken || !String(init.body).includes(LONG_REPLY)) return response;
+    broken = true;
+    const reader = response.body.getReader();
+    let seen = "";
+    // The response as @ag-ui/client reads it; its read fails once some text came, as a
+    // dropped connection's does (and letting go of it then is quiet).
+    const cut = {
+      async read() {
+        if (seen.includes("TEXT_MESSAGE_CONTENT")) {
+          await reader.cancel();
+          throw new TypeError("network error");
+        }
+        const chunk = await reader.read();
+        if (chunk.value) seen += new TextDecoder().decode(chunk.value);
+        return chunk;
+      },
+      cancel: async () => {},
+    };
+    return { ok: response.ok, status: response.status, headers: response.headers, body: { getReader: () => cut } };
+
+  };
+  const agent = httpPageAgent({ fetch: breaking });
+  try {
+    agent.addMessage(userMessage(LONG_REPLY));
+    const events = [];
+    await agent.runAgent({ tools: TOOLS }, { onEvent: ({ event }) => void events.push(event) });
+    assert.ok(broken);
+    assert.equal(resumed.length, 1);
+    assert.match(resumed[0], /^\d+$/);
+    const seqs = events.map((event) => event.metadata?.["gateway.seq"]).filter(Number.isSafeInteger);
+    assert.deepEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), "each event once, in order");
+    assert.equal(events.filter((event) => event.type === "RUN_STARTED").length, 1);
+    assert.equal(events.at(-1).type, "RUN_FINISHED");
+    const stored = (await threadOf(agent.threadId)).at(-1);
+    assert.equal(assistantText(agent.messages), stored.content);
+    assert.ok(stored.content.endsWith(LAST_WORDS));
+  } finally {
+    agent.close();
+  }
+});
