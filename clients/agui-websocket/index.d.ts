@@ -27,15 +27,12 @@ export type CallResult = unknown;
 /** Where the client identity and the ledger live: Web Storage, or a Map outside a browser. */
 export type LedgerStorage = Pick<Storage, "getItem" | "setItem" | "removeItem"> | Map<string, string>;
 
-export interface WebSocketAgentConfig extends AgentConfig {
-  /** The gateway's /ws URL: ws:// or wss://, relative to the page in a browser. */
-  url: string;
+/** What both agents add to @ag-ui/client's AgentConfig: the exactly-once ledger's options. */
+export interface ClientCallsConfig {
   /** This client instance; by default one kept in `storage` (the same across reloads). */
   clientId?: string;
   /** sessionStorage in a browser (the default), a Map in node. */
   storage?: LedgerStorage;
-  /** The WebSocket class; the global one by default. */
-  WebSocket?: typeof WebSocket;
   /**
    * A call this client began before a reload whose result was lost: the result the app can
    * see it had, or null if it shows the action did not happen (it is then handed out again
@@ -51,16 +48,11 @@ export interface WebSocketAgentConfig extends AgentConfig {
   perform?: (call: ClientCall) => CallResult | Promise<CallResult>;
 }
 
-/** What both agents add to @ag-ui/client's AgentConfig: the exactly-once ledger's options. */
-export interface ClientCallsConfig {
-  /** This client instance; by default one kept in `storage` (the same across reloads). */
-  clientId?: string;
-  /** sessionStorage in a browser (the default), a Map in node. */
-  storage?: LedgerStorage;
-  /** As for {@link WebSocketAgentConfig.settle}. */
-  settle?: (call: ClientCall) => CallResult | null | Promise<CallResult | null>;
-  /** As for {@link WebSocketAgentConfig.perform}. */
-  perform?: (call: ClientCall) => CallResult | Promise<CallResult>;
+export interface WebSocketAgentConfig extends AgentConfig, ClientCallsConfig {
+  /** The gateway's /ws URL: ws:// or wss://, relative to the page in a browser. */
+  url: string;
+  /** The WebSocket class; the global one by default. */
+  WebSocket?: typeof WebSocket;
 }
 
 /** The stock HttpAgent's options (`url`: the gateway's POST /invocations, `headers`: the
@@ -78,7 +70,8 @@ export declare class GatewayHttpAgent extends HttpAgent {
   readonly ledger: ActionLedger;
   run(input: RunAgentInput): Observable<BaseEvent>;
   protected connect(input: RunAgentInput): Observable<BaseEvent>;
-  /** Sends the explicit cancel, then aborts the request: the run stops, its text kept. */
+  /** Sends the explicit cancel; the run's stream ends on it (`cancelled`), its text kept
+   * and marked stopped. */
   abortRun(): void;
   runAgent(parameters?: RunAgentParameters, subscriber?: AgentSubscriber): Promise<RunAgentResult>;
   connectAgent(parameters?: RunAgentParameters, subscriber?: AgentSubscriber): Promise<RunAgentResult>;

@@ -90,6 +90,21 @@ export function addResult(agent, call, result) {
   agent.messages.splice(at + 1, 0, message);
 }
 
+export const NAVIGATED = { status: "navigated", message: "'업무 요청 목록' 화면을 열었습니다." };
+
+/** A page's first turn: the run that hands it navigateToScreen. */
+export async function askToNavigate(agent) {
+  agent.addMessage(userMessage(NAVIGATE));
+  const handed = handedCalls(await agent.runAgent({ tools: TOOLS }));
+  assert.deepEqual(handed.map((call) => call.function.name), ["navigateToScreen"]);
+  return handed[0];
+}
+
+/** The tool messages answering ``callId`` among ``messages``. */
+export function resultsFor(messages, callId) {
+  return messages.filter((message) => message.role === "tool" && message.toolCallId === callId);
+}
+
 /** The thread as a fresh client (another clientId) sees it. */
 export async function threadOf(threadId) {
   const observer = pageAgent({ threadId });

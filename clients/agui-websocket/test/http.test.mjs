@@ -1,28 +1,17 @@
 // GatewayHttpAgent: the stock HttpAgent on POST /invocations with a connect() (the resumable
 // GET /invocations), a Stop that is the explicit cancel, and the exactly-once ledger.
 // restoreThread: the thread shown after a reload by a page that keeps a stock HttpAgent.
+// (A reload after the handler returned: exactly_once.test.mjs, for both agents.)
 import { HttpAgent } from "@ag-ui/client";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { restoreThread } from "../index.js";
 import {
-  addResult, assistantText, handedCalls, httpPageAgent, INVOCATIONS, LONG_REPLY, NAVIGATE, nextEvent, threadOf,
-  TOOLS, USER_HEADERS, userMessage,
+  addResult, askToNavigate, assistantText, handedCalls, httpPageAgent, INVOCATIONS, LONG_REPLY, NAVIGATE, NAVIGATED,
+  nextEvent, resultsFor, threadOf, TOOLS, USER_HEADERS, userMessage,
 } from "./gateway.mjs";
 
-const NAVIGATED = { status: "navigated", message: "'업무 요청 목록' 화면을 열었습니다." };
 const LAST_WORDS = "무엇을 도와드릴까요?";
-
-function resultsFor(messages, callId) {
-  return messages.filter((message) => message.role === "tool" && message.toolCallId === callId);
-}
-
-async function askToNavigate(agent) {
-  agent.addMessage(userMessage(NAVIGATE));
-  const handed = handedCalls(await agent.runAgent({ tools: TOOLS }));
-  assert.deepEqual(handed.map((call) => call.function.name), ["navigateToScreen"]);
-  return handed[0];
-}
 
 test("a call is handed out once, recorded started, and its result reaches the gateway", async () => {
   const agent = httpPageAgent();
@@ -37,29 +26,6 @@ test("a call is handed out once, recorded started, and its result reaches the ga
     assert.equal(agent.ledger.get(call.id).state, "acknowledged");
   } finally {
     agent.close();
-  }
-});
-
-test("a reload after the handler returned: connect() sends the kept result, nothing is settled", async () => {
-  const storage = new Map();
-  const page = httpPageAgent({ storage });
-  const call = await askToNavigate(page);
-  addResult(page, call, NAVIGATED);
-  page.close(); // the reload comes before CopilotKit's follow-up run
-  const reloaded = httpPageAgent({
-    storage,
-    threadId: page.threadId,
-    settle: () => assert.fail("the handler's result was kept"),
-    perform: () => assert.fail("the call was performed before the reload"),
-  });
-  try {
-    assert.equal(await reloaded.clientId, await page.clientId, "a reload keeps the client instance");
-    await reloaded.connectAgent({ tools: TOOLS });
-    assert.match(assistantText(reloaded.messages), /이동했습니다/);
-    const stored = resultsFor(await threadOf(page.threadId), call.id);
-    assert.deepEqual(stored.map((message) => JSON.parse(message.content)), [NAVIGATED]);
-  } finally {
-    reloaded.close();
   }
 });
 
