@@ -206,8 +206,9 @@ _HELP: dict[str, str] = {
     "ws_ping_timeout": "seconds a WebSocket client has to answer a ping before it is closed",
     "allowed_origins": "browser origins allowed on /ws and, by CORS, on the HTTP doors, besides "
     "the server's own host (comma-separated, e.g. https://app.example.com)",
-    "sse_abort": "what a POST /invocations client that goes away mid-run means: 'cancel' stops "
-    "the run as a cancel does (a stock SSE client cannot reattach), 'keep' lets it finish",
+    "sse_abort": "what a POST /invocations client that names no ?clientId= and goes away "
+    "mid-run means: 'cancel' stops the run as a cancel does (it cannot come back to it), "
+    "'keep' lets it finish; a client with a ?clientId= can come back, and keeps its run",
     "busy": "what a new input on a thread with a run going meets, unless its "
     "forwardedProps.gateway.busy says: 'reject' (SESSION_BUSY), 'interrupt' (a new message "
     "stops the run, then runs) or 'enqueue' (it waits for the run to end)",

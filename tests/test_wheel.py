@@ -75,6 +75,17 @@ async def test_the_installed_wheel_serves_the_demo_and_reads_its_threads(
         assert "<!doctype html>" in page.lower()
         modules = await _modules(port, "/app.js")
         assert {"/agui-websocket/connection.js", "/agui-websocket/ledger.js"} <= modules
+        # The npm package, served from the wheel: every module its entry imports, and types.
+        package = "/packages/agui-websocket"
+        imported = await _modules(port, f"{package}/index.js")
+        assert {
+            f"{package}/http.js",
+            f"{package}/src/calls.js",
+            f"{package}/src/runs.js",
+        } <= imported
+        assert "GatewayHttpAgent" in await _get(port, f"{package}/index.d.ts")
+        manifest = json.loads(await _get(port, f"{package}/package.json"))
+        assert manifest["name"] == "@agent-gateway/agui-websocket"
     threads = ("threads", "--user", "demo", "--db", db)
     listed = succeed(installed / "agent-gateway", *threads, cwd=tmp_path)
     assert [t["threadId"] for t in json.loads(listed)] == [thread]

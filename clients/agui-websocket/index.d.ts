@@ -2,6 +2,8 @@
 // `npm run typecheck` checks them against test/consumer.ts.
 import {
   AbstractAgent,
+  HttpAgent,
+  type HttpAgentConfig,
   type AgentConfig,
   type AgentSubscriber,
   type BaseEvent,
@@ -25,15 +27,12 @@ export type CallResult = unknown;
 /** Where the client identity and the ledger live: Web Storage, or a Map outside a browser. */
 export type LedgerStorage = Pick<Storage, "getItem" | "setItem" | "removeItem"> | Map<string, string>;
 
-export interface WebSocketAgentConfig extends AgentConfig {
-  /** The gateway's /ws URL: ws:// or wss://, relative to the page in a browser. */
-  url: string;
+/** What both agents add to @ag-ui/client's AgentConfig: the exactly-once ledger's options. */
+export interface ClientCallsConfig {
   /** This client instance; by default one kept in `storage` (the same across reloads). */
   clientId?: string;
   /** sessionStorage in a browser (the default), a Map in node. */
   storage?: LedgerStorage;
-  /** The WebSocket class; the global one by default. */
-  WebSocket?: typeof WebSocket;
   /**
    * A call this client began before a reload whose result was lost: the result the app can
    * see it had, or null if it shows the action did not happen (it is then handed out again
@@ -48,6 +47,54 @@ export interface WebSocketAgentConfig extends AgentConfig {
    */
   perform?: (call: ClientCall) => CallResult | Promise<CallResult>;
 }
+
+export interface WebSocketAgentConfig extends AgentConfig, ClientCallsConfig {
+  /** The gateway's /ws URL: ws:// or wss://, relative to the page in a browser. */
+  url: string;
+  /** The WebSocket class; the global one by default. */
+  WebSocket?: typeof WebSocket;
+}
+
+/** The stock HttpAgent's options (`url`: the gateway's POST /invocations, `headers`: the
+ * user's), and the ledger's. */
+export interface GatewayHttpAgentConfig extends HttpAgentConfig, ClientCallsConfig {}
+
+/** @ag-ui/client's HttpAgent on agent-gateway's POST /invocations, with `connect()` (the
+ * resumable GET /invocations), a Stop that is the explicit cancel, and exactly-once client
+ * tools, so a reload loses no result and no reply. */
+export declare class GatewayHttpAgent extends HttpAgent {
+  constructor(config: GatewayHttpAgentConfig);
+  /** This client instance's id (`?clientId=` on every request), once it is claimed. */
+  readonly clientId: Promise<string>;
+  /** The ledger of the calls this client was handed (shared by agents on one storage). */
+  readonly ledger: ActionLedger;
+  run(input: RunAgentInput): Observable<BaseEvent>;
+  protected connect(input: RunAgentInput): Observable<BaseEvent>;
+  /** Sends the explicit cancel; the run's stream ends on it (`cancelled`), its text kept
+   * and marked stopped. */
+  abortRun(): void;
+  runAgent(parameters?: RunAgentParameters, subscriber?: AgentSubscriber): Promise<RunAgentResult>;
+  connectAgent(parameters?: RunAgentParameters, subscriber?: AgentSubscriber): Promise<RunAgentResult>;
+  /** Lets go of the request in progress and of the client identity. */
+  close(): void;
+  clone(): GatewayHttpAgent;
+}
+
+/**
+ * For a page that keeps a stock HttpAgent (no `connect()`): on CopilotKit's connect after a
+ * reload, the thread's messages from GET /history are put into the agent. Returns `agent`.
+ */
+export declare function restoreThread<A extends HttpAgent>(
+  agent: A,
+  where?: {
+    /** GET /history's URL; by default `history` next to the agent's `url`. */
+    url?: string;
+    /** By default the agent's `headers`. */
+    headers?: Record<string, string>;
+    /** By default the agent's `threadId`. */
+    threadId?: string;
+  },
+): A;
 
 /** An AG-UI 1.0 agent over agent-gateway's /ws, with reattach, cancel and exactly-once
  * client tools. */

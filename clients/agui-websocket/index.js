@@ -7,70 +7,38 @@
 // snapshot in between), so the stream stays valid and the run ends once. `connect()` is the reattach: the thread as snapshots, then the run in progress live
 // to its end. `abortRun()` is the /ws cancel frame.
 //
-// Exactly once (src/ledger.js, one ledger per storage): a client call is recorded when this
+// Exactly once (src/calls.js on src/ledger.js, one ledger per storage, shared with
+// GatewayHttpAgent in http.js): a client call is recorded when this
 // agent hands it to the app (its run ends waiting on it, and `newMessages` carries it),
-// before the app's tool can run, and its result when the app's next input carries the tool
-// message. After a reconnect or a reload a kept result is sent again while the gateway
+// before the app's tool can run, and its result as the app adds the tool message to the
+// agent's transcript (CopilotKit does so the moment the handler returns). After a reconnect or a reload a kept result is sent again while the gateway
 // lists the call open; a call begun with no result goes to `settle`; a call the gateway
 // hands this client on `connect()` (made while the page was loading) goes to `perform`.
 // Calls of another client are never handed out. See README.md for CopilotKit's path.
 
 import { AbstractAgent } from "@ag-ui/client";
 import { Observable } from "rxjs";
+import { ClientCalls, copyAgent, keepTranscripts, NOT_PERFORMED, UNKNOWN_OUTCOME } from "./src/calls.js";
 import { ThreadConnection } from "./src/connection.js";
 import { newId } from "./src/ids.js";
-import { ActionLedger, asStorage, claimInstance } from "./src/ledger.js";
+import { ActionLedger, claimInstance } from "./src/ledger.js";
 import { Stream } from "./stream.js";
 
-export { ActionLedger, claimInstance, newId, ThreadConnection };
+export { ActionLedger, claimInstance, newId, NOT_PERFORMED, ThreadConnection, UNKNOWN_OUTCOME };
+export { GatewayHttpAgent, restoreThread } from "./http.js";
 
-// Answers the agent sends for the app when it has no hook to ask.
-export const UNKNOWN_OUTCOME = {
-  status: "unknown",
-  message: "The page reloaded while this action ran; whether it completed is not known.",
-};
-export const NOT_PERFORMED = {
-  status: "not_performed",
-  message: "The page was loading when this action was asked for, so it was not performed.",
-};
-
-// Follow-on runs one runAgent()/connectAgent() may send with kept results, at most.
-const RESEND_ROUNDS = 3;
 // Attempts in a row that fail to open a socket before a waiting run or connect fails (the
 // connection goes on trying for the next one).
 const FAILED_OPENS = 3;
 
-// One ledger per storage, shared by every agent on it (a clone, a second agent), so no
-// agent overwrites another's entries with a stale copy.
-const ledgers = new WeakMap();
-
-function ledgerFor(storage) {
-  let ledger = ledgers.get(storage);
-  if (!ledger) ledgers.set(storage, (ledger = new ActionLedger(storage)));
-  return ledger;
-}
-
-function defaultStorage() {
-  return globalThis.sessionStorage ?? new Map();
-}
-
-/** The text of a tool result as a tool message carries it. */
-function contentOf(result) {
-  return typeof result === "string" ? result : JSON.stringify(result);
-}
-
 export class WebSocketAgent extends AbstractAgent {
   #options;
-  #storage;
-  #ledger;
-  #identity;
-  #release = new AbortController();
+  #calls;
   #connection = null;
   #connections = 0; // connections opened so far: which one a frame went out on
   #failedOpens = 0; // attempts in a row whose socket never opened
   #opened = false;
   #stream = null;
-  #finished = null; // the view of the latest run a stream of this agent saw end
 
   /**
    * @param {object} config  AgentConfig of @ag-ui/client, and:
@@ -90,30 +58,25 @@ export class WebSocketAgent extends AbstractAgent {
     super(config);
     this.url = url;
     this.#options = { url, clientId, storage, WebSocket, settle, perform, ...config };
-    this.#storage = shared?.storage ?? asStorage(storage ?? defaultStorage());
-    this.#ledger = shared?.ledger ?? ledgerFor(storage ?? this.#storage);
-    this.#identity =
-      shared?.identity ??
-      (clientId
-        ? Promise.resolve(clientId)
-        : claimInstance(() => newId("client"), this.#storage, { signal: this.#release.signal }));
+    this.#calls = new ClientCalls({ storage, clientId, settle, perform }, shared);
+    this.#calls.attach(this);
   }
 
   /** This client instance's id, as the gateway knows it. */
   get clientId() {
-    return this.#identity;
+    return this.#calls.identity;
   }
 
   /** The ledger of client calls this agent hands out (shared by agents on one storage). */
   get ledger() {
-    return this.#ledger;
+    return this.#calls.ledger;
   }
 
   run(input) {
     return new Observable((observer) => {
       const stream = new Stream("run", observer, input);
       this.#begin(stream, input.threadId, () => {
-        this.#noteAnswers(input);
+        this.#calls.noteAnswers(input);
         this.#send(stream);
       });
       return () => this.#let(stream);
@@ -139,21 +102,25 @@ export class WebSocketAgent extends AbstractAgent {
   }
 
   async runAgent(parameters, subscriber) {
-    this.#finished = null;
+    this.#calls.finished = null;
     const outcome = await super.runAgent(parameters, subscriber);
-    return this.#answerOpenCalls(outcome, parameters, subscriber, "run");
+    return this.#calls.answerOpenCalls(outcome, "run", this, () =>
+      super.runAgent({ ...parameters, runId: undefined }, subscriber),
+    );
   }
 
   async connectAgent(parameters, subscriber) {
-    this.#finished = null;
+    this.#calls.finished = null;
     const outcome = await super.connectAgent(parameters, subscriber);
-    return this.#answerOpenCalls(outcome, parameters, subscriber, "connect");
+    return this.#calls.answerOpenCalls(outcome, "connect", this, () =>
+      super.runAgent({ ...parameters, runId: undefined }, subscriber),
+    );
   }
 
   /** Closes the connection and lets go of the identity (a page unloading, a test). A run
    * or connect still streaming ends as aborted; the gateway's run goes on. */
   close() {
-    this.#release.abort();
+    this.#calls.close();
     this.#connection?.stop();
     this.#connection = null;
     const stream = this.#stream;
@@ -162,28 +129,14 @@ export class WebSocketAgent extends AbstractAgent {
   }
 
   clone() {
-    const copy = new WebSocketAgent(this.#options, {
-      storage: this.#storage,
-      ledger: this.#ledger,
-      identity: this.#identity,
-    });
-    copy.agentId = this.agentId;
-    copy.description = this.description;
-    copy.threadId = this.threadId;
-    copy.messages = structuredClone(this.messages);
-    copy.state = structuredClone(this.state);
-    copy.debug = this.debug;
-    copy.subscribers = [...this.subscribers];
-    copy.middlewares = [...this.middlewares]; // AbstractAgent's own, as its clone() copies them
-    copy.pendingInterrupts = structuredClone(this.pendingInterrupts);
-    return copy;
+    return copyAgent(this, new WebSocketAgent(this.#options, this.#calls.shared()));
   }
 
   // --- streams ----------------------------------------------------------------------------
 
   #begin(stream, threadId, start) {
     this.#stream = stream;
-    this.#identity.then(
+    this.#calls.identity.then(
       (clientId) => {
         if (this.#stream !== stream) return;
         const fresh = !this.#connection || this.#connection.threadId !== threadId;
@@ -241,7 +194,7 @@ export class WebSocketAgent extends AbstractAgent {
   }
 
   #route(event, view) {
-    this.#bookkeep(event, view);
+    this.#calls.bookkeep(event, view);
     const stream = this.#stream;
     if (!stream) return;
     const ends = event.type === "RUN_FINISHED" || event.type === "RUN_ERROR";
@@ -308,95 +261,9 @@ export class WebSocketAgent extends AbstractAgent {
   #close(stream, event, view) {
     for (const end of stream.spans.close()) stream.emit(end);
     this.#stream = null;
-    if (event.type === "RUN_FINISHED") this.#finished = view;
+    if (event.type === "RUN_FINISHED") this.#calls.finished = view;
     stream.end(event);
   }
-
-  // --- the ledger ---------------------------------------------------------------------------
-
-  /** What any run on the connection tells the ledger, streamed to a caller or not. */
-  #bookkeep(event, view) {
-    if (event.type === "MESSAGES_SNAPSHOT") this.#ledger.answered(view.answered);
-    else if (event.type === "RUN_FINISHED") this.#ledger.finished(event.runId, view.pending);
-  }
-
-  /** An input's tool messages: the results of calls this agent handed out, as the app
-   * performed them, recorded before they are sent. */
-  #noteAnswers(input) {
-    for (const message of input.messages) {
-      if (message.role !== "tool" || !message.toolCallId) continue;
-      const entry = this.#ledger.get(message.toolCallId);
-      if (entry?.state === "started") this.#ledger.performed(message.toolCallId, message.content);
-      if (this.#ledger.get(message.toolCallId)?.state === "performed") {
-        this.#ledger.sent(message.toolCallId, input.runId);
-      }
-    }
-  }
-
-  /**
-   * After a run or a reattach ends waiting on client calls: the ones this client may hand
-   * to the app stay in ``newMessages`` (recorded as started first); results it holds, or
-   * learns from ``settle``/``perform``, go to the gateway in a follow-on run; every other
-   * call is taken out of ``newMessages``, so no app executes it here.
-   */
-  async #answerOpenCalls(outcome, parameters, subscriber, path) {
-    let { result, newMessages } = outcome;
-    for (let round = 0; round < RESEND_ROUNDS && this.#finished; round += 1) {
-      const view = this.#finished;
-      this.#finished = null;
-      const handed = new Set();
-      const answers = [];
-      for (const step of this.#ledger.plan(view)) {
-        if (step.kind === "resend") {
-          answers.push(step);
-          continue;
-        }
-        if (step.kind === "elsewhere") continue;
-        let answer = step.kind === "settle" ? await this.#ask("settle", step.call, UNKNOWN_OUTCOME) : null;
-        if (answer === null && path === "run") {
-          this.#ledger.started(step.call);
-          handed.add(step.id);
-          continue;
-        }
-        if (answer === null) {
-          this.#ledger.started(step.call);
-          answer = await this.#ask("perform", step.call, NOT_PERFORMED);
-        }
-        this.#ledger.performed(step.id, answer);
-        answers.push({ id: step.id, result: answer });
-      }
-      newMessages = withoutCalls(newMessages, view.pending.filter((id) => !handed.has(id)));
-      if (!answers.length) break;
-      this.addMessages(
-        answers.map(({ id, result: kept }) => ({ id: newId("tool"), role: "tool", toolCallId: id, content: contentOf(kept) })),
-      );
-      const next = await super.runAgent({ ...parameters, runId: undefined }, subscriber);
-      result = next.result;
-      newMessages = [...newMessages, ...next.newMessages];
-    }
-    return { result, newMessages };
-  }
-
-  /** The app's hook ``name`` on a call, or ``fallback`` without one; null means "not done". */
-  async #ask(name, call, fallback) {
-    const hook = this.#options[name];
-    if (typeof hook !== "function") return fallback;
-    try {
-      const answer = await hook(call);
-      return answer === undefined ? null : answer;
-    } catch (error) {
-      return { status: "error", message: `The app's ${name} hook failed: ${error?.message ?? error}` };
-    }
-  }
 }
 
-/** ``messages`` with the tool calls ``ids`` taken out (copies; the agent keeps its own). */
-function withoutCalls(messages, ids) {
-  if (!ids.length) return messages;
-  const hidden = new Set(ids);
-  return messages.map((message) =>
-    message.role === "assistant" && message.toolCalls?.some((call) => hidden.has(call.id))
-      ? { ...message, toolCalls: message.toolCalls.filter((call) => !hidden.has(call.id)) }
-      : message,
-  );
-}
+keepTranscripts(WebSocketAgent);

@@ -10,8 +10,9 @@ to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
 ``gateway.doors.ping``, GET /tools, /me, /history, /capabilities and POST /ws-ticket to
 ``gateway.doors.json_doors``, /threads and /threads/{id} (list, read, change, delete,
 export a user's threads) to ``gateway.doors.threads``, a backend system's POST /tool-results to
-``gateway.doors.tool_results``, and a Prometheus scrape, GET /metrics, to
-``gateway.doors.scrape``. CORS covers the
+``gateway.doors.tool_results``, a Prometheus scrape, GET /metrics, to
+``gateway.doors.scrape``, and the npm package's files, GET /packages/agui-websocket/..., to
+``gateway.doors.package``. CORS covers the
 browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
 client (``gateway.doors.static``).
 
@@ -39,7 +40,7 @@ from gateway import wire as p
 from gateway.adk import capabilities
 from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, json_doors, ping, scrape, threads, tool_results, warmup
+from gateway.doors import cors, json_doors, package, ping, scrape, threads, tool_results, warmup
 from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.drain import Drain
@@ -102,6 +103,8 @@ class Gateway:
         self.models: ModelHealth | None = None
         # GET /capabilities, once the hosted agent is known.
         self.capabilities = b"{}"
+        # GET /packages/agui-websocket/...: the npm package, from the gateway's package data.
+        self.npm_package = package.NpmPackage.bundled()
         # Set once the warm-up is over; /ping says Healthy only then.
         self.ready = asyncio.Event()
         self.rates = RateLimiter(settings.user_rate, settings.user_burst, metrics=metrics)
@@ -275,7 +278,11 @@ class Gateway:
             await send(message)
 
         try:
-            method = DOORS.get(path) or threads.methods(path)
+            method = (
+                DOORS.get(path)
+                or threads.methods(path)
+                or ("GET" if package.serves(path) else None)
+            )
             if method is None:
                 await self._route(scope, receive, send_once_started, path)
             elif not cors.origin_allowed(scope, self.origins):
@@ -319,9 +326,15 @@ class Gateway:
             await json_doors.capabilities(self.shared, self.capabilities, scope, send)
         elif path == "/metrics" and method == "GET":  # a scraper's, no browser's: not in DOORS
             await scrape.scrape(self.metrics, self.settings.metrics_token, scope, send)
-        elif path in DOORS:
+        elif package.serves(path) and method == "GET":
+            await self.npm_package.answer(path, send)
+        elif path in DOORS or package.serves(path):
             await respond(
-                send, 405, b"method not allowed", b"text/plain", [(b"allow", DOORS[path].encode())]
+                send,
+                405,
+                b"method not allowed",
+                b"text/plain",
+                [(b"allow", DOORS.get(path, "GET").encode())],
             )
         elif method == "GET" and (found := self._web_file(path)) is not None:
             body, content_type = found

@@ -1,4 +1,14 @@
-"""POST /invocations: one RunAgentInput in, one SSE stream of its run out (the AgentCore door)."""
+"""POST /invocations: one RunAgentInput in, one SSE stream of its run out (the AgentCore door).
+
+A request may name the client instance it speaks for (``?clientId=C``, as on /ws): the
+client calls of its run are that instance's, and it can come back to the run after a
+reload through ``GET /invocations?threadId=T&clientId=C`` (``gateway.doors.sse_replay``).
+So the request's end means two things. A stock client names none and cannot come back:
+its aborted request (a browser's Stop, and a reload too) stops the run as a cancel does,
+unless ``GATEWAY_SSE_ABORT=keep``. A client that names itself stops a run with the explicit
+cancel (``forwardedProps.gateway.cancel``), so its aborted request is a reload or a drop,
+and the run goes on for it to follow again.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,7 @@ from functools import partial
 
 from gateway import logs, tracing
 from gateway import wire as p
+from gateway.auth import query_param
 from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, challenge, header
 from gateway.doors.body import RequestBody, http_status
@@ -29,11 +40,10 @@ class QueueSubscriber:
     None and takes nothing more.
     """
 
-    # A request stands for itself: it cannot come back to a run it started.
-    client: str | None = None
-
-    def __init__(self, limit_bytes: int) -> None:
+    def __init__(self, limit_bytes: int, client: str | None = None) -> None:
         self.queue: Outgoing[p.Event | None] = Outgoing(limit_bytes)
+        # The client instance it speaks for (``?clientId=``); None: only itself.
+        self.client = client
 
     def deliver(self, event: p.Event) -> None:
         if self.queue.offer(event):
@@ -63,6 +73,7 @@ class Invocation:
                 user = (await self.access.identify()).user
                 logs.bind(user=user)
                 self.rates.check(user)
+                subscriber.client = client_instance(self.scope)
                 run_input = p.decode_input(await body.json())
                 logs.bind(thread=run_input.thread_id, run=run_input.run_id)
                 subscriber.queue.dialect, run_input = versions.negotiate(run_input)
@@ -131,11 +142,13 @@ class Invocation:
         self, run: Run, subscriber: QueueSubscriber, left: asyncio.Task[None] | None = None
     ) -> None:
         """Ends the stream; a stock SSE client cannot come back to its run, so by default
-        the run stops with it."""
+        the run stops with it. A client that named itself can: its run goes on."""
         if left is not None and left.cancelled():
             return  # the stream ended first
         subscriber.queue.end()
-        if self.settings.sse_abort == "cancel" and self.hub.stop_run(run):
+        if subscriber.client is not None:
+            log.info("the client of %s went away; it may come back (?clientId=)", run)
+        elif self.settings.sse_abort == "cancel" and self.hub.stop_run(run):
             log.info("the client of %s went away; stopping it (GATEWAY_SSE_ABORT=cancel)", run)
             self.access.record_cancel(run.thread.thread_id, True)
 
@@ -192,6 +205,12 @@ async def stream(send: Send, frames: Sequence[Frame[p.Event | None]], *, more: b
             parts.append(b"id: %d\n" % seq)
         parts.append(b"data: " + data + b"\n\n")
     await send({"type": "http.response.body", "body": b"".join(parts), "more_body": more})
+
+
+def client_instance(scope: Scope) -> str | None:
+    """The request's ``?clientId=``, checked as /ws checks it; None if it names none."""
+    sent = query_param(scope, "clientId")
+    return p.client_instance(sent) if sent is not None else None
 
 
 async def disconnect(receive: Receive) -> None:

@@ -6,7 +6,10 @@ it saw, as ``Last-Event-ID`` (what EventSource sends when it reconnects) or ``?a
 it is sent the thread's events after that number from the log (``gateway.hub.eventlog``),
 then the run in progress live, and the stream ends once the thread is idle. Without a
 cursor, or with one the log cannot answer, it gets the snapshots a /ws reattach sends.
-It watches; the run stays the executor's, and leaving stops nothing.
+It watches, and leaving stops nothing. A request that names the client instance whose
+input started the run (``?clientId=C``) is that run's executor from then on, as a /ws
+reattach is: the calls made before it came are named in ``CUSTOM gateway.executor``, and
+later ones come to it live.
 """
 
 from __future__ import annotations
@@ -20,12 +23,18 @@ from gateway.auth import query_param
 from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refuse
 from gateway.doors.shared import Shared
-from gateway.doors.sse import QueueSubscriber, disconnect, stream, stream_start
+from gateway.doors.sse import (
+    QueueSubscriber,
+    client_instance,
+    disconnect,
+    stream,
+    stream_start,
+)
 from gateway.hub.threads import Run
 
 
 class Resume:
-    """GET /invocations?threadId=T[&after=N], or with ``Last-Event-ID: N``."""
+    """GET /invocations?threadId=T[&after=N][&clientId=C], or with ``Last-Event-ID: N``."""
 
     def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
         self.hub, self.settings, self.rates = shared.hub, shared.settings, shared.rates
@@ -41,6 +50,7 @@ class Resume:
                 user = (await self.access.identify()).user
                 logs.bind(user=user)
                 self.rates.check(user)
+                subscriber.client = client_instance(self.scope)
                 thread_id = p.reattach_to(query_param(self.scope, "threadId") or "").thread_id
                 logs.bind(thread=thread_id)
                 after = self._cursor()

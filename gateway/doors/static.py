@@ -50,5 +50,10 @@ def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:
     target = Path(os.path.normpath(folder / name))
     if folder not in target.parents or not target.is_file():
         return None
-    kind = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
-    return target.read_bytes(), kind or "application/octet-stream"
+    return target.read_bytes(), content_type(target.name)
+
+
+def content_type(name: str) -> str:
+    """The content type a file of this name is served with."""
+    kind = _TYPES.get(Path(name).suffix) or mimetypes.guess_type(name)[0]
+    return kind or "application/octet-stream"

@@ -40,6 +40,7 @@ from google.adk.sessions.state import State
 from gateway import wire as p
 from gateway.a2ui import SURFACE_ACTIVITY
 from gateway.a2ui.plugin import shown_surfaces
+from gateway.store.cut_off import Ending
 from gateway.tools.long_running import interim_results, server_calls
 from gateway.translate.attribution import mark_of
 from gateway.translate.predictions import Prediction, by_tool, predict_state_event
@@ -315,7 +316,14 @@ class RunTranslator:
         self.phase = Phase.ENDED
         held = [] if cancelled else self._release_held()
         closed = self.subagents.close(waiting=waiting, cancelled=cancelled)
-        return self.messages.close() + held + closed
+        ending = self.messages.close()
+        if cancelled:
+            # The reply a Stop cut shows its mark live, as the store keeps it (cut_off): a
+            # 1.0 client merges an END's metadata into the message it closes.
+            for event in ending:
+                if isinstance(event, p.TextMessageEnd):
+                    event.metadata = {**(event.metadata or {}), "ended": Ending.STOPPED.value}
+        return ending + held + closed
 
     def _finished(self, outcome: p.Outcome) -> p.RunFinished:
         return p.RunFinished(

@@ -68,8 +68,12 @@ class CopilotKitPage:
         *,
         user: str = "demo",
         deny: str | None = None,
+        settle_ms: int = 0,
+        reload_on_return: bool = False,
     ) -> CopilotKitPage:
-        """Opens the page with ``agent`` (a variant of src/agents.js) against ``gateway``."""
+        """Opens the page with ``agent`` (a variant of src/agents.js) against ``gateway``;
+        ``settle_ms``: its frontend tool returns that long after the screen opened;
+        ``reload_on_return``: the page reloads itself the instant the tool returns."""
         page = await context.new_page()
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -77,6 +81,10 @@ class CopilotKitPage:
         query = {"gateway": gateway.http, "agent": agent, "user": user}
         if deny:
             query["deny"] = deny
+        if settle_ms:
+            query["settleMs"] = str(settle_ms)
+        if reload_on_return:
+            query["reloadOnReturn"] = "1"
         await page.goto(f"{site}/?{urllib.parse.urlencode(query)}")
         made = cls(page, errors)
         await made.wait_ready()
@@ -116,6 +124,11 @@ class CopilotKitPage:
     @property
     def replies(self) -> Locator:
         return self.page.get_by_test_id("copilot-assistant-message")
+
+    @property
+    def stopped_marks(self) -> Locator:
+        """The page's mark under a reply cut by Stop (src/main.jsx ``Reply``)."""
+        return self.page.get_by_role("note").filter(has_text="응답을 중단했습니다")
 
     @property
     def user_messages(self) -> Locator:
@@ -158,3 +171,7 @@ class CopilotKitPage:
     async def navigations(self) -> int:
         count: int = await self.page.evaluate("window.__navigations")
         return count
+
+    async def thread_id(self) -> str:
+        shown: str = await self.page.locator("#thread-id").inner_text()
+        return shown

@@ -1,13 +1,14 @@
 """A reply the user stops, or a failure cuts off, keeps its text in the thread, marked.
 
 The real server on a database file, a scripted model that records what it is sent. The
-user stops a reply mid-stream over /ws: by the time RUN_FINISHED(cancelled) arrives the
-text so far is stored under the id it streamed with; a reattach, and a reattach after a
-restart, show it as an assistant message with ``metadata.ended`` "stopped" and exactly the
-text the client was sent; the next turn works, and the model reads its cut-off reply with
-a note that the user stopped it. A model that fails mid-stream leaves its text the same
-way, marked "failed", stored before the RUN_ERROR. A run stopped before any text leaves
-no reply. (A crash mid-stream: ``test_crash_recovery``.)
+user stops a reply mid-stream over /ws: its TEXT_MESSAGE_END carries the mark, and by the
+time RUN_FINISHED(cancelled) arrives the text so far is stored under the id it streamed
+with; a reattach, and a reattach after a restart, show it as an assistant message with
+``metadata.ended`` "stopped" and exactly the text the client was sent; the next turn
+works, and the model reads its cut-off reply with a note that the user stopped it. A model
+that fails mid-stream leaves its text the same way, marked "failed", stored before the
+RUN_ERROR. A run stopped before any text leaves no reply. (A crash mid-stream:
+``test_crash_recovery``.)
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ async def test_a_stopped_reply_keeps_its_text_marked_through_a_reattach_and_a_re
             message_id, text = streamed_message(events)
             # Stored in the same write that dropped its streamed text, before RUN_FINISHED.
             assert stored_reply(db, message_id) == (1, 0)
+            # The live stream marks it as the thread does: the END's metadata, which a 1.0
+            # client merges into the message it closes.
+            [end] = [e for e in events if e["type"] == "TEXT_MESSAGE_END"]
+            assert end["messageId"] == message_id and end["metadata"]["ended"] == "stopped"
         assert 0 < len(text) < len(STORY)
         expected = {
             "id": message_id,

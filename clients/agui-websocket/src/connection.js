@@ -7,8 +7,8 @@
 // out for execution only when the run is this tab's: this connection sent its input and
 // received the call live, or the gateway said so on reattach (CUSTOM `gateway.executor`,
 // naming the calls made before this connection came; their arguments come from the
-// snapshot). Calls of another tab's runs are never handed out. That a call handed out is
-// performed once, across reloads, is the ledger's job (ledger.js).
+// snapshot). Calls of another tab's runs are never handed out (runs.js reads each run so).
+// That a call handed out is performed once, across reloads, is the ledger's job (ledger.js).
 //
 // Reattach by cursor: every event of the thread carries its number in the thread's log
 // (`metadata["gateway.seq"]`). A connection that drops mid-run reattaches with the last
@@ -19,6 +19,7 @@
 // the thread holds.
 
 import { newId } from "./ids.js";
+import { RunWatch } from "./runs.js";
 
 const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
 const OPEN = 1; // WebSocket.OPEN, whichever WebSocket class is in use
@@ -117,7 +118,7 @@ export class ThreadConnection {
   /** Stops the run this connection follows, by its id, so a Stop that arrives after that
    * run ended cannot stop the thread's next one; following none, whatever run it has. */
   cancel() {
-    const runId = this.connection?.run?.runId ?? this.carried?.run?.runId;
+    const runId = this.connection?.watch.run?.runId ?? this.carried?.run?.runId;
     this.#send({ type: "cancel", threadId: this.threadId, ...(runId ? { runId } : {}) });
   }
 
@@ -132,12 +133,7 @@ export class ThreadConnection {
     // for a run a reattach by cursor carries on.
     const carried = this.carried;
     this.carried = null;
-    const connection = {
-      socket,
-      ownRuns: carried?.ownRuns ?? new Set(),
-      run: carried?.run ?? null,
-      synced: false,
-    };
+    const connection = { socket, watch: new RunWatch(carried ?? {}), synced: false };
     this.connection = connection;
     this.onStatus(this.attempts ? "reconnecting" : "connecting", {});
     socket.addEventListener("open", () => {
@@ -168,8 +164,8 @@ export class ThreadConnection {
       this.connection = null;
       if (this.stopped) return;
       // Cut off mid-run with a cursor: the next connection goes on from it.
-      const resuming = connection.run !== null && this.cursor !== null;
-      this.carried = resuming ? { run: connection.run, ownRuns: connection.ownRuns } : null;
+      const resuming = connection.watch.run !== null && this.cursor !== null;
+      this.carried = resuming ? connection.watch.carried() : null;
       const delay = BACKOFF_MS[Math.min(this.attempts, BACKOFF_MS.length - 1)];
       const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
       this.attempts += 1;
@@ -192,128 +188,18 @@ export class ThreadConnection {
       if (!frame.type) this.outbox.push(frame);
       return false;
     }
-    if (frame.runId) connection.ownRuns.add(frame.runId);
+    if (frame.runId) connection.watch.ownRuns.add(frame.runId);
     connection.socket.send(JSON.stringify(frame));
     return true;
   }
 
   #dispatch(connection, event) {
-    switch (event.type) {
-      case "RUN_STARTED":
-        connection.run = {
-          runId: event.runId,
-          threadId: event.threadId,
-          own: connection.ownRuns.has(event.runId),
-          calls: new Map(),
-          // Calls made before this connection came, named by the gateway as this tab's.
-          told: new Set(),
-          stored: new Map(),
-          answered: new Set(),
-          sawSnapshot: false,
-          sawLive: false,
-        };
-        break;
-      case "MESSAGES_SNAPSHOT":
-        if (connection.run) {
-          connection.run.sawSnapshot = true;
-          readSnapshot(connection.run, event.messages ?? []);
-        }
-        break;
-      case "CUSTOM":
-        if (event.name === "gateway.executor" && connection.run) {
-          connection.run.own = true;
-          for (const id of event.value?.toolCallIds ?? []) connection.run.told.add(id);
-        }
-        break;
-      case "TOOL_CALL_START":
-        if (connection.run?.own) {
-          connection.run.calls.set(event.toolCallId, {
-            id: event.toolCallId,
-            name: event.toolCallName,
-            args: "",
-            ended: false,
-          });
-        }
-        break;
-      case "TOOL_CALL_ARGS": {
-        const call = connection.run?.own && connection.run.calls.get(event.toolCallId);
-        if (call) call.args += event.delta;
-        break;
-      }
-      case "TOOL_CALL_END": {
-        const call = connection.run?.own && connection.run.calls.get(event.toolCallId);
-        if (call) call.ended = true;
-        break;
-      }
-      default:
-        break;
-    }
-    if (connection.run && /^(TEXT_MESSAGE|TOOL_CALL)_/.test(event.type)) {
-      connection.run.sawLive = true;
-    }
-    const run = connection.run;
-    const ends = event.type === "RUN_FINISHED" || event.type === "RUN_ERROR";
-    if (ends) connection.run = null;
-    this.onEvent(event, viewOf(run, event));
-    if (ends && !connection.synced) {
+    const view = connection.watch.see(event);
+    this.onEvent(event, view);
+    if ((event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") && !connection.synced) {
       // The first run on a connection answers its reattach: the thread is now on screen.
       connection.synced = true;
       this.onStatus("open", {});
     }
-  }
-}
-
-/** The calls and answers a snapshot holds, for calls named by ``gateway.executor``. */
-function readSnapshot(run, messages) {
-  for (const message of messages) {
-    if (message.role === "assistant") {
-      for (const call of message.toolCalls ?? []) {
-        run.stored.set(call.id, { name: call.function?.name ?? "", args: call.function?.arguments ?? "" });
-      }
-    } else if (message.role === "tool" && message.toolCallId) {
-      run.answered.add(message.toolCallId);
-    }
-  }
-}
-
-/**
- * What the UI may know about the run an event belongs to. On RUN_FINISHED, ``pending``
- * lists the client calls the thread waits on and ``executable`` those of them this tab
- * must execute, with parsed arguments; ``answered`` (from a snapshot) the calls the thread
- * holds an answer for.
- * @typedef {{runId: string|null, own: boolean, sawSnapshot: boolean, sawLive: boolean,
- *            pending: string[], answered: Set<string>,
- *            executable: Array<{id: string, name: string, args: object|null}>}} RunView
- */
-function viewOf(run, event = null) {
-  const pending = event?.type === "RUN_FINISHED" && event.outcome?.type === "success"
-    ? event.outcome.pendingToolCallIds ?? []
-    : [];
-  const view = {
-    runId: run?.runId ?? null,
-    own: run?.own ?? false,
-    sawSnapshot: run?.sawSnapshot ?? false,
-    sawLive: run?.sawLive ?? false,
-    pending,
-    answered: run?.answered ?? new Set(),
-    executable: [],
-  };
-  if (run?.own) {
-    for (const id of pending) {
-      const live = run.calls.get(id);
-      const stored = run.told.has(id) ? run.stored.get(id) : undefined;
-      if (live?.ended) view.executable.push({ id, name: live.name, args: parseArgs(live.args) });
-      else if (stored) view.executable.push({ id, name: stored.name, args: parseArgs(stored.args) });
-    }
-  }
-  return view;
-}
-
-function parseArgs(raw) {
-  try {
-    const value = JSON.parse(raw || "{}");
-    return value && typeof value === "object" && !Array.isArray(value) ? value : null;
-  } catch {
-    return null;
   }
 }

@@ -83,6 +83,38 @@ export async function claimInstance(mint, storage = globalThis.sessionStorage, {
   return mine;
 }
 
+/**
+ * ``messages``, an agent's transcript, made to record in ``ledger`` the result of a call
+ * this client began the moment the app adds its tool message (the same array, with its
+ * own ``push`` and ``splice``). CopilotKit splices a frontend tool's result into
+ * ``agent.messages`` as soon as the handler returns, and sends it only in the next run:
+ * recorded here, a reload in between finds the result kept (sent again) rather than a
+ * call begun with no outcome (``settle``'s question). A frozen array is left as it is.
+ */
+export function keepingResults(messages, ledger) {
+  if (!Array.isArray(messages) || !Object.isExtensible(messages) || Object.hasOwn(messages, "splice")) {
+    return messages;
+  }
+  const note = (added) => {
+    for (const message of added) {
+      const id = message?.role === "tool" ? message.toolCallId : undefined;
+      if (id && ledger.get(id)?.state === "started") ledger.performed(id, message.content);
+    }
+  };
+  const own = (value) => ({ value, writable: true, configurable: true, enumerable: false });
+  Object.defineProperties(messages, {
+    push: own(function push(...added) {
+      note(added);
+      return Array.prototype.push.apply(this, added);
+    }),
+    splice: own(function splice(...args) {
+      note(args.slice(2));
+      return Array.prototype.splice.apply(this, args);
+    }),
+  });
+  return messages;
+}
+
 export class ActionLedger {
   constructor(storage = globalThis.sessionStorage) {
     this.storage = asStorage(storage);

@@ -68,6 +68,8 @@ test("abortRun() stops the run on the gateway; the text so far stays, marked sto
     assert.deepEqual(reply.metadata, { ended: "stopped" });
     assert.ok(reply.content.length > 0);
     assert.equal(reply.content, assistantText(agent.messages), "what the page shows is what was kept");
+    const shown = agent.messages.find((m) => m.role === "assistant");
+    assert.equal(shown.metadata?.ended, "stopped", "the page's copy is marked as the thread's is");
     // The gateway's run is over: the thread takes the next message at once.
     agent.addMessage(userMessage(LONG_REPLY));
     const next = await agent.runAgent({ tools: TOOLS });

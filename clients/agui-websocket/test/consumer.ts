@@ -1,10 +1,12 @@
 // A consumer of the package, as an app writes it: `npm run typecheck` compiles it against
 // index.d.ts, so the hand-written types stay true to how the package is used.
-import { AbstractAgent, type Message } from "@ag-ui/client";
+import { AbstractAgent, HttpAgent, type Message } from "@ag-ui/client";
 import {
   type A2uiUserAction,
   type ClientCall,
+  GatewayHttpAgent,
   NOT_PERFORMED,
+  restoreThread,
   type RunView,
   ThreadConnection,
   WebSocketAgent,
@@ -19,6 +21,14 @@ const agent = new WebSocketAgent({
   perform: async (call) => ({ status: "navigated", screenId: call.args?.screenId }),
 });
 const base: AbstractAgent = agent; // CopilotKit takes any AbstractAgent
+const overHttp = new GatewayHttpAgent({
+  url: "http://127.0.0.1:8080/invocations",
+  headers: { "X-Gateway-User": "demo" },
+  threadId: "thread-1",
+  settle: (call) => (call.name === "navigateToScreen" ? null : { status: "unknown" }),
+});
+const stock: HttpAgent = restoreThread(new HttpAgent({ url: "http://127.0.0.1:8080/invocations", threadId: "thread-1" }));
+const copies: GatewayHttpAgent = overHttp.clone();
 const copy: WebSocketAgent = agent.clone();
 
 async function turn(text: string): Promise<Message[]> {
@@ -42,6 +52,8 @@ function press(connection: ThreadConnection): string {
 }
 
 void press;
+void stock;
+void copies;
 void base;
 void copy;
 void turn;

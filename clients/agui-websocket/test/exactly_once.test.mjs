@@ -3,22 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  addResult, assistantText, CuttableSocket, handedCalls, NAVIGATE, pageAgent, sleep, threadOf, TOOLS, userMessage,
+  addResult, askToNavigate, assistantText, CuttableSocket, handedCalls, httpPageAgent, NAVIGATE, NAVIGATED, pageAgent,
+  resultsFor, sleep, threadOf, TOOLS, userMessage,
 } from "./gateway.mjs";
-
-const NAVIGATED = { status: "navigated", message: "'업무 요청 목록' 화면을 열었습니다." };
-
-/** A page's first turn: the run that hands it navigateToScreen. */
-async function askToNavigate(agent) {
-  agent.addMessage(userMessage(NAVIGATE));
-  const handed = handedCalls(await agent.runAgent({ tools: TOOLS }));
-  assert.deepEqual(handed.map((call) => call.function.name), ["navigateToScreen"]);
-  return handed[0];
-}
-
-function resultsFor(messages, callId) {
-  return messages.filter((message) => message.role === "tool" && message.toolCallId === callId);
-}
 
 test("a call is recorded before the app runs it, and its result reaches the gateway once across a drop", async () => {
   const agent = pageAgent();
@@ -40,11 +27,38 @@ test("a call is recorded before the app runs it, and its result reaches the gate
   }
 });
 
-test("a reload after the app ran the call, before its result went out: settle answers it", async () => {
+// The same for both agents: the transcript records the result as the app adds it.
+for (const [agentName, makeAgent] of [["WebSocketAgent", pageAgent], ["GatewayHttpAgent", httpPageAgent]]) {
+  test(`${agentName}: a reload after the handler returned, before its result went out: the result is sent, no settle`, async () => {
+    const storage = new Map();
+    const page = makeAgent({ storage });
+    const call = await askToNavigate(page);
+    addResult(page, call, NAVIGATED); // the handler returned: CopilotKit adds its tool message
+    assert.equal(page.ledger.get(call.id).state, "performed", "recorded as it was added");
+    page.close(); // the reload comes before CopilotKit's follow-up run
+    const reloaded = makeAgent({
+      storage,
+      threadId: page.threadId,
+      settle: () => assert.fail("the handler's result was kept: nothing to settle"),
+      perform: () => assert.fail("the call was performed before the reload"),
+    });
+    try {
+      assert.equal(await reloaded.clientId, await page.clientId, "a reload keeps the client instance");
+      await reloaded.connectAgent({ tools: TOOLS });
+      assert.match(assistantText(reloaded.messages), /이동했습니다/);
+      const stored = resultsFor(await threadOf(page.threadId), call.id);
+      assert.deepEqual(stored.map((message) => JSON.parse(message.content)), [NAVIGATED]);
+    } finally {
+      reloaded.close();
+    }
+  });
+}
+
+test("a reload while the handler runs, before it returned: settle answers it", async () => {
   const storage = new Map();
   const page = pageAgent({ storage });
   const call = await askToNavigate(page);
-  page.close(); // CopilotKit ran the tool; the page reloads before the follow-up run
+  page.close(); // CopilotKit's handler had begun; the page reloads before it returns
   const settled = [];
   const reloaded = pageAgent({
     storage,

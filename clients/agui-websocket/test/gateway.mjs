@@ -5,11 +5,15 @@ import { enforceEvents, verifyEvents } from "@ag-ui/client";
 import assert from "node:assert/strict";
 import { format } from "node:util";
 import { from, lastValueFrom, toArray } from "rxjs";
-import { newId, WebSocketAgent } from "../index.js";
+import { GatewayHttpAgent, newId, WebSocketAgent } from "../index.js";
 
 export const GATEWAY = process.env.AGUI_GATEWAY_WS;
 export const TOOLS = JSON.parse(process.env.AGUI_TOOLS ?? "[]");
 if (!GATEWAY) throw new Error("AGUI_GATEWAY_WS names the gateway's /ws URL (pytest sets it)");
+// The same gateway's POST /invocations, and the dev-mode user as its header names it.
+const socketUrl = new URL(GATEWAY);
+export const INVOCATIONS = `http://${socketUrl.host}/invocations`;
+export const USER_HEADERS = { "X-Gateway-User": socketUrl.searchParams.get("user") ?? "demo" };
 
 export const NAVIGATE = "업무 요청 목록 화면 열어줘";
 export const LONG_REPLY = "자기소개를 길게 해 주세요"; // the demo's scripted model: 94 chunks
@@ -61,6 +65,11 @@ export function pageAgent({ storage = new Map(), threadId = newId("thread"), ...
   return new WebSocketAgent({ url: GATEWAY, storage, threadId, WebSocket: CuttableSocket, ...options });
 }
 
+/** A GatewayHttpAgent as a page (or its reload, on the same storage) would make it. */
+export function httpPageAgent({ storage = new Map(), threadId = newId("thread"), ...options } = {}) {
+  return new GatewayHttpAgent({ url: INVOCATIONS, headers: USER_HEADERS, storage, threadId, ...options });
+}
+
 export function userMessage(content) {
   return { id: newId("msg"), role: "user", content };
 }
@@ -73,9 +82,27 @@ export function handedCalls(result) {
     .filter((call) => !result.newMessages.some((m) => m.role === "tool" && m.toolCallId === call.id));
 }
 
-/** What CopilotKit does with a call it executed: the tool message after its call. */
+/** What CopilotKit 1.74 does with a call it executed (``executeSpecificTool``): the tool
+ * message spliced in after its call, in the agent's own array. */
 export function addResult(agent, call, result) {
-  agent.messages.push({ id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) });
+  const at = agent.messages.findIndex((message) => message.toolCalls?.some((made) => made.id === call.id));
+  const message = { id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) };
+  agent.messages.splice(at + 1, 0, message);
+}
+
+export const NAVIGATED = { status: "navigated", message: "'업무 요청 목록' 화면을 열었습니다." };
+
+/** A page's first turn: the run that hands it navigateToScreen. */
+export async function askToNavigate(agent) {
+  agent.addMessage(userMessage(NAVIGATE));
+  const handed = handedCalls(await agent.runAgent({ tools: TOOLS }));
+  assert.deepEqual(handed.map((call) => call.function.name), ["navigateToScreen"]);
+  return handed[0];
+}
+
+/** The tool messages answering ``callId`` among ``messages``. */
+export function resultsFor(messages, callId) {
+  return messages.filter((message) => message.role === "tool" && message.toolCallId === callId);
 }
 
 /** The thread as a fresh client (another clientId) sees it. */

@@ -5,7 +5,10 @@
 // thread (else one per tab, kept across reloads), deny (see navigation.js).
 import {
   CopilotChat,
+  CopilotChatAssistantMessage,
   CopilotKitProvider,
+  UseAgentUpdate,
+  useAgent,
   useFrontendTool,
   useInterrupt,
 } from "@copilotkit/react-core/v2";
@@ -69,6 +72,24 @@ function Approval() {
   return null;
 }
 
+// A reply cut by Stop is marked so in the thread (metadata.ended), live with the package's
+// agents and after a reload with any: the page says so under the cut text.
+function Reply(props) {
+  // The chat draws a reply again only when its text changes, and the mark comes after it.
+  const { agent } = useAgent({ updates: [UseAgentUpdate.OnMessagesChanged] });
+  const message = agent.messages.find((m) => m.id === props.message.id) ?? props.message;
+  return (
+    <>
+      <CopilotChatAssistantMessage {...props} />
+      {message.metadata?.ended === "stopped" && (
+        <p role="note" className="reply-stopped">
+          ■ 응답을 중단했습니다
+        </p>
+      )}
+    </>
+  );
+}
+
 function App() {
   const [agent] = useState(() => makeAgent(variant, { gateway, user, threadId }));
   const screen = useSyncExternalStore(onScreenChange, currentScreen);
@@ -84,7 +105,7 @@ function App() {
           </p>
         </main>
         <aside style={{ width: 480, borderLeft: "1px solid #ddd" }}>
-          <CopilotChat threadId={threadId} />
+          <CopilotChat threadId={threadId} messageView={{ assistantMessage: Reply }} />
         </aside>
       </div>
     </CopilotKitProvider>

@@ -4,8 +4,15 @@
 // it and a call begun before the reload can be settled by looking at it.
 const RECORD = "navigations";
 const SCREEN = "screen";
+const params = new URLSearchParams(location.search);
 // ?deny=<screenId>: the page refuses that screen, so a test can see the refusal reach the model.
-const denied = new URLSearchParams(location.search).get("deny");
+const denied = params.get("deny");
+// ?settleMs=<ms>: the screen opens at once and the handler returns that much later, as a
+// router's transition would (a moment a reload can cut the handler in).
+const settleMs = Number(params.get("settleMs") ?? 0);
+// ?reloadOnReturn=1: the page reloads itself the instant its handler returns (once), the
+// sharpest "after the handler" a person's reload can come at: before the result goes out.
+const reloadOnReturn = params.get("reloadOnReturn") === "1";
 const listeners = new Set();
 
 function kept(key, fallback) {
@@ -37,8 +44,20 @@ export function onScreenChange(listener) {
   return () => listeners.delete(listener);
 }
 
-/** Performs a navigateToScreen call; returns the browser's account of what happened. */
-export function navigate(args, toolCallId) {
+/** Performs a navigateToScreen call; resolves with the browser's account of what happened
+ * (``window.__handled`` counts the calls answered so). */
+export async function navigate(args, toolCallId) {
+  const result = open(args, toolCallId);
+  if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+  window.__handled = (window.__handled ?? 0) + 1;
+  if (reloadOnReturn && !sessionStorage.getItem("reloadedOnReturn")) {
+    sessionStorage.setItem("reloadedOnReturn", "1");
+    location.reload();
+  }
+  return result;
+}
+
+function open(args, toolCallId) {
   const name = args?.screenName || args?.screenId;
   if (!args || typeof args.screenId !== "string" || !args.screenId) {
     return { status: "error", message: "screenId가 없는 화면 이동 요청이라 실행하지 않았습니다." };
