@@ -110,11 +110,16 @@ class ThreadList:
 
     def summary(self, row: ThreadRow) -> t.ThreadSummary:
         waiting = self._waiting_on(row.waiting_on)
+        # A run of this process is running whatever the store says; a thread with open
+        # calls waits on them (an approval's pause keeps ``run_open``, so it comes second);
+        # ``run_open`` alone is a run on another process, or one a crash cut off.
         state: t.State = (
             "running"
-            if row.run_open or self.running(row.thread_id)
+            if self.running(row.thread_id)
             else "waiting"
             if waiting
+            else "running"
+            if row.run_open
             else "idle"
         )
         return t.ThreadSummary(

@@ -18,6 +18,7 @@ import pytest
 
 from gateway.metrics import sample
 from tests.support.agui import AgUiSocket, new_id, outcome, tool_answer, tool_calls, user_input
+from tests.support.approvals import ask_approval
 from tests.support.budgets import scaled
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
@@ -282,6 +283,18 @@ async def test_a_thread_paused_on_the_browser_is_listed_as_waiting_on_it(
         assert outcome(await ws.run(tool_answer(thread, [(navigate["id"], {"status": "ok"})])))
         summary = await settled(http, thread)
         assert (summary["state"], summary["waitingOn"]) == ("idle", None)
+
+
+async def test_a_thread_paused_on_an_approval_is_listed_as_waiting_on_it(
+    gateway: RunningGateway,
+) -> None:
+    """An approval's pause keeps the store's run open (a crash must resume it), yet the
+    person is who the thread waits on: the list says so, not "running"."""
+    thread = new_id("t")
+    async with gateway.socket("approver") as ws, client(gateway, "approver") as http:
+        await ask_approval(ws, thread)
+        summary = await settled(http, thread)
+        assert (summary["state"], summary["waitingOn"]) == ("waiting", "approval")
 
 
 async def settled(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:
