@@ -8,7 +8,8 @@ and hands each request to its door: /ws to ``gateway.doors.websocket``, POST /in
 to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
 ``gateway.doors.sse_replay``, GET /ping, /livez and /readyz (/ready) to
 ``gateway.doors.ping``, GET /tools, /me, /history, /capabilities and POST /ws-ticket to
-``gateway.doors.json_doors``, a backend system's POST /tool-results to
+``gateway.doors.json_doors``, /threads and /threads/{id} (list, read, change, delete,
+export a user's threads) to ``gateway.doors.threads``, a backend system's POST /tool-results to
 ``gateway.doors.tool_results``, and a Prometheus scrape, GET /metrics, to
 ``gateway.doors.scrape``. CORS covers the
 browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the web page
@@ -38,7 +39,7 @@ from gateway import wire as p
 from gateway.adk import capabilities
 from gateway.auth import Authenticator, redact
 from gateway.config import Settings
-from gateway.doors import cors, json_doors, ping, scrape, tool_results, warmup
+from gateway.doors import cors, json_doors, ping, scrape, threads, tool_results, warmup
 from gateway.doors.access import shown
 from gateway.doors.asgi import Message, Receive, Scope, Send, refuse, respond
 from gateway.doors.drain import Drain
@@ -262,7 +263,7 @@ class Gateway:
             await send(message)
 
         try:
-            method = DOORS.get(path)
+            method = DOORS.get(path) or threads.methods(path)
             if method is None:
                 await self._route(scope, receive, send_once_started, path)
             elif not cors.origin_allowed(scope, self.origins):
@@ -300,6 +301,8 @@ class Gateway:
             await tool_results.tool_result(self.shared, scope, receive, send)
         elif path == "/history" and method == "GET":
             await json_doors.history(self.shared, scope, send)
+        elif threads.methods(path) is not None:
+            await threads.serve(self.shared, scope, receive, send, path)
         elif path in ("/capabilities", "/invocations/capabilities") and method == "GET":
             await json_doors.capabilities(self.shared, self.capabilities, scope, send)
         elif path == "/metrics" and method == "GET":  # a scraper's, no browser's: not in DOORS

@@ -37,8 +37,18 @@ class RequestBody:
     """The body of one HTTP request, read through ASGI ``receive`` before a deadline."""
 
     def __init__(
-        self, scope: MutableMapping[str, Any], receive: Receive, *, max_bytes: int, timeout: float
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Receive,
+        *,
+        max_bytes: int,
+        timeout: float,
+        takes: str = "POST /invocations takes a RunAgentInput",
+        bound: str = "(GATEWAY_MAX_FRAME_BYTES). Send less history: the thread's store"
+        " already holds it.",
     ) -> None:
+        # What the refusals say: what the door takes, and what bounds its size.
+        self.takes, self.bound = takes, bound
         self.headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", ())}
         self.receive = receive
         self.max_bytes = max_bytes
@@ -112,7 +122,7 @@ class RequestBody:
         if media.strip().lower() != JSON or any(c not in ("utf-8", "utf8") for c in charsets):
             raise BodyRefused(
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                "POST /invocations takes a RunAgentInput as JSON: send it with "
+                f"{self.takes} as JSON: send it with "
                 "Content-Type: application/json (charset utf-8, if any).",
             )
 
@@ -123,6 +133,5 @@ class RequestBody:
     def _too_large(self) -> BodyRefused:
         return BodyRefused(
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-            f"Request body is larger than {self.max_bytes} bytes (GATEWAY_MAX_FRAME_BYTES). "
-            "Send less history: the thread's store already holds it.",
+            f"Request body is larger than {self.max_bytes} bytes {self.bound}",
         )

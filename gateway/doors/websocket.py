@@ -22,7 +22,7 @@ from gateway.hub.inputs import needed_part
 from gateway.hub.refusals import draining
 from gateway.hub.threads import Run
 from gateway.wire import versions
-from gateway.wire.notices import nothing_to_cancel
+from gateway.wire.notices import nothing_to_cancel, standalone
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,25 @@ class Restart:
     """The gateway drains: the connection closes once the run it follows has ended."""
 
 
-# What a connection's worker handles in order: a run, a reattach, an error, a notice, or
-# the drain's turn.
-Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event] | Refused | Restart
+@dataclasses.dataclass(frozen=True)
+class ThreadNewsDue:
+    """Changes to the user's threads wait to be sent (``gateway.hub.thread_news``)."""
+
+
+# What a connection's worker handles in order: a run, a reattach, an error, a notice, the
+# drain's turn, or the user's thread changes.
+Work = (
+    p.RunAgentInput
+    | p.Reattach
+    | p.GatewayError
+    | list[p.Event]
+    | Refused
+    | Restart
+    | ThreadNewsDue
+)
+
+# How long thread changes wait for a run another connection streams here to end.
+NEWS_RETRY_SECONDS = 0.25
 
 # Frames one connection may have waiting behind its current run, whatever their size.
 QUEUED_FRAMES_LIMIT = 32
@@ -88,6 +104,10 @@ class WebSocketSession:
         self.client: str | None = None
         # Whether anything was sent yet: only a stream's first event may be a lone RUN_ERROR.
         self.streamed = False
+        # Changes to the user's threads not sent yet, the latest per thread, and whether
+        # their turn is queued.
+        self.news: dict[str, p.Custom] = {}
+        self.news_due = False
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
@@ -133,6 +153,7 @@ class WebSocketSession:
             except p.GatewayError as error:
                 self._queue(error, 0)
         expiry = self._expire_at(identity.expires_at)
+        self.hub.news.listen(self.user, self)
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
         self.shutdown.connections.add(self)
@@ -142,6 +163,7 @@ class WebSocketSession:
             await self._read()
         finally:
             self.shutdown.connections.discard(self)
+            self.hub.news.forget(self.user, self)
             if expiry is not None:
                 expiry.cancel()
             self.hub.leave(self)
@@ -155,6 +177,27 @@ class WebSocketSession:
             self.send_queue.clear()
             while not self.inbox.empty():
                 self.inbox.get_nowait()
+
+    def thread_news(self, events: dict[str, p.Custom]) -> None:
+        """Changes to the user's threads: sent in their turn, between this connection's
+        runs, each in a run of its own on its thread (``notices.standalone``)."""
+        self.news.update(events)
+        if not self.news_due:
+            self.news_due = True
+            self.inbox.put_nowait((ThreadNewsDue(), 0))
+
+    def _send_news(self) -> None:
+        following = self.hub.threads.get(self.following) if self.following else None
+        if following is not None and following.run is not None:
+            # Another connection's run streams here: its events must not be cut into.
+            loop = asyncio.get_running_loop()
+            loop.call_later(NEWS_RETRY_SECONDS, self.inbox.put_nowait, (ThreadNewsDue(), 0))
+            return
+        self.news_due = False
+        news, self.news = self.news, {}
+        for thread_id, event in news.items():
+            for framed in standalone(thread_id, [event]):
+                self.deliver(framed)
 
     def _expire_at(self, expires_at: float | None) -> asyncio.TimerHandle | None:
         """A connection lives no longer than its credential (with the verification leeway)."""
@@ -278,6 +321,8 @@ class WebSocketSession:
                 self.deliver(event)
         elif isinstance(item, Restart):
             await self._followed_run_ended()
+        elif isinstance(item, ThreadNewsDue):
+            self._send_news()
         else:
             await self._run(item)
 

@@ -45,6 +45,7 @@ from gateway.hub.following import Followers
 from gateway.hub.inputs import starts_turn
 from gateway.hub.joining import Joiner
 from gateway.hub.limits import Quota, RunSlots, SendBudget
+from gateway.hub.listing import ThreadList
 from gateway.hub.open_calls import OpenCall, open_calls
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, Planner, function_responses
@@ -61,6 +62,7 @@ from gateway.hub.refusals import (
 from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
+from gateway.hub.thread_news import ThreadNews
 from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.metrics import OFF, Metrics
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
@@ -162,6 +164,9 @@ class Hub:
         self.draining = False
         # Inputs refused since, for the drain's log line.
         self.refused_draining = 0
+        # The thread door's verbs, and the changes to threads a user's connections hear of.
+        self.news = ThreadNews(lambda user_id, ids: self.listing.summaries(user_id, ids))
+        self.listing = ThreadList(engine, self.news, running=self._runs_here, erase=self.erase)
         # Every write of a thread this process holds carries its lease (a fencing token).
         engine.sessions.fence_of = self.cluster.fence
         engine.sessions.fenced_listeners.append(self.fenced)
@@ -306,6 +311,7 @@ class Hub:
             thread.watch(executor)
         # Known once planned: whether the run resumes or runs anything (RUNNING) at all.
         run.thread_state = plan.thread_state
+        self.news.changed(user_id, thread_id, "created" if opened.created else "updated")
         run.task = asyncio.create_task(self.driver.drive(run, plan), name=f"run {run.run_id}")
         return run
 
@@ -403,6 +409,7 @@ class Hub:
         Returns how many runs were stopped so."""
         self._stopping = True
         self.draining = True
+        await self.news.close()
         for thread in self.threads.values():
             if thread.expiry is not None:
                 thread.expiry.cancel()
@@ -559,6 +566,27 @@ class Hub:
             thread.watchers.remove(subscriber)
             thread.positions.pop(subscriber, None)
             self._forget_if_unused(thread)
+
+    async def erase(self, user_id: str, thread_id: str) -> None:
+        """Before a delete: stops the thread's run (here, or through the cluster) and its
+        browser calls' timer, so nothing of the run writes the thread again here."""
+        thread = self.threads.get(thread_id)
+        if thread is None or thread.user_id != user_id:
+            with contextlib.suppress(p.GatewayError, StoreError):
+                await self.cluster.cancel(thread_id, user_id)
+            return
+        if thread.expiry is not None:
+            thread.expiry.cancel()
+            thread.expiry = None
+        if (run := thread.run) is not None:
+            run.abort.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.done.wait(), STOPPING_SECONDS)
+        self._forget_if_unused(thread)
+
+    def _runs_here(self, thread_id: str) -> bool:
+        thread = self.threads.get(thread_id)
+        return thread is not None and thread.run is not None
 
     def leave(self, subscriber: Subscriber) -> None:
         """A connection closed: its runs go on, their events are stored, nobody is sent them."""
@@ -870,6 +898,8 @@ class Hub:
         thread = run.thread
         if thread.run is run:
             thread.run = None
+        if run.task is not None:  # it ran: idle now, or waiting on the user
+            self.news.changed(thread.user_id, thread.thread_id, "updated")
         if run.leased:  # a run that ended before its last event: before a waiter wakes
             self._release(run)
         run.done.set()

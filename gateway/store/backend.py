@@ -17,6 +17,7 @@ from gateway.store.frames import FrameLog
 from gateway.store.projection import StoredMessages
 from gateway.store.recovery import OpenRun
 from gateway.store.rows import StoredListing, StoredSession
+from gateway.store.thread_index import ThreadFilter, ThreadRow
 from gateway.store.threads import ThreadSummary
 from gateway.store.writes import Write
 
@@ -54,6 +55,14 @@ class Reads(Protocol):
     ) -> list[ThreadSummary]: ...
 
     def list_sessions(self, db: Any, *, app_name: str, user_id: str | None) -> StoredListing: ...
+
+    def thread_rows(
+        self, db: Any, *, app_name: str, user_id: str, listing: ThreadFilter
+    ) -> list[ThreadRow]: ...
+
+    def thread_row(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str
+    ) -> ThreadRow | None: ...
 
     def app_names(self, db: Any) -> list[str]: ...
 

@@ -51,6 +51,7 @@ from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import Afterwards, OpenRun, Unfinished, closing
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import run_start
+from gateway.store.thread_index import ThreadFilter, ThreadPatch, ThreadRow, indexed_text
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
 # The store logs under one name, whichever part of it speaks.
@@ -268,6 +269,7 @@ class SessionService(BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
+        messages = dump_messages(event, self._messages)
         write = writes.AppendEvent(
             app_name=session.app_name,
             user_id=session.user_id,
@@ -279,11 +281,12 @@ class SessionService(BaseSessionService):
             author=event.author,
             timestamp=event.timestamp,
             data=event.model_dump_json(exclude_none=True, by_alias=True),
-            messages=dump_messages(event, self._messages),
+            messages=messages,
             deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
             if event.actions and event.actions.state_delta
             else writes.NO_DELTAS,
             progress=RunProgress.of(event),
+            indexed=indexed_text(messages),
         )
 
         def commit_to_session(revision: object) -> None:
@@ -409,6 +412,32 @@ class SessionService(BaseSessionService):
                 quarantined_only=quarantined_only,
             )
         )
+
+    # --- the thread index (``gateway.store.thread_index``) --------------------------------
+
+    async def thread_rows(
+        self, app_name: str, user_id: str, listing: ThreadFilter
+    ) -> list[ThreadRow]:
+        """A page of the user's threads as a listing shows them (pinned, then newest)."""
+        return await self._read(
+            partial(self._reads.thread_rows, app_name=app_name, user_id=user_id, listing=listing)
+        )
+
+    async def thread_row(self, app_name: str, user_id: str, session_id: str) -> ThreadRow | None:
+        """One thread of the user as a listing shows it; None if the user has no such thread."""
+        return await self._read(
+            partial(
+                self._reads.thread_row, app_name=app_name, user_id=user_id, session_id=session_id
+            )
+        )
+
+    async def patch_thread(
+        self, app_name: str, user_id: str, session_id: str, patch: ThreadPatch
+    ) -> ThreadRow | None:
+        """Renames, archives, pins or sets the metadata of a thread of the user; the thread
+        after it, or None if the user has no such thread."""
+        written = await self._write(writes.PatchThread(app_name, user_id, session_id, patch))
+        return cast(ThreadRow | None, written)
 
     async def apps(self) -> list[str]:
         """The names of the Apps that have threads here, in order."""

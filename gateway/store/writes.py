@@ -28,6 +28,7 @@ from gateway.store.frames import LoggedFrame
 from gateway.store.leases import Fence
 from gateway.store.progress import RunProgress
 from gateway.store.rows import StoredSession
+from gateway.store.thread_index import NOTHING, IndexedText, ThreadPatch
 from gateway.store.threads import OpenedThread, Usage
 
 NO_DELTAS: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
@@ -97,6 +98,8 @@ class AppendEvent:
     messages: str | None
     deltas: dict[str, dict[str, Any]]
     progress: RunProgress
+    # What it says, for the thread's title, preview and search (``thread_index``).
+    indexed: IndexedText = NOTHING
 
     def check_fresh(self, revision: int, update_time: float) -> None:
         """Raises StaleSessionError if the stored session moved on since this copy was loaded."""
@@ -125,6 +128,17 @@ class DeleteSession:
     app_name: str
     user_id: str
     session_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PatchThread:
+    """Changes what a thread's listing shows (``thread_index.ThreadPatch``); applied, it
+    gives the thread's ``ThreadRow`` after it, or None if the user has no such thread."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    patch: ThreadPatch
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -253,6 +267,8 @@ class WriteSql(Protocol):
 
     def delete_session(self, db: Any, delete: DeleteSession) -> None: ...
 
+    def patch_thread(self, db: Any, patch: PatchThread) -> object: ...
+
     def save_streamed_text(self, db: Any, save: SaveStreamedText) -> None: ...
 
     def append_frames(self, db: Any, append: AppendFrames) -> int:
@@ -288,6 +304,8 @@ def apply(sql: WriteSql, db: Any, write: Write) -> object:
             return sql.create_session(db, write)
         case DeleteSession():
             sql.delete_session(db, write)
+        case PatchThread():
+            return sql.patch_thread(db, write)
         case ForgetLeftoverTexts():
             sql.forget_leftover_texts(db, write)
         case SetAside():
@@ -302,6 +320,7 @@ Write = (
     | OpenThread
     | AppendEvent
     | DeleteSession
+    | PatchThread
     | SaveStreamedText
     | AppendFrames
     | TrimFrames

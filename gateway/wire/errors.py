@@ -37,6 +37,11 @@ class ErrorCode(enum.StrEnum):
     RUN_INTERRUPTED = "RUN_INTERRUPTED"
     # This process stalled past its lease and another took the thread over: reattach.
     THREAD_TAKEN_OVER = "THREAD_TAKEN_OVER"
+    # The thread door (``gateway.wire.threads``): no thread of the caller's by that id,
+    # a listing's cursor it did not make, a search query too long.
+    THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
+    BAD_CURSOR = "BAD_CURSOR"
+    BAD_QUERY = "BAD_QUERY"
 
     @property
     def http_status(self) -> int:
@@ -56,6 +61,9 @@ _HTTP_STATUS = {
     ErrorCode.STORE_UNAVAILABLE: 503,
     ErrorCode.RUN_INTERRUPTED: 503,
     ErrorCode.THREAD_TAKEN_OVER: 409,
+    ErrorCode.THREAD_NOT_FOUND: 404,
+    ErrorCode.BAD_CURSOR: 400,
+    ErrorCode.BAD_QUERY: 400,
 }
 
 

@@ -81,6 +81,10 @@ async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> N
     await store.close()
     assert usage.threads == 1 and usage.stored_bytes > 600
     with sqlite3.connect(path) as db:  # as schema 5 left it
+        db.execute("DROP TABLE thread_words")  # schema 10's thread index
+        db.execute("DROP INDEX sessions_by_activity")
+        for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):
+            db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
         db.execute("ALTER TABLE sessions DROP COLUMN stored_bytes")
         db.execute("DROP TABLE frames")
         db.execute("UPDATE schema_version SET version = 5")

@@ -15,6 +15,8 @@ import psycopg
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.postgres.scopes import scope_state as scope_state
 from gateway.store.postgres.scopes import stored_scopes
+from gateway.store.postgres.thread_index import thread_row as thread_row
+from gateway.store.postgres.thread_index import thread_rows as thread_rows
 from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage

@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from gateway.store.postgres.thread_index import MIGRATION as THREAD_INDEX
+from gateway.store.postgres.thread_index import index_existing
 from gateway.store.schema import check_ours, migrations_due
 
 # The store logs under one name, whichever part of it speaks.
@@ -92,7 +94,15 @@ def _create_v1(db: psycopg.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+def _index_threads_v2(db: psycopg.Connection) -> None:
+    """Adds the thread index (``postgres.thread_index``): titles, previews, pins, archive,
+    metadata and the full-text words, made from the stored events."""
+    for statement in THREAD_INDEX:
+        db.execute(statement)
+    index_existing(db)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _index_threads_v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

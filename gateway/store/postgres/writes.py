@@ -20,7 +20,10 @@ from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
 from gateway.store.postgres.scopes import merge_scope, with_scopes
+from gateway.store.postgres.thread_index import index_event
+from gateway.store.postgres.thread_index import patch_thread as patch_row
 from gateway.store.rows import StoredSession
+from gateway.store.thread_index import ThreadRow
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
@@ -29,6 +32,7 @@ from gateway.store.writes import (
     DeleteSession,
     ForgetLeftoverTexts,
     OpenThread,
+    PatchThread,
     SaveStreamedText,
     SetAside,
     TrimFrames,
@@ -160,6 +164,7 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     if append.deltas["user"]:
         merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
     record_progress(db, append.progress, pk, seq, invocation_seq)
+    index_event(db, pk, seq, append.indexed)
     return cast(int, revision) + 1
 
 
@@ -187,11 +192,16 @@ def probe(db: psycopg.Connection) -> None:
 
 
 def delete_session(db: psycopg.Connection, delete: DeleteSession) -> None:
-    # Its events, open calls, streamed text and quarantine go with it (ON DELETE CASCADE).
+    # Its events, open calls, streamed text, quarantine, log and words go with it
+    # (ON DELETE CASCADE).
     db.execute(
         "DELETE FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
         (delete.app_name, delete.user_id, delete.session_id),
     )
+
+
+def patch_thread(db: psycopg.Connection, patch: PatchThread) -> ThreadRow | None:
+    return patch_row(db, patch.app_name, patch.user_id, patch.session_id, patch.patch)
 
 
 def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:

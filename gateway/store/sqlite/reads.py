@@ -19,6 +19,8 @@ from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
 from gateway.store.sqlite.scopes import scope_state as scope_state
 from gateway.store.sqlite.scopes import stored_scopes
+from gateway.store.sqlite.thread_index import thread_row as thread_row
+from gateway.store.sqlite.thread_index import thread_rows as thread_rows
 from gateway.store.threads import ThreadSummary
 
 

@@ -26,6 +26,8 @@ from gateway.store.progress import RunProgress
 from gateway.store.quarantine import Quarantine
 from gateway.store.schema import check_ours, migrations_due
 from gateway.store.sqlite.open_calls import record_progress
+from gateway.store.sqlite.thread_index import MIGRATION as THREAD_INDEX
+from gateway.store.sqlite.thread_index import index_existing
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -213,6 +215,14 @@ def _log_frames_v9(db: sqlite3.Connection, messages: EventMessages) -> None:
     )
 
 
+def _index_threads_v10(db: sqlite3.Connection, messages: EventMessages) -> None:
+    """Adds the thread index (``sqlite.thread_index``): titles, previews, pins, archive,
+    metadata and the full-text words, made from the stored events."""
+    for statement in THREAD_INDEX:
+        db.execute(statement)
+    index_existing(db)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
@@ -223,6 +233,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _name_speakers_v7,
     _mark_cut_off_replies_v8,
     _log_frames_v9,
+    _index_threads_v10,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -15,6 +15,9 @@ from gateway.store.sqlite.open_calls import record_progress
 from gateway.store.sqlite.reads import load_session, log_head, thread_owner
 from gateway.store.sqlite.schema import EVENT_BYTES
 from gateway.store.sqlite.scopes import merge_scope, with_scopes
+from gateway.store.sqlite.thread_index import erase_index, index_event, owner_token
+from gateway.store.sqlite.thread_index import patch_thread as patch_row
+from gateway.store.thread_index import ThreadRow
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
@@ -23,6 +26,7 @@ from gateway.store.writes import (
     DeleteSession,
     ForgetLeftoverTexts,
     OpenThread,
+    PatchThread,
     SaveStreamedText,
     SetAside,
     TrimFrames,
@@ -142,6 +146,7 @@ def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
     if append.deltas["user"]:
         merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
     record_progress(db, append.progress, pk, seq, invocation_seq)
+    index_event(db, pk, owner_token(append.app_name, append.user_id), seq, append.indexed)
     return cast(int, revision) + 1
 
 
@@ -152,9 +157,14 @@ def delete_session(db: sqlite3.Connection, delete: DeleteSession) -> None:
     ).fetchone()
     if row is None:
         return
+    erase_index(db, row[0])
     for table in ("events", "open_calls", "streamed_texts", "quarantine", "frames"):
         db.execute(f"DELETE FROM {table} WHERE session_pk = ?", row)
     db.execute("DELETE FROM sessions WHERE pk = ?", row)
+
+
+def patch_thread(db: sqlite3.Connection, patch: PatchThread) -> ThreadRow | None:
+    return patch_row(db, patch.app_name, patch.user_id, patch.session_id, patch.patch)
 
 
 def save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:

@@ -1,0 +1,169 @@
+"""The thread index on each store: titles and previews from what is said, pages, search,
+PATCH, and what a delete leaves (nothing), as ``gateway.store.thread_index`` promises."""
+
+from __future__ import annotations
+
+import pytest
+from google.adk.events import Event
+from google.genai import types
+
+from gateway.store import SessionService
+from gateway.store.thread_index import (
+    BadCursor,
+    ListingCursor,
+    ThreadFilter,
+    ThreadPatch,
+    cut,
+    search_terms,
+)
+
+pytestmark = pytest.mark.unit
+
+APP = "app"
+
+
+def said(text: str, author: str = "user") -> Event:
+    role = "user" if author == "user" else "model"
+    return Event(
+        invocation_id="inv",
+        author=author,
+        content=types.Content(role=role, parts=[types.Part(text=text)]),
+    )
+
+
+async def thread(store: SessionService, user: str, thread_id: str, *texts: str) -> None:
+    """A thread of ``user`` where the user and the model take turns saying ``texts``."""
+    session = await store.create_session(app_name=APP, user_id=user, session_id=thread_id)
+    for turn, text in enumerate(texts):
+        await store.append_event(session, said(text, "user" if turn % 2 == 0 else "agent"))
+
+
+async def ids(store: SessionService, user: str = "ann", **options: object) -> list[str]:
+    listing = ThreadFilter(**options)  # type: ignore[arg-type]
+    return [row.thread_id for row in await store.thread_rows(APP, user, listing)]
+
+
+async def test_the_first_user_message_titles_a_thread_and_the_last_words_preview_it(
+    store: SessionService,
+) -> None:
+    long = "업무 요청 목록 화면 열어줘 " + "그리고 " * 40
+    await thread(store, "ann", "t1", long, "이동했습니다", "second question")
+    row = await store.thread_row(APP, "ann", "t1")
+    assert row is not None
+    assert row.title == cut(long, 80) and len(row.title) <= 80 and row.title.endswith("…")
+    assert row.title.startswith("업무 요청 목록 화면 열어줘")
+    assert row.preview == "second question"
+    assert not row.pinned and not row.archived and row.metadata == "{}"
+    assert row.created_at <= row.last_activity_at
+
+
+async def test_a_listing_is_pinned_first_then_newest_activity_and_pages_by_cursor(
+    store: SessionService,
+) -> None:
+    for n in range(5):
+        await thread(store, "ann", f"t{n}", f"message {n}")
+    await thread(store, "bob", "other", "bob's")
+    await store.patch_thread(APP, "ann", "t1", ThreadPatch(pinned=True))
+    assert await ids(store) == ["t1", "t4", "t3", "t2", "t0"]
+    first = await store.thread_rows(APP, "ann", ThreadFilter(limit=2))
+    assert [r.thread_id for r in first] == ["t1", "t4"]
+    cursor = ListingCursor.decode(first[-1].cursor.encode())
+    assert await ids(store, after=cursor, limit=2) == ["t3", "t2"]
+    assert await ids(store, "bob") == ["other"]
+
+
+async def test_archived_threads_leave_the_default_listing_and_count_in_the_quota(
+    store: SessionService,
+) -> None:
+    await thread(store, "ann", "kept", "one")
+    await thread(store, "ann", "old", "two")
+    row = await store.patch_thread(APP, "ann", "old", ThreadPatch(archived=True))
+    assert row is not None and row.archived
+    assert await ids(store) == ["kept"]
+    assert await ids(store, archived=True) == ["old"]
+    assert sorted(await ids(store, archived=None)) == ["kept", "old"]
+    opened = await store.open_thread(APP, "ann", "new")
+    assert opened.usage.threads == 3
+
+
+async def test_search_finds_words_of_titles_and_messages_korean_included(
+    store: SessionService,
+) -> None:
+    await thread(store, "ann", "ko", "업무 요청 목록 화면 열어줘", "MNU-3120 화면으로 이동했습니다")
+    await thread(store, "ann", "en", "Refund for order R-1042 please", "Done.")
+    await thread(store, "bob", "bobs", "업무 요청 R-1042")
+
+    async def found(query: str) -> list[str]:
+        return await ids(store, terms=tuple(search_terms(query)))
+
+    assert await found("업무 요청") == ["ko"]
+    assert await found("이동") == ["ko"]  # a word's start: 이동했습니다
+    assert await found("R-1042") == ["en"]
+    assert await found("refund done") == ["en"]  # one in a title, one in a reply
+    assert await found("refund 업무") == []
+    await store.patch_thread(APP, "ann", "en", ThreadPatch(title="환불 건"))
+    assert await found("환불") == ["en"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '"unbalanced',
+        "NEAR(a b)",
+        "*",
+        "a OR b AND NOT c",
+        "owner:x",
+        "'; DROP TABLE sessions; --",
+        "\x00",
+        "x" * 256,
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ½ ﷽ \u202e",
+        "\\",
+        "-:^()[]{}",
+    ],
+)
+async def test_a_hostile_query_finds_or_not_but_never_fails(
+    store: SessionService, query: str
+) -> None:
+    await thread(store, "ann", "t", "a plain message about owner x")
+    assert await ids(store, terms=tuple(search_terms(query))) in ([], ["t"])
+
+
+async def test_a_patch_renames_for_ever_and_bounds_nothing_it_does_not_name(
+    store: SessionService,
+) -> None:
+    await thread(store, "ann", "t", "first words")
+    row = await store.patch_thread(APP, "ann", "t", ThreadPatch(title="Mine", metadata='{"a":1}'))
+    assert row is not None and row.title == "Mine" and row.metadata == '{"a":1}'
+    session = await store.get_session(app_name=APP, user_id="ann", session_id="t")
+    assert session is not None
+    await store.append_event(session, said("a later user message"))
+    row = await store.thread_row(APP, "ann", "t")
+    assert row is not None and row.title == "Mine"
+    assert await store.patch_thread(APP, "bob", "t", ThreadPatch(title="theirs")) is None
+    assert await store.patch_thread(APP, "ann", "none", ThreadPatch(pinned=True)) is None
+
+
+async def test_a_deleted_thread_is_gone_from_listing_and_search(store: SessionService) -> None:
+    await thread(store, "ann", "gone", "secret plans", "noted")
+    await thread(store, "ann", "kept", "other words")
+    await store.delete_session(app_name=APP, user_id="ann", session_id="gone")
+    assert await ids(store) == ["kept"]
+    assert await store.thread_row(APP, "ann", "gone") is None
+    assert await ids(store, terms=tuple(search_terms("secret"))) == []
+    # The id is free again: a new thread under it starts empty.
+    await thread(store, "ann", "gone", "fresh start")
+    row = await store.thread_row(APP, "ann", "gone")
+    assert row is not None and row.title == "fresh start"
+    assert await ids(store, terms=tuple(search_terms("secret"))) == []
+
+
+@pytest.mark.parametrize("text", ["", "x", "!!!!", "eyJ4Ijox", "W1sxXSwxLCJ0Il0", "A" * 2000])
+def test_a_cursor_no_listing_made_is_refused(text: str) -> None:
+    with pytest.raises(BadCursor):
+        ListingCursor.decode(text)
+
+
+def test_a_cursor_round_trips() -> None:
+    cursor = ListingCursor(True, 1733356800.123456, "t-ü")
+    assert ListingCursor.decode(cursor.encode()) == cursor
