@@ -69,6 +69,9 @@ class Metrics:
     def reattached(self) -> None:
         """A client reattached to a thread."""
 
+    def thread_door(self, verb: str) -> None:
+        """The thread door answered a request: list, search, read, edit, delete or export."""
+
     def replayed(self, sent_bytes: int) -> None:
         """A reattach or a history page had the gateway send ``sent_bytes`` of a thread."""
 
@@ -193,6 +196,9 @@ class Prometheus(Metrics):
             registry=r,
         )
         self._reattaches = Counter("gateway_reattaches", "Reattaches to a thread", registry=r)
+        self._thread_door = Counter(
+            "gateway_thread_requests", "Requests the thread door answered", ["verb"], registry=r
+        )
         self._replay_bytes = Counter(
             "gateway_replay_bytes",
             "Bytes of threads sent by reattaches and history pages",
@@ -293,6 +299,9 @@ class Prometheus(Metrics):
 
     def reattached(self) -> None:
         self._reattaches.inc()
+
+    def thread_door(self, verb: str) -> None:
+        self._thread_door.labels(verb).inc()
 
     def replayed(self, sent_bytes: int) -> None:
         self._replay_bytes.inc(sent_bytes)

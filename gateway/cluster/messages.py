@@ -1,7 +1,8 @@
 """What the processes of a cluster tell each other: small typed messages, one a NOTIFY payload.
 
 None carries an event: a notice names a thread and how far its log is committed, and the
-processes that follow the thread read the frames from the log (``gateway.cluster`` says why).
+processes that follow the thread read the frames from the log (``gateway.cluster`` says why);
+a thread's change names the thread, and each process reads its summary from the store.
 A payload that does not decode is not ours (anyone connected may NOTIFY the channel) and is
 dropped, never raised.
 """
@@ -40,7 +41,17 @@ class Released(msgspec.Struct, tag="released", frozen=True):
     thread: str
 
 
-Message = Committed | Cancel | Released
+class ThreadChanged(msgspec.Struct, tag="thread", frozen=True):
+    """A thread of ``user`` was created, updated or deleted on the process ``origin``: the
+    user's connections on the others hear of it too (``gateway.hub.thread_news``)."""
+
+    origin: str
+    user: str
+    thread: str
+    change: str
+
+
+Message = Committed | Cancel | Released | ThreadChanged
 
 _decoder = msgspec.json.Decoder(Message)
 

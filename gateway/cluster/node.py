@@ -32,6 +32,9 @@ class Members(Protocol):
         """This process can no longer show it is alive: others may take its threads, so
         its runs must stop."""
 
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        """A thread of ``user_id`` changed on another process (``thread_news``)."""
+
 
 class Cluster(Protocol):
     node_id: str
@@ -71,6 +74,10 @@ class Cluster(Protocol):
     def committed(self, thread_id: str, seq: int) -> None:
         """This process's run has committed the thread's frames up to ``seq``."""
 
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        """A thread of ``user_id`` changed here: the other processes are told, in the
+        background (a change they miss is told again by the thread's next one)."""
+
 
 class SingleNode:
     """The cluster of one process: every lease granted, nothing sent."""
@@ -106,6 +113,9 @@ class SingleNode:
         return None
 
     def committed(self, thread_id: str, seq: int) -> None:
+        pass
+
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         pass
 
 

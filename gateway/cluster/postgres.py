@@ -35,7 +35,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from gateway.cluster import messages
-from gateway.cluster.messages import Cancel, Committed, Released
+from gateway.cluster.messages import Cancel, Committed, Released, ThreadChanged
 from gateway.cluster.node import Members, settled
 from gateway.store.errors import StoreError
 from gateway.store.leases import Fence, Taken
@@ -243,6 +243,16 @@ class PostgresCluster:
         finally:
             self._sending = None
 
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        payloads = _payloads([ThreadChanged(self.node_id, user_id, thread_id, change)])
+        self._spawn(self._tell(payloads), "thread change")
+
+    async def _tell(self, payloads: list[str]) -> None:
+        try:
+            await self._work(partial(notify.notify, payloads=payloads))
+        except (psycopg.Error, StoreError) as error:
+            log.warning("a thread change was not told to the other processes: %s", error)
+
     def _hear_one(self, payload: str) -> None:
         message = messages.decoded(payload)
         members = self._members
@@ -253,6 +263,9 @@ class PostgresCluster:
                 members.committed(thread, seq)
             case Cancel(to=to, thread=thread, user=user, run=run) if to == self.node_id:
                 members.cancel_requested(thread, user, run)
+            case ThreadChanged(origin=origin, user=user, thread=thread, change=change):
+                if origin != self.node_id:
+                    members.thread_changed(user, thread, change)
             case Released(thread=thread):
                 for waiter in self._waiting.pop(thread, []):
                     if not waiter.done():

@@ -39,9 +39,9 @@ ALLOWED_HEADERS = frozenset(
         "x-amzn-bedrock-agentcore-runtime-session-id",
     }
 )
-# Response headers a page may read besides the safelisted ones: a 401's challenge and a
-# 503's wait.
-EXPOSED_HEADERS = b"www-authenticate, retry-after"
+# Response headers a page may read besides the safelisted ones: a 401's challenge, a
+# 503's wait, and the file name of a thread's export (``gateway.doors.threads``).
+EXPOSED_HEADERS = b"www-authenticate, retry-after, content-disposition"
 # How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours).
 MAX_AGE_SECONDS = 600
 VARY = (b"vary", b"origin")

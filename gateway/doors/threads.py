@@ -64,6 +64,7 @@ async def serve(shared: Shared, scope: Scope, receive: Receive, send: Send, path
         identity = await access.identify()
         shared.rates.check(identity.user)
         answer = await _answer(shared, access, identity.user, body, path)
+        shared.hub.metrics.thread_door(_verb(access.method, path, access.scope))
     except p.GatewayError as error:
         await body.settle()  # a refused body is read to its end, or the answer is lost
         status = 405 if isinstance(error, NotAllowed) else http_status(error)
@@ -175,6 +176,15 @@ def _limit(raw: str | None) -> int:
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 3 and 1 <= int(raw) <= MAX_LIMIT):
         raise _invalid(f"?limit= is a whole number from 1 to {MAX_LIMIT}.")
     return int(raw)
+
+
+def _verb(method: str, path: str, scope: Scope) -> str:
+    """What a request did, as the metrics count it (a bounded set)."""
+    if path == PREFIX:
+        return "search" if query_param(scope, "q") else "list"
+    if path.endswith("/export"):
+        return "export"
+    return {"PATCH": "edit", "DELETE": "delete"}.get(method, "read")
 
 
 def _invalid(message: str) -> p.GatewayError:

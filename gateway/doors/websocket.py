@@ -108,9 +108,13 @@ class WebSocketSession:
         # their turn is queued.
         self.news: dict[str, p.Custom] = {}
         self.news_due = False
+        # Whether the stream sent is between runs: where a change may go, in a run of its own.
+        self.between_runs = True
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
+        if isinstance(event, p.RunStarted | p.RunFinished | p.RunError):
+            self.between_runs = not isinstance(event, p.RunStarted)
         if self.send_queue.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
@@ -153,7 +157,8 @@ class WebSocketSession:
             except p.GatewayError as error:
                 self._queue(error, 0)
         expiry = self._expire_at(identity.expires_at)
-        self.hub.news.listen(self.user, self)
+        if query_param(self.scope, "threads") == "live":  # asked for: stock clients are not
+            self.hub.news.listen(self.user, self)
         writer = asyncio.create_task(self._write())
         worker = asyncio.create_task(self._work())
         self.shutdown.connections.add(self)
@@ -179,17 +184,18 @@ class WebSocketSession:
                 self.inbox.get_nowait()
 
     def thread_news(self, events: dict[str, p.Custom]) -> None:
-        """Changes to the user's threads: sent in their turn, between this connection's
-        runs, each in a run of its own on its thread (``notices.standalone``)."""
+        """Changes to the user's threads, for a connection that asked (``?threads=live``):
+        sent in their turn, between runs, each in a run of its own on its thread
+        (``notices.standalone``)."""
         self.news.update(events)
         if not self.news_due:
             self.news_due = True
             self.inbox.put_nowait((ThreadNewsDue(), 0))
 
     def _send_news(self) -> None:
-        following = self.hub.threads.get(self.following) if self.following else None
-        if following is not None and following.run is not None:
-            # Another connection's run streams here: its events must not be cut into.
+        if not self.between_runs:
+            # A run streams here (another connection's, or followed from another process):
+            # its events must not be cut into.
             loop = asyncio.get_running_loop()
             loop.call_later(NEWS_RETRY_SECONDS, self.inbox.put_nowait, (ThreadNewsDue(), 0))
             return

@@ -27,6 +27,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from functools import partial
+from typing import cast
 
 import msgspec
 from google.genai import types
@@ -72,6 +73,7 @@ from gateway.store.recovery import Afterwards, Unfinished
 from gateway.tools.declarations import DeclarationLog
 from gateway.translate.translator import Phase, RunTranslator
 from gateway.wire.notices import standalone
+from gateway.wire.threads import Change
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +169,7 @@ class Hub:
         # The thread door's verbs, and the changes to threads a user's connections hear of.
         self.news = ThreadNews(lambda user_id, ids: self.listing.summaries(user_id, ids))
         self.listing = ThreadList(engine, self.news, running=self._runs_here, erase=self.erase)
+        self.news.elsewhere = self.cluster.thread_changed
         # Every write of a thread this process holds carries its lease (a fencing token).
         engine.sessions.fence_of = self.cluster.fence
         engine.sessions.fenced_listeners.append(self.fenced)
@@ -722,6 +725,11 @@ class Hub:
         run.leased = False
         run.release = None
         return self.cluster.release(run.thread.thread_id)
+
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        """A thread of the user changed on another process: their connections here hear it."""
+        if change in ("created", "updated", "deleted"):
+            self.news.heard(user_id, thread_id, cast(Change, change))
 
     def lost(self) -> None:
         """This process may have lost its leases: its runs stop, as a cancel stops them,

@@ -8,6 +8,7 @@ and a second connection of the same user hears of each change as ``gateway.threa
 from __future__ import annotations
 
 import asyncio
+import time
 import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,8 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.agui import AgUiSocket, new_id, outcome, user_input
+from gateway.metrics import sample
+from tests.support.agui import AgUiSocket, new_id, outcome, tool_answer, tool_calls, user_input
 from tests.support.budgets import scaled
+from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.server
@@ -40,6 +43,8 @@ async def said(gateway: RunningGateway, user: str, *texts: str) -> str:
     async with gateway.socket(user) as ws:
         for text in texts:
             assert outcome(await ws.run(user_input(thread, text)))
+    async with client(gateway, user) as http:
+        await settled(http, thread)
     return thread
 
 
@@ -224,7 +229,10 @@ async def next_change(ws: AgUiSocket, name: str = "gateway.thread") -> dict[str,
 async def test_a_second_connection_hears_of_each_change_to_the_users_threads(
     gateway: RunningGateway,
 ) -> None:
-    async with gateway.socket("ann") as watcher, gateway.socket("bob") as stranger:
+    """A connection that asked (``?threads=live``); the tab making the thread did not ask,
+    and its stream is what it always was (the other tests read it event by event)."""
+    live = "&threads=live"
+    async with gateway.socket("ann", live) as watcher, gateway.socket("bob", live) as stranger:
         thread = await said(gateway, "ann", "made in another tab")
         change = await next_change(watcher)
         assert change["change"] == "created" and change["thread"]["threadId"] == thread
@@ -259,3 +267,61 @@ async def test_the_door_takes_the_browsers_cors_preflight_for_patch(
         assert "PATCH" in response.headers["access-control-allow-methods"]
         wrong = await http.post("/threads", headers={"X-Gateway-User": "ann"})
         assert wrong.status_code == 405 and wrong.headers["allow"] == "GET"
+
+
+async def test_a_thread_paused_on_the_browser_is_listed_as_waiting_on_it(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    # The demo's user may open the screen (its screen tree has it).
+    async with gateway.socket("demo") as ws, client(gateway, "demo") as http:
+        paused = await ws.run(user_input(thread, FLAGSHIP))
+        [navigate] = tool_calls(paused, "navigateToScreen")
+        summary = await settled(http, thread)
+        assert (summary["state"], summary["waitingOn"]) == ("waiting", "browser_action")
+        assert outcome(await ws.run(tool_answer(thread, [(navigate["id"], {"status": "ok"})])))
+        summary = await settled(http, thread)
+        assert (summary["state"], summary["waitingOn"]) == ("idle", None)
+
+
+async def settled(http: httpx.AsyncClient, thread: str) -> dict[str, Any]:
+    """The thread's summary once its run's end is stored (a run's last events reach the
+    client before its last write commits)."""
+    deadline = time.monotonic() + scaled(5)
+    while True:
+        summary: dict[str, Any] = (await http.get(f"/threads/{thread}")).json()
+        if summary["state"] != "running" or time.monotonic() > deadline:
+            return summary
+        await asyncio.sleep(0.05)
+
+
+async def test_deleting_a_thread_mid_run_stops_the_run_first(db: str) -> None:
+    async with running_gateway(db=db, scripted_pace_ms=40) as gateway:
+        thread = new_id("t")
+        async with gateway.socket("ann") as ws, client(gateway) as http:
+            await ws.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            seen = [await ws.next()]
+            while sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in seen) < 2:
+                seen.append(await ws.next())
+            running = (await http.get(f"/threads/{thread}")).json()
+            assert running["state"] == "running"
+            assert (await http.delete(f"/threads/{thread}")).status_code == 204
+            while seen[-1]["type"] not in ("RUN_FINISHED", "RUN_ERROR"):
+                seen.append(await ws.next(scaled(10)))
+            refused(await http.get(f"/threads/{thread}"), 404, "THREAD_NOT_FOUND")
+            assert await listed(http) == []
+
+
+async def test_each_answered_request_is_counted_by_verb(db: str) -> None:
+    async with running_gateway(db=db, metrics="on") as gateway:
+        thread = await said(gateway, "ann", "counted")
+        async with client(gateway) as http:
+            await http.get("/threads")
+            await http.get("/threads?q=counted")
+            await http.patch(f"/threads/{thread}", json={"pinned": True})
+            await http.get(f"/threads/{thread}/export")
+            await http.get("/threads/nobodys")  # refused: not counted
+        counted = gateway.app.metrics
+        for verb in ("list", "search", "edit", "export"):
+            assert sample(counted, "gateway_thread_requests_total", verb=verb) == 1, verb
+        assert sample(counted, "gateway_thread_requests_total", verb="delete") is None
