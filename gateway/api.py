@@ -173,6 +173,7 @@ def create_app(
             cluster=cluster_for(settings),
             state_rules=state_rules,
             metrics=counted,
+            titles=settings.titles,
         )
         for closed in service[0].cut_off:
             # The log ends the run as the store now does, before any client follows it.

@@ -111,6 +111,7 @@ class Settings:
     log_format: str = "text"
     metrics: str = "off"
     metrics_token: str = ""
+    titles: str = "first"
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -228,6 +229,8 @@ _HELP: dict[str, str] = {
     "'off' counts nothing",
     "metrics_token": "the credential (16+ bytes) a scraper sends as Authorization: Bearer to "
     "GET /metrics; required with --auth jwt, optional with dev; prefer the env var",
+    "titles": "'first' titles a thread from its first message; 'model' has the agent's model "
+    "improve that title after the first reply (never an offline model)",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -239,6 +242,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "warm_up": ("gateway", "agent"),
     "log_format": ("text", "json"),
     "metrics": ("off", "on"),
+    "titles": ("first", "model"),
 }
 
 

@@ -13,6 +13,7 @@ the app, so no door imports ``app``. The parts (each module's docstring has its 
 - ``ping``         GET /ping and /ready: Starting, Healthy, HealthyBusy, Unhealthy, Draining
 - ``drain``        SIGTERM: no new runs, those in progress finish, then /ws closes with 1012
 - ``json_doors``   GET /tools, /me, /capabilities, /history; POST /ws-ticket
+- ``threads``      /threads: a user's threads listed, searched, read, changed, deleted, exported
 - ``tool_results`` POST /tool-results: a backend system's final result for a long-running call
 - ``access``       around every door's work: identify the caller, log, audit
 - ``cors``         which browser origins may come in, and CORS on the HTTP doors

@@ -24,4 +24,8 @@ of the theory of operation:
     following   watchers of a thread another process runs, fed from its log
     takeover    the end of a run whose process died, written into its log
     limits      rate limits, quotas, and the cap on runs in progress
+    listing     the thread door's verbs: a user's threads listed, read, changed, deleted
+    thread_news a user's connections told of changes to their threads, folded, batched
+    thread_export  one thread as a JSON or Markdown file
+    titles      a thread titled by the agent's model after its first reply (optional)
 """

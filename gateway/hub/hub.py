@@ -65,6 +65,7 @@ from gateway.hub.states import ThreadState, Trigger, thread_state, transition
 from gateway.hub.takeover import READ_BACK, closing_frames
 from gateway.hub.thread_news import ThreadNews
 from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.hub.titles import Titler, title_model
 from gateway.metrics import OFF, Metrics
 from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
@@ -109,6 +110,7 @@ class Hub:
         cluster: Cluster | None = None,
         state_rules: StateRules = DEFAULT_RULES,
         metrics: Metrics = OFF,
+        titles: str = "first",
     ) -> None:
         self.engine = engine
         # What operators scrape (``gateway.metrics``); counting nothing unless they asked.
@@ -170,6 +172,13 @@ class Hub:
         self.news = ThreadNews(lambda user_id, ids: self.listing.summaries(user_id, ids))
         self.listing = ThreadList(engine, self.news, running=self._runs_here, erase=self.erase)
         self.news.elsewhere = self.cluster.thread_changed
+        # Titles the model makes after a thread's first reply, with GATEWAY_TITLES=model.
+        self.titler = Titler(
+            engine.sessions,
+            engine.app_name,
+            title_model(engine.root_agent) if titles == "model" else None,
+            changed=lambda user_id, thread_id: self.news.changed(user_id, thread_id, "updated"),
+        )
         # Every write of a thread this process holds carries its lease (a fencing token).
         engine.sessions.fence_of = self.cluster.fence
         engine.sessions.fenced_listeners.append(self.fenced)
@@ -413,6 +422,7 @@ class Hub:
         self._stopping = True
         self.draining = True
         await self.news.close()
+        await self.titler.close()
         for thread in self.threads.values():
             if thread.expiry is not None:
                 thread.expiry.cancel()
@@ -908,6 +918,7 @@ class Hub:
             thread.run = None
         if run.task is not None:  # it ran: idle now, or waiting on the user
             self.news.changed(thread.user_id, thread.thread_id, "updated")
+            self.titler.after_run(thread.user_id, thread.thread_id)
         if run.leased:  # a run that ended before its last event: before a waiter wakes
             self._release(run)
         run.done.set()

@@ -22,6 +22,7 @@ each (each module's docstring has the theory of its part):
 - ``cut_off``      how a reply cut off (stopped, failed, interrupted) is stored and marked
 - ``quarantine``   a thread set aside because a stored value of it cannot be decoded
 - ``threads``      what the store answers about threads: opened, listed, a user's usage
+- ``thread_index`` a user's threads as a list: titles, previews, flags, search terms, pages
 - ``frames``       each thread's event log: numbered frames, read after a cursor
 - ``run_start``    where a run's stored events begin: the thread as it was before the run
 - ``leases``       what the store answers about a thread's lease (``gateway.cluster``)

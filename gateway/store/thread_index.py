@@ -195,6 +195,7 @@ class ThreadRow:
     preview: str
     run_open: bool
     waiting_on: tuple[str, ...]
+    titled_by: str | None  # TITLE_FIRST, TITLE_MODEL, TITLE_USER, or None: no title yet
     pinned: bool
     archived: bool
     metadata: str  # a JSON object, as the client last set it
@@ -202,7 +203,8 @@ class ThreadRow:
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> ThreadRow:
         """From a backend's row; ``calls``: the open calls' names joined by U+001F."""
-        thread_id, title, created, activity, preview, run_open, calls, pinned, archived, meta = row
+        thread_id, title, created, activity, preview, run_open, calls, titled_by = row[:8]
+        pinned, archived, meta = row[8:]
         return cls(
             thread_id,
             title,
@@ -211,6 +213,7 @@ class ThreadRow:
             preview,
             bool(run_open),
             tuple(calls.split("\x1f")) if calls else (),
+            titled_by,
             bool(pinned),
             bool(archived),
             meta,
@@ -223,9 +226,24 @@ class ThreadRow:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ThreadPatch:
-    """What a PATCH changes (None: left as it is); a title set here is a person's."""
+    """What a PATCH changes (None: left as it is); a title set here is a person's, unless
+    ``title_by`` says the model made it."""
 
     title: str | None = None
     archived: bool | None = None
     pinned: bool | None = None
     metadata: str | None = None  # the JSON object, encoded
+    # Who made the title: a person (for ever), or the model (never over a person's).
+    title_by: str = TITLE_USER
+
+    def values(self) -> tuple[object, ...]:
+        """What a backend's UPDATE sets: title, its source (if the title changes),
+        archived, pinned, metadata; None for what stays as it was."""
+        source = self.title_by if self.title is not None else None
+        return (self.title, source, self.archived, self.pinned, self.metadata)
+
+    @property
+    def spares(self) -> str | None:
+        """The title source a thread must not have for this patch to apply (None: any):
+        a model's title never replaces a person's."""
+        return TITLE_USER if self.title_by != TITLE_USER else None

@@ -325,3 +325,18 @@ async def test_each_answered_request_is_counted_by_verb(db: str) -> None:
         for verb in ("list", "search", "edit", "export"):
             assert sample(counted, "gateway_thread_requests_total", verb=verb) == 1, verb
         assert sample(counted, "gateway_thread_requests_total", verb="delete") is None
+
+
+async def test_archived_threads_count_in_the_quota_and_deleted_ones_do_not(db: str) -> None:
+    async with running_gateway(db=db, user_threads=2) as gateway:
+        kept = await said(gateway, "ann", "one")
+        archived = await said(gateway, "ann", "two")
+        async with client(gateway) as http:
+            await http.patch(f"/threads/{archived}", json={"archived": True})
+            async with gateway.socket("ann") as ws:
+                refused_run = await ws.run(user_input(new_id("t"), "three"))
+                assert refused_run[-1]["type"] == "RUN_ERROR"
+                assert refused_run[-1]["code"] == "SERVICE_QUOTA_EXCEEDED"
+            assert (await http.delete(f"/threads/{archived}")).status_code == 204
+            third = await said(gateway, "ann", "three, now that one is gone")
+            assert sorted(await listed(http)) == sorted([kept, third])

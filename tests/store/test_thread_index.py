@@ -3,6 +3,9 @@ PATCH, and what a delete leaves (nothing), as ``gateway.store.thread_index`` pro
 
 from __future__ import annotations
 
+import pathlib
+import sqlite3
+
 import pytest
 from google.adk.events import Event
 from google.genai import types
@@ -16,6 +19,7 @@ from gateway.store.thread_index import (
     cut,
     search_terms,
 )
+from tests.support.stores import session_store
 
 pytestmark = pytest.mark.unit
 
@@ -167,3 +171,28 @@ def test_a_cursor_no_listing_made_is_refused(text: str) -> None:
 def test_a_cursor_round_trips() -> None:
     cursor = ListingCursor(True, 1733356800.123456, "t-ü")
     assert ListingCursor.decode(cursor.encode()) == cursor
+
+
+async def test_a_file_from_before_the_index_gets_titles_previews_and_words(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = str(tmp_path / "threads.db")
+    store = session_store(path)
+    await store.open()
+    await thread(store, "ann", "old", "업무 요청 목록 화면 열어줘", "이동했습니다")
+    await store.close()
+    with sqlite3.connect(path) as db:  # as schema 9 left it
+        db.execute("DROP TABLE thread_words")
+        db.execute("DROP INDEX sessions_by_activity")
+        for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):
+            db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        db.execute("UPDATE schema_version SET version = 9")
+    store = session_store(path)
+    await store.open()
+    try:
+        row = await store.thread_row(APP, "ann", "old")
+        assert row is not None
+        assert (row.title, row.preview) == ("업무 요청 목록 화면 열어줘", "이동했습니다")
+        assert await ids(store, terms=tuple(search_terms("이동"))) == ["old"]
+    finally:
+        await store.close()

@@ -18,7 +18,6 @@ import psycopg
 
 from gateway.store.thread_index import (
     TITLE_FIRST,
-    TITLE_USER,
     IndexedText,
     SearchTerm,
     ThreadFilter,
@@ -92,7 +91,7 @@ _COLUMNS = (
     "s.id, s.title, s.create_time, s.update_time, s.preview, s.run_open,"
     " (SELECT string_agg(c.name, chr(31)) FROM open_calls c"
     "  WHERE c.session_pk = s.pk AND c.long_running),"
-    " s.pinned, s.archived, s.metadata"
+    " s.title_source, s.pinned, s.archived, s.metadata"
 )
 _ORDER = " ORDER BY s.pinned DESC, s.update_time DESC, s.id DESC"
 # One term of a search: the threads with a row it matches.
@@ -145,23 +144,22 @@ def patch_thread(
     db: psycopg.Connection, app_name: str, user_id: str, session_id: str, patch: ThreadPatch
 ) -> ThreadRow | None:
     """Applies a PATCH; the thread as it is then, or None if the user has no such thread."""
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s FOR UPDATE",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    if row is None:
+    rows = db.execute(
+        f"UPDATE sessions SET {_PATCHED}"
+        " WHERE app_name = %s AND user_id = %s AND id = %s"
+        " AND COALESCE(title_source, '') <> COALESCE(%s::text, '~') RETURNING pk",
+        (*patch.values(), app_name, user_id, session_id, patch.spares),
+    ).fetchall()  # all: a RETURNING statement is over only once read to its end
+    if not rows:
         return None
-    (pk,) = row
     if patch.title is not None:
-        db.execute(
-            "UPDATE sessions SET title = %s, title_source = %s WHERE pk = %s",
-            (patch.title, TITLE_USER, pk),
-        )
-        _index_title(db, pk, patch.title)
-    if patch.archived is not None:
-        db.execute("UPDATE sessions SET archived = %s WHERE pk = %s", (patch.archived, pk))
-    if patch.pinned is not None:
-        db.execute("UPDATE sessions SET pinned = %s WHERE pk = %s", (patch.pinned, pk))
-    if patch.metadata is not None:
-        db.execute("UPDATE sessions SET metadata = %s WHERE pk = %s", (patch.metadata, pk))
+        _index_title(db, rows[0][0], patch.title)
     return thread_row(db, app_name=app_name, user_id=user_id, session_id=session_id)
+
+
+# What a PATCH sets: what it names, the rest as it was (``ThreadPatch.values``).
+_PATCHED = (
+    "title = COALESCE(%s::text, title), title_source = COALESCE(%s::text, title_source),"
+    " archived = COALESCE(%s::boolean, archived), pinned = COALESCE(%s::boolean, pinned),"
+    " metadata = COALESCE(%s::text, metadata)"
+)

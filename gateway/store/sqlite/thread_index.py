@@ -18,7 +18,6 @@ from typing import Any
 
 from gateway.store.thread_index import (
     TITLE_FIRST,
-    TITLE_USER,
     IndexedText,
     SearchTerm,
     ThreadFilter,
@@ -100,7 +99,7 @@ _COLUMNS = (
     "s.id, s.title, s.create_time, s.update_time, s.preview, s.run_open,"
     " (SELECT group_concat(c.name, char(31)) FROM open_calls c"
     "  WHERE c.session_pk = s.pk AND c.long_running = 1),"
-    " s.pinned, s.archived, s.metadata"
+    " s.title_source, s.pinned, s.archived, s.metadata"
 )
 _ORDER = " ORDER BY s.pinned DESC, s.update_time DESC, s.id DESC"
 # One term of a search: the threads with a row of the caller's that it matches.
@@ -155,24 +154,22 @@ def patch_thread(
     db: sqlite3.Connection, app_name: str, user_id: str, session_id: str, patch: ThreadPatch
 ) -> ThreadRow | None:
     """Applies a PATCH; the thread as it is then, or None if the user has no such thread."""
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    if row is None:
+    rows = db.execute(
+        f"UPDATE sessions SET {_PATCHED}"
+        " WHERE app_name = ? AND user_id = ? AND id = ?"
+        " AND COALESCE(title_source, '') <> COALESCE(?, '~') RETURNING pk",
+        (*patch.values(), app_name, user_id, session_id, patch.spares),
+    ).fetchall()  # all: a RETURNING statement is over only once read to its end
+    if not rows:
         return None
-    (pk,) = row
     if patch.title is not None:
-        db.execute(
-            "UPDATE sessions SET title = ?, title_source = ? WHERE pk = ?",
-            (patch.title, TITLE_USER, pk),
-        )
-        _index_title(db, pk, owner_token(app_name, user_id), patch.title)
-    for column, value in (
-        ("archived", patch.archived),
-        ("pinned", patch.pinned),
-        ("metadata", patch.metadata),
-    ):
-        if value is not None:
-            db.execute(f"UPDATE sessions SET {column} = ? WHERE pk = ?", (value, pk))
+        _index_title(db, rows[0][0], owner_token(app_name, user_id), patch.title)
     return thread_row(db, app_name=app_name, user_id=user_id, session_id=session_id)
+
+
+# What a PATCH sets: what it names, the rest as it was (``ThreadPatch.values``).
+_PATCHED = (
+    "title = COALESCE(?, title), title_source = COALESCE(?, title_source),"
+    " archived = COALESCE(?, archived), pinned = COALESCE(?, pinned),"
+    " metadata = COALESCE(?, metadata)"
+)
