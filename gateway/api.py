@@ -174,6 +174,7 @@ def create_app(
             state_rules=state_rules,
             metrics=counted,
             titles=settings.titles,
+            branches_per_thread=settings.branches_per_thread,
         )
         for closed in service[0].cut_off:
             # The log ends the run as the store now does, before any client follows it.

@@ -87,6 +87,7 @@ class Settings:
     user_reattach_burst: int = 4 << 20
     max_runs: int = 200
     user_threads: int = 1000
+    branches_per_thread: int = 50
     user_stored_bytes: int = 256 << 20
     run_wait: float = 30.0
     max_connections: int = 4096
@@ -188,6 +189,8 @@ _HELP: dict[str, str] = {
     "gateway send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
     "user_threads": "threads one user may keep (0: no limit)",
+    "branches_per_thread": "versions of turns one thread may have from regenerating and editing"
+    " (0: no limit)",
     "user_stored_bytes": "bytes of stored events one user's threads may hold (0: no limit)",
     "run_wait": "seconds a run waits for a free slot under max_runs before it is refused",
     "max_connections": "open connections (HTTP and WebSocket) before new ones get a 503",

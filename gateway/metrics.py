@@ -102,6 +102,9 @@ class Metrics:
     def lease_taken_over(self) -> None:
         """This process took over a thread whose process died mid-run."""
 
+    def branch_moved(self, move: str) -> None:
+        """A thread's branches moved (docs/branches.md): "fork" or "switch"."""
+
     def fenced(self) -> None:
         """The database refused a write of a thread another process took over."""
 
@@ -261,6 +264,12 @@ class Prometheus(Metrics):
             ["limit"],
             registry=r,
         )
+        self._branch_moves = Counter(
+            "gateway_branch_moves",
+            "Regenerates and edits (fork) and branch switches (switch), by move",
+            ["move"],
+            registry=r,
+        )
         self._takeovers = Counter(
             "gateway_lease_takeovers",
             "Threads taken over from a process that died",
@@ -340,6 +349,9 @@ class Prometheus(Metrics):
 
     def lease_taken_over(self) -> None:
         self._takeovers.inc()
+
+    def branch_moved(self, move: str) -> None:
+        self._branch_moves.labels(move).inc()
 
     def fenced(self) -> None:
         self._fenced.inc()

@@ -37,6 +37,7 @@ from gateway.config import Settings
 from gateway.context import RUN_METADATA_KEY
 from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
+from gateway.store.branches import BranchTree
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.recovery import Unfinished
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
@@ -240,6 +241,10 @@ class Engine:
 
     async def run_start(self, user_id: str, thread_id: str, run_id: str) -> int:
         return await self.sessions.run_start(self.app_name, user_id, thread_id, run_id)
+
+    async def branches(self, user_id: str, thread_id: str) -> BranchTree:
+        """The thread's branches (docs/branches.md); none for a thread without any."""
+        return await self.sessions.branch_tree(self.app_name, user_id, thread_id)
 
     async def log_head(self, user_id: str, thread_id: str) -> int:
         return await self.sessions.log_head(self.app_name, user_id, thread_id)

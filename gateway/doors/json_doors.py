@@ -60,13 +60,15 @@ async def history(shared: Shared, scope: Scope, send: Send) -> None:
     event naming where the rest begins; each page names the one before it. With no
     ``before``, the latest part itself: what a client with no reattach (an HttpAgent)
     shows on load. ``limit`` makes pages smaller still: at most that many events'
-    messages (``MAX_PAGE``), a page-sized view of a long thread.
+    messages (``MAX_PAGE``), a page-sized view of a long thread. Every page names the
+    thread's branches on its active path (``branches``: docs/branches.md).
     """
     try:
         identity = await Access(shared.auth, shared.hub.audit, scope, "http", "history").identify()
         shared.rates.check(identity.user)
         thread_id = p.reattach_to(query_param(scope, "threadId") or "").thread_id
         page = await shared.hub.earlier(identity.user, thread_id, _cursor(scope), _limit(scope))
+        tree = await shared.hub.engine.branches(identity.user, thread_id)
     except p.GatewayError as error:
         await refuse(send, error)
         return
@@ -76,6 +78,8 @@ async def history(shared: Shared, scope: Scope, send: Send) -> None:
             "messages": page.messages,
             "earlier": page.earlier,
             "times": page.times_ms(),
+            # The forks on the active path and their branches (docs/branches.md).
+            "branches": tree.listing(),
         }
     )
     await respond(send, 200, body, b"application/json")

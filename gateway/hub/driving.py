@@ -107,7 +107,13 @@ class Driver:
             except StoreError as error:  # the run goes on; a reattach gets the snapshot
                 log.warning("%s is not logged: its thread's log cannot be read: %s", run, error)
         await self.followers.catch_up(thread)
-        run.emit(translator.start())
+        opening = translator.start()
+        for event in opening:
+            if isinstance(event, p.RunStarted):
+                event.parent_run_id = plan.parent_run_id
+        run.emit(opening)
+        run.emit(plan.observers_first, observers_only=True)
+        run.emit(plan.shown_first)
         run.emit([plan.state] if plan.state is not None else [])
         run.emit(plan.notices)
         run.emit(plan.closed)

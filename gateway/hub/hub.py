@@ -39,6 +39,7 @@ from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
 from gateway.hub import eventlog
+from gateway.hub.branches import Branching
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
 from gateway.hub.driving import Driver
@@ -111,6 +112,7 @@ class Hub:
         state_rules: StateRules = DEFAULT_RULES,
         metrics: Metrics = OFF,
         titles: str = "first",
+        branches_per_thread: int = 50,
     ) -> None:
         self.engine = engine
         # What operators scrape (``gateway.metrics``); counting nothing unless they asked.
@@ -141,6 +143,14 @@ class Hub:
             approval_timeout=approval_timeout,
             context_allow=context_allow,
             state_rules=state_rules,
+        )
+        # Regenerate, edit and switch: the inputs that move a thread's branches.
+        self.branching = Branching(
+            engine,
+            most=branches_per_thread,
+            snapshot_bytes=snapshot_bytes,
+            audit=audit,
+            metrics=metrics,
         )
         self.driver = Driver(
             engine,
@@ -307,7 +317,7 @@ class Hub:
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
-            plan = await self.planner.plan(run, run_input, opened.session)
+            plan = await self.branching.plan(self.planner, run, run_input, opened.session)
         except BaseException as error:
             try:
                 if opened.created:  # a request refused leaves no empty thread behind
@@ -509,7 +519,8 @@ class Hub:
             # a commit. Read again once it had the chance (an in-memory store reads inline,
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
-        snapshot = thread_snapshot(thread_id, page, session)
+        tree = await self.engine.branches(user_id, thread_id)
+        snapshot = thread_snapshot(thread_id, page, session, tree)
         self.sends.spend(user_id, encoded_size(snapshot))
         if run is None:
             head = thread.head if thread.head is not None else head

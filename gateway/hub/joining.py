@@ -149,7 +149,8 @@ class Joiner:
                 page, session = await self.engine.thread_view(
                     thread.user_id, thread.thread_id, self.snapshot_bytes, before=before
                 )
-                snapshot = thread_snapshot(thread.thread_id, page, session)
+                tree = await self.engine.branches(thread.user_id, thread.thread_id)
+                snapshot = thread_snapshot(thread.thread_id, page, session, tree)
                 events = [
                     started,
                     *(eventlog.numbered(event, start) for event in snapshot),

@@ -87,6 +87,12 @@ class Plan:
     surfaces: Surfaces | None = None
     # The invocation to go on with, with no new message (a restart's: ``finish_cut_off``).
     resumes: str | None = None
+    # What a branch move (``gateway.hub.branches``) has the run show first, after its
+    # RUN_STARTED: to the thread's other connections only, then to every watcher; and the
+    # run a fork's new version continues from (RUN_STARTED's parentRunId).
+    observers_first: list[p.Event] = dataclasses.field(default_factory=list)
+    shown_first: list[p.Event] = dataclasses.field(default_factory=list)
+    parent_run_id: str | None = None
 
     @property
     def runs_agent(self) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
+from gateway.store.branches import BranchTree
 from gateway.store.frames import FrameLog
 from gateway.store.projection import StoredMessages
 from gateway.store.recovery import OpenRun
@@ -65,6 +66,10 @@ class Reads(Protocol):
     ) -> ThreadRow | None: ...
 
     def app_names(self, db: Any) -> list[str]: ...
+
+    def branch_tree(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str
+    ) -> BranchTree | None: ...
 
     def thread_owner(self, db: Any, *, app_name: str, session_id: str) -> str | None: ...
 

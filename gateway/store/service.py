@@ -38,6 +38,7 @@ from typing_extensions import override
 from gateway.metrics import Metrics
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
+from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.errors import FencedError, StoreError
 from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
@@ -526,6 +527,23 @@ class SessionService(BaseSessionService):
             )
         )
         return run_start(rows, run_id)
+
+    async def move_branch(self, move: Fork | Switch) -> Moved:
+        """Forks or switches a thread's branches (``gateway.store.branches``), fenced as
+        the thread's other writes are; raises ``BranchRefused`` for a move it cannot take."""
+        return cast(Moved, await self._submit(move.session_id, move))
+
+    async def branch_tree(self, app_name: str, user_id: str, session_id: str) -> BranchTree:
+        """A thread's branches (none for a thread that has none, or does not exist)."""
+        tree = await self._read(
+            partial(
+                self._reads.branch_tree,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+            )
+        )
+        return tree or NO_BRANCHES
 
     async def log_head(self, app_name: str, user_id: str, session_id: str) -> int:
         """The number of the last committed frame of a thread's log; 0 for none."""

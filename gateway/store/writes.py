@@ -22,6 +22,7 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.sessions.session import Session
 
+from gateway.store.branches import Fork, Moved, Switch
 from gateway.store.codec import Damage
 from gateway.store.errors import FencedError
 from gateway.store.frames import LoggedFrame
@@ -283,6 +284,8 @@ class WriteSql(Protocol):
 
     def probe(self, db: Any) -> None: ...
 
+    def move_branch(self, db: Any, move: Fork | Switch) -> Moved: ...
+
 
 def apply(sql: WriteSql, db: Any, write: Write) -> object:
     """Applies one command with a backend's SQL; what it returns reaches its caller once
@@ -312,6 +315,8 @@ def apply(sql: WriteSql, db: Any, write: Write) -> object:
             sql.set_aside(db, write)
         case Probe():
             sql.probe(db)
+        case Fork() | Switch():
+            return sql.move_branch(db, write)
     return None
 
 
@@ -327,5 +332,7 @@ Write = (
     | ForgetLeftoverTexts
     | SetAside
     | Probe
+    | Fork
+    | Switch
     | Fenced
 )

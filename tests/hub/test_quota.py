@@ -87,6 +87,9 @@ async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> N
             db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
         db.execute("ALTER TABLE sessions DROP COLUMN stored_bytes")
         db.execute("DROP TABLE frames")
+        db.execute("ALTER TABLE sessions DROP COLUMN branch")
+        db.execute("DROP TABLE branches")
+        db.execute("DROP TABLE branch_events")
         db.execute("UPDATE schema_version SET version = 5")
     store = await reopened(path)
     try:

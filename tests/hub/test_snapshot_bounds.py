@@ -138,6 +138,7 @@ async def test_history_with_no_cursor_is_the_latest_part_a_reattach_sends() -> N
                 "messages": snapshot["messages"],
                 "earlier": None,
                 "times": snapshot["metadata"]["gateway.times"],
+                "branches": {"forks": []},
             }
             # A thread not begun yet is an empty conversation, as a reattach to it shows.
             fresh = await client.get("/history", params={"threadId": new_id("t")}, headers=demo)

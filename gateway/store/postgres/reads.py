@@ -13,6 +13,7 @@ from typing import Any, cast
 import psycopg
 
 from gateway.store.frames import FrameLog, LoggedFrame
+from gateway.store.postgres.branches import branch_tree as branch_tree
 from gateway.store.postgres.scopes import scope_state as scope_state
 from gateway.store.postgres.scopes import stored_scopes
 from gateway.store.postgres.thread_index import thread_row as thread_row

@@ -102,7 +102,27 @@ def _index_threads_v2(db: psycopg.Connection) -> None:
     index_existing(db)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _index_threads_v2)
+def _keep_branches_v3(db: psycopg.Connection) -> None:
+    """Adds branches (``gateway.store.branches``): the versions of a turn a regenerate or
+    an edit made, those not shown kept aside; every thread so far is on its trunk."""
+    for statement in (
+        "ALTER TABLE sessions ADD COLUMN branch BIGINT NOT NULL DEFAULT 0",
+        "CREATE TABLE branches (session_pk BIGINT NOT NULL REFERENCES sessions"
+        " ON DELETE CASCADE, id BIGINT NOT NULL, parent BIGINT NOT NULL,"
+        " fork_seq BIGINT NOT NULL, run_id TEXT NOT NULL, message_id TEXT NOT NULL,"
+        " text TEXT NOT NULL, parent_run_id TEXT, created_at DOUBLE PRECISION NOT NULL,"
+        " selected_at DOUBLE PRECISION NOT NULL, forked BOOLEAN NOT NULL,"
+        " PRIMARY KEY (session_pk, id))",
+        "CREATE TABLE branch_events (seq BIGINT PRIMARY KEY, branch BIGINT NOT NULL,"
+        " session_pk BIGINT NOT NULL REFERENCES sessions ON DELETE CASCADE,"
+        " id TEXT NOT NULL, invocation_id TEXT NOT NULL, author TEXT NOT NULL,"
+        " timestamp DOUBLE PRECISION NOT NULL, data TEXT NOT NULL, messages TEXT)",
+        "CREATE INDEX branch_events_by_branch ON branch_events (session_pk, branch)",
+    ):
+        db.execute(statement)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _index_threads_v2, _keep_branches_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -16,6 +16,7 @@ from typing import Any, cast
 import psycopg
 
 from gateway.store.codec import dump, updated_state
+from gateway.store.postgres.branches import move_branch as move_branch
 from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES

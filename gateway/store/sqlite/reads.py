@@ -17,6 +17,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
+from gateway.store.sqlite.branches import branch_tree as branch_tree
 from gateway.store.sqlite.scopes import scope_state as scope_state
 from gateway.store.sqlite.scopes import stored_scopes
 from gateway.store.sqlite.thread_index import thread_row as thread_row

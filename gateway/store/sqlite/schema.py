@@ -223,6 +223,24 @@ def _index_threads_v10(db: sqlite3.Connection, messages: EventMessages) -> None:
     index_existing(db)
 
 
+def _keep_branches_v11(db: sqlite3.Connection, messages: EventMessages) -> None:
+    """Adds branches (``gateway.store.branches``): the versions of a turn a regenerate or
+    an edit made, those not shown kept aside; every thread so far is on its trunk."""
+    for statement in (
+        "ALTER TABLE sessions ADD COLUMN branch INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE branches (session_pk INTEGER NOT NULL, id INTEGER NOT NULL,"
+        " parent INTEGER NOT NULL, fork_seq INTEGER NOT NULL, run_id TEXT NOT NULL,"
+        " message_id TEXT NOT NULL, text TEXT NOT NULL, parent_run_id TEXT,"
+        " created_at REAL NOT NULL, selected_at REAL NOT NULL, forked INTEGER NOT NULL,"
+        " PRIMARY KEY (session_pk, id)) WITHOUT ROWID",
+        "CREATE TABLE branch_events (seq INTEGER PRIMARY KEY, branch INTEGER NOT NULL,"
+        " session_pk INTEGER NOT NULL, id TEXT NOT NULL, invocation_id TEXT NOT NULL,"
+        " author TEXT NOT NULL, timestamp REAL NOT NULL, data TEXT NOT NULL, messages TEXT)",
+        "CREATE INDEX branch_events_by_branch ON branch_events (session_pk, branch)",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
@@ -234,6 +252,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _mark_cut_off_replies_v8,
     _log_frames_v9,
     _index_threads_v10,
+    _keep_branches_v11,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

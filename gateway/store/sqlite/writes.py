@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from gateway.store.codec import dump, updated_state
 from gateway.store.rows import StoredSession
+from gateway.store.sqlite.branches import move_branch as move_branch
 from gateway.store.sqlite.open_calls import record_progress
 from gateway.store.sqlite.reads import load_session, log_head, thread_owner
 from gateway.store.sqlite.schema import EVENT_BYTES
@@ -104,8 +105,10 @@ def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
     pk, revision, update_time, invocation_id, invocation_seq, run_open, state = row
     append.check_fresh(revision, update_time)
     cursor = db.execute(
-        "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data, messages)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        # Past every seq a branch keeps aside too: SQLite would reuse those of moved rows.
+        "INSERT INTO events (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
+        " VALUES (MAX(COALESCE((SELECT MAX(seq) FROM events), 0),"
+        " COALESCE((SELECT MAX(seq) FROM branch_events), 0)) + 1, ?, ?, ?, ?, ?, ?, ?)",
         (
             pk,
             append.event_id,
@@ -158,7 +161,15 @@ def delete_session(db: sqlite3.Connection, delete: DeleteSession) -> None:
     if row is None:
         return
     erase_index(db, row[0])
-    for table in ("events", "open_calls", "streamed_texts", "quarantine", "frames"):
+    for table in (
+        "events",
+        "open_calls",
+        "streamed_texts",
+        "quarantine",
+        "frames",
+        "branch_events",
+        "branches",
+    ):
         db.execute(f"DELETE FROM {table} WHERE session_pk = ?", row)
     db.execute("DELETE FROM sessions WHERE pk = ?", row)
 
