@@ -16,6 +16,7 @@ import { Branches } from "./chat/branches.js";
 import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
 import { Panel } from "./chat/panel.js";
 import { Transcript } from "./chat/transcript.js";
+import { applyPatch } from "./a2ui/pointer.js";
 import { newId } from "./dom.js";
 import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
 
@@ -43,10 +44,11 @@ export class ChatPanel {
    * @param {string} options.clientId    this tab's identity (agui-websocket/ledger.js: claimInstance)
    * @param {object[]} options.tools        RunAgentInput.tools this browser declares
    * @param {Record<string, Function>} options.implemented  client tools by name
+   * @param {(state: object) => void} [options.onState]  the thread's state, as it changes
    * @param {import("./chat/thread-list.js").ThreadSidebar} [options.sidebar]  the list of the
    *   user's threads, if the page shows one: it hears of thread changes and picks threads
    */
-  constructor({ app, userId, wsUrl, clientId, tools, implemented, sidebar = null }) {
+  constructor({ app, userId, wsUrl, clientId, tools, implemented, onState = () => {}, sidebar = null }) {
     this.userId = userId;
     this.sidebar = sidebar;
     this.foreignRun = null; // a run of another thread on this socket (a thread change's)
@@ -59,6 +61,8 @@ export class ChatPanel {
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
     this.connected = false;
+    this.state = {}; // the thread's state: STATE_SNAPSHOT, then each STATE_DELTA on it
+    this.onState = onState;
     this.transcript = new Transcript(app, {
       onPress: (userAction) => this.#press(userAction),
       onExample: (text) => this.panel.fill(text),
@@ -201,6 +205,9 @@ export class ChatPanel {
     this.#updateControls();
     for (const { kind, id, call, result: kept } of this.ledger.plan(run)) {
       if (kind === "resend") {
+        // What this tab did before the cut: its row says so now, not after another reload
+        // (the gateway echoes a result only to the thread's other tabs).
+        this.transcript.entries.get(id)?.result(kept);
         answers.push([id, kept]);
         continue;
       }
@@ -346,6 +353,17 @@ export class ChatPanel {
         }
         break;
       }
+      case "STATE_SNAPSHOT":
+        this.#setState(event.snapshot ?? {});
+        break;
+      case "STATE_DELTA":
+        try {
+          this.#setState(applyPatch(this.state, event.delta ?? []));
+        } catch (error) {
+          // A patch this page cannot apply: the next snapshot (a reattach) brings the state.
+          console.warn("STATE_DELTA not applied", error);
+        }
+        break;
       case "RUN_FINISHED":
         this.#finish(event, run);
         break;
@@ -354,6 +372,11 @@ export class ChatPanel {
     }
     this.#updateControls();
     this.transcript.scroll();
+  }
+
+  #setState(state) {
+    this.state = state && typeof state === "object" ? state : {};
+    this.onState(this.state);
   }
 
   #finish(event, run) {
@@ -372,6 +395,11 @@ export class ChatPanel {
     }
     if (!run.own && run.sawLive && !run.sawSnapshot) {
       // Another tab's run: the calls it left open are in the thread as stored.
+      this.client.reattach();
+    } else if (outcome.type === "success" && !run.sawSnapshot && this.transcript.unsettled().length) {
+      // The run is over and waits for nothing, yet a row still waits for a result this
+      // page never saw (a cut between the action and its result): the thread knows it. A
+      // run that brought the snapshot drew the rows from the thread already: no asking again.
       this.client.reattach();
     }
   }

@@ -29,8 +29,12 @@ export function describeAgent(words) {
 }
 
 const STATUS_LABELS = {
+  ok: "완료",
+  success: "완료",
+  done: "완료",
   navigated: "이동 완료",
   denied: "권한 없음",
+  not_found: "없는 화면",
   not_allowed_here: "이 창에서는 이동 불가",
   error: "실패",
   no_result: "결과 없음",
@@ -105,10 +109,16 @@ export function runErrorLabel(code, onCard) {
     : (ERROR_LABELS[code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
 }
 
+/** A call rejected on its approval card, live (tool-activity.js) and restored alike. */
+export const USER_REJECTED = { tone: "failed", label: "거절됨", detail: "사용자가 거절했습니다." };
+
 /** What a tool result means for the timeline: success, failure, or neither. */
 export function readResult(value, error) {
   if (error) return { tone: "failed", label: "실패", detail: errorLabel(error) };
   if (value && typeof value === "object" && !Array.isArray(value)) {
+    // A call the user said no to on its approval card: the gateway stores why in English
+    // for the model; the row reads as it did when the user pressed 거절.
+    if (value.status === "rejected" && value.error) return USER_REJECTED;
     if (value.error) return { tone: "failed", label: "실패", detail: errorLabel(value.error) };
     if (typeof value.status === "string") {
       const ok = SUCCESS_STATUSES.has(value.status);

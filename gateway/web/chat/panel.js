@@ -18,7 +18,6 @@ export class Panel {
       send: app.querySelector("#send"),
       stop: app.querySelector("#stop"),
       status: app.querySelector("#conn-status"),
-      thread: app.querySelector("#thread-id"),
       modes: [...app.querySelectorAll("[data-mode]")],
     };
     // A page that offers no choice of surface (the generic page) keeps the one it declares.
@@ -49,6 +48,12 @@ export class Panel {
     for (const button of this.el.modes) {
       button.addEventListener("click", () => this.setMode(button.dataset.mode));
     }
+    // The page's skip link opens the chat if it is closed and puts the caret in it, without
+    // changing the address (its hash names the thread).
+    this.app.querySelector(".skip-link")?.addEventListener("click", (event) => {
+      event.preventDefault();
+      this.setOpen(true);
+    });
     // A page that shows only the chat has no close button, launcher or backdrop.
     this.app.querySelector("#new-thread").addEventListener("click", () => onNewThread());
     this.app.querySelector("#chat-close")?.addEventListener("click", () => this.setOpen(false));
@@ -86,11 +91,10 @@ export class Panel {
     this.el.input.focus();
   }
 
+  /** The thread on screen, for the page's own use (a link to it, tests); a person does
+   * not read a raw id, so it is not shown. */
   showThread(threadId) {
-    if (this.el.thread) {
-      this.el.thread.textContent = threadId;
-      this.el.thread.title = `대화 ${threadId}`;
-    }
+    this.el.panel.dataset.threadId = threadId;
   }
 
   showConnection(state, detail) {

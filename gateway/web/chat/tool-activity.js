@@ -5,7 +5,7 @@
 
 import { h } from "../dom.js";
 import { textOf } from "../messages.js";
-import { AGENT, readResult, STATE_LABELS } from "./labels.js";
+import { AGENT, readResult, STATE_LABELS, USER_REJECTED } from "./labels.js";
 
 /** One row of the tool-activity timeline. */
 export class ToolActivity {
@@ -72,7 +72,7 @@ export class ToolActivity {
     let { tone, label, detail } = readResult(value, error);
     if (this.rejectedByUser && tone === "failed") {
       // The user said no on the approval card: that is what this failure means.
-      [label, detail] = ["거절됨", "사용자가 거절했습니다."];
+      ({ label, detail } = USER_REJECTED);
     }
     if (elsewhere) label = `다른 창에서 ${label}`;
     this.el.dataset.outcome = tone;

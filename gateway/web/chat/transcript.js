@@ -154,6 +154,11 @@ export class Transcript {
     this.runBubble = null;
   }
 
+  /** The tool calls whose rows still wait for a result (or an approval). */
+  unsettled() {
+    return [...this.entries.values()].filter((entry) => !entry.el.dataset.outcome);
+  }
+
   clear() {
     this.surfaces.clear();
     this.el.items.replaceChildren();

@@ -11,6 +11,7 @@ import { h, newId } from "./dom.js";
 import { AppNavigator } from "./nav.js";
 import { ThreadDoor } from "./chat/thread-door.js";
 import { ThreadSidebar } from "./chat/thread-list.js";
+import { examplesFor } from "./screens.js";
 import { clientTools, declaredTools } from "./tools.js";
 
 const DEV_USERS = [
@@ -23,7 +24,6 @@ const DEV_USERS = [
 describeAgent({
   name: "업무 도우미",
   greeting: "안녕하세요! 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드려요.",
-  examples: ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"],
   toolLabels: {
     find_screen: "화면 검색",
     navigateToScreen: "화면 이동",
@@ -105,6 +105,8 @@ async function boot() {
     main: document.querySelector("#main-content"),
   });
   navigator.restore();
+  // The welcome chips offer only what this user can do (a guest cannot open the list).
+  describeAgent({ examples: examplesFor(profile, navigator.screens) });
 
   const implemented = clientTools(navigator);
   const chat = new ChatPanel({
@@ -115,6 +117,8 @@ async function boot() {
     tools: declaredTools(catalog.tools ?? [], implemented),
     implemented,
     sidebar: new ThreadSidebar({ chat: document.querySelector("#chat"), door: new ThreadDoor({ userId }) }),
+    // The list screen shows this thread's decisions on work requests as they are made.
+    onState: (state) => navigator.showDecisions(state.workRequests),
   });
   chat.start();
 }
