@@ -4,8 +4,8 @@ A person finds a conversation again: the list of their threads (newest first, a 
 one that waits for them), a search typed through a Korean IME, rename, archive, delete
 after a confirmation, and a thread made in another tab that appears without a reload. The
 sidebar is a drawer over a narrow chat and a column beside a wide one, at a phone's, a
-tablet's and a laptop's width. Every test has a gateway of its own, so the lists hold
-only what the test made.
+tablet's and a laptop's width, and beside the chat of the gateway's page for any agent.
+Every test has a gateway of its own, so the lists hold only what the test made.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from playwright.async_api import BrowserContext, Request, expect
 
 from tests.support.agui import new_id, outcome, user_input
 from tests.support.browser import NEEDS_CHROMIUM, WebApp, accessibility_problems
+from tests.support.dojo_runs import fresh_agent
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.sidebar import Sidebar
@@ -197,3 +198,31 @@ async def test_the_sidebar_is_a_drawer_on_a_narrow_chat_and_a_column_beside_a_wi
     await expect(sidebar.titles).to_have_text([FLAGSHIP])
     await expect(page.get_by_role("textbox", name="메시지")).to_be_in_viewport()
     assert await accessibility_problems(page) == []
+
+
+async def test_the_page_for_any_agent_has_the_list_beside_its_chat(
+    context: BrowserContext,
+) -> None:
+    """The gateway's own page (gateway/web/, any agent) is a wide chat: the list is a column."""
+    async with running_gateway(agent=fresh_agent("agentic_chat")) as gateway:
+        page = await context.new_page()
+        await page.set_viewport_size({"width": 1280, "height": 800})
+        await page.goto(f"{gateway.http}/?user=demo")
+        app = WebApp(page)
+        await app.wait_connected()
+        sidebar = Sidebar(page)
+        await expect(sidebar.region).to_be_visible()
+        await expect(sidebar.toggle).to_be_hidden()
+        await talk(app, "hello", "How can I help")
+        await page.get_by_role("button", name="새 대화").click()
+        await app.wait_connected()
+        await talk(app, "thanks", "You are welcome")
+        await expect(sidebar.titles).to_have_text(["thanks", "hello"])
+
+        await sidebar.choose("hello")
+        await app.wait_connected()
+        await expect(app.user_messages).to_have_text(["hello"])
+        await expect(sidebar.item("hello").locator(".thread-open")).to_have_attribute(
+            "aria-current", "true"
+        )
+        assert await accessibility_problems(page) == []
