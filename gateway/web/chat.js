@@ -284,7 +284,9 @@ export class ChatPanel {
     }
     switch (event.type) {
       case "RUN_STARTED":
-        this.run = { runId: event.runId, own: run.own };
+        // The gateway's own runs ("notice-…": a snapshot, a notice, a thread change) carry
+        // no reply: the thread is not busy with one, and its controls stay as they are.
+        this.run = !run.own && event.runId?.startsWith("notice-") ? null : { runId: event.runId, own: run.own };
         if (run.own) this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.transcript.startRun();
         break;
