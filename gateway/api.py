@@ -178,7 +178,7 @@ def create_app(
         )
         for closed in service[0].cut_off:
             # The log ends the run as the store now does, before any client follows it.
-            await hub.end_logged_run(closed.user_id, closed.thread_id)
+            await hub.takeovers.end_logged_run(closed.user_id, closed.thread_id)
             if closed.afterwards is not Afterwards.NOTHING:
                 hub.finish_cut_off(closed)
         # Joined last: from now on other processes may hand this one their threads.

@@ -30,6 +30,9 @@ RUN_METADATA_KEY = "agui"
 # Where the run's context entries are, as {description: value}, under RUN_METADATA_KEY.
 CONTEXT_KEY = "context"
 DEFAULT_CONTEXT_ALLOW = frozenset({"surface", "currentScreen", "selectedIds"})
+# Where ag-ui-adk puts them in RunConfig.custom_metadata, as a list of {description, value}:
+# an agent written for it reads ``ctx.run_config.custom_metadata["ag_ui_context"]`` unchanged.
+AGUI_ADK_CONTEXT_KEY = "ag_ui_context"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,6 +86,17 @@ def stamp(event: Event, key: str, value: Any) -> None:
     ours = metadata.get(RUN_METADATA_KEY)
     metadata[RUN_METADATA_KEY] = {**(ours if isinstance(ours, dict) else {}), key: value}
     event.custom_metadata = metadata
+
+
+def custom_metadata(run_metadata: dict[str, Any]) -> dict[str, Any]:
+    """A run's RunConfig.custom_metadata: the gateway's own, and the allowed context entries
+    where ag-ui-adk puts them, when there are any (as ag-ui-adk does)."""
+    found: dict[str, Any] = {RUN_METADATA_KEY: run_metadata}
+    if entries := run_metadata.get(CONTEXT_KEY):
+        found[AGUI_ADK_CONTEXT_KEY] = [
+            {"description": description, "value": value} for description, value in entries.items()
+        ]
+    return found
 
 
 def run_context(context: ReadonlyContext) -> dict[str, str]:

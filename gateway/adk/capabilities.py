@@ -9,7 +9,12 @@ deltas when something in the tree can write state; A2UI surfaces always (any ser
 may return operations), under ``custom.a2ui``. An App that is not resumable offers neither
 client tools nor approvals (``gateway.adk.resumability``); ``custom.gateway`` says so
 (``resumable``) and names the ADK services each run has (``services``: memory, artifacts,
-credentials; ``state.memory`` is whether there is a memory service). ag-ui-adk serves the
+credentials; ``state.memory`` is whether there is a memory service), the agent's own
+long-running tools (``longRunningTools``: their calls end a run with ``pendingToolCallIds``
+until a result comes) and whether a backend may give those results (``toolResults``: POST
+/tool-results is open), the predictive state a client may show (``predictState``, as
+``PredictState`` lists it) and the state scopes a client's ``RunAgentInput.state`` may
+write (``clientState``). ag-ui-adk serves the
 same document at ``<agent path>/capabilities``: ``/capabilities`` for an agent at the root,
 which is where this gateway serves it, and ``/invocations/capabilities`` beside its run
 door.
@@ -33,9 +38,10 @@ from gateway.a2ui import VERSION as A2UI_VERSION
 from gateway.a2ui.catalogs import BASIC_CATALOG_IDS, CAPABILITIES
 from gateway.adk.approvals import built_to_confirm
 from gateway.adk.hosting import agent_tools, agents, llm_agents
-from gateway.config import Settings
+from gateway.config import Settings, client_state
 from gateway.tools.catalog import Catalog
-from gateway.tools.client import ClientToolset
+from gateway.tools.client import ClientTool, ClientToolset
+from gateway.translate.predictions import Prediction
 
 # Agents whose only work is to run their sub-agents: they write no state of their own.
 _WORKFLOWS = (SequentialAgent, ParallelAgent, LoopAgent)
@@ -48,11 +54,13 @@ def document(
     *,
     services: Mapping[str, str | None],
     resumable: bool = True,
+    predictions: tuple[Prediction, ...] = (),
 ) -> dict[str, Any]:
     """The ``AgentCapabilities`` of ``root`` as hosted (wire keys, camelCase);
     ``services``: the class of each ADK service the runs have, by kind (None: none; a
     memory service lets agents recall across threads); ``resumable``: the App's runs can
-    pause, for a browser tool or an approval (``gateway.adk.resumability``)."""
+    pause, for a browser tool or an approval (``gateway.adk.resumability``); ``predictions``:
+    the hosted agent's predictive state (``gateway.translate.predictions``)."""
     thinking = [agent for agent in llm_agents(root) if _thinks(agent)]
     approvals = resumable and any(built_to_confirm(tool) for tool in _tools(root))
     helpers = agent_tools(root)
@@ -119,6 +127,12 @@ def document(
                 "resumable": resumable,
                 # What ADK's tools find in each run: memory, artifacts, credentials.
                 "services": dict(services),
+                "longRunningTools": sorted(
+                    name for tool in tools if (name := _long_running(tool)) is not None
+                ),
+                "toolResults": bool(settings.service_token),
+                "predictState": [prediction.payload() for prediction in predictions],
+                "clientState": sorted(client_state(settings)),
             },
             # Any server tool may return A2UI operations (``gateway.a2ui``): what a client
             # needs to know to advertise its catalog and send presses back.
@@ -166,6 +180,13 @@ def _declaration(tool: Any) -> dict[str, Any] | None:
         "description": declared.description or "",
         "parameters": parameters,
     }
+
+
+def _long_running(tool: Any) -> str | None:
+    """The name of an agent's own long-running tool (a browser tool is the client's)."""
+    if isinstance(tool, BaseTool) and tool.is_long_running and not isinstance(tool, ClientTool):
+        return tool.name
+    return None
 
 
 def _thinks(agent: LlmAgent) -> bool:

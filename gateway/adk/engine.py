@@ -34,7 +34,7 @@ from gateway.adk.services import Services
 from gateway.adk.usage import UsagePlugin
 from gateway.auth import WARM_UP_USER
 from gateway.config import Settings
-from gateway.context import RUN_METADATA_KEY
+from gateway.context import custom_metadata
 from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.store.branches import BranchTree
@@ -288,7 +288,7 @@ class Engine:
         run_metadata = {**metadata, CLIENT_TOOLS_KEY: sorted(client_tools)}
         config = RunConfig(
             streaming_mode=StreamingMode.SSE,
-            custom_metadata={RUN_METADATA_KEY: run_metadata},
+            custom_metadata=custom_metadata(run_metadata),
             telemetry=tracing.ADK_TELEMETRY,
         )
         offered = self.client_tools.offered(run_id, client_tools)

@@ -84,6 +84,9 @@ class PostgresCluster:
         # Committed notices not yet sent: the latest seq of each thread.
         self._unsent: dict[str, int] = {}
         self._sending: asyncio.Task[None] | None = None
+        # Changes to threads made here not yet told to the others (``thread_news``).
+        self._changes: list[ThreadChanged] = []
+        self._telling: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._renewed_at = time.monotonic()
         self._lost = False
@@ -244,14 +247,23 @@ class PostgresCluster:
             self._sending = None
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        payloads = _payloads([ThreadChanged(self.node_id, user_id, thread_id, change)])
-        self._spawn(self._tell(payloads), "thread change")
+        # Queued as committed notices are: changes that meet in the queue go in one statement.
+        self._changes.append(ThreadChanged(self.node_id, user_id, thread_id, change))
+        if self._telling is None:
+            self._telling = self._spawn(self._tell(), "thread changes")
 
-    async def _tell(self, payloads: list[str]) -> None:
+    async def _tell(self) -> None:
         try:
-            await self._work(partial(notify.notify, payloads=payloads))
-        except (psycopg.Error, StoreError) as error:
-            log.warning("a thread change was not told to the other processes: %s", error)
+            while self._changes:
+                batch = self._changes[:NOTICES_A_STATEMENT]
+                del self._changes[:NOTICES_A_STATEMENT]
+                try:
+                    await self._work(partial(notify.notify, payloads=_payloads(batch)))
+                except (psycopg.Error, StoreError) as error:
+                    # Their listeners elsewhere miss these; a thread's next change tells all.
+                    log.warning("%d thread changes were not told: %s", len(batch), error)
+        finally:
+            self._telling = None
 
     def _hear_one(self, payload: str) -> None:
         message = messages.decoded(payload)

@@ -196,6 +196,7 @@ class Gateway:
                     self.settings,
                     services=engine.services.described(),
                     resumable=engine.resumable,
+                    predictions=engine.hosted.predict_state,
                 )
             )
         except BaseException as exc:

@@ -22,7 +22,7 @@ of the theory of operation:
     outbox      a run's deliveries in order, each held until its writes commit
     eventlog    every event of a thread numbered in its log; the replay after a cursor
     following   watchers of a thread another process runs, fed from its log
-    takeover    the end of a run whose process died, written into its log
+    takeover    dead holders' threads: their cut-off runs closed, ended in the log, gone on with
     limits      rate limits, quotas, and the cap on runs in progress
     listing     the thread door's verbs: a user's threads listed, read, changed, deleted
     thread_news a user's connections told of changes to their threads, folded, batched

@@ -63,7 +63,7 @@ from gateway.hub.refusals import (
 )
 from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, thread_state, transition
-from gateway.hub.takeover import READ_BACK, closing_frames
+from gateway.hub.takeover import Takeovers
 from gateway.hub.thread_news import ThreadNews
 from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.hub.titles import Titler, title_model
@@ -159,18 +159,21 @@ class Hub:
             ended=self._ended,
             snapshot_bytes=snapshot_bytes,
         )
+        # Dead holders' threads this process takes the lease of (``gateway.hub.takeover``).
+        self.takeovers = Takeovers(
+            engine,
+            self.cluster,
+            metrics,
+            finish=partial(self.finish_cut_off, leased=True),
+            read_again=self._read_again,
+        )
         self.joiner = Joiner(
             engine,
             self.cluster,
             self.followers,
             snapshot_bytes=snapshot_bytes,
-            take_over=self._take_over,
+            take_over=self.takeovers.take_over,
         )
-        # Threads whose dead holder's run this process is closing, done when it has.
-        self._taking_over: dict[str, asyncio.Future[None]] = {}
-        # Of those, the ones a cancel or a new message reached while they closed: the model
-        # is not asked again for the cut-off reply, which nobody wants any more.
-        self._takeovers_stopped: set[str] = set()
         self._running = 0
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
@@ -285,11 +288,11 @@ class Hub:
         leased = False
         try:
             # The lease first: the read after it sees all a run elsewhere stored.
-            leased = await self._lease(thread_id, user_id, run_input.run_id)
+            leased = await self.takeovers.lease(thread_id, user_id, run_input.run_id)
             if not leased:
                 if policy is Busy.REJECT:
                     raise in_progress(thread_id)
-                # Here: what a dead process left to do runs first (``_lease``).
+                # Here: what a dead process left to do runs first (``Takeovers.lease``).
                 here = self.threads.get(thread_id)
                 raise Claimed() if here is not None and here.run is not None else HeldElsewhere()
             opened = await self.engine.open_thread(user_id, thread_id)
@@ -627,97 +630,16 @@ class Hub:
 
     # --- the cluster ---------------------------------------------------------------------
 
-    async def _lease(self, thread_id: str, user_id: str, run_id: str) -> bool:
-        """Takes the thread's lease for a run of this process; False while another process
-        holds it. A lease taken from a dead holder first closes the run it cut off; if that
-        leaves something to go on with (a person's answer to act on, a reply owed), it runs
-        first, holding the lease, and this is False too. Each lease taken is released once
-        (``Cluster.release``), by the run or the caller."""
-        if (closing := self._taking_over.get(thread_id)) is not None:
-            # This process holds the lease to close a dead holder's run: taking it as its
-            # own would start a run beside that close.
-            await asyncio.shield(closing)
-        try:
-            taken = await self.cluster.take(thread_id, user_id, run_id)
-        except StoreError:
-            raise store_unavailable() from None
-        if taken is None:
-            return False
-        if (thread := self.threads.get(thread_id)) is not None and thread.run is None:
-            # Another process may have run it since: its log's head is read again.
-            thread.head = None
-        if taken.from_dead is not None:
-            try:
-                unfinished = await self._close_cut_off(user_id, thread_id, taken.from_dead)
-            except BaseException:
-                self.cluster.release(thread_id)
-                raise
-            if unfinished is not None:
-                # An approval acted on, a reply given, before anything newer runs.
-                self.finish_cut_off(unfinished, leased=True)
-                return False
-        return True
-
-    async def _close_cut_off(self, user_id: str, thread_id: str, holder: str) -> Unfinished | None:
-        """Closes the run a dead process cut off on the thread, as a restart closes its
-        own; what is to go on (``finish_cut_off``), if anything."""
-        self.metrics.lease_taken_over()
-        log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
-        try:
-            unfinished = await self.engine.close_cut_off(thread_id)
-        except QuarantinedThreadError:
-            raise quarantined(thread_id) from None
-        await self.end_logged_run(user_id, thread_id)
-        return unfinished
-
-    async def end_logged_run(self, user_id: str, thread_id: str) -> None:
-        """Writes the end of the cut-off run into the thread's log, for every watcher: a
-        takeover's, and a restart's for the runs it closed (else a follower would get that
-        end only when this process's sweep came to the thread)."""
-        head = await self.engine.log_head(user_id, thread_id)
-        if head == 0:
-            return
-        tail = await self.engine.frames_after(user_id, thread_id, max(head - READ_BACK, 0))
-        if frames := closing_frames(tail):
-            await self.engine.log_frames(user_id, thread_id, frames)
-        if (thread := self.threads.get(thread_id)) is not None and thread.run is None:
-            thread.head = None  # read again: the taker wrote after what it had given out
-
     async def take_over(self, lease: DeadLease) -> None:
         """The cluster found a thread whose process died mid-run: closes that run, unless
         this process is draining (its close might ask the model again, a run cut short)."""
         if not self.draining:
-            await self._take_over(lease.user_id, lease.thread_id)
+            await self.takeovers.take_over(lease.user_id, lease.thread_id)
 
-    async def _take_over(self, user_id: str, thread_id: str) -> bool:
-        """Takes the thread's lease if its holder died, closes the run it cut off and lets
-        the thread go, unless the model is to reply again, which runs here; False when
-        there was nothing to close, or another process holds the thread."""
-        if (closing := self._taking_over.get(thread_id)) is not None:
-            await asyncio.shield(closing)  # this process is closing it already
-            return True
-        closing = self._taking_over[thread_id] = asyncio.get_running_loop().create_future()
-        try:
-            taken = await self.cluster.take(thread_id, user_id, "takeover")
-            if taken is None:  # another process was first, or runs it
-                return False
-            if taken.from_dead is None:
-                self.cluster.release(thread_id)
-                return False
-            try:
-                unfinished = await self._close_cut_off(user_id, thread_id, taken.from_dead)
-            except BaseException:
-                self.cluster.release(thread_id)
-                raise
-            if unfinished is not None and thread_id not in self._takeovers_stopped:
-                self.finish_cut_off(unfinished, leased=True)
-            else:
-                self.cluster.release(thread_id)
-            return True
-        finally:
-            del self._taking_over[thread_id]
-            self._takeovers_stopped.discard(thread_id)
-            closing.set_result(None)
+    def _read_again(self, thread_id: str) -> None:
+        """The thread's log grew elsewhere while it was idle here: its head is read again."""
+        if (thread := self.threads.get(thread_id)) is not None and thread.run is None:
+            thread.head = None
 
     def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
         """A cancel sent to another process for this process's run (``Cluster.cancel``;
@@ -729,9 +651,8 @@ class Hub:
                 return
             log.info("a cancel sent to another process stops %s", thread.run)
             thread.run.abort.set()
-        elif thread_id in self._taking_over:
+        elif self.takeovers.stop(thread_id):
             log.info("a cancel sent to another process stops the takeover of %s", thread_id)
-            self._takeovers_stopped.add(thread_id)
 
     def committed(self, thread_id: str, seq: int) -> None:
         """A thread's log grew, on whichever process runs it: this process's watchers of
@@ -792,7 +713,7 @@ class Hub:
         run_id = f"expire-{uuid.uuid4().hex[:12]}"
         try:
             # A thread another process runs now was answered there, or times out there.
-            if not await self._lease(thread.thread_id, thread.user_id, run_id):
+            if not await self.takeovers.lease(thread.thread_id, thread.user_id, run_id):
                 return
         except p.GatewayError as error:
             log.warning("thread %s: its calls' expiry waits: %s", thread.thread_id, error.message)

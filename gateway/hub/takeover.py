@@ -1,4 +1,14 @@
-"""The end of a run whose process died, as its thread's log tells it.
+"""The run a dead process cut off: closed by the process that takes its thread's lease.
+
+A thread's lease comes back to this process from a dead holder in two ways: an input here
+takes it (``Takeovers.lease``), or the cluster's sweep finds it (``Takeovers.take_over``).
+Either way the store first closes the cut-off run in the thread's history, the log gets
+the run's end (below), and what the run left to go on with, if anything (a person's answer
+to act on, a reply owed: ``recovery.Unfinished``), runs first, holding the lease
+(``Hub.finish_cut_off``). A cancel sent while the close is under way stops that going on:
+nobody wants the reply any more.
+
+The end of the run, as its thread's log tells it.
 
 The store closes the cut-off run in the thread's history (``close_interrupted_thread``);
 its watchers, on any process, follow the thread's log, where the run stops mid-stream. The
@@ -12,9 +22,22 @@ a client the process was lost, not that anything unexpected failed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+
 from gateway import wire as p
+from gateway.adk.engine import Engine
+from gateway.cluster import Cluster
 from gateway.hub import eventlog
+from gateway.hub.refusals import quarantined, store_unavailable
+from gateway.metrics import Metrics
+from gateway.store import QuarantinedThreadError, StoreError
 from gateway.store.frames import FrameLog, LoggedFrame
+from gateway.store.recovery import Unfinished
+
+log = logging.getLogger(__name__)
 
 # How far back the log is read for the cut-off run's start; beyond it, only RUN_ERROR.
 READ_BACK = 2000
@@ -62,3 +85,133 @@ def closing_frames(log: FrameLog) -> list[LoggedFrame]:
         eventlog.frame(eventlog.numbered(event, log.head + n), only_for=only_for, not_for=None)
         for n, (event, only_for) in enumerate(ends, start=1)
     ]
+
+
+class Takeovers:
+    """Leases this process takes from dead holders, and the closes of their cut-off runs.
+
+    ``finish`` goes on with what a close left (the hub's ``finish_cut_off``, the lease
+    held); ``read_again`` tells the hub a thread's log grew while it was idle here.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        cluster: Cluster,
+        metrics: Metrics,
+        *,
+        finish: Callable[[Unfinished], None],
+        read_again: Callable[[str], None],
+    ) -> None:
+        self.engine = engine
+        self.cluster = cluster
+        self.metrics = metrics
+        self._finish = finish
+        self._read_again = read_again
+        # Threads whose dead holder's run this process is closing, done when it has.
+        self._closing: dict[str, asyncio.Future[None]] = {}
+        # Of those, the ones a cancel reached while they closed: the model is not asked
+        # again for the cut-off reply, which nobody wants any more.
+        self.stopped: set[str] = set()
+
+    def closing(self, thread_id: str) -> bool:
+        return thread_id in self._closing
+
+    def stop(self, thread_id: str) -> bool:
+        """A cancel for a thread being closed here; False when none is."""
+        if thread_id not in self._closing:
+            return False
+        self.stopped.add(thread_id)
+        return True
+
+    async def lease(self, thread_id: str, user_id: str, run_id: str) -> bool:
+        """Takes the thread's lease for a run of this process; False while another process
+        holds it. A lease taken from a dead holder first closes the run it cut off; if that
+        leaves something to go on with, it runs first, holding the lease, and this is False
+        too (unless a cancel came during the close). Each lease taken is released once
+        (``Cluster.release``), by the run or the caller."""
+        if (closing := self._closing.get(thread_id)) is not None:
+            # This process holds the lease to close a dead holder's run: taking it as its
+            # own would start a run beside that close.
+            await asyncio.shield(closing)
+        try:
+            taken = await self.cluster.take(thread_id, user_id, run_id)
+        except StoreError:
+            raise store_unavailable() from None
+        if taken is None:
+            return False
+        # Another process may have run it since: its log's head is read again.
+        self._read_again(thread_id)
+        if taken.from_dead is None:
+            return True
+        try:
+            with self._closing_of(thread_id):
+                unfinished = await self._close(user_id, thread_id, taken.from_dead)
+                stopped = thread_id in self.stopped
+        except BaseException:
+            self.cluster.release(thread_id)
+            raise
+        if unfinished is None or stopped:
+            return True
+        # An approval acted on, a reply given, before anything newer runs.
+        self._finish(unfinished)
+        return False
+
+    async def take_over(self, user_id: str, thread_id: str) -> bool:
+        """Takes the thread's lease if its holder died, closes the run it cut off and lets
+        the thread go, unless the model is to reply again, which runs here; False when
+        there was nothing to close, or another process holds the thread."""
+        if (closing := self._closing.get(thread_id)) is not None:
+            await asyncio.shield(closing)  # this process is closing it already
+            return True
+        with self._closing_of(thread_id):
+            taken = await self.cluster.take(thread_id, user_id, "takeover")
+            if taken is None:  # another process was first, or runs it
+                return False
+            if taken.from_dead is None:
+                self.cluster.release(thread_id)
+                return False
+            try:
+                unfinished = await self._close(user_id, thread_id, taken.from_dead)
+            except BaseException:
+                self.cluster.release(thread_id)
+                raise
+            if unfinished is not None and thread_id not in self.stopped:
+                self._finish(unfinished)
+            else:
+                self.cluster.release(thread_id)
+            return True
+
+    async def end_logged_run(self, user_id: str, thread_id: str) -> None:
+        """Writes the end of the cut-off run into the thread's log, for every watcher: a
+        takeover's, and a restart's for the runs it closed (else a follower would get that
+        end only when this process's sweep came to the thread)."""
+        head = await self.engine.log_head(user_id, thread_id)
+        if head == 0:
+            return
+        tail = await self.engine.frames_after(user_id, thread_id, max(head - READ_BACK, 0))
+        if frames := closing_frames(tail):
+            await self.engine.log_frames(user_id, thread_id, frames)
+        self._read_again(thread_id)  # the taker wrote after what the hub had given out
+
+    async def _close(self, user_id: str, thread_id: str, holder: str) -> Unfinished | None:
+        """Closes the run a dead process cut off on the thread, as a restart closes its
+        own; what is to go on, if anything."""
+        self.metrics.lease_taken_over()
+        log.warning("thread %s: its process %s died mid-run; closing that run", thread_id, holder)
+        try:
+            unfinished = await self.engine.close_cut_off(thread_id)
+        except QuarantinedThreadError:
+            raise quarantined(thread_id) from None
+        await self.end_logged_run(user_id, thread_id)
+        return unfinished
+
+    @contextlib.contextmanager
+    def _closing_of(self, thread_id: str) -> Iterator[None]:
+        closing = self._closing[thread_id] = asyncio.get_running_loop().create_future()
+        try:
+            yield
+        finally:
+            del self._closing[thread_id]
+            self.stopped.discard(thread_id)
+            closing.set_result(None)

@@ -11,7 +11,7 @@ import pytest
 from ag_ui.core import AgentCapabilities
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.planners import BuiltInPlanner
-from google.adk.tools import FunctionTool
+from google.adk.tools import FunctionTool, LongRunningFunctionTool
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 from pydantic import BaseModel
@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from gateway.adk.capabilities import document
 from gateway.config import Settings
 from gateway.tools.catalog import ToolEntry, from_entries
+from gateway.translate.predictions import Prediction
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.tokens import AUDIENCE, ISSUER, SECRET, token
 
@@ -145,6 +146,40 @@ def test_the_settings_show_in_the_gateways_own_part() -> None:
     assert got.custom["gateway"]["sseAbort"] == "keep"
 
 
+def open_ticket(purpose: str) -> dict[str, str]:
+    """Opens a ticket a person decides later."""
+    return {"status": "pending"}
+
+
+def test_long_running_tools_and_who_may_answer_them_are_told() -> None:
+    """A frontend learns which calls end a run pending, and whether a backend may answer."""
+    agent = LlmAgent(name="desk", model=MODEL, tools=[LongRunningFunctionTool(open_ticket)])
+    closed = caps(agent).custom
+    opened = caps(agent, Settings(service_token="s" * 32)).custom
+    assert closed is not None and opened is not None
+    assert closed["gateway"]["longRunningTools"] == ["open_ticket"]
+    assert closed["gateway"]["toolResults"] is False and opened["gateway"]["toolResults"]
+    plain = caps(LlmAgent(name="plain", model=MODEL)).custom
+    assert plain is not None and plain["gateway"]["longRunningTools"] == []
+
+
+def test_predictive_state_and_client_state_scopes_are_told() -> None:
+    predictions = (Prediction("document", "write_document", "document"),)
+    doc = document(
+        LlmAgent(name="writer", model=MODEL),
+        None,
+        Settings(client_state="session,user"),
+        services={},
+        predictions=predictions,
+    )
+    custom = accepted(doc).custom
+    assert custom is not None
+    assert custom["gateway"]["predictState"] == [
+        {"state_key": "document", "tool": "write_document", "tool_argument": "document"}
+    ]
+    assert custom["gateway"]["clientState"] == ["session", "user"]
+
+
 def test_a2ui_support_is_told_as_a_client_needs_it() -> None:
     """What a client reads to advertise its catalog (the context entry's description and
     the basic catalog's ids) and to send a press back, the same for any agent."""
@@ -169,6 +204,16 @@ async def test_the_demo_serves_its_capabilities_at_both_paths(gateway: RunningGa
     assert got.tools and got.tools.client_provided
     assert got.human_in_the_loop and got.human_in_the_loop.approvals
     assert "approveWorkRequest" in [tool.name for tool in got.tools.items or []]
+
+
+@pytest.mark.server
+async def test_an_ag_ui_adk_apps_predictive_state_is_told() -> None:
+    agent = "tests.support.dojo.predictive_state:adk_document_agent"
+    async with running_gateway(agent=agent) as gateway, httpx.AsyncClient(timeout=10) as client:
+        got = accepted((await client.get(gateway.http + "/capabilities")).json())
+    assert got.custom is not None
+    [prediction] = got.custom["gateway"]["predictState"]
+    assert prediction["tool"] == "write_document_local"
 
 
 @pytest.mark.server

@@ -203,7 +203,7 @@ async def test_a_cancel_reaching_a_takeover_stops_the_reply_it_would_ask_for_aga
         async with b.socket() as on_b:
             await on_b.send({"type": "cancel", "threadId": thread})
             for _ in range(100):  # the cancel goes round through PostgreSQL to B itself
-                if thread in hub._takeovers_stopped:
+                if thread in hub.takeovers.stopped:
                     break
                 await asyncio.sleep(0.05)
             go_on.set()

@@ -71,7 +71,7 @@ async def test_a_draining_process_leaves_a_dead_processs_thread_to_the_others() 
             taken.append(thread_id)
             return False
 
-        hub._take_over = take_over  # type: ignore[method-assign]
+        hub.takeovers.take_over = take_over  # type: ignore[method-assign]
         dead = DeadLease("t-dead", "demo", "gone")
         await hub.take_over(dead)
         assert taken == ["t-dead"]  # the cluster's sweep reaches it

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 
+import psycopg
 import pytest
 from google.adk.events import Event
 from google.genai import types
@@ -19,6 +20,7 @@ from gateway.store.thread_index import (
     cut,
     search_terms,
 )
+from tests.support.postgres import Postgres
 from tests.support.stores import session_store
 
 pytestmark = pytest.mark.unit
@@ -188,6 +190,30 @@ async def test_a_file_from_before_the_index_gets_titles_previews_and_words(
             db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
         db.execute("UPDATE schema_version SET version = 9")
     store = session_store(path)
+    await store.open()
+    try:
+        row = await store.thread_row(APP, "ann", "old")
+        assert row is not None
+        assert (row.title, row.preview) == ("업무 요청 목록 화면 열어줘", "이동했습니다")
+        assert await ids(store, terms=tuple(search_terms("이동"))) == ["old"]
+    finally:
+        await store.close()
+
+
+@pytest.mark.process
+async def test_a_postgres_database_from_before_the_index_gets_it_too(postgres: Postgres) -> None:
+    url = postgres.fresh_database()
+    store = session_store(url)
+    await store.open()
+    await thread(store, "ann", "old", "업무 요청 목록 화면 열어줘", "이동했습니다")
+    await store.close()
+    with psycopg.connect(url) as db:  # as schema 1 left it
+        db.execute("DROP TABLE thread_words")
+        db.execute("DROP INDEX sessions_by_activity")
+        for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):
+            db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        db.execute("UPDATE schema_version SET version = 1")
+    store = session_store(url)
     await store.open()
     try:
         row = await store.thread_row(APP, "ann", "old")
