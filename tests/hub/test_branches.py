@@ -13,12 +13,15 @@ import pytest
 from tests.support.agui import (
     new_id,
     outcome,
+    resume,
+    seq_of,
     snapshot_of,
     text_of,
     tool_answer,
     tool_calls,
     user_input,
 )
+from tests.support.approvals import APPROVE
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway
 
@@ -188,3 +191,41 @@ async def test_moves_the_thread_cannot_take_are_refused_with_a_sentence(
         # The thread is as it was: one message each, the call still open.
         events = await ws.run({"type": "reattach", "threadId": thread})
         assert [m["id"] for m in snapshot_of(events) if m["role"] == "user"] == ["m1", "m2"]
+
+
+async def test_a_client_that_missed_a_switch_is_replayed_it_by_cursor(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        first = user_input(thread, "hello", message_id="m1")
+        said = await ws.run(first)
+        regenerated = await ws.run(_branch(user_input(thread, "hi", message_id="m1"), before="m1"))
+        cursor = seq_of(regenerated[-1])
+        assert cursor is not None
+        await ws.run(_switch(thread, first["runId"]))
+    # A tab that saw the regenerate, then lost its connection while the switch happened.
+    async with gateway.socket() as back:
+        replayed = await back.run({"type": "reattach", "threadId": thread, "after": cursor})
+    assert [e["type"] for e in replayed][:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert all((seq_of(e) or 0) > cursor for e in replayed)
+    [original] = {e["messageId"] for e in said if e["type"] == "TEXT_MESSAGE_START"}
+    assert [m["id"] for m in snapshot_of(replayed)] == ["m1", original]
+    assert _active(_forks(replayed)[0]) == first["runId"]
+
+
+async def test_an_approval_given_on_one_branch_is_asked_again_on_a_new_one(
+    gateway: RunningGateway,
+) -> None:
+    thread = new_id("t")
+    async with gateway.socket() as ws:
+        asked = await ws.run(user_input(thread, APPROVE, message_id="m1"))
+        [interrupt] = outcome(asked)["interrupts"]
+        approved = await ws.run(resume(thread, interrupt["id"], payload={"approved": True}))
+        assert outcome(approved) == {"type": "success"}
+        # Regenerated: the model asks for the same tool, and the person is asked again.
+        again = await ws.run(_branch(user_input(thread, APPROVE, message_id="m1"), before="m1"))
+        assert outcome(again)["type"] == "interrupt"
+        [asked_again] = outcome(again)["interrupts"]
+        assert asked_again["id"] != interrupt["id"]
+        assert asked_again["toolCallId"] != interrupt["toolCallId"]

@@ -107,6 +107,15 @@ async def test_a_fork_keeps_the_left_version_and_a_switch_brings_it_back(
     await store.move_branch(Switch(APP, USER, THREAD, "r2", time.time()))
     assert (await _path(store))[0][-2:] == ["five", "reply to five"]
 
+    # Straight into a fork inside a version not shown: its path up to there comes along.
+    await store.move_branch(Switch(APP, USER, THREAD, "r4", time.time()))
+    deep = await store.move_branch(Switch(APP, USER, THREAD, "r3", time.time()))
+    texts, state = await _path(store)
+    assert texts == ["one", "reply to one", "TWO", "reply to TWO"]
+    assert state == {"kept": 1, "answered": "TWO", "seen-m1": True, "seen-m2": True}
+    forks = deep.tree.listing()["forks"]
+    assert [[b["runId"] for b in f["branches"]] for f in forks] == [["r1", "r4"], ["r2", "r3"]]
+
 
 async def test_a_move_the_thread_cannot_take_is_refused_and_changes_nothing(
     store: SessionService,

@@ -104,7 +104,8 @@ def _index_threads_v2(db: psycopg.Connection) -> None:
 
 def _keep_branches_v3(db: psycopg.Connection) -> None:
     """Adds branches (``gateway.store.branches``): the versions of a turn a regenerate or
-    an edit made, those not shown kept aside; every thread so far is on its trunk."""
+    an edit made, those not shown kept aside; every thread so far is on its trunk. A later
+    migration that rewrites event rows rewrites those of ``branch_events`` too."""
     for statement in (
         "ALTER TABLE sessions ADD COLUMN branch BIGINT NOT NULL DEFAULT 0",
         "CREATE TABLE branches (session_pk BIGINT NOT NULL REFERENCES sessions"

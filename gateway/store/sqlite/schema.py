@@ -225,7 +225,8 @@ def _index_threads_v10(db: sqlite3.Connection, messages: EventMessages) -> None:
 
 def _keep_branches_v11(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Adds branches (``gateway.store.branches``): the versions of a turn a regenerate or
-    an edit made, those not shown kept aside; every thread so far is on its trunk."""
+    an edit made, those not shown kept aside; every thread so far is on its trunk. A later
+    migration that rewrites event rows rewrites those of ``branch_events`` too."""
     for statement in (
         "ALTER TABLE sessions ADD COLUMN branch INTEGER NOT NULL DEFAULT 0",
         "CREATE TABLE branches (session_pk INTEGER NOT NULL, id INTEGER NOT NULL,"
