@@ -12,8 +12,8 @@ to ``gateway.doors.sse``, GET /invocations (a thread's stream resumed) to
 export a user's threads) to ``gateway.doors.threads``, a backend system's POST /tool-results to
 ``gateway.doors.tool_results``, and a Prometheus scrape, GET /metrics, to
 ``gateway.doors.scrape``. CORS covers the
-browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the web page
-(the gateway's chat page under the hosted app's own files, ``gateway.doors.static``).
+browsers' HTTP doors (``gateway.doors.cors``); any other GET may be a file of the hosted web
+client (``gateway.doors.static``).
 
 Every error a client can cause becomes a RUN_ERROR with a code from the AgentCore table
 (with that HTTP status on the SSE door) and leaves the connection usable. A caller who is
@@ -238,7 +238,18 @@ class Gateway:
         gc.collect()
         gc.freeze()
         self.ready.set()
-        log.info("ready on %s:%d", self.settings.host, self.settings.port)
+        assert self.hub is not None
+        hosted = self.hub.engine.hosted
+        # Where a person tries the agent: the hosted app's page, else the gateway's own.
+        log.info(
+            "ready on %s:%d; %s for %s at http://%s:%d/",
+            self.settings.host,
+            self.settings.port,
+            "its web page" if hosted.web is not None else "the gateway's chat page",
+            hosted.app_name,
+            self.settings.host,
+            self.settings.port,
+        )
 
     async def _warm_up(self) -> None:
         assert self.hub is not None

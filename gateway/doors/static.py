@@ -30,6 +30,12 @@ _TYPES = {
 }
 
 
+def page_file(app_web: Traversable | None, path: str) -> tuple[bytes, str] | None:
+    """The file for a request path: the hosted app's, if it has one, else the gateway's page."""
+    found = web_file(app_web, path) if app_web is not None else None
+    return found if found is not None else web_file(PAGE, path)
+
+
 def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:
     """The file for a request path and its content type, or None; never leaves ``root``.
 
@@ -46,9 +52,3 @@ def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:
         return None
     kind = _TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
     return target.read_bytes(), kind or "application/octet-stream"
-
-
-def page_file(app_web: Traversable | None, path: str) -> tuple[bytes, str] | None:
-    """The file for a request path: the hosted app's, if it has one, else the gateway's page."""
-    found = web_file(app_web, path) if app_web is not None else None
-    return found if found is not None else web_file(PAGE, path)

@@ -398,7 +398,12 @@ export class ChatPanel {
     if (!run.own && run.sawLive && !run.sawSnapshot) {
       // Another tab's run: the calls it left open are in the thread as stored.
       this.client.reattach();
-    } else if (outcome.type === "success" && !run.sawSnapshot && this.transcript.unsettled().length) {
+    } else if (
+      outcome.type === "success" &&
+      !run.pending.length &&
+      !run.sawSnapshot &&
+      this.transcript.unsettled().length
+    ) {
       // The run is over and waits for nothing, yet a row still waits for a result this
       // page never saw (a cut between the action and its result): the thread knows it. A
       // run that brought the snapshot drew the rows from the thread already: no asking again.

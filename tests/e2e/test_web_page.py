@@ -66,3 +66,6 @@ async def test_serve_answers_slash_with_a_chat_page_for_a_dojo_agent(
         await card.get_by_role("button", name="승인").click()
         await expect(reply).to_have_text("You have 2 days off.", timeout=TIMEOUT_MS)
         await expect(days).to_be_disabled()
+    # The operator is told where to try the agent.
+    log = (tmp_path / "gw.log").read_text()
+    assert f"the gateway's chat page for time_off_agent at http://127.0.0.1:{port}/" in log

@@ -82,3 +82,30 @@ async def test_a_rejected_approval_reads_the_same_live_and_after_a_reload(
     await expect(row).to_have_count(1)
     assert await row.inner_text() == live
     await expect(row).not_to_contain_text("rejected")
+
+
+async def test_a_clean_run_asks_for_no_snapshot_beyond_the_first(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    """Settling rows from the thread costs nothing when nothing was cut: a row that waits for
+    the browser's own action is not a row left waiting."""
+    page = await context.new_page()
+    reattaches: list[str] = []
+
+    def counting(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def upstream(message: str | bytes) -> None:
+            if isinstance(message, str) and '"type":"reattach"' in message:
+                reattaches.append(message)
+            server.send(message)
+
+        route.on_message(upstream)
+
+    await route_sockets(page, counting)
+    app = await WebApp.open(context, gateway, "demo", page=page)
+    await app.say(FLAGSHIP)
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
+    assert len(reattaches) == 1, reattaches  # the connection's own, at the start
