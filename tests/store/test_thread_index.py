@@ -188,6 +188,10 @@ async def test_a_file_from_before_the_index_gets_titles_previews_and_words(
         db.execute("DROP INDEX sessions_by_activity")
         for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):
             db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        # Branches came after the index (schema 11): schema 9 had neither.
+        db.execute("ALTER TABLE sessions DROP COLUMN branch")
+        db.execute("DROP TABLE branches")
+        db.execute("DROP TABLE branch_events")
         db.execute("UPDATE schema_version SET version = 9")
     store = session_store(path)
     await store.open()
@@ -212,6 +216,10 @@ async def test_a_postgres_database_from_before_the_index_gets_it_too(postgres: P
         db.execute("DROP INDEX sessions_by_activity")
         for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):
             db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        # Branches came after the index (schema 3): schema 1 had neither.
+        db.execute("ALTER TABLE sessions DROP COLUMN branch")
+        db.execute("DROP TABLE branch_events")
+        db.execute("DROP TABLE branches")
         db.execute("UPDATE schema_version SET version = 1")
     store = session_store(url)
     await store.open()
