@@ -160,6 +160,24 @@ async def test_threads_made_elsewhere_appear_live_with_a_badge_when_they_wait(
     await expect(stranger.titles).to_have_count(0)
 
 
+async def test_a_user_with_more_threads_than_a_page_gets_the_rest_on_request(
+    context: BrowserContext, gateway: RunningGateway
+) -> None:
+    async with gateway.socket("demo") as device:
+        for n in range(32):
+            await device.run(user_input(new_id("t"), f"{THANKS} {n:02d}"))
+    app = await WebApp.open(context, gateway, "demo")
+    sidebar = Sidebar(app.page)
+    await sidebar.open()
+    await expect(sidebar.titles).to_have_count(30)
+    await expect(sidebar.titles.first).to_have_text(f"{THANKS} 31")
+    more = sidebar.region.get_by_role("button", name="더 보기")
+    await more.click()
+    await expect(sidebar.titles).to_have_count(32)
+    await expect(sidebar.titles.last).to_have_text(f"{THANKS} 00")
+    await expect(more).to_be_hidden()
+
+
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (768, 1024), (1280, 800)])
 async def test_the_sidebar_is_a_drawer_on_a_narrow_chat_and_a_column_beside_a_wide_one(
     context: BrowserContext, gateway: RunningGateway, width: int, height: int

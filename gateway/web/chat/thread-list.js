@@ -355,13 +355,16 @@ export class ThreadSidebar {
    * place, so a live change never closes the menu or the rename box the user has open in it.
    */
   #put(thread) {
-    this.threads.set(thread.threadId, thread);
-    const item = this.#itemOf(thread.threadId) ?? this.#item(thread.threadId);
-    this.#fill(item, thread);
+    const shown = this.#itemOf(thread.threadId);
     const next = [...this.list.children].find((other) => {
       const summary = this.threads.get(other.dataset.threadId);
-      return other !== item && summary && before(thread, summary) < 0;
+      return other !== shown && summary && before(thread, summary) < 0;
     });
+    // Below the last row while pages remain unread: it comes in its place with "더 보기".
+    if (!shown && !next && this.nextCursor) return;
+    this.threads.set(thread.threadId, thread);
+    const item = shown ?? this.#item(thread.threadId);
+    this.#fill(item, thread);
     if (item.nextElementSibling !== (next ?? null) || !item.isConnected) {
       const focused = item.contains(document.activeElement) ? document.activeElement : null;
       this.list.insertBefore(item, next ?? null);
