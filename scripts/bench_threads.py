@@ -9,6 +9,8 @@ serves the file, and each round times, one request after another on loopback:
 - list:    GET /threads (the first page of 30, pinned then newest)
 - search:  GET /threads?q=업무 요청 (a phrase every thread of the user holds: the worst case)
 - rare:    GET /threads?q=R-742 (an order number one of the user's threads holds)
+- short:   GET /threads?q=r (one letter: a prefix of every word starting with it, the
+  costliest query a user can send)
 - page:    the next page of the list, by its cursor
 - reattach: a fresh /ws, a reattach to one of the user's threads, until its snapshot's end
   (the baseline: the door a client already uses to open a thread)
@@ -133,6 +135,7 @@ async def measure(gateway_http: str, ws_url: str, samples: int, rounds: int) -> 
             "list": lambda: get("/threads"),
             "search": lambda: get("/threads?q=" + urllib.parse.quote("업무 요청")),
             "rare": lambda: get("/threads?q=R-742"),
+            "short": lambda: get("/threads?q=r"),
             "page": lambda: get(f"/threads?cursor={cursor}"),
             "reattach": lambda: reattach(ws_url, thread),
         }

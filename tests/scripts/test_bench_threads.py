@@ -17,6 +17,6 @@ def test_the_benchmark_measures_list_and_search_against_a_reattach() -> None:
     assert "200 threads (60 of 'demo') written" in report
     assert "search finds 30 (a page), rare finds 0" in report  # beyond 60 threads
     assert "round 1" in report and "round 2" in report
-    for kind in ("list", "search", "rare", "page", "reattach"):
+    for kind in ("list", "search", "rare", "short", "page", "reattach"):
         assert f"  {kind:<9} n=3 " in report
     assert "reattach's" in report
