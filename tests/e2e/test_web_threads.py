@@ -114,6 +114,8 @@ async def test_the_sidebar_lists_searches_renames_archives_and_deletes_threads(
     # Delete, after a confirmation: gone from the list and from the server. Cancelling
     # first changes nothing.
     await sidebar.act(FLAGSHIP, "삭제")
+    await expect(app.page.get_by_role("dialog").get_by_role("button", name="취소")).to_be_focused()
+    assert await accessibility_problems(app.page) == []
     await app.page.get_by_role("dialog").get_by_role("button", name="취소").click()
     await expect(sidebar.titles).to_have_count(2)
     await sidebar.delete(FLAGSHIP)
