@@ -3,14 +3,16 @@
 // on and answers its approvals, picks the thread up again after a reconnect or a reload,
 // and tells the parts in chat/ what to show: panel.js (the frame: composer, buttons, status,
 // the three surfaces), transcript.js (messages as they stream and from snapshots),
-// tool-activity.js (a tool call's row), actions.js (retry, approval cards) and labels.js
-// (the words). The /ws protocol and the ledger of browser actions are the
+// tool-activity.js (a tool call's row), actions.js (retry, approval cards), branches.js
+// (regenerate, edit and a fork's versions) and labels.js (the words); a page's thread list
+// (chat/thread-list.js) hears of the user's thread changes from it and picks its thread. The /ws protocol and the ledger of browser actions are the
 // @agent-gateway/agui-websocket package's (clients/agui-websocket/src/, linked here as
 // agui-websocket/).
 
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
 import { approvalCards } from "./chat/actions.js";
+import { Branches } from "./chat/branches.js";
 import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
 import { Panel } from "./chat/panel.js";
 import { Transcript } from "./chat/transcript.js";
@@ -43,9 +45,13 @@ export class ChatPanel {
    * @param {object[]} options.tools        RunAgentInput.tools this browser declares
    * @param {Record<string, Function>} options.implemented  client tools by name
    * @param {(state: object) => void} [options.onState]  the thread's state, as it changes
+   * @param {import("./chat/thread-list.js").ThreadSidebar} [options.sidebar]  the list of the
+   *   user's threads, if the page shows one: it hears of thread changes and picks threads
    */
-  constructor({ app, userId, wsUrl, clientId, tools, implemented, onState = () => {} }) {
+  constructor({ app, userId, wsUrl, clientId, tools, implemented, onState = () => {}, sidebar = null }) {
     this.userId = userId;
+    this.sidebar = sidebar;
+    this.foreignRun = null; // a run of another thread on this socket (a thread change's)
     this.tools = tools;
     this.implemented = implemented;
     this.panel = new Panel(app);
@@ -62,10 +68,17 @@ export class ChatPanel {
       onExample: (text) => this.panel.fill(text),
       onRetry: (asked) => this.#askAgain(asked),
     });
+    this.branches = new Branches(this.transcript, {
+      onFork: (fork) => this.#fork(fork),
+      onSwitch: (runId) => this.#sendInput({ branch: { switchTo: runId } }),
+    });
     this.actionRuns = new Set(); // runIds of inputs that carried a press on a surface
     this.lastInputWasAction = false; // for a refusal that comes before its run starts
+    const url = new URL(wsUrl, location.href);
+    // A page with a thread list asks for the user's thread changes (gateway.thread).
+    if (sidebar) url.searchParams.set("threads", "live");
     this.client = new ThreadConnection({
-      url: wsUrl,
+      url: url.href,
       clientId,
       threadId: this.threadId,
       onEvent: (event, run) => this.#onEvent(event, run),
@@ -88,13 +101,23 @@ export class ChatPanel {
     this.panel.showThread(this.threadId);
     this.transcript.welcome();
     this.#updateControls();
+    this.sidebar?.start({
+      activeId: this.threadId,
+      onOpen: (threadId) => this.open(threadId),
+      onDeleted: () => this.newThread(),
+    });
     this.client.start();
   }
 
   newThread() {
+    this.open(newId("thread"));
+  }
+
+  /** Shows ``threadId`` (the sidebar's choice): its snapshot replaces the transcript. */
+  open(threadId) {
     // A reload must not bring back the thread named in the address.
     history.replaceState(null, "", location.pathname + location.search);
-    this.#join(newId("thread"));
+    if (threadId !== this.threadId) this.#join(threadId);
   }
 
   #join(threadId) {
@@ -102,11 +125,13 @@ export class ChatPanel {
     sessionStorage.setItem(threadKey(this.userId), threadId);
     this.run = null;
     this.pendingInputs = 0;
+    this.branches.forget();
     this.transcript.clear();
     this.transcript.welcome();
     this.panel.showThread(this.threadId);
     this.#updateControls();
     this.client.switchThread(this.threadId);
+    this.sidebar?.setActive(threadId);
   }
 
   get busy() {
@@ -126,7 +151,22 @@ export class ChatPanel {
     this.transcript.scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
-  #sendInput({ messages = [], resume = undefined, userAction = undefined }) {
+  /**
+   * A new version of a turn (docs/branches.md): the turns from user message ``before`` on go
+   * to a sibling branch, and the thread goes on from ``text`` (the same message again, for
+   * a regenerate: ``keep``). The gateway sends this tab no snapshot, so it cuts them itself.
+   */
+  #fork({ before, text, keep }) {
+    if (this.busy || !this.connected) return;
+    const id = keep ? before : newId("msg");
+    this.lastInputWasAction = false;
+    this.transcript.dropFrom(before, { keep });
+    if (!keep) this.transcript.userBubble(id, text, { live: true });
+    this.#sendInput({ messages: [{ id, role: "user", content: text }], branch: { before } });
+    this.transcript.scroll({ force: true });
+  }
+
+  #sendInput({ messages = [], resume = undefined, userAction = undefined, branch = undefined }) {
     this.pendingInputs += 1;
     // Whatever is sent next moves the thread on: an earlier offer to ask again is moot.
     this.transcript.withdrawRetries();
@@ -134,7 +174,7 @@ export class ChatPanel {
     const context = [{ description: "surface", value: this.panel.mode }, capabilitiesEntry()];
     const runId = userAction
       ? this.client.startUserAction(userAction, { tools: this.tools, context })
-      : this.client.startRun({ messages, resume, tools: this.tools, context });
+      : this.client.startRun({ messages, resume, tools: this.tools, context, forwardedProps: branch ? { branch } : {} });
     this.#updateControls();
     this.transcript.scroll();
     return runId;
@@ -232,9 +272,21 @@ export class ChatPanel {
   // --- events ---------------------------------------------------------------------------
 
   #onEvent(event, run) {
+    // A change to one of the user's threads comes on a run of its own, on the thread it is
+    // about: the sidebar's news, and no part of this thread's transcript when it is another's.
+    if (event.type === "CUSTOM" && event.name === "gateway.thread") this.sidebar?.applyChange(event.value);
+    if (event.type === "RUN_STARTED" && event.threadId && event.threadId !== this.threadId) {
+      this.foreignRun = event.runId;
+    }
+    if (this.foreignRun) {
+      if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") this.foreignRun = null;
+      return;
+    }
     switch (event.type) {
       case "RUN_STARTED":
-        this.run = { runId: event.runId, own: run.own };
+        // The gateway's own runs ("notice-…": a snapshot, a notice, a thread change) carry
+        // no reply: the thread is not busy with one, and its controls stay as they are.
+        this.run = !run.own && event.runId?.startsWith("notice-") ? null : { runId: event.runId, own: run.own };
         if (run.own) this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.transcript.startRun();
         break;
@@ -245,6 +297,7 @@ export class ChatPanel {
         // saw one live, a reload in another browser, still shows when it was said.
         this.transcript.times.learn(event.metadata?.["gateway.times"]);
         this.transcript.renderSnapshot(event.messages ?? [], (id) => this.#elsewhere(id));
+        this.branches.draw();
         break;
       case "TEXT_MESSAGE_START":
         this.transcript.startMessage(event.messageId, event.role, event.name);
@@ -284,6 +337,8 @@ export class ChatPanel {
       case "CUSTOM":
         if (event.name === "gateway.notice" && !QUIET_NOTICES.has(event.value?.code)) {
           this.transcript.notice(event.value ?? {});
+        } else if (event.name === "gateway.branches") {
+          this.branches.show(event.value);
         }
         break;
       case "RUN_ERROR": {
@@ -364,6 +419,8 @@ export class ChatPanel {
 
   #onStatus(state, detail) {
     this.panel.showConnection(state, detail);
+    this.sidebar?.connection(state);
+    if (state !== "open") this.foreignRun = null; // a new connection starts its runs afresh
     this.connected = state === "open";
     // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
     // it stopped, into the same bubbles.
@@ -384,6 +441,7 @@ export class ChatPanel {
     const busy = this.busy;
     this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
     this.transcript.surfaces.setEnabled(!busy && this.connected);
+    this.branches.setEnabled(!busy && this.connected);
     this.transcript.showTyping(busy);
   }
 }

@@ -3,13 +3,15 @@
 // ADK. It names the agent from GET /capabilities, signs in with the dev identity (the field
 // in the top bar, or `?user=`), declares no browser tools of its own and otherwise is the
 // same chat as the demo's: transcript, markdown, tool activity, approvals, A2UI surfaces,
-// Stop, reattach (chat.js).
+// Stop, reattach (chat.js), the user's threads (chat/thread-list.js) and a reply's versions.
 
 import { claimInstance } from "./agui-websocket/ledger.js";
 import { banner, currentUser, getJson, socketUrl, validUser } from "./boot.js";
 import { ChatPanel } from "./chat.js";
 import { describeAgent } from "./chat/labels.js";
 import { newId } from "./dom.js";
+import { ThreadDoor } from "./chat/thread-door.js";
+import { ThreadSidebar } from "./chat/thread-list.js";
 
 function setupUserField(userId) {
   const field = document.querySelector("#user-input");
@@ -47,6 +49,7 @@ async function boot() {
     clientId,
     tools: [],
     implemented: {},
+    sidebar: new ThreadSidebar({ chat: document.querySelector("#chat"), door: new ThreadDoor({ userId }) }),
   });
   chat.start();
 }

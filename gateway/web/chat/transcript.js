@@ -136,6 +136,24 @@ export class Transcript {
     }
   }
 
+  /**
+   * Takes the rows from message ``messageId`` on out of the transcript (``keep``: the rows
+   * after it), as a fork leaves them on another branch.
+   */
+  dropFrom(messageId, { keep = false } = {}) {
+    const from = this.bubbles.get(messageId)?.el;
+    let row = keep ? from?.nextElementSibling : from;
+    while (row) {
+      const next = row.nextElementSibling;
+      if (row.dataset.messageId) this.bubbles.delete(row.dataset.messageId);
+      if (row.dataset.toolCallId) this.entries.delete(row.dataset.toolCallId);
+      row.remove();
+      row = next;
+    }
+    this.streaming = null;
+    this.runBubble = null;
+  }
+
   /** The tool calls whose rows still wait for a result (or an approval). */
   unsettled() {
     return [...this.entries.values()].filter((entry) => !entry.el.dataset.outcome);

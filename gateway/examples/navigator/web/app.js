@@ -1,6 +1,7 @@
 // The demo's page: the gateway's chat (chat.js and its parts, served from gateway/web/ under
-// this folder) beside a work portal. Boot: who the user is (dev auth), their screen tree from
-// GET /me, the client tools from GET /tools, then the menu, the main area and the chatbot.
+// this folder, with the list of the user's threads) beside a work portal. Boot: who the user
+// is (dev auth), their screen tree from GET /me, the client tools from GET /tools, then the
+// menu, the main area and the chatbot.
 
 import { claimInstance } from "./agui-websocket/ledger.js";
 import { banner, currentUser, getJson, socketUrl } from "./boot.js";
@@ -8,6 +9,8 @@ import { ChatPanel } from "./chat.js";
 import { describeAgent } from "./chat/labels.js";
 import { h, newId } from "./dom.js";
 import { AppNavigator } from "./nav.js";
+import { ThreadDoor } from "./chat/thread-door.js";
+import { ThreadSidebar } from "./chat/thread-list.js";
 import { examplesFor } from "./screens.js";
 import { clientTools, declaredTools } from "./tools.js";
 
@@ -113,6 +116,7 @@ async function boot() {
     clientId,
     tools: declaredTools(catalog.tools ?? [], implemented),
     implemented,
+    sidebar: new ThreadSidebar({ chat: document.querySelector("#chat"), door: new ThreadDoor({ userId }) }),
     // The list screen shows this thread's decisions on work requests as they are made.
     onState: (state) => navigator.showDecisions(state.workRequests),
   });

@@ -2,7 +2,8 @@
 // the provider, with the demo's frontend tool, an approval through useInterrupt and the chat.
 //
 // Query parameters: gateway (its origin), user (dev-mode identity), agent (see agents.js),
-// thread (else one per tab, kept across reloads), deny (see navigation.js).
+// thread (else one per tab, kept across reloads), deny (see navigation.js). The user's threads
+// are listed beside the screen (threads.jsx); choosing one mounts the chat on it.
 import {
   CopilotChat,
   CopilotChatAssistantMessage,
@@ -13,18 +14,19 @@ import {
   useInterrupt,
 } from "@copilotkit/react-core/v2";
 import "@copilotkit/react-core/v2/styles.css";
-import { StrictMode, useState, useSyncExternalStore } from "react";
+import { StrictMode, useRef, useState, useSyncExternalStore } from "react";
 import { createRoot } from "react-dom/client";
 // The gateway's own declaration of the tool, so the page declares exactly what it checks.
 import navigateToScreen from "../../../../gateway/examples/navigator/tools/navigateToScreen.json";
 import { makeAgent } from "./agents.js";
 import { currentScreen, navigate, onScreenChange } from "./navigation.js";
+import { ThreadList } from "./threads.jsx";
 
 const params = new URLSearchParams(location.search);
 const gateway = params.get("gateway") ?? location.origin;
 const user = params.get("user") ?? "demo";
 const variant = params.get("agent") ?? "http";
-const threadId = params.get("thread") ?? keptThreadId();
+const firstThreadId = params.get("thread") ?? keptThreadId();
 
 function keptThreadId() {
   let id = sessionStorage.getItem("threadId");
@@ -90,8 +92,30 @@ function Reply(props) {
   );
 }
 
-function App() {
+/** Another thread: kept for this tab and in the address, so a reload stays on it. */
+function rememberThread(threadId) {
+  sessionStorage.setItem("threadId", threadId);
+  const query = new URLSearchParams(location.search);
+  query.set("thread", threadId);
+  history.replaceState(null, "", `?${query}`);
+}
+
+function Threads() {
+  const [threadId, setThreadId] = useState(firstThreadId);
+  const shown = useRef(null); // the agent of the thread on screen
+  const onSwitch = (next) => {
+    if (next === threadId) return;
+    shown.current?.close?.(); // a WebSocketAgent's socket goes with its thread
+    rememberThread(next);
+    setThreadId(next);
+  };
+  // A new key mounts a new provider and agent: nothing of the other thread's run carries over.
+  return <App key={threadId} threadId={threadId} onSwitch={onSwitch} shown={shown} />;
+}
+
+function App({ threadId, onSwitch, shown }) {
   const [agent] = useState(() => makeAgent(variant, { gateway, user, threadId }));
+  shown.current = agent;
   const screen = useSyncExternalStore(onScreenChange, currentScreen);
   return (
     <CopilotKitProvider agents__unsafe_dev_only={{ default: agent }} enableInspector={false}>
@@ -103,6 +127,7 @@ function App() {
           <p>
             agent <code id="variant">{variant}</code> · thread <code id="thread-id">{threadId}</code>
           </p>
+          <ThreadList gateway={gateway} user={user} threadId={threadId} onSwitch={onSwitch} agent={agent} />
         </main>
         <aside style={{ width: 480, borderLeft: "1px solid #ddd" }}>
           <CopilotChat threadId={threadId} messageView={{ assistantMessage: Reply }} />
@@ -114,6 +139,6 @@ function App() {
 
 createRoot(document.getElementById("root")).render(
   <StrictMode>
-    <App />
+    <Threads />
   </StrictMode>,
 );
