@@ -7,7 +7,7 @@ in memory, no per-user rate limit) on loopback:
 - idle: VmRSS once /ping answers and the process has sat still for a second;
 - per run: RSS after ``--warm`` runs (everything a first run loads, loaded), then after
   ``--runs`` more, each a one-turn text run on a new thread over /ws by ``--clients``
-  connections; the growth over those runs, divided by their number;
+  connections, each of a user of its own; the growth over those runs, divided by their number;
 - per idle socket: ``--sockets`` more /ws connections opened and left idle; the growth,
   divided by their number.
 
@@ -73,12 +73,13 @@ async def runs(gateway: LocalGateway, count: int, clients: int) -> None:
     tools = client_tools(gateway)
     left = iter(range(count))
 
-    async def client() -> None:
-        async with connect(gateway.ws_url(USER), max_size=None, compression=None) as ws:
+    async def client(user: str) -> None:
+        async with connect(gateway.ws_url(user), max_size=None, compression=None) as ws:
             for _ in left:
                 await gateway_run(ws, tools)
 
-    await asyncio.gather(*(client() for _ in range(clients)))
+    # A user of its own a connection: one user may keep only so many threads.
+    await asyncio.gather(*(client(f"{USER}-{n}") for n in range(clients)))
 
 
 @contextlib.asynccontextmanager
