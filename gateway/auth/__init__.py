@@ -89,8 +89,8 @@ class Authenticator:
         self.mode = settings.auth
         self.verifier: TokenVerifier | None = None
         if settings.auth == "jwt":
-            # PyJWT and cryptography are 9 MiB of a process: loaded only by a gateway that
-            # checks tokens.
+            # PyJWT (and cryptography, 9 MiB together at start-up) only for a gateway that
+            # checks tokens; ADK's first run loads cryptography for its OAuth helpers anyway.
             from gateway.auth.tokens import TokenVerifier
 
             self.verifier = TokenVerifier(settings)

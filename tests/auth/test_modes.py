@@ -104,7 +104,7 @@ async def test_the_warm_up_signs_in_with_a_credential_that_dies_with_it(
 
 @pytest.mark.process
 def test_a_gateway_that_checks_no_tokens_never_loads_pyjwt() -> None:
-    """PyJWT and cryptography are 9 MiB of a process's memory: only jwt mode needs them."""
+    """PyJWT and cryptography are 9 MiB of a start-up: only jwt mode needs them there."""
     probe = (
         "import sys; from gateway.api import create_app; from gateway.config import Settings; "
         "create_app(None, Settings(), environ=False); "
