@@ -21,6 +21,14 @@ pending (once), resends its message if the thread never got it, and finishes the
 At the end every thread is read back by reattach and must be consistent: no open call,
 one navigateToScreen call answered exactly once, the honest reply last.
 
+``--db`` picks the store: a SQLite ``file`` (the default), ``memory``, ``postgres`` (a
+throwaway server on this machine, ``tests/support/postgres.py``, a fresh database a round)
+or ``postgres-xN``, N gateway processes on one database with the users spread evenly over
+them. Several stores are run in turn each round, and the report ends with each one's median
+stories/s and server CPU a story (all its processes' CPU, from /proc) against the first's:
+CPU a story is the figure to read on a shared machine, where stories/s moves with the
+neighbours.
+
 Reported: stories a second and latency after the ramp, of the stories not cut (RUN_STARTED
 after each frame, the first run's end, paused on the browser, the reply's first text and
 end after the browser's answer, the whole story), errors by kind, the most runs clients
@@ -38,6 +46,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --users 50 --rounds 3   # three fresh servers, medians
     .venv/bin/python -m scripts.load --kill                  # cut half the stories midway
     .venv/bin/python -m scripts.load --users 5 --stories 3   # a few stories, then stop
+    .venv/bin/python -m scripts.load --db file postgres postgres-x2 --rounds 3  # side by side
 """
 
 from __future__ import annotations
@@ -76,6 +85,7 @@ from scripts._bench import (
 )
 from scripts._load_users import write_users
 from tests.support.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
+from tests.support.postgres import Postgres, running_postgres
 
 FLAGSHIP = "업무 요청 목록 화면 열어줘"
 SCREEN = "MNU-3120"
@@ -267,9 +277,11 @@ class Link:
 class Load:
     """One round: the users, their stories, and the check of every thread at the end."""
 
-    def __init__(self, args: argparse.Namespace, gateway: LocalGateway, kill: bool) -> None:
-        self.args, self.gateway, self.kill = args, gateway, kill
-        self.tools: list[Any] = client_tools(gateway)
+    def __init__(
+        self, args: argparse.Namespace, gateways: Sequence[LocalGateway], kill: bool
+    ) -> None:
+        self.args, self.gateways, self.kill = args, gateways, kill
+        self.tools: list[Any] = client_tools(gateways[0])
         self.stories: list[Story] = []
         self.waiting = self.waiting_peak = 0
         # Moments of a whole story (frames sent, events received), from the probe.
@@ -281,8 +293,8 @@ class Load:
         # What recoveries found after a cut, by what they did about it.
         self.recoveries: collections.Counter[str] = collections.Counter()
         self.began = self.deadline = 0.0
-        # Where the server's log stood when the users began: start-up lines are not theirs.
-        self.log_offset = 0
+        # Where each server's log stood when the users began: start-up lines are not theirs.
+        self.log_offsets = [0 for _ in gateways]
 
     def waiting_on(self, change: int) -> None:
         self.waiting += change
@@ -291,11 +303,18 @@ class Load:
     async def connect(self, user: User) -> Link:
         try:
             ws = await connect(
-                self.gateway.ws_url(user.name), max_size=None, compression=None, open_timeout=30
+                self.gateway_of(user.name).ws_url(user.name),
+                max_size=None,
+                compression=None,
+                open_timeout=30,
             )
         except (OSError, InvalidHandshake, TimeoutError) as error:
             raise StoryError("connection refused", repr(error)) from None
         return Link(ws, self)
+
+    def gateway_of(self, name: str) -> LocalGateway:
+        """The process a user talks to: users spread evenly over them, each always to one."""
+        return self.gateways[int(name.rsplit("-", 1)[1]) % len(self.gateways)]
 
     # --- one story ---------------------------------------------------------------------
 
@@ -464,7 +483,7 @@ class Load:
 
     async def run(self, monitor: Monitor) -> None:
         await self.probe()
-        self.log_offset = self.gateway.log.stat().st_size
+        self.log_offsets = [gateway.log.stat().st_size for gateway in self.gateways]
         sampling = asyncio.create_task(monitor.sample_until_cancelled())
         await asyncio.sleep(SAMPLE_SECONDS)  # the start figures, before anyone connects
         self.began = time.perf_counter()
@@ -544,10 +563,11 @@ def machine_cpu() -> float:
 
 
 class Monitor:
-    """The server's RSS and CPU, this process's CPU and the machine's, over a round."""
+    """The servers' RSS and CPU (all their processes' added up), this process's CPU and the
+    machine's, over a round."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, pids: Sequence[int]) -> None:
+        self.pids = pids
         self.samples: list[Sample] = []
         # When the users were done: the RSS peak is of the load, not of the check after it.
         self.load_ended: float | None = None
@@ -556,8 +576,8 @@ class Monitor:
         self.samples.append(
             Sample(
                 time.perf_counter(),
-                rss_mib(self.pid),
-                cpu_seconds(self.pid),
+                sum(rss_mib(pid) for pid in self.pids),
+                sum(cpu_seconds(pid) for pid in self.pids),
                 cpu_seconds(),
                 machine_cpu(),
             )
@@ -645,13 +665,15 @@ class Result:
     error_lines: list[str]
 
     @classmethod
-    def of(cls, load: Load, monitor: Monitor, load_average: float, log: Path) -> Result:
+    def of(cls, load: Load, monitor: Monitor, load_average: float) -> Result:
         logged: collections.Counter[str] = collections.Counter()
         lines = []
-        with log.open("rb") as file:
-            file.seek(load.log_offset)
-            during = file.read().decode(errors="replace")
-        for line in during.splitlines():
+        during = []
+        for gateway, offset in zip(load.gateways, load.log_offsets, strict=True):
+            with gateway.log.open("rb") as file:
+                file.seek(offset)
+                during += file.read().decode(errors="replace").splitlines()
+        for line in during:
             level = next((word for word in line.split()[:4] if word in LOUD), None)
             if level:
                 logged[level] += 1
@@ -769,26 +791,70 @@ def ensure_open_files(users: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """Where a round's gateways keep their threads (``file``, ``memory``, ``postgres``), and
+    how many processes share a PostgreSQL database (``postgres-x2``)."""
+
+    store: str
+    processes: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> Setup:
+        store, _, count = text.partition("-x")
+        if store not in ("file", "memory", "postgres") or (count and store != "postgres"):
+            raise argparse.ArgumentTypeError(f"{text!r}: file, memory, postgres or postgres-xN")
+        if count and not (count.isdigit() and int(count) >= 1):
+            raise argparse.ArgumentTypeError(f"{text!r}: postgres-xN takes a count of processes")
+        return cls(store, int(count or 1))
+
+    def __str__(self) -> str:
+        return self.store if self.store != "postgres" else f"postgres x{self.processes}"
+
+
 @contextlib.contextmanager
-def served(args: argparse.Namespace) -> Iterator[LocalGateway]:
-    """A fresh gateway whose demo lists the load users, on a SQLite file or in memory."""
-    with tempfile.TemporaryDirectory(prefix="load-") as tmp:
+def served(
+    args: argparse.Namespace, setup: Setup, postgres: Postgres | None
+) -> Iterator[list[LocalGateway]]:
+    """Fresh gateways whose demo lists the load users, on a SQLite file, in memory, or all
+    on one fresh PostgreSQL database."""
+    with tempfile.TemporaryDirectory(prefix="load-") as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
         flags = ["--scripted-pace-ms", str(args.pace_ms)]
-        if args.db == "file":
+        if setup.store == "file":
             flags += ["--db", str(directory / "gateway.db")]
-        with local_gateway(*flags, entry=("-m", "scripts._load_users", tmp)) as gateway:
-            yield gateway
+        elif setup.store == "postgres":
+            assert postgres is not None
+            flags += ["--db", postgres.fresh_database()]
+        yield [
+            stack.enter_context(local_gateway(*flags, entry=("-m", "scripts._load_users", tmp)))
+            for _ in range(setup.processes)
+        ]
 
 
-def one_round(args: argparse.Namespace) -> Result:
+def one_round(args: argparse.Namespace, setup: Setup, postgres: Postgres | None) -> Result:
     load_average = float(Path("/proc/loadavg").read_text().split()[0])
-    with served(args) as gateway:
-        load = Load(args, gateway, args.kill)
-        monitor = Monitor(gateway.process.pid)
+    with served(args, setup, postgres) as gateways:
+        load = Load(args, gateways, args.kill)
+        monitor = Monitor([gateway.process.pid for gateway in gateways])
         uvloop.run(load.run(monitor))
-        return Result.of(load, monitor, load_average, gateway.log)
+        return Result.of(load, monitor, load_average)
+
+
+def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]) -> None:
+    """Each setup's median stories/s and server CPU a story against the first setup's."""
+    base = setups[0]
+    rate = statistics.median(r.values["rate"] for r in results[base])
+    cpu = statistics.median(r.values["server_ms"] for r in results[base])
+    print(f"\nagainst {base}, medians of {len(results[base])} rounds each, in this run:")
+    for setup in setups:
+        own_rate = statistics.median(r.values["rate"] for r in results[setup])
+        own_cpu = statistics.median(r.values["server_ms"] for r in results[setup])
+        print(
+            f"  {setup!s:12} {own_rate:6.1f} stories/s ({own_rate / rate:4.2f}x),"
+            f" server CPU {own_cpu:5.1f} ms a story ({own_cpu / cpu:4.2f}x)"
+        )
 
 
 def main() -> int:
@@ -812,7 +878,14 @@ def main() -> int:
         help=f"frames one user sends a second at most; the gateway allows {GATEWAY.user_rate:g}"
         f" ({0.8 * GATEWAY.user_rate:g})",
     )
-    parser.add_argument("--db", choices=("file", "memory"), default="file")
+    parser.add_argument(
+        "--db",
+        type=Setup.parse,
+        nargs="+",
+        default=[Setup("file")],
+        help="stores to compare, each round in turn: file, memory, postgres (a throwaway"
+        " server on this machine), postgres-xN (N processes on one database) (file)",
+    )
     parser.add_argument("--story-timeout", type=float, default=60.0, help="seconds (60)")
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds for a round, check included (600)"
@@ -820,18 +893,26 @@ def main() -> int:
     args = parser.parse_args()
     ensure_open_files(args.users)
     mode = "kill mode (stories cut midway)" if args.kill else "normal mode"
-    setup = (
-        f"{args.users} users (ramp {args.ramp:g} s), the flagship story, model pace"
-        f" {args.pace_ms:g} ms, store {args.db}, {mode}"
-    )
-    results = []
-    for number in range(1, args.rounds + 1):
-        results.append(one_round(args))
-        print_result(f"round {number}: {setup}", results[-1], args.kill)
+    results: dict[Setup, list[Result]] = {setup: [] for setup in args.db}
+    with contextlib.ExitStack() as stack:
+        postgres = None
+        if any(setup.store == "postgres" for setup in args.db):
+            postgres = stack.enter_context(running_postgres())
+        for number in range(1, args.rounds + 1):
+            for setup in args.db:
+                results[setup].append(one_round(args, setup, postgres))
+                title = (
+                    f"round {number}: {args.users} users (ramp {args.ramp:g} s), the flagship"
+                    f" story, model pace {args.pace_ms:g} ms, store {setup}, {mode}"
+                )
+                print_result(title, results[setup][-1], args.kill)
+    for setup, rounds in results.items():
+        if len(rounds) > 1:
+            title = f"{setup}: median of {len(rounds)} rounds (counts: every round's added up)"
+            print_result(title, Result.median(rounds), args.kill)
     if len(results) > 1:
-        title = f"median of {len(results)} rounds (counts: every round's added up)"
-        print_result(title, Result.median(results), args.kill)
-    return 1 if any(result.failed for result in results) else 0
+        print_comparison(args.db, results)
+    return 1 if any(result.failed for rounds in results.values() for result in rounds) else 0
 
 
 if __name__ == "__main__":

@@ -67,12 +67,14 @@ _WORD = re.compile(r"\w+")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Remembered:
+    """One event's text. Its words are not kept: a set of them took twice the memory of the
+    text itself (a string object a word), for what a search finds again in one pass."""
+
     event_id: str
     author: str
     text: str
     timestamp: float
-    words: frozenset[str]
-    # For a word of a script written without spaces, found inside a longer one.
+    # Normalised and lower-cased, what a search reads; the text itself when they are equal.
     lowered: str
 
     @property
@@ -122,7 +124,7 @@ class RecentMemory(BaseMemoryService):
                 continue
             lowered = _lower(text)
             remembered = _Remembered(
-                event.id, event.author, text, event.timestamp, frozenset(_words(text)), lowered
+                event.id, event.author, text, event.timestamp, text if lowered == text else lowered
             )
             memory.events.append(remembered)
             memory.ids.add(event.id)
@@ -151,10 +153,11 @@ class RecentMemory(BaseMemoryService):
         asked = set(list(dict.fromkeys(_WORD.findall(_lower(query))))[:MAX_QUERY_WORDS])
         if memory is None or not asked:
             return SearchMemoryResponse()
+        whole = {word for word in asked if word.isascii()}
         scored = [
             (score, index, remembered)
             for index, remembered in enumerate(memory.events)
-            if (score := _shared(asked, remembered))
+            if (score := _shared(asked, whole, remembered))
         ]
         # The most words in common first; among equals, the newest.
         scored.sort(key=lambda item: (-item[0], -item[1]))
@@ -185,16 +188,11 @@ def _lower(text: str) -> str:
     return unicodedata.normalize("NFC", text).lower()
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(_lower(text)))
-
-
-def _shared(asked: set[str], remembered: _Remembered) -> int:
-    return sum(
-        1
-        for word in asked
-        if word in remembered.words or (not word.isascii() and word in remembered.lowered)
-    )
+def _shared(asked: set[str], whole: set[str], remembered: _Remembered) -> int:
+    """How many asked words the text has: a word of ``whole`` (ASCII) as a word of its own,
+    any other also inside a longer word."""
+    found = whole.intersection(_WORD.findall(remembered.lowered)) if whole else ()
+    return len(found) + sum(1 for word in asked if word not in whole and word in remembered.lowered)
 
 
 def _entry(remembered: _Remembered) -> MemoryEntry:

@@ -25,12 +25,13 @@ import hmac
 import secrets
 import urllib.parse
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway import wire as p
 from gateway.auth.identity import (
     SERVICE_USER,
     WARM_UP_USER,
+    AuthSettingsError,
     Identity,
     Impersonation,
     Unauthorized,
@@ -38,8 +39,10 @@ from gateway.auth.identity import (
     checked_user,
 )
 from gateway.auth.tickets import TicketBook
-from gateway.auth.tokens import AuthSettingsError, TokenVerifier
 from gateway.config import Settings
+
+if TYPE_CHECKING:
+    from gateway.auth.tokens import TokenVerifier
 
 __all__ = [
     "SERVICE_USER",
@@ -84,7 +87,13 @@ class Authenticator:
 
     def __init__(self, settings: Settings) -> None:
         self.mode = settings.auth
-        self.verifier = TokenVerifier(settings) if settings.auth == "jwt" else None
+        self.verifier: TokenVerifier | None = None
+        if settings.auth == "jwt":
+            # PyJWT (and cryptography, 9 MiB together at start-up) only for a gateway that
+            # checks tokens; ADK's first run loads cryptography for its OAuth helpers anyway.
+            from gateway.auth.tokens import TokenVerifier
+
+            self.verifier = TokenVerifier(settings)
         self.tickets = TicketBook(
             settings.ws_ticket_seconds, settings.ws_tickets_max, leeway=settings.jwt_leeway
         )

@@ -25,6 +25,10 @@ _DESCRIPTION_UNSAFE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 BearerError = Literal["invalid_request", "invalid_token"]
 
 
+class AuthSettingsError(ValueError):
+    """The auth settings cannot work; the message is one sentence saying what to set."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Identity:
     """A caller: the user id the hub and the store know, their org and roles, the token's

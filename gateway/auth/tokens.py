@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from gateway import wire as p
-from gateway.auth.identity import Identity, Unauthorized, Via, checked_user
+from gateway.auth.identity import AuthSettingsError, Identity, Unauthorized, Via, checked_user
 from gateway.config import Settings
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,6 @@ MAX_CLAIM_CHARS = 128
 MAX_ROLES = 64
 
 _KEY_SETTINGS = ("jwt_secret", "jwt_public_key", "jwt_jwks_url", "jwt_jwks_file")
-
-
-class AuthSettingsError(ValueError):
-    """The auth settings cannot work; the message is one sentence saying what to set."""
 
 
 class KeySource(Protocol):

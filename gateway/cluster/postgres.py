@@ -176,9 +176,8 @@ class PostgresCluster:
         async def release(conn: psycopg.AsyncConnection[TupleRow]) -> None:
             if self._holding[thread_id]:  # taken again before its turn came: keep it
                 return
-            async with conn.transaction():
-                if await leases.release(conn, thread_id=thread_id, node_id=self.node_id):
-                    await notify.notify(conn, _payloads([Released(thread_id)]))
+            notice = messages.encoded(Released(thread_id))  # waiters there try again at once
+            await leases.release(conn, thread_id=thread_id, node_id=self.node_id, notice=notice)
 
         try:
             await self._work(release)

@@ -5,7 +5,9 @@ start and runs log no error and no traceback."""
 from __future__ import annotations
 
 import logging
+import sys
 import time
+import tracemalloc
 from typing import Any
 
 import httpx
@@ -215,6 +217,28 @@ async def test_a_hostile_query_costs_a_bounded_search() -> None:
     started = time.perf_counter()
     found = await memory_service.search_memory(app_name="a", user_id="u", query=flood)
     assert time.perf_counter() - started < scaled(0.5) and found.memories == []
+
+
+async def test_what_memory_holds_of_an_event_is_about_its_text() -> None:
+    """No copy of a text that lower-casing leaves alone, and no set of its words: an event
+    the 1,000 runs of issue 32 remembered held three times its text."""
+    memory_service = RecentMemory()
+    texts = [f"메모 {n}번: 파이썬을 배우기, 오늘은 무엇을 할까요 " * 4 for n in range(200)]
+    events = [_said(f"e{n}", text) for n, text in enumerate(texts)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await memory_service.add_events_to_memory(app_name="a", user_id="u", events=events)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 1.5 * sum(sys.getsizeof(text) for text in texts)
+    found = await memory_service.search_memory(app_name="a", user_id="u", query="메모 199번")
+    assert found.memories and found.memories[0].content.parts[0].text == texts[199]
+    english = [_said("en", "Learning Python today"), _said("en2", "pythonic code")]
+    await memory_service.add_events_to_memory(app_name="a", user_id="en", events=english)
+    found = await memory_service.search_memory(app_name="a", user_id="en", query="python")
+    assert [m.content.parts[0].text for m in found.memories] == ["Learning Python today"]
 
 
 async def test_artifacts_in_memory_stay_within_their_budget_oldest_first() -> None:

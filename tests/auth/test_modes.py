@@ -4,6 +4,8 @@ a key, and the warm-up works in both without leaving a door open."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -17,6 +19,7 @@ from gateway.config import Settings
 from gateway.doors import warmup
 from gateway.examples.navigator.agent import APP_NAME
 from gateway.hub.hub import Hub
+from tests.support import ROOT
 from tests.support.auth import JWT, bearer
 from tests.support.servers import running_gateway
 
@@ -97,3 +100,18 @@ async def test_the_warm_up_signs_in_with_a_credential_that_dies_with_it(
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("warmed up in") for m in messages), messages
     assert not any("warm-up skipped" in m for m in messages)
+
+
+@pytest.mark.process
+def test_a_gateway_that_checks_no_tokens_never_loads_pyjwt() -> None:
+    """PyJWT and cryptography are 9 MiB of a start-up: only jwt mode needs them there."""
+    probe = (
+        "import sys; from gateway.api import create_app; from gateway.config import Settings; "
+        "create_app(None, Settings(), environ=False); "
+        "loaded = {'jwt', 'cryptography'} & set(sys.modules); "
+        "assert not loaded, loaded"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr

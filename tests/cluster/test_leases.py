@@ -16,7 +16,8 @@ import pytest
 from psycopg.rows import TupleRow
 
 from gateway.store.leases import DeadLease, Held, Taken
-from gateway.store.postgres import leases
+from gateway.store.postgres import leases, notify
+from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.process
@@ -58,6 +59,22 @@ async def test_a_thread_held_by_one_live_process_is_refused_to_another(url: str,
         # Its holder takes it again (a second run of that process): still its own.
         assert who(await take(work, a)) == ("t1", None)
         assert who(await take(work, b, thread="t2")) == ("t2", None)
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def test_a_release_tells_the_cluster_only_when_it_let_a_lease_go(url: str, work: Conn):
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        await notify.listen(b_conn)
+        await take(work, a)
+        # Not b's to release: nothing is released, and nothing said.
+        assert not await leases.release(work, thread_id="t1", node_id=b, notice="not sent")
+        assert await leases.release(work, thread_id="t1", node_id=a, notice="released t1")
+        heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=1)]
+        assert heard == ["released t1"]
+        assert await leases.held(work, "t1") is None
     finally:
         await a_conn.close()
         await b_conn.close()

@@ -8,6 +8,7 @@ thread is tested on its own with threads that are wrong.
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -25,6 +26,8 @@ SMALL = ["--users", "5", "--stories", "3", "--ramp", "0.5"]
 RUNS = {
     "normal": SMALL,
     "kill": [*SMALL, "--kill", "--kill-share", "1"],
+    # A SQLite file against two processes on one PostgreSQL database, in one invocation.
+    "side by side": [*SMALL, "--db", "file", "postgres-x2"],
     # 40 stories are 80 frames from one user within a second or two: past the burst of 40.
     "too fast": [
         "--users",
@@ -94,6 +97,27 @@ def test_cut_stories_are_finished_by_reattaching_and_their_threads_stay_consiste
     # A busy server merges text chunks, so a story may end before its cut comes.
     assert int(cut[1]) == int(cut[2]) > 0
     assert re.search(r"the reattaches: \w", done.stdout)
+
+
+def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["side by side"]
+    assert_every_story_told(done)
+    assert done.stdout.count("stories: 15 done, 0 failed") == 2, done.stdout
+    assert "store postgres x2" in done.stdout
+    # Both processes' CPU counts: each took some of the users.
+    for setup in ("file", "postgres x2"):
+        row = rf"^  {re.escape(setup)} +\d+\.\d stories/s \(\d\.\d\dx\), server CPU +\d+\.\d ms"
+        assert re.search(row, done.stdout, re.M), done.stdout
+
+
+def test_a_store_setup_is_named_or_refused() -> None:
+    assert load.Setup.parse("postgres-x3") == load.Setup("postgres", 3)
+    assert str(load.Setup.parse("postgres")) == "postgres x1"
+    for wrong in ("file-x2", "postgres-x0", "postgres-xa", "mysql"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            load.Setup.parse(wrong)
 
 
 def test_a_refused_frame_is_reported_as_an_error_never_hidden(

@@ -1,10 +1,13 @@
 """One transaction for a batch of writes, each write undone alone if it fails.
 
 As ``sqlite.transaction``: a write that fails for its own reasons (a stale session, a
-duplicate, a value PostgreSQL refuses) is undone alone at its savepoint and its error
-returned; a failure of the database (the connection lost, the disk full, a read-only
-server) fails the whole batch. Two processes whose batches lock the same rows in
-opposite orders can deadlock; PostgreSQL then aborts one batch, which is tried again.
+duplicate, a value PostgreSQL refuses) is undone alone and its error returned. Each
+statement is a round trip here, so savepoints are paid only by a batch that needs them: it
+is applied without, and should one of its writes fail, undone and applied again with each
+write at a savepoint of its own (``_applied``). A failure of the database (the connection
+lost, the disk full, a read-only server) fails the whole batch. Two processes whose
+batches lock the same rows in opposite orders can deadlock; PostgreSQL then aborts one
+batch, which is tried again.
 A connection found dropped before the batch's COMMIT was sent (the server restarted, a
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
@@ -17,11 +20,12 @@ and fails alone (``FencedError``) if not.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import psycopg
 from psycopg import errors
 
+from gateway.store.errors import FencedError
 from gateway.store.postgres import writes as sql
 from gateway.store.writes import Failed, Write, apply, fenced_threads, unfenced
 
@@ -45,27 +49,17 @@ def commit(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
 
 
 def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
-    results: list[object] = []
-    # A lone write needs no savepoint: if it fails, the whole transaction is its own.
-    isolate = len(writes) > 1
     try:
         epochs = sql.lease_epochs(db, fenced_threads(writes))
-        for write in writes:
-            if isolate:
-                db.execute("SAVEPOINT write")
-            try:
-                results.append(apply(sql, db, unfenced(write, epochs)))
-            except Exception as error:
-                if _cannot_commit(error):
-                    raise  # not this write's fault: the whole batch fails
-                if isolate:
-                    db.execute("ROLLBACK TO SAVEPOINT write")
-                else:
-                    db.rollback()
-                    return [Failed(error)]
-                results.append(Failed(error))
-            if isolate:
-                db.execute("RELEASE SAVEPOINT write")
+        try:
+            results = _applied(db, writes, epochs, isolate=False)
+        except _WriteFailed as failed:
+            db.rollback()
+            if len(writes) == 1:  # a lone write's failure is its whole transaction's
+                return [Failed(failed.error)]
+            # Once more, each write at a savepoint of its own, undone alone if it fails.
+            epochs = sql.lease_epochs(db, fenced_threads(writes))
+            results = _applied(db, writes, epochs, isolate=True)
     except psycopg.OperationalError as error:
         if db.closed:
             raise ConnectionDropped() from error
@@ -81,6 +75,49 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
         if not db.closed:
             db.rollback()
         raise
+    return results
+
+
+class _WriteFailed(Exception):
+    """A write failed for its own reasons in a batch applied without savepoints."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+
+def _applied(
+    db: psycopg.Connection, writes: Sequence[Write], epochs: Mapping[str, int], *, isolate: bool
+) -> list[object]:
+    """Each write's result, or its failure (``Failed``) when ``isolate`` puts each write at
+    a savepoint; without, the first write to fail raises ``_WriteFailed``.
+
+    A savepoint and its release are two statements a write, most of a small write's cost,
+    for a failure (a stale session, a duplicate) that almost never comes: so a batch is
+    applied without them first, and only a batch in which a write failed is applied again
+    with them.
+    """
+    results: list[object] = []
+    for write in writes:
+        try:
+            applying = unfenced(write, epochs)
+        except FencedError as error:  # refused before any statement: nothing to undo
+            results.append(Failed(error))
+            continue
+        if isolate:
+            db.execute("SAVEPOINT write")
+        try:
+            results.append(apply(sql, db, applying))
+        except Exception as error:
+            if _cannot_commit(error):
+                raise  # not this write's fault: the whole batch fails
+            if not isolate:
+                raise _WriteFailed(error) from None
+            db.execute("ROLLBACK TO SAVEPOINT write")
+            results.append(Failed(error))
+            continue
+        if isolate:
+            db.execute("RELEASE SAVEPOINT write")
     return results
 
 

@@ -112,53 +112,48 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     """Returns the session's new revision."""
     # The row's lock makes the revision check and the append one step for every process:
     # one that appended first has committed (and moved the revision) before this read.
+    # The event's seq is drawn under that lock, so a thread's seqs still grow in commit
+    # order, and in the same round trip, so the rest of the append is one statement.
     row = db.execute(
-        "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open, state"
+        "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open, state,"
+        " nextval(pg_get_serial_sequence('events', 'seq'))"
         " FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s FOR UPDATE",
         (append.app_name, append.user_id, append.session_id),
     ).fetchone()
     if row is None:
         raise not_found(append.session_id)
-    pk, revision, update_time, invocation_id, invocation_seq, run_open, state = row
+    pk, revision, update_time, invocation_id, invocation_seq, run_open, state, seq = row
     append.check_fresh(revision, update_time)
-    seq, event_bytes = cast(
-        tuple[int, int],
-        db.execute(
-            "INSERT INTO events (session_pk, id, invocation_id, author, timestamp, data, messages)"
-            f" VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq, {EVENT_BYTES}",
-            (
-                pk,
-                append.event_id,
-                append.invocation_id,
-                append.author,
-                append.timestamp,
-                append.data,
-                append.messages,
-            ),
-        ).fetchone(),
-    )
-    # The message's final event replaces its streamed text, in the same transaction.
-    db.execute(
-        "DELETE FROM streamed_texts WHERE session_pk = %s AND message_id = %s",
-        (pk, append.event_id),
-    )
     invocation_seq, run_open = append.run_after(invocation_id, invocation_seq, run_open, seq)
     if append.deltas["session"]:
         state = updated_state(state, append.deltas["session"])
+    # The event, its message's streamed text gone (the final event replaces it), and the
+    # session's row moved on, in one statement: each of its parts runs whether read or not.
     db.execute(
-        "UPDATE sessions SET revision = %s, update_time = %s, invocation_id = %s,"
-        " invocation_seq = %s, run_open = %s, state = %s, stored_bytes = stored_bytes + %s"
-        " WHERE pk = %s",
-        (
-            revision + 1,
-            append.timestamp,
-            append.invocation_id,
-            invocation_seq,
-            run_open,
-            state,
-            event_bytes,
-            pk,
-        ),
+        "WITH event AS (INSERT INTO events"
+        " (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
+        " OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(pk)s, %(id)s, %(invocation)s, %(author)s,"
+        f" %(timestamp)s, %(data)s, %(messages)s) RETURNING {EVENT_BYTES} AS bytes),"
+        " streamed AS (DELETE FROM streamed_texts"
+        " WHERE session_pk = %(pk)s AND message_id = %(id)s)"
+        " UPDATE sessions SET revision = %(revision)s, update_time = %(timestamp)s,"
+        " invocation_id = %(invocation)s, invocation_seq = %(invocation_seq)s,"
+        " run_open = %(run_open)s, state = %(state)s,"
+        " stored_bytes = stored_bytes + (SELECT bytes FROM event) WHERE pk = %(pk)s",
+        {
+            "seq": seq,
+            "pk": pk,
+            "id": append.event_id,
+            "invocation": append.invocation_id,
+            "author": append.author,
+            "timestamp": append.timestamp,
+            "data": append.data,
+            "messages": append.messages,
+            "revision": revision + 1,
+            "invocation_seq": invocation_seq,
+            "run_open": run_open,
+            "state": state,
+        },
     )
     if append.deltas["app"]:
         merge_scope(db, append.app_name, None, append.deltas["app"], append.timestamp)
@@ -229,37 +224,41 @@ def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
         raise not_found(save.session_id)
 
 
-def _session_pk(db: psycopg.Connection, app_name: str, user_id: str, session_id: str) -> int | None:
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    return int(row[0]) if row else None
-
-
 def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
-    pk = _session_pk(db, append.app_name, append.user_id, append.session_id)
-    if pk is None:
+    # One statement for the whole write, the session's key found by the statement itself.
+    frames = append.frames
+    cursor = db.execute(
+        "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+        " SELECT s.pk, f.seq, f.data, f.only_for, f.not_for FROM sessions s,"
+        " unnest(%s::bigint[], %s::bytea[], %s::text[], %s::text[])"
+        " AS f (seq, data, only_for, not_for)"
+        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
+        (
+            [f.seq for f in frames],
+            [f.data for f in frames],
+            [f.only_for for f in frames],
+            [f.not_for for f in frames],
+            append.app_name,
+            append.user_id,
+            append.session_id,
+        ),
+    )
+    if cursor.rowcount == 0:
         raise not_found(append.session_id)
-    with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
-            " VALUES (%s, %s, %s, %s, %s)",
-            [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
-        )
-    return append.frames[-1].seq
+    return frames[-1].seq
 
 
 def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
-    pk = _session_pk(db, trim.app_name, trim.user_id, trim.session_id)
-    if pk is None:
-        return
+    # The session's key is looked up once, by the statement (none: nothing is deleted).
     db.execute(
-        "DELETE FROM frames WHERE session_pk = %(pk)s AND seq < COALESCE("
+        "WITH s AS (SELECT pk FROM sessions"
+        " WHERE app_name = %(app)s AND user_id = %(user)s AND id = %(id)s)"
+        " DELETE FROM frames WHERE session_pk = (SELECT pk FROM s) AND seq < COALESCE("
         " (SELECT MIN(seq) FROM (SELECT seq, SUM(octet_length(data)) OVER (ORDER BY seq DESC)"
-        " AS kept FROM frames WHERE session_pk = %(pk)s) AS newest WHERE kept <= %(max)s),"
-        " (SELECT MAX(seq) FROM frames WHERE session_pk = %(pk)s))",
-        {"pk": pk, "max": trim.max_bytes},
+        " AS kept FROM frames WHERE session_pk = (SELECT pk FROM s)) AS newest"
+        " WHERE kept <= %(max)s),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = (SELECT pk FROM s)))",
+        {"app": trim.app_name, "user": trim.user_id, "id": trim.session_id, "max": trim.max_bytes},
     )
 
 
