@@ -1,0 +1,140 @@
+"""ADK's own telemetry, built only for a span that records it, and without content by default.
+
+Theory of operation. ADK (2.13) describes each model call in OpenTelemetry's GenAI terms
+whether or not anyone records the span it describes: as the call starts it converts the
+whole request (every message, the system instruction, each tool's JSON schema) into
+attribute values, and for each streamed chunk it converts the answer so far again. With
+no tracer provider installed, or for a span the sampler dropped, the span does not record
+and all of it is thrown away; and when message content is not captured, the answer's
+messages are thrown away at the span's end even from a span that records. Profiled on the
+expenses example, that work was a fifth of a plain Runner's CPU per run.
+
+``spare_unrecorded`` wraps the functions of ``google.adk.telemetry.tracing`` that do it
+(ADK calls them through that module, so replacing them there reaches every call):
+
+- ``trace_inference_result``, each chunk: nothing for a span that does not record;
+- ``set_operation_details_attributes_from_request``, each call: only under a recording span;
+- ``set_operation_details_attributes_from_response``, each chunk: the answer's messages only
+  when the run's ``TelemetryConfig`` captures content (logs or spans), else the finish
+  reasons and token counts alone, which is all ADK keeps of it then;
+- ``maybe_log_completion_details``, each call's end: nothing for a span that does not record.
+
+What a recording span carries is unchanged. The sampler is honoured before any of it is
+built, since a sampled-out span is one that does not record.
+
+``RUN_TELEMETRY`` is the ``RunConfig.telemetry`` of every run the gateway starts, its
+environment read once (left unset, ADK reads seven variables again for each streamed
+chunk). Message content stays out of ADK's spans (tool arguments and results, prompts and
+answers) unless the operator asks for it with OpenTelemetry's
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` or ADK's
+``ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS``: a trace is read by more people than a thread.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from google.adk.telemetry import tracing as adk_tracing
+from google.adk.telemetry._experimental_semconv import _build_response_common_attributes
+from google.adk.telemetry.context import (
+    ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS,
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+    ContentCapturingMode,
+    TelemetryConfig,
+)
+from opentelemetry import trace
+
+log = logging.getLogger(__name__)
+
+# The variables by which an operator asks for message content in ADK's telemetry.
+CONTENT_VARIABLES = (
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+    ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS,
+)
+
+
+def run_telemetry(environ: Mapping[str, str] = os.environ) -> TelemetryConfig:
+    """ADK's telemetry settings for the gateway's runs: content captured only if
+    ``environ`` asks for it by one of ``CONTENT_VARIABLES`` (then ADK reads them)."""
+    if any(name in environ for name in CONTENT_VARIABLES):
+        return TelemetryConfig()
+    return TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT)
+
+
+RUN_TELEMETRY = run_telemetry()
+
+# Whether the chunk being recorded now keeps the answer's messages: set around each
+# ``trace_inference_result``, from the run's TelemetryConfig, read by the response builder.
+_content_kept: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "gateway_adk_content_kept", default=True
+)
+
+# What each wrapped name was before ``spare_unrecorded``; its keys, what was wrapped.
+_originals: dict[str, Callable[..., Any]] = {}
+
+
+def _recording(span: Any) -> bool:
+    inner = getattr(span, "span", span)  # ADK's GenerateContentSpan holds the span
+    return inner is not None and bool(inner.is_recording())
+
+
+def _trace_inference_result(
+    original: Callable[..., None], invocation_context: Any, span: Any, llm_response: Any
+) -> None:
+    if not _recording(span):
+        return
+    config = getattr(getattr(invocation_context, "run_config", None), "telemetry", None)
+    config = config or TelemetryConfig()
+    kept = config.should_add_content_to_logs or config.should_add_content_to_experimental_spans
+    token = _content_kept.set(kept)
+    try:
+        original(invocation_context, span, llm_response)
+    finally:
+        _content_kept.reset(token)
+
+
+def _from_request(original: Callable[..., None], attributes: Any, llm_request: Any) -> None:
+    # ADK calls it with the call's generate_content span current.
+    if trace.get_current_span().is_recording():
+        original(attributes, llm_request)
+
+
+def _from_response(
+    original: Callable[..., None], llm_response: Any, attributes: Any, common: Any
+) -> None:
+    if _content_kept.get():
+        original(llm_response, attributes, common)
+    else:
+        common.update(_build_response_common_attributes(llm_response))
+
+
+def _completion_details(original: Callable[..., None], span: Any, *args: Any) -> None:
+    if _recording(span):
+        original(span, *args)
+
+
+_WRAPPERS: dict[str, Callable[..., Any]] = {
+    "trace_inference_result": _trace_inference_result,
+    "set_operation_details_attributes_from_request": _from_request,
+    "set_operation_details_attributes_from_response": _from_response,
+    "maybe_log_completion_details": _completion_details,
+}
+
+
+def spare_unrecorded() -> None:
+    """Wraps ADK's attribute builders so that they work only for what is recorded; once
+    per process, whoever calls it first (every Engine does)."""
+    if _originals:
+        return
+    for name, wrapper in _WRAPPERS.items():
+        original = getattr(adk_tracing, name, None)
+        if original is None:  # another ADK: its telemetry is left as it is
+            log.debug("ADK's telemetry has no %s: left as it is", name)
+            continue
+        _originals[name] = original
+        setattr(adk_tracing, name, functools.partial(wrapper, original))
