@@ -3,10 +3,11 @@
 Each round starts two fresh gateways one after the other (``python -m gateway``, the demo,
 the scripted model at pace 0, ``--db :memory:``), one with traces off (no ``OTEL_*``) and
 one exporting over OTLP/HTTP to a collector on loopback (``OTEL_EXPORTER_OTLP_ENDPOINT``,
-the same OpenTelemetry SDK and batch processor a deployment runs), in alternating order so
-that a drift of the shared machine falls on both. Each gateway is warmed by a few runs, then
-driven through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the
-greeting streamed back in 20 chunks, every run on a new thread) by C websocket clients.
+the same OpenTelemetry SDK and batch processor a deployment runs). Each phase is measured
+in four parts with the modes taking turns, so that the load of a shared machine, which
+moves within seconds, falls on both. Each gateway is warmed by a few runs, then driven
+through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the greeting
+streamed back in 20 chunks, every run on a new thread) by C websocket clients.
 
 A traced run exports its run span, ADK's invoke_workflow, invoke_agent and generate_content
 spans, and a store_commit span for each commit it joined. The collector
@@ -42,6 +43,8 @@ from tests.support.traces import OtlpReceiver
 # Issue 28's target: traces to a local collector cost under 10% of runs per second.
 OVERHEAD_TARGET = 0.10
 WARM_UP_RUNS = 10
+# Each phase is measured in this many parts, the modes taking turns.
+SLICES = 4
 MODES = ("off", "traced")
 
 
@@ -63,16 +66,35 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
 async def measure(
     gateways: dict[str, LocalGateway], order: Sequence[str], runs: int, clients: Sequence[int]
 ) -> dict[str, list[Phase]]:
-    """Each gateway warmed, then for each number of clients one phase of each, back to back
-    in ``order``: each pair of phases meets the same moment of the machine."""
+    """Each gateway warmed, then for each number of clients one phase of each, measured in
+    ``SLICES`` parts with the modes taking turns (in ``order``, then reversed, and so on):
+    on a shared machine whose load moves within seconds, both modes meet the same moments."""
     tools = client_tools(gateways["off"])
     for gateway in gateways.values():
         await gateway_phases(gateway, WARM_UP_RUNS, [1], tools)
     phases: dict[str, list[Phase]] = {mode: [] for mode in gateways}
     for count in clients:
-        for mode in order:
-            phases[mode] += await gateway_phases(gateways[mode], runs, [count], tools)
+        parts: dict[str, list[Phase]] = {mode: [] for mode in gateways}
+        for index, sliced in enumerate(slices(runs, count)):
+            for mode in order if index % 2 == 0 else reversed(order):
+                parts[mode] += await gateway_phases(gateways[mode], sliced, [count], tools)
+        for mode, measured in parts.items():
+            phases[mode].append(joined(measured))
     return phases
+
+
+def slices(runs: int, clients: int) -> list[int]:
+    """The runs of each part of a phase: up to ``SLICES`` parts, each a whole number of
+    runs per client (a phase gives each client ``runs // clients``)."""
+    each, rest = divmod(max(1, runs // clients), SLICES)
+    return [(each + (i < rest)) * clients for i in range(SLICES) if each + (i < rest)]
+
+
+def joined(parts: Sequence[Phase]) -> Phase:
+    """One phase of the runs, seconds and CPU of its parts."""
+    timings = [timing for part in parts for timing in part.timings]
+    seconds, cpu = sum(part.seconds for part in parts), sum(part.cpu for part in parts)
+    return dataclasses.replace(parts[0], seconds=seconds, cpu=cpu, timings=timings)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,10 +10,15 @@ messages are thrown away at the span's end even from a span that records. Profil
 expenses example, that work was a fifth of a plain Runner's CPU per run.
 
 ``spare_unrecorded`` wraps the functions of ``google.adk.telemetry.tracing`` that do it
-(ADK calls them through that module, so replacing them there reaches every call):
+(ADK calls them through that module, so replacing them there reaches every call), and
+``use_inference_span`` so that the request's builder knows the run's setting:
 
-- ``trace_inference_result``, each chunk: nothing for a span that does not record;
-- ``set_operation_details_attributes_from_request``, each call: only under a recording span;
+- ``trace_inference_result``, each chunk: nothing for a span that does not record, nor for
+  a chunk of text when its text is not kept and it carries no finish reason, tokens, cache
+  or grounding;
+- ``set_operation_details_attributes_from_request``, each call: only under a recording span,
+  and only the tool definitions when the run's ``TelemetryConfig`` captures no content (the
+  messages would be dropped at the span's end; converting them grows with the thread);
 - ``set_operation_details_attributes_from_response``, each chunk: the answer's messages only
   when the run's ``TelemetryConfig`` captures content (logs or spans), else the finish
   reasons and token counts alone, which is all ADK keeps of it then;
@@ -40,7 +45,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.adk.telemetry import tracing as adk_tracing
-from google.adk.telemetry._experimental_semconv import _build_response_common_attributes
+from google.adk.telemetry._experimental_semconv import (
+    _build_response_common_attributes,
+    _resolve_tool_definitions,
+    _to_any_value,
+)
 from google.adk.telemetry.context import (
     ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
@@ -48,6 +57,9 @@ from google.adk.telemetry.context import (
     TelemetryConfig,
 )
 from opentelemetry import trace
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_TOOL_DEFINITIONS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +79,11 @@ def run_telemetry(environ: Mapping[str, str] = os.environ) -> TelemetryConfig:
 
 
 RUN_TELEMETRY = run_telemetry()
+# What ADK falls back to for a run that names no TelemetryConfig.
+_DEFAULT = TelemetryConfig()
 
-# Whether the chunk being recorded now keeps the answer's messages: set around each
-# ``trace_inference_result``, from the run's TelemetryConfig, read by the response builder.
+# Whether the call being recorded keeps its messages: set, from the run's TelemetryConfig,
+# as its span opens and around each ``trace_inference_result``; read by the builders.
 _content_kept: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "gateway_adk_content_kept", default=True
 )
@@ -83,15 +97,63 @@ def _recording(span: Any) -> bool:
     return inner is not None and bool(inner.is_recording())
 
 
+def _keeps(config: TelemetryConfig) -> tuple[bool, bool]:
+    """Whether ``config`` keeps the answer's messages, and whether it logs every chunk
+    (ADK's stable semantic conventions do; the experimental ones, its default, do not)."""
+    content = config.should_add_content_to_logs or config.should_add_content_to_experimental_spans
+    return content, not config.should_use_experimental_genai_semconv
+
+
+# Every run the gateway starts carries RUN_TELEMETRY: its answers, worked out once
+# (each property of a TelemetryConfig is a few pydantic lookups, for each chunk).
+_RUN_KEEPS = _keeps(RUN_TELEMETRY)
+
+
+def _says_more(llm_response: Any) -> bool:
+    """Whether a chunk carries what ADK records of it even without content: why the model
+    stopped, tokens, a context cache or grounding."""
+    return any(
+        getattr(llm_response, name, None) is not None
+        for name in ("finish_reason", "usage_metadata", "cache_metadata", "grounding_metadata")
+    )
+
+
+def _keeps_for(invocation_context: Any) -> tuple[bool, bool]:
+    """``_keeps`` for the run's TelemetryConfig."""
+    config = getattr(getattr(invocation_context, "run_config", None), "telemetry", None)
+    return _RUN_KEEPS if config is RUN_TELEMETRY else _keeps(config or _DEFAULT)
+
+
+class _InferenceSpan:
+    """ADK's ``use_inference_span``, entered with the run's content setting known to the
+    request's builder (``_from_request``), which runs as the span opens."""
+
+    def __init__(
+        self, original: Callable[..., Any], llm_request: Any, invocation_context: Any, event: Any
+    ) -> None:
+        self._span = original(llm_request, invocation_context, event)
+        self._content = _keeps_for(invocation_context)[0]
+
+    async def __aenter__(self) -> Any:
+        token = _content_kept.set(self._content)
+        try:
+            return await self._span.__aenter__()
+        finally:
+            _content_kept.reset(token)
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._span.__aexit__(*exc_info)
+
+
 def _trace_inference_result(
     original: Callable[..., None], invocation_context: Any, span: Any, llm_response: Any
 ) -> None:
     if not _recording(span):
         return
-    config = getattr(getattr(invocation_context, "run_config", None), "telemetry", None)
-    config = config or TelemetryConfig()
-    kept = config.should_add_content_to_logs or config.should_add_content_to_experimental_spans
-    token = _content_kept.set(kept)
+    content, every_chunk = _keeps_for(invocation_context)
+    if not (content or every_chunk or _says_more(llm_response)):
+        return  # a streamed chunk of text, whose text is not kept: nothing to record
+    token = _content_kept.set(content)
     try:
         original(invocation_context, span, llm_response)
     finally:
@@ -100,8 +162,13 @@ def _trace_inference_result(
 
 def _from_request(original: Callable[..., None], attributes: Any, llm_request: Any) -> None:
     # ADK calls it with the call's generate_content span current.
-    if trace.get_current_span().is_recording():
+    if not trace.get_current_span().is_recording():
+        return
+    if _content_kept.get():
         original(attributes, llm_request)
+    else:  # the tool definitions are all ADK keeps of a request without content
+        tools = _resolve_tool_definitions(llm_request.config.tools or [])
+        attributes[GEN_AI_TOOL_DEFINITIONS] = _to_any_value(tools)
 
 
 def _from_response(
@@ -119,6 +186,7 @@ def _completion_details(original: Callable[..., None], span: Any, *args: Any) ->
 
 
 _WRAPPERS: dict[str, Callable[..., Any]] = {
+    "use_inference_span": _InferenceSpan,
     "trace_inference_result": _trace_inference_result,
     "set_operation_details_attributes_from_request": _from_request,
     "set_operation_details_attributes_from_response": _from_response,

@@ -3,12 +3,23 @@ without the conversation's content unless the operator asks for it."""
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 import pytest
+from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.run_config import RunConfig
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
 from google.adk.telemetry import tracing as adk_tracing
+from google.adk.telemetry.context import ContentCapturingMode, TelemetryConfig
 from google.adk.telemetry.tracing import GenerateContentSpan
+from google.genai import types
 from opentelemetry import trace
 
+from gateway.adk.hosting import Hosted, runnable_app
 from gateway.adk.telemetry import RUN_TELEMETRY, run_telemetry, spare_unrecorded
+from gateway.examples.expenses.agent import root_agent
+from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, tool_answer, tool_calls, user_input
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
@@ -87,3 +98,28 @@ async def test_a_sampled_out_trace_records_nothing(gateway: RunningGateway) -> N
         [navigate] = tool_calls(first, "navigateToScreen")
         await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]) | unsampled)
     assert not [s for s in spans.get_finished_spans() if s.context.trace_id == int(TRACE_ID, 16)]
+
+
+async def test_content_a_run_asks_for_is_recorded() -> None:
+    """A run whose own TelemetryConfig captures content gets ADK's spans in full: the
+    request's messages and the answer, streamed, as ADK describes them."""
+    spare_unrecorded()
+    spans = recorded_spans()
+    script = ScriptLlm.from_file(files("gateway.examples.expenses") / "script.json")
+    runner = Runner(
+        app=runnable_app(Hosted(root_agent, model=script)),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
+    telemetry = TelemetryConfig(capture_message_content=ContentCapturingMode.SPAN_ONLY)
+    config = RunConfig(streaming_mode=StreamingMode.SSE, telemetry=telemetry)
+    message = types.Content(role="user", parts=[types.Part(text="Show me my expenses")])
+    async for _ in runner.run_async(
+        user_id="u", session_id=new_id("t"), new_message=message, run_config=config
+    ):
+        pass
+    calls = [s for s in spans.get_finished_spans() if s.name.startswith("generate_content")]
+    assert len(calls) == 2  # list_expenses, then the answer
+    for call in calls:
+        assert "Show me my expenses" in call.attributes["gen_ai.input.messages"]
+    assert "expenses" in calls[-1].attributes["gen_ai.output.messages"]
