@@ -13,4 +13,5 @@ artifacts     artifacts in this process, within a budget
 stand_in      the agent the start-up warm-up meets instead of the hosted one
 resumability  what a non-resumable App cannot do, refused when a run asks for it
 telemetry     ADK's telemetry built only for spans that record, content off by default
+chain         the gateway's plugins as one, each callback calling only those that have it
 """
