@@ -42,13 +42,13 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
+from itertools import chain
 from typing import Any
 
 from google.adk.telemetry import tracing as adk_tracing
 from google.adk.telemetry._experimental_semconv import (
     _build_response_common_attributes,
     _resolve_tool_definitions,
-    _to_any_value,
 )
 from google.adk.telemetry.context import (
     ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS,
@@ -56,6 +56,7 @@ from google.adk.telemetry.context import (
     ContentCapturingMode,
     TelemetryConfig,
 )
+from google.genai import types
 from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_TOOL_DEFINITIONS,
@@ -166,9 +167,28 @@ def _from_request(original: Callable[..., None], attributes: Any, llm_request: A
         return
     if _content_kept.get():
         original(attributes, llm_request)
-    else:  # the tool definitions are all ADK keeps of a request without content
-        tools = _resolve_tool_definitions(llm_request.config.tools or [])
-        attributes[GEN_AI_TOOL_DEFINITIONS] = _to_any_value(tools)
+    else:  # the tools' names and kinds are all ADK keeps of a request without content
+        tools = [_named(tool) for tool in llm_request.config.tools or []]
+        attributes[GEN_AI_TOOL_DEFINITIONS] = [entry for entry in chain(*tools) if entry]
+
+
+def _named(tool: Any) -> list[dict[str, Any]]:
+    """A tool's definitions as ADK keeps them without content: each function's name and
+    description, and the kind of each other tool (``google_search``...); their parameters,
+    which ADK would convert and then drop, are left out from the start."""
+    if not isinstance(tool, types.Tool):
+        return [dict(definition) for definition in _resolve_tool_definitions([tool])]
+    named = [
+        {
+            "name": declaration.name or type(declaration).__name__,
+            "description": declaration.description,
+            "parameters": None,
+            "type": "function",
+        }
+        for declaration in tool.function_declarations or ()
+    ]
+    kinds = [name for name in type(tool).model_fields if name != "function_declarations"]
+    return named + [{"name": k, "type": k} for k in kinds if getattr(tool, k) is not None]
 
 
 def _from_response(

@@ -11,13 +11,19 @@ from google.adk.agents.run_config import RunConfig
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.telemetry import tracing as adk_tracing
+from google.adk.telemetry._experimental_semconv import (
+    GEN_AI_TOOL_DEFINITIONS,
+    _operation_details_attributes_no_content,
+    _resolve_tool_definitions,
+    _to_any_value,
+)
 from google.adk.telemetry.context import ContentCapturingMode, TelemetryConfig
 from google.adk.telemetry.tracing import GenerateContentSpan
 from google.genai import types
 from opentelemetry import trace
 
 from gateway.adk.hosting import Hosted, runnable_app
-from gateway.adk.telemetry import RUN_TELEMETRY, run_telemetry, spare_unrecorded
+from gateway.adk.telemetry import RUN_TELEMETRY, _named, run_telemetry, spare_unrecorded
 from gateway.examples.expenses.agent import root_agent
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, tool_answer, tool_calls, user_input
@@ -54,6 +60,24 @@ def test_an_unrecorded_inference_is_never_described() -> None:
     attributes: dict[str, object] = {}
     adk_tracing.set_operation_details_attributes_from_request(attributes, Untouchable())
     assert attributes == {}
+
+
+def test_without_content_a_requests_tools_are_named_as_adk_names_them() -> None:
+    """What the span keeps of a request's tools without content, made without converting
+    their parameters first: the same as ADK's own no-content view."""
+    parameters = types.Schema(type="OBJECT", properties={"query": types.Schema(type="STRING")})
+    tools: list[types.ToolUnion] = [
+        types.Tool(
+            function_declarations=[
+                types.FunctionDeclaration(name="find", description="Finds.", parameters=parameters),
+                types.FunctionDeclaration(name="bare"),
+            ]
+        ),
+        types.Tool(google_search=types.GoogleSearch()),
+    ]
+    adks = {GEN_AI_TOOL_DEFINITIONS: _to_any_value(_resolve_tool_definitions(tools))}
+    ours = [definition for tool in tools for definition in _named(tool)]
+    assert ours == _operation_details_attributes_no_content(adks)[GEN_AI_TOOL_DEFINITIONS]
 
 
 def test_content_is_captured_only_when_the_operator_asks() -> None:
