@@ -113,9 +113,11 @@ _RUN_KEEPS = _keeps(RUN_TELEMETRY)
 def _says_more(llm_response: Any) -> bool:
     """Whether a chunk carries what ADK records of it even without content: why the model
     stopped, tokens, a context cache or grounding."""
-    return any(
-        getattr(llm_response, name, None) is not None
-        for name in ("finish_reason", "usage_metadata", "cache_metadata", "grounding_metadata")
+    return (
+        llm_response.finish_reason is not None
+        or llm_response.usage_metadata is not None
+        or getattr(llm_response, "cache_metadata", None) is not None
+        or getattr(llm_response, "grounding_metadata", None) is not None
     )
 
 
