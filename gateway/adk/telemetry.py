@@ -25,7 +25,9 @@ expenses example, that work was a fifth of a plain Runner's CPU per run.
 - ``maybe_log_completion_details``, each call's end: nothing for a span that does not record.
 
 What a recording span carries is unchanged. The sampler is honoured before any of it is
-built, since a sampled-out span is one that does not record.
+built, since a sampled-out span is one that does not record. The wrapping is the
+process's: a host's own Runners are spared the same work, and lose nothing a recording
+span would carry (only ADK's completion log record for a call whose span does not record).
 
 ``RUN_TELEMETRY`` is the ``RunConfig.telemetry`` of every run the gateway starts, its
 environment read once (left unset, ADK reads seven variables again for each streamed
@@ -132,9 +134,13 @@ class _InferenceSpan:
     request's builder (``_from_request``), which runs as the span opens."""
 
     def __init__(
-        self, original: Callable[..., Any], llm_request: Any, invocation_context: Any, event: Any
+        self,
+        original: Callable[..., Any],
+        llm_request: Any,
+        invocation_context: Any,
+        model_response_event: Any,
     ) -> None:
-        self._span = original(llm_request, invocation_context, event)
+        self._span = original(llm_request, invocation_context, model_response_event)
         self._content = _keeps_for(invocation_context)[0]
 
     async def __aenter__(self) -> Any:
