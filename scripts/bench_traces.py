@@ -37,14 +37,19 @@ from collections.abc import Iterator, Sequence
 import uvloop
 
 from scripts._bench import ROOT, LocalGateway, client_tools, local_gateway
-from scripts.bench_runs import UNLIMITED, Phase, gateway_phases, phase_arguments
+from scripts.bench_runs import (
+    UNLIMITED,
+    Phase,
+    gateway_phases,
+    joined,
+    phase_arguments,
+    slices,
+)
 from tests.support.traces import OtlpReceiver
 
 # Issue 28's target: traces to a local collector cost under 10% of runs per second.
 OVERHEAD_TARGET = 0.10
 WARM_UP_RUNS = 10
-# Each phase is measured in this many parts, the modes taking turns.
-SLICES = 4
 MODES = ("off", "traced")
 
 
@@ -81,20 +86,6 @@ async def measure(
         for mode, measured in parts.items():
             phases[mode].append(joined(measured))
     return phases
-
-
-def slices(runs: int, clients: int) -> list[int]:
-    """The runs of each part of a phase: up to ``SLICES`` parts, each a whole number of
-    runs per client (a phase gives each client ``runs // clients``)."""
-    each, rest = divmod(max(1, runs // clients), SLICES)
-    return [(each + (i < rest)) * clients for i in range(SLICES) if each + (i < rest)]
-
-
-def joined(parts: Sequence[Phase]) -> Phase:
-    """One phase of the runs, seconds and CPU of its parts."""
-    timings = [timing for part in parts for timing in part.timings]
-    seconds, cpu = sum(part.seconds for part in parts), sum(part.cpu for part in parts)
-    return dataclasses.replace(parts[0], seconds=seconds, cpu=cpu, timings=timings)
 
 
 @dataclasses.dataclass(frozen=True)
