@@ -56,3 +56,25 @@ async def test_closing_the_chain_closes_each_plugin() -> None:
     plugins = [Noting("a", []), Noting("b", [])]
     await PluginChain(plugins).close()
     assert all(plugin.closed for plugin in plugins)
+
+
+class Failing(BasePlugin):
+    async def on_run_error_callback(self, **kwargs: Any) -> None:
+        raise RuntimeError("this plugin fails")
+
+
+class Told(BasePlugin):
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name)
+        self.told = False
+
+    async def on_run_error_callback(self, **kwargs: Any) -> None:
+        self.told = True
+
+
+async def test_a_runs_error_reaches_every_plugin_though_one_fails() -> None:
+    """ADK tells each plugin of a run's error whatever another does: so does the chain."""
+    told = Told("told")
+    manager = PluginManager(plugins=[PluginChain([Failing(name="failing"), told])])
+    await manager.run_on_run_error_callback(invocation_context=None, error=ValueError())  # type: ignore[arg-type]
+    assert told.told
