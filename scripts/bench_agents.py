@@ -11,7 +11,9 @@ model calls, one tool, 37 AG-UI events). The browser declares the example's clie
 - runner: google.adk's Runner over InMemorySessionService in this process, with the App
   as the gateway runs it (``gateway.adk.hosting.runnable_app``), C tasks.
 
-The phases, the table and the ratios are ``scripts/bench_runs.py``'s.
+The phases, the table and the ratios are ``scripts/bench_runs.py``'s. Each phase is measured
+in four parts, the gateway's and the runner's taking turns, so that the load of a shared
+machine, which moves within seconds, falls on both sides alike.
 
     .venv/bin/python -m scripts.bench_agents               # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_agents --rounds 1 --runs 200 --clients 1
@@ -23,7 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from importlib.resources import files
 
 import uvloop
@@ -46,12 +48,15 @@ from scripts.bench_runs import (
     USER,
     WARM_UP_RUNS,
     Phase,
+    Timing,
     gateway_phases,
     gateway_run,
+    joined,
     phase_arguments,
     print_phases,
     runner_phases,
     runner_run,
+    slices,
     warm_up_runner,
 )
 
@@ -62,15 +67,35 @@ TURN = "Show me my expenses"
 RATE_TARGET = 0.80
 
 
-async def measure_gateway(
-    gateway: LocalGateway, runs: int, concurrency: Sequence[int], text: str
-) -> list[Phase]:
-    tools: list[object] = list(BROWSER_TOOLS)
+async def warm_up_gateway(gateway: LocalGateway, text: str) -> None:
     # The start-up warm-up greets; the turn measured has first-call costs of its own.
     async with connect(gateway.ws_url(USER), max_size=None, compression=None) as ws:
         for _ in range(WARM_UP_RUNS):
-            await gateway_run(ws, tools, text)
-    return await gateway_phases(gateway, runs, concurrency, tools, text)
+            await gateway_run(ws, list(BROWSER_TOOLS), text)
+
+
+async def measure(
+    gateway: LocalGateway, runs: int, concurrency: Sequence[int], text: str, first: str
+) -> list[Phase]:
+    """For each number of clients, a gateway phase and a runner phase, each measured in
+    ``SLICES`` parts, the two sides taking turns (``first`` first, then the other first):
+    the load of a shared machine moves within seconds, and falls on both."""
+    tools: list[object] = list(BROWSER_TOOLS)
+    await warm_up_gateway(gateway, text)
+    run = await warmed_runner(text)
+    phases = []
+    for count in concurrency:
+        parts: dict[str, list[Phase]] = {"gateway": [], "runner": []}
+        for index, sliced in enumerate(slices(runs, count)):
+            gateway_first = (first == "gateway") == (index % 2 == 0)
+            sides = ("gateway", "runner") if gateway_first else ("runner", "gateway")
+            for side in sides:
+                if side == "gateway":
+                    parts[side] += await gateway_phases(gateway, sliced, [count], tools, text)
+                else:
+                    parts[side] += await runner_phases(run, sliced, [count])
+        phases += [joined(parts["gateway"]), joined(parts["runner"])]
+    return phases
 
 
 def build_runner() -> Runner:
@@ -92,14 +117,15 @@ def build_runner() -> Runner:
     )
 
 
-async def measure_runner(runs: int, concurrency: Sequence[int], text: str) -> list[Phase]:
+async def warmed_runner(text: str) -> Callable[[], Awaitable[Timing]]:
+    """One run of the plain Runner, warmed as the gateway is."""
     config = RunConfig(
         streaming_mode=StreamingMode.SSE,
         custom_metadata={RUN_METADATA_KEY: {CLIENT_TOOLS_KEY: [t["name"] for t in BROWSER_TOOLS]}},
     )
     run = functools.partial(runner_run, build_runner(), config, text)
     await warm_up_runner(run)
-    return await runner_phases(run, runs, concurrency)
+    return run
 
 
 def main() -> None:
@@ -112,9 +138,9 @@ def main() -> None:
     rounds: list[list[Phase]] = []
     flags = ("--agent", AGENT, "--model", f"script:{SCRIPT}", *UNLIMITED)
     for number in range(1, args.rounds + 1):
+        first = "gateway" if number % 2 else "runner"
         with local_gateway(*flags) as gateway:
-            served = uvloop.run(measure_gateway(gateway, args.runs, concurrency, args.text))
-        rounds.append(served + uvloop.run(measure_runner(args.runs, concurrency, args.text)))
+            rounds.append(uvloop.run(measure(gateway, args.runs, concurrency, args.text, first)))
         print(f"\nround {number}: the expenses example, {args.text!r}")
         print_phases(rounds[-1:], concurrency, RATE_TARGET)
     if len(rounds) > 1:

@@ -78,6 +78,9 @@ RATE_TARGET = 0.70
 # One user sends every run, far faster than a person: the per-user rate limit is not what
 # is measured (the plain runner has none).
 UNLIMITED = ("--user-rate", "0", "--user-reattach-bytes", "0")
+# A phase compared with another is measured in this many parts, the two taking turns: the
+# load of a shared machine moves within seconds, and should fall on both.
+SLICES = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,6 +438,20 @@ def print_phases(
             )
             cells.append(f"{clients} client{'s' if clients > 1 else ''} {value:.2f}")
         print(f"  gateway/runner {label}: {', '.join(cells)}{wanted}")
+
+
+def slices(runs: int, clients: int) -> list[int]:
+    """The runs of each part of a phase: up to ``SLICES`` parts, each a whole number of
+    runs per client (a phase gives each client ``runs // clients``)."""
+    each, rest = divmod(max(1, runs // clients), SLICES)
+    return [(each + (i < rest)) * clients for i in range(SLICES) if each + (i < rest)]
+
+
+def joined(parts: Sequence[Phase]) -> Phase:
+    """One phase of the runs, seconds and CPU of its parts."""
+    timings = [timing for part in parts for timing in part.timings]
+    seconds, cpu = sum(part.seconds for part in parts), sum(part.cpu for part in parts)
+    return dataclasses.replace(parts[0], seconds=seconds, cpu=cpu, timings=timings)
 
 
 def rate_ratio(gateway: Phase, runner: Phase) -> float:

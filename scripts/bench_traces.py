@@ -3,16 +3,20 @@
 Each round starts two fresh gateways one after the other (``python -m gateway``, the demo,
 the scripted model at pace 0, ``--db :memory:``), one with traces off (no ``OTEL_*``) and
 one exporting over OTLP/HTTP to a collector on loopback (``OTEL_EXPORTER_OTLP_ENDPOINT``,
-the same OpenTelemetry SDK and batch processor a deployment runs), in alternating order so
-that a drift of the shared machine falls on both. Each gateway is warmed by a few runs, then
-driven through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the
-greeting streamed back in 20 chunks, every run on a new thread) by C websocket clients.
+the same OpenTelemetry SDK and batch processor a deployment runs). Each phase is measured
+in four parts with the modes taking turns, so that the load of a shared machine, which
+moves within seconds, falls on both. Each gateway is warmed by a few runs, then driven
+through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the greeting
+streamed back in 20 chunks, every run on a new thread) by C websocket clients.
 
 A traced run exports its run span, ADK's invoke_workflow, invoke_agent and generate_content
 spans, and a store_commit span for each commit it joined. The collector
-(``tests.support.traces.OtlpReceiver``) decodes every request as a real one would, in this
-process; the figures that matter are the gateway's: "cpu ms/run" is the serving process's
-CPU over the phase divided by its runs, the steadier figure on a shared machine.
+(``tests.support.traces.OtlpReceiver``) decodes every request as a real one would, in a
+process of its own as a deployment's is: in this one, its decoding would take the CPU of the
+clients that drive the traced phases and of nothing else, and slow those phases for a
+reason that is not the gateway's. The figures that matter are the gateway's: "cpu ms/run"
+is the serving process's CPU over the phase divided by its runs, the steadier figure on a
+shared machine.
 
     .venv/bin/python -m scripts.bench_traces              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_traces --rounds 5 --runs 400 --clients 1,8
@@ -20,16 +24,27 @@ CPU over the phase divided by its runs, the steadier figure on a shared machine.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import statistics
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 
 import uvloop
 
-from scripts._bench import LocalGateway, client_tools, local_gateway
-from scripts.bench_runs import UNLIMITED, Phase, gateway_phases, phase_arguments
+from scripts._bench import ROOT, LocalGateway, client_tools, local_gateway
+from scripts.bench_runs import (
+    UNLIMITED,
+    Phase,
+    gateway_phases,
+    joined,
+    phase_arguments,
+    slices,
+)
 from tests.support.traces import OtlpReceiver
 
 # Issue 28's target: traces to a local collector cost under 10% of runs per second.
@@ -56,19 +71,63 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
 async def measure(
     gateways: dict[str, LocalGateway], order: Sequence[str], runs: int, clients: Sequence[int]
 ) -> dict[str, list[Phase]]:
-    """Each gateway warmed, then for each number of clients one phase of each, back to back
-    in ``order``: each pair of phases meets the same moment of the machine."""
+    """Each gateway warmed, then for each number of clients one phase of each, measured in
+    ``SLICES`` parts with the modes taking turns (in ``order``, then reversed, and so on):
+    on a shared machine whose load moves within seconds, both modes meet the same moments."""
     tools = client_tools(gateways["off"])
     for gateway in gateways.values():
         await gateway_phases(gateway, WARM_UP_RUNS, [1], tools)
     phases: dict[str, list[Phase]] = {mode: [] for mode in gateways}
     for count in clients:
-        for mode in order:
-            phases[mode] += await gateway_phases(gateways[mode], runs, [count], tools)
+        parts: dict[str, list[Phase]] = {mode: [] for mode in gateways}
+        for index, sliced in enumerate(slices(runs, count)):
+            for mode in order if index % 2 == 0 else reversed(order):
+                parts[mode] += await gateway_phases(gateways[mode], sliced, [count], tools)
+        for mode, measured in parts.items():
+            phases[mode].append(joined(measured))
     return phases
 
 
-def otel_variables(mode: str, collector: OtlpReceiver) -> dict[str, str]:
+@dataclasses.dataclass(frozen=True)
+class Collector:
+    """The collector's process: ``endpoint`` is what OTEL_* takes."""
+
+    endpoint: str
+    process: subprocess.Popen[str]
+
+    def received(self) -> int:
+        """How many spans have arrived so far."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        return int(self.process.stdout.readline())
+
+
+@contextlib.contextmanager
+def collector_process() -> Iterator[Collector]:
+    """A collector in a process of its own (this script with ``--collector``)."""
+    command = [sys.executable, "-m", "scripts.bench_traces", "--collector"]
+    pipe = subprocess.PIPE
+    with subprocess.Popen(command, cwd=ROOT, stdin=pipe, stdout=pipe, text=True) as process:
+        assert process.stdout is not None and process.stdin is not None
+        try:
+            yield Collector(process.stdout.readline().strip(), process)
+        finally:
+            process.stdin.close()  # it ends as its input does
+            process.wait(timeout=10)
+
+
+def serve_collector() -> None:
+    """The collector's side: prints its endpoint, then the spans received so far for each
+    line read, until its input ends."""
+    with OtlpReceiver() as receiver:
+        print(receiver.endpoint, flush=True)
+        for _ in sys.stdin:
+            with receiver.lock:
+                print(len(receiver.spans), flush=True)
+
+
+def otel_variables(mode: str, collector: Collector) -> dict[str, str]:
     """What turns a gateway's traces on: none for "off", the collector for "traced"."""
     if mode == "off":
         return {}
@@ -84,18 +143,22 @@ def row(mode: str, phase: Phase) -> str:
 
 def main() -> None:
     parser = phase_arguments(__doc__ or "")
+    parser.add_argument("--collector", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.collector:
+        serve_collector()
+        return
     concurrency = [int(c) for c in args.clients.split(",")]
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
     # Per number of clients, each round's traced/off ratios of runs/s and of CPU per run.
     rates: dict[int, list[float]] = {clients: [] for clients in concurrency}
     cpus: dict[int, list[float]] = {clients: [] for clients in concurrency}
     header = f"{'traces':<8}{'clients':>8}{'runs':>6}{'runs/s':>10}{'cpu ms/run':>14}"
-    with OtlpReceiver() as collector:
+    with collector_process() as collector:
         for number in range(1, args.rounds + 1):
             print(f"round {number}\n{header}")
             order = MODES if number % 2 else tuple(reversed(MODES))
-            before = len(collector.spans)
+            before = collector.received()
             with contextlib.ExitStack() as stack:
                 gateways = {}
                 for mode in MODES:  # each process reads OTEL_* as it starts
@@ -109,7 +172,7 @@ def main() -> None:
                 rates[clients].append(traced.rate / off.rate)
                 cpus[clients].append(traced.cpu_per_run / off.cpu_per_run)
             # The traced gateway's exit flushed what its batches held.
-            print(f"  spans received: {len(collector.spans) - before}")
+            print(f"  spans received: {collector.received() - before}")
     print(f"\ntraced against off, medians of the {args.rounds} rounds' ratios")
     for clients in concurrency:
         rate, cpu = statistics.median(rates[clients]) - 1, statistics.median(cpus[clients]) - 1

@@ -12,4 +12,6 @@ memory        each user's recent runs, recalled across their threads; fed at eac
 artifacts     artifacts in this process, within a budget
 stand_in      the agent the start-up warm-up meets instead of the hosted one
 resumability  what a non-resumable App cannot do, refused when a run asks for it
+telemetry     ADK's telemetry built only for spans that record, content off by default
+chain         the gateway's plugins as one, each callback calling only those that have it
 """

@@ -22,11 +22,12 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway import config, tracing
+from gateway import config
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
+from gateway.adk import telemetry
 from gateway.adk.approvals import own_hints
 from gateway.adk.hosting import Hosted, agent_tools, agents, server_tool_names
 from gateway.adk.resumability import resumable
@@ -78,6 +79,7 @@ class Engine:
         self.app_name = app.name
         self.services = services or Services()
         self.runner = self._runner(app, session_service)
+        telemetry.spare_unrecorded()  # ADK's attributes built only for spans that record
         self.warm_up_runner = self._runner(warm_up, session_service) if warm_up else None
         self.resumable = resumable(app)
         self.sessions = session_service
@@ -289,7 +291,7 @@ class Engine:
         config = RunConfig(
             streaming_mode=StreamingMode.SSE,
             custom_metadata=custom_metadata(run_metadata),
-            telemetry=tracing.ADK_TELEMETRY,
+            telemetry=telemetry.RUN_TELEMETRY,
         )
         offered = self.client_tools.offered(run_id, client_tools)
         shown = (

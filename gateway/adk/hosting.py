@@ -31,6 +31,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 
 from gateway.adk.agui_adk import is_agui_toolset
+from gateway.adk.chain import PluginChain
 from gateway.adk.resumability import PauseRefusal, resumable
 from gateway.tools.catalog import Catalog
 from gateway.tools.client import ClientToolset
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# The name ADK knows the gateway's plugins by, as one (``PluginChain``).
+GATEWAY_PLUGINS = "agent_gateway"
 
 # The extra fields of GET /me for a user, given the user id: the demo's screen menu.
 Profile = Callable[[str], dict[str, Any]]
@@ -101,7 +105,9 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
         if hosted.model is not None:
             agent.model = hosted.model
     ours = [plugin for plugin in plugins if plugin not in app.plugins]
-    return app.model_copy(update={"plugins": [*app.plugins, *ours]})
+    # One plugin for ADK to call: it awaits each plugin for each callback, had or not.
+    chain = [PluginChain(ours, name=GATEWAY_PLUGINS)] if ours else []
+    return app.model_copy(update={"plugins": [*app.plugins, *chain]})
 
 
 def _offer_client_tools(agent: LlmAgent, client_tools: ClientToolset) -> None:

@@ -30,8 +30,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from websockets.exceptions import ConnectionClosed
 
-from gateway import tracing
 from gateway import wire as p
+from gateway.adk import telemetry
 from gateway.adk.hosting import first_line
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
@@ -88,7 +88,7 @@ class LiveTurn:
                     CLIENT_TOOLS_KEY: sorted(self.client_tools),
                 }
             },
-            telemetry=tracing.ADK_TELEMETRY,
+            telemetry=telemetry.RUN_TELEMETRY,
         )
 
     async def events(self) -> AsyncGenerator[AdkEvent, None]:

@@ -27,7 +27,15 @@ from opentelemetry.trace import Span
 from gateway import tracing
 from gateway.metrics import OFF, Metrics
 from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.writes import AppendFrames, Failed, Fenced, Probe, SaveStreamedText, Write
+from gateway.store.writes import (
+    AppendFrames,
+    Failed,
+    Fenced,
+    Probe,
+    SaveStreamedText,
+    TrimFrames,
+    Write,
+)
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -220,9 +228,11 @@ class GroupCommit:
 def _traced(write: Write) -> Span | None:
     """The span a write's commit is traced under: the current one, except for the writes
     of each streamed chunk (its text so far, its frames), which would outnumber the rest
-    of a run's spans tenfold (27 commits in the demo's greeting)."""
+    of a run's spans tenfold (27 commits in the demo's greeting), and the frame log's
+    trimming at a run's end, which stores none of the run's events (a span in eight)."""
     inner = write.write if isinstance(write, Fenced) else write
-    return None if isinstance(inner, (SaveStreamedText, AppendFrames)) else tracing.current_span()
+    untraced = (SaveStreamedText, AppendFrames, TrimFrames)
+    return None if isinstance(inner, untraced) else tracing.current_span()
 
 
 def _followed_by(queued: Write, newer: Write) -> Write:
