@@ -28,6 +28,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 
 from gateway import config, metrics
 from gateway.adk.hosting import Hosted
+from gateway.adk.live import Transcripts
 from gateway.config import Settings
 from gateway.tools.catalog import Catalog
 
@@ -125,6 +126,8 @@ def create_app(
         mcp.McpFailurePlugin(),
         # After the warm-up's: a call it answers never reaches the model, so is not watched.
         model_calls,
+        # A live turn's transcripts keep one message id per utterance (docs/voice.md).
+        Transcripts(),
     ]
     if any(prediction.confirm for prediction in hosted.predict_state):
         plugins.append(ConfirmChangesPlugin(hosted.predict_state))

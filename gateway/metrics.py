@@ -69,6 +69,9 @@ class Metrics:
     def reattached(self) -> None:
         """A client reattached to a thread."""
 
+    def live_audio(self, direction: str, seconds: float) -> None:
+        """Seconds of audio a live turn heard (``direction`` "in") or spoke ("out")."""
+
     def replayed(self, sent_bytes: int) -> None:
         """A reattach or a history page had the gateway send ``sent_bytes`` of a thread."""
 
@@ -193,6 +196,12 @@ class Prometheus(Metrics):
             registry=r,
         )
         self._reattaches = Counter("gateway_reattaches", "Reattaches to a thread", registry=r)
+        self._live_audio = Counter(
+            "gateway_live_audio_seconds",
+            "Seconds of audio live turns heard (in) and spoke (out)",
+            ["direction"],
+            registry=r,
+        )
         self._replay_bytes = Counter(
             "gateway_replay_bytes",
             "Bytes of threads sent by reattaches and history pages",
@@ -293,6 +302,9 @@ class Prometheus(Metrics):
 
     def reattached(self) -> None:
         self._reattaches.inc()
+
+    def live_audio(self, direction: str, seconds: float) -> None:
+        self._live_audio.labels(direction).inc(seconds)
 
     def replayed(self, sent_bytes: int) -> None:
         self._replay_bytes.inc(sent_bytes)

@@ -23,14 +23,14 @@ import contextlib
 from typing import Generic, TypeVar, cast
 
 from gateway import wire as p
-from gateway.wire import versions
+from gateway.wire import live, versions
 
 _CURRENT = versions.Dialect.CURRENT
 # Well under a display frame (16 ms): no one sees the difference.
 TEXT_HOLD_SECONDS = 0.010
 
-E = TypeVar("E", bound=p.Event | None)
-# An event and its encoding; None (close) encodes as nothing.
+E = TypeVar("E", bound=p.Event | live.AudioOut | None)
+# An event and its encoding; None (close) encodes as nothing, audio out as its binary frame.
 Frame = tuple[E, bytes]
 
 
@@ -59,6 +59,10 @@ class Outgoing(Generic[E]):
         if event is None:
             frames: list[Frame[E]] = [(event, b"")]
             size = 0
+        elif isinstance(event, live.AudioOut):
+            frames, size = [(event, event.frame)], len(event.frame)
+            if self.limit_bytes is not None and self.size + size > self.limit_bytes:
+                return False
         else:
             if self.dialect is _CURRENT:  # nearly every event a client is sent: as it is
                 data = p.encode(event)

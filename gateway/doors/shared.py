@@ -17,6 +17,7 @@ import dataclasses
 from gateway.auth import Authenticator
 from gateway.config import Settings
 from gateway.doors.drain import Drain
+from gateway.doors.voice import LiveUsers
 from gateway.hub.hub import Hub
 from gateway.hub.limits import RateLimiter
 
@@ -31,3 +32,5 @@ class Shared:
     rates: RateLimiter
     origins: frozenset[str]
     drain: Drain
+    # The live turns open per user (``gateway.doors.voice``).
+    live_users: LiveUsers = dataclasses.field(default_factory=LiveUsers)

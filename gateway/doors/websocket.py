@@ -1,4 +1,5 @@
-"""/ws: one WebSocket connection carrying runs, answers, cancels and reattaches both ways."""
+"""/ws: one WebSocket connection carrying runs, answers, cancels, reattaches and live (voice)
+turns (``gateway.doors.voice``, docs/voice.md) both ways."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ import uuid
 from gateway import logs, tracing
 from gateway import wire as p
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
+from gateway.context import Caller
 from gateway.doors import cors
 from gateway.doors.access import Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.drain import CLOSE_CODE, CLOSE_REASON
 from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
+from gateway.doors.voice import Voice
 from gateway.hub.inputs import needed_part
 from gateway.hub.refusals import draining
 from gateway.hub.threads import Run
-from gateway.wire import versions
+from gateway.wire import live, versions
 from gateway.wire.notices import nothing_to_cancel
 
 log = logging.getLogger(__name__)
@@ -46,7 +49,15 @@ class Restart:
 
 # What a connection's worker handles in order: a run, a reattach, an error, a notice, or
 # the drain's turn.
-Work = p.RunAgentInput | p.Reattach | p.GatewayError | list[p.Event] | Refused | Restart
+Work = (
+    p.RunAgentInput
+    | p.Reattach
+    | live.LiveStart
+    | p.GatewayError
+    | list[p.Event]
+    | Refused
+    | Restart
+)
 
 # Frames one connection may have waiting behind its current run, whatever their size.
 QUEUED_FRAMES_LIMIT = 32
@@ -73,7 +84,9 @@ class WebSocketSession:
         self.shutdown = shared.drain
         self.draining = False
         self.scope, self.receive, self.send = scope, receive, send
-        self.send_queue: Outgoing[p.Event | None] = Outgoing(self.settings.send_buffer_bytes)
+        self.send_queue: Outgoing[p.Event | live.AudioOut | None] = Outgoing(
+            self.settings.send_buffer_bytes
+        )
         self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
         self.queued_bytes = 0
         self.refused: Refused | None = None
@@ -88,12 +101,18 @@ class WebSocketSession:
         self.client: str | None = None
         # Whether anything was sent yet: only a stream's first event may be a lone RUN_ERROR.
         self.streamed = False
+        # Its live turn, once it sends liveStart (docs/voice.md).
+        self.voice = Voice(shared.hub, shared.settings, shared.live_users)
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
         if self.send_queue.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
+
+    def deliver_audio(self, chunk: live.AudioOut) -> None:
+        if self.send_queue.offer(chunk):
+            log.warning("closing a connection of %s that fell behind the agent's speech", self.user)
 
     async def serve(self) -> None:
         message = await self.receive()
@@ -141,6 +160,7 @@ class WebSocketSession:
         try:
             await self._read()
         finally:
+            self.voice.leave()
             self.shutdown.connections.discard(self)
             if expiry is not None:
                 expiry.cancel()
@@ -167,6 +187,9 @@ class WebSocketSession:
         """The gateway drains: queues the close behind what the connection already has."""
         if not self.draining:
             self.draining = True
+            # A live turn could hold the drain for minutes: it ends now, its words stored,
+            # and the client starts the next one on a process that stays.
+            self.voice.leave()
             self.inbox.put_nowait((Restart(), 0))
 
     def _expired(self) -> None:
@@ -199,6 +222,10 @@ class WebSocketSession:
             data = message.get("text")
             if data is None:
                 data = message.get("bytes") or b""
+                if live.is_audio(data):  # docs/voice.md
+                    if refused := self.voice.audio(data):
+                        self._refuse(refused)  # one error, however many frames
+                    continue
             try:
                 await self._take(data)
             except Exception:
@@ -228,6 +255,14 @@ class WebSocketSession:
             self.access.record_cancel(frame.thread_id, cancelled)
             if not cancelled:
                 self._queue(nothing_to_cancel(frame.thread_id, frame.run_id), 0)
+        elif isinstance(frame, live.LiveStop):
+            # Like a cancel, it acts now; the live turn's end is its answer.
+            if refused := self.voice.stop(frame):
+                self._queue(refused, 0)
+        elif isinstance(frame, live.LiveToolResult):
+            # The live turn waits on it now: it cannot wait behind the turn itself.
+            if refused := await self.voice.answer(frame):
+                self._refuse(refused)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
             self._queue(needed_part(frame), len(data))
@@ -278,8 +313,25 @@ class WebSocketSession:
                 self.deliver(event)
         elif isinstance(item, Restart):
             await self._followed_run_ended()
+        elif isinstance(item, live.LiveStart):
+            await self._live(item)
         else:
             await self._run(item)
+
+    async def _live(self, frame: live.LiveStart) -> None:
+        """Opens a live turn, then waits for it to end, as for a run (docs/voice.md)."""
+        logs.bind(thread=frame.thread_id, run=frame.run_id)
+        try:
+            caller = self.access.caller or Caller(self.user)
+            turn = await self.voice.start(frame, self, caller)
+        except p.GatewayError as error:
+            log.info("liveStart on thread %s refused: %s", frame.thread_id, error.code.value)
+            self._refusal(error.to_event(), frame)
+            return
+        if self.following not in (None, frame.thread_id):
+            self.hub.unwatch(self, self.following)
+        self.following = frame.thread_id
+        await turn.run.done.wait()
 
     async def _run(self, request: p.RunAgentInput | p.Reattach) -> None:
         """Starts a run or reattaches, then waits for the run it follows to end."""
@@ -312,7 +364,9 @@ class WebSocketSession:
             await thread.run.done.wait()
 
     def _refusal(
-        self, error: p.RunError, request: p.RunAgentInput | p.Reattach | None = None
+        self,
+        error: p.RunError,
+        request: p.RunAgentInput | p.Reattach | live.LiveStart | None = None,
     ) -> None:
         """Tells of a frame refused between runs: alone as the stream's first event, else in
         a run of its own, since a RUN_ERROR after a run's end says that run failed (AG-UI 1.0)
@@ -352,7 +406,10 @@ class WebSocketSession:
                             }
                         )
                     return
-                await self.send({"type": "websocket.send", "text": data.decode()})
+                if isinstance(event, live.AudioOut):
+                    await self.send({"type": "websocket.send", "bytes": data})
+                else:
+                    await self.send({"type": "websocket.send", "text": data.decode()})
 
 
 def _queue_full() -> p.GatewayError:

@@ -18,7 +18,10 @@ Id conventions, shared with ``gateway.translate.translator``:
   press on a surface that began a turn is an ``a2ui-action`` activity message in place of
   the user's words, under the id the run streamed it with.
 
-Partial (streamed) events are never stored, and events without content carry no message.
+A live turn's transcripts (``gateway.translate.live``) are a user message (what the person
+said) and an assistant message (what the agent said), under the id of the utterance
+stamped on the finished transcription. Partial (streamed) events are never stored, and
+events without content carry no message.
 A reply cut off mid-stream (stopped, failed, or interrupted by a crash) is stored as a model
 event under the id it streamed with (``gateway.store.cut_off``): it shows as the text the client
 was sent, with ``metadata: {"ended": ...}``, and without the note the model reads.
@@ -65,6 +68,8 @@ def event_messages(event: Event) -> list[Message]:
     (``gateway.store.messages``), keeps it beside the event at append time;
     ``answered_calls_only`` then joins a thread's messages into a snapshot.
     """
+    if event.input_transcription or event.output_transcription:
+        return _transcript(event)
     if event.partial or event.content is None or not event.content.parts:
         return []
     if is_restart_turn(event):  # for the model alone
@@ -115,6 +120,20 @@ def event_messages(event: Event) -> list[Message]:
         message["metadata"] = {"ended": ending.value}
     messages.append(message)
     return messages
+
+
+def _transcript(event: Event) -> list[Message]:
+    """What a live turn heard or said, once finished, under the id it streamed with
+    (``gateway.adk.live.Transcripts``): a user or an assistant text message."""
+    message_id = event_metadata(event).get("messageId") or event.id
+    heard, said = event.input_transcription, event.output_transcription
+    if event.partial:
+        return []
+    if heard is not None and heard.finished and heard.text:
+        return [{"id": message_id, "role": "user", "content": heard.text}]
+    if said is not None and said.finished and said.text:
+        return [{"id": message_id, "role": "assistant", "name": event.author, "content": said.text}]
+    return []
 
 
 def _tool_results(

@@ -18,7 +18,8 @@ the frames, so ``from gateway import wire as p`` reads ``p.RunStarted``, ``p.Gat
 
 Beside them, imported by name: ``versions`` (which AG-UI a client speaks, and its stream in
 that version), ``bounds`` (what free-form JSON may hold), ``notices`` (``gateway.notice``
-events, and runs of their own for events outside a run), ``pointers`` (paths into JSON).
+events, and runs of their own for events outside a run), ``pointers`` (paths into JSON),
+``live`` (voice: the binary audio frames and the live turn's custom events, docs/voice.md).
 """
 
 from __future__ import annotations

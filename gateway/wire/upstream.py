@@ -158,10 +158,33 @@ class Reattach(Wire, tag_field="type", tag="reattach"):
     after: Cursor | None = None
 
 
-ControlFrame = Cancel | Reattach
+class LiveStart(Wire, tag_field="type", tag="liveStart"):
+    """Opens a live (voice) turn on the thread (docs/voice.md); ``tools``: the client tools
+    the model may call in it, as in a RunAgentInput."""
+
+    thread_id: Id
+    run_id: Id
+    tools: Annotated[list[Tool], msgspec.Meta(max_length=MAX_DECLARED)] = msgspec.field(
+        default_factory=list
+    )
 
 
-Upstream = RunAgentInput | Cancel | Reattach
+class LiveStop(Wire, tag_field="type", tag="liveStop"):
+    thread_id: Id
+
+
+class LiveToolResult(Wire, tag_field="type", tag="liveToolResult"):
+    """A client tool's result inside a live turn: the tool message a RunAgentInput would
+    carry, sent at once (AG-UI has no mid-run channel for it)."""
+
+    thread_id: Id
+    message: ToolMessage
+
+
+ControlFrame = Cancel | Reattach | LiveStart | LiveStop | LiveToolResult
+
+
+Upstream = RunAgentInput | Cancel | Reattach | LiveStart | LiveStop | LiveToolResult
 
 
 _input_decoder = msgspec.json.Decoder(RunAgentInput)
@@ -259,14 +282,24 @@ def decode_upstream(data: bytes | str) -> Upstream:
     if kind.type is None:
         return decode_input(data)
     try:
-        return _control_decoder.decode(data)
+        frame = _control_decoder.decode(data)
     except msgspec.ValidationError as exc:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid control frame: {explained(exc)}. Known types: cancel, reattach.",
+            f"Invalid control frame: {explained(exc)}."
+            " Known types: cancel, reattach, liveStart, liveStop, liveToolResult.",
         ) from None
     except RecursionError:
         raise _too_deep() from None
+    if isinstance(frame, LiveStart):  # its tools' parameters are free-form, as an input's
+        try:
+            for index, tool in enumerate(frame.tools):
+                _within(f".tools[{index}].parameters", tool.parameters)
+        except bounds.OutOfBounds as bad:
+            raise GatewayError(
+                ErrorCode.VALIDATION_ERROR, f"Invalid liveStart: {bad.at('$')}"
+            ) from None
+    return frame
 
 
 def client_instance(value: str) -> str:

@@ -11,6 +11,7 @@ from gateway import wire as p
 from gateway.auth import Authenticator
 from gateway.config import Settings
 from gateway.doors import websocket
+from gateway.doors.voice import LiveUsers
 from gateway.metrics import OFF
 
 pytestmark = pytest.mark.unit
@@ -21,6 +22,7 @@ class _Shared:
     rates: Any = object()
     origins: frozenset[str] = frozenset()
     drain: Any = None
+    live_users = LiveUsers()
     # Room for three of the events below, in bytes.
     settings = Settings(send_buffer_bytes=3 * len(p.encode(p.Custom(name="n", value=0))))
     auth = Authenticator(settings)

@@ -1,0 +1,180 @@
+"""The ADK side of a live turn: ``Runner.run_live`` fed by a ``LiveRequestQueue``.
+
+Theory of operation. A live turn is one ADK live invocation on the thread's session: the
+gateway puts the person's audio on the turn's ``LiveRequestQueue`` as it arrives
+(``hear``), and reads the events ``run_live`` yields (``events``) until the queue is closed
+(``close``) and ADK's stream ends. ADK stores what it stores of a live invocation itself:
+finished transcriptions of both sides, tool calls and results; never the audio chunks.
+
+A transcript reaches the client in pieces and the store as one finished event, and ADK gives
+each piece an event id of its own. ``Transcripts`` (a plugin on the App) stamps every piece
+of one utterance, and its finished event, with one message id, minted from the first
+piece's event id, so the messages a snapshot reads from the store carry the ids the client
+was streamed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
+
+from google.adk.agents._streaming_mode import StreamingMode
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.agents.live_request_queue import LiveRequestQueue
+from google.adk.agents.run_config import RunConfig
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import Session
+from google.genai import errors as genai_errors
+from google.genai import types
+from websockets.exceptions import ConnectionClosed
+
+from gateway import tracing
+from gateway import wire as p
+from gateway.adk.hosting import first_line
+from gateway.context import RUN_METADATA_KEY, stamp
+from gateway.models.failures import classify
+from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
+from gateway.tools.per_invocation import InvocationPlugin
+from gateway.wire import live
+
+if TYPE_CHECKING:
+    from gateway.adk.engine import Engine
+
+log = logging.getLogger(__name__)
+
+MIC_MIME_TYPE = f"audio/pcm;rate={live.INPUT_RATE}"
+
+# The prefix of a transcript's message id, by side.
+HEARD, SAID = "heard-", "said-"
+
+
+class LiveTurn:
+    """One live invocation: audio in through its queue, ADK's events out."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        user_id: str,
+        thread_id: str,
+        run_id: str,
+        client_tools: Mapping[str, ClientTool] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.user_id, self.thread_id, self.run_id = user_id, thread_id, run_id
+        # The client tools the model may call in this turn, as the client declared them.
+        self.client_tools = dict(client_tools or {})
+        self.queue = LiveRequestQueue()
+        self.closed = False
+        # The thread as ADK holds it for the turn: what the turn stores itself goes
+        # through the same object, so the store's staleness check sees one writer.
+        self.session: Session | None = None
+        self.invocation_id: str | None = None
+
+    def config(self) -> RunConfig:
+        return RunConfig(
+            streaming_mode=StreamingMode.BIDI,
+            response_modalities=[types.Modality.AUDIO],
+            input_audio_transcription=types.AudioTranscriptionConfig(),
+            output_audio_transcription=types.AudioTranscriptionConfig(),
+            # The provider ends a connection (its time limit, a goAway): ADK reconnects with
+            # the latest handle it was given, and the conversation goes on where it was.
+            session_resumption=types.SessionResumptionConfig(),
+            custom_metadata={
+                RUN_METADATA_KEY: {
+                    "runId": self.run_id,
+                    "live": True,
+                    CLIENT_TOOLS_KEY: sorted(self.client_tools),
+                }
+            },
+            telemetry=tracing.ADK_TELEMETRY,
+        )
+
+    async def events(self) -> AsyncGenerator[AdkEvent, None]:
+        """ADK's live stream, until the queue is closed and ADK has let go."""
+        engine = self.engine
+        self.session = await engine.session(self.user_id, self.thread_id)
+        handed = engine.sessions.handed_over(self.session) if self.session else nullcontext()
+        with engine.client_tools.offered(self.run_id, self.client_tools), handed:
+            async for event in engine.runner.run_live(
+                user_id=self.user_id,
+                session_id=self.thread_id,
+                live_request_queue=self.queue,
+                run_config=self.config(),
+            ):
+                self.invocation_id = event.invocation_id
+                yield event
+
+    async def answer(self, call_id: str, name: str, response: dict[str, Any]) -> None:
+        """Gives the model a client tool's result: stored first (ADK stores no function
+        response sent to a live model), then sent."""
+        part = types.Part(
+            function_response=types.FunctionResponse(id=call_id, name=name, response=response)
+        )
+        content = types.Content(role="user", parts=[part])
+        if self.session is not None:
+            event = AdkEvent(invocation_id=self.invocation_id or "", author="user", content=content)
+            await self.engine.append(self.session, event)
+        if not self.closed:
+            self.queue.send_content(content)
+
+    def hear(self, pcm: bytes | memoryview) -> None:
+        """Passes a chunk of the person's speech (16 kHz s16le PCM) on to the model."""
+        if not self.closed:
+            self.queue.send_realtime(types.Blob(data=bytes(pcm), mime_type=MIC_MIME_TYPE))
+
+    def close(self) -> None:
+        """No more audio: ADK closes the model's connection and its stream ends."""
+        if not self.closed:
+            self.closed = True
+            self.queue.close()
+
+
+def live_failure(error: BaseException) -> p.GatewayError | None:
+    """What a client is told when a live turn's model fails, as a code and a sentence;
+    None for a failure nobody expected (an error id, and the traceback in the log)."""
+    if isinstance(error, NotImplementedError):  # BaseLlm.connect: no live connection
+        return p.GatewayError(
+            p.ErrorCode.AGENT_ERROR,
+            "This agent's model cannot hold a live (voice) conversation; talk to it in text,"
+            " or host the agent on a Gemini Live model (docs/voice.md).",
+        )
+    if (failure := classify(error)) is not None:
+        log.warning("a live turn's model failed: %s", failure.detail)
+        return p.GatewayError(failure.code, failure.sentence)
+    if isinstance(error, OSError | ConnectionClosed | genai_errors.APIError):
+        log.warning("a live turn's model connection failed: %s", first_line(error))
+        return p.GatewayError(
+            p.ErrorCode.AGENT_ERROR,
+            "The connection to the model's live service failed; start a new live turn to"
+            " go on talking (what was said is kept).",
+        )
+    return None
+
+
+class Transcripts(InvocationPlugin[dict[str, str]]):
+    """Stamps every piece of one utterance, finished event included, with one message id."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gateway_transcripts")
+
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: AdkEvent
+    ) -> AdkEvent | None:
+        heard = event.input_transcription
+        said = event.output_transcription
+        notes = self.notes.get(invocation_context.invocation_id)
+        if heard is None and said is None:
+            if notes is not None and (event.interrupted or event.turn_complete):
+                notes.pop(SAID, None)  # the agent's next words are a new message
+            return None
+        notes = self.notes.setdefault(invocation_context.invocation_id, {})
+        for prefix, transcription in ((HEARD, heard), (SAID, said)):
+            if transcription is None:
+                continue
+            message_id = notes.setdefault(prefix, prefix + event.id)
+            stamp(event, "messageId", message_id)
+            if transcription.finished:
+                del notes[prefix]
+        return None

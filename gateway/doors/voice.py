@@ -1,0 +1,144 @@
+"""Voice on /ws: one connection's live turn, its audio frames and its bounds.
+
+Theory of operation (the contract is ``docs/voice.md``). A ``liveStart`` waits its turn in
+the connection's queue like a run, then opens the live turn (``gateway.hub.live``); from
+then on the connection's binary frames are the person's audio, checked (``wire.live``),
+bounded and handed to the turn at once, and ``liveStop`` ends it, also at once, as a
+cancel acts. The agent's speech comes back through ``deliver_audio`` on the connection.
+
+What one client can make the gateway do is bounded: a frame holds at most a second of
+audio, audio may not come faster than real time beyond a ``BURST_SECONDS`` burst
+(RATE_LIMIT_EXCEEDED, the frame dropped), a turn hears at most ``live_max_seconds`` (then it
+ends with SERVICE_QUOTA_EXCEEDED), and a user has at most ``live_turns_per_user`` turns
+open (``LiveUsers``). A connection that closes ends its turn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+from gateway import wire as p
+from gateway.config import Settings
+from gateway.context import Caller
+from gateway.hub.hub import Hub
+from gateway.hub.live import LiveRun, Speaker, start_live
+from gateway.wire import live
+
+log = logging.getLogger(__name__)
+
+# Audio may run ahead of real time by this much (a client's buffer flushed after a stall).
+BURST_SECONDS = 2.0
+
+BYTES_PER_SECOND = 2 * live.INPUT_RATE
+
+
+@dataclasses.dataclass
+class LiveUsers:
+    """The live turns open per user, across the gateway's connections."""
+
+    open: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def take(self, user: str, limit: int) -> None:
+        if self.open.get(user, 0) >= limit:
+            raise p.GatewayError(
+                p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+                f"You have {limit} live turn(s) open already (GATEWAY_LIVE_TURNS_PER_USER);"
+                " stop one with liveStop before starting another.",
+            )
+        self.open[user] = self.open.get(user, 0) + 1
+
+    def give_back(self, user: str) -> None:
+        left = self.open.get(user, 0) - 1
+        if left > 0:
+            self.open[user] = left
+        else:
+            self.open.pop(user, None)
+
+
+class Voice:
+    """A connection's live turn, if it has one."""
+
+    def __init__(self, hub: Hub, settings: Settings, users: LiveUsers) -> None:
+        self.hub = hub
+        self.settings = settings
+        self.users = users
+        self.turn: LiveRun | None = None
+        self.started_at = 0.0
+
+    async def start(self, frame: live.LiveStart, speaker: Speaker, caller: Caller) -> LiveRun:
+        """Opens the live turn; raises GatewayError before any event."""
+        if self.turn is not None and not self.turn.run.done.is_set():
+            raise p.GatewayError(
+                p.ErrorCode.SESSION_BUSY,
+                f"This connection has a live turn open on thread {self.turn.run.thread.thread_id};"
+                " send liveStop before starting another.",
+            )
+        self.users.take(caller.user_id, self.settings.live_turns_per_user)
+        try:
+            turn = await start_live(self.hub, frame, speaker, caller)
+        except BaseException:
+            self.users.give_back(caller.user_id)
+            raise
+        self.turn, self.started_at = turn, time.monotonic()
+        user = caller.user_id
+        assert turn.run.task is not None
+        turn.run.task.add_done_callback(lambda _: self.users.give_back(user))
+        return turn
+
+    def stop(self, frame: live.LiveStop) -> p.GatewayError | None:
+        """Ends the live turn of ``frame``'s thread; an error if there is none."""
+        turn = self.turn
+        if turn is None or turn.run.done.is_set() or turn.run.thread.thread_id != frame.thread_id:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"There is no live turn open on thread {frame.thread_id} on this connection.",
+            )
+        log.info("liveStop: %s", turn.run)
+        turn.stop()
+        return None
+
+    async def answer(self, frame: live.LiveToolResult) -> p.GatewayError | None:
+        """Hands a client tool's result to the live turn of ``frame``'s thread."""
+        turn = self.turn
+        if turn is None or turn.run.done.is_set() or turn.run.thread.thread_id != frame.thread_id:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"There is no live turn open on thread {frame.thread_id} on this connection;"
+                " a result for a typed run goes in the next RunAgentInput.",
+            )
+        return await turn.answer(frame.message)
+
+    def audio(self, data: bytes) -> p.GatewayError | None:
+        """Hands one audio-in frame to the live turn; an error if it is refused."""
+        turn = self.turn
+        if turn is None or turn.run.done.is_set() or turn.stopping.is_set():
+            return live.no_live_turn()
+        try:
+            pcm = live.audio_in(data)
+        except p.GatewayError as error:
+            return error
+        heard = turn.heard_bytes + len(pcm)
+        allowed = (time.monotonic() - self.started_at + BURST_SECONDS) * BYTES_PER_SECOND
+        if heard > allowed:
+            return p.GatewayError(
+                p.ErrorCode.RATE_LIMIT_EXCEEDED,
+                "Audio is arriving faster than real time; send it as it is recorded"
+                " (16 kHz, 2 bytes a sample). This chunk was dropped.",
+            )
+        if heard > self.settings.live_max_seconds * BYTES_PER_SECOND:
+            turn.run.stopped_by = p.GatewayError(
+                p.ErrorCode.SERVICE_QUOTA_EXCEEDED,
+                f"This live turn heard its {self.settings.live_max_seconds:g} s of audio"
+                " (GATEWAY_LIVE_MAX_SECONDS); start a new one to go on talking.",
+            )
+            turn.stop()
+            return None
+        turn.hear(pcm)
+        return None
+
+    def leave(self) -> None:
+        """The connection closed: its live turn ends."""
+        if self.turn is not None:
+            self.turn.stop()

@@ -1,0 +1,94 @@
+"""A voice client over /ws for tests: JSON events checked as any stream's, audio kept apart.
+
+``VoiceSocket`` wraps a websockets connection: every text frame goes through the suite's
+``StreamChecker`` (and the official models), every binary frame is an audio-out frame kept
+in ``audio`` with its turn, in the order it arrived among the events (``arrivals``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+
+from gateway.wire import live
+from tests.support.agui import TERMINAL, StreamChecker
+from tests.support.budgets import scaled
+
+# 100 ms of 16 kHz s16le audio: what a browser's worklet sends at a time.
+CHUNK_BYTES = 3200
+
+
+class VoiceSocket:
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.checker = StreamChecker()
+        self.events: list[dict[str, Any]] = []
+        # Audio out as received: (turn, PCM).
+        self.audio: list[tuple[int, bytes]] = []
+        # Everything in arrival order: an event's type (a custom one's "CUSTOM:<name>"),
+        # or "audio:<turn>".
+        self.arrivals: list[str] = []
+
+    async def start(self, thread_id: str, run_id: str) -> None:
+        await self.ws.send(
+            json.dumps({"type": "liveStart", "threadId": thread_id, "runId": run_id})
+        )
+
+    async def stop(self, thread_id: str) -> None:
+        await self.ws.send(json.dumps({"type": "liveStop", "threadId": thread_id}))
+
+    async def speak(self, pcm: bytes, *, pace: float = 0.0) -> None:
+        """Sends ``pcm`` as audio-in frames of ``CHUNK_BYTES``, ``pace`` seconds apart."""
+        for start in range(0, len(pcm), CHUNK_BYTES):
+            await self.ws.send(live.audio_in_frame(pcm[start : start + CHUNK_BYTES]))
+            if pace:
+                await asyncio.sleep(pace)
+
+    async def next(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next JSON event; audio frames before it are kept."""
+        while True:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout or scaled(10))
+            if isinstance(raw, bytes):
+                turn = live.audio_out_turn(raw)
+                self.audio.append((turn, raw[live.HEADER_BYTES :]))
+                self.arrivals.append(f"audio:{turn}")
+                continue
+            event: dict[str, Any] = json.loads(raw)
+            self.checker.feed(event)
+            self.events.append(event)
+            self.arrivals.append(":".join(filter(None, [event["type"], event.get("name")])))
+            return event
+
+    async def until(self, kind: str, name: str | None = None) -> dict[str, Any]:
+        """Events up to the next of ``kind`` (a CUSTOM one named ``name``), returned."""
+        while True:
+            event = await self.next()
+            if event["type"] == kind and (name is None or event.get("name") == name):
+                return event
+            assert event["type"] not in TERMINAL or kind in TERMINAL, event
+
+    async def until_end(self) -> list[dict[str, Any]]:
+        start = len(self.events)
+        await self.until_terminal()
+        return self.events[start:]
+
+    async def until_terminal(self) -> dict[str, Any]:
+        while (event := await self.next())["type"] not in TERMINAL:
+            pass
+        return event
+
+
+def messages(events: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The text messages streamed in ``events``: id -> (role, text)."""
+    found: dict[str, tuple[str, str]] = {}
+    for event in events:
+        if event["type"] == "TEXT_MESSAGE_START":
+            role, text = found.get(event["messageId"], (event["role"], ""))
+            found[event["messageId"]] = (role, text)
+        elif event["type"] == "TEXT_MESSAGE_CONTENT":
+            role, text = found[event["messageId"]]
+            found[event["messageId"]] = (role, text + event["delta"])
+    return found
