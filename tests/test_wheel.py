@@ -93,6 +93,10 @@ async def test_the_installed_wheel_serves_a_users_agent_folder(
         events = await run_over_ws(port, user_input(new_id("t"), "hello", tools=[]))
         assert text_of(events) == "parrot: hello"
         assert json.loads(await _get(port, "/tools")) == {"tools": []}
+        # The gateway's own chat page, every module it imports a file of the wheel.
+        assert 'src="/main.js"' in await _get(port, "/")
+        modules = await _modules(port, "/main.js")
+        assert {"/chat.js", "/agui-websocket/connection.js", "/markdown.js"} <= modules
 
 
 async def test_the_installed_wheel_runs_the_warehouse_and_its_mcp_servers(
@@ -128,7 +132,7 @@ async def _modules(port: int, entry: str) -> set[str]:
         found.add(path)
         source = await _get(port, path)
         folder = path.rsplit("/", 1)[0]
-        for name in re.findall(r'^(?:import|export)\b[^;]*?from\s+"\./([^"]+)"', source, re.M):
+        for name in re.findall(r'^(?:import|export)\b[^;]*?from\s+"(\.\.?/[^"]+)"', source, re.M):
             queue.append(os.path.normpath(f"{folder}/{name}"))
     return found
 

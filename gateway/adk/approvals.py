@@ -102,11 +102,15 @@ def interrupt_message(
     from the tool's name and arguments in place of ADK's words."""
     if hint and (own_hint or hint != _adk_hint(name)):
         return hint
-    details = ", ".join(f"{key}={value}" for key, value in args.items())
     entry = catalog.entries.get(name) if catalog else None
     if entry is not None and entry.approval_template:
         action = entry.approval_message(args)
-        return f"{action} ({details}) 승인하시겠습니까?" if details else action
+        # What the sentence says already is not said again as key=value (issue 29:
+        # "업무 요청 R-1042 건을 승인합니다. (requestId=R-1042)"); the rest is.
+        said = entry.approval_names()
+        rest = ", ".join(f"{key}={value}" for key, value in args.items() if key not in said)
+        return f"{action} ({rest}) 승인하시겠습니까?" if rest else f"{action} 승인하시겠습니까?"
+    details = ", ".join(f"{key}={value}" for key, value in args.items())
     return f"Approve {name}({details})?"
 
 

@@ -19,7 +19,7 @@ the app, so no door imports ``app``. The parts (each module's docstring has its 
 - ``body``         a request body read within bounds of size and time
 - ``send_queue``   a connection's events on their way out: encoded, bounded, batched
 - ``asgi``         the ASGI types, HTTP answers and refusals the doors share
-- ``static``       the hosted web client's files
+- ``static``       the web page: the gateway's chat page, under the hosted app's files
 - ``transport``    uvicorn's protocols with the limits uvicorn lacks
 - ``warmup``       start-up runs through the server's own /ws before /ping says Healthy
 """

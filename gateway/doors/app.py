@@ -46,7 +46,7 @@ from gateway.doors.ping import Ping
 from gateway.doors.shared import Shared
 from gateway.doors.sse import Invocation
 from gateway.doors.sse_replay import Resume
-from gateway.doors.static import web_file
+from gateway.doors.static import page_file
 from gateway.doors.websocket import WebSocketSession
 from gateway.hub.hub import Hub
 from gateway.hub.limits import RateLimiter
@@ -237,7 +237,18 @@ class Gateway:
         gc.collect()
         gc.freeze()
         self.ready.set()
-        log.info("ready on %s:%d", self.settings.host, self.settings.port)
+        assert self.hub is not None
+        hosted = self.hub.engine.hosted
+        # Where a person tries the agent: the hosted app's page, else the gateway's own.
+        log.info(
+            "ready on %s:%d; %s for %s at http://%s:%d/",
+            self.settings.host,
+            self.settings.port,
+            "its web page" if hosted.web is not None else "the gateway's chat page",
+            hosted.app_name,
+            self.settings.host,
+            self.settings.port,
+        )
 
     async def _warm_up(self) -> None:
         assert self.hub is not None
@@ -317,8 +328,7 @@ class Gateway:
 
     def _web_file(self, path: str) -> tuple[bytes, str] | None:
         assert self.hub is not None
-        web = self.hub.engine.hosted.web
-        return web_file(web, path) if web is not None else None
+        return page_file(self.hub.engine.hosted.web, path)
 
 
 def route_path(scope: Scope) -> str:

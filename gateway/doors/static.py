@@ -1,11 +1,24 @@
-"""Static files of a hosted app (the demo's reference web client), served at ``/``."""
+"""The web page served at ``/``: the gateway's chat page for any agent, under what the hosted
+app brings of its own.
+
+The gateway ships a page (``gateway/web/``: the transcript, markdown, tool activity,
+approvals, A2UI surfaces, Stop, reattach) so that ``agent-gateway serve my_agent`` can be
+tried in a browser before anyone writes a client, as ``adk web`` can. A hosted app with a
+``web`` folder (the demo's portal) is laid over it: a file of the app's wins, and what the
+app does not have is the gateway's, so the app's page is its own ``index.html`` and screens
+composed of the gateway's modules (``import "./chat.js"``) with no copy of them.
+"""
 
 from __future__ import annotations
 
 import mimetypes
 import os.path
+from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
+
+# The gateway's own page: package data beside the modules, plain files in a wheel too.
+PAGE = files("gateway") / "web"
 
 _TYPES = {
     ".js": "text/javascript; charset=utf-8",
@@ -15,6 +28,12 @@ _TYPES = {
     ".svg": "image/svg+xml",
     ".png": "image/png",
 }
+
+
+def page_file(app_web: Traversable | None, path: str) -> tuple[bytes, str] | None:
+    """The file for a request path: the hosted app's, if it has one, else the gateway's page."""
+    found = web_file(app_web, path) if app_web is not None else None
+    return found if found is not None else web_file(PAGE, path)
 
 
 def web_file(root: Traversable, path: str) -> tuple[bytes, str] | None:

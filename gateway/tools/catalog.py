@@ -66,6 +66,10 @@ class ToolEntry:
         except (ValueError, IndexError):
             return template
 
+    def approval_names(self) -> frozenset[str]:
+        """The arguments the approval sentence says itself."""
+        return frozenset(_fields(self.approval_template or ""))
+
     def declaration(self) -> dict[str, Any]:
         """The AG-UI Tool a client declares for this entry."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

@@ -140,7 +140,11 @@ def test_the_message_prefers_the_hint_then_the_catalog_then_the_call() -> None:
         ]
     )
     assert interrupt_message("approveThing", {"thing": "T1"}, "", catalog) == (
-        "T1 승인 (thing=T1) 승인하시겠습니까?"
+        "T1 승인 승인하시겠습니까?"
+    )
+    # An argument the sentence does not say is still shown to the person who decides.
+    assert interrupt_message("approveThing", {"thing": "T1", "note": "n"}, "", catalog) == (
+        "T1 승인 (note=n) 승인하시겠습니까?"
     )
     assert interrupt_message("x", {"a": 1}, "Really?", catalog) == "Really?"
     adk_hint = (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.doors.static import web_file
+from gateway.doors.static import PAGE, page_file, web_file
 
 pytestmark = pytest.mark.unit
 
@@ -43,3 +43,22 @@ def test_no_path_leaves_the_folder(tmp_path: Path) -> None:
         assert web_file(web, path) is None, path
     assert web_file(web, "/")[0] == b"<!doctype html>"  # type: ignore[index]
     assert web_file(web, "/agui-websocket") is None  # a folder is not a file
+
+
+def test_the_gateway_page_is_served_for_an_agent_without_a_web_folder() -> None:
+    found = page_file(None, "/")
+    assert found is not None
+    page, kind = found
+    assert kind == "text/html; charset=utf-8"
+    assert b'src="/main.js"' in page
+    assert page_file(None, "/chat.js") is not None
+    assert page_file(None, "/agui-websocket/connection.js") is not None
+
+
+def test_an_app_folder_is_laid_over_the_gateway_page(tmp_path: Path) -> None:
+    web = app_folder(tmp_path)
+    assert page_file(web, "/") == (b"<!doctype html>", "text/html; charset=utf-8")
+    # What the app lacks is the gateway's: its page imports the chat by the same URLs.
+    assert page_file(web, "/chat.js") == web_file(PAGE, "/chat.js")
+    assert page_file(web, "/../secret.txt") is None
+    assert page_file(web, "/nothing.js") is None

@@ -245,3 +245,10 @@ def test_the_table_counts_each_missed_target_per_fault() -> None:
     audited_twice = outcome(Fault.DROP, 1, MOVED, "업무 요청 목록")
     audited_twice.results = [AUDITED, AUDITED]
     assert audited_twice.audit_miscount and not audited_twice.failures()
+
+    # The reply says it moved, and the navigation's row still waits for its result.
+    waiting = outcome(Fault.RELOAD, 1, MOVED, "업무 요청 목록")
+    waiting.results = [AUDITED]
+    waiting.waiting_rows = ["navigateToScreen pending"]
+    assert waiting.failures() == ["row left waiting"]
+    assert table([waiting]).splitlines()[2].split("|")[12].strip() == "1"  # rows waiting

@@ -77,6 +77,8 @@ async def test_a_result_sent_into_a_dying_socket_is_sent_again(
     assert len(results_sent) == 2, "the result is sent again on the new connection, once"
     assert await app.navigations() == 1
     await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
+    # The row of the action says what came of it, not "결과 대기 중" (issue 29).
+    await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
 
 
 async def test_an_observer_shows_the_message_and_the_call_when_the_sender_leaves_at_once(

@@ -1,4 +1,4 @@
-"""The reference web client (gateway/examples/navigator/web/, served at /) in headless Chromium.
+"""The demo's page (gateway/examples/navigator/web/ over gateway/web/, at /) in headless Chromium.
 
 Each test is a story a user lives through: typing in the chat, clicking, reading the main
 area and the bot's answers. Navigations are counted by the page (``window.__navigations``),

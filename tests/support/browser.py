@@ -260,6 +260,7 @@ class WebApp:
         return count
 
     async def thread_id(self) -> str:
-        text = await self.page.locator("#thread-id").text_content()
-        assert text, "the chat shows no thread id"
+        # Not shown to the user (issue 29): the chat keeps it on its element.
+        text = await self.page.locator("#chat").get_attribute("data-thread-id")
+        assert text, "the chat names no thread"
         return text

@@ -4,7 +4,7 @@
 open) → ``navigateToScreen`` MNU-3120, which the browser performs, and a reply that tells the
 truth about what the browser did. Its parts: the screen catalog and search (``screens``), the
 navigation policy (``policy``), the work-request approval (``work_requests``), the tool
-catalog (``tools/*.json``), an offline scripted model (``scripted``) and the reference web
-client (``web/``). ``agent.hosted`` puts them together for the gateway; the gateway's core
-imports none of it.
+catalog (``tools/*.json``), an offline scripted model (``scripted``) and the portal around
+the gateway's chat page (``web/``, laid over ``gateway/web/``). ``agent.hosted`` puts them
+together for the gateway; the gateway's core imports none of it.
 """

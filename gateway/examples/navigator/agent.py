@@ -13,6 +13,7 @@ from google.adk.models.base_llm import BaseLlm
 from gateway.adk.hosting import Hosted
 from gateway.config import Settings
 from gateway.context import run_context
+from gateway.examples.navigator import work_requests
 from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
@@ -80,7 +81,8 @@ def build_model(settings: Settings) -> BaseLlm | str:
 
 
 def profile(user_id: str) -> dict[str, Any]:
-    """GET /me: the user and the screens they may open, for the web client's menu.
+    """GET /me: the user, the screens they may open (the web client's menu) and their
+    organisation's work requests (its list screen).
 
     A name the demo's directory lacks (``?user=alice``) may open nothing and sees no work
     request, which looks like a broken demo: the operator is told once, with the names
@@ -95,7 +97,7 @@ def profile(user_id: str) -> dict[str, Any]:
             user_id,
             ", ".join(directory.users),
         )
-    return directory.profile(user_id)
+    return {**directory.profile(user_id), **work_requests.listed(user_id)}
 
 
 def hosted(settings: Settings) -> Hosted:

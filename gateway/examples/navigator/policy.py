@@ -49,7 +49,8 @@ BeforeToolCallback = Callable[[BaseTool, dict[str, Any], ToolContext], dict[str,
 class Refusal:
     """Why a call was not passed on: the tool result the model gets instead."""
 
-    # The navigateToScreen result status: "denied", "not_allowed_here" or "error".
+    # The navigateToScreen result status: "not_found", "denied", "not_allowed_here" or
+    # "error".
     status: str
     # One word for logs and the audit: which rule refused.
     reason: str
@@ -77,15 +78,19 @@ def navigation_policy(
         return Refusal(
             "denied", "unknown_user", "사용자 정보를 찾을 수 없어 화면을 열 수 없습니다."
         )
-    if not screens.may_open(user_id, screen_id):
-        # One answer for "no such screen" and "not yours": the model learns nothing of
-        # screens the user may not see.
-        log.info(
-            "navigateToScreen refused: %s %s for %s",
-            screen_id,
-            "is not permitted" if screen_id in screens.screens else "does not exist",
-            user_id,
+    if screen_id not in screens.screens:
+        # A screen nobody may open is "not found", not "not yours": telling the user they
+        # lack the right to a screen that does not exist sends them to an administrator
+        # for nothing (issue 29). That an id exists is all a user learns of a forbidden
+        # screen; its name is never told.
+        log.info("navigateToScreen refused: %s does not exist (for %s)", screen_id, user_id)
+        return Refusal(
+            "not_found",
+            "screen_not_found",
+            f"{screen_id} 화면은 없습니다. 그런 화면이 없다고 안내하세요.",
         )
+    if not screens.may_open(user_id, screen_id):
+        log.info("navigateToScreen refused: %s is not permitted for %s", screen_id, user_id)
         return Refusal(
             "denied",
             "screen_not_available",
@@ -112,8 +117,9 @@ def navigation_policy(
         return Refusal(
             "not_allowed_here",
             "surface",
-            f"이 대화창({surface})에서는 화면을 이동할 수 없습니다. 사용자에게 메뉴에서 "
-            f"{screen.name} 화면을 직접 열어 달라고 안내하세요.",
+            f"이 대화창({surface})에서는 화면을 이동할 수 없고, 메뉴는 대화창에 가려 보이지 "
+            f"않습니다. 사용자에게 채팅을 '패널' 보기로 바꾸거나 닫은 뒤 메뉴에서 "
+            f"{screen.name} 화면을 열어 달라고 안내하세요.",
         )
     return None
 

@@ -67,10 +67,20 @@ class Turn:
     # The words whose language the reply takes, when the utterance is not the user's own
     # (a press on a card reads in the gateway's English): the user's latest words before.
     voice: str | None = None
+    # The user's earlier words in the thread, latest first.
+    earlier: tuple[str, ...] = ()
 
     @property
     def korean(self) -> bool:
-        return _HANGUL.search(self.voice or self.utterance) is not None
+        """Whether to answer in Korean: in the language of the user's words, or, when they
+        are in none a reader can tell ("qwerty", "1234"), of their earlier words, else in
+        the page's. The demo's page is Korean."""
+        for words in (self.voice,) if self.voice else (self.utterance, *self.earlier):
+            if _HANGUL.search(words):
+                return True
+            if _ENGLISH.search(words):
+                return False
+        return True
 
 
 def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
@@ -88,11 +98,12 @@ def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
         if text is not None:
             utterance, start = text, index
             break
+    said = (_user_text(content) for content in reversed(contents[:start]))
+    earlier = tuple(t for t in said if t is not None and not _PRESSED.match(t))
     voice = None
     if _PRESSED.match(utterance):
         # A card is the demo's own, in Korean, unless the user wrote to it otherwise.
-        earlier = (_user_text(content) for content in reversed(contents[:start]))
-        voice = next((t for t in earlier if t is not None and not _PRESSED.match(t)), "한국어")
+        voice = earlier[0] if earlier else "한국어"
     rest = contents[start + 1 :]
     steps: list[Step] = []
     if len(rest) >= 2 and rest[-1].role == "user":
@@ -102,7 +113,7 @@ def read_turn(contents: Sequence[types.Content], tools: frozenset[str]) -> Turn:
             steps.append(
                 Step(call.name or "", dict(call.args or {}), dict(response.response or {}))
             )
-    return Turn(utterance=utterance, last_steps=steps, tools=tools, voice=voice)
+    return Turn(utterance=utterance, last_steps=steps, tools=tools, voice=voice, earlier=earlier)
 
 
 def _user_text(content: types.Content) -> str | None:
@@ -122,6 +133,15 @@ _APPROVE = re.compile(r"(승인|\bapprove\b)", re.I)
 _REJECT = re.compile(r"(거절|\breject\b)", re.I)
 _SHOW = re.compile(r"(보여|보기|상세|\bshow\b|\bdetails?\b)", re.I)
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# Words that say a message is English: the small words every English sentence has, and the
+# demo's own verbs and nouns. "qwerty" or "1234" has none, and is answered in the page's.
+_ENGLISH = re.compile(
+    r"\b(the|a|an|is|are|am|be|do|does|to|of|for|in|on|at|and|or|not|me|my|you|your|i|it|"
+    r"this|that|what|which|who|how|why|where|when|can|could|would|please|open|show|go|take|"
+    r"bring|navigate|find|approve|reject|hello|hi|hey|thanks|thank|screen|page|menu|list|"
+    r"request|about|yourself|yes|no)\b",
+    re.I,
+)
 # A press on a card, as the gateway words it for the model (``gateway.a2ui.actions.told``).
 _PRESSED = re.compile(
     r'User performed action "(?P<name>[^"]*)" on surface "[^"]*".*?Context: (?P<context>\{.*\})$',
@@ -304,6 +324,12 @@ def _navigation_outcome(turn: Turn, step: Step) -> str:
     detail = str(step.response.get("message") or step.response.get("reason") or "")
     if status == "navigated":
         return _t(turn, f"{name} 화면으로 이동했습니다.", f"I opened the {name} screen.")
+    if status == "not_found":
+        return _t(
+            turn,
+            f"{name} 화면은 찾을 수 없습니다. 없는 화면이에요.",
+            f"There is no screen {name}.",
+        )
     if status == "denied":
         return _t(
             turn,
@@ -313,8 +339,11 @@ def _navigation_outcome(turn: Turn, step: Step) -> str:
     if status == "not_allowed_here":
         return _t(
             turn,
-            f"이 창에서는 화면을 이동할 수 없습니다. 메뉴에서 {name} 화면을 직접 열어 주세요.",
-            f"Screens cannot be opened from this window. Please open {name} from the menu.",
+            # The menu is hidden behind a full-screen or modal chat: say how to reach it.
+            f"이 창에서는 화면을 이동할 수 없습니다. 채팅을 '패널' 보기로 바꾸면 열어 드릴 수 "
+            f"있고, 채팅을 닫은 뒤 메뉴에서 {name} 화면을 직접 열 수도 있습니다.",
+            f"Screens cannot be opened from this window. Switch the chat to the panel view and "
+            f"I can open {name}, or close the chat and open it from the menu.",
         )
     if status == "error":
         return _t(

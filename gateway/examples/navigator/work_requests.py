@@ -85,6 +85,18 @@ def may_decide(asker: Caller) -> bool:
     return directory.load().may_open(asker.user_id, DECIDING_SCREEN)
 
 
+def listed(user_id: str) -> dict[str, Any]:
+    """What the portal's list screen shows ``user_id`` (GET /me): the requests of their
+    organisation as the demo stores them, the same the card shows, and whether they may
+    decide. A thread's decisions are its state (``DECISIONS``), which the page lays over."""
+    asker = Caller(user_id)
+    org = org_of(asker)
+    return {
+        "workRequests": [_described(r, r.status) for r in REQUESTS.values() if r.org == org],
+        "mayDecide": may_decide(asker),
+    }
+
+
 def refusal(request_id: object, asker: Caller | None, *, deciding: bool) -> str | None:
     """Why ``asker`` may not see (or, ``deciding``, approve or reject) a request; None when
     they may. An unknown request and another organisation's get the same sentence."""

@@ -134,6 +134,7 @@ class Outcome:
     frames: list[str]
     invalid: list[str]
     page_errors: list[str]
+    waiting_rows: list[str] = dataclasses.field(default_factory=list)  # once settled
 
     @property
     def performed(self) -> int:
@@ -180,6 +181,12 @@ class Outcome:
         return self.title == LIST_TITLE and MOVED not in self.reply and not self.lost
 
     @property
+    def row_left_waiting(self) -> bool:
+        """The thread has its answer, and a tool row still says it waits for one (issue 29:
+        "화면 이동 … 결과 대기 중" under a reply that says it moved)."""
+        return self.settled_ms is not None and bool(self.waiting_rows)
+
+    @property
     def mismatched(self) -> bool:
         """The reply says it moved and the page did not, or the other way round; a reply cut
         off before it said so counts as ``cut_off`` instead."""
@@ -195,6 +202,7 @@ class Outcome:
             "waited out": self.waited_out,
             "mismatched": self.mismatched,
             "reply cut off": self.cut_off,
+            "row left waiting": self.row_left_waiting,
             "invalid stream": bool(self.invalid),
             "page error": bool(self.page_errors),
         }
@@ -205,6 +213,8 @@ class Outcome:
         results = ",".join(r.outcome for r in self.results) or "-"
         if self.audit_miscount:
             results += f" (stored: {','.join(self.stored.values()) or '-'})"
+        if self.waiting_rows:
+            results += f" waiting rows: {', '.join(self.waiting_rows)}"
         watcher = f" observer={self.observer_navigations}" if self.plan.observer else ""
         verdict = ", ".join(self.failures()) or "ok"
         return (
@@ -389,7 +399,8 @@ def _summary(event: dict[str, Any]) -> str:
 
 
 # What the asking tab shows: connection, busy, the main area's title, the last reply and
-# whether it comes after the last navigateToScreen row, and the tab's navigation count.
+# whether it comes after the last navigateToScreen row, the tab's navigation count, and the
+# tool rows still waiting for a result (tool and state).
 _PAGE_STATE = """() => {
   const items = [...document.querySelectorAll('#transcript-items > li')];
   let call = -1, reply = -1;
@@ -404,6 +415,8 @@ _PAGE_STATE = """() => {
     reply: reply >= 0 ? items[reply].querySelector('.text')?.textContent ?? '' : '',
     replyAfterCall: call >= 0 && reply > call,
     navigations: Number(sessionStorage.getItem('agw.navigations') ?? 0),
+    waiting: [...document.querySelectorAll('#transcript-items > li.activity:not([data-outcome])')]
+      .map((row) => `${row.dataset.tool} ${row.dataset.state}`),
   };
 }"""
 
@@ -498,6 +511,7 @@ async def _trial(
         frames=tape.lines,
         invalid=invalid,
         page_errors=page_errors,
+        waiting_rows=list(state["waiting"]) if state else [],
     )
 
 
@@ -586,6 +600,7 @@ COLUMNS = (
     "other-tab",
     "no call",
     "audit ≠ 1",
+    "rows waiting",
     "settle median",
     "settle p95",
 )
@@ -613,6 +628,7 @@ def table(outcomes: list[Outcome]) -> str:
                 str(sum(o.other_tab for o in group)),
                 str(sum(not o.asked for o in group)),
                 str(sum(o.audit_miscount for o in group)),
+                str(sum(o.row_left_waiting for o in group)),
                 _ms(statistics.median(times)),
                 _ms(times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]),
             )

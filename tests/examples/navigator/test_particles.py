@@ -88,4 +88,4 @@ def test_generated_descriptions_and_the_approval_card_read_naturally() -> None:
     assert screens["MNU-9420"].description == "새 FAQ를 작성해 등록하는 화면"
     assert screens["MNU-6240"].description.startswith("승인 대기 중인 발주를 ")
     message = interrupt_message("approveWorkRequest", {"requestId": "R-1042"}, "", load_catalog())
-    assert message == "업무 요청 R-1042 건을 승인합니다. (requestId=R-1042) 승인하시겠습니까?"
+    assert message == "업무 요청 R-1042 건을 승인합니다. 승인하시겠습니까?"

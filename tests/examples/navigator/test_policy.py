@@ -70,12 +70,15 @@ def test_route_hint_is_never_a_destination(screens: ScreenCatalog) -> None:
     assert refusal(screens, "demo", {}, screenId="MNU-3120", routeHint="/admin") is None
 
 
-def test_an_unknown_and_a_forbidden_screen_get_the_same_answer(screens: ScreenCatalog) -> None:
+def test_a_screen_that_does_not_exist_is_not_found_and_a_forbidden_one_denied(
+    screens: ScreenCatalog,
+) -> None:
     forbidden = refusal(screens, "guest", {}, screenId="MNU-3120")
-    unknown = refusal(screens, "guest", {}, screenId="MNU-0000")
+    unknown = refusal(screens, "demo", {}, screenId="MNU-9999")
     assert forbidden is not None and unknown is not None
-    assert forbidden.status == unknown.status == "denied"
-    assert forbidden.reason == unknown.reason == "screen_not_available"
+    assert (forbidden.status, forbidden.reason) == ("denied", "screen_not_available")
+    assert (unknown.status, unknown.reason) == ("not_found", "screen_not_found")
+    assert "권한" not in unknown.message
     # The refusal never names a screen the user may not see.
     assert "업무 요청 목록" not in forbidden.message
 
@@ -239,7 +242,9 @@ async def test_a_refusal_reaches_the_model_and_no_browser_is_asked(
     # ...and the run did not pause: the model answered from the refusal.
     answer = reply(events)
     assert "이동했습니다" not in answer
-    assert "메뉴에서 업무 요청 목록 화면을 직접 열어 주세요" in answer
+    assert "메뉴에서 업무 요청 목록 화면을 직접 열 수도 있습니다" in answer
+    # The menu is hidden behind a full-screen or modal chat: the reply says how to reach it.
+    assert "'패널' 보기로 바꾸면" in answer
 
 
 async def test_a_forbidden_screen_is_refused_and_the_model_says_so(screens: ScreenCatalog) -> None:

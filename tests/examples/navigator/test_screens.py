@@ -158,6 +158,19 @@ def test_a_request_for_a_screen_that_does_not_exist_finds_nothing(screens: Scree
     assert find_screen("회사 식당 메뉴 열어줘", context_of("demo")) == {"screens": []}
 
 
+def test_a_request_whose_words_only_partly_match_a_name_opens_nothing(
+    screens: ScreenCatalog,
+) -> None:
+    # "employee salaries" ran on into the alias "employees" and opened 사원 목록 (issue 29).
+    query = "Open the screen for employee salaries of everyone"
+    assert ids(screens, query) == []
+    assert not search.names_it(text.read_query(query), search.Entry.of(screens.screens["MNU-2010"]))
+    # A name said whole still answers, in English and with a Korean particle after it.
+    assert ids(screens, "open the employee list")[0] == "MNU-2010"
+    assert ids(screens, "employees")[0] == "MNU-2010"
+    assert ids(screens, "사원목록을 열어줘")[0] == "MNU-2010"
+
+
 def test_a_screen_answers_when_it_accounts_for_the_rare_words(screens: ScreenCatalog) -> None:
     card = search.Entry.of(screens.screens["MNU-4610"])
     canteen = text.read_query("회사 식당")

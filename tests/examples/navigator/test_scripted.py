@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from google.genai import types
 
 from gateway.examples.navigator.scripted import (
     APPROVE,
@@ -14,12 +17,14 @@ from gateway.examples.navigator.scripted import (
     Say,
     Step,
     Turn,
+    read_turn,
     respond,
 )
 
 pytestmark = pytest.mark.unit
 
 TOOLS = frozenset({FIND_SCREEN, NAVIGATE, APPROVE})
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
 
 def turn(text: str, *steps: Step, tools: frozenset[str] = TOOLS) -> Turn:
@@ -147,3 +152,38 @@ def test_a_decision_on_a_request_decided_before_is_told_truthfully() -> None:
     person_said_no = {"status": "rejected", "error": "rejected", "reason": "no"}
     reply = respond(turn("R-1042 거절해줘", Step(REJECT, {"requestId": "R-1042"}, person_said_no)))
     assert reply == Say("R-1042 거절이 승인되지 않아 진행하지 않았습니다 (no).")
+
+
+def test_words_in_no_language_are_answered_in_the_pages_or_the_users_earlier_one() -> None:
+    # The demo's page is Korean: "qwerty" and "1234" there get Korean (issue 29).
+    for text in ("qwerty", "1234", "?!"):
+        reply = respond(turn(text))
+        assert isinstance(reply, Say) and _HANGUL.search(reply.text), (text, reply)
+    assert respond(turn("hello")) == respond(turn("hello there"))
+    said = respond(turn("hello"))
+    assert isinstance(said, Say) and not _HANGUL.search(said.text)
+    # A user who wrote English before is answered in English.
+    english = respond(Turn(utterance="1234", last_steps=(), tools=TOOLS, earlier=("hi there",)))
+    assert isinstance(english, Say) and not _HANGUL.search(english.text)
+    korean = respond(Turn(utterance="1234", last_steps=(), tools=TOOLS, earlier=("안녕",)))
+    assert isinstance(korean, Say) and _HANGUL.search(korean.text)
+
+
+def test_the_earlier_words_come_from_the_conversation() -> None:
+    contents = [
+        types.Content(role="user", parts=[types.Part(text="open the menu please")]),
+        types.Content(role="model", parts=[types.Part(text="Which screen should I open?")]),
+        types.Content(role="user", parts=[types.Part(text="1234")]),
+    ]
+    read = read_turn(contents, TOOLS)
+    assert read.earlier == ("open the menu please",) and not read.korean
+
+
+def test_a_screen_that_does_not_exist_is_said_to_be_not_found() -> None:
+    args = {"screenId": "MNU-9999"}
+    refused = {"status": "not_found", "reason": "screen_not_found", "message": "..."}
+    said = respond(turn("MNU-9999 열어줘", Step(NAVIGATE, args, refused)))
+    assert said == Say("MNU-9999 화면은 찾을 수 없습니다. 없는 화면이에요.")
+    assert isinstance(said, Say) and "권한" not in said.text
+    english = respond(turn("open MNU-9999", Step(NAVIGATE, args, refused)))
+    assert english == Say("There is no screen MNU-9999.")

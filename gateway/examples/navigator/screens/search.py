@@ -195,14 +195,23 @@ def coverage(query: text.Query, entry: Entry, weights: Sequence[float]) -> float
 
 def names_it(query: text.Query, entry: Entry) -> bool:
     """Whether the query says one of the screen's names or aliases whole, from a word's
-    start ("재직증명서 발급" says "재직 증명서"; "바코드" does not say "코드")."""
+    start ("재직증명서 발급" says "재직 증명서"; "바코드" does not say "코드").
+
+    A name that ends in a Latin letter or digit must end where a word of the query ends:
+    "employee salaries" does not say "employees" (its "s" is the start of "salaries"). A
+    Korean name may end inside a word, where a particle or a longer compound follows
+    ("사원목록을", "재직증명서발급").
+    """
     terms = len(query.terms) or 1
-    return any(
-        start.startswith(name)
-        for name, words in entry.names
-        if len(name) > 1 and words / terms >= NAMED_SHARE
-        for start in query.starts
-    )
+    written = [spellings[0] for spellings in query.terms]
+    for index, start in enumerate(query.starts):
+        ends = set(itertools.accumulate(len(word) for word in written[index:]))
+        for name, words in entry.names:
+            if len(name) < 2 or words / terms < NAMED_SHARE or not start.startswith(name):
+                continue
+            if len(name) in ends or not (name[-1].isascii() and name[-1].isalnum()):
+                return True
+    return False
 
 
 def answers(query: text.Query, entry: Entry, weights: Sequence[float]) -> bool:

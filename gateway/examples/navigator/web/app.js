@@ -1,10 +1,14 @@
-// Boot: who the user is (dev auth), their screen tree from GET /me, the client tools from
-// GET /tools, then the menu, the main area and the chatbot.
+// The demo's page: the gateway's chat (chat.js and its parts, served from gateway/web/ under
+// this folder) beside a work portal. Boot: who the user is (dev auth), their screen tree from
+// GET /me, the client tools from GET /tools, then the menu, the main area and the chatbot.
 
-import { ChatPanel } from "./chat.js";
-import { h, newId } from "./dom.js";
 import { claimInstance } from "./agui-websocket/ledger.js";
+import { banner, currentUser, getJson, socketUrl } from "./boot.js";
+import { ChatPanel } from "./chat.js";
+import { describeAgent } from "./chat/labels.js";
+import { h, newId } from "./dom.js";
 import { AppNavigator } from "./nav.js";
+import { examplesFor } from "./screens.js";
 import { clientTools, declaredTools } from "./tools.js";
 
 const DEV_USERS = [
@@ -12,28 +16,28 @@ const DEV_USERS = [
   ["guest", "guest · 손님"],
   ["other-org", "other-org · 타 조직(ORG-02)"],
 ];
-const USER_ID = /^[A-Za-z0-9_.@-]{1,64}$/;
+
+// The demo's bot, its tools and what it can be asked, in the chat's words.
+describeAgent({
+  name: "업무 도우미",
+  greeting: "안녕하세요! 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드려요.",
+  toolLabels: {
+    find_screen: "화면 검색",
+    navigateToScreen: "화면 이동",
+    approveWorkRequest: "업무 요청 승인",
+    rejectWorkRequest: "업무 요청 거절",
+    show_work_request: "업무 요청 보기",
+  },
+  toolTargets: {
+    navigateToScreen: (args) => (args.screenName ? `${args.screenName} (${args.screenId})` : (args.screenId ?? "")),
+    find_screen: (args) => (args.query ? `“${args.query}”` : ""),
+    approveWorkRequest: (args) => args.requestId ?? "",
+    rejectWorkRequest: (args) => args.requestId ?? "",
+    show_work_request: (args) => args.requestId ?? "",
+  },
+});
 
 window.__navigations = 0;
-
-function currentUser() {
-  const fromQuery = new URLSearchParams(location.search).get("user");
-  if (fromQuery && USER_ID.test(fromQuery)) {
-    localStorage.setItem("agw.user", fromQuery);
-    return fromQuery;
-  }
-  const remembered = localStorage.getItem("agw.user");
-  return remembered && USER_ID.test(remembered) ? remembered : "demo";
-}
-
-/** GET with the dev identity both ways the gateway may read it. */
-async function getJson(path, userId) {
-  const response = await fetch(`${path}?user=${encodeURIComponent(userId)}`, {
-    headers: { "X-Gateway-User": userId, Accept: "application/json" },
-  });
-  if (!response.ok) throw new Error(`GET ${path}: HTTP ${response.status}`);
-  return response.json();
-}
 
 function setupUserPicker(userId) {
   const select = document.querySelector("#user-select");
@@ -71,10 +75,6 @@ function setupMenuDrawer(app) {
   });
 }
 
-function banner(text) {
-  document.querySelector("#banner").append(h("p", { class: "banner", role: "alert" }, text));
-}
-
 async function boot() {
   const app = document.querySelector(".app");
   const userId = currentUser();
@@ -102,16 +102,19 @@ async function boot() {
     main: document.querySelector("#main-content"),
   });
   navigator.restore();
+  // The welcome chips offer only what this user can do (a guest cannot open the list).
+  describeAgent({ examples: examplesFor(profile, navigator.screens) });
 
   const implemented = clientTools(navigator);
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
   const chat = new ChatPanel({
     app,
     userId,
-    wsUrl: `${scheme}://${location.host}/ws?user=${encodeURIComponent(userId)}`,
+    wsUrl: socketUrl(userId),
     clientId,
     tools: declaredTools(catalog.tools ?? [], implemented),
     implemented,
+    // The list screen shows this thread's decisions on work requests as they are made.
+    onState: (state) => navigator.showDecisions(state.workRequests),
   });
   chat.start();
 }

@@ -22,6 +22,8 @@ export class AppNavigator {
     this.main = main;
     this.screens = new Map(profile.screens.map((screen) => [screen.screenId, screen]));
     this.current = null;
+    this.payload = {};
+    this.decisions = {}; // this thread's decisions on work requests: {requestId: status}
     this.storageKey = `agw.screen.${profile.userId}`;
     window.__navigations = window.__navigations ?? 0;
   }
@@ -40,7 +42,7 @@ export class AppNavigator {
         status: "not_allowed_here",
         message:
           `${SURFACE_LABELS[origin]}에서는 화면을 열 수 없습니다. ` +
-          `왼쪽 메뉴에서 '${name}' 화면을 직접 열어 주세요.`,
+          `채팅을 '패널' 보기로 바꾸거나 닫은 뒤 메뉴에서 '${name}' 화면을 열어 주세요.`,
       };
     }
     const screen = typeof screenId === "string" ? this.screens.get(screenId) : undefined;
@@ -76,9 +78,29 @@ export class AppNavigator {
     else this.showHome();
   }
 
+  /**
+   * The thread's decisions on work requests (its state's ``workRequests``), as the chat
+   * hears them: the screen on view is drawn again with them, and is no navigation.
+   */
+  showDecisions(decisions) {
+    const next = decisions && typeof decisions === "object" ? decisions : {};
+    if (JSON.stringify(next) === JSON.stringify(this.decisions)) return;
+    this.decisions = next;
+    if (this.current) this.#show(this.current, this.payload);
+    else if (this.main.dataset.screen === "home") this.showHome();
+  }
+
+  /** The organisation's work requests as the gateway lists them, this thread's decisions laid over. */
+  workRequests() {
+    return (this.profile.workRequests ?? []).map((request) => ({
+      ...request,
+      status: this.decisions[request.requestId] ?? request.status,
+    }));
+  }
+
   showHome() {
     this.current = null;
-    this.main.replaceChildren(renderHome(this.profile, this.screens));
+    this.main.replaceChildren(renderHome(this.profile, this.screens, this.workRequests()));
     this.main.dataset.screen = "home";
     sessionStorage.removeItem(this.storageKey);
     this.#markActive();
@@ -154,12 +176,15 @@ export class AppNavigator {
       // Breadcrumbs and sub-screen tiles are the app's own links, like the menu.
       children: [...this.screens.values()].filter((s) => s.parent === screen.screenId),
       payload,
+      requests: this.workRequests(),
       open: (screenId) => this.navigate(screenId, { origin: "menu" }),
     });
+    const again = this.current === screen;
     this.main.replaceChildren(view);
     this.main.dataset.screen = screen.screenId;
-    this.main.scrollTop = 0;
+    if (!again) this.main.scrollTop = 0;
     this.current = screen;
+    this.payload = payload;
     this.#markActive();
   }
 

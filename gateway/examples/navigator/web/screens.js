@@ -3,27 +3,30 @@
 
 import { h } from "./dom.js";
 
-const WORK_REQUESTS = [
-  { id: "R-1042", title: "노트북 교체 요청", team: "정보시스템팀", owner: "김민수", date: "2025-06-12", status: "승인 대기" },
-  { id: "R-1041", title: "회의실 프로젝터 수리", team: "총무팀", owner: "이서연", date: "2025-06-11", status: "처리 중" },
-  { id: "R-1039", title: "신규 입사자 계정 발급", team: "인사팀", owner: "박지훈", date: "2025-06-09", status: "완료" },
-  { id: "R-1036", title: "법인카드 한도 조정", team: "재무팀", owner: "최유진", date: "2025-06-05", status: "반려" },
-  { id: "R-1031", title: "사내 VPN 접속 오류", team: "정보시스템팀", owner: "정하늘", date: "2025-06-02", status: "완료" },
-];
-
-const STATUS_CLASS = { "승인 대기": "pending", "처리 중": "progress", 완료: "done", 반려: "rejected" };
-
+// A request's status as the list shows it; its data is the gateway's (GET /me), the same the
+// chat's card shows, with this thread's decisions laid over (nav.js).
+const STATUS = {
+  pending: ["승인 대기", "pending"],
+  approved: ["승인됨", "done"],
+  rejected: ["거절됨", "rejected"],
+};
 const CUSTOM_SCREENS = { "MNU-3120": workRequestList };
+// The list's columns; on narrower screens app.css hides the amount, then the requester.
+const COLUMNS = [["요청 번호"], ["제목"], ["요청자", "col-owner"], ["금액", "col-amount"], ["상태"]];
+const won = new Intl.NumberFormat("ko-KR");
 
-// The list's columns; on narrower screens app.css hides the team, then the date, then the owner.
-const COLUMNS = [
-  ["요청 번호"],
-  ["제목"],
-  ["요청 부서", "col-team"],
-  ["요청자", "col-owner"],
-  ["요청일", "col-date"],
-  ["상태"],
-];
+/** What the user can ask the chat for, by what the profile lets them do: the welcome chips
+ * and the home screen offer a guest nothing it would be refused. */
+export function examplesFor(profile, screens) {
+  const requests = profile.workRequests ?? [];
+  const pending = requests.find((r) => r.status === "pending")?.requestId;
+  return [
+    screens.has("MNU-3120") ? "업무 요청 목록 화면 열어줘" : null,
+    pending ? `${pending} 보여줘` : null,
+    pending && profile.mayDecide ? `${pending} 승인해줘` : null,
+    "자기소개를 길게 해 주세요",
+  ].filter(Boolean);
+}
 
 export function renderScreen(screen, context) {
   const body = (CUSTOM_SCREENS[screen.screenId] ?? genericBody)(screen, context);
@@ -80,17 +83,17 @@ function genericBody(screen, { children, open }) {
   );
 }
 
-function workRequestList(screen, { payload }) {
+function workRequestList(screen, { payload, requests }) {
   const selected = typeof payload?.requestId === "string" ? payload.requestId.toUpperCase() : null;
-  const counts = WORK_REQUESTS.reduce((acc, r) => ({ ...acc, [r.status]: (acc[r.status] ?? 0) + 1 }), {});
+  const counts = requests.reduce((acc, r) => ({ ...acc, [r.status]: (acc[r.status] ?? 0) + 1 }), {});
   return h(
     "div",
     { class: "stack" },
     h(
       "ul",
       { class: "stats" },
-      ["승인 대기", "처리 중", "완료", "반려"].map((status) =>
-        h("li", { class: `stat ${STATUS_CLASS[status]}` }, h("span", {}, status), h("strong", {}, String(counts[status] ?? 0))),
+      Object.entries(STATUS).map(([status, [label, tone]]) =>
+        h("li", { class: `stat ${tone}`, dataset: { status } }, h("span", {}, label), h("strong", {}, String(counts[status] ?? 0))),
       ),
     ),
     h(
@@ -99,7 +102,7 @@ function workRequestList(screen, { payload }) {
       h(
         "div",
         { class: "table-toolbar" },
-        h("h2", {}, `업무 요청 ${WORK_REQUESTS.length}건`),
+        h("h2", {}, `업무 요청 ${requests.length}건`),
         h("input", { type: "search", placeholder: "요청 번호·제목 검색", "aria-label": "업무 요청 검색" }),
       ),
       h(
@@ -117,18 +120,18 @@ function workRequestList(screen, { payload }) {
           h(
             "tbody",
             {},
-            WORK_REQUESTS.map((r) =>
-              h(
+            requests.map((r) => {
+              const [label, tone] = STATUS[r.status] ?? [r.status, ""];
+              return h(
                 "tr",
-                { class: r.id === selected ? "selected" : null, dataset: { requestId: r.id } },
-                h("td", { class: "mono" }, r.id),
+                { class: r.requestId === selected ? "selected" : null, dataset: { requestId: r.requestId } },
+                h("td", { class: "mono" }, r.requestId),
                 h("td", {}, r.title),
-                h("td", { class: "col-team" }, r.team),
-                h("td", { class: "col-owner" }, r.owner),
-                h("td", { class: "mono col-date" }, r.date),
-                h("td", {}, h("span", { class: `badge ${STATUS_CLASS[r.status]}` }, r.status)),
-              ),
-            ),
+                h("td", { class: "col-owner" }, r.requester),
+                h("td", { class: "mono col-amount" }, `${won.format(r.amount)}원`),
+                h("td", {}, h("span", { class: `badge ${tone}` }, label)),
+              );
+            }),
           ),
         ),
       ),
@@ -136,8 +139,8 @@ function workRequestList(screen, { payload }) {
   );
 }
 
-export function renderHome(profile, screens) {
-  const examples = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
+export function renderHome(profile, screens, requests) {
+  const examples = examplesFor(profile, screens);
   return h(
     "article",
     { class: "screen home", "aria-labelledby": "screen-title" },
@@ -156,7 +159,12 @@ export function renderHome(profile, screens) {
       { class: "stats" },
       h("li", { class: "stat" }, h("span", {}, "열 수 있는 화면"), h("strong", {}, String(screens.size))),
       h("li", { class: "stat" }, h("span", {}, "소속 조직"), h("strong", {}, profile.org || "-")),
-      h("li", { class: "stat pending" }, h("span", {}, "승인 대기 요청"), h("strong", {}, "1")),
+      h(
+        "li",
+        { class: "stat pending", dataset: { status: "pending" } },
+        h("span", {}, "승인 대기 요청"),
+        h("strong", {}, String(requests.filter((r) => r.status === "pending").length)),
+      ),
     ),
     h(
       "section",

@@ -44,12 +44,9 @@ export const COMPONENTS = {
     const level = /^h([1-5])$/.exec(variant)?.[1];
     if (ctx.inline) return h("span", { class: `a2ui-text ${variant}` }, renderSimpleInline(value));
     if (level) {
-      // Inside a chat message, a card's h1 is not the page's: headings start below the page's own.
-      return h(
-        "div",
-        { class: `a2ui-text ${variant}`, role: "heading", "aria-level": String(Math.min(6, Number(level) + 2)) },
-        renderSimpleInline(value),
-      );
+      // Inside a chat message, a card's h1 is not the page's: the surface (surface.js)
+      // sets the level, its headings nested under the chat's.
+      return h("div", { class: `a2ui-text ${variant}`, role: "heading", dataset: { level } }, renderSimpleInline(value));
     }
     if (variant === "caption") return h("p", { class: "a2ui-text caption" }, renderSimpleInline(value));
     return h("div", { class: "a2ui-text body" }, renderSimple(value));

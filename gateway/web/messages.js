@@ -2,9 +2,8 @@
 // the user) and a copy button.
 
 import { h } from "./dom.js";
+import { AGENT } from "./chat/labels.js";
 import { StreamedMarkdown } from "./markdown.js";
-
-export const BOT_NAME = "업무 도우미";
 
 const TIMES_KEY = "agw.message-times";
 const TIMES_KEPT = 1000;
@@ -91,7 +90,7 @@ export function userMessage(id, text, time) {
 export function botMessage(id, { time, name, onDrawn }) {
   const body = h("div", { class: "text" });
   const view = new StreamedMarkdown(body, onDrawn);
-  const head = meta(BOT_NAME, time, copyButton(() => view.text), name);
+  const head = meta(AGENT.name, time, copyButton(() => view.text), name);
   const el = h(
     "li",
     { class: "msg assistant", dataset: { messageId: id } },

@@ -2,22 +2,39 @@
 // developers; these tables say the same in Korean for the user: a tool's name, where its
 // call stands, how it turned out, why it ended without the browser's result, a refusal, a
 // notice, a reply that did not finish, the connection. `readResult` words a tool's outcome
-// for its row in the timeline (tool-activity.js).
+// for its row in the timeline (tool-activity.js). What only the hosting page knows (its
+// agent's name, greeting, examples and tools) it says once with `describeAgent`.
 
 /** Where the chat can be shown, by the value of the page's `data-chat-mode`. */
 export const MODES = { "side-panel": "패널", "full-screen": "전체 화면", modal: "모달" };
 
-export const TOOL_LABELS = {
-  find_screen: "화면 검색",
-  navigateToScreen: "화면 이동",
-  approveWorkRequest: "업무 요청 승인",
-  rejectWorkRequest: "업무 요청 거절",
-  show_work_request: "업무 요청 보기",
+/**
+ * The hosting page's agent, in the words the chat names it with. The generic page (main.js)
+ * leaves these general; a page built for one agent (the demo's app.js) names its bot, greets
+ * with what it can do, offers examples and says what its tools are called and are about.
+ * @type {{name: string, greeting: string, examples: string[],
+ *   toolLabels: Record<string, string>, toolTargets: Record<string, (args: object) => string>}}
+ */
+export const AGENT = {
+  name: "도우미",
+  greeting: "안녕하세요! 무엇을 도와드릴까요?",
+  examples: [],
+  toolLabels: {},
+  toolTargets: {},
 };
 
+/** Says what the page knows of its agent; call it before the chat starts. */
+export function describeAgent(words) {
+  Object.assign(AGENT, words);
+}
+
 const STATUS_LABELS = {
+  ok: "완료",
+  success: "완료",
+  done: "완료",
   navigated: "이동 완료",
   denied: "권한 없음",
+  not_found: "없는 화면",
   not_allowed_here: "이 창에서는 이동 불가",
   error: "실패",
   no_result: "결과 없음",
@@ -92,10 +109,16 @@ export function runErrorLabel(code, onCard) {
     : (ERROR_LABELS[code] ?? "문제가 생겼습니다. 잠시 후 다시 시도해 주세요.");
 }
 
+/** A call rejected on its approval card, live (tool-activity.js) and restored alike. */
+export const USER_REJECTED = { tone: "failed", label: "거절됨", detail: "사용자가 거절했습니다." };
+
 /** What a tool result means for the timeline: success, failure, or neither. */
 export function readResult(value, error) {
   if (error) return { tone: "failed", label: "실패", detail: errorLabel(error) };
   if (value && typeof value === "object" && !Array.isArray(value)) {
+    // A call the user said no to on its approval card: the gateway stores why in English
+    // for the model; the row reads as it did when the user pressed 거절.
+    if (value.status === "rejected" && value.error) return USER_REJECTED;
     if (value.error) return { tone: "failed", label: "실패", detail: errorLabel(value.error) };
     if (typeof value.status === "string") {
       const ok = SUCCESS_STATUSES.has(value.status);

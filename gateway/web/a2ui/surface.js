@@ -65,7 +65,7 @@ export class Surface {
     if (!this.components.has("root")) {
       return h("p", { class: "a2ui-pending" }, "카드를 불러오는 중…");
     }
-    return this.#draw("root", { scope: "", inline: false, stack: [] });
+    return nestHeadings(this.#draw("root", { scope: "", inline: false, stack: [] }));
   }
 
   #draw(id, { scope, inline, stack }) {
@@ -153,6 +153,23 @@ export class Surface {
     for (const [key, value] of Object.entries(event.context ?? {})) context[key] = this.#resolve(value, scope);
     this.onAction({ name: event.name, surfaceId: this.surfaceId, sourceComponentId: component.id, context });
   }
+}
+
+// A card's top heading sits this deep: under the page's h1 and the chat's h2.
+const CARD_LEVEL = 3;
+
+/**
+ * A card's headings as an outline under the chat's: its highest becomes level 3 and the
+ * others keep their distance from it, so an "h3" title is not a jump from the chat's h2 to
+ * an h5 (axe: heading-order).
+ */
+function nestHeadings(node) {
+  const headings = node instanceof Element ? [...node.querySelectorAll("[role=heading]")] : [];
+  if (node instanceof Element && node.matches("[role=heading]")) headings.unshift(node);
+  if (!headings.length) return node;
+  const top = Math.min(...headings.map((el) => Number(el.dataset.level)));
+  for (const el of headings) el.setAttribute("aria-level", String(Math.min(6, Number(el.dataset.level) - top + CARD_LEVEL)));
+  return node;
 }
 
 /** What could not be drawn, said where it would have been: never a silent gap. */

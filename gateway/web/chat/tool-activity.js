@@ -5,7 +5,7 @@
 
 import { h } from "../dom.js";
 import { textOf } from "../messages.js";
-import { readResult, STATE_LABELS, TOOL_LABELS } from "./labels.js";
+import { AGENT, readResult, STATE_LABELS, USER_REJECTED } from "./labels.js";
 
 /** One row of the tool-activity timeline. */
 export class ToolActivity {
@@ -31,7 +31,7 @@ export class ToolActivity {
     this.name = name;
     this.raw = "";
     this.args = null;
-    this.titleEl.textContent = TOOL_LABELS[name] ?? name;
+    this.titleEl.textContent = AGENT.toolLabels[name] ?? name;
     this.targetEl.textContent = "";
     this.detailEl.textContent = "";
     this.el.dataset.tool = name;
@@ -72,7 +72,7 @@ export class ToolActivity {
     let { tone, label, detail } = readResult(value, error);
     if (this.rejectedByUser && tone === "failed") {
       // The user said no on the approval card: that is what this failure means.
-      [label, detail] = ["거절됨", "사용자가 거절했습니다."];
+      ({ label, detail } = USER_REJECTED);
     }
     if (elsewhere) label = `다른 창에서 ${label}`;
     this.el.dataset.outcome = tone;
@@ -85,9 +85,8 @@ export class ToolActivity {
 
 function summarize(name, args) {
   if (!args) return "";
-  if (name === "navigateToScreen") return args.screenName ? `${args.screenName} (${args.screenId})` : args.screenId ?? "";
-  if (name === "find_screen") return args.query ? `“${args.query}”` : "";
-  if (["approveWorkRequest", "rejectWorkRequest", "show_work_request"].includes(name)) return args.requestId ?? "";
+  const target = AGENT.toolTargets[name];
+  if (target) return target(args);
   const text = JSON.stringify(args);
   return text.length > 60 ? `${text.slice(0, 57)}…` : text;
 }

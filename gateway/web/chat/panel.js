@@ -3,7 +3,7 @@
 // Stop buttons, and the header's status (the connection, the thread's id). It knows nothing
 // of runs: the controller (chat.js) says what to show and hears what the user asked for.
 
-import { connectionLabel, MODES } from "./labels.js";
+import { AGENT, connectionLabel, MODES } from "./labels.js";
 
 const FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
 
@@ -18,10 +18,11 @@ export class Panel {
       send: app.querySelector("#send"),
       stop: app.querySelector("#stop"),
       status: app.querySelector("#conn-status"),
-      thread: app.querySelector("#thread-id"),
       modes: [...app.querySelectorAll("[data-mode]")],
     };
-    this.mode = MODES[sessionStorage.getItem("agw.chat-mode")] ? sessionStorage.getItem("agw.chat-mode") : "side-panel";
+    // A page that offers no choice of surface (the generic page) keeps the one it declares.
+    const chosen = this.el.modes.length ? sessionStorage.getItem("agw.chat-mode") : null;
+    this.mode = MODES[chosen] ? chosen : MODES[app.dataset.chatMode] ? app.dataset.chatMode : "side-panel";
   }
 
   /**
@@ -47,10 +48,17 @@ export class Panel {
     for (const button of this.el.modes) {
       button.addEventListener("click", () => this.setMode(button.dataset.mode));
     }
+    // The page's skip link opens the chat if it is closed and puts the caret in it, without
+    // changing the address (its hash names the thread).
+    this.app.querySelector(".skip-link")?.addEventListener("click", (event) => {
+      event.preventDefault();
+      this.setOpen(true);
+    });
+    // A page that shows only the chat has no close button, launcher or backdrop.
     this.app.querySelector("#new-thread").addEventListener("click", () => onNewThread());
-    this.app.querySelector("#chat-close").addEventListener("click", () => this.setOpen(false));
-    this.app.querySelector("#launcher").addEventListener("click", () => this.setOpen(true));
-    this.app.querySelector("#backdrop").addEventListener("click", () => this.setOpen(false));
+    this.app.querySelector("#chat-close")?.addEventListener("click", () => this.setOpen(false));
+    this.app.querySelector("#launcher")?.addEventListener("click", () => this.setOpen(true));
+    this.app.querySelector("#backdrop")?.addEventListener("click", () => this.setOpen(false));
     document.addEventListener("keydown", (event) => {
       if (this.mode !== "modal" || this.app.dataset.chatOpen !== "true") return;
       if (event.key === "Escape") this.setOpen(false);
@@ -74,7 +82,7 @@ export class Panel {
     this.app.dataset.chatOpen = String(open);
     this.#asDialog(open && this.mode === "modal");
     if (open) this.el.input.focus({ preventScroll: true });
-    else if (wasOpen) this.app.querySelector("#launcher").focus();
+    else if (wasOpen) this.app.querySelector("#launcher")?.focus();
   }
 
   /** Puts an example in the composer, to be edited or sent. */
@@ -83,11 +91,10 @@ export class Panel {
     this.el.input.focus();
   }
 
+  /** The thread on screen, for the page's own use (a link to it, tests); a person does
+   * not read a raw id, so it is not shown. */
   showThread(threadId) {
-    if (this.el.thread) {
-      this.el.thread.textContent = threadId;
-      this.el.thread.title = `대화 ${threadId}`;
-    }
+    this.el.panel.dataset.threadId = threadId;
   }
 
   showConnection(state, detail) {
@@ -138,7 +145,7 @@ export class Panel {
       panel.removeAttribute("role");
       panel.removeAttribute("aria-modal");
       panel.removeAttribute("aria-labelledby");
-      panel.setAttribute("aria-label", "업무 도우미");
+      panel.setAttribute("aria-label", AGENT.name);
     }
     for (const behind of this.app.querySelectorAll(":scope > :not(#chat, .backdrop)")) {
       behind.inert = modal;

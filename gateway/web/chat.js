@@ -14,6 +14,7 @@ import { approvalCards } from "./chat/actions.js";
 import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
 import { Panel } from "./chat/panel.js";
 import { Transcript } from "./chat/transcript.js";
+import { applyPatch } from "./a2ui/pointer.js";
 import { newId } from "./dom.js";
 import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
 
@@ -41,8 +42,9 @@ export class ChatPanel {
    * @param {string} options.clientId    this tab's identity (agui-websocket/ledger.js: claimInstance)
    * @param {object[]} options.tools        RunAgentInput.tools this browser declares
    * @param {Record<string, Function>} options.implemented  client tools by name
+   * @param {(state: object) => void} [options.onState]  the thread's state, as it changes
    */
-  constructor({ app, userId, wsUrl, clientId, tools, implemented }) {
+  constructor({ app, userId, wsUrl, clientId, tools, implemented, onState = () => {} }) {
     this.userId = userId;
     this.tools = tools;
     this.implemented = implemented;
@@ -53,6 +55,8 @@ export class ChatPanel {
     this.pendingInputs = 0; // inputs sent whose run has not started (or been refused) yet
     this.executing = false;
     this.connected = false;
+    this.state = {}; // the thread's state: STATE_SNAPSHOT, then each STATE_DELTA on it
+    this.onState = onState;
     this.transcript = new Transcript(app, {
       onPress: (userAction) => this.#press(userAction),
       onExample: (text) => this.panel.fill(text),
@@ -161,6 +165,9 @@ export class ChatPanel {
     this.#updateControls();
     for (const { kind, id, call, result: kept } of this.ledger.plan(run)) {
       if (kind === "resend") {
+        // What this tab did before the cut: its row says so now, not after another reload
+        // (the gateway echoes a result only to the thread's other tabs).
+        this.transcript.entries.get(id)?.result(kept);
         answers.push([id, kept]);
         continue;
       }
@@ -293,6 +300,17 @@ export class ChatPanel {
         }
         break;
       }
+      case "STATE_SNAPSHOT":
+        this.#setState(event.snapshot ?? {});
+        break;
+      case "STATE_DELTA":
+        try {
+          this.#setState(applyPatch(this.state, event.delta ?? []));
+        } catch (error) {
+          // A patch this page cannot apply: the next snapshot (a reattach) brings the state.
+          console.warn("STATE_DELTA not applied", error);
+        }
+        break;
       case "RUN_FINISHED":
         this.#finish(event, run);
         break;
@@ -301,6 +319,11 @@ export class ChatPanel {
     }
     this.#updateControls();
     this.transcript.scroll();
+  }
+
+  #setState(state) {
+    this.state = state && typeof state === "object" ? state : {};
+    this.onState(this.state);
   }
 
   #finish(event, run) {
@@ -319,6 +342,16 @@ export class ChatPanel {
     }
     if (!run.own && run.sawLive && !run.sawSnapshot) {
       // Another tab's run: the calls it left open are in the thread as stored.
+      this.client.reattach();
+    } else if (
+      outcome.type === "success" &&
+      !run.pending.length &&
+      !run.sawSnapshot &&
+      this.transcript.unsettled().length
+    ) {
+      // The run is over and waits for nothing, yet a row still waits for a result this
+      // page never saw (a cut between the action and its result): the thread knows it. A
+      // run that brought the snapshot drew the rows from the thread already: no asking again.
       this.client.reattach();
     }
   }

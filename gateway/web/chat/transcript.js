@@ -8,10 +8,8 @@ import { h } from "../dom.js";
 import { botMessage, MessageTimes, textOf, userMessage } from "../messages.js";
 import { ACTION_ACTIVITY, SURFACE_ACTIVITY, SurfaceBoard } from "../surfaces.js";
 import { retryLine } from "./actions.js";
-import { ENDED_LINES, NOTICE_LABELS } from "./labels.js";
+import { AGENT, ENDED_LINES, NOTICE_LABELS } from "./labels.js";
 import { ToolActivity } from "./tool-activity.js";
-
-const EXAMPLES = ["업무 요청 목록 화면 열어줘", "R-1042 보여줘", "R-1042 승인해줘", "자기소개를 길게 해 주세요"];
 
 export class Transcript {
   /**
@@ -138,6 +136,11 @@ export class Transcript {
     }
   }
 
+  /** The tool calls whose rows still wait for a result (or an approval). */
+  unsettled() {
+    return [...this.entries.values()].filter((entry) => !entry.el.dataset.outcome);
+  }
+
   clear() {
     this.surfaces.clear();
     this.el.items.replaceChildren();
@@ -155,11 +158,11 @@ export class Transcript {
       h(
         "li",
         { class: "welcome" },
-        h("p", {}, "안녕하세요! 화면을 찾아 열어 드리거나 업무 요청 승인을 도와드려요."),
+        h("p", {}, AGENT.greeting),
         h(
           "div",
           { class: "chips" },
-          EXAMPLES.map((text) =>
+          AGENT.examples.map((text) =>
             h("button", { type: "button", class: "chip", onclick: () => this.onExample(text) }, text),
           ),
         ),
