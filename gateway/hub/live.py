@@ -242,7 +242,7 @@ async def start_live(hub: Hub, frame: live.LiveStart, speaker: Speaker, caller: 
     await hub.slots.take()
     leased = False
     try:
-        leased = await hub._lease(thread_id, user_id, frame.run_id)
+        leased = await hub.takeovers.lease(thread_id, user_id, frame.run_id)
         if not leased:
             raise in_progress(thread_id)
         opened = await hub.engine.open_thread(user_id, thread_id)
