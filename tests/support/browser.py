@@ -91,8 +91,8 @@ def check_streams(page: Page, problems: list[str]) -> None:
         mine: list[StreamChecker | None] = []
 
         def received(payload: str | bytes) -> None:
-            if page in _ROUTED:
-                return
+            if page in _ROUTED or isinstance(payload, bytes):
+                return  # bytes: a live turn's audio, beside the AG-UI stream (docs/voice.md)
             try:
                 event = json.loads(payload)
                 if not mine:
@@ -133,10 +133,11 @@ async def accessibility_problems(page: Page) -> list[str]:
     ]
 
 
-async def launch_chromium(playwright: Playwright) -> Browser:
+async def launch_chromium(playwright: Playwright, *args: str) -> Browser:
+    """Chromium as every browser test runs it; ``args``: switches of the test's own."""
     tiers.require("browser", "Chromium")
     return await playwright.chromium.launch(
-        executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *args], headless=True
     )
 
 
