@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from ag_ui.core import AgentCapabilities
-from google.adk.agents import BaseAgent, LlmAgent, SequentialAgent
+from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.planners import BuiltInPlanner
 from google.adk.tools import FunctionTool, LongRunningFunctionTool
@@ -239,11 +239,10 @@ async def test_in_jwt_mode_only_a_signed_in_caller_reads_them() -> None:
 
 def test_live_says_whether_the_root_model_can_hold_a_voice_turn() -> None:
     # Gemini has a live connection; a model class without ``connect`` (the offline script
-    # models, most LiteLLM ones) has none, and a workflow root runs no model of its own.
+    # models, most LiteLLM ones) has none.
     def live(root: BaseAgent) -> object:
         custom = document(root, None, Settings(), services={})["custom"]
         return custom["gateway"]["live"]
 
     assert live(LlmAgent(name="talks", model=MODEL)) is True
     assert live(LlmAgent(name="types", model=TextOnly(model="typed"))) is False
-    assert live(SequentialAgent(name="flow", sub_agents=[LlmAgent(name="a", model=MODEL)])) is False

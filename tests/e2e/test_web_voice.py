@@ -177,9 +177,16 @@ async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
         ),
     ]
     async with voice_demo([script]) as (server, gateway):
-        app = await WebApp.open(context, gateway)
+        # On a phone: the button fits beside Send, the page does not scroll sideways.
+        page = await context.new_page()
+        await page.set_viewport_size({"width": 390, "height": 844})
+        app = await WebApp.open(context, gateway, page=page)
         mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await expect(mic).to_be_in_viewport(ratio=1)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
         await mic.click()
+        listening = app.page.get_by_role("status").filter(has_text="듣고 있어요")
+        await expect(listening).to_be_in_viewport()
         await expect(app.replies.last).to_have_text("네", timeout=TIMEOUT_MS)
         # Most of the four seconds of turn 1 were never played: dropped at the interruption.
         await until(app, "dropped > 0")
