@@ -91,10 +91,12 @@ export class Voice {
       this.#show("live");
     } else if (event.type === "CUSTOM" && event.name === INTERRUPTED && this.speaker) {
       this.speaker.node.port.postMessage({ drop: event.value?.turn });
+    } else if (event.type === "RUN_ERROR" && this.state === "starting") {
+      // A refused liveStart (in a run under its runId, or one of the gateway's own when the
+      // frame failed): no turn was opened. The chat shows the error line.
+      this.#end();
     } else if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") {
-      // The turn's end, or the refusal of its liveStart (a refused turn starts no run).
-      const ours = run.runId ? run.runId === this.runId : this.state === "starting";
-      if (ours && this.active) this.#end();
+      if (this.active && run.runId === this.runId) this.#end(); // the turn's end
     }
   }
 

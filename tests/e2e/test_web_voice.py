@@ -13,11 +13,15 @@ from __future__ import annotations
 import contextlib
 import wave
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import pytest
 from playwright.async_api import Browser, BrowserContext, async_playwright, expect
+from websockets.asyncio.client import connect
 
+from gateway.wire import live as wire_live
 from tests.support import gemini_live as live
+from tests.support.agui import new_id
 from tests.support.browser import (
     NEEDS_CHROMIUM,
     TIMEOUT_MS,
@@ -29,6 +33,7 @@ from tests.support.browser import (
 )
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.voice import VoiceSocket
 
 pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 
@@ -74,11 +79,11 @@ async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
 
 @contextlib.asynccontextmanager
 async def voice_demo(
-    scripts: Sequence[Sequence[live.Step]],
+    scripts: Sequence[Sequence[live.Step]], **settings: Any
 ) -> AsyncIterator[tuple[live.LiveServer, RunningGateway]]:
     async with (
         live.LiveServer(scripts) as server,
-        running_gateway(model=server.live_model()) as gateway,
+        running_gateway(model=server.live_model(), **settings) as gateway,
     ):
         yield server, gateway
 
@@ -199,6 +204,25 @@ async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
         await mic.click()
         await app.wait_idle()
         assert server.failures == []
+
+
+async def test_a_refused_turn_puts_the_button_back_and_says_why(context: BrowserContext) -> None:
+    # The user's one live turn is open in another client: the page's is refused.
+    async with (
+        voice_demo([[live.WaitAudio(10**9)]], live_turns_per_user=1) as (_, gateway),
+        connect(gateway.ws_url("demo"), max_size=None) as ws,
+    ):
+        elsewhere = VoiceSocket(ws)
+        await elsewhere.start(new_id("t"), new_id("r"))
+        await elsewhere.until("CUSTOM", wire_live.STARTED)
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        await expect(app.transcript.get_by_role("alert")).to_contain_text("사용 한도")
+        await expect(mic).to_have_attribute("aria-pressed", "false")
+        await expect(mic).to_be_enabled()
+        await expect(app.page.locator(".mic-status")).to_have_text("")
+        await app.wait_idle()
 
 
 async def test_a_page_whose_agent_cannot_go_live_shows_no_microphone(
