@@ -27,9 +27,8 @@ from tests.support.browser import (
     TIMEOUT_MS,
     WebApp,
     accessibility_problems,
-    check_streams,
+    checked_context,
     launch_chromium,
-    new_context,
 )
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
@@ -64,17 +63,10 @@ async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bro
 
 @pytest.fixture
 async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
-    """A fresh profile; a page exception or an invalid AG-UI stream fails the test."""
-    context = await new_context(browser)
-    await context.grant_permissions(["microphone"])
-    errors: list[str] = []
-    invalid: list[str] = []
-    context.on("page", lambda page: page.on("pageerror", lambda error: errors.append(str(error))))
-    context.on("page", lambda page: check_streams(page, invalid))
-    yield context
-    await context.close()
-    assert not errors, f"the page threw: {errors}"
-    assert not invalid, f"invalid AG-UI streams: {invalid}"
+    """A fresh profile that may use the microphone, checked as every browser test's is."""
+    async with checked_context(browser) as context:
+        await context.grant_permissions(["microphone"])
+        yield context
 
 
 @contextlib.asynccontextmanager
