@@ -411,6 +411,7 @@ export class ChatPanel {
     this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
     this.voice.enable(this.connected && !busy);
     this.transcript.surfaces.setEnabled(!busy && this.connected);
-    this.transcript.showTyping(busy);
+    // A live turn is a conversation, not a reply being written: its words say so.
+    this.transcript.showTyping(busy && !this.voice.active);
   }
 }

@@ -10,7 +10,8 @@
 // order. Barge-in is a `{drop: turn}` message: every queued chunk of that turn goes at once,
 // and so does any chunk of it that still arrives (it was sent before the gateway heard the
 // interruption). Comparing turn numbers is exact, where draining "what was sent before"
-// would be a guess. The processor reports what it played and dropped, for the page's state.
+// would be a guess. `{flush: true}` drops everything queued (the turn was stopped). The
+// processor reports what it played and dropped, for the page's state.
 
 const CHUNK_SAMPLES = 800;
 
@@ -47,17 +48,19 @@ class Speaker extends AudioWorkletProcessor {
     this.played = 0; // samples
     this.dropped = 0; // samples
     this.port.onmessage = ({ data }) => {
-      if (data.drop !== undefined) this.#drop(data.drop);
+      if (data.flush) this.#drop(null);
+      else if (data.drop !== undefined) this.#drop(data.drop);
       else if (data.turn !== this.droppedTurn) this.queue.push({ turn: data.turn, samples: toFloat(data.pcm), at: 0 });
       else this.dropped += data.pcm.byteLength / 2;
     };
   }
 
+  /** Drops the queued chunks of ``turn`` and its later arrivals; null: all queued now. */
   #drop(turn) {
-    this.droppedTurn = turn;
+    if (turn !== null) this.droppedTurn = turn;
     const kept = [];
     for (const chunk of this.queue) {
-      if (chunk.turn === turn) this.dropped += chunk.samples.length - chunk.at;
+      if (turn === null || chunk.turn === turn) this.dropped += chunk.samples.length - chunk.at;
       else kept.push(chunk);
     }
     this.queue = kept;

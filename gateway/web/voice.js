@@ -96,7 +96,10 @@ export class Voice {
       // frame failed): no turn was opened. The chat shows the error line.
       this.#end();
     } else if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") {
-      if (this.active && run.runId === this.runId) this.#end(); // the turn's end
+      if (!this.active || run.runId !== this.runId) return;
+      // liveStop lets the speaker play out the reply; a Stop (cancel) or a failure silences it.
+      if (event.type === "RUN_ERROR" || event.outcome?.type === "cancelled") this.#silence();
+      this.#end();
     }
   }
 
@@ -111,7 +114,13 @@ export class Voice {
 
   /** The connection is not open (a closed socket ends the live turn). */
   disconnected() {
-    if (this.active) this.#end();
+    if (!this.active) return;
+    this.#silence();
+    this.#end();
+  }
+
+  #silence() {
+    this.speaker?.node.port.postMessage({ flush: true });
   }
 
   // --- the button -----------------------------------------------------------------------

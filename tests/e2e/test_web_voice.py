@@ -4,8 +4,9 @@ Chromium's fake microphone plays a WAV the test makes (``--use-file-for-fake-aud
 the gateway serves the demo with its agents on the local Gemini Live server
 (``tests.support.gemini_live``), which waits for that audio and answers with a scripted
 turn. Spoken, the flagship opens the screen once, with the same transcript bubbles and tool
-rows as typed; the agent's speech plays, and a barge-in drops what the speaker still held.
-A page whose agent cannot go live shows no microphone.
+rows as typed; the agent's speech plays, a barge-in drops what the speaker still held of
+the interrupted turn, and Stop silences it at once. A refused turn puts the button back; a
+page whose agent cannot go live shows no microphone.
 """
 
 from __future__ import annotations
@@ -196,6 +197,23 @@ async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
         await mic.click()
         await app.wait_idle()
         assert server.failures == []
+
+
+async def test_stop_silences_the_agent_at_once(context: BrowserContext) -> None:
+    script = [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(live.heard("길게 설명해줘", finished=True), *speech(4.0, 8), live.said("아주")),
+        live.WaitAudio(10**9),
+    ]
+    async with voice_demo([script]) as (_, gateway):
+        app = await WebApp.open(context, gateway)
+        await app.page.get_by_role("button", name="음성으로 말하기").click()
+        await expect(app.replies.last).to_have_text("아주", timeout=TIMEOUT_MS)
+        await until(app, "queued > 0")
+        await app.click_stop()
+        await until(app, "queued === 0")
+        assert (await stats(app))["dropped"] >= 2 * live.OUTPUT_RATE
+        await app.wait_idle()
 
 
 async def test_a_refused_turn_puts_the_button_back_and_says_why(context: BrowserContext) -> None:
