@@ -183,6 +183,8 @@ export declare class ThreadConnection {
     onEvent: (event: BaseEvent & Record<string, unknown>, run: RunView) => void;
     onStatus: (state: ConnectionStatus, detail: { inMs?: number; code?: number; reason?: string }) => void;
     WebSocket?: typeof WebSocket;
+    /** Audio out of a live turn this connection opened (the gateway's docs/voice.md). */
+    onBinary?: (frame: ArrayBuffer) => void;
   });
   readonly threadId: string;
   start(): void;
@@ -203,6 +205,13 @@ export declare class ThreadConnection {
   /** The cancel frame, naming the run this connection follows (if any). */
   cancel(): void;
   reattach(): void;
+  /** Opens a live (voice) turn; its runId, or null with no connection open. */
+  startLive(input?: { tools?: unknown[] }): string | null;
+  stopLive(): void;
+  /** Answers a client call of the live turn with its AG-UI tool message. */
+  liveToolResult(message: { id: string; role: "tool"; toolCallId: string; content: string }): boolean;
+  /** Writes an audio-in frame; false with no connection open. */
+  sendBinary(frame: ArrayBufferView | ArrayBuffer): boolean;
 }
 
 /** This tab's client instance id: the same across its reloads, a new one in a new tab. */

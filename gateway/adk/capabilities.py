@@ -14,7 +14,9 @@ long-running tools (``longRunningTools``: their calls end a run with ``pendingTo
 until a result comes) and whether a backend may give those results (``toolResults``: POST
 /tool-results is open), the predictive state a client may show (``predictState``, as
 ``PredictState`` lists it) and the state scopes a client's ``RunAgentInput.state`` may
-write (``clientState``). ag-ui-adk serves the
+write (``clientState``), and whether the root agent's model can hold a live (voice) turn on
+/ws (``live``: its class has a live connection, as Gemini's has; docs/voice.md), so a client
+offers a microphone only where it can work. ag-ui-adk serves the
 same document at ``<agent path>/capabilities``: ``/capabilities`` for an agent at the root,
 which is where this gateway serves it, and ``/invocations/capabilities`` beside its run
 door.
@@ -27,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from google.adk.agents import BaseAgent, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
+from google.adk.models.base_llm import BaseLlm
 from google.adk.planners import BuiltInPlanner, PlanReActPlanner
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
@@ -133,6 +136,7 @@ def document(
                 "toolResults": bool(settings.service_token),
                 "predictState": [prediction.payload() for prediction in predictions],
                 "clientState": sorted(client_state(settings)),
+                "live": _live(root),
             },
             # Any server tool may return A2UI operations (``gateway.a2ui``): what a client
             # needs to know to advertise its catalog and send presses back.
@@ -187,6 +191,18 @@ def _long_running(tool: Any) -> str | None:
     if isinstance(tool, BaseTool) and tool.is_long_running and not isinstance(tool, ClientTool):
         return tool.name
     return None
+
+
+def _live(root: BaseAgent) -> bool:
+    """Whether a live turn can run: ``BaseLlm.connect`` raises NotImplementedError, so only
+    a model class with a connection of its own (Gemini's) can talk."""
+    if not isinstance(root, LlmAgent):
+        return False
+    try:
+        model = root.canonical_model
+    except ValueError:  # a model name no registry knows: no turn of any kind will run
+        return False
+    return type(model).connect is not BaseLlm.connect
 
 
 def _thinks(agent: LlmAgent) -> bool:

@@ -4,8 +4,9 @@
 // and tells the parts in chat/ what to show: panel.js (the frame: composer, buttons, status,
 // the three surfaces), transcript.js (messages as they stream and from snapshots),
 // tool-activity.js (a tool call's row), actions.js (retry, approval cards), branches.js
-// (regenerate, edit and a fork's versions) and labels.js (the words); a page's thread list
-// (chat/thread-list.js) hears of the user's thread changes from it and picks its thread. The /ws protocol and the ledger of browser actions are the
+// (regenerate, edit and a fork's versions) and labels.js (the words); voice.js is the
+// microphone (a live turn's audio); a page's thread list (chat/thread-list.js) hears of the
+// user's thread changes from it and picks its thread. The /ws protocol and the ledger of browser actions are the
 // @agent-gateway/agui-websocket package's (clients/agui-websocket/src/, linked here as
 // agui-websocket/).
 
@@ -19,6 +20,7 @@ import { Transcript } from "./chat/transcript.js";
 import { applyPatch } from "./a2ui/pointer.js";
 import { newId } from "./dom.js";
 import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
+import { Voice } from "./voice.js";
 
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -83,6 +85,13 @@ export class ChatPanel {
       threadId: this.threadId,
       onEvent: (event, run) => this.#onEvent(event, run),
       onStatus: (state, detail) => this.#onStatus(state, detail),
+      onBinary: (frame) => this.voice.heard(frame),
+    });
+    this.voice = new Voice(app, {
+      client: this.client,
+      userId,
+      tools: () => this.tools,
+      onRefused: (text) => this.transcript.line("notice", text, "status"),
     });
   }
 
@@ -93,6 +102,7 @@ export class ChatPanel {
       onNewThread: () => this.newThread(),
     });
     this.transcript.start();
+    this.voice.start();
     window.addEventListener("hashchange", () => {
       const threadId = new URLSearchParams(location.hash.slice(1)).get("thread");
       if (threadId && THREAD_ID.test(threadId) && threadId !== this.threadId) this.#join(threadId);
@@ -135,7 +145,7 @@ export class ChatPanel {
   }
 
   get busy() {
-    return Boolean(this.run) || this.pendingInputs > 0 || this.executing;
+    return Boolean(this.run) || this.pendingInputs > 0 || this.executing || this.voice.active;
   }
 
   // --- sending --------------------------------------------------------------------------
@@ -318,6 +328,8 @@ export class ChatPanel {
         const entry = this.transcript.entry(event.toolCallId);
         entry.endArgs();
         if (entry.name in this.implemented) entry.state(run.own ? "waiting" : "pending");
+        // A live turn does not end at a browser call: its result goes back at once.
+        if (this.voice.active && run.own && entry.name in this.implemented) this.#answerLive(entry, run.runId);
         break;
       }
       case "ACTIVITY_SNAPSHOT":
@@ -372,8 +384,22 @@ export class ChatPanel {
       default:
         break;
     }
+    this.voice.event(event, run);
     this.#updateControls();
     this.transcript.scroll();
+  }
+
+  /** A browser call of a live turn: performed once (the ledger remembers it across a
+   * reload), its result sent as the turn's `liveToolResult`. */
+  async #answerLive(entry, runId) {
+    if (this.ledger.get(entry.id)) return;
+    const call = { id: entry.id, name: entry.name, args: entry.args };
+    this.ledger.started(call);
+    const result = await this.#runTool(call);
+    this.ledger.performed(call.id, result);
+    entry.result(result);
+    const message = { id: newId("tool"), role: "tool", toolCallId: call.id, content: JSON.stringify(result) };
+    if (this.client.liveToolResult(message)) this.ledger.sent(call.id, runId);
   }
 
   #setState(state) {
@@ -422,6 +448,7 @@ export class ChatPanel {
     this.sidebar?.connection(state);
     if (state !== "open") this.foreignRun = null; // a new connection starts its runs afresh
     this.connected = state === "open";
+    if (!this.connected) this.voice.disconnected(); // a closed socket ended the live turn
     // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
     // it stopped, into the same bubbles.
     const resuming = state === "reconnecting" && detail.resuming;
@@ -440,8 +467,10 @@ export class ChatPanel {
   #updateControls() {
     const busy = this.busy;
     this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
+    this.voice.enable(this.connected && !busy);
     this.transcript.surfaces.setEnabled(!busy && this.connected);
     this.branches.setEnabled(!busy && this.connected);
-    this.transcript.showTyping(busy);
+    // A live turn is a conversation, not a reply being written: its words say so.
+    this.transcript.showTyping(busy && !this.voice.active);
   }
 }

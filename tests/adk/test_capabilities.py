@@ -10,6 +10,7 @@ import httpx
 import pytest
 from ag_ui.core import AgentCapabilities
 from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.models.base_llm import BaseLlm
 from google.adk.planners import BuiltInPlanner
 from google.adk.tools import FunctionTool, LongRunningFunctionTool
 from google.adk.tools.agent_tool import AgentTool
@@ -53,6 +54,14 @@ def submit(expense_id: str) -> dict[str, str]:
 def look_up(order_id: str) -> dict[str, str]:
     """Looks an order up."""
     return {"order": order_id}
+
+
+class TextOnly(BaseLlm):
+    """A model with no live connection (``BaseLlm.connect`` as it is)."""
+
+    async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+        raise NotImplementedError
+        yield
 
 
 def caps(root: BaseAgent, settings: Settings | None = None, **options: Any) -> AgentCapabilities:
@@ -226,3 +235,14 @@ async def test_in_jwt_mode_only_a_signed_in_caller_reads_them() -> None:
     assert anonymous.status_code == 401 and anonymous.json()["code"] == "UNAUTHORIZED"
     assert signed_in.status_code == 200
     accepted(signed_in.json())
+
+
+def test_live_says_whether_the_root_model_can_hold_a_voice_turn() -> None:
+    # Gemini has a live connection; a model class without ``connect`` (the offline script
+    # models, most LiteLLM ones) has none.
+    def live(root: BaseAgent) -> object:
+        custom = document(root, None, Settings(), services={})["custom"]
+        return custom["gateway"]["live"]
+
+    assert live(LlmAgent(name="talks", model=MODEL)) is True
+    assert live(LlmAgent(name="types", model=TextOnly(model="typed"))) is False

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, BrowserContext, async_playwright
 
-from tests.support.browser import check_streams, launch_chromium, new_context
+from tests.support.browser import checked_context, launch_chromium
 from tests.support.servers import RunningGateway, running_gateway
 
 
@@ -22,15 +22,8 @@ async def browser() -> AsyncIterator[Browser]:
 @pytest.fixture
 async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
     """A fresh browser profile; a page exception or an invalid AG-UI stream fails the test."""
-    context = await new_context(browser)
-    errors: list[str] = []
-    invalid: list[str] = []
-    context.on("page", lambda page: page.on("pageerror", lambda error: errors.append(str(error))))
-    context.on("page", lambda page: check_streams(page, invalid))
-    yield context
-    await context.close()
-    assert not errors, f"the page threw: {errors}"
-    assert not invalid, f"invalid AG-UI streams: {invalid}"
+    async with checked_context(browser) as context:
+        yield context
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,12 @@ see is ``window.__navigations``, the page's count of main-area swaps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import urllib.parse
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,8 @@ def check_streams(page: Page, problems: list[str]) -> None:
         mine: list[StreamChecker | None] = []
 
         def received(payload: str | bytes) -> None:
-            if page in _ROUTED:
-                return
+            if page in _ROUTED or isinstance(payload, bytes):
+                return  # bytes: a live turn's audio, beside the AG-UI stream (docs/voice.md)
             try:
                 event = json.loads(payload)
                 if not mine:
@@ -133,10 +134,11 @@ async def accessibility_problems(page: Page) -> list[str]:
     ]
 
 
-async def launch_chromium(playwright: Playwright) -> Browser:
+async def launch_chromium(playwright: Playwright, *args: str) -> Browser:
+    """Chromium as every browser test runs it; ``args``: switches of the test's own."""
     tiers.require("browser", "Chromium")
     return await playwright.chromium.launch(
-        executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *args], headless=True
     )
 
 
@@ -146,6 +148,20 @@ async def new_context(browser: Browser) -> BrowserContext:
     )
     context.set_default_timeout(TIMEOUT_MS)
     return context
+
+
+@contextlib.asynccontextmanager
+async def checked_context(browser: Browser) -> AsyncIterator[BrowserContext]:
+    """A fresh browser profile; a page exception or an invalid AG-UI stream fails the test."""
+    context = await new_context(browser)
+    errors: list[str] = []
+    invalid: list[str] = []
+    context.on("page", lambda page: page.on("pageerror", lambda error: errors.append(str(error))))
+    context.on("page", lambda page: check_streams(page, invalid))
+    yield context
+    await context.close()
+    assert not errors, f"the page threw: {errors}"
+    assert not invalid, f"invalid AG-UI streams: {invalid}"
 
 
 class WebApp:

@@ -35,8 +35,10 @@ export class ThreadConnection {
    *   "open" comes once the thread's snapshot (the answer to reattach) has arrived; a run
    *   in progress when the connection drops goes on without it, and the reattach shows it.
    * @param {typeof WebSocket} [options.WebSocket]  the WebSocket class (the global one by default)
+   * @param {(frame: ArrayBuffer) => void} [options.onBinary]  a binary frame: audio out of a
+   *   live turn this connection opened (docs/voice.md); none arrives before `startLive`
    */
-  constructor({ url, clientId, threadId, onEvent, onStatus, WebSocket = globalThis.WebSocket }) {
+  constructor({ url, clientId, threadId, onEvent, onStatus, WebSocket = globalThis.WebSocket, onBinary = () => {} }) {
     const withId = new URL(url, globalThis.location?.href);
     // A URL relative to the page comes out http(s):, which not every WebSocket takes.
     withId.protocol = withId.protocol.replace(/^http/, "ws");
@@ -46,6 +48,7 @@ export class ThreadConnection {
     this.threadId = threadId;
     this.onEvent = onEvent;
     this.onStatus = onStatus;
+    this.onBinary = onBinary;
     this.connection = null;
     this.outbox = [];
     this.attempts = 0;
@@ -122,6 +125,31 @@ export class ThreadConnection {
     this.#send({ type: "cancel", threadId: this.threadId, ...(runId ? { runId } : {}) });
   }
 
+  /** Opens a live (voice) turn on the thread with these client tools; returns its runId.
+   * Not queued while no connection is open: a turn is for now or never. */
+  startLive({ tools = [] } = {}) {
+    const runId = newId("run");
+    return this.#send({ type: "liveStart", threadId: this.threadId, runId, tools }) ? runId : null;
+  }
+
+  /** Ends the thread's live turn: the gateway finishes its transcripts, then the run. */
+  stopLive() {
+    this.#send({ type: "liveStop", threadId: this.threadId });
+  }
+
+  /** Answers a client call of the live turn with its AG-UI tool message. */
+  liveToolResult(message) {
+    return this.#send({ type: "liveToolResult", threadId: this.threadId, message });
+  }
+
+  /** Writes a binary frame (audio in) if a connection is open; whether it was written. */
+  sendBinary(frame) {
+    const socket = this.connection?.socket;
+    if (!socket || socket.readyState !== OPEN) return false;
+    socket.send(frame);
+    return true;
+  }
+
   /** Asks for the thread's snapshots again (a run of another tab may have added messages). */
   reattach() {
     this.#send({ type: "reattach", threadId: this.threadId });
@@ -129,6 +157,7 @@ export class ThreadConnection {
 
   #connect() {
     const socket = new this.Socket(this.url);
+    socket.binaryType = "arraybuffer";
     // Everything that makes a run "ours" belongs to one connection and dies with it, but
     // for a run a reattach by cursor carries on.
     const carried = this.carried;
@@ -148,6 +177,10 @@ export class ThreadConnection {
     });
     socket.addEventListener("message", (message) => {
       if (this.connection !== connection) return;
+      if (typeof message.data !== "string") {
+        this.onBinary(message.data);
+        return;
+      }
       let event;
       try {
         event = JSON.parse(message.data);

@@ -3,37 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ThreadConnection } from "../src/connection.js";
-
-/** A WebSocket that opens at once and keeps what the connection sends. */
-class RecordingSocket extends EventTarget {
-  static last = null;
-
-  constructor(url) {
-    super();
-    this.url = url;
-    this.readyState = 0;
-    this.sent = [];
-    RecordingSocket.last = this;
-    queueMicrotask(() => {
-      this.readyState = 1;
-      this.dispatchEvent(new Event("open"));
-    });
-  }
-
-  send(data) {
-    this.sent.push(JSON.parse(data));
-  }
-
-  receive(event) {
-    const message = new Event("message");
-    message.data = JSON.stringify(event);
-    this.dispatchEvent(message);
-  }
-
-  close() {
-    this.readyState = 3;
-  }
-}
+import { RecordingSocket } from "./recording_socket.mjs";
 
 function connection(events = []) {
   const statuses = [];
