@@ -355,8 +355,14 @@ export class ChatPanel {
         break;
       case "RUN_ERROR": {
         // Inside a run it ends the run; outside one it refuses the input we sent.
-        if (run.runId) this.run = null;
-        else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
+        if (run.runId) {
+          this.run = null;
+          // A server call still running gets no result now (a crash, a lost lease): say so,
+          // rather than leave its row running. Browser calls wait on the ledger, not here.
+          for (const entry of this.transcript.unsettled()) {
+            if (entry.el.dataset.state === "running") entry.cutOff();
+          }
+        } else this.pendingInputs = Math.max(0, this.pendingInputs - 1);
         this.transcript.closeStreaming();
         const onCard = run.runId ? this.actionRuns.has(run.runId) : this.lastInputWasAction;
         this.transcript.errorLine(runErrorLabel(event.code, onCard), event.message);

@@ -111,6 +111,8 @@ export function runErrorLabel(code, onCard) {
 
 /** A call rejected on its approval card, live (tool-activity.js) and restored alike. */
 export const USER_REJECTED = { tone: "failed", label: "거절됨", detail: "사용자가 거절했습니다." };
+// A call whose run ended in an error (a crash, a lost lease) before its result came.
+export const CUT_OFF = { tone: "warn", label: "중단됨", detail: "결과가 오기 전에 응답이 끊겼습니다." };
 
 /** What a tool result means for the timeline: success, failure, or neither. */
 export function readResult(value, error) {

@@ -5,7 +5,7 @@
 
 import { h } from "../dom.js";
 import { textOf } from "../messages.js";
-import { AGENT, readResult, STATE_LABELS, USER_REJECTED } from "./labels.js";
+import { AGENT, CUT_OFF, readResult, STATE_LABELS, USER_REJECTED } from "./labels.js";
 
 /** One row of the tool-activity timeline. */
 export class ToolActivity {
@@ -75,6 +75,16 @@ export class ToolActivity {
       ({ label, detail } = USER_REJECTED);
     }
     if (elsewhere) label = `다른 창에서 ${label}`;
+    this.#settle(tone, label, detail);
+  }
+
+  /** The run ended in an error before this call's result came: it is over, without one. */
+  cutOff() {
+    if (this.el.dataset.outcome) return;
+    this.#settle(CUT_OFF.tone, CUT_OFF.label, CUT_OFF.detail);
+  }
+
+  #settle(tone, label, detail) {
     this.el.dataset.outcome = tone;
     this.el.dataset.state = "done";
     this.el.className = `activity outcome-${tone}`;
