@@ -58,6 +58,7 @@ from gateway.hub.refusals import (
     draining,
     lease_lost,
     quarantined,
+    store_refusal,
     store_unavailable,
     taken_over,
 )
@@ -309,10 +310,8 @@ class Hub:
             self.slots.give_back()
             if leased:
                 self.cluster.release(thread_id)
-            if isinstance(error, QuarantinedThreadError):
-                raise quarantined(thread_id) from None
-            if isinstance(error, StoreError):  # a database lost, not an unexpected failure
-                raise store_unavailable() from None
+            if (refusal := store_refusal(error, thread_id)) is not None:
+                raise refusal from None
             raise
         run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
         run.caller = caller

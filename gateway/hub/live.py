@@ -32,7 +32,13 @@ from gateway.adk.live import LiveTurn, live_failure
 from gateway.context import Caller, asked_by
 from gateway.hub.busy import in_progress
 from gateway.hub.inputs import tool_response
-from gateway.hub.refusals import check_owner, cut_by_restart, draining, store_unavailable
+from gateway.hub.refusals import (
+    check_owner,
+    cut_by_restart,
+    draining,
+    store_refusal,
+    store_unavailable,
+)
 from gateway.hub.states import ThreadState, Trigger, run_ended, transition
 from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.store import StoreError
@@ -253,10 +259,13 @@ async def start_live(hub: Hub, frame: live.LiveStart, speaker: Speaker, caller: 
         if thread.head is None:
             thread.head = opened.log_head
         hub.quota.check(opened.usage, new_thread=opened.created, new_turn=True)
-    except BaseException:
+    except BaseException as error:
         hub.slots.give_back()
         if leased:
             hub.cluster.release(thread_id)
+        # Told as a typed run's input is (``Hub._start``), never as an unexpected failure.
+        if (refusal := store_refusal(error, thread_id)) is not None:
+            raise refusal from None
         raise
     run = hub._claim(thread, frame.run_id, speaker, holds_slot=True, leased=True)
     run.caller = caller

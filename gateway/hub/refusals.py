@@ -15,6 +15,7 @@ so the input waits its turn instead.
 from __future__ import annotations
 
 from gateway import wire as p
+from gateway.store import QuarantinedThreadError, StoreError
 
 
 def check_owner(owner: str, user_id: str, thread_id: str) -> None:
@@ -58,6 +59,16 @@ def store_unavailable() -> p.GatewayError:
         p.ErrorCode.STORE_UNAVAILABLE,
         "The gateway cannot reach its database just now; try again in a moment.",
     )
+
+
+def store_refusal(error: BaseException, thread_id: str) -> p.GatewayError | None:
+    """What a client is told of a store failure while its input takes the thread (a
+    quarantined thread, a database lost: not an unexpected failure); None for anything else."""
+    if isinstance(error, QuarantinedThreadError):
+        return quarantined(thread_id)
+    if isinstance(error, StoreError):
+        return store_unavailable()
+    return None
 
 
 def store_lost() -> p.GatewayError:
