@@ -197,3 +197,68 @@ async def test_a_watcher_reattaching_mid_run_gets_the_snapshot_after_the_run() -
         assert snapshot[0]["runId"] != first["runId"]
         [reply] = [m for m in snapshot_of(snapshot) if m["role"] == "assistant"]
         assert reply["content"] == text_of(live)
+
+
+class HeldBranches:
+    """Holds the next read of a thread's branches until the test lets it go: a reattach
+    stopped between its read of the thread and its look at the run, for the run to end
+    or begin meanwhile. Reads after that one go through."""
+
+    def __init__(self, gateway: RunningGateway) -> None:
+        self.engine = gateway.app.hub.engine  # type: ignore[union-attr]
+        self.read = self.engine.branches
+        self.reading, self.go_on = asyncio.Event(), asyncio.Event()
+        self.engine.branches = self.held
+
+    async def held(self, user_id: str, thread_id: str) -> Any:
+        if not self.reading.is_set():
+            self.reading.set()
+            await self.go_on.wait()
+        return await self.read(user_id, thread_id)
+
+
+async def test_a_run_that_ends_while_a_reattach_reads_the_thread_ends_for_it_too() -> None:
+    """scripts/load.py --kill: a story cut mid-reply reattached, and waited for ever."""
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as owner, gateway.socket() as late:
+            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            for _ in range(6):
+                await owner.next()
+            run = gateway.app.hub.threads[thread].run  # type: ignore[union-attr]
+            assert run is not None
+            held = HeldBranches(gateway)
+            await late.send({"type": "reattach", "threadId": thread})
+            await held.reading.wait()
+            await owner.until_end()
+            await run.done.wait()
+            held.go_on.set()
+            seen = await late.until_end()
+        assert [e["type"] for e in seen] == [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+        assert snapshot_of(seen)[-1]["content"] == text_of(owner.received)
+        assert outcome(seen) == {"type": "success"}
+
+
+async def test_a_run_that_begins_while_a_reattach_reads_the_thread_is_followed_whole() -> None:
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as owner, gateway.socket() as late:
+            await owner.run(user_input(thread, "안녕"))
+            held = HeldBranches(gateway)
+            await late.send({"type": "reattach", "threadId": thread})
+            await held.reading.wait()
+            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            started = await owner.next()
+            assert started["type"] == "RUN_STARTED"
+            held.go_on.set()
+            seen = await late.until_end()  # the checker sees one valid stream
+            reply = text_of(await owner.until_end())
+        # Joined mid-run, the reply comes live; after the run, in the snapshot.
+        joined = seen[0]["runId"] == started["runId"]
+        assert (text_of(seen) if joined else snapshot_of(seen)[-1]["content"]) == reply
+        assert outcome(seen) == {"type": "success"}
