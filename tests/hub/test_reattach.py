@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.agui import (
+    AgUiSocket,
     new_id,
     outcome,
     snapshot_of,
@@ -21,11 +22,21 @@ from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.server
 
+# A question the scripted model answers at length: a reply long enough to join midway.
+LONG = "자기소개를 길게 해 주세요"
+
 
 @pytest.fixture(scope="module")
 def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
     """Reattach holds on either store: SQLite in memory, and a PostgreSQL database."""
     return gateway_on_each_store
+
+
+async def into_a_long_reply(owner: AgUiSocket, thread: str) -> None:
+    """Asks for a long reply and reads the owner's stream to its middle."""
+    await owner.send(user_input(thread, LONG))
+    for _ in range(6):
+        await owner.next()
 
 
 async def test_reattach_to_an_idle_thread_repeats_the_live_ids(gateway: RunningGateway) -> None:
@@ -60,9 +71,7 @@ async def test_reattach_mid_reply_reopens_the_text_and_follows_live() -> None:
     async with running_gateway(scripted_pace_ms=20) as gateway:
         thread = new_id("t")
         async with gateway.socket() as owner, gateway.socket() as late:
-            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
-            for _ in range(6):
-                await owner.next()
+            await into_a_long_reply(owner, thread)
             events = await late.run({"type": "reattach", "threadId": thread})
             owner_events = await owner.until_end()
         full = text_of(owner.received)
@@ -187,7 +196,7 @@ async def test_a_watcher_reattaching_mid_run_gets_the_snapshot_after_the_run() -
         thread = new_id("t")
         async with gateway.socket() as owner, gateway.socket() as watcher:
             await watcher.run({"type": "reattach", "threadId": thread})
-            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            await owner.send(user_input(thread, LONG))
             first = await watcher.next()
             assert first["type"] == "RUN_STARTED"
             await watcher.send({"type": "reattach", "threadId": thread})
@@ -222,9 +231,7 @@ async def test_a_run_that_ends_while_a_reattach_reads_the_thread_ends_for_it_too
     async with running_gateway(scripted_pace_ms=20) as gateway:
         thread = new_id("t")
         async with gateway.socket() as owner, gateway.socket() as late:
-            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
-            for _ in range(6):
-                await owner.next()
+            await into_a_long_reply(owner, thread)
             run = gateway.app.hub.threads[thread].run  # type: ignore[union-attr]
             assert run is not None
             held = HeldBranches(gateway)
@@ -252,7 +259,7 @@ async def test_a_run_that_begins_while_a_reattach_reads_the_thread_is_followed_w
             held = HeldBranches(gateway)
             await late.send({"type": "reattach", "threadId": thread})
             await held.reading.wait()
-            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            await owner.send(user_input(thread, LONG))
             started = await owner.next()
             assert started["type"] == "RUN_STARTED"
             held.go_on.set()
