@@ -269,3 +269,27 @@ async def test_a_run_that_begins_while_a_reattach_reads_the_thread_is_followed_w
         joined = seen[0]["runId"] == started["runId"]
         assert (text_of(seen) if joined else snapshot_of(seen)[-1]["content"]) == reply
         assert outcome(seen) == {"type": "success"}
+
+
+async def test_a_thread_let_go_while_a_reattach_reads_it_is_still_watched() -> None:
+    """Its only connection went, its run ended meanwhile, and the hub forgot the thread:
+    the reattach still follows the thread's next run, started by a third connection."""
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        hub = gateway.app.hub  # type: ignore[union-attr]
+        thread = new_id("t")
+        async with gateway.socket() as owner:
+            await into_a_long_reply(owner, thread)
+            run = hub.threads[thread].run
+            assert run is not None
+        async with gateway.socket() as late, gateway.socket() as typist:
+            held = HeldBranches(gateway)
+            await late.send({"type": "reattach", "threadId": thread})
+            await held.reading.wait()
+            await run.done.wait()
+            assert thread not in hub.threads  # nothing held it: forgotten
+            held.go_on.set()
+            await late.until_end()
+            typed = await typist.run(user_input(thread, "안녕"))
+            seen = await late.until_end()
+        assert seen[0]["runId"] == typed[0]["runId"]
+        assert text_of(seen) == text_of(typed)
