@@ -495,16 +495,28 @@ class Hub:
                 await asyncio.wait_for(self.cluster.released(thread_id), pause)
             pause = min(pause * 2, ELSEWHERE_POLL_MAX_SECONDS)
             thread = await self._thread(user_id, thread_id)  # it may have been let go meanwhile
-        head = await self._head(thread)
         while True:
+            # What the thread runs as it is read. From the look at the run after the reads
+            # to the join (or the watch) nothing may wait: a run that ended meanwhile
+            # would be joined after its RUN_FINISHED went out, one begun meanwhile watched
+            # from its middle.
+            run = thread.run
             try:
+                head = await self._head(thread)
                 page, session = await self.engine.thread_view(
                     user_id, thread_id, self.snapshot_bytes
                 )
+                tree = await self.engine.branches(user_id, thread_id)
             except QuarantinedThreadError:
                 self._forget_if_unused(thread)
                 raise quarantined(thread_id) from None
-            run = thread.run
+            if self.threads.get(thread_id) is not thread:
+                # Let go meanwhile (its run ended, nobody watched): watched, it would be
+                # sent nothing of the thread's next run, which the hub holds anew.
+                thread = await self._thread(user_id, thread_id)
+                continue
+            if thread.run is not run:
+                continue  # a run ended or began during the reads, which may miss its end
             if run is not None and run.translator.phase is Phase.NEW:
                 # Still being planned: join once it has started, or find the thread idle.
                 await asyncio.sleep(PLANNING_POLL_SECONDS)
@@ -521,7 +533,6 @@ class Hub:
             # a commit. Read again once it had the chance (an in-memory store reads inline,
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
-        tree = await self.engine.branches(user_id, thread_id)
         snapshot = thread_snapshot(thread_id, page, session, tree)
         self.sends.spend(user_id, encoded_size(snapshot))
         if run is None:
