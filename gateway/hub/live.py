@@ -30,17 +30,11 @@ from gateway import logs
 from gateway import wire as p
 from gateway.adk.live import LiveTurn, live_failure
 from gateway.context import Caller, asked_by
-from gateway.hub.busy import in_progress
+from gateway.hub.busy import Busy, in_progress
 from gateway.hub.inputs import tool_response
-from gateway.hub.refusals import (
-    check_owner,
-    cut_by_restart,
-    draining,
-    store_refusal,
-    store_unavailable,
-)
+from gateway.hub.refusals import check_owner, cut_by_restart, store_unavailable
 from gateway.hub.states import ThreadState, Trigger, run_ended, transition
-from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.hub.threads import Run, Subscriber
 from gateway.store import StoreError
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import declared_client_tools
@@ -186,7 +180,7 @@ class LiveRun:
                 self.heard_bytes / (2 * live.INPUT_RATE),
                 run.thread_state.value,
             )
-            self.hub._ended(run)
+            self.hub.ended(run)
 
     async def _stream(self) -> None:
         async with aclosing(self.turn.events()) as events:
@@ -234,43 +228,22 @@ class LiveRun:
 async def start_live(hub: Hub, frame: live.LiveStart, speaker: Speaker, caller: Caller) -> LiveRun:
     """Claims the thread for a live turn and starts it; raises GatewayError before any
     event: SESSION_BUSY when a run is going on the thread, here or elsewhere."""
-    if hub.draining:
-        hub.refused_draining += 1
-        raise draining()
-    thread_id, user_id = frame.thread_id, caller.user_id
+    thread_id = frame.thread_id
     engine = hub.engine
     client_tools = declared_client_tools(frame.tools, engine.catalog, engine.server_tools)
     known = hub.threads.get(thread_id)
     if known is not None:
-        check_owner(known.user_id, user_id, thread_id)
+        check_owner(known.user_id, caller.user_id, thread_id)
         if known.run is not None or known.waiting:
             raise in_progress(thread_id)
-    await hub.slots.take()
-    leased = False
+    run, opened = await hub.claim(caller, thread_id, frame.run_id, speaker, Busy.REJECT)
     try:
-        leased = await hub.takeovers.lease(thread_id, user_id, frame.run_id)
-        if not leased:
-            raise in_progress(thread_id)
-        opened = await hub.engine.open_thread(user_id, thread_id)
-        check_owner(opened.owner, user_id, thread_id)
-        thread = hub.threads.setdefault(thread_id, Thread(thread_id, user_id))
-        if thread.run is not None:
-            raise in_progress(thread_id)
-        if thread.head is None:
-            thread.head = opened.log_head
         hub.quota.check(opened.usage, new_thread=opened.created, new_turn=True)
-    except BaseException as error:
-        hub.slots.give_back()
-        if leased:
-            hub.cluster.release(thread_id)
-        # Told as a typed run's input is (``Hub._start``), never as an unexpected failure.
-        if (refusal := store_refusal(error, thread_id)) is not None:
-            raise refusal from None
+    except BaseException:
+        hub.ended(run)
         raise
-    run = hub._claim(thread, frame.run_id, speaker, holds_slot=True, leased=True)
-    run.caller = caller
     run.thread_state = transition(ThreadState.IDLE, Trigger.USER_MESSAGE)
-    thread.watch(speaker)
+    run.thread.watch(speaker)
     turn = LiveRun(hub, run, speaker, client_tools)
     run.task = asyncio.create_task(turn.drive(), name=f"live run {run.run_id}")
     log.info("live turn %s started on thread %s", run.run_id, thread_id)
