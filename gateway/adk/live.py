@@ -6,6 +6,11 @@ gateway puts the person's audio on the turn's ``LiveRequestQueue`` as it arrives
 (``close``) and ADK's stream ends. ADK stores what it stores of a live invocation itself:
 finished transcriptions of both sides, tool calls and results; never the audio chunks.
 
+A live invocation has several writers of the thread at once (ADK's runner stores the
+events it yields, ADK's sender stores typed text as it goes out, ``answer`` stores the
+browser's results): the turn's appends wait for each other (``SessionService.serialised``),
+since two in flight at once would carry the same revision and the store would refuse one.
+
 A transcript reaches the client in pieces and the store as one finished event, and ADK gives
 each piece an event id of its own. ``Transcripts`` (a plugin on the App) stamps every piece
 of one utterance, and its finished event, with one message id, minted from the first
@@ -94,9 +99,12 @@ class LiveTurn:
     async def events(self) -> AsyncGenerator[AdkEvent, None]:
         """ADK's live stream, until the queue is closed and ADK has let go."""
         engine = self.engine
-        self.session = await engine.session(self.user_id, self.thread_id)
-        handed = engine.sessions.handed_over(self.session) if self.session else nullcontext()
-        with engine.client_tools.offered(self.run_id, self.client_tools), handed:
+        self.session = session = await engine.session(self.user_id, self.thread_id)
+        sessions = engine.sessions
+        handed = sessions.handed_over(session) if session else nullcontext()
+        # ADK's runner and its queue's sender both append, and so does ``answer``.
+        serialised = sessions.serialised(session) if session else nullcontext()
+        with engine.client_tools.offered(self.run_id, self.client_tools), handed, serialised:
             async for event in engine.runner.run_live(
                 user_id=self.user_id,
                 session_id=self.thread_id,
