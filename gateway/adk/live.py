@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed
 from gateway import wire as p
 from gateway.adk import telemetry
 from gateway.adk.hosting import first_line
+from gateway.adk.live_approvals import Asking, asking_in
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
@@ -76,6 +77,8 @@ class LiveTurn:
         # through the same object, so the store's staleness check sees one writer.
         self.session: Session | None = None
         self.invocation_id: str | None = None
+        # The turn's calls waiting for a person's approval (``gateway.adk.live_approvals``).
+        self.asking = Asking()
 
     def config(self) -> RunConfig:
         return RunConfig(
@@ -99,6 +102,7 @@ class LiveTurn:
     async def events(self) -> AsyncGenerator[AdkEvent, None]:
         """ADK's live stream, until the queue is closed and ADK has let go."""
         engine = self.engine
+        asking_in(self.asking)  # ADK's tasks for the turn start below, and inherit it
         self.session = session = await engine.session(self.user_id, self.thread_id)
         sessions = engine.sessions
         handed = sessions.handed_over(session) if session else nullcontext()
@@ -127,6 +131,11 @@ class LiveTurn:
         if not self.closed:
             self.queue.send_content(content)
 
+    def decide(self, request_id: str, response: dict[str, Any]) -> bool:
+        """Gives a call waiting for approval the person's answer (a ``ToolConfirmation``
+        as a dict); False if no call of this turn waits for it."""
+        return self.asking.answer(request_id, response)
+
     def hear(self, pcm: bytes | memoryview) -> None:
         """Passes a chunk of the person's speech (16 kHz s16le PCM) on to the model."""
         if not self.closed:
@@ -137,6 +146,7 @@ class LiveTurn:
         if not self.closed:
             self.closed = True
             self.queue.close()
+            self.asking.end()
 
 
 def live_failure(error: BaseException) -> p.GatewayError | None:

@@ -110,6 +110,17 @@ class Voice:
             )
         return await turn.answer(frame.message)
 
+    async def decide(self, frame: live.LiveResume) -> p.GatewayError | None:
+        """Hands a person's approval answers to the live turn of ``frame``'s thread."""
+        turn = self.turn
+        if turn is None or turn.run.done.is_set() or turn.run.thread.thread_id != frame.thread_id:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"There is no live turn open on thread {frame.thread_id} on this connection;"
+                " an approval of a typed run is answered by the next RunAgentInput's resume.",
+            )
+        return await turn.decide(frame.resume)
+
     def audio(self, data: bytes) -> p.GatewayError | None:
         """Hands one audio-in frame to the live turn; an error if it is refused."""
         turn = self.turn

@@ -305,6 +305,13 @@ class WebSocketSession:
             # The live turn waits on it now: it cannot wait behind the turn itself.
             if refused := await self.voice.answer(frame):
                 self._refuse(refused)
+        elif isinstance(frame, live.LiveResume):
+            # An approval the live turn waits on: like a result, it acts now.
+            refused = await self.voice.decide(frame)
+            overruled = self.voice.turn.run.overruled if self.voice.turn else None
+            self.access.record_answers(frame.thread_id, frame.resume, refused, overruled)
+            if refused:
+                self._refuse(refused)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
             self._queue(needed_part(frame), len(data))

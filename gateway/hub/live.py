@@ -31,7 +31,8 @@ from gateway import wire as p
 from gateway.adk.live import LiveTurn, live_failure
 from gateway.context import Caller, asked_by
 from gateway.hub.busy import Busy, in_progress
-from gateway.hub.inputs import tool_response
+from gateway.hub.inputs import read_resume, tool_response
+from gateway.hub.open_calls import answered_calls, open_calls
 from gateway.hub.refusals import check_owner, cut_by_restart, store_unavailable
 from gateway.hub.states import ThreadState, Trigger, run_ended, transition
 from gateway.hub.threads import Run, Subscriber
@@ -120,6 +121,33 @@ class LiveRun:
             role="tool",
         )
         self.run.emit([result], observers_only=True)
+        return None
+
+    async def decide(self, entries: list[p.ResumeEntry]) -> p.GatewayError | None:
+        """Gives the turn's calls waiting for approval the person's answers, under a typed
+        run's rules (``read_resume``): an expired approval is rejected, a repeated answer
+        is a notice, and each answer is audited."""
+        session, run = self.turn.session, self.run
+        open_items = open_calls(session)
+        timeout = self.hub.planner.approval_timeout
+        try:
+            answers = read_resume(
+                entries, open_items, answered_calls(session), timeout, time.time()
+            )
+        except p.GatewayError as refused:
+            return refused
+        run.overruled.update(answers.overruled)
+        for call_id, response in answers.responses.items():
+            if not self.turn.decide(call_id, response):  # answered a moment ago: refused
+                return p.GatewayError(
+                    p.ErrorCode.VALIDATION_ERROR,
+                    f"resume: interrupt {call_id!r} was answered already, or its turn ended.",
+                )
+            self.hub.planner.audit_answers(
+                run.thread, run.run_id, {call_id: open_items[call_id]}, {call_id: response}
+            )
+            log.info("live %s: %s answered (%s)", run, call_id, response.get("confirmed"))
+        run.emit(answers.notices)
         return None
 
     def stop(self) -> None:

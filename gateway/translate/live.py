@@ -64,6 +64,10 @@ class LiveTranslator:
             # the call goes out now (to the executor alone: ``Run`` routes it).
             for call_id in list(self.run.held):
                 out += self.run.held.pop(call_id)
+            # A typed run ends with its approvals; a live turn asks them as they come
+            # (``gateway.adk.live_approvals``), and goes on once they are answered.
+            out += [live.approval(interrupt) for interrupt in self.run.interrupts]
+            self.run.interrupts.clear()
         if event.interrupted:
             out += self._interrupted()
         elif event.turn_complete:

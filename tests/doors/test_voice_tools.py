@@ -1,0 +1,182 @@
+"""A live turn's tools beyond a plain call, end to end over /ws against the local Live
+server (``tests.support.gemini_live``), ADK's real ``run_live``: a tool that needs approval
+pauses the turn and asks the person (``gateway.live.approval``, answered by
+``liveResume``), then runs or is refused, and the model is told; every answer is audited.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from google.adk.tools import FunctionTool
+
+from gateway.wire import live as wire_live
+from tests.support import gemini_live as live
+from tests.support.agui import new_id, snapshot_of
+from tests.support.voice import VoiceSocket, live_gateway, messages, voice_client
+
+pytestmark = pytest.mark.server
+
+
+class Approvals:
+    """A tool that approves a work request, only once a person said yes."""
+
+    def __init__(self) -> None:
+        self.approved: list[str] = []
+
+    def tool(self) -> FunctionTool:
+        def approve_request(request_id: str) -> dict[str, str]:
+            """Approves the work request ``request_id``."""
+            self.approved.append(request_id)
+            return {"status": "approved", "requestId": request_id}
+
+        return FunctionTool(approve_request, require_confirmation=True)
+
+
+def asks_to_approve(call_id: str) -> list[live.Step]:
+    return [
+        live.WaitAudio(3200),
+        live.Send(
+            live.heard("R-1042 승인해줘", finished=True),
+            live.tool_call("approve_request", {"request_id": "R-1042"}, call_id),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.said("처리했습니다", finished=True), live.turn_complete()),
+    ]
+
+
+async def answer(voice: VoiceSocket, thread_id: str, interrupt_id: str, **payload: Any) -> None:
+    await voice.ws.send(
+        json.dumps(
+            {
+                "type": "liveResume",
+                "threadId": thread_id,
+                "resume": [{"interruptId": interrupt_id, "status": "resolved", "payload": payload}],
+            }
+        )
+    )
+
+
+async def until_said(voice: VoiceSocket, text: str) -> None:
+    while text not in [m[1] for m in messages(voice.events).values()]:
+        await voice.next()
+
+
+async def test_a_tool_that_needs_approval_asks_the_person_then_runs_once() -> None:
+    approvals = Approvals()
+    thread_id = new_id("t")
+    async with live_gateway([asks_to_approve("call-a")], [approvals.tool()]) as (server, gateway):
+        async with voice_client(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            asked = (await voice.until("CUSTOM", wire_live.APPROVAL))["value"]
+            # The same interrupt a typed run ends with; nothing ran yet, the model waits.
+            assert asked["reason"] == "approval"
+            assert asked["toolCallId"] == "call-a"
+            assert asked["metadata"] == {
+                "tool": "approve_request",
+                "arguments": {"request_id": "R-1042"},
+            }
+            assert "approved" in asked["responseSchema"]["properties"]
+            assert approvals.approved == []
+            assert server.connections[0].tool_responses == []
+            # An answer that is not an approval's is refused; the call still waits.
+            await answer(voice, thread_id, asked["id"], maybe=True)
+            await answer(voice, thread_id, asked["id"], approved=True)
+            await until_said(voice, "처리했습니다")
+            # Answered once: a second answer is a notice, as in a typed run, and runs nothing.
+            await answer(voice, thread_id, asked["id"], approved=True)
+            again_told = await voice.until("CUSTOM", "gateway.notice")
+            assert again_told["value"]["code"] == "INTERRUPT_ALREADY_ANSWERED"
+            await voice.stop(thread_id)
+            end = await voice.until_terminal()
+            assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "success", end
+            # The unreadable answer is told once the turn has ended, as any refused frame.
+            refused = await voice.until_terminal()
+        assert server.failures == []
+        assert approvals.approved == ["R-1042"]
+        assert server.connections[0].tool_responses == [
+            {
+                "id": "call-a",
+                "name": "approve_request",
+                "response": {"status": "approved", "requestId": "R-1042"},
+            }
+        ]
+        assert refused["code"] == "VALIDATION_ERROR", refused
+        assert '{"approved": true|false' in refused["message"]
+        # The call streamed as any server tool's; its result too.
+        result = next(e for e in voice.events if e["type"] == "TOOL_CALL_RESULT")
+        assert result["toolCallId"] == "call-a" and "approved" in result["content"]
+        # A reload finds the thread idle, nothing left to approve, the call answered.
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
+            reload = await again.until_end()
+        assert reload[-1]["outcome"] == {"type": "success"}, reload[-1]
+        kinds = [(m["role"], m.get("toolCallId") or m.get("content")) for m in snapshot_of(reload)]
+        assert ("tool", "call-a") in kinds
+        assert kinds[-1] == ("assistant", "처리했습니다")
+        # Audited as a typed run's approval: the person's answer, and the tool's run.
+        hub = gateway.app.hub
+        assert hub is not None and hub.audit is not None
+        calls = await hub.audit.query(thread=thread_id)
+        doors = await hub.audit.query_access(thread=thread_id)
+    assert [(c.tool, c.outcome, c.executor) for c in calls] == [
+        ("approve_request approval", "ok", "client"),
+        ("approve_request", "approved", "server"),
+    ]
+    assert [(d.action, d.outcome, d.detail) for d in doors if d.action == "approval"] == [
+        ("approval", "VALIDATION_ERROR", "unreadable"),
+        ("approval", "ok", "approved"),
+        ("approval", "INTERRUPT_ALREADY_ANSWERED", "approved"),
+    ]
+
+
+async def test_a_rejected_approval_tells_the_model_why_and_runs_nothing() -> None:
+    approvals = Approvals()
+    thread_id = new_id("t")
+    async with live_gateway([asks_to_approve("call-r")], [approvals.tool()]) as (server, gateway):
+        async with voice_client(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            asked = (await voice.until("CUSTOM", wire_live.APPROVAL))["value"]
+            await answer(voice, thread_id, asked["id"], approved=False, reason="예산 초과")
+            await until_said(voice, "처리했습니다")
+            await voice.stop(thread_id)
+            assert (await voice.until_terminal())["type"] == "RUN_FINISHED"
+        assert server.failures == []
+    assert approvals.approved == []
+    [told] = server.connections[0].tool_responses
+    assert told["id"] == "call-r"
+    assert told["response"]["status"] == "rejected"
+    assert told["response"]["reason"] == "예산 초과"
+
+
+async def test_a_turn_stopped_while_an_approval_waits_rejects_it_and_ends() -> None:
+    approvals = Approvals()
+    thread_id = new_id("t")
+    script = [
+        live.WaitAudio(3200),
+        live.Send(
+            live.tool_call("approve_request", {"request_id": "R-7"}, "call-s"),
+            live.turn_complete(),
+        ),
+        live.WaitAudio(10**9),
+    ]
+    async with live_gateway([script], [approvals.tool()]) as (_, gateway):
+        async with voice_client(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            await voice.until("CUSTOM", wire_live.APPROVAL)
+            await voice.stop(thread_id)
+            end = await voice.until_terminal()
+        assert end["type"] == "RUN_FINISHED", end
+        # The thread is left with nothing to approve: a reload's run ends in success.
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
+            reload = await again.until_end()
+    assert reload[-1]["outcome"] == {"type": "success"}, reload[-1]
+    assert approvals.approved == []
