@@ -15,7 +15,8 @@ A transcript reaches the client in pieces and the store as one finished event, a
 each piece an event id of its own. ``Transcripts`` (a plugin on the App) stamps every piece
 of one utterance, and its finished event, with one message id, minted from the first
 piece's event id, so the messages a snapshot reads from the store carry the ids the client
-was streamed.
+was streamed. An interruption is stamped with the message id of the reply it cut off
+(``wire.live.CUT_OFF_KEY``), which ADK stored, finished, just before it.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ MIC_MIME_TYPE = f"audio/pcm;rate={live.INPUT_RATE}"
 
 # The prefix of a transcript's message id, by side.
 HEARD, SAID = "heard-", "said-"
+# The note of the agent's latest message of the turn, which an interruption cuts off.
+REPLY = "reply"
 
 
 class LiveTurn:
@@ -186,6 +189,11 @@ class Transcripts(InvocationPlugin[dict[str, str]]):
         if heard is None and said is None:
             if notes is not None and (event.interrupted or event.turn_complete):
                 notes.pop(SAID, None)  # the agent's next words are a new message
+                replied = notes.pop(REPLY, None)
+                if event.interrupted and replied is not None:
+                    # Stored finished before the interruption was known: the mark that the
+                    # person spoke over it rides on the interruption (``history``).
+                    stamp(event, live.CUT_OFF_KEY, replied)
             return None
         notes = self.notes.setdefault(invocation_context.invocation_id, {})
         for prefix, transcription in ((HEARD, heard), (SAID, said)):
@@ -193,6 +201,8 @@ class Transcripts(InvocationPlugin[dict[str, str]]):
                 continue
             message_id = notes.setdefault(prefix, prefix + event.id)
             stamp(event, "messageId", message_id)
+            if prefix == SAID:
+                notes[REPLY] = message_id  # the agent's latest words of this turn
             if transcription.finished:
                 del notes[prefix]
         return None

@@ -35,6 +35,11 @@ MAX_CHUNK_BYTES = INPUT_RATE * 2
 
 STARTED, INTERRUPTED = "gateway.live.started", "gateway.live.interrupted"
 APPROVAL = "gateway.live.approval"
+# How a reply the person spoke over ended, as its message's ``metadata.ended`` shows it
+# (beside a typed run's "stopped", "failed" and "interrupted").
+BARGED_IN = "bargedIn"
+# Where a stored interruption names the reply it cut off, in its ``custom_metadata["agui"]``.
+CUT_OFF_KEY = "cutOff"
 
 
 class AudioOut:

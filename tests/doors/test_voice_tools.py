@@ -1,7 +1,8 @@
-"""A live turn's tools beyond a plain call, end to end over /ws against the local Live
-server (``tests.support.gemini_live``), ADK's real ``run_live``: a tool that needs approval
-pauses the turn and asks the person (``gateway.live.approval``, answered by
-``liveResume``), then runs or is refused, and the model is told; every answer is audited.
+"""A live turn beyond talking, end to end over /ws against the local Live server
+(``tests.support.gemini_live``), ADK's real ``run_live``: a tool that needs approval pauses
+the turn and asks the person (``gateway.live.approval``, answered by ``liveResume``), then
+runs or is refused, and the model is told, every answer audited; a reply the person spoke
+over is marked so (``metadata.ended: "bargedIn"``) live, in a snapshot and in /history.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 from google.adk.tools import FunctionTool
 
@@ -180,3 +182,53 @@ async def test_a_turn_stopped_while_an_approval_waits_rejects_it_and_ends() -> N
             reload = await again.until_end()
     assert reload[-1]["outcome"] == {"type": "success"}, reload[-1]
     assert approvals.approved == []
+
+
+async def test_a_reply_spoken_over_is_marked_live_and_after_a_reload() -> None:
+    speech = live.tone(0.2, live.OUTPUT_RATE)
+    script = [
+        live.WaitAudio(3200),
+        live.Send(live.audio_out(speech), live.said("길게 설명드리면 ")),
+        live.WaitAudio(6400),  # the person speaks over it
+        live.Send(
+            live.interrupted(),
+            live.heard("잠깐만요", finished=True),
+            live.said("네, 말씀하세요", finished=True),
+            live.turn_complete(),
+        ),
+    ]
+    thread_id = new_id("t")
+    async with live_gateway([script], []) as (server, gateway):
+        async with voice_client(gateway) as voice:
+            await voice.start(thread_id, new_id("r"))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            await voice.until("TEXT_MESSAGE_CONTENT")
+            await voice.speak(live.tone(0.1))
+            cut = (await voice.until("CUSTOM", wire_live.INTERRUPTED))["value"]["messageId"]
+            await until_said(voice, "네, 말씀하세요")
+            # A tab that joins mid-turn finds the reply marked in its snapshot.
+            async with voice_client(gateway, f"&threadId={thread_id}") as joining:
+                joined = await joining.until("RUN_STARTED")
+                snapshot = await joining.until("MESSAGES_SNAPSHOT")
+            await voice.stop(thread_id)
+            assert (await voice.until_terminal())["type"] == "RUN_FINISHED"
+        assert server.failures == []
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
+            reloaded = snapshot_of(await again.until_end())
+        async with httpx.AsyncClient() as client:
+            history = await client.get(
+                f"{gateway.http}/history?threadId={thread_id}", headers={"X-Gateway-User": "demo"}
+            )
+    ended = next(
+        e for e in voice.events if e["type"] == "TEXT_MESSAGE_END" and e["messageId"] == cut
+    )
+    assert ended["metadata"]["ended"] == "bargedIn"
+    assert joined["runId"] == voice.events[0]["runId"]
+    for messages_now in (snapshot["messages"], reloaded, history.json()["messages"]):
+        by_id = {m["id"]: m for m in messages_now}
+        assert by_id[cut]["content"] == "길게 설명드리면 "
+        assert by_id[cut]["metadata"] == {"ended": "bargedIn"}
+        # The reply after it is whole, and unmarked.
+        [after] = [m for m in messages_now if m.get("content") == "네, 말씀하세요"]
+        assert "metadata" not in after
