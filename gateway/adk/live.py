@@ -42,6 +42,7 @@ from gateway.adk.hosting import first_line
 from gateway.adk.live_approvals import Asking, asking_in
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
+from gateway.store.shared_writes import SharedWrites
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
 from gateway.tools.per_invocation import InvocationPlugin
 from gateway.wire import live
@@ -80,6 +81,8 @@ class LiveTurn:
         # through the same object, so the store's staleness check sees one writer.
         self.session: Session | None = None
         self.invocation_id: str | None = None
+        # The turn's appends, while ADK runs it (``gateway.store.shared_writes``).
+        self.writes: SharedWrites | None = None
         # The turn's calls waiting for a person's approval (``gateway.adk.live_approvals``).
         self.asking = Asking()
 
@@ -111,7 +114,8 @@ class LiveTurn:
         handed = sessions.handed_over(session) if session else nullcontext()
         # ADK's runner and its queue's sender both append, and so does ``answer``.
         serialised = sessions.serialised(session) if session else nullcontext()
-        with engine.client_tools.offered(self.run_id, self.client_tools), handed, serialised:
+        with engine.client_tools.offered(self.run_id, self.client_tools), handed, serialised as w:
+            self.writes = w
             async for event in engine.runner.run_live(
                 user_id=self.user_id,
                 session_id=self.thread_id,
@@ -133,6 +137,14 @@ class LiveTurn:
             await self.engine.append(self.session, event)
         if not self.closed:
             self.queue.send_content(content)
+
+    def say(self, message_id: str, text: str) -> None:
+        """Gives the model what the person typed, as a user turn: ADK stores it as it goes
+        out, stamped with the message id the client sent it under."""
+        content = types.Content(role="user", parts=[types.Part(text=text)])
+        if self.writes is not None:
+            self.writes.stamp(content, {"messageId": message_id, "runId": self.run_id})
+        self.queue.send_content(content)
 
     def decide(self, request_id: str, response: dict[str, Any]) -> bool:
         """Gives a call waiting for approval the person's answer (a ``ToolConfirmation``

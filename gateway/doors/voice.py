@@ -121,6 +121,27 @@ class Voice:
             )
         return await turn.decide(frame.resume)
 
+    def takes(self, request: p.RunAgentInput) -> bool:
+        """Whether ``request`` is a message typed into this connection's live turn: on its
+        thread, a new user message (answers and presses wait for the turn, as before)."""
+        turn = self.turn
+        return (
+            turn is not None
+            and not turn.run.done.is_set()
+            and turn.run.thread.thread_id == request.thread_id
+            and not request.resume
+            and p.user_action(request) is None
+            and bool(request.messages)
+            and isinstance(request.messages[-1], p.UserMessage)
+        )
+
+    def say(self, request: p.RunAgentInput) -> p.GatewayError | None:
+        """Hands the message typed into the live turn (``takes``) to it."""
+        assert self.turn is not None
+        message = request.messages[-1]
+        assert isinstance(message, p.UserMessage)
+        return self.turn.say(message)
+
     def audio(self, data: bytes) -> p.GatewayError | None:
         """Hands one audio-in frame to the live turn; an error if it is refused."""
         turn = self.turn

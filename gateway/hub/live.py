@@ -106,12 +106,19 @@ class LiveRun:
         except ValueError:
             pass  # not JSON: the model reads it as text
         self.answered.add(call_id)  # before the write: a resend meanwhile is refused
+        response = tool_response(message)
+        asked = open_calls(self.turn.session).get(call_id)
         try:
-            await self.turn.answer(call_id, name, tool_response(message))
+            await self.turn.answer(call_id, name, response)
         except StoreError:
             self.answered.discard(call_id)  # not stored: the browser may send it again
             return store_unavailable()
         del translator.pending[call_id]
+        if asked is not None:  # audited as a typed run's browser result
+            run = self.run
+            self.hub.planner.audit_answers(
+                run.thread, run.run_id, {call_id: asked}, {call_id: response}
+            )
         log.info("live %s: the browser answered %s (%s)", self.run, name, call_id)
         # The executor sent it; the thread's other tabs are shown it.
         result = p.ToolCallResult(
@@ -148,6 +155,33 @@ class LiveRun:
             )
             log.info("live %s: %s answered (%s)", run, call_id, response.get("confirmed"))
         run.emit(answers.notices)
+        return None
+
+    def say(self, message: p.UserMessage) -> p.GatewayError | None:
+        """Gives the model what the person typed into the live turn, as a user turn; stored
+        under the client's message id, shown to the thread's other tabs."""
+        text = p.text_of(message.content).strip()
+        if not text:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                "A message typed into a live turn needs text; send audio as audio frames.",
+            )
+        if self.stopping.is_set() or self.turn.closed:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"The live turn on thread {self.run.thread.thread_id} is ending; send the"
+                " message again once it has (as a RunAgentInput).",
+            )
+        self.turn.say(message.id, text)
+        log.info("live %s: the person typed %d characters", self.run, len(text))
+        # One message open at a time on the wire: the agent's, if open, ends first.
+        self.run.emit(self.translator.close())
+        typed = [
+            p.TextMessageStart(message_id=message.id, role="user"),
+            p.TextMessageContent(message_id=message.id, delta=text),
+            p.TextMessageEnd(message_id=message.id),
+        ]
+        self.run.emit(typed, observers_only=True)  # the sender has it
         return None
 
     def stop(self) -> None:

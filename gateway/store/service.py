@@ -52,6 +52,7 @@ from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import Afterwards, OpenRun, Unfinished, closing
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import run_start
+from gateway.store.shared_writes import SharedWrites
 from gateway.store.thread_index import ThreadFilter, ThreadPatch, ThreadRow, indexed_text
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
@@ -101,7 +102,7 @@ class SessionService(BaseSessionService):
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
         # Sessions whose appends wait for each other (see serialised), by the same key.
-        self._serialised: dict[tuple[str, str, str], asyncio.Lock] = {}
+        self._serialised: dict[tuple[str, str, str], SharedWrites] = {}
         # The runs a restart closed (``close_interrupted``), and what is to go on after each.
         self.cut_off: list[Unfinished] = []
         # Called with can_commit whenever it changes.
@@ -269,10 +270,11 @@ class SessionService(BaseSessionService):
         """Commits the event, then adds it to ``session``; partial events are not stored."""
         if event.partial:
             return event
-        lock = self._serialised.get((session.app_name, session.user_id, session.id))
-        if lock is None:
+        shared = self._serialised.get((session.app_name, session.user_id, session.id))
+        if shared is None:
             return await self._append_event(session, event)
-        async with lock:
+        async with shared.lock:
+            shared.stamped(event)
             return await self._append_event(session, event)
 
     async def _append_event(self, session: Session, event: Event) -> Event:
@@ -350,15 +352,16 @@ class SessionService(BaseSessionService):
                 del self._handed_over[key]
 
     @contextlib.contextmanager
-    def serialised(self, session: Session) -> Iterator[None]:
+    def serialised(self, session: Session) -> Iterator[SharedWrites]:
         """Within the block, appends to ``session`` wait for each other. An append carries
         the revision its session object was at, so two in flight at once carry the same
         one and the store refuses the second as stale: a run with several writers (a live
-        turn: ADK's runner, its queue's sender, the browser's results) serialises them."""
+        turn: ADK's runner, its queue's sender, the browser's results) serialises them
+        (``gateway.store.shared_writes``)."""
         key = (session.app_name, session.user_id, session.id)
-        self._serialised[key] = asyncio.Lock()
+        self._serialised[key] = shared = SharedWrites()
         try:
-            yield
+            yield shared
         finally:
             self._serialised.pop(key, None)
 

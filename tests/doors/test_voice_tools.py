@@ -2,7 +2,9 @@
 (``tests.support.gemini_live``), ADK's real ``run_live``: a tool that needs approval pauses
 the turn and asks the person (``gateway.live.approval``, answered by ``liveResume``), then
 runs or is refused, and the model is told, every answer audited; a reply the person spoke
-over is marked so (``metadata.ended: "bargedIn"``) live, in a snapshot and in /history.
+over is marked so (``metadata.ended: "bargedIn"``) live, in a snapshot and in /history;
+a message typed during the turn goes to the model as a user turn and is stored as one;
+a live turn's tools, answers and refusals are audited as a typed run's are.
 """
 
 from __future__ import annotations
@@ -232,3 +234,119 @@ async def test_a_reply_spoken_over_is_marked_live_and_after_a_reload() -> None:
         # The reply after it is whole, and unmarked.
         [after] = [m for m in messages_now if m.get("content") == "네, 말씀하세요"]
         assert "metadata" not in after
+
+
+async def test_a_message_typed_into_the_live_turn_reaches_the_model_and_is_stored() -> None:
+    script = [
+        live.WaitAudio(3200),
+        live.Send(live.heard("안녕", finished=True), live.said("네", finished=True)),
+        live.Send(live.turn_complete()),
+        live.WaitClientContent(),
+        live.Send(live.said("목록을 엽니다", finished=True), live.turn_complete()),
+    ]
+    thread_id, run_id = new_id("t"), new_id("r")
+    typed = {
+        "threadId": thread_id,
+        "runId": new_id("r"),
+        "messages": [{"id": "typed-1", "role": "user", "content": "업무 요청 목록 보여줘"}],
+    }
+    async with live_gateway([script], []) as (server, gateway):
+        async with voice_client(gateway) as voice:
+            await voice.start(thread_id, run_id)
+            await voice.until("CUSTOM", wire_live.STARTED)
+            async with voice_client(gateway, f"&threadId={thread_id}") as watcher:
+                await watcher.until("RUN_STARTED")
+                await voice.speak(live.tone(0.1))
+                await until_said(voice, "네")
+                await voice.ws.send(json.dumps(typed))  # not queued behind the live turn
+                await until_said(voice, "목록을 엽니다")
+                await voice.stop(thread_id)
+                end = await voice.until_terminal()
+                await watcher.until_terminal()
+        assert end["type"] == "RUN_FINISHED" and end["runId"] == run_id, end
+        assert server.failures == []
+        turn = server.connections[0].client_contents[-1]
+        assert turn["turns"] == [{"role": "user", "parts": [{"text": "업무 요청 목록 보여줘"}]}]
+        assert turn["turnComplete"] is True
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
+            reloaded = snapshot_of(await again.until_end())
+    # Stored as the user's message, under the id the client sent, in its place.
+    assert [(m["role"], m.get("content")) for m in reloaded] == [
+        ("user", "안녕"),
+        ("assistant", "네"),
+        ("user", "업무 요청 목록 보여줘"),
+        ("assistant", "목록을 엽니다"),
+    ]
+    assert reloaded[2]["id"] == "typed-1"
+    # The other tab was shown it as it was typed; the tab that typed it has it already.
+    assert messages(watcher.events)["typed-1"] == ("user", "업무 요청 목록 보여줘")
+    assert "typed-1" not in messages(voice.events)
+
+
+NAVIGATE = {
+    "name": "navigateToScreen",
+    "description": "Opens a screen of the app in the browser.",
+    "parameters": {
+        "type": "object",
+        "properties": {"screenId": {"type": "string"}},
+        "required": ["screenId"],
+    },
+}
+
+
+def find_screen(query: str) -> dict[str, str]:
+    """Finds the screen the person asks for in the catalog."""
+    return {"screenId": "MNU-3120", "asked": query}
+
+
+async def test_a_live_turn_is_audited_as_a_typed_run_is() -> None:
+    script = [
+        live.WaitAudio(3200),
+        live.Send(
+            live.tool_call("find_screen", {"query": "업무 요청"}, "find-1"),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(
+            live.tool_call("navigateToScreen", {"screenId": "MNU-3120"}, "nav-1"),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.said("열었습니다", finished=True), live.turn_complete()),
+    ]
+    thread_id = new_id("t")
+    async with live_gateway([script], [find_screen]) as (server, gateway):
+        async with voice_client(gateway) as voice:
+            start = {"type": "liveStart", "threadId": thread_id, "runId": new_id("r")}
+            await voice.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            while (call := await voice.until("TOOL_CALL_START"))["toolCallId"] != "nav-1":
+                pass
+            await voice.until("TOOL_CALL_END")
+            result = {"id": "result-1", "role": "tool", "toolCallId": "nav-1"}
+            result["content"] = '{"status": "navigated"}'
+            await voice.ws.send(
+                json.dumps({"type": "liveToolResult", "threadId": thread_id, "message": result})
+            )
+            await until_said(voice, "열었습니다")
+            await voice.stop(thread_id)
+            run_id = (await voice.until_terminal())["runId"]
+        # Another user may not talk on the thread: refused, and audited as a denial.
+        async with voice_client(gateway, user="mallory") as stranger:
+            await stranger.start(thread_id, new_id("r"))
+            assert (await stranger.until_terminal())["code"] == "ACCESS_DENIED"
+        assert server.failures == []
+        hub = gateway.app.hub
+        assert hub is not None and hub.audit is not None
+        calls = await hub.audit.query(thread=thread_id)
+        doors = await hub.audit.query_access(thread=thread_id)
+    assert call["toolCallName"] == "navigateToScreen"
+    assert [(c.tool, c.call_id, c.outcome, c.executor, c.run_id) for c in calls] == [
+        ("find_screen", "find-1", "ok", "server", run_id),
+        ("navigateToScreen", "nav-1", "navigated", "client", run_id),
+    ]
+    assert calls[1].arguments == {"screenId": "MNU-3120"}
+    assert [(d.user_id, d.action, d.outcome) for d in doors] == [
+        ("mallory", "live", "ACCESS_DENIED")
+    ]
