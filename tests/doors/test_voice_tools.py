@@ -10,6 +10,7 @@ a live turn's tools, answers and refusals are audited as a typed run's are.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -66,7 +67,8 @@ async def answer(voice: VoiceSocket, thread_id: str, interrupt_id: str, **payloa
 
 async def until_said(voice: VoiceSocket, text: str) -> None:
     while text not in [m[1] for m in messages(voice.events).values()]:
-        await voice.next()
+        event = await voice.next()
+        assert event["type"] != "RUN_ERROR", event
 
 
 async def test_a_tool_that_needs_approval_asks_the_person_then_runs_once() -> None:
@@ -350,3 +352,49 @@ async def test_a_live_turn_is_audited_as_a_typed_run_is() -> None:
     assert [(d.user_id, d.action, d.outcome) for d in doors] == [
         ("mallory", "live", "ACCESS_DENIED")
     ]
+
+
+async def test_a_browser_result_stored_while_adk_stores_transcripts_is_not_refused(
+    tmp_path: Path,
+) -> None:
+    # ADK stores each finished transcript as it comes; the browser's result is stored by the
+    # gateway beside them. Unserialised, a result landing while a transcript's write is in
+    # flight carries a stale revision and the store refuses one of the two writes.
+    flood = [live.heard(f"{n}번", finished=True) for n in range(300)]
+    script = [
+        live.WaitAudio(3200),
+        live.Send(
+            live.tool_call("navigateToScreen", {"screenId": "MNU-3120"}, "nav-1"),
+            live.turn_complete(),
+        ),
+        live.Send(*flood),
+        live.WaitToolResponse(),
+        live.Send(live.said("열었습니다", finished=True), live.turn_complete()),
+    ]
+    thread_id = new_id("t")
+    # On disk, each commit takes a while: the flood's writes are in flight for a second.
+    db = str(tmp_path / "threads.db")
+    async with live_gateway([script], [], db=db) as (server, gateway):
+        async with voice_client(gateway) as voice:
+            start = {"type": "liveStart", "threadId": thread_id, "runId": new_id("r")}
+            await voice.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
+            await voice.until("CUSTOM", wire_live.STARTED)
+            await voice.speak(live.tone(0.1))
+            await voice.until("TOOL_CALL_END")
+            await voice.until("TEXT_MESSAGE_END")  # the flood is being stored
+            result = {"id": "result-1", "role": "tool", "toolCallId": "nav-1"}
+            result["content"] = '{"status": "navigated"}'
+            await voice.ws.send(
+                json.dumps({"type": "liveToolResult", "threadId": thread_id, "message": result})
+            )
+            await until_said(voice, "열었습니다")
+            await voice.stop(thread_id)
+            end = await voice.until_terminal()
+        assert end["type"] == "RUN_FINISHED", end
+        assert server.failures == []
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
+            reloaded = snapshot_of(await again.until_end())
+    said_by_user = [m["content"] for m in reloaded if m["role"] == "user"]
+    assert said_by_user == [f"{n}번" for n in range(300)]
+    assert ("tool", "nav-1") in [(m["role"], m.get("toolCallId")) for m in reloaded]
+    assert reloaded[-1]["content"] == "열었습니다"

@@ -3,7 +3,8 @@ runner, ADK's sender of typed text, and the browser's results all write its thre
 
 Each append carries the revision its session object was at: two in flight at once carry the
 same, and the store refuses the second as stale. ``SessionService.serialised`` makes them
-wait for each other, so every one is stored, in the order they asked.
+wait for each other, so every one is stored, in the order they asked; and an event ADK
+makes from content a writer handed it is stored with that writer's stamp.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import asyncio
 
 import pytest
 from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.events import Event
+from google.genai import types
 
+from gateway.context import event_metadata
 from gateway.store import SessionService
 from tests.support.adk_events import agent_says, texts, user_says
 from tests.support.backends import APP
@@ -53,3 +57,20 @@ async def test_appends_in_flight_at_once_are_refused_as_stale_unless_serialised(
     assert loaded is not None
     await store.append_event(loaded, user_says("later"))
     assert texts(await store.get_session(app_name=APP, user_id="u", session_id="t"))[-1] == "later"
+
+
+async def test_an_event_adk_makes_from_a_stamped_content_is_stored_with_the_stamp(
+    store: SessionService,
+) -> None:
+    await store.create_session(app_name=APP, user_id="u", session_id="t")
+    session = await store.get_session(app_name=APP, user_id="u", session_id="t")
+    assert session is not None
+    typed = types.Content(role="user", parts=[types.Part(text="typed")])
+    other = types.Content(role="user", parts=[types.Part(text="typed")])  # equal, not it
+    with store.serialised(session) as writes:
+        writes.stamp(typed, {"messageId": "m-1"})
+        await store.append_event(session, Event(invocation_id="i", author="user", content=other))
+        await store.append_event(session, Event(invocation_id="i", author="user", content=typed))
+    loaded = await store.get_session(app_name=APP, user_id="u", session_id="t")
+    assert loaded is not None
+    assert [event_metadata(event).get("messageId") for event in loaded.events] == [None, "m-1"]
