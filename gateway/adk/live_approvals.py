@@ -104,23 +104,11 @@ class LiveApprovalPlugin(BasePlugin):
             response = await waiting
         finally:
             asking.waiting.pop(request_id, None)
-        answered = Event(
-            invocation_id=invocation.invocation_id,
-            author="user",
-            branch=invocation.branch,
-            content=types.Content(
-                role="user",
-                parts=[
-                    types.Part(
-                        function_response=types.FunctionResponse(
-                            id=request_id,
-                            name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME,
-                            response=response,
-                        )
-                    )
-                ],
-            ),
+        answer = types.FunctionResponse(
+            id=request_id, name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME, response=response
         )
+        # Stored as a typed run's resume stores it: the request is answered in the thread.
+        answered = _event(tool_context, "user", types.Part(function_response=answer))
         await invocation.session_service.append_event(invocation.session, answered)
         tool_context.tool_confirmation = ToolConfirmation(
             confirmed=bool(response.get("confirmed")), payload=response.get("payload")
@@ -130,25 +118,25 @@ class LiveApprovalPlugin(BasePlugin):
 
 def _request(tool_context: ToolContext, request_id: str, call: types.FunctionCall) -> Event:
     """The ``adk_request_confirmation`` call a typed run's invocation would emit."""
-    invocation = tool_context._invocation_context
     confirmation = ToolConfirmation(hint=adk_hint(call.name or ""))
     args = {
         "originalFunctionCall": call.model_dump(exclude_none=True, by_alias=True),
         "toolConfirmation": confirmation.model_dump(by_alias=True, exclude_none=True),
     }
+    asked = types.FunctionCall(
+        id=request_id, name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME, args=args
+    )
+    request = _event(tool_context, tool_context.agent_name, types.Part(function_call=asked))
+    request.long_running_tool_ids = {request_id}
+    return request
+
+
+def _event(tool_context: ToolContext, author: str, part: types.Part) -> Event:
+    invocation = tool_context._invocation_context
+    role = "user" if author == "user" else "model"
     return Event(
         invocation_id=invocation.invocation_id,
-        author=tool_context.agent_name,
+        author=author,
         branch=invocation.branch,
-        content=types.Content(
-            role="model",
-            parts=[
-                types.Part(
-                    function_call=types.FunctionCall(
-                        id=request_id, name=REQUEST_CONFIRMATION_FUNCTION_CALL_NAME, args=args
-                    )
-                )
-            ],
-        ),
-        long_running_tool_ids={request_id},
+        content=types.Content(role=role, parts=[part]),
     )

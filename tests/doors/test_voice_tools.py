@@ -20,7 +20,14 @@ from google.adk.tools import FunctionTool
 from gateway.wire import live as wire_live
 from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
-from tests.support.voice import VoiceSocket, live_gateway, messages, voice_client
+from tests.support.voice import (
+    NAVIGATE,
+    VoiceSocket,
+    find_screen,
+    live_gateway,
+    messages,
+    voice_client,
+)
 
 pytestmark = pytest.mark.server
 
@@ -65,6 +72,14 @@ async def answer(voice: VoiceSocket, thread_id: str, interrupt_id: str, **payloa
     )
 
 
+async def asked_approval(voice: VoiceSocket, thread_id: str) -> dict[str, Any]:
+    """Opens a live turn, speaks, and returns the approval the turn asks for."""
+    await voice.start(thread_id, new_id("r"))
+    await voice.until("CUSTOM", wire_live.STARTED)
+    await voice.speak(live.tone(0.1))
+    return dict((await voice.until("CUSTOM", wire_live.APPROVAL))["value"])
+
+
 async def until_said(voice: VoiceSocket, text: str) -> None:
     while text not in [m[1] for m in messages(voice.events).values()]:
         event = await voice.next()
@@ -76,10 +91,7 @@ async def test_a_tool_that_needs_approval_asks_the_person_then_runs_once() -> No
     thread_id = new_id("t")
     async with live_gateway([asks_to_approve("call-a")], [approvals.tool()]) as (server, gateway):
         async with voice_client(gateway) as voice:
-            await voice.start(thread_id, new_id("r"))
-            await voice.until("CUSTOM", wire_live.STARTED)
-            await voice.speak(live.tone(0.1))
-            asked = (await voice.until("CUSTOM", wire_live.APPROVAL))["value"]
+            asked = await asked_approval(voice, thread_id)
             # The same interrupt a typed run ends with; nothing ran yet, the model waits.
             assert asked["reason"] == "approval"
             assert asked["toolCallId"] == "call-a"
@@ -145,10 +157,7 @@ async def test_a_rejected_approval_tells_the_model_why_and_runs_nothing() -> Non
     thread_id = new_id("t")
     async with live_gateway([asks_to_approve("call-r")], [approvals.tool()]) as (server, gateway):
         async with voice_client(gateway) as voice:
-            await voice.start(thread_id, new_id("r"))
-            await voice.until("CUSTOM", wire_live.STARTED)
-            await voice.speak(live.tone(0.1))
-            asked = (await voice.until("CUSTOM", wire_live.APPROVAL))["value"]
+            asked = await asked_approval(voice, thread_id)
             await answer(voice, thread_id, asked["id"], approved=False, reason="예산 초과")
             await until_said(voice, "처리했습니다")
             await voice.stop(thread_id)
@@ -285,20 +294,20 @@ async def test_a_message_typed_into_the_live_turn_reaches_the_model_and_is_store
     assert "typed-1" not in messages(voice.events)
 
 
-NAVIGATE = {
-    "name": "navigateToScreen",
-    "description": "Opens a screen of the app in the browser.",
-    "parameters": {
-        "type": "object",
-        "properties": {"screenId": {"type": "string"}},
-        "required": ["screenId"],
-    },
-}
+async def start_with_navigate(voice: VoiceSocket, thread_id: str) -> None:
+    """Opens a live turn offering the browser's navigation, and speaks."""
+    start = {"type": "liveStart", "threadId": thread_id, "runId": new_id("r")}
+    await voice.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
+    await voice.until("CUSTOM", wire_live.STARTED)
+    await voice.speak(live.tone(0.1))
 
 
-def find_screen(query: str) -> dict[str, str]:
-    """Finds the screen the person asks for in the catalog."""
-    return {"screenId": "MNU-3120", "asked": query}
+async def navigated(voice: VoiceSocket, thread_id: str, call_id: str) -> None:
+    """The browser's result for the navigation ``call_id``."""
+    result = {"id": f"result-{call_id}", "role": "tool", "toolCallId": call_id}
+    result["content"] = '{"status": "navigated"}'
+    frame = {"type": "liveToolResult", "threadId": thread_id, "message": result}
+    await voice.ws.send(json.dumps(frame))
 
 
 async def test_a_live_turn_is_audited_as_a_typed_run_is() -> None:
@@ -319,18 +328,11 @@ async def test_a_live_turn_is_audited_as_a_typed_run_is() -> None:
     thread_id = new_id("t")
     async with live_gateway([script], [find_screen]) as (server, gateway):
         async with voice_client(gateway) as voice:
-            start = {"type": "liveStart", "threadId": thread_id, "runId": new_id("r")}
-            await voice.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
-            await voice.until("CUSTOM", wire_live.STARTED)
-            await voice.speak(live.tone(0.1))
+            await start_with_navigate(voice, thread_id)
             while (call := await voice.until("TOOL_CALL_START"))["toolCallId"] != "nav-1":
                 pass
             await voice.until("TOOL_CALL_END")
-            result = {"id": "result-1", "role": "tool", "toolCallId": "nav-1"}
-            result["content"] = '{"status": "navigated"}'
-            await voice.ws.send(
-                json.dumps({"type": "liveToolResult", "threadId": thread_id, "message": result})
-            )
+            await navigated(voice, thread_id, "nav-1")
             await until_said(voice, "열었습니다")
             await voice.stop(thread_id)
             run_id = (await voice.until_terminal())["runId"]
@@ -376,17 +378,10 @@ async def test_a_browser_result_stored_while_adk_stores_transcripts_is_not_refus
     db = str(tmp_path / "threads.db")
     async with live_gateway([script], [], db=db) as (server, gateway):
         async with voice_client(gateway) as voice:
-            start = {"type": "liveStart", "threadId": thread_id, "runId": new_id("r")}
-            await voice.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
-            await voice.until("CUSTOM", wire_live.STARTED)
-            await voice.speak(live.tone(0.1))
+            await start_with_navigate(voice, thread_id)
             await voice.until("TOOL_CALL_END")
             await voice.until("TEXT_MESSAGE_END")  # the flood is being stored
-            result = {"id": "result-1", "role": "tool", "toolCallId": "nav-1"}
-            result["content"] = '{"status": "navigated"}'
-            await voice.ws.send(
-                json.dumps({"type": "liveToolResult", "threadId": thread_id, "message": result})
-            )
+            await navigated(voice, thread_id, "nav-1")
             await until_said(voice, "열었습니다")
             await voice.stop(thread_id)
             end = await voice.until_terminal()

@@ -3,6 +3,8 @@
 ``VoiceSocket`` wraps a websockets connection: every text frame goes through the suite's
 ``StreamChecker`` (and the official models), every binary frame is an audio-out frame kept
 in ``audio`` with its turn, in the order it arrived among the events (``arrivals``).
+``live_gateway`` runs a gateway hosting a voice agent on the local Live server, and
+``voice_client`` connects one; ``NAVIGATE`` and ``find_screen`` are the flagship's tools.
 """
 
 from __future__ import annotations
@@ -21,6 +23,23 @@ from tests.support import gemini_live
 from tests.support.agui import TERMINAL, StreamChecker
 from tests.support.budgets import scaled
 from tests.support.servers import RunningGateway, running_gateway
+
+# The flagship's browser action, as a client declares it.
+NAVIGATE = {
+    "name": "navigateToScreen",
+    "description": "Opens a screen of the app in the browser.",
+    "parameters": {
+        "type": "object",
+        "properties": {"screenId": {"type": "string"}},
+        "required": ["screenId"],
+    },
+}
+
+
+def find_screen(query: str) -> dict[str, str]:
+    """Finds the screen the person asks for in the catalog."""
+    return {"screenId": "MNU-3120", "asked": query}
+
 
 # 100 ms of 16 kHz s16le audio: what a browser's worklet sends at a time.
 CHUNK_BYTES = 3200
