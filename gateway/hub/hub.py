@@ -2,9 +2,9 @@
 
 Theory of operation. A door's input claims its thread (``start``): in the cluster, the
 thread's lease (``gateway.cluster``), so only one process runs it; here, the thread's one
-run (``_claim``), until the run lets go of it (``_finish``). An input on a thread whose
-run is still going meets the busy policy (``gateway.hub.busy``). Once claimed, the thread
-is read, the ``Planner`` makes the run's plan (``gateway.hub.planning``) and the
+run (``claim``, a live turn's too), until the run lets go of it (``ended``). An input on a
+thread whose run is still going meets the busy policy (``gateway.hub.busy``). Once claimed,
+the thread is read, the ``Planner`` makes the run's plan (``gateway.hub.planning``) and the
 ``Driver`` drives it in a task of its own (``gateway.hub.driving``), which tells the hub
 when the run's last events are out. A cancel reaches the run wherever it runs; a
 reattach follows the thread from its log (``gateway.hub.joining``) or is sent snapshots
