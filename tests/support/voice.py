@@ -3,22 +3,72 @@
 ``VoiceSocket`` wraps a websockets connection: every text frame goes through the suite's
 ``StreamChecker`` (and the official models), every binary frame is an audio-out frame kept
 in ``audio`` with its turn, in the order it arrived among the events (``arrivals``).
+``live_gateway`` runs a gateway hosting a voice agent on the local Live server, and
+``voice_client`` connects one; ``NAVIGATE`` and ``find_screen`` are the flagship's tools.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection
+from google.adk.agents import LlmAgent
+from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.wire import live
+from tests.support import gemini_live
 from tests.support.agui import TERMINAL, StreamChecker
 from tests.support.budgets import scaled
+from tests.support.servers import RunningGateway, running_gateway
+
+# The flagship's browser action, as a client declares it.
+NAVIGATE = {
+    "name": "navigateToScreen",
+    "description": "Opens a screen of the app in the browser.",
+    "parameters": {
+        "type": "object",
+        "properties": {"screenId": {"type": "string"}},
+        "required": ["screenId"],
+    },
+}
+
+
+def find_screen(query: str) -> dict[str, str]:
+    """Finds the screen the person asks for in the catalog."""
+    return {"screenId": "MNU-3120", "asked": query}
+
 
 # 100 ms of 16 kHz s16le audio: what a browser's worklet sends at a time.
 CHUNK_BYTES = 3200
+
+
+@contextlib.asynccontextmanager
+async def live_gateway(
+    scripts: Sequence[Sequence[gemini_live.Step]], tools: Sequence[Any], **settings: Any
+) -> AsyncIterator[tuple[gemini_live.LiveServer, RunningGateway]]:
+    """A gateway hosting a voice agent with ``tools`` (functions or ADK tools), its model the
+    local Live server playing ``scripts``; ``settings`` as ``running_gateway`` takes them."""
+    async with gemini_live.LiveServer(scripts) as server:
+        agent = LlmAgent(
+            name="voice",
+            model=server.live_model(),
+            instruction="Answer briefly.",
+            tools=list(tools),
+        )
+        async with running_gateway(agent=agent, **settings) as gateway:
+            yield server, gateway
+
+
+@contextlib.asynccontextmanager
+async def voice_client(
+    gateway: RunningGateway, query: str = "", user: str = "demo"
+) -> AsyncIterator[VoiceSocket]:
+    """A /ws connection of ``user`` as a voice client; ``query``: more of its query string."""
+    async with connect(gateway.ws_url(user, query), max_size=None) as ws:
+        yield VoiceSocket(ws)
 
 
 class VoiceSocket:
