@@ -87,8 +87,12 @@ class Append(msgspec.Struct, tag=True, frozen=True):
 
 
 class Yielded(msgspec.Struct, tag=True, frozen=True):
+    """An event the runner yielded: ADK's JSON, or, ``stored``, the run's last ``Append``,
+    which the main process parsed already (ADK yields each event right after storing it)."""
+
     run: int
-    event: bytes  # ADK's JSON
+    event: bytes = b""
+    stored: bool = False
 
 
 class Finished(msgspec.Struct, tag=True, frozen=True):

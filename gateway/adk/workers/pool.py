@@ -120,6 +120,8 @@ class _Stream:
     session: Session
     queue: asyncio.Queue[object] = dataclasses.field(default_factory=asyncio.Queue)
     store_error: BaseException | None = None
+    # The event last stored for the run: the worker's next Yielded, sent as a reference.
+    stored: AdkEvent | None = None
 
 
 @dataclasses.dataclass
@@ -293,7 +295,9 @@ class WorkerPool:
         match message:
             case Yielded():
                 stream = worker.runs.get(message.run)
-                if stream is not None:
+                if stream is not None and message.stored:
+                    stream.queue.put_nowait(stream.stored)
+                elif stream is not None:
                     stream.queue.put_nowait(AdkEvent.model_validate_json(message.event))
             case Append():
                 stream = worker.runs.get(message.run)
@@ -319,6 +323,7 @@ class WorkerPool:
         try:
             event = AdkEvent.model_validate_json(append.event)
             await self.sessions.append_event(stream.session, event)
+            stream.stored = event
         except Exception as failure:  # the store's, raised to the hub as it was
             stream.store_error = failure
             error = type(failure).__name__

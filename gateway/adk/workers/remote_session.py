@@ -52,6 +52,8 @@ class RemoteAppendRefused(Exception):
 class _Held:
     run: int
     session: Session
+    # The event last stored, as ADK gave it: the runner yields it next.
+    stored: Event | None = None
 
 
 class RemoteSessions(BaseSessionService):
@@ -115,7 +117,14 @@ class RemoteSessions(BaseSessionService):
         appended = await answer
         if appended.error is not None:
             raise RemoteAppendRefused(appended.error)
+        held.stored = event
         return await super().append_event(session, event)
+
+    def was_stored(self, session: Session, event: Event) -> bool:
+        """Whether ``event`` is the one the run's last append stored (the main process
+        has it parsed already)."""
+        held = self._held.get((session.app_name, session.user_id, session.id))
+        return held is not None and held.stored is event
 
     @override
     async def create_session(

@@ -146,7 +146,10 @@ class _Runs:
                 )
             ) as events:
                 async for event in events:
-                    self.channel.send(Yielded(start.run, _json(event)))
+                    if self.sessions.was_stored(session, event):
+                        self.channel.send(Yielded(start.run, stored=True))
+                    else:
+                        self.channel.send(Yielded(start.run, _json(event)))
                     await self.channel.drain()
             ending = self._finished(start.run, run_id)
         except asyncio.CancelledError:
