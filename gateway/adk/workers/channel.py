@@ -1,8 +1,10 @@
 """Length-prefixed msgpack frames over an asyncio stream (a Unix socket).
 
-``send`` writes without waiting for the peer (a run's events are many and small: the
-socket's buffer batches them); ``drain`` waits when the buffer is over its high mark, so a
-peer that stops reading slows its sender instead of growing its memory.
+``send`` queues a frame without waiting for the peer; the frames queued in one turn of the
+event loop go out in one write (a run's streamed events are many and small, and a write a
+frame was a system call and a wake-up of the peer each). ``drain`` waits when the socket's
+buffer is over its high mark, so a peer that stops reading slows its sender instead of
+growing its memory.
 """
 
 from __future__ import annotations
@@ -33,12 +35,20 @@ class Channel(Generic[M]):
         self.reader, self.writer = reader, writer
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder: msgspec.msgpack.Decoder[M] = msgspec.msgpack.Decoder(incoming)
+        self._queued: list[bytes] = []
 
     def send(self, message: msgspec.Struct) -> None:
         if self.writer.is_closing():
             raise ChannelClosed("the pipe is closed")
         body = self._encoder.encode(message)
-        self.writer.write(len(body).to_bytes(_LENGTH, "big") + body)
+        if not self._queued:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._queued += (len(body).to_bytes(_LENGTH, "big"), body)
+
+    def _flush(self) -> None:
+        frames, self._queued = self._queued, []
+        if not self.writer.is_closing():
+            self.writer.write(b"".join(frames))
 
     async def drain(self) -> None:
         try:
@@ -61,4 +71,5 @@ class Channel(Generic[M]):
             raise ChannelClosed(f"not a message: {error}") from None
 
     def close(self) -> None:
+        self._flush()
         self.writer.close()
