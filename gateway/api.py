@@ -17,7 +17,9 @@ which came from where. ``environ=False`` takes ``settings`` as they are.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,9 +38,17 @@ from gateway.tools.catalog import Catalog
 if TYPE_CHECKING:
     import uvicorn
 
+    from gateway.a2ui.plugin import SurfacePlugin
+    from gateway.adk.services import Services
+    from gateway.adk.usage import UsagePlugin
+    from gateway.adk.workers.pool import WorkerProcess
+    from gateway.audit import AuditLog
     from gateway.doors.app import Gateway
+    from gateway.models.calls import ModelCalls
 
 __all__ = ["create_app", "serve", "server", "server_config"]
+
+log = logging.getLogger(__name__)
 
 LARGEST_FRAME_FACTOR = 4
 
@@ -69,21 +79,17 @@ def create_app(
     logged with where each came from; ``environ=False`` takes ``settings`` as they are.
     """
     from gateway.a2ui.plugin import SurfacePlugin
-    from gateway.adk.approvals import ApprovalPlugin
-    from gateway.adk.confirm_changes import ConfirmChangesPlugin
     from gateway.adk.engine import Engine, open_session_service
     from gateway.adk.hosting import prepare
-    from gateway.adk.memory import MemoryPlugin
     from gateway.adk.services import open_services
     from gateway.adk.stand_in import stand_in
-    from gateway.adk.thoughts import ThoughtsPlugin
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.usage import install_log_filter as usage_log_filter
-    from gateway.audit import AuditLog, AuditPlugin
+    from gateway.adk.workers import WorkerPool
+    from gateway.audit import AuditLog
     from gateway.cluster import Cluster
     from gateway.cluster import for_settings as cluster_for
     from gateway.doors.app import Gateway
-    from gateway.doors.warmup import WarmUpPlugin
     from gateway.hub.busy import Busy
     from gateway.hub.client_state import StateRules
     from gateway.hub.hub import Hub
@@ -94,8 +100,6 @@ def create_app(
     from gateway.store.recovery import Afterwards
     from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
-    from gateway.tools.long_running import LongRunningPlugin
-    from gateway.translate.attribution import AttributionPlugin
 
     if environ:
         resolved = config.resolve(given=settings)
@@ -114,32 +118,13 @@ def create_app(
     model_calls = ModelCalls(counted)
     surfaces = SurfacePlugin()
     services = open_services(settings)
-    plugins: list[BasePlugin] = [
-        # First: it reads a tool's result before any other plugin may replace it.
-        LongRunningPlugin(),
-        # Before the audit's and the approvals': a live turn's call waits for its answer here.
-        LiveApprovalPlugin(),
-        AuditPlugin(audit),
-        ApprovalPlugin(),
-        AttributionPlugin(),
-        surfaces,
-        usage,
-        ThoughtsPlugin(),
-        WarmUpPlugin(),
-        mcp.McpFailurePlugin(),
-        # After the warm-up's: a call it answers never reaches the model, so is not watched.
-        model_calls,
-        # A live turn's transcripts keep one message id per utterance (docs/voice.md).
-        Transcripts(),
-    ]
-    if any(prediction.confirm for prediction in hosted.predict_state):
-        plugins.append(ConfirmChangesPlugin(hosted.predict_state))
-    if services.memory is not None:
-        plugins.append(MemoryPlugin())
+    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit)
     app = prepare(hosted, client_tools, plugins)
     # The warm-up's runs meet a stand-in unless the owner asks to warm the agent itself.
     warm_up = stand_in(app, client_tools, plugins) if settings.warm_up == "gateway" else None
+    workers = _workers(agent, settings, catalog, model, predict_state)
     service: list[SessionService] = []
+    pools: list[WorkerPool] = []
     engines: list[Engine] = []
     clusters: list[Cluster] = []
 
@@ -149,6 +134,10 @@ def create_app(
         service.append(await open_session_service(settings, app.name, app.root_agent.name))
         service[0].count_into(counted)
         await audit.open()
+        if workers:
+            spec = agent if isinstance(agent, str) else None  # _workers: a spec or the demo
+            pools.append(WorkerPool(workers, partial(_spawn_worker, spec, settings), service[0]))
+            await pools[0].start()
         engine = Engine(
             hosted,
             app,
@@ -159,6 +148,7 @@ def create_app(
             surfaces=surfaces,
             services=services,
             warm_up=warm_up,
+            workers=pools[0] if pools else None,
         )
         engines.append(engine)
         hub = Hub(
@@ -201,11 +191,130 @@ def create_app(
             await clusters[0].close()
         if engines:
             await engines[0].close()
+        if pools:
+            await pools[0].close()
         await audit.close()
         if service:
             await service[0].close()
 
     return Gateway(settings, startup, shutdown, counted)
+
+
+def _plugins(
+    hosted: Hosted,
+    services: Services,
+    usage: UsagePlugin,
+    model_calls: ModelCalls,
+    surfaces: SurfacePlugin,
+    audit: AuditLog | None,
+) -> list[BasePlugin]:
+    """The gateway's plugins of the App, in their order; without ``audit``, no audit plugin
+    (a worker process's, whose records do not cross to the main process yet)."""
+    from gateway.adk.approvals import ApprovalPlugin
+    from gateway.adk.confirm_changes import ConfirmChangesPlugin
+    from gateway.adk.memory import MemoryPlugin
+    from gateway.adk.thoughts import ThoughtsPlugin
+    from gateway.audit import AuditPlugin
+    from gateway.doors.warmup import WarmUpPlugin
+    from gateway.tools import mcp
+    from gateway.tools.long_running import LongRunningPlugin
+    from gateway.translate.attribution import AttributionPlugin
+
+    plugins: list[BasePlugin] = [
+        # First: it reads a tool's result before any other plugin may replace it.
+        LongRunningPlugin(),
+        # Before the audit's and the approvals': a live turn's call waits for its answer here.
+        LiveApprovalPlugin(),
+        *([AuditPlugin(audit)] if audit is not None else []),
+        ApprovalPlugin(),
+        AttributionPlugin(),
+        surfaces,
+        usage,
+        ThoughtsPlugin(),
+        WarmUpPlugin(),
+        mcp.McpFailurePlugin(),
+        # After the warm-up's: a call it answers never reaches the model, so is not watched.
+        model_calls,
+        # A live turn's transcripts keep one message id per utterance (docs/voice.md).
+        Transcripts(),
+    ]
+    if any(prediction.confirm for prediction in hosted.predict_state):
+        plugins.append(ConfirmChangesPlugin(hosted.predict_state))
+    if services.memory is not None:
+        plugins.append(MemoryPlugin())
+    return plugins
+
+
+def _workers(
+    agent: Hostable,
+    settings: Settings,
+    catalog: Catalog | Path | str | None,
+    model: BaseLlm | str | None,
+    predict_state: Iterable[object] | None,
+) -> int:
+    """How many worker processes run the invocations (docs/multicore.md): none unless
+    ``GATEWAY_WORKERS`` asks for two or more and a new process can load the same agent,
+    which it can from an AGENT spec (or the demo) and the settings alone."""
+    if settings.workers < 2:
+        return 0
+    if not (agent is None or isinstance(agent, str)) or (catalog, model, predict_state) != (
+        None,
+        None,
+        None,
+    ):
+        log.warning(
+            "serving in one process, not with GATEWAY_WORKERS=%d: the agent (or its catalog,"
+            " model or predict_state) was given as an object, which a worker process cannot"
+            " load; pass the agent's AGENT spec and settings instead",
+            settings.workers,
+        )
+        return 0
+    return settings.workers
+
+
+def _spawn_worker(agent: str | None, settings: Settings, path: str, index: int) -> WorkerProcess:
+    """Starts worker process ``index`` (spawned: nothing of this process is forked)."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_worker_main,
+        args=(agent, settings, path, index),
+        name=f"gateway-worker-{index}",
+        daemon=True,
+    )
+    process.start()
+    return process
+
+
+def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -> None:
+    """A worker process's life: the App as ``create_app`` builds it, over a session
+    service that stores through the main process at ``path``, until that lets it go."""
+    import gc
+
+    import uvloop
+
+    from gateway import logs
+    from gateway.a2ui.plugin import SurfacePlugin
+    from gateway.adk.hosting import prepare
+    from gateway.adk.invocation import Invocation, runner_for
+    from gateway.adk.services import open_services
+    from gateway.adk.usage import UsagePlugin
+    from gateway.adk.workers import remote_session, worker
+    from gateway.models.calls import ModelCalls
+    from gateway.tools.client import ClientToolset
+
+    logs.configure(settings)
+    hosted = _hosted(agent, settings, None, None, None)
+    client_tools = ClientToolset(hosted.catalog)
+    usage, model_calls, surfaces = UsagePlugin(), ModelCalls(), SurfacePlugin()
+    services = open_services(settings)
+    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=None)
+    app = prepare(hosted, client_tools, plugins)
+    sessions = remote_session.RemoteSessions()
+    runner = runner_for(app, sessions, services)
+    invocation = Invocation(client_tools, surfaces, remote_session.no_surfaces)
+    gc.freeze()  # what start-up built stays: full collections stay short
+    uvloop.run(worker.serve(path, index, runner, invocation, sessions, usage, model_calls))
 
 
 def _hosted(

@@ -88,6 +88,7 @@ class Settings:
     user_reattach_bytes: int = 256 << 10
     user_reattach_burst: int = 4 << 20
     max_runs: int = 200
+    workers: int = 0
     user_threads: int = 1000
     branches_per_thread: int = 50
     user_stored_bytes: int = 256 << 20
@@ -192,6 +193,8 @@ _HELP: dict[str, str] = {
     "user_reattach_burst": "bytes one user's reattaches and /history pages may have the "
     "gateway send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
+    "workers": "worker processes that run the agent's invocations (docs/multicore.md); "
+    "0 or 1: all in this one process",
     "user_threads": "threads one user may keep (0: no limit)",
     "branches_per_thread": "versions of turns one thread may have from regenerating and editing"
     " (0: no limit)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,12 +38,24 @@ def write_users(directory: Path, users: Iterable[str]) -> None:
     (directory / "screens.json").symlink_to(catalog.DATA_DIR / "screens.json")
 
 
-def main() -> int:
-    directory, flags = Path(sys.argv[1]), sys.argv[2:]
+# Where the gateway's worker processes (GATEWAY_WORKERS), spawned with this module as
+# their parent's main module, find the directory too.
+DIRECTORY_VARIABLE = "GATEWAY_LOAD_USERS_DIRECTORY"
+
+
+def use(directory: Path) -> None:
     # Every reader of the catalog calls catalog.load(); here it reads the given directory.
     catalog.load = functools.partial(catalog.load, directory)  # type: ignore[assignment]
+
+
+def main() -> int:
+    directory, flags = Path(sys.argv[1]), sys.argv[2:]
+    os.environ[DIRECTORY_VARIABLE] = str(directory)
+    use(directory)
     return gateway.main(flags)
 
 
 if __name__ == "__main__":
     sys.exit(main())
+elif __name__ == "__mp_main__" and (inherited := os.environ.get(DIRECTORY_VARIABLE)):
+    use(Path(inherited))  # a worker process of the gateway main() serves

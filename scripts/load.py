@@ -27,7 +27,9 @@ what the story waited on.
 ``--db`` picks the store: a SQLite ``file`` (the default), ``memory``, ``postgres`` (a
 throwaway server on this machine, ``tests/support/postgres.py``, a fresh database a round)
 or ``postgres-xN``, N gateway processes on one database with the users spread evenly over
-them. Several stores are run in turn each round, and the report ends with each one's median
+them. ``--workers N`` runs each of them twice a round, as one process and with
+``GATEWAY_WORKERS=N`` (its invocations in N worker processes, docs/multicore.md), side by
+side. Several stores are run in turn each round, and the report ends with each one's median
 stories/s and server CPU a story (all its processes' CPU, from /proc) against the first's:
 CPU a story is the figure to read on a shared machine, where stories/s moves with the
 neighbours.
@@ -50,6 +52,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --kill                  # cut half the stories midway
     .venv/bin/python -m scripts.load --users 5 --stories 3   # a few stories, then stop
     .venv/bin/python -m scripts.load --db file postgres postgres-x2 --rounds 3  # side by side
+    .venv/bin/python -m scripts.load --users 200 --workers 2 --rounds 3  # one process or three
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -68,7 +72,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -624,22 +628,38 @@ def machine_cpu() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants that are alive now (Linux /proc)."""
+    found = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            for child in (task / "children").read_text().split():
+                found += process_tree(int(child))
+    return found
+
+
 class Monitor:
-    """The servers' RSS and CPU (all their processes' added up), this process's CPU and the
-    machine's, over a round."""
+    """The servers' RSS and CPU (all their processes', workers included, added up), this
+    process's CPU and the machine's, over a round."""
 
     def __init__(self, pids: Sequence[int]) -> None:
-        self.pids = pids
+        self.servers = pids
         self.samples: list[Sample] = []
         # When the users were done: the RSS peak is of the load, not of the check after it.
         self.load_ended: float | None = None
 
+    @property
+    def pids(self) -> list[int]:
+        """The servers' processes, their workers (GATEWAY_WORKERS) included."""
+        return [pid for server in self.servers for pid in process_tree(server)]
+
     def take(self) -> None:
+        pids = self.pids
         self.samples.append(
             Sample(
                 time.perf_counter(),
-                sum(rss_mib(pid) for pid in self.pids),
-                sum(cpu_seconds(pid) for pid in self.pids),
+                sum(_alive(rss_mib, pid) for pid in pids),
+                sum(_alive(cpu_seconds, pid) for pid in pids),
                 cpu_seconds(),
                 machine_cpu(),
             )
@@ -656,6 +676,14 @@ class Monitor:
 
     def nearest(self, moment: float) -> Sample:
         return min(self.samples, key=lambda sample: abs(sample.at - moment))
+
+
+def _alive(figure: Callable[[int], float], pid: int) -> float:
+    """A process's figure, 0 for one that exited since it was listed."""
+    try:
+        return figure(pid)
+    except OSError:
+        return 0.0
 
 
 # --- figures and the report --------------------------------------------------------------
@@ -862,6 +890,7 @@ class Setup:
 
     store: str
     processes: int = 1
+    workers: int = 0  # GATEWAY_WORKERS of each process (docs/multicore.md)
 
     @classmethod
     def parse(cls, text: str) -> Setup:
@@ -873,7 +902,8 @@ class Setup:
         return cls(store, int(count or 1))
 
     def __str__(self) -> str:
-        return self.store if self.store != "postgres" else f"postgres x{self.processes}"
+        name = self.store if self.store != "postgres" else f"postgres x{self.processes}"
+        return f"{name} w{self.workers}" if self.workers else name
 
 
 @contextlib.contextmanager
@@ -885,7 +915,7 @@ def served(
     with tempfile.TemporaryDirectory(prefix="load-") as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
-        flags = ["--scripted-pace-ms", str(args.pace_ms)]
+        flags = ["--scripted-pace-ms", str(args.pace_ms), "--workers", str(setup.workers)]
         if setup.store == "file":
             flags += ["--db", str(directory / "gateway.db")]
         elif setup.store == "postgres":
@@ -959,11 +989,20 @@ def main() -> int:
         help="stores to compare, each round in turn: file, memory, postgres (a throwaway"
         " server on this machine), postgres-xN (N processes on one database) (file)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="also run each store with GATEWAY_WORKERS=N, side by side with one process (0: no)",
+    )
     parser.add_argument("--story-timeout", type=float, default=60.0, help="seconds (60)")
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds for a round, check included (600)"
     )
     args = parser.parse_args()
+    if args.workers >= 2:
+        with_workers = functools.partial(dataclasses.replace, workers=args.workers)
+        args.db = [twin for setup in args.db for twin in (setup, with_workers(setup))]
     ensure_open_files(args.users)
     mode = "kill mode (stories cut midway)" if args.kill else "normal mode"
     results: dict[Setup, list[Result]] = {setup: [] for setup in args.db}

@@ -9,12 +9,9 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, nullcontext
-from functools import partial
 from typing import Any
 
 from google.adk.agents import BaseAgent
-from google.adk.agents._streaming_mode import StreamingMode
-from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.events import Event as AdkEvent
 from google.adk.runners import Runner
@@ -25,23 +22,24 @@ from google.genai import types
 from gateway import config
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
-from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
+from gateway.a2ui.plugin import SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk import telemetry
 from gateway.adk.approvals import own_hints
 from gateway.adk.hosting import Hosted, agent_tools, agents, server_tool_names
+from gateway.adk.invocation import Invocation, runner_for
 from gateway.adk.resumability import resumable
 from gateway.adk.services import Services
 from gateway.adk.usage import UsagePlugin
+from gateway.adk.workers import WorkerPool, WorkerRun
 from gateway.auth import WARM_UP_USER
 from gateway.config import Settings
-from gateway.context import custom_metadata
 from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.store.branches import BranchTree
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.recovery import Unfinished
-from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
+from gateway.tools.client import ClientTool, ClientToolset
 from gateway.translate.history import event_messages
 from gateway.translate.subagents import Subagents
 from gateway.translate.translator import CONFIRMATION_CALL
@@ -65,6 +63,7 @@ class Engine:
         surfaces: SurfacePlugin | None = None,
         services: Services | None = None,
         warm_up: App | None = None,
+        workers: WorkerPool | None = None,
     ) -> None:
         """``app`` is ``hosted`` as ``gateway.adk.hosting.prepare`` made it, with ``client_tools``
         on its agents; ``usage``, one of its plugins, counts each run's tokens,
@@ -72,7 +71,8 @@ class Engine:
         ``surfaces``, another, shows the A2UI surfaces its tools return (without it none).
         ``services``: the memory, artifact and credential services its runs have (none
         without). ``warm_up``: the App the warm-up user's runs run instead of ``app``
-        (``gateway.adk.stand_in``), if any."""
+        (``gateway.adk.stand_in``), if any. ``workers``: the pool that runs invocations in
+        other processes (``docs/multicore.md``), if any."""
         self.hosted = hosted
         self.catalog = hosted.catalog
         self.client_tools = client_tools
@@ -99,16 +99,12 @@ class Engine:
         self.usage = usage
         self.model_calls = model_calls
         self.surface_plugin = surfaces
+        self.invocation = Invocation(client_tools, surfaces, self.surfaces)
+        # Where runs' invocations run when not here: worker processes (docs/multicore.md).
+        self.workers = workers
 
     def _runner(self, app: App, session_service: SessionService) -> Runner:
-        return Runner(
-            app=app,
-            session_service=session_service,
-            memory_service=self.services.memory,
-            artifact_service=self.services.artifacts,
-            credential_service=self.services.credentials,
-            auto_create_session=True,
-        )
+        return runner_for(app, session_service, self.services)
 
     def subagents(self) -> Subagents:
         """A run's view of the App's agent tree, for its translator."""
@@ -116,6 +112,8 @@ class Engine:
 
     def take_usage(self, run_id: str) -> list[p.TokenUsage] | None:
         """The tokens a run's model calls used, one entry per model (None: none counted)."""
+        if self.workers is not None and (counted := self.workers.take_usage(run_id)):
+            return counted
         return self.usage.take(run_id) if self.usage else None
 
     async def close(self) -> None:
@@ -127,6 +125,8 @@ class Engine:
 
     def take_model_failure(self, run_id: str) -> FailedCall | None:
         """The provider's failure that ended a model call of the run, if one did."""
+        if self.workers is not None and (failed := self.workers.take_failure(run_id)):
+            return failed
         return self.model_calls.take_failure(run_id) if self.model_calls else None
 
     async def model_stalled(self, run_id: str, timeout: float) -> Stall:
@@ -286,39 +286,54 @@ class Engine:
         ``state_delta``: what the client writes to the thread's state, stored by ADK on
         the event of ``message`` before the agent runs.
         """
-        run_id = str(metadata.get("runId"))
-        run_metadata = {**metadata, CLIENT_TOOLS_KEY: sorted(client_tools)}
-        config = RunConfig(
-            streaming_mode=StreamingMode.SSE,
-            custom_metadata=custom_metadata(run_metadata),
-            telemetry=telemetry.RUN_TELEMETRY,
-        )
-        offered = self.client_tools.offered(run_id, client_tools)
-        shown = (
-            self.surface_plugin.offered(
-                run_id, RunSurfaces(catalogs, partial(self.surfaces, user_id, thread_id), surfaces)
-            )
-            if self.surface_plugin is not None
-            else nullcontext()
-        )
         # The warm-up's greetings meet the stand-in, when there is one: never the agent's code.
         runner = self.runner
         if user_id == WARM_UP_USER and self.warm_up_runner is not None:
             runner = self.warm_up_runner
-        with offered, shown, self.sessions.handed_over(session) if session else nullcontext():
-            async with aclosing(
-                runner.run_async(
+        elif self.workers is not None and catalogs is None:
+            # A2UI runs stay here for now: their checks read the thread's surfaces.
+            async for event in self.workers.run(
+                WorkerRun(
                     user_id=user_id,
-                    session_id=thread_id,
-                    new_message=message,
+                    thread_id=thread_id,
+                    session=session or await self._session_to_hand(user_id, thread_id),
+                    message=message,
                     invocation_id=invocation_id,
-                    state_delta=state_delta or None,
-                    run_config=config,
+                    state_delta=state_delta,
+                    metadata=metadata,
+                    client_tools=client_tools,
+                ),
+                abort_signal,
+            ):
+                yield event
+            return
+        with self.sessions.handed_over(session) if session else nullcontext():
+            async with aclosing(
+                self.invocation.run(
+                    runner,
+                    user_id=user_id,
+                    thread_id=thread_id,
+                    message=message,
+                    metadata=metadata,
+                    client_tools=client_tools,
+                    state_delta=state_delta,
+                    catalogs=catalogs,
+                    surfaces=surfaces,
                     abort_signal=abort_signal,
+                    invocation_id=invocation_id,
                 )
             ) as events:
                 async for event in events:
                     yield event
+
+    async def _session_to_hand(self, user_id: str, thread_id: str) -> Session:
+        """The thread's session for a worker's run, created if the thread has none yet."""
+        found = await self.session(user_id, thread_id)
+        if found is not None:
+            return found
+        return await self.sessions.create_session(
+            app_name=self.app_name, user_id=user_id, session_id=thread_id
+        )
 
 
 async def open_session_service(settings: Settings, app_name: str, author: str) -> SessionService:

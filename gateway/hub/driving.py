@@ -45,6 +45,7 @@ from gateway.a2ui import ACTION_ACTIVITY
 from gateway.a2ui.actions import action_content
 from gateway.adk.engine import Engine
 from gateway.adk.resumability import refusal_in
+from gateway.adk.workers import WorkerLost
 from gateway.context import asked_by, event_metadata
 from gateway.hub.following import Followers
 from gateway.hub.inputs import NewTurn
@@ -250,6 +251,9 @@ class Driver:
             return
         try:
             await consumer  # a failure of the model or a tool surfaces here
+        except WorkerLost:
+            await self._close_cut_off(run)
+            raise
         except Exception:
             await self._keep_cut_off_reply(run, Ending.FAILED)
             raise
@@ -321,6 +325,23 @@ class Driver:
                 await self.engine.append(session, reply)
         except (StoreError, StaleSessionError) as error:
             log.warning("%s: its %s reply was not stored: %s", run, ending.value, error)
+
+    async def _close_cut_off(self, run: Run) -> None:
+        """The worker process running the run died (docs/multicore.md): its invocation is
+        closed as a restart closes a run a crash cut off, streamed text included, so the
+        thread takes its next input as after a restart."""
+        run.streaming = None  # the close keeps the streamed text as the cut-off reply
+        try:
+            unfinished = await self.engine.close_cut_off(run.thread.thread_id)
+        except (StoreError, QuarantinedThreadError) as error:
+            log.warning("%s: the run its worker cut off stays open: %s", run, error)
+            return
+        if unfinished is not None:
+            log.warning(
+                "%s: cut off with its worker; the thread is left %s for its next input",
+                run,
+                unfinished.afterwards.value,
+            )
 
     async def _seal(self, run: Run) -> None:
         """Answers calls a cancel left open, so the next turn starts from a whole history."""

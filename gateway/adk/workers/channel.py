@@ -1,0 +1,75 @@
+"""Length-prefixed msgpack frames over an asyncio stream (a Unix socket).
+
+``send`` queues a frame without waiting for the peer; the frames queued in one turn of the
+event loop go out in one write (a run's streamed events are many and small, and a write a
+frame was a system call and a wake-up of the peer each). ``drain`` waits when the socket's
+buffer is over its high mark, so a peer that stops reading slows its sender instead of
+growing its memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generic, TypeVar
+
+import msgspec
+
+__all__ = ["Channel", "ChannelClosed"]
+
+M = TypeVar("M")
+_LENGTH = 4
+# The largest frame either side accepts: a session with its window of events fits.
+MAX_FRAME = 256 * 1024 * 1024
+
+
+class ChannelClosed(Exception):
+    """The peer closed the pipe, or sent what is not a frame of ours."""
+
+
+class Channel(Generic[M]):
+    """Sends any message; receives messages of ``incoming`` (a type or a union of them)."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, incoming: object
+    ) -> None:
+        self.reader, self.writer = reader, writer
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder: msgspec.msgpack.Decoder[M] = msgspec.msgpack.Decoder(incoming)
+        self._queued: list[bytes] = []
+
+    def send(self, message: msgspec.Struct) -> None:
+        if self.writer.is_closing():
+            raise ChannelClosed("the pipe is closed")
+        body = self._encoder.encode(message)
+        if not self._queued:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._queued += (len(body).to_bytes(_LENGTH, "big"), body)
+
+    def _flush(self) -> None:
+        frames, self._queued = self._queued, []
+        if not self.writer.is_closing():
+            self.writer.write(b"".join(frames))
+
+    async def drain(self) -> None:
+        try:
+            await self.writer.drain()
+        except (ConnectionError, RuntimeError) as error:
+            raise ChannelClosed(str(error)) from None
+
+    async def receive(self) -> M:
+        try:
+            head = await self.reader.readexactly(_LENGTH)
+            length = int.from_bytes(head, "big")
+            if length > MAX_FRAME:
+                raise ChannelClosed(f"a frame of {length} bytes")
+            body = await self.reader.readexactly(length)
+        except (asyncio.IncompleteReadError, ConnectionError) as error:
+            raise ChannelClosed(str(error) or "the peer closed the pipe") from None
+        try:
+            return self._decoder.decode(body)
+        except msgspec.DecodeError as error:
+            raise ChannelClosed(f"not a message: {error}") from None
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()

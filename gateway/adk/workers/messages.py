@@ -1,0 +1,118 @@
+"""What the main process and a worker say to each other, one msgspec type a message.
+
+Frames on the pipe are a 4-byte big-endian length, then one message as msgpack, tagged by
+its type's name. ADK's own objects (a session, a message, an event) travel as ADK's JSON
+(``model_dump_json``), so they have one description, ADK's; everything else is here.
+
+Main process to worker: ``Start`` a run, ``Cancel`` it (as a user's cancel: ADK seals the
+invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), and the answer
+to each of the worker's ``Append``s. Worker to main process: ``Hello`` once, then per run
+its ``Append``s (a non-partial event to store before ADK goes on), ``Yielded`` events (what
+the runner yields, in order) and one ``Finished`` or ``Failed``, always last.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gateway import wire as p
+
+__all__ = [
+    "Append",
+    "Appended",
+    "Cancel",
+    "Failed",
+    "Finished",
+    "FromMain",
+    "FromWorker",
+    "Hello",
+    "Start",
+    "Stop",
+    "ToolDeclaration",
+    "Yielded",
+]
+
+
+class ToolDeclaration(msgspec.Struct, frozen=True):
+    """A client tool the run offers, as the browser declared it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Start(msgspec.Struct, tag=True, frozen=True):
+    """Runs one ADK invocation; ``run`` names it in every later message of the run."""
+
+    run: int
+    user_id: str
+    thread_id: str
+    session: bytes  # the session as the hub loaded it, ADK's JSON
+    message: bytes | None  # the new message (types.Content JSON), or None to resume
+    invocation_id: str | None
+    state_delta: dict[str, Any] | None
+    metadata: dict[str, Any]  # the run's own metadata (runId, client tools' names, ...)
+    client_tools: list[ToolDeclaration]
+    catalogs: dict[str, list[str] | None] | None
+    caller: dict[str, Any] | None  # gateway.context.Caller's fields; None: nobody asked
+
+
+class Cancel(msgspec.Struct, tag=True, frozen=True):
+    run: int
+
+
+class Stop(msgspec.Struct, tag=True, frozen=True):
+    run: int
+
+
+class Appended(msgspec.Struct, tag=True, frozen=True):
+    """The store committed the ``Append`` numbered ``call``; ``error`` if it refused it."""
+
+    run: int
+    call: int
+    error: str | None = None
+
+
+class Hello(msgspec.Struct, tag=True, frozen=True):
+    index: int
+    pid: int
+
+
+class Append(msgspec.Struct, tag=True, frozen=True):
+    run: int
+    call: int
+    event: bytes  # ADK's JSON
+
+
+class Yielded(msgspec.Struct, tag=True, frozen=True):
+    """An event the runner yielded: ADK's JSON, or, ``stored``, the run's last ``Append``,
+    which the main process parsed already (ADK yields each event right after storing it)."""
+
+    run: int
+    event: bytes = b""
+    stored: bool = False
+
+
+class Finished(msgspec.Struct, tag=True, frozen=True):
+    """The invocation ended; what the worker's plugins counted of it."""
+
+    run: int
+    usage: list[p.TokenUsage] | None = None
+    failure: tuple[str, str, str, str] | None = None  # code, sentence, detail, model
+
+
+class Failed(msgspec.Struct, tag=True, frozen=True):
+    """The invocation raised; ``kind`` is the exception's type, ``text`` for the log only,
+    ``refusal`` the code of the GatewayError a plugin refused the run with (``text`` then
+    is its sentence, for the client)."""
+
+    run: int
+    kind: str
+    text: str
+    refusal: str | None = None
+
+
+FromMain = Start | Cancel | Stop | Appended
+FromWorker = Hello | Append | Yielded | Finished | Failed

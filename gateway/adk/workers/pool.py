@@ -1,0 +1,398 @@
+"""The main process's side: N worker processes that run invocations, and their pipes.
+
+Theory of operation. ``start`` listens on a Unix socket in a private temporary directory,
+spawns the workers (``spawn``: a callable the API gives, which starts one process for a
+socket path and an index) and waits until each has said ``Hello``. ``run`` sends a run's
+``Start`` to the worker with the fewest runs in flight and yields the ADK events it sends
+back, parsed, as an in-process Runner would yield them; each ``Append`` of the run is
+stored here with the real ``SessionService`` on the session the hub handed over (so the
+hub's copy stays current, as in process) before the worker is told to go on.
+
+A worker that dies closes its pipe: each of its runs raises ``WorkerLost`` (a
+``RUN_INTERRUPTED`` GatewayError) and a new worker is started in its place. A store
+failure of an ``Append`` is raised to the hub as the store raised it, so the run ends
+exactly as it would in process. One run's events are a queue the pipe's reader fills and
+the run's consumer drains; the worker waits on each stored event, so a run never gets
+ahead of its store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any, Protocol
+
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import Session
+from google.genai import types
+
+from gateway import wire as p
+from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.messages import (
+    Append,
+    Appended,
+    Cancel,
+    Failed,
+    Finished,
+    FromWorker,
+    Hello,
+    Start,
+    Stop,
+    ToolDeclaration,
+    Yielded,
+)
+from gateway.context import caller
+from gateway.models.calls import FailedCall
+from gateway.models.failures import ModelFailure
+from gateway.store import SessionService
+from gateway.tools.client import ClientTool
+
+__all__ = ["RemoteFailure", "WorkerLost", "WorkerPool", "WorkerRun"]
+
+log = logging.getLogger(__name__)
+
+# Seconds a starting worker has to import the agent and say Hello.
+START_SECONDS = 120.0
+# Finished runs' usage and model failures kept for the hub to take, newest last.
+KEPT_ENDINGS = 10_000
+
+
+class WorkerProcess(Protocol):
+    """What the pool needs of a started process (``multiprocessing.Process`` is one)."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def is_alive(self) -> bool: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+# Starts worker ``index`` connecting to the socket at ``path``.
+Spawn = Callable[[str, int], WorkerProcess]
+
+
+class WorkerLost(p.GatewayError):
+    """The worker running the run died mid-run."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            p.ErrorCode.RUN_INTERRUPTED,
+            "The process running this turn stopped before it finished; send it again.",
+        )
+
+
+class RemoteFailure(Exception):
+    """The run's invocation raised in its worker (the model or a tool failed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerRun:
+    """One invocation to run in a worker: what ``Engine.run`` was given."""
+
+    user_id: str
+    thread_id: str
+    session: Session
+    message: types.Content | None
+    invocation_id: str | None
+    state_delta: dict[str, Any] | None
+    metadata: dict[str, Any]
+    client_tools: Mapping[str, ClientTool]
+
+
+_END = object()
+
+
+@dataclasses.dataclass
+class _Stream:
+    """One run in flight: its session (the hub's) and what its worker sent, in order."""
+
+    run_id: str
+    session: Session
+    queue: asyncio.Queue[object] = dataclasses.field(default_factory=asyncio.Queue)
+    store_error: BaseException | None = None
+    # The event last stored for the run: the worker's next Yielded, sent as a reference.
+    stored: AdkEvent | None = None
+
+
+@dataclasses.dataclass
+class _Worker:
+    index: int
+    process: WorkerProcess
+    channel: Channel[FromWorker] | None = None
+    runs: dict[int, _Stream] = dataclasses.field(default_factory=dict)
+    reader: asyncio.Task[Any] | None = None
+
+
+class WorkerPool:
+    """``count`` worker processes running invocations for ``sessions``'s threads."""
+
+    def __init__(self, count: int, spawn: Spawn, sessions: SessionService) -> None:
+        self.count = count
+        self._spawn = spawn
+        self.sessions = sessions
+        self._directory = ""
+        self._path = ""
+        self._server: asyncio.Server | None = None
+        self._workers: dict[int, _Worker] = {}
+        self._runs = itertools.count(1)
+        self._ready: dict[int, asyncio.Future[None]] = {}
+        self._usage: dict[str, list[p.TokenUsage]] = {}
+        self._failures: dict[str, FailedCall] = {}
+        self._closing = False
+        # The appends being stored (a task each: the pipe's reader never waits on the store).
+        self._storing: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Starts the workers; returns once each is ready to run."""
+        self._directory = tempfile.mkdtemp(prefix="gateway-workers-")
+        self._path = os.path.join(self._directory, "pipe")
+        self._server = await asyncio.start_unix_server(self._connected, path=self._path)
+        started = time.perf_counter()
+        for index in range(1, self.count + 1):
+            self._start_worker(index)
+        ready = [self._ready[index] for index in self._workers]
+        try:
+            await asyncio.wait_for(asyncio.gather(*ready), START_SECONDS)
+        except TimeoutError:
+            await self.close()
+            raise RuntimeError(f"the workers did not start in {START_SECONDS:g} s") from None
+        log.info(
+            "%d worker processes run the agent's invocations (started in %.1f s)",
+            self.count,
+            time.perf_counter() - started,
+        )
+
+    async def close(self) -> None:
+        """Lets the workers go: their pipes close and they exit; stragglers are killed."""
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        readers = [w.reader for w in self._workers.values() if w.reader is not None]
+        for worker in self._workers.values():
+            if worker.channel is not None:
+                worker.channel.close()
+        # A reader ends on its closed pipe (cancelled, asyncio's server would log it).
+        if readers:
+            await asyncio.wait(readers, timeout=5)
+        loop = asyncio.get_running_loop()
+        for worker in self._workers.values():
+            await loop.run_in_executor(None, _end, worker.process)
+        shutil.rmtree(self._directory, ignore_errors=True)
+
+    def pids(self) -> list[int]:
+        """The workers' process ids (for tests and the load script's CPU count)."""
+        return [w.process.pid for w in self._workers.values() if w.process.pid is not None]
+
+    def take_usage(self, run_id: str) -> list[p.TokenUsage] | None:
+        return self._usage.pop(run_id, None)
+
+    def take_failure(self, run_id: str) -> FailedCall | None:
+        return self._failures.pop(run_id, None)
+
+    async def run(
+        self, order: WorkerRun, abort_signal: asyncio.Event | None
+    ) -> AsyncGenerator[AdkEvent, None]:
+        """The invocation's events, run in the least busy worker."""
+        worker = await self._least_busy()
+        number = next(self._runs)
+        stream = worker.runs[number] = _Stream(str(order.metadata.get("runId")), order.session)
+        assert worker.channel is not None
+        channel = worker.channel
+        ended = False
+        cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
+        try:
+            channel.send(_start(number, order))
+            while True:
+                item = await stream.queue.get()
+                if isinstance(item, AdkEvent):
+                    yield item
+                    continue
+                ended = True
+                if item is _END:
+                    return
+                if isinstance(item, WorkerLost):
+                    log.warning(
+                        "worker %d died mid-run: run %s on thread %s is interrupted",
+                        worker.index,
+                        order.metadata.get("runId"),
+                        order.thread_id,
+                    )
+                    raise item
+                assert isinstance(item, Failed)
+                if stream.store_error is not None:
+                    raise stream.store_error
+                if item.refusal is not None:
+                    raise p.GatewayError(p.ErrorCode(item.refusal), item.text)
+                raise RemoteFailure(f"{item.kind}: {item.text}")
+        except ChannelClosed:
+            ended = True
+            raise WorkerLost() from None
+        finally:
+            cancel.cancel()
+            worker.runs.pop(number, None)
+            if not ended:  # the hub let go of the stream first: the worker stops the run
+                with contextlib.suppress(ChannelClosed):
+                    channel.send(Stop(number))
+
+    # --- the workers --------------------------------------------------------------------
+
+    def _start_worker(self, index: int) -> None:
+        self._ready[index] = asyncio.get_running_loop().create_future()
+        self._workers[index] = _Worker(index, self._spawn(self._path, index))
+
+    async def _least_busy(self) -> _Worker:
+        """The ready worker with the fewest runs; when none is (all died at once), the
+        first to be ready again, or WorkerLost if none is in time."""
+        ready = [w for w in self._workers.values() if w.channel is not None]
+        if not ready:
+            starting = [future for future in self._ready.values() if not future.done()]
+            if starting:
+                await asyncio.wait(starting, timeout=START_SECONDS, return_when="FIRST_COMPLETED")
+            ready = [w for w in self._workers.values() if w.channel is not None]
+            if not ready:
+                raise WorkerLost()
+        return min(ready, key=lambda worker: len(worker.runs))
+
+    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        channel: Channel[FromWorker] = Channel(reader, writer, FromWorker)
+        try:
+            hello = await channel.receive()
+        except ChannelClosed:
+            channel.close()
+            return
+        worker = self._workers.get(hello.index) if isinstance(hello, Hello) else None
+        if worker is None or worker.channel is not None:
+            log.warning("a process that is no worker of ours connected; closed")
+            channel.close()
+            return
+        assert isinstance(hello, Hello)
+        worker.channel = channel
+        worker.reader = asyncio.current_task()
+        ready = self._ready[worker.index]
+        if not ready.done():
+            ready.set_result(None)
+        log.info("worker %d (pid %d) is ready", worker.index, hello.pid)
+        try:
+            while True:
+                self._received(worker, await channel.receive())
+        except ChannelClosed:
+            pass
+        finally:
+            channel.close()
+            self._lost(worker)
+
+    def _received(self, worker: _Worker, message: FromWorker) -> None:
+        match message:
+            case Yielded():
+                stream = worker.runs.get(message.run)
+                if stream is not None and message.stored:
+                    stream.queue.put_nowait(stream.stored)
+                elif stream is not None:
+                    stream.queue.put_nowait(AdkEvent.model_validate_json(message.event))
+            case Append():
+                stream = worker.runs.get(message.run)
+                assert worker.channel is not None
+                if stream is None:  # the hub let go of the run: nothing more of it is stored
+                    worker.channel.send(Appended(message.run, message.call, "the run is over"))
+                else:
+                    storing = asyncio.create_task(self._store(worker.channel, stream, message))
+                    self._storing.add(storing)
+                    storing.add_done_callback(self._storing.discard)
+            case Finished():
+                if (stream := worker.runs.get(message.run)) is not None:
+                    self._keep_ending(stream, message)
+                    stream.queue.put_nowait(_END)
+            case Failed():
+                if (stream := worker.runs.get(message.run)) is not None:
+                    stream.queue.put_nowait(message)
+            case Hello():
+                log.warning("worker %d said hello twice", worker.index)
+
+    async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
+        error = None
+        try:
+            event = AdkEvent.model_validate_json(append.event)
+            await self.sessions.append_event(stream.session, event)
+            stream.stored = event
+        except Exception as failure:  # the store's, raised to the hub as it was
+            stream.store_error = failure
+            error = type(failure).__name__
+        with contextlib.suppress(ChannelClosed):
+            channel.send(Appended(append.run, append.call, error))
+
+    def _keep_ending(self, stream: _Stream, finished: Finished) -> None:
+        """Keeps what the worker's plugins counted of the run for ``take_usage`` and
+        ``take_failure``, by the hub's run id."""
+        if finished.usage:
+            _keep(self._usage, stream.run_id, finished.usage)
+        if finished.failure is not None:
+            code, sentence, detail, model = finished.failure
+            failure = ModelFailure(p.ErrorCode(code), sentence, detail)
+            _keep(self._failures, stream.run_id, FailedCall(failure, model))
+
+    def _lost(self, worker: _Worker) -> None:
+        for stream in worker.runs.values():
+            stream.queue.put_nowait(WorkerLost())
+        worker.runs.clear()
+        worker.channel = None
+        if self._closing:
+            return
+        pid = worker.process.pid
+        log.warning("worker %d (pid %s) is gone; starting another", worker.index, pid)
+        asyncio.get_running_loop().run_in_executor(None, _end, worker.process)
+        self._start_worker(worker.index)
+
+    async def _cancel_on(
+        self, abort_signal: asyncio.Event | None, channel: Channel[FromWorker], number: int
+    ) -> None:
+        if abort_signal is None:
+            return
+        await abort_signal.wait()
+        with contextlib.suppress(ChannelClosed):
+            channel.send(Cancel(number))
+
+
+def _start(number: int, order: WorkerRun) -> Start:
+    who = caller()
+    return Start(
+        run=number,
+        user_id=order.user_id,
+        thread_id=order.thread_id,
+        session=order.session.model_dump_json(exclude_none=True, by_alias=True).encode(),
+        message=order.message.model_dump_json(exclude_none=True).encode()
+        if order.message is not None
+        else None,
+        invocation_id=order.invocation_id,
+        state_delta=order.state_delta,
+        metadata=order.metadata,
+        client_tools=[
+            ToolDeclaration(tool.name, tool.description, tool.parameters)
+            for tool in order.client_tools.values()
+        ],
+        catalogs=None,
+        caller=dataclasses.asdict(who) if who is not None else None,
+    )
+
+
+def _keep(kept: dict[str, Any], run_id: str, value: object) -> None:
+    kept[run_id] = value
+    while len(kept) > KEPT_ENDINGS:
+        del kept[next(iter(kept))]
+
+
+def _end(process: WorkerProcess) -> None:
+    """Waits a little for a worker to exit, then kills it (runs in a thread)."""
+    process.join(timeout=5)
+    if process.is_alive():
+        process.kill()
+        process.join(timeout=5)

@@ -1,0 +1,148 @@
+"""ADK's session service in a worker: the hub's session in, every stored event out.
+
+A worker has no store. Each run brings the session the hub loaded while holding the
+thread (``Start.session``), and the runner's ``get_session`` of it is served from that
+copy. A non-partial ``append_event`` is sent to the main process (``Append``), which
+stores it with the real ``SessionService`` under the thread's fence; only once its
+``Appended`` says the store committed does the event join the copy and ADK go on, so
+"stored before yielded" holds across the pipe. A refused append raises
+``RemoteAppendRefused`` into ADK, which ends the run; the main process, which saw the
+store's own error, reports that one to the hub.
+
+Nothing else of a store is here: a worker's runs never list, create or delete sessions
+(the hub creates a thread before its first run), and a read of a session no run brought
+finds nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from google.adk.events import Event
+from google.adk.sessions import Session
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from typing_extensions import override
+
+from gateway.a2ui.surfaces import Surfaces
+from gateway.adk.workers.messages import Append, Appended
+
+__all__ = ["RemoteAppendRefused", "RemoteSessions", "no_surfaces"]
+
+
+async def no_surfaces(user_id: str, thread_id: str) -> Surfaces:
+    """A worker reads no thread's A2UI surfaces: runs whose client renders A2UI stay in the
+    main process (``Engine.run``), and the others never read them."""
+    raise RemoteAppendRefused(f"thread {thread_id!r}: a worker cannot read A2UI surfaces")
+
+
+class RemoteAppendRefused(Exception):
+    """The main process's store did not take an event of the run."""
+
+
+@dataclasses.dataclass
+class _Held:
+    run: int
+    session: Session
+    # The event last stored, as ADK gave it: the runner yields it next.
+    stored: Event | None = None
+
+
+class RemoteSessions(BaseSessionService):
+    """The sessions of a worker's runs in flight, each stored through ``send``."""
+
+    def __init__(self) -> None:
+        self._send: Callable[[msgspec.Struct], None] | None = None
+        self._held: dict[tuple[str, str, str], _Held] = {}
+        self._calls = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Appended]] = {}
+
+    def connect(self, send: Callable[[msgspec.Struct], None]) -> None:
+        """Appends go through ``send`` from now on."""
+        self._send = send
+
+    def hold(self, run: int, session: Session) -> None:
+        """Serves ``session`` to the run numbered ``run`` until ``release``."""
+        self._held[(session.app_name, session.user_id, session.id)] = _Held(run, session)
+
+    def release(self, session: Session) -> None:
+        self._held.pop((session.app_name, session.user_id, session.id), None)
+
+    def appended(self, answer: Appended) -> None:
+        """The main process's answer to an ``Append``."""
+        waiting = self._waiting.pop(answer.call, None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(answer)
+
+    def lost(self) -> None:
+        """The main process is gone: every append waiting fails."""
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(RemoteAppendRefused("the main process is gone"))
+        self._waiting.clear()
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        held = self._held.get((app_name, user_id, session_id))
+        return held.session if held is not None else None
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        held = self._held.get((session.app_name, session.user_id, session.id))
+        if held is None:
+            raise RemoteAppendRefused(f"session {session.id!r} is held by no run of this worker")
+        if self._send is None:
+            raise RemoteAppendRefused("this worker is not connected to the main process")
+        call = next(self._calls)
+        answer = self._waiting[call] = asyncio.get_running_loop().create_future()
+        stored = event.model_dump_json(exclude_none=True, by_alias=True)
+        self._send(Append(held.run, call, stored.encode()))
+        appended = await answer
+        if appended.error is not None:
+            raise RemoteAppendRefused(appended.error)
+        held.stored = event
+        return await super().append_event(session, event)
+
+    def was_stored(self, session: Session, event: Event) -> bool:
+        """Whether ``event`` is the one the run's last append stored (the main process
+        has it parsed already)."""
+        held = self._held.get((session.app_name, session.user_id, session.id))
+        return held is not None and held.stored is event
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        raise RemoteAppendRefused("a worker creates no session: the hub does, before a run")
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        return ListSessionsResponse(sessions=[])
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        raise RemoteAppendRefused("a worker deletes no session")

@@ -1,0 +1,200 @@
+"""A worker process's side of the pipe: runs the invocations the main process starts.
+
+Theory of operation. The worker connects to the main process's Unix socket, says
+``Hello`` with its index, and then serves messages until the pipe closes, when it exits
+(the main process is gone or let it go). Each ``Start`` becomes a task running one ADK
+invocation on the worker's Runner, as the in-process engine would
+(``gateway.adk.invocation``), over the ``RemoteSessions`` that hold the run's session;
+every event the runner yields goes back as ``Yielded``, and the task's last message is
+``Finished`` (with what the usage and model-call plugins counted) or ``Failed``.
+``Cancel`` sets the invocation's abort signal (ADK seals it); ``Stop`` cancels the task.
+
+The run's task first makes the run's caller its own (``gateway.context.asked_by``), as the
+hub's run task does in process, so tools see who asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from contextlib import aclosing
+
+from google.adk.events import Event
+from google.adk.runners import Runner
+from google.adk.sessions import Session
+from google.genai import types
+
+from gateway.adk.invocation import Invocation
+from gateway.adk.resumability import refusal_in
+from gateway.adk.usage import UsagePlugin
+from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.messages import (
+    Appended,
+    Cancel,
+    Failed,
+    Finished,
+    FromMain,
+    Hello,
+    Start,
+    Stop,
+    Yielded,
+)
+from gateway.adk.workers.remote_session import RemoteSessions
+from gateway.context import Caller, asked_by
+from gateway.models.calls import ModelCalls
+from gateway.tools.client import ClientTool
+
+__all__ = ["serve"]
+
+log = logging.getLogger(__name__)
+
+
+async def serve(
+    path: str,
+    index: int,
+    runner: Runner,
+    invocation: Invocation,
+    sessions: RemoteSessions,
+    usage: UsagePlugin | None = None,
+    model_calls: ModelCalls | None = None,
+) -> None:
+    """Serves the main process at ``path`` until the pipe closes."""
+    reader, writer = await asyncio.open_unix_connection(path)
+    channel: Channel[FromMain] = Channel(reader, writer, FromMain)
+    sessions.connect(channel.send)
+    channel.send(Hello(index, os.getpid()))
+    runs = _Runs(channel, runner, invocation, sessions, usage, model_calls)
+    log.info("worker %d (pid %d) serves runs", index, os.getpid())
+    try:
+        while True:
+            runs.handle(await channel.receive())
+    except ChannelClosed:
+        log.info("worker %d: the main process closed the pipe; stopping", index)
+    finally:
+        sessions.lost()
+        await runs.stop_all()
+        channel.close()
+        await runner.close()
+
+
+class _Runs:
+    def __init__(
+        self,
+        channel: Channel[FromMain],
+        runner: Runner,
+        invocation: Invocation,
+        sessions: RemoteSessions,
+        usage: UsagePlugin | None,
+        model_calls: ModelCalls | None,
+    ) -> None:
+        self.channel = channel
+        self.runner = runner
+        self.invocation = invocation
+        self.sessions = sessions
+        self.usage = usage
+        self.model_calls = model_calls
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.aborts: dict[int, asyncio.Event] = {}
+
+    def handle(self, message: FromMain) -> None:
+        match message:
+            case Start():
+                abort = self.aborts[message.run] = asyncio.Event()
+                task = asyncio.create_task(self._run(message, abort))
+                self.tasks[message.run] = task
+            case Cancel():
+                if message.run in self.aborts:
+                    self.aborts[message.run].set()
+            case Stop():
+                if message.run in self.tasks:
+                    self.tasks[message.run].cancel()
+            case Appended():
+                self.sessions.appended(message)
+
+    async def stop_all(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+
+    async def _run(self, start: Start, abort: asyncio.Event) -> None:
+        asked_by(_caller(start.caller))
+        run_id = str(start.metadata.get("runId"))
+        session = Session.model_validate_json(start.session)
+        self.sessions.hold(start.run, session)
+        tools = {
+            tool.name: ClientTool(tool.name, tool.description, tool.parameters)
+            for tool in start.client_tools
+        }
+        message = (
+            types.Content.model_validate_json(start.message) if start.message is not None else None
+        )
+        ending: Finished | Failed
+        try:
+            async with aclosing(
+                self.invocation.run(
+                    self.runner,
+                    user_id=start.user_id,
+                    thread_id=start.thread_id,
+                    message=message,
+                    metadata=start.metadata,
+                    client_tools=tools,
+                    state_delta=start.state_delta,
+                    abort_signal=abort,
+                    invocation_id=start.invocation_id,
+                )
+            ) as events:
+                async for event in events:
+                    if self.sessions.was_stored(session, event):
+                        self.channel.send(Yielded(start.run, stored=True))
+                    else:
+                        self.channel.send(Yielded(start.run, _json(event)))
+                    await self.channel.drain()
+            ending = self._finished(start.run, run_id)
+        except asyncio.CancelledError:
+            ending = Failed(start.run, "CancelledError", "stopped by the main process")
+        except ChannelClosed:
+            return
+        except Exception as error:  # the model or a tool raised, or a plugin refused
+            refused = refusal_in(error)
+            if refused is not None:
+                ending = Failed(start.run, type(error).__name__, refused.message, refused.code)
+            else:
+                log.warning("run %s failed in this worker", run_id, exc_info=True)
+                ending = Failed(start.run, type(error).__name__, str(error))
+        finally:
+            self.sessions.release(session)
+            self.tasks.pop(start.run, None)
+            self.aborts.pop(start.run, None)
+            if self.model_calls is not None:
+                self.model_calls.forget(run_id)
+        with contextlib.suppress(ChannelClosed):
+            self.channel.send(ending)
+
+    def _finished(self, run: int, run_id: str) -> Finished:
+        usage = self.usage.take(run_id) if self.usage is not None else None
+        failed = self.model_calls.take_failure(run_id) if self.model_calls is not None else None
+        failure = None
+        if failed is not None:
+            code = failed.failure
+            failure = (code.code.value, code.sentence, code.detail, failed.model)
+        return Finished(run, usage, failure)
+
+
+def _caller(fields: dict[str, object] | None) -> Caller | None:
+    if fields is None:
+        return None
+    roles = fields.get("roles") or ()
+    claims = fields.get("claims") or {}
+    assert isinstance(roles, list | tuple | frozenset) and isinstance(claims, dict)
+    return Caller(
+        user_id=str(fields["user_id"]),
+        org=str(fields["org"]) if fields.get("org") is not None else None,
+        roles=frozenset(str(role) for role in roles),
+        claims=claims,
+    )
+
+
+def _json(event: Event) -> bytes:
+    return event.model_dump_json(exclude_none=True, by_alias=True).encode()

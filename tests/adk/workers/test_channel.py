@@ -1,0 +1,52 @@
+"""The pipe between the main process and a worker: messages cross whole and in order, and
+what is not a frame of ours closes the pipe instead of being believed."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.messages import Cancel, FromMain, FromWorker, Hello, Yielded
+
+pytestmark = pytest.mark.unit
+
+
+async def pair() -> tuple[Channel[FromWorker], Channel[FromMain]]:
+    left, right = socket.socketpair()
+    main = Channel[FromWorker](*await asyncio.open_unix_connection(sock=left), FromWorker)
+    worker = Channel[FromMain](*await asyncio.open_unix_connection(sock=right), FromMain)
+    return main, worker
+
+
+async def test_messages_cross_in_order() -> None:
+    main, worker = await pair()
+    worker.send(Hello(1, 42))
+    worker.send(Yielded(3, b'{"id": "e"}'))
+    main.send(Cancel(3))
+    assert await main.receive() == Hello(1, 42)
+    assert await main.receive() == Yielded(3, b'{"id": "e"}')
+    assert await worker.receive() == Cancel(3)
+    main.close()
+    worker.close()
+
+
+async def test_a_closed_pipe_and_a_message_of_the_wrong_side_are_closed_pipes() -> None:
+    main, worker = await pair()
+    worker.send(Cancel(1))  # a message the main process never receives
+    with pytest.raises(ChannelClosed):
+        await main.receive()
+    worker.close()
+    with pytest.raises(ChannelClosed):
+        await main.receive()
+
+
+async def test_a_frame_longer_than_any_message_is_refused_before_it_is_read() -> None:
+    main, worker = await pair()
+    worker.writer.write((2**31).to_bytes(4, "big") + b"x")
+    with pytest.raises(ChannelClosed, match="bytes"):
+        await main.receive()
+    main.close()
+    worker.close()

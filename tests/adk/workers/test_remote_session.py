@@ -1,0 +1,83 @@
+"""A worker's session service stores through the main process: an event joins the worker's
+copy only once the main process says it is stored, and a refusal stops ADK."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+import pytest
+from google.adk.events import Event
+from google.adk.sessions import Session
+from google.genai import types
+
+from gateway.adk.workers.messages import Append, Appended
+from gateway.adk.workers.remote_session import RemoteAppendRefused, RemoteSessions
+
+pytestmark = pytest.mark.unit
+
+
+def said(text: str, *, partial: bool = False) -> Event:
+    content = types.Content(role="model", parts=[types.Part(text=text)])
+    return Event(author="agent", invocation_id="i-1", content=content, partial=partial)
+
+
+def held_session() -> tuple[RemoteSessions, Session, list[msgspec.Struct]]:
+    sent: list[msgspec.Struct] = []
+    sessions = RemoteSessions()
+    sessions.connect(sent.append)
+    session = Session(app_name="app", user_id="u", id="t-1")
+    sessions.hold(7, session)
+    return sessions, session, sent
+
+
+async def test_an_event_joins_the_session_once_the_main_process_stored_it() -> None:
+    sessions, session, sent = held_session()
+    event = said("안녕하세요")
+    appending = asyncio.create_task(sessions.append_event(session, event))
+    await asyncio.sleep(0)
+    [append] = sent
+    assert isinstance(append, Append) and append.run == 7
+    assert Event.model_validate_json(append.event).id == event.id
+    assert session.events == []  # not before the store said so
+    sessions.appended(Appended(7, append.call))
+    await appending
+    assert [e.id for e in session.events] == [event.id]
+    assert sessions.was_stored(session, event)
+    found = await sessions.get_session(app_name="app", user_id="u", session_id="t-1")
+    assert found is session
+
+
+async def test_a_partial_event_is_not_sent_to_be_stored() -> None:
+    sessions, session, sent = held_session()
+    await sessions.append_event(session, said("안", partial=True))
+    assert sent == [] and session.events == []
+
+
+async def test_a_refused_append_stops_the_run_and_leaves_the_session_as_it_was() -> None:
+    sessions, session, sent = held_session()
+    appending = asyncio.create_task(sessions.append_event(session, said("안녕")))
+    await asyncio.sleep(0)
+    [append] = sent
+    assert isinstance(append, Append)
+    sessions.appended(Appended(7, append.call, "FencedError"))
+    with pytest.raises(RemoteAppendRefused, match="FencedError"):
+        await appending
+    assert session.events == []
+
+
+async def test_appends_waiting_when_the_main_process_goes_fail() -> None:
+    sessions, session, _ = held_session()
+    appending = asyncio.create_task(sessions.append_event(session, said("안녕")))
+    await asyncio.sleep(0)
+    sessions.lost()
+    with pytest.raises(RemoteAppendRefused):
+        await appending
+
+
+async def test_a_session_no_run_holds_is_not_served() -> None:
+    sessions, session, _ = held_session()
+    sessions.release(session)
+    assert await sessions.get_session(app_name="app", user_id="u", session_id="t-1") is None
+    with pytest.raises(RemoteAppendRefused):
+        await sessions.append_event(session, said("안녕"))

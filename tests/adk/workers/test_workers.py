@@ -1,0 +1,68 @@
+"""With GATEWAY_WORKERS=2 the agent's invocations run in worker processes, and the story a
+user lives through over /ws is the same: the flagship, and a worker killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from gateway.adk.workers import WorkerPool
+from tests.support.agui import new_id, snapshot_of, text_of, tool_answer, tool_calls, user_input
+from tests.support.budgets import scaled
+from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
+
+# Worker processes import ADK and the agent on a shared machine: seconds, not milliseconds.
+START = scaled(60)
+
+
+def pool_of(gateway: RunningGateway) -> WorkerPool:
+    assert gateway.app.hub is not None
+    pool = gateway.app.hub.engine.workers
+    assert pool is not None, "the gateway runs its invocations in this process"
+    return pool
+
+
+async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> None:
+    async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+        pool = pool_of(gateway)
+        assert len(pool.pids()) == 2 and os.getpid() not in pool.pids()
+        await flagship_navigated_then_honest_reply(gateway)
+
+
+async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on(
+    tmp_path: Path,
+) -> None:
+    # A slow model, so that the run is still going when its worker is killed.
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, scripted_pace_ms=150.0) as gateway:
+        pool = pool_of(gateway)
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            await ws.send(user_input(thread, FLAGSHIP))
+            while (await ws.next(START))["type"] != "TOOL_CALL_START":
+                pass
+            killed = pool.pids()
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+            cut = await ws.until_end(START)
+            assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
+            assert cut[-1]["code"] == "RUN_INTERRUPTED"
+
+            # The thread is whole: every call it shows has its result.
+            shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
+            asked = {c["id"] for m in shown for c in m.get("toolCalls") or []}
+            answered = {m["toolCallId"] for m in shown if m["role"] == "tool"}
+            assert asked <= answered, shown
+
+            # The next input runs on a new worker, and the story ends honestly.
+            first = await ws.run(user_input(thread, FLAGSHIP))
+            [navigate] = tool_calls(first, "navigateToScreen")
+            second = await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
+            assert text_of(second) == MOVED
+        assert len(pool.pids()) == 2 and not set(pool.pids()) & set(killed)
