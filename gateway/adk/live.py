@@ -11,11 +11,18 @@ each piece an event id of its own. ``Transcripts`` (a plugin on the App) stamps 
 of one utterance, and its finished event, with one message id, minted from the first
 piece's event id, so the messages a snapshot reads from the store carry the ids the client
 was streamed.
+
+A live turn resumes the provider's session the thread keeps (``gateway.adk.resumption``),
+so the model goes on with the context it had, and is not sent the history again; when the
+provider refuses that handle before anything was said, the turn starts afresh with the
+history. Within a turn ADK itself reconnects with the newest handle when the provider
+ends a connection (its time limit, a ``goAway``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
@@ -33,6 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from gateway import wire as p
 from gateway.adk import telemetry
 from gateway.adk.hosting import first_line
+from gateway.adk.resumption import KeptHandle, kept_handle
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
@@ -71,8 +79,10 @@ class LiveTurn:
         # through the same object, so the store's staleness check sees one writer.
         self.session: Session | None = None
         self.invocation_id: str | None = None
+        # The provider's session the turn resumed, if it resumed one.
+        self.resumed: KeptHandle | None = None
 
-    def config(self) -> RunConfig:
+    def config(self, handle: str | None = None) -> RunConfig:
         return RunConfig(
             streaming_mode=StreamingMode.BIDI,
             response_modalities=[types.Modality.AUDIO],
@@ -80,7 +90,8 @@ class LiveTurn:
             output_audio_transcription=types.AudioTranscriptionConfig(),
             # The provider ends a connection (its time limit, a goAway): ADK reconnects with
             # the latest handle it was given, and the conversation goes on where it was.
-            session_resumption=types.SessionResumptionConfig(),
+            # ``handle``: the session the thread keeps, resumed from the first connection.
+            session_resumption=types.SessionResumptionConfig(handle=handle),
             custom_metadata={
                 RUN_METADATA_KEY: {
                     "runId": self.run_id,
@@ -95,16 +106,44 @@ class LiveTurn:
         """ADK's live stream, until the queue is closed and ADK has let go."""
         engine = self.engine
         self.session = await engine.session(self.user_id, self.thread_id)
+        kept = kept_handle(self.session, time.time()) if self.session else None
         handed = engine.sessions.handed_over(self.session) if self.session else nullcontext()
         with engine.client_tools.offered(self.run_id, self.client_tools), handed:
-            async for event in engine.runner.run_live(
-                user_id=self.user_id,
-                session_id=self.thread_id,
-                live_request_queue=self.queue,
-                run_config=self.config(),
-            ):
-                self.invocation_id = event.invocation_id
-                yield event
+            try:
+                async for event in self._run_live(kept):
+                    yield event
+            except genai_errors.APIError as refused:
+                if kept is None or self.invocation_id is not None:
+                    raise
+                # Expired, or lost by the provider: the thread's history will do instead.
+                log.warning(
+                    "live run %s: the provider refused the thread's kept session (%s);"
+                    " starting a new one with the history",
+                    self.run_id,
+                    first_line(refused),
+                )
+                self.resumed = None
+                async for event in self._run_live(None):
+                    yield event
+
+    async def _run_live(self, kept: KeptHandle | None) -> AsyncGenerator[AdkEvent, None]:
+        if kept is not None:
+            self.resumed = kept
+            log.info(
+                "live run %s resumes the provider's session kept with the thread (given %.0f s"
+                " ago, event %s)",
+                self.run_id,
+                time.time() - kept.given_at,
+                kept.event_id,
+            )
+        async for event in self.engine.runner.run_live(
+            user_id=self.user_id,
+            session_id=self.thread_id,
+            live_request_queue=self.queue,
+            run_config=self.config(kept.handle if kept else None),
+        ):
+            self.invocation_id = event.invocation_id
+            yield event
 
     async def answer(self, call_id: str, name: str, response: dict[str, Any]) -> None:
         """Gives the model a client tool's result: stored first (ADK stores no function

@@ -22,6 +22,13 @@ What the server does is a script per connection: the n-th connection plays ``scr
 - ``Pause(seconds)``: waits (for benchmarks, which pace the model's speech);
 - ``Close()``: closes the connection, as the provider does after a ``goAway``.
 
+A handle the server sent (``resumption``) resumes its session: a connection whose setup
+names it continues that session (``Connection.session``, numbered from 0 by the connection
+that began it), as Gemini's does. A setup naming a handle the server never gave, or one
+``forget`` made it lose (Gemini's expire), is refused as Gemini refuses a setup it cannot
+serve: the connection closes with an error before ``setupComplete``; it plays no script and
+is counted in ``refused``.
+
 Everything a connection received is kept on its ``Connection`` (setup, audio, tool
 responses, client contents), for the test to assert on. A wait that is never met fails
 the connection's script, and ``LiveServer.failures`` says which step waited.
@@ -61,6 +68,9 @@ from tests.support.budgets import scaled
 MODEL = "gemini-2.5-flash-native-audio-preview-09-2025"
 
 INPUT_RATE, OUTPUT_RATE = 16_000, 24_000
+
+# How Gemini closes a setup it cannot serve (1007: "Request contains an invalid argument").
+CLOSE_INVALID_ARGUMENT = 1007
 
 # How long a scripted wait lasts before the script fails, on a quiet machine.
 WAIT_SECONDS = 5.0
@@ -181,6 +191,8 @@ class Connection:
     chunk_arrivals: list[tuple[float, bytes]] = dataclasses.field(default_factory=list, repr=False)
     sent_at: list[float] = dataclasses.field(default_factory=list, repr=False)
     closed: bool = False
+    # The provider's session it belongs to: the number of the connection that began it.
+    session: int = 0
     changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     @property
@@ -217,6 +229,9 @@ class LiveServer:
         self.scripts = [list(script) for script in scripts]
         self.connections: list[Connection] = []
         self.failures: list[str] = []
+        # The handles sent, each to the session it resumes; setups refused for their handle.
+        self.handles: dict[str, int] = {}
+        self.refused: list[str] = []
         self._certificate, self._server_context = _certificate()
         self._server: Any = None
         self.port = 0
@@ -245,6 +260,10 @@ class LiveServer:
         """ADK's own Gemini model, its live connection made to this server."""
         return Gemini(model=MODEL, client_kwargs=self.client_options())
 
+    def forget(self, handle: str) -> None:
+        """Loses a session's handle, as Gemini does once it expired."""
+        self.handles.pop(handle, None)
+
     async def __aenter__(self) -> LiveServer:
         self._server = await serve(
             self._serve,
@@ -263,14 +282,23 @@ class LiveServer:
 
     async def _serve(self, websocket: ServerConnection) -> None:
         connection = Connection()
+        try:
+            connection.setup = _camel(json.loads(await websocket.recv()))["setup"]
+        except (ConnectionClosed, KeyError, ValueError) as error:
+            self.failures.append(f"connection {len(self.connections)}: no setup ({error!r})")
+            return
+        handle = connection.resumed_from
+        if handle is not None and handle not in self.handles:
+            self.refused.append(handle)
+            await websocket.close(CLOSE_INVALID_ARGUMENT, "Invalid session resumption handle.")
+            return
         index = len(self.connections)
+        connection.session = self.handles[handle] if handle is not None else index
         self.connections.append(connection)
         script = self.scripts[min(index, len(self.scripts) - 1)]
         try:
-            connection.setup = _camel(json.loads(await websocket.recv()))["setup"]
             await websocket.send(json.dumps({"setupComplete": {}}).encode())
-        except (ConnectionClosed, KeyError, ValueError) as error:
-            self.failures.append(f"connection {index}: no setup ({error!r})")
+        except ConnectionClosed:
             return
         reader = asyncio.create_task(self._read(websocket, connection))
         try:
@@ -300,6 +328,9 @@ class LiveServer:
         for number, step in enumerate(script):
             if isinstance(step, Send):
                 for message in step.messages:
+                    given = message.get("sessionResumptionUpdate", {}).get("newHandle")
+                    if given:
+                        self.handles[given] = connection.session
                     await websocket.send(json.dumps(message).encode())
                     connection.sent_at.append(time.perf_counter())
                 continue

@@ -3,22 +3,63 @@
 ``VoiceSocket`` wraps a websockets connection: every text frame goes through the suite's
 ``StreamChecker`` (and the official models), every binary frame is an audio-out frame kept
 in ``audio`` with its turn, in the order it arrived among the events (``arrivals``).
+``voice_gateway`` runs a gateway whose agent talks to a local Gemini Live server
+(``tests.support.gemini_live``), ``voice_socket`` opens one on it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection
+from google.adk.agents import LlmAgent
+from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.wire import live
+from tests.support import gemini_live
 from tests.support.agui import TERMINAL, StreamChecker
 from tests.support.budgets import scaled
+from tests.support.servers import RunningGateway, running_gateway
 
 # 100 ms of 16 kHz s16le audio: what a browser's worklet sends at a time.
 CHUNK_BYTES = 3200
+
+
+def find_screen(query: str) -> dict[str, str]:
+    """Finds the screen the person asks for in the catalog."""
+    return {"screenId": "MNU-3120", "asked": query}
+
+
+def voice_agent(server: gemini_live.LiveServer) -> LlmAgent:
+    """An agent on ADK's own Gemini model, its live connection made to ``server``."""
+    return LlmAgent(
+        name="voice",
+        model=server.live_model(),
+        instruction="Answer briefly.",
+        tools=[find_screen],
+    )
+
+
+@contextlib.asynccontextmanager
+async def voice_gateway(
+    scripts: Sequence[Sequence[gemini_live.Step]], **settings: Any
+) -> AsyncIterator[tuple[gemini_live.LiveServer, RunningGateway]]:
+    async with (
+        gemini_live.LiveServer(scripts) as server,
+        running_gateway(agent=voice_agent(server), **settings) as gateway,
+    ):
+        yield server, gateway
+
+
+@contextlib.asynccontextmanager
+async def voice_socket(
+    gateway: RunningGateway, query: str = "", user: str = "demo"
+) -> AsyncIterator[VoiceSocket]:
+    async with connect(gateway.ws_url(user, query), max_size=None) as ws:
+        yield VoiceSocket(ws)
 
 
 class VoiceSocket:
