@@ -170,6 +170,19 @@ class LiveTurn:
             self.queue.close()
 
 
+def stored(event: AdkEvent) -> bool:
+    """Whether ADK stores a live event: not a partial one, and no chunk of media (speech is
+    streamed, never stored: ``Runner._should_append_event``)."""
+    if event.partial:
+        return False
+    parts = event.content.parts if event.content and event.content.parts else []
+    return not any(
+        part.inline_data is not None
+        and (part.inline_data.mime_type or "").lower().startswith(("audio/", "video/", "image/"))
+        for part in parts
+    )
+
+
 def live_failure(error: BaseException) -> p.GatewayError | None:
     """What a client is told when a live turn's model fails, as a code and a sentence;
     None for a failure nobody expected (an error id, and the traceback in the log)."""

@@ -22,7 +22,7 @@ from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
 from tests.support.budgets import eventually
 from tests.support.servers import running_gateway
-from tests.support.voice import messages, voice_gateway, voice_socket
+from tests.support.voice import NAVIGATE, messages, voice_gateway, voice_socket
 
 pytestmark = pytest.mark.server
 
@@ -349,17 +349,6 @@ async def test_a_drain_ends_a_live_turn_at_once_then_closes_the_socket() -> None
         with pytest.raises(ConnectionClosed) as closed:
             await voice.next()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
-
-
-NAVIGATE = {
-    "name": "navigateToScreen",
-    "description": "Opens a screen of the app in the browser.",
-    "parameters": {
-        "type": "object",
-        "properties": {"screenId": {"type": "string"}},
-        "required": ["screenId"],
-    },
-}
 
 
 async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_back() -> None:

@@ -6,20 +6,38 @@ The provider's session-resumption handle is kept with the thread: a later live t
 the same gateway or after a restart, resumes the provider's session instead of sending the
 history again; a handle the provider lost starts a fresh session with the history; a
 connection the provider ends mid-turn is resumed with the newest handle.
+
+A live turn outlives its browser's socket: the same tab (its ``clientId``) reattaching by
+cursor gets what it missed, the browser action called meanwhile once, and the agent's
+speech again; a turn nobody comes back to ends by itself, still counted against the
+user's live turns until then.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.asyncio.client import connect
 
 from gateway.wire import live as wire_live
 from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
-from tests.support.servers import running_gateway
-from tests.support.voice import messages, voice_agent, voice_gateway, voice_socket
+from tests.support.budgets import eventually, scaled
+from tests.support.servers import RunningGateway, running_gateway
+from tests.support.voice import (
+    NAVIGATE,
+    VoiceSocket,
+    messages,
+    voice_agent,
+    voice_gateway,
+    voice_socket,
+)
+
+SPEECH = live.tone(0.3, live.OUTPUT_RATE)
 
 pytestmark = pytest.mark.server
 
@@ -126,3 +144,180 @@ async def test_a_connection_the_provider_ends_mid_turn_resumes_with_the_newest_h
         ("assistant", "네, 이어서 말씀드리면"),
         ("user", "길게 얘기해 보자"),
     ]
+
+
+def cursor(voice: VoiceSocket) -> int:
+    """The last number of the thread's log the client saw."""
+    return max(event.get("metadata", {}).get("gateway.seq", 0) for event in voice.events)
+
+
+async def dropped(voice: VoiceSocket) -> None:
+    """The network goes: no close frame, the TCP connection just ends."""
+    voice.ws.transport.abort()
+    with pytest.raises(Exception):  # noqa: B017 - whichever way the socket says it is gone
+        await voice.ws.recv()
+
+
+def live_call(gateway: RunningGateway, thread_id: str) -> bool:
+    hub = gateway.app.hub
+    assert hub is not None
+    thread = hub.threads.get(thread_id)
+    return thread is not None and thread.run is not None and bool(thread.run.translator.pending)
+
+
+def held(gateway: RunningGateway, thread_id: str) -> bool:
+    """Whether the thread's live turn lost its connection and waits for its tab."""
+    assert gateway.app.shared is not None
+    turn = gateway.app.shared.live_users.turns.get(thread_id)
+    return turn is not None and turn.held is not None and not turn.stopping.is_set()
+
+
+async def test_a_reattach_resumes_the_live_turn_and_the_action_called_meanwhile_runs_once() -> None:
+    dropped_now = asyncio.Event()
+    script = [
+        live.WaitAudio(3200),
+        live.Send(live.heard("업무 요청 목록 화면 열어줘", finished=True)),
+        live.Until(dropped_now),  # the model calls the browser while the tab is away
+        live.Send(
+            live.tool_call("navigateToScreen", {"screenId": "MNU-3120"}, "nav-1"),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.said("이동했습니다", finished=True), live.turn_complete()),
+        live.WaitAudio(6400),
+        live.Send(
+            live.audio_out(SPEECH),
+            live.said("더 필요하신가요", finished=True),
+            live.turn_complete(),
+        ),
+    ]
+    thread_id, run_id, tab = new_id("t"), new_id("r"), "&clientId=tab-1"
+    async with voice_gateway([script]) as (server, gateway):
+        async with voice_socket(gateway, tab) as before:
+            start = {"type": "liveStart", "threadId": thread_id, "runId": run_id}
+            await before.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
+            await before.until("CUSTOM", wire_live.STARTED)
+            await before.speak(live.tone(0.1))
+            await before.until("TEXT_MESSAGE_END")
+            seen = cursor(before)
+            await dropped(before)
+        dropped_now.set()
+        await eventually(lambda: live_call(gateway, thread_id), 10, what="the call, unsent")
+        url = gateway.ws_url("demo", f"{tab}&threadId={thread_id}&after={seen}")
+        async with connect(url, max_size=None) as ws:
+            after = VoiceSocket(ws)
+            after.checker = before.checker  # the stream goes on where the client left it
+            call = await after.until("TOOL_CALL_START")
+            await after.until("TOOL_CALL_END")
+            await after.until("CUSTOM", wire_live.RESUMED)
+            result = {
+                "type": "liveToolResult",
+                "threadId": thread_id,
+                "message": {
+                    "id": "result-1",
+                    "role": "tool",
+                    "toolCallId": call["toolCallId"],
+                    "content": '{"status": "navigated", "screenId": "MNU-3120"}',
+                },
+            }
+            await ws.send(json.dumps(result))
+            await ws.send(json.dumps(result))  # sent again after a reconnect: not run again
+            while "이동했습니다" not in [text for _, text in messages(after.events).values()]:
+                await after.next()
+            # The tab speaks again on its new connection, and hears the agent there.
+            await after.speak(live.tone(0.1))
+            while "더 필요하신가요" not in [text for _, text in messages(after.events).values()]:
+                await after.next()
+            await after.stop(thread_id)
+            end = await after.until_terminal()
+            refused = await after.until_terminal()
+        assert end["type"] == "RUN_FINISHED" and end["runId"] == run_id, end
+        assert refused["code"] == "VALIDATION_ERROR" and "answered already" in refused["message"]
+        assert server.failures == []
+        # One provider session all along; the browser's action reached the model once.
+        assert len(server.connections) == 1
+        assert [r["id"] for r in server.connections[0].tool_responses] == ["nav-1"]
+        assert not any(e["type"] == "TOOL_CALL_START" for e in before.events)
+        assert [e["type"] for e in after.events].count("TOOL_CALL_START") == 1
+        assert b"".join(pcm for _, pcm in after.audio) == SPEECH
+        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            snapshot = snapshot_of(await again.until_end())
+    said = [(m["role"], m.get("content")) for m in snapshot if m["role"] != "tool"]
+    assert said[0] == ("user", "업무 요청 목록 화면 열어줘")
+    assert said[-2:] == [("assistant", "이동했습니다"), ("assistant", "더 필요하신가요")]
+    assert [m["toolCallId"] for m in snapshot if m["role"] == "tool"] == [call["toolCallId"]]
+
+
+async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_then() -> None:
+    grace = scaled(1.0)
+    script = [live.WaitAudio(3200), live.Send(live.heard("잠깐만요", finished=True))]
+    thread_id, run_id = new_id("t"), new_id("r")
+    async with voice_gateway([script], live_reattach_seconds=grace, live_turns_per_user=1) as (
+        server,
+        gateway,
+    ):
+        async with voice_socket(gateway, "&clientId=tab-1") as before:
+            await before.start(thread_id, run_id)
+            await before.until("CUSTOM", wire_live.STARTED)
+            await before.speak(live.tone(0.1))
+            await before.until("TEXT_MESSAGE_END")
+            seen = cursor(before)
+            await dropped(before)
+        await eventually(lambda: held(gateway, thread_id), 10, what="the turn held for its tab")
+        # Held for its tab, the turn is still the user's one live turn.
+        async with voice_socket(gateway) as other:
+            await other.start(new_id("t"), new_id("r"))
+            quota = await other.until_terminal()
+        assert quota["code"] == "SERVICE_QUOTA_EXCEEDED", quota
+        await eventually(
+            lambda: all(c.closed for c in server.connections), 10, what="the turn let go"
+        )
+        # A later reattach by cursor finds the turn ended in the thread's log, its words kept.
+        async with voice_socket(gateway, f"&threadId={thread_id}&after={seen}") as later:
+            later.checker = before.checker
+            end = await later.until_terminal()
+        assert end["type"] == "RUN_FINISHED" and end["runId"] == run_id, end
+        assert later.audio == []
+        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            snapshot = snapshot_of(await again.until_end())
+    assert [(m["role"], m["content"]) for m in snapshot] == [("user", "잠깐만요")]
+
+
+async def test_a_reattach_without_a_cursor_mid_utterance_gets_the_words_so_far() -> None:
+    dropped_now = asyncio.Event()
+    script = [
+        live.WaitAudio(3200),
+        live.Send(live.heard("업무 요청 "), live.audio_out(SPEECH[:4800]), live.said("네, ")),
+        live.Until(dropped_now),
+        live.WaitAudio(6400),
+        live.Send(
+            live.said("말씀하세요", finished=True),
+            live.audio_out(SPEECH[4800:]),
+            live.turn_complete(),
+        ),
+    ]
+    thread_id, run_id, tab = new_id("t"), new_id("r"), "&clientId=tab-1"
+    async with voice_gateway([script]) as (server, gateway):
+        async with voice_socket(gateway, tab) as before:
+            await before.start(thread_id, run_id)
+            await before.until("CUSTOM", wire_live.STARTED)
+            await before.speak(live.tone(0.1))
+            while ("assistant", "네, ") not in messages(before.events).values():
+                await before.next()
+            await dropped(before)
+        await eventually(lambda: held(gateway, thread_id), 10, what="the turn held for its tab")
+        dropped_now.set()
+        async with voice_socket(gateway, f"{tab}&threadId={thread_id}") as after:
+            started = await after.until("RUN_STARTED")
+            await after.until("CUSTOM", wire_live.RESUMED)
+            await after.speak(live.tone(0.1))
+            while "네, 말씀하세요" not in [text for _, text in messages(after.events).values()]:
+                await after.next()
+            await after.stop(thread_id)
+            end = await after.until_terminal()
+        assert server.failures == []
+    assert started["runId"] == run_id and end["type"] == "RUN_FINISHED"
+    # The open reply came back as it stood, then went on, in one message.
+    streamed = messages(after.events)
+    assert ("assistant", "네, 말씀하세요") in streamed.values()
+    assert b"".join(pcm for _, pcm in after.audio) == SPEECH[4800:]

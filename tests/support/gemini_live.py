@@ -20,6 +20,8 @@ What the server does is a script per connection: the n-th connection plays ``scr
 - ``Send(*messages)``: sends messages, built with ``heard``, ``said``, ``audio_out``,
   ``interrupted``, ``turn_complete``, ``tool_call``, ``resumption``, ``go_away``;
 - ``Pause(seconds)``: waits (for benchmarks, which pace the model's speech);
+- ``Until(signal)``: until the test sets the ``asyncio.Event`` (a moment the test picks,
+  such as after its client dropped);
 - ``Close()``: closes the connection, as the provider does after a ``goAway``.
 
 A handle the server sent (``resumption``) resumes its session: a connection whose setup
@@ -112,11 +114,18 @@ class Pause:
 
 
 @dataclasses.dataclass(frozen=True)
+class Until:
+    """Until the test sets ``signal``."""
+
+    signal: asyncio.Event
+
+
+@dataclasses.dataclass(frozen=True)
 class Close:
     """Closes the connection (the provider's side of a ``goAway``)."""
 
 
-Step = WaitAudio | WaitToolResponse | WaitClientContent | Send | Pause | Close
+Step = WaitAudio | WaitToolResponse | WaitClientContent | Send | Pause | Until | Close
 
 
 # --- the messages a script sends ------------------------------------------------------------
@@ -336,6 +345,9 @@ class LiveServer:
                 continue
             if isinstance(step, Pause):
                 await asyncio.sleep(step.seconds)
+                continue
+            if isinstance(step, Until):
+                await step.signal.wait()
                 continue
             if isinstance(step, Close):
                 await websocket.close()

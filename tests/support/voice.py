@@ -28,6 +28,18 @@ from tests.support.servers import RunningGateway, running_gateway
 CHUNK_BYTES = 3200
 
 
+# The flagship's browser action, as a tab declares it in liveStart.
+NAVIGATE = {
+    "name": "navigateToScreen",
+    "description": "Opens a screen of the app in the browser.",
+    "parameters": {
+        "type": "object",
+        "properties": {"screenId": {"type": "string"}},
+        "required": ["screenId"],
+    },
+}
+
+
 def find_screen(query: str) -> dict[str, str]:
     """Finds the screen the person asks for in the catalog."""
     return {"screenId": "MNU-3120", "asked": query}
