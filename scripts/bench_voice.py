@@ -332,7 +332,10 @@ class Load:
     wall: float
     gateway_cpu: float
     bench_cpu: float
-    audio_seconds: float  # carried by the gateway, up and down together
+    # Seconds of audio the sessions sent up and the agent spoke down, and of those, what
+    # crossed the gateway (reached the Live server, reached the clients) within the window.
+    sent: float
+    carried: float
 
 
 async def sessions_at_once(sessions: int, seconds: float, pace: float) -> Load:
@@ -346,19 +349,28 @@ async def sessions_at_once(sessions: int, seconds: float, pace: float) -> Load:
         os.environ.update(server.environ())
         flags = ("--agent", "scripts._voice_agent:root_agent", "--user-rate", "0")
         flags += ("--warm-up-runs", "0", "--log-level", "error")
+        flags += ("--live-turns-per-user", "1", "--max-runs", str(max(200, sessions)))
         with contextlib.ExitStack() as process:
             # Started and stopped in a thread: it asks this loop's Live server meanwhile.
             gateway = await asyncio.to_thread(process.enter_context, local_gateway(*flags))
             try:
-                load = await _load(gateway.ws_url, gateway.process.pid, sessions, chunks, pace)
+                return await _load(
+                    server, gateway.ws_url, gateway.process.pid, sessions, chunks, pace
+                )
             finally:
                 await asyncio.to_thread(process.close)
-    return load
 
 
 async def _load(
-    ws_url: Callable[[str], str], pid: int, sessions: int, chunks: int, pace: float
+    server: live.LiveServer,
+    ws_url: Callable[[str], str],
+    pid: int,
+    sessions: int,
+    chunks: int,
+    pace: float,
 ) -> Load:
+    """The sessions' audio both ways in real time, for as long as it lasts plus as long
+    again: what has not crossed the gateway by then is what it fell behind by."""
     async with contextlib.AsyncExitStack() as stack:
         sockets = [
             await stack.enter_async_context(
@@ -381,16 +393,22 @@ async def _load(
             await asyncio.gather(paced(pace, chunks, speak), listen())
 
         cpu, bench, began = cpu_seconds(pid), time.process_time(), time.perf_counter()
-        await asyncio.wait_for(
-            asyncio.gather(*(session(n, ws) for n, ws in enumerate(sockets))),
-            chunks * pace + WAIT_SECONDS,
-        )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*(session(n, ws) for n, ws in enumerate(sockets))),
+                2 * chunks * pace + 1,
+            )
         wall = time.perf_counter() - began
         cpu, bench = cpu_seconds(pid) - cpu, time.process_time() - bench
-        await asyncio.gather(*(_stop(ws, f"load-{n}") for n, ws in enumerate(sockets)))
-    audio = sessions * chunks * UP_BYTES / (2 * live.INPUT_RATE)
-    audio += sum(heard) * DOWN_BYTES / (2 * live.OUTPUT_RATE)
-    return Load(sessions, wall, cpu, bench, audio)
+        up = sum(len(c.audio) for c in server.connections) / (2 * live.INPUT_RATE)
+        down = sum(heard) * DOWN_BYTES / (2 * live.OUTPUT_RATE)
+        with contextlib.suppress(Exception):  # a gateway that fell behind is stopped anyway
+            await asyncio.wait_for(
+                asyncio.gather(*(_stop(ws, f"load-{n}") for n, ws in enumerate(sockets))),
+                WAIT_SECONDS,
+            )
+    sent = sessions * chunks * pace * 2
+    return Load(sessions, wall, cpu, bench, sent, up + down)
 
 
 # --- the report -------------------------------------------------------------------------
@@ -453,12 +471,13 @@ async def main(args: argparse.Namespace) -> None:
             f" include the {(SPEECH_BEFORE_STOPPING - 1) * args.pace_ms:g} ms until the"
             " person's chunk that the server's stand-in for voice detection stops at)"
         )
-    if args.sessions:
-        load = await sessions_at_once(args.sessions, args.session_seconds, pace)
-        per_audio = load.gateway_cpu / load.audio_seconds * 1000
+    for sessions in args.sessions:
+        load = await sessions_at_once(sessions, args.session_seconds, pace)
+        per_audio = load.gateway_cpu / load.carried * 1000
         print(
-            f"{load.sessions} live sessions at once, {args.session_seconds:g} s of audio each"
-            f" way each, {load.audio_seconds:.0f} s of audio in {load.wall:.1f} s:"
+            f"{load.sessions} live sessions at once, {args.session_seconds:g} s of audio each way"
+            f" each: {load.carried:.0f} s of the {load.sent:.0f} s of audio crossed the gateway"
+            f" in {load.wall:.1f} s"
         )
         print(
             f"  gateway: {per_audio:.2f} ms of CPU per second of audio,"
@@ -466,9 +485,16 @@ async def main(args: argparse.Namespace) -> None:
         )
         print(
             f"  clients and Live server (this process): "
-            f"{load.bench_cpu / load.audio_seconds * 1000:.2f} ms per second of audio,"
+            f"{load.bench_cpu / load.carried * 1000:.2f} ms per second of audio,"
             f" {load.bench_cpu / load.wall * 100:.0f}% of one core"
         )
+
+
+def _session_counts(text: str) -> list[int]:
+    counts = [int(part) for part in text.split(",") if part.strip()]
+    if any(not 0 <= count <= 200 for count in counts):
+        raise argparse.ArgumentTypeError("each count of sessions is 0-200")
+    return [count for count in counts if count]
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -477,7 +503,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunks", type=int, default=200)
     parser.add_argument("--pace-ms", type=float, default=20.0)
     parser.add_argument("--barge-ins", type=int, default=5, help="a round, each side (0: none)")
-    parser.add_argument("--sessions", type=int, default=50, choices=range(0, 201), metavar="0-200")
+    parser.add_argument(
+        "--sessions",
+        type=_session_counts,
+        default=[10, 50],
+        help="live sessions at once, comma-separated runs (each 1-200; 0: none)",
+    )
     parser.add_argument("--session-seconds", type=float, default=5.0)
     return parser.parse_args(argv)
 

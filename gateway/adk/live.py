@@ -16,7 +16,10 @@ A live turn resumes the provider's session the thread keeps (``gateway.adk.resum
 so the model goes on with the context it had, and is not sent the history again; when the
 provider refuses that handle before anything was said, the turn starts afresh with the
 history. Within a turn ADK itself reconnects with the newest handle when the provider
-ends a connection (its time limit, a ``goAway``).
+ends a connection (its time limit, a ``goAway``). ADK forgets its handle when the provider
+says the session cannot be resumed just then (while it speaks or runs a tool); a
+connection ended at such a moment ends ADK's stream though nobody closed the turn, and the
+turn then resumes with the newest handle it was given.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class LiveTurn:
         self.invocation_id: str | None = None
         # The provider's session the turn resumed, if it resumed one.
         self.resumed: KeptHandle | None = None
+        # The newest resumable handle the provider gave during the turn.
+        self.latest: KeptHandle | None = None
 
     def config(self, handle: str | None = None) -> RunConfig:
         return RunConfig(
@@ -109,29 +114,40 @@ class LiveTurn:
         kept = kept_handle(self.session, time.time()) if self.session else None
         handed = engine.sessions.handed_over(self.session) if self.session else nullcontext()
         with engine.client_tools.offered(self.run_id, self.client_tools), handed:
-            try:
-                async for event in self._run_live(kept):
-                    yield event
-            except genai_errors.APIError as refused:
-                if kept is None or self.invocation_id is not None:
-                    raise
-                # Expired, or lost by the provider: the thread's history will do instead.
+            resume = kept
+            while True:
+                try:
+                    async for event in self._run_live(resume):
+                        yield event
+                except genai_errors.APIError as refused:
+                    if resume is None or resume is not kept or self.invocation_id is not None:
+                        raise
+                    # Expired, or lost by the provider: the thread's history will do instead.
+                    log.warning(
+                        "live run %s: the provider refused the thread's kept session (%s);"
+                        " starting a new one with the history",
+                        self.run_id,
+                        first_line(refused),
+                    )
+                    resume = self.resumed = None
+                    continue
+                if self.closed or self.latest is None or self.latest is resume:
+                    return
+                # Nobody ended the turn: the provider ended its connection at a moment ADK
+                # had no handle for (it forgets the one it had when told the session
+                # cannot be resumed just now). The newest the turn was given will do.
                 log.warning(
-                    "live run %s: the provider refused the thread's kept session (%s);"
-                    " starting a new one with the history",
+                    "live run %s: the provider's connection ended with nothing for ADK to"
+                    " resume with; resuming with the newest handle of the turn",
                     self.run_id,
-                    first_line(refused),
                 )
-                self.resumed = None
-                async for event in self._run_live(None):
-                    yield event
+                resume = self.latest
 
     async def _run_live(self, kept: KeptHandle | None) -> AsyncGenerator[AdkEvent, None]:
         if kept is not None:
             self.resumed = kept
             log.info(
-                "live run %s resumes the provider's session kept with the thread (given %.0f s"
-                " ago, event %s)",
+                "live run %s resumes the provider's session (given %.0f s ago, event %s)",
                 self.run_id,
                 time.time() - kept.given_at,
                 kept.event_id,
@@ -143,6 +159,9 @@ class LiveTurn:
             run_config=self.config(kept.handle if kept else None),
         ):
             self.invocation_id = event.invocation_id
+            update = event.live_session_resumption_update
+            if update is not None and update.resumable and update.new_handle:
+                self.latest = KeptHandle(update.new_handle, event.id, event.timestamp)
             yield event
 
     async def answer(self, call_id: str, name: str, response: dict[str, Any]) -> None:

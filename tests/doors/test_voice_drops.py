@@ -321,3 +321,26 @@ async def test_a_reattach_without_a_cursor_mid_utterance_gets_the_words_so_far()
     streamed = messages(after.events)
     assert ("assistant", "네, 말씀하세요") in streamed.values()
     assert b"".join(pcm for _, pcm in after.audio) == SPEECH[4800:]
+
+
+async def test_a_provider_that_ends_the_connection_where_adk_lost_its_handle_is_resumed() -> None:
+    # Gemini says now and then that the session cannot be resumed at this point (while it
+    # generates, or runs a tool): ADK then forgets the handle it had, and a connection
+    # ended right after would end the turn; the gateway resumes it with the handle it kept.
+    not_resumable = {"sessionResumptionUpdate": {"resumable": False}}
+    first = [
+        live.WaitAudio(3200),
+        live.Send(
+            live.resumption("handle-1"),
+            live.heard("계속 얘기하자", finished=True),
+            not_resumable,
+        ),
+        live.Close(),
+    ]
+    second = [live.Send(live.said("네, 이어서요", finished=True), live.turn_complete())]
+    async with voice_gateway([first, second]) as (server, gateway):
+        events = await talk(gateway, new_id("t"), "네, 이어서요")
+        assert server.failures == []
+    assert [c.resumed_from for c in server.connections] == [None, "handle-1"]
+    assert server.connections[1].session == server.connections[0].session
+    assert ("assistant", "네, 이어서요") in messages(events).values()
