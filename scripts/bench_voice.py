@@ -20,9 +20,10 @@ with the times the process was preempted while the chunks went down (involuntary
 switches): on a busy machine those, not the gateway's code, make the p99.
 
 **Barge-in to silence.** The agent speaks (20 ms chunks, paced); once the client has heard
-200 ms of it the person starts speaking, and the server, once it received 60 ms of that
-speech (three chunks, the last sent 40 ms after the first: its stand-in for Gemini's voice
-detection, the same on both sides), interrupts its turn and stops. Timed: the client's
+200 ms of it the person starts speaking (at a random point between two of its chunks), and
+the server, once it received 60 ms of that speech (three chunks, the last sent 40 ms after
+the first: its stand-in for Gemini's voice detection, the same on both sides), interrupts
+its turn and stops. Timed: the client's
 time from its speech start to the last chunk of the agent's speech it received, and to the
 interruption's notice (``gateway.live.interrupted``; direct, ``serverContent.interrupted``),
 ``--barge-ins`` times a round on each side.
@@ -47,6 +48,7 @@ import dataclasses
 import json
 import logging
 import os
+import random
 import resource
 import statistics
 import time
@@ -247,6 +249,9 @@ class Listener:
     async def barge_in(self, pace: float, speak: Any) -> BargeIn:
         """Waits until the agent has said enough, then speaks over it until told."""
         await asyncio.wait_for(self.heard_enough.wait(), WAIT_SECONDS)
+        # Anywhere between two of the agent's chunks: which chunk is its last depends on
+        # where the person starts, and a fixed start would favour one side.
+        await asyncio.sleep(random.uniform(0, pace))
         began = time.perf_counter()
 
         async def speaking() -> None:
@@ -474,10 +479,12 @@ async def main(args: argparse.Namespace) -> None:
     for sessions in args.sessions:
         load = await sessions_at_once(sessions, args.session_seconds, pace)
         per_audio = load.gateway_cpu / load.carried * 1000
+        # A machine with more runnable processes than cores gives each only its share.
+        busy = os.getloadavg()[0]
         print(
             f"{load.sessions} live sessions at once, {args.session_seconds:g} s of audio each way"
             f" each: {load.carried:.0f} s of the {load.sent:.0f} s of audio crossed the gateway"
-            f" in {load.wall:.1f} s"
+            f" in {load.wall:.1f} s (load average {busy:.1f} on {os.cpu_count()} cores)"
         )
         print(
             f"  gateway: {per_audio:.2f} ms of CPU per second of audio,"
@@ -502,7 +509,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunks", type=int, default=200)
     parser.add_argument("--pace-ms", type=float, default=20.0)
-    parser.add_argument("--barge-ins", type=int, default=5, help="a round, each side (0: none)")
+    parser.add_argument("--barge-ins", type=int, default=10, help="a round, each side (0: none)")
     parser.add_argument(
         "--sessions",
         type=_session_counts,
