@@ -32,6 +32,7 @@ from tests.support.voice import (
     NAVIGATE,
     VoiceSocket,
     messages,
+    navigated,
     voice_agent,
     voice_gateway,
     voice_socket,
@@ -210,16 +211,7 @@ async def test_a_reattach_resumes_the_live_turn_and_the_action_called_meanwhile_
             call = await after.until("TOOL_CALL_START")
             await after.until("TOOL_CALL_END")
             await after.until("CUSTOM", wire_live.RESUMED)
-            result = {
-                "type": "liveToolResult",
-                "threadId": thread_id,
-                "message": {
-                    "id": "result-1",
-                    "role": "tool",
-                    "toolCallId": call["toolCallId"],
-                    "content": '{"status": "navigated", "screenId": "MNU-3120"}',
-                },
-            }
+            result = navigated(thread_id, call["toolCallId"])
             await ws.send(json.dumps(result))
             await ws.send(json.dumps(result))  # sent again after a reconnect: not run again
             while "이동했습니다" not in [text for _, text in messages(after.events).values()]:

@@ -40,6 +40,20 @@ NAVIGATE = {
 }
 
 
+def navigated(thread_id: str, call_id: str) -> dict[str, Any]:
+    """The tab's ``liveToolResult`` once it opened the screen a navigateToScreen call named."""
+    return {
+        "type": "liveToolResult",
+        "threadId": thread_id,
+        "message": {
+            "id": "result-1",
+            "role": "tool",
+            "toolCallId": call_id,
+            "content": '{"status": "navigated", "screenId": "MNU-3120"}',
+        },
+    }
+
+
 def find_screen(query: str) -> dict[str, str]:
     """Finds the screen the person asks for in the catalog."""
     return {"screenId": "MNU-3120", "asked": query}
