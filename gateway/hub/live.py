@@ -230,11 +230,13 @@ class LiveRun:
         if self.stopping.is_set() or self.run.ended or self.held is not None:
             return
         log.info("live %s: its connection closed; held %.0f s for a reattach", self.run, grace)
+        self.hub.metrics.live_dropped("held")
         self.held = asyncio.get_running_loop().call_later(grace, self._unclaimed, grace)
 
     def _unclaimed(self, grace: float) -> None:
         self.held = None
         log.info("live %s: nobody reattached within %.0f s; the turn ends", self.run, grace)
+        self.hub.metrics.live_dropped("ended")
         self.stop()
 
     def resume(self, speaker: Speaker) -> bool:
@@ -251,6 +253,7 @@ class LiveRun:
         # The outbox holds the reattach's catch-up: the notice goes after it.
         self.run.outbox.send(partial(speaker.deliver, told))
         log.info("live %s: resumed on a new connection of its client", self.run)
+        self.hub.metrics.live_dropped("resumed")
         return True
 
     async def _watch_stop(self) -> None:

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from websockets.asyncio.client import connect
 
@@ -39,6 +40,7 @@ from tests.support.voice import (
 )
 
 SPEECH = live.tone(0.3, live.OUTPUT_RATE)
+METRICS_TOKEN = "voice-drops-metrics-token"
 
 pytestmark = pytest.mark.server
 
@@ -244,10 +246,10 @@ async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_the
     grace = scaled(1.0)
     script = [live.WaitAudio(3200), live.Send(live.heard("잠깐만요", finished=True))]
     thread_id, run_id = new_id("t"), new_id("r")
-    async with voice_gateway([script], live_reattach_seconds=grace, live_turns_per_user=1) as (
-        server,
-        gateway,
-    ):
+    settings = {"metrics": "on", "metrics_token": METRICS_TOKEN}
+    async with voice_gateway(
+        [script], live_reattach_seconds=grace, live_turns_per_user=1, **settings
+    ) as (server, gateway):
         async with voice_socket(gateway, "&clientId=tab-1") as before:
             await before.start(thread_id, run_id)
             await before.until("CUSTOM", wire_live.STARTED)
@@ -270,6 +272,13 @@ async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_the
             end = await later.until_terminal()
         assert end["type"] == "RUN_FINISHED" and end["runId"] == run_id, end
         assert later.audio == []
+        # Operators see the drop: held, then ended.
+        async with httpx.AsyncClient() as client:
+            scraped = await client.get(
+                gateway.http + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}
+            )
+        assert 'gateway_live_drops_total{outcome="held"} 1.0' in scraped.text
+        assert 'gateway_live_drops_total{outcome="ended"} 1.0' in scraped.text
         async with voice_socket(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
     assert [(m["role"], m["content"]) for m in snapshot] == [("user", "잠깐만요")]
