@@ -29,6 +29,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from gateway import config, metrics
 from gateway.adk.hosting import Hosted
 from gateway.adk.live import Transcripts
+from gateway.adk.live_approvals import LiveApprovalPlugin
 from gateway.config import Settings
 from gateway.tools.catalog import Catalog
 
@@ -116,6 +117,8 @@ def create_app(
     plugins: list[BasePlugin] = [
         # First: it reads a tool's result before any other plugin may replace it.
         LongRunningPlugin(),
+        # Before the audit's and the approvals': a live turn's call waits for its answer here.
+        LiveApprovalPlugin(),
         AuditPlugin(audit),
         ApprovalPlugin(),
         AttributionPlugin(),

@@ -19,7 +19,10 @@ or received events): the socket is aborted, the user reconnects, reattaches with
 ``{"type": "reattach", "threadId"}``, answers the call the snapshot's outcome lists as
 pending (once), resends its message if the thread never got it, and finishes the story.
 At the end every thread is read back by reattach and must be consistent: no open call,
-one navigateToScreen call answered exactly once, the honest reply last.
+one navigateToScreen call answered exactly once, the honest reply last. ``--seed`` draws
+the cuts (each round's title prints it), and a failed story is reported with its last
+moments (what it sent and was sent and when, the cut, the reconnect), so a timeout says
+what the story waited on.
 
 ``--db`` picks the store: a SQLite ``file`` (the default), ``memory``, ``postgres`` (a
 throwaway server on this machine, ``tests/support/postgres.py``, a fresh database a round)
@@ -105,6 +108,9 @@ SPARE_FILES = 200
 LOUD = ("WARNING", "ERROR", "CRITICAL")
 LOG_LINES_SHOWN = 3
 LOG_LINE_CHARS = 200
+# Moments of a story its trail keeps for the report of one that failed (runs of one kind
+# of event fold into one).
+TRAIL_MOMENTS = 10
 
 
 def user_name(number: int) -> str:
@@ -121,6 +127,53 @@ class StoryError(Exception):
 
 class Cut(Exception):
     """The script aborted the connection on purpose (``--kill``)."""
+
+
+class Trail:
+    """What a story last sent and was sent, for the report of one that fails: its last
+    ``TRAIL_MOMENTS`` moments, each at its seconds since the story began, a run of one
+    kind of event folded into one (``TEXT_MESSAGE_CONTENT x12``). A story that timed out
+    says where it stood: what it waited on, and since when."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+        # [what, how many times in a row, seconds of the first, seconds of the last]
+        self.moments: collections.deque[list[Any]] = collections.deque(maxlen=TRAIL_MOMENTS)
+
+    def add(self, what: str) -> None:
+        at = time.perf_counter() - self.began
+        if self.moments and self.moments[-1][0] == what:
+            self.moments[-1][1] += 1
+            self.moments[-1][3] = at
+        else:
+            self.moments.append([what, 1, at, at])
+
+    def __str__(self) -> str:
+        shown = []
+        for what, times, first, last in self.moments:
+            when = f"{first:.2f}" if times == 1 else f"{first:.2f}-{last:.2f}"
+            shown.append(f"{when} {what}" + (f" x{times}" if times > 1 else ""))
+        return "; ".join(shown) or "nothing"
+
+
+def sent(frame: dict[str, Any]) -> str:
+    """A frame as a trail shows it: a reattach, the user's message or the browser's answer."""
+    if frame.get("type"):
+        return f"sent {frame['type']}"
+    roles = {message["role"] for message in frame.get("messages", ())}
+    return f"sent {'answer' if roles == {'tool'} else 'message'} {frame.get('runId', '')}"
+
+
+def received(event: dict[str, Any]) -> str:
+    """An event as a trail shows it: its type, and a run's id and outcome at its bounds."""
+    kind = str(event.get("type"))
+    if kind == "RUN_STARTED":
+        return f"{kind} {event.get('runId')}"
+    if kind == "RUN_FINISHED":
+        return f"{kind} {event.get('runId')} {event.get('outcome') or ''}".rstrip()
+    if kind == "RUN_ERROR":
+        return f"{kind} {event.get('code')}"
+    return kind
 
 
 @dataclasses.dataclass
@@ -145,6 +198,7 @@ class Story:
     paced: bool = False
     error: str | None = None
     detail: str = ""
+    trail: Trail = dataclasses.field(default_factory=Trail)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,11 +254,11 @@ class Link:
     """One /ws connection of a user: every event decoded and checked, runs timed.
 
     ``cut_after`` counts down the moments (a frame sent, an event received) until the
-    script aborts the socket; None leaves it be.
+    script aborts the socket; None leaves it be. Each moment goes on ``trail``, the story's.
     """
 
-    def __init__(self, ws: ClientConnection, load: Load) -> None:
-        self.ws, self.load = ws, load
+    def __init__(self, ws: ClientConnection, load: Load, trail: Trail) -> None:
+        self.ws, self.load, self.trail = ws, load, trail
         self.checker = StreamChecker(official=False)
         self.cut_after: int | None = None
         self.moments = 0
@@ -214,9 +268,10 @@ class Link:
             await self.ws.send(json.dumps(frame, ensure_ascii=False))
         except WebSocketException as error:
             raise StoryError("connection closed", repr(error)) from None
-        sent = time.perf_counter()
+        at = time.perf_counter()
+        self.trail.add(sent(frame))
         self._moment()
-        return sent
+        return at
 
     async def next(self) -> dict[str, Any]:
         try:
@@ -228,6 +283,7 @@ class Link:
             self.checker.feed(event)
         except (msgspec.DecodeError, AssertionError, KeyError, TypeError) as error:
             raise StoryError("invalid stream", f"{error!r}: {raw[:200]!r}") from None
+        self.trail.add(received(event))
         self._moment()
         return event
 
@@ -238,6 +294,7 @@ class Link:
             if self.cut_after <= 0:
                 self.cut_after = None
                 self.ws.transport.abort()
+                self.trail.add("cut")
                 raise Cut
 
     async def run(self, frame: dict[str, Any], *, asks_a_run: bool = True) -> RunSeen:
@@ -278,9 +335,12 @@ class Load:
     """One round: the users, their stories, and the check of every thread at the end."""
 
     def __init__(
-        self, args: argparse.Namespace, gateways: Sequence[LocalGateway], kill: bool
+        self, args: argparse.Namespace, gateways: Sequence[LocalGateway], kill: bool, seed: int
     ) -> None:
         self.args, self.gateways, self.kill = args, gateways, kill
+        # Draws the cuts: the same seed draws the same ones, though which story gets which
+        # follows the order the users reach their stories in.
+        self.random = random.Random(seed)
         self.tools: list[Any] = client_tools(gateways[0])
         self.stories: list[Story] = []
         self.waiting = self.waiting_peak = 0
@@ -300,7 +360,7 @@ class Load:
         self.waiting += change
         self.waiting_peak = max(self.waiting_peak, self.waiting)
 
-    async def connect(self, user: User) -> Link:
+    async def connect(self, user: User, trail: Trail) -> Link:
         try:
             ws = await connect(
                 self.gateway_of(user.name).ws_url(user.name),
@@ -310,7 +370,8 @@ class Load:
             )
         except (OSError, InvalidHandshake, TimeoutError) as error:
             raise StoryError("connection refused", repr(error)) from None
-        return Link(ws, self)
+        trail.add("connected")
+        return Link(ws, self, trail)
 
     def gateway_of(self, name: str) -> LocalGateway:
         """The process a user talks to: users spread evenly over them, each always to one."""
@@ -349,7 +410,7 @@ class Load:
 
     async def recover(self, user: User, story: Story) -> Link:
         """Reconnects as the same user and finishes the story from what the thread holds."""
-        link = await self.connect(user)
+        link = await self.connect(user, story.trail)
         try:
             return await self.finish(link, user, story)
         except BaseException:
@@ -387,7 +448,8 @@ class Load:
     async def story(self, user: User, link: Link | None, story: Story) -> Link:
         """Tells one story on the user's link (a new one if None); closes it if it fails."""
         story.paced = await user.pace(STORY_FRAMES)
-        link = link or await self.connect(user)
+        link = link or await self.connect(user, story.trail)
+        link.trail = story.trail
         try:
             return await self.tell_on(link, user, story)
         except BaseException:
@@ -396,10 +458,10 @@ class Load:
 
     async def tell_on(self, link: Link, user: User, story: Story) -> Link:
         """The story, cut at a random moment in kill mode; returns the link it ended on."""
-        if self.kill and self.story_moments > 1 and random.random() < self.args.kill_share:
+        if self.kill and self.story_moments > 1 and self.random.random() < self.args.kill_share:
             # After any moment but the last: the final RUN_FINISHED ends the story anyway.
             # A busy server merges text chunks, so a story may end before its moment comes.
-            link.cut_after = random.randint(1, self.story_moments - 1)
+            link.cut_after = self.random.randint(1, self.story_moments - 1)
         link.moments = 0
         story.began = time.perf_counter()
         try:
@@ -438,8 +500,8 @@ class Load:
     async def probe(self) -> None:
         """One story before the load: the flagship works for a load user, and its length."""
         user = User(user_name(1), self.args.frames_per_second)
-        link = await self.connect(user)
         story = Story(user.name, new_id("probe"))
+        link = await self.connect(user, story.trail)
         try:
             await self.tell(link, story)
         except StoryError as error:
@@ -465,7 +527,7 @@ class Load:
         for story in stories:
             await user.pace(1)
             try:
-                link = link or await self.connect(user)
+                link = link or await self.connect(user, Trail())
                 reattach = link.reattach(story.thread)
                 seen = await asyncio.wait_for(reattach, self.args.story_timeout)
                 problems = thread_problems(seen.messages, seen.outcome) if not story.error else []
@@ -687,9 +749,11 @@ class Result:
             load.recoveries,
             logged,
             lines,
-            [f"{s.user} {s.thread}: {s.error}: {s.detail}"[:LOG_LINE_CHARS] for s in failed][
-                :LOG_LINES_SHOWN
-            ],
+            [
+                f"{f'{s.user} {s.thread}: {s.error}: {s.detail}'[:LOG_LINE_CHARS]}\n"
+                f"      its last moments, seconds since it began: {s.trail}"
+                for s in failed
+            ][:LOG_LINES_SHOWN],
         )
 
     @classmethod
@@ -833,10 +897,12 @@ def served(
         ]
 
 
-def one_round(args: argparse.Namespace, setup: Setup, postgres: Postgres | None) -> Result:
+def one_round(
+    args: argparse.Namespace, setup: Setup, postgres: Postgres | None, seed: int
+) -> Result:
     load_average = float(Path("/proc/loadavg").read_text().split()[0])
     with served(args, setup, postgres) as gateways:
-        load = Load(args, gateways, args.kill)
+        load = Load(args, gateways, args.kill, seed)
         monitor = Monitor([gateway.process.pid for gateway in gateways])
         uvloop.run(load.run(monitor))
         return Result.of(load, monitor, load_average)
@@ -870,6 +936,13 @@ def main() -> int:
         "--kill-share", type=float, default=0.5, help="share of stories cut with --kill (0.5)"
     )
     parser.add_argument("--rounds", type=int, default=1, help="fresh servers, then medians (1)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=random.randrange(1_000_000),
+        help="picks the stories --kill cuts and when; round N uses seed + N - 1 (a random one,"
+        " printed)",
+    )
     parser.add_argument("--pace-ms", type=float, default=30.0, help="model pace a chunk (30)")
     parser.add_argument(
         "--frames-per-second",
@@ -899,11 +972,12 @@ def main() -> int:
         if any(setup.store == "postgres" for setup in args.db):
             postgres = stack.enter_context(running_postgres())
         for number in range(1, args.rounds + 1):
+            seed = args.seed + number - 1
             for setup in args.db:
-                results[setup].append(one_round(args, setup, postgres))
+                results[setup].append(one_round(args, setup, postgres, seed))
                 title = (
                     f"round {number}: {args.users} users (ramp {args.ramp:g} s), the flagship"
-                    f" story, model pace {args.pace_ms:g} ms, store {setup}, {mode}"
+                    f" story, model pace {args.pace_ms:g} ms, store {setup}, {mode}, seed {seed}"
                 )
                 print_result(title, results[setup][-1], args.kill)
     for setup, rounds in results.items():

@@ -45,6 +45,7 @@ from gateway.tools.catalog import Catalog
 
 __all__ = [
     "ApprovalPlugin",
+    "adk_hint",
     "built_to_confirm",
     "confirmation",
     "interrupt_message",
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 
-def _adk_hint(name: str) -> str:
+def adk_hint(name: str) -> str:
     """How ADK's FunctionTool and McpTool word the hint for ``require_confirmation``: an
     instruction to a developer, not a question for a person."""
     return (
@@ -100,7 +101,7 @@ def interrupt_message(
     """What the person is asked: the tool's hint (``own_hint``: the tool wrote it, see
     ``own_hints``), else the catalog's approval message with the arguments, or a sentence
     from the tool's name and arguments in place of ADK's words."""
-    if hint and (own_hint or hint != _adk_hint(name)):
+    if hint and (own_hint or hint != adk_hint(name)):
         return hint
     entry = catalog.entries.get(name) if catalog else None
     if entry is not None and entry.approval_template:

@@ -6,11 +6,17 @@ gateway puts the person's audio on the turn's ``LiveRequestQueue`` as it arrives
 (``close``) and ADK's stream ends. ADK stores what it stores of a live invocation itself:
 finished transcriptions of both sides, tool calls and results; never the audio chunks.
 
+A live invocation has several writers of the thread at once (ADK's runner stores the
+events it yields, ADK's sender stores typed text as it goes out, ``answer`` stores the
+browser's results): the turn's appends wait for each other (``SessionService.serialised``),
+since two in flight at once would carry the same revision and the store would refuse one.
+
 A transcript reaches the client in pieces and the store as one finished event, and ADK gives
 each piece an event id of its own. ``Transcripts`` (a plugin on the App) stamps every piece
 of one utterance, and its finished event, with one message id, minted from the first
 piece's event id, so the messages a snapshot reads from the store carry the ids the client
-was streamed.
+was streamed. An interruption is stamped with the message id of the reply it cut off
+(``wire.live.CUT_OFF_KEY``), which ADK stored, finished, just before it.
 
 A live turn resumes the provider's session the thread keeps (``gateway.adk.resumption``),
 so the model goes on with the context it had, and is not sent the history again; when the
@@ -43,9 +49,11 @@ from websockets.exceptions import ConnectionClosed
 from gateway import wire as p
 from gateway.adk import telemetry
 from gateway.adk.hosting import first_line
+from gateway.adk.live_approvals import Asking, asking_in
 from gateway.adk.resumption import KeptHandle, kept_handle
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
+from gateway.store.shared_writes import SharedWrites
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool
 from gateway.tools.per_invocation import InvocationPlugin
 from gateway.wire import live
@@ -59,6 +67,8 @@ MIC_MIME_TYPE = f"audio/pcm;rate={live.INPUT_RATE}"
 
 # The prefix of a transcript's message id, by side.
 HEARD, SAID = "heard-", "said-"
+# The note of the agent's latest message of the turn, which an interruption cuts off.
+REPLY = "reply"
 
 
 class LiveTurn:
@@ -82,6 +92,10 @@ class LiveTurn:
         # through the same object, so the store's staleness check sees one writer.
         self.session: Session | None = None
         self.invocation_id: str | None = None
+        # The turn's appends, while ADK runs it (``gateway.store.shared_writes``).
+        self.writes: SharedWrites | None = None
+        # The turn's calls waiting for a person's approval (``gateway.adk.live_approvals``).
+        self.asking = Asking()
         # The provider's session the turn resumed, if it resumed one.
         self.resumed: KeptHandle | None = None
         # The newest resumable handle the provider gave during the turn.
@@ -110,10 +124,15 @@ class LiveTurn:
     async def events(self) -> AsyncGenerator[AdkEvent, None]:
         """ADK's live stream, until the queue is closed and ADK has let go."""
         engine = self.engine
-        self.session = await engine.session(self.user_id, self.thread_id)
-        kept = kept_handle(self.session, time.time()) if self.session else None
-        handed = engine.sessions.handed_over(self.session) if self.session else nullcontext()
-        with engine.client_tools.offered(self.run_id, self.client_tools), handed:
+        asking_in(self.asking)  # ADK's tasks for the turn start below, and inherit it
+        self.session = session = await engine.session(self.user_id, self.thread_id)
+        kept = kept_handle(session, time.time()) if session else None
+        sessions = engine.sessions
+        handed = sessions.handed_over(session) if session else nullcontext()
+        # ADK's runner and its queue's sender both append, and so does ``answer``.
+        serialised = sessions.serialised(session) if session else nullcontext()
+        with engine.client_tools.offered(self.run_id, self.client_tools), handed, serialised as w:
+            self.writes = w
             resume = kept
             while True:
                 try:
@@ -177,6 +196,19 @@ class LiveTurn:
         if not self.closed:
             self.queue.send_content(content)
 
+    def say(self, message_id: str, text: str) -> None:
+        """Gives the model what the person typed, as a user turn: ADK stores it as it goes
+        out, stamped with the message id the client sent it under."""
+        content = types.Content(role="user", parts=[types.Part(text=text)])
+        if self.writes is not None:
+            self.writes.stamp(content, {"messageId": message_id, "runId": self.run_id})
+        self.queue.send_content(content)
+
+    def decide(self, request_id: str, response: dict[str, Any]) -> bool:
+        """Gives a call waiting for approval the person's answer (a ``ToolConfirmation``
+        as a dict); False if no call of this turn waits for it."""
+        return self.asking.answer(request_id, response)
+
     def hear(self, pcm: bytes | memoryview) -> None:
         """Passes a chunk of the person's speech (16 kHz s16le PCM) on to the model."""
         if not self.closed:
@@ -187,6 +219,7 @@ class LiveTurn:
         if not self.closed:
             self.closed = True
             self.queue.close()
+            self.asking.end()
 
 
 def stored(event: AdkEvent) -> bool:
@@ -239,6 +272,11 @@ class Transcripts(InvocationPlugin[dict[str, str]]):
         if heard is None and said is None:
             if notes is not None and (event.interrupted or event.turn_complete):
                 notes.pop(SAID, None)  # the agent's next words are a new message
+                replied = notes.pop(REPLY, None)
+                if event.interrupted and replied is not None:
+                    # Stored finished before the interruption was known: the mark that the
+                    # person spoke over it rides on the interruption (``history``).
+                    stamp(event, live.CUT_OFF_KEY, replied)
             return None
         notes = self.notes.setdefault(invocation_context.invocation_id, {})
         for prefix, transcription in ((HEARD, heard), (SAID, said)):
@@ -246,6 +284,8 @@ class Transcripts(InvocationPlugin[dict[str, str]]):
                 continue
             message_id = notes.setdefault(prefix, prefix + event.id)
             stamp(event, "messageId", message_id)
+            if prefix == SAID:
+                notes[REPLY] = message_id  # the agent's latest words of this turn
             if transcription.finished:
                 del notes[prefix]
         return None

@@ -142,21 +142,32 @@ class Access:
         its notice (``overruled``: INTERRUPT_ALREADY_ANSWERED, INTERRUPT_EXPIRED) as outcome.
         """
         outcome = error.code.value if error else "ok"
-        for entry in run_input.resume or ():
-            taken = (overruled or {}).get(entry.interrupt_id, outcome) == "ok"
-            self.metrics.approval_answered(_decision(entry) if taken else "refused")
-            self.record(
-                "approval",
-                thread_id=run_input.thread_id,
-                target=entry.interrupt_id,
-                outcome=(overruled or {}).get(entry.interrupt_id, outcome),
-                detail=_decision(entry),
-            )
+        self.record_answers(run_input.thread_id, run_input.resume or [], error, overruled)
         if error is not None and error.code in DENIALS and not run_input.resume:
             last = run_input.messages[-1] if run_input.messages else None
             action = "tool_result" if isinstance(last, p.ToolMessage) else "run"
             self.record(
                 action, thread_id=run_input.thread_id, outcome=outcome, detail=error.message
+            )
+
+    def record_answers(
+        self,
+        thread_id: str,
+        entries: list[p.ResumeEntry],
+        error: p.GatewayError | None,
+        overruled: Mapping[str, str] | None = None,
+    ) -> None:
+        """Audits approval answers (a run input's ``resume``, a ``liveResume``) as decided."""
+        outcome = error.code.value if error else "ok"
+        for entry in entries:
+            taken = (overruled or {}).get(entry.interrupt_id, outcome) == "ok"
+            self.metrics.approval_answered(_decision(entry) if taken else "refused")
+            self.record(
+                "approval",
+                thread_id=thread_id,
+                target=entry.interrupt_id,
+                outcome=(overruled or {}).get(entry.interrupt_id, outcome),
+                detail=_decision(entry),
             )
 
     def record_cancel(

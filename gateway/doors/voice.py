@@ -127,26 +127,51 @@ class Voice:
 
     def stop(self, frame: live.LiveStop) -> p.GatewayError | None:
         """Ends the live turn of ``frame``'s thread; an error if there is none."""
-        turn = self._spoken()
-        if turn is None or turn.run.thread.thread_id != frame.thread_id:
-            return p.GatewayError(
-                p.ErrorCode.VALIDATION_ERROR,
-                f"There is no live turn open on thread {frame.thread_id} on this connection.",
-            )
+        turn = self._open_on(frame.thread_id)
+        if turn is None:
+            return _no_turn(frame.thread_id, "")
         log.info("liveStop: %s", turn.run)
         turn.stop()
         return None
 
     async def answer(self, frame: live.LiveToolResult) -> p.GatewayError | None:
         """Hands a client tool's result to the live turn of ``frame``'s thread."""
-        turn = self._spoken()
-        if turn is None or turn.run.thread.thread_id != frame.thread_id:
-            return p.GatewayError(
-                p.ErrorCode.VALIDATION_ERROR,
-                f"There is no live turn open on thread {frame.thread_id} on this connection;"
-                " a result for a typed run goes in the next RunAgentInput.",
-            )
+        turn = self._open_on(frame.thread_id)
+        if turn is None:
+            return _no_turn(frame.thread_id, "; a result for a typed run goes in a RunAgentInput")
         return await turn.answer(frame.message)
+
+    async def decide(self, frame: live.LiveResume) -> p.GatewayError | None:
+        """Hands a person's approval answers to the live turn of ``frame``'s thread."""
+        turn = self._open_on(frame.thread_id)
+        if turn is None:
+            return _no_turn(frame.thread_id, "; a typed run's approval is answered by resume")
+        return await turn.decide(frame.resume)
+
+    def takes(self, request: p.RunAgentInput) -> bool:
+        """Whether ``request`` is a message typed into this connection's live turn: on its
+        thread, a new user message (answers and presses wait for the turn, as before)."""
+        return (
+            self._open_on(request.thread_id) is not None
+            and not request.resume
+            and p.user_action(request) is None
+            and bool(request.messages)
+            and isinstance(request.messages[-1], p.UserMessage)
+        )
+
+    def say(self, request: p.RunAgentInput) -> p.GatewayError | None:
+        """Hands the message typed into the live turn (``takes``) to it."""
+        assert self.turn is not None
+        message = request.messages[-1]
+        assert isinstance(message, p.UserMessage)
+        return self.turn.say(message)
+
+    def _open_on(self, thread_id: str) -> LiveRun | None:
+        """The connection's live turn, if it is open on ``thread_id``."""
+        turn = self._spoken()
+        if turn is None or turn.run.thread.thread_id != thread_id:
+            return None
+        return turn
 
     def audio(self, data: bytes) -> p.GatewayError | None:
         """Hands one audio-in frame to the live turn; an error if it is refused."""
@@ -192,3 +217,10 @@ class Voice:
         """The gateway drains: the live turn ends now, its words stored."""
         if (turn := self._spoken()) is not None:
             turn.stop()
+
+
+def _no_turn(thread_id: str, instead: str) -> p.GatewayError:
+    return p.GatewayError(
+        p.ErrorCode.VALIDATION_ERROR,
+        f"There is no live turn open on thread {thread_id} on this connection{instead}.",
+    )

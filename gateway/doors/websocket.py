@@ -15,7 +15,7 @@ from gateway import wire as p
 from gateway.auth import Unauthorized, query_param, selected_subprotocol
 from gateway.context import Caller
 from gateway.doors import cors
-from gateway.doors.access import Access
+from gateway.doors.access import DENIALS, Access
 from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.drain import CLOSE_CODE, CLOSE_REASON
 from gateway.doors.send_queue import Outgoing
@@ -305,6 +305,17 @@ class WebSocketSession:
             # The live turn waits on it now: it cannot wait behind the turn itself.
             if refused := await self.voice.answer(frame):
                 self._refuse(refused)
+        elif isinstance(frame, live.LiveResume):
+            # An approval the live turn waits on: like a result, it acts now.
+            refused = await self.voice.decide(frame)
+            overruled = self.voice.turn.run.overruled if self.voice.turn else None
+            self.access.record_answers(frame.thread_id, frame.resume, refused, overruled)
+            if refused:
+                self._refuse(refused)
+        elif isinstance(frame, p.RunAgentInput) and self.voice.takes(frame):
+            # Typed into the live turn: it goes to the model now, not after the turn.
+            if refused := self.voice.say(frame):
+                self._refuse(refused)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
             self._queue(needed_part(frame), len(data))
@@ -370,6 +381,13 @@ class WebSocketSession:
             turn = await self.voice.start(frame, self, caller)
         except p.GatewayError as error:
             log.info("liveStart on thread %s refused: %s", frame.thread_id, error.code.value)
+            if error.code in DENIALS:  # audited as a run refused so is
+                self.access.record(
+                    "live",
+                    thread_id=frame.thread_id,
+                    outcome=error.code.value,
+                    detail=error.message,
+                )
             self._refusal(error.to_event(), frame)
             return
         if self.following not in (None, frame.thread_id):

@@ -2,9 +2,9 @@
 
 Theory of operation. A door's input claims its thread (``start``): in the cluster, the
 thread's lease (``gateway.cluster``), so only one process runs it; here, the thread's one
-run (``_claim``), until the run lets go of it (``_finish``). An input on a thread whose
-run is still going meets the busy policy (``gateway.hub.busy``). Once claimed, the thread
-is read, the ``Planner`` makes the run's plan (``gateway.hub.planning``) and the
+run (``claim``, a live turn's too), until the run lets go of it (``ended``). An input on a
+thread whose run is still going meets the busy policy (``gateway.hub.busy``). Once claimed,
+the thread is read, the ``Planner`` makes the run's plan (``gateway.hub.planning``) and the
 ``Driver`` drives it in a task of its own (``gateway.hub.driving``), which tells the hub
 when the run's last events are out. A cancel reaches the run wherever it runs; a
 reattach follows the thread from its log (``gateway.hub.joining``) or is sent snapshots
@@ -69,7 +69,7 @@ from gateway.hub.thread_news import ThreadNews
 from gateway.hub.threads import Run, Subscriber, Thread
 from gateway.hub.titles import Titler, title_model
 from gateway.metrics import OFF, Metrics
-from gateway.store import QuarantinedThreadError, StoreError, ThreadPage, cut_off
+from gateway.store import OpenedThread, QuarantinedThreadError, StoreError, ThreadPage, cut_off
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease, Fence
 from gateway.store.recovery import Afterwards, Unfinished
@@ -157,7 +157,7 @@ class Hub:
             engine,
             self.followers,
             model_timeout=model_timeout,
-            ended=self._ended,
+            ended=self.ended,
             snapshot_bytes=snapshot_bytes,
         )
         # Dead holders' threads this process takes the lease of (``gateway.hub.takeover``).
@@ -278,18 +278,20 @@ class Hub:
             thread.waiting -= 1
             self._forget_if_unused(thread)
 
-    async def _start(
-        self, caller: Caller, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
-    ) -> Run:
+    async def claim(
+        self, caller: Caller, thread_id: str, run_id: str, executor: Subscriber | None, policy: Busy
+    ) -> tuple[Run, OpenedThread]:
+        """Makes a run of ``caller`` the thread's one run (typed or live): slot, lease, read, owner;
+        busy is SESSION_BUSY for ``Busy.REJECT``, else ``Claimed`` or ``HeldElsewhere``."""
         if self.draining:  # an input that waited its turn since before the drain
             self.refused_draining += 1
             raise draining()
-        thread_id, user_id = run_input.thread_id, caller.user_id
+        user_id = caller.user_id
         await self.slots.take()
         leased = False
         try:
             # The lease first: the read after it sees all a run elsewhere stored.
-            leased = await self.takeovers.lease(thread_id, user_id, run_input.run_id)
+            leased = await self.takeovers.lease(thread_id, user_id, run_id)
             if not leased:
                 if policy is Busy.REJECT:
                     raise in_progress(thread_id)
@@ -298,7 +300,6 @@ class Hub:
                 raise Claimed() if here is not None and here.run is not None else HeldElsewhere()
             opened = await self.engine.open_thread(user_id, thread_id)
             check_owner(opened.owner, user_id, thread_id)
-            assert opened.session is not None
             thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
             # Again: a run may have claimed it during the read. One that ran its course
             # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
@@ -313,8 +314,17 @@ class Hub:
             if (refusal := store_refusal(error, thread_id)) is not None:
                 raise refusal from None
             raise
-        run = self._claim(thread, run_input.run_id, executor, holds_slot=True, leased=True)
+        run = self._claim(thread, run_id, executor, holds_slot=True, leased=True)
         run.caller = caller
+        return run, opened
+
+    async def _start(
+        self, caller: Caller, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
+    ) -> Run:
+        thread_id, user_id = run_input.thread_id, caller.user_id
+        run, opened = await self.claim(caller, thread_id, run_input.run_id, executor, policy)
+        thread = run.thread
+        assert opened.session is not None  # the owner's
         try:
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
@@ -495,16 +505,28 @@ class Hub:
                 await asyncio.wait_for(self.cluster.released(thread_id), pause)
             pause = min(pause * 2, ELSEWHERE_POLL_MAX_SECONDS)
             thread = await self._thread(user_id, thread_id)  # it may have been let go meanwhile
-        head = await self._head(thread)
         while True:
+            # What the thread runs as it is read. From the look at the run after the reads
+            # to the join (or the watch) nothing may wait: a run that ended meanwhile
+            # would be joined after its RUN_FINISHED went out, one begun meanwhile watched
+            # from its middle.
+            run = thread.run
             try:
+                head = await self._head(thread)
                 page, session = await self.engine.thread_view(
                     user_id, thread_id, self.snapshot_bytes
                 )
+                tree = await self.engine.branches(user_id, thread_id)
             except QuarantinedThreadError:
                 self._forget_if_unused(thread)
                 raise quarantined(thread_id) from None
-            run = thread.run
+            if self.threads.get(thread_id) is not thread:
+                # Let go meanwhile (its run ended, nobody watched): watched, it would be
+                # sent nothing of the thread's next run, which the hub holds anew.
+                thread = await self._thread(user_id, thread_id)
+                continue
+            if thread.run is not run:
+                continue  # a run ended or began during the reads, which may miss its end
             if run is not None and run.translator.phase is Phase.NEW:
                 # Still being planned: join once it has started, or find the thread idle.
                 await asyncio.sleep(PLANNING_POLL_SECONDS)
@@ -521,7 +543,6 @@ class Hub:
             # a commit. Read again once it had the chance (an in-memory store reads inline,
             # so a loop without a pause would keep the commit from ever happening).
             await asyncio.sleep(PLANNING_POLL_SECONDS)
-        tree = await self.engine.branches(user_id, thread_id)
         snapshot = thread_snapshot(thread_id, page, session, tree)
         self.sends.spend(user_id, encoded_size(snapshot))
         if run is None:
@@ -816,7 +837,7 @@ class Hub:
     def _log_frames(self, thread: Thread, frames: list[LoggedFrame]) -> Commit:
         return self.engine.log_frames(thread.user_id, thread.thread_id, frames)
 
-    def _ended(self, run: Run) -> None:
+    def ended(self, run: Run) -> None:
         """The driver is done with the run: its last events are out."""
         # Armed before the run lets go of the thread: a thread nobody watches is kept
         # while its calls wait, so the hub's stop and a later input find that timer.

@@ -66,7 +66,7 @@ def read_input(
             )
         return NewTurn(f"a2ui-action-{uuid.uuid4().hex[:12]}", actions.told(action), action)
     if run_input.resume:
-        return _read_resume(run_input.resume, open_items, answered, approval_timeout, now)
+        return read_resume(run_input.resume, open_items, answered, approval_timeout, now)
     if not run_input.messages:
         raise p.GatewayError(
             p.ErrorCode.VALIDATION_ERROR,
@@ -125,13 +125,15 @@ def needed_part(run_input: p.RunAgentInput) -> p.RunAgentInput:
     return msgspec.structs.replace(run_input, messages=messages[first:])
 
 
-def _read_resume(
+def read_resume(
     entries: list[p.ResumeEntry],
     open_items: dict[str, OpenCall],
     answered: set[str],
     approval_timeout: float,
     now: float,
 ) -> Answers:
+    """A person's approval answers (a typed run's ``resume``, a live turn's ``liveResume``)
+    as the confirmations their calls are given; expired or repeated ones as notices."""
     answers = Answers({}, {}, [])
     for entry in entries:
         call = open_items.get(entry.interrupt_id)

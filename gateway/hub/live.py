@@ -34,17 +34,12 @@ from gateway import logs
 from gateway import wire as p
 from gateway.adk.live import LiveTurn, live_failure, stored
 from gateway.context import Caller, asked_by
-from gateway.hub.busy import in_progress
-from gateway.hub.inputs import tool_response
-from gateway.hub.refusals import (
-    check_owner,
-    cut_by_restart,
-    draining,
-    store_refusal,
-    store_unavailable,
-)
+from gateway.hub.busy import Busy, in_progress
+from gateway.hub.inputs import read_resume, tool_response
+from gateway.hub.open_calls import answered_calls, open_calls
+from gateway.hub.refusals import check_owner, cut_by_restart, store_unavailable
 from gateway.hub.states import ThreadState, Trigger, run_ended, transition
-from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.hub.threads import Run, Subscriber
 from gateway.store import StoreError
 from gateway.tools.client import ClientTool
 from gateway.tools.declarations import declared_client_tools
@@ -117,12 +112,19 @@ class LiveRun:
         except ValueError:
             pass  # not JSON: the model reads it as text
         self.answered.add(call_id)  # before the write: a resend meanwhile is refused
+        response = tool_response(message)
+        asked = open_calls(self.turn.session).get(call_id)
         try:
-            await self.turn.answer(call_id, name, tool_response(message))
+            await self.turn.answer(call_id, name, response)
         except StoreError:
             self.answered.discard(call_id)  # not stored: the browser may send it again
             return store_unavailable()
         del translator.pending[call_id]
+        if asked is not None:  # audited as a typed run's browser result
+            run = self.run
+            self.hub.planner.audit_answers(
+                run.thread, run.run_id, {call_id: asked}, {call_id: response}
+            )
         log.info("live %s: the browser answered %s (%s)", self.run, name, call_id)
         # The executor sent it; the thread's other tabs are shown it.
         result = p.ToolCallResult(
@@ -132,6 +134,60 @@ class LiveRun:
             role="tool",
         )
         self.run.emit([result], observers_only=True)
+        return None
+
+    async def decide(self, entries: list[p.ResumeEntry]) -> p.GatewayError | None:
+        """Gives the turn's calls waiting for approval the person's answers, under a typed
+        run's rules (``read_resume``): an expired approval is rejected, a repeated answer
+        is a notice, and each answer is audited."""
+        session, run = self.turn.session, self.run
+        open_items = open_calls(session)
+        timeout = self.hub.planner.approval_timeout
+        try:
+            answers = read_resume(
+                entries, open_items, answered_calls(session), timeout, time.time()
+            )
+        except p.GatewayError as refused:
+            return refused
+        run.overruled.update(answers.overruled)
+        for call_id, response in answers.responses.items():
+            if not self.turn.decide(call_id, response):  # answered a moment ago: refused
+                return p.GatewayError(
+                    p.ErrorCode.VALIDATION_ERROR,
+                    f"resume: interrupt {call_id!r} was answered already, or its turn ended.",
+                )
+            self.hub.planner.audit_answers(
+                run.thread, run.run_id, {call_id: open_items[call_id]}, {call_id: response}
+            )
+            log.info("live %s: %s answered (%s)", run, call_id, response.get("confirmed"))
+        run.emit(answers.notices)
+        return None
+
+    def say(self, message: p.UserMessage) -> p.GatewayError | None:
+        """Gives the model what the person typed into the live turn, as a user turn; stored
+        under the client's message id, shown to the thread's other tabs."""
+        text = p.text_of(message.content).strip()
+        if not text:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                "A message typed into a live turn needs text; send audio as audio frames.",
+            )
+        if self.stopping.is_set() or self.turn.closed:
+            return p.GatewayError(
+                p.ErrorCode.VALIDATION_ERROR,
+                f"The live turn on thread {self.run.thread.thread_id} is ending; send the"
+                " message again once it has (as a RunAgentInput).",
+            )
+        self.turn.say(message.id, text)
+        log.info("live %s: the person typed %d characters", self.run, len(text))
+        # One message open at a time on the wire: the agent's, if open, ends first.
+        self.run.emit(self.translator.close())
+        typed = [
+            p.TextMessageStart(message_id=message.id, role="user"),
+            p.TextMessageContent(message_id=message.id, delta=text),
+            p.TextMessageEnd(message_id=message.id),
+        ]
+        self.run.emit(typed, observers_only=True)  # the sender has it
         return None
 
     def stop(self) -> None:
@@ -194,7 +250,7 @@ class LiveRun:
                 self.heard_bytes / (2 * live.INPUT_RATE),
                 run.thread_state.value,
             )
-            self.hub._ended(run)
+            self.hub.ended(run)
 
     async def _stream(self) -> None:
         async with aclosing(self.turn.events()) as events:
@@ -281,43 +337,22 @@ class LiveRun:
 async def start_live(hub: Hub, frame: live.LiveStart, speaker: Speaker, caller: Caller) -> LiveRun:
     """Claims the thread for a live turn and starts it; raises GatewayError before any
     event: SESSION_BUSY when a run is going on the thread, here or elsewhere."""
-    if hub.draining:
-        hub.refused_draining += 1
-        raise draining()
-    thread_id, user_id = frame.thread_id, caller.user_id
+    thread_id = frame.thread_id
     engine = hub.engine
     client_tools = declared_client_tools(frame.tools, engine.catalog, engine.server_tools)
     known = hub.threads.get(thread_id)
     if known is not None:
-        check_owner(known.user_id, user_id, thread_id)
+        check_owner(known.user_id, caller.user_id, thread_id)
         if known.run is not None or known.waiting:
             raise in_progress(thread_id)
-    await hub.slots.take()
-    leased = False
+    run, opened = await hub.claim(caller, thread_id, frame.run_id, speaker, Busy.REJECT)
     try:
-        leased = await hub.takeovers.lease(thread_id, user_id, frame.run_id)
-        if not leased:
-            raise in_progress(thread_id)
-        opened = await hub.engine.open_thread(user_id, thread_id)
-        check_owner(opened.owner, user_id, thread_id)
-        thread = hub.threads.setdefault(thread_id, Thread(thread_id, user_id))
-        if thread.run is not None:
-            raise in_progress(thread_id)
-        if thread.head is None:
-            thread.head = opened.log_head
         hub.quota.check(opened.usage, new_thread=opened.created, new_turn=True)
-    except BaseException as error:
-        hub.slots.give_back()
-        if leased:
-            hub.cluster.release(thread_id)
-        # Told as a typed run's input is (``Hub._start``), never as an unexpected failure.
-        if (refusal := store_refusal(error, thread_id)) is not None:
-            raise refusal from None
+    except BaseException:
+        hub.ended(run)
         raise
-    run = hub._claim(thread, frame.run_id, speaker, holds_slot=True, leased=True)
-    run.caller = caller
     run.thread_state = transition(ThreadState.IDLE, Trigger.USER_MESSAGE)
-    thread.watch(speaker)
+    run.thread.watch(speaker)
     turn = LiveRun(hub, run, speaker, client_tools)
     run.task = asyncio.create_task(turn.drive(), name=f"live run {run.run_id}")
     log.info("live turn %s started on thread %s", run.run_id, thread_id)

@@ -130,27 +130,29 @@ class Takeovers:
         leaves something to go on with, it runs first, holding the lease, and this is False
         too (unless a cancel came during the close). Each lease taken is released once
         (``Cluster.release``), by the run or the caller."""
-        if (closing := self._closing.get(thread_id)) is not None:
+        while (closing := self._closing.get(thread_id)) is not None:
             # This process holds the lease to close a dead holder's run: taking it as its
             # own would start a run beside that close.
             await asyncio.shield(closing)
-        try:
-            taken = await self.cluster.take(thread_id, user_id, run_id)
-        except StoreError:
-            raise store_unavailable() from None
-        if taken is None:
-            return False
-        # Another process may have run it since: its log's head is read again.
-        self._read_again(thread_id)
-        if taken.from_dead is None:
-            return True
-        try:
-            with self._closing_of(thread_id):
+        # Marked before the take, as a takeover marks it: a sweep or a reattach that finds
+        # the holder dead meanwhile waits for this input instead of closing the run beside it.
+        with self._closing_of(thread_id):
+            try:
+                taken = await self.cluster.take(thread_id, user_id, run_id)
+            except StoreError:
+                raise store_unavailable() from None
+            if taken is None:
+                return False
+            # Another process may have run it since: its log's head is read again.
+            self._read_again(thread_id)
+            if taken.from_dead is None:
+                return True
+            try:
                 unfinished = await self._close(user_id, thread_id, taken.from_dead)
                 stopped = thread_id in self.stopped
-        except BaseException:
-            self.cluster.release(thread_id)
-            raise
+            except BaseException:
+                self.cluster.release(thread_id)
+                raise
         if unfinished is None or stopped:
             return True
         # An approval acted on, a reply given, before anything newer runs.
@@ -208,6 +210,8 @@ class Takeovers:
 
     @contextlib.contextmanager
     def _closing_of(self, thread_id: str) -> Iterator[None]:
+        # Entered only with no await since ``_closing`` was found without the thread.
+        assert thread_id not in self._closing, thread_id
         closing = self._closing[thread_id] = asyncio.get_running_loop().create_future()
         try:
             yield

@@ -15,11 +15,13 @@ each (each module's docstring has the theory of its part):
 - ``codec``        stored values as text and back; a bad one is a ``Damage``, never a raise
 - ``rows``         a read's rows as plain values, decoded once the read is over
 - ``messages``     AG-UI messages as rows keep them, and the projection the store is given
-                   to make them from an ADK event (the gateway's is translation's)
+                   to make them from an ADK event (the gateway's is translation's); a mark
+                   a later event sets on an earlier message
 - ``projection``   a thread as AG-UI messages from what each event row keeps (snapshots)
 - ``progress``     what an event does to its thread's open calls and run
 - ``recovery``     the events that close a run a crash cut off
 - ``cut_off``      how a reply cut off (stopped, failed, interrupted) is stored and marked
+- ``shared_writes`` one session written by several writers at once (a live turn), in turn
 - ``quarantine``   a thread set aside because a stored value of it cannot be decoded
 - ``threads``      what the store answers about threads: opened, listed, a user's usage
 - ``thread_index`` a user's threads as a list: titles, previews, flags, search terms, pages

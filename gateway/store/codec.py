@@ -17,7 +17,7 @@ import pydantic
 from google.adk.events import Event
 from google.adk.sessions.state import State
 
-from gateway.store.messages import EventMessages, Message
+from gateway.store.messages import MARK, EventMessages, Message
 
 # What a decoder said about a stored value is cut to this length for logs and operators.
 _COMPLAINT_CHARS = 200
@@ -108,7 +108,7 @@ def decoded_messages(seq: int, text: str, *, checked: bool = False) -> list[Mess
 
 
 # The roles of the messages the gateway's projection (``history.event_messages``) makes.
-_ROLES = ("user", "assistant", "tool", "reasoning", "activity")
+_ROLES = ("user", "assistant", "tool", "reasoning", "activity", MARK)
 
 
 def _check_message(message: Message) -> None:

@@ -26,17 +26,36 @@ Message = dict[str, Any]
 EventMessages = Callable[[Event], list[Message]]
 
 
+# The role of a message that marks an earlier one instead of adding one: its ``metadata``
+# goes into the earlier message of its ``id`` (a live turn's reply the person spoke over,
+# stored before the interruption that marks it), and it is never shown itself.
+MARK = "mark"
+
+
 def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
-    """``messages`` without the tool results whose call no earlier message makes.
+    """``messages`` without the tool results whose call no earlier message makes, and with
+    the marks (``MARK``) applied.
 
     Such a result answers a call cut off by a history window, or an approval request
-    (which travels as an AG-UI Interrupt, never as a tool call).
+    (which travels as an AG-UI Interrupt, never as a tool call). A mark whose message is
+    not among ``messages`` (cut off by a window) is dropped.
     """
     kept: list[Message] = []
     calls_seen: set[str] = set()
     for message in messages:
+        if message["role"] == MARK:
+            _apply_mark(message, kept)
+            continue
         if message["role"] == "tool" and message["toolCallId"] not in calls_seen:
             continue
         calls_seen.update(call["id"] for call in message.get("toolCalls", ()))
         kept.append(message)
     return kept
+
+
+def _apply_mark(mark: Message, kept: list[Message]) -> None:
+    # The marked message is one of the last few: looked for from the end.
+    for message in reversed(kept):
+        if message["id"] == mark["id"]:
+            message["metadata"] = {**(message.get("metadata") or {}), **mark["metadata"]}
+            return

@@ -52,6 +52,7 @@ from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import Afterwards, OpenRun, Unfinished, closing
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import run_start
+from gateway.store.shared_writes import SharedWrites
 from gateway.store.thread_index import ThreadFilter, ThreadPatch, ThreadRow, indexed_text
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
@@ -100,6 +101,8 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
+        # Sessions whose appends wait for each other (see serialised), by the same key.
+        self._serialised: dict[tuple[str, str, str], SharedWrites] = {}
         # The runs a restart closed (``close_interrupted``), and what is to go on after each.
         self.cut_off: list[Unfinished] = []
         # Called with can_commit whenever it changes.
@@ -267,6 +270,14 @@ class SessionService(BaseSessionService):
         """Commits the event, then adds it to ``session``; partial events are not stored."""
         if event.partial:
             return event
+        shared = self._serialised.get((session.app_name, session.user_id, session.id))
+        if shared is None:
+            return await self._append_event(session, event)
+        async with shared.lock:
+            shared.stamped(event)
+            return await self._append_event(session, event)
+
+    async def _append_event(self, session: Session, event: Event) -> Event:
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
@@ -339,6 +350,20 @@ class SessionService(BaseSessionService):
         finally:
             if self._handed_over.get(key) is session:
                 del self._handed_over[key]
+
+    @contextlib.contextmanager
+    def serialised(self, session: Session) -> Iterator[SharedWrites]:
+        """Within the block, appends to ``session`` wait for each other. An append carries
+        the revision its session object was at, so two in flight at once carry the same
+        one and the store refuses the second as stale: a run with several writers (a live
+        turn: ADK's runner, its queue's sender, the browser's results) serialises them
+        (``gateway.store.shared_writes``)."""
+        key = (session.app_name, session.user_id, session.id)
+        self._serialised[key] = shared = SharedWrites()
+        try:
+            yield shared
+        finally:
+            self._serialised.pop(key, None)
 
     async def thread_owner(self, app_name: str, session_id: str) -> str | None:
         """The user a thread belongs to, whoever asks; None if no such thread exists."""

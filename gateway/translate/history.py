@@ -21,7 +21,9 @@ Id conventions, shared with ``gateway.translate.translator``:
 A live turn's transcripts (``gateway.translate.live``) are a user message (what the person
 said) and an assistant message (what the agent said), under the id of the utterance
 stamped on the finished transcription. Partial (streamed) events are never stored, and
-events without content carry no message.
+events without content carry no message. The agent's words the person spoke over are
+stored finished before the interruption is known; the stored interruption marks them
+(``metadata: {"ended": "bargedIn"}``, a ``mark`` the store's join applies).
 A reply cut off mid-stream (stopped, failed, or interrupted by a crash) is stored as a model
 event under the id it streamed with (``gateway.store.cut_off``): it shows as the text the client
 was sent, with ``metadata: {"ended": ...}``, and without the note the model reads.
@@ -40,7 +42,7 @@ from gateway.a2ui.actions import ACTION_KEY, action_content
 from gateway.a2ui.plugin import shown_surfaces
 from gateway.context import event_metadata
 from gateway.store.cut_off import ending_of, is_note, is_restart_turn
-from gateway.store.messages import Message, answered_calls_only
+from gateway.store.messages import MARK, Message, answered_calls_only
 from gateway.translate.attribution import mark_of
 from gateway.translate.streaming import reasoning_message_id
 from gateway.translate.tool_results import result_content
@@ -50,6 +52,7 @@ from gateway.translate.translator import (
     result_message_id,
     shown_state,
 )
+from gateway.wire import live
 
 
 def messages_snapshot(events: list[Event]) -> list[Message]:
@@ -70,6 +73,9 @@ def event_messages(event: Event) -> list[Message]:
     """
     if event.input_transcription or event.output_transcription:
         return _transcript(event)
+    if event.interrupted and isinstance(cut := event_metadata(event).get(live.CUT_OFF_KEY), str):
+        # The reply the person spoke over was stored before this: marked, not repeated.
+        return [{"id": cut, "role": MARK, "metadata": {"ended": live.BARGED_IN}}]
     if event.partial or event.content is None or not event.content.parts:
         return []
     if is_restart_turn(event):  # for the model alone

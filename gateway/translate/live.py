@@ -12,8 +12,11 @@ through the run's own ``RunTranslator``, so tool calls read as in any run.
 
 At most one message is open at a time, as everywhere on the wire: a piece of the other
 side's words ends the open message first, and a later piece of it reopens it under its own
-id. An interruption ends the agent's message and names its turn in
-``gateway.live.interrupted``, so the client drops that turn's audio and no other.
+id. An interruption ends the agent's message, marked as spoken over (``metadata.ended``
+``"bargedIn"``, as the store keeps it), and names its turn in ``gateway.live.interrupted``,
+so the client drops that turn's audio and no other. The agent's message is therefore
+ended by the event after its finished transcript, not by the transcript itself: ADK
+finishes a cut-off transcript before it says the turn was interrupted.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class LiveTranslator:
             # the call goes out now (to the executor alone: ``Run`` routes it).
             for call_id in list(self.run.held):
                 out += self.run.held.pop(call_id)
+            # A typed run ends with its approvals; a live turn asks them as they come
+            # (``gateway.adk.live_approvals``), and goes on once they are answered.
+            out += [live.approval(interrupt) for interrupt in self.run.interrupts]
+            self.run.interrupts.clear()
         if event.interrupted:
             out += self._interrupted()
         elif event.turn_complete:
@@ -114,8 +121,11 @@ class LiveTranslator:
         if rest:
             out += self._into(message_id, role, event.author)
             out.append(p.TextMessageContent(message_id=message_id, delta=rest))
-        if streamed or rest:
+        if (streamed or rest) and role == USER:
             out += self._end(message_id)
+        # The agent's message stays open until the next event says whether the person
+        # spoke over it (ADK finishes a cut-off transcript before it says so): its END
+        # then carries the mark.
         return out
 
     def _interrupted(self) -> list[Out]:
@@ -124,7 +134,12 @@ class LiveTranslator:
         out: list[Out] = []
         if (speaking := self.speaking.pop(ASSISTANT, None)) is not None:
             self.so_far.pop(speaking, None)
-            out += self._end(speaking)
+        if self.open is not None and self.open[0] == self.replying:
+            # Marked as the store marks it, a 1.0 client merging an END's metadata.
+            ended = {"ended": live.BARGED_IN}
+            out.append(p.TextMessageEnd(message_id=self.open[0], metadata=ended))
+            self.open = None
+        out += self._close()
         out.append(live.interrupted(self.turn, self.replying))
         self.turn += 1
         self.replying = None

@@ -16,11 +16,13 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from gateway.wire.errors import ErrorCode, GatewayError
-from gateway.wire.events import Custom
-from gateway.wire.upstream import LiveStart, LiveStop, LiveToolResult
+import msgspec
 
-__all__ = ["LiveStart", "LiveStop", "LiveToolResult"]
+from gateway.wire.errors import ErrorCode, GatewayError
+from gateway.wire.events import Custom, Interrupt
+from gateway.wire.upstream import LiveResume, LiveStart, LiveStop, LiveToolResult
+
+__all__ = ["LiveResume", "LiveStart", "LiveStop", "LiveToolResult"]
 
 AUDIO_IN, AUDIO_OUT = 0x01, 0x02
 HEADER_VERSION = 0x01
@@ -33,6 +35,12 @@ MAX_CHUNK_BYTES = INPUT_RATE * 2
 
 STARTED, INTERRUPTED = "gateway.live.started", "gateway.live.interrupted"
 RESUMED = "gateway.live.resumed"
+APPROVAL = "gateway.live.approval"
+# How a reply the person spoke over ended, as its message's ``metadata.ended`` shows it
+# (beside a typed run's "stopped", "failed" and "interrupted").
+BARGED_IN = "bargedIn"
+# Where a stored interruption names the reply it cut off, in its ``custom_metadata["agui"]``.
+CUT_OFF_KEY = "cutOff"
 
 
 class AudioOut:
@@ -105,6 +113,12 @@ def resumed(turn: int) -> Custom:
 def interrupted(turn: int, message_id: str | None) -> Custom:
     """The person spoke over the agent's turn ``turn``: the client drops its audio."""
     return Custom(name=INTERRUPTED, value={"turn": turn & 0xFFFF, "messageId": message_id})
+
+
+def approval(interrupt: Interrupt) -> Custom:
+    """A tool of the live turn waits for the person's approval: the interrupt a typed run
+    would end with, asked now; ``liveResume`` answers it."""
+    return Custom(name=APPROVAL, value=msgspec.to_builtins(interrupt))
 
 
 def _pcm(rate: int) -> dict[str, Any]:

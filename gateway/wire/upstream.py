@@ -181,10 +181,18 @@ class LiveToolResult(Wire, tag_field="type", tag="liveToolResult"):
     message: ToolMessage
 
 
-ControlFrame = Cancel | Reattach | LiveStart | LiveStop | LiveToolResult
+class LiveResume(Wire, tag_field="type", tag="liveResume"):
+    """A person's answer to an approval asked inside a live turn: the ``resume`` entries a
+    RunAgentInput would carry, sent at once (the live turn waits on them)."""
+
+    thread_id: Id
+    resume: Annotated[list[ResumeEntry], msgspec.Meta(min_length=1, max_length=MAX_DECLARED)]
 
 
-Upstream = RunAgentInput | Cancel | Reattach | LiveStart | LiveStop | LiveToolResult
+ControlFrame = Cancel | Reattach | LiveStart | LiveStop | LiveToolResult | LiveResume
+
+
+Upstream = RunAgentInput | Cancel | Reattach | LiveStart | LiveStop | LiveToolResult | LiveResume
 
 
 _input_decoder = msgspec.json.Decoder(RunAgentInput)
@@ -287,7 +295,7 @@ def decode_upstream(data: bytes | str) -> Upstream:
         raise GatewayError(
             ErrorCode.VALIDATION_ERROR,
             f"Invalid control frame: {explained(exc)}."
-            " Known types: cancel, reattach, liveStart, liveStop, liveToolResult.",
+            " Known types: cancel, reattach, liveStart, liveStop, liveToolResult, liveResume.",
         ) from None
     except RecursionError:
         raise _too_deep() from None

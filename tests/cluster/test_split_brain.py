@@ -147,7 +147,9 @@ async def test_a_frozen_holder_woken_after_a_takeover_stores_nothing_more(pair) 
                 message = user_input(thread, LONG)
                 await on_b.send(message)
                 started = await on_b.next(timeout=LEASE_SECONDS * 5)
-                assert started["type"] == "RUN_STARTED" and started["runId"] == message["runId"]
+                assert started["type"] == "RUN_STARTED" and started["runId"] == message["runId"], (
+                    started
+                )
                 replying = [started]
                 await until_text(on_b, replying)
             finally:

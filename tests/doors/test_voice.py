@@ -9,25 +9,56 @@ gets a binary frame; bad audio and a busy thread are refused with codes.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
 import pytest
 from google.adk.agents import LlmAgent
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from gateway.wire import live as wire_live
 from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
 from tests.support.budgets import eventually
-from tests.support.servers import running_gateway
-from tests.support.voice import NAVIGATE, messages, navigated, voice_gateway, voice_socket
+from tests.support.servers import RunningGateway, running_gateway
+from tests.support.voice import VoiceSocket, messages, navigated
 
 pytestmark = pytest.mark.server
 
 SPEECH = live.tone(0.3, live.OUTPUT_RATE)
 METRICS_TOKEN = "voice-metrics-token"
+
+
+def find_screen(query: str) -> dict[str, str]:
+    """Finds the screen the person asks for in the catalog."""
+    return {"screenId": "MNU-3120", "asked": query}
+
+
+@contextlib.asynccontextmanager
+async def voice_gateway(
+    scripts: Sequence[Sequence[live.Step]], **settings: Any
+) -> AsyncIterator[tuple[live.LiveServer, RunningGateway]]:
+    async with live.LiveServer(scripts) as server:
+        agent = LlmAgent(
+            name="voice",
+            model=server.live_model(),
+            instruction="Answer briefly.",
+            tools=[find_screen],
+        )
+        async with running_gateway(agent=agent, **settings) as gateway:
+            yield server, gateway
+
+
+@contextlib.asynccontextmanager
+async def voice_socket(
+    gateway: RunningGateway, query: str = "", user: str = "demo"
+) -> AsyncIterator[VoiceSocket]:
+    async with connect(gateway.ws_url(user, query), max_size=None) as ws:
+        yield VoiceSocket(ws)
 
 
 def a_spoken_turn() -> list[live.Step]:
@@ -349,6 +380,17 @@ async def test_a_drain_ends_a_live_turn_at_once_then_closes_the_socket() -> None
         with pytest.raises(ConnectionClosed) as closed:
             await voice.next()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+
+
+NAVIGATE = {
+    "name": "navigateToScreen",
+    "description": "Opens a screen of the app in the browser.",
+    "parameters": {
+        "type": "object",
+        "properties": {"screenId": {"type": "string"}},
+        "required": ["screenId"],
+    },
+}
 
 
 async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_back() -> None:

@@ -32,11 +32,12 @@ from tests.support.servers import RunningGateway, running_gateway
 from tests.support.voice import (
     NAVIGATE,
     VoiceSocket,
+    find_screen,
+    live_gateway,
     messages,
     navigated,
     voice_agent,
-    voice_gateway,
-    voice_socket,
+    voice_client,
 )
 
 SPEECH = live.tone(0.3, live.OUTPUT_RATE)
@@ -62,7 +63,7 @@ def a_turn(heard: str, said: str, handle: str) -> list[live.Step]:
 async def talk(gateway: Any, thread_id: str, answer: str) -> list[dict[str, Any]]:
     """One live turn on the thread: a tenth of a second of speech, until ``answer`` is said,
     then liveStop; the turn's events."""
-    async with voice_socket(gateway) as voice:
+    async with voice_client(gateway) as voice:
         await voice.start(thread_id, new_id("r"))
         await voice.until("CUSTOM", wire_live.STARTED)
         await voice.speak(live.tone(0.1))
@@ -99,7 +100,7 @@ async def test_the_next_live_turn_resumes_the_session_kept_with_the_thread(
             # and the model is given the conversation as the thread has it.
             server.forget("handle-2")
             await talk(gateway, thread_id, "민수님")
-            async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+            async with voice_client(gateway, f"&threadId={thread_id}") as again:
                 snapshot = snapshot_of(await again.until_end())
         assert server.failures == []
     first, resumed, fresh = server.connections
@@ -137,7 +138,7 @@ async def test_a_connection_the_provider_ends_mid_turn_resumes_with_the_newest_h
     ]
     second = [live.Send(live.said("네, 이어서 말씀드리면", finished=True), live.turn_complete())]
     thread_id = new_id("t")
-    async with voice_gateway([first, second]) as (server, gateway):
+    async with live_gateway([first, second], [find_screen]) as (server, gateway):
         events = await talk(gateway, thread_id, "네, 이어서 말씀드리면")
         assert server.failures == []
     assert [c.resumed_from for c in server.connections] == [None, "handle-2"]
@@ -195,8 +196,8 @@ async def test_a_reattach_resumes_the_live_turn_and_the_action_called_meanwhile_
         ),
     ]
     thread_id, run_id, tab = new_id("t"), new_id("r"), "&clientId=tab-1"
-    async with voice_gateway([script]) as (server, gateway):
-        async with voice_socket(gateway, tab) as before:
+    async with live_gateway([script], [find_screen]) as (server, gateway):
+        async with voice_client(gateway, tab) as before:
             start = {"type": "liveStart", "threadId": thread_id, "runId": run_id}
             await before.ws.send(json.dumps({**start, "tools": [NAVIGATE]}))
             await before.until("CUSTOM", wire_live.STARTED)
@@ -234,7 +235,7 @@ async def test_a_reattach_resumes_the_live_turn_and_the_action_called_meanwhile_
         assert not any(e["type"] == "TOOL_CALL_START" for e in before.events)
         assert [e["type"] for e in after.events].count("TOOL_CALL_START") == 1
         assert b"".join(pcm for _, pcm in after.audio) == SPEECH
-        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
     said = [(m["role"], m.get("content")) for m in snapshot if m["role"] != "tool"]
     assert said[0] == ("user", "업무 요청 목록 화면 열어줘")
@@ -247,10 +248,10 @@ async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_the
     script = [live.WaitAudio(3200), live.Send(live.heard("잠깐만요", finished=True))]
     thread_id, run_id = new_id("t"), new_id("r")
     settings = {"metrics": "on", "metrics_token": METRICS_TOKEN}
-    async with voice_gateway(
-        [script], live_reattach_seconds=grace, live_turns_per_user=1, **settings
+    async with live_gateway(
+        [script], [find_screen], live_reattach_seconds=grace, live_turns_per_user=1, **settings
     ) as (server, gateway):
-        async with voice_socket(gateway, "&clientId=tab-1") as before:
+        async with voice_client(gateway, "&clientId=tab-1") as before:
             await before.start(thread_id, run_id)
             await before.until("CUSTOM", wire_live.STARTED)
             await before.speak(live.tone(0.1))
@@ -259,7 +260,7 @@ async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_the
             await dropped(before)
         await eventually(lambda: held(gateway, thread_id), 10, what="the turn held for its tab")
         # Held for its tab, the turn is still the user's one live turn.
-        async with voice_socket(gateway) as other:
+        async with voice_client(gateway) as other:
             await other.start(new_id("t"), new_id("r"))
             quota = await other.until_terminal()
         assert quota["code"] == "SERVICE_QUOTA_EXCEEDED", quota
@@ -267,7 +268,7 @@ async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_the
             lambda: all(c.closed for c in server.connections), 10, what="the turn let go"
         )
         # A later reattach by cursor finds the turn ended in the thread's log, its words kept.
-        async with voice_socket(gateway, f"&threadId={thread_id}&after={seen}") as later:
+        async with voice_client(gateway, f"&threadId={thread_id}&after={seen}") as later:
             later.checker = before.checker
             end = await later.until_terminal()
         assert end["type"] == "RUN_FINISHED" and end["runId"] == run_id, end
@@ -279,7 +280,7 @@ async def test_a_live_turn_nobody_reattaches_to_ends_by_itself_counted_until_the
             )
         assert 'gateway_live_drops_total{outcome="held"} 1.0' in scraped.text
         assert 'gateway_live_drops_total{outcome="ended"} 1.0' in scraped.text
-        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
     assert [(m["role"], m["content"]) for m in snapshot] == [("user", "잠깐만요")]
 
@@ -298,8 +299,8 @@ async def test_a_reattach_without_a_cursor_mid_utterance_gets_the_words_so_far()
         ),
     ]
     thread_id, run_id, tab = new_id("t"), new_id("r"), "&clientId=tab-1"
-    async with voice_gateway([script]) as (server, gateway):
-        async with voice_socket(gateway, tab) as before:
+    async with live_gateway([script], [find_screen]) as (server, gateway):
+        async with voice_client(gateway, tab) as before:
             await before.start(thread_id, run_id)
             await before.until("CUSTOM", wire_live.STARTED)
             await before.speak(live.tone(0.1))
@@ -308,7 +309,7 @@ async def test_a_reattach_without_a_cursor_mid_utterance_gets_the_words_so_far()
             await dropped(before)
         await eventually(lambda: held(gateway, thread_id), 10, what="the turn held for its tab")
         dropped_now.set()
-        async with voice_socket(gateway, f"{tab}&threadId={thread_id}") as after:
+        async with voice_client(gateway, f"{tab}&threadId={thread_id}") as after:
             started = await after.until("RUN_STARTED")
             await after.until("CUSTOM", wire_live.RESUMED)
             await after.speak(live.tone(0.1))
@@ -339,7 +340,7 @@ async def test_a_provider_that_ends_the_connection_where_adk_lost_its_handle_is_
         live.Close(),
     ]
     second = [live.Send(live.said("네, 이어서요", finished=True), live.turn_complete())]
-    async with voice_gateway([first, second]) as (server, gateway):
+    async with live_gateway([first, second], [find_screen]) as (server, gateway):
         events = await talk(gateway, new_id("t"), "네, 이어서요")
         assert server.failures == []
     assert [c.resumed_from for c in server.connections] == [None, "handle-1"]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.agui import (
+    AgUiSocket,
     new_id,
     outcome,
     snapshot_of,
@@ -21,11 +22,21 @@ from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.server
 
+# A question the scripted model answers at length: a reply long enough to join midway.
+LONG = "자기소개를 길게 해 주세요"
+
 
 @pytest.fixture(scope="module")
 def gateway(gateway_on_each_store: RunningGateway) -> RunningGateway:
     """Reattach holds on either store: SQLite in memory, and a PostgreSQL database."""
     return gateway_on_each_store
+
+
+async def into_a_long_reply(owner: AgUiSocket, thread: str) -> None:
+    """Asks for a long reply and reads the owner's stream to its middle."""
+    await owner.send(user_input(thread, LONG))
+    for _ in range(6):
+        await owner.next()
 
 
 async def test_reattach_to_an_idle_thread_repeats_the_live_ids(gateway: RunningGateway) -> None:
@@ -60,9 +71,7 @@ async def test_reattach_mid_reply_reopens_the_text_and_follows_live() -> None:
     async with running_gateway(scripted_pace_ms=20) as gateway:
         thread = new_id("t")
         async with gateway.socket() as owner, gateway.socket() as late:
-            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
-            for _ in range(6):
-                await owner.next()
+            await into_a_long_reply(owner, thread)
             events = await late.run({"type": "reattach", "threadId": thread})
             owner_events = await owner.until_end()
         full = text_of(owner.received)
@@ -187,7 +196,7 @@ async def test_a_watcher_reattaching_mid_run_gets_the_snapshot_after_the_run() -
         thread = new_id("t")
         async with gateway.socket() as owner, gateway.socket() as watcher:
             await watcher.run({"type": "reattach", "threadId": thread})
-            await owner.send(user_input(thread, "자기소개를 길게 해 주세요"))
+            await owner.send(user_input(thread, LONG))
             first = await watcher.next()
             assert first["type"] == "RUN_STARTED"
             await watcher.send({"type": "reattach", "threadId": thread})
@@ -197,3 +206,90 @@ async def test_a_watcher_reattaching_mid_run_gets_the_snapshot_after_the_run() -
         assert snapshot[0]["runId"] != first["runId"]
         [reply] = [m for m in snapshot_of(snapshot) if m["role"] == "assistant"]
         assert reply["content"] == text_of(live)
+
+
+class HeldBranches:
+    """Holds the next read of a thread's branches until the test lets it go: a reattach
+    stopped between its read of the thread and its look at the run, for the run to end
+    or begin meanwhile. Reads after that one go through."""
+
+    def __init__(self, gateway: RunningGateway) -> None:
+        self.engine = gateway.app.hub.engine  # type: ignore[union-attr]
+        self.read = self.engine.branches
+        self.reading, self.go_on = asyncio.Event(), asyncio.Event()
+        self.engine.branches = self.held
+
+    async def held(self, user_id: str, thread_id: str) -> Any:
+        if not self.reading.is_set():
+            self.reading.set()
+            await self.go_on.wait()
+        return await self.read(user_id, thread_id)
+
+
+async def test_a_run_that_ends_while_a_reattach_reads_the_thread_ends_for_it_too() -> None:
+    """scripts/load.py --kill: a story cut mid-reply reattached, and waited for ever."""
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as owner, gateway.socket() as late:
+            await into_a_long_reply(owner, thread)
+            run = gateway.app.hub.threads[thread].run  # type: ignore[union-attr]
+            assert run is not None
+            held = HeldBranches(gateway)
+            await late.send({"type": "reattach", "threadId": thread})
+            await held.reading.wait()
+            await owner.until_end()
+            await run.done.wait()
+            held.go_on.set()
+            seen = await late.until_end()
+        assert [e["type"] for e in seen] == [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+        assert snapshot_of(seen)[-1]["content"] == text_of(owner.received)
+        assert outcome(seen) == {"type": "success"}
+
+
+async def test_a_run_that_begins_while_a_reattach_reads_the_thread_is_followed_whole() -> None:
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as owner, gateway.socket() as late:
+            await owner.run(user_input(thread, "안녕"))
+            held = HeldBranches(gateway)
+            await late.send({"type": "reattach", "threadId": thread})
+            await held.reading.wait()
+            await owner.send(user_input(thread, LONG))
+            started = await owner.next()
+            assert started["type"] == "RUN_STARTED"
+            held.go_on.set()
+            seen = await late.until_end()  # the checker sees one valid stream
+            reply = text_of(await owner.until_end())
+        # Joined mid-run, the reply comes live; after the run, in the snapshot.
+        joined = seen[0]["runId"] == started["runId"]
+        assert (text_of(seen) if joined else snapshot_of(seen)[-1]["content"]) == reply
+        assert outcome(seen) == {"type": "success"}
+
+
+async def test_a_thread_let_go_while_a_reattach_reads_it_is_still_watched() -> None:
+    """Its only connection went, its run ended meanwhile, and the hub forgot the thread:
+    the reattach still follows the thread's next run, started by a third connection."""
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        hub = gateway.app.hub  # type: ignore[union-attr]
+        thread = new_id("t")
+        async with gateway.socket() as owner:
+            await into_a_long_reply(owner, thread)
+            run = hub.threads[thread].run
+            assert run is not None
+        async with gateway.socket() as late, gateway.socket() as typist:
+            held = HeldBranches(gateway)
+            await late.send({"type": "reattach", "threadId": thread})
+            await held.reading.wait()
+            await run.done.wait()
+            assert thread not in hub.threads  # nothing held it: forgotten
+            held.go_on.set()
+            await late.until_end()
+            typed = await typist.run(user_input(thread, "안녕"))
+            seen = await late.until_end()
+        assert seen[0]["runId"] == typed[0]["runId"]
+        assert text_of(seen) == text_of(typed)

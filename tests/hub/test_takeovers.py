@@ -101,6 +101,40 @@ async def test_a_sweep_waits_for_the_close_an_input_started() -> None:
     assert finished == [LEFT]  # closed once, gone on with once
 
 
+async def test_a_sweep_that_finds_the_holder_dead_while_an_input_takes_its_lease_waits() -> None:
+    """The input's take is under way (a round trip to the database) when the sweep finds
+    the holder dead: the sweep waits for the input instead of taking and closing beside it."""
+    cluster, engine, finished = GatedCluster(), SlowClose(), []
+    engine.go_on.set()
+    taking = takeovers(cluster, engine, finished)
+    leasing = asyncio.create_task(taking.lease("t-1", "demo", "run-1"))
+    await cluster.asked.wait()
+    sweeping = asyncio.create_task(taking.take_over("demo", "t-1"))
+    await asyncio.sleep(0)
+    assert not sweeping.done()
+    cluster.answer.set()
+    assert await leasing is False and await sweeping is True
+    assert cluster.takes == ["run-1"]  # the sweep took nothing: the input closed the run
+    assert finished == [LEFT] and cluster.released == []
+    assert not taking.closing("t-1")
+
+
+class GatedCluster(DeadHolderCluster):
+    """A dead holder's lease, handed out once the test lets the take's round trip end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.takes: list[str] = []
+        self.asked = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken:
+        self.takes.append(run_id)
+        self.asked.set()
+        await self.answer.wait()
+        return Taken(thread_id, "dead-process" if len(self.takes) == 1 else None)
+
+
 def test_a_cancel_for_a_thread_not_being_closed_is_not_taken() -> None:
     taking = takeovers(DeadHolderCluster(), SlowClose(), [])
     assert taking.stop("t-1") is False

@@ -19,6 +19,7 @@ import pytest
 
 from scripts import load
 from scripts._bench import ROOT
+from tests.support.agui import tool_answer
 
 pytestmark = pytest.mark.process
 
@@ -161,3 +162,26 @@ def test_the_check_passes_a_told_story_and_names_what_is_wrong_with_others() -> 
     lying = [*a_told_story()[:-1], {"id": "m6", "role": "assistant", "content": "이동 못 함"}]
     assert load.thread_problems(lying, done) == ["the last message is not the honest reply"]
     assert "0 user messages" in load.thread_problems([], done)
+
+
+def test_a_storys_trail_says_what_it_last_sent_and_was_sent() -> None:
+    """What a failed story is reported with: its last moments, runs of one kind folded."""
+    trail = load.Trail()
+    trail.add(load.sent({"type": "reattach", "threadId": "t1"}))
+    trail.add(load.sent(tool_answer("t1", [("c1", {})], tools=[])))
+    for event in (
+        {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b"},
+        {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
+    ):
+        trail.add(load.received(event))
+    moments = re.sub(r"\d+\.\d\d", "T", str(trail)).split("; ")
+    assert moments[0] == "T sent reattach"
+    assert re.fullmatch(r"T sent answer run-\w+", moments[1])
+    assert moments[2:] == ["T RUN_STARTED r1", "T-T TEXT_MESSAGE_CONTENT x2", "T RUN_FINISHED r1"]
+    for number in range(2 * load.TRAIL_MOMENTS):
+        trail.add(f"moment {number}")
+    kept = str(trail).split("; ")
+    assert len(kept) == load.TRAIL_MOMENTS
+    assert kept[-1].endswith(f"moment {2 * load.TRAIL_MOMENTS - 1}")

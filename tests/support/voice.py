@@ -3,8 +3,9 @@
 ``VoiceSocket`` wraps a websockets connection: every text frame goes through the suite's
 ``StreamChecker`` (and the official models), every binary frame is an audio-out frame kept
 in ``audio`` with its turn, in the order it arrived among the events (``arrivals``).
-``voice_gateway`` runs a gateway whose agent talks to a local Gemini Live server
-(``tests.support.gemini_live``), ``voice_socket`` opens one on it.
+``live_gateway`` runs a gateway hosting a voice agent on the local Live server, and
+``voice_client`` connects one; ``NAVIGATE`` and ``find_screen`` are the flagship's tools,
+``navigated`` the tab's answer to the first.
 """
 
 from __future__ import annotations
@@ -24,11 +25,7 @@ from tests.support.agui import TERMINAL, StreamChecker
 from tests.support.budgets import scaled
 from tests.support.servers import RunningGateway, running_gateway
 
-# 100 ms of 16 kHz s16le audio: what a browser's worklet sends at a time.
-CHUNK_BYTES = 3200
-
-
-# The flagship's browser action, as a tab declares it in liveStart.
+# The flagship's browser action, as a client declares it.
 NAVIGATE = {
     "name": "navigateToScreen",
     "description": "Opens a screen of the app in the browser.",
@@ -59,31 +56,38 @@ def find_screen(query: str) -> dict[str, str]:
     return {"screenId": "MNU-3120", "asked": query}
 
 
-def voice_agent(server: gemini_live.LiveServer) -> LlmAgent:
-    """An agent on ADK's own Gemini model, its live connection made to ``server``."""
-    return LlmAgent(
-        name="voice",
-        model=server.live_model(),
-        instruction="Answer briefly.",
-        tools=[find_screen],
-    )
+# 100 ms of 16 kHz s16le audio: what a browser's worklet sends at a time.
+CHUNK_BYTES = 3200
 
 
 @contextlib.asynccontextmanager
-async def voice_gateway(
-    scripts: Sequence[Sequence[gemini_live.Step]], **settings: Any
+async def live_gateway(
+    scripts: Sequence[Sequence[gemini_live.Step]], tools: Sequence[Any], **settings: Any
 ) -> AsyncIterator[tuple[gemini_live.LiveServer, RunningGateway]]:
+    """A gateway hosting a voice agent with ``tools`` (functions or ADK tools), its model the
+    local Live server playing ``scripts``; ``settings`` as ``running_gateway`` takes them."""
     async with (
         gemini_live.LiveServer(scripts) as server,
-        running_gateway(agent=voice_agent(server), **settings) as gateway,
+        running_gateway(agent=voice_agent(server, tools), **settings) as gateway,
     ):
         yield server, gateway
 
 
+def voice_agent(server: gemini_live.LiveServer, tools: Sequence[Any] = ()) -> LlmAgent:
+    """The voice agent with ``tools``, its model the local Live server ``server``."""
+    return LlmAgent(
+        name="voice",
+        model=server.live_model(),
+        instruction="Answer briefly.",
+        tools=list(tools),
+    )
+
+
 @contextlib.asynccontextmanager
-async def voice_socket(
+async def voice_client(
     gateway: RunningGateway, query: str = "", user: str = "demo"
 ) -> AsyncIterator[VoiceSocket]:
+    """A /ws connection of ``user`` as a voice client; ``query``: more of its query string."""
     async with connect(gateway.ws_url(user, query), max_size=None) as ws:
         yield VoiceSocket(ws)
 

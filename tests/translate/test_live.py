@@ -1,6 +1,6 @@
 """A live turn's events, driven with no server and no model: transcripts as text messages
 one open at a time, audio numbered by turn, barge-in naming the turn cut off, stored
-transcripts read back under the ids they streamed with."""
+transcripts read back under the ids they streamed with, a reply spoken over marked so."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from google.adk.events import Event
 from google.genai import types
 
 from gateway.context import stamp
-from gateway.translate.history import event_messages
+from gateway.translate.history import event_messages, messages_snapshot
 from gateway.translate.live import LiveTranslator
 from gateway.translate.translator import RunTranslator
 from gateway.wire import live
@@ -119,7 +119,8 @@ def test_barge_in_ends_the_reply_and_names_its_turn() -> None:
         ("audio", 1, b"\x01\x00"),
         {"type": "TEXT_MESSAGE_START", "messageId": "s1", "role": "assistant", "name": "voice"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "s1", "delta": "길게 "},
-        {"type": "TEXT_MESSAGE_END", "messageId": "s1"},
+        # Marked as spoken over, as a 1.0 client merges an END's metadata into its message.
+        {"type": "TEXT_MESSAGE_END", "messageId": "s1", "metadata": {"ended": live.BARGED_IN}},
         {"type": "CUSTOM", "name": live.INTERRUPTED, "value": {"turn": 1, "messageId": "s1"}},
         ("audio", 2, b"\x02\x00"),
         ("audio", 3, b"\x03\x00"),
@@ -134,6 +135,33 @@ def test_stored_transcripts_read_back_under_their_streamed_ids() -> None:
         {"id": "s1", "role": "assistant", "name": "voice", "content": "열었습니다"}
     ]
     assert event_messages(heard("열어", "h1")) == []  # a piece is never a message
+
+
+def test_a_reply_spoken_over_is_marked_in_the_stored_thread() -> None:
+    # ADK stores the cut-off transcript finished, then the interruption, stamped by
+    # ``Transcripts`` with the id of the reply it cut off.
+    interruption = _event(interrupted=True)
+    stamp(interruption, live.CUT_OFF_KEY, "s1")
+    stored = [
+        heard("설명해줘", "h1", finished=True),
+        said("길게 설명드리면", "s1", finished=True),
+        interruption,
+        heard("잠깐만요", "h2", finished=True),
+    ]
+    assert messages_snapshot(stored) == [
+        {"id": "h1", "role": "user", "content": "설명해줘"},
+        {
+            "id": "s1",
+            "role": "assistant",
+            "name": "voice",
+            "content": "길게 설명드리면",
+            "metadata": {"ended": live.BARGED_IN},
+        },
+        {"id": "h2", "role": "user", "content": "잠깐만요"},
+    ]
+    # An interruption with nothing cut off, or whose reply a window left out, shows nothing.
+    assert messages_snapshot([_event(interrupted=True)]) == []
+    assert messages_snapshot(stored[2:]) == [{"id": "h2", "role": "user", "content": "잠깐만요"}]
 
 
 def test_a_subscriber_joining_mid_turn_gets_the_utterances_under_way_as_they_stand() -> None:
