@@ -79,6 +79,7 @@ class Settings:
     max_frame_bytes: int = 1 << 20
     live_max_seconds: float = 900.0
     live_turns_per_user: int = 2
+    live_reattach_seconds: float = 30.0
     send_buffer_bytes: int = 8 << 20
     receive_buffer_bytes: int = 4 << 20
     snapshot_bytes: int = 512 << 10
@@ -181,6 +182,8 @@ _HELP: dict[str, str] = {
     "max_frame_bytes": "largest upstream WebSocket frame or request body",
     "live_max_seconds": "seconds of audio one live turn may hear before it ends (docs/voice.md)",
     "live_turns_per_user": "live turns one user may have open at once (docs/voice.md)",
+    "live_reattach_seconds": "seconds a live turn whose connection dropped waits for its "
+    "client to reattach before it ends (0: it ends at once; docs/voice.md)",
     "send_buffer_bytes": "events a client may fall behind by, in bytes, before it is cut off",
     "receive_buffer_bytes": "frames one /ws connection may have waiting for earlier runs, in bytes",
     "snapshot_bytes": "most of a thread a reattach sends, in bytes; older messages are paged in",

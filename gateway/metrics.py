@@ -72,6 +72,10 @@ class Metrics:
     def live_audio(self, direction: str, seconds: float) -> None:
         """Seconds of audio a live turn heard (``direction`` "in") or spoke ("out")."""
 
+    def live_dropped(self, outcome: str) -> None:
+        """A live turn's connection dropped: the turn was "held" for a reattach, then
+        "resumed" by one or "ended" with nobody back."""
+
     def thread_door(self, verb: str) -> None:
         """The thread door answered a request: list, search, read, edit, delete or export."""
 
@@ -208,6 +212,12 @@ class Prometheus(Metrics):
             ["direction"],
             registry=r,
         )
+        self._live_drops = Counter(
+            "gateway_live_drops",
+            "Live turns whose connection dropped: held for a reattach, then resumed or ended",
+            ["outcome"],
+            registry=r,
+        )
         self._thread_door = Counter(
             "gateway_thread_requests", "Requests the thread door answered", ["verb"], registry=r
         )
@@ -320,6 +330,9 @@ class Prometheus(Metrics):
 
     def live_audio(self, direction: str, seconds: float) -> None:
         self._live_audio.labels(direction).inc(seconds)
+
+    def live_dropped(self, outcome: str) -> None:
+        self._live_drops.labels(outcome).inc()
 
     def thread_door(self, verb: str) -> None:
         self._thread_door.labels(verb).inc()

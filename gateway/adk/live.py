@@ -17,11 +17,21 @@ of one utterance, and its finished event, with one message id, minted from the f
 piece's event id, so the messages a snapshot reads from the store carry the ids the client
 was streamed. An interruption is stamped with the message id of the reply it cut off
 (``wire.live.CUT_OFF_KEY``), which ADK stored, finished, just before it.
+
+A live turn resumes the provider's session the thread keeps (``gateway.adk.resumption``),
+so the model goes on with the context it had, and is not sent the history again; when the
+provider refuses that handle before anything was said, the turn starts afresh with the
+history. Within a turn ADK itself reconnects with the newest handle when the provider
+ends a connection (its time limit, a ``goAway``). ADK forgets its handle when the provider
+says the session cannot be resumed just then (while it speaks or runs a tool); a
+connection ended at such a moment ends ADK's stream though nobody closed the turn, and the
+turn then resumes with the newest handle it was given.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
@@ -40,6 +50,7 @@ from gateway import wire as p
 from gateway.adk import telemetry
 from gateway.adk.hosting import first_line
 from gateway.adk.live_approvals import Asking, asking_in
+from gateway.adk.resumption import KeptHandle, kept_handle
 from gateway.context import RUN_METADATA_KEY, stamp
 from gateway.models.failures import classify
 from gateway.store.shared_writes import SharedWrites
@@ -85,8 +96,12 @@ class LiveTurn:
         self.writes: SharedWrites | None = None
         # The turn's calls waiting for a person's approval (``gateway.adk.live_approvals``).
         self.asking = Asking()
+        # The provider's session the turn resumed, if it resumed one.
+        self.resumed: KeptHandle | None = None
+        # The newest resumable handle the provider gave during the turn.
+        self.latest: KeptHandle | None = None
 
-    def config(self) -> RunConfig:
+    def config(self, handle: str | None = None) -> RunConfig:
         return RunConfig(
             streaming_mode=StreamingMode.BIDI,
             response_modalities=[types.Modality.AUDIO],
@@ -94,7 +109,8 @@ class LiveTurn:
             output_audio_transcription=types.AudioTranscriptionConfig(),
             # The provider ends a connection (its time limit, a goAway): ADK reconnects with
             # the latest handle it was given, and the conversation goes on where it was.
-            session_resumption=types.SessionResumptionConfig(),
+            # ``handle``: the session the thread keeps, resumed from the first connection.
+            session_resumption=types.SessionResumptionConfig(handle=handle),
             custom_metadata={
                 RUN_METADATA_KEY: {
                     "runId": self.run_id,
@@ -110,20 +126,62 @@ class LiveTurn:
         engine = self.engine
         asking_in(self.asking)  # ADK's tasks for the turn start below, and inherit it
         self.session = session = await engine.session(self.user_id, self.thread_id)
+        kept = kept_handle(session, time.time()) if session else None
         sessions = engine.sessions
         handed = sessions.handed_over(session) if session else nullcontext()
         # ADK's runner and its queue's sender both append, and so does ``answer``.
         serialised = sessions.serialised(session) if session else nullcontext()
         with engine.client_tools.offered(self.run_id, self.client_tools), handed, serialised as w:
             self.writes = w
-            async for event in engine.runner.run_live(
-                user_id=self.user_id,
-                session_id=self.thread_id,
-                live_request_queue=self.queue,
-                run_config=self.config(),
-            ):
-                self.invocation_id = event.invocation_id
-                yield event
+            resume = kept
+            while True:
+                try:
+                    async for event in self._run_live(resume):
+                        yield event
+                except genai_errors.APIError as refused:
+                    if resume is None or resume is not kept or self.invocation_id is not None:
+                        raise
+                    # Expired, or lost by the provider: the thread's history will do instead.
+                    log.warning(
+                        "live run %s: the provider refused the thread's kept session (%s);"
+                        " starting a new one with the history",
+                        self.run_id,
+                        first_line(refused),
+                    )
+                    resume = self.resumed = None
+                    continue
+                if self.closed or self.latest is None or self.latest is resume:
+                    return
+                # Nobody ended the turn: the provider ended its connection at a moment ADK
+                # had no handle for (it forgets the one it had when told the session
+                # cannot be resumed just now). The newest the turn was given will do.
+                log.warning(
+                    "live run %s: the provider's connection ended with nothing for ADK to"
+                    " resume with; resuming with the newest handle of the turn",
+                    self.run_id,
+                )
+                resume = self.latest
+
+    async def _run_live(self, kept: KeptHandle | None) -> AsyncGenerator[AdkEvent, None]:
+        if kept is not None:
+            self.resumed = kept
+            log.info(
+                "live run %s resumes the provider's session (given %.0f s ago, event %s)",
+                self.run_id,
+                time.time() - kept.given_at,
+                kept.event_id,
+            )
+        async for event in self.engine.runner.run_live(
+            user_id=self.user_id,
+            session_id=self.thread_id,
+            live_request_queue=self.queue,
+            run_config=self.config(kept.handle if kept else None),
+        ):
+            self.invocation_id = event.invocation_id
+            update = event.live_session_resumption_update
+            if update is not None and update.resumable and update.new_handle:
+                self.latest = KeptHandle(update.new_handle, event.id, event.timestamp)
+            yield event
 
     async def answer(self, call_id: str, name: str, response: dict[str, Any]) -> None:
         """Gives the model a client tool's result: stored first (ADK stores no function
@@ -162,6 +220,19 @@ class LiveTurn:
             self.closed = True
             self.queue.close()
             self.asking.end()
+
+
+def stored(event: AdkEvent) -> bool:
+    """Whether ADK stores a live event: not a partial one, and no chunk of media (speech is
+    streamed, never stored: ``Runner._should_append_event``)."""
+    if event.partial:
+        return False
+    parts = event.content.parts if event.content and event.content.parts else []
+    return not any(
+        part.inline_data is not None
+        and (part.inline_data.mime_type or "").lower().startswith(("audio/", "video/", "image/"))
+        for part in parts
+    )
 
 
 def live_failure(error: BaseException) -> p.GatewayError | None:

@@ -10,7 +10,15 @@ What one client can make the gateway do is bounded: a frame holds at most a seco
 audio, audio may not come faster than real time beyond a ``BURST_SECONDS`` burst
 (RATE_LIMIT_EXCEEDED, the frame dropped), a turn hears at most ``live_max_seconds`` (then it
 ends with SERVICE_QUOTA_EXCEEDED), and a user has at most ``live_turns_per_user`` turns
-open (``LiveUsers``). A connection that closes ends its turn.
+open (``LiveUsers``).
+
+A connection that closes leaves its turn open for ``live_reattach_seconds`` when it named
+its client instance (``?clientId=``): a reattach of that instance on a new connection
+(``rejoin``, after the hub made it the run's executor) speaks and hears in the turn from
+there; the turn still counts against its user's live turns meanwhile, and ends when
+nobody comes back. A connection with no instance, or a draining gateway, ends it at once.
+From the moment another connection took the turn over, this one's audio and live frames
+find no turn.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from gateway.config import Settings
 from gateway.context import Caller
 from gateway.hub.hub import Hub
 from gateway.hub.live import LiveRun, Speaker, start_live
+from gateway.hub.threads import Run
 from gateway.wire import live
 
 log = logging.getLogger(__name__)
@@ -36,9 +45,11 @@ BYTES_PER_SECOND = 2 * live.INPUT_RATE
 
 @dataclasses.dataclass
 class LiveUsers:
-    """The live turns open per user, across the gateway's connections."""
+    """The live turns open per user, and on each thread, across the gateway's connections."""
 
     open: dict[str, int] = dataclasses.field(default_factory=dict)
+    # The live turn open on each thread, for a reattach that resumes it.
+    turns: dict[str, LiveRun] = dataclasses.field(default_factory=dict)
 
     def take(self, user: str, limit: int) -> None:
         if self.open.get(user, 0) >= limit:
@@ -65,6 +76,8 @@ class Voice:
         self.settings = settings
         self.users = users
         self.turn: LiveRun | None = None
+        # The connection that speaks in ``turn``, and since when its audio is paced.
+        self.speaker: Speaker | None = None
         self.started_at = 0.0
 
     async def start(self, frame: live.LiveStart, speaker: Speaker, caller: Caller) -> LiveRun:
@@ -81,10 +94,35 @@ class Voice:
         except BaseException:
             self.users.give_back(caller.user_id)
             raise
-        self.turn, self.started_at = turn, time.monotonic()
-        user = caller.user_id
+        self.turn, self.speaker, self.started_at = turn, speaker, time.monotonic()
+        user, thread_id = caller.user_id, frame.thread_id
+        self.users.turns[thread_id] = turn
         assert turn.run.task is not None
-        turn.run.task.add_done_callback(lambda _: self.users.give_back(user))
+        turn.run.task.add_done_callback(lambda _: self._ended(user, thread_id, turn))
+        return turn
+
+    def _ended(self, user: str, thread_id: str, turn: LiveRun) -> None:
+        self.users.give_back(user)
+        if self.users.turns.get(thread_id) is turn:
+            del self.users.turns[thread_id]
+
+    def rejoin(self, run: Run | None, speaker: Speaker) -> None:
+        """A reattach that follows ``run``: if it is a live turn and ``speaker`` speaks for
+        the client instance that opened it, the turn goes on here."""
+        turn = self.users.turns.get(run.thread.thread_id) if run is not None else None
+        if turn is None or turn.run is not run or speaker.client is None:
+            return
+        if speaker.client != run.owner or not turn.resume(speaker):
+            return
+        self.turn, self.speaker = turn, speaker
+        # Paced from here as if what the turn heard had come in real time until now.
+        self.started_at = time.monotonic() - turn.heard_bytes / BYTES_PER_SECOND
+
+    def _spoken(self) -> LiveRun | None:
+        """The live turn this connection speaks in: open, and not taken over since."""
+        turn = self.turn
+        if turn is None or turn.run.done.is_set() or turn.speaker is not self.speaker:
+            return None
         return turn
 
     def stop(self, frame: live.LiveStop) -> p.GatewayError | None:
@@ -130,15 +168,15 @@ class Voice:
 
     def _open_on(self, thread_id: str) -> LiveRun | None:
         """The connection's live turn, if it is open on ``thread_id``."""
-        turn = self.turn
-        if turn is None or turn.run.done.is_set() or turn.run.thread.thread_id != thread_id:
+        turn = self._spoken()
+        if turn is None or turn.run.thread.thread_id != thread_id:
             return None
         return turn
 
     def audio(self, data: bytes) -> p.GatewayError | None:
         """Hands one audio-in frame to the live turn; an error if it is refused."""
-        turn = self.turn
-        if turn is None or turn.run.done.is_set() or turn.stopping.is_set():
+        turn = self._spoken()
+        if turn is None or turn.stopping.is_set():
             return live.no_live_turn()
         try:
             pcm = live.audio_in(data)
@@ -164,9 +202,21 @@ class Voice:
         return None
 
     def leave(self) -> None:
-        """The connection closed: its live turn ends."""
-        if self.turn is not None:
-            self.turn.stop()
+        """The connection closed: its live turn waits for its client instance to reattach,
+        for ``live_reattach_seconds``; one with no instance ends now."""
+        turn = self._spoken()
+        if turn is None:
+            return
+        grace = self.settings.live_reattach_seconds
+        if turn.run.owner is None or grace <= 0 or self.hub.draining:
+            turn.stop()
+        else:
+            turn.detach(grace)
+
+    def end(self) -> None:
+        """The gateway drains: the live turn ends now, its words stored."""
+        if (turn := self._spoken()) is not None:
+            turn.stop()
 
 
 def _no_turn(thread_id: str, instead: str) -> p.GatewayError:

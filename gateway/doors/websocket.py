@@ -231,7 +231,7 @@ class WebSocketSession:
             self.draining = True
             # A live turn could hold the drain for minutes: it ends now, its words stored,
             # and the client starts the next one on a process that stays.
-            self.voice.leave()
+            self.voice.end()
             self.inbox.put_nowait((Restart(), 0))
 
     def _expired(self) -> None:
@@ -413,6 +413,8 @@ class WebSocketSession:
             self._refusal(error.to_event(), request)
             return
         self._audit(request, None, run)
+        if isinstance(request, p.Reattach):
+            self.voice.rejoin(run, self)  # its client's live turn, if it has one, goes on here
         if self.following not in (None, request.thread_id):
             self.hub.unwatch(self, self.following)
         self.following = request.thread_id

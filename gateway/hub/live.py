@@ -10,10 +10,14 @@ stream through a ``LiveTranslator``. The agent's speech goes only to the connect
 opened the turn (its ``Speaker``), through the run's outbox, so no audio chunk overtakes
 the events before it; audio is never logged or stored.
 
-The turn ends when the speaker says ``liveStop`` or leaves (``stop``: the audio input is
-closed, ADK lets the model finish and its stream ends), when the run is cancelled (the
-same, ending ``cancelled``), or when the model's connection fails (RUN_ERROR
-AGENT_ERROR). Its transcripts are stored by ADK as they finish, so the thread's next
+The turn ends when the speaker says ``liveStop`` (``stop``: the audio input is closed, ADK
+lets the model finish and its stream ends), when the run is cancelled (the same, ending
+``cancelled``), or when the model's connection fails (RUN_ERROR AGENT_ERROR). A speaker
+whose connection drops may come back: the turn goes on without it for a grace
+(``detach``), its events stored and its speech sent to nobody, and when the client
+instance that opened it reattaches (the hub makes that connection the run's executor) it
+speaks and hears again from there (``resume``); a turn nobody comes back to ends as a
+``liveStop`` ends it. Its transcripts are stored by ADK as they finish, so the thread's next
 snapshot, and ``/history``, show the conversation.
 """
 
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway import logs
 from gateway import wire as p
-from gateway.adk.live import LiveTurn, live_failure
+from gateway.adk.live import LiveTurn, live_failure, stored
 from gateway.context import Caller, asked_by
 from gateway.hub.busy import Busy, in_progress
 from gateway.hub.inputs import read_resume, tool_response
@@ -75,6 +79,8 @@ class LiveRun:
         self.heard_bytes = 0
         self.streaming: asyncio.Task[None] | None = None
         self.stopping = asyncio.Event()
+        # While its speaker is gone: ends the turn unless the speaker comes back first.
+        self.held: asyncio.TimerHandle | None = None
 
     def hear(self, pcm: memoryview) -> None:
         self.heard_bytes += len(pcm)
@@ -226,6 +232,8 @@ class LiveRun:
             run.fail(live_failure(error) or p.unexpected(f"live {run}", p.ErrorCode.AGENT_ERROR))
         finally:
             watch.cancel()
+            if self.held is not None:
+                self.held.cancel()
             self.turn.close()
             ending = run_ended(
                 cancelled=run.abort.is_set(),
@@ -247,7 +255,7 @@ class LiveRun:
     async def _stream(self) -> None:
         async with aclosing(self.turn.events()) as events:
             async for event in events:
-                if not event.partial:
+                if stored(event):  # what a reattach's read of the thread waits for
                     self.run.last_event_id = event.id
                 self._emit(self.translator.translate(event))
 
@@ -260,10 +268,49 @@ class LiveRun:
                 self.hub.metrics.live_audio("out", spoken / (2 * live.OUTPUT_RATE))
                 self.run.emit(batch)
                 batch = []
-                self.run.outbox.send(partial(self.speaker.deliver_audio, item))
+                self.run.outbox.send(partial(self._speak, item))
             else:
                 batch.append(item)
         self.run.emit(batch)
+
+    def _speak(self, chunk: live.AudioOut) -> None:
+        """Sends a chunk to whoever executes the run now: the speaker, or the connection
+        its client instance reattached on; nobody while it is away."""
+        deliver = getattr(self.run.executor, "deliver_audio", None)
+        if deliver is not None:
+            deliver(chunk)
+
+    def detach(self, grace: float) -> None:
+        """The speaker's connection closed: the turn goes on for ``grace`` seconds for its
+        client instance to reattach (``resume``), then ends as ``stop`` ends it."""
+        if self.stopping.is_set() or self.run.ended or self.held is not None:
+            return
+        log.info("live %s: its connection closed; held %.0f s for a reattach", self.run, grace)
+        self.hub.metrics.live_dropped("held")
+        self.held = asyncio.get_running_loop().call_later(grace, self._unclaimed, grace)
+
+    def _unclaimed(self, grace: float) -> None:
+        self.held = None
+        log.info("live %s: nobody reattached within %.0f s; the turn ends", self.run, grace)
+        self.hub.metrics.live_dropped("ended")
+        self.stop()
+
+    def resume(self, speaker: Speaker) -> bool:
+        """The client instance that opened the turn reattached on ``speaker``: it speaks
+        and is sent the agent's speech from here on, after what the reattach sends it, and
+        is told so (``gateway.live.resumed``). False if the turn is ending already."""
+        if self.stopping.is_set() or self.run.ended:
+            return False
+        if self.held is not None:
+            self.held.cancel()
+            self.held = None
+        self.speaker = speaker
+        told = live.resumed(self.translator.turn)
+        # The outbox holds the reattach's catch-up: the notice goes after it.
+        self.run.outbox.send(partial(speaker.deliver, told))
+        log.info("live %s: resumed on a new connection of its client", self.run)
+        self.hub.metrics.live_dropped("resumed")
+        return True
 
     async def _watch_stop(self) -> None:
         """Closes the audio input on ``stop`` or a cancel of the run, then gives ADK

@@ -49,6 +49,9 @@ class LiveTranslator:
         self.replying: str | None = None
         # What each side said so far, by message id, until its utterance finishes.
         self.so_far: dict[str, str] = {}
+        # The agent whose words are transcribed, as its messages name it.
+        self.agent: str | None = None
+        run.beside = self.reopen
 
     def translate(self, event: AdkEvent) -> list[Out]:
         out: list[Out] = []
@@ -82,6 +85,20 @@ class LiveTranslator:
     def close(self) -> list[p.Event]:
         """Ends the message open on the wire, for the end of the live turn."""
         return self._close()
+
+    def reopen(self) -> list[p.Event]:
+        """Every utterance under way as it stands, for a subscriber that joins mid-turn (a
+        snapshot shows finished ones only): the open one last, and left open."""
+        out: list[p.Event] = []
+        open_id = self.open[0] if self.open is not None else None
+        for role, message_id in sorted(self.speaking.items(), key=lambda kv: kv[1] == open_id):
+            name = self.agent if role == ASSISTANT else None
+            out.append(p.TextMessageStart(message_id=message_id, role=role, name=name))  # type: ignore[arg-type]
+            if text := self.so_far.get(message_id):
+                out.append(p.TextMessageContent(message_id=message_id, delta=text))
+            if message_id != open_id:
+                out.append(p.TextMessageEnd(message_id=message_id))
+        return out
 
     def _heard(self, role: str, event: AdkEvent, heard: types.Transcription) -> list[Out]:
         message_id = event_metadata(event).get("messageId") or self.speaking.get(role) or event.id
@@ -134,6 +151,8 @@ class LiveTranslator:
             return []
         out: list[Out] = list(self._close())
         name = author if role == ASSISTANT else None
+        if name is not None:
+            self.agent = name
         out.append(p.TextMessageStart(message_id=message_id, role=role, name=name))  # type: ignore[arg-type]
         self.open = (message_id, role)
         return out

@@ -125,6 +125,9 @@ class RunTranslator:
         self._usage = usage
         # Tools with predictive state whose PredictState this run has yet to send.
         self._unpredicted = by_tool(predictions)
+        # What streams messages beside this translator (a live turn's transcripts,
+        # ``gateway.translate.live``): its unfinished ones, for a late subscriber.
+        self.beside: Callable[[], list[p.Event]] | None = None
 
     def start(self) -> list[p.Event]:
         self._expect(Phase.NEW)
@@ -173,7 +176,8 @@ class RunTranslator:
     def reopen(self) -> list[p.Event]:
         """What a late subscriber needs to join mid-run: the sub-agents speaking and every
         message not yet complete, as it stands."""
-        return self.subagents.replay() + self.messages.replay()
+        beside = self.beside() if self.beside is not None else []
+        return self.subagents.replay() + self.messages.replay() + beside
 
     def text_so_far(self, message_id: str) -> str:
         """The text streamed so far of a message not yet complete, for the store."""

@@ -25,6 +25,7 @@ const INPUT_RATE = 16000;
 const OUTPUT_RATE = 24000;
 const STARTED = "gateway.live.started";
 const INTERRUPTED = "gateway.live.interrupted";
+const RESUMED = "gateway.live.resumed";
 
 // What the person is told of the turn, by state. The button keeps one name (a toggle's
 // name says what it does, aria-pressed whether it is on); the status line announces the rest.
@@ -89,6 +90,10 @@ export class Voice {
   event(event, run) {
     if (event.type === "CUSTOM" && event.name === STARTED && this.state === "starting") {
       this.#show("live");
+    } else if (event.type === "CUSTOM" && event.name === RESUMED && !this.active) {
+      // The gateway held the turn for this tab across a dropped connection; the page ended
+      // its side when the connection went (its microphone is closed): end the turn there too.
+      this.client.stopLive();
     } else if (event.type === "CUSTOM" && event.name === INTERRUPTED && this.speaker) {
       this.speaker.node.port.postMessage({ drop: event.value?.turn });
     } else if (event.type === "RUN_ERROR" && this.state === "starting") {
@@ -105,14 +110,15 @@ export class Voice {
 
   /** A binary frame: the agent's speech, played unless its turn was dropped. */
   heard(frame) {
-    if (!this.speaker || frame.byteLength < HEADER_BYTES) return;
+    if (!this.speaker || !this.active || frame.byteLength < HEADER_BYTES) return;
     const view = new DataView(frame);
     if (view.getUint8(0) !== AUDIO_OUT || view.getUint8(1) !== HEADER_VERSION) return;
     const pcm = frame.slice(HEADER_BYTES);
     this.speaker.node.port.postMessage({ turn: view.getUint16(2), pcm }, [pcm]);
   }
 
-  /** The connection is not open (a closed socket ends the live turn). */
+  /** The connection is not open: the page ends its side of the live turn (the gateway holds
+   * the turn for a reattach; the page ends it there once it is back, on `gateway.live.resumed`). */
   disconnected() {
     if (!this.active) return;
     this.#silence();

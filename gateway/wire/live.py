@@ -34,6 +34,7 @@ INPUT_RATE, OUTPUT_RATE = 16_000, 24_000
 MAX_CHUNK_BYTES = INPUT_RATE * 2
 
 STARTED, INTERRUPTED = "gateway.live.started", "gateway.live.interrupted"
+RESUMED = "gateway.live.resumed"
 APPROVAL = "gateway.live.approval"
 # How a reply the person spoke over ended, as its message's ``metadata.ended`` shows it
 # (beside a typed run's "stopped", "failed" and "interrupted").
@@ -99,6 +100,14 @@ def started() -> Custom:
         "maxChunkBytes": MAX_CHUNK_BYTES,
     }
     return Custom(name=STARTED, value=value)
+
+
+def resumed(turn: int) -> Custom:
+    """Tells a client that reattached to its live turn that it speaks and hears again: the
+    formats, as ``started`` says them, and the agent's turn its speech goes on in."""
+    value = dict(started().value)
+    value["turn"] = turn & 0xFFFF
+    return Custom(name=RESUMED, value=value)
 
 
 def interrupted(turn: int, message_id: str | None) -> Custom:

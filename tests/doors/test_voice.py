@@ -25,7 +25,7 @@ from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
 from tests.support.budgets import eventually
 from tests.support.servers import RunningGateway, running_gateway
-from tests.support.voice import VoiceSocket, messages
+from tests.support.voice import VoiceSocket, messages, navigated
 
 pytestmark = pytest.mark.server
 
@@ -424,16 +424,7 @@ async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_b
                 call = await voice.until("TOOL_CALL_START")
                 assert call["toolCallName"] == "navigateToScreen"
                 await voice.until("TOOL_CALL_END")
-                result = {
-                    "type": "liveToolResult",
-                    "threadId": thread_id,
-                    "message": {
-                        "id": "result-1",
-                        "role": "tool",
-                        "toolCallId": call["toolCallId"],
-                        "content": '{"status": "navigated", "screenId": "MNU-3120"}',
-                    },
-                }
+                result = navigated(thread_id, call["toolCallId"])
                 await voice.ws.send(json.dumps(result))
                 await voice.ws.send(json.dumps(result))  # a resend: refused, not run again
                 while "이동했습니다" not in [m[1] for m in messages(voice.events).values()]:

@@ -119,6 +119,30 @@ async def test_google_genai_gets_interruptions_tool_calls_and_go_away() -> None:
     assert any(m.go_away and m.go_away.time_left for m in messages)
 
 
+async def test_a_handle_resumes_its_session_and_one_never_given_is_refused() -> None:
+    given = [live.Send(live.resumption("handle-1"), live.turn_complete())]
+    async with live.LiveServer([given]) as server:
+        client = genai.Client(**server.client_options())
+        async with client.aio.live.connect(model=live.MODEL, config=_config()) as session:
+            await _one_turn(session)
+        resume = _config()
+        resume.session_resumption = types.SessionResumptionConfig(handle="handle-1")
+        async with client.aio.live.connect(model=live.MODEL, config=resume) as session:
+            await _one_turn(session)
+        first, resumed = server.connections
+        assert resumed.resumed_from == "handle-1" and resumed.session == first.session
+        # A handle the server never gave, and one it lost, are refused before setupComplete.
+        server.forget("handle-1")
+        for handle in ("handle-0", "handle-1"):
+            resume.session_resumption = types.SessionResumptionConfig(handle=handle)
+            with pytest.raises(genai.errors.APIError) as refused:
+                async with client.aio.live.connect(model=live.MODEL, config=resume):
+                    pass
+            assert refused.value.code == live.CLOSE_INVALID_ARGUMENT
+        assert server.refused == ["handle-0", "handle-1"]
+        assert len(server.connections) == 2
+
+
 def find_screen(query: str) -> dict[str, str]:
     """Finds the screen the person asks for."""
     return {"screenId": "MNU-3120", "asked": query}

@@ -20,7 +20,20 @@ What the server does is a script per connection: the n-th connection plays ``scr
 - ``Send(*messages)``: sends messages, built with ``heard``, ``said``, ``audio_out``,
   ``interrupted``, ``turn_complete``, ``tool_call``, ``resumption``, ``go_away``;
 - ``Pause(seconds)``: waits (for benchmarks, which pace the model's speech);
+- ``Speak(chunk, pace, chunks, until_heard)``: the model's speech as it is generated,
+  ``chunk`` after ``chunk`` ``pace`` seconds apart, stopping early once ``until_heard``
+  bytes of audio in arrived (the person spoke over it, as Gemini's voice detection hears
+  it; the benchmark's barge-in);
+- ``Until(signal)``: until the test sets the ``asyncio.Event`` (a moment the test picks,
+  such as after its client dropped);
 - ``Close()``: closes the connection, as the provider does after a ``goAway``.
+
+A handle the server sent (``resumption``) resumes its session: a connection whose setup
+names it continues that session (``Connection.session``, numbered from 0 by the connection
+that began it), as Gemini's does. A setup naming a handle the server never gave, or one
+``forget`` made it lose (Gemini's expire), is refused as Gemini refuses a setup it cannot
+serve: the connection closes with an error before ``setupComplete``; it plays no script and
+is counted in ``refused``.
 
 Everything a connection received is kept on its ``Connection`` (setup, audio, tool
 responses, client contents), for the test to assert on. A wait that is never met fails
@@ -31,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -39,7 +53,7 @@ import json
 import ssl
 import tempfile
 import time
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Mapping, Sequence, Sized
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -61,6 +75,12 @@ from tests.support.budgets import scaled
 MODEL = "gemini-2.5-flash-native-audio-preview-09-2025"
 
 INPUT_RATE, OUTPUT_RATE = 16_000, 24_000
+
+# Where a process of its own finds the server: its URL and its certificate (PEM).
+URL_VARIABLE, CA_VARIABLE = "GEMINI_LIVE_TEST_URL", "GEMINI_LIVE_TEST_CA"
+
+# How Gemini closes a setup it cannot serve (1007: "Request contains an invalid argument").
+CLOSE_INVALID_ARGUMENT = 1007
 
 # How long a scripted wait lasts before the script fails, on a quiet machine.
 WAIT_SECONDS = 5.0
@@ -102,11 +122,29 @@ class Pause:
 
 
 @dataclasses.dataclass(frozen=True)
+class Speak:
+    """Sends ``chunks`` chunks of speech ``pace`` seconds apart, or fewer: it stops at once
+    when ``until_heard`` bytes of audio in (in all) have arrived."""
+
+    chunk: bytes
+    pace: float
+    chunks: int
+    until_heard: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Until:
+    """Until the test sets ``signal``."""
+
+    signal: asyncio.Event
+
+
+@dataclasses.dataclass(frozen=True)
 class Close:
     """Closes the connection (the provider's side of a ``goAway``)."""
 
 
-Step = WaitAudio | WaitToolResponse | WaitClientContent | Send | Pause | Close
+Step = WaitAudio | WaitToolResponse | WaitClientContent | Send | Pause | Speak | Until | Close
 
 
 # --- the messages a script sends ------------------------------------------------------------
@@ -163,6 +201,21 @@ def tone(seconds: float, rate: int = INPUT_RATE) -> bytes:
     )
 
 
+def live_model_from(environ: Mapping[str, str]) -> Gemini:
+    """ADK's Gemini model reaching the server whose ``LiveServer.environ`` is in ``environ``:
+    for an agent hosted by a gateway in another process."""
+    options = _client_options(environ[URL_VARIABLE], environ[CA_VARIABLE])
+    return Gemini(model=MODEL, client_kwargs=options)
+
+
+def _client_options(url: str, certificate: str) -> dict[str, Any]:
+    context = ssl.create_default_context(cadata=certificate)
+    options = types.HttpOptions(
+        base_url=url, api_version="v1alpha", async_client_args={"ssl": context}
+    )
+    return {"api_key": "offline-live-key", "http_options": options}
+
+
 # --- the server ---------------------------------------------------------------------------
 
 
@@ -181,6 +234,8 @@ class Connection:
     chunk_arrivals: list[tuple[float, bytes]] = dataclasses.field(default_factory=list, repr=False)
     sent_at: list[float] = dataclasses.field(default_factory=list, repr=False)
     closed: bool = False
+    # The provider's session it belongs to: the number of the connection that began it.
+    session: int = 0
     changed: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     @property
@@ -217,6 +272,9 @@ class LiveServer:
         self.scripts = [list(script) for script in scripts]
         self.connections: list[Connection] = []
         self.failures: list[str] = []
+        # The handles sent, each to the session it resumes; setups refused for their handle.
+        self.handles: dict[str, int] = {}
+        self.refused: list[str] = []
         self._certificate, self._server_context = _certificate()
         self._server: Any = None
         self.port = 0
@@ -230,20 +288,21 @@ class LiveServer:
         """A TLS context that trusts this server's certificate."""
         return ssl.create_default_context(cadata=self._certificate)
 
-    def http_options(self) -> types.HttpOptions:
-        return types.HttpOptions(
-            base_url=self.url,
-            api_version="v1alpha",
-            async_client_args={"ssl": self.client_context()},
-        )
-
     def client_options(self) -> dict[str, Any]:
         """``genai.Client(**options)`` (or ADK's ``Gemini(client_kwargs=...)``) reaches here."""
-        return {"api_key": "offline-live-key", "http_options": self.http_options()}
+        return _client_options(self.url, self._certificate)
 
     def live_model(self) -> Gemini:
         """ADK's own Gemini model, its live connection made to this server."""
         return Gemini(model=MODEL, client_kwargs=self.client_options())
+
+    def environ(self) -> dict[str, str]:
+        """What a process of its own needs to reach this server (``live_model_from``)."""
+        return {URL_VARIABLE: self.url, CA_VARIABLE: self._certificate}
+
+    def forget(self, handle: str) -> None:
+        """Loses a session's handle, as Gemini does once it expired."""
+        self.handles.pop(handle, None)
 
     async def __aenter__(self) -> LiveServer:
         self._server = await serve(
@@ -263,14 +322,23 @@ class LiveServer:
 
     async def _serve(self, websocket: ServerConnection) -> None:
         connection = Connection()
+        try:
+            connection.setup = _camel(json.loads(await websocket.recv()))["setup"]
+        except (ConnectionClosed, KeyError, ValueError) as error:
+            self.failures.append(f"connection {len(self.connections)}: no setup ({error!r})")
+            return
+        handle = connection.resumed_from
+        if handle is not None and handle not in self.handles:
+            self.refused.append(handle)
+            await websocket.close(CLOSE_INVALID_ARGUMENT, "Invalid session resumption handle.")
+            return
         index = len(self.connections)
+        connection.session = self.handles[handle] if handle is not None else index
         self.connections.append(connection)
         script = self.scripts[min(index, len(self.scripts) - 1)]
         try:
-            connection.setup = _camel(json.loads(await websocket.recv()))["setup"]
             await websocket.send(json.dumps({"setupComplete": {}}).encode())
-        except (ConnectionClosed, KeyError, ValueError) as error:
-            self.failures.append(f"connection {index}: no setup ({error!r})")
+        except ConnectionClosed:
             return
         reader = asyncio.create_task(self._read(websocket, connection))
         try:
@@ -300,11 +368,20 @@ class LiveServer:
         for number, step in enumerate(script):
             if isinstance(step, Send):
                 for message in step.messages:
+                    given = message.get("sessionResumptionUpdate", {}).get("newHandle")
+                    if given:
+                        self.handles[given] = connection.session
                     await websocket.send(json.dumps(message).encode())
                     connection.sent_at.append(time.perf_counter())
                 continue
             if isinstance(step, Pause):
                 await asyncio.sleep(step.seconds)
+                continue
+            if isinstance(step, Until):
+                await step.signal.wait()
+                continue
+            if isinstance(step, Speak):
+                await _speak(step, websocket, connection)
                 continue
             if isinstance(step, Close):
                 await websocket.close()
@@ -322,6 +399,25 @@ class LiveServer:
                 self.failures.append(f"connection {index}: step {number} ({step}) never met")
                 await websocket.close()
                 return
+
+
+async def _speak(step: Speak, websocket: ServerConnection, connection: Connection) -> None:
+    message = json.dumps(audio_out(step.chunk)).encode()
+    loop = asyncio.get_running_loop()
+    due = loop.time()
+    sent = 0
+    heard = step.until_heard if step.until_heard is not None else float("inf")
+    while sent < step.chunks and len(connection.audio) < heard and not connection.closed:
+        if loop.time() >= due:
+            await websocket.send(message)
+            connection.sent_at.append(time.perf_counter())
+            sent += 1
+            due += step.pace
+            continue
+        # Woken by audio in as well as by the clock: the person is heard at once.
+        connection.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(connection.changed.wait(), due - loop.time())
 
 
 def _model_info(connection: ServerConnection, request: Request) -> Response | None:

@@ -4,7 +4,8 @@
 ``StreamChecker`` (and the official models), every binary frame is an audio-out frame kept
 in ``audio`` with its turn, in the order it arrived among the events (``arrivals``).
 ``live_gateway`` runs a gateway hosting a voice agent on the local Live server, and
-``voice_client`` connects one; ``NAVIGATE`` and ``find_screen`` are the flagship's tools.
+``voice_client`` connects one; ``NAVIGATE`` and ``find_screen`` are the flagship's tools,
+``navigated`` the tab's answer to the first.
 """
 
 from __future__ import annotations
@@ -36,6 +37,20 @@ NAVIGATE = {
 }
 
 
+def navigated(thread_id: str, call_id: str) -> dict[str, Any]:
+    """The tab's ``liveToolResult`` once it opened the screen a navigateToScreen call named."""
+    return {
+        "type": "liveToolResult",
+        "threadId": thread_id,
+        "message": {
+            "id": "result-1",
+            "role": "tool",
+            "toolCallId": call_id,
+            "content": '{"status": "navigated", "screenId": "MNU-3120"}',
+        },
+    }
+
+
 def find_screen(query: str) -> dict[str, str]:
     """Finds the screen the person asks for in the catalog."""
     return {"screenId": "MNU-3120", "asked": query}
@@ -51,15 +66,21 @@ async def live_gateway(
 ) -> AsyncIterator[tuple[gemini_live.LiveServer, RunningGateway]]:
     """A gateway hosting a voice agent with ``tools`` (functions or ADK tools), its model the
     local Live server playing ``scripts``; ``settings`` as ``running_gateway`` takes them."""
-    async with gemini_live.LiveServer(scripts) as server:
-        agent = LlmAgent(
-            name="voice",
-            model=server.live_model(),
-            instruction="Answer briefly.",
-            tools=list(tools),
-        )
-        async with running_gateway(agent=agent, **settings) as gateway:
-            yield server, gateway
+    async with (
+        gemini_live.LiveServer(scripts) as server,
+        running_gateway(agent=voice_agent(server, tools), **settings) as gateway,
+    ):
+        yield server, gateway
+
+
+def voice_agent(server: gemini_live.LiveServer, tools: Sequence[Any] = ()) -> LlmAgent:
+    """The voice agent with ``tools``, its model the local Live server ``server``."""
+    return LlmAgent(
+        name="voice",
+        model=server.live_model(),
+        instruction="Answer briefly.",
+        tools=list(tools),
+    )
 
 
 @contextlib.asynccontextmanager

@@ -162,3 +162,21 @@ def test_a_reply_spoken_over_is_marked_in_the_stored_thread() -> None:
     # An interruption with nothing cut off, or whose reply a window left out, shows nothing.
     assert messages_snapshot([_event(interrupted=True)]) == []
     assert messages_snapshot(stored[2:]) == [{"id": "h2", "role": "user", "content": "잠깐만요"}]
+
+
+def test_a_subscriber_joining_mid_turn_gets_the_utterances_under_way_as_they_stand() -> None:
+    translator = LiveTranslator(RunTranslator("t", "r"))
+    translator.run.start()
+    for event in [heard("업무 요청 ", "h1"), said("네, ", "s1"), heard("목록", "h1")]:
+        translator.translate(event)
+    # The run's own reopen carries them: a reattach needs nothing of voice.
+    assert _wire(translator.run.reopen()) == [
+        {"type": "TEXT_MESSAGE_START", "messageId": "s1", "role": "assistant", "name": "voice"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "s1", "delta": "네, "},
+        {"type": "TEXT_MESSAGE_END", "messageId": "s1"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "h1", "role": "user"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "h1", "delta": "업무 요청 목록"},
+    ]
+    translator.translate(heard("업무 요청 목록", "h1", finished=True))
+    translator.translate(said("네, 엽니다", "s1", finished=True))
+    assert translator.run.reopen() == []
