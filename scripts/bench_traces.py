@@ -9,8 +9,8 @@ moves within seconds, falls on both. Each gateway is warmed by a few runs, then 
 through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the greeting
 streamed back in 20 chunks, every run on a new thread) by C websocket clients.
 
-A traced run exports its run span, ADK's invoke_workflow, invoke_agent and generate_content
-spans, and a store_commit span for each commit it joined. The collector
+A traced run exports its run span and ADK's invoke_workflow, invoke_agent and generate_content
+spans, with a store_commit event for each commit it joined. The collector
 (``tests.support.traces.OtlpReceiver``) decodes every request as a real one would, in a
 process of its own as a deployment's is: in this one, its decoding would take the CPU of the
 clients that drive the traced phases and of nothing else, and slow those phases for a
