@@ -16,7 +16,9 @@ process of its own as a deployment's is: in this one, its decoding would take th
 clients that drive the traced phases and of nothing else, and slow those phases for a
 reason that is not the gateway's. The figures that matter are the gateway's: "cpu ms/run"
 is the serving process's CPU over the phase divided by its runs, the steadier figure on a
-shared machine.
+shared machine, and "loop ms/run" the part of it on the event loop (the main thread); the
+rest is the other threads', the exporter's encoding and sending above all, so the summary
+says where what tracing adds goes. Each round names the machine's load as it began.
 
     .venv/bin/python -m scripts.bench_traces              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_traces --rounds 5 --runs 400 --clients 1,8
@@ -71,11 +73,16 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
 @dataclasses.dataclass(frozen=True)
 class Measured:
     """A phase, and the CPU its gateway spent on the event loop (the main thread) and on its
-    other threads (the span exporter's among them), both over the same parts of the phase."""
+    other threads (the span exporter's among them) over the phase's parts, their sockets'
+    opening and closing included."""
 
     phase: Phase
     loop_cpu: float
     others_cpu: float
+
+    @property
+    def cpu_per_run(self) -> float:
+        return (self.loop_cpu + self.others_cpu) / len(self.phase.timings)
 
     @property
     def loop_per_run(self) -> float:
@@ -171,7 +178,7 @@ def otel_variables(mode: str, collector: Collector) -> dict[str, str]:
 def row(mode: str, measured: Measured) -> str:
     phase = measured.phase
     return f"{mode:<8}{phase.clients:>8}{len(phase.timings):>6}{phase.rate:>10.1f}" + (
-        f"{phase.cpu_per_run * 1000:>14.2f}{measured.loop_per_run * 1000:>14.2f}"
+        f"{measured.cpu_per_run * 1000:>14.2f}{measured.loop_per_run * 1000:>14.2f}"
     )
 
 
@@ -209,7 +216,7 @@ def main() -> None:
                 print(row("off", off))
                 print(row("traced", traced))
                 rates[clients].append(traced.phase.rate / off.phase.rate)
-                cpus[clients].append(traced.phase.cpu_per_run / off.phase.cpu_per_run)
+                cpus[clients].append(traced.cpu_per_run / off.cpu_per_run)
                 loops[clients].append(traced.loop_per_run - off.loop_per_run)
                 others[clients].append(traced.others_per_run - off.others_per_run)
             # The traced gateway's exit flushed what its batches held.
