@@ -106,15 +106,17 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def cpu_seconds(pid: int | None = None) -> float:
-    """User + system CPU time a process has used (Linux /proc); this process when pid is None.
+def cpu_seconds(pid: int | None = None, thread: int | None = None) -> float:
+    """User + system CPU time a process has used (Linux /proc); this process when pid is None;
+    only its thread ``thread`` when given (a process's main thread has the process's id).
 
     CPU per run is the steadier figure on a shared machine: it does not move when a
     neighbour takes a core, where runs per second does.
     """
     if pid is None:
         return time.process_time()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -9,14 +9,16 @@ moves within seconds, falls on both. Each gateway is warmed by a few runs, then 
 through the same one-turn text runs as ``scripts/bench_runs.py`` ("안녕" in, the greeting
 streamed back in 20 chunks, every run on a new thread) by C websocket clients.
 
-A traced run exports its run span, ADK's invoke_workflow, invoke_agent and generate_content
-spans, and a store_commit span for each commit it joined. The collector
+A traced run exports its run span and ADK's invoke_workflow, invoke_agent and generate_content
+spans, with a store_commit event for each commit it joined. The collector
 (``tests.support.traces.OtlpReceiver``) decodes every request as a real one would, in a
 process of its own as a deployment's is: in this one, its decoding would take the CPU of the
 clients that drive the traced phases and of nothing else, and slow those phases for a
 reason that is not the gateway's. The figures that matter are the gateway's: "cpu ms/run"
 is the serving process's CPU over the phase divided by its runs, the steadier figure on a
-shared machine.
+shared machine, and "loop ms/run" the part of it on the event loop (the main thread); the
+rest is the other threads', the exporter's encoding and sending above all, so the summary
+says where what tracing adds goes. Each round names the machine's load as it began.
 
     .venv/bin/python -m scripts.bench_traces              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_traces --rounds 5 --runs 400 --clients 1,8
@@ -36,7 +38,7 @@ from collections.abc import Iterator, Sequence
 
 import uvloop
 
-from scripts._bench import ROOT, LocalGateway, client_tools, local_gateway
+from scripts._bench import ROOT, LocalGateway, client_tools, cpu_seconds, local_gateway
 from scripts.bench_runs import (
     UNLIMITED,
     Phase,
@@ -68,23 +70,61 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """A phase, and the CPU its gateway spent on the event loop (the main thread) and on its
+    other threads (the span exporter's among them) over the phase's parts, their sockets'
+    opening and closing included."""
+
+    phase: Phase
+    loop_cpu: float
+    others_cpu: float
+
+    @property
+    def cpu_per_run(self) -> float:
+        return (self.loop_cpu + self.others_cpu) / len(self.phase.timings)
+
+    @property
+    def loop_per_run(self) -> float:
+        return self.loop_cpu / len(self.phase.timings)
+
+    @property
+    def others_per_run(self) -> float:
+        return self.others_cpu / len(self.phase.timings)
+
+
+async def measured_slice(
+    gateway: LocalGateway, runs: int, clients: int, tools: list[object]
+) -> tuple[Phase, float, float]:
+    """One part of a phase, and the CPU seconds of its event loop and of its other threads."""
+    pid = gateway.process.pid
+    process, loop = cpu_seconds(pid), cpu_seconds(pid, thread=pid)
+    [phase] = await gateway_phases(gateway, runs, [clients], tools)
+    loop = cpu_seconds(pid, thread=pid) - loop
+    return phase, loop, cpu_seconds(pid) - process - loop
+
+
 async def measure(
     gateways: dict[str, LocalGateway], order: Sequence[str], runs: int, clients: Sequence[int]
-) -> dict[str, list[Phase]]:
+) -> dict[str, list[Measured]]:
     """Each gateway warmed, then for each number of clients one phase of each, measured in
     ``SLICES`` parts with the modes taking turns (in ``order``, then reversed, and so on):
     on a shared machine whose load moves within seconds, both modes meet the same moments."""
     tools = client_tools(gateways["off"])
     for gateway in gateways.values():
         await gateway_phases(gateway, WARM_UP_RUNS, [1], tools)
-    phases: dict[str, list[Phase]] = {mode: [] for mode in gateways}
+    phases: dict[str, list[Measured]] = {mode: [] for mode in gateways}
     for count in clients:
         parts: dict[str, list[Phase]] = {mode: [] for mode in gateways}
+        loops, others = dict.fromkeys(gateways, 0.0), dict.fromkeys(gateways, 0.0)
         for index, sliced in enumerate(slices(runs, count)):
             for mode in order if index % 2 == 0 else reversed(order):
-                parts[mode] += await gateway_phases(gateways[mode], sliced, [count], tools)
+                part, loop, other = await measured_slice(gateways[mode], sliced, count, tools)
+                parts[mode].append(part)
+                loops[mode] += loop
+                others[mode] += other
         for mode, measured in parts.items():
-            phases[mode].append(joined(measured))
+            phases[mode].append(Measured(joined(measured), loops[mode], others[mode]))
     return phases
 
 
@@ -135,9 +175,10 @@ def otel_variables(mode: str, collector: Collector) -> dict[str, str]:
     return {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "1000"}
 
 
-def row(mode: str, phase: Phase) -> str:
+def row(mode: str, measured: Measured) -> str:
+    phase = measured.phase
     return f"{mode:<8}{phase.clients:>8}{len(phase.timings):>6}{phase.rate:>10.1f}" + (
-        f"{phase.cpu_per_run * 1000:>14.2f}"
+        f"{measured.cpu_per_run * 1000:>14.2f}{measured.loop_per_run * 1000:>14.2f}"
     )
 
 
@@ -150,13 +191,18 @@ def main() -> None:
         return
     concurrency = [int(c) for c in args.clients.split(",")]
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
-    # Per number of clients, each round's traced/off ratios of runs/s and of CPU per run.
+    # Per number of clients, each round's traced/off ratios of runs/s and of CPU per run,
+    # and what tracing added to a run's CPU on the event loop and on the other threads.
     rates: dict[int, list[float]] = {clients: [] for clients in concurrency}
     cpus: dict[int, list[float]] = {clients: [] for clients in concurrency}
-    header = f"{'traces':<8}{'clients':>8}{'runs':>6}{'runs/s':>10}{'cpu ms/run':>14}"
+    loops: dict[int, list[float]] = {clients: [] for clients in concurrency}
+    others: dict[int, list[float]] = {clients: [] for clients in concurrency}
+    header = (
+        f"{'traces':<8}{'clients':>8}{'runs':>6}{'runs/s':>10}{'cpu ms/run':>14}{'loop ms/run':>14}"
+    )
     with collector_process() as collector:
         for number in range(1, args.rounds + 1):
-            print(f"round {number}\n{header}")
+            print(f"round {number} (load {os.getloadavg()[0]:.1f})\n{header}")
             order = MODES if number % 2 else tuple(reversed(MODES))
             before = collector.received()
             with contextlib.ExitStack() as stack:
@@ -169,18 +215,24 @@ def main() -> None:
                 off, traced = phases["off"][index], phases["traced"][index]
                 print(row("off", off))
                 print(row("traced", traced))
-                rates[clients].append(traced.rate / off.rate)
+                rates[clients].append(traced.phase.rate / off.phase.rate)
                 cpus[clients].append(traced.cpu_per_run / off.cpu_per_run)
+                loops[clients].append(traced.loop_per_run - off.loop_per_run)
+                others[clients].append(traced.others_per_run - off.others_per_run)
             # The traced gateway's exit flushed what its batches held.
             print(f"  spans received: {collector.received() - before}")
-    print(f"\ntraced against off, medians of the {args.rounds} rounds' ratios")
+    print(
+        f"\ntraced against off, medians of the {args.rounds} rounds (load {os.getloadavg()[0]:.1f})"
+    )
     for clients in concurrency:
         rate, cpu = statistics.median(rates[clients]) - 1, statistics.median(cpus[clients]) - 1
         verdict = "within" if -rate < OVERHEAD_TARGET else "over"
         print(
             f"traced against off, {clients} client{'s' if clients > 1 else ''}: "
             f"runs/s {rate:+.1%}, cpu/run {cpu:+.1%} "
-            f"({verdict} the {OVERHEAD_TARGET:.0%} target for runs/s)"
+            f"({verdict} the {OVERHEAD_TARGET:.0%} target for runs/s); a run's CPU "
+            f"{statistics.median(loops[clients]) * 1000:+.2f} ms on the event loop, "
+            f"{statistics.median(others[clients]) * 1000:+.2f} ms on other threads (the exporter's)"
         )
 
 

@@ -3,10 +3,13 @@ on, and a client's traceparent, which is honoured when valid and ignored otherwi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from opentelemetry import trace
 
 from gateway import tracing
+from tests.support.traces import recorded_spans
 
 pytestmark = pytest.mark.unit
 
@@ -75,3 +78,22 @@ def test_forwarded_props_win_over_the_header_and_a_bad_one_falls_back() -> None:
 )
 def test_traces_stay_off_unless_otel_asks_for_an_exporter(environ: dict[str, str]) -> None:
     assert tracing.configure(environ) is False
+
+
+def test_a_commit_is_an_event_on_each_writer_still_open(caplog: pytest.LogCaptureFixture) -> None:
+    """A commit serves many runs: each open writer's span gets the event; one that ended
+    (its run cancelled meanwhile) gets none, and the SDK has nothing to warn about."""
+    spans = recorded_spans()
+    started = time.time_ns()
+    ended = tracing.tracer.start_span("ended")
+    ended.end()
+    with tracing.tracer.start_as_current_span("open") as open_span:
+        tracing.store_commit([open_span, ended], started, 3)
+    finished = {span.name: span for span in spans.get_finished_spans()}
+    assert finished["ended"].events == ()
+    [commit] = finished["open"].events
+    assert (commit.name, commit.timestamp) == ("store_commit", started)
+    assert commit.attributes is not None
+    assert commit.attributes["gateway.store.writes"] == 3
+    assert 0 <= commit.attributes["gateway.store.commit_seconds"] < 60
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]

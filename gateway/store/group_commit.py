@@ -61,7 +61,7 @@ class _Pending:
     on_commit: Callable[[object], None] | None
     # A later write under the same key replaces this one while it is still queued.
     key: Hashable | None = None
-    # The span of the work that queued it (traces on), for the commit's span.
+    # The span of the work that queued it (traces on), for the commit's event.
     span: Span | None = None
 
 
@@ -226,10 +226,10 @@ class GroupCommit:
 
 
 def _traced(write: Write) -> Span | None:
-    """The span a write's commit is traced under: the current one, except for the writes
+    """The span a write's commit is recorded on: the current one, except for the writes
     of each streamed chunk (its text so far, its frames), which would outnumber the rest
-    of a run's spans tenfold (27 commits in the demo's greeting), and the frame log's
-    trimming at a run's end, which stores none of the run's events (a span in eight)."""
+    of a run's trace tenfold (27 commits in the demo's greeting), and the frame log's
+    trimming at a run's end, which stores none of the run's events."""
     inner = write.write if isinstance(write, Fenced) else write
     untraced = (SaveStreamedText, AppendFrames, TrimFrames)
     return None if isinstance(inner, untraced) else tracing.current_span()

@@ -65,11 +65,18 @@ async def test_the_flagship_story_traced_by_name(gateway: RunningGateway) -> Non
         "generate_content scripted",
         "execute_tool find_screen",
         "execute_tool navigateToScreen",
-        "store_commit",
     } <= names
-    for name in ("generate_content scripted", "execute_tool navigateToScreen", "store_commit"):
+    for name in ("generate_content scripted", "execute_tool navigateToScreen"):
         for span in named(in_first, name):
             assert under(span, finished)[-1] == "gateway_run", name
+    # Each commit of the run's stored events is an event on the span that wrote them.
+    commits = [(s, e) for s in in_first for e in s.events if e.name == "store_commit"]
+    assert commits
+    for span, commit in commits:
+        assert [span.name, *under(span, finished)][-1] == "gateway_run"
+        assert span.start_time <= commit.timestamp <= span.end_time
+        assert commit.attributes["gateway.store.writes"] >= 1
+        assert 0 <= commit.attributes["gateway.store.commit_seconds"] < scaled(5)
     [wait] = named(finished, "client_tool_wait navigateToScreen")
     assert wait.context.trace_id == second.context.trace_id
     assert under(wait, finished) == ["gateway_run"]

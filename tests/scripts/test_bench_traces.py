@@ -18,8 +18,12 @@ def test_the_benchmark_measures_traces_off_and_exported() -> None:
     lines = [line.split() for line in report.splitlines()]
     for mode in ("off", "traced"):
         for clients in ("1", "2"):
-            assert [mode, clients, "6"] in [line[:3] for line in lines]
+            [row] = [line for line in lines if line[:3] == [mode, clients, "6"]]
+            # runs/s, the process's CPU per run, and its event loop's
+            rate, cpu, loop = (float(cell) for cell in row[3:])
+            assert rate > 0 and cpu > 0 and loop > 0
     [received] = [line for line in lines if line[:2] == ["spans", "received:"]]
     assert int(received[2]) > 0
     assert "traced against off, 1 client: runs/s" in report
     assert "traced against off, 2 clients: runs/s" in report
+    assert "on the event loop" in report and "on other threads" in report
