@@ -48,7 +48,10 @@ class LocalGateway:
 
 @contextlib.contextmanager
 def local_gateway(
-    *flags: str, timeout: float = 60.0, entry: Sequence[str] = ("-m", "gateway")
+    *flags: str,
+    timeout: float = 60.0,
+    entry: Sequence[str] = ("-m", "gateway"),
+    python: str = sys.executable,
 ) -> Iterator[LocalGateway]:
     """Runs ``python -m gateway`` (scripted model, pace 0, in-memory db) until the block ends.
 
@@ -56,12 +59,13 @@ def local_gateway(
     means the agent is built and warmed. The server's output goes to a file (a pipe nobody
     reads would fill up and stall the server), quoted in the error if start-up fails.
     ``entry`` is what follows ``python`` before the gateway's flags, for a script that runs
-    the gateway its own way (``scripts/_load_users.py``).
+    the gateway its own way (``scripts/_load_users.py``); ``python`` the interpreter (another
+    venv's: the gateway's code is this checkout's either way, its dependencies that venv's).
     """
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gateway-") as tmp:
         log = Path(tmp) / "server.log"
-        command = [sys.executable, *entry, "--host", "127.0.0.1", "--port", str(port)]
+        command = [python, *entry, "--host", "127.0.0.1", "--port", str(port)]
         command += ["--db", ":memory:", "--scripted-pace-ms", "0", *flags]
         with log.open("wb") as out:
             started = time.perf_counter()

@@ -13,12 +13,16 @@ held back.
 A client that stops reading must not make the server hold its stream without end: the
 queue counts the encoded bytes it holds and refuses an event that would pass its limit,
 and the connection's owner closes it (the client can reattach: the store has the rest).
+
+A gateway holds one queue per open connection, most of them idle: the writer's wait is one
+future made when it waits and dropped when it wakes, not two ``asyncio.Event``s held for
+the connection's life (each with its own deque, ~1.5 KiB of an idle socket together), and
+what waits is a list, taken whole by each batch.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 from typing import Generic, TypeVar, cast
 
@@ -38,9 +42,13 @@ class Outgoing(Generic[E]):
     """A queue of encoded events (None: close after what is queued) read by one writer."""
 
     def __init__(self, limit_bytes: int | None = None) -> None:
-        self._items: collections.deque[Frame[E]] = collections.deque()
-        self._ready = asyncio.Event()
-        self._urgent = asyncio.Event()
+        # Taken whole by each batch: a list, smaller than a deque while empty.
+        self._items: list[Frame[E]] = []
+        # Whether what is queued ends the hold on later text chunks.
+        self._urgent = False
+        # The writer's wait, while it waits: woken by any event, or by an urgent one only.
+        self._waiter: asyncio.Future[None] | None = None
+        self._waiting_for_urgent = False
         # The message whose text has started on the client and may wait for more.
         self._showing: str | None = None
         self.limit_bytes = limit_bytes
@@ -74,26 +82,37 @@ class Outgoing(Generic[E]):
                 return False
         self.size += size
         self._items.extend(frames)
-        self._ready.set()
-        if not (isinstance(event, p.TextMessageContent) and event.message_id == self._showing):
-            self._urgent.set()
+        urgent = not (isinstance(event, p.TextMessageContent) and event.message_id == self._showing)
+        self._urgent = self._urgent or urgent
+        waiter = self._waiter
+        if waiter is not None and not waiter.done() and (urgent or not self._waiting_for_urgent):
+            waiter.set_result(None)
         return True
 
     async def batch(self) -> list[Frame[E]]:
         """The frames queued, once there are some, with chunks of one message joined."""
-        await self._ready.wait()
-        if not self._urgent.is_set():
+        if not self._items:
+            await self._wait(urgent=False)
+        if not self._urgent:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(TEXT_HOLD_SECONDS):
-                    await self._urgent.wait()
-        frames = merge_text_deltas(list(self._items))
-        self._items.clear()
+                    await self._wait(urgent=True)
+        frames = merge_text_deltas(self._items)
+        self._items = []
         self.size = 0
-        self._ready.clear()
-        self._urgent.clear()
+        self._urgent = False
         last = frames[-1][0]
         self._showing = last.message_id if isinstance(last, p.TextMessageContent) else None
         return frames
+
+    async def _wait(self, *, urgent: bool) -> None:
+        """Until an event is queued (``urgent``: one that ends the hold)."""
+        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiting_for_urgent = urgent
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     def offer(self, event: E) -> bool:
         """Queues an event for a client that may fall behind; True if it cut the client off.

@@ -4,7 +4,9 @@ turns (``gateway.doors.voice``, docs/voice.md) both ways."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import time
@@ -83,6 +85,11 @@ class WebSocketSession:
     frame that fails unexpectedly gets a RUN_ERROR INTERNAL_ERROR and the next one is read.
     When the gateway drains (``gateway.doors.drain``) it closes with 1012 once the run it
     follows has ended and what it was sent is answered.
+
+    Most connections sit idle most of the time, and a gateway holds thousands: the work
+    waiting is a plain deque, and its worker task runs only while there is some (started
+    by the first item, ending when the deque is empty), so an idle connection holds no
+    ``asyncio.Queue`` (four deques) and no parked worker (issue 32: ≤ 25 KiB an idle socket).
     """
 
     def __init__(self, shared: Shared, scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,7 +103,13 @@ class WebSocketSession:
         self.send_queue: Outgoing[p.Event | live.AudioOut | None] = Outgoing(
             self.settings.send_buffer_bytes
         )
-        self.inbox: asyncio.Queue[tuple[Work, int]] = asyncio.Queue()
+        self.inbox: collections.deque[tuple[Work, int]] = collections.deque()
+        # The task working through the inbox while it has work; None or done when idle.
+        self.worker: asyncio.Task[None] | None = None
+        # Each worker runs in the connection's context (its log fields), whoever queued.
+        self.context = contextvars.copy_context()
+        # Set once the connection is gone: nothing queued after that is worked on.
+        self.closed = False
         self.queued_bytes = 0
         self.refused: Refused | None = None
         self.user = ""
@@ -150,6 +163,7 @@ class WebSocketSession:
             return
         self.user = identity.user
         logs.bind(user=self.user)
+        self.context = contextvars.copy_context()
         if (client := query_param(self.scope, "clientId")) is not None:
             try:
                 self.client = p.client_instance(client)
@@ -172,7 +186,6 @@ class WebSocketSession:
         if query_param(self.scope, "threads") == "live":  # asked for: stock clients are not
             self.hub.news.listen(self.user, self)
         writer = asyncio.create_task(self._write())
-        worker = asyncio.create_task(self._work())
         self.shutdown.connections.add(self)
         if self.shutdown.begun:  # it began while this one was being accepted
             self.drain()
@@ -185,16 +198,19 @@ class WebSocketSession:
             if expiry is not None:
                 expiry.cancel()
             self.hub.leave(self)
-            worker.cancel()
+            self.closed = True
+            worker = self.worker
+            if worker is not None:
+                worker.cancel()
             self.send_queue.end()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            if worker is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
             with contextlib.suppress(Exception):
                 await writer
             # Nothing waits for these any more: free them now, not at a full collection.
             self.send_queue.clear()
-            while not self.inbox.empty():
-                self.inbox.get_nowait()
+            self.inbox.clear()
 
     def thread_news(self, events: dict[str, p.Custom]) -> None:
         """Changes to the user's threads, for a connection that asked (``?threads=live``):
@@ -203,14 +219,14 @@ class WebSocketSession:
         self.news.update(events)
         if not self.news_due:
             self.news_due = True
-            self.inbox.put_nowait((ThreadNewsDue(), 0))
+            self._enqueue(ThreadNewsDue(), 0)
 
     def _send_news(self) -> None:
         if not self.between_runs:
             # A run streams here (another connection's, or followed from another process):
             # its events must not be cut into.
             loop = asyncio.get_running_loop()
-            loop.call_later(NEWS_RETRY_SECONDS, self.inbox.put_nowait, (ThreadNewsDue(), 0))
+            loop.call_later(NEWS_RETRY_SECONDS, self._enqueue, ThreadNewsDue(), 0)
             return
         self.news_due = False
         news, self.news = self.news, {}
@@ -232,7 +248,7 @@ class WebSocketSession:
             # A live turn could hold the drain for minutes: it ends now, its words stored,
             # and the client starts the next one on a process that stays.
             self.voice.end()
-            self.inbox.put_nowait((Restart(), 0))
+            self._enqueue(Restart(), 0)
 
     def _expired(self) -> None:
         # Its runs go on: a new connection with a new token reattaches to them.
@@ -325,34 +341,48 @@ class WebSocketSession:
     def _queue(self, work: Work, size: int) -> None:
         """Queues work for its turn, or refuses it when the queue is full."""
         full = (
-            self.inbox.qsize() >= QUEUED_FRAMES_LIMIT
+            len(self.inbox) >= QUEUED_FRAMES_LIMIT
             or self.queued_bytes + size > self.settings.receive_buffer_bytes
         )
         if full:
             self._refuse(_queue_full())
             return
         self.queued_bytes += size
-        self.inbox.put_nowait((work, size))
+        self._enqueue(work, size)
 
     def _refuse(self, error: p.GatewayError) -> None:
         """Counts a frame refused; however many there are, one error waits in the queue."""
         if self.refused is None:
             self.refused = Refused(error)
-            self.inbox.put_nowait((self.refused, 0))
+            self._enqueue(self.refused, 0)
         self.refused.frames += 1
 
+    def _enqueue(self, work: Work, size: int) -> None:
+        """Puts work in line, and a worker on it if none is working."""
+        if self.closed:
+            return
+        self.inbox.append((work, size))
+        if self.worker is None or self.worker.done():
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        self.worker = asyncio.create_task(self._work(), context=self.context)
+
     async def _work(self) -> None:
-        while True:
-            item, size = await self.inbox.get()
+        """Works through the inbox in order, and ends once it is empty (the next item
+        queued starts another): no task waits on an idle connection."""
+        while self.inbox:
+            item, size = self.inbox.popleft()
             self.queued_bytes -= size
             try:
                 await self._handle(item)
             except Exception:
                 self._refusal(p.unexpected(f"a frame from {self.user}").to_event())
             del item  # the next wait must not keep a finished input alive
-            if self.draining and self.inbox.empty():
+            if self.draining and not self.inbox:
                 self.close_code, self.close_reason = CLOSE_CODE, CLOSE_REASON
                 self.send_queue.end()
+                self.closed = True  # what comes after the close is not acted on
                 return
 
     async def _handle(self, item: Work) -> None:

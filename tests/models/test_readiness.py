@@ -153,3 +153,29 @@ async def test_the_served_gateway_on_a_model_that_is_down_says_so_in_one_line_ea
     assert "gemini-2.5-flash" in failed and re.search("Connect(or)?Error", failed), failed
     assert text.count("answers again") == 1
     assert provider.generations and len(provider.generations) == 1
+
+
+@pytest.mark.process
+def test_a_gateway_on_no_openai_model_never_loads_the_openai_sdk() -> None:
+    """Finding the models to probe asks each whether it is OpenAI's: answering no must not
+    import the SDK, ~800 modules and ~18 MiB of RSS held for nothing."""
+    probe = (
+        "import sys; from google.adk.agents import LlmAgent; "
+        "from gateway.models.endpoints import endpoints; "
+        "from gateway.models.names import build; "
+        "[gemini] = endpoints(LlmAgent(name='gemini', model='gemini-2.5-flash')); "
+        "assert gemini.request.endswith('/v1beta/models/gemini-2.5-flash'), gemini; "
+        "assert 'openai' not in sys.modules; "
+        "[openai] = endpoints(LlmAgent(name='openai', model=build('openai/gpt-4o-mini'))); "
+        "assert openai.model.startswith('openai/gpt-4o-mini at '), openai"
+    )
+    env = {**os.environ, "OPENAI_API_KEY": "unused", "GOOGLE_API_KEY": "unused"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
