@@ -916,6 +916,7 @@ def served(
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
         flags = ["--scripted-pace-ms", str(args.pace_ms), "--workers", str(setup.workers)]
+        flags += ["--user-rate", str(args.user_rate)]
         if setup.store == "file":
             flags += ["--db", str(directory / "gateway.db")]
         elif setup.store == "postgres":
@@ -980,6 +981,13 @@ def main() -> int:
         default=0.8 * GATEWAY.user_rate,
         help=f"frames one user sends a second at most; the gateway allows {GATEWAY.user_rate:g}"
         f" ({0.8 * GATEWAY.user_rate:g})",
+    )
+    parser.add_argument(
+        "--user-rate",
+        type=float,
+        default=GATEWAY.user_rate,
+        help="the frames a second the gateway allows a user after a burst of"
+        f" {GATEWAY.user_burst} (GATEWAY_USER_RATE: {GATEWAY.user_rate:g})",
     )
     parser.add_argument(
         "--db",

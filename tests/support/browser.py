@@ -58,6 +58,9 @@ AXE = NODE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 
 # Long enough for a run on a slow 2-core machine; a broken story fails well before CI gives up.
 TIMEOUT_MS = round(scaled(15) * 1000)
+# Assertions wait as long as actions do (Playwright's own default is 5 s, which a busy
+# 2-core machine can spend before a page has drawn what a run sent it).
+expect.set_options(timeout=TIMEOUT_MS)
 
 NEEDS_CHROMIUM = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"
