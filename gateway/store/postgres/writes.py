@@ -17,6 +17,7 @@ import psycopg
 
 from gateway.store.codec import dump, updated_state
 from gateway.store.postgres.branches import move_branch as move_branch
+from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import load_session, log_head, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
@@ -225,27 +226,42 @@ def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
 
 
 def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
-    # One statement for the whole write, the session's key found by the statement itself.
+    """One statement for the whole write, the session's key found by the statement itself,
+    and the cluster's notice of it (``notify.committed``) sent by the same statement: NOTIFY
+    is delivered at commit, so the notice costs no statement or transaction of its own."""
     frames = append.frames
-    cursor = db.execute(
-        "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
-        " SELECT s.pk, f.seq, f.data, f.only_for, f.not_for FROM sessions s,"
-        " unnest(%s::bigint[], %s::bytea[], %s::text[], %s::text[])"
-        " AS f (seq, data, only_for, not_for)"
-        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
-        (
-            [f.seq for f in frames],
-            [f.data for f in frames],
-            [f.only_for for f in frames],
-            [f.not_for for f in frames],
-            append.app_name,
-            append.user_id,
-            append.session_id,
-        ),
+    head = frames[-1].seq
+    values = (
+        [f.seq for f in frames],
+        [f.data for f in frames],
+        [f.only_for for f in frames],
+        [f.not_for for f in frames],
+        append.app_name,
+        append.user_id,
+        append.session_id,
     )
+    notice = committed(append.session_id, head)
+    if notice is None:
+        cursor = db.execute(_APPEND_FRAMES, values)
+    else:
+        # Each part of a WITH runs whether read or not; the SELECT is a row only if it added.
+        cursor = db.execute(
+            f"WITH added AS ({_APPEND_FRAMES} RETURNING 1)"
+            " SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT FROM added)",
+            (*values, CHANNEL, notice),
+        )
     if cursor.rowcount == 0:
         raise not_found(append.session_id)
-    return frames[-1].seq
+    return head
+
+
+_APPEND_FRAMES = (
+    "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+    " SELECT s.pk, f.seq, f.data, f.only_for, f.not_for FROM sessions s,"
+    " unnest(%s::bigint[], %s::bytea[], %s::text[], %s::text[])"
+    " AS f (seq, data, only_for, not_for)"
+    " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s"
+)
 
 
 def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
