@@ -179,9 +179,6 @@ def create_app(
                 hub.finish_cut_off(closed)
         # Joined last: from now on other processes may hand this one their threads.
         await hub.cluster.start(hub)
-        cluster = hub.cluster
-        # Each commit of a run's frames here is a notice to the processes that follow it.
-        service[0].frame_listeners.append(lambda _app, thread, seq: cluster.committed(thread, seq))
         clusters.append(hub.cluster)
         return hub
 

@@ -32,7 +32,8 @@ them. ``--workers N`` runs each of them twice a round, as one process and with
 side. Several stores are run in turn each round, and the report ends with each one's median
 stories/s and server CPU a story (all its processes' CPU, from /proc) against the first's:
 CPU a story is the figure to read on a shared machine, where stories/s moves with the
-neighbours.
+neighbours. On PostgreSQL it also counts the statements a story costs the database (its
+throwaway server loads ``pg_stat_statements``), the load's alone, not the check's after it.
 
 Reported: stories a second and latency after the ramp, of the stories not cut (RUN_STARTED
 after each frame, the first run's end, paused on the browser, the reply's first text and
@@ -642,11 +643,16 @@ class Monitor:
     """The servers' RSS and CPU (all their processes', workers included, added up), this
     process's CPU and the machine's, over a round."""
 
-    def __init__(self, pids: Sequence[int]) -> None:
+    def __init__(self, pids: Sequence[int], statements: Callable[[], int | None] | None) -> None:
         self.servers = pids
         self.samples: list[Sample] = []
         # When the users were done: the RSS peak is of the load, not of the check after it.
         self.load_ended: float | None = None
+        # The statements the database ran, counted by PostgreSQL (``pg_stat_statements``),
+        # from now to the end of the load (not the check after it); None where not counted.
+        self._count = statements or (lambda: None)
+        self._counted_before = self._count()
+        self.statements: int | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -668,6 +674,9 @@ class Monitor:
     def mark(self) -> None:
         self.take()
         self.load_ended = self.samples[-1].at
+        before, after = self._counted_before, self._count()
+        if before is not None and after is not None:
+            self.statements = after - before
 
     async def sample_until_cancelled(self) -> None:
         while True:
@@ -715,6 +724,9 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
         "rss_end": monitor.samples[-1].rss_mib,
         "server_cores": server / seconds,
         "server_ms": 1000 * server / max(len(finished), 1),
+        "statements": (
+            monitor.statements / max(len(done), 1) if monitor.statements is not None else math.nan
+        ),
         "own_cores": own / seconds,
         "other_cores": max(0.0, (last.machine_cpu - first.machine_cpu - server - own) / seconds),
         "load_average": load_average,
@@ -857,6 +869,8 @@ def print_result(title: str, result: Result, kill: bool) -> None:
         f" this script {v['own_cores']:.2f}, the rest of the machine {v['other_cores']:.2f}"
         f" (load average {v['load_average']:.2f} before)"
     )
+    if not math.isnan(v["statements"]):
+        print(f"  database statements: {v['statements']:.1f} a story (pg_stat_statements)")
     print(
         f"  threads read back: {v['checked']:.0f} ({v['judged']:.0f} of stories done),"
         f" consistent {v['consistent']:.0f}; problems: {counted(result.problems)}"
@@ -908,7 +922,7 @@ class Setup:
 
 @contextlib.contextmanager
 def served(
-    args: argparse.Namespace, setup: Setup, postgres: Postgres | None
+    args: argparse.Namespace, setup: Setup, database: str | None
 ) -> Iterator[list[LocalGateway]]:
     """Fresh gateways whose demo lists the load users, on a SQLite file, in memory, or all
     on one fresh PostgreSQL database."""
@@ -920,8 +934,8 @@ def served(
         if setup.store == "file":
             flags += ["--db", str(directory / "gateway.db")]
         elif setup.store == "postgres":
-            assert postgres is not None
-            flags += ["--db", postgres.fresh_database()]
+            assert database is not None
+            flags += ["--db", database]
         yield [
             stack.enter_context(local_gateway(*flags, entry=("-m", "scripts._load_users", tmp)))
             for _ in range(setup.processes)
@@ -932,9 +946,14 @@ def one_round(
     args: argparse.Namespace, setup: Setup, postgres: Postgres | None, seed: int
 ) -> Result:
     load_average = float(Path("/proc/loadavg").read_text().split()[0])
-    with served(args, setup, postgres) as gateways:
+    database = statements = None
+    if setup.store == "postgres":
+        assert postgres is not None
+        database = postgres.fresh_database()
+        statements = functools.partial(postgres.statements, database)
+    with served(args, setup, database) as gateways:
         load = Load(args, gateways, args.kill, seed)
-        monitor = Monitor([gateway.process.pid for gateway in gateways])
+        monitor = Monitor([gateway.process.pid for gateway in gateways], statements)
         uvloop.run(load.run(monitor))
         return Result.of(load, monitor, load_average)
 
@@ -948,9 +967,11 @@ def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]
     for setup in setups:
         own_rate = statistics.median(r.values["rate"] for r in results[setup])
         own_cpu = statistics.median(r.values["server_ms"] for r in results[setup])
+        statements = statistics.median(r.values["statements"] for r in results[setup])
         print(
             f"  {setup!s:12} {own_rate:6.1f} stories/s ({own_rate / rate:4.2f}x),"
             f" server CPU {own_cpu:5.1f} ms a story ({own_cpu / cpu:4.2f}x)"
+            + (f", {statements:.1f} statements a story" if not math.isnan(statements) else "")
         )
 
 
@@ -1017,7 +1038,7 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         postgres = None
         if any(setup.store == "postgres" for setup in args.db):
-            postgres = stack.enter_context(running_postgres())
+            postgres = stack.enter_context(running_postgres(count_statements=True))
         for number in range(1, args.rounds + 1):
             seed = args.seed + number - 1
             for setup in args.db:

@@ -19,9 +19,9 @@ What makes them one:
   A tool result or an approval for a paused thread needs no message: no lease is held while a
   thread waits on its browser, so whichever process receives the answer takes the lease and
   resumes the paused invocation from the store.
-- **Fan-out.** Every run's frames go to the thread's event log; at each commit the running
-  process sends a notice (thread, seq), and a process with watchers of the thread reads the
-  frames after its cursor from the log and delivers them.
+- **Fan-out.** Every run's frames go to the thread's event log; the statement that appends
+  them sends a notice (thread, seq), delivered when the frames commit, and a process with
+  watchers of the thread reads the frames after its cursor from the log and delivers them.
 - **Takeover.** Every process looks for dead leases every ``GATEWAY_LEASE_CHECK_SECONDS``;
   the first to take one closes the cut-off run as interrupted, through the log, so every
   watcher sees it end, and releases the lease.

@@ -1,10 +1,11 @@
 """What the hub asks of the cluster it runs in, and the cluster of one process (SQLite).
 
 The hub has one code path: before a run it takes the thread's lease, when the run's last
-event is out it releases it, a cancel for a run it does not hold it sends on, and it tells the
-cluster each time a thread's log commits. On one process every answer is local: the hub's own
-table of threads already allows one run a thread, so a lease is always granted and nothing is
-sent anywhere.
+event is out it releases it, and a cancel for a run it does not hold it sends on. (A commit of
+a thread's log tells the other processes by itself: on PostgreSQL the statement appending the
+frames sends the notice, ``gateway.store.postgres.notify``.) On one process every answer is
+local: the hub's own table of threads already allows one run a thread, so a lease is always
+granted and nothing is sent anywhere.
 """
 
 from __future__ import annotations
@@ -71,9 +72,6 @@ class Cluster(Protocol):
         """The lease this process holds the thread under, which its writes of the thread
         carry (``gateway.store.leases``); None if it holds none, or nothing is fenced."""
 
-    def committed(self, thread_id: str, seq: int) -> None:
-        """This process's run has committed the thread's frames up to ``seq``."""
-
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         """A thread of ``user_id`` changed here: the other processes are told, in the
         background (a change they miss is told again by the thread's next one)."""
@@ -111,9 +109,6 @@ class SingleNode:
 
     def fence(self, thread_id: str) -> Fence | None:
         return None
-
-    def committed(self, thread_id: str, seq: int) -> None:
-        pass
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         pass

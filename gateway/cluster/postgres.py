@@ -81,9 +81,6 @@ class PostgresCluster:
         self.health_listeners: list[Callable[[bool], None]] = []
         # Callers waiting for a thread's lease to be released elsewhere.
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}
-        # Committed notices not yet sent: the latest seq of each thread.
-        self._unsent: dict[str, int] = {}
-        self._sending: asyncio.Task[None] | None = None
         # Changes to threads made here not yet told to the others (``thread_news``).
         self._changes: list[ThreadChanged] = []
         self._telling: asyncio.Task[None] | None = None
@@ -116,7 +113,6 @@ class PostgresCluster:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         with contextlib.suppress(psycopg.Error, StoreError):
-            await self._send_unsent()
             await self._work(self._leave)
         for conn in (self._listening, self._working):
             if conn is not None:
@@ -223,30 +219,8 @@ class PostgresCluster:
             raise _unreachable(error, self.url) from None
         return held is not None and held.holder != self.node_id
 
-    def committed(self, thread_id: str, seq: int) -> None:
-        self._unsent[thread_id] = max(seq, self._unsent.get(thread_id, seq))
-        if self._sending is None:
-            self._sending = self._spawn(self._send_unsent(), "cluster notices")
-
-    async def _send_unsent(self) -> None:
-        try:
-            while self._unsent:
-                batch = list(self._unsent.items())[:NOTICES_A_STATEMENT]
-                for thread_id, _ in batch:
-                    del self._unsent[thread_id]
-                payloads = _payloads(Committed(thread, seq) for thread, seq in batch)
-                try:
-                    await self._work(partial(notify.notify, payloads=payloads))
-                except psycopg.Error as error:
-                    # Followers miss these; the thread's next notice names a later seq.
-                    log.warning(
-                        "%d notices were not sent: %s", len(payloads), said(error, self.url)
-                    )
-        finally:
-            self._sending = None
-
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        # Queued as committed notices are: changes that meet in the queue go in one statement.
+        # Queued: changes that meet in the queue go in one statement.
         self._changes.append(ThreadChanged(self.node_id, user_id, thread_id, change))
         if self._telling is None:
             self._telling = self._spawn(self._tell(), "thread changes")

@@ -12,12 +12,15 @@ from collections.abc import AsyncIterator, Callable
 
 import psycopg
 import pytest
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 
 from gateway.cluster.postgres import PostgresCluster
+from gateway.store.frames import LoggedFrame
 from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
 from tests.support.budgets import eventually, scaled
 from tests.support.postgres import Postgres
+from tests.support.stores import session_store
 
 pytestmark = pytest.mark.process
 
@@ -71,13 +74,29 @@ async def until(condition: Callable[[], object], seconds: float = 5) -> None:
     await eventually(condition, seconds, what="the cluster did not get there in time", every=0.01)
 
 
-async def test_a_commit_on_one_process_is_heard_by_the_others(pair):
-    (a, _), (_, heard_b) = pair
-    a.committed("t1", 3)
-    a.committed("t1", 5)  # before the first went: one notice, of the latest
-    await until(lambda: heard_b.commits == [("t1", 5)])
-    a.committed("t2", 1)
-    await until(lambda: heard_b.commits == [("t1", 5), ("t2", 1)])
+async def test_frames_committed_on_one_process_are_heard_by_the_others(pair, url: str):
+    (_, heard_a), (_, heard_b) = pair
+    store = session_store(url)
+    await store.open()
+    try:
+        await store.create_session(app_name="app", user_id="u", session_id="t1")
+        await store.append_frames("app", "u", "t1", [LoggedFrame(1, b"x", None, None)])
+        # Queued together: one write, one statement, one notice of the latest.
+        appended = [
+            store.append_frames("app", "u", "t1", [LoggedFrame(seq, b"x", None, None)])
+            for seq in (2, 3)
+        ]
+        await asyncio.gather(*appended)
+        await until(lambda: heard_b.commits == [("t1", 1), ("t1", 3)])
+        # The writer's own process hears them too.
+        await until(lambda: heard_a.commits == [("t1", 1), ("t1", 3)])
+        # Frames of a thread that is not there add nothing, and tell nobody.
+        with pytest.raises(SessionNotFoundError):
+            await store.append_frames("app", "u", "gone", [LoggedFrame(1, b"x", None, None)])
+        await asyncio.sleep(0.2)
+        assert heard_b.commits == [("t1", 1), ("t1", 3)]
+    finally:
+        await store.close()
 
 
 async def test_a_notice_is_delivered_at_commit_and_never_for_a_rollback(pair, url: str):

@@ -3,12 +3,18 @@ gateway's CPU a story grows with their number (issue 32).
 
 A batch commits its writes without savepoints; only a batch in which a write failed is
 undone and applied again with each write at a savepoint, so the failure stays its own. An
-append is two statements, a thread's frames one, whatever their number.
+append is two statements, what it adds to the thread index included; the frames of a
+batch's threads one, whatever their number, their cluster notices included. A session loads
+in two statements, a page of messages in two, a thread opens in three (a new one in four),
+and a read's statements are prepared (parsed
+and planned once) after a few uses.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -17,16 +23,24 @@ from google.adk.errors._stale_session_error import StaleSessionError
 from psycopg.rows import TupleRow
 
 from gateway.store.frames import LoggedFrame
+from gateway.store.postgres.backend import open_postgres
+from gateway.store.postgres.notify import CHANNEL, committed
+from gateway.store.postgres.reads import load_session, thread_messages, thread_owner
+from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
 from gateway.store.progress import RunProgress
+from gateway.store.thread_index import ThreadFilter, indexed_text, search_terms
+from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     NO_DELTAS,
     AppendEvent,
     AppendFrames,
     CreateSession,
     Failed,
+    OpenThread,
     TrimFrames,
 )
+from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.process
@@ -56,7 +70,10 @@ def created(thread: str) -> CreateSession:
     return CreateSession(APP, USER, thread, NO_DELTAS, 1.0)
 
 
-def appended(thread: str, revision: int, event: str) -> AppendEvent:
+def appended(
+    thread: str, revision: int, event: str, messages: list[dict[str, str]] | None = None
+) -> AppendEvent:
+    stored = json.dumps(messages) if messages is not None else None
     return AppendEvent(
         app_name=APP,
         user_id=USER,
@@ -68,9 +85,10 @@ def appended(thread: str, revision: int, event: str) -> AppendEvent:
         author="user",
         timestamp=2.0,
         data="{}",
-        messages=None,
+        messages=stored,
         deltas=NO_DELTAS,
         progress=RunProgress((), (), None),
+        indexed=indexed_text(stored),
     )
 
 
@@ -119,3 +137,112 @@ def test_a_write_that_fails_is_undone_alone_and_the_rest_of_its_batch_commits(
     # A frame number the log holds already fails that write alone, too.
     results = commit(db, [framed("t1", 1), framed("t1", 1), framed("t2", 1)])
     assert results[0] == 1 and isinstance(results[1], Failed) and results[2] == 1
+
+
+def test_an_append_indexes_its_words_preview_and_first_title_in_its_two_statements(
+    db: Counted,
+) -> None:
+    commit(db, [created("t1")])
+    db.sent.clear()
+    asked = [{"role": "user", "content": "업무 요청 목록 화면 열어줘"}]
+    answered = [{"role": "assistant", "content": "이동했습니다 MNU-3120"}]
+    assert commit(db, [appended("t1", 0, "e1", asked)]) == [1]
+    assert commit(db, [appended("t1", 1, "e2", answered)]) == [2]
+    assert len(db.sent) == 4
+    row = thread_row(db, app_name=APP, user_id=USER, session_id="t1")
+    assert row is not None
+    assert (row.title, row.preview) == ("업무 요청 목록 화면 열어줘", "이동했습니다 MNU-3120")
+    assert row.titled_by == "first"
+    # A later user message does not retitle the thread; every event's words are found.
+    assert commit(db, [appended("t1", 2, "e3", [{"role": "user", "content": "다른 질문"}])])
+    again = thread_row(db, app_name=APP, user_id=USER, session_id="t1")
+    assert again is not None and again.title == row.title
+    for query in ("목록", "MNU 3120", "다른"):
+        found = thread_rows(
+            db, app_name=APP, user_id=USER, listing=ThreadFilter(terms=tuple(search_terms(query)))
+        )
+        assert [r.thread_id for r in found] == ["t1"], query
+
+
+def test_a_session_loads_in_two_statements_and_a_page_of_messages_in_two(db: Counted) -> None:
+    commit(db, [created("t1")])
+    said = [{"role": "user", "content": "hello"}]
+    for revision in range(4):
+        commit(db, [appended("t1", revision, f"e{revision}", said)])
+    db.sent.clear()
+    whole = load_session(db, app_name=APP, user_id=USER, session_id="t1", window=None, after=None)
+    windowed = load_session(db, app_name=APP, user_id=USER, session_id="t1", window=2, after=None)
+    assert whole is not None and windowed is not None
+    assert [seq for seq, _ in windowed.events] == [seq for seq, _ in whole.events][-2:]
+    assert len(db.sent) == 4
+    db.sent.clear()
+    page = thread_messages(db, app_name=APP, user_id=USER, session_id="t1", max_bytes=10**6)
+    assert page is not None and page.latest == "e3" and len(page.rows) == 4
+    assert len(db.sent) == 2
+
+
+def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_told(
+    db: Counted, postgres: Postgres
+) -> None:
+    commit(db, [created("t1"), created("t2"), created("t3")])
+    db.sent.clear()
+    listener = psycopg.connect(db.info.dsn, autocommit=True)
+    listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        batch = [framed("t1", 1, 2), appended("t3", 0, "e1"), framed("t2", 1), framed("t3", 1)]
+        assert commit(db, batch) == [2, 1, 1, 1]
+        assert db.sent.count("WITH") == 2  # the append's second statement, and the frames
+        assert len(db.sent) == 3
+        told = {notice.payload for notice in listener.notifies(timeout=scaled(5), stop_after=3)}
+        assert told == {committed("t1", 2), committed("t2", 1), committed("t3", 1)}
+    finally:
+        listener.close()
+
+
+def test_frames_held_back_are_there_for_a_later_write_of_their_thread(db: Counted) -> None:
+    commit(db, [created("t1"), created("t2")])
+    # The trim comes after t1's frames, and t2's frames wait for no one.
+    trim = TrimFrames(APP, USER, "t1", max_bytes=2)  # one frame of two bytes
+    assert commit(db, [framed("t1", 1, 2, 3), framed("t2", 1), trim]) == [3, 1, None]
+    assert db.execute("SELECT seq FROM frames ORDER BY session_pk, seq").fetchall() == [
+        (3,),
+        (1,),
+    ]
+    # Frames of a thread that is not there fail alone; the batch's others are stored.
+    results = commit(db, [framed("t2", 2), framed("nowhere", 1), framed("t1", 4)])
+    assert results[0] == 2 and isinstance(results[1], Failed) and results[2] == 4
+
+
+async def test_a_reads_statements_are_prepared_after_a_few_uses(postgres: Postgres) -> None:
+    backend = await open_postgres(postgres.fresh_database(), durability="normal", read_only=False)
+    try:
+        for _ in range(8):
+            assert await backend.read(partial(thread_owner, app_name=APP, session_id="t")) is None
+        prepared = await backend.read(
+            lambda db: db.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                ("SELECT user_id FROM sessions%",),
+            ).fetchone()
+        )
+        assert prepared == (1,)
+    finally:
+        await backend.close(writable=True)
+
+
+def test_opening_a_thread_is_three_statements_and_a_new_one_four(db: Counted) -> None:
+    commit(db, [created("t0")])
+    db.sent.clear()
+    (opened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
+    assert isinstance(opened, OpenedThread) and opened.created
+    assert opened.usage == Usage(threads=2, stored_bytes=0)  # the new thread counted in
+    assert len(db.sent) == 4
+    commit(db, [framed("t1", 1, 2), appended("t1", 0, "e1")])
+    db.sent.clear()
+    (reopened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
+    stored, usage, head = reopened
+    assert (stored.session_id, [event for _, event in stored.events], head) == ("t1", ["{}"], 2)
+    assert usage.threads == 2 and usage.stored_bytes > 0
+    assert len(db.sent) == 3
+    # Another user learns whose the thread is, and nothing of it.
+    (refused,) = commit(db, [OpenThread(APP, "intruder", "t1", window=10, now=1.0)])
+    assert (refused.owner, refused.session, refused.created) == (USER, None, False)

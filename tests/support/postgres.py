@@ -90,6 +90,22 @@ class Postgres:
             finally:
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
 
+    def statements(self, database: str) -> int | None:
+        """How many statements ``database``'s clients have run so far (a server started to
+        count them: ``running_postgres(count_statements=True)``), or None if it does not."""
+        name = database.rsplit("/", 1)[1]
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                row = conn.execute(
+                    "SELECT COALESCE(SUM(calls), 0)::bigint FROM pg_stat_statements"
+                    " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = %s)",
+                    (name,),
+                ).fetchone()
+        except psycopg.Error:  # not loaded (shared_preload_libraries) or not installed
+            return None
+        return int(row[0]) if row else None
+
     def _migrated_template(self) -> str:
         """The database every fresh one copies, made and migrated on first use; nobody stays
         connected to it (PostgreSQL copies only a database no session is using)."""
@@ -111,8 +127,10 @@ class Postgres:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[Postgres]:
-    """The server of ``GATEWAY_TEST_POSTGRES``, or one of its own, stopped at the end."""
+def running_postgres(*, count_statements: bool = False) -> Iterator[Postgres]:
+    """The server of ``GATEWAY_TEST_POSTGRES``, or one of its own, stopped at the end; with
+    ``count_statements``, one of its own counts the statements each database runs
+    (``pg_stat_statements``, if the server has it: ``Postgres.statements``)."""
     tiers.require("process", "PostgreSQL")
     if url := os.environ.get("GATEWAY_TEST_POSTGRES"):
         yield Postgres(url)
@@ -135,6 +153,9 @@ def running_postgres() -> Iterator[Postgres]:
             f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
             " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
+        if count_statements and (bin_dir.parent / "lib" / "pg_stat_statements.so").exists():
+            options += " -c shared_preload_libraries=pg_stat_statements"
+            options += " -c pg_stat_statements.track=top"
         pg_ctl = [str(bin_dir / "pg_ctl"), "-D", str(data)]
         subprocess.run(
             _as_server_user([*pg_ctl, "-o", options, "-l", str(root / "log"), "-w", "start"]),

@@ -5,7 +5,9 @@ for the group commit's batches, and the reader's, for everything else. A commit 
 round trip per statement, a few milliseconds for a batch; with one connection a
 snapshot or a history page would queue behind it, while PostgreSQL lets a read see a
 consistent snapshot beside a commit in progress. Every read is one read-only transaction
-at REPEATABLE READ: its statements see one moment, whatever other processes commit.
+at REPEATABLE READ: its statements see one moment, whatever other processes commit. Each
+statement is prepared by psycopg after its first few uses on a connection (its
+``prepare_threshold``), so it is parsed and planned once, not at every use.
 
 Every gateway process's writer holds a shared advisory lock on the database for as long as
 its connection lives (a killed process's goes with its connection), so ``sole_writer`` can
@@ -106,10 +108,16 @@ class PostgresBackend:
 
 def _in_one_snapshot(fn: Callable[[psycopg.Connection], T], db: psycopg.Connection) -> T:
     try:
-        return fn(db)
-    finally:
+        read = fn(db)
+    except BaseException:
         if not db.closed:
-            db.rollback()  # the read-only transaction ends; it changed nothing
+            db.rollback()
+        raise
+    # The read-only transaction ends, having changed nothing. A COMMIT, not a ROLLBACK:
+    # psycopg forgets its prepared statements at every rollback, so the reads' statements
+    # would be parsed and planned anew each time instead of prepared after a few uses.
+    db.commit()
+    return read
 
 
 async def open_postgres(url: str, *, durability: str, read_only: bool) -> PostgresBackend:

@@ -1,7 +1,9 @@
 """The cluster's messages over PostgreSQL's LISTEN/NOTIFY, in SQL: one channel, text payloads.
 
 NOTIFY is transactional: a notice sent in a transaction is delivered when it commits, and not
-at all if it rolls back, so a notice never names a write other processes cannot read yet.
+at all if it rolls back, so a notice never names a write other processes cannot read yet. That
+is why a thread's frames carry their own notice (``committed``): the statement that appends
+them to the log sends it (``writes.append_frames``), in the writer's transaction.
 """
 
 from __future__ import annotations
@@ -11,8 +13,15 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection, sql
 from psycopg.rows import TupleRow
 
+from gateway.cluster.messages import Committed, encoded
+
 # The one channel of a database's gateway processes.
 CHANNEL = "gateway_cluster"
+
+
+def committed(thread_id: str, seq: int) -> str | None:
+    """The payload telling every process that the thread's log holds frames up to ``seq``."""
+    return encoded(Committed(thread_id, seq))
 
 
 async def listen(conn: AsyncConnection[TupleRow]) -> None:

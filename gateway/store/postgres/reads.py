@@ -15,7 +15,6 @@ import psycopg
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.postgres.branches import branch_tree as branch_tree
 from gateway.store.postgres.scopes import scope_state as scope_state
-from gateway.store.postgres.scopes import stored_scopes
 from gateway.store.postgres.thread_index import thread_row as thread_row
 from gateway.store.postgres.thread_index import thread_rows as thread_rows
 from gateway.store.projection import StoredMessages
@@ -43,60 +42,53 @@ def load_session(
     window: int | None,
     after: float | None,
 ) -> StoredSession | None:
+    """A session with its scopes and events, in two statements: the row with its quarantine,
+    scopes and where its events start, then the events."""
     row = db.execute(
-        f"SELECT s.pk, s.state, s.update_time, s.revision, {_QUARANTINE_COLUMNS}"
-        " FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
-        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
-        (app_name, user_id, session_id),
+        _SESSION_WINDOWED if window is not None else _SESSION,
+        {"app": app_name, "user": user_id, "id": session_id, "skip": (window or 1) - 1},
     ).fetchone()
     if row is None:
         return None
     pk, state, update_time, revision = row[:4]
-    if (quarantine := _quarantine_of(session_id, user_id, row[4:])) is not None:
+    if (quarantine := _quarantine_of(session_id, user_id, row[4:8])) is not None:
         return StoredSession(
             app_name, user_id, session_id, "", (None, None), 0.0, 0, [], quarantine
         )
+    scopes = cast(tuple[str | None, str | None], tuple(row[8:10]))
     events: list[tuple[int, str]] = []
     if window != 0:
-        start = 0
-        if window is not None:
-            # A call still waiting on the browser must stay in reach, with its invocation.
-            edge, waiting = cast(
-                tuple[int | None, int | None],
-                db.execute(
-                    "SELECT (SELECT seq FROM events WHERE session_pk = %(pk)s"
-                    " ORDER BY seq DESC LIMIT 1 OFFSET %(skip)s),"
-                    " (SELECT MIN(invocation_seq) FROM open_calls"
-                    " WHERE session_pk = %(pk)s AND long_running)",
-                    {"pk": pk, "skip": window - 1},
-                ).fetchone(),
-            )
-            start = edge or 0
-            if waiting is not None:
-                start = min(start, waiting)
-        if after is not None:
-            # As ADK's in-memory service: keep what follows the last event older than `after`.
-            (older,) = cast(
-                tuple[int | None],
-                db.execute(
-                    "SELECT MAX(seq) FROM events"
-                    " WHERE session_pk = %s AND seq >= %s AND timestamp < %s",
-                    (pk, start, after),
-                ).fetchone(),
-            )
-            if older is not None:
-                start = older + 1
         events = cast(
             list[tuple[int, str]],
-            db.execute(
-                "SELECT seq, data FROM events WHERE session_pk = %s AND seq >= %s ORDER BY seq",
-                (pk, start),
-            ).fetchall(),
+            db.execute(_EVENTS, {"pk": pk, "start": row[10], "after": after}).fetchall(),
         )
-    scopes = stored_scopes(db, app_name, user_id)
     return StoredSession(
         app_name, user_id, session_id, state, scopes, update_time, revision, events, None
     )
+
+
+_SESSION = (
+    f"SELECT s.pk, s.state, s.update_time, s.revision, {_QUARANTINE_COLUMNS},"
+    " (SELECT state FROM app_states WHERE app_name = s.app_name),"
+    " (SELECT state FROM user_states WHERE app_name = s.app_name AND user_id = s.user_id),"
+    " {start} FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
+    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+)
+# A window's events start at its oldest; a call still waiting on the browser must stay in
+# reach, with its invocation (LEAST passes over a NULL: no call waits).
+_SESSION_WINDOWED = _SESSION.replace(
+    "{start}",
+    "LEAST(COALESCE((SELECT seq FROM events WHERE session_pk = s.pk"
+    " ORDER BY seq DESC LIMIT 1 OFFSET %(skip)s), 0),"
+    " (SELECT MIN(invocation_seq) FROM open_calls WHERE session_pk = s.pk AND long_running))",
+)
+_SESSION = _SESSION.replace("{start}", "0")
+# As ADK's in-memory service, with ``after``: what follows the last event older than it.
+_EVENTS = (
+    "SELECT seq, data FROM events WHERE session_pk = %(pk)s AND seq >= %(start)s"
+    " AND seq > COALESCE((SELECT MAX(seq) FROM events WHERE session_pk = %(pk)s"
+    " AND seq >= %(start)s AND timestamp < %(after)s), -1) ORDER BY seq"
+)
 
 
 def thread_messages(
@@ -109,25 +101,22 @@ def thread_messages(
     before: int | None = None,
     limit: int | None = None,
 ) -> StoredMessages | None:
+    older = before if before is not None else _NO_CURSOR
+    # The thread's row, its newest event's id and, within ``max_bytes``, where the page
+    # starts (``page_start``), in one statement.
     row = db.execute(
-        f"SELECT s.pk, {_QUARANTINE_COLUMNS} FROM sessions s"
-        " LEFT JOIN quarantine q ON q.session_pk = s.pk"
-        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
-        (app_name, user_id, session_id),
+        _MESSAGES_PAGED if max_bytes is not None else _MESSAGES,
+        {"app": app_name, "user": user_id, "id": session_id, "before": older, "max": max_bytes},
     ).fetchone()
     if row is None:
         return None
-    if (quarantine := _quarantine_of(session_id, user_id, row[1:])) is not None:
+    if (quarantine := _quarantine_of(session_id, user_id, row[1:5])) is not None:
         return StoredMessages(None, [], quarantine)
-    pk = row[0]
-    latest = db.execute(
-        "SELECT id FROM events WHERE session_pk = %s ORDER BY seq DESC LIMIT 1", (pk,)
-    ).fetchone()
-    older = before if before is not None else _NO_CURSOR
+    pk, latest, cut, newest = row[0], row[5], row[6], row[7]
     start = 0
     if max_bytes is not None:
         # The newest rows whose messages fit in max_bytes, and at least the newest one.
-        start = page_start(db, pk, older, max_bytes)
+        start = _page_start(cut, newest)
     if limit is not None:
         # And no more than the newest `limit` rows of messages.
         edge = db.execute(
@@ -155,27 +144,37 @@ def thread_messages(
             (pk, first),
         ).fetchone()
         earlier = first if older_rows else None
-    return StoredMessages(cast(str, latest[0]) if latest else None, rows, None, earlier)
+    return StoredMessages(cast(str | None, latest), rows, None, earlier)
 
 
 # A cursor past every row: seq is a BIGINT, at most 2**63 - 1.
 _NO_CURSOR = (1 << 63) - 1
 
+# Of a thread ``s``'s rows of messages before ``%(before)s``: the newest whose running total
+# of bytes, newest first, passes ``%(max)s`` (NULL when all fit, or no ``max``), and the
+# newest of all.
+_PAGE_START = (
+    "(SELECT seq FROM (SELECT seq, SUM(octet_length(messages))"
+    " OVER (ORDER BY seq DESC) AS total FROM events"
+    " WHERE session_pk = s.pk AND messages IS NOT NULL AND seq < %(before)s) AS page"
+    " WHERE total > %(max)s ORDER BY seq DESC LIMIT 1),"
+    " (SELECT MAX(seq) FROM events WHERE session_pk = s.pk AND messages IS NOT NULL"
+    " AND seq < %(before)s)"
+)
 
-def page_start(db: psycopg.Connection, pk: int, before: int, max_bytes: int) -> int:
-    """The oldest seq of the newest rows before ``before`` that fit in ``max_bytes``."""
-    (cut, newest) = cast(
-        tuple[int | None, int | None],
-        db.execute(
-            "SELECT (SELECT seq FROM (SELECT seq, SUM(octet_length(messages))"
-            " OVER (ORDER BY seq DESC) AS total FROM events"
-            " WHERE session_pk = %(pk)s AND messages IS NOT NULL AND seq < %(before)s) AS page"
-            " WHERE total > %(max)s ORDER BY seq DESC LIMIT 1),"
-            " (SELECT MAX(seq) FROM events WHERE session_pk = %(pk)s AND messages IS NOT NULL"
-            " AND seq < %(before)s)",
-            {"pk": pk, "before": before, "max": max_bytes},
-        ).fetchone(),
-    )
+
+_MESSAGES = (
+    f"SELECT s.pk, {_QUARANTINE_COLUMNS},"
+    " (SELECT id FROM events WHERE session_pk = s.pk ORDER BY seq DESC LIMIT 1),"
+    " {page} FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
+    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+)
+_MESSAGES_PAGED = _MESSAGES.replace("{page}", _PAGE_START)
+_MESSAGES = _MESSAGES.replace("{page}", "NULL, NULL")
+
+
+def _page_start(cut: int | None, newest: int | None) -> int:
+    """The oldest seq of the newest rows that fit, from ``_PAGE_START``'s two values."""
     if cut is None:
         return 0  # everything fits
     return newest if cut == newest and newest is not None else cut + 1

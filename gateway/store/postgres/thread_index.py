@@ -42,7 +42,7 @@ MIGRATION = (
 )
 
 # The seq of a thread's title row: events are numbered from 1.
-_TITLE_SEQ = 0
+TITLE_SEQ = 0
 
 
 def index_existing(db: psycopg.Connection) -> None:
@@ -59,7 +59,8 @@ def index_existing(db: psycopg.Connection) -> None:
 
 
 def index_event(db: psycopg.Connection, pk: int, seq: int, indexed: IndexedText) -> None:
-    """What a stored event adds: its words, the preview, and the first title if none yet."""
+    """What a stored event adds: its words, the preview, and the first title if none yet.
+    (An append adds the same in its own statement, ``writes.append_event``.)"""
     if indexed.words:
         db.execute(
             "INSERT INTO thread_words (session_pk, seq, words)"
@@ -83,7 +84,7 @@ def _index_title(db: psycopg.Connection, pk: int, title: str) -> None:
         "INSERT INTO thread_words (session_pk, seq, words)"
         " VALUES (%s, %s, to_tsvector('simple', %s))"
         " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words",
-        (pk, _TITLE_SEQ, words_of(title)),
+        (pk, TITLE_SEQ, words_of(title)),
     )
 
 

@@ -12,6 +12,9 @@ A connection found dropped before the batch's COMMIT was sent (the server restar
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
 
+Without savepoints, the frames of all the batch's threads go in one statement, each held
+back only as long as no write of its thread comes after it (``_applied``).
+
 A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
 one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
 locks hold to the commit; each fenced write is then applied only if its epoch is current,
@@ -20,14 +23,14 @@ and fails alone (``FencedError``) if not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import psycopg
 from psycopg import errors
 
 from gateway.store.errors import FencedError
 from gateway.store.postgres import writes as sql
-from gateway.store.writes import Failed, Write, apply, fenced_threads, unfenced
+from gateway.store.writes import AppendFrames, Failed, Write, apply, fenced_threads, unfenced
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
@@ -95,30 +98,63 @@ def _applied(
     A savepoint and its release are two statements a write, most of a small write's cost,
     for a failure (a stale session, a duplicate) that almost never comes: so a batch is
     applied without them first, and only a batch in which a write failed is applied again
-    with them.
+    with them. Without them, the frames of every thread in the batch go in one statement
+    (``writes.append_frames_of``): each is held back until a write of the same thread (or
+    of no one thread) comes, or the batch ends, so that write still finds them there.
     """
-    results: list[object] = []
-    for write in writes:
+    results: list[object] = [None] * len(writes)
+    held: dict[int, AppendFrames] = {}  # frames held back, by their place in the batch
+    for number, write in enumerate(writes):
         try:
             applying = unfenced(write, epochs)
         except FencedError as error:  # refused before any statement: nothing to undo
-            results.append(Failed(error))
+            results[number] = Failed(error)
             continue
+        if not isolate and isinstance(applying, AppendFrames):
+            held[number] = applying
+            continue
+        if held and _meets(applying, held.values()):
+            _append_held(db, held, results)
         if isolate:
             db.execute("SAVEPOINT write")
         try:
-            results.append(apply(sql, db, applying))
+            results[number] = apply(sql, db, applying)
         except Exception as error:
             if _cannot_commit(error):
                 raise  # not this write's fault: the whole batch fails
             if not isolate:
                 raise _WriteFailed(error) from None
             db.execute("ROLLBACK TO SAVEPOINT write")
-            results.append(Failed(error))
+            results[number] = Failed(error)
             continue
         if isolate:
             db.execute("RELEASE SAVEPOINT write")
+    if held:
+        _append_held(db, held, results)
     return results
+
+
+def _meets(write: Write, held: Iterable[AppendFrames]) -> bool:
+    """Whether ``write`` may read or change what the held frames' threads hold."""
+    thread = getattr(write, "session_id", None)
+    return thread is None or any(append.session_id == thread for append in held)
+
+
+def _append_held(
+    db: psycopg.Connection, held: dict[int, AppendFrames], results: list[object]
+) -> None:
+    """Appends the held frames in one statement, each write's result in its place."""
+    try:
+        outcomes = sql.append_frames_of(db, list(held.values()))
+    except Exception as error:
+        if _cannot_commit(error):
+            raise
+        raise _WriteFailed(error) from None  # whose, the batch applied again will tell
+    for number, outcome in zip(held, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            raise _WriteFailed(outcome)
+        results[number] = outcome
+    held.clear()
 
 
 def _cannot_commit(error: Exception) -> bool:

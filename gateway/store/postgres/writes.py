@@ -11,20 +11,22 @@ leases are current: ``lease_epochs`` reads and locks them once for the whole tra
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import psycopg
 
 from gateway.store.codec import dump, updated_state
 from gateway.store.postgres.branches import move_branch as move_branch
+from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
-from gateway.store.postgres.reads import load_session, log_head, thread_owner
+from gateway.store.postgres.reads import load_session, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
 from gateway.store.postgres.scopes import merge_scope, with_scopes
-from gateway.store.postgres.thread_index import index_event
+from gateway.store.postgres.thread_index import TITLE_SEQ
 from gateway.store.postgres.thread_index import patch_thread as patch_row
 from gateway.store.rows import StoredSession
-from gateway.store.thread_index import ThreadRow
+from gateway.store.thread_index import TITLE_FIRST, ThreadRow, words_of
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
@@ -68,17 +70,30 @@ def create_session(db: psycopg.Connection, create: CreateSession) -> dict[str, A
 def open_thread(
     db: psycopg.Connection, opening: OpenThread
 ) -> OpenedThread | tuple[StoredSession, Usage, int]:
-    # Held to the end of the transaction: another process opening the same new thread
-    # waits here, then finds the owner this one recorded.
-    db.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-        (f"{opening.app_name}\x1f{opening.session_id}",),
+    # The thread's lock, held to the end of the transaction (another process opening the
+    # same new thread waits for it, then finds the owner this one recorded), whose it is,
+    # the asker's usage and the head of the thread's log, in one statement.
+    _, owner, threads, stored_bytes, head = cast(
+        tuple[None, str | None, int, int, int],
+        db.execute(
+            _OPENING,
+            {
+                "lock": f"{opening.app_name}\x1f{opening.session_id}",
+                "app": opening.app_name,
+                "user": opening.user_id,
+                "id": opening.session_id,
+            },
+        ).fetchone(),
     )
-    owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
+    if owner is None:
+        # The statement read before it had the lock: a thread created by another process
+        # in between is seen now.
+        owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
     if owner is None:
         create = opening.creation()
         session = create.session(create_session(db, create))
-        return OpenedThread(opening.user_id, session, created=True, usage=_usage(db, opening))
+        usage = Usage(threads + 1, stored_bytes)  # the new thread counted in, with no events
+        return OpenedThread(opening.user_id, session, created=True, usage=usage)
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
     stored = load_session(
@@ -90,22 +105,18 @@ def open_thread(
         after=None,
     )
     assert stored is not None  # its owner was just read, and nothing deletes it under the lock
-    head = log_head(
-        db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
-    )
-    return stored, _usage(db, opening), head
+    return stored, Usage(threads, stored_bytes), head
 
 
-def _usage(db: psycopg.Connection, opening: OpenThread) -> Usage:
-    threads, stored_bytes = cast(
-        tuple[int, int],
-        db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0)::bigint FROM sessions"
-            " WHERE app_name = %s AND user_id = %s",
-            (opening.app_name, opening.user_id),
-        ).fetchone(),
-    )
-    return Usage(threads, stored_bytes)
+_OPENING = (
+    "SELECT pg_advisory_xact_lock(hashtextextended(%(lock)s, 0)),"
+    " (SELECT user_id FROM sessions WHERE app_name = %(app)s AND id = %(id)s"
+    " ORDER BY create_time, pk LIMIT 1), usage.threads, usage.stored_bytes,"
+    " (SELECT COALESCE(MAX(f.seq), 0) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
+    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s)"
+    " FROM (SELECT COUNT(*) AS threads, COALESCE(SUM(stored_bytes), 0)::bigint AS stored_bytes"
+    " FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s) AS usage"
+)
 
 
 def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
@@ -116,30 +127,22 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     # order, and in the same round trip, so the rest of the append is one statement.
     row = db.execute(
         "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open, state,"
-        " nextval(pg_get_serial_sequence('events', 'seq'))"
+        " nextval(pg_get_serial_sequence('events', 'seq')), title_source IS NULL"
         " FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s FOR UPDATE",
         (append.app_name, append.user_id, append.session_id),
     ).fetchone()
     if row is None:
         raise not_found(append.session_id)
-    pk, revision, update_time, invocation_id, invocation_seq, run_open, state, seq = row
+    pk, revision, update_time, invocation_id, invocation_seq, run_open, state, seq, untitled = row
     append.check_fresh(revision, update_time)
     invocation_seq, run_open = append.run_after(invocation_id, invocation_seq, run_open, seq)
     if append.deltas["session"]:
         state = updated_state(state, append.deltas["session"])
-    # The event, its message's streamed text gone (the final event replaces it), and the
-    # session's row moved on, in one statement: each of its parts runs whether read or not.
+    indexed = append.indexed
+    # The thread's first title, from the first event that offers one.
+    title = indexed.title if untitled else None
     db.execute(
-        "WITH event AS (INSERT INTO events"
-        " (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
-        " OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(pk)s, %(id)s, %(invocation)s, %(author)s,"
-        f" %(timestamp)s, %(data)s, %(messages)s) RETURNING {EVENT_BYTES} AS bytes),"
-        " streamed AS (DELETE FROM streamed_texts"
-        " WHERE session_pk = %(pk)s AND message_id = %(id)s)"
-        " UPDATE sessions SET revision = %(revision)s, update_time = %(timestamp)s,"
-        " invocation_id = %(invocation)s, invocation_seq = %(invocation_seq)s,"
-        " run_open = %(run_open)s, state = %(state)s,"
-        " stored_bytes = stored_bytes + (SELECT bytes FROM event) WHERE pk = %(pk)s",
+        _APPEND_EVENT,
         {
             "seq": seq,
             "pk": pk,
@@ -153,6 +156,12 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
             "invocation_seq": invocation_seq,
             "run_open": run_open,
             "state": state,
+            "words": indexed.words or None,
+            "preview": indexed.preview,
+            "title": title,
+            "title_source": TITLE_FIRST,
+            "title_words": words_of(title) if title is not None else None,
+            "title_seq": TITLE_SEQ,
         },
     )
     if append.deltas["app"]:
@@ -160,8 +169,36 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     if append.deltas["user"]:
         merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
     record_progress(db, append.progress, pk, seq, invocation_seq)
-    index_event(db, pk, seq, append.indexed)
     return cast(int, revision) + 1
+
+
+# The event, its message's streamed text gone (the final event replaces it), what it adds to
+# the thread index (``thread_index.index_event``: its words, the preview, the first title and
+# its words) and the session's row moved on, in one statement: each part of a WITH runs
+# whether read or not, and the parts that have nothing to add (a NULL) add nothing.
+_APPEND_EVENT = (
+    "WITH event AS (INSERT INTO events"
+    " (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
+    " OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(pk)s, %(id)s, %(invocation)s, %(author)s,"
+    f" %(timestamp)s, %(data)s, %(messages)s) RETURNING {EVENT_BYTES} AS bytes),"
+    " streamed AS (DELETE FROM streamed_texts"
+    " WHERE session_pk = %(pk)s AND message_id = %(id)s),"
+    " words AS (INSERT INTO thread_words (session_pk, seq, words)"
+    " SELECT %(pk)s, %(seq)s, to_tsvector('simple', %(words)s::text)"
+    " WHERE %(words)s::text IS NOT NULL),"
+    " title_words AS (INSERT INTO thread_words (session_pk, seq, words)"
+    " SELECT %(pk)s, %(title_seq)s, to_tsvector('simple', %(title_words)s::text)"
+    " WHERE %(title_words)s::text IS NOT NULL"
+    " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words)"
+    " UPDATE sessions SET revision = %(revision)s, update_time = %(timestamp)s,"
+    " invocation_id = %(invocation)s, invocation_seq = %(invocation_seq)s,"
+    " run_open = %(run_open)s, state = %(state)s,"
+    " stored_bytes = stored_bytes + (SELECT bytes FROM event),"
+    " preview = COALESCE(%(preview)s::text, preview),"
+    " title = COALESCE(%(title)s::text, title),"
+    " title_source = CASE WHEN %(title)s::text IS NULL THEN title_source"
+    " ELSE %(title_source)s END WHERE pk = %(pk)s"
+)
 
 
 def lease_epochs(db: psycopg.Connection, thread_ids: list[str]) -> dict[str, int]:
@@ -225,27 +262,59 @@ def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
 
 
 def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
-    # One statement for the whole write, the session's key found by the statement itself.
-    frames = append.frames
-    cursor = db.execute(
-        "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
-        " SELECT s.pk, f.seq, f.data, f.only_for, f.not_for FROM sessions s,"
-        " unnest(%s::bigint[], %s::bytea[], %s::text[], %s::text[])"
-        " AS f (seq, data, only_for, not_for)"
-        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
-        (
-            [f.seq for f in frames],
-            [f.data for f in frames],
-            [f.only_for for f in frames],
-            [f.not_for for f in frames],
-            append.app_name,
-            append.user_id,
-            append.session_id,
-        ),
-    )
-    if cursor.rowcount == 0:
-        raise not_found(append.session_id)
-    return frames[-1].seq
+    outcome = append_frames_of(db, [append])[0]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def append_frames_of(
+    db: psycopg.Connection, appends: Sequence[AppendFrames]
+) -> list[int | Exception]:
+    """The frames of several writes, of any threads, in one statement, each thread's key
+    found by the statement itself, and each write's notice to the cluster
+    (``notify.committed``) sent by the same statement: NOTIFY is delivered at commit, so a
+    notice costs no statement or transaction of its own. Each write's outcome, in order:
+    the number of its last frame, or the error of a thread that is not there."""
+    frames = [(number, frame) for number, append in enumerate(appends) for frame in append.frames]
+    found = db.execute(
+        _APPEND_FRAMES,
+        {
+            "frame_of": [number for number, _ in frames],
+            "seq": [frame.seq for _, frame in frames],
+            "data": [frame.data for _, frame in frames],
+            "only_for": [frame.only_for for _, frame in frames],
+            "not_for": [frame.not_for for _, frame in frames],
+            "write": list(range(len(appends))),
+            "app": [append.app_name for append in appends],
+            "user": [append.user_id for append in appends],
+            "thread": [append.session_id for append in appends],
+            "notice": [committed(append.session_id, append.frames[-1].seq) for append in appends],
+            "channel": CHANNEL,
+        },
+    ).fetchall()  # all: a statement that writes is over only once read to its end
+    written = {number for (number, _) in found}
+    return [
+        append.frames[-1].seq if number in written else not_found(append.session_id)
+        for number, append in enumerate(appends)
+    ]
+
+
+# Each part of a WITH runs once, whether read or not: the threads found (with their key),
+# their frames added, then one row (and notice) a thread found.
+_APPEND_FRAMES = (
+    "WITH w AS (SELECT * FROM unnest(%(write)s::int[], %(app)s::text[], %(user)s::text[],"
+    " %(thread)s::text[], %(notice)s::text[]) AS w (number, app_name, user_id, id, notice)),"
+    " found AS (SELECT w.number, w.notice, s.pk FROM w JOIN sessions s"
+    " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
+    " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+    " SELECT found.pk, f.seq, f.data, f.only_for, f.not_for FROM found"
+    " JOIN unnest(%(frame_of)s::int[], %(seq)s::bigint[], %(data)s::bytea[],"
+    " %(only_for)s::text[], %(not_for)s::text[]) AS f (number, seq, data, only_for, not_for)"
+    " ON f.number = found.number)"
+    " SELECT number, CASE WHEN notice IS NOT NULL THEN pg_notify(%(channel)s, notice) END"
+    " FROM found"
+)
 
 
 def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
