@@ -769,8 +769,8 @@ class Result:
     @classmethod
     def of(cls, load: Load, monitor: Monitor, load_average: float) -> Result:
         logged: collections.Counter[str] = collections.Counter()
-        lines = []
-        during = []
+        lines: list[str] = []
+        during: list[str] = []
         for gateway, offset in zip(load.gateways, load.log_offsets, strict=True):
             with gateway.log.open("rb") as file:
                 file.seek(offset)
@@ -801,7 +801,8 @@ class Result:
         values = {
             key: statistics.median(r.values[key] for r in results) for key in results[0].values
         }
-        total = cls(values, *(collections.Counter() for _ in range(4)), [], [])
+        counted = collections.Counter
+        total = cls(values, counted(), counted(), counted(), counted(), [], [])
         for result in results:
             total.errors += result.errors
             total.problems += result.problems

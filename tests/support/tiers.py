@@ -72,7 +72,7 @@ def tier_of(item: pytest.Item) -> str | None:
 def _resolve(item: pytest.Item, problems: list[str]) -> str | None:
     callspec = getattr(item, "callspec", None)
     raised = [mark for mark in (callspec.marks if callspec else []) if mark.name in TIERS]
-    declared = None
+    declared: str | None = None
     for node in reversed(item.listchain()):  # the test, its class, its module, ...
         named = {
             mark.name
@@ -87,7 +87,7 @@ def _resolve(item: pytest.Item, problems: list[str]) -> str | None:
     if declared is None:
         problems.append(f"{item.nodeid}: no tier marker (one of {', '.join(TIERS)})")
         return None
-    tier = max([declared, *(mark.name for mark in raised)], key=TIERS.index)
+    tier: str = max([declared, *(str(mark.name) for mark in raised)], key=TIERS.index)
     for name in _shared_fixtures(item):
         needs = FIXTURE_TIERS.get(name)
         if needs is not None and TIERS.index(tier) < TIERS.index(needs):
