@@ -131,6 +131,8 @@ class WebSocketSession:
         self.news_due = False
         # Whether the stream sent is between runs: where a change may go, in a run of its own.
         self.between_runs = True
+        # The input being started whose RUN_STARTED the hub sent already: a refusal ends it.
+        self.acknowledged: str | None = None
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
@@ -437,7 +439,10 @@ class WebSocketSession:
                 # The connection speaks the version of its latest input from here on.
                 self.send_queue.dialect, request = versions.negotiate(request)
                 tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
-                run = await self.hub.start(self.user, request, self, self.access.caller)
+                run = await self.hub.start(
+                    self.user, request, self, self.access.caller, acknowledge=self._acknowledge
+                )
+                self.acknowledged = None
         except p.GatewayError as error:
             self._audit(request, error)
             self._refusal(error.to_event(), request)
@@ -450,6 +455,17 @@ class WebSocketSession:
         self.following = request.thread_id
         if run is not None:
             await run.done.wait()
+
+    def _acknowledge(self, event: p.Event) -> None:
+        """The hub admitted the input: its RUN_STARTED goes out now, before the thread is
+        read or planned (docs/first-event.md), and the thread followed so far is left, so
+        nothing of its runs comes into this one's."""
+        if isinstance(event, p.RunStarted):
+            self.acknowledged = event.run_id
+            if self.following not in (None, event.thread_id):
+                self.hub.unwatch(self, self.following)
+            self.following = event.thread_id
+        self.deliver(event)
 
     async def _followed_run_ended(self) -> None:
         """Waits for the run of the thread the connection follows, whoever started it."""
@@ -465,7 +481,9 @@ class WebSocketSession:
         """Tells of a frame refused between runs: alone as the stream's first event, else in
         a run of its own, since a RUN_ERROR after a run's end says that run failed (AG-UI 1.0)
         and nothing but RUN_STARTED may follow a RUN_ERROR."""
-        if self.streamed:
+        if self.acknowledged is not None:
+            self.acknowledged = None  # admitted, then refused: the error ends its run
+        elif self.streamed:
             thread_id = request.thread_id if request is not None else self.following or ""
             run_id = getattr(request, "run_id", None) or f"refused-{uuid.uuid4().hex[:12]}"
             self.deliver(

@@ -11,7 +11,9 @@ they carry the number of the log's head when they were made.
 
 Numbers are given by the process that runs the thread, after the stored head, and each
 delivery waits in the run's outbox for its frame's commit, so no client holds a number
-the store lacks.
+the store lacks. One event goes out unnumbered: the RUN_STARTED a /ws input is sent as
+soon as it is admitted (docs/first-event.md), before the thread is read; the run's
+RUN_STARTED in the log, numbered, is what everyone else and every replay is sent.
 """
 
 from __future__ import annotations

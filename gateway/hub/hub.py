@@ -38,7 +38,7 @@ from gateway.audit.log import AuditLog
 from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
-from gateway.hub import eventlog
+from gateway.hub import branches, eventlog
 from gateway.hub.branches import Branching
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
@@ -176,6 +176,9 @@ class Hub:
             take_over=self.takeovers.take_over,
         )
         self._running = 0
+        # Inputs admitted whose runs have not claimed their threads yet, by thread, then by
+        # run: their user, and whether a cancel came for them (``start``, ``cancel``).
+        self._admitted: dict[str, dict[str, tuple[str, bool]]] = {}
         # Set by stop(): from then on no browser call starts waiting on a timer.
         self._stopping = False
         # Set by drain() (and stop()): from then on no run starts here.
@@ -209,20 +212,78 @@ class Hub:
         run_input: p.RunAgentInput,
         executor: Subscriber | None,
         caller: Caller | None = None,
+        *,
+        acknowledge: Callable[[p.Event], None] | None = None,
     ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event.
 
         On a thread with a run going, the input's busy policy (``gateway.hub.busy``) decides:
         refused, or it waits its turn, first stopping the run for ``interrupt``. ``caller``:
         who asks, as the door identified them, for the run's tools; by default the user.
+
+        ``acknowledge``: sends ``executor`` an event at once. It is given the run's
+        RUN_STARTED as soon as the input is admitted (``_admit``), before anything is
+        read, waited for or committed, then a notice if every slot of ``GATEWAY_MAX_RUNS``
+        is taken (docs/first-event.md); the executor is not sent the run's logged
+        RUN_STARTED again, and a GatewayError raised after it ends the run it started.
         """
+        policy = self._admit(user_id, run_input)
+        # A branch move's RUN_STARTED names the run it forks from: it waits for the read.
+        early = acknowledge if branches.asked(run_input) is None else None
+        if early is not None:
+            early(
+                p.RunStarted(
+                    thread_id=run_input.thread_id,
+                    run_id=run_input.run_id,
+                    protocol_version=p.PROTOCOL_VERSION,
+                )
+            )
+            if (full := self.slots.full()) is not None:
+                early(full)
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        admitted = self._admitted.setdefault(thread_id, {})
+        admitted[run_id] = (user_id, False)
+        try:
+            run = await self._claimed(user_id, run_input, executor, caller, policy)
+        finally:
+            _, cancelled = admitted.pop(run_id, (user_id, False))
+            if not admitted:
+                self._admitted.pop(thread_id, None)
+        # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.
+        run.acknowledged = executor if early is not None else None
+        if cancelled:  # stopped as soon as it runs, as a cancel stops a run
+            log.info("%s was cancelled before it had its thread", run)
+            run.abort.set()
+        return run
+
+    def _admit(self, user_id: str, run_input: p.RunAgentInput) -> Busy:
+        """Refuses, with nothing read, an input the gateway cannot take at all: one while
+        it drains, one on another user's thread it has in memory, one the thread's busy
+        policy refuses at once; returns that policy. An input past these is admitted: what
+        it meets from then on (the thread's owner as the store has it, its lease, a slot
+        of ``GATEWAY_MAX_RUNS``, its turn, the quota, its plan) it meets as a run."""
         if self.draining:  # before the busy policy: a refused input interrupts nothing
             self.refused_draining += 1
             raise draining()
+        policy = requested(run_input, self.busy_policy)
+        if (known := self.threads.get(run_input.thread_id)) is not None:
+            # Refused without a read: another user's thread.
+            check_owner(known.user_id, user_id, run_input.thread_id)
+            if known.run is not None or known.waiting:
+                _busy_refusal(known, policy)
+        return policy
+
+    async def _claimed(
+        self,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+        caller: Caller | None,
+        policy: Busy,
+    ) -> Run:
         thread_id = run_input.thread_id
         caller = caller or Caller(user_id)
         assert caller.user_id == user_id, "a run is asked for by the thread's user"
-        policy = requested(run_input, self.busy_policy)
         while True:
             if (known := self.threads.get(thread_id)) is not None:
                 # Refused without a read: another user's thread.
@@ -247,10 +308,7 @@ class Hub:
     ) -> Run:
         """Starts the run once the thread's runs, and the inputs waiting before it, are done;
         a run on another process is waited for (and stopped, to interrupt it) the same way."""
-        if policy is Busy.REJECT:
-            raise in_progress(thread.thread_id)
-        if thread.waiting >= WAITING_PER_THREAD:
-            raise queue_full(thread.thread_id)
+        _busy_refusal(thread, policy)
         interrupts = policy is Busy.INTERRUPT and starts_turn(run_input)
         thread.waiting += 1
         try:
@@ -385,6 +443,8 @@ class Hub:
         """Stops the thread's run (the run ``run_id`` only, if named), here or on the
         process that runs it; False when there was nothing to stop, ACCESS_DENIED on
         another user's thread."""
+        if self._cancel_admitted(user_id, thread_id, run_id):
+            return True
         thread = self.threads.get(thread_id)
         if thread is None or thread.run is None:
             try:
@@ -399,6 +459,23 @@ class Hub:
             return False
         thread.run.abort.set()
         return True
+
+    def _cancel_admitted(self, user_id: str, thread_id: str, run_id: str | None) -> bool:
+        """A cancel of the user's input admitted on the thread (the one ``run_id`` names,
+        if named) whose run is not going yet: it stops once it is."""
+        thread = self.threads.get(thread_id)
+        going = thread.run.run_id if thread is not None and thread.run is not None else None
+        if run_id is None and going is not None:
+            return False  # the run going is what a cancel of the thread stops
+        admitted = self._admitted.get(thread_id, {})
+        found = [
+            admitted_id
+            for admitted_id, (admitted_by, _) in admitted.items()
+            if admitted_by == user_id and admitted_id != going and run_id in (None, admitted_id)
+        ]
+        for admitted_id in found:
+            admitted[admitted_id] = (user_id, True)
+        return bool(found)
 
     def stop_run(self, run: Run) -> bool:
         """Stops a run as a cancel does (its client left, a new message interrupts it);
@@ -894,6 +971,15 @@ class Hub:
     def _status_changed(self) -> None:
         for listener in self.status_listeners:
             listener(self.busy)
+
+
+def _busy_refusal(thread: Thread, policy: Busy) -> None:
+    """SESSION_BUSY for an input on a thread whose run is going, if its policy refuses it
+    or too many inputs wait already."""
+    if policy is Busy.REJECT:
+        raise in_progress(thread.thread_id)
+    if thread.waiting >= WAITING_PER_THREAD:
+        raise queue_full(thread.thread_id)
 
 
 def _trim_failed(trimmed: asyncio.Future[object]) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from gateway import wire as p
 from gateway.metrics import OFF, Metrics
 from gateway.store import Usage
+from gateway.wire.notices import notice
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +204,17 @@ class RunSlots:
         with contextlib.suppress(ValueError):
             self._waiting.remove(turn)
         return False
+
+    def full(self) -> p.Custom | None:
+        """The notice a run that has to wait for a slot is sent; None while one is free."""
+        if self.limit <= 0 or (self.taken < self.limit and not self._waiting):
+            return None
+        return notice(
+            "RUNS_FULL",
+            f"The gateway is running its limit of {self.limit} runs (GATEWAY_MAX_RUNS): this"
+            f" run starts when one ends, or is refused if none ends within"
+            f" {self.wait_seconds:g} s.",
+        )
 
     def give_back(self) -> None:
         """Frees a slot: the longest waiting run gets it, or it is free."""

@@ -135,6 +135,9 @@ class Run:
     stopped_by: p.GatewayError | None = None
     # Times its events as they go out, for ``gateway.metrics``; None: not timed.
     clock: RunClock | None = None
+    # The subscriber sent its RUN_STARTED when its input was admitted, before the thread
+    # was read (``Hub.start``): the RUN_STARTED it logs is not sent to it again.
+    acknowledged: Subscriber | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:
@@ -215,12 +218,13 @@ class Run:
     def _route(self, events: list[p.Event], observers_only: bool) -> None:
         for event in events:
             private = self._executor_only(event)
-            if self.executor is not None and not observers_only:
+            told = self.acknowledged if isinstance(event, p.RunStarted) else None
+            if self.executor is not None and not observers_only and self.executor is not told:
                 self.thread.send(self.executor, event)
             if private:
                 continue
             for watcher in self.thread.watchers:
-                if watcher is not self.executor:
+                if watcher is not self.executor and watcher is not told:
                     self.thread.send(watcher, event)
 
     def _executor_only(self, event: p.Event) -> bool:

@@ -48,6 +48,9 @@ _LINGER_SECONDS = 0.005
 _QUIET_TURNS = 4
 
 
+# Callers of one commit woken a turn of the event loop (see _settle_in_turns).
+_WOKEN_A_TURN = 16
+
 # While commits fail, how often the writer tries one of its own (a Probe).
 PROBE_SECONDS = 1.0
 
@@ -175,7 +178,11 @@ class GroupCommit:
                 Failed(CommitFailedError("the session store could not commit")) for _ in batch
             ]
         for pending, result in zip(batch, results, strict=True):
-            _settle(pending, result)
+            # Now, for every write: the next commit may hold writes that build on it.
+            if pending.on_commit is not None and not isinstance(result, Failed):
+                pending.on_commit(result)
+                pending.on_commit = None
+        _settle_in_turns(list(zip(batch, results, strict=True)))
 
     async def _try_commit(self, writes: list[Write]) -> list[object] | None:
         """The writes' results, committed in one transaction; None if the commit failed."""
@@ -242,6 +249,21 @@ def _followed_by(queued: Write, newer: Write) -> Write:
         return queued.followed_by(newer)
     assert isinstance(queued, AppendFrames) and isinstance(newer, AppendFrames)
     return queued.followed_by(newer)
+
+
+def _settle_in_turns(settled: list[tuple[_Pending, object]]) -> None:
+    """Wakes a commit's callers ``_WOKEN_A_TURN`` a turn of the event loop, oldest first.
+
+    Each caller woken runs its run's work up to its next wait (ADK's next step, a chunk
+    translated and sent) in the next turn. A commit of hundreds of runs' writes woken at
+    once makes one turn of all that work, and whatever else is ready (a frame just read,
+    an input's RUN_STARTED to write) waits behind all of it; woken a few at a time, it
+    waits behind a few. The writer is not held meanwhile: the next commit goes on.
+    """
+    for pending, result in settled[:_WOKEN_A_TURN]:
+        _settle(pending, result)
+    if len(settled) > _WOKEN_A_TURN:
+        asyncio.get_running_loop().call_soon(_settle_in_turns, settled[_WOKEN_A_TURN:])
 
 
 def _settle(pending: _Pending, result: object) -> None:

@@ -123,9 +123,12 @@ async def test_the_card_streams_after_its_result_and_every_reattach_repaints_it(
         "content": card["content"],
     }
     async with gateway.socket() as ws:
-        ws.checker.feed(events[0])  # what the client saw up to its cursor: the run began
+        # What the client saw up to its cursor: the run began (its RUN_STARTED went out
+        # before it had its number, docs/first-event.md), and its first numbered event.
+        ws.checker.feed(events[0])
+        ws.checker.feed(events[1])
         replayed = await ws.run(
-            {"type": "reattach", "threadId": thread, "after": seq_of(events[0])}
+            {"type": "reattach", "threadId": thread, "after": seq_of(events[1])}
         )
     assert of_type(replayed, "ACTIVITY_SNAPSHOT") == [card]
     assert of_type(replayed, "MESSAGES_SNAPSHOT") == []  # ^ from the log, not a snapshot

@@ -147,14 +147,16 @@ async def test_numbers_go_up_by_one_per_thread_and_survive_a_restart(db: str) ->
         first = await ws.run(user_input(thread, "안녕"))
         elsewhere = await ws.run(user_input(other, "안녕"))
         second = await ws.run(user_input(thread, "안녕"))
-    assert numbers(first)[0] == 1 and rising(numbers(first) + numbers(second))
-    assert numbers(elsewhere)[0] == 1, "numbered per thread"
+    # Each RUN_STARTED went out before it had its number (docs/first-event.md).
+    assert {numbers(run)[0] for run in (first, elsewhere, second)} == {None}
+    assert rising(numbers(first[1:]) + numbers(second[1:]))
+    assert (await stored_numbers(db, other))[0] == 1, "numbered per thread"
     head = await stored_numbers(db, thread)
     assert head == list(range(1, len(head) + 1)) and head[-1] == seq_of(second[-1])
     async with running_gateway(db=db) as gateway, gateway.socket() as ws:
         third = await ws.run(user_input(thread, "안녕"))
-    assert numbers(third)[0] == head[-1] + 1, "a restart continues from the stored head"
     stored = await stored_numbers(db, thread)
+    assert stored[len(head)] == head[-1] + 1, "a restart continues from the stored head"
     assert stored == list(range(1, len(stored) + 1)) and stored[-1] == seq_of(third[-1])
 
 
@@ -270,7 +272,10 @@ async def test_live_client_calls_are_replayed_only_to_the_instance_that_owns_the
         owned = await owner.run({"type": "reattach", "threadId": thread, "after": 0})
     async with gateway.socket(query="&clientId=tab-2") as other:
         observed = await other.run({"type": "reattach", "threadId": thread, "after": 0})
-    same_stream(owned, first)  # the owner gets its own stream back, calls included
+    # The owner gets its own stream back, calls included, and the run's RUN_STARTED it
+    # was sent before its number (docs/first-event.md) with that number.
+    assert owned[0]["runId"] == first[0]["runId"] and seq_of(owned[0]) == 1
+    same_stream(owned[1:], first[1:])
     assert navigate["id"] in {c["id"] for c in tool_calls(owned)}
     assert not [e for e in observed if e.get("toolCallId") == navigate["id"]]
     assert tool_calls(observed, "find_screen"), "a server tool's calls are everyone's"
@@ -496,8 +501,9 @@ async def test_runs_on_one_thread_keep_numbering_while_watchers_come_and_go() ->
                 watcher = asyncio.create_task(watch())
                 await ws.run(user_input(thread, "안녕"))
                 await watcher
-    seqs = numbers(ws.received)
-    assert seqs[0] == 1 and rising(seqs)
+    # Its RUN_STARTEDs went out before they had their numbers (docs/first-event.md).
+    seqs = numbers([e for e in ws.received if e["type"] != "RUN_STARTED"])
+    assert seqs[0] == 5 and rising(seqs)  # after 1, and the user's message (2-4) it sent
 
 
 async def test_a_cursor_into_a_run_a_crash_cut_off_gets_the_snapshot(db: str) -> None:
@@ -527,13 +533,16 @@ async def test_a_cursor_into_a_run_a_crash_cut_off_gets_the_snapshot(db: str) ->
         # a run that never ended in it.
         through = await back.run({"type": "reattach", "threadId": thread, "after": head})
         assert [e["type"] for e in through] == SNAPSHOT_RUN
-        started = numbers(run)[0]
+        started = numbers(run)[1]  # its RUN_STARTED went out before it had its number
         async with gateway.socket() as later:
             later.checker.feed(run[0])  # it saw the run begin
+            later.checker.feed(run[1])
             rest = await later.run({"type": "reattach", "threadId": thread, "after": started})
         said = {e["messageId"] for e in rest if e.get("role") == "user"}  # the executor's own
-        same_stream([e for e in rest if e.get("messageId") not in said], run[1:])
-    assert numbers(run)[0] == head + 2, "numbering goes on after what was stored"
+        same_stream([e for e in rest if e.get("messageId") not in said], run[2:])
+    # Numbering goes on after what was stored: its RUN_STARTED is head + 2, then the rest.
+    assert (started or 0) > head + 2
+    assert await stored_numbers(db, thread) == list(range(1, (seq_of(run[-1]) or 0) + 1))
 
 
 def test_a_replay_through_a_run_that_never_ended_is_refused() -> None:

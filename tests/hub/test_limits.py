@@ -192,7 +192,9 @@ async def test_a_run_refused_for_want_of_a_slot_says_so() -> None:
     ):
         await ann.send(user_input(new_id("t"), "안녕"))
         await ann.next()  # RUN_STARTED: the one slot is taken
-        error = await bob.refused(user_input(new_id("t"), "안녕"))
-        assert error["code"] == "SERVICE_QUOTA_EXCEEDED"
+        # Admitted at once, and told it waits (docs/first-event.md); then refused.
+        started, told, error = await bob.run(user_input(new_id("t"), "안녕"))
+        assert started["type"] == "RUN_STARTED" and told["value"]["code"] == "RUNS_FULL"
+        assert error["type"] == "RUN_ERROR" and error["code"] == "SERVICE_QUOTA_EXCEEDED"
         assert "limit of 1 runs" in error["message"]
         assert outcome(await ann.until_end(timeout=30)) == {"type": "success"}

@@ -1,0 +1,173 @@
+"""An input's RUN_STARTED over /ws goes out as soon as the hub admits it, ahead of the
+thread's read, a slot, the plan and their commits (docs/first-event.md): the thread's read
+is held back here, and the client has its RUN_STARTED meanwhile. What the run logs stays
+whole (a replay by cursor starts at its RUN_STARTED), a refusal after the acknowledgement
+ends the run it started, and one the hub makes before it is a lone RUN_ERROR as before."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from gateway.store import OpenedThread
+from tests.support.agui import new_id, outcome, seq_of, text_of, user_input
+from tests.support.budgets import eventually, scaled
+from tests.support.servers import RunningGateway, running_gateway
+
+pytestmark = pytest.mark.server
+
+LONG = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
+
+
+class HeldReads:
+    """Holds every read of a thread for a run (``Engine.open_thread``) until let go."""
+
+    def __init__(self, gateway: RunningGateway) -> None:
+        self.engine = gateway.app.hub.engine  # type: ignore[union-attr]
+        self.read = self.engine.open_thread
+        self.let_go = asyncio.Event()
+        self.waiting = 0
+        self.done = 0
+        self.engine.open_thread = self.open_thread
+
+    async def open_thread(self, user_id: str, thread_id: str) -> OpenedThread:
+        self.waiting += 1
+        await self.let_go.wait()
+        opened: OpenedThread = await self.read(user_id, thread_id)
+        self.done += 1
+        return opened
+
+
+@contextlib.asynccontextmanager
+async def held_reads(**settings: Any) -> AsyncIterator[tuple[RunningGateway, HeldReads]]:
+    async with running_gateway(**settings) as gateway:
+        yield gateway, HeldReads(gateway)
+
+
+async def test_run_started_comes_before_the_thread_is_read_and_the_log_keeps_it() -> None:
+    async with held_reads() as (gateway, reads), gateway.socket() as ws:
+        thread = new_id("t")
+        asked = user_input(thread, "안녕")
+        await ws.send(asked)
+        started = await ws.next()
+        assert started["type"] == "RUN_STARTED" and started["runId"] == asked["runId"]
+        assert reads.waiting == 1 and reads.done == 0
+        # Sent before it was numbered: a client's cursor stays at what the store has.
+        assert seq_of(started) is None
+        reads.let_go.set()
+        rest = await ws.until_end()
+        assert outcome(rest) == {"type": "success"} and text_of(rest)
+        # One RUN_STARTED for the run (the checker saw one valid stream), every other
+        # event numbered from the log's.
+        assert [e["type"] for e in rest].count("RUN_STARTED") == 0
+        assert all(seq_of(e) is not None for e in rest)
+        async with gateway.socket() as other:
+            await other.send({"type": "reattach", "threadId": thread, "after": 0})
+            replayed = await other.until_end()
+        # The log has the run from its RUN_STARTED, which has the number before the rest's.
+        assert replayed[0]["type"] == "RUN_STARTED" and replayed[0]["runId"] == asked["runId"]
+        logged = seq_of(replayed[0])
+        assert logged is not None and (seq_of(rest[0]) or 0) > logged
+        assert text_of(replayed) == text_of(rest)
+
+
+async def test_another_tab_is_sent_the_logged_run_started() -> None:
+    async with held_reads() as (gateway, reads):
+        reads.let_go.set()
+        thread = new_id("t")
+        async with gateway.socket() as typist, gateway.socket() as other:
+            await typist.run(user_input(thread, "안녕"))
+            await other.run({"type": "reattach", "threadId": thread})
+            asked = user_input(thread, "고마워")
+            mine = await typist.run(asked)
+            seen = await other.until_end()
+        assert [e["type"] for e in mine].count("RUN_STARTED") == 1
+        assert seen[0]["type"] == "RUN_STARTED" and seen[0]["runId"] == asked["runId"]
+        assert seq_of(seen[0]) is not None and seq_of(mine[0]) is None
+
+
+async def test_a_run_past_the_cap_is_started_at_once_and_told_it_waits() -> None:
+    async with (
+        held_reads(max_runs=1, run_wait=30.0) as (gateway, reads),
+        gateway.socket() as first,
+        gateway.socket() as second,
+    ):
+        await first.send(user_input(new_id("t"), "안녕"))
+        assert (await first.next())["type"] == "RUN_STARTED"
+        await eventually(lambda: reads.waiting == 1, 5, what="the first run reads")
+        # The first run holds the one slot while its read is held.
+        await second.send(user_input(new_id("t"), "고마워"))
+        started, told = await second.next(), await second.next()
+        assert started["type"] == "RUN_STARTED"
+        assert told["name"] == "gateway.notice" and told["value"]["code"] == "RUNS_FULL"
+        assert "GATEWAY_MAX_RUNS" in told["value"]["message"]
+        assert reads.waiting == 1  # the second waits for the slot, not for a read
+        reads.let_go.set()
+        assert outcome(await first.until_end()) == {"type": "success"}
+        assert outcome(await second.until_end()) == {"type": "success"}
+
+
+async def test_a_refusal_after_run_started_ends_that_run_and_logs_nothing() -> None:
+    async with running_gateway() as gateway:
+        thread = new_id("t")
+        async with gateway.socket("alice") as alice:
+            said = await alice.run(user_input(thread, "안녕"))
+        hub = gateway.app.hub
+        assert hub is not None
+        await eventually(lambda: thread not in hub.threads, 5, what="the thread is let go")
+        # The hub no longer has it in memory: only the read finds it is Alice's.
+        async with gateway.socket("mallory") as mallory:
+            asked = user_input(thread, "hello")
+            started, refused = await mallory.run(asked)
+        assert started["type"] == "RUN_STARTED" and started["runId"] == asked["runId"]
+        assert refused["type"] == "RUN_ERROR" and refused["code"] == "ACCESS_DENIED"
+        async with gateway.socket("alice") as alice:
+            await alice.send({"type": "reattach", "threadId": thread, "after": seq_of(said[-1])})
+            answer = await alice.until_end()
+        [notice] = [e for e in answer if e["type"] == "CUSTOM"]
+        assert notice["value"]["code"] == "UP_TO_DATE"
+
+
+async def test_an_input_refused_before_it_is_admitted_gets_no_run_started() -> None:
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with gateway.socket() as typist, gateway.socket() as other:
+            await typist.send(user_input(thread, LONG))
+            assert (await typist.next())["type"] == "RUN_STARTED"
+            hub = gateway.app.hub
+            assert hub is not None
+
+            def running() -> bool:
+                known = hub.threads.get(thread)
+                return known is not None and known.run is not None
+
+            await eventually(running, 5, what="the run claims its thread")
+            busy = user_input(thread, "hello") | {"forwardedProps": {"gateway": {"busy": "reject"}}}
+            await other.send(busy)
+            refused = await asyncio.wait_for(other.next(), scaled(5))
+            assert refused["type"] == "RUN_ERROR" and refused["code"] == "SESSION_BUSY"
+            await typist.until_end()
+
+
+async def test_a_cancel_before_the_run_has_its_thread_stops_it() -> None:
+    async with held_reads() as (gateway, reads), gateway.socket() as ws:
+        thread = new_id("t")
+        asked = user_input(thread, LONG)
+        await ws.send(asked)
+        assert (await ws.next())["type"] == "RUN_STARTED"
+        await ws.send({"type": "cancel", "threadId": thread, "runId": asked["runId"]})
+        hub = gateway.app.hub
+        assert hub is not None
+
+        def cancelled() -> bool:
+            return hub._admitted.get(thread, {}).get(asked["runId"], ("", False))[1]
+
+        await eventually(cancelled, 5, what="the cancel reaches the admitted input")
+        reads.let_go.set()
+        events = await ws.until_end()
+        assert outcome(events) == {"type": "cancelled"}
+        assert not [e for e in events if e["type"] == "CUSTOM"], "nothing to cancel was not said"
