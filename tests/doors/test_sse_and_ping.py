@@ -116,10 +116,15 @@ async def test_ping_says_starting_until_the_warm_up_through_the_socket_is_over(
     real_start = Hub.start
 
     async def start(
-        self: Hub, user_id: str, run_input: p.RunAgentInput, executor: Any, *rest: Any
+        self: Hub,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Any,
+        *rest: Any,
+        **options: Any,
     ) -> Any:
         declared.append([tool.name for tool in run_input.tools])
-        return await real_start(self, user_id, run_input, executor, *rest)
+        return await real_start(self, user_id, run_input, executor, *rest, **options)
 
     monkeypatch.setattr(Hub, "start", start)
     async with (
