@@ -27,13 +27,18 @@ class Response:
 class RawClient:
     """One TCP connection to a loopback server, written to and read by hand."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, opened: float
+    ) -> None:
         self.reader, self.writer = reader, writer
+        # Before the connect: no server timer on the connection can have started earlier.
+        self.opened = opened
 
     @classmethod
     async def open(cls, port: int) -> RawClient:
+        opened = time.monotonic()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
+        return cls(reader, writer, opened)
 
     async def send(self, data: bytes) -> None:
         self.writer.write(data)
@@ -60,9 +65,10 @@ class RawClient:
                 body = await self.reader.read()
         return Response(int(status_line.split()[1]), headers, body)
 
-    async def closed_after(self, timeout: float) -> float:
-        """Seconds until the server closes (or resets) the connection; reads are dropped."""
-        started = time.monotonic()
+    async def closed_after(self, timeout: float, *, since_open: bool = False) -> float:
+        """Seconds until the server closes (or resets) the connection, from now or, with
+        ``since_open``, from before it was opened; reads are dropped."""
+        started = self.opened if since_open else time.monotonic()
         async with asyncio.timeout(timeout):
             try:
                 while await self.reader.read(65536):
