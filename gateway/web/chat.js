@@ -20,7 +20,7 @@ import { Transcript } from "./chat/transcript.js";
 import { applyPatch } from "./a2ui/pointer.js";
 import { newId } from "./dom.js";
 import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
-import { Voice } from "./voice.js";
+import { LIVE_APPROVAL, Voice } from "./voice.js";
 
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -267,16 +267,14 @@ export class ChatPanel {
     }
   }
 
-  #askApproval(interrupts) {
+  /** Cards for ``interrupts``; their answers go to ``send`` as a `resume`: by default the
+   * thread's next input (a run that ended on them), or a live turn's `liveResume`. */
+  #askApproval(interrupts, send = (resume) => this.#sendInput({ messages: [], resume })) {
     const cards = approvalCards(interrupts, {
       activityOf: (toolCallId) => this.transcript.entries.get(toolCallId),
-      onAnswered: (batch) => this.#answerApprovals(batch),
+      onAnswered: (batch) => send(batch.map(({ answer }) => answer)),
     });
     for (const card of cards) this.transcript.append(card);
-  }
-
-  #answerApprovals(batch) {
-    this.#sendInput({ messages: [], resume: batch.map(({ answer }) => answer) });
   }
 
   // --- events ---------------------------------------------------------------------------
@@ -351,6 +349,9 @@ export class ChatPanel {
           this.transcript.notice(event.value ?? {});
         } else if (event.name === "gateway.branches") {
           this.branches.show(event.value);
+        } else if (event.name === LIVE_APPROVAL && this.voice.active && run.own && event.value?.id) {
+          // The live turn goes on while the call waits: the answer goes back into it at once.
+          this.#askApproval([event.value], (resume) => this.client.liveResume(resume));
         }
         break;
       case "RUN_ERROR": {

@@ -5,7 +5,9 @@ the gateway serves the demo with its agents on the local Gemini Live server
 (``tests.support.gemini_live``), which waits for that audio and answers with a scripted
 turn. Spoken, the flagship opens the screen once, with the same transcript bubbles and tool
 rows as typed; the agent's speech plays, a barge-in drops what the speaker still held of
-the interrupted turn, and Stop silences it at once. A refused turn puts the button back; a
+the interrupted turn, and Stop silences it at once. An approval asked mid-turn is the card a
+typed run's interrupt gets, answered into the turn (``liveResume``), and reads the same after
+a reload. A refused turn puts the button back; a
 page whose agent cannot go live shows no microphone.
 """
 
@@ -153,6 +155,62 @@ async def test_the_spoken_flagship_opens_the_screen_once(context: BrowserContext
         await expect(app.replies.last).to_have_text(MOVED)
         await expect(app.activity("navigateToScreen").last).to_contain_text("이동 완료")
         assert await app.navigations() == 0  # the reloaded page performs nothing again
+
+
+def asks_to_approve(call_id: str) -> list[live.Step]:
+    """The person asks aloud for R-1042's approval; the model calls the demo's tool that a
+    person must confirm, and says it is done once it has the call's result."""
+    return [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(
+            live.heard("R-1042 승인해줘", finished=True),
+            live.tool_call("approveWorkRequest", {"requestId": "R-1042"}, call_id),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.said("처리했습니다", finished=True), live.turn_complete()),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "row_says", "status"),
+    [("승인", "✓ 승인됨", "approved"), ("거절", "사용자가 거절했습니다.✕ 거절됨", "rejected")],
+)
+async def test_an_approval_asked_mid_turn_is_the_typed_runs_card(
+    context: BrowserContext, choice: str, row_says: str, status: str
+) -> None:
+    async with voice_demo([asks_to_approve("call-1")]) as (server, gateway):
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        # Asked while the turn is live, as the card a typed run's interrupt gets.
+        card = app.approval_card
+        await expect(card).to_contain_text("R-1042", timeout=TIMEOUT_MS)
+        await expect(mic).to_have_attribute("aria-pressed", "true")
+        row = app.activity("approveWorkRequest").last
+        await expect(row).to_have_attribute("data-state", "approval")
+        assert await accessibility_problems(app.page) == []
+
+        await card.get_by_role("button", name=choice, exact=True).click()
+        await expect(card.get_by_role("status")).to_contain_text(f"{choice}했습니다")
+        await expect(app.replies.last).to_have_text("처리했습니다", timeout=TIMEOUT_MS)
+        await expect(row).to_contain_text(row_says)
+        await expect(mic).to_have_attribute("aria-pressed", "true")  # the turn went on
+        await mic.click()
+        await app.wait_idle()
+        shown = await row.inner_text()
+        assert server.failures == []
+        [told] = server.connections[0].tool_responses
+        assert (told["id"], told["response"].get("status")) == ("call-1", status), told
+        if status == "rejected":
+            assert told["response"]["reason"] == "사용자가 거절했습니다"
+
+        # A reload reads the same: the call answered, nothing left to approve.
+        await app.reload()
+        await expect(app.replies.last).to_have_text("처리했습니다")
+        await expect(row).to_have_count(1)
+        assert await row.inner_text() == shown
+        await expect(app.approval_card).to_have_count(0)
 
 
 async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
