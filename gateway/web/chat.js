@@ -152,12 +152,17 @@ export class ChatPanel {
 
   #submit() {
     const text = this.panel.el.input.value.trim();
-    if (!text || this.busy || !this.connected) return;
+    const intoLiveTurn = this.voice.listening;
+    if (!text || (this.busy && !intoLiveTurn) || !this.connected) return;
     const id = newId("msg");
     this.lastInputWasAction = false;
     this.transcript.userBubble(id, text, { live: true });
     this.panel.el.input.value = "";
-    this.#sendInput({ messages: [{ id, role: "user", content: text }] });
+    const messages = [{ id, role: "user", content: text }];
+    // Typed while talking: a RunAgentInput the gateway puts into the live turn at once; it
+    // starts no run, so nothing waits for one (the gateway sends this tab no copy of it).
+    if (intoLiveTurn) this.client.startRun({ messages, tools: this.tools });
+    else this.#sendInput({ messages });
     this.transcript.scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
@@ -473,7 +478,8 @@ export class ChatPanel {
 
   #updateControls() {
     const busy = this.busy;
-    this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
+    const typable = this.voice.listening;
+    this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run), typable });
     this.voice.enable(this.connected && !busy);
     this.transcript.surfaces.setEnabled(!busy && this.connected);
     this.branches.setEnabled(!busy && this.connected);

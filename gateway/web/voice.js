@@ -82,6 +82,11 @@ export class Voice {
     return this.state !== "off";
   }
 
+  /** Whether the turn is under way: what the person types goes into it (docs/voice.md). */
+  get listening() {
+    return this.state === "live";
+  }
+
   /** Whether the button may be pressed: a turn starts only on an open, idle thread. */
   enable(canStart) {
     this.button.disabled = this.state === "stopping" || (this.state === "off" && !canStart);

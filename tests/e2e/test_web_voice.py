@@ -7,7 +7,7 @@ turn. Spoken, the flagship opens the screen once, with the same transcript bubbl
 rows as typed; the agent's speech plays, a barge-in drops what the speaker still held of
 the interrupted turn, and Stop silences it at once. An approval asked mid-turn is the card a
 typed run's interrupt gets, answered into the turn (``liveResume``), and reads the same after
-a reload. A refused turn puts the button back; a
+a reload; text typed while talking goes into the turn. A refused turn puts the button back; a
 page whose agent cannot go live shows no microphone.
 """
 
@@ -211,6 +211,39 @@ async def test_an_approval_asked_mid_turn_is_the_typed_runs_card(
         await expect(row).to_have_count(1)
         assert await row.inner_text() == shown
         await expect(app.approval_card).to_have_count(0)
+
+
+async def test_text_typed_while_talking_goes_into_the_live_turn(context: BrowserContext) -> None:
+    script = [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(live.heard("안녕", finished=True), live.said("네", finished=True)),
+        live.Send(live.turn_complete()),
+        live.WaitClientContent(),
+        live.Send(live.said("목록을 엽니다", finished=True), live.turn_complete()),
+    ]
+    async with voice_demo([script]) as (server, gateway):
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        await expect(app.replies.last).to_have_text("네", timeout=TIMEOUT_MS)
+        # Send stays beside Stop while the turn is live.
+        await expect(app.page.get_by_role("button", name="보내기")).to_be_visible()
+        await app.say("업무 요청 목록 보여줘")
+
+        await expect(app.user_messages).to_have_text(["안녕", "업무 요청 목록 보여줘"])
+        await expect(app.replies.last).to_have_text("목록을 엽니다", timeout=TIMEOUT_MS)
+        await expect(mic).to_have_attribute("aria-pressed", "true")  # no run of its own
+        assert await accessibility_problems(app.page) == []
+        await mic.click()
+        await app.wait_idle()
+        assert server.failures == []
+        turn = server.connections[0].client_contents[-1]
+        assert turn["turns"] == [{"role": "user", "parts": [{"text": "업무 요청 목록 보여줘"}]}]
+
+        # Stored in its place among the transcripts: a reload reads the same.
+        await app.reload()
+        await expect(app.user_messages).to_have_text(["안녕", "업무 요청 목록 보여줘"])
+        await expect(app.replies).to_have_text(["네", "목록을 엽니다"])
 
 
 async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
