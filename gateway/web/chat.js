@@ -319,7 +319,7 @@ export class ChatPanel {
         this.transcript.appendText(event.messageId, event.delta);
         break;
       case "TEXT_MESSAGE_END":
-        this.transcript.endMessage(event.messageId);
+        this.transcript.endMessage(event.messageId, event.metadata?.ended);
         break;
       case "TOOL_CALL_START":
         this.transcript.entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");

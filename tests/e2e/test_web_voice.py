@@ -7,7 +7,8 @@ turn. Spoken, the flagship opens the screen once, with the same transcript bubbl
 rows as typed; the agent's speech plays, a barge-in drops what the speaker still held of
 the interrupted turn, and Stop silences it at once. An approval asked mid-turn is the card a
 typed run's interrupt gets, answered into the turn (``liveResume``), and reads the same after
-a reload; text typed while talking goes into the turn. A refused turn puts the button back; a
+a reload; text typed while talking goes into the turn; a reply spoken over reads as cut off,
+live and after a reload. A refused turn puts the button back; a
 page whose agent cannot go live shows no microphone.
 """
 
@@ -285,9 +286,23 @@ async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
         # Turn 2's words still play.
         await until(app, "queued === 0")
         await expect(app.user_messages).to_have_text(["길게 설명해줘", "그만"])
+        # The reply spoken over reads as cut off, with a small mark of its own; the next is whole.
+        await expect_cut_off(app)
+        assert await accessibility_problems(app.page) == []
         await mic.click()
         await app.wait_idle()
         assert server.failures == []
+        await app.reload()
+        await expect_cut_off(app)
+
+
+async def expect_cut_off(app: WebApp) -> None:
+    """The barge-in script's first reply marked as spoken over, its second unmarked."""
+    await expect(app.replies).to_have_text(["아주 긴 설명을 시작하겠습니다", "네"])
+    replies = app.transcript.locator(".msg.assistant")
+    await expect(replies.first).to_contain_text("말씀하셔서 여기서 멈췄습니다")
+    await expect(replies.last).not_to_contain_text("멈췄습니다")
+    await expect(app.transcript.locator(".retry-line")).to_have_count(0)
 
 
 async def test_stop_silences_the_agent_at_once(context: BrowserContext) -> None:

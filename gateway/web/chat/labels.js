@@ -68,6 +68,10 @@ export const ENDED_LINES = {
   interrupted: ["error-line", "⚠ 게이트웨이가 다시 시작되어 응답이 중단되었습니다."],
 };
 
+// A reply the person spoke over (``metadata.ended: "bargedIn"``, docs/voice.md): kept as far as
+// it was heard, and marked where it stands, live and in a snapshot alike.
+export const BARGED_IN = "✂ 말씀하셔서 여기서 멈췄습니다.";
+
 // What a refusal or failure means to the user, by its code; the gateway's own sentence
 // (English, for developers) stays in the line's tooltip.
 const ERROR_LABELS = {
