@@ -12,9 +12,9 @@
 
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
-import { approvalCards } from "./chat/actions.js";
+import { approvalCards, withdrawApprovals } from "./chat/actions.js";
 import { Branches } from "./chat/branches.js";
-import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
+import { LIVE_TURN_ENDED, QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
 import { Panel } from "./chat/panel.js";
 import { Transcript } from "./chat/transcript.js";
 import { applyPatch } from "./a2ui/pointer.js";
@@ -75,6 +75,7 @@ export class ChatPanel {
       onSwitch: (runId) => this.#sendInput({ branch: { switchTo: runId } }),
     });
     this.actionRuns = new Set(); // runIds of inputs that carried a press on a surface
+    this.liveCards = []; // approval cards the live turn asked, withdrawn when it ends
     this.lastInputWasAction = false; // for a refusal that comes before its run starts
     const url = new URL(wsUrl, location.href);
     // A page with a thread list asks for the user's thread changes (gateway.thread).
@@ -280,6 +281,7 @@ export class ChatPanel {
       onAnswered: (batch) => send(batch.map(({ answer }) => answer)),
     });
     for (const card of cards) this.transcript.append(card);
+    return cards;
   }
 
   // --- events ---------------------------------------------------------------------------
@@ -356,7 +358,7 @@ export class ChatPanel {
           this.branches.show(event.value);
         } else if (event.name === LIVE_APPROVAL && this.voice.active && run.own && event.value?.id) {
           // The live turn goes on while the call waits: the answer goes back into it at once.
-          this.#askApproval([event.value], (resume) => this.client.liveResume(resume));
+          this.liveCards.push(...this.#askApproval([event.value], (resume) => this.client.liveResume(resume)));
         }
         break;
       case "RUN_ERROR": {
@@ -395,6 +397,10 @@ export class ChatPanel {
         break;
       default:
         break;
+    }
+    if ((event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") && run.runId === this.voice.runId) {
+      // The turn rejected what it still asked: its cards can no longer be answered.
+      withdrawApprovals(this.liveCards.splice(0), LIVE_TURN_ENDED);
     }
     this.voice.event(event, run);
     this.#updateControls();

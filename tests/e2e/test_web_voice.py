@@ -6,10 +6,10 @@ the gateway serves the demo with its agents on the local Gemini Live server
 turn. Spoken, the flagship opens the screen once, with the same transcript bubbles and tool
 rows as typed; the agent's speech plays, a barge-in drops what the speaker still held of
 the interrupted turn, and Stop silences it at once. An approval asked mid-turn is the card a
-typed run's interrupt gets, answered into the turn (``liveResume``), and reads the same after
-a reload; text typed while talking goes into the turn; a reply spoken over reads as cut off,
-live and after a reload. A refused turn puts the button back; a
-page whose agent cannot go live shows no microphone.
+typed run's interrupt gets, answered into the turn (``liveResume``), settled when the turn
+ends unanswered, and reads the same after a reload; text typed while talking goes into the
+turn; a reply spoken over reads as cut off, live and after a reload. A refused turn puts the
+button back; a page whose agent cannot go live shows no microphone.
 """
 
 from __future__ import annotations
@@ -212,6 +212,35 @@ async def test_an_approval_asked_mid_turn_is_the_typed_runs_card(
         await expect(row).to_have_count(1)
         assert await row.inner_text() == shown
         await expect(app.approval_card).to_have_count(0)
+
+
+async def test_a_card_left_unanswered_settles_when_the_turn_ends(context: BrowserContext) -> None:
+    script = [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(
+            live.tool_call("approveWorkRequest", {"requestId": "R-1042"}, "call-1"),
+            live.turn_complete(),
+        ),
+        live.WaitAudio(10**9),
+    ]
+    async with voice_demo([script]) as (_, gateway):
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        card = app.approval_card
+        await expect(card).to_contain_text("R-1042", timeout=TIMEOUT_MS)
+        await mic.click()
+        await app.wait_idle()
+        # The gateway rejected the call as the turn ended: the card can no longer be answered.
+        await expect(card.get_by_role("status")).to_have_text("✕ 음성 대화가 끝나 거절되었습니다")
+        await expect(card.get_by_role("button", name="승인", exact=True)).to_be_disabled()
+        row = app.activity("approveWorkRequest").last
+        await expect(row).to_contain_text("음성 대화가 끝나 실행하지 않았습니다.✕ 거절됨")
+        shown = await row.inner_text()
+        assert await accessibility_problems(app.page) == []
+        await app.reload()
+        await expect(row).to_have_count(1)
+        assert await row.inner_text() == shown
 
 
 async def test_text_typed_while_talking_goes_into_the_live_turn(context: BrowserContext) -> None:
