@@ -210,6 +210,8 @@ export declare class ThreadConnection {
   stopLive(): void;
   /** Answers a client call of the live turn with its AG-UI tool message. */
   liveToolResult(message: { id: string; role: "tool"; toolCallId: string; content: string }): boolean;
+  /** Answers the approvals the live turn asked, as a RunAgentInput's `resume` would. */
+  liveResume(resume: { interruptId: string; status: "resolved" | "cancelled"; payload?: unknown }[]): boolean;
   /** Writes an audio-in frame; false with no connection open. */
   sendBinary(frame: ArrayBufferView | ArrayBuffer): boolean;
 }

@@ -12,15 +12,15 @@
 
 import { ThreadConnection } from "./agui-websocket/connection.js";
 import { ActionLedger } from "./agui-websocket/ledger.js";
-import { approvalCards } from "./chat/actions.js";
+import { approvalCards, withdrawApprovals } from "./chat/actions.js";
 import { Branches } from "./chat/branches.js";
-import { QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
+import { LIVE_TURN_ENDED, QUIET_NOTICES, runErrorLabel } from "./chat/labels.js";
 import { Panel } from "./chat/panel.js";
 import { Transcript } from "./chat/transcript.js";
 import { applyPatch } from "./a2ui/pointer.js";
 import { newId } from "./dom.js";
 import { capabilitiesEntry, SURFACE_ACTIVITY } from "./surfaces.js";
-import { Voice } from "./voice.js";
+import { LIVE_APPROVAL, Voice } from "./voice.js";
 
 const THREAD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -75,6 +75,7 @@ export class ChatPanel {
       onSwitch: (runId) => this.#sendInput({ branch: { switchTo: runId } }),
     });
     this.actionRuns = new Set(); // runIds of inputs that carried a press on a surface
+    this.liveCards = []; // approval cards the live turn asked, withdrawn when it ends
     this.lastInputWasAction = false; // for a refusal that comes before its run starts
     const url = new URL(wsUrl, location.href);
     // A page with a thread list asks for the user's thread changes (gateway.thread).
@@ -152,12 +153,17 @@ export class ChatPanel {
 
   #submit() {
     const text = this.panel.el.input.value.trim();
-    if (!text || this.busy || !this.connected) return;
+    const intoLiveTurn = this.voice.listening;
+    if (!text || (this.busy && !intoLiveTurn) || !this.connected) return;
     const id = newId("msg");
     this.lastInputWasAction = false;
     this.transcript.userBubble(id, text, { live: true });
     this.panel.el.input.value = "";
-    this.#sendInput({ messages: [{ id, role: "user", content: text }] });
+    const messages = [{ id, role: "user", content: text }];
+    // Typed while talking: a RunAgentInput the gateway puts into the live turn at once; it
+    // starts no run, so nothing waits for one (the gateway sends this tab no copy of it).
+    if (intoLiveTurn) this.client.startRun({ messages, tools: this.tools });
+    else this.#sendInput({ messages });
     this.transcript.scroll({ force: true }); // who sends a message wants to see what comes back
   }
 
@@ -267,16 +273,15 @@ export class ChatPanel {
     }
   }
 
-  #askApproval(interrupts) {
+  /** Cards for ``interrupts``; their answers go to ``send`` as a `resume`: by default the
+   * thread's next input (a run that ended on them), or a live turn's `liveResume`. */
+  #askApproval(interrupts, send = (resume) => this.#sendInput({ messages: [], resume })) {
     const cards = approvalCards(interrupts, {
       activityOf: (toolCallId) => this.transcript.entries.get(toolCallId),
-      onAnswered: (batch) => this.#answerApprovals(batch),
+      onAnswered: (batch) => send(batch.map(({ answer }) => answer)),
     });
     for (const card of cards) this.transcript.append(card);
-  }
-
-  #answerApprovals(batch) {
-    this.#sendInput({ messages: [], resume: batch.map(({ answer }) => answer) });
+    return cards;
   }
 
   // --- events ---------------------------------------------------------------------------
@@ -316,7 +321,7 @@ export class ChatPanel {
         this.transcript.appendText(event.messageId, event.delta);
         break;
       case "TEXT_MESSAGE_END":
-        this.transcript.endMessage(event.messageId);
+        this.transcript.endMessage(event.messageId, event.metadata?.ended);
         break;
       case "TOOL_CALL_START":
         this.transcript.entry(event.toolCallId, event.toolCallName, { reset: true }).state("running");
@@ -351,6 +356,9 @@ export class ChatPanel {
           this.transcript.notice(event.value ?? {});
         } else if (event.name === "gateway.branches") {
           this.branches.show(event.value);
+        } else if (event.name === LIVE_APPROVAL && this.voice.active && run.own && event.value?.id) {
+          // The live turn goes on while the call waits: the answer goes back into it at once.
+          this.liveCards.push(...this.#askApproval([event.value], (resume) => this.client.liveResume(resume)));
         }
         break;
       case "RUN_ERROR": {
@@ -389,6 +397,10 @@ export class ChatPanel {
         break;
       default:
         break;
+    }
+    if ((event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") && run.runId === this.voice.runId) {
+      // The turn rejected what it still asked: its cards can no longer be answered.
+      withdrawApprovals(this.liveCards.splice(0), LIVE_TURN_ENDED);
     }
     this.voice.event(event, run);
     this.#updateControls();
@@ -472,7 +484,8 @@ export class ChatPanel {
 
   #updateControls() {
     const busy = this.busy;
-    this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run) });
+    const typable = this.voice.listening;
+    this.panel.showControls({ busy, connected: this.connected, stoppable: Boolean(this.run), typable });
     this.voice.enable(this.connected && !busy);
     this.transcript.surfaces.setEnabled(!busy && this.connected);
     this.branches.setEnabled(!busy && this.connected);

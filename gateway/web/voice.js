@@ -10,8 +10,9 @@
 // holds of that turn. Pressed again, it sends `liveStop`; the gateway finishes the
 // transcripts and ends the run, and the speaker plays out what it has.
 //
-// The transcripts, tool rows and Stop are the chat's as for any run (chat.js): they come as
-// ordinary AG-UI events. This module knows only the audio, the button and the turn's state,
+// The transcripts, tool rows, approval cards and Stop are the chat's as for any run (chat.js):
+// they come as ordinary AG-UI events (an approval as `gateway.live.approval`, answered with
+// `liveResume`). This module knows only the audio, the button and the turn's state,
 // which the button says (aria-pressed, its label) and a status line announces.
 
 import { getJson } from "./boot.js";
@@ -26,6 +27,8 @@ const OUTPUT_RATE = 24000;
 const STARTED = "gateway.live.started";
 const INTERRUPTED = "gateway.live.interrupted";
 const RESUMED = "gateway.live.resumed";
+/** A live turn's approval: the Interrupt a typed run would end on, asked mid-turn. */
+export const LIVE_APPROVAL = "gateway.live.approval";
 
 // What the person is told of the turn, by state. The button keeps one name (a toggle's
 // name says what it does, aria-pressed whether it is on); the status line announces the rest.
@@ -77,6 +80,11 @@ export class Voice {
 
   get active() {
     return this.state !== "off";
+  }
+
+  /** Whether the turn is under way: what the person types goes into it (docs/voice.md). */
+  get listening() {
+    return this.state === "live";
   }
 
   /** Whether the button may be pressed: a turn starts only on an open, idle thread. */

@@ -5,8 +5,11 @@ the gateway serves the demo with its agents on the local Gemini Live server
 (``tests.support.gemini_live``), which waits for that audio and answers with a scripted
 turn. Spoken, the flagship opens the screen once, with the same transcript bubbles and tool
 rows as typed; the agent's speech plays, a barge-in drops what the speaker still held of
-the interrupted turn, and Stop silences it at once. A refused turn puts the button back; a
-page whose agent cannot go live shows no microphone.
+the interrupted turn, and Stop silences it at once. An approval asked mid-turn is the card a
+typed run's interrupt gets, answered into the turn (``liveResume``), settled when the turn
+ends unanswered, and reads the same after a reload; text typed while talking goes into the
+turn; a reply spoken over reads as cut off, live and after a reload. A refused turn puts the
+button back; a page whose agent cannot go live shows no microphone.
 """
 
 from __future__ import annotations
@@ -155,6 +158,124 @@ async def test_the_spoken_flagship_opens_the_screen_once(context: BrowserContext
         assert await app.navigations() == 0  # the reloaded page performs nothing again
 
 
+def asks_to_approve(call_id: str) -> list[live.Step]:
+    """The person asks aloud for R-1042's approval; the model calls the demo's tool that a
+    person must confirm, and says it is done once it has the call's result."""
+    return [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(
+            live.heard("R-1042 승인해줘", finished=True),
+            live.tool_call("approveWorkRequest", {"requestId": "R-1042"}, call_id),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(live.said("처리했습니다", finished=True), live.turn_complete()),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "row_says", "status"),
+    [("승인", "✓ 승인됨", "approved"), ("거절", "사용자가 거절했습니다.✕ 거절됨", "rejected")],
+)
+async def test_an_approval_asked_mid_turn_is_the_typed_runs_card(
+    context: BrowserContext, choice: str, row_says: str, status: str
+) -> None:
+    async with voice_demo([asks_to_approve("call-1")]) as (server, gateway):
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        # Asked while the turn is live, as the card a typed run's interrupt gets.
+        card = app.approval_card
+        await expect(card).to_contain_text("R-1042", timeout=TIMEOUT_MS)
+        await expect(mic).to_have_attribute("aria-pressed", "true")
+        row = app.activity("approveWorkRequest").last
+        await expect(row).to_have_attribute("data-state", "approval")
+        assert await accessibility_problems(app.page) == []
+
+        await card.get_by_role("button", name=choice, exact=True).click()
+        await expect(card.get_by_role("status")).to_contain_text(f"{choice}했습니다")
+        await expect(app.replies.last).to_have_text("처리했습니다", timeout=TIMEOUT_MS)
+        await expect(row).to_contain_text(row_says)
+        await expect(mic).to_have_attribute("aria-pressed", "true")  # the turn went on
+        await mic.click()
+        await app.wait_idle()
+        shown = await row.inner_text()
+        assert server.failures == []
+        [told] = server.connections[0].tool_responses
+        assert (told["id"], told["response"].get("status")) == ("call-1", status), told
+        if status == "rejected":
+            assert told["response"]["reason"] == "사용자가 거절했습니다"
+
+        # A reload reads the same: the call answered, nothing left to approve.
+        await app.reload()
+        await expect(app.replies.last).to_have_text("처리했습니다")
+        await expect(row).to_have_count(1)
+        assert await row.inner_text() == shown
+        await expect(app.approval_card).to_have_count(0)
+
+
+async def test_a_card_left_unanswered_settles_when_the_turn_ends(context: BrowserContext) -> None:
+    script = [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(
+            live.tool_call("approveWorkRequest", {"requestId": "R-1042"}, "call-1"),
+            live.turn_complete(),
+        ),
+        live.WaitAudio(10**9),
+    ]
+    async with voice_demo([script]) as (_, gateway):
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        card = app.approval_card
+        await expect(card).to_contain_text("R-1042", timeout=TIMEOUT_MS)
+        await mic.click()
+        await app.wait_idle()
+        # The gateway rejected the call as the turn ended: the card can no longer be answered.
+        await expect(card.get_by_role("status")).to_have_text("✕ 음성 대화가 끝나 거절되었습니다")
+        await expect(card.get_by_role("button", name="승인", exact=True)).to_be_disabled()
+        row = app.activity("approveWorkRequest").last
+        await expect(row).to_contain_text("음성 대화가 끝나 실행하지 않았습니다.✕ 거절됨")
+        shown = await row.inner_text()
+        assert await accessibility_problems(app.page) == []
+        await app.reload()
+        await expect(row).to_have_count(1)
+        assert await row.inner_text() == shown
+
+
+async def test_text_typed_while_talking_goes_into_the_live_turn(context: BrowserContext) -> None:
+    script = [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(live.heard("안녕", finished=True), live.said("네", finished=True)),
+        live.Send(live.turn_complete()),
+        live.WaitClientContent(),
+        live.Send(live.said("목록을 엽니다", finished=True), live.turn_complete()),
+    ]
+    async with voice_demo([script]) as (server, gateway):
+        app = await WebApp.open(context, gateway)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        await expect(app.replies.last).to_have_text("네", timeout=TIMEOUT_MS)
+        # Send stays beside Stop while the turn is live.
+        await expect(app.page.get_by_role("button", name="보내기")).to_be_visible()
+        await app.say("업무 요청 목록 보여줘")
+
+        await expect(app.user_messages).to_have_text(["안녕", "업무 요청 목록 보여줘"])
+        await expect(app.replies.last).to_have_text("목록을 엽니다", timeout=TIMEOUT_MS)
+        await expect(mic).to_have_attribute("aria-pressed", "true")  # no run of its own
+        assert await accessibility_problems(app.page) == []
+        await mic.click()
+        await app.wait_idle()
+        assert server.failures == []
+        turn = server.connections[0].client_contents[-1]
+        assert turn["turns"] == [{"role": "user", "parts": [{"text": "업무 요청 목록 보여줘"}]}]
+
+        # Stored in its place among the transcripts: a reload reads the same.
+        await app.reload()
+        await expect(app.user_messages).to_have_text(["안녕", "업무 요청 목록 보여줘"])
+        await expect(app.replies).to_have_text(["네", "목록을 엽니다"])
+
+
 async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
     context: BrowserContext,
 ) -> None:
@@ -194,9 +315,23 @@ async def test_a_barge_in_drops_the_speech_the_speaker_still_held(
         # Turn 2's words still play.
         await until(app, "queued === 0")
         await expect(app.user_messages).to_have_text(["길게 설명해줘", "그만"])
+        # The reply spoken over reads as cut off, with a small mark of its own; the next is whole.
+        await expect_cut_off(app)
+        assert await accessibility_problems(app.page) == []
         await mic.click()
         await app.wait_idle()
         assert server.failures == []
+        await app.reload()
+        await expect_cut_off(app)
+
+
+async def expect_cut_off(app: WebApp) -> None:
+    """The barge-in script's first reply marked as spoken over, its second unmarked."""
+    await expect(app.replies).to_have_text(["아주 긴 설명을 시작하겠습니다", "네"])
+    replies = app.transcript.locator(".msg.assistant")
+    await expect(replies.first).to_contain_text("말씀하셔서 여기서 멈췄습니다")
+    await expect(replies.last).not_to_contain_text("멈췄습니다")
+    await expect(app.transcript.locator(".retry-line")).to_have_count(0)
 
 
 async def test_stop_silences_the_agent_at_once(context: BrowserContext) -> None:

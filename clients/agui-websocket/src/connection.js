@@ -142,6 +142,12 @@ export class ThreadConnection {
     return this.#send({ type: "liveToolResult", threadId: this.threadId, message });
   }
 
+  /** Answers the approvals a live turn asked (`gateway.live.approval`) with a RunAgentInput's
+   * `resume` entries; acts at once. Whether it was written. */
+  liveResume(resume) {
+    return this.#send({ type: "liveResume", threadId: this.threadId, resume });
+  }
+
   /** Writes a binary frame (audio in) if a connection is open; whether it was written. */
   sendBinary(frame) {
     const socket = this.connection?.socket;

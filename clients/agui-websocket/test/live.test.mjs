@@ -39,6 +39,9 @@ test("startLive() opens the turn as this tab's run; audio goes up as it is", asy
   const message = { id: "tool-1", role: "tool", toolCallId: "call-1", content: "{}" };
   client.liveToolResult(message);
   assert.deepEqual(socket.sent.at(-1), { type: "liveToolResult", threadId: "thread-1", message });
+  const resume = [{ interruptId: "adk-1", status: "resolved", payload: { approved: true } }];
+  assert.equal(client.liveResume(resume), true);
+  assert.deepEqual(socket.sent.at(-1), { type: "liveResume", threadId: "thread-1", resume });
   client.stopLive();
   assert.deepEqual(socket.sent.at(-1), { type: "liveStop", threadId: "thread-1" });
 });

@@ -63,6 +63,18 @@ export function approvalCards(interrupts, { activityOf, onAnswered }) {
   return items;
 }
 
+/** Takes the buttons from the cards of ``items`` nobody decided, saying ``why``: what asked
+ * them is over (a live turn that ended; the gateway rejected the calls). */
+export function withdrawApprovals(items, why) {
+  for (const item of items) {
+    const card = item.querySelector(".approval");
+    if (!card || card.matches(".approved, .rejected, .withdrawn")) continue;
+    for (const control of card.querySelectorAll("button, input")) control.disabled = true;
+    card.classList.add("withdrawn");
+    card.querySelector(".decision").textContent = `✕ ${why}`;
+  }
+}
+
 // A payload field the card can ask for: the scalar properties of the answer's payload.
 const INPUTS = { number: "number", integer: "number", string: "text", boolean: "checkbox" };
 

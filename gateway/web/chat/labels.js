@@ -58,7 +58,11 @@ const REASON_LABELS = {
   superseded: "새 메시지를 보내서 이 요청은 닫혔습니다.",
   "the user stopped the run": "응답을 중지해서 실행하지 않았습니다.",
   "the approval expired": "승인 시간이 지나 거절로 처리되었습니다.",
+  "the live turn ended before an answer": "음성 대화가 끝나 실행하지 않았습니다.",
 };
+// An approval card a live turn asked, left unanswered when the turn ended (the gateway
+// rejected the call then: docs/voice.md, Approvals).
+export const LIVE_TURN_ENDED = "음성 대화가 끝나 거절되었습니다";
 const INTERRUPTED_CALL = "게이트웨이가 다시 시작되어 이 작업이 중단되었습니다.";
 
 // How a reply that did not finish ended (``metadata.ended`` in a snapshot).
@@ -67,6 +71,10 @@ export const ENDED_LINES = {
   failed: ["error-line", "⚠ 오류로 응답이 끊겼습니다."],
   interrupted: ["error-line", "⚠ 게이트웨이가 다시 시작되어 응답이 중단되었습니다."],
 };
+
+// A reply the person spoke over (``metadata.ended: "bargedIn"``, docs/voice.md): kept as far as
+// it was heard, and marked where it stands, live and in a snapshot alike.
+export const BARGED_IN = "✂ 말씀하셔서 여기서 멈췄습니다.";
 
 // What a refusal or failure means to the user, by its code; the gateway's own sentence
 // (English, for developers) stays in the line's tooltip.
@@ -120,7 +128,10 @@ export function readResult(value, error) {
   if (value && typeof value === "object" && !Array.isArray(value)) {
     // A call the user said no to on its approval card: the gateway stores why in English
     // for the model; the row reads as it did when the user pressed 거절.
-    if (value.status === "rejected" && value.error) return USER_REJECTED;
+    // Rejected for them (the approval expired, the live turn ended), it says why.
+    if (value.status === "rejected" && value.error) {
+      return REASON_LABELS[value.reason] ? { ...USER_REJECTED, detail: REASON_LABELS[value.reason] } : USER_REJECTED;
+    }
     if (value.error) return { tone: "failed", label: "실패", detail: errorLabel(value.error) };
     if (typeof value.status === "string") {
       const ok = SUCCESS_STATUSES.has(value.status);

@@ -103,9 +103,10 @@ export class Panel {
     this.el.status.dataset.state = state;
   }
 
-  /** While the thread is busy Stop takes Send's place; Stop works once a run has started. */
-  showControls({ busy, connected, stoppable }) {
-    this.el.send.hidden = busy;
+  /** While the thread is busy Stop takes Send's place; Stop works once a run has started.
+   * In a live turn (``typable``) Send stays beside Stop: what is typed goes into the turn. */
+  showControls({ busy, connected, stoppable, typable = false }) {
+    this.el.send.hidden = busy && !typable;
     this.el.send.disabled = !connected;
     this.el.stop.hidden = !busy;
     this.el.stop.disabled = !stoppable;

@@ -8,7 +8,7 @@ import { h } from "../dom.js";
 import { botMessage, MessageTimes, textOf, userMessage } from "../messages.js";
 import { ACTION_ACTIVITY, SURFACE_ACTIVITY, SurfaceBoard } from "../surfaces.js";
 import { retryLine } from "./actions.js";
-import { AGENT, ENDED_LINES, NOTICE_LABELS } from "./labels.js";
+import { AGENT, BARGED_IN, ENDED_LINES, NOTICE_LABELS } from "./labels.js";
 import { ToolActivity } from "./tool-activity.js";
 
 export class Transcript {
@@ -63,10 +63,12 @@ export class Transcript {
     bubble.view.append(delta);
   }
 
-  endMessage(id) {
+  /** TEXT_MESSAGE_END; ``ended`` is its ``metadata.ended``, if the reply was cut off. */
+  endMessage(id, ended = undefined) {
     const bubble = this.bubbles.get(id);
     bubble?.view.draw();
     bubble?.el.classList.remove("streaming");
+    if (bubble && ended === "bargedIn") bargedIn(bubble);
     this.streaming = null;
   }
 
@@ -102,6 +104,7 @@ export class Transcript {
         if (message.content || message.metadata?.ended) {
           const bubble = this.#assistantBubble(message.id, { name: message.name });
           bubble.view.set(textOf(message.content));
+          if (message.metadata?.ended === "bargedIn") bargedIn(bubble);
           const ended = ENDED_LINES[message.metadata?.ended];
           if (ended) {
             bubble.el.classList.add(message.metadata.ended);
@@ -293,4 +296,12 @@ export class Transcript {
     this.following = scrollHeight - scrollTop - clientHeight < 24;
     this.el.jump.hidden = this.following;
   }
+}
+
+/** Marks a reply the person spoke over: a small note under it (the conversation went on,
+ * so it is no line across the transcript, and no offer to ask again). */
+function bargedIn(bubble) {
+  if (bubble.el.classList.contains("bargedIn")) return;
+  bubble.el.classList.add("bargedIn");
+  bubble.el.querySelector(".bubble")?.append(h("span", { class: "cut-mark" }, BARGED_IN));
 }
