@@ -466,7 +466,7 @@ export class ChatPanel {
     this.sidebar?.connection(state);
     if (state !== "open") this.foreignRun = null; // a new connection starts its runs afresh
     this.connected = state === "open";
-    if (!this.connected) this.voice.disconnected(); // a closed socket ended the live turn
+    if (!this.connected) this.voice.disconnected(); // a live turn is held for the reattach
     // Cut off mid-run, the reconnect reattaches by cursor: the run's stream goes on where
     // it stopped, into the same bubbles.
     const resuming = state === "reconnecting" && detail.resuming;

@@ -8,7 +8,10 @@
 // frames, played at 24 kHz by the "speaker" worklet in the order they came; on
 // `gateway.live.interrupted` (the person spoke over the agent) the speaker drops what it
 // holds of that turn. Pressed again, it sends `liveStop`; the gateway finishes the
-// transcripts and ends the run, and the speaker plays out what it has.
+// transcripts and ends the run, and the speaker plays out what it has. A dropped connection
+// does not end the turn: the gateway holds it for this tab (GATEWAY_LIVE_REATTACH_SECONDS),
+// the microphone stays open, and it speaks again once the reconnect says
+// `gateway.live.resumed`.
 //
 // The transcripts, tool rows, approval cards and Stop are the chat's as for any run (chat.js):
 // they come as ordinary AG-UI events (an approval as `gateway.live.approval`, answered with
@@ -38,7 +41,11 @@ const STATUS = {
   starting: "마이크를 연결하는 중…",
   live: "듣고 있어요. 말씀하세요.",
   stopping: "음성 대화를 마치는 중…",
+  held: "연결이 끊겼습니다. 다시 연결되면 이어서 들어요.",
 };
+// How long the page keeps its side of a turn whose connection dropped: as long as the
+// gateway holds the turn for a reattach (GATEWAY_LIVE_REATTACH_SECONDS' default).
+const HOLD_MS = 30_000;
 
 export class Voice {
   /**
@@ -57,6 +64,7 @@ export class Voice {
     this.state = "off";
     this.runId = null;
     this.mic = null; // {context, stream, node} while the microphone is open
+    this.holdTimer = null; // while "held": ends the page's side if no reattach resumes the turn
     this.speaker = null; // {context, node}, made on the first press and kept
     // What the speaker did, for the page's own use (tests): samples played and dropped.
     this.stats = { sentBytes: 0, played: 0, dropped: 0, queued: 0 };
@@ -98,9 +106,13 @@ export class Voice {
   event(event, run) {
     if (event.type === "CUSTOM" && event.name === STARTED && this.state === "starting") {
       this.#show("live");
+    } else if (event.type === "CUSTOM" && event.name === RESUMED && this.state === "held") {
+      // The reconnect found the turn the gateway held for this tab: the microphone speaks again.
+      clearTimeout(this.holdTimer);
+      this.#show("live");
     } else if (event.type === "CUSTOM" && event.name === RESUMED && !this.active) {
-      // The gateway held the turn for this tab across a dropped connection; the page ended
-      // its side when the connection went (its microphone is closed): end the turn there too.
+      // The gateway held the turn for this tab, but the page has no microphone for it any
+      // more (a reload, or it waited too long): end the turn there too.
       this.client.stopLive();
     } else if (event.type === "CUSTOM" && event.name === INTERRUPTED && this.speaker) {
       this.speaker.node.port.postMessage({ drop: event.value?.turn });
@@ -125,12 +137,16 @@ export class Voice {
     this.speaker.node.port.postMessage({ turn: view.getUint16(2), pcm }, [pcm]);
   }
 
-  /** The connection is not open: the page ends its side of the live turn (the gateway holds
-   * the turn for a reattach; the page ends it there once it is back, on `gateway.live.resumed`). */
+  /** The connection is not open. A turn under way is held, as the gateway holds it for this
+   * tab's reattach: the speaker drops what it had, the microphone stays open but sends
+   * nothing until `gateway.live.resumed`; past HOLD_MS the page ends its side. A turn still
+   * starting or stopping ends here (the reattach's `gateway.live.resumed` ends it there). */
   disconnected() {
-    if (!this.active) return;
+    if (!this.active || this.state === "held") return;
     this.#silence();
-    this.#end();
+    if (this.state !== "live") return this.#end();
+    this.#show("held");
+    this.holdTimer = setTimeout(() => this.#end(), HOLD_MS);
   }
 
   #silence() {
@@ -142,6 +158,7 @@ export class Voice {
   async #toggle() {
     if (this.state === "off") await this.#begin();
     else if (this.state === "starting" || this.state === "live") this.#stop();
+    else if (this.state === "held") this.#end(); // no connection to stop it on: it ends there on resuming
   }
 
   async #begin() {
@@ -176,6 +193,7 @@ export class Voice {
   }
 
   #end() {
+    clearTimeout(this.holdTimer);
     this.#closeMicrophone();
     this.runId = null;
     this.#show("off");
@@ -183,7 +201,7 @@ export class Voice {
 
   #show(state) {
     this.state = state;
-    this.button.setAttribute("aria-pressed", String(state === "starting" || state === "live"));
+    this.button.setAttribute("aria-pressed", String(["starting", "live", "held"].includes(state)));
     this.button.dataset.state = state;
     this.status.textContent = STATUS[state];
     this.enable(true);

@@ -14,13 +14,20 @@ button back; a page whose agent cannot go live shows no microphone.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import wave
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    WebSocketRoute,
+    async_playwright,
+    expect,
+)
 from websockets.asyncio.client import connect
 
 from gateway.wire import live as wire_live
@@ -33,6 +40,7 @@ from tests.support.browser import (
     accessibility_problems,
     checked_context,
     launch_chromium,
+    route_sockets,
 )
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
@@ -43,6 +51,7 @@ pytestmark = [NEEDS_CHROMIUM, pytest.mark.browser]
 # What the browser's worklet must have sent before the scripted model "hears" the request:
 # half a second of 16 kHz s16le audio.
 HEARD_AFTER = live.INPUT_RATE  # bytes
+STARTED = '"gateway.live.started"'
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +165,60 @@ async def test_the_spoken_flagship_opens_the_screen_once(context: BrowserContext
         await expect(app.replies.last).to_have_text(MOVED)
         await expect(app.activity("navigateToScreen").last).to_contain_text("이동 완료")
         assert await app.navigations() == 0  # the reloaded page performs nothing again
+
+
+async def test_a_dropped_connection_mid_turn_keeps_the_turn_and_the_microphone(
+    context: BrowserContext,
+) -> None:
+    """The page's socket drops the moment its turn has started: the gateway holds the turn
+    for the tab, the page keeps its microphone open, and once the reconnect resumes the turn
+    the person's words reach the same provider session; the screen opens once."""
+    script = [
+        live.WaitAudio(HEARD_AFTER),
+        live.Send(
+            live.heard("업무 요청 목록 화면 열어줘", finished=True),
+            live.tool_call("navigateToScreen", {"screenId": "MNU-3120"}, "nav-1"),
+            live.turn_complete(),
+        ),
+        live.WaitToolResponse(),
+        live.Send(*speech(0.3, 3), live.said(MOVED, finished=True), live.turn_complete()),
+    ]
+    dropped = asyncio.Event()
+    closing: list[asyncio.Future[None]] = []
+
+    def dropped_once_live(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+        route.on_message(server.send)
+
+        def downstream(message: str | bytes) -> None:
+            route.send(message)
+            if not dropped.is_set() and isinstance(message, str) and STARTED in message:
+                dropped.set()
+                closing.append(asyncio.ensure_future(server.close(code=1006)))
+                closing.append(asyncio.ensure_future(route.close(code=1006)))
+
+        server.on_message(downstream)
+
+    async with voice_demo([script]) as (server, gateway):
+        page = await context.new_page()
+        await route_sockets(page, dropped_once_live)
+        app = await WebApp.open(context, gateway, page=page)
+        mic = app.page.get_by_role("button", name="음성으로 말하기")
+        await mic.click()
+        await dropped.wait()
+        # Held, not ended: the button stays on while the page reconnects.
+        await expect(mic).to_have_attribute("aria-pressed", "true")
+        await expect(app.page.get_by_role("status").filter(has_text="듣고 있어요")).to_be_visible()
+        await expect(app.screen_title).to_have_text("업무 요청 목록")
+        await expect(app.replies.last).to_have_text(MOVED)
+        await expect(mic).to_have_attribute("aria-pressed", "true")
+        await mic.click()
+        await expect(mic).to_have_attribute("aria-pressed", "false")
+        await app.wait_idle()
+        assert await app.navigations() == 1
+        # One provider session throughout: the turn was resumed, not begun again.
+        assert len(server.connections) == 1 and server.failures == []
+        assert len(closing) == 2  # the one drop, both ends
 
 
 def asks_to_approve(call_id: str) -> list[live.Step]:
