@@ -39,6 +39,8 @@ class Members(Protocol):
 
 class Cluster(Protocol):
     node_id: str
+    # Whether this process is the only one that runs threads: no run goes on elsewhere.
+    alone: bool
     # Whether this process reaches the cluster's database now, as its last look found.
     reachable: bool
     # Told whenever ``reachable`` changes.
@@ -81,6 +83,7 @@ class SingleNode:
     """The cluster of one process: every lease granted, nothing sent."""
 
     node_id = "local"
+    alone = True
     reachable = True
 
     def __init__(self) -> None:

@@ -68,6 +68,7 @@ class PostgresCluster:
         self.lease_seconds = lease_seconds
         self.check_seconds = check_seconds
         self.node_id = uuid.uuid4().hex
+        self.alone = False
         self._members: Members | None = None
         self._listening: psycopg.AsyncConnection[TupleRow] | None = None
         self._working: psycopg.AsyncConnection[TupleRow] | None = None

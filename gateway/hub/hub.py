@@ -228,8 +228,7 @@ class Hub:
         RUN_STARTED again, and a GatewayError raised after it ends the run it started.
         """
         policy = self._admit(user_id, run_input)
-        # A branch move's RUN_STARTED names the run it forks from: it waits for the read.
-        early = acknowledge if branches.asked(run_input) is None else None
+        early = acknowledge if self._acknowledged_early(run_input, executor) else None
         if early is not None:
             early(
                 p.RunStarted(
@@ -255,6 +254,20 @@ class Hub:
             log.info("%s was cancelled before it had its thread", run)
             run.abort.set()
         return run
+
+    def _acknowledged_early(self, run_input: p.RunAgentInput, executor: Subscriber | None) -> bool:
+        """Whether the input's RUN_STARTED may go out as it is admitted. Not for a branch
+        move: its RUN_STARTED names the run it forks from, which the read finds. Not while
+        ``executor`` may be sent another run of the thread first, for a stream carries one
+        run at a time (AG-UI): a run here, inputs waiting for one, or, on a cluster, a
+        thread the executor watches, which another process may be running."""
+        if branches.asked(run_input) is not None:
+            return False
+        if (known := self.threads.get(run_input.thread_id)) is None:
+            return True
+        if known.run is not None or known.waiting:
+            return False
+        return self.cluster.alone or executor not in known.watchers
 
     def _admit(self, user_id: str, run_input: p.RunAgentInput) -> Busy:
         """Refuses, with nothing read, an input the gateway cannot take at all: one while
