@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import pytest
 from google.adk.agents import LlmAgent
-from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from gateway.wire import live as wire_live
@@ -25,7 +24,14 @@ from tests.support import gemini_live as live
 from tests.support.agui import new_id, snapshot_of
 from tests.support.budgets import eventually
 from tests.support.servers import RunningGateway, running_gateway
-from tests.support.voice import VoiceSocket, messages, navigated
+from tests.support.voice import (
+    NAVIGATE,
+    find_screen,
+    live_gateway,
+    messages,
+    navigated,
+    voice_client,
+)
 
 pytestmark = pytest.mark.server
 
@@ -33,32 +39,11 @@ SPEECH = live.tone(0.3, live.OUTPUT_RATE)
 METRICS_TOKEN = "voice-metrics-token"
 
 
-def find_screen(query: str) -> dict[str, str]:
-    """Finds the screen the person asks for in the catalog."""
-    return {"screenId": "MNU-3120", "asked": query}
-
-
-@contextlib.asynccontextmanager
-async def voice_gateway(
+def voice_gateway(
     scripts: Sequence[Sequence[live.Step]], **settings: Any
-) -> AsyncIterator[tuple[live.LiveServer, RunningGateway]]:
-    async with live.LiveServer(scripts) as server:
-        agent = LlmAgent(
-            name="voice",
-            model=server.live_model(),
-            instruction="Answer briefly.",
-            tools=[find_screen],
-        )
-        async with running_gateway(agent=agent, **settings) as gateway:
-            yield server, gateway
-
-
-@contextlib.asynccontextmanager
-async def voice_socket(
-    gateway: RunningGateway, query: str = "", user: str = "demo"
-) -> AsyncIterator[VoiceSocket]:
-    async with connect(gateway.ws_url(user, query), max_size=None) as ws:
-        yield VoiceSocket(ws)
+) -> contextlib.AbstractAsyncContextManager[tuple[live.LiveServer, RunningGateway]]:
+    """The voice agent with the catalog's ``find_screen``, on the local Live server."""
+    return live_gateway(scripts, [find_screen], **settings)
 
 
 def a_spoken_turn() -> list[live.Step]:
@@ -82,7 +67,7 @@ async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> N
         server,
         gateway,
     ):
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.start(thread_id, run_id)
             started = await voice.until("CUSTOM", wire_live.STARTED)
             assert started["value"]["input"]["sampleRate"] == 16_000
@@ -120,7 +105,7 @@ async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> N
         assert 'gateway_live_audio_seconds_total{direction="out"} 0.3' in scraped.text
 
         # A reload sees the conversation, under the ids it streamed with; so does /history.
-        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
         stored = {m["id"]: (m["role"], m["content"]) for m in snapshot}
         assert stored == streamed
@@ -131,7 +116,7 @@ async def test_a_spoken_turn_streams_transcripts_and_speech_and_is_stored() -> N
             )
         assert {m["id"]: (m["role"], m["content"]) for m in history.json()["messages"]} == streamed
         # Another user cannot talk on this thread.
-        async with voice_socket(gateway, user="mallory") as stranger:
+        async with voice_client(gateway, user="mallory") as stranger:
             await stranger.start(thread_id, new_id("r"))
             denied = await stranger.until_terminal()
         assert denied["code"] == "ACCESS_DENIED", denied
@@ -152,7 +137,7 @@ async def test_barge_in_names_the_turn_whose_audio_the_client_drops() -> None:
     ]
     thread_id = new_id("t")
     async with voice_gateway([script]) as (server, gateway):
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.start(thread_id, new_id("r"))
             await voice.until("CUSTOM", wire_live.STARTED)
             await voice.speak(live.tone(0.1))
@@ -183,10 +168,10 @@ async def test_a_watching_stock_client_sees_transcripts_and_no_binary_frame() ->
     thread_id = new_id("t")
     async with voice_gateway([a_spoken_turn()]) as (_, gateway):
         # The thread exists once a first turn ran; a second tab then follows it.
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.start(thread_id, new_id("r"))
             await voice.until("CUSTOM", wire_live.STARTED)
-            async with voice_socket(gateway, f"&threadId={thread_id}") as watcher:
+            async with voice_client(gateway, f"&threadId={thread_id}") as watcher:
                 await watcher.until("RUN_STARTED")
                 await voice.speak(live.tone(0.2))
                 while "화면을 열었습니다" not in [m[1] for m in messages(watcher.events).values()]:
@@ -200,7 +185,7 @@ async def test_a_watching_stock_client_sees_transcripts_and_no_binary_frame() ->
 
 async def test_bad_audio_frames_and_a_busy_thread_are_refused_with_codes() -> None:
     thread_id = new_id("t")
-    async with voice_gateway([a_spoken_turn()]) as (_, gateway), voice_socket(gateway) as voice:
+    async with voice_gateway([a_spoken_turn()]) as (_, gateway), voice_client(gateway) as voice:
         # Audio with no live turn open.
         await voice.ws.send(wire_live.audio_in_frame(live.tone(0.01)))
         refused = await voice.until_terminal()
@@ -218,7 +203,7 @@ async def test_bad_audio_frames_and_a_busy_thread_are_refused_with_codes() -> No
         await voice.ws.send(wire_live.audio_in_frame(b"\x00\x01\x02"))
         await voice.ws.send(bytes([wire_live.AUDIO_OUT, 1, 0, 0]) + b"\x00\x00")
         # A second tab cannot open a live turn on the busy thread.
-        async with voice_socket(gateway) as other:
+        async with voice_client(gateway) as other:
             await other.start(thread_id, new_id("r"))
             busy = await other.until_terminal()
         assert busy["code"] == "SESSION_BUSY"
@@ -249,7 +234,7 @@ async def test_a_server_tool_runs_in_a_live_turn_and_a_go_away_is_survived() -> 
     second = [live.Send(live.said("찾았습니다", finished=True), live.turn_complete())]
     thread_id = new_id("t")
     async with voice_gateway([first, second]) as (server, gateway):
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.start(thread_id, new_id("r"))
             await voice.until("CUSTOM", wire_live.STARTED)
             await voice.speak(live.tone(0.1))
@@ -269,7 +254,7 @@ async def test_a_server_tool_runs_in_a_live_turn_and_a_go_away_is_survived() -> 
             assert kind in kinds
         result = next(e for e in voice.events if e["type"] == "TOOL_CALL_RESULT")
         assert "MNU-3120" in result["content"]
-        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
     roles = [
         (m["role"], m.get("content") or [c["function"]["name"] for c in m["toolCalls"]])
@@ -283,7 +268,7 @@ async def test_a_server_tool_runs_in_a_live_turn_and_a_go_away_is_survived() -> 
 async def test_a_cancel_ends_the_live_turn_and_a_closed_socket_frees_the_thread() -> None:
     thread_id = new_id("t")
     async with voice_gateway([[live.WaitAudio(10**9)]]) as (server, gateway):
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             run_id = new_id("r")
             await voice.start(thread_id, run_id)
             await voice.until("CUSTOM", wire_live.STARTED)
@@ -291,7 +276,7 @@ async def test_a_cancel_ends_the_live_turn_and_a_closed_socket_frees_the_thread(
             end = await voice.until_terminal()
         assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "cancelled", end
         # A socket that closes mid-turn ends the turn: the thread takes the next one.
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.start(thread_id, new_id("r"))
             await voice.until("CUSTOM", wire_live.STARTED)
         hub = gateway.app.hub
@@ -302,7 +287,7 @@ async def test_a_cancel_ends_the_live_turn_and_a_closed_socket_frees_the_thread(
             return thread is None or thread.run is None
 
         await eventually(ended, 10, what="the live turn of a closed socket ended")
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.start(thread_id, new_id("r"))
             await voice.until("CUSTOM", wire_live.STARTED)
             await voice.stop(thread_id)
@@ -318,8 +303,8 @@ async def test_live_turns_are_bounded_per_user_per_turn_and_in_pace() -> None:
             _,
             gateway,
         ),
-        voice_socket(gateway) as voice,
-        voice_socket(gateway) as other,
+        voice_client(gateway) as voice,
+        voice_client(gateway) as other,
     ):
         thread_id = new_id("t")
         await voice.start(thread_id, new_id("r"))
@@ -341,14 +326,14 @@ async def test_live_turns_are_bounded_per_user_per_turn_and_in_pace() -> None:
 
 async def test_an_agent_without_a_live_model_refuses_the_turn_with_a_sentence() -> None:
     # The demo's offline scripted model has no live connection.
-    async with running_gateway() as gateway, voice_socket(gateway) as voice:
+    async with running_gateway() as gateway, voice_client(gateway) as voice:
         thread_id = new_id("t")
         await voice.start(thread_id, new_id("r"))
         end = await voice.until_terminal()
         assert end["code"] == "AGENT_ERROR"
         assert "cannot hold a live (voice) conversation" in end["message"]
         # The thread is free again, and nothing a client cannot read was stored.
-        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
             await again.until_end()
 
 
@@ -359,7 +344,7 @@ async def test_a_provider_that_cannot_be_reached_ends_the_turn_with_agent_error(
     agent = LlmAgent(name="voice", model=model, instruction="Answer briefly.")
     async with (
         running_gateway(agent=agent, await_ready=False) as gateway,
-        voice_socket(gateway) as voice,
+        voice_client(gateway) as voice,
     ):
         await voice.start(new_id("t"), new_id("r"))
         end = await voice.until_terminal()
@@ -370,7 +355,7 @@ async def test_a_provider_that_cannot_be_reached_ends_the_turn_with_agent_error(
 async def test_a_drain_ends_a_live_turn_at_once_then_closes_the_socket() -> None:
     async with (
         voice_gateway([[live.WaitAudio(10**9)]], drain_seconds=30.0) as (_, gateway),
-        voice_socket(gateway) as voice,
+        voice_client(gateway) as voice,
     ):
         await voice.start(new_id("t"), new_id("r"))
         await voice.until("CUSTOM", wire_live.STARTED)
@@ -380,17 +365,6 @@ async def test_a_drain_ends_a_live_turn_at_once_then_closes_the_socket() -> None
         with pytest.raises(ConnectionClosed) as closed:
             await voice.next()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
-
-
-NAVIGATE = {
-    "name": "navigateToScreen",
-    "description": "Opens a screen of the app in the browser.",
-    "parameters": {
-        "type": "object",
-        "properties": {"screenId": {"type": "string"}},
-        "required": ["screenId"],
-    },
-}
 
 
 async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_back() -> None:
@@ -406,7 +380,7 @@ async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_b
     ]
     thread_id = new_id("t")
     async with voice_gateway([script]) as (server, gateway):
-        async with voice_socket(gateway) as voice:
+        async with voice_client(gateway) as voice:
             await voice.ws.send(
                 json.dumps(
                     {
@@ -418,7 +392,7 @@ async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_b
                 )
             )
             await voice.until("CUSTOM", wire_live.STARTED)
-            async with voice_socket(gateway, f"&threadId={thread_id}") as watcher:
+            async with voice_client(gateway, f"&threadId={thread_id}") as watcher:
                 await watcher.until("RUN_STARTED")
                 await voice.speak(live.tone(0.1))
                 call = await voice.until("TOOL_CALL_START")
@@ -446,7 +420,7 @@ async def test_the_browser_action_runs_once_in_a_live_turn_and_its_result_goes_b
         # Only the executor was sent the live call; the watcher saw the result.
         assert not any(e["type"] == "TOOL_CALL_START" for e in watcher.events)
         assert any(e["type"] == "TOOL_CALL_RESULT" for e in watcher.events)
-        async with voice_socket(gateway, f"&threadId={thread_id}") as again:
+        async with voice_client(gateway, f"&threadId={thread_id}") as again:
             snapshot = snapshot_of(await again.until_end())
     kinds = [(m["role"], m.get("toolCallId") or m.get("content")) for m in snapshot]
     assert kinds[0] == ("user", "업무 요청 목록 화면 열어줘")
