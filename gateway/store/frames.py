@@ -11,7 +11,6 @@ keeps its bytes and who may be shown it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -39,7 +38,3 @@ class FrameLog:
     frames: list[LoggedFrame]
     oldest: int | None
     head: int
-
-
-# Told (app name, thread id, seq) once a thread's frames up to seq are committed.
-FramesCommitted = Callable[[str, str, int], None]

@@ -41,7 +41,7 @@ from gateway.store.backend import Backend, Reads
 from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.errors import FencedError, StoreError
-from gateway.store.frames import FrameLog, FramesCommitted, LoggedFrame
+from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.leases import Fence
 from gateway.store.messages import EventMessages, Message
@@ -107,8 +107,6 @@ class SessionService(BaseSessionService):
         self.cut_off: list[Unfinished] = []
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
-        # Told of each thread's frames committed, up to which number (``append_frames``).
-        self.frame_listeners: list[FramesCommitted] = []
         # The lease this process holds a thread under, if any (the cluster's): its writes
         # are fenced by it. Nothing is, unless the gateway says otherwise.
         self.fence_of: Callable[[str], Fence | None] = _unfenced
@@ -505,23 +503,13 @@ class SessionService(BaseSessionService):
         self, app_name: str, user_id: str, session_id: str, frames: list[LoggedFrame]
     ) -> asyncio.Future[object]:
         """Queues frames of a thread's log; resolves with the last one's number once
-        committed, when ``frame_listeners`` are told too.
+        committed.
 
         Not a coroutine, as ``save_streamed_text``: the caller holds the frames' deliveries
         on the future, and frames queued together for one thread cost one write.
         """
         write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
-
-        def committed(seq: object) -> None:
-            for listener in self.frame_listeners:
-                try:
-                    listener(app_name, session_id, cast(int, seq))
-                except Exception:  # called inside the writer: the batch's callers must be woken
-                    log.exception("a listener of committed frames failed")
-
-        return self._submit(
-            session_id, write, committed, extends=("frames", app_name, user_id, session_id)
-        )
+        return self._submit(session_id, write, extends=("frames", app_name, user_id, session_id))
 
     async def frames_after(
         self, app_name: str, user_id: str, session_id: str, after: int, limit: int | None = None
