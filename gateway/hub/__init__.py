@@ -5,8 +5,9 @@ stream to the thread's watchers, and lets go. Each module holds one part, with i
 of the theory of operation:
 
     hub         the Hub: the doors' verbs (start, cancel, stop, reattach, earlier, leave),
-                the threads in memory, claim and finish, the cluster's callbacks, browser
-                calls nobody answers
+                the threads in memory, claim and finish, the cluster's callbacks
+    admission   an input refused at once, or admitted: acknowledged, then given its turn
+    expiry      browser calls nobody answers, answered by a timeout
     planning    an input and the stored thread made the message for ADK (``Planner``)
     driving     ADK's stream through the translator to the run's end (``Driver``)
     joining     a reattach replayed from the thread's log, or joined to a run elsewhere

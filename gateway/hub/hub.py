@@ -1,22 +1,23 @@
 """The Hub: one active run per thread, the doors' verbs on threads, and the cluster.
 
-Theory of operation. A door's input claims its thread (``start``): in the cluster, the
-thread's lease (``gateway.cluster``), so only one process runs it; here, the thread's one
-run (``claim``, a live turn's too), until the run lets go of it (``ended``). An input on a
-thread whose run is still going meets the busy policy (``gateway.hub.busy``). Once claimed,
-the thread is read, the ``Planner`` makes the run's plan (``gateway.hub.planning``) and the
-``Driver`` drives it in a task of its own (``gateway.hub.driving``), which tells the hub
-when the run's last events are out. A cancel reaches the run wherever it runs; a
-reattach follows the thread from its log (``gateway.hub.joining``) or is sent snapshots
-(``gateway.hub.snapshots``), then the run in progress live.
+Theory of operation. A door's input is admitted (``gateway.hub.admission``): refused at
+once, or acknowledged, then given its turn on the thread, which claims it (``claim``):
+in the cluster, the thread's lease (``gateway.cluster``), so only one process runs it;
+here, the thread's one run (a live turn's too), until the run lets go of it (``ended``).
+Once claimed, the thread is read, the ``Planner`` makes the run's plan
+(``gateway.hub.planning``) and the ``Driver`` drives it in a task of its own
+(``gateway.hub.driving``), which tells the hub when the run's last events are out. A
+cancel reaches the run wherever it runs; a reattach follows the thread from its log
+(``gateway.hub.joining``) or is sent snapshots (``gateway.hub.snapshots``), then the run
+in progress live.
 
 What else is the hub's: the threads in memory (``threads``, each forgotten once nothing
 holds it), the cluster's callbacks (a dead process's run to close, a cancel for a run of
 this process, a log that grew elsewhere, leases lost), browser calls nobody answers
-(expired into a ``no_result`` answer after ``client_tool_timeout``, and the model goes
-on), and draining and stopping at shutdown: a draining hub starts no run and takes over
-no dead process's thread, while the runs it has go on to their end (``drain``). The
-package's floor plan is in ``gateway.hub``.
+(``gateway.hub.expiry``, armed when a run ends waiting on them), and draining and stopping
+at shutdown: a draining hub starts no run and takes over no dead process's thread, while
+the runs it has go on to their end (``drain``). The package's floor plan is in
+``gateway.hub``.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ from gateway.audit.log import AuditLog
 from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
-from gateway.hub import branches, eventlog
+from gateway.hub import eventlog
+from gateway.hub.admission import Admission
 from gateway.hub.branches import Branching
-from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
+from gateway.hub.busy import Busy, in_progress
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
 from gateway.hub.driving import Driver
+from gateway.hub.expiry import Expiry, disarm
 from gateway.hub.following import Followers
 from gateway.hub.inputs import starts_turn
 from gateway.hub.joining import Joiner
@@ -50,7 +53,7 @@ from gateway.hub.limits import Quota, RunSlots, SendBudget
 from gateway.hub.listing import ThreadList
 from gateway.hub.open_calls import OpenCall, open_calls
 from gateway.hub.outbox import Commit
-from gateway.hub.planning import Plan, Planner, function_responses
+from gateway.hub.planning import Plan, Planner
 from gateway.hub.refusals import (
     Claimed,
     HeldElsewhere,
@@ -63,7 +66,7 @@ from gateway.hub.refusals import (
     taken_over,
 )
 from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
-from gateway.hub.states import ThreadState, Trigger, thread_state, transition
+from gateway.hub.states import ThreadState, Trigger, transition
 from gateway.hub.takeover import Takeovers
 from gateway.hub.thread_news import ThreadNews
 from gateway.hub.threads import Run, Subscriber, Thread
@@ -121,8 +124,6 @@ class Hub:
         metrics.watch_runs(lambda: self._running)
         # The processes this one runs threads with; on its own, a cluster of one.
         self.cluster: Cluster = cluster or SingleNode()
-        # What an input on a thread with a run going meets, unless it asks for another.
-        self.busy_policy = busy_policy
         self.quota = quota or Quota()
         # What one user's reattaches and history pages may have the gateway send.
         self.sends = sends or SendBudget(0, 0)
@@ -133,7 +134,6 @@ class Hub:
         # Runs in progress across all threads; unlimited unless the caller sets a cap.
         self.slots = slots or RunSlots(0, 0.0)
         self.audit = audit
-        self.client_tool_timeout = client_tool_timeout
         self.threads: dict[str, Thread] = {}
         self.status_listeners: list[Callable[[bool], None]] = []
         self.followers = Followers(self._read_log)
@@ -175,12 +175,30 @@ class Hub:
             snapshot_bytes=snapshot_bytes,
             take_over=self.takeovers.take_over,
         )
+        # Inputs taken in, acknowledged, and given their turn (``gateway.hub.admission``).
+        self.admission = Admission(
+            self.threads,
+            self.cluster,
+            self.slots,
+            busy_policy,
+            refuse_if_draining=self._refuse_if_draining,
+            start=self._start,
+            thread=self._thread,
+            stop_run=self.stop_run,
+            forget_if_unused=self._forget_if_unused,
+        )
+        # Browser calls nobody answers, answered by a timeout (``gateway.hub.expiry``).
+        self.expiry = Expiry(
+            engine,
+            self.cluster,
+            self.planner,
+            metrics,
+            timeout=client_tool_timeout,
+            lease=self.takeovers.lease,
+            claim=lambda thread, run_id: self._claim(thread, run_id, None, leased=True),
+            drive=self.driver.drive,
+        )
         self._running = 0
-        # Inputs admitted whose runs have not claimed their threads yet, by thread, then by
-        # run: their user, and whether a cancel came for them (``start``, ``cancel``).
-        self._admitted: dict[str, dict[str, tuple[str, bool]]] = {}
-        # Set by stop(): from then on no browser call starts waiting on a timer.
-        self._stopping = False
         # Set by drain() (and stop()): from then on no run starts here.
         self.draining = False
         # Inputs refused since, for the drain's log line.
@@ -215,148 +233,18 @@ class Hub:
         *,
         acknowledge: Callable[[p.Event], None] | None = None,
     ) -> Run:
-        """Claims the thread and starts the run; raises GatewayError before any event.
-
-        On a thread with a run going, the input's busy policy (``gateway.hub.busy``) decides:
-        refused, or it waits its turn, first stopping the run for ``interrupt``. ``caller``:
-        who asks, as the door identified them, for the run's tools; by default the user.
-
-        ``acknowledge``: sends ``executor`` an event at once. It is given the run's
-        RUN_STARTED as soon as the input is admitted (``_admit``), before anything is
-        read, waited for or committed, then a notice if every slot of ``GATEWAY_MAX_RUNS``
-        is taken (docs/first-event.md); the executor is not sent the run's logged
-        RUN_STARTED again, and a GatewayError raised after it ends the run it started.
-        """
-        policy = self._admit(user_id, run_input)
-        early = acknowledge if self._acknowledged_early(run_input, executor) else None
-        if early is not None:
-            early(
-                p.RunStarted(
-                    thread_id=run_input.thread_id,
-                    run_id=run_input.run_id,
-                    protocol_version=p.PROTOCOL_VERSION,
-                )
-            )
-            if (full := self.slots.full()) is not None:
-                early(full)
-        thread_id, run_id = run_input.thread_id, run_input.run_id
-        admitted = self._admitted.setdefault(thread_id, {})
-        admitted[run_id] = (user_id, False)
-        try:
-            run = await self._claimed(user_id, run_input, executor, caller, policy)
-        finally:
-            _, cancelled = admitted.pop(run_id, (user_id, False))
-            if not admitted:
-                self._admitted.pop(thread_id, None)
-        # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.
-        run.acknowledged = executor if early is not None else None
-        if cancelled:  # stopped as soon as it runs, as a cancel stops a run
-            log.info("%s was cancelled before it had its thread", run)
-            run.abort.set()
-        return run
-
-    def _acknowledged_early(self, run_input: p.RunAgentInput, executor: Subscriber | None) -> bool:
-        """Whether the input's RUN_STARTED may go out as it is admitted. Not for a branch
-        move: its RUN_STARTED names the run it forks from, which the read finds. Not while
-        ``executor`` may be sent another run of the thread first, for a stream carries one
-        run at a time (AG-UI): a run here, inputs waiting for one, or, on a cluster, a
-        thread the executor watches, which another process may be running."""
-        if branches.asked(run_input) is not None:
-            return False
-        if (known := self.threads.get(run_input.thread_id)) is None:
-            return True
-        if known.run is not None or known.waiting:
-            return False
-        return self.cluster.alone or executor not in known.watchers
-
-    def _admit(self, user_id: str, run_input: p.RunAgentInput) -> Busy:
-        """Refuses, with nothing read, an input the gateway cannot take at all: one while
-        it drains, one on another user's thread it has in memory, one the thread's busy
-        policy refuses at once; returns that policy. An input past these is admitted: what
-        it meets from then on (the thread's owner as the store has it, its lease, a slot
-        of ``GATEWAY_MAX_RUNS``, its turn, the quota, its plan) it meets as a run."""
-        if self.draining:  # before the busy policy: a refused input interrupts nothing
-            self.refused_draining += 1
-            raise draining()
-        policy = requested(run_input, self.busy_policy)
-        if (known := self.threads.get(run_input.thread_id)) is not None:
-            # Refused without a read: another user's thread.
-            check_owner(known.user_id, user_id, run_input.thread_id)
-            if known.run is not None or known.waiting:
-                _busy_refusal(known, policy)
-        return policy
-
-    async def _claimed(
-        self,
-        user_id: str,
-        run_input: p.RunAgentInput,
-        executor: Subscriber | None,
-        caller: Caller | None,
-        policy: Busy,
-    ) -> Run:
-        thread_id = run_input.thread_id
-        caller = caller or Caller(user_id)
-        assert caller.user_id == user_id, "a run is asked for by the thread's user"
-        while True:
-            if (known := self.threads.get(thread_id)) is not None:
-                # Refused without a read: another user's thread.
-                check_owner(known.user_id, user_id, thread_id)
-                if known.run is not None or known.waiting:
-                    return await self._start_after_run(known, policy, caller, run_input, executor)
-            try:
-                return await self._start(caller, run_input, executor, policy)
-            except Claimed:
-                continue
-            except HeldElsewhere:
-                held = await self._thread(user_id, thread_id)  # refused if not the user's
-                return await self._start_after_run(held, policy, caller, run_input, executor)
-
-    async def _start_after_run(
-        self,
-        thread: Thread,
-        policy: Busy,
-        caller: Caller,
-        run_input: p.RunAgentInput,
-        executor: Subscriber | None,
-    ) -> Run:
-        """Starts the run once the thread's runs, and the inputs waiting before it, are done;
-        a run on another process is waited for (and stopped, to interrupt it) the same way."""
-        _busy_refusal(thread, policy)
-        interrupts = policy is Busy.INTERRUPT and starts_turn(run_input)
-        thread.waiting += 1
-        try:
-            async with thread.turns:  # first come, first served
-                while True:
-                    while (running := thread.run) is not None:
-                        if interrupts and self.stop_run(running):
-                            log.info("a new message stops %s", running)
-                        await running.done.wait()
-                    try:
-                        return await self._start(caller, run_input, executor, policy)
-                    except Claimed:
-                        continue
-                    except HeldElsewhere:
-                        if interrupts and await self.cluster.cancel(
-                            thread.thread_id, caller.user_id
-                        ):
-                            log.info(
-                                "a new message stops the run of thread %s elsewhere",
-                                thread.thread_id,
-                            )
-                            interrupts = False  # once: its holder stops it, then releases
-                        await self.cluster.released(thread.thread_id)
-        finally:
-            thread.waiting -= 1
-            self._forget_if_unused(thread)
+        """Claims the thread and starts the run; raises GatewayError before any event
+        (``Admission.start``, which tells what the input meets and ``acknowledge``)."""
+        return await self.admission.start(
+            user_id, run_input, executor, caller, acknowledge=acknowledge
+        )
 
     async def claim(
         self, caller: Caller, thread_id: str, run_id: str, executor: Subscriber | None, policy: Busy
     ) -> tuple[Run, OpenedThread]:
         """Makes a run of ``caller`` the thread's one run (typed or live): slot, lease, read, owner;
         busy is SESSION_BUSY for ``Busy.REJECT``, else ``Claimed`` or ``HeldElsewhere``."""
-        if self.draining:  # an input that waited its turn since before the drain
-            self.refused_draining += 1
-            raise draining()
+        self._refuse_if_draining()  # an input that waited its turn since before the drain
         user_id = caller.user_id
         await self.slots.take()
         leased = False
@@ -456,7 +344,7 @@ class Hub:
         """Stops the thread's run (the run ``run_id`` only, if named), here or on the
         process that runs it; False when there was nothing to stop, ACCESS_DENIED on
         another user's thread."""
-        if self._cancel_admitted(user_id, thread_id, run_id):
+        if self.admission.cancel_admitted(user_id, thread_id, run_id):
             return True
         thread = self.threads.get(thread_id)
         if thread is None or thread.run is None:
@@ -473,22 +361,10 @@ class Hub:
         thread.run.abort.set()
         return True
 
-    def _cancel_admitted(self, user_id: str, thread_id: str, run_id: str | None) -> bool:
-        """A cancel of the user's input admitted on the thread (the one ``run_id`` names,
-        if named) whose run is not going yet: it stops once it is."""
-        thread = self.threads.get(thread_id)
-        going = thread.run.run_id if thread is not None and thread.run is not None else None
-        if run_id is None and going is not None:
-            return False  # the run going is what a cancel of the thread stops
-        admitted = self._admitted.get(thread_id, {})
-        found = [
-            admitted_id
-            for admitted_id, (admitted_by, _) in admitted.items()
-            if admitted_by == user_id and admitted_id != going and run_id in (None, admitted_id)
-        ]
-        for admitted_id in found:
-            admitted[admitted_id] = (user_id, True)
-        return bool(found)
+    def _refuse_if_draining(self) -> None:
+        if self.draining:
+            self.refused_draining += 1
+            raise draining()
 
     def stop_run(self, run: Run) -> bool:
         """Stops a run as a cancel does (its client left, a new message interrupts it);
@@ -531,14 +407,10 @@ class Hub:
         Calls waiting on a browser stop waiting here: the store would be closed when their
         time came (they stay open in the thread), also those of runs that pause in the grace.
         Returns how many runs were stopped so."""
-        self._stopping = True
+        self.expiry.stop(self.threads.values())
         self.draining = True
         await self.news.close()
         await self.titler.close()
-        for thread in self.threads.values():
-            if thread.expiry is not None:
-                thread.expiry.cancel()
-                thread.expiry = None
         late = await self._finished_within(grace)
         if late:
             log.info("shutting down: %d runs still in progress stop where they are", len(late))
@@ -712,9 +584,7 @@ class Hub:
             with contextlib.suppress(p.GatewayError, StoreError):
                 await self.cluster.cancel(thread_id, user_id)
             return
-        if thread.expiry is not None:
-            thread.expiry.cancel()
-            thread.expiry = None
+        disarm(thread)
         if (run := thread.run) is not None:
             run.abort.set()
             with contextlib.suppress(TimeoutError):
@@ -802,79 +672,6 @@ class Hub:
         run.stopped_by = taken_over(thread.thread_id)
         run.abort.set()
 
-    # --- client tools nobody answers -----------------------------------------------------
-
-    def _arm_expiry(self, thread: Thread) -> None:
-        if thread.expiry is not None:
-            thread.expiry.cancel()
-            thread.expiry = None
-        if self._stopping:
-            return
-        loop = asyncio.get_running_loop()
-        thread.expiry = loop.call_later(
-            self.client_tool_timeout, lambda: asyncio.ensure_future(self._expire(thread))
-        )
-
-    async def _expire(self, thread: Thread) -> None:
-        """Answers unanswered browser calls with ``no_result``/``timeout``; the model goes on."""
-        thread.expiry = None
-        if thread.run is not None:
-            return
-        run_id = f"expire-{uuid.uuid4().hex[:12]}"
-        try:
-            # A thread another process runs now was answered there, or times out there.
-            if not await self.takeovers.lease(thread.thread_id, thread.user_id, run_id):
-                return
-        except p.GatewayError as error:
-            log.warning("thread %s: its calls' expiry waits: %s", thread.thread_id, error.message)
-            self._arm_expiry(thread)
-            return
-        try:
-            session = await self.engine.session(thread.user_id, thread.thread_id)
-        except QuarantinedThreadError:  # logged by the store; nothing can answer its calls
-            self.cluster.release(thread.thread_id)
-            return
-        except BaseException:
-            self.cluster.release(thread.thread_id)
-            raise
-        # Only browser calls expire: an approval, or the agent's own long-running call (a
-        # ticket a person decides), waits for its answer however long it takes.
-        found = open_calls(session)
-        open_items = {
-            c: call for c, call in found.items() if not call.is_approval and not call.server
-        }
-        # A run claimed it during the read (it answers instead), or nothing is open.
-        if thread.run is not None or not open_items:
-            self.cluster.release(thread.thread_id)
-            return
-        timeout = {"status": "no_result", "reason": "timeout"}
-        responses = {cid: thread.early.get(cid, timeout) for cid in open_items}
-        tickets = [cid for cid, call in found.items() if call.server]
-        if tickets:
-            # ADK would take the tickets' interim results as answers: the timeouts wait with
-            # the thread's early answers until the tickets' results come, as a partial
-            # answer does.
-            thread.early.update(responses)
-            self.cluster.release(thread.thread_id)
-            log.info(
-                "thread %s: %d browser calls expired; they wait for %s",
-                thread.thread_id,
-                len(open_items),
-                ", ".join(tickets),
-            )
-            return
-        thread.early.clear()
-        thread.early_messages.clear()
-        run = self._claim(thread, run_id, None, leased=True)
-        self.metrics.client_tools_expired(len(open_items))
-        log.info("thread %s: %d browser calls expired", thread.thread_id, len(open_items))
-        self.planner.audit_answers(thread, run.run_id, open_items, responses)
-        metadata = {"runId": run.run_id, "context": {}}
-        # Every call the browser was asked is answered now, if only by the timeout.
-        running = transition(thread_state(open_items), Trigger.ALL_ANSWERED)
-        plan = Plan(function_responses(open_items, responses), metadata, {}, None, running)
-        run.task = asyncio.create_task(self.driver.drive(run, plan))
-
     # --- claim and finish ----------------------------------------------------------------
 
     async def _thread(self, user_id: str, thread_id: str) -> Thread:
@@ -933,7 +730,7 @@ class Hub:
         # while its calls wait, so the hub's stop and a later input find that timer.
         if run.translator.pending:
             self.metrics.client_tools_awaited(len(run.translator.pending))
-            self._arm_expiry(run.thread)
+            self.expiry.arm(run.thread)
         if run.stopped_by is not None:
             # What it numbered may not be stored, and others may have written since: the
             # log's head is read again, and its watchers here are sent nothing more of the
@@ -984,15 +781,6 @@ class Hub:
     def _status_changed(self) -> None:
         for listener in self.status_listeners:
             listener(self.busy)
-
-
-def _busy_refusal(thread: Thread, policy: Busy) -> None:
-    """SESSION_BUSY for an input on a thread whose run is going, if its policy refuses it
-    or too many inputs wait already."""
-    if policy is Busy.REJECT:
-        raise in_progress(thread.thread_id)
-    if thread.waiting >= WAITING_PER_THREAD:
-        raise queue_full(thread.thread_id)
 
 
 def _trim_failed(trimmed: asyncio.Future[object]) -> None:

@@ -8,7 +8,7 @@ the database, not the run, decided: lost mid-run, or a thread another process to
 from this one.
 
 ``Claimed`` and ``HeldElsewhere`` never reach a caller: raised while an input claims its
-thread, they tell ``Hub.start`` that a run got there first, here or on another process,
+thread, they tell ``Admission`` that a run got there first, here or on another process,
 so the input waits its turn instead.
 """
 

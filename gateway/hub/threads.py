@@ -136,7 +136,7 @@ class Run:
     # Times its events as they go out, for ``gateway.metrics``; None: not timed.
     clock: RunClock | None = None
     # The subscriber sent its RUN_STARTED when its input was admitted, before the thread
-    # was read (``Hub.start``): the RUN_STARTED it logs is not sent to it again.
+    # was read (``Admission.start``): the RUN_STARTED it logs is not sent to it again.
     acknowledged: Subscriber | None = None
 
     def __post_init__(self) -> None:

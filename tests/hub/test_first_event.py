@@ -164,7 +164,7 @@ async def test_a_cancel_before_the_run_has_its_thread_stops_it() -> None:
         assert hub is not None
 
         def cancelled() -> bool:
-            return hub._admitted.get(thread, {}).get(asked["runId"], ("", False))[1]
+            return hub.admission.admitted.get(thread, {}).get(asked["runId"], ("", False))[1]
 
         await eventually(cancelled, 5, what="the cancel reaches the admitted input")
         reads.let_go.set()

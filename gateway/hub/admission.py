@@ -1,0 +1,237 @@
+"""Admission: an input taken in, acknowledged at once, then given its turn on the thread.
+
+Theory of operation. An input a door hands the hub (``Admission.start``) is first refused,
+with nothing read, if the gateway cannot take it at all (``_admit``: draining, another
+user's thread the hub has in memory, a busy policy that refuses at once). Past that it is
+admitted: on /ws its RUN_STARTED goes out at once (docs/first-event.md), unless the
+connection may be sent another run of the thread first (``_acknowledged_early``), and a
+notice follows if every slot of ``GATEWAY_MAX_RUNS`` is taken. Then the admitted input
+waits for its thread: at once on an idle one (the hub's ``start``: the claim, the plan,
+the run's task), else behind the thread's run and the inputs waiting before it, first
+stopping that run if its policy interrupts (``_start_after_run``); a run on another
+process is waited for, and stopped, the same way. A cancel can reach an admitted input
+before its run has the thread (``cancel_admitted``); the run then ends ``cancelled`` as
+soon as it begins.
+
+Admission reaches into nothing of the hub's but what it is given: the threads in memory,
+the cluster, the cap on runs, and the hub's verbs it calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from gateway import wire as p
+from gateway.cluster import Cluster
+from gateway.context import Caller
+from gateway.hub import branches
+from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
+from gateway.hub.inputs import starts_turn
+from gateway.hub.limits import RunSlots
+from gateway.hub.refusals import Claimed, HeldElsewhere, check_owner
+from gateway.hub.threads import Run, Subscriber, Thread
+
+log = logging.getLogger(__name__)
+
+
+class Admission:
+    """Admits the doors' inputs and starts their runs in turn; see the module's docstring."""
+
+    def __init__(
+        self,
+        threads: dict[str, Thread],
+        cluster: Cluster,
+        slots: RunSlots,
+        busy_policy: Busy,
+        *,
+        refuse_if_draining: Callable[[], None],
+        start: Callable[[Caller, p.RunAgentInput, Subscriber | None, Busy], Awaitable[Run]],
+        thread: Callable[[str, str], Awaitable[Thread]],
+        stop_run: Callable[[Run], bool],
+        forget_if_unused: Callable[[Thread], None],
+    ) -> None:
+        self.threads = threads
+        self.cluster = cluster
+        self.slots = slots
+        # What an input on a thread with a run going meets, unless it asks for another.
+        self.busy_policy = busy_policy
+        # Refuses an input while the hub drains (SERVICE_UNAVAILABLE), and counts it.
+        self.refuse_if_draining = refuse_if_draining
+        # Claims an idle thread and starts its run; raises Claimed or HeldElsewhere if busy.
+        self.start_run = start
+        # The thread in memory, its owner read first (refused if not the user's).
+        self.thread = thread
+        # Stops a run as a cancel does; False if it was over or stopping already.
+        self.stop_run = stop_run
+        self.forget_if_unused = forget_if_unused
+        # Inputs admitted whose runs have not claimed their threads yet, by thread, then by
+        # run: their user, and whether a cancel came for them (``start``, ``cancel_admitted``).
+        self.admitted: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    async def start(
+        self,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+        caller: Caller | None = None,
+        *,
+        acknowledge: Callable[[p.Event], None] | None = None,
+    ) -> Run:
+        """Claims the thread and starts the run; raises GatewayError before any event.
+
+        On a thread with a run going, the input's busy policy (``gateway.hub.busy``) decides:
+        refused, or it waits its turn, first stopping the run for ``interrupt``. ``caller``:
+        who asks, as the door identified them, for the run's tools; by default the user.
+
+        ``acknowledge``: sends ``executor`` an event at once. It is given the run's
+        RUN_STARTED as soon as the input is admitted (``_admit``), before anything is
+        read, waited for or committed, then a notice if every slot of ``GATEWAY_MAX_RUNS``
+        is taken (docs/first-event.md); the executor is not sent the run's logged
+        RUN_STARTED again, and a GatewayError raised after it ends the run it started.
+        """
+        policy = self._admit(user_id, run_input)
+        early = acknowledge if self._acknowledged_early(run_input, executor) else None
+        if early is not None:
+            early(
+                p.RunStarted(
+                    thread_id=run_input.thread_id,
+                    run_id=run_input.run_id,
+                    protocol_version=p.PROTOCOL_VERSION,
+                )
+            )
+            if (full := self.slots.full()) is not None:
+                early(full)
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        admitted = self.admitted.setdefault(thread_id, {})
+        admitted[run_id] = (user_id, False)
+        try:
+            run = await self._claimed(user_id, run_input, executor, caller, policy)
+        finally:
+            _, cancelled = admitted.pop(run_id, (user_id, False))
+            if not admitted:
+                self.admitted.pop(thread_id, None)
+        # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.
+        run.acknowledged = executor if early is not None else None
+        if cancelled:  # stopped as soon as it runs, as a cancel stops a run
+            log.info("%s was cancelled before it had its thread", run)
+            run.abort.set()
+        return run
+
+    def _acknowledged_early(self, run_input: p.RunAgentInput, executor: Subscriber | None) -> bool:
+        """Whether the input's RUN_STARTED may go out as it is admitted. Not for a branch
+        move: its RUN_STARTED names the run it forks from, which the read finds. Not while
+        ``executor`` may be sent another run of the thread first, for a stream carries one
+        run at a time (AG-UI): a run here, inputs waiting for one, or, on a cluster, a
+        thread the executor watches, which another process may be running."""
+        if branches.asked(run_input) is not None:
+            return False
+        if (known := self.threads.get(run_input.thread_id)) is None:
+            return True
+        if known.run is not None or known.waiting:
+            return False
+        return self.cluster.alone or executor not in known.watchers
+
+    def _admit(self, user_id: str, run_input: p.RunAgentInput) -> Busy:
+        """Refuses, with nothing read, an input the gateway cannot take at all: one while
+        it drains, one on another user's thread it has in memory, one the thread's busy
+        policy refuses at once; returns that policy. An input past these is admitted: what
+        it meets from then on (the thread's owner as the store has it, its lease, a slot
+        of ``GATEWAY_MAX_RUNS``, its turn, the quota, its plan) it meets as a run."""
+        self.refuse_if_draining()  # before the busy policy: a refused input interrupts nothing
+        policy = requested(run_input, self.busy_policy)
+        if (known := self.threads.get(run_input.thread_id)) is not None:
+            # Refused without a read: another user's thread.
+            check_owner(known.user_id, user_id, run_input.thread_id)
+            if known.run is not None or known.waiting:
+                _busy_refusal(known, policy)
+        return policy
+
+    async def _claimed(
+        self,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+        caller: Caller | None,
+        policy: Busy,
+    ) -> Run:
+        thread_id = run_input.thread_id
+        caller = caller or Caller(user_id)
+        assert caller.user_id == user_id, "a run is asked for by the thread's user"
+        while True:
+            if (known := self.threads.get(thread_id)) is not None:
+                # Refused without a read: another user's thread.
+                check_owner(known.user_id, user_id, thread_id)
+                if known.run is not None or known.waiting:
+                    return await self._start_after_run(known, policy, caller, run_input, executor)
+            try:
+                return await self.start_run(caller, run_input, executor, policy)
+            except Claimed:
+                continue
+            except HeldElsewhere:
+                held = await self.thread(user_id, thread_id)  # refused if not the user's
+                return await self._start_after_run(held, policy, caller, run_input, executor)
+
+    async def _start_after_run(
+        self,
+        thread: Thread,
+        policy: Busy,
+        caller: Caller,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+    ) -> Run:
+        """Starts the run once the thread's runs, and the inputs waiting before it, are done;
+        a run on another process is waited for (and stopped, to interrupt it) the same way."""
+        _busy_refusal(thread, policy)
+        interrupts = policy is Busy.INTERRUPT and starts_turn(run_input)
+        thread.waiting += 1
+        try:
+            async with thread.turns:  # first come, first served
+                while True:
+                    while (running := thread.run) is not None:
+                        if interrupts and self.stop_run(running):
+                            log.info("a new message stops %s", running)
+                        await running.done.wait()
+                    try:
+                        return await self.start_run(caller, run_input, executor, policy)
+                    except Claimed:
+                        continue
+                    except HeldElsewhere:
+                        if interrupts and await self.cluster.cancel(
+                            thread.thread_id, caller.user_id
+                        ):
+                            log.info(
+                                "a new message stops the run of thread %s elsewhere",
+                                thread.thread_id,
+                            )
+                            interrupts = False  # once: its holder stops it, then releases
+                        await self.cluster.released(thread.thread_id)
+        finally:
+            thread.waiting -= 1
+            self.forget_if_unused(thread)
+
+    def cancel_admitted(self, user_id: str, thread_id: str, run_id: str | None) -> bool:
+        """A cancel of the user's input admitted on the thread (the one ``run_id`` names,
+        if named) whose run is not going yet: it stops once it is."""
+        thread = self.threads.get(thread_id)
+        going = thread.run.run_id if thread is not None and thread.run is not None else None
+        if run_id is None and going is not None:
+            return False  # the run going is what a cancel of the thread stops
+        admitted = self.admitted.get(thread_id, {})
+        found = [
+            admitted_id
+            for admitted_id, (admitted_by, _) in admitted.items()
+            if admitted_by == user_id and admitted_id != going and run_id in (None, admitted_id)
+        ]
+        for admitted_id in found:
+            admitted[admitted_id] = (user_id, True)
+        return bool(found)
+
+
+def _busy_refusal(thread: Thread, policy: Busy) -> None:
+    """SESSION_BUSY for an input on a thread whose run is going, if its policy refuses it
+    or too many inputs wait already."""
+    if policy is Busy.REJECT:
+        raise in_progress(thread.thread_id)
+    if thread.waiting >= WAITING_PER_THREAD:
+        raise queue_full(thread.thread_id)
