@@ -14,7 +14,7 @@ import uuid
 
 from gateway import logs, tracing
 from gateway import wire as p
-from gateway.auth import Unauthorized, query_param, selected_subprotocol
+from gateway.auth import WARM_UP_USER, Unauthorized, query_param, selected_subprotocol
 from gateway.context import Caller
 from gateway.doors import cors
 from gateway.doors.access import DENIALS, Access
@@ -145,6 +145,9 @@ class WebSocketSession:
         self.between_runs = True
         # The input being started whose RUN_STARTED the hub sent already: a refusal ends it.
         self.acknowledged: str | None = None
+        # The run id of the RUN_STARTED sent as its input was admitted, and when that was,
+        # until it is written to the socket.
+        self.started_early: tuple[str, float] | None = None
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
@@ -509,6 +512,7 @@ class WebSocketSession:
         nothing of its runs comes into this one's."""
         if isinstance(event, p.RunStarted):
             self.acknowledged = event.run_id
+            self.started_early = (event.run_id, time.perf_counter())
             if self.following not in (None, event.thread_id):
                 self.hub.unwatch(self, self.following)
             self.following = event.thread_id
@@ -569,6 +573,18 @@ class WebSocketSession:
                     await self.send({"type": "websocket.send", "bytes": data})
                 else:
                     await self.send({"type": "websocket.send", "text": data.decode()})
+                    if isinstance(event, p.RunStarted) and self.started_early is not None:
+                        self._timed(event)
+
+    def _timed(self, started: p.RunStarted) -> None:
+        """An early RUN_STARTED is out: its time since the input was admitted is the
+        client's wait for it (``gateway_run_started_seconds``)."""
+        assert self.started_early is not None
+        run_id, admitted_at = self.started_early
+        if started.run_id == run_id:
+            self.started_early = None
+            if self.user != WARM_UP_USER:
+                self.hub.metrics.run_started(time.perf_counter() - admitted_at)
 
 
 def _queue_full() -> p.GatewayError:

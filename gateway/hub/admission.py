@@ -149,6 +149,8 @@ class Admission:
             cancelled = self.withdraw(admitted)
         # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.
         run.acknowledged = executor if admitted.early else None
+        if admitted.early and run.clock is not None:
+            run.clock.started_early()
         if cancelled:  # stopped as soon as it runs, as a cancel stops a run
             log.info("%s was cancelled before it had its thread", run)
             run.abort.set()
