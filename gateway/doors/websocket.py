@@ -384,10 +384,11 @@ class WebSocketSession:
 
     def _take_input(self, request: p.RunAgentInput) -> Taken:
         """Admits an input as it is read (``Admission.admit``), as the worker would next."""
-        self.send_queue.dialect, request = versions.negotiate(request)
         try:
+            # The connection speaks the version of its latest input from here on.
+            self.send_queue.dialect, request = versions.negotiate(request)
             admitted = self.hub.admission.admit(self.user, request, self, self._acknowledge)
-        except p.GatewayError as error:
+        except p.GatewayError as error:  # an undeclarable version, or a refusal
             return Taken(request, None, error)
         return Taken(request, admitted)
 

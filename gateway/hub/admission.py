@@ -95,8 +95,9 @@ class Admission:
         when it may go out now. ``start`` goes on with what it returns, or ``withdraw``
         forgets it: a door admits an input the moment it reads it (docs/first-event.md)."""
         policy = self._admit(user_id, run_input)
-        early = acknowledge is not None and self._acknowledged_early(run_input, executor)
-        if acknowledge is not None and early:
+        early = False
+        if acknowledge is not None and self._acknowledged_early(run_input, executor):
+            early = True
             acknowledge(
                 p.RunStarted(
                     thread_id=run_input.thread_id,

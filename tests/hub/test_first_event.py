@@ -219,3 +219,13 @@ async def test_inputs_whose_connection_closes_at_once_leave_nothing_admitted() -
             async with gateway.socket() as ws:
                 await ws.send(user_input(new_id("t"), "안녕"))
         await eventually(lambda: not hub.admission.admitted, 5, what="nothing left admitted")
+
+
+async def test_an_input_of_an_undeclarable_version_is_refused_with_its_code_as_it_is_read() -> None:
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        await ws.send(user_input(new_id("t"), "안녕") | {"protocolVersion": "t"})
+        refused = await ws.next()
+        assert refused["type"] == "RUN_ERROR" and refused["code"] == "VALIDATION_ERROR"
+        assert "protocolVersion" in refused["message"]
+        # The connection goes on: the next input runs.
+        assert outcome(await ws.run(user_input(new_id("t"), "안녕"))) == {"type": "success"}
