@@ -10,6 +10,9 @@ many) counts alone, and ``GET /metrics`` (``gateway.doors.app``) exposes it.
 A run's times are kept by its ``RunClock``, made when the hub takes the run on: it sees
 each batch of events the run emits and observes, from that moment, the time to
 RUN_STARTED, to the first text and to the run's end, and counts the run by how it ended.
+A RUN_STARTED sent as its input was admitted (docs/first-event.md) is timed by the door
+that sent it instead, from the admission to the moment it was written to the socket,
+which is what its client waits for; the run's clock then leaves it out.
 What other code already counts (runs in progress, the store's queue) is read when
 Prometheus scrapes, through a function given once (``watch_*``), never counted twice.
 
@@ -125,13 +128,18 @@ OFF = Metrics()
 class RunClock:
     """One run's times, observed as its events go out; see the module's docstring."""
 
-    __slots__ = ("_ended", "_metrics", "_since", "_texted")
+    __slots__ = ("_ended", "_metrics", "_since", "_started", "_texted")
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
         self._since = time.perf_counter()
+        self._started = False
         self._texted = False
         self._ended = False
+
+    def started_early(self) -> None:
+        """The run's RUN_STARTED went out as its input was admitted, timed by its door."""
+        self._started = True
 
     def saw(self, batch: Iterable[p.Event]) -> None:
         for event in batch:
@@ -139,7 +147,8 @@ class RunClock:
                 if not self._texted:
                     self._texted = True
                     self._metrics.first_text(time.perf_counter() - self._since)
-            elif isinstance(event, p.RunStarted):
+            elif isinstance(event, p.RunStarted) and not self._started:
+                self._started = True
                 self._metrics.run_started(time.perf_counter() - self._since)
             elif isinstance(event, p.RunFinished | p.RunError) and not self._ended:
                 self._ended = True
@@ -182,7 +191,7 @@ class Prometheus(Metrics):
         )
         self._run_started = Histogram(
             "gateway_run_started_seconds",
-            "From the run taken on to its RUN_STARTED",
+            "From the input admitted to its RUN_STARTED sent (or from the run taken on)",
             buckets=START_BUCKETS,
             registry=r,
         )

@@ -14,7 +14,7 @@ import uuid
 
 from gateway import logs, tracing
 from gateway import wire as p
-from gateway.auth import Unauthorized, query_param, selected_subprotocol
+from gateway.auth import WARM_UP_USER, Unauthorized, query_param, selected_subprotocol
 from gateway.context import Caller
 from gateway.doors import cors
 from gateway.doors.access import DENIALS, Access
@@ -23,6 +23,7 @@ from gateway.doors.drain import CLOSE_CODE, CLOSE_REASON
 from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
 from gateway.doors.voice import Voice
+from gateway.hub.admission import Admitted
 from gateway.hub.inputs import needed_part
 from gateway.hub.refusals import draining
 from gateway.hub.threads import Run
@@ -45,6 +46,16 @@ class Refused:
 
 
 @dataclasses.dataclass(frozen=True)
+class Taken:
+    """An input admitted as it was read (its RUN_STARTED out already), or refused then;
+    its run starts in its turn (docs/first-event.md)."""
+
+    request: p.RunAgentInput
+    admitted: Admitted | None
+    refused: p.GatewayError | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Restart:
     """The gateway drains: the connection closes once the run it follows has ended."""
 
@@ -58,6 +69,7 @@ class ThreadNewsDue:
 # notice, the drain's turn, or the user's thread changes.
 Work = (
     p.RunAgentInput
+    | Taken
     | p.Reattach
     | live.LiveStart
     | p.GatewayError
@@ -133,6 +145,9 @@ class WebSocketSession:
         self.between_runs = True
         # The input being started whose RUN_STARTED the hub sent already: a refusal ends it.
         self.acknowledged: str | None = None
+        # The run id of the RUN_STARTED sent as its input was admitted, and when that was,
+        # until it is written to the socket.
+        self.started_early: tuple[str, float] | None = None
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
@@ -210,6 +225,9 @@ class WebSocketSession:
                     await worker
             with contextlib.suppress(Exception):
                 await writer
+            for item, _ in self.inbox:  # inputs admitted as read whose turn never came
+                if isinstance(item, Taken) and item.admitted is not None:
+                    self.hub.admission.withdraw(item.admitted)
             # Nothing waits for these any more: free them now, not at a full collection.
             self.send_queue.clear()
             self.inbox.clear()
@@ -336,21 +354,43 @@ class WebSocketSession:
                 self._refuse(refused)
         elif isinstance(frame, p.RunAgentInput):
             # A queued input keeps only what the run reads, not the history a client resends.
-            self._queue(needed_part(frame), len(data))
+            request = needed_part(frame)
+            if self._idle() and not self._full(len(data)):
+                # Admitted now, not a turn later in the worker: its RUN_STARTED is on its
+                # way before the loop runs other runs' work again (docs/first-event.md).
+                self._queue(self._take_input(request), len(data))
+            else:
+                self._queue(request, len(data))
         else:
             self._queue(frame, len(data))
 
     def _queue(self, work: Work, size: int) -> None:
         """Queues work for its turn, or refuses it when the queue is full."""
-        full = (
-            len(self.inbox) >= QUEUED_FRAMES_LIMIT
-            or self.queued_bytes + size > self.settings.receive_buffer_bytes
-        )
-        if full:
+        if self._full(size):
             self._refuse(_queue_full())
             return
         self.queued_bytes += size
         self._enqueue(work, size)
+
+    def _full(self, size: int) -> bool:
+        return (
+            len(self.inbox) >= QUEUED_FRAMES_LIMIT
+            or self.queued_bytes + size > self.settings.receive_buffer_bytes
+        )
+
+    def _idle(self) -> bool:
+        """Nothing waits or is worked on: an input read now is the connection's next work."""
+        return not self.closed and not self.inbox and (self.worker is None or self.worker.done())
+
+    def _take_input(self, request: p.RunAgentInput) -> Taken:
+        """Admits an input as it is read (``Admission.admit``), as the worker would next."""
+        try:
+            # The connection speaks the version of its latest input from here on.
+            self.send_queue.dialect, request = versions.negotiate(request)
+            admitted = self.hub.admission.admit(self.user, request, self, self._acknowledge)
+        except p.GatewayError as error:  # an undeclarable version, or a refusal
+            return Taken(request, None, error)
+        return Taken(request, admitted)
 
     def _refuse(self, error: p.GatewayError) -> None:
         """Counts a frame refused; however many there are, one error waits in the queue."""
@@ -402,6 +442,8 @@ class WebSocketSession:
             await self._live(item)
         elif isinstance(item, ThreadNewsDue):
             self._send_news()
+        elif isinstance(item, Taken):
+            await self._run(item.request, item)
         else:
             await self._run(item)
 
@@ -427,8 +469,9 @@ class WebSocketSession:
         self.following = frame.thread_id
         await turn.run.done.wait()
 
-    async def _run(self, request: p.RunAgentInput | p.Reattach) -> None:
-        """Starts a run or reattaches, then waits for the run it follows to end."""
+    async def _run(self, request: p.RunAgentInput | p.Reattach, taken: Taken | None = None) -> None:
+        """Starts a run or reattaches, then waits for the run it follows to end; ``taken``:
+        the input was admitted as it was read."""
         logs.bind(thread=request.thread_id, run=getattr(request, "run_id", None))
         try:
             if isinstance(request, p.Reattach):
@@ -436,11 +479,19 @@ class WebSocketSession:
                     self.user, request.thread_id, self, after=request.after
                 )
             else:
-                # The connection speaks the version of its latest input from here on.
-                self.send_queue.dialect, request = versions.negotiate(request)
+                if taken is None:
+                    # The connection speaks the version of its latest input from here on.
+                    self.send_queue.dialect, request = versions.negotiate(request)
+                elif taken.refused is not None:
+                    raise taken.refused
                 tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
                 run = await self.hub.start(
-                    self.user, request, self, self.access.caller, acknowledge=self._acknowledge
+                    self.user,
+                    request,
+                    self,
+                    self.access.caller,
+                    acknowledge=self._acknowledge,
+                    admitted=taken.admitted if taken is not None else None,
                 )
                 self.acknowledged = None
         except p.GatewayError as error:
@@ -462,6 +513,7 @@ class WebSocketSession:
         nothing of its runs comes into this one's."""
         if isinstance(event, p.RunStarted):
             self.acknowledged = event.run_id
+            self.started_early = (event.run_id, time.perf_counter())
             if self.following not in (None, event.thread_id):
                 self.hub.unwatch(self, self.following)
             self.following = event.thread_id
@@ -522,6 +574,18 @@ class WebSocketSession:
                     await self.send({"type": "websocket.send", "bytes": data})
                 else:
                     await self.send({"type": "websocket.send", "text": data.decode()})
+                    if isinstance(event, p.RunStarted) and self.started_early is not None:
+                        self._timed(event)
+
+    def _timed(self, started: p.RunStarted) -> None:
+        """An early RUN_STARTED is out: its time since the input was admitted is the
+        client's wait for it (``gateway_run_started_seconds``)."""
+        assert self.started_early is not None
+        run_id, admitted_at = self.started_early
+        if started.run_id == run_id:
+            self.started_early = None
+            if self.user != WARM_UP_USER:
+                self.hub.metrics.run_started(time.perf_counter() - admitted_at)
 
 
 def _queue_full() -> p.GatewayError:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from gateway import wire as p
 from gateway.cluster import Cluster
@@ -33,6 +34,19 @@ from gateway.hub.refusals import Claimed, HeldElsewhere, check_owner
 from gateway.hub.threads import Run, Subscriber, Thread
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """An input the hub admitted, whose run does not have its thread yet."""
+
+    user_id: str
+    thread_id: str
+    run_id: str
+    # What it meets on a thread with a run going (``gateway.hub.busy``).
+    policy: Busy
+    # Its RUN_STARTED went out as it was admitted.
+    early: bool
 
 
 class Admission:
@@ -69,6 +83,42 @@ class Admission:
         # run: their user, and whether a cancel came for them (``start``, ``cancel_admitted``).
         self.admitted: dict[str, dict[str, tuple[str, bool]]] = {}
 
+    def admit(
+        self,
+        user_id: str,
+        run_input: p.RunAgentInput,
+        executor: Subscriber | None,
+        acknowledge: Callable[[p.Event], None] | None = None,
+    ) -> Admitted:
+        """Admits the input, or refuses it (GatewayError) with nothing read or awaited;
+        sends ``acknowledge`` the run's RUN_STARTED, and a notice if every slot is taken,
+        when it may go out now. ``start`` goes on with what it returns, or ``withdraw``
+        forgets it: a door admits an input the moment it reads it (docs/first-event.md)."""
+        policy = self._admit(user_id, run_input)
+        early = False
+        if acknowledge is not None and self._acknowledged_early(run_input, executor):
+            early = True
+            acknowledge(
+                p.RunStarted(
+                    thread_id=run_input.thread_id,
+                    run_id=run_input.run_id,
+                    protocol_version=p.PROTOCOL_VERSION,
+                )
+            )
+            if (full := self.slots.full()) is not None:
+                acknowledge(full)
+        self.admitted.setdefault(run_input.thread_id, {})[run_input.run_id] = (user_id, False)
+        return Admitted(user_id, run_input.thread_id, run_input.run_id, policy, early)
+
+    def withdraw(self, admitted: Admitted) -> bool:
+        """Forgets an admitted input (its run has its thread, or never will); whether a
+        cancel came for it meanwhile."""
+        waiting = self.admitted.get(admitted.thread_id, {})
+        _, cancelled = waiting.pop(admitted.run_id, (admitted.user_id, False))
+        if not waiting:
+            self.admitted.pop(admitted.thread_id, None)
+        return cancelled
+
     async def start(
         self,
         user_id: str,
@@ -77,6 +127,7 @@ class Admission:
         caller: Caller | None = None,
         *,
         acknowledge: Callable[[p.Event], None] | None = None,
+        admitted: Admitted | None = None,
     ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event.
 
@@ -85,34 +136,22 @@ class Admission:
         who asks, as the door identified them, for the run's tools; by default the user.
 
         ``acknowledge``: sends ``executor`` an event at once. It is given the run's
-        RUN_STARTED as soon as the input is admitted (``_admit``), before anything is
+        RUN_STARTED as soon as the input is admitted (``admit``), before anything is
         read, waited for or committed, then a notice if every slot of ``GATEWAY_MAX_RUNS``
         is taken (docs/first-event.md); the executor is not sent the run's logged
         RUN_STARTED again, and a GatewayError raised after it ends the run it started.
+        ``admitted``: the input, admitted already (``admit``); else it is admitted here.
         """
-        policy = self._admit(user_id, run_input)
-        early = acknowledge if self._acknowledged_early(run_input, executor) else None
-        if early is not None:
-            early(
-                p.RunStarted(
-                    thread_id=run_input.thread_id,
-                    run_id=run_input.run_id,
-                    protocol_version=p.PROTOCOL_VERSION,
-                )
-            )
-            if (full := self.slots.full()) is not None:
-                early(full)
-        thread_id, run_id = run_input.thread_id, run_input.run_id
-        admitted = self.admitted.setdefault(thread_id, {})
-        admitted[run_id] = (user_id, False)
+        if admitted is None:
+            admitted = self.admit(user_id, run_input, executor, acknowledge)
         try:
-            run = await self._claimed(user_id, run_input, executor, caller, policy)
+            run = await self._claimed(user_id, run_input, executor, caller, admitted.policy)
         finally:
-            _, cancelled = admitted.pop(run_id, (user_id, False))
-            if not admitted:
-                self.admitted.pop(thread_id, None)
+            cancelled = self.withdraw(admitted)
         # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.
-        run.acknowledged = executor if early is not None else None
+        run.acknowledged = executor if admitted.early else None
+        if admitted.early and run.clock is not None:
+            run.clock.started_early()
         if cancelled:  # stopped as soon as it runs, as a cancel stops a run
             log.info("%s was cancelled before it had its thread", run)
             run.abort.set()

@@ -40,7 +40,7 @@ from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
 from gateway.hub import eventlog
-from gateway.hub.admission import Admission
+from gateway.hub.admission import Admission, Admitted
 from gateway.hub.branches import Branching
 from gateway.hub.busy import Busy, in_progress
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
@@ -232,11 +232,13 @@ class Hub:
         caller: Caller | None = None,
         *,
         acknowledge: Callable[[p.Event], None] | None = None,
+        admitted: Admitted | None = None,
     ) -> Run:
         """Claims the thread and starts the run; raises GatewayError before any event
-        (``Admission.start``, which tells what the input meets and ``acknowledge``)."""
+        (``Admission.start``, which tells what the input meets, ``acknowledge`` and
+        ``admitted``)."""
         return await self.admission.start(
-            user_id, run_input, executor, caller, acknowledge=acknowledge
+            user_id, run_input, executor, caller, acknowledge=acknowledge, admitted=admitted
         )
 
     async def claim(

@@ -152,3 +152,32 @@ async def test_the_warm_up_runs_are_not_counted() -> None:
         assert total(found, "gateway_model_calls_total") == 0
         assert total(found, "gateway_model_tokens_total") == 0
         assert value(found, "gateway_run_seconds_count") == 0
+
+
+async def test_run_started_is_timed_from_the_admission_to_the_socket_not_to_the_log() -> None:
+    # The client waits from its input to its RUN_STARTED, which goes out as the input is
+    # admitted (docs/first-event.md): that is timed, with the thread's read held back here,
+    # and the run's logged RUN_STARTED after the read is not timed again.
+    async with running_gateway(metrics="on", metrics_token=TOKEN) as gateway:
+        assert gateway.app.hub is not None
+        engine = gateway.app.hub.engine
+        read, let_go = engine.open_thread, asyncio.Event()
+
+        async def held(user_id: str, thread_id: str) -> object:
+            await let_go.wait()
+            return await read(user_id, thread_id)
+
+        engine.open_thread = held  # type: ignore[assignment,method-assign]
+        async with gateway.socket() as ws:
+            await ws.send(user_input(new_id("t"), "안녕"))
+            assert (await ws.next())["type"] == "RUN_STARTED"
+            await eventually(
+                lambda: sample(gateway.app.metrics, "gateway_run_started_seconds_count") == 1,
+                5,
+                what="the RUN_STARTED sent timed before the thread is read",
+            )
+            let_go.set()
+            assert outcome(await ws.until_end()) == {"type": "success"}
+        found = await samples(gateway)
+        assert value(found, "gateway_run_started_seconds_count") == 1
+        assert value(found, "gateway_run_first_text_seconds_count") == 1

@@ -171,3 +171,61 @@ async def test_a_cancel_before_the_run_has_its_thread_stops_it() -> None:
         events = await ws.until_end()
         assert outcome(events) == {"type": "cancelled"}
         assert not [e for e in events if e["type"] == "CUSTOM"], "nothing to cancel was not said"
+
+
+async def test_run_started_goes_out_as_the_frame_is_read_not_in_the_workers_turn() -> None:
+    # The connection's worker takes the input a turn of the loop later, behind whatever
+    # else is ready then (other runs' work, under load); held here, it does not take it.
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        hub = gateway.app.hub
+        assert hub is not None
+        start, let_go = hub.start, asyncio.Event()
+
+        async def held(*args: Any, **kwargs: Any) -> Any:
+            await let_go.wait()
+            return await start(*args, **kwargs)
+
+        hub.start = held  # type: ignore[method-assign]
+        asked = user_input(new_id("t"), "안녕")
+        await ws.send(asked)
+        started = await ws.next()
+        assert started["type"] == "RUN_STARTED" and started["runId"] == asked["runId"]
+        let_go.set()
+        rest = await ws.until_end()
+        assert outcome(rest) == {"type": "success"} and text_of(rest)
+        assert [e["type"] for e in rest].count("RUN_STARTED") == 0
+
+
+async def test_an_input_read_while_a_run_streams_is_started_after_it() -> None:
+    # Admitted as it is read only on a connection with nothing else to do: a stream
+    # carries one run at a time, so the next input's RUN_STARTED waits for this run's end.
+    async with running_gateway(scripted_pace_ms=20) as gateway, gateway.socket() as ws:
+        first, second = user_input(new_id("t"), LONG), user_input(new_id("t"), "안녕")
+        await ws.send(first)
+        assert (await ws.next())["runId"] == first["runId"]
+        await ws.send(second)
+        events = await ws.until_end()  # the checker refuses a RUN_STARTED inside a run
+        assert outcome(events) == {"type": "success"}
+        then = await ws.until_end()
+        assert then[0]["type"] == "RUN_STARTED" and then[0]["runId"] == second["runId"]
+        assert outcome(then) == {"type": "success"}
+
+
+async def test_inputs_whose_connection_closes_at_once_leave_nothing_admitted() -> None:
+    async with running_gateway() as gateway:
+        hub = gateway.app.hub
+        assert hub is not None
+        for _ in range(10):
+            async with gateway.socket() as ws:
+                await ws.send(user_input(new_id("t"), "안녕"))
+        await eventually(lambda: not hub.admission.admitted, 5, what="nothing left admitted")
+
+
+async def test_an_input_of_an_undeclarable_version_is_refused_with_its_code_as_it_is_read() -> None:
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        await ws.send(user_input(new_id("t"), "안녕") | {"protocolVersion": "t"})
+        refused = await ws.next()
+        assert refused["type"] == "RUN_ERROR" and refused["code"] == "VALIDATION_ERROR"
+        assert "protocolVersion" in refused["message"]
+        # The connection goes on: the next input runs.
+        assert outcome(await ws.run(user_input(new_id("t"), "안녕"))) == {"type": "success"}
