@@ -17,9 +17,12 @@ for both its frames before it starts, so the pause falls between stories, never 
 ``--think`` makes the users a population rather than a queue: after each story its user
 reads the reply and thinks for a while before the next, drawn from an exponential
 distribution of that mean (``--seed`` draws it too), with its socket open all the while as a
-browser tab's is. Without it (0, the default) users tell their stories back to back, and any
-number of users past the server's capacity only lengthens the queue. With it, N users offer
-about N / (think + story) stories a second: 1,000 users thinking 30 s on average offer ~32.
+browser tab's is. A user opens its socket at its moment of the ramp and thinks before its
+first story too, so stories arrive spread out, not one a user at the ramp's pace; a socket
+that fails to open then counts as an error of its own, outside any story. Without
+``--think`` (0, the default) users tell their stories back to back, and users past the
+server's capacity only lengthen the queue. With it, N users offer about N / (think + story)
+stories a second: 1,000 users thinking 60 s on average offer ~16.
 
 ``--kill`` cuts a share of the stories at a random moment (after one of the story's sends
 or received events): the socket is aborted, the user reconnects, reattaches with
@@ -63,7 +66,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --users 5 --stories 3   # a few stories, then stop
     .venv/bin/python -m scripts.load --db file postgres postgres-x2 --rounds 3  # side by side
     .venv/bin/python -m scripts.load --users 200 --workers 2 --rounds 3  # one process or three
-    .venv/bin/python -m scripts.load --users 1000 --ramp 30 --think 30 --rounds 3  # paced users
+    .venv/bin/python -m scripts.load --users 1000 --ramp 20 --think 60 --rounds 3  # paced users
 """
 
 from __future__ import annotations
@@ -374,6 +377,10 @@ class Load:
         # Links open now and at most at once, the check's after the load not counted.
         self.connected = self.connected_peak = 0
         self.loading = True
+        # Sockets that failed to open on a user's arrival (``--think``), by kind, and the
+        # first of each with what it said.
+        self.arrivals_failed: collections.Counter[str] = collections.Counter()
+        self.arrival_lines: dict[str, str] = {}
         # Moments of a whole story (frames sent, events received), from the probe.
         self.story_moments = 0
         # What the check found: each problem's count, and the threads with any.
@@ -522,6 +529,9 @@ class Load:
         link: Link | None = None
         told = 0
         try:
+            if self.args.think > 0:
+                link = await self.arrive(user)
+                await self.think()
             while time.perf_counter() < self.deadline and told < self.args.stories:
                 story = Story(user.name, new_id("load"))
                 self.stories.append(story)
@@ -536,6 +546,18 @@ class Load:
         finally:
             if link is not None:
                 await link.close()
+
+    async def arrive(self, user: User) -> Link | None:
+        """The user opens the page (its socket) before it thinks of its first story; None if
+        the socket failed, counted, and the first story opens one again."""
+        try:
+            return await self.connect(user, Trail())
+        except StoryError as error:
+            self.arrivals_failed[error.kind] += 1
+            self.arrival_lines.setdefault(
+                error.kind, f"{user.name} on arrival: {error.kind}: {error.detail}"
+            )
+            return None
 
     # --- the round ---------------------------------------------------------------------
 
@@ -805,7 +827,7 @@ class Result:
     # Records the server logged at WARNING or above, by level, and the first few lines.
     logged: collections.Counter[str]
     log_lines: list[str]
-    # The first few errors with what they said.
+    # The first error of each kind (the first few kinds) with what it said.
     error_lines: list[str]
 
     @classmethod
@@ -824,18 +846,25 @@ class Result:
                 if len(lines) < LOG_LINES_SHOWN:
                     lines.append(line[:LOG_LINE_CHARS])
         failed = [s for s in load.stories if s.error is not None]
+        examples = {kind: line[:LOG_LINE_CHARS] for kind, line in load.arrival_lines.items()}
+        for s in failed:
+            assert s.error is not None
+            examples.setdefault(
+                s.error,
+                f"{f'{s.user} {s.thread}: {s.error}: {s.detail}'[:LOG_LINE_CHARS]}\n"
+                f"      its last moments, seconds since it began: {s.trail}",
+            )
         return cls(
             figures(load, monitor, load_average),
-            collections.Counter(s.error for s in failed if s.error is not None),
+            collections.Counter(s.error for s in failed if s.error is not None)
+            + collections.Counter(
+                {f"{kind} on arrival": n for kind, n in load.arrivals_failed.items()}
+            ),
             load.problems,
             load.recoveries,
             logged,
             lines,
-            [
-                f"{f'{s.user} {s.thread}: {s.error}: {s.detail}'[:LOG_LINE_CHARS]}\n"
-                f"      its last moments, seconds since it began: {s.trail}"
-                for s in failed
-            ][:LOG_LINES_SHOWN],
+            list(examples.values())[:LOG_LINES_SHOWN],
         )
 
     @classmethod
