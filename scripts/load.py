@@ -1046,7 +1046,9 @@ def one_round(
 
 
 def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]) -> None:
-    """Each setup's median stories/s and server CPU a story against the first setup's."""
+    """Each setup's median stories/s and server CPU a story against the first setup's, and
+    the figures issue 32's load at scale asks of each: RUN_STARTED's and the first text's
+    p99, errors, and what a connected user costs the server."""
     base = setups[0]
     rate = statistics.median(r.values["rate"] for r in results[base])
     cpu = statistics.median(r.values["server_ms"] for r in results[base])
@@ -1059,6 +1061,12 @@ def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]
             f"  {setup!s:12} {own_rate:6.1f} stories/s ({own_rate / rate:4.2f}x),"
             f" server CPU {own_cpu:5.1f} ms a story ({own_cpu / cpu:4.2f}x)"
             + (f", {statements:.1f} statements a story" if not math.isnan(statements) else "")
+        )
+        median = Result.median(results[setup])
+        print(
+            f"  {'':12} RUN_STARTED p99 {ms(median.values['started99'])} ms, first text p99"
+            f" {ms(median.values['text99'])} ms, {sum(median.errors.values())} errors,"
+            f" {median.values['rss_user_kib']:.1f} KiB a connected user"
         )
 
 

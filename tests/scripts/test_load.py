@@ -130,6 +130,11 @@ def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
     for setup in ("file", "postgres x2"):
         row = rf"^  {re.escape(setup)} +\d+\.\d stories/s \(\d\.\d\dx\), server CPU +\d+\.\d ms"
         assert re.search(row, done.stdout, re.M), done.stdout
+    # And under each, what the load at scale is read by.
+    latencies = (
+        r"^ {15}RUN_STARTED p99 \d+\.\d ms, first text p99 \d+\.\d ms, 0 errors, -?\d+\.\d KiB"
+    )
+    assert len(re.findall(latencies, done.stdout, re.M)) == 2, done.stdout
 
 
 def test_a_store_setup_is_named_or_refused() -> None:
