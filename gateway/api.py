@@ -402,6 +402,7 @@ def serve(
     with the gateway's logging; SIGTERM drains it (``GATEWAY_DRAIN_SECONDS``). The
     environment is read as ``create_app`` reads it, unless ``environ`` is False."""
     from gateway import logs, tracing
+    from gateway.doors import open_files
 
     resolved = config.resolve(given=settings) if environ else None
     settings = resolved.settings if resolved else settings or Settings()
@@ -410,6 +411,7 @@ def serve(
     logs.configure(settings)
     if resolved:
         config.announce(resolved)
+    settings = open_files.fit(settings)  # a file descriptor for each connection it lets in
     tracing.configure()  # by the standard OTEL_* variables; off without them
     app = create_app(
         agent,

@@ -1,7 +1,7 @@
 """Many users running the flagship story at a real model's pace, against a real gateway.
 
 Each user is a /ws connection of its own user id (``load-0001``, ...), started over
-``--ramp`` seconds, that runs the flagship story back to back, each story on a new thread:
+``--ramp`` seconds, that runs the flagship story again and again, each story on a new thread:
 "업무 요청 목록 화면 열어줘" -> find_screen -> navigateToScreen MNU-3120, answered
 ``{"status": "navigated"}`` as the browser would -> "업무 요청 목록 화면으로 이동했습니다.".
 The gateway is ``python -m gateway`` on 127.0.0.1 with the scripted model at 30 ms a chunk
@@ -13,6 +13,16 @@ counts as failed on any RUN_ERROR (rate limit and run cap included), a timeout, 
 stream, a closed connection or a reply other than the honest one. Each user sends at most
 ``--frames-per-second`` frames (under the gateway's 5 a second per user); a story waits
 for both its frames before it starts, so the pause falls between stories, never inside one.
+
+``--think`` makes the users a population rather than a queue: after each story its user
+reads the reply and thinks for a while before the next, drawn from an exponential
+distribution of that mean (``--seed`` draws it too), with its socket open all the while as a
+browser tab's is. A user opens its socket at its moment of the ramp and thinks before its
+first story too, so stories arrive spread out, not one a user at the ramp's pace; a socket
+that fails to open then counts as an error of its own, outside any story. Without
+``--think`` (0, the default) users tell their stories back to back, and users past the
+server's capacity only lengthen the queue. With it, N users offer about N / (think + story)
+stories a second: 1,000 users thinking 60 s on average offer ~16.
 
 ``--kill`` cuts a share of the stories at a random moment (after one of the story's sends
 or received events): the socket is aborted, the user reconnects, reattaches with
@@ -40,9 +50,11 @@ after each frame, the first run's end, paused on the browser, the reply's first 
 end after the browser's answer, the whole story), errors by kind, the most runs clients
 waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once; a run past that
 waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
-/proc/<pid>/status) at start, peak and end, CPU (the server's, this script's and the rest
-of the machine's, which is shared) and what the server logged at WARNING or above during
-the load. Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and
+/proc/<pid>/status) at start, peak and end, and the peak less the start over the most users
+connected at once (what a connected user costs the server, its runs and threads included),
+CPU (the server's, this script's and the rest of the machine's, which is shared, with the
+machine's cores and load average first) and what the server logged at WARNING or above
+during the load. Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and
 ``--timeout`` overall; the server stops with the script, which exits 1 on any error or
 inconsistent thread.
 
@@ -54,6 +66,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --users 5 --stories 3   # a few stories, then stop
     .venv/bin/python -m scripts.load --db file postgres postgres-x2 --rounds 3  # side by side
     .venv/bin/python -m scripts.load --users 200 --workers 2 --rounds 3  # one process or three
+    .venv/bin/python -m scripts.load --users 1000 --ramp 20 --think 60 --rounds 3  # paced users
 """
 
 from __future__ import annotations
@@ -267,6 +280,8 @@ class Link:
         self.checker = StreamChecker(official=False)
         self.cut_after: int | None = None
         self.moments = 0
+        self.open = True
+        load.connected_on(+1)
 
     async def send(self, frame: dict[str, Any]) -> float:
         try:
@@ -299,6 +314,7 @@ class Link:
             if self.cut_after <= 0:
                 self.cut_after = None
                 self.ws.transport.abort()
+                self.gone()
                 self.trail.add("cut")
                 raise Cut
 
@@ -332,8 +348,15 @@ class Link:
         return await self.run({"type": "reattach", "threadId": thread}, asks_a_run=False)
 
     async def close(self) -> None:
+        self.gone()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.ws.close(), 5)
+
+    def gone(self) -> None:
+        """Counts the link out of the users connected, once."""
+        if self.open:
+            self.open = False
+            self.load.connected_on(-1)
 
 
 class Load:
@@ -346,9 +369,18 @@ class Load:
         # Draws the cuts: the same seed draws the same ones, though which story gets which
         # follows the order the users reach their stories in.
         self.random = random.Random(seed)
+        # Draws the users' think times, apart from the cuts so that --think leaves them be.
+        self.thinking = random.Random(seed)
         self.tools: list[Any] = client_tools(gateways[0])
         self.stories: list[Story] = []
         self.waiting = self.waiting_peak = 0
+        # Links open now and at most at once, the check's after the load not counted.
+        self.connected = self.connected_peak = 0
+        self.loading = True
+        # Sockets that failed to open on a user's arrival (``--think``), by kind, and the
+        # first of each with what it said.
+        self.arrivals_failed: collections.Counter[str] = collections.Counter()
+        self.arrival_lines: dict[str, str] = {}
         # Moments of a whole story (frames sent, events received), from the probe.
         self.story_moments = 0
         # What the check found: each problem's count, and the threads with any.
@@ -364,6 +396,17 @@ class Load:
     def waiting_on(self, change: int) -> None:
         self.waiting += change
         self.waiting_peak = max(self.waiting_peak, self.waiting)
+
+    def connected_on(self, change: int) -> None:
+        self.connected += change
+        if self.loading:
+            self.connected_peak = max(self.connected_peak, self.connected)
+
+    async def think(self) -> None:
+        """A user's pause between stories (``--think``), cut short by the round's end."""
+        if self.args.think > 0:
+            pause = self.thinking.expovariate(1 / self.args.think)
+            await asyncio.sleep(max(0.0, min(pause, self.deadline - time.perf_counter())))
 
     async def connect(self, user: User, trail: Trail) -> Link:
         try:
@@ -486,6 +529,9 @@ class Load:
         link: Link | None = None
         told = 0
         try:
+            if self.args.think > 0:
+                link = await self.arrive(user)
+                await self.think()
             while time.perf_counter() < self.deadline and told < self.args.stories:
                 story = Story(user.name, new_id("load"))
                 self.stories.append(story)
@@ -496,9 +542,22 @@ class Load:
                 except Exception as error:  # every failure counts; none ends the round
                     story.error, story.detail = failure(error, self.args.story_timeout)
                     link = None  # story() closed it
+                await self.think()
         finally:
             if link is not None:
                 await link.close()
+
+    async def arrive(self, user: User) -> Link | None:
+        """The user opens the page (its socket) before it thinks of its first story; None if
+        the socket failed, counted, and the first story opens one again."""
+        try:
+            return await self.connect(user, Trail())
+        except StoryError as error:
+            self.arrivals_failed[error.kind] += 1
+            self.arrival_lines.setdefault(
+                error.kind, f"{user.name} on arrival: {error.kind}: {error.detail}"
+            )
+            return None
 
     # --- the round ---------------------------------------------------------------------
 
@@ -559,6 +618,7 @@ class Load:
             async with asyncio.timeout(self.args.timeout):
                 await asyncio.gather(*(self.user(n) for n in range(1, self.args.users + 1)))
                 monitor.mark()
+                self.loading = False
                 await self.check()
         except TimeoutError:
             for story in self.stories:
@@ -722,6 +782,10 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
         "rss_start": monitor.samples[0].rss_mib,
         "rss_peak": max(loaded),
         "rss_end": monitor.samples[-1].rss_mib,
+        "connected_peak": load.connected_peak,
+        "rss_user_kib": 1024
+        * (max(loaded) - monitor.samples[0].rss_mib)
+        / max(load.connected_peak, 1),
         "server_cores": server / seconds,
         "server_ms": 1000 * server / max(len(finished), 1),
         "statements": (
@@ -763,7 +827,7 @@ class Result:
     # Records the server logged at WARNING or above, by level, and the first few lines.
     logged: collections.Counter[str]
     log_lines: list[str]
-    # The first few errors with what they said.
+    # The first error of each kind (the first few kinds) with what it said.
     error_lines: list[str]
 
     @classmethod
@@ -782,18 +846,25 @@ class Result:
                 if len(lines) < LOG_LINES_SHOWN:
                     lines.append(line[:LOG_LINE_CHARS])
         failed = [s for s in load.stories if s.error is not None]
+        examples = {kind: line[:LOG_LINE_CHARS] for kind, line in load.arrival_lines.items()}
+        for s in failed:
+            assert s.error is not None
+            examples.setdefault(
+                s.error,
+                f"{f'{s.user} {s.thread}: {s.error}: {s.detail}'[:LOG_LINE_CHARS]}\n"
+                f"      its last moments, seconds since it began: {s.trail}",
+            )
         return cls(
             figures(load, monitor, load_average),
-            collections.Counter(s.error for s in failed if s.error is not None),
+            collections.Counter(s.error for s in failed if s.error is not None)
+            + collections.Counter(
+                {f"{kind} on arrival": n for kind, n in load.arrivals_failed.items()}
+            ),
             load.problems,
             load.recoveries,
             logged,
             lines,
-            [
-                f"{f'{s.user} {s.thread}: {s.error}: {s.detail}'[:LOG_LINE_CHARS]}\n"
-                f"      its last moments, seconds since it began: {s.trail}"
-                for s in failed
-            ][:LOG_LINES_SHOWN],
+            list(examples.values())[:LOG_LINES_SHOWN],
         )
 
     @classmethod
@@ -863,7 +934,8 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     )
     print(
         f"  server RSS MiB: start {v['rss_start']:.0f}, peak {v['rss_peak']:.0f},"
-        f" end {v['rss_end']:.0f}"
+        f" end {v['rss_end']:.0f}; {v['rss_user_kib']:.1f} KiB a connected user"
+        f" (peak less start, over the {v['connected_peak']:.0f} connected at most)"
     )
     print(
         f"  CPU cores: server {v['server_cores']:.2f} ({v['server_ms']:.1f} ms a story),"
@@ -882,6 +954,20 @@ def print_result(title: str, result: Result, kill: bool) -> None:
 
 
 # --- main --------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    """The machine a run measured: its cores, their model, and how busy it was already."""
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    load_averages = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return f"machine: {os.cpu_count()} cores ({model}), load average {load_averages} (1, 5, 15 min)"
 
 
 def ensure_open_files(users: int) -> None:
@@ -960,7 +1046,9 @@ def one_round(
 
 
 def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]) -> None:
-    """Each setup's median stories/s and server CPU a story against the first setup's."""
+    """Each setup's median stories/s and server CPU a story against the first setup's, and
+    the figures issue 32's load at scale asks of each: RUN_STARTED's and the first text's
+    p99, errors, and what a connected user costs the server."""
     base = setups[0]
     rate = statistics.median(r.values["rate"] for r in results[base])
     cpu = statistics.median(r.values["server_ms"] for r in results[base])
@@ -974,6 +1062,12 @@ def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]
             f" server CPU {own_cpu:5.1f} ms a story ({own_cpu / cpu:4.2f}x)"
             + (f", {statements:.1f} statements a story" if not math.isnan(statements) else "")
         )
+        median = Result.median(results[setup])
+        print(
+            f"  {'':12} RUN_STARTED p99 {ms(median.values['started99'])} ms, first text p99"
+            f" {ms(median.values['text99'])} ms, {sum(median.errors.values())} errors,"
+            f" {median.values['rss_user_kib']:.1f} KiB a connected user"
+        )
 
 
 def main() -> int:
@@ -983,6 +1077,12 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of stories (60)")
     parser.add_argument(
         "--stories", type=int, default=sys.maxsize, help="stories per user at most (no cap)"
+    )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="mean seconds a user pauses between stories, exponentially drawn (0: none)",
     )
     parser.add_argument("--kill", action="store_true", help="cut stories midway, then recover")
     parser.add_argument(
@@ -1035,6 +1135,8 @@ def main() -> int:
         args.db = [twin for setup in args.db for twin in (setup, with_workers(setup))]
     ensure_open_files(args.users)
     mode = "kill mode (stories cut midway)" if args.kill else "normal mode"
+    thinking = f"think {args.think:g} s on average" if args.think > 0 else "back to back"
+    print(machine())
     results: dict[Setup, list[Result]] = {setup: [] for setup in args.db}
     with contextlib.ExitStack() as stack:
         postgres = None
@@ -1046,7 +1148,8 @@ def main() -> int:
                 results[setup].append(one_round(args, setup, postgres, seed))
                 title = (
                     f"round {number}: {args.users} users (ramp {args.ramp:g} s), the flagship"
-                    f" story, model pace {args.pace_ms:g} ms, store {setup}, {mode}, seed {seed}"
+                    f" story, model pace {args.pace_ms:g} ms, {thinking}, store {setup}, {mode},"
+                    f" seed {seed}"
                 )
                 print_result(title, results[setup][-1], args.kill)
     for setup, rounds in results.items():

@@ -234,6 +234,13 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
                 f"The WebSocket upgrade was not accepted within "
                 f"{self.settings.ws_handshake_timeout:g} s (GATEWAY_WS_HANDSHAKE_TIMEOUT)."
             )
+            # The app accepts at once unless its event loop is far behind: an overload sign.
+            log.warning(
+                "refused a /ws upgrade from %s with a 503: not accepted within %g s"
+                " (GATEWAY_WS_HANDSHAKE_TIMEOUT)",
+                self.client[0] if self.client else "-",
+                self.settings.ws_handshake_timeout,
+            )
             self.conn.send_response(self.conn.reject(HTTPStatus.SERVICE_UNAVAILABLE, sentence))
             self.transport.write(b"".join(self.conn.data_to_send()))
         # From now on the app's sends meet a disconnected client, as after a lost connection.

@@ -134,7 +134,9 @@ async def stub_server(app: App, **overrides: Any) -> AsyncIterator[tuple[int, uv
         await asyncio.wait_for(task, 15)
 
 
-async def test_an_upgrade_the_app_never_accepts_gets_a_503_after_the_handshake_timeout() -> None:
+async def test_an_upgrade_the_app_never_accepts_gets_a_503_after_the_handshake_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     late: list[BaseException] = []
 
     async def never_accepts(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -151,6 +153,9 @@ async def test_an_upgrade_the_app_never_accepts_gets_a_503_after_the_handshake_t
                 pass
         assert upgrade.value.response.status_code == 503
         assert b"GATEWAY_WS_HANDSHAKE_TIMEOUT" in upgrade.value.response.body
+        # The operator sees it: an app accepts at once unless its loop is far behind.
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert any("refused a /ws upgrade from 127.0.0.1 with a 503" in line for line in said)
         await asyncio.sleep(1)
     assert [type(exc).__name__ for exc in late] == ["ClientDisconnected"]
 

@@ -9,16 +9,18 @@ thread is tested on its own with threads that are wrong.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scripts import load
-from scripts._bench import ROOT
+from scripts._bench import ROOT, LocalGateway, free_port
 from tests.support.agui import tool_answer
 
 pytestmark = pytest.mark.process
@@ -27,6 +29,8 @@ SMALL = ["--users", "5", "--stories", "3", "--ramp", "0.5"]
 RUNS = {
     "normal": SMALL,
     "kill": [*SMALL, "--kill", "--kill-share", "1"],
+    # Users who open their socket, then think between stories, as people do.
+    "thinking": [*SMALL, "--think", "0.3"],
     # A SQLite file against two processes on one PostgreSQL database, in one invocation.
     "side by side": [*SMALL, "--db", "file", "postgres-x2"],
     # 40 stories are 80 frames from one user: past the burst of 40, however slowly the
@@ -91,6 +95,18 @@ def test_every_story_is_told_and_every_thread_reads_back_consistent(
     assert re.search(r"server RSS MiB: start \d+, peak \d+, end \d+", done.stdout)
 
 
+def test_thinking_users_keep_their_socket_and_are_weighed_by_it(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["thinking"]
+    assert_every_story_told(done)
+    assert re.search(r"^machine: \d+ cores \(.*\), load average [\d.]+ ", done.stdout, re.M)
+    assert "think 0.3 s on average" in done.stdout
+    # Each user opened its socket on arrival and kept it through its pauses.
+    weighed = r"; -?\d+\.\d KiB a connected user \(peak less start, over the 5 connected at most\)"
+    assert re.search(weighed, done.stdout), done.stdout
+
+
 def test_cut_stories_are_finished_by_reattaching_and_their_threads_stay_consistent(
     reports: dict[str, subprocess.CompletedProcess[str]],
 ) -> None:
@@ -114,6 +130,11 @@ def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
     for setup in ("file", "postgres x2"):
         row = rf"^  {re.escape(setup)} +\d+\.\d stories/s \(\d\.\d\dx\), server CPU +\d+\.\d ms"
         assert re.search(row, done.stdout, re.M), done.stdout
+    # And under each, what the load at scale is read by.
+    latencies = (
+        r"^ {15}RUN_STARTED p99 \d+\.\d ms, first text p99 \d+\.\d ms, 0 errors, -?\d+\.\d KiB"
+    )
+    assert len(re.findall(latencies, done.stdout, re.M)) == 2, done.stdout
 
 
 def test_a_store_setup_is_named_or_refused() -> None:
@@ -188,3 +209,17 @@ def test_a_storys_trail_says_what_it_last_sent_and_was_sent() -> None:
     kept = str(trail).split("; ")
     assert len(kept) == load.TRAIL_MOMENTS
     assert kept[-1].endswith(f"moment {2 * load.TRAIL_MOMENTS - 1}")
+
+
+def test_a_socket_that_fails_on_arrival_is_counted_not_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(load, "client_tools", lambda gateway: [])
+    nobody = LocalGateway(free_port(), None, Path("server.log"), 0.0)  # type: ignore[arg-type]
+    args = argparse.Namespace(think=1.0, users=1)
+    round_ = load.Load(args, [nobody], kill=False, seed=1)
+    link = asyncio.run(round_.arrive(load.User(load.user_name(1), 1.0)))
+    assert link is None
+    assert round_.arrivals_failed == {"connection refused": 1}
+    assert round_.arrival_lines["connection refused"].startswith("load-0001 on arrival:")
+    assert round_.connected == 0
