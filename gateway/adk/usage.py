@@ -115,9 +115,12 @@ class UsagePlugin(BasePlugin):
     async def after_model_callback(
         self, *, callback_context: CallbackContext, llm_response: LlmResponse
     ) -> LlmResponse | None:
-        run_id = run_metadata(callback_context).get("runId")
-        if llm_response.partial or llm_response.usage_metadata is None or not run_id:
+        if llm_response.partial or llm_response.usage_metadata is None:
             return None  # a streamed chunk's usage is repeated, summed, by the final response
+        # Read only for a response that counts: the chunks before it are most of a call's.
+        run_id = run_metadata(callback_context).get("runId")
+        if not run_id:
+            return None
         entry = token_usage(
             llm_response.usage_metadata, _model_name(callback_context, llm_response)
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -34,6 +35,7 @@ from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.store.sqlite.audit import SqliteAuditTables
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 from tests.support.audit import record
 from tests.support.postgres import Postgres
@@ -73,6 +75,21 @@ async def test_recording_does_not_wait_for_the_disk_and_writes_in_batches(
     await audit.flush()
     assert len(await audit.query(user="demo")) == 500
     assert audit.commits < 500
+
+
+async def test_only_a_file_audit_leaves_the_loop_for_its_sql(tmp_path: Path) -> None:
+    """A file may wait on the disk, so its batches run in aiosqlite's thread; an in-memory
+    audit's run on the loop, as the store's do, since a hop costs more than its inserts."""
+    for path, in_loop_thread in ((":memory:", True), (str(tmp_path / "g.db"), False)):
+        tables = SqliteAuditTables(path)
+        await tables.open()
+        try:
+            sql_thread = await tables._db().run(lambda db: threading.get_ident())
+            await tables.insert([record("t1").as_row()], [])
+            assert [row[2] for row in await tables.tool_calls("t1", None)] == ["t1"]
+            assert (sql_thread == threading.get_ident()) is in_loop_thread, path
+        finally:
+            await tables.close()
 
 
 async def test_a_browser_answer_is_recorded_as_a_client_call(audit: AuditLog) -> None:

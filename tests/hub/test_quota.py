@@ -16,6 +16,7 @@ from tests.support.adk_events import agent_says, user_says
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.support.backends import APP, reopened
 from tests.support.flagship import FLAGSHIP
+from tests.support.schema_v1 import drop_user_usage
 from tests.support.servers import running_gateway
 from tests.support.stores import session_store
 
@@ -81,6 +82,7 @@ async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> N
     await store.close()
     assert usage.threads == 1 and usage.stored_bytes > 600
     with sqlite3.connect(path) as db:  # as schema 5 left it
+        drop_user_usage(db)  # schema 12's totals
         db.execute("DROP TABLE thread_words")  # schema 10's thread index
         db.execute("DROP INDEX sessions_by_activity")
         for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):
@@ -96,5 +98,38 @@ async def test_an_older_file_counts_what_its_threads_hold(tmp_path: object) -> N
         assert (await store.open_thread(APP, "u", "t")).usage == usage
         with sqlite3.connect(path) as db:
             assert db.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+    finally:
+        await store.close()
+
+
+async def test_a_users_usage_follows_their_threads_without_summing_them_each_turn() -> None:
+    """What a turn is checked against is each user's totals, kept as threads are made,
+    grow and go: it stays what a sum over the threads says, and costs one row to read."""
+    store = await reopened(":memory:")
+    try:
+        for user, threads in (("ann", ("a1", "a2", "a3")), ("bob", ("b1",))):
+            for thread in threads:
+                opened = await store.open_thread(APP, user, thread)
+                assert opened.session is not None
+                await store.append_event(opened.session, user_says("hello " * 50))
+                await store.append_event(opened.session, agent_says("hi"))
+        await store.delete_session(app_name=APP, user_id="ann", session_id="a2")
+        ann = (await store.open_thread(APP, "ann", "a1")).usage
+        (summed,) = await store._read(
+            lambda db: db.execute(
+                "SELECT COUNT(*), SUM(stored_bytes) FROM sessions WHERE user_id = 'ann'"
+            ).fetchall()
+        )
+        assert (ann.threads, ann.stored_bytes) == summed
+        assert ann.threads == 2 and ann.stored_bytes > 600
+        assert (await store.open_thread(APP, "bob", "b2")).usage.threads == 2  # b2 counted in
+        plan = await store._read(
+            lambda db: db.execute(
+                "EXPLAIN QUERY PLAN SELECT threads, stored_bytes FROM user_usage"
+                " WHERE app_name = ? AND user_id = ?",
+                (APP, "ann"),
+            ).fetchall()
+        )
+        assert "PRIMARY KEY" in str(plan)
     finally:
         await store.close()

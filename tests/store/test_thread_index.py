@@ -21,6 +21,7 @@ from gateway.store.thread_index import (
     search_terms,
 )
 from tests.support.postgres import Postgres
+from tests.support.schema_v1 import drop_user_usage
 from tests.support.stores import session_store
 
 pytestmark = pytest.mark.unit
@@ -184,6 +185,7 @@ async def test_a_file_from_before_the_index_gets_titles_previews_and_words(
     await thread(store, "ann", "old", "업무 요청 목록 화면 열어줘", "이동했습니다")
     await store.close()
     with sqlite3.connect(path) as db:  # as schema 9 left it
+        drop_user_usage(db)  # schema 12's totals
         db.execute("DROP TABLE thread_words")
         db.execute("DROP INDEX sessions_by_activity")
         for column in ("title", "title_source", "preview", "pinned", "archived", "metadata"):

@@ -45,3 +45,11 @@ def write_v1(path: str, threads: dict[str, list[Event]], app: str = APP) -> None
                     for e in events
                 ],
             )
+
+
+def drop_user_usage(db: sqlite3.Connection) -> None:
+    """Takes out what schema 12 added (each user's totals and the triggers that keep them),
+    for a test that makes a file as an older schema left it."""
+    for trigger in ("user_usage_on_insert", "user_usage_on_delete", "user_usage_on_bytes"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE user_usage")

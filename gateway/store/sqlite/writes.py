@@ -85,12 +85,12 @@ def open_thread(
 
 
 def _usage(db: sqlite3.Connection, opening: OpenThread) -> Usage:
-    threads, stored_bytes = db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0) FROM sessions"
-        " WHERE app_name = ? AND user_id = ?",
+    # One row, kept by triggers (``schema.USER_USAGE``), not a sum over the user's threads.
+    row = db.execute(
+        "SELECT threads, stored_bytes FROM user_usage WHERE app_name = ? AND user_id = ?",
         (opening.app_name, opening.user_id),
     ).fetchone()
-    return Usage(threads, stored_bytes)
+    return Usage(*row) if row else Usage(0, 0)
 
 
 def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
