@@ -12,6 +12,7 @@ and planned once) after a few uses.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from functools import partial
@@ -96,7 +97,7 @@ def framed(thread: str, *seqs: int) -> AppendFrames:
     return AppendFrames(APP, USER, thread, tuple(LoggedFrame(seq, b"{}") for seq in seqs))
 
 
-def test_a_batch_that_succeeds_takes_no_savepoint_and_an_append_is_two_statements(
+def test_a_batch_that_succeeds_takes_no_savepoint_and_an_append_is_one_statement(
     db: Counted,
 ) -> None:
     commit(db, [created("t1"), created("t2")])
@@ -104,9 +105,67 @@ def test_a_batch_that_succeeds_takes_no_savepoint_and_an_append_is_two_statement
     results = commit(db, [appended("t1", 0, "e1"), appended("t2", 0, "e2")])
     assert results == [1, 1]
     assert "SAVEPOINT" not in db.sent
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     stored = db.execute("SELECT count(*) FROM events").fetchone()
     assert stored == (2,)
+
+
+def test_an_appends_one_statement_opens_and_closes_its_calls_and_moves_the_run(
+    db: Counted,
+) -> None:
+    commit(db, [created("t1")])
+    db.sent.clear()
+    calling = dataclasses.replace(
+        appended("t1", 0, "e1"),
+        invocation_id="i2",
+        progress=RunProgress((("c1", "find", False), ("c2", "go", True)), (), True),
+    )
+    answering = dataclasses.replace(
+        appended("t1", 1, "e2"), invocation_id="i2", progress=RunProgress((), ("c1",), False)
+    )
+    assert commit(db, [calling]) == [1] and commit(db, [answering]) == [2]
+    assert len(db.sent) == 2
+    start, run_open = db.execute("SELECT invocation_seq, run_open FROM sessions").fetchone()
+    first = db.execute("SELECT min(seq) FROM events").fetchone()
+    assert (start, run_open) == (first[0], False)  # the run began at its first event
+    open_calls = db.execute(
+        "SELECT call_id, name, seq, invocation_seq, long_running FROM open_calls"
+    ).fetchall()
+    assert open_calls == [("c2", "go", first[0], first[0], True)]
+    # An event that names a call twice has its calls applied in turn, after the statement.
+    db.sent.clear()
+    twice = dataclasses.replace(
+        appended("t1", 2, "e3"), progress=RunProgress((("c3", "find", False),), ("c3",), None)
+    )
+    assert commit(db, [twice]) == [3]
+    assert db.sent == ["WITH", "DELETE"]  # and the call's insert (``executemany``)
+    assert db.execute("SELECT count(*) FROM open_calls WHERE call_id = 'c3'").fetchone() == (1,)
+
+
+def test_an_append_that_merges_state_is_two_statements_and_stale_copies_are_refused(
+    db: Counted,
+) -> None:
+    commit(db, [created("t1")])
+    db.sent.clear()
+    merging = dataclasses.replace(
+        appended("t1", 0, "e1"), deltas={**NO_DELTAS, "session": {"step": 2}}
+    )
+    assert commit(db, [merging]) == [1]
+    assert len(db.sent) == 2
+    assert db.execute("SELECT state FROM sessions").fetchone() == ('{"step":2}',)
+    # A copy loaded before the last append (by revision, or by time for one this store did
+    # not load) is refused, its event not stored; a thread that is not there, too.
+    by_time = dataclasses.replace(appended("t1", 0, "late"), loaded_revision=None)
+    for stale in (appended("t1", 0, "old"), by_time):
+        (failed,) = commit(db, [stale])
+        assert isinstance(failed, Failed) and isinstance(failed.error, StaleSessionError)
+    in_time = dataclasses.replace(
+        appended("t1", 0, "e2"), loaded_revision=None, loaded_update_time=2.0
+    )
+    assert commit(db, [in_time]) == [2]
+    (missing,) = commit(db, [appended("nowhere", 0, "e1")])
+    assert isinstance(missing, Failed)
+    assert db.execute("SELECT id FROM events ORDER BY seq").fetchall() == [("e1",), ("e2",)]
 
 
 def test_frames_are_one_statement_whatever_their_number(db: Counted) -> None:
@@ -139,7 +198,7 @@ def test_a_write_that_fails_is_undone_alone_and_the_rest_of_its_batch_commits(
     assert results[0] == 1 and isinstance(results[1], Failed) and results[2] == 1
 
 
-def test_an_append_indexes_its_words_preview_and_first_title_in_its_two_statements(
+def test_an_append_indexes_its_words_preview_and_first_title_in_its_one_statement(
     db: Counted,
 ) -> None:
     commit(db, [created("t1")])
@@ -148,7 +207,7 @@ def test_an_append_indexes_its_words_preview_and_first_title_in_its_two_statemen
     answered = [{"role": "assistant", "content": "이동했습니다 MNU-3120"}]
     assert commit(db, [appended("t1", 0, "e1", asked)]) == [1]
     assert commit(db, [appended("t1", 1, "e2", answered)]) == [2]
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     row = thread_row(db, app_name=APP, user_id=USER, session_id="t1")
     assert row is not None
     assert (row.title, row.preview) == ("업무 요청 목록 화면 열어줘", "이동했습니다 MNU-3120")
@@ -191,8 +250,8 @@ def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_tol
     try:
         batch = [framed("t1", 1, 2), appended("t3", 0, "e1"), framed("t2", 1), framed("t3", 1)]
         assert commit(db, batch) == [2, 1, 1, 1]
-        assert db.sent.count("WITH") == 2  # the append's second statement, and the frames
-        assert len(db.sent) == 3
+        assert db.sent.count("WITH") == 2  # the append, and the frames
+        assert len(db.sent) == 2
         told = {notice.payload for notice in listener.notifies(timeout=scaled(5), stop_after=3)}
         assert told == {committed("t1", 2), committed("t2", 1), committed("t3", 1)}
     finally:
