@@ -3,11 +3,12 @@ gateway's CPU a story grows with their number (issue 32).
 
 A batch commits its writes without savepoints; only a batch in which a write failed is
 undone and applied again with each write at a savepoint, so the failure stays its own. An
-append is two statements, what it adds to the thread index included; the frames of a
-batch's threads one, whatever their number, their cluster notices included. A session loads
-in two statements, a page of messages in two, a thread opens in three (a new one in four),
-and a read's statements are prepared (parsed
-and planned once) after a few uses.
+append is one statement, what it adds to the thread index and its open calls included (two
+when it merges session state); the frames of a batch's threads one, whatever their number,
+their cluster notices included. A session loads in one statement, a page of messages in
+one, a thread opens in two (a new one in four). A read of one statement runs without a
+transaction of its own, any other in one snapshot, and a read's statements are prepared
+(parsed and planned once) after a few uses.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gateway.store.frames import LoggedFrame
 from gateway.store.postgres.backend import open_postgres
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.reads import load_session, thread_messages, thread_owner
+from gateway.store.postgres.snapshot import one_statement
 from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
 from gateway.store.progress import RunProgress
@@ -223,7 +225,7 @@ def test_an_append_indexes_its_words_preview_and_first_title_in_its_one_statemen
         assert [r.thread_id for r in found] == ["t1"], query
 
 
-def test_a_session_loads_in_two_statements_and_a_page_of_messages_in_two(db: Counted) -> None:
+def test_a_session_loads_in_one_statement_and_a_page_of_messages_in_one(db: Counted) -> None:
     commit(db, [created("t1")])
     said = [{"role": "user", "content": "hello"}]
     for revision in range(4):
@@ -233,11 +235,12 @@ def test_a_session_loads_in_two_statements_and_a_page_of_messages_in_two(db: Cou
     windowed = load_session(db, app_name=APP, user_id=USER, session_id="t1", window=2, after=None)
     assert whole is not None and windowed is not None
     assert [seq for seq, _ in windowed.events] == [seq for seq, _ in whole.events][-2:]
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     db.sent.clear()
     page = thread_messages(db, app_name=APP, user_id=USER, session_id="t1", max_bytes=10**6)
     assert page is not None and page.latest == "e3" and len(page.rows) == 4
-    assert len(db.sent) == 2
+    assert page.earlier is None
+    assert len(db.sent) == 1
 
 
 def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_told(
@@ -288,7 +291,7 @@ async def test_a_reads_statements_are_prepared_after_a_few_uses(postgres: Postgr
         await backend.close(writable=True)
 
 
-def test_opening_a_thread_is_three_statements_and_a_new_one_four(db: Counted) -> None:
+def test_opening_a_thread_is_two_statements_and_a_new_one_four(db: Counted) -> None:
     commit(db, [created("t0")])
     db.sent.clear()
     (opened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
@@ -301,7 +304,34 @@ def test_opening_a_thread_is_three_statements_and_a_new_one_four(db: Counted) ->
     stored, usage, head = reopened
     assert (stored.session_id, [event for _, event in stored.events], head) == ("t1", ["{}"], 2)
     assert usage.threads == 2 and usage.stored_bytes > 0
-    assert len(db.sent) == 3
+    assert len(db.sent) == 2
     # Another user learns whose the thread is, and nothing of it.
     (refused,) = commit(db, [OpenThread(APP, "intruder", "t1", window=10, now=1.0)])
     assert (refused.owner, refused.session, refused.created) == (USER, None, False)
+
+
+async def test_a_read_of_one_statement_runs_alone_and_any_other_in_one_read_only_snapshot(
+    postgres: Postgres,
+) -> None:
+    backend = await open_postgres(postgres.fresh_database(), durability="normal", read_only=False)
+
+    def seen(db: psycopg.Connection) -> tuple[str, str, str]:
+        isolation = db.execute("SHOW transaction_isolation").fetchone()
+        read_only = db.execute("SHOW transaction_read_only").fetchone()
+        assert isolation is not None and read_only is not None
+        return db.info.transaction_status.name, isolation[0], read_only[0]
+
+    try:
+        assert await backend.read(seen) == ("INTRANS", "repeatable read", "on")
+        alone = one_statement(lambda db: seen(db))  # marking a function marks it for good
+        assert await backend.read(alone) == ("IDLE", "read committed", "on")
+        # Bound to its arguments as the store calls it, a marked read still runs alone.
+        assert await backend.read(partial(alone)) == ("IDLE", "read committed", "on")
+        # Nothing the reader runs can write, in a transaction or not.
+        for write in (partial, one_statement):
+            with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+                await backend.read(write(lambda db: db.execute("UPDATE probes SET count = 1")))
+        # A read that fails leaves the reader as it was, for the next read.
+        assert await backend.read(seen) == ("INTRANS", "repeatable read", "on")
+    finally:
+        await backend.close(writable=True)
