@@ -6,7 +6,7 @@ undone and applied again with each write at a savepoint, so the failure stays it
 append is one statement, what it adds to the thread index and its open calls included (two
 when it merges session state); the frames of a batch's threads one, whatever their number,
 their cluster notices included. A session loads in one statement, a page of messages in
-one, a thread opens in two (a new one in four). A read of one statement runs without a
+one, a thread opens in two (a new one too). A read of one statement runs without a
 transaction of its own, any other in one snapshot, and a read's statements are prepared
 (parsed and planned once) after a few uses.
 """
@@ -31,6 +31,7 @@ from gateway.store.postgres.reads import load_session, thread_messages, thread_o
 from gateway.store.postgres.snapshot import one_statement
 from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
+from gateway.store.postgres.writes import create_if_unused
 from gateway.store.progress import RunProgress
 from gateway.store.thread_index import ThreadFilter, indexed_text, search_terms
 from gateway.store.threads import OpenedThread, Usage
@@ -41,6 +42,7 @@ from gateway.store.writes import (
     CreateSession,
     Failed,
     OpenThread,
+    SaveStreamedText,
     TrimFrames,
 )
 from tests.support.budgets import scaled
@@ -261,6 +263,30 @@ def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_tol
         listener.close()
 
 
+def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:
+    return SaveStreamedText(APP, USER, thread, "i1", message, "agent", text, 2.0)
+
+
+def test_the_streamed_texts_of_a_batchs_threads_are_one_statement(db: Counted) -> None:
+    commit(db, [created("t1"), created("t2"), created("t3")])
+    db.sent.clear()
+    batch = [streamed("t1", "a"), framed("t1", 1), streamed("t2", "b"), streamed("t3", "c")]
+    assert commit(db, batch) == [None, 1, None, None]
+    assert db.sent == ["WITH", "WITH"]  # the frames, and the texts
+    texts = "SELECT s.id, t.text FROM streamed_texts t JOIN sessions s ON s.pk = t.session_pk"
+    assert sorted(db.execute(texts).fetchall()) == [("t1", "a"), ("t2", "b"), ("t3", "c")]
+    # A thread's second text goes after its first (the later stays); the event that ends
+    # the message finds its text there and takes it away; a thread not there fails alone.
+    db.sent.clear()
+    ended = dataclasses.replace(appended("t2", 0, "m1"), author="agent")
+    batch = [streamed("t1", "ab"), streamed("t1", "abc"), streamed("t2", "bc"), ended]
+    assert commit(db, batch) == [None, None, None, 1]
+    assert db.sent == ["WITH", "WITH", "WITH"]  # t1's first text; its second and t2's; the end
+    assert sorted(db.execute(texts).fetchall()) == [("t1", "abc"), ("t3", "c")]
+    results = commit(db, [streamed("t3", "cd"), streamed("nowhere", "x")])
+    assert results[0] is None and isinstance(results[1], Failed)
+
+
 def test_frames_held_back_are_there_for_a_later_write_of_their_thread(db: Counted) -> None:
     commit(db, [created("t1"), created("t2")])
     # The trim comes after t1's frames, and t2's frames wait for no one.
@@ -291,13 +317,13 @@ async def test_a_reads_statements_are_prepared_after_a_few_uses(postgres: Postgr
         await backend.close(writable=True)
 
 
-def test_opening_a_thread_is_two_statements_and_a_new_one_four(db: Counted) -> None:
+def test_opening_a_thread_is_two_statements_and_a_new_one_two(db: Counted) -> None:
     commit(db, [created("t0")])
     db.sent.clear()
     (opened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
     assert isinstance(opened, OpenedThread) and opened.created
     assert opened.usage == Usage(threads=2, stored_bytes=0)  # the new thread counted in
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     commit(db, [framed("t1", 1, 2), appended("t1", 0, "e1")])
     db.sent.clear()
     (reopened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
@@ -335,3 +361,16 @@ async def test_a_read_of_one_statement_runs_alone_and_any_other_in_one_read_only
         assert await backend.read(seen) == ("INTRANS", "repeatable read", "on")
     finally:
         await backend.close(writable=True)
+
+
+def test_a_new_threads_creation_creates_nothing_once_anyone_has_its_id(db: Counted) -> None:
+    """Another process may create the thread between the opening's first statement, which
+    found no owner, and its creation: the creation sees it and leaves it alone."""
+    commit(db, [CreateSession(APP, "other", "t1", NO_DELTAS, 1.0)])
+    db.execute("INSERT INTO user_states VALUES (%s, %s, %s, 1.0)", (APP, USER, '{"tz":"KST"}'))
+    creation = OpenThread(APP, USER, "t1", window=10, now=2.0).creation()
+    assert create_if_unused(db, creation) is None
+    fresh = dataclasses.replace(creation, session_id="t2")
+    assert create_if_unused(db, fresh) == {"user:tz": "KST"}
+    owners = db.execute("SELECT id, user_id FROM sessions ORDER BY id").fetchall()
+    assert owners == [("t1", "other"), ("t2", USER)]

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import psycopg
 
-from gateway.store.codec import dump, updated_state
+from gateway.store.codec import dump, load_state, merged_state, updated_state
 from gateway.store.postgres.branches import move_branch as move_branch
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
@@ -85,15 +85,20 @@ def open_thread(
             },
         ).fetchone(),
     )
+    create = opening.creation()
+    state = None
     if owner is None:
-        # The statement read before it had the lock: a thread created by another process
-        # in between is seen now.
-        owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
-    if owner is None:
-        create = opening.creation()
-        session = create.session(create_session(db, create))
+        # The statement read before it had the lock: the creation, a statement of its own,
+        # creates nothing if another process created the thread in between.
+        state = create_if_unused(db, create)
+        if state is None:
+            owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
+            if owner is None:  # created, then deleted, in between: the asker's to make
+                state = create_session(db, create)
+    if state is not None:
         usage = Usage(threads + 1, stored_bytes)  # the new thread counted in, with no events
-        return OpenedThread(opening.user_id, session, created=True, usage=usage)
+        return OpenedThread(opening.user_id, create.session(state), created=True, usage=usage)
+    assert owner is not None  # found by one statement or the other
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
     stored = load_session(
@@ -106,6 +111,30 @@ def open_thread(
     )
     assert stored is not None  # its owner was just read, and nothing deletes it under the lock
     return stored, Usage(threads, stored_bytes), head
+
+
+def create_if_unused(db: psycopg.Connection, create: CreateSession) -> dict[str, Any] | None:
+    """A new thread with no state of its own (an opening's), and its merged state, unless
+    anyone's thread has its id: one statement, where the check, the insert and the read of
+    its scopes took three."""
+    assert not any(create.deltas.values())
+    row = db.execute(
+        "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)"
+        " SELECT %(app)s, %(user)s, %(id)s, '{}', %(now)s, %(now)s WHERE NOT EXISTS"
+        " (SELECT FROM sessions WHERE app_name = %(app)s AND id = %(id)s)"
+        " ON CONFLICT DO NOTHING RETURNING"
+        " (SELECT state FROM app_states WHERE app_name = %(app)s),"
+        " (SELECT state FROM user_states WHERE app_name = %(app)s AND user_id = %(user)s)",
+        {
+            "app": create.app_name,
+            "user": create.user_id,
+            "id": create.session_id,
+            "now": create.now,
+        },
+    ).fetchone()
+    if row is None:
+        return None
+    return merged_state({}, load_state(row[0]), load_state(row[1]))
 
 
 _OPENING = (
@@ -281,27 +310,50 @@ def patch_thread(db: psycopg.Connection, patch: PatchThread) -> ThreadRow | None
 
 
 def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
-    cursor = db.execute(
-        "INSERT INTO streamed_texts"
-        " (session_pk, invocation_id, message_id, author, text, update_time)"
-        " SELECT pk, %s, %s, %s, %s, %s FROM sessions"
-        " WHERE app_name = %s AND user_id = %s AND id = %s"
-        " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
-        " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
-        " update_time = excluded.update_time",
-        (
-            save.invocation_id,
-            save.message_id,
-            save.author,
-            save.text,
-            save.update_time,
-            save.app_name,
-            save.user_id,
-            save.session_id,
-        ),
-    )
-    if cursor.rowcount == 0:
-        raise not_found(save.session_id)
+    if isinstance(failed := save_streamed_texts(db, [save])[0], Exception):
+        raise failed
+
+
+def save_streamed_texts(
+    db: psycopg.Connection, saves: Sequence[SaveStreamedText]
+) -> list[Exception | None]:
+    """The streamed texts of several threads (one a thread: a thread's row holds one), in
+    one statement, each thread's key found by the statement itself. Each save's outcome,
+    in order: None, or the error of a thread that is not there."""
+    found = db.execute(
+        _SAVE_STREAMED_TEXTS,
+        {
+            "save": list(range(len(saves))),
+            "app": [save.app_name for save in saves],
+            "user": [save.user_id for save in saves],
+            "thread": [save.session_id for save in saves],
+            "invocation": [save.invocation_id for save in saves],
+            "message": [save.message_id for save in saves],
+            "author": [save.author for save in saves],
+            "text": [save.text for save in saves],
+            "at": [save.update_time for save in saves],
+        },
+    ).fetchall()  # all: a statement that writes is over only once read to its end
+    saved = {number for (number,) in found}
+    return [
+        None if number in saved else not_found(save.session_id) for number, save in enumerate(saves)
+    ]
+
+
+_SAVE_STREAMED_TEXTS = (
+    "WITH found AS (SELECT t.*, s.pk FROM unnest(%(save)s::int[], %(app)s::text[],"
+    " %(user)s::text[], %(thread)s::text[], %(invocation)s::text[], %(message)s::text[],"
+    " %(author)s::text[], %(text)s::text[], %(at)s::float8[]) AS t (number, app_name,"
+    " user_id, id, invocation_id, message_id, author, text, update_time)"
+    " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
+    " saved AS (INSERT INTO streamed_texts"
+    " (session_pk, invocation_id, message_id, author, text, update_time)"
+    " SELECT pk, invocation_id, message_id, author, text, update_time FROM found"
+    " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
+    " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
+    " update_time = excluded.update_time)"
+    " SELECT number FROM found"
+)
 
 
 def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
