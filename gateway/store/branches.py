@@ -181,12 +181,18 @@ class BranchRefused(Exception):
 
 
 def read_tree(sql: Sql, *, app_name: str, user_id: str, session_id: str) -> BranchTree | None:
-    """The thread's branches; None if there is no such thread of the user."""
-    row = sql.rows(
-        "SELECT pk, branch FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+    """The thread's branches; None if there is no such thread of the user. One statement
+    (on PostgreSQL, a read of one statement needs no transaction of its own): a row a
+    branch, or one with none, each with the thread's active branch."""
+    rows = sql.rows(
+        f"SELECT s.branch, {_branch_columns('b.')} FROM sessions s"
+        " LEFT JOIN branches b ON b.session_pk = s.pk"
+        " WHERE s.app_name = ? AND s.user_id = ? AND s.id = ? ORDER BY b.id",
         (app_name, user_id, session_id),
     )
-    return _tree(sql, row[0][0], row[0][1]) if row else None
+    if not rows:
+        return None
+    return BranchTree(rows[0][0], tuple(_branch(row[1:]) for row in rows if row[1] is not None))
 
 
 def move(sql: Sql, move: Fork | Switch) -> Moved:
@@ -342,17 +348,34 @@ def _session(sql: Sql, app_name: str, user_id: str, session_id: str) -> tuple[in
 
 def _tree(sql: Sql, pk: int, active: int) -> BranchTree:
     rows = sql.rows(
-        "SELECT id, parent, fork_seq, run_id, message_id, text, parent_run_id, created_at,"
-        " selected_at, forked FROM branches WHERE session_pk = ? ORDER BY id",
+        f"SELECT {_branch_columns()} FROM branches WHERE session_pk = ? ORDER BY id",
         (pk,),
     )
-    return BranchTree(
-        active,
-        tuple(
-            Branch(int(r[0]), int(r[1]), int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]))
-            for r in rows
-        ),
-    )
+    return BranchTree(active, tuple(_branch(row) for row in rows))
+
+
+# A branch's columns, in ``Branch``'s order.
+_BRANCH_COLUMNS = (
+    "id",
+    "parent",
+    "fork_seq",
+    "run_id",
+    "message_id",
+    "text",
+    "parent_run_id",
+    "created_at",
+    "selected_at",
+    "forked",
+)
+
+
+def _branch_columns(table: str = "") -> str:
+    """The columns of a branch's row, each after ``table`` (its name and a dot, if any)."""
+    return ", ".join(table + column for column in _BRANCH_COLUMNS)
+
+
+def _branch(r: Sequence[Any]) -> Branch:
+    return Branch(int(r[0]), int(r[1]), int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]))
 
 
 def _check_idle(sql: Sql, pk: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sqlite3
 import threading
@@ -35,6 +36,7 @@ from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.store.postgres.audit import PostgresAuditTables
 from gateway.store.sqlite.audit import SqliteAuditTables
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 from tests.support.audit import record
@@ -181,6 +183,38 @@ async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postg
     out = io.StringIO()
     assert await print_audit(url, out=out) == 3
     assert "navigateToScreen" in out.getvalue()
+
+
+@pytest.mark.process
+async def test_a_batch_goes_into_both_tables_whole_whatever_its_values(postgres: Postgres) -> None:
+    """One statement a batch, a column an array: a NUL a client sent, a missing value and
+    a batch of one table only all come back as recorded."""
+    url = postgres.fresh_database()
+    store = session_store(url)
+    await store.open()
+    tables = PostgresAuditTables(url)
+    await tables.open()
+    try:
+        odd = dataclasses.replace(
+            record("t2", "demo"), tool="a\x00b", duration_ms=None, detail="안녕"
+        )
+        calls = [record("t1", "demo").as_row(), odd.as_row()]
+        actions = [
+            access(1_700_000_001.0, "", "cancel").as_row(),
+            access(2.0, "demo", "x").as_row(),
+        ]
+        await tables.insert(calls, actions)
+        await tables.insert([], [access(3.0, "demo", "approval").as_row()])
+        await tables.insert([record("t3", "demo").as_row()], [])
+        found = await tables.tool_calls(None, None)
+        assert [row[2] for row in found] == ["t1", "t2", "t3"]
+        assert found[1][4] == "a\ufffdb" and found[1][8:] == ("안녕", None, "server")
+        recorded = [*actions, access(3.0, "demo", "approval").as_row()]
+        by_time = sorted(recorded, key=lambda row: row[0])  # read back oldest first
+        assert await tables.door_actions(None, None, None) == by_time
+    finally:
+        await tables.close()
+        await store.close()
 
 
 def access(

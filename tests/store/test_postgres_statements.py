@@ -3,15 +3,17 @@ gateway's CPU a story grows with their number (issue 32).
 
 A batch commits its writes without savepoints; only a batch in which a write failed is
 undone and applied again with each write at a savepoint, so the failure stays its own. An
-append is two statements, what it adds to the thread index included; the frames of a
-batch's threads one, whatever their number, their cluster notices included. A session loads
-in two statements, a page of messages in two, a thread opens in three (a new one in four),
-and a read's statements are prepared (parsed
-and planned once) after a few uses.
+append is one statement, what it adds to the thread index and its open calls included (two
+when it merges session state); the frames of a batch's threads one, whatever their number,
+their cluster notices included. A session loads in one statement, a page of messages in
+one, a thread opens in two (a new one too). A read of one statement runs without a
+transaction of its own, any other in one snapshot, and a read's statements are prepared
+(parsed and planned once) after a few uses.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from functools import partial
@@ -26,8 +28,10 @@ from gateway.store.frames import LoggedFrame
 from gateway.store.postgres.backend import open_postgres
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.reads import load_session, thread_messages, thread_owner
+from gateway.store.postgres.snapshot import one_statement
 from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
+from gateway.store.postgres.writes import create_if_unused
 from gateway.store.progress import RunProgress
 from gateway.store.thread_index import ThreadFilter, indexed_text, search_terms
 from gateway.store.threads import OpenedThread, Usage
@@ -38,6 +42,7 @@ from gateway.store.writes import (
     CreateSession,
     Failed,
     OpenThread,
+    SaveStreamedText,
     TrimFrames,
 )
 from tests.support.budgets import scaled
@@ -96,7 +101,7 @@ def framed(thread: str, *seqs: int) -> AppendFrames:
     return AppendFrames(APP, USER, thread, tuple(LoggedFrame(seq, b"{}") for seq in seqs))
 
 
-def test_a_batch_that_succeeds_takes_no_savepoint_and_an_append_is_two_statements(
+def test_a_batch_that_succeeds_takes_no_savepoint_and_an_append_is_one_statement(
     db: Counted,
 ) -> None:
     commit(db, [created("t1"), created("t2")])
@@ -104,9 +109,67 @@ def test_a_batch_that_succeeds_takes_no_savepoint_and_an_append_is_two_statement
     results = commit(db, [appended("t1", 0, "e1"), appended("t2", 0, "e2")])
     assert results == [1, 1]
     assert "SAVEPOINT" not in db.sent
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     stored = db.execute("SELECT count(*) FROM events").fetchone()
     assert stored == (2,)
+
+
+def test_an_appends_one_statement_opens_and_closes_its_calls_and_moves_the_run(
+    db: Counted,
+) -> None:
+    commit(db, [created("t1")])
+    db.sent.clear()
+    calling = dataclasses.replace(
+        appended("t1", 0, "e1"),
+        invocation_id="i2",
+        progress=RunProgress((("c1", "find", False), ("c2", "go", True)), (), True),
+    )
+    answering = dataclasses.replace(
+        appended("t1", 1, "e2"), invocation_id="i2", progress=RunProgress((), ("c1",), False)
+    )
+    assert commit(db, [calling]) == [1] and commit(db, [answering]) == [2]
+    assert len(db.sent) == 2
+    start, run_open = db.execute("SELECT invocation_seq, run_open FROM sessions").fetchone()
+    first = db.execute("SELECT min(seq) FROM events").fetchone()
+    assert (start, run_open) == (first[0], False)  # the run began at its first event
+    open_calls = db.execute(
+        "SELECT call_id, name, seq, invocation_seq, long_running FROM open_calls"
+    ).fetchall()
+    assert open_calls == [("c2", "go", first[0], first[0], True)]
+    # An event that names a call twice has its calls applied in turn, after the statement.
+    db.sent.clear()
+    twice = dataclasses.replace(
+        appended("t1", 2, "e3"), progress=RunProgress((("c3", "find", False),), ("c3",), None)
+    )
+    assert commit(db, [twice]) == [3]
+    assert db.sent == ["WITH", "DELETE"]  # and the call's insert (``executemany``)
+    assert db.execute("SELECT count(*) FROM open_calls WHERE call_id = 'c3'").fetchone() == (1,)
+
+
+def test_an_append_that_merges_state_is_two_statements_and_stale_copies_are_refused(
+    db: Counted,
+) -> None:
+    commit(db, [created("t1")])
+    db.sent.clear()
+    merging = dataclasses.replace(
+        appended("t1", 0, "e1"), deltas={**NO_DELTAS, "session": {"step": 2}}
+    )
+    assert commit(db, [merging]) == [1]
+    assert len(db.sent) == 2
+    assert db.execute("SELECT state FROM sessions").fetchone() == ('{"step":2}',)
+    # A copy loaded before the last append (by revision, or by time for one this store did
+    # not load) is refused, its event not stored; a thread that is not there, too.
+    by_time = dataclasses.replace(appended("t1", 0, "late"), loaded_revision=None)
+    for stale in (appended("t1", 0, "old"), by_time):
+        (failed,) = commit(db, [stale])
+        assert isinstance(failed, Failed) and isinstance(failed.error, StaleSessionError)
+    in_time = dataclasses.replace(
+        appended("t1", 0, "e2"), loaded_revision=None, loaded_update_time=2.0
+    )
+    assert commit(db, [in_time]) == [2]
+    (missing,) = commit(db, [appended("nowhere", 0, "e1")])
+    assert isinstance(missing, Failed)
+    assert db.execute("SELECT id FROM events ORDER BY seq").fetchall() == [("e1",), ("e2",)]
 
 
 def test_frames_are_one_statement_whatever_their_number(db: Counted) -> None:
@@ -139,7 +202,7 @@ def test_a_write_that_fails_is_undone_alone_and_the_rest_of_its_batch_commits(
     assert results[0] == 1 and isinstance(results[1], Failed) and results[2] == 1
 
 
-def test_an_append_indexes_its_words_preview_and_first_title_in_its_two_statements(
+def test_an_append_indexes_its_words_preview_and_first_title_in_its_one_statement(
     db: Counted,
 ) -> None:
     commit(db, [created("t1")])
@@ -148,7 +211,7 @@ def test_an_append_indexes_its_words_preview_and_first_title_in_its_two_statemen
     answered = [{"role": "assistant", "content": "이동했습니다 MNU-3120"}]
     assert commit(db, [appended("t1", 0, "e1", asked)]) == [1]
     assert commit(db, [appended("t1", 1, "e2", answered)]) == [2]
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     row = thread_row(db, app_name=APP, user_id=USER, session_id="t1")
     assert row is not None
     assert (row.title, row.preview) == ("업무 요청 목록 화면 열어줘", "이동했습니다 MNU-3120")
@@ -164,7 +227,7 @@ def test_an_append_indexes_its_words_preview_and_first_title_in_its_two_statemen
         assert [r.thread_id for r in found] == ["t1"], query
 
 
-def test_a_session_loads_in_two_statements_and_a_page_of_messages_in_two(db: Counted) -> None:
+def test_a_session_loads_in_one_statement_and_a_page_of_messages_in_one(db: Counted) -> None:
     commit(db, [created("t1")])
     said = [{"role": "user", "content": "hello"}]
     for revision in range(4):
@@ -174,11 +237,12 @@ def test_a_session_loads_in_two_statements_and_a_page_of_messages_in_two(db: Cou
     windowed = load_session(db, app_name=APP, user_id=USER, session_id="t1", window=2, after=None)
     assert whole is not None and windowed is not None
     assert [seq for seq, _ in windowed.events] == [seq for seq, _ in whole.events][-2:]
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     db.sent.clear()
     page = thread_messages(db, app_name=APP, user_id=USER, session_id="t1", max_bytes=10**6)
     assert page is not None and page.latest == "e3" and len(page.rows) == 4
-    assert len(db.sent) == 2
+    assert page.earlier is None
+    assert len(db.sent) == 1
 
 
 def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_told(
@@ -191,12 +255,36 @@ def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_tol
     try:
         batch = [framed("t1", 1, 2), appended("t3", 0, "e1"), framed("t2", 1), framed("t3", 1)]
         assert commit(db, batch) == [2, 1, 1, 1]
-        assert db.sent.count("WITH") == 2  # the append's second statement, and the frames
-        assert len(db.sent) == 3
+        assert db.sent.count("WITH") == 2  # the append, and the frames
+        assert len(db.sent) == 2
         told = {notice.payload for notice in listener.notifies(timeout=scaled(5), stop_after=3)}
         assert told == {committed("t1", 2), committed("t2", 1), committed("t3", 1)}
     finally:
         listener.close()
+
+
+def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:
+    return SaveStreamedText(APP, USER, thread, "i1", message, "agent", text, 2.0)
+
+
+def test_the_streamed_texts_of_a_batchs_threads_are_one_statement(db: Counted) -> None:
+    commit(db, [created("t1"), created("t2"), created("t3")])
+    db.sent.clear()
+    batch = [streamed("t1", "a"), framed("t1", 1), streamed("t2", "b"), streamed("t3", "c")]
+    assert commit(db, batch) == [None, 1, None, None]
+    assert db.sent == ["WITH", "WITH"]  # the frames, and the texts
+    texts = "SELECT s.id, t.text FROM streamed_texts t JOIN sessions s ON s.pk = t.session_pk"
+    assert sorted(db.execute(texts).fetchall()) == [("t1", "a"), ("t2", "b"), ("t3", "c")]
+    # A thread's second text goes after its first (the later stays); the event that ends
+    # the message finds its text there and takes it away; a thread not there fails alone.
+    db.sent.clear()
+    ended = dataclasses.replace(appended("t2", 0, "m1"), author="agent")
+    batch = [streamed("t1", "ab"), streamed("t1", "abc"), streamed("t2", "bc"), ended]
+    assert commit(db, batch) == [None, None, None, 1]
+    assert db.sent == ["WITH", "WITH", "WITH"]  # t1's first text; its second and t2's; the end
+    assert sorted(db.execute(texts).fetchall()) == [("t1", "abc"), ("t3", "c")]
+    results = commit(db, [streamed("t3", "cd"), streamed("nowhere", "x")])
+    assert results[0] is None and isinstance(results[1], Failed)
 
 
 def test_frames_held_back_are_there_for_a_later_write_of_their_thread(db: Counted) -> None:
@@ -229,20 +317,60 @@ async def test_a_reads_statements_are_prepared_after_a_few_uses(postgres: Postgr
         await backend.close(writable=True)
 
 
-def test_opening_a_thread_is_three_statements_and_a_new_one_four(db: Counted) -> None:
+def test_opening_a_thread_is_two_statements_and_a_new_one_two(db: Counted) -> None:
     commit(db, [created("t0")])
     db.sent.clear()
     (opened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
     assert isinstance(opened, OpenedThread) and opened.created
     assert opened.usage == Usage(threads=2, stored_bytes=0)  # the new thread counted in
-    assert len(db.sent) == 4
+    assert len(db.sent) == 2
     commit(db, [framed("t1", 1, 2), appended("t1", 0, "e1")])
     db.sent.clear()
     (reopened,) = commit(db, [OpenThread(APP, USER, "t1", window=10, now=1.0)])
     stored, usage, head = reopened
     assert (stored.session_id, [event for _, event in stored.events], head) == ("t1", ["{}"], 2)
     assert usage.threads == 2 and usage.stored_bytes > 0
-    assert len(db.sent) == 3
+    assert len(db.sent) == 2
     # Another user learns whose the thread is, and nothing of it.
     (refused,) = commit(db, [OpenThread(APP, "intruder", "t1", window=10, now=1.0)])
     assert (refused.owner, refused.session, refused.created) == (USER, None, False)
+
+
+async def test_a_read_of_one_statement_runs_alone_and_any_other_in_one_read_only_snapshot(
+    postgres: Postgres,
+) -> None:
+    backend = await open_postgres(postgres.fresh_database(), durability="normal", read_only=False)
+
+    def seen(db: psycopg.Connection) -> tuple[str, str, str]:
+        isolation = db.execute("SHOW transaction_isolation").fetchone()
+        read_only = db.execute("SHOW transaction_read_only").fetchone()
+        assert isolation is not None and read_only is not None
+        return db.info.transaction_status.name, isolation[0], read_only[0]
+
+    try:
+        assert await backend.read(seen) == ("INTRANS", "repeatable read", "on")
+        alone = one_statement(lambda db: seen(db))  # marking a function marks it for good
+        assert await backend.read(alone) == ("IDLE", "read committed", "on")
+        # Bound to its arguments as the store calls it, a marked read still runs alone.
+        assert await backend.read(partial(alone)) == ("IDLE", "read committed", "on")
+        # Nothing the reader runs can write, in a transaction or not.
+        for write in (partial, one_statement):
+            with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+                await backend.read(write(lambda db: db.execute("UPDATE probes SET count = 1")))
+        # A read that fails leaves the reader as it was, for the next read.
+        assert await backend.read(seen) == ("INTRANS", "repeatable read", "on")
+    finally:
+        await backend.close(writable=True)
+
+
+def test_a_new_threads_creation_creates_nothing_once_anyone_has_its_id(db: Counted) -> None:
+    """Another process may create the thread between the opening's first statement, which
+    found no owner, and its creation: the creation sees it and leaves it alone."""
+    commit(db, [CreateSession(APP, "other", "t1", NO_DELTAS, 1.0)])
+    db.execute("INSERT INTO user_states VALUES (%s, %s, %s, 1.0)", (APP, USER, '{"tz":"KST"}'))
+    creation = OpenThread(APP, USER, "t1", window=10, now=2.0).creation()
+    assert create_if_unused(db, creation) is None
+    fresh = dataclasses.replace(creation, session_id="t2")
+    assert create_if_unused(db, fresh) == {"user:tz": "KST"}
+    owners = db.execute("SELECT id, user_id FROM sessions ORDER BY id").fetchall()
+    assert owners == [("t1", "other"), ("t2", USER)]

@@ -706,6 +706,41 @@ async def test_a_thread_before_a_run_leaves_out_every_event_of_the_run(
     assert await store.run_start(APP, "u", "nowhere", "r1") == 0
 
 
+async def test_pages_by_bytes_rows_and_cursor_agree_with_the_whole_thread(
+    store: SessionService,
+) -> None:
+    """Every way of paging a thread gives the newest part of what the whole thread shows,
+    and the cursor to the part before it: on each store, whatever its SQL."""
+    said = [f"message {n} " + "x" * (10 * n) for n in range(1, 9)]
+    events = [user_says(text) if n % 2 else agent_says(text) for n, text in enumerate(said)]
+    session = await _thread(store, "t", events)
+    # A call of no messages between them is not a row of the page.
+    await store.append_event(session, Event(invocation_id="inv", author="agent"))
+
+    async def contents(**bounds: int | None) -> tuple[list[str], int | None]:
+        page = await store.thread_page(APP, "u", "t", **bounds)
+        return [str(m.get("content")) for m in page.messages], page.earlier
+
+    assert await contents() == (said, None)
+    for max_bytes in (1, 150, 400, 10**6):
+        for limit in (None, 1, 3, 20):
+            shown, earlier = await contents(max_bytes=max_bytes, limit=limit)
+            assert shown and shown == said[-len(shown) :], (max_bytes, limit)
+            assert len(shown) <= (limit or len(said))
+            # The pages before it, by their cursors, give the rest of the thread in order.
+            everything = shown
+            while earlier is not None:
+                older, earlier = await contents(max_bytes=max_bytes, limit=limit, before=earlier)
+                assert older
+                everything = older + everything
+            assert everything == said, (max_bytes, limit)
+    # The newest event alone passes the budget: it is shown all the same.
+    assert (await contents(max_bytes=1))[0] == said[-1:]
+    shown, earlier = await contents(limit=3)
+    assert shown == said[-3:] and earlier is not None
+    assert (await contents(max_bytes=10**6, limit=20))[1] is None
+
+
 # --- the text of a message still streaming ----------------------------------------------
 
 

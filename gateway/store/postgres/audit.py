@@ -27,8 +27,22 @@ CALL_COLUMNS = (
 )
 ACCESS_COLUMNS = "at, user_id, org, via, client, door, action, thread_id, target, outcome, detail"
 
-_INSERT = f"INSERT INTO audit ({CALL_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})"
-_INSERT_ACCESS = f"INSERT INTO access ({ACCESS_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})"
+# Each column's type, in the same order: a batch goes in as one array a column.
+_CALL_TYPES = ("float8", *["text"] * 8, "float8", "text")
+_ACCESS_TYPES = ("float8", *["text"] * 10)
+
+
+def _unnested(types: tuple[str, ...]) -> str:
+    """The rows of arrays given one a column (``%s`` placeholders), of these types."""
+    return f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for kind in types)})"
+
+
+# A batch of both tables in one statement, so one round trip and its own transaction
+# (autocommit), where BEGIN, a pipeline of inserts a row and COMMIT took a round trip each.
+_INSERT = (
+    f"WITH calls AS (INSERT INTO audit ({CALL_COLUMNS}) {_unnested(_CALL_TYPES)})"
+    f" INSERT INTO access ({ACCESS_COLUMNS}) {_unnested(_ACCESS_TYPES)}"
+)
 
 
 class PostgresAuditTables:
@@ -36,7 +50,7 @@ class PostgresAuditTables:
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.where = described(url)
-        self._conn = Connection(url, name="audit", configure=lambda _: None)
+        self._conn = Connection(url, name="audit", configure=lambda _: None, autocommit=True)
 
     async def open(self) -> None:
         await self._conn.open()
@@ -72,11 +86,7 @@ class PostgresAuditTables:
 
     async def _select(self, query: str, values: dict[str, str | None]) -> list[Row]:
         def select(db: psycopg.Connection) -> list[Row]:
-            try:
-                return db.execute(query.encode(), values).fetchall()
-            finally:
-                if not db.closed:
-                    db.rollback()
+            return db.execute(query.encode(), values).fetchall()
 
         try:
             return await self._conn.run(select)
@@ -89,15 +99,10 @@ class PostgresAuditTables:
 
 
 def _insert_batch(db: psycopg.Connection, calls: list[Row], actions: list[Row]) -> None:
-    """Runs on the connection's thread: the batch's inserts and commit, or nothing."""
-    try:
-        with db.cursor() as cursor:
-            if calls:
-                cursor.executemany(_INSERT.encode(), calls)
-            if actions:
-                cursor.executemany(_INSERT_ACCESS.encode(), actions)
-        db.commit()
-    except BaseException:
-        if not db.closed:
-            db.rollback()
-        raise
+    """Runs on the connection's thread: the batch, all of it or nothing (one statement)."""
+    db.execute(_INSERT.encode(), [*_columns(calls, _CALL_TYPES), *_columns(actions, _ACCESS_TYPES)])
+
+
+def _columns(rows: list[Row], types: tuple[str, ...]) -> list[list[Any]]:
+    """The rows' values a column at a time, as ``_INSERT``'s arrays take them."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in types]

@@ -4,8 +4,9 @@ Two connections, each driven from a thread of its own (``connection``): the writ
 for the group commit's batches, and the reader's, for everything else. A commit is a
 round trip per statement, a few milliseconds for a batch; with one connection a
 snapshot or a history page would queue behind it, while PostgreSQL lets a read see a
-consistent snapshot beside a commit in progress. Every read is one read-only transaction
-at REPEATABLE READ: its statements see one moment, whatever other processes commit. Each
+consistent snapshot beside a commit in progress. Every read sees one moment, whatever
+other processes commit: a read of one statement by itself, on the reader's autocommit
+connection, any other in a read-only transaction at REPEATABLE READ (``snapshot``). Each
 statement is prepared by psycopg after its first few uses on a connection (its
 ``prepare_threshold``), so it is parsed and planned once, not at every use.
 
@@ -34,6 +35,7 @@ from gateway.store.errors import StoreError
 from gateway.store.postgres import reads
 from gateway.store.postgres.connection import Connection, said
 from gateway.store.postgres.schema import prepare
+from gateway.store.postgres.snapshot import in_one_snapshot
 from gateway.store.postgres.transaction import ConnectionDropped, commit
 from gateway.store.urls import described
 from gateway.store.writes import Write
@@ -59,7 +61,7 @@ class PostgresBackend:
         self._writer = writer
 
     async def read(self, fn: Callable[[Any], T]) -> T:
-        read = partial(_in_one_snapshot, fn)
+        read = partial(in_one_snapshot, fn)
         try:
             return await self._reader.run(read)
         except psycopg.OperationalError as error:
@@ -106,27 +108,16 @@ class PostgresBackend:
             await self._writer.close()
 
 
-def _in_one_snapshot(fn: Callable[[psycopg.Connection], T], db: psycopg.Connection) -> T:
-    try:
-        read = fn(db)
-    except BaseException:
-        if not db.closed:
-            db.rollback()
-        raise
-    # The read-only transaction ends, having changed nothing. A COMMIT, not a ROLLBACK:
-    # psycopg forgets its prepared statements at every rollback, so the reads' statements
-    # would be parsed and planned anew each time instead of prepared after a few uses.
-    db.commit()
-    return read
-
-
 async def open_postgres(url: str, *, durability: str, read_only: bool) -> PostgresBackend:
     """Connects, checks the database is ours and creates its schema if it is new."""
     where = described(url)
 
     def reader_settings(conn: psycopg.Connection) -> None:
+        # A read's transaction, if it needs one, is REPEATABLE READ; every statement of the
+        # reader's, in a transaction or not, is read-only.
         conn.isolation_level = IsolationLevel.REPEATABLE_READ
         conn.read_only = True
+        conn.execute("SET default_transaction_read_only = on")
 
     def writer_settings(conn: psycopg.Connection) -> None:
         conn.execute(
@@ -142,7 +133,7 @@ async def open_postgres(url: str, *, durability: str, read_only: bool) -> Postgr
     if not read_only:
         writer = Connection(url, name="store-writer", configure=writer_settings)
         await writer.open()
-    reader = Connection(url, name="store-reader", configure=reader_settings)
+    reader = Connection(url, name="store-reader", configure=reader_settings, autocommit=True)
     try:
         if writer is not None:
             await _prepared(writer, where, read_only=False)

@@ -9,6 +9,7 @@ import psycopg
 
 from gateway.store import branches
 from gateway.store.branches import BranchTree, Fork, Moved, Switch
+from gateway.store.postgres.snapshot import one_statement
 
 
 class _Postgres:
@@ -28,6 +29,7 @@ class _Postgres:
         self.db.execute(query.replace("?", "%s"), params)
 
 
+@one_statement
 def branch_tree(
     db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str
 ) -> BranchTree | None:

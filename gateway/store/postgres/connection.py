@@ -54,8 +54,16 @@ class _Text(StrDumperUnknown):
 class Connection:
     """One psycopg connection, used only from its own thread; reopened if it was dropped."""
 
-    def __init__(self, url: str, *, name: str, configure: Callable[[psycopg.Connection], None]):
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str,
+        configure: Callable[[psycopg.Connection], None],
+        autocommit: bool = False,
+    ):
         self.url = url
+        self._autocommit = autocommit  # each statement its own transaction, unless opened
         self._configure = configure  # settings a new connection gets before its first use
         self._name = name
         self._conn: psycopg.Connection | None = None
@@ -84,7 +92,7 @@ class Connection:
     def _connect(self) -> psycopg.Connection:
         conn = psycopg.connect(
             self.url,
-            autocommit=False,
+            autocommit=self._autocommit,
             connect_timeout=CONNECT_SECONDS,
             application_name=f"agent-gateway {self._name}",
             # TCP keepalives, so a connection whose server vanished is found dead in a minute.

@@ -1,4 +1,6 @@
-"""The ``open_calls`` rows an event's ``RunProgress`` writes (see ``progress``)."""
+"""The ``open_calls`` rows an event's ``RunProgress`` writes (see ``progress``), one call at
+a time: for an event that names a call id twice, which the append's own statement
+(``writes.append_event``) cannot apply in one go."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """Every read of the store in PostgreSQL's SQL: rows fetched whole, decoded by the caller.
 
-The same reads as ``sqlite.reads``, returning the same plain values. Each runs in one
-read-only transaction at REPEATABLE READ (``backend``), so its statements see one snapshot
-even while other processes commit: a session's row and its events always agree.
+The same reads as ``sqlite.reads``, returning the same plain values. Each sees one
+snapshot even while other processes commit (``snapshot``): a read of several statements in
+one read-only transaction at REPEATABLE READ, so a session's row and its events always
+agree; a read marked ``one_statement`` by being one statement, with no transaction around
+it. The reads every run makes (a session, a thread opened) are one statement each.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import psycopg
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.postgres.branches import branch_tree as branch_tree
 from gateway.store.postgres.scopes import scope_state as scope_state
+from gateway.store.postgres.snapshot import one_statement
 from gateway.store.postgres.thread_index import thread_row as thread_row
 from gateway.store.postgres.thread_index import thread_rows as thread_rows
 from gateway.store.projection import StoredMessages
@@ -33,6 +36,7 @@ def _quarantine_of(thread_id: str, user_id: str, row: Sequence[Any]) -> Quaranti
 _QUARANTINE_COLUMNS = "q.seq, q.column_name, q.reason, q.at"
 
 
+@one_statement
 def load_session(
     db: psycopg.Connection,
     *,
@@ -42,37 +46,47 @@ def load_session(
     window: int | None,
     after: float | None,
 ) -> StoredSession | None:
-    """A session with its scopes and events, in two statements: the row with its quarantine,
-    scopes and where its events start, then the events."""
-    row = db.execute(
+    """A session with its scopes and events, in one statement: a row an event (one with
+    no event if it has none), each with the session's row, its quarantine and scopes."""
+    rows = db.execute(
         _SESSION_WINDOWED if window is not None else _SESSION,
-        {"app": app_name, "user": user_id, "id": session_id, "skip": (window or 1) - 1},
-    ).fetchone()
-    if row is None:
+        {
+            "app": app_name,
+            "user": user_id,
+            "id": session_id,
+            "skip": (window or 1) - 1,
+            "events": window != 0,
+            "after": after,
+        },
+    ).fetchall()
+    if not rows:
         return None
-    pk, state, update_time, revision = row[:4]
-    if (quarantine := _quarantine_of(session_id, user_id, row[4:8])) is not None:
+    row = rows[0]
+    state, update_time, revision = row[0:3]
+    if (quarantine := _quarantine_of(session_id, user_id, row[3:7])) is not None:
         return StoredSession(
             app_name, user_id, session_id, "", (None, None), 0.0, 0, [], quarantine
         )
-    scopes = cast(tuple[str | None, str | None], tuple(row[8:10]))
-    events: list[tuple[int, str]] = []
-    if window != 0:
-        events = cast(
-            list[tuple[int, str]],
-            db.execute(_EVENTS, {"pk": pk, "start": row[10], "after": after}).fetchall(),
-        )
+    scopes = cast(tuple[str | None, str | None], tuple(row[7:9]))
+    events = [(seq, data) for *_, seq, data in rows if seq is not None]
     return StoredSession(
         app_name, user_id, session_id, state, scopes, update_time, revision, events, None
     )
 
 
+# The session's row, then its events from where they start (``{start}``), none if it is
+# quarantined or ``events`` is false; as ADK's in-memory service, with ``after``: what
+# follows the last event older than it.
 _SESSION = (
-    f"SELECT s.pk, s.state, s.update_time, s.revision, {_QUARANTINE_COLUMNS},"
+    f"SELECT s.state, s.update_time, s.revision, {_QUARANTINE_COLUMNS},"
     " (SELECT state FROM app_states WHERE app_name = s.app_name),"
     " (SELECT state FROM user_states WHERE app_name = s.app_name AND user_id = s.user_id),"
-    " {start} FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
-    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+    " e.seq, e.data FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
+    " CROSS JOIN LATERAL (SELECT {start} AS start) AS w"
+    " LEFT JOIN LATERAL (SELECT seq, data FROM events WHERE %(events)s AND q.session_pk IS NULL"
+    " AND session_pk = s.pk AND seq >= w.start AND seq > COALESCE((SELECT MAX(seq) FROM events"
+    " WHERE session_pk = s.pk AND seq >= w.start AND timestamp < %(after)s), -1)) AS e ON TRUE"
+    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s ORDER BY e.seq"
 )
 # A window's events start at its oldest; a call still waiting on the browser must stay in
 # reach, with its invocation (LEAST passes over a NULL: no call waits).
@@ -83,14 +97,9 @@ _SESSION_WINDOWED = _SESSION.replace(
     " (SELECT MIN(invocation_seq) FROM open_calls WHERE session_pk = s.pk AND long_running))",
 )
 _SESSION = _SESSION.replace("{start}", "0")
-# As ADK's in-memory service, with ``after``: what follows the last event older than it.
-_EVENTS = (
-    "SELECT seq, data FROM events WHERE session_pk = %(pk)s AND seq >= %(start)s"
-    " AND seq > COALESCE((SELECT MAX(seq) FROM events WHERE session_pk = %(pk)s"
-    " AND seq >= %(start)s AND timestamp < %(after)s), -1) ORDER BY seq"
-)
 
 
+@one_statement
 def thread_messages(
     db: psycopg.Connection,
     *,
@@ -101,85 +110,76 @@ def thread_messages(
     before: int | None = None,
     limit: int | None = None,
 ) -> StoredMessages | None:
-    older = before if before is not None else _NO_CURSOR
-    # The thread's row, its newest event's id and, within ``max_bytes``, where the page
-    # starts (``page_start``), in one statement.
-    row = db.execute(
-        _MESSAGES_PAGED if max_bytes is not None else _MESSAGES,
-        {"app": app_name, "user": user_id, "id": session_id, "before": older, "max": max_bytes},
-    ).fetchone()
-    if row is None:
+    # One statement: a row a row of messages of the page (one with none if it has none),
+    # each with the thread's quarantine, its newest event's id and whether rows older than
+    # the page are left out.
+    found = db.execute(
+        _MESSAGES[max_bytes is not None, limit is not None],
+        {
+            "app": app_name,
+            "user": user_id,
+            "id": session_id,
+            "before": before if before is not None else _NO_CURSOR,
+            "max": max_bytes,
+            "skip": (limit or 1) - 1,
+        },
+    ).fetchall()
+    if not found:
         return None
-    if (quarantine := _quarantine_of(session_id, user_id, row[1:5])) is not None:
+    if (quarantine := _quarantine_of(session_id, user_id, found[0][0:4])) is not None:
         return StoredMessages(None, [], quarantine)
-    pk, latest, cut, newest = row[0], row[5], row[6], row[7]
-    start = 0
-    if max_bytes is not None:
-        # The newest rows whose messages fit in max_bytes, and at least the newest one.
-        start = _page_start(cut, newest)
-    if limit is not None:
-        # And no more than the newest `limit` rows of messages.
-        edge = db.execute(
-            "SELECT seq FROM events WHERE session_pk = %s AND messages IS NOT NULL AND seq < %s"
-            " ORDER BY seq DESC LIMIT 1 OFFSET %s",
-            (pk, older, limit - 1),
-        ).fetchone()
-        start = max(start, edge[0] if edge else 0)
-    rows = cast(
-        list[tuple[int, str, float]],
-        db.execute(
-            "SELECT seq, messages, timestamp FROM events"
-            " WHERE session_pk = %s AND messages IS NOT NULL AND seq >= %s AND seq < %s"
-            " ORDER BY seq",
-            (pk, start, older),
-        ).fetchall(),
-    )
-    earlier = None
-    # Only a page that starts past the first row can leave older ones out.
-    if start and rows:
-        first = rows[0][0]
-        older_rows = db.execute(
-            "SELECT 1 FROM events WHERE session_pk = %s AND messages IS NOT NULL AND seq < %s"
-            " LIMIT 1",
-            (pk, first),
-        ).fetchone()
-        earlier = first if older_rows else None
+    latest, left_out = found[0][4], found[0][5]
+    rows = [(seq, messages, at) for *_, seq, messages, at in found if seq is not None]
+    earlier = rows[0][0] if rows and left_out else None
     return StoredMessages(cast(str | None, latest), rows, None, earlier)
 
 
 # A cursor past every row: seq is a BIGINT, at most 2**63 - 1.
 _NO_CURSOR = (1 << 63) - 1
 
-# Of a thread ``s``'s rows of messages before ``%(before)s``: the newest whose running total
-# of bytes, newest first, passes ``%(max)s`` (NULL when all fit, or no ``max``), and the
-# newest of all.
-_PAGE_START = (
-    "(SELECT seq FROM (SELECT seq, SUM(octet_length(messages))"
-    " OVER (ORDER BY seq DESC) AS total FROM events"
+# Where a page of thread ``s``'s rows of messages before ``%(before)s`` starts: the newest
+# rows whose messages fit in ``%(max)s`` bytes, and at least the newest one (``{fit}``),
+# and no more than the newest ``%(skip)s`` + 1 (``{edge}``); 0 for either not asked.
+_PAGE_START = "GREATEST({fit}, {edge})"
+# Of the rows before the cursor, newest first with their running total of bytes: past the
+# newest whose total passes ``max`` (the newest itself, if it alone does), or all.
+_FIT = (
+    "(SELECT CASE WHEN cut.seq IS NULL THEN 0 WHEN cut.seq = newest.seq THEN cut.seq"
+    " ELSE cut.seq + 1 END FROM (SELECT MAX(seq) AS seq FROM events WHERE session_pk = s.pk"
+    " AND messages IS NOT NULL AND seq < %(before)s) AS newest LEFT JOIN (SELECT seq FROM"
+    " (SELECT seq, SUM(octet_length(messages)) OVER (ORDER BY seq DESC) AS total FROM events"
     " WHERE session_pk = s.pk AND messages IS NOT NULL AND seq < %(before)s) AS page"
-    " WHERE total > %(max)s ORDER BY seq DESC LIMIT 1),"
-    " (SELECT MAX(seq) FROM events WHERE session_pk = s.pk AND messages IS NOT NULL"
-    " AND seq < %(before)s)"
+    " WHERE total > %(max)s ORDER BY seq DESC LIMIT 1) AS cut ON TRUE)"
 )
-
-
-_MESSAGES = (
-    f"SELECT s.pk, {_QUARANTINE_COLUMNS},"
+_EDGE = (
+    "COALESCE((SELECT seq FROM events WHERE session_pk = s.pk AND messages IS NOT NULL"
+    " AND seq < %(before)s ORDER BY seq DESC LIMIT 1 OFFSET %(skip)s), 0)"
+)
+# The page's rows (none for a quarantined thread); whether it leaves older rows out: only
+# a page that starts past the first row can.
+_PAGE = (
+    f"SELECT {_QUARANTINE_COLUMNS},"
     " (SELECT id FROM events WHERE session_pk = s.pk ORDER BY seq DESC LIMIT 1),"
-    " {page} FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
-    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+    " EXISTS (SELECT FROM events WHERE session_pk = s.pk AND messages IS NOT NULL"
+    " AND seq < w.start), e.seq, e.messages, e.timestamp"
+    " FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
+    f" CROSS JOIN LATERAL (SELECT {_PAGE_START} AS start) AS w"
+    " LEFT JOIN LATERAL (SELECT seq, messages, timestamp FROM events"
+    " WHERE q.session_pk IS NULL AND session_pk = s.pk AND messages IS NOT NULL"
+    " AND seq >= w.start AND seq < %(before)s) AS e ON TRUE"
+    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s ORDER BY e.seq"
 )
-_MESSAGES_PAGED = _MESSAGES.replace("{page}", _PAGE_START)
-_MESSAGES = _MESSAGES.replace("{page}", "NULL, NULL")
+# By whether the page is bounded in bytes, and in rows.
+_MESSAGES = {
+    (paged, limited): _PAGE.replace("{fit}", _FIT if paged else "0").replace(
+        "{edge}", _EDGE if limited else "0"
+    )
+    for paged in (False, True)
+    for limited in (False, True)
+}
 
 
-def _page_start(cut: int | None, newest: int | None) -> int:
-    """The oldest seq of the newest rows that fit, from ``_PAGE_START``'s two values."""
-    if cut is None:
-        return 0  # everything fits
-    return newest if cut == newest and newest is not None else cut + 1
-
-
+@one_statement
 def thread_summaries(
     db: psycopg.Connection, *, app_name: str, user_id: str | None, quarantined_only: bool
 ) -> list[ThreadSummary]:
@@ -224,11 +224,13 @@ def list_sessions(db: psycopg.Connection, *, app_name: str, user_id: str | None)
     return StoredListing(app_state[0] if app_state else None, user_states, rows)
 
 
+@one_statement
 def app_names(db: psycopg.Connection) -> list[str]:
     rows = db.execute("SELECT DISTINCT app_name FROM sessions ORDER BY 1").fetchall()
     return [row[0] for row in rows]
 
 
+@one_statement
 def thread_owner(db: psycopg.Connection, *, app_name: str, session_id: str) -> str | None:
     row = db.execute(
         "SELECT user_id FROM sessions WHERE app_name = %s AND id = %s"
@@ -275,6 +277,7 @@ def open_runs(
     return runs
 
 
+@one_statement
 def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str) -> int:
     """The number of the last frame of a thread's log; 0 for none (or no such thread)."""
     row = db.execute(
@@ -285,6 +288,7 @@ def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id:
     return int(row[0] or 0) if row else 0
 
 
+@one_statement
 def invocation_rows(
     db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str
 ) -> list[tuple[int, str]]:

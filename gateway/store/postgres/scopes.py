@@ -12,6 +12,7 @@ from typing import Any, cast
 import psycopg
 
 from gateway.store.codec import load_state, merged_state, updated_state
+from gateway.store.postgres.snapshot import one_statement
 
 
 def merge_scope(
@@ -53,6 +54,7 @@ def merge_scope(
     )
 
 
+@one_statement
 def scope_state(db: psycopg.Connection, app_name: str, user_id: str | None) -> dict[str, Any]:
     """The app state (user_id None) or the user state, without prefixes."""
     if user_id is None:

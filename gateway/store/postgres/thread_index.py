@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from gateway.store.postgres.snapshot import one_statement
 from gateway.store.thread_index import (
     TITLE_FIRST,
     IndexedText,
@@ -99,6 +100,7 @@ _ORDER = " ORDER BY s.pinned DESC, s.update_time DESC, s.id DESC"
 _TERM = "SELECT session_pk FROM thread_words WHERE words @@ to_tsquery('simple', %s)"
 
 
+@one_statement
 def thread_rows(
     db: psycopg.Connection, *, app_name: str, user_id: str, listing: ThreadFilter
 ) -> list[ThreadRow]:
@@ -131,6 +133,7 @@ def _tsquery(term: SearchTerm) -> str:
     return " <-> ".join(lexemes) + ":*"
 
 
+@one_statement
 def thread_row(
     db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str
 ) -> ThreadRow | None:

@@ -12,8 +12,9 @@ A connection found dropped before the batch's COMMIT was sent (the server restar
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
 
-Without savepoints, the frames of all the batch's threads go in one statement, each held
-back only as long as no write of its thread comes after it (``_applied``).
+Without savepoints, the frames of all the batch's threads go in one statement, and their
+streamed texts in another, each held back only as long as no write of its thread comes
+after it (``_applied``).
 
 A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
 one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
@@ -30,7 +31,15 @@ from psycopg import errors
 
 from gateway.store.errors import FencedError
 from gateway.store.postgres import writes as sql
-from gateway.store.writes import AppendFrames, Failed, Write, apply, fenced_threads, unfenced
+from gateway.store.writes import (
+    AppendFrames,
+    Failed,
+    SaveStreamedText,
+    Write,
+    apply,
+    fenced_threads,
+    unfenced,
+)
 
 # How many times a batch aborted by a deadlock (or a serialization failure) is tried.
 _ATTEMPTS = 5
@@ -99,22 +108,23 @@ def _applied(
     for a failure (a stale session, a duplicate) that almost never comes: so a batch is
     applied without them first, and only a batch in which a write failed is applied again
     with them. Without them, the frames of every thread in the batch go in one statement
-    (``writes.append_frames_of``): each is held back until a write of the same thread (or
-    of no one thread) comes, or the batch ends, so that write still finds them there.
+    (``writes.append_frames_of``), and their streamed texts in another
+    (``writes.save_streamed_texts``): each is held back until a write of the same thread
+    (or of no one thread) comes, or the batch ends, so that write still finds it there.
     """
     results: list[object] = [None] * len(writes)
-    held: dict[int, AppendFrames] = {}  # frames held back, by their place in the batch
+    held: dict[int, Held] = {}  # writes held back, by their place in the batch
     for number, write in enumerate(writes):
         try:
             applying = unfenced(write, epochs)
         except FencedError as error:  # refused before any statement: nothing to undo
             results[number] = Failed(error)
             continue
-        if not isolate and isinstance(applying, AppendFrames):
+        if held and _meets(applying, held.values()):
+            _apply_held(db, held, results)
+        if not isolate and isinstance(applying, Held):
             held[number] = applying
             continue
-        if held and _meets(applying, held.values()):
-            _append_held(db, held, results)
         if isolate:
             db.execute("SAVEPOINT write")
         try:
@@ -130,27 +140,46 @@ def _applied(
         if isolate:
             db.execute("RELEASE SAVEPOINT write")
     if held:
-        _append_held(db, held, results)
+        _apply_held(db, held, results)
     return results
 
 
-def _meets(write: Write, held: Iterable[AppendFrames]) -> bool:
-    """Whether ``write`` may read or change what the held frames' threads hold."""
+# The writes held back to go with the others of their kind in one statement.
+Held = AppendFrames | SaveStreamedText
+
+
+def _meets(write: Write, held: Iterable[Held]) -> bool:
+    """Whether the held writes must be applied before ``write``: it may read or change what
+    their threads hold, or it is its thread's second streamed text (a thread's row holds
+    one, and one statement cannot change a row twice). Frames go with any others."""
+    match write:
+        case AppendFrames():
+            return False
+        case SaveStreamedText(session_id=saved):
+            return any(isinstance(w, SaveStreamedText) and w.session_id == saved for w in held)
     thread = getattr(write, "session_id", None)
-    return thread is None or any(append.session_id == thread for append in held)
+    return thread is None or any(each.session_id == thread for each in held)
 
 
-def _append_held(
-    db: psycopg.Connection, held: dict[int, AppendFrames], results: list[object]
-) -> None:
-    """Appends the held frames in one statement, each write's result in its place."""
+def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[object]) -> None:
+    """Applies the held writes, a statement a kind, each write's result in its place."""
+    frames = {number: w for number, w in held.items() if isinstance(w, AppendFrames)}
+    texts = {number: w for number, w in held.items() if isinstance(w, SaveStreamedText)}
     try:
-        outcomes = sql.append_frames_of(db, list(held.values()))
+        outcomes: dict[int, object] = {}
+        if frames:
+            outcomes.update(
+                zip(frames, sql.append_frames_of(db, list(frames.values())), strict=True)
+            )
+        if texts:
+            outcomes.update(
+                zip(texts, sql.save_streamed_texts(db, list(texts.values())), strict=True)
+            )
     except Exception as error:
         if _cannot_commit(error):
             raise
         raise _WriteFailed(error) from None  # whose, the batch applied again will tell
-    for number, outcome in zip(held, outcomes, strict=True):
+    for number, outcome in outcomes.items():
         if isinstance(outcome, Exception):
             raise _WriteFailed(outcome)
         results[number] = outcome

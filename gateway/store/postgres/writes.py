@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import psycopg
 
-from gateway.store.codec import dump, updated_state
+from gateway.store.codec import dump, load_state, merged_state, updated_state
 from gateway.store.postgres.branches import move_branch as move_branch
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
@@ -85,15 +85,20 @@ def open_thread(
             },
         ).fetchone(),
     )
+    create = opening.creation()
+    state = None
     if owner is None:
-        # The statement read before it had the lock: a thread created by another process
-        # in between is seen now.
-        owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
-    if owner is None:
-        create = opening.creation()
-        session = create.session(create_session(db, create))
+        # The statement read before it had the lock: the creation, a statement of its own,
+        # creates nothing if another process created the thread in between.
+        state = create_if_unused(db, create)
+        if state is None:
+            owner = thread_owner(db, app_name=opening.app_name, session_id=opening.session_id)
+            if owner is None:  # created, then deleted, in between: the asker's to make
+                state = create_session(db, create)
+    if state is not None:
         usage = Usage(threads + 1, stored_bytes)  # the new thread counted in, with no events
-        return OpenedThread(opening.user_id, session, created=True, usage=usage)
+        return OpenedThread(opening.user_id, create.session(state), created=True, usage=usage)
+    assert owner is not None  # found by one statement or the other
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
     stored = load_session(
@@ -106,6 +111,30 @@ def open_thread(
     )
     assert stored is not None  # its owner was just read, and nothing deletes it under the lock
     return stored, Usage(threads, stored_bytes), head
+
+
+def create_if_unused(db: psycopg.Connection, create: CreateSession) -> dict[str, Any] | None:
+    """A new thread with no state of its own (an opening's), and its merged state, unless
+    anyone's thread has its id: one statement, where the check, the insert and the read of
+    its scopes took three."""
+    assert not any(create.deltas.values())
+    row = db.execute(
+        "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time)"
+        " SELECT %(app)s, %(user)s, %(id)s, '{}', %(now)s, %(now)s WHERE NOT EXISTS"
+        " (SELECT FROM sessions WHERE app_name = %(app)s AND id = %(id)s)"
+        " ON CONFLICT DO NOTHING RETURNING"
+        " (SELECT state FROM app_states WHERE app_name = %(app)s),"
+        " (SELECT state FROM user_states WHERE app_name = %(app)s AND user_id = %(user)s)",
+        {
+            "app": create.app_name,
+            "user": create.user_id,
+            "id": create.session_id,
+            "now": create.now,
+        },
+    ).fetchone()
+    if row is None:
+        return None
+    return merged_state({}, load_state(row[0]), load_state(row[1]))
 
 
 _OPENING = (
@@ -121,40 +150,41 @@ _OPENING = (
 
 def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     """Returns the session's new revision."""
-    # The row's lock makes the revision check and the append one step for every process:
-    # one that appended first has committed (and moved the revision) before this read.
-    # The event's seq is drawn under that lock, so a thread's seqs still grow in commit
-    # order, and in the same round trip, so the rest of the append is one statement.
-    row = db.execute(
-        "SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open, state,"
-        " nextval(pg_get_serial_sequence('events', 'seq')), title_source IS NULL"
-        " FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s FOR UPDATE",
-        (append.app_name, append.user_id, append.session_id),
-    ).fetchone()
-    if row is None:
-        raise not_found(append.session_id)
-    pk, revision, update_time, invocation_id, invocation_seq, run_open, state, seq, untitled = row
-    append.check_fresh(revision, update_time)
-    invocation_seq, run_open = append.run_after(invocation_id, invocation_seq, run_open, seq)
+    state = None
     if append.deltas["session"]:
-        state = updated_state(state, append.deltas["session"])
+        # The state is merged here, in Python, as on SQLite: the row is locked and read
+        # first (the append's statement, locking it again, finds it as read).
+        found = db.execute(
+            "SELECT state FROM sessions WHERE app_name = %s AND user_id = %s AND id = %s"
+            " FOR UPDATE",
+            (append.app_name, append.user_id, append.session_id),
+        ).fetchone()
+        if found is None:
+            raise not_found(append.session_id)
+        state = updated_state(found[0], append.deltas["session"])
+    progress = append.progress
+    # The calls the event makes and answers go in the statement, unless one id comes twice
+    # (each of a statement's parts sees the rows as they were before it: the later could
+    # not find the earlier), which ``record_progress`` applies in turn after it.
+    call_ids = [call_id for call_id, _, _ in progress.calls]
+    calls_inline = len({*call_ids, *progress.answers}) == len(call_ids) + len(progress.answers)
     indexed = append.indexed
-    # The thread's first title, from the first event that offers one.
-    title = indexed.title if untitled else None
-    db.execute(
+    title = indexed.title
+    row = db.execute(
         _APPEND_EVENT,
         {
-            "seq": seq,
-            "pk": pk,
+            "app": append.app_name,
+            "user": append.user_id,
+            "session": append.session_id,
+            "loaded_revision": append.loaded_revision,
+            "loaded_update_time": append.loaded_update_time,
             "id": append.event_id,
             "invocation": append.invocation_id,
             "author": append.author,
             "timestamp": append.timestamp,
             "data": append.data,
             "messages": append.messages,
-            "revision": revision + 1,
-            "invocation_seq": invocation_seq,
-            "run_open": run_open,
+            "run_open": progress.run_open,
             "state": state,
             "words": indexed.words or None,
             "preview": indexed.preview,
@@ -162,42 +192,84 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
             "title_source": TITLE_FIRST,
             "title_words": words_of(title) if title is not None else None,
             "title_seq": TITLE_SEQ,
+            "answers": list(progress.answers) if calls_inline else [],
+            "call_ids": call_ids if calls_inline else [],
+            "call_names": [name for _, name, _ in progress.calls] if calls_inline else [],
+            "call_long": [long for _, _, long in progress.calls] if calls_inline else [],
         },
-    )
+    ).fetchone()
+    if row is None:
+        raise not_found(append.session_id)
+    revision, update_time, pk, seq, invocation_seq, appended = row
+    if not appended:
+        append.check_fresh(revision, update_time)  # raises: the statement found it stale
+        raise AssertionError("an append found fresh was not stored")
     if append.deltas["app"]:
         merge_scope(db, append.app_name, None, append.deltas["app"], append.timestamp)
     if append.deltas["user"]:
         merge_scope(db, append.app_name, append.user_id, append.deltas["user"], append.timestamp)
-    record_progress(db, append.progress, pk, seq, invocation_seq)
+    if not calls_inline:
+        record_progress(db, progress, pk, seq, invocation_seq)
     return cast(int, revision) + 1
 
 
-# The event, its message's streamed text gone (the final event replaces it), what it adds to
-# the thread index (``thread_index.index_event``: its words, the preview, the first title and
-# its words) and the session's row moved on, in one statement: each part of a WITH runs
-# whether read or not, and the parts that have nothing to add (a NULL) add nothing.
+# An append in one statement (one round trip, where a read of the row and the append took
+# two): the session's row locked (``FOR UPDATE``: one process appends to a thread at a
+# time, and one that appended first has committed, moving the revision, before this reads
+# it), the event's seq drawn under that lock (so a thread's seqs grow in commit order),
+# and, only if the row is as the caller loaded it (``AppendEvent.check_fresh``, in SQL):
+# the event; its message's streamed text gone (the final event replaces it); what it adds
+# to the thread index (``thread_index.index_event``: its words, the preview, the first
+# title and its words, the title only while the thread has none); the calls it makes
+# opened and those it answers closed (``progress``); and the row moved on, its run as
+# ``AppendEvent.run_after`` says. Each part of a WITH runs whether read or not, and a part
+# with nothing to add (a NULL, an empty array, no fresh row) adds nothing. It returns the
+# row as found, its new invocation start, and whether the event went in.
 _APPEND_EVENT = (
-    "WITH event AS (INSERT INTO events"
+    "WITH found AS (SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open,"
+    " title_source IS NULL AS untitled, nextval(pg_get_serial_sequence('events', 'seq')) AS seq"
+    " FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s AND id = %(session)s"
+    " FOR UPDATE),"
+    " fresh AS (SELECT pk, seq, revision, untitled, CASE WHEN invocation_id IS DISTINCT FROM"
+    " %(invocation)s THEN seq ELSE invocation_seq END AS invocation_seq,"
+    " COALESCE(%(run_open)s::boolean, run_open) AS run_open FROM found"
+    " WHERE CASE WHEN %(loaded_revision)s::bigint IS NULL"
+    " THEN update_time <= %(loaded_update_time)s ELSE revision = %(loaded_revision)s END),"
+    " event AS (INSERT INTO events"
     " (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
-    " OVERRIDING SYSTEM VALUE VALUES (%(seq)s, %(pk)s, %(id)s, %(invocation)s, %(author)s,"
-    f" %(timestamp)s, %(data)s, %(messages)s) RETURNING {EVENT_BYTES} AS bytes),"
+    " OVERRIDING SYSTEM VALUE SELECT seq, pk, %(id)s, %(invocation)s, %(author)s,"
+    f" %(timestamp)s, %(data)s, %(messages)s FROM fresh RETURNING {EVENT_BYTES} AS bytes),"
     " streamed AS (DELETE FROM streamed_texts"
-    " WHERE session_pk = %(pk)s AND message_id = %(id)s),"
+    " WHERE session_pk IN (SELECT pk FROM fresh) AND message_id = %(id)s),"
     " words AS (INSERT INTO thread_words (session_pk, seq, words)"
-    " SELECT %(pk)s, %(seq)s, to_tsvector('simple', %(words)s::text)"
+    " SELECT pk, seq, to_tsvector('simple', %(words)s::text) FROM fresh"
     " WHERE %(words)s::text IS NOT NULL),"
     " title_words AS (INSERT INTO thread_words (session_pk, seq, words)"
-    " SELECT %(pk)s, %(title_seq)s, to_tsvector('simple', %(title_words)s::text)"
-    " WHERE %(title_words)s::text IS NOT NULL"
-    " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words)"
-    " UPDATE sessions SET revision = %(revision)s, update_time = %(timestamp)s,"
-    " invocation_id = %(invocation)s, invocation_seq = %(invocation_seq)s,"
-    " run_open = %(run_open)s, state = %(state)s,"
-    " stored_bytes = stored_bytes + (SELECT bytes FROM event),"
-    " preview = COALESCE(%(preview)s::text, preview),"
-    " title = COALESCE(%(title)s::text, title),"
-    " title_source = CASE WHEN %(title)s::text IS NULL THEN title_source"
-    " ELSE %(title_source)s END WHERE pk = %(pk)s"
+    " SELECT pk, %(title_seq)s, to_tsvector('simple', %(title_words)s::text) FROM fresh"
+    " WHERE untitled AND %(title_words)s::text IS NOT NULL"
+    " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words),"
+    " answered AS (DELETE FROM open_calls WHERE session_pk IN (SELECT pk FROM fresh)"
+    " AND call_id = ANY(%(answers)s::text[])),"
+    " called AS (INSERT INTO open_calls"
+    " (session_pk, call_id, name, seq, invocation_seq, long_running)"
+    " SELECT fresh.pk, c.call_id, c.name, fresh.seq, fresh.invocation_seq, c.long_running"
+    " FROM fresh, unnest(%(call_ids)s::text[], %(call_names)s::text[],"
+    " %(call_long)s::boolean[]) AS c (call_id, name, long_running)"
+    " ON CONFLICT (session_pk, call_id) DO UPDATE SET name = excluded.name,"
+    " seq = excluded.seq, invocation_seq = excluded.invocation_seq,"
+    " long_running = excluded.long_running),"
+    " moved AS (UPDATE sessions s SET revision = fresh.revision + 1,"
+    " update_time = %(timestamp)s, invocation_id = %(invocation)s,"
+    " invocation_seq = fresh.invocation_seq, run_open = fresh.run_open,"
+    " state = COALESCE(%(state)s::text, s.state),"
+    " stored_bytes = s.stored_bytes + (SELECT bytes FROM event),"
+    " preview = COALESCE(%(preview)s::text, s.preview),"
+    " title = CASE WHEN fresh.untitled THEN COALESCE(%(title)s::text, s.title) ELSE s.title END,"
+    " title_source = CASE WHEN fresh.untitled AND %(title)s::text IS NOT NULL"
+    " THEN %(title_source)s ELSE s.title_source END FROM fresh WHERE s.pk = fresh.pk"
+    " RETURNING fresh.invocation_seq)"
+    " SELECT found.revision, found.update_time, found.pk, found.seq,"
+    " (SELECT invocation_seq FROM moved), EXISTS (SELECT FROM moved) FROM found"
 )
 
 
@@ -238,27 +310,50 @@ def patch_thread(db: psycopg.Connection, patch: PatchThread) -> ThreadRow | None
 
 
 def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
-    cursor = db.execute(
-        "INSERT INTO streamed_texts"
-        " (session_pk, invocation_id, message_id, author, text, update_time)"
-        " SELECT pk, %s, %s, %s, %s, %s FROM sessions"
-        " WHERE app_name = %s AND user_id = %s AND id = %s"
-        " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
-        " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
-        " update_time = excluded.update_time",
-        (
-            save.invocation_id,
-            save.message_id,
-            save.author,
-            save.text,
-            save.update_time,
-            save.app_name,
-            save.user_id,
-            save.session_id,
-        ),
-    )
-    if cursor.rowcount == 0:
-        raise not_found(save.session_id)
+    if isinstance(failed := save_streamed_texts(db, [save])[0], Exception):
+        raise failed
+
+
+def save_streamed_texts(
+    db: psycopg.Connection, saves: Sequence[SaveStreamedText]
+) -> list[Exception | None]:
+    """The streamed texts of several threads (one a thread: a thread's row holds one), in
+    one statement, each thread's key found by the statement itself. Each save's outcome,
+    in order: None, or the error of a thread that is not there."""
+    found = db.execute(
+        _SAVE_STREAMED_TEXTS,
+        {
+            "save": list(range(len(saves))),
+            "app": [save.app_name for save in saves],
+            "user": [save.user_id for save in saves],
+            "thread": [save.session_id for save in saves],
+            "invocation": [save.invocation_id for save in saves],
+            "message": [save.message_id for save in saves],
+            "author": [save.author for save in saves],
+            "text": [save.text for save in saves],
+            "at": [save.update_time for save in saves],
+        },
+    ).fetchall()  # all: a statement that writes is over only once read to its end
+    saved = {number for (number,) in found}
+    return [
+        None if number in saved else not_found(save.session_id) for number, save in enumerate(saves)
+    ]
+
+
+_SAVE_STREAMED_TEXTS = (
+    "WITH found AS (SELECT t.*, s.pk FROM unnest(%(save)s::int[], %(app)s::text[],"
+    " %(user)s::text[], %(thread)s::text[], %(invocation)s::text[], %(message)s::text[],"
+    " %(author)s::text[], %(text)s::text[], %(at)s::float8[]) AS t (number, app_name,"
+    " user_id, id, invocation_id, message_id, author, text, update_time)"
+    " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
+    " saved AS (INSERT INTO streamed_texts"
+    " (session_pk, invocation_id, message_id, author, text, update_time)"
+    " SELECT pk, invocation_id, message_id, author, text, update_time FROM found"
+    " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
+    " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
+    " update_time = excluded.update_time)"
+    " SELECT number FROM found"
+)
 
 
 def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
