@@ -43,7 +43,7 @@ NOT_IDLE = (
 )
 
 # What a worker never uses: the main process keeps the sockets, the hub, the threads'
-# promises (cluster) and the database (audit included).
+# promises (cluster) and the database (the store's service, the audit's tables).
 NOT_IN_A_WORKER = (
     "uvicorn",
     "gateway.doors.app",
@@ -51,6 +51,8 @@ NOT_IN_A_WORKER = (
     "gateway.hub",
     "gateway.cluster",
     "gateway.audit",
+    "gateway.store.service",
+    "gateway.store.sqlite",
     "aiosqlite",
 )
 
