@@ -211,6 +211,7 @@ def _plugins(
     from gateway.adk.confirm_changes import ConfirmChangesPlugin
     from gateway.adk.memory import MemoryPlugin
     from gateway.adk.thoughts import ThoughtsPlugin
+    from gateway.audit import AuditPlugin
     from gateway.doors.warmup import WarmUpPlugin
     from gateway.tools import mcp
     from gateway.tools.long_running import LongRunningPlugin
@@ -221,7 +222,7 @@ def _plugins(
         LongRunningPlugin(),
         # Before the audit's and the approvals': a live turn's call waits for its answer here.
         LiveApprovalPlugin(),
-        *(_audit_plugin(audit) if audit is not None else []),
+        *([AuditPlugin(audit)] if audit is not None else []),
         ApprovalPlugin(),
         AttributionPlugin(),
         surfaces,
@@ -239,13 +240,6 @@ def _plugins(
     if services.memory is not None:
         plugins.append(MemoryPlugin())
     return plugins
-
-
-def _audit_plugin(audit: AuditLog) -> list[BasePlugin]:
-    # Imported here: a worker has no audit, and the audit's package brings the SQLite store.
-    from gateway.audit import AuditPlugin
-
-    return [AuditPlugin(audit)]
 
 
 def _workers(

@@ -24,8 +24,8 @@ from tests.support.ports import free_port
 pytestmark = pytest.mark.process
 
 # Unused by a default gateway: the PostgreSQL store and cluster, OTLP export, GET /metrics,
-# MCP, JWT checks, the operator commands, the npm tarball, the worker's side of the pipe,
-# ag-ui-adk.
+# MCP, JWT checks, the operator commands (the audit's reading too), the npm tarball, the
+# worker's side of the pipe, ag-ui-adk.
 NOT_IDLE = (
     "psycopg",
     "gateway.store.postgres",
@@ -36,6 +36,7 @@ NOT_IDLE = (
     "mcp",
     "jwt",
     "gateway.cli",
+    "gateway.audit.reading",
     "tarfile",
     "gateway.adk.workers.worker",
     "gateway.adk.workers.remote_session",
@@ -43,14 +44,15 @@ NOT_IDLE = (
 )
 
 # What a worker never uses: the main process keeps the sockets, the hub, the threads'
-# promises (cluster) and the database (the store's service, the audit's tables).
+# promises (cluster) and the database (the store's service, the audit's log and tables).
 NOT_IN_A_WORKER = (
     "uvicorn",
     "gateway.doors.app",
     "gateway.doors.websocket",
     "gateway.hub",
     "gateway.cluster",
-    "gateway.audit",
+    "gateway.audit.log",
+    "gateway.audit.tables",
     "gateway.store.service",
     "gateway.store.sqlite",
     "aiosqlite",
