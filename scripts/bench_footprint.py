@@ -13,7 +13,9 @@ or in memory (``--db memory``):
   divided by their number;
 - a worker, with ``--workers N`` (``GATEWAY_WORKERS=N``, docs/multicore.md): the RSS of
   each of the N worker processes the gateway spawned, idle and after the counted runs (the
-  median of the N), besides the main process's figures above.
+  median of the N), besides the main process's figures above. Not counted: multiprocessing's
+  resource tracker, one more child of ~13 MiB that spawning starts (``scripts/load.py``
+  adds up every process of the tree).
 
 RSS moves in pages and with the allocator's arenas, so one round's growth per run is
 noisy: the medians of ``--rounds`` rounds are printed against the targets.
