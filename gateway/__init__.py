@@ -26,7 +26,10 @@ The package is one layer a folder, each importing only from those below it
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+# Plain Python of any version: the check below still runs first on an older one.
+from gateway.lazy import reexports
 
 # pyproject.toml's requires-python; tests/test_python_version.py keeps the two equal.
 OLDEST_PYTHON = (3, 11)
@@ -56,20 +59,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Catalog", "Hosted", "HostingError", "Prediction", "Settings", "create_app", "serve"]
 
-_HOMES = {
-    "create_app": "gateway.api",
-    "serve": "gateway.api",
-    "Settings": "gateway.config",
-    "Hosted": "gateway.adk.hosting",
-    "HostingError": "gateway.adk.hosting",
-    "Catalog": "gateway.tools.catalog",
-    "Prediction": "gateway.translate.predictions",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'gateway' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = reexports(
+    __name__,
+    {
+        "create_app": "gateway.api",
+        "serve": "gateway.api",
+        "Settings": "gateway.config",
+        "Hosted": "gateway.adk.hosting",
+        "HostingError": "gateway.adk.hosting",
+        "Catalog": "gateway.tools.catalog",
+        "Prediction": "gateway.translate.predictions",
+    },
+)

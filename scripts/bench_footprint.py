@@ -10,7 +10,12 @@ or in memory (``--db memory``):
   ``--runs`` more, each a one-turn text run on a new thread over /ws by ``--clients``
   connections, each of a user of its own; the growth over those runs, divided by their number;
 - per idle socket: ``--sockets`` more /ws connections opened and left idle; the growth,
-  divided by their number.
+  divided by their number;
+- a worker, with ``--workers N`` (``GATEWAY_WORKERS=N``, docs/multicore.md): the RSS of
+  each of the N worker processes the gateway spawned, idle and after the counted runs (the
+  median of the N), besides the main process's figures above. Not counted: multiprocessing's
+  resource tracker, one more child of ~13 MiB that spawning starts (``scripts/load.py``
+  adds up every process of the tree).
 
 RSS moves in pages and with the allocator's arenas, so one round's growth per run is
 noisy: the medians of ``--rounds`` rounds are printed against the targets.
@@ -39,6 +44,7 @@ see: read it as RSS, ``python -X importtime`` and the modules a start loads.)
     .venv/bin/python -m scripts.bench_footprint              # 3 rounds, then their medians
     .venv/bin/python -m scripts.bench_footprint --db memory  # each run's thread counted too
     .venv/bin/python -m scripts.bench_footprint --heap --rounds 1
+    .venv/bin/python -m scripts.bench_footprint --workers 2    # a worker's RSS too
     python3 -m venv /tmp/prod && /tmp/prod/bin/pip install .      # the gateway alone, then
     .venv/bin/python -m scripts.bench_footprint --python /tmp/prod/bin/python
 """
@@ -64,6 +70,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from scripts._bench import LocalGateway, client_tools, local_gateway, rss_mib
 from scripts.bench_runs import UNLIMITED, USER, gateway_run
+from scripts.load import process_tree
 
 # Issue 32's targets: last turn's figures, and a bound per idle connection.
 IDLE_MIB = 115.0
@@ -80,11 +87,30 @@ class Footprint:
     idle_mib: float
     run_kib: float
     socket_kib: float
+    # A worker process's RSS (the median of the gateway's workers), idle and after the runs;
+    # None without workers.
+    worker_idle_mib: float | None = None
+    worker_mib: float | None = None
 
 
 async def settled_rss(gateway: LocalGateway) -> float:
     await asyncio.sleep(SETTLE_SECONDS)
     return rss_mib(gateway.process.pid)
+
+
+def workers(gateway: LocalGateway) -> list[int]:
+    """The gateway's worker processes: its children that multiprocessing spawned (not its
+    resource tracker, a child too)."""
+    return [
+        pid
+        for pid in process_tree(gateway.process.pid)[1:]
+        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+
+
+def worker_rss(gateway: LocalGateway) -> float | None:
+    found = workers(gateway)
+    return statistics.median(rss_mib(pid) for pid in found) if found else None
 
 
 async def runs(gateway: LocalGateway, count: int, clients: int) -> None:
@@ -116,19 +142,27 @@ async def measure(
     gateway: LocalGateway, args: argparse.Namespace, heap: Heap | None = None
 ) -> Footprint:
     idle = await settled_rss(gateway)
+    worker_idle = worker_rss(gateway)
     await runs(gateway, args.warm, args.clients)
     warm = await settled_rss(gateway)
     if heap:
         heap.signal()  # tracing starts
     await runs(gateway, args.runs, args.clients)
     ran = await settled_rss(gateway)
+    worker_ran = worker_rss(gateway)
     if heap:
         heap.snapshots["runs"] = heap.signal()
     async with idle_sockets(gateway, args.sockets):
         connected = await settled_rss(gateway)
         if heap:
             heap.snapshots["sockets"] = heap.signal()
-    return Footprint(idle, (ran - warm) * 1024 / args.runs, (connected - ran) * 1024 / args.sockets)
+    return Footprint(
+        idle,
+        (ran - warm) * 1024 / args.runs,
+        (connected - ran) * 1024 / args.sockets,
+        worker_idle,
+        worker_ran,
+    )
 
 
 class Heap:
@@ -161,7 +195,7 @@ def gateway_for(
     args: argparse.Namespace, heap_directory: Path | None = None
 ) -> Iterator[LocalGateway]:
     with tempfile.TemporaryDirectory(prefix="footprint-") as tmp:
-        flags = list(UNLIMITED)
+        flags = [*UNLIMITED, "--workers", str(args.workers)]
         if args.db == "file":
             flags += ["--db", str(Path(tmp) / "gateway.db")]
         entry: tuple[str, ...] = ("-m", "gateway")
@@ -222,6 +256,9 @@ def main() -> None:
         default=sys.executable,
         help="the interpreter the gateway runs on: another venv's, for its dependencies alone",
     )
+    parser.add_argument(
+        "--workers", type=int, default=0, help="GATEWAY_WORKERS: a worker's RSS too (0: none)"
+    )
     parser.add_argument("--heap", action="store_true", help="one more round, under tracemalloc")
     parser.add_argument("--top", type=int, default=12, help="sites the heap profile shows (12)")
     args = parser.parse_args()
@@ -235,6 +272,11 @@ def main() -> None:
         print(
             f"round {number}: idle {f.idle_mib:.1f} MiB, {f.run_kib:.2f} KiB a run,"
             f" {f.socket_kib:.1f} KiB an idle socket"
+            + (
+                f"; a worker {f.worker_idle_mib:.1f} MiB idle, {f.worker_mib:.1f} after the runs"
+                if f.worker_idle_mib is not None and f.worker_mib is not None
+                else ""
+            )
         )
     if found:
         idle = statistics.median(f.idle_mib for f in found)
@@ -252,6 +294,11 @@ def main() -> None:
             f"  per idle WebSocket  {socket:7.1f} KiB  target {SOCKET_KIB:g}:"
             f" {verdict(socket, SOCKET_KIB)}"
         )
+        worker_idle = [f.worker_idle_mib for f in found if f.worker_idle_mib is not None]
+        worker_ran = [f.worker_mib for f in found if f.worker_mib is not None]
+        if worker_idle and worker_ran:
+            print(f"  a worker, idle      {statistics.median(worker_idle):7.1f} MiB")
+            print(f"  a worker, after runs{statistics.median(worker_ran):7.1f} MiB")
     if args.heap:
         with (
             tempfile.TemporaryDirectory(prefix="heap-") as tmp,

@@ -20,11 +20,32 @@ Its parts, one job each:
 - ``reading``  the audit read read-only from outside a gateway, and printed for the CLI
 """
 
-from gateway.audit.log import AuditLog
-from gateway.audit.plugin import AuditPlugin
-from gateway.audit.reading import print_audit, read_access, read_audit
-from gateway.audit.records import AccessRecord, AuditRecord
-from gateway.audit.tables import AuditError
+from typing import TYPE_CHECKING
+
+from gateway.lazy import reexports
+
+if TYPE_CHECKING:
+    from gateway.audit.log import AuditLog
+    from gateway.audit.plugin import AuditPlugin
+    from gateway.audit.reading import print_audit, read_access, read_audit
+    from gateway.audit.records import AccessRecord, AuditRecord
+    from gateway.audit.tables import AuditError
+
+# Imported when first asked for: a worker process's plugin needs no log, tables or SQLite,
+# and only the ``audit`` command reads the audit back.
+__getattr__ = reexports(
+    __name__,
+    {
+        "AuditLog": "gateway.audit.log",
+        "AuditPlugin": "gateway.audit.plugin",
+        "print_audit": "gateway.audit.reading",
+        "read_access": "gateway.audit.reading",
+        "read_audit": "gateway.audit.reading",
+        "AccessRecord": "gateway.audit.records",
+        "AuditRecord": "gateway.audit.records",
+        "AuditError": "gateway.audit.tables",
+    },
+)
 
 __all__ = [
     "AccessRecord",

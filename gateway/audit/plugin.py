@@ -11,15 +11,18 @@ browser's answer arrives.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.audit.log import AuditLog
 from gateway.audit.records import AuditRecord, outcome_of
 from gateway.context import RUN_METADATA_KEY
+
+if TYPE_CHECKING:
+    # Only named: a worker process builds this plugin without the log and its database.
+    from gateway.audit.log import AuditLog
 
 
 class AuditPlugin(BasePlugin):

@@ -24,7 +24,6 @@ import gzip
 import io
 import json
 import logging
-import tarfile
 from collections.abc import Iterator
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -105,6 +104,8 @@ class NpmPackage:
     @functools.cached_property
     def tarball(self) -> bytes:
         """The package as ``npm pack`` lays it out (every file under ``package/``)."""
+        import tarfile  # here: a gateway nobody asks for the tarball never loads it
+
         packed = io.BytesIO()
         with tarfile.open(fileobj=packed, mode="w", format=tarfile.USTAR_FORMAT) as tar:
             for name in self.published():

@@ -26,6 +26,7 @@ import logging
 import sys
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 import msgspec
 from google.adk.agents import LlmAgent
@@ -39,8 +40,11 @@ from websockets.asyncio.client import ClientConnection, connect
 from gateway import wire as p
 from gateway.auth import WARM_UP_USER
 from gateway.config import Settings
-from gateway.hub.hub import Hub
 from gateway.models.offline import OfflineLlm
+
+if TYPE_CHECKING:
+    # Only named: a worker process imports this module for its plugin, and needs no hub.
+    from gateway.hub.hub import Hub
 
 log = logging.getLogger(__name__)
 

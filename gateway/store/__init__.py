@@ -44,13 +44,38 @@ only below them. Nothing here imports a layer above the store: what translation 
 (which messages an event shows as) comes in as ``messages``, given to ``SessionService``.
 """
 
-from gateway.store.errors import CommitFailedError, StoreError
-from gateway.store.projection import ThreadPage
-from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import INTERRUPTED_RESULT
-from gateway.store.service import SessionService
-from gateway.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
-from gateway.store.threads import OpenedThread, ThreadSummary, Usage
+from typing import TYPE_CHECKING
+
+from gateway.lazy import reexports
+
+if TYPE_CHECKING:
+    from gateway.store.errors import CommitFailedError, StoreError
+    from gateway.store.projection import ThreadPage
+    from gateway.store.quarantine import Quarantine, QuarantinedThreadError
+    from gateway.store.recovery import INTERRUPTED_RESULT
+    from gateway.store.service import SessionService
+    from gateway.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+    from gateway.store.threads import OpenedThread, ThreadSummary, Usage
+
+# Imported when first asked for: a module of the store (``cut_off``, which translation uses)
+# may then be imported alone, as a worker process does, without the service and SQLite.
+__getattr__ = reexports(
+    __name__,
+    {
+        "CommitFailedError": "gateway.store.errors",
+        "StoreError": "gateway.store.errors",
+        "ThreadPage": "gateway.store.projection",
+        "Quarantine": "gateway.store.quarantine",
+        "QuarantinedThreadError": "gateway.store.quarantine",
+        "INTERRUPTED_RESULT": "gateway.store.recovery",
+        "SessionService": "gateway.store.service",
+        "MIGRATIONS": "gateway.store.sqlite.schema",
+        "SCHEMA_VERSION": "gateway.store.sqlite.schema",
+        "OpenedThread": "gateway.store.threads",
+        "ThreadSummary": "gateway.store.threads",
+        "Usage": "gateway.store.threads",
+    },
+)
 
 __all__ = [
     "INTERRUPTED_RESULT",

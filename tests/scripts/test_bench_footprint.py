@@ -30,3 +30,12 @@ def test_the_benchmark_measures_against_the_targets_and_profiles_the_heap() -> N
     assert "held by 5 idle sockets, by site:" in report
     assert re.search(r"KiB a socket", report)
     assert re.search(r"\(from \w+/\w+\.py:\d+\)", report), report
+
+
+def test_with_workers_the_benchmark_measures_a_worker_process_too() -> None:
+    report = script_report(
+        "scripts.bench_footprint", "--rounds 1 --warm 2 --runs 10 --sockets 5 --workers 2", 300
+    )
+    assert re.search(r"round 1: .*; a worker \d+\.\d MiB idle, \d+\.\d after the runs", report)
+    for figure in ("a worker, idle", "a worker, after runs"):
+        assert re.search(rf"{figure} *\d+\.\d MiB", report), report

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
@@ -52,8 +52,10 @@ from gateway.adk.workers.messages import (
 from gateway.context import caller
 from gateway.models.calls import FailedCall
 from gateway.models.failures import ModelFailure
-from gateway.store import SessionService
 from gateway.tools.client import ClientTool
+
+if TYPE_CHECKING:
+    from gateway.store import SessionService
 
 __all__ = ["RemoteFailure", "WorkerLost", "WorkerPool", "WorkerRun"]
 

@@ -1,0 +1,125 @@
+"""What a gateway keeps out of its memory: the modules of features it does not use.
+
+Idle RSS is mostly imports (``scripts/bench_footprint.py``), and an import is one line away
+from coming back. Each test runs a real process and reads its ``sys.modules``: the served
+demo once it answers /ping (started, warmed up, idle), and a worker process once it has
+built its App (``gateway.api._worker_main``, up to where it would connect to the main
+process). A name here is a module of something switched off by default, or that only the
+other side of a worker's pipe uses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+from tests.support.budgets import scaled
+from tests.support.ports import free_port
+
+pytestmark = pytest.mark.process
+
+# Unused by a default gateway: the PostgreSQL store and cluster, OTLP export, GET /metrics,
+# MCP, JWT checks, the operator commands (the audit's reading too), the npm tarball, the
+# worker's side of the pipe, ag-ui-adk.
+NOT_IDLE = (
+    "psycopg",
+    "gateway.store.postgres",
+    "gateway.cluster.postgres",
+    "opentelemetry.sdk",
+    "opentelemetry.exporter",
+    "prometheus_client",
+    "mcp",
+    "jwt",
+    "gateway.cli",
+    "gateway.audit.reading",
+    "tarfile",
+    "gateway.adk.workers.worker",
+    "gateway.adk.workers.remote_session",
+    "ag_ui_adk",
+)
+
+# What a worker never uses: the main process keeps the sockets, the hub, the threads'
+# promises (cluster) and the database (the store's service, the audit's log and tables).
+NOT_IN_A_WORKER = (
+    "uvicorn",
+    "gateway.doors.app",
+    "gateway.doors.websocket",
+    "gateway.hub",
+    "gateway.cluster",
+    "gateway.audit.log",
+    "gateway.audit.tables",
+    "gateway.store.service",
+    "gateway.store.sqlite",
+    "aiosqlite",
+)
+
+# The served gateway, and a thread that reads its modules once /ping answers.
+IDLE_PROBE = """
+import json, os, sys, threading, time, urllib.request
+from gateway import __main__ as gateway
+
+def report(port):
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1):
+                break
+        except OSError:
+            time.sleep(0.05)
+    print(json.dumps(sorted(sys.modules.copy())), flush=True)
+    os._exit(0)
+
+threading.Thread(target=report, args=(sys.argv[sys.argv.index("--port") + 1],), daemon=True).start()
+gateway.main(sys.argv[1:])
+"""
+
+WORKER_PROBE = """
+import json, sys
+from gateway.api import _worker_main
+from gateway.config import Settings
+
+try:  # no main process listens there: the worker stops where it would connect
+    _worker_main(None, Settings(), sys.argv[1], 0)
+except OSError:
+    pass
+print(json.dumps(sorted(sys.modules.copy())), flush=True)
+"""
+
+
+def loaded(probe: str, *args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return set(modules)
+
+
+def among(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """``names`` loaded: each one itself or any module of its package."""
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
+
+
+def test_an_idle_gateway_has_not_imported_the_features_it_does_not_use(tmp_path: Path) -> None:
+    port = str(free_port())
+    modules = loaded(
+        IDLE_PROBE,
+        *("--host", "127.0.0.1", "--port", port, "--db", str(tmp_path / "gateway.db")),
+        *("--scripted-pace-ms", "0"),
+    )
+    assert "gateway.doors.app" in modules  # it did serve
+    assert among(modules, NOT_IDLE) == []
+
+
+def test_a_worker_process_imports_no_doors_hub_or_database(tmp_path: Path) -> None:
+    modules = loaded(WORKER_PROBE, str(tmp_path / "no-main-process.sock"))
+    assert "gateway.adk.workers.worker" in modules  # it did build its App and serve
+    assert among(modules, NOT_IN_A_WORKER) == []
