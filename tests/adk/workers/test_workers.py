@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.adk.workers import WorkerPool
+from gateway.store.cut_off import FINISHING
 from tests.support.agui import new_id, snapshot_of, text_of, tool_answer, tool_calls, user_input
 from tests.support.budgets import scaled
 from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
@@ -66,3 +67,38 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             second = await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
             assert text_of(second) == MOVED
         assert len(pool.pids()) == 2 and not set(pool.pids()) & set(killed)
+
+
+async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    # The browser's answer is stored and the model is replying to it when the worker dies:
+    # the model owes that reply, so the thread asks for it again by itself.
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, scripted_pace_ms=150.0) as gateway:
+        pool = pool_of(gateway)
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            first = await ws.run(user_input(thread, FLAGSHIP))
+            [navigate] = tool_calls(first, "navigateToScreen")
+            await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
+            while (await ws.next(START))["type"] != "TEXT_MESSAGE_CONTENT":
+                pass
+            for pid in pool.pids():
+                os.kill(pid, signal.SIGKILL)
+            cut = await ws.until_end(START)
+            assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
+            assert cut[-1]["code"] == "RUN_INTERRUPTED"
+
+            # The thread's next run is the gateway's own, followed live by the tab.
+            again = await ws.until_end(START)
+            assert again[0]["type"] == "RUN_STARTED", again[0]
+            assert again[0]["runId"].startswith(FINISHING)
+            assert text_of(again) == MOVED
+            assert again[-1]["type"] == "RUN_FINISHED"
+            assert not tool_calls(again)  # the screen is not opened twice
+
+            # The thread ends with that reply; the next input runs at once.
+            shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
+            assert shown[-1]["role"] == "assistant" and shown[-1]["content"] == MOVED
+            assert text_of(await ws.run(user_input(thread, "안녕하세요")))
