@@ -106,6 +106,8 @@ def create_app(
         config.announce(resolved)
         settings = resolved.settings
     settings = settings or Settings()
+    if isinstance(model, str):  # a name, as GATEWAY_MODEL takes it: a worker builds it too
+        settings, model = dataclasses.replace(settings, model=model), None
     counted = metrics.for_setting(settings.metrics)
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model, predict_state)
@@ -246,7 +248,7 @@ def _workers(
     agent: Hostable,
     settings: Settings,
     catalog: Catalog | Path | str | None,
-    model: BaseLlm | str | None,
+    model: BaseLlm | None,
     predict_state: Iterable[object] | None,
 ) -> int:
     """How many worker processes run the invocations (docs/multicore.md): none unless
@@ -311,14 +313,17 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     runner = runner_for(app, sessions, services)
     invocation = Invocation(client_tools, surfaces, remote_session.no_surfaces)
     gc.freeze()  # what start-up built stays: full collections stay short
-    uvloop.run(worker.serve(path, index, runner, invocation, sessions, usage, model_calls))
+    serving = worker.serve(
+        path, index, runner, invocation, sessions, usage, model_calls, settings.model_timeout
+    )
+    uvloop.run(serving)
 
 
 def _hosted(
     agent: Hostable,
     settings: Settings,
     catalog: Catalog | Path | str | None,
-    model: BaseLlm | str | None,
+    model: BaseLlm | None,
     predict_state: Iterable[object] | None,
 ) -> Hosted:
     from gateway.adk import loading
@@ -328,8 +333,6 @@ def _hosted(
     from gateway.translate import predictions
 
     warmup.skip_absent_a2a()
-    if isinstance(model, str):  # a name, as GATEWAY_MODEL takes it: built the same way
-        settings, model = dataclasses.replace(settings, model=model), None
     hosted = loading.load(settings.agent if agent is None else agent, settings)
     catalog = catalog or settings.catalog or None
     if catalog is not None:

@@ -131,15 +131,26 @@ class Engine:
 
     async def model_stalled(self, run_id: str, timeout: float) -> Stall:
         """Returns once a model call of the run has sent nothing for ``timeout`` seconds;
-        never without the plugin or with a timeout of 0."""
+        never without the plugin or with a timeout of 0. A run in a worker process is
+        watched there, with the same timeout, and the worker says when."""
         if self.model_calls is None or timeout <= 0:
             await asyncio.Event().wait()
         assert self.model_calls is not None
-        return await self.model_calls.stalled(run_id, timeout)
+        if self.workers is None:
+            return await self.model_calls.stalled(run_id, timeout)
+        there = self.workers.stalled(run_id)
+        here = asyncio.ensure_future(self.model_calls.stalled(run_id, timeout))
+        try:
+            await asyncio.wait({here, there}, return_when="FIRST_COMPLETED")
+        finally:
+            here.cancel()
+        return there.result() if there.done() else here.result()
 
     def forget_model_calls(self, run_id: str) -> None:
         if self.model_calls is not None:
             self.model_calls.forget(run_id)
+        if self.workers is not None:
+            self.workers.forget(run_id)
 
     async def session(self, user_id: str, thread_id: str) -> Session | None:
         return await self.sessions.get_session(

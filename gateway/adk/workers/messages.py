@@ -8,7 +8,8 @@ Main process to worker: ``Start`` a run, ``Cancel`` it (as a user's cancel: ADK 
 invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), and the answer
 to each of the worker's ``Append``s. Worker to main process: ``Hello`` once, then per run
 its ``Append``s (a non-partial event to store before ADK goes on), ``Yielded`` events (what
-the runner yields, in order) and one ``Finished`` or ``Failed``, always last.
+the runner yields, in order), ``Stalled`` if its model goes quiet, and one ``Finished`` or
+``Failed``, always last.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "FromMain",
     "FromWorker",
     "Hello",
+    "Stalled",
     "Start",
     "Stop",
     "ToolDeclaration",
@@ -95,6 +97,15 @@ class Yielded(msgspec.Struct, tag=True, frozen=True):
     stored: bool = False
 
 
+class Stalled(msgspec.Struct, tag=True, frozen=True):
+    """A model call of the run has sent nothing for ``GATEWAY_MODEL_TIMEOUT``: the main
+    process stops the run as it stops one of its own (``model`` names it for the log)."""
+
+    run: int
+    model: str
+    seconds: float
+
+
 class Finished(msgspec.Struct, tag=True, frozen=True):
     """The invocation ended; what the worker's plugins counted of it."""
 
@@ -115,4 +126,4 @@ class Failed(msgspec.Struct, tag=True, frozen=True):
 
 
 FromMain = Start | Cancel | Stop | Appended
-FromWorker = Hello | Append | Yielded | Finished | Failed
+FromWorker = Hello | Append | Yielded | Stalled | Finished | Failed

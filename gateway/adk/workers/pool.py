@@ -44,13 +44,14 @@ from gateway.adk.workers.messages import (
     Finished,
     FromWorker,
     Hello,
+    Stalled,
     Start,
     Stop,
     ToolDeclaration,
     Yielded,
 )
 from gateway.context import caller
-from gateway.models.calls import FailedCall
+from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.store import SessionService
 from gateway.tools.client import ClientTool
@@ -148,6 +149,8 @@ class WorkerPool:
         self._ready: dict[int, asyncio.Future[None]] = {}
         self._usage: dict[str, list[p.TokenUsage]] = {}
         self._failures: dict[str, FailedCall] = {}
+        # Runs whose model a worker found stalled, or that the hub watches for it, by run id.
+        self._stalls: dict[str, asyncio.Future[Stall]] = {}
         self._closing = False
         # The appends being stored (a task each: the pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
@@ -198,6 +201,17 @@ class WorkerPool:
 
     def take_failure(self, run_id: str) -> FailedCall | None:
         return self._failures.pop(run_id, None)
+
+    def stalled(self, run_id: str) -> asyncio.Future[Stall]:
+        """Done once the worker running the run says a model call of it went quiet
+        (``GATEWAY_MODEL_TIMEOUT``, watched there); never for a run no worker runs."""
+        if (watched := self._stalls.get(run_id)) is None:
+            watched = self._stalls[run_id] = asyncio.get_running_loop().create_future()
+        return watched
+
+    def forget(self, run_id: str) -> None:
+        """The run has ended: its stall is watched no more."""
+        self._stalls.pop(run_id, None)
 
     async def run(
         self, order: WorkerRun, abort_signal: asyncio.Event | None
@@ -308,6 +322,11 @@ class WorkerPool:
                     storing = asyncio.create_task(self._store(worker.channel, stream, message))
                     self._storing.add(storing)
                     storing.add_done_callback(self._storing.discard)
+            case Stalled():
+                if (stream := worker.runs.get(message.run)) is not None:
+                    stalled = self.stalled(stream.run_id)
+                    if not stalled.done():
+                        stalled.set_result(Stall(message.model, message.seconds))
             case Finished():
                 if (stream := worker.runs.get(message.run)) is not None:
                     self._keep_ending(stream, message)

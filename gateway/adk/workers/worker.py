@@ -8,6 +8,9 @@ invocation on the worker's Runner, as the in-process engine would
 every event the runner yields goes back as ``Yielded``, and the task's last message is
 ``Finished`` (with what the usage and model-call plugins counted) or ``Failed``.
 ``Cancel`` sets the invocation's abort signal (ADK seals it); ``Stop`` cancels the task.
+A run's model calls are watched here, where they are made: one that goes quiet for
+``GATEWAY_MODEL_TIMEOUT`` is reported ``Stalled``, and the main process stops the run as
+it stops one of its own (a cancel, then ``Stop`` if ADK does not stop in time).
 
 The run's task first makes the run's caller its own (``gateway.context.asked_by``), as the
 hub's run task does in process, so tools see who asks.
@@ -37,6 +40,7 @@ from gateway.adk.workers.messages import (
     Finished,
     FromMain,
     Hello,
+    Stalled,
     Start,
     Stop,
     Yielded,
@@ -59,13 +63,15 @@ async def serve(
     sessions: RemoteSessions,
     usage: UsagePlugin | None = None,
     model_calls: ModelCalls | None = None,
+    model_timeout: float = 0.0,
 ) -> None:
-    """Serves the main process at ``path`` until the pipe closes."""
+    """Serves the main process at ``path`` until the pipe closes; a model call of a run
+    that sends nothing for ``model_timeout`` seconds (0: never) is reported ``Stalled``."""
     reader, writer = await asyncio.open_unix_connection(path)
     channel: Channel[FromMain] = Channel(reader, writer, FromMain)
     sessions.connect(channel.send)
     channel.send(Hello(index, os.getpid()))
-    runs = _Runs(channel, runner, invocation, sessions, usage, model_calls)
+    runs = _Runs(channel, runner, invocation, sessions, usage, model_calls, model_timeout)
     log.info("worker %d (pid %d) serves runs", index, os.getpid())
     try:
         while True:
@@ -88,6 +94,7 @@ class _Runs:
         sessions: RemoteSessions,
         usage: UsagePlugin | None,
         model_calls: ModelCalls | None,
+        model_timeout: float,
     ) -> None:
         self.channel = channel
         self.runner = runner
@@ -95,6 +102,7 @@ class _Runs:
         self.sessions = sessions
         self.usage = usage
         self.model_calls = model_calls
+        self.model_timeout = model_timeout
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.aborts: dict[int, asyncio.Event] = {}
 
@@ -131,6 +139,7 @@ class _Runs:
             types.Content.model_validate_json(start.message) if start.message is not None else None
         )
         ending: Finished | Failed
+        watch = self._watch(start.run, run_id)
         try:
             async with aclosing(
                 self.invocation.run(
@@ -164,6 +173,8 @@ class _Runs:
                 log.warning("run %s failed in this worker", run_id, exc_info=True)
                 ending = Failed(start.run, type(error).__name__, str(error))
         finally:
+            if watch is not None:
+                watch.cancel()
             self.sessions.release(session)
             self.tasks.pop(start.run, None)
             self.aborts.pop(start.run, None)
@@ -171,6 +182,15 @@ class _Runs:
                 self.model_calls.forget(run_id)
         with contextlib.suppress(ChannelClosed):
             self.channel.send(ending)
+
+    def _watch(self, run: int, run_id: str) -> asyncio.Task[None] | None:
+        """Watches the run's model calls as the hub watches its own (``GATEWAY_MODEL_TIMEOUT``);
+        the main process, told, stops the run as it would stop one of its own."""
+        if self.model_calls is None or self.model_timeout <= 0:
+            return None
+        return asyncio.create_task(
+            _report_stall(self.channel, self.model_calls, run, run_id, self.model_timeout)
+        )
 
     def _finished(self, run: int, run_id: str) -> Finished:
         usage = self.usage.take(run_id) if self.usage is not None else None
@@ -180,6 +200,20 @@ class _Runs:
             code = failed.failure
             failure = (code.code.value, code.sentence, code.detail, failed.model)
         return Finished(run, usage, failure)
+
+
+async def _report_stall(
+    channel: Channel[FromMain], model_calls: ModelCalls, run: int, run_id: str, timeout: float
+) -> None:
+    stall = await model_calls.stalled(run_id, timeout)
+    log.info(
+        "run %s: %s sent nothing for %.1f s; the main process is told",
+        run_id,
+        stall.model,
+        stall.seconds,
+    )
+    with contextlib.suppress(ChannelClosed):
+        channel.send(Stalled(run, stall.model, stall.seconds))
 
 
 def _caller(fields: dict[str, object] | None) -> Caller | None:

@@ -5,21 +5,35 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from gateway.adk.workers import WorkerPool
 from gateway.store.cut_off import FINISHING
-from tests.support.agui import new_id, snapshot_of, text_of, tool_answer, tool_calls, user_input
+from tests.support.agui import (
+    new_id,
+    outcome,
+    snapshot_of,
+    text_of,
+    tool_answer,
+    tool_calls,
+    user_input,
+)
 from tests.support.budgets import scaled
 from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
+from tests.support.providers import Fault
+from tests.support.providers.chat_completions import ChatCompletions
 from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.server
 
 # Worker processes import ADK and the agent on a shared machine: seconds, not milliseconds.
 START = scaled(60)
+# GATEWAY_MODEL_TIMEOUT where a model stalls: a worker's first model call imports the
+# provider's SDK on its loop, which on a busy machine is a second of silence.
+STALL = 3.0
 
 
 def pool_of(gateway: RunningGateway) -> WorkerPool:
@@ -102,3 +116,39 @@ async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
             shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
             assert shown[-1]["role"] == "assistant" and shown[-1]["content"] == MOVED
             assert text_of(await ws.run(user_input(thread, "안녕하세요")))
+
+
+async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The workers call a local provider (its address in the environment they inherit),
+    # which sends a reply's first chunks and then nothing.
+    provider = ChatCompletions()
+    for name, value in provider.env().items():
+        monkeypatch.setenv(name, value)
+    async with (
+        provider.running(),
+        running_gateway(
+            workers=2,
+            db=str(tmp_path / "threads.db"),
+            model=provider.model_name,
+            model_timeout=STALL,
+        ) as gateway,
+        gateway.socket() as ws,
+    ):
+        pool_of(gateway)
+        thread = new_id("t")
+        # A first turn, so that the worker's first model call is not the one timed.
+        assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+        provider.fail_next(Fault.STALLS)
+        started = time.perf_counter()
+        events = await ws.run(user_input(thread, "자기소개를 길게 해 주세요"))
+        elapsed = time.perf_counter() - started
+        error = events[-1]
+        assert error["type"] == "RUN_ERROR" and error["code"] == "AGENT_ERROR", error
+        assert f"The model sent nothing for {STALL:g} s" in error["message"]
+        assert any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events)
+        assert STALL <= elapsed < STALL + scaled(3)
+        assert provider.abandoned == 1, "the stalled stream was closed"
+        after = await ws.run(user_input(thread, "안녕"))
+        assert outcome(after) == {"type": "success"} and text_of(after).startswith("안녕하세요")
