@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from gateway.adk.services import Services
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.workers.pool import WorkerProcess
-    from gateway.audit import AuditLog
+    from gateway.audit.plugin import ToolCallLog
     from gateway.doors.app import Gateway
     from gateway.models.calls import ModelCalls
 
@@ -138,7 +138,8 @@ def create_app(
         await audit.open()
         if workers:
             spec = agent if isinstance(agent, str) else None  # _workers: a spec or the demo
-            pools.append(WorkerPool(workers, partial(_spawn_worker, spec, settings), service[0]))
+            spawn = partial(_spawn_worker, spec, settings)
+            pools.append(WorkerPool(workers, spawn, service[0], audit=audit, metrics=counted))
             await pools[0].start()
         engine = Engine(
             hosted,
@@ -205,10 +206,10 @@ def _plugins(
     usage: UsagePlugin,
     model_calls: ModelCalls,
     surfaces: SurfacePlugin,
-    audit: AuditLog | None,
+    audit: ToolCallLog | None,
 ) -> list[BasePlugin]:
-    """The gateway's plugins of the App, in their order; without ``audit``, no audit plugin
-    (a worker process's, whose records do not cross to the main process yet)."""
+    """The gateway's plugins of the App, in their order; without ``audit``, no audit plugin.
+    A worker process's ``audit`` hands its records to the main process's log."""
     from gateway.adk.approvals import ApprovalPlugin
     from gateway.adk.confirm_changes import ConfirmChangesPlugin
     from gateway.adk.memory import MemoryPlugin
@@ -298,23 +299,33 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.adk.invocation import Invocation, runner_for
     from gateway.adk.services import open_services
     from gateway.adk.usage import UsagePlugin
-    from gateway.adk.workers import remote_session, worker
+    from gateway.adk.workers import relay, remote_session, worker
     from gateway.models.calls import ModelCalls
     from gateway.tools.client import ClientToolset
 
     logs.configure(settings)
     hosted = _hosted(agent, settings, None, None, None)
     client_tools = ClientToolset(hosted.catalog)
-    usage, model_calls, surfaces = UsagePlugin(), ModelCalls(), SurfacePlugin()
+    # The main process keeps the audit and the metrics: the worker's are handed to it.
+    recorded = relay.Relay(counting=settings.metrics == "on")
+    usage, model_calls, surfaces = UsagePlugin(recorded), ModelCalls(recorded), SurfacePlugin()
     services = open_services(settings)
-    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=None)
+    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=recorded)
     app = prepare(hosted, client_tools, plugins)
     sessions = remote_session.RemoteSessions()
     runner = runner_for(app, sessions, services)
     invocation = Invocation(client_tools, surfaces, remote_session.no_surfaces)
     gc.freeze()  # what start-up built stays: full collections stay short
     serving = worker.serve(
-        path, index, runner, invocation, sessions, usage, model_calls, settings.model_timeout
+        path,
+        index,
+        runner,
+        invocation,
+        sessions,
+        usage,
+        model_calls,
+        settings.model_timeout,
+        recorded,
     )
     uvloop.run(serving)
 

@@ -11,21 +11,28 @@ browser's answer arrives.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from gateway.audit.log import AuditLog
 from gateway.audit.records import AuditRecord, outcome_of
 from gateway.context import RUN_METADATA_KEY
+
+
+class ToolCallLog(Protocol):
+    """Where the plugin's records go: the ``AuditLog``, or, in a worker process, what hands
+    them to the main process's (``gateway.adk.workers.relay``)."""
+
+    def record(self, record: AuditRecord) -> None: ...
+    def note_sent(self, call_id: str) -> None: ...
 
 
 class AuditPlugin(BasePlugin):
     """Records tool calls as ADK runs them; see the module docstring for which ones."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: ToolCallLog) -> None:
         super().__init__(name="audit")
         self.audit = audit
         # Start of each call in progress (wall clock, monotonic), by call id.

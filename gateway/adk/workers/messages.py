@@ -9,7 +9,8 @@ invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), and
 to each of the worker's ``Append``s. Worker to main process: ``Hello`` once, then per run
 its ``Append``s (a non-partial event to store before ADK goes on), ``Yielded`` events (what
 the runner yields, in order), ``Stalled`` if its model goes quiet, and one ``Finished`` or
-``Failed``, always last.
+``Failed``, always last; and, outside any run, what its plugins record for the main
+process's audit log and metrics (``Recorded``).
 """
 
 from __future__ import annotations
@@ -23,15 +24,20 @@ from gateway import wire as p
 __all__ = [
     "Append",
     "Appended",
+    "Audited",
+    "CallSent",
     "Cancel",
     "Failed",
     "Finished",
     "FromMain",
     "FromWorker",
     "Hello",
+    "ModelCalled",
+    "Recorded",
     "Stalled",
     "Start",
     "Stop",
+    "TokensUsed",
     "ToolDeclaration",
     "Yielded",
 ]
@@ -106,6 +112,34 @@ class Stalled(msgspec.Struct, tag=True, frozen=True):
     seconds: float
 
 
+class Audited(msgspec.Struct, tag=True, frozen=True):
+    """A tool call the worker's audit plugin recorded, as its row (``AuditRecord.as_row``)."""
+
+    row: list[Any]
+
+
+class CallSent(msgspec.Struct, tag=True, frozen=True):
+    """A client call went to the browser (``AuditLog.note_sent``: its answer is timed)."""
+
+    call_id: str
+
+
+class ModelCalled(msgspec.Struct, tag=True, frozen=True):
+    """A model call ended (``Metrics.model_called``)."""
+
+    model: str
+    seconds: float
+    failed: bool
+
+
+class TokensUsed(msgspec.Struct, tag=True, frozen=True):
+    """What a model call reported it used (``Metrics.tokens_used``)."""
+
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+
+
 class Finished(msgspec.Struct, tag=True, frozen=True):
     """The invocation ended; what the worker's plugins counted of it."""
 
@@ -126,4 +160,6 @@ class Failed(msgspec.Struct, tag=True, frozen=True):
 
 
 FromMain = Start | Cancel | Stop | Appended
-FromWorker = Hello | Append | Yielded | Stalled | Finished | Failed
+# What a worker's plugins record for the main process's audit log and metrics.
+Recorded = Audited | CallSent | ModelCalled | TokensUsed
+FromWorker = Hello | Append | Yielded | Stalled | Finished | Failed | Recorded

@@ -39,18 +39,25 @@ from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.messages import (
     Append,
     Appended,
+    Audited,
+    CallSent,
     Cancel,
     Failed,
     Finished,
     FromWorker,
     Hello,
+    ModelCalled,
     Stalled,
     Start,
     Stop,
+    TokensUsed,
     ToolDeclaration,
     Yielded,
 )
+from gateway.audit.plugin import ToolCallLog
+from gateway.audit.records import AuditRecord
 from gateway.context import caller
+from gateway.metrics import OFF, Metrics
 from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.store import SessionService
@@ -135,12 +142,23 @@ class _Worker:
 
 
 class WorkerPool:
-    """``count`` worker processes running invocations for ``sessions``'s threads."""
+    """``count`` worker processes running invocations for ``sessions``'s threads; what
+    their plugins record goes to ``audit`` and ``metrics`` (``gateway.adk.workers.relay``)."""
 
-    def __init__(self, count: int, spawn: Spawn, sessions: SessionService) -> None:
+    def __init__(
+        self,
+        count: int,
+        spawn: Spawn,
+        sessions: SessionService,
+        *,
+        audit: ToolCallLog | None = None,
+        metrics: Metrics = OFF,
+    ) -> None:
         self.count = count
         self._spawn = spawn
         self.sessions = sessions
+        self.audit = audit
+        self.metrics = metrics
         self._directory = ""
         self._path = ""
         self._server: asyncio.Server | None = None
@@ -334,6 +352,16 @@ class WorkerPool:
             case Failed():
                 if (stream := worker.runs.get(message.run)) is not None:
                     stream.queue.put_nowait(message)
+            case Audited():
+                if self.audit is not None:
+                    self.audit.record(AuditRecord.from_row(tuple(message.row)))
+            case CallSent():
+                if self.audit is not None:
+                    self.audit.note_sent(message.call_id)
+            case ModelCalled():
+                self.metrics.model_called(message.model, message.seconds, message.failed)
+            case TokensUsed():
+                self.metrics.tokens_used(message.model, message.input_tokens, message.output_tokens)
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
 

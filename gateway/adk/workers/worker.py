@@ -45,6 +45,7 @@ from gateway.adk.workers.messages import (
     Stop,
     Yielded,
 )
+from gateway.adk.workers.relay import Relay
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.context import Caller, asked_by
 from gateway.models.calls import ModelCalls
@@ -64,12 +65,16 @@ async def serve(
     usage: UsagePlugin | None = None,
     model_calls: ModelCalls | None = None,
     model_timeout: float = 0.0,
+    recorded: Relay | None = None,
 ) -> None:
     """Serves the main process at ``path`` until the pipe closes; a model call of a run
-    that sends nothing for ``model_timeout`` seconds (0: never) is reported ``Stalled``."""
+    that sends nothing for ``model_timeout`` seconds (0: never) is reported ``Stalled``,
+    and what the plugins record into ``recorded`` goes to the main process."""
     reader, writer = await asyncio.open_unix_connection(path)
     channel: Channel[FromMain] = Channel(reader, writer, FromMain)
     sessions.connect(channel.send)
+    if recorded is not None:
+        recorded.connect(channel.send)
     channel.send(Hello(index, os.getpid()))
     runs = _Runs(channel, runner, invocation, sessions, usage, model_calls, model_timeout)
     log.info("worker %d (pid %d) serves runs", index, os.getpid())

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from gateway.adk.workers import WorkerPool
+from gateway.audit import read_audit
+from gateway.metrics import sample
 from gateway.store.cut_off import FINISHING
 from tests.support.agui import (
     new_id,
@@ -48,6 +50,29 @@ async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> No
         pool = pool_of(gateway)
         assert len(pool.pids()) == 2 and os.getpid() not in pool.pids()
         await flagship_navigated_then_honest_reply(gateway)
+
+
+async def test_a_workers_tool_calls_are_audited_and_its_model_calls_counted_here(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, metrics="on") as gateway:
+        await flagship_navigated_then_honest_reply(gateway)
+        metrics = gateway.app.metrics
+        # The demo's scripted model: find_screen, navigateToScreen, then the reply.
+        assert sample(metrics, "gateway_model_calls_total", model="scripted", result="ok") == 3
+        assert sample(metrics, "gateway_model_call_seconds_count", model="scripted") == 3
+        for direction in ("input", "output"):
+            assert sample(
+                metrics, "gateway_model_tokens_total", model="scripted", direction=direction
+            )
+    # The audit file is the main process's (written out by its close): the server tool the
+    # worker ran is in it, with the browser's answer the hub recorded.
+    recorded = [(r.tool, r.executor, r.outcome) for r in await read_audit(db)]
+    assert sorted(recorded) == [
+        ("find_screen", "server", "ok"),
+        ("navigateToScreen", "client", "navigated"),
+    ]
 
 
 async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on(
