@@ -303,7 +303,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.models.calls import ModelCalls
     from gateway.tools.client import ClientToolset
 
-    logs.configure(settings)
+    logs.configure(settings, worker=index)
     hosted = _hosted(agent, settings, None, None, None)
     client_tools = ClientToolset(hosted.catalog)
     # The main process keeps the audit and the metrics: the worker's are handed to it.

@@ -3,6 +3,7 @@ user lives through over /ws is the same: the flagship, and a worker killed mid-r
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -144,7 +145,7 @@ async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
 
 
 async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # The workers call a local provider (its address in the environment they inherit),
     # which sends a reply's first chunks and then nothing.
@@ -158,6 +159,8 @@ async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
             db=str(tmp_path / "threads.db"),
             model=provider.model_name,
             model_timeout=STALL,
+            log_format="json",
+            log_level="info",
         ) as gateway,
         gateway.socket() as ws,
     ):
@@ -177,3 +180,9 @@ async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
         assert provider.abandoned == 1, "the stalled stream was closed"
         after = await ws.run(user_input(thread, "안녕"))
         assert outcome(after) == {"type": "success"} and text_of(after).startswith("안녕하세요")
+    # The worker's log line names it, and the run, as a line of the main process would.
+    lines = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line[:1] == "{"]
+    [stalled] = [line for line in lines if "sent nothing" in line["message"]]
+    assert stalled["worker"] in (1, 2) and stalled["logger"] == "gateway.adk.workers.worker"
+    assert (stalled["threadId"], stalled["runId"]) == (thread, events[0]["runId"])
+    assert {line["worker"] for line in lines if "serves runs" in line["message"]} == {1, 2}
