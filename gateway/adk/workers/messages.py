@@ -5,8 +5,9 @@ its type's name. ADK's own objects (a session, a message, an event) travel as AD
 (``model_dump_json``), so they have one description, ADK's; everything else is here.
 
 Main process to worker: ``Start`` a run, ``Cancel`` it (as a user's cancel: ADK seals the
-invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), and the answer
-to each of the worker's ``Append``s. Worker to main process: ``Hello`` once, then per run
+invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), the answer
+to each of the worker's ``Append``s, and ``Credit`` for more of a run's events. Worker to
+main process: ``Hello`` once, then per run
 its ``Append``s (a non-partial event to store before ADK goes on), ``Yielded`` events (what
 the runner yields, in order), ``Stalled`` if its model goes quiet, and one ``Finished`` or
 ``Failed``, always last; and, outside any run, what its plugins record for the main
@@ -27,6 +28,7 @@ __all__ = [
     "Audited",
     "CallSent",
     "Cancel",
+    "Credit",
     "Failed",
     "Finished",
     "FromMain",
@@ -73,6 +75,14 @@ class Cancel(msgspec.Struct, tag=True, frozen=True):
 
 class Stop(msgspec.Struct, tag=True, frozen=True):
     run: int
+
+
+class Credit(msgspec.Struct, tag=True, frozen=True):
+    """The hub took ``events`` more of the run's events: the worker may send that many more
+    (``gateway.adk.workers.credit``)."""
+
+    run: int
+    events: int
 
 
 class Appended(msgspec.Struct, tag=True, frozen=True):
@@ -159,7 +169,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True):
     refusal: str | None = None
 
 
-FromMain = Start | Cancel | Stop | Appended
+FromMain = Start | Cancel | Stop | Appended | Credit
 # What a worker's plugins record for the main process's audit log and metrics.
 Recorded = Audited | CallSent | ModelCalled | TokensUsed
 FromWorker = Hello | Append | Yielded | Stalled | Finished | Failed | Recorded

@@ -13,7 +13,8 @@ A worker that dies closes its pipe: each of its runs raises ``WorkerLost`` (a
 failure of an ``Append`` is raised to the hub as the store raised it, so the run ends
 exactly as it would in process. One run's events are a queue the pipe's reader fills and
 the run's consumer drains; the worker waits on each stored event, so a run never gets
-ahead of its store.
+ahead of its store, and sends no more than a credit window of events the hub has not
+taken (``credit``), so a busy hub slows its workers instead of queueing without bound.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ from google.genai import types
 
 from gateway import wire as p
 from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.messages import (
     Append,
     Appended,
     Audited,
     CallSent,
     Cancel,
+    Credit,
     Failed,
     Finished,
     FromWorker,
@@ -170,6 +173,9 @@ class WorkerPool:
         # Runs whose model a worker found stalled, or that the hub watches for it, by run id.
         self._stalls: dict[str, asyncio.Future[Stall]] = {}
         self._closing = False
+        # The most events of one run held here that its hub had not taken yet (the credit
+        # window bounds it: ``gateway.adk.workers.credit``), for tests and the load script.
+        self.most_held = 0
         # The appends being stored (a task each: the pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
 
@@ -242,11 +248,15 @@ class WorkerPool:
         channel = worker.channel
         ended = False
         cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
+        taken = Taken()
         try:
             channel.send(_start(number, order))
             while True:
                 item = await stream.queue.get()
                 if isinstance(item, AdkEvent):
+                    if credit := taken.took():  # the worker may send as many more
+                        with contextlib.suppress(ChannelClosed):  # its loss is queued
+                            channel.send(Credit(number, credit))
                     yield item
                     continue
                 ended = True
@@ -331,6 +341,8 @@ class WorkerPool:
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
                     stream.queue.put_nowait(AdkEvent.model_validate_json(message.event))
+                if stream is not None:
+                    self.most_held = max(self.most_held, stream.queue.qsize())
             case Append():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None

@@ -5,8 +5,10 @@ Theory of operation. The worker connects to the main process's Unix socket, says
 (the main process is gone or let it go). Each ``Start`` becomes a task running one ADK
 invocation on the worker's Runner, as the in-process engine would
 (``gateway.adk.invocation``), over the ``RemoteSessions`` that hold the run's session;
-every event the runner yields goes back as ``Yielded``, and the task's last message is
-``Finished`` (with what the usage and model-call plugins counted) or ``Failed``.
+every event the runner yields goes back as ``Yielded``, within the run's credit window
+(``gateway.adk.workers.credit``: no more than ``WINDOW`` events the hub has not taken),
+and the task's last message is ``Finished`` (with what the usage and model-call plugins
+counted) or ``Failed``.
 ``Cancel`` sets the invocation's abort signal (ADK seals it); ``Stop`` cancels the task.
 A run's model calls are watched here, where they are made: one that goes quiet for
 ``GATEWAY_MODEL_TIMEOUT`` is reported ``Stalled``, and the main process stops the run as
@@ -35,9 +37,11 @@ from gateway.adk.invocation import Invocation
 from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
 from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.credit import Window
 from gateway.adk.workers.messages import (
     Appended,
     Cancel,
+    Credit,
     Failed,
     Finished,
     FromMain,
@@ -112,12 +116,14 @@ class _Runs:
         self.model_timeout = model_timeout
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.aborts: dict[int, asyncio.Event] = {}
+        self.windows: dict[int, Window] = {}
 
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
                 abort = self.aborts[message.run] = asyncio.Event()
-                task = asyncio.create_task(self._run(message, abort))
+                window = self.windows[message.run] = Window()
+                task = asyncio.create_task(self._run(message, abort, window))
                 self.tasks[message.run] = task
             case Cancel():
                 if message.run in self.aborts:
@@ -127,13 +133,16 @@ class _Runs:
                     self.tasks[message.run].cancel()
             case Appended():
                 self.sessions.appended(message)
+            case Credit():
+                if message.run in self.windows:
+                    self.windows[message.run].grant(message.events)
 
     async def stop_all(self) -> None:
         for task in self.tasks.values():
             task.cancel()
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
-    async def _run(self, start: Start, abort: asyncio.Event) -> None:
+    async def _run(self, start: Start, abort: asyncio.Event, window: Window) -> None:
         asked_by(_caller(start.caller))
         run_id = str(start.metadata.get("runId"))
         logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
@@ -163,6 +172,7 @@ class _Runs:
                 )
             ) as events:
                 async for event in events:
+                    await window.spend()  # no further ahead of the hub than its window
                     if self.sessions.was_stored(session, event):
                         self.channel.send(Yielded(start.run, stored=True))
                     else:
@@ -186,6 +196,7 @@ class _Runs:
             self.sessions.release(session)
             self.tasks.pop(start.run, None)
             self.aborts.pop(start.run, None)
+            self.windows.pop(start.run, None)
             if self.model_calls is not None:
                 self.model_calls.forget(run_id)
         with contextlib.suppress(ChannelClosed):

@@ -3,15 +3,21 @@ user lives through over /ws is the same: the flagship, and a worker killed mid-r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gateway.adk.engine import Engine
 from gateway.adk.workers import WorkerPool
+from gateway.adk.workers.credit import WINDOW
 from gateway.audit import read_audit
 from gateway.metrics import sample
 from gateway.store.cut_off import FINISHING
@@ -186,3 +192,30 @@ async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
     assert stalled["worker"] in (1, 2) and stalled["logger"] == "gateway.adk.workers.worker"
     assert (stalled["threadId"], stalled["runId"]) == (thread, events[0]["runId"])
     assert {line["worker"] for line in lines if "serves runs" in line["message"]} == {1, 2}
+
+
+async def test_a_hub_that_takes_events_slowly_holds_a_window_of_them_not_the_whole_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hub takes each event of a run 20 ms after the last, while the worker's model
+    # streams a reply of ~80 chunks at once: the worker waits instead of sending it all.
+    run = Engine.run
+
+    def slowly(engine: Engine, **order: Any) -> AsyncGenerator[Any, None]:
+        async def taken_slowly() -> AsyncGenerator[Any, None]:
+            async with aclosing(run(engine, **order)) as events:
+                async for event in events:
+                    yield event
+                    await asyncio.sleep(0.02)
+
+        return taken_slowly()
+
+    monkeypatch.setattr(Engine, "run", slowly)
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, scripted_pace_ms=0.0) as gateway:
+        pool = pool_of(gateway)
+        async with gateway.socket() as ws:
+            events = await ws.run(user_input(new_id("t"), "자기소개를 길게 해 주세요"))
+        chunks = sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events)
+        assert outcome(events) == {"type": "success"} and chunks > 2 * WINDOW
+        assert 0 < pool.most_held <= WINDOW
