@@ -293,7 +293,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
 
     import uvloop
 
-    from gateway import logs
+    from gateway import logs, tracing
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.hosting import prepare
     from gateway.adk.invocation import Invocation, runner_for
@@ -304,6 +304,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.tools.client import ClientToolset
 
     logs.configure(settings, worker=index)
+    tracing.configure()  # the same OTEL_* as the main process: its spans go to the same place
     hosted = _hosted(agent, settings, None, None, None)
     client_tools = ClientToolset(hosted.catalog)
     # The main process keeps the audit and the metrics: the worker's are handed to it.
@@ -328,6 +329,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
         recorded,
     )
     uvloop.run(serving)
+    tracing.flush()  # the spans still batched, before the process exits
 
 
 def _hosted(

@@ -67,6 +67,7 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     client_tools: list[ToolDeclaration]
     catalogs: dict[str, list[str] | None] | None
     caller: dict[str, Any] | None  # gateway.context.Caller's fields; None: nobody asked
+    traceparent: str | None = None  # the run's span, W3C; None: traces are off
 
 
 class Cancel(msgspec.Struct, tag=True, frozen=True):

@@ -35,6 +35,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
+from gateway import tracing
 from gateway import wire as p
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.credit import Taken
@@ -440,6 +441,7 @@ def _start(number: int, order: WorkerRun) -> Start:
         ],
         catalogs=None,
         caller=dataclasses.asdict(who) if who is not None else None,
+        traceparent=tracing.traceparent(),
     )
 
 

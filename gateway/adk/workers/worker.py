@@ -15,8 +15,9 @@ A run's model calls are watched here, where they are made: one that goes quiet f
 it stops one of its own (a cancel, then ``Stop`` if ADK does not stop in time).
 
 The run's task first makes the run's caller its own (``gateway.context.asked_by``), as the
-hub's run task does in process, so tools see who asks, and binds the run's ids for its log
-records (``gateway.logs``), which name this worker too.
+hub's run task does in process, so tools see who asks; binds the run's ids for its log
+records (``gateway.logs``), which name this worker too; and continues the run's trace
+(``gateway.tracing.continue_from``), so ADK's spans here are children of the hub's run span.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import logs
+from gateway import logs, tracing
 from gateway.adk.invocation import Invocation
 from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
@@ -146,6 +147,7 @@ class _Runs:
         asked_by(_caller(start.caller))
         run_id = str(start.metadata.get("runId"))
         logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
+        tracing.continue_from(start.traceparent)  # ADK's spans nest under the run's
         session = Session.model_validate_json(start.session)
         self.sessions.hold(start.run, session)
         tools = {

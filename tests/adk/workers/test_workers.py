@@ -35,6 +35,7 @@ from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_hone
 from tests.support.providers import Fault
 from tests.support.providers.chat_completions import ChatCompletions
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.traces import OtlpReceiver, named, recorded_spans
 
 pytestmark = pytest.mark.server
 
@@ -219,3 +220,26 @@ async def test_a_hub_that_takes_events_slowly_holds_a_window_of_them_not_the_who
         chunks = sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events)
         assert outcome(events) == {"type": "success"} and chunks > 2 * WINDOW
         assert 0 < pool.most_held <= WINDOW
+
+
+async def test_adks_spans_in_a_worker_are_children_of_the_runs_span_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This process records its spans in memory; the workers export theirs by OTEL_*, as
+    # the main process of a real server would, to a collector on loopback.
+    spans = recorded_spans()
+    with OtlpReceiver() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+        monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+        async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+            async with gateway.socket() as ws:
+                first = await ws.run(user_input(new_id("t"), FLAGSHIP))
+            assert tool_calls(first, "navigateToScreen")
+        # The workers sent what they had batched as they exited, with the gateway.
+        [run] = named(spans.get_finished_spans(), "gateway_run")
+        assert run.context is not None
+        trace_id, run_id = f"{run.context.trace_id:032x}", f"{run.context.span_id:016x}"
+        under_run = [s for s in collector.spans if s.parent_span_id == run_id]
+        assert under_run and all(s.trace_id == trace_id for s in under_run)
+        [tool] = collector.named("execute_tool find_screen")
+        assert tool.trace_id == trace_id
