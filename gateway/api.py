@@ -315,7 +315,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     app = prepare(hosted, client_tools, plugins)
     sessions = remote_session.RemoteSessions()
     runner = runner_for(app, sessions, services)
-    invocation = Invocation(client_tools, surfaces, remote_session.no_surfaces)
+    invocation = Invocation(client_tools, surfaces, sessions.surfaces)
     gc.freeze()  # what start-up built stays: full collections stay short
     serving = worker.serve(
         path,

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, nullcontext
+from functools import partial
 from typing import Any
 
 from google.adk.agents import BaseAgent
@@ -301,8 +302,7 @@ class Engine:
         runner = self.runner
         if user_id == WARM_UP_USER and self.warm_up_runner is not None:
             runner = self.warm_up_runner
-        elif self.workers is not None and catalogs is None:
-            # A2UI runs stay here for now: their checks read the thread's surfaces.
+        elif self.workers is not None:
             async for event in self.workers.run(
                 WorkerRun(
                     user_id=user_id,
@@ -313,6 +313,9 @@ class Engine:
                     state_delta=state_delta,
                     metadata=metadata,
                     client_tools=client_tools,
+                    catalogs=catalogs,
+                    surfaces=surfaces,
+                    read_surfaces=partial(self.surfaces, user_id, thread_id),
                 ),
                 abort_signal,
             ):

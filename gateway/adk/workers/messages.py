@@ -6,12 +6,12 @@ its type's name. ADK's own objects (a session, a message, an event) travel as AD
 
 Main process to worker: ``Start`` a run, ``Cancel`` it (as a user's cancel: ADK seals the
 invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), the answer
-to each of the worker's ``Append``s, and ``Credit`` for more of a run's events. Worker to
-main process: ``Hello`` once, then per run
-its ``Append``s (a non-partial event to store before ADK goes on), ``Yielded`` events (what
-the runner yields, in order), ``Stalled`` if its model goes quiet, and one ``Finished`` or
-``Failed``, always last; and, outside any run, what its plugins record for the main
-process's audit log and metrics (``Recorded``).
+to each of the worker's ``Append``s and ``ReadSurfaces``, and ``Credit`` for more of a
+run's events. Worker to main process: ``Hello`` once, then per run its ``Append``s (a
+non-partial event to store before ADK goes on), ``ReadSurfaces`` when a tool returns A2UI
+operations, ``Yielded`` events (what the runner yields, in order), ``Stalled`` if its model
+goes quiet, and one ``Finished`` or ``Failed``, always last; and, outside any run, what
+its plugins record for the main process's audit log and metrics (``Recorded``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from gateway import wire as p
+from gateway.a2ui.surfaces import Surface
 
 __all__ = [
     "Append",
@@ -35,10 +36,12 @@ __all__ = [
     "FromWorker",
     "Hello",
     "ModelCalled",
+    "ReadSurfaces",
     "Recorded",
     "Stalled",
     "Start",
     "Stop",
+    "SurfacesRead",
     "TokensUsed",
     "ToolDeclaration",
     "Yielded",
@@ -68,6 +71,7 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     catalogs: dict[str, list[str] | None] | None
     caller: dict[str, Any] | None  # gateway.context.Caller's fields; None: nobody asked
     traceparent: str | None = None  # the run's span, W3C; None: traces are off
+    surfaces: dict[str, Surface] | None = None  # the thread's A2UI, if the hub read them
 
 
 class Cancel(msgspec.Struct, tag=True, frozen=True):
@@ -94,6 +98,16 @@ class Appended(msgspec.Struct, tag=True, frozen=True):
     error: str | None = None
 
 
+class SurfacesRead(msgspec.Struct, tag=True, frozen=True):
+    """The answer to ``ReadSurfaces`` numbered ``call``: the thread's live A2UI surfaces,
+    or ``error`` if they could not be read."""
+
+    run: int
+    call: int
+    live: dict[str, Surface] | None = None
+    error: str | None = None
+
+
 class Hello(msgspec.Struct, tag=True, frozen=True):
     index: int
     pid: int
@@ -103,6 +117,14 @@ class Append(msgspec.Struct, tag=True, frozen=True):
     run: int
     call: int
     event: bytes  # ADK's JSON
+
+
+class ReadSurfaces(msgspec.Struct, tag=True, frozen=True):
+    """The run's thread's A2UI surfaces are wanted: a tool of the run returned operations,
+    which are checked against them (read once a run, as in one process)."""
+
+    run: int
+    call: int
 
 
 class Yielded(msgspec.Struct, tag=True, frozen=True):
@@ -170,7 +192,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True):
     refusal: str | None = None
 
 
-FromMain = Start | Cancel | Stop | Appended | Credit
+FromMain = Start | Cancel | Stop | Appended | SurfacesRead | Credit
 # What a worker's plugins record for the main process's audit log and metrics.
 Recorded = Audited | CallSent | ModelCalled | TokensUsed
-FromWorker = Hello | Append | Yielded | Stalled | Finished | Failed | Recorded
+FromWorker = Hello | Append | ReadSurfaces | Yielded | Stalled | Finished | Failed | Recorded

@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 from google.adk.events import Event as AdkEvent
@@ -37,6 +37,8 @@ from google.genai import types
 
 from gateway import tracing
 from gateway import wire as p
+from gateway.a2ui.catalogs import ClientCatalogs
+from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.messages import (
@@ -51,9 +53,11 @@ from gateway.adk.workers.messages import (
     FromWorker,
     Hello,
     ModelCalled,
+    ReadSurfaces,
     Stalled,
     Start,
     Stop,
+    SurfacesRead,
     TokensUsed,
     ToolDeclaration,
     Yielded,
@@ -119,6 +123,11 @@ class WorkerRun:
     state_delta: dict[str, Any] | None
     metadata: dict[str, Any]
     client_tools: Mapping[str, ClientTool]
+    # What the run's client renders of A2UI, and its thread's surfaces: as the hub read
+    # them, or read here when the worker asks.
+    catalogs: ClientCatalogs | None = None
+    surfaces: Surfaces | None = None
+    read_surfaces: Callable[[], Awaitable[Surfaces]] | None = None
 
 
 _END = object()
@@ -130,6 +139,7 @@ class _Stream:
 
     run_id: str
     session: Session
+    read_surfaces: Callable[[], Awaitable[Surfaces]] | None
     queue: asyncio.Queue[object] = dataclasses.field(default_factory=asyncio.Queue)
     store_error: BaseException | None = None
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
@@ -177,7 +187,8 @@ class WorkerPool:
         # The most events of one run held here that its hub had not taken yet (the credit
         # window bounds it: ``gateway.adk.workers.credit``), for tests and the load script.
         self.most_held = 0
-        # The appends being stored (a task each: the pipe's reader never waits on the store).
+        # The workers' appends being stored, and reads being made for them (a task each: the
+        # pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -244,7 +255,9 @@ class WorkerPool:
         """The invocation's events, run in the least busy worker."""
         worker = await self._least_busy()
         number = next(self._runs)
-        stream = worker.runs[number] = _Stream(str(order.metadata.get("runId")), order.session)
+        stream = worker.runs[number] = _Stream(
+            str(order.metadata.get("runId")), order.session, order.read_surfaces
+        )
         assert worker.channel is not None
         channel = worker.channel
         ended = False
@@ -350,9 +363,11 @@ class WorkerPool:
                 if stream is None:  # the hub let go of the run: nothing more of it is stored
                     worker.channel.send(Appended(message.run, message.call, "the run is over"))
                 else:
-                    storing = asyncio.create_task(self._store(worker.channel, stream, message))
-                    self._storing.add(storing)
-                    storing.add_done_callback(self._storing.discard)
+                    self._answer(self._store(worker.channel, stream, message))
+            case ReadSurfaces():
+                stream = worker.runs.get(message.run)
+                assert worker.channel is not None
+                self._answer(self._read_surfaces(worker.channel, stream, message))
             case Stalled():
                 if (stream := worker.runs.get(message.run)) is not None:
                     stalled = self.stalled(stream.run_id)
@@ -377,6 +392,27 @@ class WorkerPool:
                 self.metrics.tokens_used(message.model, message.input_tokens, message.output_tokens)
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
+
+    def _answer(self, answering: Coroutine[Any, Any, None]) -> None:
+        """Answers a worker's request in a task of its own: the pipe's reader never waits."""
+        task = asyncio.create_task(answering)
+        self._storing.add(task)
+        task.add_done_callback(self._storing.discard)
+
+    async def _read_surfaces(
+        self, channel: Channel[FromWorker], stream: _Stream | None, asked: ReadSurfaces
+    ) -> None:
+        answer = SurfacesRead(asked.run, asked.call, error="the run is over")
+        if stream is not None and stream.read_surfaces is not None:
+            try:
+                answer = SurfacesRead(asked.run, asked.call, (await stream.read_surfaces()).live)
+            except Exception as failure:  # the store's; the run fails as in one process
+                log.warning(
+                    "run %s: its thread's A2UI surfaces were not read: %s", stream.run_id, failure
+                )
+                answer = SurfacesRead(asked.run, asked.call, error=type(failure).__name__)
+        with contextlib.suppress(ChannelClosed):
+            channel.send(answer)
 
     async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
         error = None
@@ -439,7 +475,12 @@ def _start(number: int, order: WorkerRun) -> Start:
             ToolDeclaration(tool.name, tool.description, tool.parameters)
             for tool in order.client_tools.values()
         ],
-        catalogs=None,
+        catalogs={
+            id: sorted(c) if c is not None else None for id, c in order.catalogs.catalogs.items()
+        }
+        if order.catalogs is not None
+        else None,
+        surfaces=order.surfaces.live if order.surfaces is not None else None,
         caller=dataclasses.asdict(who) if who is not None else None,
         traceparent=tracing.traceparent(),
     )

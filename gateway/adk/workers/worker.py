@@ -34,6 +34,8 @@ from google.adk.sessions import Session
 from google.genai import types
 
 from gateway import logs, tracing
+from gateway.a2ui.catalogs import ClientCatalogs
+from gateway.a2ui.surfaces import Surface, Surfaces
 from gateway.adk.invocation import Invocation
 from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
@@ -50,6 +52,7 @@ from gateway.adk.workers.messages import (
     Stalled,
     Start,
     Stop,
+    SurfacesRead,
     Yielded,
 )
 from gateway.adk.workers.relay import Relay
@@ -132,8 +135,8 @@ class _Runs:
             case Stop():
                 if message.run in self.tasks:
                     self.tasks[message.run].cancel()
-            case Appended():
-                self.sessions.appended(message)
+            case Appended() | SurfacesRead():
+                self.sessions.answered(message)
             case Credit():
                 if message.run in self.windows:
                     self.windows[message.run].grant(message.events)
@@ -169,6 +172,8 @@ class _Runs:
                     metadata=start.metadata,
                     client_tools=tools,
                     state_delta=start.state_delta,
+                    catalogs=_catalogs(start.catalogs),
+                    surfaces=_surfaces(start.surfaces),
                     abort_signal=abort,
                     invocation_id=start.invocation_id,
                 )
@@ -235,6 +240,20 @@ async def _report_stall(
     )
     with contextlib.suppress(ChannelClosed):
         channel.send(Stalled(run, stall.model, stall.seconds))
+
+
+def _catalogs(given: dict[str, list[str] | None] | None) -> ClientCatalogs | None:
+    if given is None:
+        return None
+    return ClientCatalogs({id: frozenset(c) if c is not None else None for id, c in given.items()})
+
+
+def _surfaces(live: dict[str, Surface] | None) -> Surfaces | None:
+    if live is None:
+        return None
+    surfaces = Surfaces()
+    surfaces.live = live
+    return surfaces
 
 
 def _caller(fields: dict[str, object] | None) -> Caller | None:

@@ -19,6 +19,7 @@ from gateway.adk.engine import Engine
 from gateway.adk.workers import WorkerPool
 from gateway.adk.workers.credit import WINDOW
 from gateway.audit import read_audit
+from gateway.examples.navigator import work_requests
 from gateway.metrics import sample
 from gateway.store.cut_off import FINISHING
 from tests.support.agui import (
@@ -35,6 +36,7 @@ from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_hone
 from tests.support.providers import Fault
 from tests.support.providers.chat_completions import ChatCompletions
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.surfaces import BASIC, CARD
 from tests.support.traces import OtlpReceiver, named, recorded_spans
 
 pytestmark = pytest.mark.server
@@ -108,8 +110,19 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             answered = {m["toolCallId"] for m in shown if m["role"] == "tool"}
             assert asked <= answered, shown
 
-            # The next input runs on a new worker, and the story ends honestly.
-            first = await ws.run(user_input(thread, FLAGSHIP))
+            # The next input runs on a new worker, and the story ends honestly. Had find_screen
+            # returned before the kill, the model owed its reply to that result, and the
+            # thread asked for it by itself first, as after a restart: the tab follows that.
+            again = user_input(thread, FLAGSHIP)
+            await ws.send(again)
+            before: list[dict[str, Any]] = []
+            while (event := await ws.next(START))["type"] != "RUN_STARTED" or (
+                event["runId"] != again["runId"]
+            ):
+                before.append(event)
+            started = [e["runId"] for e in before if e["type"] == "RUN_STARTED"]
+            assert all(run_id.startswith(FINISHING) for run_id in started), started
+            first = [event, *await ws.until_end(START)]
             [navigate] = tool_calls(first, "navigateToScreen")
             second = await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
             assert text_of(second) == MOVED
@@ -243,3 +256,52 @@ async def test_adks_spans_in_a_worker_are_children_of_the_runs_span_here(
         assert under_run and all(s.trace_id == trace_id for s in under_run)
         [tool] = collector.named("execute_tool find_screen")
         assert tool.trace_id == trace_id
+
+
+async def test_a2ui_runs_in_a_worker_and_its_card_is_checked_against_the_threads_surfaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The card of R-1042, a press on its approve button, a person's approval: the update
+    # the tool then shows is checked against the card as the thread holds it, which the
+    # worker asks the main process for. The decision is made in a worker, not here.
+    decided_here: list[str] = []
+    decide = work_requests._decide
+
+    async def here(request_id: str, decision: str, tool_context: Any) -> dict[str, Any]:
+        decided_here.append(request_id)
+        return await decide(request_id, decision, tool_context)
+
+    monkeypatch.setattr(work_requests, "_decide", here)
+    thread = new_id("t")
+    pressed = {
+        "name": "approve",
+        "surfaceId": CARD,
+        "sourceComponentId": "approve",
+        "timestamp": "2026-12-05T10:00:00Z",
+        "context": {"requestId": "R-1042", "status": "pending"},
+    }
+    press = user_input(thread, "", context=BASIC) | {
+        "messages": [],
+        "forwardedProps": {"a2uiAction": {"userAction": pressed}},
+    }
+    async with (
+        running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway,
+        gateway.socket() as ws,
+    ):
+        shown = await ws.run(user_input(thread, "R-1042 보여줘", context=BASIC))
+        assert [e["activityType"] for e in shown if e["type"] == "ACTIVITY_SNAPSHOT"] == [
+            "a2ui-surface"
+        ]
+        [interrupt] = outcome(await ws.run(press))["interrupts"]
+        answer = user_input(thread, "", context=BASIC) | {"messages": []}
+        answer["resume"] = [
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+        ]
+        approved = await ws.run(answer)
+    assert text_of(approved) == "R-1042 요청을 승인했습니다."
+    [update] = [e for e in approved if e["type"] == "ACTIVITY_SNAPSHOT"]
+    changed = [
+        op["updateDataModel"] for op in update["content"]["operations"] if "updateDataModel" in op
+    ]
+    assert changed[0]["value"]["status"] == "approved"
+    assert decided_here == []
