@@ -62,6 +62,17 @@ async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> No
         await flagship_navigated_then_honest_reply(gateway)
 
 
+async def test_gateway_workers_in_the_environment_runs_a_tests_gateway_with_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # How the server tier runs with workers (docs/multicore.md): the test says nothing.
+    monkeypatch.setenv("GATEWAY_WORKERS", "2")
+    async with running_gateway() as gateway:
+        assert len(pool_of(gateway).pids()) == 2
+    async with running_gateway(workers=0) as gateway:  # a test that says otherwise
+        assert gateway.app.hub is not None and gateway.app.hub.engine.workers is None
+
+
 async def test_a_workers_tool_calls_are_audited_and_its_model_calls_counted_here(
     tmp_path: Path,
 ) -> None:
