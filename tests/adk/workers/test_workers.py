@@ -23,6 +23,7 @@ from gateway.examples.navigator import work_requests
 from gateway.metrics import sample
 from gateway.store.cut_off import FINISHING
 from tests.support.agui import (
+    AgUiSocket,
     new_id,
     outcome,
     snapshot_of,
@@ -53,6 +54,17 @@ def pool_of(gateway: RunningGateway) -> WorkerPool:
     pool = gateway.app.hub.engine.workers
     assert pool is not None, "the gateway runs its invocations in this process"
     return pool
+
+
+async def every_worker_killed(pool: WorkerPool, ws: AgUiSocket) -> list[int]:
+    """SIGKILLs every worker mid-run: the run ends RUN_INTERRUPTED. Their process ids."""
+    killed = pool.pids()
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    cut = await ws.until_end(START)
+    assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
+    assert cut[-1]["code"] == "RUN_INTERRUPTED"
+    return killed
 
 
 async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> None:
@@ -108,12 +120,7 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             await ws.send(user_input(thread, FLAGSHIP))
             while (await ws.next(START))["type"] != "TOOL_CALL_START":
                 pass
-            killed = pool.pids()
-            for pid in killed:
-                os.kill(pid, signal.SIGKILL)
-            cut = await ws.until_end(START)
-            assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
-            assert cut[-1]["code"] == "RUN_INTERRUPTED"
+            killed = await every_worker_killed(pool, ws)
 
             # The thread is whole: every call it shows has its result.
             shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
@@ -155,11 +162,7 @@ async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
             await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
             while (await ws.next(START))["type"] != "TEXT_MESSAGE_CONTENT":
                 pass
-            for pid in pool.pids():
-                os.kill(pid, signal.SIGKILL)
-            cut = await ws.until_end(START)
-            assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
-            assert cut[-1]["code"] == "RUN_INTERRUPTED"
+            await every_worker_killed(pool, ws)
 
             # The thread's next run is the gateway's own, followed live by the tab.
             again = await ws.until_end(START)
