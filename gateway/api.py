@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from gateway.adk.services import Services
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.workers.pool import WorkerProcess
-    from gateway.audit import AuditLog
+    from gateway.audit.plugin import ToolCallLog
     from gateway.doors.app import Gateway
     from gateway.models.calls import ModelCalls
 
@@ -106,6 +106,8 @@ def create_app(
         config.announce(resolved)
         settings = resolved.settings
     settings = settings or Settings()
+    if isinstance(model, str):  # a name, as GATEWAY_MODEL takes it: a worker builds it too
+        settings, model = dataclasses.replace(settings, model=model), None
     counted = metrics.for_setting(settings.metrics)
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model, predict_state)
@@ -136,7 +138,8 @@ def create_app(
         await audit.open()
         if workers:
             spec = agent if isinstance(agent, str) else None  # _workers: a spec or the demo
-            pools.append(WorkerPool(workers, partial(_spawn_worker, spec, settings), service[0]))
+            spawn = partial(_spawn_worker, spec, settings)
+            pools.append(WorkerPool(workers, spawn, service[0], audit=audit, metrics=counted))
             await pools[0].start()
         engine = Engine(
             hosted,
@@ -203,10 +206,10 @@ def _plugins(
     usage: UsagePlugin,
     model_calls: ModelCalls,
     surfaces: SurfacePlugin,
-    audit: AuditLog | None,
+    audit: ToolCallLog | None,
 ) -> list[BasePlugin]:
-    """The gateway's plugins of the App, in their order; without ``audit``, no audit plugin
-    (a worker process's, whose records do not cross to the main process yet)."""
+    """The gateway's plugins of the App, in their order; without ``audit``, no audit plugin.
+    A worker process's ``audit`` hands its records to the main process's log."""
     from gateway.adk.approvals import ApprovalPlugin
     from gateway.adk.confirm_changes import ConfirmChangesPlugin
     from gateway.adk.memory import MemoryPlugin
@@ -246,7 +249,7 @@ def _workers(
     agent: Hostable,
     settings: Settings,
     catalog: Catalog | Path | str | None,
-    model: BaseLlm | str | None,
+    model: BaseLlm | None,
     predict_state: Iterable[object] | None,
 ) -> int:
     """How many worker processes run the invocations (docs/multicore.md): none unless
@@ -290,35 +293,50 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
 
     import uvloop
 
-    from gateway import logs
+    from gateway import logs, tracing
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.hosting import prepare
     from gateway.adk.invocation import Invocation, runner_for
     from gateway.adk.services import open_services
     from gateway.adk.usage import UsagePlugin
-    from gateway.adk.workers import remote_session, worker
+    from gateway.adk.workers import relay, remote_session, worker
     from gateway.models.calls import ModelCalls
     from gateway.tools.client import ClientToolset
 
-    logs.configure(settings)
+    logs.configure(settings, worker=index)
+    tracing.configure()  # the same OTEL_* as the main process: its spans go to the same place
     hosted = _hosted(agent, settings, None, None, None)
     client_tools = ClientToolset(hosted.catalog)
-    usage, model_calls, surfaces = UsagePlugin(), ModelCalls(), SurfacePlugin()
+    # The main process keeps the audit and the metrics: the worker's are handed to it.
+    recorded = relay.Relay(counting=settings.metrics == "on")
+    usage, model_calls, surfaces = UsagePlugin(recorded), ModelCalls(recorded), SurfacePlugin()
     services = open_services(settings)
-    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=None)
+    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=recorded)
     app = prepare(hosted, client_tools, plugins)
     sessions = remote_session.RemoteSessions()
     runner = runner_for(app, sessions, services)
-    invocation = Invocation(client_tools, surfaces, remote_session.no_surfaces)
+    invocation = Invocation(client_tools, surfaces, sessions.surfaces)
     gc.freeze()  # what start-up built stays: full collections stay short
-    uvloop.run(worker.serve(path, index, runner, invocation, sessions, usage, model_calls))
+    serving = worker.serve(
+        path,
+        index,
+        runner,
+        invocation,
+        sessions,
+        usage,
+        model_calls,
+        settings.model_timeout,
+        recorded,
+    )
+    uvloop.run(serving)
+    tracing.flush()  # the spans still batched, before the process exits
 
 
 def _hosted(
     agent: Hostable,
     settings: Settings,
     catalog: Catalog | Path | str | None,
-    model: BaseLlm | str | None,
+    model: BaseLlm | None,
     predict_state: Iterable[object] | None,
 ) -> Hosted:
     from gateway.adk import loading
@@ -328,8 +346,6 @@ def _hosted(
     from gateway.translate import predictions
 
     warmup.skip_absent_a2a()
-    if isinstance(model, str):  # a name, as GATEWAY_MODEL takes it: built the same way
-        settings, model = dataclasses.replace(settings, model=model), None
     hosted = loading.load(settings.agent if agent is None else agent, settings)
     catalog = catalog or settings.catalog or None
     if catalog is not None:

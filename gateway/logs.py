@@ -140,10 +140,12 @@ _TRACEBACK_FRAME = ("  ", "Traceback ", "\nThe above exception", "\nDuring handl
 
 
 class TextFormatter(logging.Formatter):
-    """``time LEVEL logger: message``, one line; a traceback follows, indented."""
+    """``time LEVEL logger: message``, one line; a traceback follows, indented. A worker
+    process's (``docs/multicore.md``) say which: ``time LEVEL [worker 2] logger: message``."""
 
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    def __init__(self, worker: int | None = None) -> None:
+        named = f"[worker {worker}] " if worker is not None else ""
+        super().__init__(f"%(asctime)s %(levelname)s {named}%(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
         record.message = message(record)
@@ -153,7 +155,12 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object a record, with the ids bound where it was made."""
+    """One JSON object a record, with the ids bound where it was made, and the worker
+    process's number in a worker's (``"worker": 2``)."""
+
+    def __init__(self, worker: int | None = None) -> None:
+        super().__init__()
+        self.worker = {"worker": worker} if worker is not None else {}
 
     def format(self, record: logging.LogRecord) -> str:
         fields: dict[str, Any] = {
@@ -164,16 +171,21 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": message(record),
             **bound(),
+            **self.worker,
         }
         if lines := traceback_lines(record):
             fields["traceback"] = "\n".join(lines)
         return msgspec.json.encode(fields).decode()
 
 
-def configure(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
-    """Sends every record (uvicorn's too) to ``stream``, stderr by default, in the set format."""
+def configure(
+    settings: Settings, stream: IO[str] | None = None, *, worker: int | None = None
+) -> logging.Handler:
+    """Sends every record (uvicorn's too) to ``stream``, stderr by default, in the set format;
+    ``worker``: this is that worker process, which every record names."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
+    json = settings.log_format == "json"
+    handler.setFormatter(JsonFormatter(worker) if json else TextFormatter(worker))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -22,6 +22,11 @@ from the request's headers (POST /invocations, the /ws upgrade) and from the inp
 ``asked_from`` hands it to the run about to start in a context variable, as
 ``gateway.context.asked_by`` hands the caller. A value that is not a valid traceparent is
 ignored: the run starts a trace of its own, and nobody is refused for it.
+
+A run whose invocation runs in a worker process (``docs/multicore.md``) hands the worker
+its span as a traceparent (``traceparent``); the worker, whose tracer provider exports by
+the same ``OTEL_*``, starts the invocation under it (``continue_from``), so ADK's spans nest
+under the run's there as here.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -139,6 +145,24 @@ def asked_from(header: str | None, forwarded_props: object) -> None:
     if parent is None and (given is not None or header is not None):
         log.debug("a traceparent that is not W3C Trace Context was ignored")
     _parent.set(parent)
+
+
+def traceparent() -> str | None:
+    """The current span as a W3C ``traceparent``, for work that goes on in another process
+    (a worker's invocation, ``docs/multicore.md``); None when no span is recorded."""
+    if current_span() is None:
+        return None
+    carrier: dict[str, str] = {}
+    _propagator.inject(carrier)
+    return carrier.get("traceparent")
+
+
+def continue_from(traceparent: str | None) -> None:
+    """Spans started from here on in this task (and the tasks it starts) are children of
+    ``traceparent``'s span, another process's, if it names one. For a task of its own: the
+    context it changes is the task's copy, gone with it."""
+    if (parent := parent_from(traceparent)) is not None:
+        otel_context.attach(parent)
 
 
 @contextlib.contextmanager

@@ -22,12 +22,13 @@ FORGED = "t-1\n2026-01-01 00:00:00,000 ERROR gateway.hub: forged"
 
 
 @contextlib.contextmanager
-def captured(log_format: str = "text") -> Iterator[io.StringIO]:
-    """What ``logs.configure`` writes for the process while the block runs."""
+def captured(log_format: str = "text", worker: int | None = None) -> Iterator[io.StringIO]:
+    """What ``logs.configure`` writes for the process (worker ``worker``) while the block runs."""
     stream = io.StringIO()
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
-    handler = logs.configure(Settings(log_format=log_format, log_level="info"), stream)
+    settings = Settings(log_format=log_format, log_level="info")
+    handler = logs.configure(settings, stream, worker=worker)
     try:
         yield stream
     finally:
@@ -113,6 +114,17 @@ def test_json_lines_parse_and_carry_the_bound_ids() -> None:
     assert (bound["userId"], bound["runId"]) == ("u-1", "r-1")
     assert bound["threadId"] == logs.shown(FORGED)
     assert not {"userId", "threadId", "runId"} & unbound.keys()
+
+
+def test_a_worker_process_lines_name_the_worker() -> None:
+    for log_format in ("text", "json"):
+        with captured(log_format, worker=2) as out:
+            logging.getLogger("gateway.test").info("hello")
+        line = out.getvalue().rstrip("\n")
+        if log_format == "json":
+            assert json.loads(line)["worker"] == 2
+        else:
+            assert line.endswith(" INFO [worker 2] gateway.test: hello")
 
 
 # --- through a running gateway --------------------------------------------------------------

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, nullcontext
+from functools import partial
 from typing import Any
 
 from google.adk.agents import BaseAgent
@@ -131,15 +132,26 @@ class Engine:
 
     async def model_stalled(self, run_id: str, timeout: float) -> Stall:
         """Returns once a model call of the run has sent nothing for ``timeout`` seconds;
-        never without the plugin or with a timeout of 0."""
+        never without the plugin or with a timeout of 0. A run in a worker process is
+        watched there, with the same timeout, and the worker says when."""
         if self.model_calls is None or timeout <= 0:
             await asyncio.Event().wait()
         assert self.model_calls is not None
-        return await self.model_calls.stalled(run_id, timeout)
+        if self.workers is None:
+            return await self.model_calls.stalled(run_id, timeout)
+        there = self.workers.stalled(run_id)
+        here = asyncio.ensure_future(self.model_calls.stalled(run_id, timeout))
+        try:
+            await asyncio.wait({here, there}, return_when="FIRST_COMPLETED")
+        finally:
+            here.cancel()
+        return there.result() if there.done() else here.result()
 
     def forget_model_calls(self, run_id: str) -> None:
         if self.model_calls is not None:
             self.model_calls.forget(run_id)
+        if self.workers is not None:
+            self.workers.forget(run_id)
 
     async def session(self, user_id: str, thread_id: str) -> Session | None:
         return await self.sessions.get_session(
@@ -290,8 +302,7 @@ class Engine:
         runner = self.runner
         if user_id == WARM_UP_USER and self.warm_up_runner is not None:
             runner = self.warm_up_runner
-        elif self.workers is not None and catalogs is None:
-            # A2UI runs stay here for now: their checks read the thread's surfaces.
+        elif self.workers is not None:
             async for event in self.workers.run(
                 WorkerRun(
                     user_id=user_id,
@@ -302,6 +313,9 @@ class Engine:
                     state_delta=state_delta,
                     metadata=metadata,
                     client_tools=client_tools,
+                    catalogs=catalogs,
+                    surfaces=surfaces,
+                    read_surfaces=partial(self.surfaces, user_id, thread_id),
                 ),
                 abort_signal,
             ):

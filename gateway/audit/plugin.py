@@ -11,7 +11,7 @@ browser's answer arrives.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
@@ -20,15 +20,19 @@ from google.adk.tools.tool_context import ToolContext
 from gateway.audit.records import AuditRecord, outcome_of
 from gateway.context import RUN_METADATA_KEY
 
-if TYPE_CHECKING:
-    # Only named: a worker process builds this plugin without the log and its database.
-    from gateway.audit.log import AuditLog
+
+class ToolCallLog(Protocol):
+    """Where the plugin's records go: the ``AuditLog``, or, in a worker process, what hands
+    them to the main process's (``gateway.adk.workers.relay``)."""
+
+    def record(self, record: AuditRecord) -> None: ...
+    def note_sent(self, call_id: str) -> None: ...
 
 
 class AuditPlugin(BasePlugin):
     """Records tool calls as ADK runs them; see the module docstring for which ones."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: ToolCallLog) -> None:
         super().__init__(name="audit")
         self.audit = audit
         # Start of each call in progress (wall clock, monotonic), by call id.

@@ -60,6 +60,7 @@ from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError
 from gateway.store.cut_off import Ending, cut_off_reply
 from gateway.store.errors import FencedError
+from gateway.store.recovery import Afterwards
 from gateway.translate.translator import AgentFailure
 
 log = logging.getLogger(__name__)
@@ -328,20 +329,26 @@ class Driver:
 
     async def _close_cut_off(self, run: Run) -> None:
         """The worker process running the run died (docs/multicore.md): its invocation is
-        closed as a restart closes a run a crash cut off, streamed text included, so the
-        thread takes its next input as after a restart."""
+        closed as a restart closes a run a crash cut off, streamed text included, and
+        what the close leaves to do (the model to ask again for the reply it owed, a
+        person's answer to resume) is the thread's next run, as after a restart."""
         run.streaming = None  # the close keeps the streamed text as the cut-off reply
         try:
             unfinished = await self.engine.close_cut_off(run.thread.thread_id)
         except (StoreError, QuarantinedThreadError) as error:
             log.warning("%s: the run its worker cut off stays open: %s", run, error)
             return
-        if unfinished is not None:
-            log.warning(
-                "%s: cut off with its worker; the thread is left %s for its next input",
-                run,
-                unfinished.afterwards.value,
-            )
+        if unfinished is None or unfinished.afterwards is Afterwards.NOTHING:
+            return
+        log.warning(
+            "%s: cut off with its worker; the thread goes on (%s) once it has ended",
+            run,
+            unfinished.afterwards.value,
+        )
+        run.left = unfinished
+        # The thread's lease passes to the run that goes on (``Hub.ended``), not let go of
+        # when the RUN_ERROR is logged: no input elsewhere slips in between.
+        run.release = None
 
     async def _seal(self, run: Run) -> None:
         """Answers calls a cancel left open, so the next turn starts from a whole history."""

@@ -740,7 +740,12 @@ class Hub:
             run.thread.head = None
         else:
             self._trim_log(run)
+        left, leased = run.left, run.leased
+        if left is not None:
+            run.leased = False  # its lease goes to the run that finishes the thread
         self._finish(run)
+        if left is not None:  # its worker died: the thread goes on as after a restart
+            self.finish_cut_off(left, leased=leased)
 
     def _trim_log(self, run: Run) -> None:
         """Keeps the newest ``cursor_bytes`` of the thread's log, once its run is over."""

@@ -44,6 +44,7 @@ from gateway.hub.outbox import Commit, Outbox
 from gateway.hub.states import ThreadState
 from gateway.metrics import RunClock
 from gateway.store.frames import LoggedFrame
+from gateway.store.recovery import Unfinished
 from gateway.translate.translator import Phase, RunTranslator
 
 
@@ -138,6 +139,9 @@ class Run:
     # The subscriber sent its RUN_STARTED when its input was admitted, before the thread
     # was read (``Admission.start``): the RUN_STARTED it logs is not sent to it again.
     acknowledged: Subscriber | None = None
+    # What the death of its worker process left the thread to go on with (the model to ask
+    # again, an answer to resume): the hub starts that run once this one has ended.
+    left: Unfinished | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -56,6 +57,7 @@ async def running_gateway(
     name for every LlmAgent; ``predict_state`` a list as ``create_app`` takes it, or the
     setting's JSON text; any other keyword is a setting. There is no warm-up unless a
     test asks for one (``warm_up_runs=3``, the default of ``agent-gateway``).
+    ``GATEWAY_WORKERS`` in the environment is the default of ``workers``.
     """
     tiers.require("server", "a gateway on loopback")
     model = overrides.pop("model", None)
@@ -77,6 +79,10 @@ async def running_gateway(
         "drain_seconds": 2.0,
     }
     fields.update(overrides)
+    # The one variable of the shell a test takes: GATEWAY_WORKERS=N runs the server tier's
+    # gateways with N worker processes (docs/multicore.md), unless a test says otherwise.
+    if "workers" not in overrides and (workers := os.environ.get("GATEWAY_WORKERS")):
+        fields["workers"] = int(workers)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
     # A test's settings are all it says: no GATEWAY_* variable of the shell leaks in.

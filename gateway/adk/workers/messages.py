@@ -5,10 +5,13 @@ its type's name. ADK's own objects (a session, a message, an event) travel as AD
 (``model_dump_json``), so they have one description, ADK's; everything else is here.
 
 Main process to worker: ``Start`` a run, ``Cancel`` it (as a user's cancel: ADK seals the
-invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), and the answer
-to each of the worker's ``Append``s. Worker to main process: ``Hello`` once, then per run
-its ``Append``s (a non-partial event to store before ADK goes on), ``Yielded`` events (what
-the runner yields, in order) and one ``Finished`` or ``Failed``, always last.
+invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), the answer
+to each of the worker's ``Append``s and ``ReadSurfaces``, and ``Credit`` for more of a
+run's events. Worker to main process: ``Hello`` once, then per run its ``Append``s (a
+non-partial event to store before ADK goes on), ``ReadSurfaces`` when a tool returns A2UI
+operations, ``Yielded`` events (what the runner yields, in order), ``Stalled`` if its model
+goes quiet, and one ``Finished`` or ``Failed``, always last; and, outside any run, what
+its plugins record for the main process's audit log and metrics (``Recorded``).
 """
 
 from __future__ import annotations
@@ -18,18 +21,28 @@ from typing import Any
 import msgspec
 
 from gateway import wire as p
+from gateway.a2ui.surfaces import Surface
 
 __all__ = [
     "Append",
     "Appended",
+    "Audited",
+    "CallSent",
     "Cancel",
+    "Credit",
     "Failed",
     "Finished",
     "FromMain",
     "FromWorker",
     "Hello",
+    "ModelCalled",
+    "ReadSurfaces",
+    "Recorded",
+    "Stalled",
     "Start",
     "Stop",
+    "SurfacesRead",
+    "TokensUsed",
     "ToolDeclaration",
     "Yielded",
 ]
@@ -57,6 +70,8 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     client_tools: list[ToolDeclaration]
     catalogs: dict[str, list[str] | None] | None
     caller: dict[str, Any] | None  # gateway.context.Caller's fields; None: nobody asked
+    traceparent: str | None = None  # the run's span, W3C; None: traces are off
+    surfaces: dict[str, Surface] | None = None  # the thread's A2UI, if the hub read them
 
 
 class Cancel(msgspec.Struct, tag=True, frozen=True):
@@ -67,11 +82,29 @@ class Stop(msgspec.Struct, tag=True, frozen=True):
     run: int
 
 
+class Credit(msgspec.Struct, tag=True, frozen=True):
+    """The hub took ``events`` more of the run's events: the worker may send that many more
+    (``gateway.adk.workers.credit``)."""
+
+    run: int
+    events: int
+
+
 class Appended(msgspec.Struct, tag=True, frozen=True):
     """The store committed the ``Append`` numbered ``call``; ``error`` if it refused it."""
 
     run: int
     call: int
+    error: str | None = None
+
+
+class SurfacesRead(msgspec.Struct, tag=True, frozen=True):
+    """The answer to ``ReadSurfaces`` numbered ``call``: the thread's live A2UI surfaces,
+    or ``error`` if they could not be read."""
+
+    run: int
+    call: int
+    live: dict[str, Surface] | None = None
     error: str | None = None
 
 
@@ -86,6 +119,14 @@ class Append(msgspec.Struct, tag=True, frozen=True):
     event: bytes  # ADK's JSON
 
 
+class ReadSurfaces(msgspec.Struct, tag=True, frozen=True):
+    """The run's thread's A2UI surfaces are wanted: a tool of the run returned operations,
+    which are checked against them (read once a run, as in one process)."""
+
+    run: int
+    call: int
+
+
 class Yielded(msgspec.Struct, tag=True, frozen=True):
     """An event the runner yielded: ADK's JSON, or, ``stored``, the run's last ``Append``,
     which the main process parsed already (ADK yields each event right after storing it)."""
@@ -93,6 +134,43 @@ class Yielded(msgspec.Struct, tag=True, frozen=True):
     run: int
     event: bytes = b""
     stored: bool = False
+
+
+class Stalled(msgspec.Struct, tag=True, frozen=True):
+    """A model call of the run has sent nothing for ``GATEWAY_MODEL_TIMEOUT``: the main
+    process stops the run as it stops one of its own (``model`` names it for the log)."""
+
+    run: int
+    model: str
+    seconds: float
+
+
+class Audited(msgspec.Struct, tag=True, frozen=True):
+    """A tool call the worker's audit plugin recorded, as its row (``AuditRecord.as_row``)."""
+
+    row: list[Any]
+
+
+class CallSent(msgspec.Struct, tag=True, frozen=True):
+    """A client call went to the browser (``AuditLog.note_sent``: its answer is timed)."""
+
+    call_id: str
+
+
+class ModelCalled(msgspec.Struct, tag=True, frozen=True):
+    """A model call ended (``Metrics.model_called``)."""
+
+    model: str
+    seconds: float
+    failed: bool
+
+
+class TokensUsed(msgspec.Struct, tag=True, frozen=True):
+    """What a model call reported it used (``Metrics.tokens_used``)."""
+
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
 
 
 class Finished(msgspec.Struct, tag=True, frozen=True):
@@ -114,5 +192,7 @@ class Failed(msgspec.Struct, tag=True, frozen=True):
     refusal: str | None = None
 
 
-FromMain = Start | Cancel | Stop | Appended
-FromWorker = Hello | Append | Yielded | Finished | Failed
+FromMain = Start | Cancel | Stop | Appended | SurfacesRead | Credit
+# What a worker's plugins record for the main process's audit log and metrics.
+Recorded = Audited | CallSent | ModelCalled | TokensUsed
+FromWorker = Hello | Append | ReadSurfaces | Yielded | Stalled | Finished | Failed | Recorded

@@ -13,7 +13,8 @@ A worker that dies closes its pipe: each of its runs raises ``WorkerLost`` (a
 failure of an ``Append`` is raised to the hub as the store raised it, so the run ends
 exactly as it would in process. One run's events are a queue the pipe's reader fills and
 the run's consumer drains; the worker waits on each stored event, so a run never gets
-ahead of its store.
+ahead of its store, and sends no more than a credit window of events the hub has not
+taken (``credit``), so a busy hub slows its workers instead of queueing without bound.
 """
 
 from __future__ import annotations
@@ -27,30 +28,45 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
+from gateway import tracing
 from gateway import wire as p
+from gateway.a2ui.catalogs import ClientCatalogs
+from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.messages import (
     Append,
     Appended,
+    Audited,
+    CallSent,
     Cancel,
+    Credit,
     Failed,
     Finished,
     FromWorker,
     Hello,
+    ModelCalled,
+    ReadSurfaces,
+    Stalled,
     Start,
     Stop,
+    SurfacesRead,
+    TokensUsed,
     ToolDeclaration,
     Yielded,
 )
+from gateway.audit.plugin import ToolCallLog
+from gateway.audit.records import AuditRecord
 from gateway.context import caller
-from gateway.models.calls import FailedCall
+from gateway.metrics import OFF, Metrics
+from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.tools.client import ClientTool
 
@@ -109,6 +125,11 @@ class WorkerRun:
     state_delta: dict[str, Any] | None
     metadata: dict[str, Any]
     client_tools: Mapping[str, ClientTool]
+    # What the run's client renders of A2UI, and its thread's surfaces: as the hub read
+    # them, or read here when the worker asks.
+    catalogs: ClientCatalogs | None = None
+    surfaces: Surfaces | None = None
+    read_surfaces: Callable[[], Awaitable[Surfaces]] | None = None
 
 
 _END = object()
@@ -120,6 +141,7 @@ class _Stream:
 
     run_id: str
     session: Session
+    read_surfaces: Callable[[], Awaitable[Surfaces]] | None
     queue: asyncio.Queue[object] = dataclasses.field(default_factory=asyncio.Queue)
     store_error: BaseException | None = None
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
@@ -136,12 +158,23 @@ class _Worker:
 
 
 class WorkerPool:
-    """``count`` worker processes running invocations for ``sessions``'s threads."""
+    """``count`` worker processes running invocations for ``sessions``'s threads; what
+    their plugins record goes to ``audit`` and ``metrics`` (``gateway.adk.workers.relay``)."""
 
-    def __init__(self, count: int, spawn: Spawn, sessions: SessionService) -> None:
+    def __init__(
+        self,
+        count: int,
+        spawn: Spawn,
+        sessions: SessionService,
+        *,
+        audit: ToolCallLog | None = None,
+        metrics: Metrics = OFF,
+    ) -> None:
         self.count = count
         self._spawn = spawn
         self.sessions = sessions
+        self.audit = audit
+        self.metrics = metrics
         self._directory = ""
         self._path = ""
         self._server: asyncio.Server | None = None
@@ -150,8 +183,14 @@ class WorkerPool:
         self._ready: dict[int, asyncio.Future[None]] = {}
         self._usage: dict[str, list[p.TokenUsage]] = {}
         self._failures: dict[str, FailedCall] = {}
+        # Runs whose model a worker found stalled, or that the hub watches for it, by run id.
+        self._stalls: dict[str, asyncio.Future[Stall]] = {}
         self._closing = False
-        # The appends being stored (a task each: the pipe's reader never waits on the store).
+        # The most events of one run held here that its hub had not taken yet (the credit
+        # window bounds it: ``gateway.adk.workers.credit``), for tests and the load script.
+        self.most_held = 0
+        # The workers' appends being stored, and reads being made for them (a task each: the
+        # pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -201,22 +240,39 @@ class WorkerPool:
     def take_failure(self, run_id: str) -> FailedCall | None:
         return self._failures.pop(run_id, None)
 
+    def stalled(self, run_id: str) -> asyncio.Future[Stall]:
+        """Done once the worker running the run says a model call of it went quiet
+        (``GATEWAY_MODEL_TIMEOUT``, watched there); never for a run no worker runs."""
+        if (watched := self._stalls.get(run_id)) is None:
+            watched = self._stalls[run_id] = asyncio.get_running_loop().create_future()
+        return watched
+
+    def forget(self, run_id: str) -> None:
+        """The run has ended: its stall is watched no more."""
+        self._stalls.pop(run_id, None)
+
     async def run(
         self, order: WorkerRun, abort_signal: asyncio.Event | None
     ) -> AsyncGenerator[AdkEvent, None]:
         """The invocation's events, run in the least busy worker."""
         worker = await self._least_busy()
         number = next(self._runs)
-        stream = worker.runs[number] = _Stream(str(order.metadata.get("runId")), order.session)
+        stream = worker.runs[number] = _Stream(
+            str(order.metadata.get("runId")), order.session, order.read_surfaces
+        )
         assert worker.channel is not None
         channel = worker.channel
         ended = False
         cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
+        taken = Taken()
         try:
             channel.send(_start(number, order))
             while True:
                 item = await stream.queue.get()
                 if isinstance(item, AdkEvent):
+                    if credit := taken.took():  # the worker may send as many more
+                        with contextlib.suppress(ChannelClosed):  # its loss is queued
+                            channel.send(Credit(number, credit))
                     yield item
                     continue
                 ended = True
@@ -301,15 +357,24 @@ class WorkerPool:
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
                     stream.queue.put_nowait(AdkEvent.model_validate_json(message.event))
+                if stream is not None:
+                    self.most_held = max(self.most_held, stream.queue.qsize())
             case Append():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None
                 if stream is None:  # the hub let go of the run: nothing more of it is stored
                     worker.channel.send(Appended(message.run, message.call, "the run is over"))
                 else:
-                    storing = asyncio.create_task(self._store(worker.channel, stream, message))
-                    self._storing.add(storing)
-                    storing.add_done_callback(self._storing.discard)
+                    self._answer(self._store(worker.channel, stream, message))
+            case ReadSurfaces():
+                stream = worker.runs.get(message.run)
+                assert worker.channel is not None
+                self._answer(self._read_surfaces(worker.channel, stream, message))
+            case Stalled():
+                if (stream := worker.runs.get(message.run)) is not None:
+                    stalled = self.stalled(stream.run_id)
+                    if not stalled.done():
+                        stalled.set_result(Stall(message.model, message.seconds))
             case Finished():
                 if (stream := worker.runs.get(message.run)) is not None:
                     self._keep_ending(stream, message)
@@ -317,8 +382,39 @@ class WorkerPool:
             case Failed():
                 if (stream := worker.runs.get(message.run)) is not None:
                     stream.queue.put_nowait(message)
+            case Audited():
+                if self.audit is not None:
+                    self.audit.record(AuditRecord.from_row(tuple(message.row)))
+            case CallSent():
+                if self.audit is not None:
+                    self.audit.note_sent(message.call_id)
+            case ModelCalled():
+                self.metrics.model_called(message.model, message.seconds, message.failed)
+            case TokensUsed():
+                self.metrics.tokens_used(message.model, message.input_tokens, message.output_tokens)
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
+
+    def _answer(self, answering: Coroutine[Any, Any, None]) -> None:
+        """Answers a worker's request in a task of its own: the pipe's reader never waits."""
+        task = asyncio.create_task(answering)
+        self._storing.add(task)
+        task.add_done_callback(self._storing.discard)
+
+    async def _read_surfaces(
+        self, channel: Channel[FromWorker], stream: _Stream | None, asked: ReadSurfaces
+    ) -> None:
+        answer = SurfacesRead(asked.run, asked.call, error="the run is over")
+        if stream is not None and stream.read_surfaces is not None:
+            try:
+                answer = SurfacesRead(asked.run, asked.call, (await stream.read_surfaces()).live)
+            except Exception as failure:  # the store's; the run fails as in one process
+                log.warning(
+                    "run %s: its thread's A2UI surfaces were not read: %s", stream.run_id, failure
+                )
+                answer = SurfacesRead(asked.run, asked.call, error=type(failure).__name__)
+        with contextlib.suppress(ChannelClosed):
+            channel.send(answer)
 
     async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
         error = None
@@ -381,8 +477,14 @@ def _start(number: int, order: WorkerRun) -> Start:
             ToolDeclaration(tool.name, tool.description, tool.parameters)
             for tool in order.client_tools.values()
         ],
-        catalogs=None,
+        catalogs={
+            id: sorted(c) if c is not None else None for id, c in order.catalogs.catalogs.items()
+        }
+        if order.catalogs is not None
+        else None,
+        surfaces=order.surfaces.live if order.surfaces is not None else None,
         caller=dataclasses.asdict(who) if who is not None else None,
+        traceparent=tracing.traceparent(),
     )
 
 

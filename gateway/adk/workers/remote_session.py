@@ -9,6 +9,10 @@ stores it with the real ``SessionService`` under the thread's fence; only once i
 ``RemoteAppendRefused`` into ADK, which ends the run; the main process, which saw the
 store's own error, reports that one to the hub.
 
+A run's thread's A2UI surfaces are read the same way, when a tool of the run first returns
+operations (``surfaces``: ``ReadSurfaces``, answered by ``SurfacesRead``), unless the hub
+read them already and sent them with the run.
+
 Nothing else of a store is here: a worker's runs never list, create or delete sessions
 (the hub creates a thread before its first run), and a read of a session no run brought
 finds nothing.
@@ -33,19 +37,17 @@ from google.adk.sessions.base_session_service import (
 from typing_extensions import override
 
 from gateway.a2ui.surfaces import Surfaces
-from gateway.adk.workers.messages import Append, Appended
+from gateway.adk.workers.messages import Append, Appended, ReadSurfaces, SurfacesRead
 
-__all__ = ["RemoteAppendRefused", "RemoteSessions", "no_surfaces"]
-
-
-async def no_surfaces(user_id: str, thread_id: str) -> Surfaces:
-    """A worker reads no thread's A2UI surfaces: runs whose client renders A2UI stay in the
-    main process (``Engine.run``), and the others never read them."""
-    raise RemoteAppendRefused(f"thread {thread_id!r}: a worker cannot read A2UI surfaces")
+__all__ = ["RemoteAppendRefused", "RemoteReadFailed", "RemoteSessions"]
 
 
 class RemoteAppendRefused(Exception):
     """The main process's store did not take an event of the run."""
+
+
+class RemoteReadFailed(Exception):
+    """The main process could not read what the run asked of its thread."""
 
 
 @dataclasses.dataclass
@@ -63,7 +65,7 @@ class RemoteSessions(BaseSessionService):
         self._send: Callable[[msgspec.Struct], None] | None = None
         self._held: dict[tuple[str, str, str], _Held] = {}
         self._calls = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[Appended]] = {}
+        self._waiting: dict[int, asyncio.Future[Appended | SurfacesRead]] = {}
 
     def connect(self, send: Callable[[msgspec.Struct], None]) -> None:
         """Appends go through ``send`` from now on."""
@@ -76,8 +78,8 @@ class RemoteSessions(BaseSessionService):
     def release(self, session: Session) -> None:
         self._held.pop((session.app_name, session.user_id, session.id), None)
 
-    def appended(self, answer: Appended) -> None:
-        """The main process's answer to an ``Append``."""
+    def answered(self, answer: Appended | SurfacesRead) -> None:
+        """The main process's answer to an ``Append`` or a ``ReadSurfaces``."""
         waiting = self._waiting.pop(answer.call, None)
         if waiting is not None and not waiting.done():
             waiting.set_result(answer)
@@ -108,17 +110,44 @@ class RemoteSessions(BaseSessionService):
         held = self._held.get((session.app_name, session.user_id, session.id))
         if held is None:
             raise RemoteAppendRefused(f"session {session.id!r} is held by no run of this worker")
-        if self._send is None:
-            raise RemoteAppendRefused("this worker is not connected to the main process")
-        call = next(self._calls)
-        answer = self._waiting[call] = asyncio.get_running_loop().create_future()
-        stored = event.model_dump_json(exclude_none=True, by_alias=True)
-        self._send(Append(held.run, call, stored.encode()))
-        appended = await answer
+        stored = event.model_dump_json(exclude_none=True, by_alias=True).encode()
+        appended = await self._ask(lambda call: Append(held.run, call, stored))
         if appended.error is not None:
             raise RemoteAppendRefused(appended.error)
         held.stored = event
         return await super().append_event(session, event)
+
+    async def surfaces(self, user_id: str, thread_id: str) -> Surfaces:
+        """The A2UI surfaces of the thread a run of this worker holds, read by the main
+        process (``gateway.adk.invocation.SurfaceReader``)."""
+        held = next(
+            (
+                h
+                for (_, user, thread), h in self._held.items()
+                if (user, thread) == (user_id, thread_id)
+            ),
+            None,
+        )
+        if held is None:
+            raise RemoteReadFailed(f"thread {thread_id!r} is held by no run of this worker")
+        answer = await self._ask(lambda call: ReadSurfaces(held.run, call))
+        if not isinstance(answer, SurfacesRead) or answer.error is not None:
+            raise RemoteReadFailed(f"thread {thread_id!r}: its surfaces were not read")
+        read = Surfaces()
+        read.live = dict(answer.live or {})
+        return read
+
+    async def _ask(
+        self, message: Callable[[int], Append | ReadSurfaces]
+    ) -> Appended | SurfacesRead:
+        """Sends the message numbered with a new call, and waits for the answer to it."""
+        if self._send is None:
+            raise RemoteAppendRefused("this worker is not connected to the main process")
+        call = next(self._calls)
+        answer: asyncio.Future[Appended | SurfacesRead] = asyncio.get_running_loop().create_future()
+        self._waiting[call] = answer
+        self._send(message(call))
+        return await answer
 
     def was_stored(self, session: Session, event: Event) -> bool:
         """Whether ``event`` is the one the run's last append stored (the main process

@@ -5,12 +5,19 @@ Theory of operation. The worker connects to the main process's Unix socket, says
 (the main process is gone or let it go). Each ``Start`` becomes a task running one ADK
 invocation on the worker's Runner, as the in-process engine would
 (``gateway.adk.invocation``), over the ``RemoteSessions`` that hold the run's session;
-every event the runner yields goes back as ``Yielded``, and the task's last message is
-``Finished`` (with what the usage and model-call plugins counted) or ``Failed``.
+every event the runner yields goes back as ``Yielded``, within the run's credit window
+(``gateway.adk.workers.credit``: no more than ``WINDOW`` events the hub has not taken),
+and the task's last message is ``Finished`` (with what the usage and model-call plugins
+counted) or ``Failed``.
 ``Cancel`` sets the invocation's abort signal (ADK seals it); ``Stop`` cancels the task.
+A run's model calls are watched here, where they are made: one that goes quiet for
+``GATEWAY_MODEL_TIMEOUT`` is reported ``Stalled``, and the main process stops the run as
+it stops one of its own (a cancel, then ``Stop`` if ADK does not stop in time).
 
 The run's task first makes the run's caller its own (``gateway.context.asked_by``), as the
-hub's run task does in process, so tools see who asks.
+hub's run task does in process, so tools see who asks; binds the run's ids for its log
+records (``gateway.logs``), which name this worker too; and continues the run's trace
+(``gateway.tracing.continue_from``), so ADK's spans here are children of the hub's run span.
 """
 
 from __future__ import annotations
@@ -26,21 +33,29 @@ from google.adk.runners import Runner
 from google.adk.sessions import Session
 from google.genai import types
 
+from gateway import logs, tracing
+from gateway.a2ui.catalogs import ClientCatalogs
+from gateway.a2ui.surfaces import Surface, Surfaces
 from gateway.adk.invocation import Invocation
 from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
 from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.credit import Window
 from gateway.adk.workers.messages import (
     Appended,
     Cancel,
+    Credit,
     Failed,
     Finished,
     FromMain,
     Hello,
+    Stalled,
     Start,
     Stop,
+    SurfacesRead,
     Yielded,
 )
+from gateway.adk.workers.relay import Relay
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.context import Caller, asked_by
 from gateway.models.calls import ModelCalls
@@ -59,13 +74,19 @@ async def serve(
     sessions: RemoteSessions,
     usage: UsagePlugin | None = None,
     model_calls: ModelCalls | None = None,
+    model_timeout: float = 0.0,
+    recorded: Relay | None = None,
 ) -> None:
-    """Serves the main process at ``path`` until the pipe closes."""
+    """Serves the main process at ``path`` until the pipe closes; a model call of a run
+    that sends nothing for ``model_timeout`` seconds (0: never) is reported ``Stalled``,
+    and what the plugins record into ``recorded`` goes to the main process."""
     reader, writer = await asyncio.open_unix_connection(path)
     channel: Channel[FromMain] = Channel(reader, writer, FromMain)
     sessions.connect(channel.send)
+    if recorded is not None:
+        recorded.connect(channel.send)
     channel.send(Hello(index, os.getpid()))
-    runs = _Runs(channel, runner, invocation, sessions, usage, model_calls)
+    runs = _Runs(channel, runner, invocation, sessions, usage, model_calls, model_timeout)
     log.info("worker %d (pid %d) serves runs", index, os.getpid())
     try:
         while True:
@@ -88,6 +109,7 @@ class _Runs:
         sessions: RemoteSessions,
         usage: UsagePlugin | None,
         model_calls: ModelCalls | None,
+        model_timeout: float,
     ) -> None:
         self.channel = channel
         self.runner = runner
@@ -95,14 +117,17 @@ class _Runs:
         self.sessions = sessions
         self.usage = usage
         self.model_calls = model_calls
+        self.model_timeout = model_timeout
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.aborts: dict[int, asyncio.Event] = {}
+        self.windows: dict[int, Window] = {}
 
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
                 abort = self.aborts[message.run] = asyncio.Event()
-                task = asyncio.create_task(self._run(message, abort))
+                window = self.windows[message.run] = Window()
+                task = asyncio.create_task(self._run(message, abort, window))
                 self.tasks[message.run] = task
             case Cancel():
                 if message.run in self.aborts:
@@ -110,17 +135,22 @@ class _Runs:
             case Stop():
                 if message.run in self.tasks:
                     self.tasks[message.run].cancel()
-            case Appended():
-                self.sessions.appended(message)
+            case Appended() | SurfacesRead():
+                self.sessions.answered(message)
+            case Credit():
+                if message.run in self.windows:
+                    self.windows[message.run].grant(message.events)
 
     async def stop_all(self) -> None:
         for task in self.tasks.values():
             task.cancel()
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
-    async def _run(self, start: Start, abort: asyncio.Event) -> None:
+    async def _run(self, start: Start, abort: asyncio.Event, window: Window) -> None:
         asked_by(_caller(start.caller))
         run_id = str(start.metadata.get("runId"))
+        logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
+        tracing.continue_from(start.traceparent)  # ADK's spans nest under the run's
         session = Session.model_validate_json(start.session)
         self.sessions.hold(start.run, session)
         tools = {
@@ -131,6 +161,7 @@ class _Runs:
             types.Content.model_validate_json(start.message) if start.message is not None else None
         )
         ending: Finished | Failed
+        watch = self._watch(start.run, run_id)
         try:
             async with aclosing(
                 self.invocation.run(
@@ -141,11 +172,14 @@ class _Runs:
                     metadata=start.metadata,
                     client_tools=tools,
                     state_delta=start.state_delta,
+                    catalogs=_catalogs(start.catalogs),
+                    surfaces=_surfaces(start.surfaces),
                     abort_signal=abort,
                     invocation_id=start.invocation_id,
                 )
             ) as events:
                 async for event in events:
+                    await window.spend()  # no further ahead of the hub than its window
                     if self.sessions.was_stored(session, event):
                         self.channel.send(Yielded(start.run, stored=True))
                     else:
@@ -164,13 +198,25 @@ class _Runs:
                 log.warning("run %s failed in this worker", run_id, exc_info=True)
                 ending = Failed(start.run, type(error).__name__, str(error))
         finally:
+            if watch is not None:
+                watch.cancel()
             self.sessions.release(session)
             self.tasks.pop(start.run, None)
             self.aborts.pop(start.run, None)
+            self.windows.pop(start.run, None)
             if self.model_calls is not None:
                 self.model_calls.forget(run_id)
         with contextlib.suppress(ChannelClosed):
             self.channel.send(ending)
+
+    def _watch(self, run: int, run_id: str) -> asyncio.Task[None] | None:
+        """Watches the run's model calls as the hub watches its own (``GATEWAY_MODEL_TIMEOUT``);
+        the main process, told, stops the run as it would stop one of its own."""
+        if self.model_calls is None or self.model_timeout <= 0:
+            return None
+        return asyncio.create_task(
+            _report_stall(self.channel, self.model_calls, run, run_id, self.model_timeout)
+        )
 
     def _finished(self, run: int, run_id: str) -> Finished:
         usage = self.usage.take(run_id) if self.usage is not None else None
@@ -180,6 +226,34 @@ class _Runs:
             code = failed.failure
             failure = (code.code.value, code.sentence, code.detail, failed.model)
         return Finished(run, usage, failure)
+
+
+async def _report_stall(
+    channel: Channel[FromMain], model_calls: ModelCalls, run: int, run_id: str, timeout: float
+) -> None:
+    stall = await model_calls.stalled(run_id, timeout)
+    log.info(
+        "run %s: %s sent nothing for %.1f s; the main process is told",
+        run_id,
+        stall.model,
+        stall.seconds,
+    )
+    with contextlib.suppress(ChannelClosed):
+        channel.send(Stalled(run, stall.model, stall.seconds))
+
+
+def _catalogs(given: dict[str, list[str] | None] | None) -> ClientCatalogs | None:
+    if given is None:
+        return None
+    return ClientCatalogs({id: frozenset(c) if c is not None else None for id, c in given.items()})
+
+
+def _surfaces(live: dict[str, Surface] | None) -> Surfaces | None:
+    if live is None:
+        return None
+    surfaces = Surfaces()
+    surfaces.live = live
+    return surfaces
 
 
 def _caller(fields: dict[str, object] | None) -> Caller | None:

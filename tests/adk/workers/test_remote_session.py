@@ -40,7 +40,7 @@ async def test_an_event_joins_the_session_once_the_main_process_stored_it() -> N
     assert isinstance(append, Append) and append.run == 7
     assert Event.model_validate_json(append.event).id == event.id
     assert session.events == []  # not before the store said so
-    sessions.appended(Appended(7, append.call))
+    sessions.answered(Appended(7, append.call))
     await appending
     assert [e.id for e in session.events] == [event.id]
     assert sessions.was_stored(session, event)
@@ -60,7 +60,7 @@ async def test_a_refused_append_stops_the_run_and_leaves_the_session_as_it_was()
     await asyncio.sleep(0)
     [append] = sent
     assert isinstance(append, Append)
-    sessions.appended(Appended(7, append.call, "FencedError"))
+    sessions.answered(Appended(7, append.call, "FencedError"))
     with pytest.raises(RemoteAppendRefused, match="FencedError"):
         await appending
     assert session.events == []

@@ -3,22 +3,50 @@ user lives through over /ws is the same: the flagship, and a worker killed mid-r
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gateway.adk.engine import Engine
 from gateway.adk.workers import WorkerPool
-from tests.support.agui import new_id, snapshot_of, text_of, tool_answer, tool_calls, user_input
+from gateway.adk.workers.credit import WINDOW
+from gateway.audit import read_audit
+from gateway.examples.navigator import work_requests
+from gateway.metrics import sample
+from gateway.store.cut_off import FINISHING
+from tests.support.agui import (
+    AgUiSocket,
+    new_id,
+    outcome,
+    snapshot_of,
+    text_of,
+    tool_answer,
+    tool_calls,
+    user_input,
+)
 from tests.support.budgets import scaled
 from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
+from tests.support.providers import Fault
+from tests.support.providers.chat_completions import ChatCompletions
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.surfaces import BASIC, CARD
+from tests.support.traces import OtlpReceiver, named, recorded_spans
 
 pytestmark = pytest.mark.server
 
 # Worker processes import ADK and the agent on a shared machine: seconds, not milliseconds.
 START = scaled(60)
+# GATEWAY_MODEL_TIMEOUT where a model stalls: a worker's first model call imports the
+# provider's SDK on its loop, which on a busy machine is a second of silence.
+STALL = 3.0
 
 
 def pool_of(gateway: RunningGateway) -> WorkerPool:
@@ -28,11 +56,56 @@ def pool_of(gateway: RunningGateway) -> WorkerPool:
     return pool
 
 
+async def every_worker_killed(pool: WorkerPool, ws: AgUiSocket) -> list[int]:
+    """SIGKILLs every worker mid-run: the run ends RUN_INTERRUPTED. Their process ids."""
+    killed = pool.pids()
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    cut = await ws.until_end(START)
+    assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
+    assert cut[-1]["code"] == "RUN_INTERRUPTED"
+    return killed
+
+
 async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> None:
     async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
         pool = pool_of(gateway)
         assert len(pool.pids()) == 2 and os.getpid() not in pool.pids()
         await flagship_navigated_then_honest_reply(gateway)
+
+
+async def test_gateway_workers_in_the_environment_runs_a_tests_gateway_with_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # How the server tier runs with workers (docs/multicore.md): the test says nothing.
+    monkeypatch.setenv("GATEWAY_WORKERS", "2")
+    async with running_gateway() as gateway:
+        assert len(pool_of(gateway).pids()) == 2
+    async with running_gateway(workers=0) as gateway:  # a test that says otherwise
+        assert gateway.app.hub is not None and gateway.app.hub.engine.workers is None
+
+
+async def test_a_workers_tool_calls_are_audited_and_its_model_calls_counted_here(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, metrics="on") as gateway:
+        await flagship_navigated_then_honest_reply(gateway)
+        metrics = gateway.app.metrics
+        # The demo's scripted model: find_screen, navigateToScreen, then the reply.
+        assert sample(metrics, "gateway_model_calls_total", model="scripted", result="ok") == 3
+        assert sample(metrics, "gateway_model_call_seconds_count", model="scripted") == 3
+        for direction in ("input", "output"):
+            assert sample(
+                metrics, "gateway_model_tokens_total", model="scripted", direction=direction
+            )
+    # The audit file is the main process's (written out by its close): the server tool the
+    # worker ran is in it, with the browser's answer the hub recorded.
+    recorded = [(r.tool, r.executor, r.outcome) for r in await read_audit(db)]
+    assert sorted(recorded) == [
+        ("find_screen", "server", "ok"),
+        ("navigateToScreen", "client", "navigated"),
+    ]
 
 
 async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on(
@@ -47,12 +120,7 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             await ws.send(user_input(thread, FLAGSHIP))
             while (await ws.next(START))["type"] != "TOOL_CALL_START":
                 pass
-            killed = pool.pids()
-            for pid in killed:
-                os.kill(pid, signal.SIGKILL)
-            cut = await ws.until_end(START)
-            assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
-            assert cut[-1]["code"] == "RUN_INTERRUPTED"
+            killed = await every_worker_killed(pool, ws)
 
             # The thread is whole: every call it shows has its result.
             shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
@@ -60,9 +128,194 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             answered = {m["toolCallId"] for m in shown if m["role"] == "tool"}
             assert asked <= answered, shown
 
-            # The next input runs on a new worker, and the story ends honestly.
-            first = await ws.run(user_input(thread, FLAGSHIP))
+            # The next input runs on a new worker, and the story ends honestly. Had find_screen
+            # returned before the kill, the model owed its reply to that result, and the
+            # thread asked for it by itself first, as after a restart: the tab follows that.
+            again = user_input(thread, FLAGSHIP)
+            await ws.send(again)
+            before: list[dict[str, Any]] = []
+            while (event := await ws.next(START))["type"] != "RUN_STARTED" or (
+                event["runId"] != again["runId"]
+            ):
+                before.append(event)
+            started = [e["runId"] for e in before if e["type"] == "RUN_STARTED"]
+            assert all(run_id.startswith(FINISHING) for run_id in started), started
+            first = [event, *await ws.until_end(START)]
             [navigate] = tool_calls(first, "navigateToScreen")
             second = await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
             assert text_of(second) == MOVED
         assert len(pool.pids()) == 2 and not set(pool.pids()) & set(killed)
+
+
+async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    # The browser's answer is stored and the model is replying to it when the worker dies:
+    # the model owes that reply, so the thread asks for it again by itself.
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, scripted_pace_ms=150.0) as gateway:
+        pool = pool_of(gateway)
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            first = await ws.run(user_input(thread, FLAGSHIP))
+            [navigate] = tool_calls(first, "navigateToScreen")
+            await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
+            while (await ws.next(START))["type"] != "TEXT_MESSAGE_CONTENT":
+                pass
+            await every_worker_killed(pool, ws)
+
+            # The thread's next run is the gateway's own, followed live by the tab.
+            again = await ws.until_end(START)
+            assert again[0]["type"] == "RUN_STARTED", again[0]
+            assert again[0]["runId"].startswith(FINISHING)
+            assert text_of(again) == MOVED
+            assert again[-1]["type"] == "RUN_FINISHED"
+            assert not tool_calls(again)  # the screen is not opened twice
+
+            # The thread ends with that reply; the next input runs at once.
+            shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
+            assert shown[-1]["role"] == "assistant" and shown[-1]["content"] == MOVED
+            assert text_of(await ws.run(user_input(thread, "안녕하세요")))
+
+
+async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The workers call a local provider (its address in the environment they inherit),
+    # which sends a reply's first chunks and then nothing.
+    provider = ChatCompletions()
+    for name, value in provider.env().items():
+        monkeypatch.setenv(name, value)
+    async with (
+        provider.running(),
+        running_gateway(
+            workers=2,
+            db=str(tmp_path / "threads.db"),
+            model=provider.model_name,
+            model_timeout=STALL,
+            log_format="json",
+            log_level="info",
+        ) as gateway,
+        gateway.socket() as ws,
+    ):
+        pool_of(gateway)
+        thread = new_id("t")
+        # A first turn, so that the worker's first model call is not the one timed.
+        assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+        provider.fail_next(Fault.STALLS)
+        started = time.perf_counter()
+        events = await ws.run(user_input(thread, "자기소개를 길게 해 주세요"))
+        elapsed = time.perf_counter() - started
+        error = events[-1]
+        assert error["type"] == "RUN_ERROR" and error["code"] == "AGENT_ERROR", error
+        assert f"The model sent nothing for {STALL:g} s" in error["message"]
+        assert any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events)
+        assert STALL <= elapsed < STALL + scaled(3)
+        assert provider.abandoned == 1, "the stalled stream was closed"
+        after = await ws.run(user_input(thread, "안녕"))
+        assert outcome(after) == {"type": "success"} and text_of(after).startswith("안녕하세요")
+    # The worker's log line names it, and the run, as a line of the main process would.
+    lines = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line[:1] == "{"]
+    [stalled] = [line for line in lines if "sent nothing" in line["message"]]
+    assert stalled["worker"] in (1, 2) and stalled["logger"] == "gateway.adk.workers.worker"
+    assert (stalled["threadId"], stalled["runId"]) == (thread, events[0]["runId"])
+    assert {line["worker"] for line in lines if "serves runs" in line["message"]} == {1, 2}
+
+
+async def test_a_hub_that_takes_events_slowly_holds_a_window_of_them_not_the_whole_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hub takes each event of a run 20 ms after the last, while the worker's model
+    # streams a reply of ~80 chunks at once: the worker waits instead of sending it all.
+    run = Engine.run
+
+    def slowly(engine: Engine, **order: Any) -> AsyncGenerator[Any, None]:
+        async def taken_slowly() -> AsyncGenerator[Any, None]:
+            async with aclosing(run(engine, **order)) as events:
+                async for event in events:
+                    yield event
+                    await asyncio.sleep(0.02)
+
+        return taken_slowly()
+
+    monkeypatch.setattr(Engine, "run", slowly)
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, scripted_pace_ms=0.0) as gateway:
+        pool = pool_of(gateway)
+        async with gateway.socket() as ws:
+            events = await ws.run(user_input(new_id("t"), "자기소개를 길게 해 주세요"))
+        chunks = sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events)
+        assert outcome(events) == {"type": "success"} and chunks > 2 * WINDOW
+        assert 0 < pool.most_held <= WINDOW
+
+
+async def test_adks_spans_in_a_worker_are_children_of_the_runs_span_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This process records its spans in memory; the workers export theirs by OTEL_*, as
+    # the main process of a real server would, to a collector on loopback.
+    spans = recorded_spans()
+    with OtlpReceiver() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+        monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+        async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+            async with gateway.socket() as ws:
+                first = await ws.run(user_input(new_id("t"), FLAGSHIP))
+            assert tool_calls(first, "navigateToScreen")
+        # The workers sent what they had batched as they exited, with the gateway.
+        [run] = named(spans.get_finished_spans(), "gateway_run")
+        assert run.context is not None
+        trace_id, run_id = f"{run.context.trace_id:032x}", f"{run.context.span_id:016x}"
+        under_run = [s for s in collector.spans if s.parent_span_id == run_id]
+        assert under_run and all(s.trace_id == trace_id for s in under_run)
+        [tool] = collector.named("execute_tool find_screen")
+        assert tool.trace_id == trace_id
+
+
+async def test_a2ui_runs_in_a_worker_and_its_card_is_checked_against_the_threads_surfaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The card of R-1042, a press on its approve button, a person's approval: the update
+    # the tool then shows is checked against the card as the thread holds it, which the
+    # worker asks the main process for. The decision is made in a worker, not here.
+    decided_here: list[str] = []
+    decide = work_requests._decide
+
+    async def here(request_id: str, decision: str, tool_context: Any) -> dict[str, Any]:
+        decided_here.append(request_id)
+        return await decide(request_id, decision, tool_context)
+
+    monkeypatch.setattr(work_requests, "_decide", here)
+    thread = new_id("t")
+    pressed = {
+        "name": "approve",
+        "surfaceId": CARD,
+        "sourceComponentId": "approve",
+        "timestamp": "2026-12-05T10:00:00Z",
+        "context": {"requestId": "R-1042", "status": "pending"},
+    }
+    press = user_input(thread, "", context=BASIC) | {
+        "messages": [],
+        "forwardedProps": {"a2uiAction": {"userAction": pressed}},
+    }
+    async with (
+        running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway,
+        gateway.socket() as ws,
+    ):
+        shown = await ws.run(user_input(thread, "R-1042 보여줘", context=BASIC))
+        assert [e["activityType"] for e in shown if e["type"] == "ACTIVITY_SNAPSHOT"] == [
+            "a2ui-surface"
+        ]
+        [interrupt] = outcome(await ws.run(press))["interrupts"]
+        answer = user_input(thread, "", context=BASIC) | {"messages": []}
+        answer["resume"] = [
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+        ]
+        approved = await ws.run(answer)
+    assert text_of(approved) == "R-1042 요청을 승인했습니다."
+    [update] = [e for e in approved if e["type"] == "ACTIVITY_SNAPSHOT"]
+    changed = [
+        op["updateDataModel"] for op in update["content"]["operations"] if "updateDataModel" in op
+    ]
+    assert changed[0]["value"]["status"] == "approved"
+    assert decided_here == []
