@@ -12,13 +12,14 @@ one's wire format, its first chunk at once, then one every ``--pace-ms``):
   demo agent, in-memory store) over /ws, a new thread each run.
 
 "first token" is from sending the request (the RunAgentInput) to the first frame with
-text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event). "chunk delay" is
-how much later each chunk's text arrives than it did directly: for every direct frame, the
-time the other side's stream reached the same text less the frame's own time, the median
-over every frame of every set of runs. "CPU per chunk" is the serving side's CPU time
-(the gateway's process; this process for the others) over the runs, divided by the
-provider's chunks. The sides take turns run by run after a few unmeasured ones; each round
-is a fresh provider and gateway; the figures are each round's, then their medians.
+text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event), p50 and p99 over a
+round's runs. "chunk delay" is how much later each chunk's text arrives than it did
+directly: for every direct frame, the time the other side's stream reached the same text
+less the frame's own time, p50 and p99 over every frame of every set of runs. "CPU per
+chunk" is the serving side's CPU time (the gateway's process; this process for the others)
+over the runs, divided by the provider's chunks. The sides take turns run by run after a
+few unmeasured ones; each round is a fresh provider and gateway; the figures are each
+round's, then their medians.
 
     .venv/bin/python -m scripts.bench_providers              # 3 rounds of 30 runs a side
     .venv/bin/python -m scripts.bench_providers --rounds 1 --runs 5 --pace-ms 0
@@ -112,19 +113,29 @@ class Round:
     chunks: int
     sides: dict[str, Side]
 
-    def first_token(self, side: str) -> float:
-        return statistics.median(s.first_token for s in self.sides[side].streams)
+    def first_token(self, side: str, quantile: float = 0.5) -> float:
+        return percentile([s.first_token for s in self.sides[side].streams], quantile)
 
-    def chunk_delay(self, side: str) -> float:
+    def chunk_delay(self, side: str, quantile: float = 0.5) -> float:
         direct, other = self.sides["direct"].streams, self.sides[side].streams
-        return statistics.median(
-            later.reached(length) - at
-            for floor, later in zip(direct, other, strict=True)
-            for at, length in zip(floor.times, floor.lengths, strict=True)
+        return percentile(
+            [
+                later.reached(length) - at
+                for floor, later in zip(direct, other, strict=True)
+                for at, length in zip(floor.times, floor.lengths, strict=True)
+            ],
+            quantile,
         )
 
     def cpu_per_chunk(self, side: str) -> float:
         return self.sides[side].cpu / (len(self.sides[side].streams) * self.chunks)
+
+
+def percentile(values: list[float], quantile: float) -> float:
+    """The value below which ``quantile`` of ``values`` fall (linear between neighbours)."""
+    if quantile == 0.5:
+        return statistics.median(values)
+    return statistics.quantiles(values, n=100, method="inclusive")[round(quantile * 100) - 1]
 
 
 @contextlib.contextmanager
@@ -266,20 +277,24 @@ def report(title: str, rounds: list[Round]) -> None:
     def median(values: Iterable[float]) -> float:
         return statistics.median(values)
 
-    first = {side: median(r.first_token(side) for r in rounds) for side in SIDES}
-    delay = {side: median(r.chunk_delay(side) for r in rounds) for side in ("adk", "gateway")}
     cpu = {side: median(r.cpu_per_chunk(side) for r in rounds) for side in SIDES}
     print(f"  {title}:")
-    print(
-        "    first token: "
-        + ", ".join(f"{side} {ms(first[side])}" for side in SIDES)
-        + f"; gateway/direct {first['gateway'] / first['direct']:.2f},"
-        f" gateway/adk {first['gateway'] / first['adk']:.2f}"
-    )
-    print(
-        "    chunk delay against direct: "
-        + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
-    )
+    for name, quantile in (("p50", 0.5), ("p99", 0.99)):
+        first = {side: median(r.first_token(side, quantile) for r in rounds) for side in SIDES}
+        delay = {
+            side: median(r.chunk_delay(side, quantile) for r in rounds)
+            for side in ("adk", "gateway")
+        }
+        print(
+            f"    first token {name}: "
+            + ", ".join(f"{side} {ms(first[side])}" for side in SIDES)
+            + f"; gateway adds {ms(first['gateway'] - first['direct'])} to direct,"
+            f" {ms(first['gateway'] - first['adk'])} to adk"
+        )
+        print(
+            f"    chunk delay against direct {name}: "
+            + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
+        )
     print(
         "    CPU per chunk: "
         + ", ".join(f"{side} {us(cpu[side])}" for side in SIDES)
