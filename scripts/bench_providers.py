@@ -10,6 +10,9 @@ one's wire format, its first chunk at once, then one every ``--pace-ms``):
   the provider's SDK, in-memory sessions): what ADK alone costs over the floor.
 - gateway: ``agent-gateway`` in a subprocess (``--model`` naming the provider's model, the
   demo agent, in-memory store) over /ws, a new thread each run.
+- before (with ``--before CHECKOUT``): the same, run from another checkout of the gateway
+  (main, say, unpacked with ``git archive``), so a change is measured against what it
+  changes in the same run, under the same load.
 
 "first token" is from sending the request (the RunAgentInput) to the first frame with
 text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event), p50 and p99 over a
@@ -42,6 +45,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -66,6 +70,7 @@ WARM_UP_RUNS = 5
 RUN_TIMEOUT = 30.0
 PROVIDERS: dict[str, type[Provider]] = {"chat-completions": ChatCompletions, "gemini": GeminiApi}
 SIDES = ("direct", "adk", "gateway")
+BEFORE = "before"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,11 +243,14 @@ async def gateway_run(ws: ClientConnection) -> Stream:
             return collected.stream()
 
 
-async def measure(provider: Provider, gateway: LocalGateway, runs: int) -> Round:
-    async with (
-        connect(gateway.ws_url(), max_size=None, compression=None) as ws,
-        httpx.AsyncClient(timeout=RUN_TIMEOUT) as client,
-    ):
+async def measure(
+    provider: Provider, gateway: LocalGateway, runs: int, earlier: LocalGateway | None = None
+) -> Round:
+    async with contextlib.AsyncExitStack() as stack:
+        ws = await stack.enter_async_context(
+            connect(gateway.ws_url(), max_size=None, compression=None)
+        )
+        client = await stack.enter_async_context(httpx.AsyncClient(timeout=RUN_TIMEOUT))
         await asyncio.wait_for(gateway_run(ws), RUN_TIMEOUT)
         request = recorded(provider)[-1]
         url = f"http://127.0.0.1:{provider.port}{provider.generation_path}"
@@ -253,7 +261,13 @@ async def measure(provider: Provider, gateway: LocalGateway, runs: int) -> Round
             "adk": (adk, this_process),
             "gateway": (lambda: gateway_run(ws), lambda: cpu_seconds(gateway.process.pid)),
         }
-        sides = {name: Side() for name in SIDES}
+        if earlier is not None:
+            old = await stack.enter_async_context(
+                connect(earlier.ws_url(), max_size=None, compression=None)
+            )
+            await asyncio.wait_for(gateway_run(old), RUN_TIMEOUT)
+            served_by[BEFORE] = (lambda: gateway_run(old), lambda: cpu_seconds(earlier.process.pid))
+        sides = {name: Side() for name in served_by}
         for index in range(WARM_UP_RUNS + runs):
             for name, (run, cpu) in served_by.items():
                 before = cpu()
@@ -277,17 +291,19 @@ def report(title: str, rounds: list[Round]) -> None:
     def median(values: Iterable[float]) -> float:
         return statistics.median(values)
 
-    cpu = {side: median(r.cpu_per_chunk(side) for r in rounds) for side in SIDES}
+    sides = list(rounds[0].sides)
+    cpu = {side: median(r.cpu_per_chunk(side) for r in rounds) for side in sides}
     print(f"  {title}:")
     for name, quantile in (("p50", 0.5), ("p99", 0.99)):
-        first = {side: median(r.first_token(side, quantile) for r in rounds) for side in SIDES}
+        first = {side: median(r.first_token(side, quantile) for r in rounds) for side in sides}
         delay = {
             side: median(r.chunk_delay(side, quantile) for r in rounds)
-            for side in ("adk", "gateway")
+            for side in sides
+            if side != "direct"
         }
         print(
             f"    first token {name}: "
-            + ", ".join(f"{side} {ms(first[side])}" for side in SIDES)
+            + ", ".join(f"{side} {ms(first[side])}" for side in sides)
             + f"; gateway adds {ms(first['gateway'] - first['direct'])} to direct,"
             f" {ms(first['gateway'] - first['adk'])} to adk"
         )
@@ -297,7 +313,7 @@ def report(title: str, rounds: list[Round]) -> None:
         )
     print(
         "    CPU per chunk: "
-        + ", ".join(f"{side} {us(cpu[side])}" for side in SIDES)
+        + ", ".join(f"{side} {us(cpu[side])}" for side in sides)
         + f"; gateway/direct {cpu['gateway'] / cpu['direct']:.1f},"
         f" gateway/adk {cpu['gateway'] / cpu['adk']:.2f}"
     )
@@ -313,6 +329,11 @@ def main() -> None:
     parser.add_argument(
         "--providers", default=",".join(PROVIDERS), help="which, comma-separated (both)"
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout of the gateway, measured as side 'before' in the same runs",
+    )
     args = parser.parse_args()
     for name in args.providers.split(","):
         results = []
@@ -320,11 +341,16 @@ def main() -> None:
             provider = PROVIDERS[name]()
             provider.port = free_port()
             os.environ.update(provider.env())
-            with (
-                provider_process(provider, args.pace_ms),
-                local_gateway("--model", provider.model_name, "--user-rate", "0") as gateway,
-            ):
-                results.append(uvloop.run(measure(provider, gateway, args.runs)))
+            flags = ("--model", provider.model_name, "--user-rate", "0")
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(provider_process(provider, args.pace_ms))
+                gateway = stack.enter_context(local_gateway(*flags))
+                before = (
+                    stack.enter_context(local_gateway(*flags, root=args.before.resolve()))
+                    if args.before is not None
+                    else None
+                )
+                results.append(uvloop.run(measure(provider, gateway, args.runs, before)))
         print(
             f"{name} ({PROVIDERS[name].model_name}): {results[0].chunks} text chunks a reply,"
             f" {args.pace_ms:g} ms apart; {args.runs} runs a side in each of {args.rounds} rounds"
