@@ -18,9 +18,12 @@ one's wire format, its first chunk at once, then one every ``--pace-ms``):
 text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event), p50 and p99 over a
 round's runs. "chunk delay" is how much later each chunk's text arrives than it did
 directly: for every direct frame, the time the other side's stream reached the same text
-less the frame's own time, p50 and p99 over every frame of every set of runs. "CPU per
-chunk" is the serving side's CPU time (the gateway's process; this process for the others)
-over the runs, divided by the provider's chunks. The sides take turns run by run after a
+less the frame's own time, p50 and p99 over every frame of every set of runs; and the same
+for the later chunks counted from each stream's first token: a side whose request reaches
+the provider later (ADK builds its request for a few ms) gets every chunk that much later,
+which the first token shows already; what is left is what each chunk's own way adds.
+"CPU per chunk" is the serving side's CPU time (the gateway's process; this process for the
+others) over the runs, divided by the provider's chunks. The sides take turns run by run after a
 few unmeasured ones; each round is a fresh provider and gateway; the figures are each
 round's, then their medians.
 
@@ -121,13 +124,19 @@ class Round:
     def first_token(self, side: str, quantile: float = 0.5) -> float:
         return percentile([s.first_token for s in self.sides[side].streams], quantile)
 
-    def chunk_delay(self, side: str, quantile: float = 0.5) -> float:
+    def chunk_delay(self, side: str, quantile: float = 0.5, *, own_start: bool = False) -> float:
+        """How much later each chunk arrives than directly; ``own_start``: each counted from
+        its stream's first token, so what the first token waited is not counted again."""
         direct, other = self.sides["direct"].streams, self.sides[side].streams
         return percentile(
             [
-                later.reached(length) - at
+                later.reached(length)
+                - at
+                - (later.first_token - floor.first_token if own_start else 0.0)
                 for floor, later in zip(direct, other, strict=True)
-                for at, length in zip(floor.times, floor.lengths, strict=True)
+                for at, length in zip(
+                    floor.times[own_start:], floor.lengths[own_start:], strict=True
+                )
             ],
             quantile,
         )
@@ -296,10 +305,11 @@ def report(title: str, rounds: list[Round]) -> None:
     print(f"  {title}:")
     for name, quantile in (("p50", 0.5), ("p99", 0.99)):
         first = {side: median(r.first_token(side, quantile) for r in rounds) for side in sides}
-        delay = {
-            side: median(r.chunk_delay(side, quantile) for r in rounds)
-            for side in sides
-            if side != "direct"
+        others = [side for side in sides if side != "direct"]
+        delay = {side: median(r.chunk_delay(side, quantile) for r in rounds) for side in others}
+        later = {
+            side: median(r.chunk_delay(side, quantile, own_start=True) for r in rounds)
+            for side in others
         }
         print(
             f"    first token {name}: "
@@ -310,6 +320,8 @@ def report(title: str, rounds: list[Round]) -> None:
         print(
             f"    chunk delay against direct {name}: "
             + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
+            + "; from the stream's first token: "
+            + ", ".join(f"{side} {ms(later[side])}" for side in later)
         )
     print(
         "    CPU per chunk: "
