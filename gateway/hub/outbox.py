@@ -53,6 +53,7 @@ class Outbox:
         # Numbers of the log sent ahead of their commit, and those commits.
         self.unstored = 0
         self._ahead: set[Commit] = set()
+        self._behind = False  # streamed text has had to wait for its commit
 
     def send(self, deliver: Callable[[], None], *after: Commit | None, unstored: int = 0) -> None:
         """Delivers once every delivery before it is out and ``after`` (the frames' and
@@ -63,10 +64,18 @@ class Outbox:
             _report(commits)
             deliver()
             return
-        if not self._held and unstored and self.unstored + unstored <= UNSTORED_NUMBERS:
-            self._go_ahead(commits, unstored)
-            deliver()
-            return
+        if not self._held and unstored:
+            if self.unstored + unstored <= UNSTORED_NUMBERS:
+                self._go_ahead(commits, unstored)
+                deliver()
+                return
+            if not self._behind:  # once a run: the store falls behind its model
+                self._behind = True
+                log.info(
+                    "streamed text waits for the store: %d numbers of its thread's log are"
+                    " out ahead of their commit",
+                    self.unstored,
+                )
         self._held.append((commits, deliver))
         self._drained.clear()
         for commit in commits:

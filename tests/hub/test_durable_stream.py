@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -162,7 +163,10 @@ async def test_streamed_text_never_overtakes_a_held_delivery() -> None:
     assert executor.events == client_call("c-browser"), "the chunk now waits for its commit"
 
 
-async def test_at_most_unstored_numbers_go_out_ahead_of_the_store() -> None:
+async def test_at_most_unstored_numbers_go_out_ahead_of_the_store(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "gateway.hub.outbox")
     run, executor, _ = watched_run()
     run.thread.head = 0
     logged: list[asyncio.Future[object]] = []
@@ -178,6 +182,8 @@ async def test_at_most_unstored_numbers_go_out_ahead_of_the_store() -> None:
     sent = [seq_of(e) for e in executor.events]
     assert sent == list(range(1, outbox.UNSTORED_NUMBERS + 1))
     assert len(run.outbox) == 3
+    # Operators see the store fall behind, once a run.
+    assert caplog.text.count("streamed text waits for the store") == 1
 
     for written in logged:  # the store commits in order
         written.set_result(None)
