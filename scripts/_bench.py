@@ -52,6 +52,7 @@ def local_gateway(
     timeout: float = 60.0,
     entry: Sequence[str] = ("-m", "gateway"),
     python: str = sys.executable,
+    root: Path = ROOT,
 ) -> Iterator[LocalGateway]:
     """Runs ``python -m gateway`` (scripted model, pace 0, in-memory db) until the block ends.
 
@@ -60,7 +61,8 @@ def local_gateway(
     reads would fill up and stall the server), quoted in the error if start-up fails.
     ``entry`` is what follows ``python`` before the gateway's flags, for a script that runs
     the gateway its own way (``scripts/_load_users.py``); ``python`` the interpreter (another
-    venv's: the gateway's code is this checkout's either way, its dependencies that venv's).
+    venv's: the gateway's code is this checkout's either way, its dependencies that venv's);
+    ``root`` the checkout whose gateway it runs (another one, to compare with this one).
     """
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gateway-") as tmp:
@@ -69,7 +71,7 @@ def local_gateway(
         command += ["--db", ":memory:", "--scripted-pace-ms", "0", *flags]
         with log.open("wb") as out:
             started = time.perf_counter()
-            process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT)
         try:
             _wait_healthy(port, process, log, started + timeout)
             yield LocalGateway(port, process, log, time.perf_counter() - started)

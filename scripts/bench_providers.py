@@ -10,15 +10,22 @@ one's wire format, its first chunk at once, then one every ``--pace-ms``):
   the provider's SDK, in-memory sessions): what ADK alone costs over the floor.
 - gateway: ``agent-gateway`` in a subprocess (``--model`` naming the provider's model, the
   demo agent, in-memory store) over /ws, a new thread each run.
+- before (with ``--before CHECKOUT``): the same, run from another checkout of the gateway
+  (main, say, unpacked with ``git archive``), so a change is measured against what it
+  changes in the same run, under the same load.
 
 "first token" is from sending the request (the RunAgentInput) to the first frame with
-text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event). "chunk delay" is
-how much later each chunk's text arrives than it did directly: for every direct frame, the
-time the other side's stream reached the same text less the frame's own time, the median
-over every frame of every set of runs. "CPU per chunk" is the serving side's CPU time
-(the gateway's process; this process for the others) over the runs, divided by the
-provider's chunks. The sides take turns run by run after a few unmeasured ones; each round
-is a fresh provider and gateway; the figures are each round's, then their medians.
+text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event), p50 and p99 over a
+round's runs. "chunk delay" is how much later each chunk's text arrives than it did
+directly: for every direct frame, the time the other side's stream reached the same text
+less the frame's own time, p50 and p99 over every frame of every set of runs; and the same
+for the later chunks counted from each stream's first token: a side whose request reaches
+the provider later (ADK builds its request for a few ms) gets every chunk that much later,
+which the first token shows already; what is left is what each chunk's own way adds.
+"CPU per chunk" is the serving side's CPU time (the gateway's process; this process for the
+others) over the runs, divided by the provider's chunks. The sides take turns run by run after a
+few unmeasured ones; each round is a fresh provider and gateway; the figures are each
+round's, then their medians.
 
     .venv/bin/python -m scripts.bench_providers              # 3 rounds of 30 runs a side
     .venv/bin/python -m scripts.bench_providers --rounds 1 --runs 5 --pace-ms 0
@@ -41,6 +48,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -65,6 +73,7 @@ WARM_UP_RUNS = 5
 RUN_TIMEOUT = 30.0
 PROVIDERS: dict[str, type[Provider]] = {"chat-completions": ChatCompletions, "gemini": GeminiApi}
 SIDES = ("direct", "adk", "gateway")
+BEFORE = "before"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,19 +121,35 @@ class Round:
     chunks: int
     sides: dict[str, Side]
 
-    def first_token(self, side: str) -> float:
-        return statistics.median(s.first_token for s in self.sides[side].streams)
+    def first_token(self, side: str, quantile: float = 0.5) -> float:
+        return percentile([s.first_token for s in self.sides[side].streams], quantile)
 
-    def chunk_delay(self, side: str) -> float:
+    def chunk_delay(self, side: str, quantile: float = 0.5, *, own_start: bool = False) -> float:
+        """How much later each chunk arrives than directly; ``own_start``: each counted from
+        its stream's first token, so what the first token waited is not counted again."""
         direct, other = self.sides["direct"].streams, self.sides[side].streams
-        return statistics.median(
-            later.reached(length) - at
-            for floor, later in zip(direct, other, strict=True)
-            for at, length in zip(floor.times, floor.lengths, strict=True)
+        return percentile(
+            [
+                later.reached(length)
+                - at
+                - (later.first_token - floor.first_token if own_start else 0.0)
+                for floor, later in zip(direct, other, strict=True)
+                for at, length in zip(
+                    floor.times[own_start:], floor.lengths[own_start:], strict=True
+                )
+            ],
+            quantile,
         )
 
     def cpu_per_chunk(self, side: str) -> float:
         return self.sides[side].cpu / (len(self.sides[side].streams) * self.chunks)
+
+
+def percentile(values: list[float], quantile: float) -> float:
+    """The value below which ``quantile`` of ``values`` fall (linear between neighbours)."""
+    if quantile == 0.5:
+        return statistics.median(values)
+    return statistics.quantiles(values, n=100, method="inclusive")[round(quantile * 100) - 1]
 
 
 @contextlib.contextmanager
@@ -227,11 +252,14 @@ async def gateway_run(ws: ClientConnection) -> Stream:
             return collected.stream()
 
 
-async def measure(provider: Provider, gateway: LocalGateway, runs: int) -> Round:
-    async with (
-        connect(gateway.ws_url(), max_size=None, compression=None) as ws,
-        httpx.AsyncClient(timeout=RUN_TIMEOUT) as client,
-    ):
+async def measure(
+    provider: Provider, gateway: LocalGateway, runs: int, earlier: LocalGateway | None = None
+) -> Round:
+    async with contextlib.AsyncExitStack() as stack:
+        ws = await stack.enter_async_context(
+            connect(gateway.ws_url(), max_size=None, compression=None)
+        )
+        client = await stack.enter_async_context(httpx.AsyncClient(timeout=RUN_TIMEOUT))
         await asyncio.wait_for(gateway_run(ws), RUN_TIMEOUT)
         request = recorded(provider)[-1]
         url = f"http://127.0.0.1:{provider.port}{provider.generation_path}"
@@ -242,7 +270,13 @@ async def measure(provider: Provider, gateway: LocalGateway, runs: int) -> Round
             "adk": (adk, this_process),
             "gateway": (lambda: gateway_run(ws), lambda: cpu_seconds(gateway.process.pid)),
         }
-        sides = {name: Side() for name in SIDES}
+        if earlier is not None:
+            old = await stack.enter_async_context(
+                connect(earlier.ws_url(), max_size=None, compression=None)
+            )
+            await asyncio.wait_for(gateway_run(old), RUN_TIMEOUT)
+            served_by[BEFORE] = (lambda: gateway_run(old), lambda: cpu_seconds(earlier.process.pid))
+        sides = {name: Side() for name in served_by}
         for index in range(WARM_UP_RUNS + runs):
             for name, (run, cpu) in served_by.items():
                 before = cpu()
@@ -266,23 +300,32 @@ def report(title: str, rounds: list[Round]) -> None:
     def median(values: Iterable[float]) -> float:
         return statistics.median(values)
 
-    first = {side: median(r.first_token(side) for r in rounds) for side in SIDES}
-    delay = {side: median(r.chunk_delay(side) for r in rounds) for side in ("adk", "gateway")}
-    cpu = {side: median(r.cpu_per_chunk(side) for r in rounds) for side in SIDES}
+    sides = list(rounds[0].sides)
+    cpu = {side: median(r.cpu_per_chunk(side) for r in rounds) for side in sides}
     print(f"  {title}:")
-    print(
-        "    first token: "
-        + ", ".join(f"{side} {ms(first[side])}" for side in SIDES)
-        + f"; gateway/direct {first['gateway'] / first['direct']:.2f},"
-        f" gateway/adk {first['gateway'] / first['adk']:.2f}"
-    )
-    print(
-        "    chunk delay against direct: "
-        + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
-    )
+    for name, quantile in (("p50", 0.5), ("p99", 0.99)):
+        first = {side: median(r.first_token(side, quantile) for r in rounds) for side in sides}
+        others = [side for side in sides if side != "direct"]
+        delay = {side: median(r.chunk_delay(side, quantile) for r in rounds) for side in others}
+        later = {
+            side: median(r.chunk_delay(side, quantile, own_start=True) for r in rounds)
+            for side in others
+        }
+        print(
+            f"    first token {name}: "
+            + ", ".join(f"{side} {ms(first[side])}" for side in sides)
+            + f"; gateway adds {ms(first['gateway'] - first['direct'])} to direct,"
+            f" {ms(first['gateway'] - first['adk'])} to adk"
+        )
+        print(
+            f"    chunk delay against direct {name}: "
+            + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
+            + "; from the stream's first token: "
+            + ", ".join(f"{side} {ms(later[side])}" for side in later)
+        )
     print(
         "    CPU per chunk: "
-        + ", ".join(f"{side} {us(cpu[side])}" for side in SIDES)
+        + ", ".join(f"{side} {us(cpu[side])}" for side in sides)
         + f"; gateway/direct {cpu['gateway'] / cpu['direct']:.1f},"
         f" gateway/adk {cpu['gateway'] / cpu['adk']:.2f}"
     )
@@ -298,6 +341,11 @@ def main() -> None:
     parser.add_argument(
         "--providers", default=",".join(PROVIDERS), help="which, comma-separated (both)"
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout of the gateway, measured as side 'before' in the same runs",
+    )
     args = parser.parse_args()
     for name in args.providers.split(","):
         results = []
@@ -305,11 +353,16 @@ def main() -> None:
             provider = PROVIDERS[name]()
             provider.port = free_port()
             os.environ.update(provider.env())
-            with (
-                provider_process(provider, args.pace_ms),
-                local_gateway("--model", provider.model_name, "--user-rate", "0") as gateway,
-            ):
-                results.append(uvloop.run(measure(provider, gateway, args.runs)))
+            flags = ("--model", provider.model_name, "--user-rate", "0")
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(provider_process(provider, args.pace_ms))
+                gateway = stack.enter_context(local_gateway(*flags))
+                before = (
+                    stack.enter_context(local_gateway(*flags, root=args.before.resolve()))
+                    if args.before is not None
+                    else None
+                )
+                results.append(uvloop.run(measure(provider, gateway, args.runs, before)))
         print(
             f"{name} ({PROVIDERS[name].model_name}): {results[0].chunks} text chunks a reply,"
             f" {args.pace_ms:g} ms apart; {args.runs} runs a side in each of {args.rounds} rounds"

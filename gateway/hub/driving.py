@@ -13,8 +13,9 @@ ending moves the thread out of RUNNING on its table (``gateway.hub.states``), an
 keeps the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
 only reports what the thread still waits for, and moves nothing.
 
-What it keeps on the way, so that nothing a client was sent is lost: the text so far of
-a streamed message (ADK stores a message only once it is complete), and, when the run is
+What it keeps on the way, so that a crash cuts nothing but the last of a streamed reply
+(docs/durability.md): the text so far of a streamed message (ADK stores a message only once
+it is complete; its chunks go out ahead of that write), and, when the run is
 cancelled, fails or a model stalls, that text as the reply, marked with how it ended.
 A cancel gives ADK ``CANCEL_GRACE_SECONDS`` to seal the invocation, then stops the
 stream outright if it has not stopped, and answers the calls the run left open, so the
@@ -266,7 +267,8 @@ class Driver:
                     run.last_event_id = event.id
                 # After a cancel ADK's sealing events are stored, not streamed.
                 out = [] if run.abort.is_set() else run.translator.translate(event)
-                run.emit(out, after=self._keep_streamed_text(run, event, out))
+                kept = self._keep_streamed_text(run, event, out)
+                run.emit(out, after=kept, streamed=kept is not None and _only_text(out))
 
     def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
         log.warning(
@@ -390,6 +392,12 @@ def _model_failed(run: Run, failed: FailedCall) -> p.GatewayError:
     """A provider's failure a user will meet: one log line, and the sentence for the client."""
     log.warning("%s: %s failed: %s", run, failed.model, failed.failure.detail)
     return p.GatewayError(failed.failure.code, failed.failure.sentence)
+
+
+def _only_text(events: list[p.Event]) -> bool:
+    """Whether a streamed chunk's events are only its text, which may go out ahead of its
+    commit (``gateway.hub.outbox``); anything else with it waits, as it always did."""
+    return all(isinstance(e, p.TextMessageStart | p.TextMessageContent) for e in events)
 
 
 def _waited(plan: Plan) -> list[tuple[str, str, float]]:

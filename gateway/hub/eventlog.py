@@ -10,10 +10,14 @@ answer gets the snapshots as before. Snapshots sent to one subscriber are not lo
 they carry the number of the log's head when they were made.
 
 Numbers are given by the process that runs the thread, after the stored head, and each
-delivery waits in the run's outbox for its frame's commit, so no client holds a number
-the store lacks. One event goes out unnumbered: the RUN_STARTED a /ws input is sent as
-soon as it is admitted (docs/first-event.md), before the thread is read; the run's
-RUN_STARTED in the log, numbered, is what everyone else and every replay is sent.
+delivery waits in the run's outbox for its frame's commit, except streamed text, which
+goes out ahead of it (``gateway.hub.outbox``). So a client may hold a number the store
+lacks, a few at most: a reattach with it waits for the run's commits, and after a crash
+(which leaves a gap in the numbers: ``gateway.hub.takeover``) gets the snapshot.
+
+One event goes out unnumbered: the RUN_STARTED a /ws input is sent as soon as it is
+admitted (docs/first-event.md), before the thread is read; the run's RUN_STARTED in the
+log, numbered, is what everyone else and every replay is sent.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ def replay(
     of the run in progress, if one is."""
     if after > log.head:
         return None
+    if after > 0 and (not log.frames or log.frames[0].seq != after):
+        return None  # a number the log never held: sent ahead of a commit a crash cut off
     if after > 0 and (log.oldest is None or log.oldest > after):
         return None  # trimmed away, or never written
     if after == 0 and log.oldest is not None and log.oldest > 1:

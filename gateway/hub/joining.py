@@ -84,6 +84,8 @@ class Joiner:
             run.executor = subscriber  # the owner instance is back: it executes from here on
         events: list[p.Event] | None = None
         try:
+            if run is not None:  # a cursor it was sent ahead of the store is in the read
+                await run.outbox.stored()
             log = await self.engine.frames_after(
                 thread.user_id, thread.thread_id, max(after - 1, 0)
             )

@@ -1,12 +1,24 @@
-"""A run's outbox: its deliveries, in order, each held until the writes they show commit.
+"""A run's outbox: its deliveries, in order, each held until the writes they show commit,
+except streamed text, which goes out ahead of its commit (docs/durability.md).
 
-Nothing a client is sent is lost in a crash. ADK stores every event before yielding it,
-except streamed (partial) text; the hub stores the text so far of a streamed message and
-sends each chunk once that write is committed. Every event is also a numbered frame of
-its thread's log (``gateway.hub.eventlog``), sent once the frame is committed, so no client
-holds a number the store lacks. A run's deliveries leave through its
-``Outbox`` in the order they were made, so while a chunk waits for its commit nothing
-overtakes it, and the store's group commit lets chunks of many runs share one commit.
+ADK stores every event before yielding it, except streamed (partial) text; the hub stores
+the text so far of a streamed message, and every event is also a numbered frame of its
+thread's log (``gateway.hub.eventlog``). A delivery waits for those writes to commit, so
+what a client is sent survives a crash: a browser action, an approval asked, a run's end,
+every frame a reattach replays. A run's deliveries leave in the order they were made, so
+while one waits nothing overtakes it, and the store's group commit lets many runs' writes
+share one commit.
+
+Streamed text is the exception: waiting for a commit a chunk (the group commit's linger,
+a hop to the database) costs each chunk several milliseconds, and what a crash can cut is
+only text the model was still writing, which the restart keeps as far as it was stored and
+marks interrupted. So a chunk with nothing held before it goes out at once, while at most
+``UNSTORED_NUMBERS`` numbers of the thread's log are out ahead of their commit; past that,
+it waits as every other delivery does. A later delivery still waits for its own commits
+only: the store commits in order, so when they are done, every chunk's before them is.
+A process that takes over a thread a crash cut off numbers its next frames after a gap of
+``UNSTORED_NUMBERS`` (``gateway.hub.takeover``), so a cursor a client was sent ahead of
+the store never names another frame.
 """
 
 from __future__ import annotations
@@ -20,12 +32,16 @@ log = logging.getLogger(__name__)
 
 Commit = asyncio.Future[object]
 
+# How many numbers of a thread's log a run may have out ahead of their commit.
+UNSTORED_NUMBERS = 32
+
 
 class Outbox:
     """A run's deliveries, in the order they were made, each held until its writes commit.
 
-    A delivery with nothing held before it and nothing to wait for goes out at once; any
-    other waits for its own commits and for every delivery before it.
+    A delivery with nothing held before it and nothing to wait for goes out at once, as does
+    streamed text within the bound of numbers out ahead of the store; any other waits for
+    its own commits and for every delivery before it.
     """
 
     def __init__(self) -> None:
@@ -34,15 +50,32 @@ class Outbox:
         )
         self._drained = asyncio.Event()
         self._drained.set()
+        # Numbers of the log sent ahead of their commit, and those commits.
+        self.unstored = 0
+        self._ahead: set[Commit] = set()
+        self._behind = False  # streamed text has had to wait for its commit
 
-    def send(self, deliver: Callable[[], None], *after: Commit | None) -> None:
+    def send(self, deliver: Callable[[], None], *after: Commit | None, unstored: int = 0) -> None:
         """Delivers once every delivery before it is out and ``after`` (the frames' and
-        the streamed text's writes) are committed."""
+        the streamed text's writes) are committed; with ``unstored`` (the numbers of the
+        streamed text it carries), without waiting for ``after`` while the bound allows."""
         commits = tuple(commit for commit in after if commit is not None)
         if not self._held and all(commit.done() for commit in commits):
             _report(commits)
             deliver()
             return
+        if not self._held and unstored:
+            if self.unstored + unstored <= UNSTORED_NUMBERS:
+                self._go_ahead(commits, unstored)
+                deliver()
+                return
+            if not self._behind:  # once a run: the store falls behind its model
+                self._behind = True
+                log.info(
+                    "streamed text waits for the store: %d numbers of its thread's log are"
+                    " out ahead of their commit",
+                    self.unstored,
+                )
         self._held.append((commits, deliver))
         self._drained.clear()
         for commit in commits:
@@ -56,6 +89,28 @@ class Outbox:
     async def drained(self) -> None:
         """Returns once every delivery made so far has gone out."""
         await self._drained.wait()
+
+    async def stored(self) -> None:
+        """Returns once every delivery that went out ahead of its commit so far is committed."""
+        if self._ahead:
+            await asyncio.wait(set(self._ahead))
+
+    def _go_ahead(self, commits: tuple[Commit, ...], numbers: int) -> None:
+        pending = [commit for commit in commits if not commit.done()]
+        self.unstored += numbers
+        self._ahead.update(pending)
+        left = len(pending)
+
+        def committed(commit: Commit) -> None:
+            nonlocal left
+            self._ahead.discard(commit)
+            left -= 1
+            if left == 0:
+                self.unstored -= numbers
+                _report(commits)
+
+        for commit in pending:
+            commit.add_done_callback(committed)
 
     def _release(self, _: object = None) -> None:
         while self._held:

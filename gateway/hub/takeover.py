@@ -16,7 +16,10 @@ process that took the dead lease writes the run's end there: an END for each mes
 call or span it left open, innermost first, then RUN_ERROR saying what happened. Numbered
 after the log's head (the taker holds the lease, so no one else writes), they reach every
 watcher as the run's own last events would have, and a reattach by cursor after the crash
-is answered from the log like any other. The RUN_ERROR's code, ``RUN_INTERRUPTED``, tells
+is answered from the log like any other. They leave a gap of ``UNSTORED_NUMBERS`` after the
+head: the dead process may have sent that many numbers of streamed text ahead of their
+commit (``gateway.hub.outbox``), and a client holding one is sent the snapshot, never
+another frame under its number. The RUN_ERROR's code, ``RUN_INTERRUPTED``, tells
 a client the process was lost, not that anything unexpected failed.
 """
 
@@ -31,6 +34,7 @@ from gateway import wire as p
 from gateway.adk.engine import Engine
 from gateway.cluster import Cluster
 from gateway.hub import eventlog
+from gateway.hub.outbox import UNSTORED_NUMBERS
 from gateway.hub.refusals import quarantined, store_unavailable
 from gateway.metrics import Metrics
 from gateway.store import QuarantinedThreadError, StoreError
@@ -82,8 +86,8 @@ def closing_frames(log: FrameLog) -> list[LoggedFrame]:
     ends = [*reversed(open_items.values())]
     ends.append((p.RunError(message=CUT_OFF, code=p.ErrorCode.RUN_INTERRUPTED.value), None))
     return [
-        eventlog.frame(eventlog.numbered(event, log.head + n), only_for=only_for, not_for=None)
-        for n, (event, only_for) in enumerate(ends, start=1)
+        eventlog.frame(eventlog.numbered(event, seq), only_for=only_for, not_for=None)
+        for seq, (event, only_for) in enumerate(ends, start=log.head + UNSTORED_NUMBERS + 1)
     ]
 
 

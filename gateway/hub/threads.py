@@ -21,9 +21,9 @@ across its reloads), not to the connection: when the instance comes back on a ne
 connection and reattaches, the new connection is the executor from then on.
 
 Every event a run emits is numbered in the thread's log (``gateway.hub.eventlog``) and held in
-the outbox until its frame commits; a client tool's live calls are logged for the owner
-instance only, and what only observers are sent (the user's message, the browser's
-results) is logged for everyone but the owner.
+the outbox until its frame commits (streamed text excepted: ``gateway.hub.outbox``); a client
+tool's live calls are logged for the owner instance only, and what only observers are sent
+(the user's message, the browser's results) is logged for everyone but the owner.
 """
 
 from __future__ import annotations
@@ -166,9 +166,11 @@ class Run:
         *,
         observers_only: bool = False,
         after: Commit | None = None,
+        streamed: bool = False,
     ) -> None:
         """Numbers and logs events, then delivers them after those emitted before, once
-        their frames and ``after`` are committed."""
+        their frames and ``after`` are committed; ``streamed`` (a chunk of streamed text):
+        without waiting for those commits, as far as the outbox allows."""
         batch = list(events)
         if not batch:
             return
@@ -178,7 +180,10 @@ class Run:
         if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
             release, self.release = self.release, None
             logged = _then(logged, release)
-        self.outbox.send(partial(self._route, batch, observers_only), after, logged)
+        unstored = len(batch) if streamed else 0
+        self.outbox.send(
+            partial(self._route, batch, observers_only), after, logged, unstored=unstored
+        )
 
     def _log(self, batch: list[p.Event], observers_only: bool) -> Commit | None:
         thread = self.thread

@@ -34,6 +34,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.backends import logged
 from tests.support.budgets import scaled
 from tests.support.flagship import FLAGSHIP
 from tests.support.postgres import Postgres
@@ -244,6 +245,8 @@ async def test_a_process_killed_mid_run_loses_nothing_and_its_thread_goes_on(
         await until_text(on_a, seen, chunks=2)
         await watching.send({"type": "reattach", "threadId": thread})
         await until_text(watching, [], chunks=1)
+        # Text goes out ahead of its commit (docs/durability.md): what the tab saw is stored.
+        await logged(database, thread, seq_of(seen[-1]) or 0)
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
         killed_at = time.monotonic()

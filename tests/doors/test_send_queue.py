@@ -1,4 +1,5 @@
-"""How a connection's events are batched: a reply starts at once, its later chunks share frames."""
+"""How a connection's events are batched: a reply starts at once, its later chunks share frames
+while they keep coming, and a chunk at a human pace is not held."""
 
 from __future__ import annotations
 
@@ -46,24 +47,49 @@ async def test_the_first_chunk_of_a_reply_goes_out_at_once(long_hold: float) -> 
     assert batch == [start(), chunk("안녕")]
 
 
-async def test_later_chunks_wait_for_more_and_share_one_event(
+async def test_later_chunks_that_keep_coming_share_one_event(long_hold: float) -> None:
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(chunk("안녕"))
+    await queue.batch()
+    queue.put(chunk("하"))
+
+    async def model() -> None:  # a burst: a chunk every other turn of the loop
+        for piece in "세요!":
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            queue.put(chunk(piece))
+
+    writer = asyncio.create_task(queue.batch())
+    await model()
+    assert events(await asyncio.wait_for(writer, 1)) == [chunk("하세요!")]
+
+
+async def test_a_later_chunk_at_a_human_pace_goes_out_at_once(long_hold: float) -> None:
+    queue: Outgoing[p.Event] = Outgoing()
+    queue.put(chunk("안녕"))
+    await queue.batch()
+    queue.put(chunk("하세요"))
+    started = time.perf_counter()
+    assert events(await asyncio.wait_for(queue.batch(), 1)) == [chunk("하세요")]
+    assert time.perf_counter() - started < 0.5, "it waited for a chunk that was not coming"
+
+
+async def test_a_stream_that_never_pauses_is_held_no_longer_than_the_hold(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(send_queue, "TEXT_HOLD_SECONDS", 0.05)
     queue: Outgoing[p.Event] = Outgoing()
     queue.put(chunk("안녕"))
     await queue.batch()
-    queue.put(chunk("하세"))
-    started = time.perf_counter()
-
-    async def model() -> None:
-        await asyncio.sleep(0.01)
-        queue.put(chunk("요!"))
-
+    queue.put(chunk("하"))
     writer = asyncio.create_task(queue.batch())
-    await model()
-    assert events(await writer) == [chunk("하세요!")]
+    started = time.perf_counter()
+    while not writer.done():  # a chunk every turn, for as long as the writer waits
+        queue.put(chunk("."))
+        await asyncio.sleep(0)
     assert time.perf_counter() - started >= 0.05
+    [(joined, _)] = await writer
+    assert isinstance(joined, p.TextMessageContent) and joined.delta.startswith("하.")
 
 
 async def test_anything_else_ends_the_wait_with_the_text_before_it(long_hold: float) -> None:
@@ -72,11 +98,13 @@ async def test_anything_else_ends_the_wait_with_the_text_before_it(long_hold: fl
     await queue.batch()
     queue.put(chunk("하세요"))
     writer = asyncio.create_task(queue.batch())
-    await asyncio.sleep(0.01)
+    for _ in range(10):  # text that keeps coming holds the writer
+        await asyncio.sleep(0)
+        queue.put(chunk("!"))
     assert not writer.done()
     queue.put(p.TextMessageEnd(message_id="m1"))
     end = p.TextMessageEnd(message_id="m1")
-    assert events(await asyncio.wait_for(writer, 1)) == [chunk("하세요"), end]
+    assert events(await asyncio.wait_for(writer, 1)) == [chunk("하세요!!!!!!!!!!"), end]
 
 
 async def test_a_new_message_and_a_close_are_not_held(long_hold: float) -> None:

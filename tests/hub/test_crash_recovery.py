@@ -1,4 +1,5 @@
-"""A gateway killed mid-run loses nothing a client was sent, and the thread goes on at once.
+"""A gateway killed mid-run loses nothing a client was sent but the last of a streamed reply,
+and the thread goes on at once.
 
 The real server runs as a subprocess on a database (a SQLite file, or PostgreSQL). A client
 finishes one run, starts a long streamed answer, and the server is killed with SIGKILL in
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -24,12 +26,14 @@ from ag_ui.core import MessagesSnapshotEvent
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.store.cut_off import LEGACY_NOTE, NOTES
+from tests.support.backends import logged
 from tests.support.budgets import scaled
 from tests.support.processes import ROOT, gateway_process
 
 pytestmark = pytest.mark.process
 
 THREAD = "t1"
+INTRO = {"id": "m1", "role": "user", "content": "자기소개를 길게 해 주세요"}
 # Text chunks the client receives before the kill, of the 94 the answer streams 20 ms apart.
 CHUNKS_BEFORE_KILL = 8
 
@@ -97,7 +101,7 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(
     """On a SQLite file, and on a PostgreSQL database the restarted gateway is alone on."""
     log = tmp_path / "gateway.log"
     hello = {"id": "m1", "role": "user", "content": "안녕하세요"}
-    intro = {"id": "m2", "role": "user", "content": "자기소개를 길게 해 주세요"}
+    intro = {**INTRO, "id": "m2"}
 
     async with (
         gateway_process(db, log) as (process, port),
@@ -144,11 +148,12 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(
         assert messages["m2"]["content"] == "자기소개를 길게 해 주세요"
         for message_id, text in completed_texts(first + second).items():
             assert messages[message_id]["content"] == text
-        # The message cut off mid-stream closes the run, under the id the client saw: every
-        # chunk the client was sent (perhaps a few more it was not), and how the run ended.
+        # The message cut off mid-stream closes the run, under the id the client saw: the
+        # text as far as it was stored (perhaps a few chunks more than the client was sent,
+        # or fewer: streamed text goes out ahead of its commit), and how the run ended.
         last = snapshot["messages"][-1]
         assert last["id"] == cut_id and last["role"] == "assistant"
-        assert last["content"].startswith(cut_text)
+        assert last["content"].startswith(cut_text) or cut_text.startswith(last["content"])
         assert last["metadata"] == {"ended": "interrupted"}
         shown = json.dumps(snapshot, ensure_ascii=False)
         assert not any(note.strip() in shown for note in [LEGACY_NOTE, *NOTES.values()])
@@ -163,3 +168,62 @@ async def test_sigkill_mid_stream_keeps_the_thread_and_it_takes_a_new_run(
         assert third[-1]["outcome"]["type"] == "success"
         assert completed_texts(third), "the new run answered nothing"
         assert time.monotonic() - started < scaled(10)
+
+
+def seq(frame: dict[str, Any]) -> int:
+    number = (frame.get("metadata") or {}).get("gateway.seq")
+    assert isinstance(number, int), frame
+    return number
+
+
+async def test_chunks_sent_ahead_of_a_held_store_are_what_a_kill_cuts(tmp_path: Path) -> None:
+    db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
+    async with (
+        gateway_process(db, log) as (process, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
+    ):
+        await ws.send(run_input("r1", [INTRO]))
+        frames = await receive_until(ws, lambda frame, _: frame["type"] == "TEXT_MESSAGE_CONTENT")
+        await logged(str(db), THREAD, seq(frames[-1]))
+        # Another connection takes the file's write lock: every commit of the gateway waits.
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            ((head,),) = holder.execute("SELECT MAX(seq) FROM frames").fetchall()
+
+            def cut(_: dict[str, Any], frames: list[dict[str, Any]]) -> bool:
+                return sum(has_seq(f) and seq(f) > head for f in frames) >= 3
+
+            frames += await receive_until(ws, cut)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        finally:
+            holder.rollback()
+            holder.close()
+    ((message_id, seen),) = received_texts(frames).items()
+    stored = [f for f in frames if not has_seq(f) or seq(f) <= head]
+    assert stored[-1]["type"] == "TEXT_MESSAGE_CONTENT"
+
+    async with gateway_process(db, log) as (_, port):
+        # A cursor the store never held: the thread as it stands, whose reply is cut where
+        # the store had it, short of what the client was sent.
+        reattached = await reattach(port, seq(frames[-1]))
+        (snapshot,) = [f for f in reattached if f["type"] == "MESSAGES_SNAPSHOT"]
+        reply = snapshot["messages"][-1]
+        assert reply["id"] == message_id and reply["metadata"] == {"ended": "interrupted"}
+        assert reply["content"] == received_texts(stored)[message_id] != seen
+        # A cursor it held: the run's end as the restart logged it, after what it had stored.
+        replayed = await reattach(port, seq(stored[-1]))
+        assert [f["type"] for f in replayed] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
+        assert replayed[-1]["code"] == "RUN_INTERRUPTED"
+
+
+async def reattach(port: int, after: int) -> list[dict[str, Any]]:
+    """What a client that comes back with the cursor ``after`` is sent, to the run's end."""
+    async with connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws:
+        await ws.send(json.dumps({"type": "reattach", "threadId": THREAD, "after": after}))
+        return await receive_until(ws, run_ended)
+
+
+def has_seq(frame: dict[str, Any]) -> bool:
+    return "gateway.seq" in (frame.get("metadata") or {})

@@ -1,11 +1,15 @@
-"""A client is sent a streamed chunk only once the text so far is committed, in order.
+"""A run's events reach a client in order, each once its writes commit, streamed text
+excepted: its chunks go out ahead of their commit, a bounded few at a time
+(docs/durability.md).
 
 Two levels. The run's outbox, driven by hand with futures standing in for commits: a held
-chunk holds back everything after it, and the routing rules (client-tool calls to the
-executor only, browser results to observers only) are the same held or not. Then the real
-hub, ADK runner and store, with commits slowed down: every chunk any subscriber is sent is
-already in the database when it arrives, chunks that wait together share one write, and a
-reattach in the middle of held chunks still gets each chunk exactly once.
+delivery holds back everything after it, streamed text goes ahead of its commit only with
+nothing held before it and within ``UNSTORED_NUMBERS``, and the routing rules (client-tool
+calls to the executor only, browser results to observers only) are the same held or not.
+Then the real hub, ADK runner and store, with commits slowed down: chunks reach a client
+before the store has them, everything else only once it is stored, the run's end only once
+the whole reply is, chunks that wait together share one write, and a reattach in the
+middle of held chunks, or with a cursor sent ahead of the store, gets each chunk once.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,6 +31,7 @@ from gateway.adk.engine import Engine
 from gateway.adk.hosting import Hosted, prepare
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
+from gateway.hub import outbox
 from gateway.hub.eventlog import seq_of
 from gateway.hub.hub import Hub
 from gateway.hub.threads import Run, Thread
@@ -122,6 +128,68 @@ async def test_with_nothing_held_events_go_out_at_once() -> None:
     written.set_result(None)
     run.emit([p.TextMessageEnd(message_id="m1")], after=written)
     assert len(executor.events) == 3  # no loop turn needed
+
+
+async def test_streamed_text_goes_out_ahead_of_its_commit_and_the_rest_waits_for_its_own() -> None:
+    run, executor, observer = watched_run()
+    text, end = commit(), commit()
+    run.emit(chunk("m1", "안녕"), after=text, streamed=True)
+    assert executor.events == observer.events == chunk("m1", "안녕")
+    assert run.outbox.unstored == 2
+    run.emit([p.TextMessageEnd(message_id="m1")], after=end)
+    await asyncio.sleep(0)
+    assert len(executor.events) == 2, "the message's end waits for its own commit"
+    stored = asyncio.ensure_future(run.outbox.stored())
+    await asyncio.sleep(0)
+    assert not stored.done()
+
+    text.set_result(None)
+    end.set_result(None)
+    await asyncio.sleep(0)
+    assert executor.events[-1] == p.TextMessageEnd(message_id="m1")
+    assert run.outbox.unstored == 0
+    await asyncio.wait_for(stored, 1)
+
+
+async def test_streamed_text_never_overtakes_a_held_delivery() -> None:
+    run, executor, _ = watched_run()
+    call = commit()
+    run.emit(client_call("c-browser"), after=call)
+    run.emit(chunk("m1", "화면을 엽니다"), after=commit(), streamed=True)
+    await asyncio.sleep(0)
+    assert executor.events == [] and len(run.outbox) == 2
+    call.set_result(None)
+    await asyncio.sleep(0)
+    assert executor.events == client_call("c-browser"), "the chunk now waits for its commit"
+
+
+async def test_at_most_unstored_numbers_go_out_ahead_of_the_store(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "gateway.hub.outbox")
+    run, executor, _ = watched_run()
+    run.thread.head = 0
+    logged: list[asyncio.Future[object]] = []
+
+    def log(frames: list[LoggedFrame]) -> asyncio.Future[object]:
+        logged.append(commit())
+        return logged[-1]
+
+    run.log = log
+    run.emit(chunk("m1", "가"), streamed=True)
+    for _ in range(outbox.UNSTORED_NUMBERS + 1):  # 3 numbers more than the bound
+        run.emit([p.TextMessageContent(message_id="m1", delta="나")], streamed=True)
+    sent = [seq_of(e) for e in executor.events]
+    assert sent == list(range(1, outbox.UNSTORED_NUMBERS + 1))
+    assert len(run.outbox) == 3
+    # Operators see the store fall behind, once a run.
+    assert caplog.text.count("streamed text waits for the store") == 1
+
+    for written in logged:  # the store commits in order
+        written.set_result(None)
+    await asyncio.sleep(0)
+    assert [seq_of(e) for e in executor.events] == list(range(1, outbox.UNSTORED_NUMBERS + 4))
+    assert run.outbox.unstored == 0
 
 
 async def _script(run: Run, gate: Callable[[], asyncio.Future[object] | None]) -> None:
@@ -252,9 +320,21 @@ class DurabilityProbe(Recorder):
             else sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         )
         self.unstored: list[str] = []  # text a client was sent before it was committed
+        # How far ahead of the stored log each numbered event was sent, by kind.
+        self.ahead: dict[bool, list[int]] = {True: [], False: []}
+        # At the run's end, what the store holds of each message the run streamed.
+        self.stored_at_end: dict[str, str] = {}
 
     def deliver(self, event: p.Event) -> None:
         super().deliver(event)
+        if (seq := seq_of(event)) is not None:
+            text = isinstance(event, p.TextMessageStart | p.TextMessageContent)
+            self.ahead[text].append(seq - stored_head(self))
+        if isinstance(event, p.RunFinished):
+            for message_id in {
+                e.message_id for e in self.events if isinstance(e, p.TextMessageStart)
+            }:
+                self.stored_at_end[message_id] = self._stored(message_id)
         if isinstance(event, p.TextMessageContent):
             received = "".join(
                 e.delta
@@ -286,7 +366,7 @@ def streamed_rows(db: str) -> int:
     return int(count)
 
 
-async def test_every_chunk_a_client_is_sent_is_already_stored(
+async def test_chunks_reach_a_client_ahead_of_a_slow_store_and_nothing_else_does(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow_commits(monkeypatch, 0.01)
@@ -298,7 +378,13 @@ async def test_every_chunk_a_client_is_sent_is_already_stored(
         frames = probe.frames()  # a valid AG-UI stream
         chunks = sum(frame["type"] == "TEXT_MESSAGE_CONTENT" for frame in frames)
         assert chunks == 94 and probe.text().startswith("안녕하세요")
-        assert probe.unstored == []
+        # Text went out while its commit was held back, never more than the bound ahead.
+        assert probe.unstored, "every chunk waited for its commit"
+        assert 0 < max(probe.ahead[True]) <= outbox.UNSTORED_NUMBERS
+        # Every other numbered event, the run's end included, was stored when sent, and
+        # by then so was the whole reply.
+        assert max(probe.ahead[False]) <= 0
+        assert list(probe.stored_at_end.values()) == [probe.text()]
         # Chunks that arrive during one commit share the next: far fewer writes than chunks.
         assert hub.engine.sessions.commits - commits < chunks / 4
         # The run is over only once its last event is out.
@@ -320,7 +406,8 @@ async def test_a_cancelled_stream_becomes_its_stored_reply_and_leaves_no_text_be
         assert await hub.cancel("demo", thread)
         await asyncio.wait_for(run.done.wait(), 10)
         assert probe.frames()[-1]["outcome"] == {"type": "cancelled"}
-        assert probe.unstored == []
+        # The reply is stored, as far as the client was sent it, before the run's end goes out.
+        assert max(probe.ahead[False]) <= 0
         [message_id] = {e.message_id for e in probe.events if isinstance(e, p.TextMessageStart)}
         assert probe.stored_reply(message_id) == (probe.text(), {"ended": "stopped"})
         await hub.engine.sessions.flush()
@@ -332,6 +419,7 @@ async def test_a_reattach_among_held_chunks_gets_the_reply_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow_commits(monkeypatch, 0.01)
+    monkeypatch.setattr(outbox, "UNSTORED_NUMBERS", 2)  # so that chunks are held
     async with hub_on(str(tmp_path / "threads.db"), pace_ms=2) as hub:
         thread = new_id("t")
         owner, late, gone = Recorder(), Recorder(), Recorder()
@@ -385,3 +473,31 @@ async def test_an_event_waits_for_its_frame_of_the_log_and_is_numbered_after_the
     logged[1][1].set_result(45)
     await asyncio.sleep(0)
     assert [seq_of(e) for e in executor.events] == [42, 43, 44, 45]
+
+
+async def test_a_reattach_with_a_cursor_sent_ahead_of_the_store_gets_the_rest_not_a_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_commits(monkeypatch, 0.05)
+    db = str(tmp_path / "threads.db")
+    async with hub_on(db, pace_ms=2) as hub:
+        thread = new_id("t")
+        owner, late = DurabilityProbe(db), Recorder()
+        run = await hub.start("demo", start_input(thread), owner)
+        while not (owner.ahead[True] and owner.ahead[True][-1] > 0):
+            await asyncio.sleep(0.001)
+        cursor = seq_of(owner.events[-1])
+        assert cursor is not None and cursor > stored_head(owner), "the test proves nothing"
+        # A client that dropped now comes back with the number it was sent last.
+        assert await hub.reattach("demo", thread, late, after=cursor) is run
+        await asyncio.wait_for(run.done.wait(), 30)
+
+        seen = next(i for i, e in enumerate(owner.events) if seq_of(e) == cursor)
+        assert late.events == owner.events[seen + 1 :]
+        assert late.events[-1] == owner.events[-1]
+        owner.db.close()
+
+
+def stored_head(probe: DurabilityProbe) -> int:
+    ((head,),) = probe.db.execute("SELECT COALESCE(MAX(seq), 0) FROM frames").fetchall()
+    return int(head)

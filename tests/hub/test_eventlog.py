@@ -13,8 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway import wire as p
 from gateway.examples.navigator.agent import APP_NAME
-from gateway.hub.eventlog import cut_off
+from gateway.hub.eventlog import cut_off, replay
+from gateway.hub.outbox import UNSTORED_NUMBERS
+from gateway.hub.takeover import closing_frames
 from gateway.store import SessionService
 from gateway.store.frames import FrameLog, LoggedFrame
 from tests.support.agui import (
@@ -561,3 +564,28 @@ def test_a_replay_through_a_run_that_never_ended_is_refused() -> None:
     tail = frames("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", start=7)
     assert cut_off(tail, 7, running_since=9)
     assert not cut_off(tail, 7, running_since=5), "the run in progress began before it"
+
+
+def test_a_cursor_sent_ahead_of_a_commit_a_crash_cut_off_gets_the_snapshot() -> None:
+    """Streamed text goes out ahead of its commit (docs/durability.md): a crash can leave a
+    client a number the log never held. The run's end, written by whoever takes the thread
+    over, comes after a gap, so that number never names another frame."""
+    events = [
+        p.RunStarted(thread_id="t1", run_id="r1", protocol_version="1.0"),
+        p.TextMessageStart(message_id="m1", role="assistant"),
+        p.TextMessageContent(message_id="m1", delta="안녕"),
+    ]
+    stored = [LoggedFrame(seq, p.encode(e)) for seq, e in enumerate(events, 1)]
+    ends = closing_frames(FrameLog(stored, 1, 3))
+    gap = 3 + UNSTORED_NUMBERS
+    assert [frame.seq for frame in ends] == [gap + 1, gap + 2]
+    whole = [*stored, *ends]
+
+    def read_after(cursor: int) -> FrameLog:  # as a reattach reads: from the cursor on
+        return FrameLog([f for f in whole if f.seq >= cursor], 1, gap + 2)
+
+    for unstored in (4, 5, gap):  # sent ahead of the store, cut off by the crash
+        assert replay(read_after(unstored), unstored, None, None) is None
+    replayed = replay(read_after(3), 3, None, None)  # the last chunk it had was stored
+    assert replayed is not None
+    assert [type(e) for e in replayed] == [p.TextMessageEnd, p.RunError]

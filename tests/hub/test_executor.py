@@ -21,11 +21,13 @@ from tests.support.agui import (
     AgUiSocket,
     new_id,
     outcome,
+    seq_of,
     text_of,
     tool_answer,
     tool_calls,
     user_input,
 )
+from tests.support.backends import logged
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import gateway_process
 from tests.support.servers import RunningGateway, running_gateway
@@ -177,8 +179,9 @@ async def test_a_reply_a_crash_cuts_off_after_the_browsers_result_is_given_again
         asked = await ws.run(user_input(thread, FLAGSHIP))
         [navigate] = tool_calls(asked, "navigateToScreen")
         await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
-        while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
+        while (chunk := await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
             pass
+        await logged(str(db), thread, seq_of(chunk) or 0)  # sent ahead of its commit
         process.send_signal(signal.SIGKILL)  # the model was answering the result
         process.wait(timeout=10)
     async with (

@@ -17,6 +17,7 @@ def test_the_benchmark_measures_every_side_of_both_providers() -> None:
     report = script_report("scripts.bench_providers", "--rounds 1 --runs 2 --pace-ms 2")
     for name in ("chat-completions (openai/local-model)", "gemini (gemini-2.5-flash)"):
         assert name in report
-    assert report.count("first token: direct") == 2
-    assert report.count("chunk delay against direct: adk") == 2
+    for quantile in ("p50", "p99"):
+        assert report.count(f"first token {quantile}: direct") == 2
+        assert report.count(f"chunk delay against direct {quantile}: adk") == 2
     assert report.count("CPU per chunk: direct") == 2
