@@ -331,11 +331,11 @@ class Hub:
         run = self._claim(thread, run_id, None, leased=leased)
         metadata = {"runId": run.run_id, "context": {}}
         if unfinished.afterwards is Afterwards.RESUME:
-            log.info("thread %s: resuming a person's answer a restart cut off", thread_id)
+            log.info("thread %s: resuming a person's answer its cut-off run left", thread_id)
             running = transition(ThreadState.IDLE, Trigger.RESUMED)
             plan = Plan(None, metadata, {}, None, running, resumes=unfinished.invocation_id)
         else:
-            log.info("thread %s: asking again for the reply a restart cut off", thread_id)
+            log.info("thread %s: asking again for the reply its cut-off run owed", thread_id)
             ask = types.Content(role="user", parts=[types.Part(text=cut_off.RESTARTED)])
             # Closed by the restart with its calls answered, the thread is idle until asked.
             running = transition(ThreadState.IDLE, Trigger.ASKED_AGAIN)

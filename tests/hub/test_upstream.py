@@ -199,22 +199,27 @@ async def test_unanswered_call_expires_into_no_result() -> None:
         assert "이동했습니다" not in text_of(expired)
 
 
+async def navigate_calls(gateway: RunningGateway, thread: str) -> list[Any]:
+    session = await gateway.app.hub.engine.session("demo", thread)  # type: ignore[union-attr]
+    if session is None:
+        return []
+    return [
+        c for e in session.events for c in e.get_function_calls() if c.name == "navigateToScreen"
+    ]
+
+
 async def test_run_goes_on_after_the_socket_drops_and_answer_comes_from_another() -> None:
     async with running_gateway(scripted_pace_ms=20) as gateway:
         thread = new_id("t")
         async with gateway.socket() as first:
             await first.send(user_input(thread, "업무 요청 목록 화면 열어줘"))
             await first.next()
-        # The run finishes without anyone listening; its call waits for an answer.
-        await asyncio.sleep(0.5)
-        session = await gateway.app.hub.engine.session("demo", thread)  # type: ignore[union-attr]
-        assert session is not None
-        calls = [
-            c
-            for e in session.events
-            for c in e.get_function_calls()
-            if c.name == "navigateToScreen"
-        ]
+        # The run finishes without anyone listening; its call waits for an answer. Looked
+        # for until it is stored, however slow the machine (a fresh worker's first run too).
+        deadline = time.monotonic() + scaled(5)
+        while not (calls := await navigate_calls(gateway, thread)):
+            assert time.monotonic() < deadline, "the run never asked the browser"
+            await asyncio.sleep(0.05)
         assert len(calls) == 1
         async with gateway.socket() as second:
             events = await second.run(tool_answer(thread, [(calls[0].id, {"status": "navigated"})]))
