@@ -84,9 +84,9 @@ def replay(
     if after > log.head:
         return None
     if after > 0 and (not log.frames or log.frames[0].seq != after):
-        return None  # a number the log never held: sent ahead of a commit a crash cut off
-    if after > 0 and (log.oldest is None or log.oldest > after):
-        return None  # trimmed away, or never written
+        # The log does not hold ``after``: trimmed away, never written, or a number sent
+        # ahead of a commit a crash cut off (the gap ``gateway.hub.takeover`` leaves).
+        return None
     if after == 0 and log.oldest is not None and log.oldest > 1:
         return None
     if cut_off(log, after, running_since):
