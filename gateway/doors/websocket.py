@@ -385,12 +385,17 @@ class WebSocketSession:
     def _take_input(self, request: p.RunAgentInput) -> Taken:
         """Admits an input as it is read (``Admission.admit``), as the worker would next."""
         try:
-            # The connection speaks the version of its latest input from here on.
-            self.send_queue.dialect, request = versions.negotiate(request)
+            request = self._negotiated(request)
             admitted = self.hub.admission.admit(self.user, request, self, self._acknowledge)
         except p.GatewayError as error:  # an undeclarable version, or a refusal
             return Taken(request, None, error)
         return Taken(request, admitted)
+
+    def _negotiated(self, request: p.RunAgentInput) -> p.RunAgentInput:
+        """The input in the version it declares, which the connection speaks from here on
+        (its latest input's); GatewayError for one this gateway does not speak."""
+        self.send_queue.dialect, request = versions.negotiate(request)
+        return request
 
     def _refuse(self, error: p.GatewayError) -> None:
         """Counts a frame refused; however many there are, one error waits in the queue."""
@@ -480,8 +485,7 @@ class WebSocketSession:
                 )
             else:
                 if taken is None:
-                    # The connection speaks the version of its latest input from here on.
-                    self.send_queue.dialect, request = versions.negotiate(request)
+                    request = self._negotiated(request)
                 elif taken.refused is not None:
                     raise taken.refused
                 tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
