@@ -74,8 +74,10 @@ class Provider(abc.ABC):
         self.pace = pace
         self.retry_after = retry_after
         self.faults: list[Fault] = []
-        # Every generation request's body, in order.
+        # Every generation request's body, in order, and the client's address it came from
+        # (its port tells one connection from another).
         self.generations: list[dict[str, Any]] = []
+        self.senders: list[tuple[str, int]] = []
         self.probes = 0
         # Streams the client closed before their end (a cancel, a timeout).
         self.abandoned = 0
@@ -189,6 +191,7 @@ class Provider(abc.ABC):
         elif (method, path) == ("POST", self.generation_path):
             request = json.loads(body)
             self.generations.append(request)
+            self.senders.append(tuple(scope["client"]))
             await self._generate(request, receive, send)
         else:
             await _respond(send, 404, self.error_body(404, f"{method} {path} is not served here"))
