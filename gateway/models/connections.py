@@ -81,17 +81,23 @@ class _Finishing(httpx.AsyncByteStream):
         self._finishing = finishing
         # The last bytes read, enough to see the stream's end line in them.
         self._tail = b""
+        # Whether the body was read to its end: then its connection is idle already.
+        self._ended = False
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self
 
     async def __anext__(self) -> bytes:
-        chunk = await self._chunks.__anext__()
+        try:
+            chunk = await self._chunks.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            raise
         self._tail = (self._tail + chunk)[-len(STREAM_END) - 8 :]
         return chunk
 
     async def aclose(self) -> None:
-        if not self._tail.rstrip().endswith(STREAM_END):
+        if self._ended or not self._tail.rstrip().endswith(STREAM_END):
             await self._stream.aclose()
             return
         task = asyncio.get_running_loop().create_task(self._finish())

@@ -85,6 +85,16 @@ async def test_a_stream_closed_at_its_done_leaves_its_connection_for_the_next() 
     assert server.connections == 1
 
 
+async def test_a_stream_read_to_its_end_keeps_its_connection_with_nothing_left_to_read() -> None:
+    server = OneStream([b'data: {"choices": []}\n\n', b"data: [DONE]\n\n"], ends=True)
+    async with server.running() as url, kept_alive_client() as client:
+        for _ in range(2):
+            async with client.stream("POST", url, json={}) as response:
+                assert [line async for line in response.aiter_lines() if line][-1] == "data: [DONE]"
+            assert not client._transport._finishing
+    assert server.connections == 1
+
+
 async def test_a_stream_whose_end_never_comes_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(connections, "FINISH_SECONDS", 0.2)
     server = OneStream([b"data: [DONE]\n\n"], ends=False)
