@@ -10,12 +10,13 @@ import re
 from collections.abc import AsyncIterator
 
 import pytest
+from google.genai import _api_client as genai_client
 
 from gateway.models import connections
 from gateway.models.connections import kept_alive_client
 from tests.support.agui import new_id, text_of, user_input
 from tests.support.budgets import eventually, scaled
-from tests.support.providers import Provider
+from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import running_gateway
 
@@ -34,6 +35,25 @@ async def test_a_threads_turns_reach_the_provider_over_one_connection(provider: 
         for words in ("안녕", "고마워", "안녕"):
             assert text_of(await ws.run(user_input(thread, words)))
     assert len(provider.senders) == 3
+    assert len(set(provider.senders)) == 1, f"one connection a call: {provider.senders}"
+
+
+async def test_gemini_keeps_its_connection_on_httpx_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deployment's venv has no aiohttp (ag-ui-adk brings it to this one), and then
+    google-genai sends with httpx."""
+    monkeypatch.setattr(genai_client, "has_aiohttp", False)
+    provider = GeminiApi()
+    for name, value in provider.env().items():
+        monkeypatch.setenv(name, value)
+    async with (
+        provider.running(),
+        running_gateway(agent=navigator_on(provider)) as gateway,
+        gateway.socket() as ws,
+    ):
+        thread = new_id("t")
+        for words in ("안녕", "고마워"):
+            assert text_of(await ws.run(user_input(thread, words)))
+    assert len(provider.senders) == 2
     assert len(set(provider.senders)) == 1, f"one connection a call: {provider.senders}"
 
 
