@@ -5,17 +5,16 @@ Idle RSS is mostly imports, and some of them are there only because the venv has
 google-genai imports aiohttp when it finds it, httpx its command line's pygments and rich.
 So a figure from this checkout's venv (the test extras installed) is not a deployment's
 (``pip install .``). Once /ping answers and the gateway has sat still for a second, a thread
-prints one JSON line and ends the process: the imported modules counted by top-level
-package, and those of the packages that no distribution in the gateway's own requirements
-(``agent-gateway`` and what it requires, extras left out) provides, each with the
-distributions that do.
+prints one JSON line and ends the process: the imported modules (``modules``), and the
+top-level packages among them that no distribution in the gateway's own requirements
+(``agent-gateway`` and what it requires, extras left out) provides (``outside``), each with
+the distributions that do. ``tests/test_idle_imports.py`` reads the modules the same way.
 
     python -m scripts._idle_census [gateway flags...]
 """
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import sys
@@ -56,18 +55,19 @@ def requirements(root: str = "agent-gateway") -> set[str]:
 
 
 def census() -> dict[str, object]:
-    # Counted before the census imports what it needs to read the distributions.
-    modules = collections.Counter(name.split(".")[0] for name in list(sys.modules))
+    # Read before the census imports what it needs to read the distributions.
+    modules = sorted(sys.modules.copy())
     import importlib.metadata as metadata
 
     provided = metadata.packages_distributions()
     wanted = requirements()
+    tops = {name.split(".")[0] for name in modules}
     outside = {
         top: sorted(set(provided[top]))
-        for top in modules
+        for top in sorted(tops)
         if top in provided and not wanted & {_normalized(d) for d in provided[top]}
     }
-    return {"modules": dict(modules), "outside": outside}
+    return {"modules": modules, "outside": outside}
 
 
 def _normalized(name: str) -> str:

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import json
@@ -220,7 +221,7 @@ def which_venv(args: argparse.Namespace) -> str:
     if done.returncode != 0:
         return f"{args.python} (no census: {done.stderr.strip().splitlines()[-1:]})"
     found = json.loads(done.stdout.splitlines()[-1])
-    modules: dict[str, int] = found["modules"]
+    modules = collections.Counter(name.split(".")[0] for name in found["modules"])
     # A .pth hook's module (setuptools' _distutils_hack) is the venv's, not an import's.
     outside = {top: modules[top] for top in found["outside"] if not top.startswith("_")}
     total = sum(modules.values())
