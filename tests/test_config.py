@@ -59,6 +59,22 @@ def test_bad_values_stop_with_a_sentence(name: str, value: str) -> None:
     assert name in str(stopped.value)
 
 
+def test_workers_are_auto_unless_a_number_is_given() -> None:
+    assert parse([], {}).workers == config.AUTO_WORKERS
+    assert parse([], {"GATEWAY_WORKERS": "Auto"}).workers == config.AUTO_WORKERS
+    assert parse(["--workers", "0"], {"GATEWAY_WORKERS": "auto"}).workers == 0
+    assert parse([], {"GATEWAY_WORKERS": "3"}).workers == 3
+    # The start-up line and --help spell it as the variable does.
+    shown = config.describe(config.resolve(environ={"GATEWAY_WORKERS": "auto"}))
+    assert any("workers=auto" in line for line in shown)
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser, only=["workers"])
+    assert "default auto)" in " ".join(parser.format_help().split())
+    with pytest.raises(SystemExit) as stopped:
+        parse([], {"GATEWAY_WORKERS": "many"})
+    assert "GATEWAY_WORKERS" in str(stopped.value)
+
+
 def test_the_state_scopes_clients_may_write_are_named_or_none() -> None:
     assert config.client_state(parse([], {})) == {"session"}
     assert config.client_state(parse(["--client-state", "session, user"], {})) == {
