@@ -1,14 +1,21 @@
 """The multi-core default (GATEWAY_WORKERS=auto): a lightly loaded gateway runs every
 invocation itself and starts no worker; load starts workers, and new runs go to them once
-one is ready, until the load is light again."""
+one is ready, until the load is light again. Runs split between the main process and a
+worker keep every promise (cancel, reattach, a dead worker's runs), and a worker that
+cannot start leaves the runs here. The load is ``tests.support.dojo.slow_backend``'s tool
+calls, held in flight until the test lets the backend answer."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import logging
+import multiprocessing
 import os
+import signal
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +24,7 @@ from gateway.adk.workers import WorkerPool
 from gateway.adk.workers.demand import LOCAL_RUNS
 from gateway.config import AUTO_WORKERS, Settings
 from gateway.metrics import sample
-from tests.support.agui import AgUiSocket, new_id, outcome, text_of, user_input
+from tests.support.agui import AgUiSocket, new_id, outcome, snapshot_of, text_of, user_input
 from tests.support.budgets import eventually
 from tests.support.dojo import slow_backend
 from tests.support.flagship import flagship_navigated_then_honest_reply
@@ -132,3 +139,114 @@ async def test_load_starts_a_worker_new_runs_go_to_it_and_light_load_comes_back_
             assert await reported(ws) == os.getpid()
         assert pool.pids() == [worker]
         assert len([r for r in caplog.records if "starting worker" in r.getMessage()]) == 1
+
+
+async def test_runs_split_between_this_process_and_a_worker_keep_every_promise(
+    tmp_path: Path, two_cores: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ready = tmp_path / "report-ready"
+    monkeypatch.setenv(slow_backend.GATE, str(ready))
+    db = str(tmp_path / "threads.db")
+    async with (
+        running_gateway(agent=SLOW_BACKEND, workers=AUTO_WORKERS, db=db, metrics="on") as gateway,
+        contextlib.AsyncExitStack() as sockets,
+    ):
+        pool = pool_of(gateway)
+        here = [await sockets.enter_async_context(gateway.socket()) for _ in range(LOCAL_RUNS + 1)]
+        local = [new_id("t") for _ in here]
+        for ws, thread in zip(here, local, strict=True):
+            await ws.send(user_input(thread, "report here"))
+            await until_the_tool_runs(ws)
+        await eventually(
+            lambda: sample(gateway.app.metrics, "gateway_workers") == 1,
+            START,
+            what="the worker never said it was ready",
+        )
+        # Three runs in the worker, on threads of their own, each in its tool.
+        there = [await sockets.enter_async_context(gateway.socket()) for _ in range(3)]
+        threads = [new_id("t") for _ in there]
+        for ws, thread in zip(there, threads, strict=True):
+            await ws.send(user_input(thread, "report there"))
+            await until_the_tool_runs(ws)
+        assert placed(gateway, "worker") == 3
+
+        # Cancel: a run here and a run there stop alike, and their threads stay whole.
+        for ws, thread in ((here[0], local[0]), (there[0], threads[0])):
+            await ws.send({"type": "cancel", "threadId": thread})
+            assert outcome(await ws.until_end()) == {"type": "cancelled"}
+        # Reattach: another tab follows a run the worker runs.
+        follower = await sockets.enter_async_context(gateway.socket())
+        await follower.send({"type": "reattach", "threadId": threads[2]})
+        # The worker dies: its runs end RUN_INTERRUPTED, for the tab that follows too; the
+        # runs here go on, and another worker takes its place.
+        [killed] = pool.pids()
+        os.kill(killed, signal.SIGKILL)
+        for ws in (there[1], there[2], follower):
+            cut = await ws.until_end(START)
+            assert cut[-1]["type"] == "RUN_ERROR" and cut[-1]["code"] == "RUN_INTERRUPTED"
+        await eventually(
+            lambda: len(pool.pids()) == 1 and pool.pids() != [killed],
+            START,
+            what="no worker took the dead one's place",
+        )
+        ready.touch()
+        assert [await reported(ws) for ws in here[1:]] == [os.getpid()] * LOCAL_RUNS
+
+        # Every thread is whole (no call without its result), and the next input runs.
+        for thread in [local[0], *threads]:
+            async with gateway.socket() as ws:
+                shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
+                asked = {c["id"] for m in shown for c in m.get("toolCalls") or []}
+                assert asked <= {m["toolCallId"] for m in shown if m["role"] == "tool"}, shown
+                again = user_input(thread, "report again")
+                await ws.send(again)
+                while (event := await ws.next(START))["type"] != "RUN_STARTED" or (
+                    event["runId"] != again["runId"]
+                ):
+                    pass  # a run the thread owed after the worker died, first
+                assert outcome(await ws.until_end(START)) == {"type": "success"}
+
+
+async def until_the_tool_runs(ws: AgUiSocket) -> None:
+    while (await ws.next(START))["type"] != "TOOL_CALL_START":
+        pass
+
+
+def exiting_at_once(_agent: object, _settings: object, _path: str, index: int) -> Any:
+    """A worker process that dies before it says Hello (an agent that fails to import)."""
+    process = multiprocessing.get_context("spawn").Process(target=sys.exit, args=(3,))
+    process.start()
+    return process
+
+
+async def test_a_worker_that_fails_to_start_leaves_the_runs_here(
+    tmp_path: Path,
+    two_cores: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ready = tmp_path / "report-ready"
+    monkeypatch.setenv(slow_backend.GATE, str(ready))
+    monkeypatch.setattr(api, "_spawn_worker", exiting_at_once)
+    caplog.set_level(logging.INFO, logger="gateway.adk.workers.pool")
+    async with (
+        running_gateway(agent=SLOW_BACKEND, workers=AUTO_WORKERS) as gateway,
+        contextlib.AsyncExitStack() as sockets,
+    ):
+        tabs = [await sockets.enter_async_context(gateway.socket()) for _ in range(LOCAL_RUNS + 3)]
+        for ws in tabs[: LOCAL_RUNS + 1]:
+            await ws.send(user_input(new_id("t"), "report here"))
+            await until_the_tool_runs(ws)
+        await eventually(
+            lambda: any("did not start" in r.getMessage() for r in caplog.records),
+            START,
+            what="the failed start was not noticed",
+        )
+        for ws in tabs[LOCAL_RUNS + 1 :]:  # more load: no other start is tried
+            await ws.send(user_input(new_id("t"), "report here"))
+            await until_the_tool_runs(ws)
+        ready.touch()
+        assert [await reported(ws) for ws in tabs] == [os.getpid()] * len(tabs)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len([line for line in said if "starting worker" in line]) == 1
+    assert "worker 1 did not start (it exited); runs' invocations stay in this process" in said
