@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -285,11 +286,31 @@ def _workers(
 
 
 def cores() -> int:
-    """The cores this process may run on (``os.process_cpu_count`` from Python 3.13)."""
+    """The cores this process may run on (``os.process_cpu_count`` from Python 3.13), fewer
+    if its cgroup's CPU quota says so: a container limited to 2 CPUs on a 64-core host
+    starts 2 workers at most, not 64."""
     try:
-        return len(os.sched_getaffinity(0))
+        count = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        count = os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(count, math.ceil(quota))) if quota is not None else count
+
+
+def cpu_quota(cgroup: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs the cgroup's quota allows (v2 ``cpu.max``, else v1's), None: no quota."""
+    try:
+        limit, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if limit == "max" else int(limit) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        v1 = cgroup / "cpu"
+        limit_us = int((v1 / "cpu.cfs_quota_us").read_text())
+        period_us = int((v1 / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return limit_us / period_us if limit_us > 0 and period_us > 0 else None
 
 
 def _spawn_worker(agent: str | None, settings: Settings, path: str, index: int) -> WorkerProcess:
