@@ -9,7 +9,9 @@ the main process and the workers together), a new run stays in the main process;
 that, it goes to the least busy ready worker, and none being ready yet, it stays here while
 one starts. Another worker starts, one at a time, when every ready one is as busy as the
 main process may be, up to one per core. Runs in flight are counted, not the loop's lag:
-the count is what the pool knows exactly, and the lag follows it.
+the count is what the pool knows exactly and a test can drive. For an agent whose runs
+mostly wait on a slow model, four at once may start a worker the CPU did not need yet:
+that costs memory (a worker's), never correctness.
 
 ``place`` is the whole rule, with no I/O, so a test drives it with numbers.
 """

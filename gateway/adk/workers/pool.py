@@ -164,6 +164,7 @@ class _Worker:
     channel: Channel[FromWorker] | None = None
     runs: dict[int, _Stream] = dataclasses.field(default_factory=dict)
     reader: asyncio.Task[Any] | None = None
+    started: float = dataclasses.field(default_factory=time.perf_counter)
 
 
 class WorkerPool:
@@ -424,7 +425,12 @@ class WorkerPool:
         ready = self._ready[worker.index]
         if not ready.done():
             ready.set_result(None)
-        log.info("worker %d (pid %d) is ready", worker.index, hello.pid)
+        log.info(
+            "worker %d (pid %d) is ready, %.1f s after it was started",
+            worker.index,
+            hello.pid,
+            time.perf_counter() - worker.started,
+        )
         try:
             while True:
                 self._received(worker, await channel.receive())

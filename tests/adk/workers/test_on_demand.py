@@ -127,6 +127,8 @@ async def test_load_starts_a_worker_new_runs_go_to_it_and_light_load_comes_back_
             START,
             what="the worker never said it was ready",
         )
+        [said] = [r.getMessage() for r in caplog.records if "is ready" in r.getMessage()]
+        assert said.startswith(f"worker 1 (pid {pool.pids()[0]}) is ready, ")
         # Ready: the next run goes to it, while the others still wait on the backend.
         await tabs[-1].send(user_input(new_id("t"), "report there"))
         await eventually(lambda: placed(gateway, "worker") == 1, 10, what="not sent to the worker")
