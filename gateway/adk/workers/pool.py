@@ -541,6 +541,8 @@ class WorkerPool:
         log.warning("worker %d (pid %s) is gone; starting another", worker.index, pid)
         asyncio.get_running_loop().run_in_executor(None, _end, worker.process)
         self._start_worker(worker.index)
+        if self.on_demand:  # runs go on here if it cannot start (eager: they wait for it)
+            self._answer(self._watch_start(worker.index))
 
     async def _cancel_on(
         self, abort_signal: asyncio.Event | None, channel: Channel[FromWorker], number: int
