@@ -392,7 +392,13 @@ class WorkerPool:
         await asyncio.get_running_loop().run_in_executor(None, _end, process)
 
     def _ready_workers(self) -> list[_Worker]:
-        return [worker for worker in self._workers.values() if worker.channel is not None]
+        """The workers that said Hello and still live: one killed a moment ago may not have
+        had the end of its pipe read yet, and a run sent to it would be lost with it."""
+        return [
+            worker
+            for worker in self._workers.values()
+            if worker.channel is not None and worker.process.is_alive()
+        ]
 
     async def _least_busy(self) -> _Worker:
         """The ready worker with the fewest runs; when none is (all died at once), the
