@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,29 @@ START = 60.0
 def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     """The machine has two cores, whatever this one has."""
     monkeypatch.setattr(api, "cores", lambda: 2)
+
+
+@contextlib.asynccontextmanager
+async def slow_backend_on_demand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[RunningGateway, Path]]:
+    """A gateway with workers on demand (metrics on, a SQLite file) serving the slow
+    backend's agent, and the file whose creation lets the backend answer."""
+    ready = tmp_path / "report-ready"
+    monkeypatch.setenv(slow_backend.GATE, str(ready))  # workers started later inherit it
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(
+        agent=SLOW_BACKEND, workers=AUTO_WORKERS, db=db, metrics="on"
+    ) as gateway:
+        yield gateway, ready
+
+
+async def a_worker_ready(gateway: RunningGateway) -> None:
+    await eventually(
+        lambda: sample(gateway.app.metrics, "gateway_workers") == 1,
+        START,
+        what="the worker never said it was ready",
+    )
 
 
 def pool_of(gateway: RunningGateway) -> WorkerPool:
@@ -97,12 +121,9 @@ async def test_load_starts_a_worker_new_runs_go_to_it_and_light_load_comes_back_
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    ready = tmp_path / "report-ready"
-    monkeypatch.setenv(slow_backend.GATE, str(ready))  # workers started later inherit it
     caplog.set_level(logging.INFO, logger="gateway.adk.workers.pool")
-    db = str(tmp_path / "threads.db")
     async with (
-        running_gateway(agent=SLOW_BACKEND, workers=AUTO_WORKERS, db=db, metrics="on") as gateway,
+        slow_backend_on_demand(tmp_path, monkeypatch) as (gateway, ready),
         contextlib.AsyncExitStack() as sockets,
     ):
         pool = pool_of(gateway)
@@ -122,11 +143,7 @@ async def test_load_starts_a_worker_new_runs_go_to_it_and_light_load_comes_back_
         [started] = [r.getMessage() for r in caplog.records if "starting worker" in r.getMessage()]
         assert started == f"starting worker 1 of up to 2: {LOCAL_RUNS} runs in flight"
         assert placed(gateway, "main") == LOCAL_RUNS + 1
-        await eventually(
-            lambda: sample(gateway.app.metrics, "gateway_workers") == 1,
-            START,
-            what="the worker never said it was ready",
-        )
+        await a_worker_ready(gateway)
         [said] = [r.getMessage() for r in caplog.records if "is ready" in r.getMessage()]
         assert said.startswith(f"worker 1 (pid {pool.pids()[0]}) is ready, ")
         # Ready: the next run goes to it, while the others still wait on the backend.
@@ -146,11 +163,8 @@ async def test_load_starts_a_worker_new_runs_go_to_it_and_light_load_comes_back_
 async def test_runs_split_between_this_process_and_a_worker_keep_every_promise(
     tmp_path: Path, two_cores: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ready = tmp_path / "report-ready"
-    monkeypatch.setenv(slow_backend.GATE, str(ready))
-    db = str(tmp_path / "threads.db")
     async with (
-        running_gateway(agent=SLOW_BACKEND, workers=AUTO_WORKERS, db=db, metrics="on") as gateway,
+        slow_backend_on_demand(tmp_path, monkeypatch) as (gateway, ready),
         contextlib.AsyncExitStack() as sockets,
     ):
         pool = pool_of(gateway)
@@ -159,11 +173,7 @@ async def test_runs_split_between_this_process_and_a_worker_keep_every_promise(
         for ws, thread in zip(here, local, strict=True):
             await ws.send(user_input(thread, "report here"))
             await until_the_tool_runs(ws)
-        await eventually(
-            lambda: sample(gateway.app.metrics, "gateway_workers") == 1,
-            START,
-            what="the worker never said it was ready",
-        )
+        await a_worker_ready(gateway)
         # Three runs in the worker, on threads of their own, each in its tool.
         there = [await sockets.enter_async_context(gateway.socket()) for _ in range(3)]
         threads = [new_id("t") for _ in there]
@@ -227,12 +237,10 @@ async def test_a_worker_that_fails_to_start_leaves_the_runs_here(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    ready = tmp_path / "report-ready"
-    monkeypatch.setenv(slow_backend.GATE, str(ready))
     monkeypatch.setattr(api, "_spawn_worker", exiting_at_once)
     caplog.set_level(logging.INFO, logger="gateway.adk.workers.pool")
     async with (
-        running_gateway(agent=SLOW_BACKEND, workers=AUTO_WORKERS) as gateway,
+        slow_backend_on_demand(tmp_path, monkeypatch) as (gateway, ready),
         contextlib.AsyncExitStack() as sockets,
     ):
         tabs = [await sockets.enter_async_context(gateway.socket()) for _ in range(LOCAL_RUNS + 3)]
