@@ -165,6 +165,8 @@ class _Worker:
     runs: dict[int, _Stream] = dataclasses.field(default_factory=dict)
     reader: asyncio.Task[Any] | None = None
     started: float = dataclasses.field(default_factory=time.perf_counter)
+    # On demand: what watches it until its Hello (``WorkerPool._watch_start``).
+    watch: asyncio.Task[None] | None = None
 
 
 class WorkerPool:
@@ -368,7 +370,10 @@ class WorkerPool:
         busy = self._here + sum(len(worker.runs) for worker in self._workers.values())
         log.info("starting worker %d of up to %d: %d runs in flight", index, self.count, busy)
         self._start_worker(index)
-        self._answer(self._watch_start(index))
+        self._watch(index)
+
+    def _watch(self, index: int) -> None:
+        self._workers[index].watch = asyncio.create_task(self._watch_start(index))
 
     async def _watch_start(self, index: int) -> None:
         """A worker started on demand that exits or takes too long before its Hello is
@@ -493,8 +498,7 @@ class WorkerPool:
                 log.warning("worker %d said hello twice", worker.index)
 
     def _answer(self, answering: Coroutine[Any, Any, None]) -> None:
-        """Answers a worker's request (or watches one start) in a task of its own: the pipe's
-        reader never waits."""
+        """Answers a worker's request in a task of its own: the pipe's reader never waits."""
         task = asyncio.create_task(answering)
         self._storing.add(task)
         task.add_done_callback(self._storing.discard)
@@ -548,7 +552,7 @@ class WorkerPool:
         asyncio.get_running_loop().run_in_executor(None, _end, worker.process)
         self._start_worker(worker.index)
         if self.on_demand:  # runs go on here if it cannot start (eager: they wait for it)
-            self._answer(self._watch_start(worker.index))
+            self._watch(worker.index)
 
     async def _cancel_on(
         self, abort_signal: asyncio.Event | None, channel: Channel[FromWorker], number: int
