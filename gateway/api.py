@@ -145,7 +145,7 @@ def create_app(
                 workers, spawn, service[0], on_demand=on_demand, audit=audit, metrics=counted
             )
             pools.append(pool)
-            await pools[0].start()
+            await pool.start()
         engine = Engine(
             hosted,
             app,
