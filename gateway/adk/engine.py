@@ -302,7 +302,7 @@ class Engine:
         runner = self.runner
         if user_id == WARM_UP_USER and self.warm_up_runner is not None:
             runner = self.warm_up_runner
-        elif self.workers is not None:
+        elif self.workers is not None and self.workers.to_worker():
             async for event in self.workers.run(
                 WorkerRun(
                     user_id=user_id,
@@ -321,7 +321,8 @@ class Engine:
             ):
                 yield event
             return
-        with self.sessions.handed_over(session) if session else nullcontext():
+        here = self.workers.here() if self.workers is not None else nullcontext()
+        with here, self.sessions.handed_over(session) if session else nullcontext():
             async with aclosing(
                 self.invocation.run(
                     runner,
