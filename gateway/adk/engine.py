@@ -165,9 +165,12 @@ class Engine:
             self.app_name, thread_id, author=self.root_agent.name
         )
 
-    async def open_thread(self, user_id: str, thread_id: str) -> OpenedThread:
-        """The thread for a run of ``user_id``: its owner and session, created if new."""
-        return await self.sessions.open_thread(self.app_name, user_id, thread_id)
+    async def open_thread(
+        self, user_id: str, thread_id: str, *, known: bool = False
+    ) -> OpenedThread:
+        """The thread for a run of ``user_id``: its owner and session, created if new;
+        ``known``: one the hub has had in hand, read beside the store's writer."""
+        return await self.sessions.open_thread(self.app_name, user_id, thread_id, known=known)
 
     async def forget_thread(self, user_id: str, thread_id: str) -> None:
         await self.sessions.delete_session(

@@ -309,19 +309,43 @@ class SessionService(BaseSessionService):
 
     # --- gateway additions --------------------------------------------------------------
 
-    async def open_thread(self, app_name: str, user_id: str, session_id: str) -> OpenedThread:
+    async def open_thread(
+        self, app_name: str, user_id: str, session_id: str, *, known: bool = False
+    ) -> OpenedThread:
         """The thread as a run of ``user_id`` needs it; created for that user if it is new.
 
         The session is loaded as get_session does without a config. Another user's thread
         gives its owner and no session.
+
+        ``known``: the caller has had the thread in hand (a run's reply to the browser, the
+        next message): it is likely there and the user's, so it is read beside the writer
+        (``_read_thread``) instead of taking a place in the writer's queue, where it would
+        wait for the commit in progress and then for its own. A read sees every commit
+        finished before it, not the writes still queued: the caller must know that none
+        of the thread's is (the hub's runs end only once their writes are committed).
+        Not found so, it is opened through the writer.
         """
+        session_id = session_id.strip()
+        if known:
+            read = partial(
+                _read_thread,
+                self._reads,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                window=self.history_window,
+            )
+            if (found := await self._read(read)) is not None:
+                stored, usage, head = found
+                session = await self._session_of(stored)
+                return OpenedThread(user_id, session, created=False, usage=usage, log_head=head)
         opened = cast(
             OpenedThread | tuple[StoredSession, Usage, int],
             await self._write(
                 writes.OpenThread(
                     app_name,
                     user_id,
-                    session_id.strip(),
+                    session_id,
                     self.history_window,
                     platform_time.get_time(),
                 )
@@ -752,3 +776,18 @@ class SessionService(BaseSessionService):
 
 def _unfenced(thread_id: str) -> Fence | None:
     return None
+
+
+def _read_thread(
+    reads: Reads, db: Any, *, app_name: str, user_id: str, session_id: str, window: int
+) -> tuple[StoredSession, Usage, int] | None:
+    """A thread of ``user_id`` as ``writes.OpenThread`` gives it, in one read; None if the
+    user has no such thread (another user's, or none)."""
+    stored = reads.load_session(
+        db, app_name=app_name, user_id=user_id, session_id=session_id, window=window, after=None
+    )
+    if stored is None:
+        return None
+    usage = reads.usage(db, app_name=app_name, user_id=user_id)
+    head = reads.log_head(db, app_name=app_name, user_id=user_id, session_id=session_id)
+    return stored, usage, head
