@@ -311,7 +311,7 @@ class SessionService(BaseSessionService):
         self._commit_event_to_session(session, event)
 
         def commit_to_session(revision: object) -> None:
-            # A session loaded without a revision learns it here (ADK's own copies do).
+            # The store's revision: a copy loaded without one learns it only here.
             session._storage_update_marker = str(revision)
 
         queued(self._submit(session.id, write, commit_to_session))
