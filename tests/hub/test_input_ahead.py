@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +22,11 @@ import pytest
 from google.adk.models.llm_request import LlmRequest
 
 from gateway import wire as p
-from gateway.adk.engine import Engine
-from gateway.adk.hosting import Hosted, prepare
-from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import Reply, ScriptedLlm
 from gateway.hub.hub import Hub
-from gateway.store import group_commit
-from gateway.tools.client import ClientToolset
 from tests.support.agui import StreamChecker, new_id, user_input
 from tests.support.budgets import eventually, scaled
-from tests.support.stores import session_store
+from tests.support.held_store import navigator_hub, slow_commits, write_lock_held
 
 pytestmark = pytest.mark.unit
 
@@ -83,49 +78,8 @@ def stored_texts(db: str) -> str:
         return "".join(str(data) for (data,) in conn.execute("SELECT data FROM events"))
 
 
-@contextlib.asynccontextmanager
-async def hub_on(db: str, pace_ms: float) -> AsyncIterator[Hub]:
-    service = session_store(db)
-    await service.open()
-    catalog = load_catalog()
-    hosted = Hosted(build_agent(CountedLlm(pace_ms=pace_ms), catalog), catalog=catalog)
-    client_tools = ClientToolset(catalog)
-    engine = Engine(hosted, prepare(hosted, client_tools), client_tools, service)
-    try:
-        yield Hub(engine)
-    finally:
-        await engine.runner.close()
-        await service.close()
-
-
-@contextlib.contextmanager
-def write_lock_held(path: str) -> Iterator[None]:
-    """Another connection holds the file's write lock: the store's commits wait for it."""
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-
-
-def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    """Every group commit takes ``seconds`` longer, as a busy disk or loop would make it."""
-    real_init = group_commit.GroupCommit.__init__
-
-    def init(
-        writer: group_commit.GroupCommit,
-        commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
-        on_health: Callable[[bool], None],
-    ) -> None:
-        async def slow(writes: Sequence[Any]) -> list[object]:
-            await asyncio.sleep(seconds)
-            return await commit(writes)
-
-        real_init(writer, slow, on_health)
-
-    monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
+def hub_on(db: str, pace_ms: float) -> contextlib.AbstractAsyncContextManager[Hub]:
+    return navigator_hub(db, CountedLlm(pace_ms=pace_ms))
 
 
 def said(thread: str, text: str) -> p.RunAgentInput:

@@ -12,9 +12,7 @@ connection holds the file's write lock, so the input's commit waits for it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,31 +21,17 @@ from google.adk.errors._stale_session_error import StaleSessionError
 from gateway.store import SessionService
 from gateway.store.errors import CommitFailedError
 from tests.support.adk_events import agent_says, texts, user_says
-from tests.support.backends import APP, reopened
+from tests.support.backends import APP
 from tests.support.budgets import scaled
+from tests.support.held_store import file_store, write_lock_held
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
-    service = await reopened(str(tmp_path / "threads.db"))
-    try:
+    async with file_store(str(tmp_path / "threads.db")) as service:
         yield service
-    finally:
-        await service.close()
-
-
-@contextlib.contextmanager
-def write_lock_held(path: str) -> Iterator[None]:
-    """Another connection holds the file's write lock: the store's commits wait for it."""
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
 
 
 async def stored_texts(store: SessionService) -> list[str]:
