@@ -5,7 +5,9 @@ ADK's runner stores a run's input (the user's message, the browser's answer) bef
 the model; the store goes on with the model call once the input is queued, not committed
 (``SessionService.input_ahead``), and the driver sends nothing of the stream before that
 commit is done. The real hub, ADK runner and store on a SQLite file, with another
-connection holding the file's write lock or every commit slowed down.
+connection holding the file's write lock or every commit slowed down. And the read that
+comes before: a thread the hub has in hand is read beside the writer, and a run that came
+and went during that read makes the claim read again.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import pytest
 from google.adk.models.llm_request import LlmRequest
 
 from gateway import wire as p
+from gateway.context import Caller
 from gateway.examples.navigator.scripted import Reply, ScriptedLlm
+from gateway.hub.busy import Busy
 from gateway.hub.hub import Hub
+from gateway.hub.refusals import Claimed
 from tests.support.agui import StreamChecker, new_id, user_input
 from tests.support.budgets import eventually, scaled
 from tests.support.held_store import navigator_hub, slow_commits, write_lock_held
@@ -147,3 +152,36 @@ async def test_nothing_of_the_reply_goes_out_before_the_input_is_stored(
         assert client.input_stored_at_first_text is True
         assert await hub.cancel("demo", thread)
         await asyncio.wait_for(run.done.wait(), scaled(10))
+
+
+async def test_a_run_that_came_and_went_during_a_known_threads_read_makes_it_read_again(
+    tmp_path: Path,
+) -> None:
+    """A thread in hand is read beside the writer, which may begin before another run of
+    the thread stored its last events: a run that came and went meanwhile (the thread's log
+    moved on) makes the claim read again (queued inputs) or refuse (``reject``)."""
+    db = str(tmp_path / "threads.db")
+    async with hub_on(db, pace_ms=0) as hub:
+        thread = new_id("t")
+        first = await hub.start("demo", said(thread, HELLO), Client(db, HELLO))
+        await asyncio.wait_for(first.done.wait(), scaled(10))
+        engine, known = hub.engine, hub.threads[thread]
+        read = engine.open_thread
+
+        async def read_while_a_run_goes_by(user_id: str, thread_id: str, *, known: bool) -> Any:
+            opened = await read(user_id, thread_id, known=known)
+            hub.threads[thread_id].head = (hub.threads[thread_id].head or 0) + 3
+            return opened
+
+        engine.open_thread = read_while_a_run_goes_by  # type: ignore[method-assign]
+        caller = Caller("demo")
+        with pytest.raises(Claimed):
+            await hub.claim(caller, thread, "r-enqueued", None, Busy.ENQUEUE)
+        with pytest.raises(p.GatewayError) as refused:
+            await hub.claim(caller, thread, "r-rejected", None, Busy.REJECT)
+        assert refused.value.code is p.ErrorCode.SESSION_BUSY
+        assert known.run is None and hub.slots.taken == 0  # nothing kept of either claim
+        engine.open_thread = read  # type: ignore[method-assign]
+        run = await hub.start("demo", said(thread, INTRO), client := Client(db, INTRO))
+        await asyncio.wait_for(run.done.wait(), scaled(30))
+        assert client.types()[-1] == "RUN_FINISHED"
