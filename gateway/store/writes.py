@@ -115,6 +115,11 @@ class AppendEvent:
                 f" (revision {revision}, copy at {self.loaded_revision}); reload it."
             )
 
+    def revision_after(self) -> int | None:
+        """The session's revision once this event is in, as applying it returns it (None
+        for a copy loaded without one)."""
+        return self.loaded_revision + 1 if self.loaded_revision is not None else None
+
     def run_after(
         self, invocation_id: str | None, invocation_seq: int | None, run_open: bool, seq: int
     ) -> tuple[int, bool]:
