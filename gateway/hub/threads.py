@@ -118,6 +118,10 @@ class Run:
     log: Callable[[list[LoggedFrame]], Commit] | None = None
     # The number of its RUN_STARTED in the thread's log, once numbered.
     first_seq: int | None = None
+    # The number of the last frame of the log its outbox let out to the thread's watchers
+    # (from the head before its first one): a frame above it may be committed yet still
+    # wait there (``gateway.hub.joining``). None until it numbers a frame.
+    routed: int | None = None
     # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
     leased: bool = False
     # Lets go of the lease once its last event is logged; that event goes out after, so
@@ -190,6 +194,8 @@ class Run:
         if thread.head is None:
             return None  # not read: the hub reads the head before a run emits
         frames = []
+        if self.routed is None:
+            self.routed = thread.head
         for event in batch:
             thread.head += 1
             eventlog.numbered(event, thread.head)
@@ -225,6 +231,8 @@ class Run:
             self.executor = subscriber
 
     def _route(self, events: list[p.Event], observers_only: bool) -> None:
+        if self.routed is not None and (seq := eventlog.seq_of(events[-1])) is not None:
+            self.routed = seq
         for event in events:
             private = self._executor_only(event)
             told = self.acknowledged if isinstance(event, p.RunStarted) else None
