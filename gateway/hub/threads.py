@@ -124,6 +124,9 @@ class Run:
     routed: int | None = None
     # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
     leased: bool = False
+    # Trims the thread's log to its newest bytes, queued with its last event's frames so
+    # that one commit stores both; the hub's ``ended`` calls it if that never came.
+    trim: Callable[[], None] | None = None
     # Lets go of the lease once its last event is logged; that event goes out after, so
     # that a client told the run ended may send its next input to any process at once.
     release: Callable[[], Commit] | None = None
@@ -181,7 +184,11 @@ class Run:
         if self.clock is not None:
             self.clock.saw(batch)
         logged = self._log(batch, observers_only) if self.log is not None else None
-        if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
+        ends = isinstance(batch[-1], p.RunFinished | p.RunError)
+        if ends and self.trim is not None and logged is not None and self.stopped_by is None:
+            trim, self.trim = self.trim, None
+            trim()
+        if self.release is not None and ends:
             release, self.release = self.release, None
             logged = _then(logged, release)
         unstored = len(batch) if streamed else 0
