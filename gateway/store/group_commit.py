@@ -245,6 +245,8 @@ class GroupCommit:
         self, over: asyncio.Future[None], deadline: float, submitted: int, quiet_turns: int
     ) -> None:
         """One turn of ``_linger``: ends the wait, or counts the turn and looks again next."""
+        if over.done():
+            return  # the writer was cancelled meanwhile (the loop shuts down)
         quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
         if (
             len(self._queue) != len(self._replaceable)
