@@ -25,20 +25,9 @@ from gateway.hub.refusals import taken_over
 from gateway.hub.threads import Run, Thread
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.translate.translator import RunTranslator
+from tests.support.subscribers import Recorder
 
 pytestmark = pytest.mark.unit
-
-
-class Recorder:
-    """A subscriber that keeps what it is sent."""
-
-    client: str | None = None
-
-    def __init__(self) -> None:
-        self.events: list[p.Event] = []
-
-    def deliver(self, event: p.Event) -> None:
-        self.events.append(event)
 
 
 class Store:

@@ -55,14 +55,19 @@ def logged(*seqs: int) -> AppendFrames:
     return AppendFrames("app", "u", "t", tuple(LoggedFrame(seq, b"{}", None, None) for seq in seqs))
 
 
-async def test_frames_of_a_burst_are_one_write_in_their_order_after_a_few_quiet_turns() -> None:
+def recording_writer() -> tuple[GroupCommit, list[Sequence[Write]]]:
+    """A writer whose commits keep each batch they were given."""
     batches: list[Sequence[Write]] = []
 
     async def commit(writes: Sequence[Write]) -> list[object]:
         batches.append(writes)
         return [None] * len(writes)
 
-    writer = GroupCommit(commit, lambda healthy: None)
+    return GroupCommit(commit, lambda healthy: None), batches
+
+
+async def test_frames_of_a_burst_are_one_write_in_their_order_after_a_few_quiet_turns() -> None:
+    writer, batches = recording_writer()
     await asyncio.sleep(0)  # the writer waits for writes
     futures = []
     for seq in range(1, 4):  # a chunk a turn: the burst goes on
@@ -85,13 +90,7 @@ async def test_frames_of_a_burst_are_one_write_in_their_order_after_a_few_quiet_
 
 
 async def test_any_other_write_ends_the_linger_at_once() -> None:
-    batches: list[Sequence[Write]] = []
-
-    async def commit(writes: Sequence[Write]) -> list[object]:
-        batches.append(writes)
-        return [None] * len(writes)
-
-    writer = GroupCommit(commit, lambda healthy: None)
+    writer, batches = recording_writer()
     frames = writer.submit(logged(1), extends="t")
     probe = writer.submit(Probe())
     await asyncio.sleep(0)

@@ -2,7 +2,9 @@
 
 A write that fails for its own reasons (a stale session, a duplicate) is undone alone and
 its error returned; a write that fails because of the database (locked,
-read-only, full, broken) fails the whole batch.
+read-only, full, broken) fails the whole batch. Writes seldom fail alone, so a batch is
+applied as one plain transaction first, and only when a write of it fails alone is it
+applied again with a savepoint around each write (``commit``).
 """
 
 from __future__ import annotations
