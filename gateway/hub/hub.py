@@ -706,6 +706,7 @@ class Hub:
         thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
         run.log = partial(self._log_frames, thread)
+        run.trim = partial(self._trim_log, run)
         run.clock = None if thread.user_id == WARM_UP_USER else self.metrics.run_clock()
         if leased:
             run.leased = True
@@ -743,7 +744,7 @@ class Hub:
             # log's head is read again, and its watchers here are sent nothing more of the
             # thread until they reattach, as its end told them to.
             run.thread.head = None
-        else:
+        elif run.trim is not None:  # not trimmed with its last event (``Run.emit``)
             self._trim_log(run)
         left, leased = run.left, run.leased
         if left is not None:

@@ -36,36 +36,14 @@ from gateway.store import StoreError
 from gateway.store.frames import LoggedFrame
 from gateway.store.urls import is_postgres
 from gateway.translate.translator import RunTranslator
-from tests.support.agui import StreamChecker, new_id, user_input
+from tests.support.agui import new_id, user_input
 from tests.support.backends import rows
 from tests.support.held_store import navigator_hub, slow_commits
+from tests.support.subscribers import Recorder
 
 pytestmark = pytest.mark.unit
 
 INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
-
-
-class Recorder:
-    """A subscriber that keeps what it is sent."""
-
-    client: str | None = None
-
-    def __init__(self) -> None:
-        self.events: list[p.Event] = []
-
-    def deliver(self, event: p.Event) -> None:
-        self.events.append(event)
-
-    def frames(self) -> list[dict[str, Any]]:
-        """The events as a client decodes them, each checked against AG-UI's rules."""
-        checker = StreamChecker()
-        frames = [json.loads(p.encode(event)) for event in self.events]
-        for frame in frames:
-            checker.feed(frame)
-        return frames
-
-    def text(self) -> str:
-        return "".join(e.delta for e in self.events if isinstance(e, p.TextMessageContent))
 
 
 # --- the outbox, by hand ------------------------------------------------------------------

@@ -198,17 +198,25 @@ def save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:
 
 
 def append_frames(db: sqlite3.Connection, append: AppendFrames) -> int:
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-        (append.app_name, append.user_id, append.session_id),
-    ).fetchone()
-    if row is None:
-        raise not_found(append.session_id)
-    (pk,) = row
-    db.executemany(
-        "INSERT INTO frames (session_pk, seq, data, only_for, not_for) VALUES (?, ?, ?, ?, ?)",
-        [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+    # The session's key is looked up by each row's insert: one statement, not two.
+    cursor = db.executemany(
+        "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+        " SELECT pk, ?, ?, ?, ? FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        [
+            (
+                f.seq,
+                f.data,
+                f.only_for,
+                f.not_for,
+                append.app_name,
+                append.user_id,
+                append.session_id,
+            )
+            for f in append.frames
+        ],
     )
+    if cursor.rowcount == 0:
+        raise not_found(append.session_id)
     return append.frames[-1].seq
 
 
