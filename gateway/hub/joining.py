@@ -129,7 +129,9 @@ class Joiner:
         run's RUN_STARTED, the thread as it was before the run, the run's frames so far,
         then live from the log, returning the bytes of what it read; None, sending
         nothing, when the log shows no run open (its start is not committed yet, or it has
-        just ended).
+        just ended), or when a run of this process began during the reads: the caller
+        joins that one instead (the other's start, sent first, would leave a run open in
+        the subscriber's stream when this one's RUN_STARTED came).
 
         The snapshot leaves out every stored event of the run (``run_start``), which the
         run's frames bring, so nothing shows twice however far the store is ahead of the
@@ -152,16 +154,17 @@ class Joiner:
                     thread.user_id, thread.thread_id, self.snapshot_bytes, before=before
                 )
                 tree = await self.engine.branches(thread.user_id, thread.thread_id)
-                snapshot = thread_snapshot(thread.thread_id, page, session, tree)
-                events = [
-                    started,
-                    *(eventlog.numbered(event, start) for event in snapshot),
-                    *(
-                        p.decode_event(f.data)
-                        for f in log.frames
-                        if f.seq > start and eventlog.shown_to_joiner(f, subscriber.client)
-                    ),
-                ]
+                if thread.run is None:  # nor one begun here during the reads: it is joined
+                    snapshot = thread_snapshot(thread.thread_id, page, session, tree)
+                    events = [
+                        started,
+                        *(eventlog.numbered(event, start) for event in snapshot),
+                        *(
+                            p.decode_event(f.data)
+                            for f in log.frames
+                            if f.seq > start and eventlog.shown_to_joiner(f, subscriber.client)
+                        ),
+                    ]
         finally:
             held = thread.replaying.pop(subscriber, [])
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile

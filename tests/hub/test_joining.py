@@ -1,0 +1,116 @@
+"""Joining a run another process is streaming (``gateway.hub.joining``), with the engine and
+the cluster as stand-ins: a run of this process that begins during the join's reads is
+the one the subscriber follows, never both, which the end-to-end cluster tests
+(tests/cluster/) cannot time precisely."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any, cast
+
+import pytest
+
+from gateway import wire as p
+from gateway.hub import eventlog
+from gateway.hub.following import Followers
+from gateway.hub.joining import Joiner
+from gateway.hub.threads import Thread
+from gateway.store.frames import FrameLog, LoggedFrame
+from gateway.store.projection import ThreadPage
+
+pytestmark = pytest.mark.unit
+
+
+@dataclasses.dataclass(eq=False)
+class Watcher:
+    client: str | None = None
+    events: list[p.Event] = dataclasses.field(default_factory=list)
+
+    def deliver(self, event: p.Event) -> None:
+        self.events.append(event)
+
+
+def started(run_id: str) -> p.RunStarted:
+    return p.RunStarted(thread_id="t-1", run_id=run_id, protocol_version="1.0")
+
+
+def logged(seq: int, event: p.Event) -> LoggedFrame:
+    return eventlog.frame(eventlog.numbered(event, seq), only_for=None, not_for=None)
+
+
+class RunElsewhere:
+    """An engine whose thread's log shows another process's run open, and whose read of the
+    thread as it was before that run waits until the test lets it answer."""
+
+    def __init__(self) -> None:
+        self.log = FrameLog(
+            [
+                logged(1, started("run-there")),
+                logged(2, p.TextMessageStart(message_id="m-1", role="assistant")),
+            ],
+            oldest=1,
+            head=2,
+        )
+        self.viewing = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def frames_after(self, user_id: str, thread_id: str, after: int) -> FrameLog:
+        return self.log
+
+    async def run_start(self, user_id: str, thread_id: str, run_id: str) -> int:
+        return 0
+
+    async def thread_view(
+        self, user_id: str, thread_id: str, max_bytes: int | None = None, *, before: int
+    ) -> tuple[ThreadPage, None]:
+        self.viewing.set()
+        await self.answer.wait()
+        return ThreadPage(messages=[], latest=None, earlier=None), None
+
+    async def branches(self, user_id: str, thread_id: str) -> None:
+        return None
+
+
+async def unread(thread: Thread, after: int) -> FrameLog:
+    raise AssertionError("nothing is followed from the log")
+
+
+def joiner(engine: RunElsewhere) -> Joiner:
+    async def take_over(user_id: str, thread_id: str) -> bool:
+        return False
+
+    return Joiner(
+        cast(Any, engine),
+        cast(Any, None),
+        Followers(unread),
+        snapshot_bytes=None,
+        take_over=take_over,
+    )
+
+
+async def test_a_join_elsewhere_sends_that_runs_start_snapshot_and_frames() -> None:
+    engine, watcher, thread = RunElsewhere(), Watcher(), Thread("t-1", "demo")
+    engine.answer.set()
+    assert await joiner(engine).join_elsewhere(thread, watcher) is not None
+    kinds = [type(event).__name__ for event in watcher.events]
+    assert kinds == ["RunStarted", "MessagesSnapshot", "StateSnapshot", "TextMessageStart"]
+    assert thread.positions[watcher] == 2  # it follows the log from its head
+
+
+async def test_a_run_begun_here_during_the_join_is_the_one_followed() -> None:
+    """A run of this process starts (its lease released there, taken here) while the join
+    reads the thread: the subscriber is sent nothing of the other run, whose start would
+    leave a run open in its stream before this one's RUN_STARTED, and is no longer a
+    watcher, so the hub joins it to the run here."""
+    engine, watcher, thread = RunElsewhere(), Watcher(), Thread("t-1", "demo")
+    joining = asyncio.create_task(joiner(engine).join_elsewhere(thread, watcher))
+    await engine.viewing.wait()
+    thread.run = cast(Any, object())  # claimed here meanwhile; its first event goes out
+    here = eventlog.numbered(started("run-here"), 3)
+    for each in thread.watchers:
+        thread.send(each, here)
+    engine.answer.set()
+    assert await joining is None
+    assert watcher.events == []
+    assert watcher not in thread.watchers and watcher not in thread.positions
