@@ -111,6 +111,22 @@ async def test_a_notice_is_delivered_at_commit_and_never_for_a_rollback(pair, ur
     await until(lambda: heard_b.commits == [("kept", 2)])
 
 
+async def test_notices_sent_together_arrive_in_order_from_one_prepared_statement(pair, url: str):
+    (_, _), (_, heard_b) = pair
+    told = [("t1", 1), ("t2", 1), ("t1", 2), *((f"t{n}", 1) for n in range(3, 80))]
+    payloads = [notify.committed(thread, seq) or "" for thread, seq in told]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        # Every number of payloads is the one statement, prepared after a few uses.
+        for count in range(1, 6):
+            await notify.notify(conn, payloads[:count])
+        await notify.notify(conn, payloads)
+        cursor = await conn.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%pg_notify%'"
+        )
+        assert await cursor.fetchone() == (1,)
+    await until(lambda: heard_b.commits[-len(told) :] == told)
+
+
 async def test_a_cancel_sent_to_any_process_reaches_the_holder_only(pair):
     (a, heard_a), (b, heard_b) = pair
     assert who(await a.take("t1", "u1", "r1")) == ("t1", None)
