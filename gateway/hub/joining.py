@@ -99,7 +99,9 @@ class Joiner:
                         thread.user_id, thread.thread_id, max(after - 1, 0)
                     )
                     events = eventlog.replay(log, after, subscriber.client, None)
-                elif await self.runs_elsewhere(thread.thread_id):
+                elif await self.runs_elsewhere(thread.thread_id) and thread.run is None:
+                    # (One begun here while the cluster was asked leaves the other's end
+                    # out of the read: the snapshot is sent instead.)
                     elsewhere = eventlog.open_run(log)
                     events = eventlog.replay(log, after, subscriber.client, elsewhere)
         finally:

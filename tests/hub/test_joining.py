@@ -1,7 +1,7 @@
-"""Joining a run another process is streaming (``gateway.hub.joining``), with the engine and
-the cluster as stand-ins: a run of this process that begins during the join's reads is
-the one the subscriber follows, never both, which the end-to-end cluster tests
-(tests/cluster/) cannot time precisely."""
+"""Joining a run another process is streaming (``gateway.hub.joining``), from its start or
+by cursor, with the engine and the cluster as stand-ins: a run of this process that begins
+during the join's reads is the one the subscriber follows, never both, which the
+end-to-end cluster tests (tests/cluster/) cannot time precisely."""
 
 from __future__ import annotations
 
@@ -76,13 +76,26 @@ async def unread(thread: Thread, after: int) -> FrameLog:
     raise AssertionError("nothing is followed from the log")
 
 
-def joiner(engine: RunElsewhere) -> Joiner:
+class SlowCluster:
+    """Another process holds the thread, as the cluster answers once the test lets it."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def runs_elsewhere(self, thread_id: str) -> bool:
+        self.asked.set()
+        await self.answer.wait()
+        return True
+
+
+def joiner(engine: RunElsewhere, cluster: SlowCluster | None = None) -> Joiner:
     async def take_over(user_id: str, thread_id: str) -> bool:
         return False
 
     return Joiner(
         cast(Any, engine),
-        cast(Any, None),
+        cast(Any, cluster),
         Followers(unread),
         snapshot_bytes=None,
         take_over=take_over,
@@ -114,3 +127,29 @@ async def test_a_run_begun_here_during_the_join_is_the_one_followed() -> None:
     assert await joining is None
     assert watcher.events == []
     assert watcher not in thread.watchers and watcher not in thread.positions
+
+
+async def test_a_run_begun_here_while_a_replay_asks_the_cluster_gets_the_snapshot() -> None:
+    """A cursor into the other process's run: while the cluster is asked whether that run
+    goes on, one of this process begins. The replay sends nothing (the read ends before
+    the other run's end, which this one's start would follow), so the hub sends the
+    snapshot, which is never wrong."""
+    engine, cluster, watcher = RunElsewhere(), SlowCluster(), Watcher()
+    thread = Thread("t-1", "demo")
+    replaying = asyncio.create_task(joiner(engine, cluster).replay(thread, watcher, 1))
+    await cluster.asked.wait()
+    thread.run = cast(Any, object())
+    for each in thread.watchers:
+        thread.send(each, eventlog.numbered(started("run-here"), 4))
+    cluster.answer.set()
+    assert await replaying is None
+    assert watcher.events == [] and watcher not in thread.watchers
+
+
+async def test_a_replay_into_a_run_elsewhere_follows_it_from_the_cursor() -> None:
+    engine, cluster, watcher = RunElsewhere(), SlowCluster(), Watcher()
+    thread = Thread("t-1", "demo")
+    cluster.answer.set()
+    assert await joiner(engine, cluster).replay(thread, watcher, 1) is not None
+    assert [type(event).__name__ for event in watcher.events] == ["TextMessageStart"]
+    assert thread.positions[watcher] == 2
