@@ -6,7 +6,6 @@ end-to-end cluster tests (tests/cluster/) cannot time precisely."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any, cast
 
 import pytest
@@ -16,27 +15,15 @@ from gateway.hub import eventlog
 from gateway.hub.following import Followers
 from gateway.hub.joining import Joiner
 from gateway.hub.threads import Thread
-from gateway.store.frames import FrameLog, LoggedFrame
+from gateway.store.frames import FrameLog
 from gateway.store.projection import ThreadPage
+from tests.support.watchers import Watcher, logged
 
 pytestmark = pytest.mark.unit
 
 
-@dataclasses.dataclass(eq=False)
-class Watcher:
-    client: str | None = None
-    events: list[p.Event] = dataclasses.field(default_factory=list)
-
-    def deliver(self, event: p.Event) -> None:
-        self.events.append(event)
-
-
 def started(run_id: str) -> p.RunStarted:
     return p.RunStarted(thread_id="t-1", run_id=run_id, protocol_version="1.0")
-
-
-def logged(seq: int, event: p.Event) -> LoggedFrame:
-    return eventlog.frame(eventlog.numbered(event, seq), only_for=None, not_for=None)
 
 
 class RunElsewhere:
