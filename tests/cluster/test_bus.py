@@ -171,6 +171,41 @@ async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
         assert who(await b.take("t1", "u1", "r2")) == ("t1", None)
 
 
+async def test_a_release_is_told_only_when_another_process_waits_for_it(url: str):
+    """Every process hears every notice, at a cost to its event loop: a release nobody
+    waits for is told to nobody, one that another process waits for is told once."""
+    async with (
+        patient_pair(url) as (a, b),
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as listener,
+    ):
+        await notify.listen(listener)
+        await a.take("t1", "u1", "r1")
+        await a.release("t1")  # nobody waits
+        await a.take("t1", "u1", "r2")
+        assert await b.take("t1", "u1", "r3") is None
+        waiting = asyncio.create_task(b.released("t1"))
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as look:
+
+            async def wanted() -> bool:
+                cursor = await look.execute("SELECT wanted FROM gateway_leases")
+                return await cursor.fetchone() == (True,)
+
+            deadline = time.monotonic() + scaled(5)
+            while not await wanted():  # b has asked to be told
+                assert time.monotonic() < deadline, "b did not ask to be told"
+                await asyncio.sleep(0.01)
+        await a.release("t1")
+        await asyncio.wait_for(waiting, scaled(2))  # woken, not timed out (30 s)
+        heard = [n.payload async for n in listener.notifies(timeout=scaled(0.5))]
+        assert [released for released in heard if '"released"' in released] == [
+            '{"type":"released","thread":"t1"}'
+        ]
+        # Taken by b, the lease is no longer waited for: its release is told to nobody.
+        assert who(await b.take("t1", "u1", "r3")) == ("t1", None)
+        await b.release("t1")
+        assert [n.payload async for n in listener.notifies(timeout=scaled(0.5))] == []
+
+
 async def test_a_lease_taken_twice_by_one_process_goes_with_the_last_release(pair):
     (a, _), (b, _) = pair
     await a.take("t1", "u1", "r1")
