@@ -17,6 +17,7 @@ from gateway.hub.joining import Joiner
 from gateway.hub.threads import Thread
 from gateway.store.frames import FrameLog
 from gateway.store.projection import ThreadPage
+from tests.support.budgets import eventually
 from tests.support.watchers import Watcher, logged
 
 pytestmark = pytest.mark.unit
@@ -39,11 +40,14 @@ class RunElsewhere:
             oldest=1,
             head=2,
         )
+        self.reads = 0
         self.viewing = asyncio.Event()
         self.answer = asyncio.Event()
 
     async def frames_after(self, user_id: str, thread_id: str, after: int) -> FrameLog:
-        return self.log
+        self.reads += 1
+        read = [frame for frame in self.log.frames if frame.seq > after]
+        return FrameLog(read, self.log.oldest, self.log.head)
 
     async def run_start(self, user_id: str, thread_id: str, run_id: str) -> int:
         return 0
@@ -140,3 +144,31 @@ async def test_a_replay_into_a_run_elsewhere_follows_it_from_the_cursor() -> Non
     assert await joiner(engine, cluster).replay(thread, watcher, 1) is not None
     assert [type(event).__name__ for event in watcher.events] == ["TextMessageStart"]
     assert thread.positions[watcher] == 2
+
+
+async def test_a_cursor_sent_ahead_of_the_other_processs_commit_is_answered_once_it_commits():
+    """The other process sent its client text before committing its frame (the outbox
+    lets text go first): a reattach here with that number waits for the commit's notice
+    and replays from the log, rather than take the cursor for lost and send a snapshot
+    with a second RUN_STARTED inside the client's run."""
+    engine, cluster, watcher = RunElsewhere(), SlowCluster(), Watcher()
+    thread = Thread("t-1", "demo")
+    cluster.answer.set()
+    replaying = asyncio.create_task(joiner(engine, cluster).replay(thread, watcher, 3))
+    await eventually(lambda: engine.reads == 1, 5, what="the log was not read")
+    await asyncio.sleep(0.05)
+    assert not replaying.done()  # it waits for the commit
+    engine.log = FrameLog(
+        [
+            *engine.log.frames,
+            logged(3, p.TextMessageContent(message_id="m-1", delta="안녕")),
+            logged(4, p.TextMessageContent(message_id="m-1", delta="하세요")),
+        ],
+        oldest=1,
+        head=4,
+    )
+    thread.heard = 4  # the commit's notice
+    assert await replaying is not None
+    [sent] = watcher.events
+    assert isinstance(sent, p.TextMessageContent) and sent.delta == "하세요"
+    assert thread.positions[watcher] == 4
