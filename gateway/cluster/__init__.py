@@ -15,7 +15,9 @@ What makes them one:
   stores nothing more; its hub stops the run and tells its clients to reattach
   (``Hub.fenced``). What that guarantees under which failures: ``docs/cluster.md``.
 - **Control.** A cancel sent to any process reaches the process holding the run; an input
-  that interrupts a run elsewhere stops it the same way and runs once the lease is released.
+  that interrupts a run elsewhere stops it the same way and runs once the lease is released:
+  a process that waits for a lease marks it wanted, and only a wanted lease's release is
+  told (every process hears every notice, which costs its event loop).
   A tool result or an approval for a paused thread needs no message: no lease is held while a
   thread waits on its browser, so whichever process receives the answer takes the lease and
   resumes the paused invocation from the store.

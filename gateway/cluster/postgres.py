@@ -173,7 +173,8 @@ class PostgresCluster:
         async def release(conn: psycopg.AsyncConnection[TupleRow]) -> None:
             if self._holding[thread_id]:  # taken again before its turn came: keep it
                 return
-            notice = messages.encoded(Released(thread_id))  # waiters there try again at once
+            # Told if wanted (``leases.want``): waiters there try again at once.
+            notice = messages.encoded(Released(thread_id))
             await leases.release(conn, thread_id=thread_id, node_id=self.node_id, notice=notice)
 
         try:
@@ -189,6 +190,9 @@ class PostgresCluster:
     async def released(self, thread_id: str) -> None:
         waiter = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(thread_id, []).append(waiter)
+        # Its holder tells of the release only if asked; in a task of its own, so that a
+        # caller that stops waiting never cuts a statement short on the working connection.
+        self._spawn(self._want(thread_id, waiter), f"want of {thread_id}")
         try:
             await asyncio.wait_for(waiter, self.check_seconds)
         except TimeoutError:
@@ -199,6 +203,14 @@ class PostgresCluster:
                 waiting.remove(waiter)
             if not waiting:
                 self._waiting.pop(thread_id, None)
+
+    async def _want(self, thread_id: str, waiter: asyncio.Future[None]) -> None:
+        try:
+            held = await self._work(lambda conn: leases.want(conn, thread_id))
+        except psycopg.Error:
+            return  # the wait runs out instead, and the caller tries again
+        if not held and not waiter.done():
+            waiter.set_result(None)  # released already: the caller tries again at once
 
     # --- messages ------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ whose process died just now first has that run's end written into the log, by
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 
@@ -36,6 +37,12 @@ from gateway.hub.threads import Subscriber, Thread
 from gateway.store import StoreError
 from gateway.store.frames import FrameLog
 from gateway.wire.notices import up_to_date
+
+# How long a reattach by cursor waits for another process to commit the frame its client
+# was sent ahead of the commit (text is held up to 10 ms, a commit groups for up to 5 ms),
+# looking this often.
+CATCH_UP_SECONDS = 1.0
+CATCH_UP_POLL_SECONDS = 0.01
 
 # Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
 # closed such a run (and the log now ends it).
@@ -104,9 +111,14 @@ class Joiner:
                         thread.user_id, thread.thread_id, max(after - 1, 0)
                     )
                     events = eventlog.replay(log, after, subscriber.client, None)
-                elif await self.runs_elsewhere(thread.thread_id):
-                    elsewhere = eventlog.open_run(log)
-                    events = eventlog.replay(log, after, subscriber.client, elsewhere)
+                elif await self.runs_elsewhere(thread.thread_id) and thread.run is None:
+                    if after > log.head:  # sent there ahead of its commit
+                        log = await self._caught_up(thread, after)
+                    # (One begun here meanwhile leaves the other's end out of the read:
+                    # the snapshot is sent instead.)
+                    if thread.run is None:
+                        elsewhere = eventlog.open_run(log)
+                        events = eventlog.replay(log, after, subscriber.client, elsewhere)
         finally:
             held = thread.replaying.pop(subscriber, [])
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile
@@ -134,7 +146,9 @@ class Joiner:
         run's RUN_STARTED, the thread as it was before the run, the run's frames so far,
         then live from the log, returning the bytes of what it read; None, sending
         nothing, when the log shows no run open (its start is not committed yet, or it has
-        just ended).
+        just ended), or when a run of this process began during the reads: the caller
+        joins that one instead (the other's start, sent first, would leave a run open in
+        the subscriber's stream when this one's RUN_STARTED came).
 
         The snapshot leaves out every stored event of the run (``run_start``), which the
         run's frames bring, so nothing shows twice however far the store is ahead of the
@@ -157,16 +171,17 @@ class Joiner:
                     thread.user_id, thread.thread_id, self.snapshot_bytes, before=before
                 )
                 tree = await self.engine.branches(thread.user_id, thread.thread_id)
-                snapshot = thread_snapshot(thread.thread_id, page, session, tree)
-                events = [
-                    started,
-                    *(eventlog.numbered(event, start) for event in snapshot),
-                    *(
-                        p.decode_event(f.data)
-                        for f in log.frames
-                        if f.seq > start and eventlog.shown_to_joiner(f, subscriber.client)
-                    ),
-                ]
+                if thread.run is None:  # nor one begun here during the reads: it is joined
+                    snapshot = thread_snapshot(thread.thread_id, page, session, tree)
+                    events = [
+                        started,
+                        *(eventlog.numbered(event, start) for event in snapshot),
+                        *(
+                            p.decode_event(f.data)
+                            for f in log.frames
+                            if f.seq > start and eventlog.shown_to_joiner(f, subscriber.client)
+                        ),
+                    ]
         finally:
             held = thread.replaying.pop(subscriber, [])
             if events is None and subscriber in thread.watchers:  # it may have left meanwhile
@@ -181,6 +196,17 @@ class Joiner:
             thread.positions[subscriber] = log.head
             self.followers.heard(thread, log.head)
         return encoded_size(snapshot) + _log_bytes(log)
+
+    async def _caught_up(self, thread: Thread, after: int) -> FrameLog:
+        """The thread's log after ``after - 1`` once it holds ``after``, a number another
+        process's client was sent ahead of its frame's commit (streamed text goes out first,
+        ``gateway.hub.outbox``): read again when the commit's notice comes
+        (``Thread.heard``), or after ``CATCH_UP_SECONDS`` (a notice lost, or a crash cut the
+        run off before the commit, and the read still cannot answer: the snapshot is sent)."""
+        deadline = asyncio.get_running_loop().time() + CATCH_UP_SECONDS
+        while thread.heard < after and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(CATCH_UP_POLL_SECONDS)
+        return await self.engine.frames_after(thread.user_id, thread.thread_id, max(after - 1, 0))
 
     async def _idle(self, thread: Thread) -> bool:
         """Whether the thread has no run in progress, here or on another process."""

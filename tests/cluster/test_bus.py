@@ -111,6 +111,22 @@ async def test_a_notice_is_delivered_at_commit_and_never_for_a_rollback(pair, ur
     await until(lambda: heard_b.commits == [("kept", 2)])
 
 
+async def test_notices_sent_together_arrive_in_order_from_one_prepared_statement(pair, url: str):
+    (_, _), (_, heard_b) = pair
+    told = [("t1", 1), ("t2", 1), ("t1", 2), *((f"t{n}", 1) for n in range(3, 80))]
+    payloads = [notify.committed(thread, seq) or "" for thread, seq in told]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        # Every number of payloads is the one statement, prepared after a few uses.
+        for count in range(1, 6):
+            await notify.notify(conn, payloads[:count])
+        await notify.notify(conn, payloads)
+        cursor = await conn.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%pg_notify%'"
+        )
+        assert await cursor.fetchone() == (1,)
+    await until(lambda: heard_b.commits[-len(told) :] == told)
+
+
 async def test_a_cancel_sent_to_any_process_reaches_the_holder_only(pair):
     (a, heard_a), (b, heard_b) = pair
     assert who(await a.take("t1", "u1", "r1")) == ("t1", None)
@@ -153,6 +169,41 @@ async def test_a_release_wakes_an_input_waiting_on_another_process(url: str):
         await asyncio.wait_for(waiting, 5)
         assert time.monotonic() - started < scaled(2)  # woken, not timed out (30 s)
         assert who(await b.take("t1", "u1", "r2")) == ("t1", None)
+
+
+async def test_a_release_is_told_only_when_another_process_waits_for_it(url: str):
+    """Every process hears every notice, at a cost to its event loop: a release nobody
+    waits for is told to nobody, one that another process waits for is told once."""
+    async with (
+        patient_pair(url) as (a, b),
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as listener,
+    ):
+        await notify.listen(listener)
+        await a.take("t1", "u1", "r1")
+        await a.release("t1")  # nobody waits
+        await a.take("t1", "u1", "r2")
+        assert await b.take("t1", "u1", "r3") is None
+        waiting = asyncio.create_task(b.released("t1"))
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as look:
+
+            async def wanted() -> bool:
+                cursor = await look.execute("SELECT wanted FROM gateway_leases")
+                return await cursor.fetchone() == (True,)
+
+            deadline = time.monotonic() + scaled(5)
+            while not await wanted():  # b has asked to be told
+                assert time.monotonic() < deadline, "b did not ask to be told"
+                await asyncio.sleep(0.01)
+        await a.release("t1")
+        await asyncio.wait_for(waiting, scaled(2))  # woken, not timed out (30 s)
+        heard = [n.payload async for n in listener.notifies(timeout=scaled(0.5))]
+        assert [released for released in heard if '"released"' in released] == [
+            '{"type":"released","thread":"t1"}'
+        ]
+        # Taken by b, the lease is no longer waited for: its release is told to nobody.
+        assert who(await b.take("t1", "u1", "r3")) == ("t1", None)
+        await b.release("t1")
+        assert [n.payload async for n in listener.notifies(timeout=scaled(0.5))] == []
 
 
 async def test_a_lease_taken_twice_by_one_process_goes_with_the_last_release(pair):

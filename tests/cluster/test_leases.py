@@ -64,17 +64,21 @@ async def test_a_thread_held_by_one_live_process_is_refused_to_another(url: str,
         await b_conn.close()
 
 
-async def test_a_release_tells_the_cluster_only_when_it_let_a_lease_go(url: str, work: Conn):
+async def test_a_release_tells_the_cluster_only_when_it_let_a_wanted_lease_go(url: str, work: Conn):
     (a, a_conn), (b, b_conn) = await node(url), await node(url)
     try:
         await notify.listen(b_conn)
         await take(work, a)
+        assert await leases.release(work, thread_id="t1", node_id=a, notice="nobody waits")
+        await take(work, a)
+        assert await leases.want(work, "t1")  # b waits for it
         # Not b's to release: nothing is released, and nothing said.
         assert not await leases.release(work, thread_id="t1", node_id=b, notice="not sent")
         assert await leases.release(work, thread_id="t1", node_id=a, notice="released t1")
         heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=1)]
         assert heard == ["released t1"]
         assert await leases.held(work, "t1") is None
+        assert not await leases.want(work, "t1")  # nothing held: b may take it at once
     finally:
         await a_conn.close()
         await b_conn.close()

@@ -6,7 +6,6 @@ less than was announced."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 import pytest
 
@@ -15,21 +14,9 @@ from gateway.hub import eventlog
 from gateway.hub.following import Followers
 from gateway.hub.threads import Thread
 from gateway.store.frames import FrameLog, LoggedFrame
+from tests.support.watchers import Watcher, logged
 
 pytestmark = pytest.mark.unit
-
-
-@dataclasses.dataclass(eq=False)
-class Watcher:
-    client: str | None = None
-    events: list[p.Event] = dataclasses.field(default_factory=list)
-
-    def deliver(self, event: p.Event) -> None:
-        self.events.append(event)
-
-
-def logged(seq: int, event: p.Event, only_for: str | None = None) -> LoggedFrame:
-    return eventlog.frame(eventlog.numbered(event, seq), only_for=only_for, not_for=None)
 
 
 class Log:

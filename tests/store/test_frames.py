@@ -54,6 +54,18 @@ async def test_frames_read_after_a_cursor_come_in_order_with_the_logs_bounds(
     assert (empty.frames, empty.head) == ([], 0)
 
 
+async def test_a_frames_bytes_come_back_as_written_whatever_they_hold(
+    store: SessionService,
+) -> None:
+    """Every byte value, a NUL, quotes and backslashes, bytes that are no UTF-8 (PostgreSQL
+    is sent them in binary, escaped by nobody)."""
+    held = [bytes(range(256)), b'{"a": "\\"}\x00', "업무 요청".encode(), b""]
+    written = [LoggedFrame(seq, data, None, None) for seq, data in enumerate(held, 1)]
+    assert await store.append_frames(APP, "u", "t", written) == 4
+    log = await store.frames_after(APP, "u", "t", 0)
+    assert [f.data for f in log.frames] == held
+
+
 async def test_frames_queued_together_cost_one_write(store: SessionService) -> None:
     commits = store.commits
     futures = [store.append_frames(APP, "u", "t", frames(seq)) for seq in range(1, 6)]

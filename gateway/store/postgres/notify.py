@@ -28,12 +28,15 @@ async def listen(conn: AsyncConnection[TupleRow]) -> None:
     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
 
 
+# One statement whatever the number of payloads, so it is prepared once (a statement with
+# a placeholder a payload was a new one for each number, composed anew at every call). The
+# payloads go in binary: as a text array psycopg would quote and escape each in Python.
+# (They are JSON, which holds no NUL, the one character PostgreSQL's text refuses.)
+_NOTIFY = "SELECT pg_notify(%s, payload) FROM unnest(%b::text[]) AS payload"
+
+
 async def notify(conn: AsyncConnection[TupleRow], payloads: Sequence[str]) -> None:
-    """Sends each payload on the channel, all in one transaction (one statement)."""
+    """Sends each payload on the channel, in order, all in one transaction (one statement)."""
     if not payloads:
         return
-    calls = sql.SQL(", ").join(
-        sql.SQL("pg_notify({}, {})").format(sql.Literal(CHANNEL), sql.Placeholder())
-        for _ in payloads
-    )
-    await conn.execute(sql.SQL("SELECT {}").format(calls), list(payloads))
+    await conn.execute(_NOTIFY, (CHANNEL, list(payloads)))

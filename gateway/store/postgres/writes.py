@@ -396,7 +396,9 @@ def append_frames_of(
 
 
 # Each part of a WITH runs once, whether read or not: the threads found (with their key),
-# their frames added, then one row (and notice) a thread found.
+# their frames added, then one row (and notice) a thread found. The frames' data go in
+# binary (``%b``), copied as they are: in text, each is written out in hex and quoted as
+# an array element, which made the statement ~40% dearer to send for frames of 150 bytes.
 _APPEND_FRAMES = (
     "WITH w AS (SELECT * FROM unnest(%(write)s::int[], %(app)s::text[], %(user)s::text[],"
     " %(thread)s::text[], %(notice)s::text[]) AS w (number, app_name, user_id, id, notice)),"
@@ -404,7 +406,7 @@ _APPEND_FRAMES = (
     " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
     " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
     " SELECT found.pk, f.seq, f.data, f.only_for, f.not_for FROM found"
-    " JOIN unnest(%(frame_of)s::int[], %(seq)s::bigint[], %(data)s::bytea[],"
+    " JOIN unnest(%(frame_of)s::int[], %(seq)s::bigint[], %(data)b::bytea[],"
     " %(only_for)s::text[], %(not_for)s::text[]) AS f (number, seq, data, only_for, not_for)"
     " ON f.number = found.number)"
     " SELECT number, CASE WHEN notice IS NOT NULL THEN pg_notify(%(channel)s, notice) END"
