@@ -39,7 +39,7 @@ from gateway.store.frames import FrameLog
 from gateway.wire.notices import up_to_date
 
 # How long a reattach by cursor waits for another process to commit the frame its client
-# was sent ahead of the commit (text is held up to 10 ms, a commit groups for up to 5 ms),
+# was sent ahead of the commit (a commit groups for up to 5 ms, and a busy writer queues),
 # looking this often.
 CATCH_UP_SECONDS = 1.0
 CATCH_UP_POLL_SECONDS = 0.01
