@@ -151,18 +151,23 @@ class _Runs:
         run_id = str(start.metadata.get("runId"))
         logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
         tracing.continue_from(start.traceparent)  # ADK's spans nest under the run's
-        session = Session.model_validate_json(start.session)
-        self.sessions.hold(start.run, session)
-        tools = {
-            tool.name: ClientTool(tool.name, tool.description, tool.parameters)
-            for tool in start.client_tools
-        }
-        message = (
-            types.Content.model_validate_json(start.message) if start.message is not None else None
-        )
+        session: Session | None = None
         ending: Finished | Failed
         watch = self._watch(start.run, run_id)
         try:
+            # Read in the try: a run whose session or message this side cannot parse (a
+            # value nested past pydantic's limit) ends Failed, not without an end.
+            session = Session.model_validate_json(start.session)
+            self.sessions.hold(start.run, session)
+            tools = {
+                tool.name: ClientTool(tool.name, tool.description, tool.parameters)
+                for tool in start.client_tools
+            }
+            message = (
+                types.Content.model_validate_json(start.message)
+                if start.message is not None
+                else None
+            )
             async with aclosing(
                 self.invocation.run(
                     self.runner,
@@ -200,7 +205,8 @@ class _Runs:
         finally:
             if watch is not None:
                 watch.cancel()
-            self.sessions.release(session)
+            if session is not None:
+                self.sessions.release(session)
             self.tasks.pop(start.run, None)
             self.aborts.pop(start.run, None)
             self.windows.pop(start.run, None)

@@ -22,6 +22,7 @@ from gateway.audit import read_audit
 from gateway.examples.navigator import work_requests
 from gateway.metrics import sample
 from gateway.store.cut_off import FINISHING
+from gateway.wire import bounds
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -33,6 +34,7 @@ from tests.support.agui import (
     user_input,
 )
 from tests.support.budgets import scaled
+from tests.support.damage import nested
 from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
 from tests.support.providers import Fault
 from tests.support.providers.chat_completions import ChatCompletions
@@ -145,6 +147,27 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             second = await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
             assert text_of(second) == MOVED
         assert len(pool.pids()) == 2 and not set(pool.pids()) & set(killed)
+
+
+async def test_a_run_its_worker_cannot_read_ends_with_a_coded_error_not_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A browser's answer nested past pydantic's parse limit, let through the door (a bound
+    # a bug lets through, tests/store/test_damaged_threads.py): the worker cannot parse the
+    # run it is handed. The run ends with the agent's coded error, the worker runs on.
+    monkeypatch.setattr(bounds, "MAX_DEPTH", 10_000)
+    thread = new_id("t")
+    async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+        pids = pool_of(gateway).pids()
+        async with gateway.socket() as ws:
+            [navigate] = tool_calls(await ws.run(user_input(thread, FLAGSHIP)), "navigateToScreen")
+            answer = {"status": "navigated", "detail": nested(200)}
+            answered = await ws.run(tool_answer(thread, [(navigate["id"], answer)]))
+            assert answered[-1]["type"] == "RUN_ERROR" and answered[-1]["code"] == "AGENT_ERROR"
+            assert "ValidationError" not in answered[-1]["message"]
+            again = await ws.run(user_input(thread, "고마워"))
+            assert again[-1]["type"] == "RUN_FINISHED"
+        assert pool_of(gateway).pids() == pids
 
 
 async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
