@@ -3,7 +3,9 @@ without the conversation's content unless the operator asks for it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib.resources import files
+from typing import Any
 
 import pytest
 from google.adk.agents._streaming_mode import StreamingMode
@@ -21,15 +23,17 @@ from google.adk.telemetry.context import ContentCapturingMode, TelemetryConfig
 from google.adk.telemetry.tracing import GenerateContentSpan
 from google.genai import types
 from opentelemetry import trace
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from gateway.adk.hosting import Hosted, runnable_app
 from gateway.adk.telemetry import RUN_TELEMETRY, _named, run_telemetry, spare_unrecorded
 from gateway.examples.expenses.agent import root_agent
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, tool_answer, tool_calls, user_input
+from tests.support.budgets import eventually
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
-from tests.support.traces import named, recorded_spans
+from tests.support.traces import OtlpReceiver, named, recorded_spans
 
 pytestmark = pytest.mark.server
 
@@ -45,9 +49,38 @@ class Untouchable:
 
 
 @pytest.fixture(scope="module")
-async def gateway() -> RunningGateway:
+def collector() -> Iterator[OtlpReceiver]:
+    """Where ADK's spans go when it runs in worker processes (``GATEWAY_WORKERS``): a
+    worker exports by ``OTEL_*`` as a real server's would; in one process they are
+    recorded here (``recorded_spans``)."""
+    with OtlpReceiver() as receiver, pytest.MonkeyPatch.context() as environment:
+        environment.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        environment.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # a worker's batch goes soon
+        yield receiver
+
+
+@pytest.fixture(scope="module")
+async def gateway(collector: OtlpReceiver) -> RunningGateway:
     async with running_gateway() as running:
         yield running
+
+
+def in_workers(gateway: RunningGateway) -> bool:
+    return gateway.app.hub is not None and gateway.app.hub.engine.workers is not None
+
+
+async def adks_spans(
+    gateway: RunningGateway, recorded: InMemorySpanExporter, collector: OtlpReceiver, *names: str
+) -> dict[str, list[Any]]:
+    """ADK's spans of the runs since ``recorded`` was emptied, by name: recorded here, or
+    exported by the workers, once each of ``names`` has come."""
+    if not in_workers(gateway):
+        finished = recorded.get_finished_spans()
+        return {name: named(finished, name) for name in names}
+    await eventually(
+        lambda: all(collector.named(name) for name in names), 15, what=f"a worker's {names}"
+    )
+    return {name: collector.named(name) for name in names}
 
 
 def test_an_unrecorded_inference_is_never_described() -> None:
@@ -90,31 +123,37 @@ def test_content_is_captured_only_when_the_operator_asks() -> None:
 
 
 async def test_a_traced_run_says_how_the_model_answered_but_not_what(
-    gateway: RunningGateway,
+    gateway: RunningGateway, collector: OtlpReceiver
 ) -> None:
     """The model call's span keeps its tokens and the tools it was offered; the messages,
     a tool's arguments and its result stay out of the trace."""
     spans = recorded_spans()
+    collector.clear()
     async with gateway.socket() as ws:
         events = await ws.run(user_input(new_id("t"), FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
-    finished = spans.get_finished_spans()
-    calls = named(finished, "generate_content scripted")
+    found = await adks_spans(
+        gateway, spans, collector, "generate_content scripted", "execute_tool find_screen"
+    )
+    calls = found["generate_content scripted"]
     assert calls
     for call in calls:
         assert call.attributes["gen_ai.usage.output_tokens"] > 0
         assert "navigateToScreen" in call.attributes["gen_ai.tool.definitions"]
         assert not {"gen_ai.input.messages", "gen_ai.output.messages"} & set(call.attributes)
         assert "gen_ai.system_instructions" not in call.attributes
-    [search] = named(finished, "execute_tool find_screen")
+    [search] = found["execute_tool find_screen"]
     assert search.attributes["gen_ai.tool.name"] == "find_screen"
     assert not {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} & set(search.attributes)
 
 
-async def test_a_sampled_out_trace_records_nothing(gateway: RunningGateway) -> None:
+async def test_a_sampled_out_trace_records_nothing(
+    gateway: RunningGateway, collector: OtlpReceiver
+) -> None:
     """A frontend whose sampler dropped its trace (flags 00) gets no span from the
     gateway or ADK, and the run is served as any other."""
     spans = recorded_spans()
+    collector.clear()
     thread = new_id("t")
     unsampled = {"forwardedProps": {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-00"}}
     async with gateway.socket() as ws:
@@ -122,6 +161,7 @@ async def test_a_sampled_out_trace_records_nothing(gateway: RunningGateway) -> N
         [navigate] = tool_calls(first, "navigateToScreen")
         await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]) | unsampled)
     assert not [s for s in spans.get_finished_spans() if s.context.trace_id == int(TRACE_ID, 16)]
+    assert not [s for s in collector.spans if s.trace_id == TRACE_ID]
 
 
 async def test_content_a_run_asks_for_is_recorded() -> None:

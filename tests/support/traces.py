@@ -120,6 +120,11 @@ class OtlpReceiver:
                     with self.lock:
                         self.spans.append(received)
 
+    def clear(self) -> None:
+        """Forgets the spans received so far: what comes from now on is kept."""
+        with self.lock:
+            self.spans.clear()
+
     def named(self, name: str) -> list[ReceivedSpan]:
         with self.lock:
             return [span for span in self.spans if span.name == name]
