@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib.resources import files
-from typing import Any
 
 import pytest
 from google.adk.agents._streaming_mode import StreamingMode
@@ -23,17 +22,21 @@ from google.adk.telemetry.context import ContentCapturingMode, TelemetryConfig
 from google.adk.telemetry.tracing import GenerateContentSpan
 from google.genai import types
 from opentelemetry import trace
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from gateway.adk.hosting import Hosted, runnable_app
 from gateway.adk.telemetry import RUN_TELEMETRY, _named, run_telemetry, spare_unrecorded
 from gateway.examples.expenses.agent import root_agent
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, tool_answer, tool_calls, user_input
-from tests.support.budgets import eventually
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
-from tests.support.traces import OtlpReceiver, named, recorded_spans
+from tests.support.traces import (
+    OtlpReceiver,
+    finished_spans,
+    named,
+    recorded_spans,
+    worker_spans,
+)
 
 pytestmark = pytest.mark.server
 
@@ -50,12 +53,7 @@ class Untouchable:
 
 @pytest.fixture(scope="module")
 def collector() -> Iterator[OtlpReceiver]:
-    """Where ADK's spans go when it runs in worker processes (``GATEWAY_WORKERS``): a
-    worker exports by ``OTEL_*`` as a real server's would; in one process they are
-    recorded here (``recorded_spans``)."""
-    with OtlpReceiver() as receiver, pytest.MonkeyPatch.context() as environment:
-        environment.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
-        environment.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # a worker's batch goes soon
+    with worker_spans() as receiver:  # where ADK's spans go from worker processes
         yield receiver
 
 
@@ -63,24 +61,6 @@ def collector() -> Iterator[OtlpReceiver]:
 async def gateway(collector: OtlpReceiver) -> RunningGateway:
     async with running_gateway() as running:
         yield running
-
-
-def in_workers(gateway: RunningGateway) -> bool:
-    return gateway.app.hub is not None and gateway.app.hub.engine.workers is not None
-
-
-async def adks_spans(
-    gateway: RunningGateway, recorded: InMemorySpanExporter, collector: OtlpReceiver, *names: str
-) -> dict[str, list[Any]]:
-    """ADK's spans of the runs since ``recorded`` was emptied, by name: recorded here, or
-    exported by the workers, once each of ``names`` has come."""
-    if not in_workers(gateway):
-        finished = recorded.get_finished_spans()
-        return {name: named(finished, name) for name in names}
-    await eventually(
-        lambda: all(collector.named(name) for name in names), 15, what=f"a worker's {names}"
-    )
-    return {name: collector.named(name) for name in names}
 
 
 def test_an_unrecorded_inference_is_never_described() -> None:
@@ -132,17 +112,17 @@ async def test_a_traced_run_says_how_the_model_answered_but_not_what(
     async with gateway.socket() as ws:
         events = await ws.run(user_input(new_id("t"), FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
-    found = await adks_spans(
+    finished = await finished_spans(
         gateway, spans, collector, "generate_content scripted", "execute_tool find_screen"
     )
-    calls = found["generate_content scripted"]
+    calls = named(finished, "generate_content scripted")
     assert calls
     for call in calls:
         assert call.attributes["gen_ai.usage.output_tokens"] > 0
         assert "navigateToScreen" in call.attributes["gen_ai.tool.definitions"]
         assert not {"gen_ai.input.messages", "gen_ai.output.messages"} & set(call.attributes)
         assert "gen_ai.system_instructions" not in call.attributes
-    [search] = found["execute_tool find_screen"]
+    [search] = named(finished, "execute_tool find_screen")
     assert search.attributes["gen_ai.tool.name"] == "find_screen"
     assert not {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} & set(search.attributes)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import itertools
 import logging
@@ -146,6 +147,9 @@ class _Stream:
     store_error: BaseException | None = None
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
     stored: AdkEvent | None = None
+    # The hub's context of the run (its span, its log ids), which its appends are stored
+    # in, as ADK's own appends are in process: each commit is an event on the run's span.
+    context: contextvars.Context = dataclasses.field(default_factory=contextvars.copy_context)
 
 
 @dataclasses.dataclass
@@ -365,11 +369,11 @@ class WorkerPool:
                 if stream is None:  # the hub let go of the run: nothing more of it is stored
                     worker.channel.send(Appended(message.run, message.call, "the run is over"))
                 else:
-                    self._answer(self._store(worker.channel, stream, message))
+                    self._answer(self._store(worker.channel, stream, message), stream)
             case ReadSurfaces():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None
-                self._answer(self._read_surfaces(worker.channel, stream, message))
+                self._answer(self._read_surfaces(worker.channel, stream, message), stream)
             case Stalled():
                 if (stream := worker.runs.get(message.run)) is not None:
                     stalled = self.stalled(stream.run_id)
@@ -395,9 +399,10 @@ class WorkerPool:
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
 
-    def _answer(self, answering: Coroutine[Any, Any, None]) -> None:
-        """Answers a worker's request in a task of its own: the pipe's reader never waits."""
-        task = asyncio.create_task(answering)
+    def _answer(self, answering: Coroutine[Any, Any, None], stream: _Stream | None) -> None:
+        """Answers a worker's request in a task of its own (the pipe's reader never waits),
+        in the context of the run that asked."""
+        task = asyncio.create_task(answering, context=stream.context if stream else None)
         self._storing.add(task)
         task.add_done_callback(self._storing.discard)
 

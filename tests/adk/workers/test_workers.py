@@ -288,6 +288,8 @@ async def test_adks_spans_in_a_worker_are_children_of_the_runs_span_here(
         # The workers sent what they had batched as they exited, with the gateway.
         [run] = named(spans.get_finished_spans(), "gateway_run")
         assert run.context is not None
+        # The worker's appends are committed here, in the run's context: on its span.
+        assert [e for e in run.events if e.name == "store_commit"]
         trace_id, run_id = f"{run.context.trace_id:032x}", f"{run.context.span_id:016x}"
         under_run = [s for s in collector.spans if s.parent_span_id == run_id]
         assert under_run and all(s.trace_id == trace_id for s in under_run)
