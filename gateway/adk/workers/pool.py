@@ -357,6 +357,8 @@ class WorkerPool:
         match message:
             case Yielded():
                 stream = worker.runs.get(message.run)
+                if stream is not None and message.failure is not None:
+                    self._keep_failure(stream, message.failure)
                 if stream is not None and message.stored:
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
@@ -439,9 +441,12 @@ class WorkerPool:
         if finished.usage:
             _keep(self._usage, stream.run_id, finished.usage)
         if finished.failure is not None:
-            code, sentence, detail, model = finished.failure
-            failure = ModelFailure(p.ErrorCode(code), sentence, detail)
-            _keep(self._failures, stream.run_id, FailedCall(failure, model))
+            self._keep_failure(stream, finished.failure)
+
+    def _keep_failure(self, stream: _Stream, failed: tuple[str, str, str, str]) -> None:
+        code, sentence, detail, model = failed
+        failure = ModelFailure(p.ErrorCode(code), sentence, detail)
+        _keep(self._failures, stream.run_id, FailedCall(failure, model))
 
     def _lost(self, worker: _Worker) -> None:
         for stream in worker.runs.values():

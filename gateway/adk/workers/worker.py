@@ -58,7 +58,7 @@ from gateway.adk.workers.messages import (
 from gateway.adk.workers.relay import Relay
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.context import Caller, asked_by
-from gateway.models.calls import ModelCalls
+from gateway.models.calls import MODEL_FAILED, ModelCalls
 from gateway.tools.client import ClientTool
 
 __all__ = ["serve"]
@@ -185,10 +185,12 @@ class _Runs:
             ) as events:
                 async for event in events:
                     await window.spend()  # no further ahead of the hub than its window
+                    # The hub asks what failed as it translates this event: it goes with it.
+                    failure = self._failure(run_id) if event.error_code == MODEL_FAILED else None
                     if self.sessions.was_stored(session, event):
-                        self.channel.send(Yielded(start.run, stored=True))
+                        self.channel.send(Yielded(start.run, stored=True, failure=failure))
                     else:
-                        self.channel.send(Yielded(start.run, _json(event)))
+                        self.channel.send(Yielded(start.run, _json(event), failure=failure))
                     await self.channel.drain()
             ending = self._finished(start.run, run_id)
         except asyncio.CancelledError:
@@ -226,12 +228,15 @@ class _Runs:
 
     def _finished(self, run: int, run_id: str) -> Finished:
         usage = self.usage.take(run_id) if self.usage is not None else None
+        return Finished(run, usage, self._failure(run_id))
+
+    def _failure(self, run_id: str) -> tuple[str, str, str, str] | None:
+        """The provider's failure that ended a model call of the run, as a message holds it."""
         failed = self.model_calls.take_failure(run_id) if self.model_calls is not None else None
-        failure = None
-        if failed is not None:
-            code = failed.failure
-            failure = (code.code.value, code.sentence, code.detail, failed.model)
-        return Finished(run, usage, failure)
+        if failed is None:
+            return None
+        code = failed.failure
+        return (code.code.value, code.sentence, code.detail, failed.model)
 
 
 async def _report_stall(

@@ -245,6 +245,40 @@ async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
     assert {line["worker"] for line in lines if "serves runs" in line["message"]} == {1, 2}
 
 
+async def test_a_provider_failure_in_a_worker_is_the_coded_error_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What tests/models/test_failures.py checks in one process: the provider's failure,
+    # which the model-call plugin records in the worker, is the run's code and sentence.
+    provider = ChatCompletions()
+    for name, value in provider.env().items():
+        monkeypatch.setenv(name, value)
+    async with (
+        provider.running(),
+        running_gateway(
+            workers=2, db=str(tmp_path / "threads.db"), model=provider.model_name
+        ) as gateway,
+        gateway.socket() as ws,
+    ):
+        pool_of(gateway)
+        thread = new_id("t")
+        failures = [
+            (Fault.UNAUTHORIZED, "AGENT_ERROR", "refused the gateway's credentials"),
+            (Fault.RATE_LIMITED, "RATE_LIMIT_EXCEEDED", "try again in 7 s"),
+            (Fault.SERVER_ERROR, "AGENT_ERROR", "The model provider failed (HTTP 500)"),
+        ]
+        for fault, code, sentence in failures:
+            provider.fail_next(fault)
+            error = (await ws.run(user_input(thread, "안녕")))[-1]
+            assert error["type"] == "RUN_ERROR" and error["code"] == code, error
+            assert sentence in error["message"] and "error id" not in error["message"]
+        await provider.stop()
+        error = (await ws.run(user_input(thread, "안녕")))[-1]
+        assert error["message"] == "The model cannot be reached right now; try again in a moment."
+        await provider.start()
+        assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+
+
 async def test_a_hub_that_takes_events_slowly_holds_a_window_of_them_not_the_whole_reply(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
