@@ -48,7 +48,7 @@ pytestmark = pytest.mark.server
 START = scaled(60)
 # GATEWAY_MODEL_TIMEOUT where a model stalls: a worker's first model call imports the
 # provider's SDK on its loop, which on a busy machine is a second of silence.
-STALL = 3.0
+STALL = scaled(3.0)
 
 
 def pool_of(gateway: RunningGateway) -> WorkerPool:
