@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
+import os
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -119,7 +121,7 @@ def create_app(
     app = prepare(hosted, client_tools, plugins)
     # The warm-up's runs meet a stand-in unless the owner asks to warm the agent itself.
     warm_up = stand_in(app, client_tools, plugins) if settings.warm_up == "gateway" else None
-    workers = _workers(agent, settings, catalog, model, predict_state)
+    workers, on_demand = _workers(agent, settings, catalog, model, predict_state)
     service: list[SessionService] = []
     pools: list[WorkerPool] = []
     engines: list[Engine] = []
@@ -134,8 +136,11 @@ def create_app(
         if workers:
             spec = agent if isinstance(agent, str) else None  # _workers: a spec or the demo
             spawn = partial(_spawn_worker, spec, settings)
-            pools.append(WorkerPool(workers, spawn, service[0], audit=audit, metrics=counted))
-            await pools[0].start()
+            pool = WorkerPool(
+                workers, spawn, service[0], on_demand=on_demand, audit=audit, metrics=counted
+            )
+            pools.append(pool)
+            await pool.start()
         engine = Engine(
             hosted,
             app,
@@ -246,25 +251,61 @@ def _workers(
     catalog: Catalog | Path | str | None,
     model: BaseLlm | None,
     predict_state: Iterable[object] | None,
-) -> int:
-    """How many worker processes run the invocations (docs/multicore.md): none unless
-    ``GATEWAY_WORKERS`` asks for two or more and a new process can load the same agent,
-    which it can from an AGENT spec (or the demo) and the settings alone."""
-    if settings.workers < 2:
-        return 0
+) -> tuple[int, bool]:
+    """How many worker processes run the invocations, and whether they start on demand
+    (docs/multicore.md). ``GATEWAY_WORKERS=auto`` (the default): up to one per core, on
+    demand, when there is more than one; N ≥ 2: N, started with the gateway; else none.
+    Workers need a new process to load the same agent, which it can from an AGENT spec
+    (or the demo) and the settings alone."""
+    auto = settings.workers == config.AUTO_WORKERS
+    count = cores() if auto else settings.workers
+    if count < 2:
+        if auto:
+            log.info("invocations run in this process: it has one core (GATEWAY_WORKERS=auto)")
+        return 0, False
     if not (agent is None or isinstance(agent, str)) or (catalog, model, predict_state) != (
         None,
         None,
         None,
     ):
-        log.warning(
-            "serving in one process, not with GATEWAY_WORKERS=%d: the agent (or its catalog,"
+        # Asked for, it is worth a warning; the default's fallback is only said.
+        log.log(
+            logging.INFO if auto else logging.WARNING,
+            "serving in one process, not with GATEWAY_WORKERS=%s: the agent (or its catalog,"
             " model or predict_state) was given as an object, which a worker process cannot"
             " load; pass the agent's AGENT spec and settings instead",
-            settings.workers,
+            "auto" if auto else settings.workers,
         )
-        return 0
-    return settings.workers
+        return 0, False
+    return count, auto
+
+
+def cores() -> int:
+    """The cores this process may run on (``os.process_cpu_count`` from Python 3.13), fewer
+    if its cgroup's CPU quota says so: a container limited to 2 CPUs on a 64-core host
+    starts 2 workers at most, not 64."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        count = os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(count, math.ceil(quota))) if quota is not None else count
+
+
+def cpu_quota(cgroup: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs the cgroup's quota allows (v2 ``cpu.max``, else v1's), None: no quota."""
+    try:
+        limit, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if limit == "max" else int(limit) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        v1 = cgroup / "cpu"
+        limit_us = int((v1 / "cpu.cfs_quota_us").read_text())
+        period_us = int((v1 / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return limit_us / period_us if limit_us > 0 and period_us > 0 else None
 
 
 def _spawn_worker(agent: str | None, settings: Settings, path: str, index: int) -> WorkerProcess:
@@ -293,8 +334,10 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.adk.hosting import prepare
     from gateway.adk.invocation import Invocation, runner_for
     from gateway.adk.services import open_services
+    from gateway.adk.stand_in import stand_in
     from gateway.adk.usage import UsagePlugin
     from gateway.adk.workers import relay, remote_session, worker
+    from gateway.adk.workers.warm_up import warm_up
     from gateway.models.calls import ModelCalls
     from gateway.tools.client import ClientToolset
 
@@ -312,19 +355,25 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     sessions = remote_session.RemoteSessions()
     runner = runner_for(app, sessions, services)
     invocation = Invocation(client_tools, surfaces, sessions.surfaces)
-    gc.freeze()  # what start-up built stays: full collections stay short
-    serving = worker.serve(
-        path,
-        index,
-        runner,
-        invocation,
-        sessions,
-        usage,
-        model_calls,
-        settings.model_timeout,
-        recorded,
-    )
-    uvloop.run(serving)
+    # The warm-up meets what the main process's meets (gateway.adk.workers.warm_up).
+    warm_app = stand_in(app, client_tools, plugins) if settings.warm_up == "gateway" else app
+
+    async def life() -> None:
+        await warm_up(warm_app, invocation, services, client_tools.in_catalog())
+        gc.freeze()  # what start-up and the warm-up built stays: full collections stay short
+        await worker.serve(
+            path,
+            index,
+            runner,
+            invocation,
+            sessions,
+            usage,
+            model_calls,
+            settings.model_timeout,
+            recorded,
+        )
+
+    uvloop.run(life())
     tracing.flush()  # the spans still batched, before the process exits
 
 

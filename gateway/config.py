@@ -38,6 +38,8 @@ LINE_LIMIT = 1500
 # Where each auth mode listens unless GATEWAY_HOST says: dev trusts whoever connects, so only
 # this machine may; jwt is the AgentCore contract, 0.0.0.0:8080.
 DEFAULT_HOST = {"dev": "127.0.0.1", "jwt": "0.0.0.0"}
+# GATEWAY_WORKERS=auto (docs/multicore.md): worker processes on demand, up to one per core.
+AUTO_WORKERS = -1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -89,7 +91,7 @@ class Settings:
     user_reattach_bytes: int = 256 << 10
     user_reattach_burst: int = 4 << 20
     max_runs: int = 200
-    workers: int = 0
+    workers: int = AUTO_WORKERS
     user_threads: int = 1000
     branches_per_thread: int = 50
     user_stored_bytes: int = 256 << 20
@@ -196,8 +198,9 @@ _HELP: dict[str, str] = {
     "user_reattach_burst": "bytes one user's reattaches and /history pages may have the "
     "gateway send at once",
     "max_runs": "runs in progress at once, all users together (paused ones do not count; 0: none)",
-    "workers": "worker processes that run the agent's invocations (docs/multicore.md); "
-    "0 or 1: all in this one process",
+    "workers": "worker processes that run the agent's invocations (docs/multicore.md): "
+    "'auto' starts up to one per core when the load asks for them (none on one core); "
+    "0 or 1: all in this one process; N: N started with the gateway",
     "user_threads": "threads one user may keep (0: no limit)",
     "branches_per_thread": "versions of turns one thread may have from regenerating and editing"
     " (0: no limit)",
@@ -246,6 +249,9 @@ _HELP: dict[str, str] = {
     "titles": "'first' titles a thread from its first message; 'model' has the agent's model "
     "improve that title after the first reply (never an offline model)",
 }
+
+# Settings that take a word for one of their numbers, as the variable spells it.
+_WORDS: dict[str, dict[str, Any]] = {"workers": {"auto": AUTO_WORKERS}}
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "auth": ("dev", "jwt"),
@@ -321,7 +327,7 @@ def add_arguments(
         if only is not None and field.name not in only:
             continue
         flag = "--" + field.name.replace("_", "-")
-        shown = f", default {field.default}" if field.default != "" else ""
+        shown = f", default {_spelled(field.name, field.default)}" if field.default != "" else ""
         help_text = f"{_HELP[field.name]} (env {env_name(field.name)}{shown})"
         parser.add_argument(flag, dest=field.name, default=default, help=help_text)
 
@@ -487,10 +493,16 @@ def _source_name(source: str) -> str:
 def _shown(name: str, value: Any) -> str:
     if name in SECRETS:
         return "[redacted]" if value else '""'
-    text = _without_password(value) if isinstance(value, str) else str(value)
+    text = _without_password(value) if isinstance(value, str) else _spelled(name, value)
     if len(text) > SHOWN_VALUE:
         text = text[:SHOWN_VALUE] + f"...({len(text)} chars)"
     return json.dumps(text, ensure_ascii=False) if (not text or " " in text) else text
+
+
+def _spelled(name: str, value: Any) -> str:
+    """A value as its variable spells it: the word for it (``_WORDS``), if it has one."""
+    words = {number: word for word, number in _WORDS.get(name, {}).items()}
+    return str(words.get(value, value))
 
 
 def _without_password(value: str) -> str:
@@ -505,6 +517,8 @@ _QUERY_PASSWORD = re.compile(r"(?i)\b(password=)[^&\s]*")
 def _convert(name: str, kind: type, raw: str, where: str = "") -> Any:
     """``raw`` as the setting's type; ``where`` names it in a refusal (default: its variable)."""
     where = where or env_name(name)
+    if (word := _WORDS.get(name, {}).get(raw.strip().lower())) is not None:
+        return word
     try:
         value: Any = kind(raw)
     except ValueError:

@@ -56,6 +56,13 @@ class Metrics:
     def watch_store_queue(self, queued: Callable[[], int]) -> None:
         """Writes waiting for the store's writer, read at each scrape."""
 
+    def watch_workers(self, ready: Callable[[], int]) -> None:
+        """Worker processes ready to run invocations (docs/multicore.md), read at each scrape."""
+
+    def invocation_placed(self, where: str) -> None:
+        """A run's invocation went to ``where``: "main" (this process) or "worker"; counted
+        only with workers started on demand."""
+
     def connection_opened(self, door: str) -> None:
         """A WebSocket or an HTTP request came in (``door`` "ws" or "http")."""
 
@@ -252,6 +259,15 @@ class Prometheus(Metrics):
         self._store_queue = Gauge(
             "gateway_store_queue_depth", "Writes waiting for the store's writer", registry=r
         )
+        self._workers = Gauge(
+            "gateway_workers", "Worker processes ready to run invocations", registry=r
+        )
+        self._placed = Counter(
+            "gateway_invocations",
+            "Runs' invocations by where they ran, with workers on demand (main or worker)",
+            ["where"],
+            registry=r,
+        )
         self._model_calls = Counter(
             "gateway_model_calls",
             "Model calls, by model and result",
@@ -317,6 +333,12 @@ class Prometheus(Metrics):
 
     def watch_store_queue(self, queued: Callable[[], int]) -> None:
         self._store_queue.set_function(queued)
+
+    def watch_workers(self, ready: Callable[[], int]) -> None:
+        self._workers.set_function(ready)
+
+    def invocation_placed(self, where: str) -> None:
+        self._placed.labels(where).inc()
 
     def connection_opened(self, door: str) -> None:
         self._connections.labels(door).inc()

@@ -32,7 +32,10 @@ Which interpreter: idle RSS counts every module a start imports, and this checko
 holds the test extras, some of which the gateway's own dependencies import when they find
 them (google-genai imports aiohttp, which ag-ui-adk brings; httpx its command line's
 pygments and rich, which pytest brings). ``--python`` runs the gateway on another venv's
-interpreter, one with only what ``pip install .`` installs: what a deployment holds.
+interpreter, one with only what ``pip install .`` installs: what a deployment holds. The
+report says which venv its figures are for, from an idle gateway's own modules
+(``scripts/_idle_census.py``): those of packages outside the gateway's requirements, which
+only a venv with more installed (this checkout's) makes it import, are named and counted.
 
 ``--heap`` runs one more gateway the same way under tracemalloc
 (``scripts/_heap_gateway.py``, tracing from the end of the warm-up runs) and prints the
@@ -53,11 +56,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
+import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,7 +74,7 @@ from pathlib import Path
 import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
-from scripts._bench import LocalGateway, client_tools, local_gateway, rss_mib
+from scripts._bench import ROOT, LocalGateway, client_tools, free_port, local_gateway, rss_mib
 from scripts.bench_runs import UNLIMITED, USER, gateway_run
 from scripts.load import process_tree
 
@@ -205,6 +211,37 @@ def gateway_for(
             yield gateway
 
 
+def which_venv(args: argparse.Namespace) -> str:
+    """Which venv the figures are for, as an idle gateway on ``args.python`` shows it: the
+    modules it imported, and those of packages outside the gateway's own requirements,
+    imported only because the venv has them (``scripts/_idle_census.py``)."""
+    flags = ["--host", "127.0.0.1", "--port", str(free_port()), "--db", ":memory:"]
+    command = [args.python, "-m", "scripts._idle_census", *flags, "--scripted-pace-ms", "0"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return f"{args.python} (no census: {done.stderr.strip().splitlines()[-1:]})"
+    found = json.loads(done.stdout.splitlines()[-1])
+    modules = collections.Counter(name.split(".")[0] for name in found["modules"])
+    # A .pth hook's module (setuptools' _distutils_hack) is the venv's, not an import's.
+    outside = {top: modules[top] for top in found["outside"] if not top.startswith("_")}
+    total = sum(modules.values())
+    if not outside:
+        return (
+            f"{args.python}: an idle gateway imported {total} modules, all of the gateway's"
+            " own requirements (a venv of the gateway alone, as `pip install .` makes it)"
+        )
+    extra = ", ".join(f"{top} {count}" for top, count in sorted(outside.items(), key=_most))
+    return (
+        f"{args.python}: an idle gateway imported {total} modules, {sum(outside.values())} of"
+        f" them of packages outside the gateway's requirements, imported only because this"
+        f" venv has them (test extras; a deployment's venv has none of them): {extra}"
+    )
+
+
+def _most(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
 def _short(frame: tracemalloc.Frame) -> str:
     return f"{'/'.join(Path(frame.filename).parts[-2:])}:{frame.lineno}"
 
@@ -279,6 +316,7 @@ def main() -> None:
             )
         )
     if found:
+        print(f"\nwhich venv: {which_venv(args)}")
         idle = statistics.median(f.idle_mib for f in found)
         run = statistics.median(f.run_kib for f in found)
         socket = statistics.median(f.socket_kib for f in found)

@@ -14,6 +14,10 @@ one's wire format, its first chunk at once, then one every ``--pace-ms``):
   (main, say, unpacked with ``git archive``), so a change is measured against what it
   changes in the same run, under the same load.
 
+"request at the provider" is from a run's start (sending the RunAgentInput, calling the
+Runner, sending the request) to its model request's arrival at the provider, which notes
+the time on the machine's monotonic clock (``time.perf_counter``) as the request's head
+comes in: what each side does before its request leaves, p50 and p99 over a round's runs.
 "first token" is from sending the request (the RunAgentInput) to the first frame with
 text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event), p50 and p99 over a
 round's runs. "chunk delay" is how much later each chunk's text arrives than it did
@@ -78,10 +82,12 @@ BEFORE = "before"
 
 @dataclasses.dataclass(frozen=True)
 class Stream:
-    """When each piece of a run's text arrived: seconds from the request, text so far."""
+    """When each piece of a run's text arrived: seconds from the request, text so far;
+    and when the run began (``time.perf_counter``)."""
 
     times: list[float]
     lengths: list[int]
+    started: float
 
     @property
     def first_token(self) -> float:
@@ -106,7 +112,7 @@ class Collector:
     def stream(self) -> Stream:
         if not self.times:
             raise RuntimeError("a run streamed no text")
-        return Stream(self.times, self.lengths)
+        return Stream(self.times, self.lengths, self.started)
 
 
 @dataclasses.dataclass
@@ -114,6 +120,8 @@ class Side:
     streams: list[Stream] = dataclasses.field(default_factory=list)
     # CPU seconds of the side's serving work over its measured runs.
     cpu: float = 0.0
+    # Seconds from each measured run's start to its model request's arrival at the provider.
+    requested: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +131,9 @@ class Round:
 
     def first_token(self, side: str, quantile: float = 0.5) -> float:
         return percentile([s.first_token for s in self.sides[side].streams], quantile)
+
+    def request_arrived(self, side: str, quantile: float = 0.5) -> float:
+        return percentile(self.sides[side].requested, quantile)
 
     def chunk_delay(self, side: str, quantile: float = 0.5, *, own_start: bool = False) -> float:
         """How much later each chunk arrives than directly; ``own_start``: each counted from
@@ -174,10 +185,13 @@ def provider_process(provider: Provider, pace_ms: float) -> Iterator[Provider]:
         process.wait(10)
 
 
-def recorded(provider: Provider) -> list[dict[str, Any]]:
+def recorded(provider: Provider) -> dict[str, Any]:
+    """The provider's generation requests (``generations``) and when each arrived
+    (``arrivals``, ``time.perf_counter``: the machine's monotonic clock, which this process
+    reads too)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{provider.port}{RECORDED_PATH}") as answer:
-        generations: list[dict[str, Any]] = json.load(answer)["generations"]
-        return generations
+        found: dict[str, Any] = json.load(answer)
+        return found
 
 
 def frame_text(frame: Any) -> str:
@@ -261,7 +275,7 @@ async def measure(
         )
         client = await stack.enter_async_context(httpx.AsyncClient(timeout=RUN_TIMEOUT))
         await asyncio.wait_for(gateway_run(ws), RUN_TIMEOUT)
-        request = recorded(provider)[-1]
+        request = recorded(provider)["generations"][-1]
         url = f"http://127.0.0.1:{provider.port}{provider.generation_path}"
         adk = adk_runner(provider)
         this_process = time.process_time
@@ -277,13 +291,23 @@ async def measure(
             await asyncio.wait_for(gateway_run(old), RUN_TIMEOUT)
             served_by[BEFORE] = (lambda: gateway_run(old), lambda: cpu_seconds(earlier.process.pid))
         sides = {name: Side() for name in served_by}
+        # Each run makes one generation request, in the order the runs are made.
+        first_request = len(recorded(provider)["arrivals"])
+        measured: list[tuple[str, Stream]] = []
         for index in range(WARM_UP_RUNS + runs):
             for name, (run, cpu) in served_by.items():
                 before = cpu()
                 stream = await asyncio.wait_for(run(), RUN_TIMEOUT)
+                measured.append((name, stream))
                 if index >= WARM_UP_RUNS:
                     sides[name].streams.append(stream)
                     sides[name].cpu += cpu() - before
+        arrivals = recorded(provider)["arrivals"][first_request:]
+        if len(arrivals) != len(measured):
+            raise RuntimeError(f"{len(measured)} runs made {len(arrivals)} model requests")
+        counted = list(zip(measured, arrivals, strict=True))[-runs * len(sides) :]
+        for (name, stream), arrived in counted:
+            sides[name].requested.append(arrived - stream.started)
     chunks = len(provider.plan(request).text)
     return Round(chunks, sides)
 
@@ -311,6 +335,14 @@ def report(title: str, rounds: list[Round]) -> None:
             side: median(r.chunk_delay(side, quantile, own_start=True) for r in rounds)
             for side in others
         }
+        arrived = {
+            side: median(r.request_arrived(side, quantile) for r in rounds) for side in sides
+        }
+        print(
+            f"    request at the provider {name}: "
+            + ", ".join(f"{side} {ms(arrived[side])}" for side in sides)
+            + " after the run's start"
+        )
         print(
             f"    first token {name}: "
             + ", ".join(f"{side} {ms(first[side])}" for side in sides)

@@ -39,7 +39,8 @@ throwaway server on this machine, ``tests/support/postgres.py``, a fresh databas
 or ``postgres-xN``, N gateway processes on one database with the users spread evenly over
 them. ``--workers N`` runs each of them twice a round, as one process and with
 ``GATEWAY_WORKERS=N`` (its invocations in N worker processes, docs/multicore.md), side by
-side. Several stores are run in turn each round, and the report ends with each one's median
+side; ``--workers auto``, with the default's workers on demand, and ``--workers 2 auto``
+both. Several stores are run in turn each round, and the report ends with each one's median
 stories/s and server CPU a story (all its processes' CPU, from /proc) against the first's:
 CPU a story is the figure to read on a shared machine, where stories/s moves with the
 neighbours. On PostgreSQL it also counts the statements a story costs the database (its
@@ -66,6 +67,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --users 5 --stories 3   # a few stories, then stop
     .venv/bin/python -m scripts.load --db file postgres postgres-x2 --rounds 3  # side by side
     .venv/bin/python -m scripts.load --users 200 --workers 2 --rounds 3  # one process or three
+    .venv/bin/python -m scripts.load --users 40 --workers 2 auto        # and workers on demand
     .venv/bin/python -m scripts.load --users 1000 --ramp 20 --think 60 --rounds 3  # paced users
 """
 
@@ -95,7 +97,7 @@ import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, WebSocketException
 
-from gateway.config import Settings
+from gateway.config import AUTO_WORKERS, Settings
 from scripts._bench import (
     LocalGateway,
     client_tools,
@@ -991,7 +993,7 @@ class Setup:
 
     store: str
     processes: int = 1
-    workers: int = 0  # GATEWAY_WORKERS of each process (docs/multicore.md)
+    workers: int = 0  # GATEWAY_WORKERS of each process (docs/multicore.md; -1: auto)
 
     @classmethod
     def parse(cls, text: str) -> Setup:
@@ -1004,7 +1006,20 @@ class Setup:
 
     def __str__(self) -> str:
         name = self.store if self.store != "postgres" else f"postgres x{self.processes}"
-        return f"{name} w{self.workers}" if self.workers else name
+        return f"{name} w{spelled_workers(self.workers)}" if self.workers else name
+
+
+def workers_given(text: str) -> int:
+    """A ``--workers`` value: N ≥ 2, or auto (``AUTO_WORKERS``)."""
+    if text == "auto":
+        return AUTO_WORKERS
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: a count of workers (2 or more) or auto")
+    return int(text)
+
+
+def spelled_workers(workers: int) -> str:
+    return "auto" if workers == AUTO_WORKERS else str(workers)
 
 
 @contextlib.contextmanager
@@ -1016,7 +1031,8 @@ def served(
     with tempfile.TemporaryDirectory(prefix="load-") as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
-        flags = ["--scripted-pace-ms", str(args.pace_ms), "--workers", str(setup.workers)]
+        flags = ["--scripted-pace-ms", str(args.pace_ms)]
+        flags += ["--workers", spelled_workers(setup.workers)]
         flags += ["--user-rate", str(args.user_rate)]
         if setup.store == "file":
             flags += ["--db", str(directory / "gateway.db")]
@@ -1121,18 +1137,23 @@ def main() -> int:
     )
     parser.add_argument(
         "--workers",
-        type=int,
-        default=0,
-        help="also run each store with GATEWAY_WORKERS=N, side by side with one process (0: no)",
+        type=workers_given,
+        nargs="*",
+        default=[],
+        help="also run each store with GATEWAY_WORKERS=N (or auto: on demand), each side by"
+        " side with one process (none)",
     )
     parser.add_argument("--story-timeout", type=float, default=60.0, help="seconds (60)")
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds for a round, check included (600)"
     )
     args = parser.parse_args()
-    if args.workers >= 2:
-        with_workers = functools.partial(dataclasses.replace, workers=args.workers)
-        args.db = [twin for setup in args.db for twin in (setup, with_workers(setup))]
+    if args.workers:
+        args.db = [
+            twin
+            for setup in args.db
+            for twin in (setup, *(dataclasses.replace(setup, workers=n) for n in args.workers))
+        ]
     ensure_open_files(args.users)
     mode = "kill mode (stories cut midway)" if args.kill else "normal mode"
     thinking = f"think {args.think:g} s on average" if args.think > 0 else "back to back"

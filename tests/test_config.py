@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,39 @@ def test_bad_values_stop_with_a_sentence(name: str, value: str) -> None:
     with pytest.raises(SystemExit) as stopped:
         parse([], {name: value})
     assert name in str(stopped.value)
+
+
+def test_workers_are_auto_unless_a_number_is_given() -> None:
+    assert parse([], {}).workers == config.AUTO_WORKERS
+    assert parse([], {"GATEWAY_WORKERS": "Auto"}).workers == config.AUTO_WORKERS
+    assert parse(["--workers", "0"], {"GATEWAY_WORKERS": "auto"}).workers == 0
+    assert parse([], {"GATEWAY_WORKERS": "3"}).workers == 3
+    # The start-up line and --help spell it as the variable does.
+    shown = config.describe(config.resolve(environ={"GATEWAY_WORKERS": "auto"}))
+    assert any("workers=auto" in line for line in shown)
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser, only=["workers"])
+    assert "default auto)" in " ".join(parser.format_help().split())
+    with pytest.raises(SystemExit) as stopped:
+        parse([], {"GATEWAY_WORKERS": "many"})
+    assert "GATEWAY_WORKERS" in str(stopped.value)
+
+
+def test_auto_workers_count_the_cores_the_cgroup_allows(tmp_path: Path) -> None:
+    from gateway.api import cpu_quota
+
+    assert cpu_quota(tmp_path) is None  # no cgroup files: no quota
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cpu_quota(tmp_path) is None
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert cpu_quota(tmp_path) == 1.5
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert cpu_quota(tmp_path) is None
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("200000\n")
+    assert cpu_quota(tmp_path) == 2.0
 
 
 def test_the_state_scopes_clients_may_write_are_named_or_none() -> None:

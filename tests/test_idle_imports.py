@@ -58,25 +58,6 @@ NOT_IN_A_WORKER = (
     "aiosqlite",
 )
 
-# The served gateway, and a thread that reads its modules once /ping answers.
-IDLE_PROBE = """
-import json, os, sys, threading, time, urllib.request
-from gateway import __main__ as gateway
-
-def report(port):
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1):
-                break
-        except OSError:
-            time.sleep(0.05)
-    print(json.dumps(sorted(sys.modules.copy())), flush=True)
-    os._exit(0)
-
-threading.Thread(target=report, args=(sys.argv[sys.argv.index("--port") + 1],), daemon=True).start()
-gateway.main(sys.argv[1:])
-"""
-
 WORKER_PROBE = """
 import json, sys
 from gateway.api import _worker_main
@@ -86,20 +67,21 @@ try:  # no main process listens there: the worker stops where it would connect
     _worker_main(None, Settings(), sys.argv[1], 0)
 except OSError:
     pass
-print(json.dumps(sorted(sys.modules.copy())), flush=True)
+print(json.dumps({"modules": sorted(sys.modules.copy())}), flush=True)
 """
 
 
-def loaded(probe: str, *args: str) -> set[str]:
+def loaded(*command: str) -> set[str]:
+    """The modules ``python COMMAND`` has imported when it prints them as JSON."""
     done = subprocess.run(
-        [sys.executable, "-c", probe, *args],
+        [sys.executable, *command],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=scaled(120),
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    modules: list[str] = json.loads(done.stdout.splitlines()[-1])["modules"]
     return set(modules)
 
 
@@ -110,8 +92,9 @@ def among(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 def test_an_idle_gateway_has_not_imported_the_features_it_does_not_use(tmp_path: Path) -> None:
     port = str(free_port())
+    # The served gateway, its modules read once /ping answers (as bench_footprint reads them).
     modules = loaded(
-        IDLE_PROBE,
+        *("-m", "scripts._idle_census"),
         *("--host", "127.0.0.1", "--port", port, "--db", str(tmp_path / "gateway.db")),
         *("--scripted-pace-ms", "0"),
     )
@@ -120,6 +103,6 @@ def test_an_idle_gateway_has_not_imported_the_features_it_does_not_use(tmp_path:
 
 
 def test_a_worker_process_imports_no_doors_hub_or_database(tmp_path: Path) -> None:
-    modules = loaded(WORKER_PROBE, str(tmp_path / "no-main-process.sock"))
+    modules = loaded("-c", WORKER_PROBE, str(tmp_path / "no-main-process.sock"))
     assert "gateway.adk.workers.worker" in modules  # it did build its App and serve
     assert among(modules, NOT_IN_A_WORKER) == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing, nullcontext
 from functools import partial
 from typing import Any
@@ -165,9 +165,12 @@ class Engine:
             self.app_name, thread_id, author=self.root_agent.name
         )
 
-    async def open_thread(self, user_id: str, thread_id: str) -> OpenedThread:
-        """The thread for a run of ``user_id``: its owner and session, created if new."""
-        return await self.sessions.open_thread(self.app_name, user_id, thread_id)
+    async def open_thread(
+        self, user_id: str, thread_id: str, *, known: bool = False
+    ) -> OpenedThread:
+        """The thread for a run of ``user_id``: its owner and session, created if new;
+        ``known``: one the hub has had in hand, read beside the store's writer."""
+        return await self.sessions.open_thread(self.app_name, user_id, thread_id, known=known)
 
     async def forget_thread(self, user_id: str, thread_id: str) -> None:
         await self.sessions.delete_session(
@@ -288,9 +291,14 @@ class Engine:
         surfaces: Surfaces | None = None,
         abort_signal: Any = None,
         invocation_id: str | None = None,
+        input_queued: Callable[[asyncio.Future[object]], None] | None = None,
     ) -> AsyncGenerator[AdkEvent, None]:
         """Streams one ADK invocation; a message of function responses resumes a paused one,
         and so does ``invocation_id`` with no message (the answers are stored already).
+
+        With ``input_queued``, ADK's append of ``message`` (or of ``state_delta``) goes
+        ahead of its commit, which ``input_queued`` is handed (``SessionService.input_ahead``):
+        the caller waits for it before it shows anything of the stream.
 
         ``session``, when given, is the thread as the caller just loaded it while holding
         it: the runner gets it as it is instead of reading it again. ``catalogs``: what the
@@ -298,30 +306,37 @@ class Engine:
         ``state_delta``: what the client writes to the thread's state, stored by ADK on
         the event of ``message`` before the agent runs.
         """
+        ahead = (
+            self.sessions.input_ahead(self.app_name, user_id, thread_id, input_queued)
+            if input_queued is not None
+            else nullcontext()
+        )
         # The warm-up's greetings meet the stand-in, when there is one: never the agent's code.
         runner = self.runner
         if user_id == WARM_UP_USER and self.warm_up_runner is not None:
             runner = self.warm_up_runner
-        elif self.workers is not None:
-            async for event in self.workers.run(
-                WorkerRun(
-                    user_id=user_id,
-                    thread_id=thread_id,
-                    session=session or await self._session_to_hand(user_id, thread_id),
-                    message=message,
-                    invocation_id=invocation_id,
-                    state_delta=state_delta,
-                    metadata=metadata,
-                    client_tools=client_tools,
-                    catalogs=catalogs,
-                    surfaces=surfaces,
-                    read_surfaces=partial(self.surfaces, user_id, thread_id),
-                ),
-                abort_signal,
-            ):
-                yield event
+        elif self.workers is not None and self.workers.to_worker():
+            with ahead:  # the worker's appends are the main process's, stored here
+                async for event in self.workers.run(
+                    WorkerRun(
+                        user_id=user_id,
+                        thread_id=thread_id,
+                        session=session or await self._session_to_hand(user_id, thread_id),
+                        message=message,
+                        invocation_id=invocation_id,
+                        state_delta=state_delta,
+                        metadata=metadata,
+                        client_tools=client_tools,
+                        catalogs=catalogs,
+                        surfaces=surfaces,
+                        read_surfaces=partial(self.surfaces, user_id, thread_id),
+                    ),
+                    abort_signal,
+                ):
+                    yield event
             return
-        with self.sessions.handed_over(session) if session else nullcontext():
+        here = self.workers.here() if self.workers is not None else nullcontext()
+        with here, self.sessions.handed_over(session) if session else nullcontext(), ahead:
             async with aclosing(
                 self.invocation.run(
                     runner,

@@ -209,6 +209,9 @@ class Driver:
 
     async def _stream(self, run: Run, plan: Plan) -> None:
         """Feeds ADK's events through the translator until the run ends or is cancelled."""
+        # The input's commit: ADK's append of it goes ahead (``SessionService.input_ahead``),
+        # so the model is called while it commits; nothing of the run's goes out before it.
+        input_commits: list[Commit] = []
         events = self.engine.run(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
@@ -221,10 +224,11 @@ class Driver:
             catalogs=plan.catalogs,
             surfaces=plan.surfaces,
             abort_signal=run.abort,
+            input_queued=input_commits.append,
         )
         # One task per run consumes ADK's stream, so a cancel can stop a slow tool without
         # a task and a wait per event.
-        consumer = asyncio.create_task(self._consume(run, events))
+        consumer = asyncio.create_task(self._consume(run, events, input_commits))
         aborted = asyncio.ensure_future(run.abort.wait())
         stalled = asyncio.ensure_future(self.engine.model_stalled(run.run_id, self.model_timeout))
         stall: Stall | None = None
@@ -260,15 +264,20 @@ class Driver:
             await self._keep_cut_off_reply(run, Ending.FAILED)
             raise
 
-    async def _consume(self, run: Run, events: AsyncGenerator[AdkEvent, None]) -> None:
+    async def _consume(
+        self, run: Run, events: AsyncGenerator[AdkEvent, None], input_commits: list[Commit]
+    ) -> None:
         async with aclosing(events):
             async for event in events:
+                if input_commits:
+                    await _stored(input_commits)
                 if not event.partial:
                     run.last_event_id = event.id
                 # After a cancel ADK's sealing events are stored, not streamed.
                 out = [] if run.abort.is_set() else run.translator.translate(event)
                 kept = self._keep_streamed_text(run, event, out)
                 run.emit(out, after=kept, streamed=kept is not None and _only_text(out))
+        await _stored(input_commits)  # a stream that said nothing: before the run's end
 
     def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
         log.warning(
@@ -423,6 +432,15 @@ def _pressed(turn: NewTurn) -> p.ActivitySnapshot:
         content=action_content(msgspec.to_builtins(turn.action)),
         replace=True,
     )
+
+
+async def _stored(commits: list[Commit]) -> None:
+    """Waits for the commit of the run's input, if it is not known to be done; raises the
+    store's error if it failed, which ends the run as a failure of the store does."""
+    while commits:
+        # Shielded: a cancelled run stops waiting, the commit goes on.
+        await asyncio.shield(commits[-1])
+        commits.pop()
 
 
 async def _settle(task: asyncio.Future[Any]) -> None:

@@ -259,12 +259,17 @@ class Hub:
                 # Here: what a dead process left to do runs first (``Takeovers.lease``).
                 here = self.threads.get(thread_id)
                 raise Claimed() if here is not None and here.run is not None else HeldElsewhere()
-            opened = await self.engine.open_thread(user_id, thread_id)
+            # A thread in hand is read beside the store's writer: its runs here have ended,
+            # and a run ends only once its writes are committed.
+            known = self.threads.get(thread_id)
+            head = known.head if known is not None else None
+            opened = await self.engine.open_thread(user_id, thread_id, known=known is not None)
             check_owner(opened.owner, user_id, thread_id)
             thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
-            # Again: a run may have claimed it during the read. One that ran its course
-            # meanwhile cannot have: its writes queue behind the read, which saw all it stored.
-            if thread.run is not None:
+            # Again: a run may have claimed it during the read; and one that ran its course
+            # meanwhile may have stored what the read began too early to see.
+            came_and_went = known is not None and (thread is not known or thread.head != head)
+            if thread.run is not None or came_and_went:
                 raise in_progress(thread_id) if policy is Busy.REJECT else Claimed()
             if thread.head is None:
                 thread.head = opened.log_head
@@ -701,6 +706,7 @@ class Hub:
         thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
         run.log = partial(self._log_frames, thread)
+        run.trim = partial(self._trim_log, run)
         run.clock = None if thread.user_id == WARM_UP_USER else self.metrics.run_clock()
         if leased:
             run.leased = True
@@ -738,7 +744,7 @@ class Hub:
             # log's head is read again, and its watchers here are sent nothing more of the
             # thread until they reattach, as its end told them to.
             run.thread.head = None
-        else:
+        elif run.trim is not None:  # not trimmed with its last event (``Run.emit``)
             self._trim_log(run)
         left, leased = run.left, run.leased
         if left is not None:

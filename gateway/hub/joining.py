@@ -23,6 +23,7 @@ whose process died just now first has that run's end written into the log, by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 from gateway import wire as p
@@ -91,6 +92,10 @@ class Joiner:
             )
             running = thread.run.first_seq if thread.run is not None else None
             events = eventlog.replay(log, after, subscriber.client, running)
+            if events is not None and (run := thread.run) is not None and run.routed is not None:
+                # A frame committed whose delivery still waits in the run's outbox goes
+                # to the subscriber live, as a watcher now: the replay stops before it.
+                log, events = _up_to(log, events, max(run.routed, after))
             if events is None and thread.run is None and not thread.replaying[subscriber]:
                 # Cut off by a process that died just now: its end is logged, then replayed;
                 # or another process runs it (or is logging its end): followed from the log.
@@ -190,6 +195,13 @@ class Joiner:
             return await self.cluster.runs_elsewhere(thread_id)
         except StoreError:
             return False  # as if cut off: the snapshot is sent, which is never wrong
+
+
+def _up_to(log: FrameLog, events: list[p.Event], last: int) -> tuple[FrameLog, list[p.Event]]:
+    """The read and its replay cut after the frame numbered ``last``."""
+    frames = [frame for frame in log.frames if frame.seq <= last]
+    kept = [event for event in events if (seq := eventlog.seq_of(event)) is None or seq <= last]
+    return dataclasses.replace(log, frames=frames), kept
 
 
 def _log_bytes(log: FrameLog) -> int:

@@ -118,8 +118,15 @@ class Run:
     log: Callable[[list[LoggedFrame]], Commit] | None = None
     # The number of its RUN_STARTED in the thread's log, once numbered.
     first_seq: int | None = None
+    # The number of the last frame of the log its outbox let out to the thread's watchers
+    # (from the head before its first one): a frame above it may be committed yet still
+    # wait there (``gateway.hub.joining``). None until it numbers a frame.
+    routed: int | None = None
     # It holds the thread's lease in the cluster (``gateway.cluster``) until it ends.
     leased: bool = False
+    # Trims the thread's log to its newest bytes, queued with its last event's frames so
+    # that one commit stores both; the hub's ``ended`` calls it if that never came.
+    trim: Callable[[], None] | None = None
     # Lets go of the lease once its last event is logged; that event goes out after, so
     # that a client told the run ended may send its next input to any process at once.
     release: Callable[[], Commit] | None = None
@@ -177,7 +184,11 @@ class Run:
         if self.clock is not None:
             self.clock.saw(batch)
         logged = self._log(batch, observers_only) if self.log is not None else None
-        if self.release is not None and isinstance(batch[-1], p.RunFinished | p.RunError):
+        ends = isinstance(batch[-1], p.RunFinished | p.RunError)
+        if ends and self.trim is not None and logged is not None and self.stopped_by is None:
+            trim, self.trim = self.trim, None
+            trim()
+        if self.release is not None and ends:
             release, self.release = self.release, None
             logged = _then(logged, release)
         unstored = len(batch) if streamed else 0
@@ -190,6 +201,8 @@ class Run:
         if thread.head is None:
             return None  # not read: the hub reads the head before a run emits
         frames = []
+        if self.routed is None:
+            self.routed = thread.head
         for event in batch:
             thread.head += 1
             eventlog.numbered(event, thread.head)
@@ -225,6 +238,8 @@ class Run:
             self.executor = subscriber
 
     def _route(self, events: list[p.Event], observers_only: bool) -> None:
+        if self.routed is not None and (seq := eventlog.seq_of(events[-1])) is not None:
+            self.routed = seq
         for event in events:
             private = self._executor_only(event)
             told = self.acknowledged if isinstance(event, p.RunStarted) else None

@@ -6,6 +6,7 @@
     calls      each run's model calls, watched: stalls and failures
     failures   what a provider's failure means to the person waiting: a code and a sentence
     endpoints  where a hosted agent's models are, and how to ask each whether it answers
+    connections  an ``openai/<model>``'s connection, kept from one model call to the next
     health     whether they answer, for ``/ping``
 
 ``ModelError`` is what a name or a script file that cannot be used raises, with a sentence.

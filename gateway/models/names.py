@@ -39,8 +39,12 @@ def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
                 f"GATEWAY_MODEL={name} needs OPENAI_API_KEY (any value for a server that "
                 "takes none) and, for a server other than OpenAI's, OPENAI_BASE_URL"
             )
+        from gateway.models.connections import kept_alive_client
+
         # No retries behind the person's back: the run's RUN_ERROR says when to try again.
-        return OpenAILlm(model=name.removeprefix("openai/"), client=AsyncOpenAI(max_retries=0))
+        # One connection kept from call to call (the SDK's own client closes each one).
+        client = AsyncOpenAI(max_retries=0, http_client=kept_alive_client())
+        return OpenAILlm(model=name.removeprefix("openai/"), client=client)
     if name.startswith("gemini"):
         if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI")):
             raise ModelError(f"GATEWAY_MODEL={name} needs GOOGLE_API_KEY (or Vertex AI settings)")

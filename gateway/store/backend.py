@@ -19,7 +19,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.recovery import OpenRun
 from gateway.store.rows import StoredListing, StoredSession
 from gateway.store.thread_index import ThreadFilter, ThreadRow
-from gateway.store.threads import ThreadSummary
+from gateway.store.threads import ThreadSummary, Usage
 from gateway.store.writes import Write
 
 T = TypeVar("T")
@@ -80,6 +80,8 @@ class Reads(Protocol):
     def scope_state(self, db: Any, app_name: str, user_id: str | None) -> dict[str, Any]: ...
 
     def log_head(self, db: Any, *, app_name: str, user_id: str, session_id: str) -> int: ...
+
+    def usage(self, db: Any, *, app_name: str, user_id: str) -> Usage: ...
 
     def invocation_rows(
         self, db: Any, *, app_name: str, user_id: str, session_id: str

@@ -21,6 +21,7 @@ import logging
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import cast
 
 from opentelemetry.trace import Span
 
@@ -66,6 +67,9 @@ class _Pending:
     key: Hashable | None = None
     # The span of the work that queued it (traces on), for the commit's event.
     span: Span | None = None
+    # Frames submitted after it under its key (``extends``), joined to it once taken:
+    # joined at each submit, a burst of chunks would copy its frames once a chunk.
+    followers: list[Write] = dataclasses.field(default_factory=list)
 
 
 class GroupCommit:
@@ -118,7 +122,7 @@ class GroupCommit:
             if extends is None:
                 queued.write = write
             else:
-                queued.write = _followed_by(queued.write, write)
+                queued.followers.append(write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         pending = _Pending(write, future, on_commit, key, _traced(write))
@@ -168,6 +172,9 @@ class GroupCommit:
         for pending in batch:
             if pending.key is not None:
                 del self._replaceable[pending.key]
+            if pending.followers:
+                pending.write = _followed_by(pending.write, pending.followers)
+                pending.followers = []
         started = time.time_ns()
         results = await self._try_commit([pending.write for pending in batch])
         tracing.store_commit({p.span for p in batch if p.span is not None}, started, len(batch))
@@ -221,15 +228,36 @@ class GroupCommit:
         ``_LINGER_SECONDS``. A model that streams at a human pace leaves the loop idle
         between chunks, so each chunk waits only those few turns; any other write ends
         the wait at once.
+
+        The turns are counted by a callback the loop calls once a turn (``_count_turn``),
+        and the writer waits on its answer: a task resumed every turn would cost a step of
+        the writer's coroutines each time, tens of times a run.
         """
+        if len(self._queue) != len(self._replaceable):
+            return
+        loop = asyncio.get_running_loop()
+        over: asyncio.Future[None] = loop.create_future()
         deadline = time.monotonic() + _LINGER_SECONDS
-        quiet_turns = 0
-        while len(self._queue) == len(self._replaceable) and quiet_turns < _QUIET_TURNS:
-            if time.monotonic() >= deadline:
-                return
-            submitted = self._submitted
-            await asyncio.sleep(0)
-            quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
+        loop.call_soon(self._count_turn, over, deadline, self._submitted, 0)
+        await over
+
+    def _count_turn(
+        self, over: asyncio.Future[None], deadline: float, submitted: int, quiet_turns: int
+    ) -> None:
+        """One turn of ``_linger``: ends the wait, or counts the turn and looks again next."""
+        if over.done():
+            return  # the writer was cancelled meanwhile (the loop shuts down)
+        quiet_turns = quiet_turns + 1 if self._submitted == submitted else 0
+        if (
+            len(self._queue) != len(self._replaceable)
+            or quiet_turns >= _QUIET_TURNS
+            or time.monotonic() >= deadline
+        ):
+            over.set_result(None)
+            return
+        asyncio.get_running_loop().call_soon(
+            self._count_turn, over, deadline, self._submitted, quiet_turns
+        )
 
 
 def _traced(write: Write) -> Span | None:
@@ -242,13 +270,15 @@ def _traced(write: Write) -> Span | None:
     return None if isinstance(inner, untraced) else tracing.current_span()
 
 
-def _followed_by(queued: Write, newer: Write) -> Write:
+def _followed_by(queued: Write, newer: list[Write]) -> Write:
     """Frames of a thread queued and newer ones as one write; the key they were submitted
-    under (``extends``) names the thread and its fence, so both have the same."""
-    if isinstance(queued, Fenced) and isinstance(newer, Fenced):
-        return queued.followed_by(newer)
-    assert isinstance(queued, AppendFrames) and isinstance(newer, AppendFrames)
-    return queued.followed_by(newer)
+    under (``extends``) names the thread and its fence, so all have the same."""
+    if isinstance(queued, Fenced):
+        assert all(isinstance(write, Fenced) for write in newer)
+        return queued.followed_by([cast(Fenced, write) for write in newer])
+    assert isinstance(queued, AppendFrames)
+    assert all(isinstance(write, AppendFrames) for write in newer)
+    return queued.followed_by([cast(AppendFrames, write) for write in newer])
 
 
 def _settle_in_turns(settled: list[tuple[_Pending, object]]) -> None:

@@ -101,6 +101,9 @@ class SessionService(BaseSessionService):
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
+        # Sessions whose next append, the input's, goes ahead of its commit: to whom its
+        # commit is handed (see input_ahead), by the same key.
+        self._ahead: dict[tuple[str, str, str], Callable[[asyncio.Future[object]], None]] = {}
         # Sessions whose appends wait for each other (see serialised), by the same key.
         self._serialised: dict[tuple[str, str, str], SharedWrites] = {}
         # The runs a restart closed (``close_interrupted``), and what is to go on after each.
@@ -265,10 +268,18 @@ class SessionService(BaseSessionService):
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
-        """Commits the event, then adds it to ``session``; partial events are not stored."""
+        """Commits the event, then adds it to ``session``; partial events are not stored.
+
+        The input a run was started with may go ahead of its commit (``input_ahead``).
+        """
         if event.partial:
             return event
-        shared = self._serialised.get((session.app_name, session.user_id, session.id))
+        key = (session.app_name, session.user_id, session.id)
+        queued = self._ahead.pop(key, None)
+        # The input's message or state edit; the first append not the user's: none came.
+        if queued is not None and event.author == "user":
+            return self._append_ahead(session, event, queued)
+        shared = self._serialised.get(key)
         if shared is None:
             return await self._append_event(session, event)
         async with shared.lock:
@@ -276,11 +287,43 @@ class SessionService(BaseSessionService):
             return await self._append_event(session, event)
 
     async def _append_event(self, session: Session, event: Event) -> Event:
+        write = self._append_write(session, event)
+
+        def commit_to_session(revision: object) -> None:
+            session._storage_update_marker = str(revision)
+            session.last_update_time = event.timestamp
+            self._commit_event_to_session(session, event)
+
+        await self._submit(session.id, write, commit_to_session)
+        return event
+
+    def _append_ahead(
+        self, session: Session, event: Event, queued: Callable[[asyncio.Future[object]], None]
+    ) -> Event:
+        """Queues the event and adds it to ``session`` at once, as its commit will: the
+        session's next append carries the revision this one makes (``revision_after``).
+        ``queued`` is handed the commit, which the caller waits for before it shows
+        anything that follows the event."""
+        write = self._append_write(session, event)
+        if (revision := write.revision_after()) is not None:
+            session._storage_update_marker = str(revision)
+        session.last_update_time = event.timestamp
+        self._commit_event_to_session(session, event)
+
+        def commit_to_session(revision: object) -> None:
+            # The store's revision: a copy loaded without one learns it only here.
+            session._storage_update_marker = str(revision)
+
+        queued(self._submit(session.id, write, commit_to_session))
+        return event
+
+    def _append_write(self, session: Session, event: Event) -> writes.AppendEvent:
+        """The write that appends ``event`` to ``session`` as the session stands."""
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
         messages = dump_messages(event, self._messages)
-        write = writes.AppendEvent(
+        return writes.AppendEvent(
             app_name=session.app_name,
             user_id=session.user_id,
             session_id=session.id,
@@ -299,29 +342,45 @@ class SessionService(BaseSessionService):
             indexed=indexed_text(messages),
         )
 
-        def commit_to_session(revision: object) -> None:
-            session._storage_update_marker = str(revision)
-            session.last_update_time = event.timestamp
-            self._commit_event_to_session(session, event)
-
-        await self._submit(session.id, write, commit_to_session)
-        return event
-
     # --- gateway additions --------------------------------------------------------------
 
-    async def open_thread(self, app_name: str, user_id: str, session_id: str) -> OpenedThread:
+    async def open_thread(
+        self, app_name: str, user_id: str, session_id: str, *, known: bool = False
+    ) -> OpenedThread:
         """The thread as a run of ``user_id`` needs it; created for that user if it is new.
 
         The session is loaded as get_session does without a config. Another user's thread
         gives its owner and no session.
+
+        ``known``: the caller has had the thread in hand (a run's reply to the browser, the
+        next message): it is likely there and the user's, so it is read beside the writer
+        (``_read_thread``) instead of taking a place in the writer's queue, where it would
+        wait for the commit in progress and then for its own. A read sees every commit
+        finished before it, not the writes still queued: the caller must know that none
+        of the thread's is (the hub's runs end only once their writes are committed).
+        Not found so, it is opened through the writer.
         """
+        session_id = session_id.strip()
+        if known:
+            read = partial(
+                _read_thread,
+                self._reads,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                window=self.history_window,
+            )
+            if (found := await self._read(read)) is not None:
+                stored, usage, head = found
+                session = await self._session_of(stored)
+                return OpenedThread(user_id, session, created=False, usage=usage, log_head=head)
         opened = cast(
             OpenedThread | tuple[StoredSession, Usage, int],
             await self._write(
                 writes.OpenThread(
                     app_name,
                     user_id,
-                    session_id.strip(),
+                    session_id,
                     self.history_window,
                     platform_time.get_time(),
                 )
@@ -348,6 +407,33 @@ class SessionService(BaseSessionService):
         finally:
             if self._handed_over.get(key) is session:
                 del self._handed_over[key]
+
+    @contextlib.contextmanager
+    def input_ahead(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        queued: Callable[[asyncio.Future[object]], None],
+    ) -> Iterator[None]:
+        """Within the block, the next append to the session, if it is the user's (the input
+        a run was started with: ADK's runner stores it before it calls the model), returns
+        once it is queued, not committed, and ``queued`` is handed its commit.
+
+        So the model is called while the input commits, where it waited for that commit
+        (under load, the writer's commit in progress and then its own). The caller keeps
+        the promise that an input is stored before anything answers it: it waits for the
+        commit before it sends anything of the run that follows the input. Every later
+        append is queued behind it, and the store commits in order, so an event stored
+        after the input is never stored without it.
+        """
+        key = (app_name, user_id, session_id)
+        self._ahead[key] = queued
+        try:
+            yield
+        finally:
+            if self._ahead.get(key) is queued:
+                del self._ahead[key]
 
     @contextlib.contextmanager
     def serialised(self, session: Session) -> Iterator[SharedWrites]:
@@ -752,3 +838,18 @@ class SessionService(BaseSessionService):
 
 def _unfenced(thread_id: str) -> Fence | None:
     return None
+
+
+def _read_thread(
+    reads: Reads, db: Any, *, app_name: str, user_id: str, session_id: str, window: int
+) -> tuple[StoredSession, Usage, int] | None:
+    """A thread of ``user_id`` as ``writes.OpenThread`` gives it, in one read; None if the
+    user has no such thread (another user's, or none)."""
+    stored = reads.load_session(
+        db, app_name=app_name, user_id=user_id, session_id=session_id, window=window, after=None
+    )
+    if stored is None:
+        return None
+    usage = reads.usage(db, app_name=app_name, user_id=user_id)
+    head = reads.log_head(db, app_name=app_name, user_id=user_id, session_id=session_id)
+    return stored, usage, head

@@ -115,6 +115,11 @@ class AppendEvent:
                 f" (revision {revision}, copy at {self.loaded_revision}); reload it."
             )
 
+    def revision_after(self) -> int | None:
+        """The session's revision once this event is in, as applying it returns it (None
+        for a copy loaded without one)."""
+        return self.loaded_revision + 1 if self.loaded_revision is not None else None
+
     def run_after(
         self, invocation_id: str | None, invocation_seq: int | None, run_open: bool, seq: int
     ) -> tuple[int, bool]:
@@ -168,9 +173,12 @@ class AppendFrames:
     session_id: str
     frames: tuple[LoggedFrame, ...]
 
-    def followed_by(self, newer: AppendFrames) -> AppendFrames:
-        """This write and a newer one of the same thread as one write."""
-        return dataclasses.replace(self, frames=self.frames + newer.frames)
+    def followed_by(self, newer: Sequence[AppendFrames]) -> AppendFrames:
+        """This write and newer ones of the same thread as one write."""
+        frames = [*self.frames]
+        for write in newer:
+            frames += write.frames
+        return dataclasses.replace(self, frames=tuple(frames))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,10 +229,11 @@ class Fenced:
     fence: Fence
     write: Write
 
-    def followed_by(self, newer: Fenced) -> Fenced:
+    def followed_by(self, newer: Sequence[Fenced]) -> Fenced:
         """Frames of one thread under one fence, as one write (``AppendFrames``)."""
-        assert isinstance(self.write, AppendFrames) and isinstance(newer.write, AppendFrames)
-        return dataclasses.replace(self, write=self.write.followed_by(newer.write))
+        assert isinstance(self.write, AppendFrames)
+        frames = [cast(AppendFrames, write.write) for write in newer]
+        return dataclasses.replace(self, write=self.write.followed_by(frames))
 
 
 def fenced_threads(writes: Sequence[Write]) -> list[str]:

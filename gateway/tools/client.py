@@ -58,6 +58,10 @@ class ClientToolset(BaseToolset):
         }
         self._runs: dict[str, dict[str, ClientTool]] = {}
 
+    def in_catalog(self) -> dict[str, ClientTool]:
+        """The catalog's client tools, as a client that declares them all would."""
+        return dict(self._catalog)
+
     def narrowed(self, tool_filter: ToolPredicate | list[str]) -> ClientToolset:
         """The same client tools, of which one agent is offered only those ``tool_filter``
         lets through (ag-ui-adk's ``AGUIToolset(tool_filter=...)``); what the runs declare

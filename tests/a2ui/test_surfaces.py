@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from gateway import a2ui
-from gateway.examples.navigator import work_requests
 from tests.support.agui import AgUiSocket, new_id, outcome, seq_of, text_of, tool_calls, user_input
 from tests.support.servers import RunningGateway
 from tests.support.surfaces import BASIC, CARD, renders
@@ -20,6 +19,8 @@ from tests.support.surfaces import BASIC, CARD, renders
 pytestmark = pytest.mark.server
 
 SHOW = "R-1042 보여줘"
+# What the demo's deciding tools decide, by name.
+DECIDED_BY = {"approveWorkRequest": "approved", "rejectWorkRequest": "rejected"}
 
 
 @pytest.fixture(scope="module")
@@ -73,18 +74,20 @@ async def snapshot(gateway: RunningGateway, thread: str, user: str = "demo") -> 
     return list(messages)
 
 
-@pytest.fixture
-def decisions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Every time the demo's approve or reject tool really ran: (request, decision)."""
-    ran: list[tuple[str, str]] = []
-    decide = work_requests._decide
-
-    async def counted(request_id: str, decision: str, tool_context: Any) -> dict[str, Any]:
-        ran.append((request_id, decision))
-        return await decide(request_id, decision, tool_context)
-
-    monkeypatch.setattr(work_requests, "_decide", counted)
-    return ran
+async def decisions(gateway: RunningGateway, thread: str) -> list[tuple[str, str]]:
+    """Every time the demo's approve or reject tool really ran on the thread: (request,
+    decision), read from the results the thread stored (a call a person has not approved
+    yet has ADK's request for it as its result, without the request's id), whichever
+    process ran it."""
+    assert gateway.app.hub is not None
+    session = await gateway.app.hub.engine.session("demo", thread)
+    assert session is not None
+    return [
+        (str(result.response["requestId"]), DECIDED_BY[result.name])
+        for event in session.events
+        for result in event.get_function_responses()
+        if result.name in DECIDED_BY and result.response and "requestId" in result.response
+    ]
 
 
 async def test_the_card_streams_after_its_result_and_every_reattach_repaints_it(
@@ -135,7 +138,7 @@ async def test_the_card_streams_after_its_result_and_every_reattach_repaints_it(
 
 
 async def test_approving_from_the_card_asks_a_person_first_then_runs_once_and_updates_it(
-    gateway: RunningGateway, decisions: list[tuple[str, str]]
+    gateway: RunningGateway,
 ) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:
@@ -146,9 +149,9 @@ async def test_approving_from_the_card_asks_a_person_first_then_runs_once_and_up
         [call] = tool_calls(asked, "approveWorkRequest")
         [interrupt] = outcome(asked)["interrupts"]
         assert interrupt["toolCallId"] == call["id"] and "R-1042" in interrupt["message"]
-        assert decisions == []  # nothing runs before a person approves
+        assert await decisions(gateway, thread) == []  # nothing runs before a person approves
         approved = await ws.run(answering(thread, interrupt["id"]))
-        assert decisions == [("R-1042", "approved")]
+        assert await decisions(gateway, thread) == [("R-1042", "approved")]
         assert text_of(approved) == "R-1042 요청을 승인했습니다."
         [update] = of_type(approved, "ACTIVITY_SNAPSHOT")
         assert update["messageId"] == f"a2ui-surface-{CARD}-{call['id']}"
@@ -168,7 +171,7 @@ async def test_approving_from_the_card_asks_a_person_first_then_runs_once_and_up
         )
         assert "no longer shows 'approve'" in gone["message"]
     assert await snapshot(gateway, thread) == before  # nothing of the refusals was stored
-    assert decisions == [("R-1042", "approved")]
+    assert await decisions(gateway, thread) == [("R-1042", "approved")]
     [kept] = [m for m in before if m["role"] == "activity" and m["activityType"] == "a2ui-action"]
     assert kept == {k: pressed[k] for k in ("activityType", "content")} | {
         "id": pressed["messageId"],
@@ -177,7 +180,7 @@ async def test_approving_from_the_card_asks_a_person_first_then_runs_once_and_up
 
 
 async def test_rejecting_from_the_card_meets_the_same_approval(
-    gateway: RunningGateway, decisions: list[tuple[str, str]]
+    gateway: RunningGateway,
 ) -> None:
     thread = new_id("t")
     async with gateway.socket() as ws:
@@ -186,13 +189,14 @@ async def test_rejecting_from_the_card_meets_the_same_approval(
         assert "R-1042 건을 거절합니다" in interrupt["message"]
         refused = await ws.run(answering(thread, interrupt["id"], approved=False))
         assert "거절이 승인되지 않아" in text_of(refused)
-        assert of_type(refused, "ACTIVITY_SNAPSHOT") == [] and decisions == []
+        assert of_type(refused, "ACTIVITY_SNAPSHOT") == []
+        assert await decisions(gateway, thread) == []
         # The card did not change: its buttons still work.
         again = await ws.run(pressing(thread, "reject"))
         [interrupt] = outcome(again)["interrupts"]
         rejected = await ws.run(answering(thread, interrupt["id"]))
     assert text_of(rejected) == "R-1042 요청을 거절했습니다."
-    assert decisions == [("R-1042", "rejected")]
+    assert await decisions(gateway, thread) == [("R-1042", "rejected")]
     [update] = of_type(rejected, "ACTIVITY_SNAPSHOT")
     assert operations(update)[1]["updateDataModel"]["value"]["statusLabel"] == "거절됨"
 

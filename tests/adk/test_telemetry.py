@@ -113,7 +113,7 @@ async def test_a_traced_run_says_how_the_model_answered_but_not_what(
         events = await ws.run(user_input(new_id("t"), FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
     finished = await finished_spans(
-        gateway, spans, collector, "generate_content scripted", "execute_tool find_screen"
+        spans, collector, "generate_content scripted", "execute_tool find_screen"
     )
     calls = named(finished, "generate_content scripted")
     assert calls

@@ -76,7 +76,7 @@ async def test_the_flagship_story_traced_by_name(
     spans = recorded_spans()
     collector.clear()
     await flagship_navigated_then_honest_reply(gateway)
-    finished = await finished_spans(gateway, spans, collector, *ADKS)
+    finished = await finished_spans(spans, collector, *ADKS)
     first, second = named(finished, "gateway_run")
     assert first.attributes["enduser.id"] == second.attributes["enduser.id"] == "demo"
     thread = first.attributes["gateway.thread_id"]
@@ -114,7 +114,7 @@ async def test_a_traceparent_on_the_upgrade_continues_to_the_browser_tool(
     async with connect(gateway.ws_url(), additional_headers=headers, max_size=None) as ws:
         events = await AgUiSocket(ws).run(user_input(new_id("t"), FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
-    finished = await finished_spans(gateway, spans, collector, "execute_tool navigateToScreen")
+    finished = await finished_spans(spans, collector, "execute_tool navigateToScreen")
     [tool] = named(finished, "execute_tool navigateToScreen")
     assert f"{tool.context.trace_id:032x}" == TRACE_ID
     assert under(tool, finished)[-1] == "gateway_run"
@@ -165,7 +165,7 @@ async def test_a_traceparent_header_on_invocations_is_the_runs_parent(
             headers={"X-Gateway-User": "demo", "traceparent": TRACEPARENT},
         )
     assert response.status_code == 200
-    finished = await finished_spans(gateway, spans, collector, "execute_tool find_screen")
+    finished = await finished_spans(spans, collector, "execute_tool find_screen")
     run = run_span(finished, run_input["runId"])
     assert f"{run.context.trace_id:032x}" == TRACE_ID
     assert run.parent is not None and f"{run.parent.span_id:016x}" == PARENT_ID

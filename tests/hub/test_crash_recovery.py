@@ -12,6 +12,7 @@ language for a client to show. The cut-off run is closed; a new run works.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sqlite3
@@ -227,3 +228,54 @@ async def reattach(port: int, after: int) -> list[dict[str, Any]]:
 
 def has_seq(frame: dict[str, Any]) -> bool:
     return "gateway.seq" in (frame.get("metadata") or {})
+
+
+async def test_an_input_killed_before_its_commit_was_never_answered(tmp_path: Path) -> None:
+    """The model is called while a run's input commits (docs/first-event.md), and nothing
+    of the reply goes out before that commit: a kill before it leaves the thread as it was,
+    with nothing answered, and the input sent again is answered once."""
+    db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
+    hello = {"id": "m1", "role": "user", "content": "안녕하세요"}
+    async with (
+        gateway_process(db, log) as (process, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
+    ):
+        await ws.send(run_input("r1", [hello]))
+        first = await receive_until(ws, run_ended)
+        (answer_id, answer), *_ = completed_texts(first).items()
+        history = [hello, {"id": answer_id, "role": "assistant", "content": answer}, INTRO]
+        # Another connection takes the file's write lock: the input's commit waits for it.
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            await ws.send(run_input("r2", history))
+            assert json.loads(await ws.recv())["type"] == "RUN_STARTED"  # not stored
+            # Long enough for a dozen chunks at the model's pace, were any let out.
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await ws.recv()
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        finally:
+            holder.rollback()
+            holder.close()
+
+    async with (
+        gateway_process(db, log) as (_, port),
+        connect(f"ws://127.0.0.1:{port}/ws?user=demo") as ws,
+    ):
+        await ws.send(json.dumps({"type": "reattach", "threadId": THREAD}))
+        reattached = await receive_until(ws, run_ended)
+        (snapshot,) = [f for f in reattached if f["type"] == "MESSAGES_SNAPSHOT"]
+        assert [m["id"] for m in snapshot["messages"]] == ["m1", answer_id]
+        await ws.send(run_input("r3", history))
+        again = await receive_until(ws, run_ended)
+        assert again[-1]["type"] == "RUN_FINISHED", again[-1]
+        assert completed_texts(again), "the input sent again was not answered"
+    # The thread holds the input once: the one answered.
+    with contextlib.closing(sqlite3.connect(db)) as stored:
+        said = [
+            json.loads(data)["content"]["parts"][0]["text"]
+            for (data,) in stored.execute("SELECT data FROM events WHERE author = 'user'")
+        ]
+    assert said.count(INTRO["content"]) == 1, said

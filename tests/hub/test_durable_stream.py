@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,49 +27,23 @@ import psycopg
 import pytest
 
 from gateway import wire as p
-from gateway.adk.engine import Engine
-from gateway.adk.hosting import Hosted, prepare
-from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.hub import outbox
 from gateway.hub.eventlog import seq_of
 from gateway.hub.hub import Hub
 from gateway.hub.threads import Run, Thread
-from gateway.store import StoreError, group_commit
+from gateway.store import StoreError
 from gateway.store.frames import LoggedFrame
 from gateway.store.urls import is_postgres
-from gateway.tools.client import ClientToolset
 from gateway.translate.translator import RunTranslator
-from tests.support.agui import StreamChecker, new_id, user_input
+from tests.support.agui import new_id, user_input
 from tests.support.backends import rows
-from tests.support.stores import session_store
+from tests.support.held_store import navigator_hub, slow_commits
+from tests.support.subscribers import Recorder
 
 pytestmark = pytest.mark.unit
 
 INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
-
-
-class Recorder:
-    """A subscriber that keeps what it is sent."""
-
-    client: str | None = None
-
-    def __init__(self) -> None:
-        self.events: list[p.Event] = []
-
-    def deliver(self, event: p.Event) -> None:
-        self.events.append(event)
-
-    def frames(self) -> list[dict[str, Any]]:
-        """The events as a client decodes them, each checked against AG-UI's rules."""
-        checker = StreamChecker()
-        frames = [json.loads(p.encode(event)) for event in self.events]
-        for frame in frames:
-            checker.feed(frame)
-        return frames
-
-    def text(self) -> str:
-        return "".join(e.delta for e in self.events if isinstance(e, p.TextMessageContent))
 
 
 # --- the outbox, by hand ------------------------------------------------------------------
@@ -261,37 +235,8 @@ async def test_a_subscriber_joining_behind_held_chunks_gets_each_once() -> None:
 # --- the real hub, runner and store -------------------------------------------------------
 
 
-def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    """Every group commit takes ``seconds`` longer, so chunks pile up behind it."""
-    real_init = group_commit.GroupCommit.__init__
-
-    def init(
-        writer: group_commit.GroupCommit,
-        commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
-        on_health: Callable[[bool], None],
-    ) -> None:
-        async def slow(writes: Sequence[Any]) -> list[object]:
-            await asyncio.sleep(seconds)  # as a slow disk would hold the database's thread
-            return await commit(writes)
-
-        real_init(writer, slow, on_health)
-
-    monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
-
-
-@contextlib.asynccontextmanager
-async def hub_on(db: str, pace_ms: float) -> AsyncIterator[Hub]:
-    service = session_store(db)
-    await service.open()
-    catalog = load_catalog()
-    hosted = Hosted(build_agent(ScriptedLlm(pace_ms=pace_ms), catalog), catalog=catalog)
-    client_tools = ClientToolset(catalog)
-    engine = Engine(hosted, prepare(hosted, client_tools), client_tools, service)
-    try:
-        yield Hub(engine)
-    finally:
-        await engine.runner.close()
-        await service.close()
+def hub_on(db: str, pace_ms: float) -> contextlib.AbstractAsyncContextManager[Hub]:
+    return navigator_hub(db, ScriptedLlm(pace_ms=pace_ms))
 
 
 # A stored reply's content and metadata, as each database reads its first message.

@@ -142,7 +142,8 @@ async def test_a_cancel_naming_another_run_stops_nothing() -> None:
 
 
 async def test_cancel_in_a_slow_server_tool(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(work_requests, "APPROVAL_LATENCY_SECONDS", 30.0)
+    # Set before the gateway starts, so its worker processes, if any, see it too.
+    monkeypatch.setenv(work_requests.LATENCY_VARIABLE, "30")
     async with running_gateway() as gateway, gateway.socket() as ws:
         thread = new_id("t")
         interrupt = await ask_approval(ws, thread)

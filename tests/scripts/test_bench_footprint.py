@@ -24,6 +24,8 @@ def test_the_benchmark_measures_against_the_targets_and_profiles_the_heap() -> N
     assert re.search(r"round 1: idle \d+\.\d MiB, -?\d+\.\d\d KiB a run", report), report
     # Growth per run is measured with the threads on a file: in memory they are the data.
     assert "threads on file" in report, report
+    # Which venv the figures are for, from what the idle gateway imported.
+    assert re.search(r"which venv: .*: an idle gateway imported \d+ modules", report), report
     for figure in ("idle RSS", "growth per run", "per idle WebSocket"):
         assert re.search(rf"{figure} +-?\d+\.\d+ [MK]iB +target [\d.]+: (met|NOT met)", report)
     assert "held after 10 runs, allocated during them, by site:" in report

@@ -18,6 +18,7 @@ def test_the_benchmark_measures_every_side_of_both_providers() -> None:
     for name in ("chat-completions (openai/local-model)", "gemini (gemini-2.5-flash)"):
         assert name in report
     for quantile in ("p50", "p99"):
+        assert report.count(f"request at the provider {quantile}: direct") == 2
         assert report.count(f"first token {quantile}: direct") == 2
         assert report.count(f"chunk delay against direct {quantile}: adk") == 2
     assert report.count("CPU per chunk: direct") == 2

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 
 from gateway.store import SessionService
 from gateway.store.frames import LoggedFrame
@@ -90,3 +91,14 @@ async def test_a_threads_frames_go_with_it(store: SessionService) -> None:
     assert await store.log_head(APP, "u", "t") == 0
     await store.create_session(app_name=APP, user_id="u", session_id="t")
     assert await store.append_frames(APP, "u", "t", frames(1)) == 1
+
+
+async def test_frames_of_a_thread_that_is_not_there_fail_alone(store: SessionService) -> None:
+    nowhere, here = await asyncio.gather(
+        store.append_frames(APP, "u", "nowhere", frames(1)),
+        store.append_frames(APP, "u", "t", frames(1)),
+        return_exceptions=True,
+    )
+    assert isinstance(nowhere, SessionNotFoundError) and here == 1
+    assert store.can_commit
+    assert await store.log_head(APP, "u", "nowhere") == 0

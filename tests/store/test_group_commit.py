@@ -1,6 +1,7 @@
 """The single writer wakes a commit's callers a few a turn of the event loop, oldest first,
 and goes on committing meanwhile: a commit of hundreds of runs' writes does not make one
-turn of all their work that a frame just read (an input to acknowledge) waits behind."""
+turn of all their work that a frame just read (an input to acknowledge) waits behind. A
+burst of a thread's frames lingers a few quiet turns to become one write."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 import pytest
 
 from gateway.store import group_commit
+from gateway.store.frames import LoggedFrame
 from gateway.store.group_commit import GroupCommit
-from gateway.store.writes import Probe, Write
+from gateway.store.writes import AppendFrames, Probe, Write
 
 pytestmark = pytest.mark.unit
 
@@ -47,3 +49,52 @@ async def test_a_commit_wakes_its_callers_a_few_a_turn_and_the_writer_goes_on() 
     assert max(a_turn) == group_commit._WOKEN_A_TURN
     assert len([count for count in a_turn if count]) == -(-callers // group_commit._WOKEN_A_TURN)
     assert woken == list(range(callers)), "oldest first"
+
+
+def logged(*seqs: int) -> AppendFrames:
+    return AppendFrames("app", "u", "t", tuple(LoggedFrame(seq, b"{}", None, None) for seq in seqs))
+
+
+def recording_writer() -> tuple[GroupCommit, list[Sequence[Write]]]:
+    """A writer whose commits keep each batch they were given."""
+    batches: list[Sequence[Write]] = []
+
+    async def commit(writes: Sequence[Write]) -> list[object]:
+        batches.append(writes)
+        return [None] * len(writes)
+
+    return GroupCommit(commit, lambda healthy: None), batches
+
+
+async def test_frames_of_a_burst_are_one_write_in_their_order_after_a_few_quiet_turns() -> None:
+    writer, batches = recording_writer()
+    await asyncio.sleep(0)  # the writer waits for writes
+    futures = []
+    for seq in range(1, 4):  # a chunk a turn: the burst goes on
+        futures.append(writer.submit(logged(seq), extends="t"))
+        await asyncio.sleep(0)
+    # While it lingers, the writer waits on one future, not resumed a turn at a time.
+    waiting_on = set()
+    turns = 0
+    while not batches:
+        waiting_on.add(writer._task._fut_waiter)  # type: ignore[attr-defined]
+        await asyncio.sleep(0)
+        turns += 1
+    assert len(waiting_on) == 1 and None not in waiting_on
+    assert turns <= group_commit._QUIET_TURNS + 1
+    await asyncio.gather(*futures)
+    await writer.close()
+    [[write]] = batches
+    assert isinstance(write, AppendFrames)
+    assert [frame.seq for frame in write.frames] == [1, 2, 3]
+
+
+async def test_any_other_write_ends_the_linger_at_once() -> None:
+    writer, batches = recording_writer()
+    frames = writer.submit(logged(1), extends="t")
+    probe = writer.submit(Probe())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert [len(batch) for batch in batches] == [2]
+    await asyncio.gather(frames, probe)
+    await writer.close()

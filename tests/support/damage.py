@@ -130,7 +130,7 @@ async def hold_a_read_open(store: SessionService) -> sqlite3.Cursor:
         cursor.fetchone()  # more rows follow, so the statement stays open
         return cursor
 
-    return await store._read(start)  # the file's one connection, for reads and writes
+    return await store._read(start)  # the store's reader: a connection of its own
 
 
 async def close_read(store: SessionService, cursor: sqlite3.Cursor) -> None:

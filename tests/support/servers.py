@@ -20,7 +20,7 @@ import uvicorn
 from websockets.asyncio.client import connect
 
 from gateway.api import create_app, server
-from gateway.config import Settings
+from gateway.config import AUTO_WORKERS, Settings
 from gateway.doors.app import Gateway
 from tests.support import tiers
 from tests.support.agui import AgUiSocket, StreamChecker, sse_events
@@ -82,7 +82,7 @@ async def running_gateway(
     # The one variable of the shell a test takes: GATEWAY_WORKERS=N runs the server tier's
     # gateways with N worker processes (docs/multicore.md), unless a test says otherwise.
     if "workers" not in overrides and (workers := os.environ.get("GATEWAY_WORKERS")):
-        fields["workers"] = int(workers)
+        fields["workers"] = AUTO_WORKERS if workers == "auto" else int(workers)
     port = free_port()
     settings = Settings(host="127.0.0.1", port=port, **fields)
     # A test's settings are all it says: no GATEWAY_* variable of the shell leaks in.

@@ -19,7 +19,7 @@ import gzip
 import http.server
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -32,9 +32,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.budgets import eventually
-
-if TYPE_CHECKING:
-    from tests.support.servers import RunningGateway
 
 _exporter: InMemorySpanExporter | None = None
 
@@ -197,16 +194,16 @@ def worker_spans() -> Iterator[OtlpReceiver]:
 
 
 async def finished_spans(
-    gateway: RunningGateway, recorded: InMemorySpanExporter, workers: OtlpReceiver, *names: str
+    recorded: InMemorySpanExporter, workers: OtlpReceiver, *names: str
 ) -> tuple[ReadableSpan, ...]:
-    """The spans finished since ``recorded`` and ``workers`` were emptied: this process's,
-    and, when ``gateway`` runs ADK in worker processes, theirs, once each of ``names`` has
-    come from them."""
-    if gateway.app.hub is None or gateway.app.hub.engine.workers is None:
-        return recorded.get_finished_spans()
-    await eventually(
-        lambda: all(workers.named(name) for name in names), 15, what=f"the workers' {names}"
-    )
-    with workers.lock:
-        theirs = tuple(span.readable() for span in workers.spans)
-    return recorded.get_finished_spans() + theirs
+    """The spans finished since ``recorded`` and ``workers`` were emptied: this process's
+    and the workers', once each of ``names`` is among them (a run's ADK spans are made
+    where its invocation ran: here, or in a worker, GATEWAY_WORKERS)."""
+
+    def found() -> tuple[ReadableSpan, ...]:
+        with workers.lock:
+            theirs = tuple(span.readable() for span in workers.spans)
+        return recorded.get_finished_spans() + theirs
+
+    await eventually(lambda: all(named(found(), name) for name in names), 15, what=f"spans {names}")
+    return found()

@@ -2,11 +2,17 @@
 
 Theory of operation. ``start`` listens on a Unix socket in a private temporary directory,
 spawns the workers (``spawn``: a callable the API gives, which starts one process for a
-socket path and an index) and waits until each has said ``Hello``. ``run`` sends a run's
-``Start`` to the worker with the fewest runs in flight and yields the ADK events it sends
-back, parsed, as an in-process Runner would yield them; each ``Append`` of the run is
-stored here with the real ``SessionService`` on the session the hub handed over (so the
-hub's copy stays current, as in process) before the worker is told to go on.
+socket path and an index) and waits until each has said ``Hello``; a worker runs a warm-up
+invocation before it does, so its first real run is not its slow one. On demand
+(``GATEWAY_WORKERS=auto``) it starts none: ``to_worker`` says, run by run, whether the
+main process runs the invocation itself or a worker does, and starts workers one at a time
+as the load asks (``gateway.adk.workers.demand``); they stay until the gateway stops (a
+burst that asked for them once will again, and a start costs more than an idle worker).
+``run`` sends a run's ``Start`` to the worker with the fewest runs in flight and yields
+the ADK events it sends back, parsed, as an in-process Runner would yield them; each
+``Append`` of the run is stored here with the real ``SessionService`` on the session the
+hub handed over (so the hub's copy stays current, as in process) before the worker is
+told to go on.
 
 A worker that dies closes its pipe: each of its runs raises ``WorkerLost`` (a
 ``RUN_INTERRUPTED`` GatewayError) and a new worker is started in its place. A store
@@ -29,7 +35,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from google.adk.events import Event as AdkEvent
@@ -42,6 +48,7 @@ from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.credit import Taken
+from gateway.adk.workers.demand import LOCAL_RUNS, place
 from gateway.adk.workers.messages import (
     Append,
     Appended,
@@ -80,6 +87,8 @@ log = logging.getLogger(__name__)
 
 # Seconds a starting worker has to import the agent and say Hello.
 START_SECONDS = 120.0
+# Seconds between looks at a worker started on demand that has not said Hello yet.
+START_CHECK_SECONDS = 0.2
 # Finished runs' usage and model failures kept for the hub to take, newest last.
 KEPT_ENDINGS = 10_000
 
@@ -159,11 +168,15 @@ class _Worker:
     channel: Channel[FromWorker] | None = None
     runs: dict[int, _Stream] = dataclasses.field(default_factory=dict)
     reader: asyncio.Task[Any] | None = None
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+    # On demand: what watches it until its Hello (``WorkerPool._watch_start``).
+    watch: asyncio.Task[None] | None = None
 
 
 class WorkerPool:
-    """``count`` worker processes running invocations for ``sessions``'s threads; what
-    their plugins record goes to ``audit`` and ``metrics`` (``gateway.adk.workers.relay``)."""
+    """``count`` worker processes running invocations for ``sessions``'s threads (with
+    ``on_demand``, up to ``count``, started as the load asks); what their plugins record
+    goes to ``audit`` and ``metrics`` (``gateway.adk.workers.relay``)."""
 
     def __init__(
         self,
@@ -171,10 +184,12 @@ class WorkerPool:
         spawn: Spawn,
         sessions: SessionService,
         *,
+        on_demand: bool = False,
         audit: ToolCallLog | None = None,
         metrics: Metrics = OFF,
     ) -> None:
         self.count = count
+        self.on_demand = on_demand
         self._spawn = spawn
         self.sessions = sessions
         self.audit = audit
@@ -196,12 +211,25 @@ class WorkerPool:
         # The workers' appends being stored, and reads being made for them (a task each: the
         # pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
+        # On demand: runs in flight in the main process, and whether workers may still start
+        # (not after one failed to).
+        self._here = 0
+        self._may_start = on_demand
 
     async def start(self) -> None:
-        """Starts the workers; returns once each is ready to run."""
+        """Starts the workers; returns once each is ready to run. On demand, starts none."""
         self._directory = tempfile.mkdtemp(prefix="gateway-workers-")
         self._path = os.path.join(self._directory, "pipe")
         self._server = await asyncio.start_unix_server(self._connected, path=self._path)
+        self.metrics.watch_workers(lambda: len(self._ready_workers()))
+        if self.on_demand:
+            log.info(
+                "invocations run in this process; up to %d worker processes start when %d or"
+                " more runs are in flight (GATEWAY_WORKERS=auto, docs/multicore.md)",
+                self.count,
+                LOCAL_RUNS,
+            )
+            return
         started = time.perf_counter()
         for index in range(1, self.count + 1):
             self._start_worker(index)
@@ -254,6 +282,35 @@ class WorkerPool:
     def forget(self, run_id: str) -> None:
         """The run has ended: its stall is watched no more."""
         self._stalls.pop(run_id, None)
+
+    def to_worker(self) -> bool:
+        """Whether the next run's invocation goes to a worker (``run``) rather than running
+        in this process (counted by ``here``): always with workers started up front; on
+        demand, once the load asks and a worker is ready (``gateway.adk.workers.demand``),
+        starting one if the load asks for more."""
+        if not self.on_demand:
+            return True
+        ready = self._ready_workers()
+        placed = place(
+            self._here,
+            [len(worker.runs) for worker in ready],
+            starting=len(ready) < len(self._workers),
+            started=len(self._workers),
+            most=self.count,
+        )
+        if placed.start_worker and self._may_start:
+            self._start_on_demand()
+        self.metrics.invocation_placed("worker" if placed.in_worker else "main")
+        return placed.in_worker
+
+    @contextlib.contextmanager
+    def here(self) -> Iterator[None]:
+        """Counts a run whose invocation runs in this process while it does."""
+        self._here += 1
+        try:
+            yield
+        finally:
+            self._here -= 1
 
     async def run(
         self, order: WorkerRun, abort_signal: asyncio.Event | None
@@ -312,15 +369,55 @@ class WorkerPool:
         self._ready[index] = asyncio.get_running_loop().create_future()
         self._workers[index] = _Worker(index, self._spawn(self._path, index))
 
+    def _start_on_demand(self) -> None:
+        index = len(self._workers) + 1
+        busy = self._here + sum(len(worker.runs) for worker in self._workers.values())
+        log.info("starting worker %d of up to %d: %d runs in flight", index, self.count, busy)
+        self._start_worker(index)
+        self._watch(index)
+
+    def _watch(self, index: int) -> None:
+        self._workers[index].watch = asyncio.create_task(self._watch_start(index))
+
+    async def _watch_start(self, index: int) -> None:
+        """A worker started on demand that exits or takes too long before its Hello is
+        given up, and so is starting others: runs stay in this process, as correct."""
+        ready, process = self._ready[index], self._workers[index].process
+        started = time.perf_counter()
+        while not ready.done() and process.is_alive():
+            if time.perf_counter() - started > START_SECONDS:
+                break
+            await asyncio.sleep(START_CHECK_SECONDS)
+        if ready.done() or self._closing:
+            return
+        self._may_start = False
+        ready.cancel()  # nothing waits for it
+        del self._workers[index], self._ready[index]
+        log.warning(
+            "worker %d did not start (%s); runs' invocations stay in this process",
+            index,
+            "it exited" if not process.is_alive() else f"no word in {START_SECONDS:g} s",
+        )
+        await asyncio.get_running_loop().run_in_executor(None, _end, process)
+
+    def _ready_workers(self) -> list[_Worker]:
+        """The workers that said Hello and still live: one killed a moment ago may not have
+        had the end of its pipe read yet, and a run sent to it would be lost with it."""
+        return [
+            worker
+            for worker in self._workers.values()
+            if worker.channel is not None and worker.process.is_alive()
+        ]
+
     async def _least_busy(self) -> _Worker:
         """The ready worker with the fewest runs; when none is (all died at once), the
         first to be ready again, or WorkerLost if none is in time."""
-        ready = [w for w in self._workers.values() if w.channel is not None]
+        ready = self._ready_workers()
         if not ready:
             starting = [future for future in self._ready.values() if not future.done()]
             if starting:
                 await asyncio.wait(starting, timeout=START_SECONDS, return_when="FIRST_COMPLETED")
-            ready = [w for w in self._workers.values() if w.channel is not None]
+            ready = self._ready_workers()
             if not ready:
                 raise WorkerLost()
         return min(ready, key=lambda worker: len(worker.runs))
@@ -343,7 +440,12 @@ class WorkerPool:
         ready = self._ready[worker.index]
         if not ready.done():
             ready.set_result(None)
-        log.info("worker %d (pid %d) is ready", worker.index, hello.pid)
+        log.info(
+            "worker %d (pid %d) is ready, %.1f s after it was started",
+            worker.index,
+            hello.pid,
+            time.perf_counter() - worker.started,
+        )
         try:
             while True:
                 self._received(worker, await channel.receive())
@@ -459,6 +561,8 @@ class WorkerPool:
         log.warning("worker %d (pid %s) is gone; starting another", worker.index, pid)
         asyncio.get_running_loop().run_in_executor(None, _end, worker.process)
         self._start_worker(worker.index)
+        if self.on_demand:  # runs go on here if it cannot start (eager: they wait for it)
+            self._watch(worker.index)
 
     async def _cancel_on(
         self, abort_signal: asyncio.Event | None, channel: Channel[FromWorker], number: int

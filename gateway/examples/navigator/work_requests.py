@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
 from typing import Any
 
@@ -39,8 +40,10 @@ _REQUEST_ID = re.compile(r"R-\d{3,6}")
 DECISIONS = "workRequests"
 PENDING = "pending"
 STATUS_LABELS = {PENDING: "대기 중", "approved": "승인됨", "rejected": "거절됨"}
-# The demo backend is a little slow, which makes cancelling a running tool visible.
+# The demo backend is a little slow, which makes cancelling a running tool visible; the
+# variable, read where the tool runs (a worker process too), makes it as slow as it says.
 APPROVAL_LATENCY_SECONDS = 0.05
+LATENCY_VARIABLE = "NAVIGATOR_APPROVAL_LATENCY_SECONDS"
 # The screen whose permission lets a user approve or reject a work request: 업무 요청 승인.
 DECIDING_SCREEN = "MNU-3140"
 # The catalog's names of the tools that decide a request (``tools/*.json``).
@@ -156,7 +159,7 @@ async def _decide(request_id: str, decision: str, tool_context: ToolContext) -> 
     # Checked again as it runs: a person approved the call, not who may make it.
     if (refused := refusal(request_id, caller(), deciding=True)) is not None:
         return {"error": refused}
-    await asyncio.sleep(APPROVAL_LATENCY_SECONDS)
+    await asyncio.sleep(_latency())
     request = REQUESTS[request_id]
     status = _status(request, tool_context)
     if status != PENDING:
@@ -176,6 +179,13 @@ async def _decide(request_id: str, decision: str, tool_context: ToolContext) -> 
         by: tool_context.user_id,
         a2ui.OPERATIONS_KEY: _decided(request, decision),
     }
+
+
+def _latency() -> float:
+    try:
+        return float(os.environ.get(LATENCY_VARIABLE, APPROVAL_LATENCY_SECONDS))
+    except ValueError:  # not a number: the demo's own latency
+        return APPROVAL_LATENCY_SECONDS
 
 
 def _status(request: WorkRequest, tool_context: ToolContext) -> str:

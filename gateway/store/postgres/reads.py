@@ -24,7 +24,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
-from gateway.store.threads import ThreadSummary
+from gateway.store.threads import ThreadSummary, Usage
 
 
 def _quarantine_of(thread_id: str, user_id: str, row: Sequence[Any]) -> Quarantine | None:
@@ -275,6 +275,17 @@ def open_runs(
             )
         )
     return runs
+
+
+@one_statement
+def usage(db: psycopg.Connection, *, app_name: str, user_id: str) -> Usage:
+    """What the user's threads hold (as an opening of a thread reads it, ``writes``)."""
+    row = db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0)::bigint FROM sessions"
+        " WHERE app_name = %s AND user_id = %s",
+        (app_name, user_id),
+    ).fetchone()
+    return Usage(*row) if row else Usage(0, 0)
 
 
 @one_statement

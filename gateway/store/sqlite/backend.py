@@ -1,13 +1,18 @@
 """The SQLite backend as the store sees it (``gateway.store.backend.Backend``).
 
-One file, one long-lived connection for reads and writes alike, and one writing process:
-``open_sqlite`` takes the file's lock (``lock``) before it connects, and ``close`` lets go
-of it.
+One file and one writing process: ``open_sqlite`` takes the file's lock (``lock``) before
+it connects, and ``close`` lets go of it. The writer's connection commits; a file the
+store writes is read through a second connection, the reader (``connection``), so that a
+read never queues behind a commit in the writer's thread. Each read there is one
+transaction: its statements see one moment, as they did when the writer's thread ran
+them between commits. A file opened read-only, or a database in memory, has the one
+connection for both.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -16,7 +21,7 @@ from gateway.config import in_memory
 from gateway.store.backend import Reads
 from gateway.store.messages import EventMessages
 from gateway.store.sqlite import reads
-from gateway.store.sqlite.connection import connect, disconnect
+from gateway.store.sqlite.connection import connect, connect_reader, disconnect
 from gateway.store.sqlite.database import Database
 from gateway.store.sqlite.lock import lock_for_writing
 from gateway.store.sqlite.transaction import commit
@@ -29,12 +34,15 @@ class SqliteBackend:
     reads: Reads = reads
     shared = False  # the file's lock says so
 
-    def __init__(self, db: Database, lock: int | None) -> None:
+    def __init__(self, db: Database, lock: int | None, reader: Database | None = None) -> None:
         self.db = db
         self._lock = lock  # the descriptor of the file's lock, while open
+        self._reader = reader
 
     async def read(self, fn: Callable[[Any], T]) -> T:
-        return await self.db.run(fn)
+        if self._reader is None:
+            return await self.db.run(fn)
+        return await self._reader.run(partial(in_one_snapshot, fn))
 
     async def commit(self, writes: Sequence[Write]) -> list[object]:
         return await self.db.run(partial(commit, writes=writes))
@@ -44,6 +52,9 @@ class SqliteBackend:
 
     async def close(self, *, writable: bool) -> None:
         try:
+            if self._reader is not None:
+                reader, self._reader = self._reader, None
+                await disconnect(reader, optimize=False)
             await disconnect(self.db, optimize=writable)
         finally:
             _unlock(self._lock)
@@ -66,7 +77,25 @@ async def open_sqlite(
     except BaseException:
         _unlock(lock)
         raise
-    return SqliteBackend(db, lock)
+    reader = None
+    if not read_only and not memory_only:
+        try:
+            reader = await connect_reader(path)
+        except BaseException:
+            await disconnect(db, optimize=False)
+            _unlock(lock)
+            raise
+    return SqliteBackend(db, lock, reader)
+
+
+def in_one_snapshot(fn: Callable[[sqlite3.Connection], T], db: sqlite3.Connection) -> T:
+    """``fn(db)`` in one read transaction, which sees the commits finished before it began."""
+    db.execute("BEGIN")
+    try:
+        return fn(db)
+    finally:
+        if db.in_transaction:  # a read changes nothing: COMMIT and ROLLBACK are the same
+            db.execute("COMMIT")
 
 
 def _unlock(lock: int | None) -> None:

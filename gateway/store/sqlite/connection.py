@@ -1,9 +1,16 @@
-"""The store's one long-lived SQLite connection: opened, checked, migrated, closed.
+"""The store's long-lived SQLite connections: opened, checked, migrated, closed.
 
-One long-lived connection in WAL mode. Every read and every write batch of a file is one
-call into aiosqlite's worker thread, not one per SQL statement; an in-memory database,
-which never waits on a disk, runs on the loop instead (``Database``). ``durability`` picks
-``synchronous``: ``normal`` survives a process crash, ``full`` also survives power loss.
+The writer's connection, in WAL mode: every write batch of a file, and every read of a
+file opened read-only, is one call into aiosqlite's worker thread, not one per SQL
+statement; an in-memory database, which never waits on a disk, runs on the loop instead
+(``Database``). ``durability`` picks ``synchronous``: ``normal`` survives a process crash,
+``full`` also survives power loss.
+
+A file the store writes also gets a reader (``connect_reader``): a second connection, on
+a thread of its own, for every read. WAL lets a reader run beside the writer, so a read
+(a thread opened for a run, a reattach's frames) no longer waits in the writer's thread
+for the commit in progress to finish; each read sees the commits finished before it
+(``backend.SqliteBackend.read``).
 """
 
 from __future__ import annotations
@@ -72,6 +79,22 @@ async def connect(
             ) from error
         raise
     return db
+
+
+async def connect_reader(path: str) -> Database:
+    """A second connection to a file the writer has opened and migrated, for reads only."""
+    conn = aiosqlite.connect(path, isolation_level=None)
+    conn._thread.daemon = True  # as the writer's
+    try:
+        await conn
+    except sqlite3.Error as error:
+        raise StoreError(f"cannot open the session store {path} for reading: {error}") from error
+    try:
+        await conn.execute("PRAGMA query_only = 1")  # a slip of code cannot write through it
+    except BaseException:
+        await conn.close()
+        raise
+    return Database(conn, inline=False)
 
 
 async def disconnect(db: Database, *, optimize: bool) -> None:

@@ -22,7 +22,7 @@ from gateway.store.sqlite.scopes import scope_state as scope_state
 from gateway.store.sqlite.scopes import stored_scopes
 from gateway.store.sqlite.thread_index import thread_row as thread_row
 from gateway.store.sqlite.thread_index import thread_rows as thread_rows
-from gateway.store.threads import ThreadSummary
+from gateway.store.threads import ThreadSummary, Usage
 
 
 def _quarantine_of(thread_id: str, user_id: str, row: Sequence[Any]) -> Quarantine | None:
@@ -254,6 +254,16 @@ def open_runs(
             )
         )
     return runs
+
+
+def usage(db: sqlite3.Connection, *, app_name: str, user_id: str) -> Usage:
+    """What the user's threads hold: one row, kept by triggers (``schema.USER_USAGE``), not a
+    sum over the user's threads."""
+    row = db.execute(
+        "SELECT threads, stored_bytes FROM user_usage WHERE app_name = ? AND user_id = ?",
+        (app_name, user_id),
+    ).fetchone()
+    return Usage(*row) if row else Usage(0, 0)
 
 
 def log_head(db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str) -> int:

@@ -13,7 +13,7 @@ from gateway.store.codec import dump, updated_state
 from gateway.store.rows import StoredSession
 from gateway.store.sqlite.branches import move_branch as move_branch
 from gateway.store.sqlite.open_calls import record_progress
-from gateway.store.sqlite.reads import load_session, log_head, thread_owner
+from gateway.store.sqlite.reads import load_session, log_head, thread_owner, usage
 from gateway.store.sqlite.schema import EVENT_BYTES
 from gateway.store.sqlite.scopes import merge_scope, with_scopes
 from gateway.store.sqlite.thread_index import erase_index, index_event, owner_token
@@ -66,7 +66,12 @@ def open_thread(
     if owner is None:
         create = opening.creation()
         session = create.session(create_session(db, create))
-        return OpenedThread(opening.user_id, session, created=True, usage=_usage(db, opening))
+        return OpenedThread(
+            opening.user_id,
+            session,
+            created=True,
+            usage=usage(db, app_name=opening.app_name, user_id=opening.user_id),
+        )
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
     stored = load_session(
@@ -81,16 +86,7 @@ def open_thread(
     head = log_head(
         db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
     )
-    return stored, _usage(db, opening), head
-
-
-def _usage(db: sqlite3.Connection, opening: OpenThread) -> Usage:
-    # One row, kept by triggers (``schema.USER_USAGE``), not a sum over the user's threads.
-    row = db.execute(
-        "SELECT threads, stored_bytes FROM user_usage WHERE app_name = ? AND user_id = ?",
-        (opening.app_name, opening.user_id),
-    ).fetchone()
-    return Usage(*row) if row else Usage(0, 0)
+    return stored, usage(db, app_name=opening.app_name, user_id=opening.user_id), head
 
 
 def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
@@ -202,17 +198,25 @@ def save_streamed_text(db: sqlite3.Connection, save: SaveStreamedText) -> None:
 
 
 def append_frames(db: sqlite3.Connection, append: AppendFrames) -> int:
-    row = db.execute(
-        "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-        (append.app_name, append.user_id, append.session_id),
-    ).fetchone()
-    if row is None:
-        raise not_found(append.session_id)
-    (pk,) = row
-    db.executemany(
-        "INSERT INTO frames (session_pk, seq, data, only_for, not_for) VALUES (?, ?, ?, ?, ?)",
-        [(pk, f.seq, f.data, f.only_for, f.not_for) for f in append.frames],
+    # The session's key is looked up by each row's insert: one statement, not two.
+    cursor = db.executemany(
+        "INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+        " SELECT pk, ?, ?, ?, ? FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+        [
+            (
+                f.seq,
+                f.data,
+                f.only_for,
+                f.not_for,
+                append.app_name,
+                append.user_id,
+                append.session_id,
+            )
+            for f in append.frames
+        ],
     )
+    if cursor.rowcount == 0:
+        raise not_found(append.session_id)
     return append.frames[-1].seq
 
 

@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -74,8 +75,13 @@ class Provider(abc.ABC):
         self.pace = pace
         self.retry_after = retry_after
         self.faults: list[Fault] = []
-        # Every generation request's body, in order.
+        # Every generation request's body, in order; the client's address it came from (its
+        # port tells one connection from another), and when its head arrived
+        # (``time.perf_counter``, the system's monotonic clock: a bench in another process
+        # reads it against its own).
         self.generations: list[dict[str, Any]] = []
+        self.senders: list[tuple[str, int]] = []
+        self.arrivals: list[float] = []
         self.probes = 0
         # Streams the client closed before their end (a cancel, a timeout).
         self.abandoned = 0
@@ -174,6 +180,7 @@ class Provider(abc.ABC):
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        arrived = time.perf_counter()
         body = b""
         while True:
             message = await receive()
@@ -182,13 +189,16 @@ class Provider(abc.ABC):
                 break
         method, path = scope["method"], scope["path"]
         if (method, path) == ("GET", RECORDED_PATH):  # for a bench in another process
-            await _respond(send, 200, {"generations": self.generations})
+            recorded = {"generations": self.generations, "arrivals": self.arrivals}
+            await _respond(send, 200, recorded)
         elif (method, path) == ("GET", self.probe_path):
             self.probes += 1
             await _respond(send, 200, self.listing())
         elif (method, path) == ("POST", self.generation_path):
             request = json.loads(body)
             self.generations.append(request)
+            self.senders.append(tuple(scope["client"]))
+            self.arrivals.append(arrived)
             await self._generate(request, receive, send)
         else:
             await _respond(send, 404, self.error_body(404, f"{method} {path} is not served here"))
