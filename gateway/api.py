@@ -86,7 +86,6 @@ def create_app(
     from gateway.adk.services import open_services
     from gateway.adk.stand_in import stand_in
     from gateway.adk.usage import UsagePlugin
-    from gateway.adk.usage import install_log_filter as usage_log_filter
     from gateway.adk.workers import WorkerPool
     from gateway.audit import AuditLog
     from gateway.cluster import Cluster
@@ -96,11 +95,9 @@ def create_app(
     from gateway.hub.client_state import StateRules
     from gateway.hub.hub import Hub
     from gateway.hub.limits import Quota, RunSlots, SendBudget
-    from gateway.models import sdk_noise
     from gateway.models.calls import ModelCalls
     from gateway.store import SessionService
     from gateway.store.recovery import Afterwards
-    from gateway.tools import mcp
     from gateway.tools.client import ClientToolset
 
     if environ:
@@ -113,9 +110,7 @@ def create_app(
     counted = metrics.for_setting(settings.metrics)
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model, predict_state)
-    mcp.install_log_filter()
-    usage_log_filter()
-    sdk_noise.install_log_filter()
+    _quiet_libraries()
     audit = AuditLog(settings.db)
     client_tools = ClientToolset(hosted.catalog)
     usage = UsagePlugin(counted)
@@ -347,6 +342,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.tools.client import ClientToolset
 
     logs.configure(settings, worker=index)
+    _quiet_libraries()  # the agent's model, tools and MCP servers run here
     tracing.configure()  # the same OTEL_* as the main process: its spans go to the same place
     hosted = _hosted(agent, settings, None, None, None)
     client_tools = ClientToolset(hosted.catalog)
@@ -379,6 +375,18 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
 
     uvloop.run(life())
     tracing.flush()  # the spans still batched, before the process exits
+
+
+def _quiet_libraries() -> None:
+    """Keeps out of the log what libraries say that the gateway says better in a line of its
+    own (MCP, usage, google-genai): in the main process and in each worker alike."""
+    from gateway.adk.usage import install_log_filter as usage_log_filter
+    from gateway.models import sdk_noise
+    from gateway.tools import mcp
+
+    mcp.install_log_filter()
+    usage_log_filter()
+    sdk_noise.install_log_filter()
 
 
 def _hosted(

@@ -70,3 +70,13 @@ fi
 # no serial test.
 .venv/bin/pytest -q -n auto --dist loadscope "$@"
 .venv/bin/pytest -q --only-serial "$@" || [ $? -eq 5 ]
+
+# The multi-core setup with every run crossing to a worker (docs/multicore.md): the server
+# tier of the folders whose tests drive runs, again with two worker processes behind each
+# test's gateway (tests/support/servers.py reads GATEWAY_WORKERS). Not tests/doors: it
+# passes with workers too, at 6x its CPU (two spawned workers a gateway), for doors whose
+# code is the same either way. For the whole suite only: arguments chose what to run.
+if [ $# -eq 0 ]; then
+    GATEWAY_WORKERS=2 .venv/bin/pytest -q -n auto --dist loadscope -m server \
+        tests/adk tests/a2ui tests/e2e tests/examples tests/hub tests/store tests/translate
+fi

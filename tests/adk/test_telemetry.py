@@ -3,6 +3,7 @@ without the conversation's content unless the operator asks for it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib.resources import files
 
 import pytest
@@ -29,7 +30,13 @@ from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, tool_answer, tool_calls, user_input
 from tests.support.flagship import FLAGSHIP
 from tests.support.servers import RunningGateway, running_gateway
-from tests.support.traces import named, recorded_spans
+from tests.support.traces import (
+    OtlpReceiver,
+    finished_spans,
+    named,
+    recorded_spans,
+    worker_spans,
+)
 
 pytestmark = pytest.mark.server
 
@@ -45,7 +52,13 @@ class Untouchable:
 
 
 @pytest.fixture(scope="module")
-async def gateway() -> RunningGateway:
+def collector() -> Iterator[OtlpReceiver]:
+    with worker_spans() as receiver:  # where ADK's spans go from worker processes
+        yield receiver
+
+
+@pytest.fixture(scope="module")
+async def gateway(collector: OtlpReceiver) -> RunningGateway:
     async with running_gateway() as running:
         yield running
 
@@ -90,15 +103,18 @@ def test_content_is_captured_only_when_the_operator_asks() -> None:
 
 
 async def test_a_traced_run_says_how_the_model_answered_but_not_what(
-    gateway: RunningGateway,
+    gateway: RunningGateway, collector: OtlpReceiver
 ) -> None:
     """The model call's span keeps its tokens and the tools it was offered; the messages,
     a tool's arguments and its result stay out of the trace."""
     spans = recorded_spans()
+    collector.clear()
     async with gateway.socket() as ws:
         events = await ws.run(user_input(new_id("t"), FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
-    finished = spans.get_finished_spans()
+    finished = await finished_spans(
+        spans, collector, "generate_content scripted", "execute_tool find_screen"
+    )
     calls = named(finished, "generate_content scripted")
     assert calls
     for call in calls:
@@ -111,10 +127,13 @@ async def test_a_traced_run_says_how_the_model_answered_but_not_what(
     assert not {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} & set(search.attributes)
 
 
-async def test_a_sampled_out_trace_records_nothing(gateway: RunningGateway) -> None:
+async def test_a_sampled_out_trace_records_nothing(
+    gateway: RunningGateway, collector: OtlpReceiver
+) -> None:
     """A frontend whose sampler dropped its trace (flags 00) gets no span from the
     gateway or ADK, and the run is served as any other."""
     spans = recorded_spans()
+    collector.clear()
     thread = new_id("t")
     unsampled = {"forwardedProps": {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-00"}}
     async with gateway.socket() as ws:
@@ -122,6 +141,7 @@ async def test_a_sampled_out_trace_records_nothing(gateway: RunningGateway) -> N
         [navigate] = tool_calls(first, "navigateToScreen")
         await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]) | unsampled)
     assert not [s for s in spans.get_finished_spans() if s.context.trace_id == int(TRACE_ID, 16)]
+    assert not [s for s in collector.spans if s.trace_id == TRACE_ID]
 
 
 async def test_content_a_run_asks_for_is_recorded() -> None:

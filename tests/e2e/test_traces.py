@@ -4,7 +4,7 @@ its ``traceparent`` (a request header, or ``forwardedProps`` per run) down to a 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 
 import httpx
 import pytest
@@ -20,7 +20,14 @@ from tests.support.cancels import storyteller
 from tests.support.flagship import FLAGSHIP, flagship_navigated_then_honest_reply
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.speakers import Speaker, say
-from tests.support.traces import ancestors, named, recorded_spans
+from tests.support.traces import (
+    OtlpReceiver,
+    ancestors,
+    finished_spans,
+    named,
+    recorded_spans,
+    worker_spans,
+)
 
 pytestmark = pytest.mark.server
 
@@ -30,9 +37,25 @@ TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
 
 
 @pytest.fixture(scope="module")
-async def gateway() -> RunningGateway:
+def collector() -> Iterator[OtlpReceiver]:
+    with worker_spans() as receiver:  # where ADK's spans go from worker processes
+        yield receiver
+
+
+@pytest.fixture(scope="module")
+async def gateway(collector: OtlpReceiver) -> RunningGateway:
     async with running_gateway() as running:
         yield running
+
+
+# ADK's spans of a flagship run, which are made in worker processes with GATEWAY_WORKERS.
+ADKS = (
+    "invoke_workflow screen_navigator",
+    "invoke_agent screen_navigator",
+    "generate_content scripted",
+    "execute_tool find_screen",
+    "execute_tool navigateToScreen",
+)
 
 
 def run_span(spans: tuple[ReadableSpan, ...], run_id: str) -> ReadableSpan:
@@ -44,13 +67,16 @@ def under(span: ReadableSpan, spans: tuple[ReadableSpan, ...]) -> list[str]:
     return [s.name for s in ancestors(span, spans)]
 
 
-async def test_the_flagship_story_traced_by_name(gateway: RunningGateway) -> None:
+async def test_the_flagship_story_traced_by_name(
+    gateway: RunningGateway, collector: OtlpReceiver
+) -> None:
     """Each run of the flagship is one span with its thread, run and user; the model calls,
     the tools and the store's commits are beneath it, and the browser's answer records how
     long navigateToScreen waited for it."""
     spans = recorded_spans()
+    collector.clear()
     await flagship_navigated_then_honest_reply(gateway)
-    finished = spans.get_finished_spans()
+    finished = await finished_spans(spans, collector, *ADKS)
     first, second = named(finished, "gateway_run")
     assert first.attributes["enduser.id"] == second.attributes["enduser.id"] == "demo"
     thread = first.attributes["gateway.thread_id"]
@@ -59,13 +85,7 @@ async def test_the_flagship_story_traced_by_name(gateway: RunningGateway) -> Non
     assert first.parent is None and second.parent is None  # nobody asked to continue a trace
     in_first = [s for s in finished if s.context.trace_id == first.context.trace_id]
     names = {s.name for s in in_first}
-    assert {
-        "invoke_workflow screen_navigator",
-        "invoke_agent screen_navigator",
-        "generate_content scripted",
-        "execute_tool find_screen",
-        "execute_tool navigateToScreen",
-    } <= names
+    assert set(ADKS) <= names
     for name in ("generate_content scripted", "execute_tool navigateToScreen"):
         for span in named(in_first, name):
             assert under(span, finished)[-1] == "gateway_run", name
@@ -86,14 +106,15 @@ async def test_the_flagship_story_traced_by_name(gateway: RunningGateway) -> Non
 
 
 async def test_a_traceparent_on_the_upgrade_continues_to_the_browser_tool(
-    gateway: RunningGateway,
+    gateway: RunningGateway, collector: OtlpReceiver
 ) -> None:
     spans = recorded_spans()
+    collector.clear()
     headers = {"traceparent": TRACEPARENT}
     async with connect(gateway.ws_url(), additional_headers=headers, max_size=None) as ws:
         events = await AgUiSocket(ws).run(user_input(new_id("t"), FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
-    finished = spans.get_finished_spans()
+    finished = await finished_spans(spans, collector, "execute_tool navigateToScreen")
     [tool] = named(finished, "execute_tool navigateToScreen")
     assert f"{tool.context.trace_id:032x}" == TRACE_ID
     assert under(tool, finished)[-1] == "gateway_run"
@@ -132,9 +153,10 @@ async def test_forwarded_props_name_each_runs_trace_on_one_connection(
 
 
 async def test_a_traceparent_header_on_invocations_is_the_runs_parent(
-    gateway: RunningGateway,
+    gateway: RunningGateway, collector: OtlpReceiver
 ) -> None:
     spans = recorded_spans()
+    collector.clear()
     run_input = user_input(new_id("t"), FLAGSHIP)
     async with httpx.AsyncClient(timeout=scaled(20)) as client:
         response = await client.post(
@@ -143,7 +165,7 @@ async def test_a_traceparent_header_on_invocations_is_the_runs_parent(
             headers={"X-Gateway-User": "demo", "traceparent": TRACEPARENT},
         )
     assert response.status_code == 200
-    finished = spans.get_finished_spans()
+    finished = await finished_spans(spans, collector, "execute_tool find_screen")
     run = run_span(finished, run_input["runId"])
     assert f"{run.context.trace_id:032x}" == TRACE_ID
     assert run.parent is not None and f"{run.parent.span_id:016x}" == PARENT_ID

@@ -37,6 +37,14 @@ async def flagship_turn(gateway: RunningGateway, user: str = "demo") -> str:
     return text_of(second)
 
 
+def every_run_in_a_worker(gateway: RunningGateway) -> bool:
+    """GATEWAY_WORKERS=N: each run's invocation runs in a worker (on demand, a light
+    load's run stays here)."""
+    assert gateway.app.hub is not None
+    pool = gateway.app.hub.engine.workers
+    return pool is not None and not pool.on_demand
+
+
 async def ping(gateway: RunningGateway) -> tuple[int, str]:
     async with httpx.AsyncClient(timeout=10) as client:
         response = await client.get(gateway.http + "/ping")
@@ -80,7 +88,9 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(
     """Issue 11's input on a live server: refused at the door, or stored, it harms no one else.
 
     Without the door's limits (as before issue 11, or for a bound a bug lets through) the
-    result is stored, and the next turn finds the thread unreadable.
+    result is stored, and the next turn finds the thread unreadable; with every run in a
+    worker (``GATEWAY_WORKERS=2``) the worker cannot parse the run it is handed, and the
+    run fails with the agent's coded error before anything is stored.
     """
     if not limits:
         monkeypatch.setattr(bounds, "MAX_DEPTH", 10_000)
@@ -94,6 +104,9 @@ async def test_a_deeply_nested_tool_result_takes_down_no_one(
             again = await ws.run(user_input(thread, "고마워"))
         if limits:
             assert answered[-1]["code"] == "VALIDATION_ERROR"
+            assert again[-1]["type"] == "RUN_FINISHED"
+        elif every_run_in_a_worker(gateway):
+            assert answered[-1]["code"] == "AGENT_ERROR"
             assert again[-1]["type"] == "RUN_FINISHED"
         else:
             assert answered[-1]["type"] == "RUN_FINISHED"

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ async def gateway_process(
     port: int | None = None,
     warm_up_runs: int = 0,
     drain_seconds: float = 2.0,
+    environment: Mapping[str, str] | None = None,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], int]]:
     """A real gateway process on ``db`` (a file, or a PostgreSQL URL), once /ping says 200;
     stopped if still alive on exit.
@@ -69,7 +71,8 @@ async def gateway_process(
     ``command`` is how it is started (``agent-gateway serve [AGENT]``), from ``cwd``;
     ``port`` is a free one unless given (a restart takes its predecessor's); there is no
     warm-up unless ``warm_up_runs`` asks for one; SIGTERM gives runs in progress
-    ``drain_seconds`` (not a deploy's 25 s: a test that ends mid-run is not kept waiting).
+    ``drain_seconds`` (not a deploy's 25 s: a test that ends mid-run is not kept waiting);
+    ``environment`` adds variables to the test's own (``GATEWAY_WORKERS``, ...).
     """
     tiers.require("process", "an agent-gateway process")
     port = port or free_port()
@@ -81,6 +84,7 @@ async def gateway_process(
             cwd=cwd,
             stdout=output,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **environment} if environment is not None else None,
         )
     try:
         await _ready(process, port, log)

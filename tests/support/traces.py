@@ -6,10 +6,14 @@
 - ``OtlpReceiver``: a tiny OTLP/HTTP collector on a loopback port, for a real
   ``agent-gateway`` process: it accepts ``POST /v1/traces`` (protobuf, gzip or not), decodes
   each request with ``opentelemetry-proto`` and keeps the spans, as a collector would.
+- ``worker_spans`` and ``finished_spans``: with ``GATEWAY_WORKERS`` ADK's spans are made in
+  the worker processes, which export by ``OTEL_*``; ``worker_spans`` points them at a
+  receiver, and ``finished_spans`` gives this process's spans and theirs as one tree.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import http.server
@@ -17,14 +21,17 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.support.budgets import eventually
 
 _exporter: InMemorySpanExporter | None = None
 
@@ -67,6 +74,24 @@ class ReceivedSpan:
     parent_span_id: str
     attributes: dict[str, Any]
     service: str
+    start_ns: int = 0
+    end_ns: int = 0
+    events: tuple[Event, ...] = ()
+
+    def readable(self) -> ReadableSpan:
+        """The span as this process's SDK would have recorded it."""
+        parent = None
+        if self.parent_span_id:
+            parent = _context(self.trace_id, self.parent_span_id, remote=True)
+        return ReadableSpan(
+            self.name,
+            _context(self.trace_id, self.span_id),
+            parent,
+            attributes=self.attributes,
+            events=self.events,
+            start_time=self.start_ns,
+            end_time=self.end_ns,
+        )
 
 
 class OtlpReceiver:
@@ -116,9 +141,24 @@ class OtlpReceiver:
                         span.parent_span_id.hex(),
                         attributes,
                         resource.get("service.name", ""),
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        tuple(
+                            Event(
+                                e.name,
+                                {a.key: _value(a.value) for a in e.attributes},
+                                e.time_unix_nano,
+                            )
+                            for e in span.events
+                        ),
                     )
                     with self.lock:
                         self.spans.append(received)
+
+    def clear(self) -> None:
+        """Forgets the spans received so far: what comes from now on is kept."""
+        with self.lock:
+            self.spans.clear()
 
     def named(self, name: str) -> list[ReceivedSpan]:
         with self.lock:
@@ -136,3 +176,34 @@ class OtlpReceiver:
 def _value(value: Any) -> Any:
     kind = value.WhichOneof("value")
     return getattr(value, kind) if kind is not None else None
+
+
+def _context(trace_id: str, span_id: str, remote: bool = False) -> trace.SpanContext:
+    return trace.SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=remote)
+
+
+@contextlib.contextmanager
+def worker_spans() -> Iterator[OtlpReceiver]:
+    """A receiver the worker processes of the gateways started meanwhile export to (their
+    batches sent within 50 ms); in one process it receives nothing."""
+    with OtlpReceiver() as receiver, pytest.MonkeyPatch.context() as environment:
+        environment.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        environment.delenv("OTEL_SERVICE_NAME", raising=False)
+        environment.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+        yield receiver
+
+
+async def finished_spans(
+    recorded: InMemorySpanExporter, workers: OtlpReceiver, *names: str
+) -> tuple[ReadableSpan, ...]:
+    """The spans finished since ``recorded`` and ``workers`` were emptied: this process's
+    and the workers', once each of ``names`` is among them (a run's ADK spans are made
+    where its invocation ran: here, or in a worker, GATEWAY_WORKERS)."""
+
+    def found() -> tuple[ReadableSpan, ...]:
+        with workers.lock:
+            theirs = tuple(span.readable() for span in workers.spans)
+        return recorded.get_finished_spans() + theirs
+
+    await eventually(lambda: all(named(found(), name) for name in names), 15, what=f"spans {names}")
+    return found()

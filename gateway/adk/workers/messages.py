@@ -129,11 +129,14 @@ class ReadSurfaces(msgspec.Struct, tag=True, frozen=True):
 
 class Yielded(msgspec.Struct, tag=True, frozen=True):
     """An event the runner yielded: ADK's JSON, or, ``stored``, the run's last ``Append``,
-    which the main process parsed already (ADK yields each event right after storing it)."""
+    which the main process parsed already (ADK yields each event right after storing it).
+    An event that says the model failed carries the provider's failure (as ``Finished``
+    does), which the hub reads as it translates that event."""
 
     run: int
     event: bytes = b""
     stored: bool = False
+    failure: tuple[str, str, str, str] | None = None  # code, sentence, detail, model
 
 
 class Stalled(msgspec.Struct, tag=True, frozen=True):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import itertools
 import logging
@@ -155,6 +156,9 @@ class _Stream:
     store_error: BaseException | None = None
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
     stored: AdkEvent | None = None
+    # The hub's context of the run (its span, its log ids), which its appends are stored
+    # in, as ADK's own appends are in process: each commit is an event on the run's span.
+    context: contextvars.Context = dataclasses.field(default_factory=contextvars.copy_context)
 
 
 @dataclasses.dataclass
@@ -455,6 +459,8 @@ class WorkerPool:
         match message:
             case Yielded():
                 stream = worker.runs.get(message.run)
+                if stream is not None and message.failure is not None:
+                    self._keep_failure(stream, message.failure)
                 if stream is not None and message.stored:
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
@@ -467,11 +473,11 @@ class WorkerPool:
                 if stream is None:  # the hub let go of the run: nothing more of it is stored
                     worker.channel.send(Appended(message.run, message.call, "the run is over"))
                 else:
-                    self._answer(self._store(worker.channel, stream, message))
+                    self._answer(self._store(worker.channel, stream, message), stream)
             case ReadSurfaces():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None
-                self._answer(self._read_surfaces(worker.channel, stream, message))
+                self._answer(self._read_surfaces(worker.channel, stream, message), stream)
             case Stalled():
                 if (stream := worker.runs.get(message.run)) is not None:
                     stalled = self.stalled(stream.run_id)
@@ -497,9 +503,10 @@ class WorkerPool:
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
 
-    def _answer(self, answering: Coroutine[Any, Any, None]) -> None:
-        """Answers a worker's request in a task of its own: the pipe's reader never waits."""
-        task = asyncio.create_task(answering)
+    def _answer(self, answering: Coroutine[Any, Any, None], stream: _Stream | None) -> None:
+        """Answers a worker's request in a task of its own (the pipe's reader never waits),
+        in the context of the run that asked."""
+        task = asyncio.create_task(answering, context=stream.context if stream else None)
         self._storing.add(task)
         task.add_done_callback(self._storing.discard)
 
@@ -536,9 +543,12 @@ class WorkerPool:
         if finished.usage:
             _keep(self._usage, stream.run_id, finished.usage)
         if finished.failure is not None:
-            code, sentence, detail, model = finished.failure
-            failure = ModelFailure(p.ErrorCode(code), sentence, detail)
-            _keep(self._failures, stream.run_id, FailedCall(failure, model))
+            self._keep_failure(stream, finished.failure)
+
+    def _keep_failure(self, stream: _Stream, failed: tuple[str, str, str, str]) -> None:
+        code, sentence, detail, model = failed
+        failure = ModelFailure(p.ErrorCode(code), sentence, detail)
+        _keep(self._failures, stream.run_id, FailedCall(failure, model))
 
     def _lost(self, worker: _Worker) -> None:
         for stream in worker.runs.values():

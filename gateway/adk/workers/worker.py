@@ -58,7 +58,7 @@ from gateway.adk.workers.messages import (
 from gateway.adk.workers.relay import Relay
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.context import Caller, asked_by
-from gateway.models.calls import ModelCalls
+from gateway.models.calls import MODEL_FAILED, ModelCalls
 from gateway.tools.client import ClientTool
 
 __all__ = ["serve"]
@@ -151,18 +151,23 @@ class _Runs:
         run_id = str(start.metadata.get("runId"))
         logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
         tracing.continue_from(start.traceparent)  # ADK's spans nest under the run's
-        session = Session.model_validate_json(start.session)
-        self.sessions.hold(start.run, session)
-        tools = {
-            tool.name: ClientTool(tool.name, tool.description, tool.parameters)
-            for tool in start.client_tools
-        }
-        message = (
-            types.Content.model_validate_json(start.message) if start.message is not None else None
-        )
+        session: Session | None = None
         ending: Finished | Failed
         watch = self._watch(start.run, run_id)
         try:
+            # Read in the try: a run whose session or message this side cannot parse (a
+            # value nested past pydantic's limit) ends Failed, not without an end.
+            session = Session.model_validate_json(start.session)
+            self.sessions.hold(start.run, session)
+            tools = {
+                tool.name: ClientTool(tool.name, tool.description, tool.parameters)
+                for tool in start.client_tools
+            }
+            message = (
+                types.Content.model_validate_json(start.message)
+                if start.message is not None
+                else None
+            )
             async with aclosing(
                 self.invocation.run(
                     self.runner,
@@ -180,10 +185,12 @@ class _Runs:
             ) as events:
                 async for event in events:
                     await window.spend()  # no further ahead of the hub than its window
+                    # The hub asks what failed as it translates this event: it goes with it.
+                    failure = self._failure(run_id) if event.error_code == MODEL_FAILED else None
                     if self.sessions.was_stored(session, event):
-                        self.channel.send(Yielded(start.run, stored=True))
+                        self.channel.send(Yielded(start.run, stored=True, failure=failure))
                     else:
-                        self.channel.send(Yielded(start.run, _json(event)))
+                        self.channel.send(Yielded(start.run, _json(event), failure=failure))
                     await self.channel.drain()
             ending = self._finished(start.run, run_id)
         except asyncio.CancelledError:
@@ -200,7 +207,8 @@ class _Runs:
         finally:
             if watch is not None:
                 watch.cancel()
-            self.sessions.release(session)
+            if session is not None:
+                self.sessions.release(session)
             self.tasks.pop(start.run, None)
             self.aborts.pop(start.run, None)
             self.windows.pop(start.run, None)
@@ -220,12 +228,15 @@ class _Runs:
 
     def _finished(self, run: int, run_id: str) -> Finished:
         usage = self.usage.take(run_id) if self.usage is not None else None
+        return Finished(run, usage, self._failure(run_id))
+
+    def _failure(self, run_id: str) -> tuple[str, str, str, str] | None:
+        """The provider's failure that ended a model call of the run, as a message holds it."""
         failed = self.model_calls.take_failure(run_id) if self.model_calls is not None else None
-        failure = None
-        if failed is not None:
-            code = failed.failure
-            failure = (code.code.value, code.sentence, code.detail, failed.model)
-        return Finished(run, usage, failure)
+        if failed is None:
+            return None
+        code = failed.failure
+        return (code.code.value, code.sentence, code.detail, failed.model)
 
 
 async def _report_stall(
