@@ -2,10 +2,11 @@
 
 AgentCore's contract names two statuses, Healthy and HealthyBusy; while nothing a run says
 could be kept, /ping must say neither, so it answers 503 with status "Unhealthy". The store
-is made to fail as in issue 11 (a read left open on its connection, then a commit by
-another connection: every commit then fails with "database is locked"), then to recover.
-Nobody writes meanwhile: the writer's own probe notices the recovery. On PostgreSQL the
-database is made unreachable instead, then reachable again.
+is made to fail as another program would make it (a backup, a sqlite3 shell left in a
+transaction: it holds the file's write lock, and every commit waits out the busy timeout,
+then fails with "database is locked"), then to recover once the lock is let go. Nobody
+writes meanwhile: the writer's own probe notices the recovery. On PostgreSQL the database
+is made unreachable instead, then reachable again.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from gateway.store import CommitFailedError, SessionService, StoreError, group_commit
 from tests.support.agui import new_id, user_input
 from tests.support.budgets import scaled
-from tests.support.damage import close_read, commit_from_outside, hold_a_read_open
+from tests.support.held_store import write_lock_held
 from tests.support.postgres import Postgres
 from tests.support.servers import RunningGateway, running_gateway
 
@@ -45,21 +46,20 @@ async def test_ping_is_unhealthy_while_commits_fail_and_healthy_once_they_succee
         assert gateway.app.hub is not None
         store: SessionService = gateway.app.hub.engine.sessions
 
-        cursor = await hold_a_read_open(store)
-        await asyncio.to_thread(commit_from_outside, db)
-        with pytest.raises(CommitFailedError):
-            await store.create_session(app_name="gateway", user_id="demo", session_id="x")
-        status, unhealthy = await ping(gateway)
-        assert (status, unhealthy["status"]) == (503, "Unhealthy")
-        assert isinstance(unhealthy["time_of_last_update"], int)
-        assert unhealthy["time_of_last_update"] >= healthy["time_of_last_update"]  # type: ignore[operator]
-        await asyncio.sleep(0.2)  # probes keep failing meanwhile: still the truth
-        assert (await ping(gateway))[0] == 503
-        # A run is refused with a code a client retries on, not as the unexpected.
-        refused = await ws.run(user_input(new_id("t"), "안녕"))
-        assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "STORE_UNAVAILABLE"
+        with write_lock_held(db):
+            with pytest.raises(CommitFailedError):
+                await store.create_session(app_name="gateway", user_id="demo", session_id="x")
+            status, unhealthy = await ping(gateway)
+            assert (status, unhealthy["status"]) == (503, "Unhealthy")
+            assert isinstance(unhealthy["time_of_last_update"], int)
+            assert unhealthy["time_of_last_update"] >= healthy["time_of_last_update"]  # type: ignore[operator]
+            await asyncio.sleep(0.2)  # probes keep failing meanwhile: still the truth
+            assert (await ping(gateway))[0] == 503
+            # A run is refused with a code a client retries on, not as the unexpected.
+            refused = await ws.run(user_input(new_id("t"), "안녕"))
+            assert refused[-1]["type"] == "RUN_ERROR"
+            assert refused[-1]["code"] == "STORE_UNAVAILABLE"
 
-        await close_read(store, cursor)
         deadline = time.monotonic() + scaled(5)
         while (await ping(gateway))[0] != 200:
             assert time.monotonic() < deadline, "/ping stayed Unhealthy after the store recovered"

@@ -183,9 +183,11 @@ async def test_a_run_reads_its_thread_once_and_hands_it_to_adk(
     async with gateway.socket() as ws:
         for _ in range(2):  # a new thread, then the next turn on it
             assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
-    # Opening the thread was the only read (a write, ordered with the others); ADK's own
-    # read of the session was answered with the opened one.
-    assert reads == []
+    # Opening the thread was the only read: the new thread through the writer (a write,
+    # ordered with the others), the next turn's, a thread the hub had in hand, beside it
+    # (``open_thread(known=True)``). ADK's own read of the session was answered with the
+    # opened one.
+    assert [read.func.__name__ for read in reads] == ["_read_thread"]  # type: ignore[attr-defined]
     session = await store.get_session(app_name=APP_NAME, user_id="demo", session_id=thread)
     assert session is not None and len(session.events) == 6
 
