@@ -8,8 +8,8 @@ import json
 import os
 import signal
 import time
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -201,20 +201,37 @@ async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
             assert text_of(await ws.run(user_input(thread, "안녕하세요")))
 
 
+@asynccontextmanager
+async def workers_calling(
+    provider: ChatCompletions,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    **settings: Any,
+) -> AsyncIterator[RunningGateway]:
+    """Two workers whose model is the local ``provider``: they inherit its address from
+    the environment, as a deployment's workers inherit the gateway's."""
+    for name, value in provider.env().items():
+        monkeypatch.setenv(name, value)
+    async with (
+        provider.running(),
+        running_gateway(
+            workers=2, db=str(tmp_path / "threads.db"), model=provider.model_name, **settings
+        ) as gateway,
+    ):
+        yield gateway
+
+
 async def test_a_model_that_stalls_in_a_worker_is_stopped_as_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # The workers call a local provider (its address in the environment they inherit),
     # which sends a reply's first chunks and then nothing.
     provider = ChatCompletions()
-    for name, value in provider.env().items():
-        monkeypatch.setenv(name, value)
     async with (
-        provider.running(),
-        running_gateway(
-            workers=2,
-            db=str(tmp_path / "threads.db"),
-            model=provider.model_name,
+        workers_calling(
+            provider,
+            tmp_path,
+            monkeypatch,
             model_timeout=STALL,
             log_format="json",
             log_level="info",
@@ -251,13 +268,8 @@ async def test_a_provider_failure_in_a_worker_is_the_coded_error_of_one_process(
     # What tests/models/test_failures.py checks in one process: the provider's failure,
     # which the model-call plugin records in the worker, is the run's code and sentence.
     provider = ChatCompletions()
-    for name, value in provider.env().items():
-        monkeypatch.setenv(name, value)
     async with (
-        provider.running(),
-        running_gateway(
-            workers=2, db=str(tmp_path / "threads.db"), model=provider.model_name
-        ) as gateway,
+        workers_calling(provider, tmp_path, monkeypatch) as gateway,
         gateway.socket() as ws,
     ):
         pool_of(gateway)
