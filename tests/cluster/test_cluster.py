@@ -46,6 +46,8 @@ LONG = "자기소개를 길게 해 주세요"
 STARTS_ENDS = ("RUN_STARTED", "RUN_FINISHED")
 # Slow enough to act in the middle of a reply, fast enough for the suite.
 PACE_MS = 40
+# A chunk of the reply the test kills its process in the middle of.
+VICTIM_PACE_SECONDS = 0.25
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +231,11 @@ async def test_a_process_killed_mid_run_loses_nothing_and_its_thread_goes_on(
 ):
     _, b, c = cluster
     thread = new_id("t")
-    victim_process = gateway_process(database, tmp_path / "victim.log", pace_ms=PACE_MS)
+    # The victim replies slowly: between the reply's second chunk and the kill, another
+    # process joins the run and the tab's text is committed, which on a busy machine took
+    # longer than the rest of a reply at PACE_MS (the run finished before it was killed).
+    victim_pace_ms = scaled(VICTIM_PACE_SECONDS) * 1000
+    victim_process = gateway_process(database, tmp_path / "victim.log", pace_ms=victim_pace_ms)
     async with (
         victim_process as (victim, port),
         tab(port, "tab-1") as on_a,
