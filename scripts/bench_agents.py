@@ -44,7 +44,7 @@ from gateway.tools import catalog
 from gateway.tools.client import CLIENT_TOOLS_KEY
 from scripts._bench import LocalGateway, local_gateway
 from scripts.bench_runs import (
-    UNLIMITED,
+    BENCH_FLAGS,
     USER,
     WARM_UP_RUNS,
     Phase,
@@ -136,7 +136,7 @@ def main() -> None:
     # ADK warns once per run about token usage; the server logs to a file, so do the same here.
     logging.basicConfig(filename=os.devnull, level=logging.INFO)
     rounds: list[list[Phase]] = []
-    flags = ("--agent", AGENT, "--model", f"script:{SCRIPT}", *UNLIMITED)
+    flags = ("--agent", AGENT, "--model", f"script:{SCRIPT}", *BENCH_FLAGS)
     for number in range(1, args.rounds + 1):
         first = "gateway" if number % 2 else "runner"
         with local_gateway(*flags) as gateway:

@@ -41,7 +41,7 @@ import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
 from scripts._bench import LocalGateway, client_tools, local_gateway, percentile
-from scripts.bench_runs import UNLIMITED, USER, Phase, gateway_run, measure
+from scripts.bench_runs import BENCH_FLAGS, USER, Phase, gateway_run, measure
 from tests.support.postgres import running_postgres
 
 # The pace of the scripted model for the fan-out runs: events apart, as a real model sends them.
@@ -56,7 +56,8 @@ def processes(count: int, db: str, *flags: str) -> Iterator[list[LocalGateway]]:
     """``count`` gateway processes on the database ``db``, all answering /ping."""
     with contextlib.ExitStack() as stack:
         yield [
-            stack.enter_context(local_gateway("--db", db, *UNLIMITED, *flags)) for _ in range(count)
+            stack.enter_context(local_gateway("--db", db, *BENCH_FLAGS, *flags))
+            for _ in range(count)
         ]
 
 

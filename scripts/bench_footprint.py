@@ -75,7 +75,7 @@ import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
 from scripts._bench import ROOT, LocalGateway, client_tools, free_port, local_gateway, rss_mib
-from scripts.bench_runs import UNLIMITED, USER, gateway_run
+from scripts.bench_runs import BENCH_FLAGS, USER, gateway_run
 from scripts.load import process_tree
 
 # Issue 32's targets: last turn's figures, and a bound per idle connection.
@@ -201,7 +201,7 @@ def gateway_for(
     args: argparse.Namespace, heap_directory: Path | None = None
 ) -> Iterator[LocalGateway]:
     with tempfile.TemporaryDirectory(prefix="footprint-") as tmp:
-        flags = [*UNLIMITED, "--workers", str(args.workers)]
+        flags = [*BENCH_FLAGS, "--workers", str(args.workers)]
         if args.db == "file":
             flags += ["--db", str(Path(tmp) / "gateway.db")]
         entry: tuple[str, ...] = ("-m", "gateway")

@@ -29,7 +29,7 @@ from pathlib import Path
 import uvloop
 
 from scripts._bench import LocalGateway, client_tools, local_gateway
-from scripts.bench_runs import UNLIMITED, Phase, gateway_phases, phase_arguments
+from scripts.bench_runs import BENCH_FLAGS, Phase, gateway_phases, phase_arguments
 
 # Runs/s with metrics on, as a share of the same with them off.
 RATIO_TARGET = 0.95
@@ -38,7 +38,7 @@ RATIO_TARGET = 0.95
 @contextlib.contextmanager
 def served(db: str, metrics: str) -> Iterator[LocalGateway]:
     with contextlib.ExitStack() as stack:
-        flags = [*UNLIMITED, "--metrics", metrics]
+        flags = [*BENCH_FLAGS, "--metrics", metrics]
         if db == "file":
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-"))
             flags += ["--db", str(Path(directory) / "gateway.db")]

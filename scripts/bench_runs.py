@@ -77,7 +77,10 @@ RUN_TIMEOUT = 10.0
 RATE_TARGET = 0.70
 # One user sends every run, far faster than a person: the per-user rate limit is not what
 # is measured (the plain runner has none).
-UNLIMITED = ("--user-rate", "0", "--user-reattach-bytes", "0")
+# And one process: the plain Runner a gateway is compared with runs in one, and workers
+# started on demand in the middle of a phase would time their start (load.py and
+# bench_footprint.py measure workers, with --workers).
+BENCH_FLAGS = ("--user-rate", "0", "--user-reattach-bytes", "0", "--workers", "0")
 # A phase compared with another is measured in this many parts, the two taking turns: the
 # load of a shared machine moves within seconds, and should fall on both.
 SLICES = 4
@@ -524,7 +527,7 @@ def served(db: str, server: Postgres | None) -> Iterator[LocalGateway]:
     """A fresh gateway whose store is ':memory:', a file in a temporary directory, or a
     new database of ``server``."""
     with contextlib.ExitStack() as stack:
-        flags = list(UNLIMITED)
+        flags = list(BENCH_FLAGS)
         if db == "file":
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-"))
             flags += ["--db", str(Path(directory) / "gateway.db")]

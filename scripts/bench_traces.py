@@ -40,7 +40,7 @@ import uvloop
 
 from scripts._bench import ROOT, LocalGateway, client_tools, cpu_seconds, local_gateway
 from scripts.bench_runs import (
-    UNLIMITED,
+    BENCH_FLAGS,
     Phase,
     gateway_phases,
     joined,
@@ -209,7 +209,7 @@ def main() -> None:
                 gateways = {}
                 for mode in MODES:  # each process reads OTEL_* as it starts
                     with environment(otel_variables(mode, collector)):
-                        gateways[mode] = stack.enter_context(local_gateway(*UNLIMITED))
+                        gateways[mode] = stack.enter_context(local_gateway(*BENCH_FLAGS))
                 phases = uvloop.run(measure(gateways, order, args.runs, concurrency))
             for index, clients in enumerate(concurrency):
                 off, traced = phases["off"][index], phases["traced"][index]
