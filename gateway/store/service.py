@@ -37,7 +37,7 @@ from typing_extensions import override
 
 from gateway.metrics import Metrics
 from gateway.store import writes
-from gateway.store.backend import Backend, Reads
+from gateway.store.backend import Backend, Reads, read_thread
 from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.errors import FencedError, StoreError
@@ -354,7 +354,7 @@ class SessionService(BaseSessionService):
 
         ``known``: the caller has had the thread in hand (a run's reply to the browser, the
         next message): it is likely there and the user's, so it is read beside the writer
-        (``_read_thread``) instead of taking a place in the writer's queue, where it would
+        (``backend.read_thread``) instead of taking a place in the writer's queue, where it would
         wait for the commit in progress and then for its own. A read sees every commit
         finished before it, not the writes still queued: the caller must know that none
         of the thread's is (the hub's runs end only once their writes are committed).
@@ -363,7 +363,7 @@ class SessionService(BaseSessionService):
         session_id = session_id.strip()
         if known:
             read = partial(
-                _read_thread,
+                read_thread,
                 self._reads,
                 app_name=app_name,
                 user_id=user_id,
@@ -838,18 +838,3 @@ class SessionService(BaseSessionService):
 
 def _unfenced(thread_id: str) -> Fence | None:
     return None
-
-
-def _read_thread(
-    reads: Reads, db: Any, *, app_name: str, user_id: str, session_id: str, window: int
-) -> tuple[StoredSession, Usage, int] | None:
-    """A thread of ``user_id`` as ``writes.OpenThread`` gives it, in one read; None if the
-    user has no such thread (another user's, or none)."""
-    stored = reads.load_session(
-        db, app_name=app_name, user_id=user_id, session_id=session_id, window=window, after=None
-    )
-    if stored is None:
-        return None
-    usage = reads.usage(db, app_name=app_name, user_id=user_id)
-    head = reads.log_head(db, app_name=app_name, user_id=user_id, session_id=session_id)
-    return stored, usage, head

@@ -9,11 +9,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, cast
 
+from gateway.store.backend import read_thread
 from gateway.store.codec import dump, updated_state
 from gateway.store.rows import StoredSession
+from gateway.store.sqlite import reads
 from gateway.store.sqlite.branches import move_branch as move_branch
 from gateway.store.sqlite.open_calls import record_progress
-from gateway.store.sqlite.reads import load_session, log_head, thread_owner, usage
+from gateway.store.sqlite.reads import thread_owner, usage
 from gateway.store.sqlite.schema import EVENT_BYTES
 from gateway.store.sqlite.scopes import merge_scope, with_scopes
 from gateway.store.sqlite.thread_index import erase_index, index_event, owner_token
@@ -74,19 +76,16 @@ def open_thread(
         )
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
-    stored = load_session(
+    found = read_thread(
+        reads,
         db,
         app_name=opening.app_name,
         user_id=opening.user_id,
         session_id=opening.session_id,
         window=opening.window,
-        after=None,
     )
-    assert stored is not None  # its owner was just read, in the same transaction
-    head = log_head(
-        db, app_name=opening.app_name, user_id=opening.user_id, session_id=opening.session_id
-    )
-    return stored, usage(db, app_name=opening.app_name, user_id=opening.user_id), head
+    assert found is not None  # its owner was just read, in the same transaction
+    return found
 
 
 def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
