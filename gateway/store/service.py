@@ -60,6 +60,8 @@ from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 log = logging.getLogger("gateway.store")
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Fences refused, kept to refuse their later writes at once: one a thread, the newest few.
 _REFUSED_KEPT = 256
@@ -400,13 +402,8 @@ class SessionService(BaseSessionService):
         hand-over spares a second read of what was just read. The caller's hold on the
         thread (one run at a time) is what keeps the object current.
         """
-        key = (session.app_name, session.user_id, session.id)
-        self._handed_over[key] = session
-        try:
+        with _kept(self._handed_over, (session.app_name, session.user_id, session.id), session):
             yield
-        finally:
-            if self._handed_over.get(key) is session:
-                del self._handed_over[key]
 
     @contextlib.contextmanager
     def input_ahead(
@@ -427,13 +424,8 @@ class SessionService(BaseSessionService):
         append is queued behind it, and the store commits in order, so an event stored
         after the input is never stored without it.
         """
-        key = (app_name, user_id, session_id)
-        self._ahead[key] = queued
-        try:
+        with _kept(self._ahead, (app_name, user_id, session_id), queued):
             yield
-        finally:
-            if self._ahead.get(key) is queued:
-                del self._ahead[key]
 
     @contextlib.contextmanager
     def serialised(self, session: Session) -> Iterator[SharedWrites]:
@@ -834,6 +826,18 @@ class SessionService(BaseSessionService):
                 else "the session store is closed"
             )
         return self._writer
+
+
+@contextlib.contextmanager
+def _kept(held: dict[K, V], key: K, value: V) -> Iterator[None]:
+    """Within the block, ``held[key]`` is ``value``; after it, gone, unless another block
+    put its own there meanwhile."""
+    held[key] = value
+    try:
+        yield
+    finally:
+        if held.get(key) is value:
+            del held[key]
 
 
 def _unfenced(thread_id: str) -> Fence | None:
