@@ -277,14 +277,18 @@ def open_runs(
     return runs
 
 
+# What a user's threads hold, by ``%(app)s`` and ``%(user)s``; an opening of a thread reads
+# it in its own statement (``writes._OPENING``).
+USAGE = (
+    "SELECT COUNT(*) AS threads, COALESCE(SUM(stored_bytes), 0)::bigint AS stored_bytes"
+    " FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s"
+)
+
+
 @one_statement
 def usage(db: psycopg.Connection, *, app_name: str, user_id: str) -> Usage:
-    """What the user's threads hold (as an opening of a thread reads it, ``writes``)."""
-    row = db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0)::bigint FROM sessions"
-        " WHERE app_name = %s AND user_id = %s",
-        (app_name, user_id),
-    ).fetchone()
+    """What the user's threads hold."""
+    row = db.execute(USAGE, {"app": app_name, "user": user_id}).fetchone()
     return Usage(*row) if row else Usage(0, 0)
 
 
