@@ -336,6 +336,8 @@ class WorkerPool:
                             channel.send(Credit(number, credit))
                     yield item
                     continue
+                if isinstance(item, RemoteFailure):  # not taken here: the worker stops it
+                    raise item
                 ended = True
                 if item is _END:
                     return
@@ -448,7 +450,11 @@ class WorkerPool:
         )
         try:
             while True:
-                self._received(worker, await channel.receive())
+                message = await channel.receive()
+                try:
+                    self._received(worker, message)
+                except Exception:  # one message's fault is its run's, never the worker's
+                    self._not_taken(worker, message)
         except ChannelClosed:
             pass
         finally:
@@ -502,6 +508,28 @@ class WorkerPool:
                 self.metrics.tokens_used(message.model, message.input_tokens, message.output_tokens)
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
+
+    def _not_taken(self, worker: _Worker, message: FromWorker) -> None:
+        """A message of the worker's this process could not take (an event it cannot
+        parse, a failure it does not know): the run it belongs to ends as if its invocation
+        had raised, and the worker stops it; the worker and its other runs go on. The run's
+        later messages find it gone, as after the hub let go of it."""
+        run = getattr(message, "run", None)
+        stream = worker.runs.pop(run, None) if isinstance(run, int) else None
+        log.warning(
+            "worker %d sent a %s this process could not take%s",
+            worker.index,
+            type(message).__name__,
+            f"; run {stream.run_id} ends with the agent's error" if stream else "; dropped",
+            exc_info=True,
+        )
+        if stream is not None:
+            stream.queue.put_nowait(
+                RemoteFailure(
+                    f"worker {worker.index} sent a {type(message).__name__} of the run"
+                    " this process could not take"
+                )
+            )
 
     def _answer(self, answering: Coroutine[Any, Any, None], stream: _Stream | None) -> None:
         """Answers a worker's request in a task of its own (the pipe's reader never waits),
