@@ -87,8 +87,6 @@ log = logging.getLogger(__name__)
 
 # Seconds a starting worker has to import the agent and say Hello.
 START_SECONDS = 120.0
-# Seconds between looks at a worker started on demand that has not said Hello yet.
-START_CHECK_SECONDS = 0.2
 # Finished runs' usage and model failures kept for the hub to take, newest last.
 KEPT_ENDINGS = 10_000
 
@@ -98,6 +96,11 @@ class WorkerProcess(Protocol):
 
     @property
     def pid(self) -> int | None: ...
+
+    @property
+    def sentinel(self) -> int:
+        """A descriptor that becomes readable when the process ends."""
+        ...
 
     def is_alive(self) -> bool: ...
     def terminate(self) -> None: ...
@@ -385,11 +388,15 @@ class WorkerPool:
         """A worker started on demand that exits or takes too long before its Hello is
         given up, and so is starting others: runs stay in this process, as correct."""
         ready, process = self._ready[index], self._workers[index].process
-        started = time.perf_counter()
-        while not ready.done() and process.is_alive():
-            if time.perf_counter() - started > START_SECONDS:
-                break
-            await asyncio.sleep(START_CHECK_SECONDS)
+        exited = _exit_of(process)
+        try:
+            await asyncio.wait(
+                {ready, exited}, timeout=START_SECONDS, return_when="FIRST_COMPLETED"
+            )
+            # By its sentinel: the process may not be reaped yet (``is_alive`` says yes).
+            gone = exited.done()
+        finally:
+            exited.cancel()
         if ready.done() or self._closing:
             return
         self._may_start = False
@@ -398,7 +405,7 @@ class WorkerPool:
         log.warning(
             "worker %d did not start (%s); runs' invocations stay in this process",
             index,
-            "it exited" if not process.is_alive() else f"no word in {START_SECONDS:g} s",
+            "it exited" if gone else f"no word in {START_SECONDS:g} s",
         )
         await asyncio.get_running_loop().run_in_executor(None, _end, process)
 
@@ -634,6 +641,22 @@ def _keep(kept: dict[str, Any], run_id: str, value: object) -> None:
     kept[run_id] = value
     while len(kept) > KEPT_ENDINGS:
         del kept[next(iter(kept))]
+
+
+def _exit_of(process: WorkerProcess) -> asyncio.Future[None]:
+    """Done once ``process`` has ended (its sentinel is readable); cancel it to stop
+    watching."""
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    sentinel = process.sentinel
+
+    def ended() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(sentinel, ended)
+    exited.add_done_callback(lambda _: loop.remove_reader(sentinel))
+    return exited
 
 
 def _end(process: WorkerProcess) -> None:
