@@ -5,6 +5,10 @@ event loop go out in one write (a run's streamed events are many and small, and 
 frame was a system call and a wake-up of the peer each). ``drain`` waits when the socket's
 buffer is over its high mark, so a peer that stops reading slows its sender instead of
 growing its memory.
+
+A message longer than ``MAX_FRAME`` is refused where it is sent (``FrameTooLarge``, in the
+task of the run that sends it): the peer would take such a frame for a broken pipe, and
+close it on every run it carries.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-__all__ = ["Channel", "ChannelClosed"]
+__all__ = ["Channel", "ChannelClosed", "FrameTooLarge"]
 
 M = TypeVar("M")
 _LENGTH = 4
@@ -24,6 +28,10 @@ MAX_FRAME = 256 * 1024 * 1024
 
 class ChannelClosed(Exception):
     """The peer closed the pipe, or sent what is not a frame of ours."""
+
+
+class FrameTooLarge(ValueError):
+    """A message longer than any frame the peer accepts: not sent."""
 
 
 class Channel(Generic[M]):
@@ -41,6 +49,8 @@ class Channel(Generic[M]):
         if self.writer.is_closing():
             raise ChannelClosed("the pipe is closed")
         body = self._encoder.encode(message)
+        if len(body) > MAX_FRAME:
+            raise FrameTooLarge(f"a {type(message).__name__} of {len(body)} bytes")
         if not self._queued:
             asyncio.get_running_loop().call_soon(self._flush)
         self._queued += (len(body).to_bytes(_LENGTH, "big"), body)

@@ -46,7 +46,7 @@ from gateway import tracing
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
-from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.channel import Channel, ChannelClosed, FrameTooLarge
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.demand import LOCAL_RUNS, place
 from gateway.adk.workers.messages import (
@@ -558,7 +558,11 @@ class WorkerPool:
                 )
                 answer = SurfacesRead(asked.run, asked.call, error=type(failure).__name__)
         with contextlib.suppress(ChannelClosed):
-            channel.send(answer)
+            try:
+                channel.send(answer)
+            except FrameTooLarge as failure:  # the run fails, as on a read that failed
+                log.warning("a worker's run was not sent its thread's A2UI surfaces: %s", failure)
+                channel.send(SurfacesRead(asked.run, asked.call, error=type(failure).__name__))
 
     async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
         error = None
