@@ -11,6 +11,8 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Coroutine
+from typing import Any
 
 from gateway import logs, tracing
 from gateway import wire as p
@@ -495,15 +497,13 @@ class WebSocketSession:
                 elif taken.refused is not None:
                     raise taken.refused
                 tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
-                starting = asyncio.ensure_future(
-                    self.hub.start(
-                        self.user,
-                        request,
-                        self,
-                        self.access.caller,
-                        acknowledge=self._acknowledge,
-                        admitted=taken.admitted if taken is not None else None,
-                    )
+                starting = self.hub.start(
+                    self.user,
+                    request,
+                    self,
+                    self.access.caller,
+                    acknowledge=self._acknowledge,
+                    admitted=taken.admitted if taken is not None else None,
                 )
                 if taken is not None and taken.admitted is not None and taken.admitted.early:
                     run = await self._started_whatever_comes(starting)
@@ -523,12 +523,13 @@ class WebSocketSession:
         if run is not None:
             await run.done.wait()
 
-    async def _started_whatever_comes(self, starting: asyncio.Future[Run]) -> Run:
+    async def _started_whatever_comes(self, start: Coroutine[Any, Any, Run]) -> Run:
         """The run of an input whose RUN_STARTED went out as it was admitted: the client
         was told it began, so it starts even if this connection closes first (a run goes
         on when its connection closes; its client reattaches and follows it,
         docs/first-event.md). A browser's answer would otherwise be lost, its tab waiting
         for the run it was told of."""
+        starting = asyncio.ensure_future(start)
         try:
             return await asyncio.shield(starting)
         except asyncio.CancelledError:
