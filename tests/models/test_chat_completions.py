@@ -1,0 +1,190 @@
+"""An ``openai/<model>``'s requests go out as the SDK's ``create`` would send them, without
+the SDK's walk over them: the same bytes and headers, the same answer, the same errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import httpx
+import openai
+import pytest
+from google.adk.integrations.openai import OpenAILlm
+from google.adk.models.llm_request import LlmRequest
+from google.genai import types
+from openai import AsyncOpenAI
+from openai._utils import PropertyInfo
+from typing_extensions import TypedDict
+
+from gateway.models import names
+from gateway.models.chat_completions import ChatCompletionsClient, sent_as_is
+from gateway.models.failures import classify
+
+pytestmark = pytest.mark.unit
+
+CHUNKS = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+    {"choices": [{"index": 0, "delta": {"content": "이동했습니다"}}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}},
+]
+COMPLETION = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "이동했습니다"},
+            "finish_reason": "stop",
+        }
+    ],
+}
+
+
+def answer(request: httpx.Request) -> httpx.Response:
+    if not json.loads(request.content).get("stream"):
+        return httpx.Response(200, json=COMPLETION)
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    lines = [f"data: {json.dumps(head | chunk)}\n\n" for chunk in CHUNKS] + ["data: [DONE]\n\n"]
+    return httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content="".join(lines).encode()
+    )
+
+
+def client_of(
+    kind: type[AsyncOpenAI], sent: list[httpx.Request], reply: Callable[..., httpx.Response]
+) -> AsyncOpenAI:
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return reply(request)
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return kind(api_key="sk-test", base_url="http://provider/v1", max_retries=0, http_client=http)
+
+
+def conversation() -> LlmRequest:
+    """Every kind of value ADK's OpenAILlm puts in a request: instructions, text, an image,
+    a call and its result, tools, a forced tool choice, a JSON schema, sampling, stops."""
+    call = types.FunctionCall(id="call-1", name="find_screen", args={"query": "업무 요청"})
+    result = types.FunctionResponse(id="call-1", name="find_screen", response={"id": "MNU-3120"})
+    image = types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG"))
+    find = types.FunctionDeclaration(
+        name="find_screen",
+        description="Finds a screen.",
+        parameters_json_schema={
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+    )
+    schema = {"title": "Reply", "type": "object", "properties": {"text": {"type": "string"}}}
+    return LlmRequest(
+        contents=[
+            types.Content(role="user", parts=[types.Part(text="화면 열어줘"), image]),
+            types.Content(role="model", parts=[types.Part(function_call=call)]),
+            types.Content(role="user", parts=[types.Part(function_response=result)]),
+        ],
+        config=types.GenerateContentConfig(
+            system_instruction="You open screens.",
+            tools=[types.Tool(function_declarations=[find])],
+            tool_config=types.ToolConfig(
+                function_calling_config=types.FunctionCallingConfig(mode="ANY")
+            ),
+            response_schema=schema,
+            temperature=0.2,
+            top_p=0.9,
+            stop_sequences=["END"],
+            max_output_tokens=512,
+        ),
+    )
+
+
+async def called(kind: type[AsyncOpenAI], *, stream: bool) -> tuple[httpx.Request, str]:
+    """The request ADK's OpenAILlm sends through a client of ``kind``, and the text it read."""
+    sent: list[httpx.Request] = []
+    model = OpenAILlm(model="local-model", client=client_of(kind, sent, answer))
+    responses = [r async for r in model.generate_content_async(conversation(), stream=stream)]
+    final = responses[-1]
+    assert final.content is not None and final.content.parts
+    (request,) = sent
+    return request, final.content.parts[0].text or ""
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_adks_request_goes_out_as_the_sdks_create_sends_it(stream: bool) -> None:
+    ours, our_text = await called(ChatCompletionsClient, stream=stream)
+    theirs, their_text = await called(AsyncOpenAI, stream=stream)
+    assert (ours.method, ours.url) == (theirs.method, theirs.url)
+    # The same JSON (the SDK's create orders its keys its own way).
+    assert json.loads(ours.content) == json.loads(theirs.content)
+    assert dict(ours.headers) == dict(theirs.headers)
+    assert ours.headers["authorization"] == "Bearer sk-test"
+    assert our_text == their_text == "이동했습니다"
+
+
+async def test_a_chat_completion_skips_the_sdks_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway's ``openai/<model>`` never asks the SDK to walk its parameters again."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    built = names.build("openai/local-model")
+    assert isinstance(built, OpenAILlm)
+    client = built._openai_client
+    assert isinstance(client, ChatCompletionsClient)
+
+    async def walked(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the SDK walked a chat completion's parameters")
+
+    monkeypatch.setattr(
+        "openai.resources.chat.completions.completions.async_maybe_transform", walked
+    )
+    sent: list[httpx.Request] = []
+    model = OpenAILlm(model="local-model", client=client_of(type(client), sent, answer))
+    responses = [r async for r in model.generate_content_async(conversation(), stream=True)]
+    assert responses[-1].content is not None and len(sent) == 1
+
+
+async def test_anything_else_goes_the_sdks_own_way() -> None:
+    sent: list[httpx.Request] = []
+    client = client_of(ChatCompletionsClient, sent, answer)
+    completion = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-trace": "1"}
+    )
+    assert completion.choices[0].message.content == "이동했습니다"
+    assert sent[0].headers["x-trace"] == "1"
+
+
+class Card(TypedDict, total=False):
+    card_id: Annotated[str, PropertyInfo(alias="cardID")]
+
+
+class Parameters(TypedDict, total=False):
+    plain: str
+    cards: list[Card]
+    when: Annotated[str, PropertyInfo(format="iso8601")]
+
+
+def test_a_parameter_the_sdk_would_rename_or_format_is_not_sent_as_is() -> None:
+    assert sent_as_is(Parameters) == {"plain"}
+    # Chat completions have neither today: every parameter ADK sends goes as it is.
+    assert {"messages", "tools", "tool_choice", "response_format", "stream_options"} <= (
+        sent_as_is()
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(401, openai.AuthenticationError), (429, openai.RateLimitError), (500, openai.APIError)],
+)
+async def test_a_providers_refusal_is_the_sdks_error(status: int, error: type[Exception]) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        body = {"error": {"message": "no", "type": "refused"}}
+        return httpx.Response(status, json=body, headers={"retry-after": "7"})
+
+    for kind in (ChatCompletionsClient, AsyncOpenAI):
+        model = OpenAILlm(model="local-model", client=client_of(kind, [], refuse))
+        with pytest.raises(error) as raised:
+            _ = [r async for r in model.generate_content_async(conversation(), stream=True)]
+        failure = classify(raised.value)
+        assert failure is not None and "no (refused)" in failure.detail
