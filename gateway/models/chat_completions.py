@@ -17,6 +17,13 @@ stream decoding. Which parameters qualify is read once from the SDK's own types
 (``sent_as_is``), so an SDK that one day renames or formats one sends it its own way
 again; a call with anything else (``extra_headers``, a parameter that has an alias)
 goes through ``create`` as before.
+
+Its streamed chunks are read the same way, one step cheaper: the SDK builds each one
+with its own lenient ``construct``, ~150 µs a chunk in Python that every chunk waits
+for on its way to the person; pydantic's validator builds the same ``ChatCompletionChunk``
+in ~10 µs (``Chunk``). A chunk it refuses (a provider's own finish reason, a field of
+the wrong type) is built the SDK's way, as before, so nothing a provider sends is read
+differently; SSE framing, ``[DONE]`` and a provider's error event stay the SDK's.
 """
 
 from __future__ import annotations
@@ -25,14 +32,17 @@ import functools
 import typing
 from typing import Any
 
+import httpx
+import pydantic
 import typing_extensions
 from openai import AsyncOpenAI, AsyncStream, RequestOptions
 from openai._compat import cached_property
+from openai._models import construct_type
 from openai.resources.chat import AsyncChat, AsyncCompletions
 from openai.resources.chat.completions.completions import validate_response_format
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
 
-__all__ = ["ChatCompletionsClient", "sent_as_is"]
+__all__ = ["ChatCompletionsClient", "Chunk", "sent_as_is"]
 
 # What ``create`` adds to a request's options besides the defaults: the key alone, as an
 # admin key set in the environment would otherwise go out too. An SDK whose requests
@@ -73,8 +83,20 @@ class _Completions(AsyncCompletions):
             options=_OPTIONS,
             cast_to=ChatCompletion,
             stream=stream,
-            stream_cls=AsyncStream[ChatCompletionChunk],
+            stream_cls=AsyncStream[Chunk],
         )
+
+
+class Chunk:
+    """How a stream's chunk is built: the SDK's streams build theirs with a class's
+    ``build`` when it has one (its ``ModelBuilderProtocol``)."""
+
+    @classmethod
+    def build(cls, *, response: httpx.Response, data: object) -> ChatCompletionChunk | Any:
+        try:
+            return ChatCompletionChunk.model_validate(data)
+        except pydantic.ValidationError:  # the SDK's way takes what pydantic would refuse
+            return construct_type(type_=ChatCompletionChunk, value=data)
 
 
 @functools.cache
