@@ -239,6 +239,13 @@ class Parameters(TypedDict, total=False):
     when: Annotated[str, PropertyInfo(format="iso8601")]
 
 
+def test_the_sdks_types_are_read_when_the_client_is_built() -> None:
+    """Not when a person's first request is on its way."""
+    sent_as_is.cache_clear()
+    ChatCompletionsClient(api_key="sk-test", base_url="http://provider/v1")
+    assert sent_as_is.cache_info().currsize == 1
+
+
 def test_a_parameter_the_sdk_would_rename_or_format_is_not_sent_as_is() -> None:
     assert sent_as_is(Parameters) == {"plain"}
     # Chat completions have neither today: every parameter ADK sends goes as it is.
