@@ -29,6 +29,7 @@ differently; SSE framing, ``[DONE]`` and a provider's error event stay the SDK's
 from __future__ import annotations
 
 import functools
+import logging
 import typing
 from typing import Any
 
@@ -43,6 +44,8 @@ from openai.resources.chat.completions.completions import validate_response_form
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
 
 __all__ = ["ChatCompletionsClient", "Chunk", "sent_as_is"]
+
+log = logging.getLogger(__name__)
 
 # What ``create`` adds to a request's options besides the defaults: the key alone, as an
 # admin key set in the environment would otherwise go out too. An SDK whose requests
@@ -78,6 +81,8 @@ class _Chat(AsyncChat):
 class _Completions(AsyncCompletions):
     async def create(self, **parameters: Any) -> Any:
         if not parameters.keys() <= sent_as_is():
+            others = sorted(parameters.keys() - sent_as_is())
+            log.debug("a chat completion with %s goes the SDK's own way", ", ".join(others))
             return await super().create(**parameters)
         validate_response_format(parameters.get("response_format"))
         stream = bool(parameters.get("stream"))
@@ -99,7 +104,8 @@ class Chunk:
     def build(cls, *, response: httpx.Response, data: object) -> ChatCompletionChunk | Any:
         try:
             return ChatCompletionChunk.model_validate(data)
-        except pydantic.ValidationError:  # the SDK's way takes what pydantic would refuse
+        except pydantic.ValidationError as refused:  # the SDK's way takes what pydantic won't
+            log.debug("a chunk is built the SDK's way: %s", refused.errors()[0]["msg"])
             return construct_type(type_=ChatCompletionChunk, value=data)
 
 

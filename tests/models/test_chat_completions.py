@@ -4,6 +4,7 @@ the SDK's walk over them: the same bytes and headers, the same answer, the same 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -219,7 +220,8 @@ async def test_chunks_are_built_by_pydantics_validator(monkeypatch: pytest.Monke
     ]
 
 
-async def test_anything_else_goes_the_sdks_own_way() -> None:
+async def test_anything_else_goes_the_sdks_own_way(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger=chat_completions.__name__)
     sent: list[httpx.Request] = []
     client = client_of(ChatCompletionsClient, sent, answer)
     completion = await client.chat.completions.create(
@@ -227,6 +229,7 @@ async def test_anything_else_goes_the_sdks_own_way() -> None:
     )
     assert completion.choices[0].message.content == "이동했습니다"
     assert sent[0].headers["x-trace"] == "1"
+    assert "with extra_headers goes the SDK's own way" in caplog.text
 
 
 class Card(TypedDict, total=False):
