@@ -1,4 +1,5 @@
-"""An ``openai/<model>``'s requests sent as ADK builds them, without the SDK walking them again.
+"""An ``openai/<model>``'s requests sent as ADK builds them, and its chunks read, with the
+least of the SDK's own work in their way.
 
 ADK's ``OpenAILlm`` builds a chat completion's parameters as plain JSON values (dicts,
 lists, strings) and calls ``client.chat.completions.create(**parameters)``. Before it
@@ -13,13 +14,13 @@ grows, all of it before the first token can start (``scripts/bench_providers.py`
 sends such parameters as they are, through the client's own ``post`` (the SDK's way to
 send a request it has no method for): the same URL, body, headers, timeouts, errors
 (``APIStatusError`` and the rest, which ``gateway.models.failures`` reads) and the same
-stream decoding. Which parameters qualify is read once from the SDK's own types
+stream framing. Which parameters qualify is read once from the SDK's own types
 (``sent_as_is``), so an SDK that one day renames or formats one sends it its own way
 again; a call with anything else (``extra_headers``, a parameter that has an alias)
 goes through ``create`` as before.
 
-Its streamed chunks are read the same way, one step cheaper: the SDK builds each one
-with its own lenient ``construct``, ~150 µs a chunk in Python that every chunk waits
+Its streamed chunks are built with less, too: the SDK builds each one with its own
+lenient ``construct``, ~150 µs a chunk in Python that every chunk waits
 for on its way to the person; pydantic's validator builds the same ``ChatCompletionChunk``
 in ~10 µs (``Chunk``). A chunk it refuses (a provider's own finish reason, a field of
 the wrong type) is built the SDK's way, as before, so nothing a provider sends is read

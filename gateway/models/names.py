@@ -44,7 +44,7 @@ def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
 
         # No retries behind the person's back: the run's RUN_ERROR says when to try again.
         # One connection kept from call to call (the SDK's own client closes each one);
-        # requests sent as ADK builds them (the SDK's own walk over them costs ms).
+        # requests sent as ADK builds them and chunks read by pydantic (chat_completions).
         client = ChatCompletionsClient(max_retries=0, http_client=kept_alive_client())
         return OpenAILlm(model=name.removeprefix("openai/"), client=client)
     if name.startswith("gemini"):
