@@ -158,7 +158,7 @@ class _Runs:
             # Read in the try: a run whose session or message this side cannot parse (a
             # value nested past pydantic's limit) ends Failed, not without an end.
             session = Session.model_validate_json(start.session)
-            self.sessions.hold(start.run, session)
+            self.sessions.hold(start.run, session, input_ahead=start.input_ahead)
             tools = {
                 tool.name: ClientTool(tool.name, tool.description, tool.parameters)
                 for tool in start.client_tools
