@@ -329,7 +329,7 @@ class WorkerPool:
         cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
         taken = Taken()
         try:
-            channel.send(_start(number, order))
+            channel.send(_start(number, order), now=True)  # the run waits on nothing else
             while True:
                 item = await stream.queue.get()
                 if stream.store_error is not None and (isinstance(item, AdkEvent) or item is _END):

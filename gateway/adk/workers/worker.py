@@ -183,14 +183,17 @@ class _Runs:
                     invocation_id=start.invocation_id,
                 )
             ) as events:
+                first = True  # the run's first event (its first text, a call) goes at once
                 async for event in events:
                     await window.spend()  # no further ahead of the hub than its window
                     # The hub asks what failed as it translates this event: it goes with it.
                     failure = self._failure(run_id) if event.error_code == MODEL_FAILED else None
                     if self.sessions.was_stored(session, event):
-                        self.channel.send(Yielded(start.run, stored=True, failure=failure))
+                        yielded = Yielded(start.run, stored=True, failure=failure)
                     else:
-                        self.channel.send(Yielded(start.run, _json(event), failure=failure))
+                        yielded = Yielded(start.run, _json(event), failure=failure)
+                    self.channel.send(yielded, now=first)
+                    first = False
                     await self.channel.drain()
             ending = self._finished(start.run, run_id)
         except asyncio.CancelledError:
