@@ -11,6 +11,8 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Coroutine
+from typing import Any
 
 from gateway import logs, tracing
 from gateway import wire as p
@@ -84,6 +86,9 @@ NEWS_RETRY_SECONDS = 0.25
 
 # Frames one connection may have waiting behind its current run, whatever their size.
 QUEUED_FRAMES_LIMIT = 32
+
+# Runs of closed connections being started, held until they have (a task needs a holder).
+_LEFT_BEHIND: set[asyncio.Future[Run]] = set()
 
 
 class WebSocketSession:
@@ -227,7 +232,10 @@ class WebSocketSession:
                 await writer
             for item, _ in self.inbox:  # inputs admitted as read whose turn never came
                 if isinstance(item, Taken) and item.admitted is not None:
-                    self.hub.admission.withdraw(item.admitted)
+                    if item.admitted.early:  # told it began: it starts all the same
+                        self._start_left_behind(item)
+                    else:
+                        self.hub.admission.withdraw(item.admitted)
             # Nothing waits for these any more: free them now, not at a full collection.
             self.send_queue.clear()
             self.inbox.clear()
@@ -489,7 +497,7 @@ class WebSocketSession:
                 elif taken.refused is not None:
                     raise taken.refused
                 tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
-                run = await self.hub.start(
+                starting = self.hub.start(
                     self.user,
                     request,
                     self,
@@ -497,6 +505,10 @@ class WebSocketSession:
                     acknowledge=self._acknowledge,
                     admitted=taken.admitted if taken is not None else None,
                 )
+                if taken is not None and taken.admitted is not None and taken.admitted.early:
+                    run = await self._started_whatever_comes(starting)
+                else:
+                    run = await starting
                 self.acknowledged = None
         except p.GatewayError as error:
             self._audit(request, error)
@@ -510,6 +522,39 @@ class WebSocketSession:
         self.following = request.thread_id
         if run is not None:
             await run.done.wait()
+
+    async def _started_whatever_comes(self, start: Coroutine[Any, Any, Run]) -> Run:
+        """The run of an input whose RUN_STARTED went out as it was admitted: the client
+        was told it began, so it starts even if this connection closes first (a run goes
+        on when its connection closes; its client reattaches and follows it,
+        docs/first-event.md). A browser's answer would otherwise be lost, its tab waiting
+        for the run it was told of."""
+        starting = asyncio.ensure_future(start)
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            _LEFT_BEHIND.add(starting)
+            starting.add_done_callback(self._left_behind)
+            raise
+
+    def _start_left_behind(self, taken: Taken) -> None:
+        """Starts an input acknowledged early that was still queued when the connection
+        closed (see ``_started_whatever_comes``)."""
+        starting = asyncio.ensure_future(
+            self.hub.start(
+                self.user, taken.request, self, self.access.caller, admitted=taken.admitted
+            )
+        )
+        _LEFT_BEHIND.add(starting)
+        starting.add_done_callback(self._left_behind)
+
+    def _left_behind(self, starting: asyncio.Future[Run]) -> None:
+        """A run started for this closed connection: it is no longer its executor."""
+        _LEFT_BEHIND.discard(starting)
+        if starting.cancelled() or starting.exception() is not None:
+            return  # refused: nobody is left to tell
+        log.info("%s began after its connection closed; it goes on", starting.result())
+        self.hub.leave(self)
 
     def _acknowledge(self, event: p.Event) -> None:
         """The hub admitted the input: its RUN_STARTED goes out now, before the thread is

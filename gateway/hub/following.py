@@ -42,7 +42,7 @@ class Followers:
 
     def heard(self, thread: Thread, seq: int) -> None:
         """The thread's log holds frames up to ``seq``, written by another process."""
-        thread.heard = max(thread.heard, seq)
+        thread.hear(seq)
         if thread.run is not None or not thread.watchers:
             return
         reading = self._reading.get(thread.thread_id)
@@ -107,7 +107,7 @@ class Followers:
                 if frame.seq > seen and eventlog.shown_to(frame, watcher.client):
                     thread.send(watcher, p.decode_event(frame.data))
             thread.positions[watcher] = max(seen, frames.head)
-        thread.heard = max(thread.heard, frames.head)
+        thread.hear(frames.head)
         # The head this process gave out is not the log's any more.
         thread.head = None
         return True

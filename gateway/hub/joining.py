@@ -24,6 +24,7 @@ whose process died just now first has that run's end written into the log, by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
 
@@ -39,10 +40,8 @@ from gateway.store.frames import FrameLog
 from gateway.wire.notices import up_to_date
 
 # How long a reattach by cursor waits for another process to commit the frame its client
-# was sent ahead of the commit (a commit groups for up to 5 ms, and a busy writer queues),
-# looking this often.
+# was sent ahead of the commit (a commit groups for up to 5 ms, and a busy writer queues).
 CATCH_UP_SECONDS = 1.0
-CATCH_UP_POLL_SECONDS = 0.01
 
 # Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
 # closed such a run (and the log now ends it).
@@ -203,9 +202,8 @@ class Joiner:
         ``gateway.hub.outbox``): read again when the commit's notice comes
         (``Thread.heard``), or after ``CATCH_UP_SECONDS`` (a notice lost, or a crash cut the
         run off before the commit, and the read still cannot answer: the snapshot is sent)."""
-        deadline = asyncio.get_running_loop().time() + CATCH_UP_SECONDS
-        while thread.heard < after and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(CATCH_UP_POLL_SECONDS)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(thread.hears(after), CATCH_UP_SECONDS)
         return await self.engine.frames_after(thread.user_id, thread.thread_id, max(after - 1, 0))
 
     async def _idle(self, thread: Thread) -> bool:

@@ -78,8 +78,22 @@ class Thread:
     replaying: dict[Subscriber, list[p.Event]] = dataclasses.field(default_factory=dict)
     # The newest number of its log another process said is committed (``gateway.hub.following``).
     heard: int = 0
+    # Set, then replaced, each time ``heard`` grows: what waits for a number wakes (``hears``).
+    _news: asyncio.Event = dataclasses.field(default_factory=asyncio.Event, repr=False)
     # While another process runs it: the number of the last frame each watcher was sent.
     positions: dict[Subscriber, int] = dataclasses.field(default_factory=dict)
+
+    def hear(self, seq: int) -> None:
+        """The thread's log holds frames up to ``seq``: what waits for it wakes."""
+        if seq > self.heard:
+            self.heard = seq
+            news, self._news = self._news, asyncio.Event()
+            news.set()
+
+    async def hears(self, seq: int) -> None:
+        """Returns once ``heard`` reaches ``seq`` (the caller bounds the wait)."""
+        while self.heard < seq:
+            await self._news.wait()
 
     def watch(self, subscriber: Subscriber) -> None:
         if subscriber not in self.watchers:

@@ -28,7 +28,8 @@ def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
     if name.startswith("openai/"):
         try:
             from google.adk.integrations.openai import OpenAILlm
-            from openai import AsyncOpenAI
+
+            from gateway.models.chat_completions import ChatCompletionsClient
         except ImportError as error:
             raise ModelError(
                 f"GATEWAY_MODEL={name} needs the openai extra: "
@@ -42,8 +43,9 @@ def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
         from gateway.models.connections import kept_alive_client
 
         # No retries behind the person's back: the run's RUN_ERROR says when to try again.
-        # One connection kept from call to call (the SDK's own client closes each one).
-        client = AsyncOpenAI(max_retries=0, http_client=kept_alive_client())
+        # One connection kept from call to call (the SDK's own client closes each one);
+        # requests sent as ADK builds them and chunks read by pydantic (chat_completions).
+        client = ChatCompletionsClient(max_retries=0, http_client=kept_alive_client())
         return OpenAILlm(model=name.removeprefix("openai/"), client=client)
     if name.startswith("gemini"):
         if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI")):

@@ -14,8 +14,18 @@ from typing import Any
 import pytest
 
 from gateway.store import OpenedThread
-from tests.support.agui import new_id, outcome, seq_of, text_of, user_input
+from tests.support.agui import (
+    new_id,
+    outcome,
+    seq_of,
+    snapshot_of,
+    text_of,
+    tool_answer,
+    tool_calls,
+    user_input,
+)
 from tests.support.budgets import eventually, scaled
+from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.server
@@ -40,6 +50,13 @@ class HeldReads:
         opened: OpenedThread = await self.read(user_id, thread_id, known=known)
         self.done += 1
         return opened
+
+
+def replied(reattached: list[dict[str, Any]]) -> str:
+    """The agent's words a reattach shows: in its snapshot, and streamed if it joined the
+    run while it went on."""
+    shown = [m.get("content") or "" for m in snapshot_of(reattached) if m["role"] == "assistant"]
+    return "".join(shown) + text_of(reattached)
 
 
 @contextlib.asynccontextmanager
@@ -211,14 +228,49 @@ async def test_an_input_read_while_a_run_streams_is_started_after_it() -> None:
         assert outcome(then) == {"type": "success"}
 
 
-async def test_inputs_whose_connection_closes_at_once_leave_nothing_admitted() -> None:
+async def test_inputs_whose_connection_closes_at_once_leave_nothing_admitted_and_run() -> None:
     async with running_gateway() as gateway:
         hub = gateway.app.hub
         assert hub is not None
-        for _ in range(10):
+        threads = [new_id("t") for _ in range(10)]
+        for thread in threads:
             async with gateway.socket() as ws:
-                await ws.send(user_input(new_id("t"), "안녕"))
+                await ws.send(user_input(thread, "안녕"))
         await eventually(lambda: not hub.admission.admitted, 5, what="nothing left admitted")
+        # Each was told it began (an early RUN_STARTED): each ran, its reply stored.
+        async with gateway.socket() as ws:
+            for thread in threads:
+                shown = await ws.run({"type": "reattach", "threadId": thread})
+                assert "안녕하세요" in replied(shown), shown
+
+
+async def test_an_input_whose_connection_closes_after_its_run_started_still_runs() -> None:
+    # The browser's answer is acknowledged (its early RUN_STARTED out) and its connection
+    # drops before the run has its thread (the read is held). The client was told the run
+    # began: it goes on as any run does when its connection closes, and the tab's reattach
+    # finds it; the answer is not lost (issue 32: a chaos trial's dropped socket).
+    async with held_reads() as (gateway, reads):
+        hub = gateway.app.hub
+        assert hub is not None
+        reads.let_go.set()
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            [navigate] = tool_calls(await ws.run(user_input(thread, FLAGSHIP)), "navigateToScreen")
+            await eventually(
+                lambda: thread not in hub.threads or hub.threads[thread].run is None,
+                5,
+                what="the first run did not let go of the thread",
+            )
+            reads.let_go.clear()
+            answer = tool_answer(thread, [(navigate["id"], {"status": "navigated"})])
+            await ws.send(answer)
+            started = await ws.next()
+            assert started["type"] == "RUN_STARTED" and started["runId"] == answer["runId"]
+            await eventually(lambda: reads.waiting == 2, 5, what="the answer's run did not read")
+        reads.let_go.set()
+        async with gateway.socket() as ws:
+            shown = await ws.run({"type": "reattach", "threadId": thread})
+            assert outcome(shown) == {"type": "success"} and MOVED in replied(shown), shown
 
 
 async def test_an_input_of_an_undeclarable_version_is_refused_with_its_code_as_it_is_read() -> None:

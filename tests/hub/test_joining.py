@@ -167,8 +167,10 @@ async def test_a_cursor_sent_ahead_of_the_other_processs_commit_is_answered_once
         oldest=1,
         head=4,
     )
-    thread.heard = 4  # the commit's notice
-    assert await replaying is not None
+    thread.hear(4)  # the commit's notice: the read follows at once, not on a later look
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert replaying.done() and replaying.result() is not None
     [sent] = watcher.events
     assert isinstance(sent, p.TextMessageContent) and sent.delta == "하세요"
     assert thread.positions[watcher] == 4

@@ -11,6 +11,10 @@ next one's work too: a turn of a busy loop is 5 ms at the median and 30-40 ms at
 200 paced users). A message a run's first event waits on (its ``Start``, the first event
 of its stream) is sent ``now``: written at once, with what was queued before it, so the
 order holds. It costs a write a run, not one a frame.
+
+A message longer than ``MAX_FRAME`` is refused where it is sent (``FrameTooLarge``, in the
+task of the run that sends it): the peer would take such a frame for a broken pipe, and
+close it on every run it carries.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-__all__ = ["Channel", "ChannelClosed"]
+__all__ = ["Channel", "ChannelClosed", "FrameTooLarge"]
 
 M = TypeVar("M")
 _LENGTH = 4
@@ -30,6 +34,10 @@ MAX_FRAME = 256 * 1024 * 1024
 
 class ChannelClosed(Exception):
     """The peer closed the pipe, or sent what is not a frame of ours."""
+
+
+class FrameTooLarge(ValueError):
+    """A message longer than any frame the peer accepts: not sent."""
 
 
 class Channel(Generic[M]):
@@ -49,6 +57,8 @@ class Channel(Generic[M]):
         if self.writer.is_closing():
             raise ChannelClosed("the pipe is closed")
         body = self._encoder.encode(message)
+        if len(body) > MAX_FRAME:
+            raise FrameTooLarge(f"a {type(message).__name__} of {len(body)} bytes")
         if not self._queued and not now:
             asyncio.get_running_loop().call_soon(self._flush)
         self._queued += (len(body).to_bytes(_LENGTH, "big"), body)

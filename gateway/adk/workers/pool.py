@@ -46,7 +46,7 @@ from gateway import tracing
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
-from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.channel import Channel, ChannelClosed, FrameTooLarge
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.demand import LOCAL_RUNS, place
 from gateway.adk.workers.messages import (
@@ -87,8 +87,6 @@ log = logging.getLogger(__name__)
 
 # Seconds a starting worker has to import the agent and say Hello.
 START_SECONDS = 120.0
-# Seconds between looks at a worker started on demand that has not said Hello yet.
-START_CHECK_SECONDS = 0.2
 # Finished runs' usage and model failures kept for the hub to take, newest last.
 KEPT_ENDINGS = 10_000
 
@@ -98,6 +96,11 @@ class WorkerProcess(Protocol):
 
     @property
     def pid(self) -> int | None: ...
+
+    @property
+    def sentinel(self) -> int:
+        """A descriptor that becomes readable when the process ends."""
+        ...
 
     def is_alive(self) -> bool: ...
     def terminate(self) -> None: ...
@@ -342,6 +345,8 @@ class WorkerPool:
                             channel.send(Credit(number, credit))
                     yield item
                     continue
+                if isinstance(item, RemoteFailure):  # not taken here: the worker stops it
+                    raise item
                 ended = True
                 if item is _END:
                     return
@@ -389,11 +394,15 @@ class WorkerPool:
         """A worker started on demand that exits or takes too long before its Hello is
         given up, and so is starting others: runs stay in this process, as correct."""
         ready, process = self._ready[index], self._workers[index].process
-        started = time.perf_counter()
-        while not ready.done() and process.is_alive():
-            if time.perf_counter() - started > START_SECONDS:
-                break
-            await asyncio.sleep(START_CHECK_SECONDS)
+        exited = _exit_of(process)
+        try:
+            await asyncio.wait(
+                {ready, exited}, timeout=START_SECONDS, return_when="FIRST_COMPLETED"
+            )
+            # By its sentinel: the process may not be reaped yet (``is_alive`` says yes).
+            gone = exited.done()
+        finally:
+            exited.cancel()
         if ready.done() or self._closing:
             return
         self._may_start = False
@@ -402,7 +411,7 @@ class WorkerPool:
         log.warning(
             "worker %d did not start (%s); runs' invocations stay in this process",
             index,
-            "it exited" if not process.is_alive() else f"no word in {START_SECONDS:g} s",
+            "it exited" if gone else f"no word in {START_SECONDS:g} s",
         )
         await asyncio.get_running_loop().run_in_executor(None, _end, process)
 
@@ -454,7 +463,11 @@ class WorkerPool:
         )
         try:
             while True:
-                self._received(worker, await channel.receive())
+                message = await channel.receive()
+                try:
+                    self._received(worker, message)
+                except Exception:  # one message's fault is its run's, never the worker's
+                    self._not_taken(worker, message)
         except ChannelClosed:
             pass
         finally:
@@ -509,6 +522,28 @@ class WorkerPool:
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
 
+    def _not_taken(self, worker: _Worker, message: FromWorker) -> None:
+        """A message of the worker's this process could not take (an event it cannot
+        parse, a failure it does not know): the run it belongs to ends as if its invocation
+        had raised, and the worker stops it; the worker and its other runs go on. The run's
+        later messages find it gone, as after the hub let go of it."""
+        run = getattr(message, "run", None)
+        stream = worker.runs.pop(run, None) if isinstance(run, int) else None
+        log.warning(
+            "worker %d sent a %s this process could not take%s",
+            worker.index,
+            type(message).__name__,
+            f"; run {stream.run_id} ends with the agent's error" if stream else "; dropped",
+            exc_info=True,
+        )
+        if stream is not None:
+            stream.queue.put_nowait(
+                RemoteFailure(
+                    f"worker {worker.index} sent a {type(message).__name__} of the run"
+                    " this process could not take"
+                )
+            )
+
     def _answer(self, answering: Coroutine[Any, Any, None], stream: _Stream | None) -> None:
         """Answers a worker's request in a task of its own (the pipe's reader never waits),
         in the context of the run that asked."""
@@ -529,7 +564,11 @@ class WorkerPool:
                 )
                 answer = SurfacesRead(asked.run, asked.call, error=type(failure).__name__)
         with contextlib.suppress(ChannelClosed):
-            channel.send(answer)
+            try:
+                channel.send(answer)
+            except FrameTooLarge as failure:  # the run fails, as on a read that failed
+                log.warning("a worker's run was not sent its thread's A2UI surfaces: %s", failure)
+                channel.send(SurfacesRead(asked.run, asked.call, error=type(failure).__name__))
 
     async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
         error = None
@@ -613,6 +652,22 @@ def _keep(kept: dict[str, Any], run_id: str, value: object) -> None:
     kept[run_id] = value
     while len(kept) > KEPT_ENDINGS:
         del kept[next(iter(kept))]
+
+
+def _exit_of(process: WorkerProcess) -> asyncio.Future[None]:
+    """Done once ``process`` has ended (its sentinel is readable); cancel it to stop
+    watching."""
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    sentinel = process.sentinel
+
+    def ended() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(sentinel, ended)
+    exited.add_done_callback(lambda _: loop.remove_reader(sentinel))
+    return exited
 
 
 def _end(process: WorkerProcess) -> None:

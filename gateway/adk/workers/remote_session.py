@@ -20,6 +20,15 @@ A run's thread's A2UI surfaces are read the same way, when a tool of the run fir
 operations (``surfaces``: ``ReadSurfaces``, answered by ``SurfacesRead``), unless the hub
 read them already and sent them with the run.
 
+Each run's task holds its own session (``hold``, in the task: a context variable names
+the run), and ADK's calls, which name a session only by its ids, are served from the
+session of the run whose task makes them. Two runs of one thread can overlap here: the
+hub lets go of a run that failed as soon as it reads the failure, and the thread's next
+run may start in this worker while the first is still being stopped. By the thread's ids
+alone, the first's release would take the second's session away (its appends refused, the
+run failed with the unexpected error) and the first's last appends would be sent as the
+second's.
+
 Nothing else of a store is here: a worker's runs never list, create or delete sessions
 (the hub creates a thread before its first run), and a read of a session no run brought
 finds nothing.
@@ -28,6 +37,7 @@ finds nothing.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -57,6 +67,11 @@ class RemoteReadFailed(Exception):
     """The main process could not read what the run asked of its thread."""
 
 
+# The run the current task serves, set by ``hold`` in the run's own task (and so in the
+# tasks ADK starts from it).
+_serving: contextvars.ContextVar[int | None] = contextvars.ContextVar("serving", default=None)
+
+
 @dataclasses.dataclass
 class _Held:
     run: int
@@ -74,7 +89,7 @@ class RemoteSessions(BaseSessionService):
 
     def __init__(self) -> None:
         self._send: Callable[[msgspec.Struct], None] | None = None
-        self._held: dict[tuple[str, str, str], _Held] = {}
+        self._held: dict[int, _Held] = {}
         self._calls = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Appended | SurfacesRead]] = {}
 
@@ -83,13 +98,26 @@ class RemoteSessions(BaseSessionService):
         self._send = send
 
     def hold(self, run: int, session: Session, *, input_ahead: bool = False) -> None:
-        """Serves ``session`` to the run numbered ``run`` until ``release``; with
-        ``input_ahead``, its input goes on without waiting for its answer (above)."""
-        key = (session.app_name, session.user_id, session.id)
-        self._held[key] = _Held(run, session, input_ahead)
+        """Serves ``session`` to the run numbered ``run``, whose task calls this, until
+        ``release``; with ``input_ahead``, its input goes on without waiting for its
+        answer (above)."""
+        self._held[run] = _Held(run, session, input_ahead)
+        _serving.set(run)
 
-    def release(self, session: Session) -> None:
-        self._held.pop((session.app_name, session.user_id, session.id), None)
+    def release(self, run: int) -> None:
+        self._held.pop(run, None)
+
+    def _mine(self, app_name: str, user_id: str, session_id: str) -> _Held | None:
+        """What the calling task's run holds, if it is that session."""
+        held = self._serving()
+        if held is None or _ids(held.session) != (app_name, user_id, session_id):
+            return None
+        return held
+
+    def _serving(self) -> _Held | None:
+        """What the calling task's run holds."""
+        run = _serving.get()
+        return self._held.get(run) if run is not None else None
 
     def answered(self, answer: Appended | SurfacesRead) -> None:
         """The main process's answer to an ``Append`` or a ``ReadSurfaces``."""
@@ -113,14 +141,14 @@ class RemoteSessions(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        held = self._held.get((app_name, user_id, session_id))
+        held = self._mine(app_name, user_id, session_id)
         return held.session if held is not None else None
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        held = self._held.get((session.app_name, session.user_id, session.id))
+        held = self._mine(*_ids(session))
         if held is None:
             raise RemoteAppendRefused(f"session {session.id!r} is held by no run of this worker")
         stored = event.model_dump_json(exclude_none=True, by_alias=True).encode()
@@ -138,15 +166,8 @@ class RemoteSessions(BaseSessionService):
     async def surfaces(self, user_id: str, thread_id: str) -> Surfaces:
         """The A2UI surfaces of the thread a run of this worker holds, read by the main
         process (``gateway.adk.invocation.SurfaceReader``)."""
-        held = next(
-            (
-                h
-                for (_, user, thread), h in self._held.items()
-                if (user, thread) == (user_id, thread_id)
-            ),
-            None,
-        )
-        if held is None:
+        held = self._serving()
+        if held is None or (held.session.user_id, held.session.id) != (user_id, thread_id):
             raise RemoteReadFailed(f"thread {thread_id!r} is held by no run of this worker")
         answer = await self._ask(lambda call: ReadSurfaces(held.run, call))
         if not isinstance(answer, SurfacesRead) or answer.error is not None:
@@ -178,7 +199,7 @@ class RemoteSessions(BaseSessionService):
     def was_stored(self, session: Session, event: Event) -> bool:
         """Whether ``event`` is the one the run's last append stored (the main process
         has it parsed already)."""
-        held = self._held.get((session.app_name, session.user_id, session.id))
+        held = self._mine(*_ids(session))
         return held is not None and held.stored is event
 
     @override
@@ -207,3 +228,7 @@ def _refused(answer: Appended | SurfacesRead) -> None:
     """Raises the main process's refusal of an append into ADK, which ends the run."""
     if answer.error is not None:
         raise RemoteAppendRefused(answer.error)
+
+
+def _ids(session: Session) -> tuple[str, str, str]:
+    return (session.app_name, session.user_id, session.id)

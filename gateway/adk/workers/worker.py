@@ -211,7 +211,7 @@ class _Runs:
             if watch is not None:
                 watch.cancel()
             if session is not None:
-                self.sessions.release(session)
+                self.sessions.release(start.run)
             self.tasks.pop(start.run, None)
             self.aborts.pop(start.run, None)
             self.windows.pop(start.run, None)

@@ -1,6 +1,7 @@
 """The pipe between the main process and a worker: messages cross whole and in order, those
-a run's first event waits on without waiting for the end of the turn, and what is not a
-frame of ours closes the pipe instead of being believed."""
+a run's first event waits on without waiting for the end of the turn, what is not a frame
+of ours closes the pipe instead of being believed, and a message too long for the peer is
+refused where it is sent, the pipe going on."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import socket
 
 import pytest
 
-from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers import channel
+from gateway.adk.workers.channel import Channel, ChannelClosed, FrameTooLarge
 from gateway.adk.workers.messages import Cancel, FromMain, FromWorker, Hello, Yielded
 
 pytestmark = pytest.mark.unit
@@ -70,5 +72,18 @@ async def test_a_frame_longer_than_any_message_is_refused_before_it_is_read() ->
     worker.writer.write((2**31).to_bytes(4, "big") + b"x")
     with pytest.raises(ChannelClosed, match="bytes"):
         await main.receive()
+    main.close()
+    worker.close()
+
+
+async def test_a_message_too_long_for_the_peer_is_refused_at_send_and_the_pipe_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(channel, "MAX_FRAME", 1024)
+    main, worker = await pair()
+    with pytest.raises(FrameTooLarge, match="Yielded"):
+        worker.send(Yielded(3, b"x" * 2048))  # only the run that sent it fails
+    worker.send(Yielded(4, b'{"id": "e"}'))
+    assert await main.receive() == Yielded(4, b'{"id": "e"}')
     main.close()
     worker.close()

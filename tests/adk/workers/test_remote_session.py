@@ -81,7 +81,7 @@ async def test_appends_waiting_when_the_main_process_goes_fail() -> None:
 
 async def test_a_session_no_run_holds_is_not_served() -> None:
     sessions, session, _ = held_session()
-    sessions.release(session)
+    sessions.release(7)
     assert await sessions.get_session(app_name="app", user_id="u", session_id="t-1") is None
     with pytest.raises(RemoteAppendRefused):
         await sessions.append_event(session, said("안녕"))
@@ -141,3 +141,40 @@ async def test_without_input_ahead_the_users_event_waits_as_any_other() -> None:
     assert not appending.done() and session.events == []
     sessions.answered(Appended(7, sent[0].call))  # type: ignore[attr-defined]
     await asyncio.wait_for(appending, 1)
+
+
+async def test_two_runs_of_one_thread_overlapping_in_a_worker_keep_their_own_sessions() -> None:
+    # The hub let go of the first run (it read the provider's failure in it) while the
+    # worker was still stopping it, and the thread's next run began in the same worker.
+    sent: list[msgspec.Struct] = []
+    sessions = RemoteSessions()
+    sessions.connect(sent.append)
+    first_session, next_session = (Session(app_name="app", user_id="u", id="t-1") for _ in "12")
+    next_held, first_released = asyncio.Event(), asyncio.Event()
+
+    async def first_run() -> None:
+        sessions.hold(1, first_session)
+        await next_held.wait()
+        # Its last append, made while the next run holds the thread: the first run's own.
+        appending = asyncio.create_task(sessions.append_event(first_session, said("늦게")))
+        await asyncio.sleep(0)
+        assert [append.run for append in sent if isinstance(append, Append)] == [1]
+        appending.cancel()
+        sessions.release(1)
+        first_released.set()
+
+    async def next_run() -> None:
+        sessions.hold(2, next_session)
+        next_held.set()
+        await first_released.wait()
+        found = await sessions.get_session(app_name="app", user_id="u", session_id="t-1")
+        assert found is next_session
+        appending = asyncio.create_task(sessions.append_event(next_session, said("안녕")))
+        await asyncio.sleep(0)
+        append = sent[-1]
+        assert isinstance(append, Append) and append.run == 2
+        sessions.answered(Appended(2, append.call))
+        await appending
+        assert [e.content for e in next_session.events] == [said("안녕").content]
+
+    await asyncio.gather(asyncio.create_task(first_run()), asyncio.create_task(next_run()))

@@ -1,0 +1,206 @@
+"""One message a worker sends that the main process cannot take (an event it cannot parse,
+a failure code it does not know, an audit row it cannot read) ends at most the run it
+belongs to: the worker, its pipe and its other runs go on. The worker here is this test,
+speaking the worker's side of the pipe over the pool's own socket, so that it can send
+what a real worker would only send by a bug."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
+
+import pytest
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import Session
+from google.genai import types
+
+from gateway.adk.workers import WorkerPool
+from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.messages import (
+    Audited,
+    Finished,
+    FromMain,
+    Hello,
+    Start,
+    Stop,
+    Yielded,
+)
+from gateway.adk.workers.pool import RemoteFailure, WorkerRun
+from gateway.audit.records import AuditRecord
+from tests.support.budgets import eventually, scaled
+
+pytestmark = pytest.mark.server
+
+WAIT = scaled(5.0)
+
+
+def said(text: str) -> bytes:
+    content = types.Content(role="model", parts=[types.Part(text=text)])
+    event = AdkEvent(author="agent", invocation_id="i-1", content=content, partial=True)
+    return event.model_dump_json(exclude_none=True, by_alias=True).encode()
+
+
+class ScriptedWorker:
+    """A worker process's stand-in: says Hello on the pool's socket, records what the
+    main process sends, and sends what the test tells it to."""
+
+    def __init__(self) -> None:
+        self.spawned = 0
+        self.started: asyncio.Queue[Start] = asyncio.Queue()
+        self.stopped: list[int] = []
+        self.channel: Channel[FromMain] | None = None
+        self._serving: asyncio.Task[None] | None = None
+
+    # The pool's Spawn: this object is the process as well.
+    def __call__(self, path: str, index: int) -> ScriptedWorker:
+        self.spawned += 1
+        self._serving = asyncio.get_running_loop().create_task(self._serve(path, index))
+        return self
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    def is_alive(self) -> bool:
+        return self._serving is not None and not self._serving.done()
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+    async def _serve(self, path: str, index: int) -> None:
+        reader, writer = await asyncio.open_unix_connection(path)
+        self.channel = Channel(reader, writer, FromMain)
+        self.channel.send(Hello(index, os.getpid()))
+        with contextlib.suppress(ChannelClosed):
+            while True:
+                match await self.channel.receive():
+                    case Start() as start:
+                        self.started.put_nowait(start)
+                    case Stop(run=run):
+                        self.stopped.append(run)
+
+    def send(self, *messages: Any) -> None:
+        assert self.channel is not None
+        for message in messages:
+            self.channel.send(message)
+
+
+class Audit:
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def record(self, record: AuditRecord) -> None:
+        self.records.append(record)
+
+    def note_sent(self, call_id: str) -> None:
+        pass
+
+
+@contextlib.asynccontextmanager
+async def pool_of_one() -> AsyncIterator[tuple[WorkerPool, ScriptedWorker, Audit]]:
+    worker, audit = ScriptedWorker(), Audit()
+    # No run here stores anything: the store is never asked.
+    pool = WorkerPool(1, worker, cast(Any, None), audit=audit)
+    await asyncio.wait_for(pool.start(), WAIT)
+    try:
+        yield pool, worker, audit
+    finally:
+        await pool.close()
+
+
+def order(run_id: str) -> WorkerRun:
+    return WorkerRun(
+        user_id="u",
+        thread_id=f"t-{run_id}",
+        session=Session(app_name="app", user_id="u", id=f"t-{run_id}"),
+        message=None,
+        invocation_id="i-1",
+        state_delta=None,
+        metadata={"runId": run_id},
+        client_tools={},
+    )
+
+
+async def started(
+    pool: WorkerPool, worker: ScriptedWorker, run_id: str
+) -> tuple[AsyncGenerator[AdkEvent, None], Start]:
+    events = pool.run(order(run_id), None)
+    first = asyncio.ensure_future(anext(events))  # sends the run's Start
+    start = await asyncio.wait_for(worker.started.get(), WAIT)
+    assert start.metadata["runId"] == run_id
+    return _resumed(first, events), start
+
+
+async def _resumed(
+    first: asyncio.Future[AdkEvent], rest: AsyncGenerator[AdkEvent, None]
+) -> AsyncGenerator[AdkEvent, None]:
+    yield await first
+    async for event in rest:
+        yield event
+
+
+async def test_an_event_the_main_process_cannot_parse_ends_its_run_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    async with pool_of_one() as (pool, worker, _):
+        kept, kept_start = await started(pool, worker, "kept")
+        broken, broken_start = await started(pool, worker, "broken")
+        worker.send(Yielded(kept_start.run, said("안녕")))
+        assert (await asyncio.wait_for(anext(kept), WAIT)).content is not None
+
+        worker.send(Yielded(broken_start.run, b'{"author": "agent", "content": {"parts": 7'))
+        with pytest.raises(RemoteFailure):
+            await asyncio.wait_for(anext(broken), WAIT)
+        # The worker is told to stop that run, and what it sends of it later is dropped.
+        await eventually(
+            lambda: worker.stopped == [broken_start.run], 5.0, what="the run was not stopped"
+        )
+        worker.send(Yielded(broken_start.run, said("늦게")), Finished(broken_start.run))
+
+        # The other run, on the same worker and pipe, goes on to its end.
+        worker.send(Yielded(kept_start.run, said("하세요")), Finished(kept_start.run))
+        rest = [event async for event in kept]
+        assert [part.text for e in rest if e.content for part in e.content.parts or ()] == [
+            "하세요"
+        ]
+        assert worker.spawned == 1 and worker.is_alive() and pool.pids() == [os.getpid()]
+    [line] = [r for r in caplog.records if "could not take" in r.getMessage()]
+    assert "run broken ends with the agent's error" in line.getMessage() and line.exc_info
+
+
+async def test_a_failure_code_the_main_process_does_not_know_ends_its_run_alone() -> None:
+    async with pool_of_one() as (pool, worker, _):
+        kept, kept_start = await started(pool, worker, "kept")
+        broken, broken_start = await started(pool, worker, "broken")
+        failure = ("NOT_A_CODE", "The model failed.", "detail", "model")
+        worker.send(Yielded(broken_start.run, said("안녕"), failure=failure))
+        with pytest.raises(RemoteFailure):
+            await asyncio.wait_for(anext(broken), WAIT)
+        worker.send(Yielded(kept_start.run, said("안녕")), Finished(kept_start.run))
+        assert len([event async for event in kept]) == 1
+        assert worker.spawned == 1
+
+
+async def test_an_audit_row_the_main_process_cannot_read_is_dropped_and_the_runs_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    async with pool_of_one() as (pool, worker, audit):
+        kept, kept_start = await started(pool, worker, "kept")
+        worker.send(Audited(["not", "a", "row"]))
+        worker.send(Yielded(kept_start.run, said("안녕")), Finished(kept_start.run))
+        assert len([event async for event in kept]) == 1
+        assert worker.spawned == 1 and audit.records == []
+    [line] = [r for r in caplog.records if "could not take" in r.getMessage()]
+    assert "Audited" in line.getMessage() and "dropped" in line.getMessage()
