@@ -297,10 +297,10 @@ def _settle_in_turns(settled: list[tuple[_Pending, object]]) -> None:
     waits behind a few. The writer is not held meanwhile: the next commit goes on.
 
     The order puts the urgent first (``GroupCommit.submit``): a run's input, whose commit
-    the run's first text waits for. At 200 paced users a commit held 20-100 writes, and
-    the input's caller came a turn later for each 16 before it (probed on the loaded
-    2-core machine: 11 ms p50, 130 ms p90 from its commit to its run knowing it); the rest
-    (frames, streamed text, other events) lose a turn for each 16 inputs in their commit.
+    the run's first text waits for. At 200 paced users a commit held 20-100 writes and the
+    input was past the first 16 in 45% of its commits, a turn later for each 16 before it;
+    the rest (frames, streamed text, other events) lose a turn for each 16 inputs in their
+    commit.
     """
     for pending, result in settled[:_WOKEN_A_TURN]:
         _settle(pending, result)
