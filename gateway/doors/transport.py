@@ -20,6 +20,11 @@ These subclasses add, per connection:
   answers a longer line (a token over 8 KiB) with a bare 400 before the door sees it, where
   the HTTP doors refuse the same token with a 401, its challenge, a log line and an audit
   row. An upgrade the engine still cannot read gets a log line.
+
+And one thing uvicorn's ASGI has no message for: several text frames written to the socket
+at once (``SEND_TEXTS``, an ASGI extension the WebSocket door asks for in the scope). A
+send per frame is a syscall per frame, and each wakes the client: a send-queue batch (a
+tool call's three events, a reply's start and its text) costs one of each instead.
 """
 
 from __future__ import annotations
@@ -34,7 +39,10 @@ import h11
 import websockets.http11
 from uvicorn._types import ASGISendEvent
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidState
+from websockets.http11 import Request
 
 from gateway.config import Settings
 
@@ -48,6 +56,10 @@ RETRY_AFTER_SECONDS = 5
 # The longest upgrade header line read whole: h11 read the head first, and the header
 # deadline bounds it; a bearer token past MAX_TOKEN_BYTES then reaches the door's refusal.
 WS_HEADER_LINE_BYTES = 64 << 10
+# The ASGI extension (in a WebSocket's scope) and message type by which an app sends
+# several text frames in one write: ``{"type": SEND_TEXTS, "texts": [bytes, ...]}``, each
+# item a frame's UTF-8 text.
+SEND_TEXTS = "gateway.websocket.send_texts"
 
 
 def protocols(settings: Settings) -> tuple[type[HttpProtocol], type[WebSocketProtocol]]:
@@ -225,6 +237,11 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
             self.deadline = None
         super().connection_lost(exc)
 
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        if not self.close_sent:  # an upgrade accepted by the engine: the app gets a scope
+            self.scope["extensions"][SEND_TEXTS] = {}
+
     def _handshake_expired(self) -> None:
         self.deadline = None
         if self.handshake_complete or self.transport.is_closing():
@@ -257,11 +274,31 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_handshake_exception()
 
     async def send(self, message: ASGISendEvent) -> None:
+        if message["type"] == SEND_TEXTS:
+            await self._send_texts(cast(list[bytes], cast(dict[str, object], message)["texts"]))
+            return
         await super().send(message)
         if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
             # uvicorn leaves this unset after an HTTP answer and then logs the refusal as an
             # application error ("returned without completing handshake").
             self.handshake_complete = True
+
+    async def _send_texts(self, texts: list[bytes]) -> None:
+        """The frames in one write; out of the open state, one send each, as uvicorn
+        answers a send there (a disconnect, or its error for a send after the close)."""
+        await self.writable.wait()
+        if self.disconnected:
+            raise ClientDisconnected()
+        if not (self.handshake_complete and self.initial_response is None and not self.close_sent):
+            for text in texts:
+                await super().send({"type": "websocket.send", "text": text.decode()})
+            return
+        try:
+            for text in texts:
+                self.conn.send_text(text)
+        except InvalidState:
+            raise ClientDisconnected() from None
+        self.transport.write(b"".join(self.conn.data_to_send()))
 
     def keepalive_timeout(self) -> None:
         super().keepalive_timeout()

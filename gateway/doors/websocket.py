@@ -24,6 +24,7 @@ from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.drain import CLOSE_CODE, CLOSE_REASON
 from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
+from gateway.doors.transport import SEND_TEXTS
 from gateway.doors.voice import Voice
 from gateway.hub.admission import Admitted
 from gateway.hub.inputs import needed_part
@@ -607,8 +608,16 @@ class WebSocketSession:
             self.access.record_input(request, error, run.overruled if run else None)
 
     async def _write(self) -> None:
+        # A batch's text frames in one write, where the server takes them so.
+        together = SEND_TEXTS in self.scope.get("extensions", {})
         while True:
+            texts: list[tuple[p.Event, bytes]] = []
             for event, data in await self.send_queue.batch():
+                if event is not None and not isinstance(event, live.AudioOut):
+                    texts.append((event, data))
+                    continue
+                await self._send_texts(texts, together)
+                texts = []
                 if event is None:
                     with contextlib.suppress(Exception):
                         await self.send(
@@ -619,12 +628,21 @@ class WebSocketSession:
                             }
                         )
                     return
-                if isinstance(event, live.AudioOut):
-                    await self.send({"type": "websocket.send", "bytes": data})
-                else:
-                    await self.send({"type": "websocket.send", "text": data.decode()})
-                    if isinstance(event, p.RunStarted) and self.started_early is not None:
-                        self._timed(event)
+                await self.send({"type": "websocket.send", "bytes": data})
+            await self._send_texts(texts, together)
+
+    async def _send_texts(self, texts: list[tuple[p.Event, bytes]], together: bool) -> None:
+        if not texts:
+            return
+        if together:
+            await self.send({"type": SEND_TEXTS, "texts": [data for _, data in texts]})
+        else:
+            for _, data in texts:
+                await self.send({"type": "websocket.send", "text": data.decode()})
+        if self.started_early is not None:
+            for event, _ in texts:
+                if isinstance(event, p.RunStarted):
+                    self._timed(event)
 
     def _timed(self, started: p.RunStarted) -> None:
         """An early RUN_STARTED is out: its time since the input was admitted is the

@@ -10,6 +10,7 @@ of the theory of operation:
     expiry      browser calls nobody answers, answered by a timeout
     planning    an input and the stored thread made the message for ADK (``Planner``)
     driving     ADK's stream through the translator to the run's end (``Driver``)
+    text_bursts a reply's chunks that keep coming, held and emitted as one event
     joining     a reattach replayed from the thread's log, or joined to a run elsewhere
     snapshots   what a reattach is shown of a thread the log cannot answer for
     refusals    what the hub refuses a caller, and the signals that make an input wait

@@ -13,6 +13,10 @@ ending moves the thread out of RUNNING on its table (``gateway.hub.states``), an
 keeps the state it leaves the thread in. A run with nothing to resume yet runs no agent: it
 only reports what the thread still waits for, and moves nothing.
 
+The later chunks of a reply that keep coming are held while they do and emitted as one
+event (``gateway.hub.text_bursts``): a chunk was most of a run's events, each numbered,
+logged, committed and delivered.
+
 What it keeps on the way, so that a crash cuts nothing but the last of a streamed reply
 (docs/durability.md): the text so far of a streamed message (ADK stores a message only once
 it is complete; its chunks go out ahead of that write), and, when the run is
@@ -34,6 +38,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -56,6 +61,7 @@ from gateway.hub.planning import Plan, function_responses
 from gateway.hub.refusals import cut_by_restart, quarantined, store_lost, taken_over
 from gateway.hub.snapshots import thread_snapshot
 from gateway.hub.states import ThreadState, run_ended, transition
+from gateway.hub.text_bursts import TextBurst
 from gateway.hub.threads import Run
 from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError
@@ -267,17 +273,37 @@ class Driver:
     async def _consume(
         self, run: Run, events: AsyncGenerator[AdkEvent, None], input_commits: list[Commit]
     ) -> None:
-        async with aclosing(events):
-            async for event in events:
-                if input_commits:
-                    await _stored(input_commits)
-                if not event.partial:
-                    run.last_event_id = event.id
-                # After a cancel ADK's sealing events are stored, not streamed.
-                out = [] if run.abort.is_set() else run.translator.translate(event)
-                kept = self._keep_streamed_text(run, event, out)
-                run.emit(out, after=kept, streamed=kept is not None and _only_text(out))
-        await _stored(input_commits)  # a stream that said nothing: before the run's end
+        burst = run.burst = TextBurst(partial(self._emit_burst, run))
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    if input_commits:
+                        await _stored(input_commits)
+                    if not event.partial:
+                        run.last_event_id = event.id
+                    # After a cancel ADK's sealing events are stored, not streamed.
+                    out = [] if run.abort.is_set() else run.translator.translate(event)
+                    if burst.hold(out):
+                        run.streaming = event  # its text is stored with the burst's
+                        continue
+                    if out:
+                        burst.flush()  # nothing overtakes the text held
+                    kept = self._keep_streamed_text(run, event, out)
+                    run.emit(out, after=kept, streamed=kept is not None and _only_text(out))
+                    if out:
+                        burst.emitted(out)
+            await _stored(input_commits)  # a stream that said nothing: before the run's end
+        finally:
+            burst.flush()
+            run.burst = None
+
+    def _emit_burst(self, run: Run, chunk: p.TextMessageContent) -> None:
+        """Emits a burst of streamed text (``gateway.hub.text_bursts``) with its text so far
+        stored, as a chunk is; nothing, once the run has ended (the hub's stop cut it off)."""
+        if run.ended:
+            return
+        kept = self._save_streamed_text(run, run.streaming) if run.streaming else None
+        run.emit([chunk], after=kept, streamed=kept is not None)
 
     def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
         log.warning(
@@ -301,6 +327,9 @@ class Driver:
         if not any(isinstance(e, p.TextMessageContent) for e in out):
             return None
         run.streaming = event
+        return self._save_streamed_text(run, event)
+
+    def _save_streamed_text(self, run: Run, event: AdkEvent) -> Commit | None:
         return self.engine.save_streamed_text(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,

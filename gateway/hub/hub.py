@@ -541,6 +541,8 @@ class Hub:
         executes = subscriber.client is not None and subscriber.client == run.owner
         if executes:
             snapshot.append(executor_event(sorted(run.translator.client_calls)))
+        if run.burst is not None:
+            run.burst.flush()  # the catch-up shows the text held: it is not sent again after
         catch_up = [started, *snapshot, *run.translator.reopen()]
         # What it shows is the run as of the last number given out, in the outbox before it.
         shows = thread.head or 0

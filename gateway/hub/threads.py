@@ -42,6 +42,7 @@ from gateway.context import Caller
 from gateway.hub import eventlog
 from gateway.hub.outbox import Commit, Outbox
 from gateway.hub.states import ThreadState
+from gateway.hub.text_bursts import TextBurst
 from gateway.metrics import RunClock
 from gateway.store.frames import LoggedFrame
 from gateway.store.recovery import Unfinished
@@ -124,6 +125,8 @@ class Run:
     # The latest chunk of the message whose streamed text is stored, until its final
     # event replaces it.
     streaming: AdkEvent | None = None
+    # Its streamed text held while the model keeps sending it, while its stream is read.
+    burst: TextBurst | None = None
     # Reattached subscribers whose snapshot waits in the outbox.
     joining: list[Subscriber] = dataclasses.field(default_factory=list)
     # The client instance of the input that started the run; it stays when its connection goes.

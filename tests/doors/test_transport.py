@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from gateway.config import Settings
-from gateway.doors.transport import protocols
+from gateway.doors.transport import SEND_TEXTS, protocols
 from tests.support.agui import new_id, outcome, user_input
 from tests.support.budgets import scaled
 from tests.support.raw import RawClient, request, upgrade_head
@@ -184,3 +184,82 @@ async def test_a_frozen_reader_with_unsent_bytes_is_cut_off_after_the_ping_timeo
             assert not server.server_state.connections, "the frozen peer is still connected"
         finally:
             frozen.close()
+
+
+class _Writes:
+    """A connection's transport that keeps what is written to it, and writes it."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+        self.transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+async def test_a_batch_of_text_frames_is_one_write_to_the_socket() -> None:
+    """A send-queue batch costs the server one syscall and the client one wake-up."""
+    offered: list[bool] = []
+    go = asyncio.Event()
+
+    async def batches(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        offered.append(SEND_TEXTS in scope["extensions"])
+        await send({"type": "websocket.accept"})
+        await go.wait()
+        await send({"type": SEND_TEXTS, "texts": [b'{"n":1}', "업무 요청".encode(), b'{"n":3}']})
+        await receive()  # the client's close
+
+    async with (
+        stub_server(batches) as (port, server),
+        connect(f"ws://127.0.0.1:{port}/ws") as ws,
+    ):
+        [connection] = server.server_state.connections
+        kept = _Writes(connection.transport)  # type: ignore[attr-defined]
+        connection.transport = kept  # type: ignore[attr-defined]
+        go.set()
+        received = [await asyncio.wait_for(ws.recv(), scaled(3)) for _ in range(3)]
+        writes = len(kept.written)
+    assert offered == [True]
+    assert received == ['{"n":1}', "업무 요청", '{"n":3}']
+    assert writes == 1
+
+
+async def test_a_batch_sent_after_the_close_fails_as_a_send_does() -> None:
+    failures: list[str] = []
+
+    async def closes_then_batches(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": 1000})
+        try:
+            await send({"type": SEND_TEXTS, "texts": [b"late"]})
+        except Exception as error:
+            failures.append(type(error).__name__)
+
+    async with stub_server(closes_then_batches) as (port, _):
+        async with connect(f"ws://127.0.0.1:{port}/ws") as ws:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.recv(), scaled(3))
+        for _ in range(50):
+            if failures:
+                break
+            await asyncio.sleep(0.02)
+    assert failures in (["RuntimeError"], ["ClientDisconnected"])
+
+
+async def test_the_websocket_door_writes_a_tool_calls_events_at_once() -> None:
+    """A call's START, ARGS and END are emitted together: they reach the client in one write."""
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        await ws.run(user_input(new_id("t"), "hello"))  # the connection is the door's now
+        [connection] = [c for c in gateway.server.server_state.connections if hasattr(c, "conn")]
+        kept = _Writes(connection.transport)  # type: ignore[attr-defined]
+        connection.transport = kept  # type: ignore[attr-defined]
+        events = await ws.run(user_input(new_id("t"), "open the work request list"))
+        writes = len(kept.written)
+    assert [e["type"] for e in events].count("TOOL_CALL_START") >= 2
+    assert writes < len(events) - 4

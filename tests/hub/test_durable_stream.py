@@ -315,14 +315,17 @@ async def test_chunks_reach_a_client_ahead_of_a_slow_store_and_nothing_else_does
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow_commits(monkeypatch, 0.01)
-    async with hub_on(db, pace_ms=0) as hub:
+    # A chunk a millisecond, each its own event (a burst of chunks is one: ``text_bursts``),
+    # ten to a commit of the store.
+    async with hub_on(db, pace_ms=1) as hub:
         probe = DurabilityProbe(db)
         commits = hub.engine.sessions.commits
         run = await hub.start("demo", start_input(new_id("t")), probe)
         await asyncio.wait_for(run.done.wait(), 30)
         frames = probe.frames()  # a valid AG-UI stream
         chunks = sum(frame["type"] == "TEXT_MESSAGE_CONTENT" for frame in frames)
-        assert chunks == 94 and probe.text().startswith("안녕하세요")
+        # Nearly every chunk its own event (a busy loop makes bursts of a few).
+        assert 1 < chunks <= 94 and probe.text().startswith("안녕하세요")
         # Text went out while its commit was held back, never more than the bound ahead.
         assert probe.unstored, "every chunk waited for its commit"
         assert 0 < max(probe.ahead[True]) <= outbox.UNSTORED_NUMBERS
@@ -331,7 +334,7 @@ async def test_chunks_reach_a_client_ahead_of_a_slow_store_and_nothing_else_does
         assert max(probe.ahead[False]) <= 0
         assert list(probe.stored_at_end.values()) == [probe.text()]
         # Chunks that arrive during one commit share the next: far fewer writes than chunks.
-        assert hub.engine.sessions.commits - commits < chunks / 4
+        assert hub.engine.sessions.commits - commits < 94 / 4
         # The run is over only once its last event is out.
         assert frames[-1]["type"] == "RUN_FINISHED"
         assert streamed_rows(db) == 0  # the final event replaced the streamed text

@@ -12,6 +12,7 @@ parameters; a thread matches when each term matches one of its rows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 from typing import Any
@@ -40,6 +41,9 @@ MIGRATION = (
 )
 
 
+# Kept for the users writing lately: every stored event names its owner, and hashlib's
+# setup of a hash costs more than the hash of a short name.
+@functools.lru_cache(maxsize=1024)
 def owner_token(app_name: str, user_id: str) -> str:
     """One FTS token naming a user of an app (letters and digits only)."""
     return "u" + hashlib.sha256(f"{app_name}\x00{user_id}".encode()).hexdigest()[:24]
