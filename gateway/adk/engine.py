@@ -330,6 +330,7 @@ class Engine:
                         catalogs=catalogs,
                         surfaces=surfaces,
                         read_surfaces=partial(self.surfaces, user_id, thread_id),
+                        input_ahead=input_queued is not None,
                     ),
                     abort_signal,
                 ):

@@ -70,6 +70,8 @@ class _Pending:
     # Frames submitted after it under its key (``extends``), joined to it once taken:
     # joined at each submit, a burst of chunks would copy its frames once a chunk.
     followers: list[Write] = dataclasses.field(default_factory=list)
+    # A client's next event waits for it (a run's input: its first text): woken first.
+    urgent: bool = False
 
 
 class GroupCommit:
@@ -105,6 +107,7 @@ class GroupCommit:
         *,
         replaces: Hashable | None = None,
         extends: Hashable | None = None,
+        urgent: bool = False,
     ) -> asyncio.Future[object]:
         """Queues a write; the future resolves once it is committed (or fails alone).
 
@@ -112,7 +115,8 @@ class GroupCommit:
         yet is replaced by this one, in its place, and both callers share its future: a
         newer state supersedes an older one at no extra cost. With ``extends`` (frames of
         a thread's log), such a queued write takes this one's frames after its own: frames
-        made together cost one write, and their deliveries one commit.
+        made together cost one write, and their deliveries one commit. An ``urgent``
+        write's caller is woken first of its commit's (``_settle_in_turns``).
         """
         if self._closing:
             raise StoreError("the session store is closed")
@@ -125,7 +129,7 @@ class GroupCommit:
                 queued.followers.append(write)
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        pending = _Pending(write, future, on_commit, key, _traced(write))
+        pending = _Pending(write, future, on_commit, key, _traced(write), urgent=urgent)
         self._queue.append(pending)
         if key is not None:
             self._replaceable[key] = pending
@@ -189,7 +193,9 @@ class GroupCommit:
             if pending.on_commit is not None and not isinstance(result, Failed):
                 pending.on_commit(result)
                 pending.on_commit = None
-        _settle_in_turns(list(zip(batch, results, strict=True)))
+        settled = list(zip(batch, results, strict=True))
+        # Stable: the urgent first, each side oldest first.
+        _settle_in_turns(sorted(settled, key=lambda done: not done[0].urgent))
 
     async def _try_commit(self, writes: list[Write]) -> list[object] | None:
         """The writes' results, committed in one transaction; None if the commit failed."""
@@ -282,13 +288,19 @@ def _followed_by(queued: Write, newer: list[Write]) -> Write:
 
 
 def _settle_in_turns(settled: list[tuple[_Pending, object]]) -> None:
-    """Wakes a commit's callers ``_WOKEN_A_TURN`` a turn of the event loop, oldest first.
+    """Wakes a commit's callers ``_WOKEN_A_TURN`` a turn of the event loop, in order.
 
     Each caller woken runs its run's work up to its next wait (ADK's next step, a chunk
     translated and sent) in the next turn. A commit of hundreds of runs' writes woken at
     once makes one turn of all that work, and whatever else is ready (a frame just read,
     an input's RUN_STARTED to write) waits behind all of it; woken a few at a time, it
     waits behind a few. The writer is not held meanwhile: the next commit goes on.
+
+    The order puts the urgent first (``GroupCommit.submit``): a run's input, whose commit
+    the run's first text waits for. At 200 paced users a commit held 20-100 writes and the
+    input was past the first 16 in 45% of its commits, a turn later for each 16 before it;
+    the rest (frames, streamed text, other events) lose a turn for each 16 inputs in their
+    commit.
     """
     for pending, result in settled[:_WOKEN_A_TURN]:
         _settle(pending, result)

@@ -316,7 +316,8 @@ class SessionService(BaseSessionService):
             # The store's revision: a copy loaded without one learns it only here.
             session._storage_update_marker = str(revision)
 
-        queued(self._submit(session.id, write, commit_to_session))
+        # Urgent: the run's first text waits for this commit (``GroupCommit.submit``).
+        queued(self._submit(session.id, write, commit_to_session, urgent=True))
         return event
 
     def _append_write(self, session: Session, event: Event) -> writes.AppendEvent:
@@ -779,12 +780,15 @@ class SessionService(BaseSessionService):
         *,
         replaces: tuple[str, ...] | None = None,
         extends: tuple[str, ...] | None = None,
+        urgent: bool = False,
     ) -> asyncio.Future[object]:
         """Queues a write about a thread, fenced by the lease this process holds it under."""
         writer = self._writer_or_raise()
         fence = self.fence_of(thread_id)
         if fence is None:
-            return writer.submit(write, on_commit, replaces=replaces, extends=extends)
+            return writer.submit(
+                write, on_commit, replaces=replaces, extends=extends, urgent=urgent
+            )
         if self._refused.get(thread_id) == fence:
             refused: asyncio.Future[object] = asyncio.get_running_loop().create_future()
             refused.set_exception(FencedError(fence.thread_id, fence.epoch))
@@ -793,7 +797,11 @@ class SessionService(BaseSessionService):
         replaces = (*replaces, str(fence.epoch)) if replaces else None
         extends = (*extends, str(fence.epoch)) if extends else None
         submitted = writer.submit(
-            writes.Fenced(fence, write), on_commit, replaces=replaces, extends=extends
+            writes.Fenced(fence, write),
+            on_commit,
+            replaces=replaces,
+            extends=extends,
+            urgent=urgent,
         )
         submitted.add_done_callback(partial(self._check_refused, fence))
         return submitted

@@ -1,6 +1,7 @@
 """The single writer wakes a commit's callers a few a turn of the event loop, oldest first,
 and goes on committing meanwhile: a commit of hundreds of runs' writes does not make one
-turn of all their work that a frame just read (an input to acknowledge) waits behind. A
+turn of all their work that a frame just read (an input to acknowledge) waits behind. An
+urgent write's caller (a run's input, which its first text waits for) is woken first. A
 burst of a thread's frames lingers a few quiet turns to become one write."""
 
 from __future__ import annotations
@@ -49,6 +50,26 @@ async def test_a_commit_wakes_its_callers_a_few_a_turn_and_the_writer_goes_on() 
     assert max(a_turn) == group_commit._WOKEN_A_TURN
     assert len([count for count in a_turn if count]) == -(-callers // group_commit._WOKEN_A_TURN)
     assert woken == list(range(callers)), "oldest first"
+
+
+async def test_an_urgent_writes_caller_is_woken_in_its_commits_first_turn() -> None:
+    # A run's input, queued behind a commit's worth of other runs' writes: the run's first
+    # text waits for it, the others lose a turn at most.
+    writer, _ = recording_writer()
+    woken: list[str] = []
+    others = [writer.submit(Probe()) for _ in range(3 * group_commit._WOKEN_A_TURN)]
+    urgent = writer.submit(Probe(), urgent=True)
+    for number, future in enumerate(others):
+        future.add_done_callback(lambda _, number=number: woken.append(str(number)))
+    urgent.add_done_callback(lambda _: woken.append("urgent"))
+    while not urgent.done():
+        await asyncio.sleep(0)
+    # Woken in its commit's first turn, with the oldest of the rest.
+    assert sum(future.done() for future in others) < group_commit._WOKEN_A_TURN
+    await asyncio.gather(*others)
+    await writer.close()
+    assert woken[0] == "urgent"
+    assert woken[1:] == [str(number) for number in range(len(others))], "the rest oldest first"
 
 
 def logged(*seqs: int) -> AppendFrames:

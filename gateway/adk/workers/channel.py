@@ -6,6 +6,12 @@ frame was a system call and a wake-up of the peer each). ``drain`` waits when th
 buffer is over its high mark, so a peer that stops reading slows its sender instead of
 growing its memory.
 
+The write at the end of a turn waits for the rest of that turn, and under load for the
+next one's work too: a turn of a busy loop is 5 ms at the median and 30-40 ms at p90 (at
+200 paced users). A message a run's first event waits on (its ``Start``, the first event
+of its stream) is sent ``now``: written at once, with what was queued before it, so the
+order holds. It costs a write a run, not one a frame.
+
 A message longer than ``MAX_FRAME`` is refused where it is sent (``FrameTooLarge``, in the
 task of the run that sends it): the peer would take such a frame for a broken pipe, and
 close it on every run it carries.
@@ -45,19 +51,23 @@ class Channel(Generic[M]):
         self._decoder: msgspec.msgpack.Decoder[M] = msgspec.msgpack.Decoder(incoming)
         self._queued: list[bytes] = []
 
-    def send(self, message: msgspec.Struct) -> None:
+    def send(self, message: msgspec.Struct, *, now: bool = False) -> None:
+        """Queues the message for the turn's write; ``now``: writes it and what was queued
+        before it at once (above)."""
         if self.writer.is_closing():
             raise ChannelClosed("the pipe is closed")
         body = self._encoder.encode(message)
         if len(body) > MAX_FRAME:
             raise FrameTooLarge(f"a {type(message).__name__} of {len(body)} bytes")
-        if not self._queued:
+        if not self._queued and not now:
             asyncio.get_running_loop().call_soon(self._flush)
         self._queued += (len(body).to_bytes(_LENGTH, "big"), body)
+        if now:
+            self._flush()
 
     def _flush(self) -> None:
         frames, self._queued = self._queued, []
-        if not self.writer.is_closing():
+        if frames and not self.writer.is_closing():
             self.writer.write(b"".join(frames))
 
     async def drain(self) -> None:

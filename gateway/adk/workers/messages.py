@@ -72,6 +72,9 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     caller: dict[str, Any] | None  # gateway.context.Caller's fields; None: nobody asked
     traceparent: str | None = None  # the run's span, W3C; None: traces are off
     surfaces: dict[str, Surface] | None = None  # the thread's A2UI, if the hub read them
+    # The main process stores the run's input ahead of its commit (``SessionService.input_ahead``):
+    # the worker goes on without waiting for its answer (``remote_session``).
+    input_ahead: bool = False
 
 
 class Cancel(msgspec.Struct, tag=True, frozen=True):

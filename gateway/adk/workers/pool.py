@@ -143,6 +143,8 @@ class WorkerRun:
     catalogs: ClientCatalogs | None = None
     surfaces: Surfaces | None = None
     read_surfaces: Callable[[], Awaitable[Surfaces]] | None = None
+    # The run's input is stored ahead of its commit here: the worker need not wait for it.
+    input_ahead: bool = False
 
 
 _END = object()
@@ -330,9 +332,13 @@ class WorkerPool:
         cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
         taken = Taken()
         try:
-            channel.send(_start(number, order))
+            channel.send(_start(number, order), now=True)  # the run waits on nothing else
             while True:
                 item = await stream.queue.get()
+                if stream.store_error is not None and (isinstance(item, AdkEvent) or item is _END):
+                    # The input the worker sent ahead was refused: nothing after it counts.
+                    ended = item is _END
+                    raise stream.store_error
                 if isinstance(item, AdkEvent):
                     if credit := taken.took():  # the worker may send as many more
                         with contextlib.suppress(ChannelClosed):  # its loss is queued
@@ -636,6 +642,7 @@ def _start(number: int, order: WorkerRun) -> Start:
         if order.catalogs is not None
         else None,
         surfaces=order.surfaces.live if order.surfaces is not None else None,
+        input_ahead=order.input_ahead,
         caller=dataclasses.asdict(who) if who is not None else None,
         traceparent=tracing.traceparent(),
     )

@@ -9,6 +9,13 @@ stores it with the real ``SessionService`` under the thread's fence; only once i
 ``RemoteAppendRefused`` into ADK, which ends the run; the main process, which saw the
 store's own error, reports that one to the hub.
 
+The one exception is a run's input (``Start.input_ahead``): the main process stores it
+ahead of its commit (``SessionService.input_ahead``), and answers as soon as it is queued,
+so waiting for that answer would only cost the model call two hops of the pipe. The input
+joins the copy as it is sent and ADK goes on to the model; the next append waits for the
+input's answer first, so a refused input still stops the run before anything else of it
+is stored, and the hub sends nothing of the run before the input's commit.
+
 A run's thread's A2UI surfaces are read the same way, when a tool of the run first returns
 operations (``surfaces``: ``ReadSurfaces``, answered by ``SurfacesRead``), unless the hub
 read them already and sent them with the run.
@@ -69,6 +76,10 @@ _serving: contextvars.ContextVar[int | None] = contextvars.ContextVar("serving",
 class _Held:
     run: int
     session: Session
+    # The run's first append goes ahead if it is the user's: its input (``Start.input_ahead``).
+    input_ahead: bool = False
+    # The main process's answer to the input sent ahead, until the next append takes it.
+    input_answer: asyncio.Future[Appended | SurfacesRead] | None = None
     # The event last stored, as ADK gave it: the runner yields it next.
     stored: Event | None = None
 
@@ -86,10 +97,11 @@ class RemoteSessions(BaseSessionService):
         """Appends go through ``send`` from now on."""
         self._send = send
 
-    def hold(self, run: int, session: Session) -> None:
+    def hold(self, run: int, session: Session, *, input_ahead: bool = False) -> None:
         """Serves ``session`` to the run numbered ``run``, whose task calls this, until
-        ``release``."""
-        self._held[run] = _Held(run, session)
+        ``release``; with ``input_ahead``, its input goes on without waiting for its
+        answer (above)."""
+        self._held[run] = _Held(run, session, input_ahead)
         _serving.set(run)
 
     def release(self, run: int) -> None:
@@ -140,9 +152,14 @@ class RemoteSessions(BaseSessionService):
         if held is None:
             raise RemoteAppendRefused(f"session {session.id!r} is held by no run of this worker")
         stored = event.model_dump_json(exclude_none=True, by_alias=True).encode()
-        appended = await self._ask(lambda call: Append(held.run, call, stored))
-        if appended.error is not None:
-            raise RemoteAppendRefused(appended.error)
+        ahead, held.input_ahead = held.input_ahead, False  # the main process's rule
+        if ahead and event.author == "user":
+            held.input_answer = self._asked(lambda call: Append(held.run, call, stored))
+        else:
+            if held.input_answer is not None:
+                _refused(await held.input_answer)
+                held.input_answer = None
+            _refused(await self._ask(lambda call: Append(held.run, call, stored)))
         held.stored = event
         return await super().append_event(session, event)
 
@@ -163,13 +180,21 @@ class RemoteSessions(BaseSessionService):
         self, message: Callable[[int], Append | ReadSurfaces]
     ) -> Appended | SurfacesRead:
         """Sends the message numbered with a new call, and waits for the answer to it."""
+        return await self._asked(message)
+
+    def _asked(
+        self, message: Callable[[int], Append | ReadSurfaces]
+    ) -> asyncio.Future[Appended | SurfacesRead]:
+        """Sends the message numbered with a new call; the answer to it, to come."""
         if self._send is None:
             raise RemoteAppendRefused("this worker is not connected to the main process")
         call = next(self._calls)
         answer: asyncio.Future[Appended | SurfacesRead] = asyncio.get_running_loop().create_future()
+        # An input's answer no append waits for (the run ended first) is not an error.
+        answer.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._waiting[call] = answer
         self._send(message(call))
-        return await answer
+        return answer
 
     def was_stored(self, session: Session, event: Event) -> bool:
         """Whether ``event`` is the one the run's last append stored (the main process
@@ -197,6 +222,12 @@ class RemoteSessions(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         raise RemoteAppendRefused("a worker deletes no session")
+
+
+def _refused(answer: Appended | SurfacesRead) -> None:
+    """Raises the main process's refusal of an append into ADK, which ends the run."""
+    if answer.error is not None:
+        raise RemoteAppendRefused(answer.error)
 
 
 def _ids(session: Session) -> tuple[str, str, str]:

@@ -158,7 +158,7 @@ class _Runs:
             # Read in the try: a run whose session or message this side cannot parse (a
             # value nested past pydantic's limit) ends Failed, not without an end.
             session = Session.model_validate_json(start.session)
-            self.sessions.hold(start.run, session)
+            self.sessions.hold(start.run, session, input_ahead=start.input_ahead)
             tools = {
                 tool.name: ClientTool(tool.name, tool.description, tool.parameters)
                 for tool in start.client_tools
@@ -183,14 +183,17 @@ class _Runs:
                     invocation_id=start.invocation_id,
                 )
             ) as events:
+                first = True  # the run's first event (its first text, a call) goes at once
                 async for event in events:
                     await window.spend()  # no further ahead of the hub than its window
                     # The hub asks what failed as it translates this event: it goes with it.
                     failure = self._failure(run_id) if event.error_code == MODEL_FAILED else None
                     if self.sessions.was_stored(session, event):
-                        self.channel.send(Yielded(start.run, stored=True, failure=failure))
+                        yielded = Yielded(start.run, stored=True, failure=failure)
                     else:
-                        self.channel.send(Yielded(start.run, _json(event), failure=failure))
+                        yielded = Yielded(start.run, _json(event), failure=failure)
+                    self.channel.send(yielded, now=first)
+                    first = False
                     await self.channel.drain()
             ending = self._finished(start.run, run_id)
         except asyncio.CancelledError:

@@ -1,6 +1,7 @@
-"""The pipe between the main process and a worker: messages cross whole and in order, what
-is not a frame of ours closes the pipe instead of being believed, and a message too long
-for the peer is refused where it is sent, the pipe going on."""
+"""The pipe between the main process and a worker: messages cross whole and in order, those
+a run's first event waits on without waiting for the end of the turn, what is not a frame
+of ours closes the pipe instead of being believed, and a message too long for the peer is
+refused where it is sent, the pipe going on."""
 
 from __future__ import annotations
 
@@ -33,6 +34,27 @@ async def test_messages_cross_in_order() -> None:
     assert await worker.receive() == Cancel(3)
     main.close()
     worker.close()
+
+
+async def test_a_message_sent_now_is_written_at_once_after_those_queued_before_it() -> None:
+    left, peer = socket.socketpair()
+    peer.setblocking(False)
+    main = Channel[FromWorker](*await asyncio.open_unix_connection(sock=left), FromWorker)
+    main.send(Cancel(1))  # written at the end of the turn, with the rest of it
+    with pytest.raises(BlockingIOError):
+        peer.recv(1024)
+    main.send(Cancel(2), now=True)  # a run's Start: the worker waits on nothing else
+    written = peer.recv(1024)  # in the same turn
+    reader = asyncio.StreamReader()
+    reader.feed_data(written)
+    reader.feed_eof()
+    worker = Channel[FromMain](reader, main.writer, FromMain)
+    assert [await worker.receive(), await worker.receive()] == [Cancel(1), Cancel(2)]
+    await asyncio.sleep(0)  # the turn's own write finds nothing left to send
+    with pytest.raises(BlockingIOError):
+        peer.recv(1024)
+    main.close()
+    peer.close()
 
 
 async def test_a_closed_pipe_and_a_message_of_the_wrong_side_are_closed_pipes() -> None:

@@ -1,5 +1,6 @@
 """A worker's session service stores through the main process: an event joins the worker's
-copy only once the main process says it is stored, and a refusal stops ADK."""
+copy only once the main process says it is stored, and a refusal stops ADK; a run's input,
+which the main process stores ahead of its commit, goes on without waiting for its answer."""
 
 from __future__ import annotations
 
@@ -13,21 +14,24 @@ from google.genai import types
 
 from gateway.adk.workers.messages import Append, Appended
 from gateway.adk.workers.remote_session import RemoteAppendRefused, RemoteSessions
+from tests.support.budgets import eventually
 
 pytestmark = pytest.mark.unit
 
 
-def said(text: str, *, partial: bool = False) -> Event:
+def said(text: str, *, partial: bool = False, author: str = "agent") -> Event:
     content = types.Content(role="model", parts=[types.Part(text=text)])
-    return Event(author="agent", invocation_id="i-1", content=content, partial=partial)
+    return Event(author=author, invocation_id="i-1", content=content, partial=partial)
 
 
-def held_session() -> tuple[RemoteSessions, Session, list[msgspec.Struct]]:
+def held_session(
+    *, input_ahead: bool = False
+) -> tuple[RemoteSessions, Session, list[msgspec.Struct]]:
     sent: list[msgspec.Struct] = []
     sessions = RemoteSessions()
     sessions.connect(sent.append)
     session = Session(app_name="app", user_id="u", id="t-1")
-    sessions.hold(7, session)
+    sessions.hold(7, session, input_ahead=input_ahead)
     return sessions, session, sent
 
 
@@ -81,6 +85,62 @@ async def test_a_session_no_run_holds_is_not_served() -> None:
     assert await sessions.get_session(app_name="app", user_id="u", session_id="t-1") is None
     with pytest.raises(RemoteAppendRefused):
         await sessions.append_event(session, said("안녕"))
+
+
+async def test_the_runs_input_goes_on_before_the_main_process_answers() -> None:
+    # The main process stores it ahead of its commit: waiting for its answer would only
+    # put two hops of the pipe before the model call.
+    sessions, session, sent = held_session(input_ahead=True)
+    user = said("열어줘", author="user")
+    await asyncio.wait_for(sessions.append_event(session, user), 1)
+    [append] = sent
+    assert isinstance(append, Append) and Event.model_validate_json(append.event).id == user.id
+    assert [e.id for e in session.events] == [user.id]
+    # The next append waits for the input's answer before it is even sent.
+    reply = said("열었습니다")
+    appending = asyncio.create_task(sessions.append_event(session, reply))
+    await asyncio.sleep(0.01)
+    assert len(sent) == 1 and not appending.done()
+    sessions.answered(Appended(7, append.call))
+    await eventually(lambda: len(sent) == 2, 1, what="the reply was not sent")
+    sessions.answered(Appended(7, sent[1].call))  # type: ignore[attr-defined]
+    await asyncio.wait_for(appending, 1)
+    assert [e.id for e in session.events] == [user.id, reply.id]
+
+
+async def test_a_refused_input_stops_the_run_at_its_next_append() -> None:
+    sessions, session, sent = held_session(input_ahead=True)
+    await sessions.append_event(session, said("열어줘", author="user"))
+    [append] = sent
+    sessions.answered(Appended(7, append.call, "StoreError"))
+    with pytest.raises(RemoteAppendRefused, match="StoreError"):
+        await sessions.append_event(session, said("열었습니다"))
+    assert len(sent) == 1  # nothing after a refused input is sent to be stored
+
+
+async def test_only_the_first_append_and_only_the_users_goes_ahead() -> None:
+    # The main process's rule (``SessionService.input_ahead``): a run that stores no input
+    # of its own (a resumed one) waits for its first event as for every other.
+    sessions, session, sent = held_session(input_ahead=True)
+    appending = asyncio.create_task(sessions.append_event(session, said("이어서")))
+    await asyncio.sleep(0.01)
+    assert not appending.done()
+    sessions.answered(Appended(7, sent[0].call))  # type: ignore[attr-defined]
+    await asyncio.wait_for(appending, 1)
+    later = asyncio.create_task(sessions.append_event(session, said("또", author="user")))
+    await asyncio.sleep(0.01)
+    assert not later.done()
+    sessions.answered(Appended(7, sent[1].call))  # type: ignore[attr-defined]
+    await asyncio.wait_for(later, 1)
+
+
+async def test_without_input_ahead_the_users_event_waits_as_any_other() -> None:
+    sessions, session, sent = held_session()
+    appending = asyncio.create_task(sessions.append_event(session, said("열어줘", author="user")))
+    await asyncio.sleep(0.01)
+    assert not appending.done() and session.events == []
+    sessions.answered(Appended(7, sent[0].call))  # type: ignore[attr-defined]
+    await asyncio.wait_for(appending, 1)
 
 
 async def test_two_runs_of_one_thread_overlapping_in_a_worker_keep_their_own_sessions() -> None:
