@@ -436,7 +436,9 @@ export class ChatPanel {
       this.transcript.offerRetry();
     } else if (outcome.type === "interrupt") {
       this.#askApproval(outcome.interrupts ?? []);
-    } else if (run.pending.length) {
+    } else if (run.pending.length && !this.executing) {
+      // (While a pass runs, a reattach that missed nothing may list its calls again: that
+      // pass answers them.)
       this.#answerPending(run);
     }
     if (!run.own && run.sawLive && !run.sawSnapshot) {
