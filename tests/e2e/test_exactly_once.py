@@ -9,6 +9,7 @@ reload (and cannot be asked again); the client shows the gateway's raw words ("t
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -219,3 +220,50 @@ async def test_a_copy_of_a_tab_is_a_tab_of_its_own_and_a_reload_is_not(
     assert await first.page.evaluate("sessionStorage.getItem('agw.client')") == original
     await copy.reload()
     assert await copy.page.evaluate("sessionStorage.getItem('agw.client')") == mine
+
+
+async def test_a_result_whose_run_was_lost_before_it_was_stored_is_sent_again(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    """As a gateway killed right after the result's early RUN_STARTED leaves it: the page
+    saw its run start, the thread never got the result, and the reconnect's reattach by
+    cursor missed nothing. Told the call is still open, the page sends its kept result."""
+    page = await context.new_page()
+    results_sent: list[str] = []
+    lost = asyncio.Event()
+    closing: list[asyncio.Future[None]] = []
+
+    def through_proxy(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def upstream(message: str | bytes) -> None:
+            if isinstance(message, str) and '"role":"tool"' in message:
+                results_sent.append(message)
+                if not lost.is_set():
+                    # The result's early RUN_STARTED goes out; then the gateway is gone.
+                    lost.set()
+                    sent = json.loads(message)
+                    started = {
+                        "type": "RUN_STARTED",
+                        "threadId": sent["threadId"],
+                        "runId": sent["runId"],
+                    }
+                    route.send(json.dumps(started))
+                    closing.append(asyncio.ensure_future(server.close(code=1006)))
+                    closing.append(asyncio.ensure_future(route.close(code=1006)))
+                    return
+            server.send(message)
+
+        route.on_message(upstream)
+
+    await route_sockets(page, through_proxy)
+    app = await WebApp.open(context, slow_gateway, "demo", page=page)
+    await app.say(FLAGSHIP)
+
+    # Well within the 120 s the gateway would wait for a browser that never answers.
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    assert len(results_sent) == 2, "the result is sent again on the new connection, once"
+    assert await app.navigations() == 1
+    await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
+    await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
