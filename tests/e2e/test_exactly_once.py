@@ -17,6 +17,7 @@ from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
 from tests.support.agui import new_id, user_input
 from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS, WebApp, route_sockets
+from tests.support.budgets import eventually, scaled
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
 
@@ -267,3 +268,61 @@ async def test_a_result_whose_run_was_lost_before_it_was_stored_is_sent_again(
     assert await app.navigations() == 1
     await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
     await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
+
+
+async def test_an_approval_named_again_by_an_up_to_date_reattach_keeps_one_card(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    """A message typed while an approval waits, whose run a kill lost before it was stored:
+    the reattach by cursor names the approval still open, and the card that asks for it
+    stays the only one."""
+    page = await context.new_page()
+    told: list[str] = []
+    lost = asyncio.Event()
+    closing: list[asyncio.Future[None]] = []
+
+    def through_proxy(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def upstream(message: str | bytes) -> None:
+            if isinstance(message, str) and '"안녕"' in message and not lost.is_set():
+                lost.set()
+                sent = json.loads(message)
+                started = {
+                    "type": "RUN_STARTED",
+                    "threadId": sent["threadId"],
+                    "runId": sent["runId"],
+                }
+                route.send(json.dumps(started))
+                closing.append(asyncio.ensure_future(server.close(code=1006)))
+                closing.append(asyncio.ensure_future(route.close(code=1006)))
+                return
+            server.send(message)
+
+        def downstream(message: str | bytes) -> None:
+            if isinstance(message, str):
+                told.append(message)
+            route.send(message)
+
+        route.on_message(upstream)
+        server.on_message(downstream)
+
+    await route_sockets(page, through_proxy)
+    app = await WebApp.open(context, slow_gateway, "demo", page=page)
+    await app.say("R-1042 승인해줘")
+    await expect(app.approval_card).to_be_visible(timeout=TIMEOUT_MS)
+
+    await app.say("안녕")
+    await asyncio.wait_for(lost.wait(), TIMEOUT_MS / 1000)
+    await eventually(
+        lambda: any("UP_TO_DATE" in message for message in told),
+        scaled(10.0),
+        what="the reconnect's reattach was not answered",
+    )
+    up_to_date = [json.loads(m) for m in told if '"RUN_FINISHED"' in m][-1]
+    assert up_to_date["outcome"]["type"] == "interrupt", up_to_date
+    await app.wait_idle()
+    cards = app.transcript.get_by_role("group", name="승인 요청")
+    await expect(cards).to_have_count(1)
+    await app.approval_card.get_by_role("button", name="승인", exact=True).click()
+    await app.last_reply_contains("R-1042 요청을 승인했습니다.")
