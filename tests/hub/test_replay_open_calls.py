@@ -112,14 +112,16 @@ async def test_an_up_to_date_reattach_offers_the_open_call_and_not_an_answered_o
 
 
 @pytest.mark.process
+@pytest.mark.parametrize("workers", ["0", "2"], ids=["one process", "two workers"])
 async def test_an_answer_a_kill_caught_before_its_commit_is_asked_for_again_and_taken_once(
-    tmp_path: Path,
+    tmp_path: Path, workers: str
 ) -> None:
     db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
     thread = new_id("t")
     url = "ws://127.0.0.1:{}/ws?user=demo&clientId=tab-1"
+    env = {"GATEWAY_WORKERS": workers}
     async with (
-        gateway_process(db, log, pace_ms=0) as (process, port),
+        gateway_process(db, log, pace_ms=0, environment=env) as (process, port),
         connect(url.format(port)) as raw,
     ):
         ws = AgUiSocket(raw)
@@ -143,7 +145,7 @@ async def test_an_answer_a_kill_caught_before_its_commit_is_asked_for_again_and_
             holder.close()
 
     async with (
-        gateway_process(db, log, pace_ms=0) as (_, port),
+        gateway_process(db, log, pace_ms=0, environment=env) as (_, port),
         connect(url.format(port)) as raw,
     ):
         ws = AgUiSocket(raw)
