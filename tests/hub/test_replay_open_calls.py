@@ -36,6 +36,7 @@ from tests.support.agui import (
 )
 from tests.support.backends import logged
 from tests.support.flagship import FLAGSHIP, MOVED
+from tests.support.held_store import write_lock_held
 from tests.support.processes import gateway_process
 from tests.support.servers import RunningGateway
 
@@ -132,17 +133,12 @@ async def test_an_answer_a_kill_caught_before_its_commit_is_asked_for_again_and_
         await logged(str(db), thread, cursor)
         # Another connection takes the file's write lock: nothing of the answer's run is
         # stored before the kill.
-        holder = sqlite3.connect(db, isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")
-        try:
+        with write_lock_held(str(db)):
             await ws.send(tool_answer(thread, [(navigate["id"], NAVIGATED)]))
             started = await ws.next()
             assert started["type"] == "RUN_STARTED" and seq_of(started) is None
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=10)
-        finally:
-            holder.rollback()
-            holder.close()
 
     async with (
         gateway_process(db, log, pace_ms=0, environment=env) as (_, port),
