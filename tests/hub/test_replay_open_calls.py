@@ -131,6 +131,10 @@ async def test_an_answer_a_kill_caught_before_its_commit_is_asked_for_again_and_
         cursor = seq_of(asked[-1])
         assert cursor is not None
         await logged(str(db), thread, cursor)
+        # Answered once the thread is idle (its run let go, which a worker's run may do a
+        # moment after its RUN_FINISHED went out): then the answer's RUN_STARTED goes out
+        # as soon as it is admitted, before its commit.
+        await ws.run({"type": "reattach", "threadId": thread})
         # Another connection takes the file's write lock: nothing of the answer's run is
         # stored before the kill.
         with write_lock_held(str(db)):
