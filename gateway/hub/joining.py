@@ -143,7 +143,8 @@ class Joiner:
         missed_nothing = not events and not held and log.head <= after
         waits = None
         if say_up_to_date and missed_nothing and eventlog.ended_waiting(log):
-            # Read before the look at the run (``_idle``), from which nothing may wait.
+            # Read before the look at the run (``_idle``): from its answer to the notice
+            # nothing may wait, or a run begun meanwhile would be told it is not there.
             waits = await self._still_waits(thread)
         for event in events:
             subscriber.deliver(event)
