@@ -70,6 +70,19 @@ class _Kind(msgspec.Struct):
 
 
 _kind = msgspec.json.Decoder(_Kind)
+
+
+class _Outcome(msgspec.Struct):
+    type: str = "success"
+    pending: list[str] | None = msgspec.field(default=None, name="pendingToolCallIds")
+
+
+class _End(msgspec.Struct):
+    type: str = ""
+    outcome: _Outcome | None = None
+
+
+_end = msgspec.json.Decoder(_End)
 _RUN_ENDS = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 
@@ -92,6 +105,22 @@ def replay(
     if cut_off(log, after, running_since):
         return None
     return [p.decode_event(f.data) for f in log.frames if f.seq > after and shown_to(f, client)]
+
+
+def ended_waiting(log: FrameLog) -> bool:
+    """Whether the read ends with a run's end that left the thread waiting: a browser call
+    or an approval open, or an error, which may have cut a run with calls open."""
+    if not log.frames:
+        return False
+    end = _end.decode(log.frames[-1].data)
+    if end.type == "RUN_ERROR":
+        return True
+    outcome = end.outcome
+    return (
+        end.type == "RUN_FINISHED"
+        and outcome is not None
+        and (outcome.type == "interrupt" or bool(outcome.pending))
+    )
 
 
 def cut_off(log: FrameLog, after: int, running_since: int | None) -> bool:

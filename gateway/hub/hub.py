@@ -174,6 +174,7 @@ class Hub:
             self.followers,
             snapshot_bytes=snapshot_bytes,
             take_over=self.takeovers.take_over,
+            waiting_for=self.planner.waiting_for,
         )
         # Inputs taken in, acknowledged, and given their turn (``gateway.hub.admission``).
         self.admission = Admission(

@@ -12,7 +12,12 @@ A cursor that missed nothing, on a thread with no run in progress here or elsewh
 never used, with cursor 0, included), gets an ``UP_TO_DATE`` notice in a run of its own,
 numbered with the cursor: every reattach is answered, so a client can tell "up to date"
 from "lost" (a resumed SSE stream is not: its end says so, and EventSource, which comes
-back by itself whenever a stream ends, would be told again each time). When the log
+back by itself whenever a stream ends, would be told again each time). When the run the
+cursor ends left the thread waiting, the notice's RUN_FINISHED says on what, as read from
+the thread now (``gateway.hub.open_calls``), as a snapshot's does: the answer to a call
+may have been sent in an input a crash caught before anything of it was stored (its early
+RUN_STARTED has no number), and the client, told the call is still open, sends it again;
+one whose answer is stored is not listed. When the log
 cannot answer a cursor (beyond its head, older than what it keeps, through a run a crash
 cut off) nothing is sent, and the hub sends the snapshots instead
 (``gateway.hub.snapshots``); when it shows no run open on the other process (its start
@@ -26,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable
 
 from gateway import wire as p
@@ -33,11 +39,14 @@ from gateway.adk.engine import Engine
 from gateway.cluster import Cluster
 from gateway.hub import eventlog
 from gateway.hub.following import Followers
+from gateway.hub.open_calls import OpenCall, open_calls
 from gateway.hub.snapshots import encoded_size, thread_snapshot
 from gateway.hub.threads import Subscriber, Thread
 from gateway.store import StoreError
 from gateway.store.frames import FrameLog
 from gateway.wire.notices import up_to_date
+
+logger = logging.getLogger(__name__)
 
 # How long a reattach by cursor waits for another process to commit the frame its client
 # was sent ahead of the commit (a commit groups for up to 5 ms, and a busy writer queues).
@@ -46,6 +55,9 @@ CATCH_UP_SECONDS = 1.0
 # Takes over a thread whose process died mid-run: (user_id, thread_id) -> whether it
 # closed such a run (and the log now ends it).
 TakeOver = Callable[[str, str], Awaitable[bool]]
+
+# How an idle thread's last run ended, given what it waits on (``Planner.waiting_for``).
+WaitingFor = Callable[[dict[str, OpenCall]], p.Outcome]
 
 
 class Joiner:
@@ -59,6 +71,7 @@ class Joiner:
         *,
         snapshot_bytes: int | None,
         take_over: TakeOver,
+        waiting_for: WaitingFor,
     ) -> None:
         self.engine = engine
         self.cluster = cluster
@@ -66,6 +79,7 @@ class Joiner:
         # How much of a thread the snapshot of a joined run sends at most.
         self.snapshot_bytes = snapshot_bytes
         self.take_over = take_over
+        self.waiting_for = waiting_for
 
     async def replay(
         self, thread: Thread, subscriber: Subscriber, after: int, *, say_up_to_date: bool = True
@@ -126,14 +140,21 @@ class Joiner:
                     run.executor = previous
         if events is None:
             return None
+        missed_nothing = not events and not held and log.head <= after
+        waits = None
+        if say_up_to_date and missed_nothing and eventlog.ended_waiting(log):
+            # Read before the look at the run (``_idle``): from its answer to the notice
+            # nothing may wait, or a run begun meanwhile would be told it is not there.
+            waits = await self._still_waits(thread)
         for event in events:
             subscriber.deliver(event)
         last = log.frames[-1].seq if log.frames else after
         for event in eventlog.after_replay(held, last):
             subscriber.deliver(event)
-        missed_nothing = not events and not held and log.head <= after
         if say_up_to_date and missed_nothing and await self._idle(thread):
             for event in up_to_date(thread.thread_id, after):
+                if waits is not None and isinstance(event, p.RunFinished):
+                    event.outcome = waits
                 subscriber.deliver(eventlog.numbered(event, after))
         if thread.run is None:  # run elsewhere, or none: it follows the log from here
             thread.positions[subscriber] = last
@@ -205,6 +226,27 @@ class Joiner:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(thread.hears(after), CATCH_UP_SECONDS)
         return await self.engine.frames_after(thread.user_id, thread.thread_id, max(after - 1, 0))
+
+    async def _still_waits(self, thread: Thread) -> p.Outcome | None:
+        """What the idle thread waits on now, read from the store (the run the log ends
+        with left it waiting, and an answer may have been stored since, or lost); None
+        when the read fails: the notice then says what it always said."""
+        try:
+            session = await self.engine.session(thread.user_id, thread.thread_id)
+        except StoreError as error:
+            logger.warning(
+                "reattach up to date on thread %s: its open calls could not be read (%s)",
+                thread.thread_id,
+                type(error).__name__,
+            )
+            return None
+        waiting = open_calls(session)
+        logger.info(
+            "reattach up to date on thread %s: it waits on %d call(s)",
+            thread.thread_id,
+            len(waiting),
+        )
+        return self.waiting_for(waiting)
 
     async def _idle(self, thread: Thread) -> bool:
         """Whether the thread has no run in progress, here or on another process."""

@@ -435,8 +435,17 @@ export class ChatPanel {
       this.transcript.stopped();
       this.transcript.offerRetry();
     } else if (outcome.type === "interrupt") {
-      this.#askApproval(outcome.interrupts ?? []);
-    } else if (run.pending.length) {
+      // A reattach that missed nothing names the approvals still open: a card on screen
+      // that nobody decided asks already.
+      const asking = (id) =>
+        this.transcript.el.transcript.querySelector(
+          `.approval[data-interrupt-id="${CSS.escape(id)}"]:not(.approved, .rejected, .withdrawn)`,
+        );
+      const interrupts = (outcome.interrupts ?? []).filter((interrupt) => !asking(interrupt.id));
+      if (interrupts.length) this.#askApproval(interrupts);
+    } else if (run.pending.length && !this.executing) {
+      // (While a pass runs, a reattach that missed nothing may list its calls again: that
+      // pass answers them.)
       this.#answerPending(run);
     }
     if (!run.own && run.sawLive && !run.sawSnapshot) {

@@ -9,6 +9,7 @@ reload (and cannot be asked again); the client shows the gateway's raw words ("t
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -16,6 +17,7 @@ from playwright.async_api import BrowserContext, WebSocketRoute, expect
 
 from tests.support.agui import new_id, user_input
 from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS, WebApp, route_sockets
+from tests.support.budgets import eventually, scaled
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
 
@@ -219,3 +221,90 @@ async def test_a_copy_of_a_tab_is_a_tab_of_its_own_and_a_reload_is_not(
     assert await first.page.evaluate("sessionStorage.getItem('agw.client')") == original
     await copy.reload()
     assert await copy.page.evaluate("sessionStorage.getItem('agw.client')") == mine
+
+
+class KilledAfterEarlyStart:
+    """The page's /ws, through a proxy that plays a gateway killed right after the early
+    RUN_STARTED of the first input ``dies_on`` picks: the page is sent that RUN_STARTED
+    (unnumbered, as the gateway sends it), the input never reaches the gateway, and both
+    sides close. Keeps every input ``dies_on`` picks, and every text frame sent down."""
+
+    def __init__(self, dies_on: str) -> None:
+        self.dies_on = dies_on
+        self.picked: list[str] = []
+        self.sent_down: list[str] = []
+        self.lost = asyncio.Event()
+        self._closing: list[asyncio.Future[None]] = []
+
+    def __call__(self, route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def upstream(message: str | bytes) -> None:
+            if isinstance(message, str) and self.dies_on in message:
+                self.picked.append(message)
+                if not self.lost.is_set():
+                    self.lost.set()
+                    sent = json.loads(message)
+                    started = {"type": "RUN_STARTED", "threadId": sent["threadId"]}
+                    route.send(json.dumps({**started, "runId": sent["runId"]}))
+                    self._closing.append(asyncio.ensure_future(server.close(code=1006)))
+                    self._closing.append(asyncio.ensure_future(route.close(code=1006)))
+                    return
+            server.send(message)
+
+        def downstream(message: str | bytes) -> None:
+            if isinstance(message, str):
+                self.sent_down.append(message)
+            route.send(message)
+
+        route.on_message(upstream)
+        server.on_message(downstream)
+
+
+async def test_a_result_whose_run_was_lost_before_it_was_stored_is_sent_again(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    """The page saw its result's run start, the thread never got the result, and the
+    reconnect's reattach by cursor missed nothing. Told the call is still open, the page
+    sends its kept result."""
+    page = await context.new_page()
+    killed = KilledAfterEarlyStart('"role":"tool"')
+    await route_sockets(page, killed)
+    app = await WebApp.open(context, slow_gateway, "demo", page=page)
+    await app.say(FLAGSHIP)
+
+    # Well within the 120 s the gateway would wait for a browser that never answers.
+    await app.last_reply_contains(MOVED)
+    await app.wait_idle()
+    assert len(killed.picked) == 2, "the result is sent again on the new connection, once"
+    assert await app.navigations() == 1
+    await expect(app.replies.filter(has_text="이동했습니다")).to_have_count(1)
+    await expect(app.activity("navigateToScreen")).to_contain_text(["이동 완료"])
+
+
+async def test_an_approval_named_again_by_an_up_to_date_reattach_keeps_one_card(
+    context: BrowserContext, slow_gateway: RunningGateway
+) -> None:
+    """A message typed while an approval waits, whose run was lost before it was stored:
+    the reattach by cursor names the approval still open, and the card that asks for it
+    stays the only one."""
+    page = await context.new_page()
+    killed = KilledAfterEarlyStart('"안녕"')
+    await route_sockets(page, killed)
+    app = await WebApp.open(context, slow_gateway, "demo", page=page)
+    await app.say("R-1042 승인해줘")
+    await expect(app.approval_card).to_be_visible(timeout=TIMEOUT_MS)
+
+    await app.say("안녕")
+    await eventually(
+        lambda: any("UP_TO_DATE" in message for message in killed.sent_down),
+        scaled(10.0),
+        what="the reconnect's reattach was not answered",
+    )
+    up_to_date = [json.loads(m) for m in killed.sent_down if '"RUN_FINISHED"' in m][-1]
+    assert up_to_date["outcome"]["type"] == "interrupt", up_to_date
+    await app.wait_idle()
+    cards = app.transcript.get_by_role("group", name="승인 요청")
+    await expect(cards).to_have_count(1)
+    await app.approval_card.get_by_role("button", name="승인", exact=True).click()
+    await app.last_reply_contains("R-1042 요청을 승인했습니다.")

@@ -90,6 +90,7 @@ def joiner(engine: RunElsewhere, cluster: SlowCluster | None = None) -> Joiner:
         Followers(unread),
         snapshot_bytes=None,
         take_over=take_over,
+        waiting_for=lambda calls: p.SuccessOutcome(),
     )
 
 

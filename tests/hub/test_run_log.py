@@ -83,6 +83,7 @@ async def test_a_frame_committed_but_still_in_the_outbox_is_sent_live_not_replay
         cast(Followers, None),
         snapshot_bytes=None,
         take_over=lambda user_id, thread_id: asyncio.sleep(0, False),
+        waiting_for=lambda calls: p.SuccessOutcome(),
     )
     await joiner.replay(run.thread, watcher, 1)
     await asyncio.sleep(0)

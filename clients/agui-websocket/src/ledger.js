@@ -129,7 +129,9 @@ export class ActionLedger {
    * - ``settle``: begun before a reload, its result lost: what the app sees tells;
    * - ``perform``: handed to this client and never begun;
    * - ``elsewhere``: another client's call, never performed here.
-   * A kept result the gateway refused too often gets no step at all.
+   * A kept result the gateway refused too often gets no step at all, nor does a call this
+   * client began that is not handed to it now: it is under way here (a reattach that
+   * missed nothing lists the calls the thread waits on, with no snapshot to hand them out).
    * @returns {Array<{kind: "resend"|"settle"|"perform"|"elsewhere", id: string,
    *                  result?: unknown, call?: {id: string, name: string, args: object|null}}>}
    */
@@ -143,6 +145,7 @@ export class ActionLedger {
         continue;
       }
       const call = executable.get(id);
+      if (!call && kept?.state === "started") continue;
       if (!call) steps.push({ kind: "elsewhere", id });
       else steps.push({ kind: kept?.state === "started" ? "settle" : "perform", id, call });
     }

@@ -481,6 +481,8 @@ class WorkerPool:
                 if stream is not None and message.failure is not None:
                     self._keep_failure(stream, message.failure)
                 if stream is not None and message.stored:
+                    if stream.stored is None:  # taken as any other faulted message
+                        raise ValueError("an event said stored, and nothing of the run was")
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
                     stream.queue.put_nowait(AdkEvent.model_validate_json(message.event))

@@ -1,8 +1,8 @@
 """One message a worker sends that the main process cannot take (an event it cannot parse,
-a failure code it does not know, an audit row it cannot read) ends at most the run it
-belongs to: the worker, its pipe and its other runs go on. The worker here is this test,
-speaking the worker's side of the pipe over the pool's own socket, so that it can send
-what a real worker would only send by a bug."""
+a failure code it does not know, an event called stored when none was, an audit row it
+cannot read) ends at most the run it belongs to: the worker, its pipe and its other runs go
+on. The worker here is this test, speaking the worker's side of the pipe over the pool's own
+socket, so that it can send what a real worker would only send by a bug."""
 
 from __future__ import annotations
 
@@ -204,3 +204,18 @@ async def test_an_audit_row_the_main_process_cannot_read_is_dropped_and_the_runs
         assert worker.spawned == 1 and audit.records == []
     [line] = [r for r in caplog.records if "could not take" in r.getMessage()]
     assert "Audited" in line.getMessage() and "dropped" in line.getMessage()
+
+
+async def test_an_event_called_stored_when_nothing_was_stored_ends_its_run_alone() -> None:
+    async with pool_of_one() as (pool, worker, _):
+        kept, kept_start = await started(pool, worker, "kept")
+        broken, broken_start = await started(pool, worker, "broken")
+        worker.send(Yielded(broken_start.run, stored=True))  # no Append of it came first
+        with pytest.raises(RemoteFailure):
+            await asyncio.wait_for(anext(broken), WAIT)
+        await eventually(
+            lambda: worker.stopped == [broken_start.run], 5.0, what="the run was not stopped"
+        )
+        worker.send(Yielded(kept_start.run, said("안녕")), Finished(kept_start.run))
+        assert len([event async for event in kept]) == 1
+        assert worker.spawned == 1
