@@ -6,9 +6,10 @@ undone and applied again with each write at a savepoint, so the failure stays it
 append is one statement, what it adds to the thread index and its open calls included (two
 when it merges session state); the frames of a batch's threads one, whatever their number,
 their cluster notices included. A session loads in one statement, a page of messages in
-one, a thread opens in two (a new one too). A read of one statement runs without a
-transaction of its own, any other in one snapshot, and a read's statements are prepared
-(parsed and planned once) after a few uses.
+one, a thread opens in two (a new one too), and a thread known to be there reads in one
+(beside the writer). A read of one statement runs without a transaction of its own, any
+other in one snapshot, and a read's statements are prepared (parsed and planned once)
+after a few uses.
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ from psycopg.rows import TupleRow
 from gateway.store.frames import LoggedFrame
 from gateway.store.postgres.backend import open_postgres
 from gateway.store.postgres.notify import CHANNEL, committed
-from gateway.store.postgres.reads import load_session, thread_messages, thread_owner
-from gateway.store.postgres.snapshot import one_statement
+from gateway.store.postgres.reads import (
+    load_session,
+    read_thread,
+    thread_messages,
+    thread_owner,
+)
+from gateway.store.postgres.snapshot import in_one_snapshot, one_statement
 from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
 from gateway.store.postgres.writes import create_if_unused
@@ -55,13 +61,17 @@ APP, USER = "app", "u"
 
 class Counted(psycopg.Connection[TupleRow]):
     """A connection that keeps the statements sent through it (BEGIN and COMMIT, which
-    psycopg sends itself, are not among them)."""
+    psycopg sends itself, are not among them, but a transaction opened is)."""
 
     sent: list[str]
 
     def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
         self.sent.append(str(query).split(None, 1)[0])
         return super().execute(query, params, **options)
+
+    def transaction(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent.append("BEGIN")
+        return super().transaction(*args, **kwargs)
 
 
 @pytest.fixture
@@ -334,6 +344,35 @@ def test_opening_a_thread_is_two_statements_and_a_new_one_two(db: Counted) -> No
     # Another user learns whose the thread is, and nothing of it.
     (refused,) = commit(db, [OpenThread(APP, "intruder", "t1", window=10, now=1.0)])
     assert (refused.owner, refused.session, refused.created) == (USER, None, False)
+
+
+def test_a_known_threads_read_is_one_statement_and_gives_what_opening_it_gives(
+    postgres: Postgres,
+) -> None:
+    """The read beside the writer (``open_thread(known=True)``) is one round trip with no
+    transaction around it, where BEGIN, the session, the usage, the log's head and COMMIT
+    took five; it gives what the writer's opening gives."""
+    with Counted.connect(postgres.fresh_database(), autocommit=True) as db:
+        db.sent = []
+        commit(db, [created("t0"), CreateSession(APP, "other", "theirs", NO_DELTAS, 1.0)])
+        commit(db, [OpenThread(APP, USER, "t1", window=2, now=1.0)])
+        said = [{"role": "user", "content": "hello"}]
+        for revision in range(3):
+            commit(db, [framed("t1", revision + 1), appended("t1", revision, f"e{revision}", said)])
+        (opened,) = commit(db, [OpenThread(APP, USER, "t1", window=2, now=1.0)])
+        db.sent.clear()
+        thread = {"app_name": APP, "user_id": USER, "session_id": "t1", "window": 2}
+        found = in_one_snapshot(partial(read_thread, **thread), db)
+        assert db.sent == ["SELECT"]
+        assert found == opened
+        stored, usage, head = found
+        assert (len(stored.events), usage.threads, head) == (2, 2, 3)
+        assert usage.stored_bytes > 0
+        # No events for a window of none; nothing of another user's thread, or of none.
+        none = read_thread(db, **{**thread, "window": 0})
+        assert none is not None and none[0].events == [] and none[1:] == (usage, head)
+        assert read_thread(db, **{**thread, "session_id": "theirs"}) is None
+        assert read_thread(db, **{**thread, "session_id": "nowhere"}) is None
 
 
 async def test_a_read_of_one_statement_runs_alone_and_any_other_in_one_read_only_snapshot(

@@ -20,7 +20,7 @@ from gateway.store.codec import dump, load_state, merged_state, updated_state
 from gateway.store.postgres.branches import move_branch as move_branch
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
-from gateway.store.postgres.reads import USAGE, load_session, thread_owner
+from gateway.store.postgres.reads import LOG_HEAD, USAGE, load_session, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
 from gateway.store.postgres.scopes import merge_scope, with_scopes
 from gateway.store.postgres.thread_index import TITLE_SEQ
@@ -141,9 +141,7 @@ _OPENING = (
     "SELECT pg_advisory_xact_lock(hashtextextended(%(lock)s, 0)),"
     " (SELECT user_id FROM sessions WHERE app_name = %(app)s AND id = %(id)s"
     " ORDER BY create_time, pk LIMIT 1), usage.threads, usage.stored_bytes,"
-    " (SELECT COALESCE(MAX(f.seq), 0) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
-    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s)"
-    f" FROM ({USAGE}) AS usage"
+    f" ({LOG_HEAD}) FROM ({USAGE}) AS usage"
 )
 
 
