@@ -273,6 +273,41 @@ def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_tol
         listener.close()
 
 
+def test_a_runs_frames_between_its_events_are_one_statement_and_one_notice(
+    db: Counted, postgres: Postgres
+) -> None:
+    """A run's frames and events come in turns; an event neither reads nor changes the log,
+    so the frames wait past it and the batch's go in one statement, its thread told once."""
+    commit(db, [created("t1"), created("t2")])
+    db.sent.clear()
+    listener = psycopg.connect(db.info.dsn, autocommit=True)
+    listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        batch = [
+            framed("t1", 1, 2),
+            appended("t1", 0, "e1"),
+            framed("t1", 3),
+            framed("t2", 1),
+            appended("t1", 1, "e2"),
+            framed("t1", 4),
+        ]
+        assert commit(db, batch) == [2, 1, 3, 1, 2, 4]
+        assert db.sent == ["WITH", "WITH", "WITH"]  # the two events, then every frame
+        told = [n.payload for n in listener.notifies(timeout=scaled(5), stop_after=2)]
+        assert sorted(told) == sorted([committed("t1", 4), committed("t2", 1)])
+        assert [n.payload for n in listener.notifies(timeout=0.2)] == []  # and nothing else
+    finally:
+        listener.close()
+    logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+    assert sorted(db.execute(logged).fetchall()) == [("t1", n) for n in (1, 2, 3, 4)] + [("t2", 1)]
+    # What does read the log still finds the frames before it: a trim, an opening's head.
+    db.sent.clear()
+    trim = TrimFrames(APP, USER, "t1", max_bytes=4)  # two frames of two bytes
+    assert commit(db, [framed("t1", 5), appended("t1", 2, "e3"), trim]) == [5, 3, None]
+    assert db.sent == ["WITH", "WITH", "WITH"]  # the event, the frames, the trim
+    assert db.execute(logged + " WHERE s.id = 't1'").fetchall() == [("t1", 4), ("t1", 5)]
+
+
 def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:
     return SaveStreamedText(APP, USER, thread, "i1", message, "agent", text, 2.0)
 

@@ -13,8 +13,8 @@ proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says 
 the backend tries the batch again once on a new connection.
 
 Without savepoints, the frames of all the batch's threads go in one statement, and their
-streamed texts in another, each held back only as long as no write of its thread comes
-after it (``_applied``).
+streamed texts in another, each held back only as long as no write of its thread that
+needs it there comes after it (``_applied``).
 
 A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
 one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
@@ -32,6 +32,7 @@ from psycopg import errors
 from gateway.store.errors import FencedError
 from gateway.store.postgres import writes as sql
 from gateway.store.writes import (
+    AppendEvent,
     AppendFrames,
     Failed,
     SaveStreamedText,
@@ -110,7 +111,8 @@ def _applied(
     with them. Without them, the frames of every thread in the batch go in one statement
     (``writes.append_frames_of``), and their streamed texts in another
     (``writes.save_streamed_texts``): each is held back until a write of the same thread
-    (or of no one thread) comes, or the batch ends, so that write still finds it there.
+    that reads or changes it (or one of no one thread) comes, or the batch ends, so that
+    write still finds it there (``_meets``).
     """
     results: list[object] = [None] * len(writes)
     held: dict[int, Held] = {}  # writes held back, by their place in the batch
@@ -151,12 +153,14 @@ Held = AppendFrames | SaveStreamedText
 def _meets(write: Write, held: Iterable[Held]) -> bool:
     """Whether the held writes must be applied before ``write``: it may read or change what
     their threads hold, or it is its thread's second streamed text (a thread's row holds
-    one, and one statement cannot change a row twice). Frames go with any others."""
+    one, and one statement cannot change a row twice). Frames go with any others. An event
+    takes its message's streamed text away, but neither reads nor changes the log: a run's
+    frames and events come in turns, and its frames still go in one statement a batch."""
     match write:
         case AppendFrames():
             return False
-        case SaveStreamedText(session_id=saved):
-            return any(isinstance(w, SaveStreamedText) and w.session_id == saved for w in held)
+        case SaveStreamedText(session_id=texts_of) | AppendEvent(session_id=texts_of):
+            return any(isinstance(w, SaveStreamedText) and w.session_id == texts_of for w in held)
     thread = getattr(write, "session_id", None)
     return thread is None or any(each.session_id == thread for each in held)
 
