@@ -308,6 +308,25 @@ def test_a_runs_frames_between_its_events_are_one_statement_and_one_notice(
     assert db.execute(logged + " WHERE s.id = 't1'").fetchall() == [("t1", 4), ("t1", 5)]
 
 
+def test_a_trim_goes_after_the_batchs_frames_and_splits_them_no_more(db: Counted) -> None:
+    """A trim keeps the newest frames that fit: applied after the frames that came after
+    it as well, it keeps what it would have, or less, and the log still knows its head."""
+    commit(db, [created("t1"), created("t2")])
+    db.sent.clear()
+    trim = TrimFrames(APP, USER, "t1", max_bytes=4)  # two frames of two bytes
+    batch = [framed("t1", 1, 2, 3), trim, framed("t1", 4, 5), framed("t2", 1)]
+    assert commit(db, batch) == [3, None, 5, 1]
+    assert db.sent == ["WITH", "WITH"]  # the frames, then the trim
+    logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+    assert sorted(db.execute(logged).fetchall()) == [("t1", 4), ("t1", 5), ("t2", 1)]
+    # A write that reads the log finds it trimmed: the opening's head, after both.
+    db.sent.clear()
+    batch = [framed("t1", 6), TrimFrames(APP, USER, "t1", max_bytes=2)]
+    opened = commit(db, [*batch, OpenThread(APP, USER, "t1", window=10, now=1.0)])
+    assert opened[2][2] == 6 and db.sent[:2] == ["WITH", "WITH"]
+    assert db.execute(logged + " WHERE s.id = 't1'").fetchall() == [("t1", 6)]
+
+
 def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:
     return SaveStreamedText(APP, USER, thread, "i1", message, "agent", text, 2.0)
 
