@@ -4,7 +4,8 @@ A process has two connections. Its *listening* connection LISTENs on the cluster
 and its backend is the process's proof of life: while it is in ``pg_stat_activity`` the
 process's leases stand, and once it is gone (the process was killed) any other process may
 take them at once, without waiting for the expiry. Its *working* connection takes, renews and
-releases leases and sends messages, one statement at a time in the order they were asked.
+releases leases and sends messages, one statement at a time in the order they were asked;
+the leases let go of and the thread changes queued meanwhile go in one (``_send``).
 
 Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
 at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off
@@ -28,7 +29,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import TypeVar
 
 import psycopg
@@ -82,9 +82,11 @@ class PostgresCluster:
         self.health_listeners: list[Callable[[bool], None]] = []
         # Callers waiting for a thread's lease to be released elsewhere.
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}
-        # Changes to threads made here not yet told to the others (``thread_news``).
+        # Leases let go of here not yet released, each with its callers' futures, and
+        # changes to threads made here not yet told to the others: sent together (``_send``).
+        self._releasing: dict[str, list[asyncio.Future[object]]] = {}
         self._changes: list[ThreadChanged] = []
-        self._telling: asyncio.Task[None] | None = None
+        self._sending: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._renewed_at = time.monotonic()
         self._lost = False
@@ -166,26 +168,9 @@ class PostgresCluster:
         del self._holding[thread_id]
         self._fences.pop(thread_id, None)
         released: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._spawn(self._release(thread_id, released), f"release of {thread_id}")
+        self._releasing.setdefault(thread_id, []).append(released)
+        self._send_soon()
         return released
-
-    async def _release(self, thread_id: str, released: asyncio.Future[object]) -> None:
-        async def release(conn: psycopg.AsyncConnection[TupleRow]) -> None:
-            if self._holding[thread_id]:  # taken again before its turn came: keep it
-                return
-            # Told if wanted (``leases.want``): waiters there try again at once.
-            notice = messages.encoded(Released(thread_id))
-            await leases.release(conn, thread_id=thread_id, node_id=self.node_id, notice=notice)
-
-        try:
-            await self._work(release)
-        except psycopg.Error as error:  # it runs out instead; a waiter's next try takes it
-            log.warning(
-                "the lease of thread %s was not released: %s", thread_id, said(error, self.url)
-            )
-        finally:
-            if not released.done():
-                released.set_result(None)
 
     async def released(self, thread_id: str) -> None:
         waiter = asyncio.get_running_loop().create_future()
@@ -233,23 +218,55 @@ class PostgresCluster:
         return held is not None and held.holder != self.node_id
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        # Queued: changes that meet in the queue go in one statement.
         self._changes.append(ThreadChanged(self.node_id, user_id, thread_id, change))
-        if self._telling is None:
-            self._telling = self._spawn(self._tell(), "thread changes")
+        self._send_soon()
 
-    async def _tell(self) -> None:
+    def _send_soon(self) -> None:
+        if self._sending is None:
+            self._sending = self._spawn(self._send(), "releases and thread changes")
+
+    async def _send(self) -> None:
+        """Releases the leases let go of and tells the thread changes queued, one statement
+        for what met in the queue (``leases.release``), where each took one of its own:
+        at a run's end its lease goes and its thread changes (its preview, its title)
+        together. A lease not released, the statement failing, runs out instead (a
+        waiter's next try takes it); changes not told are missed by their listeners
+        elsewhere (a thread's next change tells all)."""
+        taken: dict[str, list[asyncio.Future[object]]] = {}
+
+        async def send(conn: psycopg.AsyncConnection[TupleRow]) -> None:
+            nonlocal taken
+            taken, self._releasing = self._releasing, {}
+            changes = self._changes[:NOTICES_A_STATEMENT]
+            del self._changes[:NOTICES_A_STATEMENT]
+            # At its turn: a lease taken again meanwhile (another run here) is kept.
+            threads = [
+                (thread, messages.encoded(Released(thread)))
+                for thread in taken
+                if not self._holding[thread]
+            ]
+            if threads or changes:
+                told = _payloads(changes)
+                await leases.release(conn, node_id=self.node_id, threads=threads, told=told)
+
         try:
-            while self._changes:
-                batch = self._changes[:NOTICES_A_STATEMENT]
-                del self._changes[:NOTICES_A_STATEMENT]
+            while self._releasing or self._changes:
                 try:
-                    await self._work(partial(notify.notify, payloads=_payloads(batch)))
+                    await self._work(send)
                 except (psycopg.Error, StoreError) as error:
-                    # Their listeners elsewhere miss these; a thread's next change tells all.
-                    log.warning("%d thread changes were not told: %s", len(batch), error)
+                    text = said(error, self.url) if isinstance(error, psycopg.Error) else error
+                    log.warning("leases not released, thread changes not told: %s", text)
+                    for thread, futures in self._releasing.items():  # queued meanwhile
+                        taken.setdefault(thread, []).extend(futures)
+                    self._releasing = {}
+                    self._changes.clear()
+                _settle(taken)
+                taken = {}
         finally:
-            self._telling = None
+            self._sending = None
+            _settle(taken)
+            if self._closed:  # its leases go with the node (``_leave``)
+                _settle(self._releasing)
 
     def _hear_one(self, payload: str) -> None:
         message = messages.decoded(payload)
@@ -368,6 +385,13 @@ class PostgresCluster:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _settle(waiting: dict[str, list[asyncio.Future[object]]]) -> None:
+    for futures in waiting.values():
+        for future in futures:
+            if not future.done():
+                future.set_result(None)
 
 
 def _payloads(batch: collections.abc.Iterable[messages.Message]) -> list[str]:

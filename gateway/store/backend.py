@@ -81,6 +81,15 @@ class Reads(Protocol):
 
     def log_head(self, db: Any, *, app_name: str, user_id: str, session_id: str) -> int: ...
 
+    def read_thread(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str, window: int
+    ) -> tuple[StoredSession, Usage, int] | None:
+        """A thread of ``user_id`` as opening it gives it (``writes.OpenThread``): its
+        session (``load_session`` with ``window``), the user's usage and the head of its log;
+        None if the user has no such thread (another user's, or none). The writer's opening
+        reads it so, and so does a read beside the writer."""
+        ...
+
     def usage(self, db: Any, *, app_name: str, user_id: str) -> Usage: ...
 
     def invocation_rows(
@@ -121,19 +130,3 @@ class Backend(Protocol):
         ...
 
     async def close(self, *, writable: bool) -> None: ...
-
-
-def read_thread(
-    reads: Reads, db: Any, *, app_name: str, user_id: str, session_id: str, window: int
-) -> tuple[StoredSession, Usage, int] | None:
-    """A thread of ``user_id`` as opening it gives it (``writes.OpenThread``): its session,
-    the user's usage and the head of its log; None if the user has no such thread (another
-    user's, or none). The writer's opening reads it so, and so does a read beside it."""
-    stored = reads.load_session(
-        db, app_name=app_name, user_id=user_id, session_id=session_id, window=window, after=None
-    )
-    if stored is None:
-        return None
-    usage = reads.usage(db, app_name=app_name, user_id=user_id)
-    head = reads.log_head(db, app_name=app_name, user_id=user_id, session_id=session_id)
-    return stored, usage, head

@@ -37,7 +37,7 @@ from typing_extensions import override
 
 from gateway.metrics import Metrics
 from gateway.store import writes
-from gateway.store.backend import Backend, Reads, read_thread
+from gateway.store.backend import Backend, Reads
 from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
 from gateway.store.errors import FencedError, StoreError
@@ -357,7 +357,7 @@ class SessionService(BaseSessionService):
 
         ``known``: the caller has had the thread in hand (a run's reply to the browser, the
         next message): it is likely there and the user's, so it is read beside the writer
-        (``backend.read_thread``) instead of taking a place in the writer's queue, where it would
+        (``Reads.read_thread``) instead of taking a place in the writer's queue, where it would
         wait for the commit in progress and then for its own. A read sees every commit
         finished before it, not the writes still queued: the caller must know that none
         of the thread's is (the hub's runs end only once their writes are committed).
@@ -366,8 +366,7 @@ class SessionService(BaseSessionService):
         session_id = session_id.strip()
         if known:
             read = partial(
-                read_thread,
-                self._reads,
+                self._reads.read_thread,
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,

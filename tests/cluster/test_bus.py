@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -31,6 +32,7 @@ class Heard:
 
     cancels: list[tuple[str, str, str | None]] = dataclasses.field(default_factory=list)
     commits: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    changes: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
     dead: list[DeadLease] = dataclasses.field(default_factory=list)
     losses: int = 0
     # What take_over does with a dead lease, if anything.
@@ -41,6 +43,9 @@ class Heard:
 
     def committed(self, thread_id: str, seq: int) -> None:
         self.commits.append((thread_id, seq))
+
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        self.changes.append((user_id, thread_id, change))
 
     async def take_over(self, lease: DeadLease) -> None:
         self.dead.append(lease)
@@ -216,6 +221,37 @@ async def test_a_lease_taken_twice_by_one_process_goes_with_the_last_release(pai
     a.release("t1")
     await asyncio.wait_for(b.released("t1"), 5)
     assert who(await b.take("t1", "u1", "r3")) == ("t1", None)
+
+
+async def test_releases_and_thread_changes_queued_together_are_one_statement(
+    pair, monkeypatch: pytest.MonkeyPatch
+):
+    """At a run's end its lease goes and its thread changes at once: what a process queued
+    meanwhile costs its event loop one statement, where each release and each batch of
+    changes took one of its own."""
+    (a, heard_a), (b, heard_b) = pair
+    for thread in ("t1", "t2"):
+        await a.take(thread, "u1", "r1")
+    sent: list[str] = []
+    working = a._working
+    assert working is not None
+    execute = working.execute
+
+    async def counted(query: Any, params: Any = None, **options: Any) -> Any:
+        sent.append(str(query).split(None, 1)[0])
+        return await execute(query, params, **options)
+
+    monkeypatch.setattr(working, "execute", counted)
+    released = [a.release("t1"), a.release("t2")]
+    a.thread_changed("u1", "t1", "updated")
+    a.thread_changed("u1", "t3", "created")
+    await asyncio.wait_for(asyncio.gather(*released), scaled(5))
+    await until(lambda: len(heard_b.changes) == 2)
+    assert sent == ["WITH"]
+    assert heard_b.changes == [("u1", "t1", "updated"), ("u1", "t3", "created")]
+    assert heard_a.changes == []  # its own changes are not news to it
+    for thread in ("t1", "t2"):
+        assert who(await b.take(thread, "u1", "r2")) == (thread, None)
 
 
 async def test_a_killed_holders_threads_are_handed_to_another_process(url: str):

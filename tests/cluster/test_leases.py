@@ -69,12 +69,12 @@ async def test_a_release_tells_the_cluster_only_when_it_let_a_wanted_lease_go(ur
     try:
         await notify.listen(b_conn)
         await take(work, a)
-        assert await leases.release(work, thread_id="t1", node_id=a, notice="nobody waits")
+        assert await leases.release(work, node_id=a, threads=[("t1", "nobody waits")]) == ["t1"]
         await take(work, a)
         assert await leases.want(work, "t1")  # b waits for it
         # Not b's to release: nothing is released, and nothing said.
-        assert not await leases.release(work, thread_id="t1", node_id=b, notice="not sent")
-        assert await leases.release(work, thread_id="t1", node_id=a, notice="released t1")
+        assert await leases.release(work, node_id=b, threads=[("t1", "not sent")]) == []
+        assert await leases.release(work, node_id=a, threads=[("t1", "released t1")]) == ["t1"]
         heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=1)]
         assert heard == ["released t1"]
         assert await leases.held(work, "t1") is None
@@ -84,13 +84,35 @@ async def test_a_release_tells_the_cluster_only_when_it_let_a_wanted_lease_go(ur
         await b_conn.close()
 
 
+async def test_leases_let_go_of_and_messages_told_are_one_statement(url: str, work: Conn):
+    (a, a_conn), (_, b_conn) = await node(url), await node(url)
+    try:
+        await notify.listen(b_conn)
+        for thread in ("t1", "t2", "t3"):
+            await take(work, a, thread=thread)
+        assert await leases.want(work, "t2")  # b waits for t2 alone
+        threads = [("t1", "released t1"), ("t2", "released t2"), ("t4", "not held")]
+        released = await leases.release(work, node_id=a, threads=threads, told=["x", "y"])
+        assert sorted(released) == ["t1", "t2"]
+        heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=3)]
+        assert sorted(heard) == ["released t2", "x", "y"]
+        assert await leases.held(work, "t3") == Held(a, "u1", "r1")  # not named: kept
+        # Messages alone, with no lease to let go of.
+        assert await leases.release(work, node_id=a, threads=[], told=["z"]) == []
+        heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=1)]
+        assert heard == ["z"]
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
 async def test_a_released_lease_is_free_to_any_process(url: str, work: Conn):
     (a, a_conn), (b, b_conn) = await node(url), await node(url)
     try:
         await take(work, a)
-        assert not await leases.release(work, thread_id="t1", node_id=b)  # not b's to release
+        assert await leases.release(work, node_id=b, threads=[("t1", None)]) == []  # not b's
         assert await take(work, b) is None
-        assert await leases.release(work, thread_id="t1", node_id=a)
+        assert await leases.release(work, node_id=a, threads=[("t1", None)]) == ["t1"]
         assert await leases.held(work, "t1") is None
         # Nobody held it: nothing was cut off, nothing to close.
         assert who(await take(work, b)) == ("t1", None)
@@ -221,7 +243,7 @@ async def test_a_lease_gets_a_new_epoch_whenever_it_changes_hands(url: str, work
         await asyncio.sleep(0.5)
         taken_over = await epoch(b)  # from a, whose lease ran out
         assert taken_over is not None and taken_over > first
-        assert await leases.release(work, thread_id="t1", node_id=b)
+        assert await leases.release(work, node_id=b, threads=[("t1", None)]) == ["t1"]
         again = await epoch(b)  # released and taken anew: never an epoch seen before
         assert again is not None and again > taken_over
     finally:

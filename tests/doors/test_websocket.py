@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from gateway.examples.navigator.agent import APP_NAME
-from gateway.store.backend import read_thread
 from tests.support.agui import new_id, outcome, text_of, tool_answer, tool_calls, user_input
 from tests.support.backends import record_reads
 from tests.support.flagship import (
@@ -188,7 +187,7 @@ async def test_a_run_reads_its_thread_once_and_hands_it_to_adk(
     # ordered with the others), the next turn's, a thread the hub had in hand, beside it
     # (``open_thread(known=True)``). ADK's own read of the session was answered with the
     # opened one.
-    assert [read.func for read in reads] == [read_thread]  # type: ignore[attr-defined]
+    assert [read.func for read in reads] == [store._reads.read_thread]  # type: ignore[attr-defined]
     session = await store.get_session(app_name=APP_NAME, user_id="demo", session_id=thread)
     assert session is not None and len(session.events) == 6
 

@@ -6,9 +6,10 @@ undone and applied again with each write at a savepoint, so the failure stays it
 append is one statement, what it adds to the thread index and its open calls included (two
 when it merges session state); the frames of a batch's threads one, whatever their number,
 their cluster notices included. A session loads in one statement, a page of messages in
-one, a thread opens in two (a new one too). A read of one statement runs without a
-transaction of its own, any other in one snapshot, and a read's statements are prepared
-(parsed and planned once) after a few uses.
+one, a thread opens in two (a new one too), and a thread known to be there reads in one
+(beside the writer). A read of one statement runs without a transaction of its own, any
+other in one snapshot, and a read's statements are prepared (parsed and planned once)
+after a few uses.
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ from psycopg.rows import TupleRow
 from gateway.store.frames import LoggedFrame
 from gateway.store.postgres.backend import open_postgres
 from gateway.store.postgres.notify import CHANNEL, committed
-from gateway.store.postgres.reads import load_session, thread_messages, thread_owner
-from gateway.store.postgres.snapshot import one_statement
+from gateway.store.postgres.reads import (
+    load_session,
+    read_thread,
+    thread_messages,
+    thread_owner,
+)
+from gateway.store.postgres.snapshot import in_one_snapshot, one_statement
 from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
 from gateway.store.postgres.writes import create_if_unused
@@ -55,13 +61,17 @@ APP, USER = "app", "u"
 
 class Counted(psycopg.Connection[TupleRow]):
     """A connection that keeps the statements sent through it (BEGIN and COMMIT, which
-    psycopg sends itself, are not among them)."""
+    psycopg sends itself, are not among them, but a transaction opened is)."""
 
     sent: list[str]
 
     def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
         self.sent.append(str(query).split(None, 1)[0])
         return super().execute(query, params, **options)
+
+    def transaction(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent.append("BEGIN")
+        return super().transaction(*args, **kwargs)
 
 
 @pytest.fixture
@@ -263,6 +273,60 @@ def test_the_frames_of_a_batchs_threads_are_one_statement_and_each_thread_is_tol
         listener.close()
 
 
+def test_a_runs_frames_between_its_events_are_one_statement_and_one_notice(
+    db: Counted, postgres: Postgres
+) -> None:
+    """A run's frames and events come in turns; an event neither reads nor changes the log,
+    so the frames wait past it and the batch's go in one statement, its thread told once."""
+    commit(db, [created("t1"), created("t2")])
+    db.sent.clear()
+    listener = psycopg.connect(db.info.dsn, autocommit=True)
+    listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        batch = [
+            framed("t1", 1, 2),
+            appended("t1", 0, "e1"),
+            framed("t1", 3),
+            framed("t2", 1),
+            appended("t1", 1, "e2"),
+            framed("t1", 4),
+        ]
+        assert commit(db, batch) == [2, 1, 3, 1, 2, 4]
+        assert db.sent == ["WITH", "WITH", "WITH"]  # the two events, then every frame
+        told = [n.payload for n in listener.notifies(timeout=scaled(5), stop_after=2)]
+        assert sorted(told) == sorted([committed("t1", 4), committed("t2", 1)])
+        assert [n.payload for n in listener.notifies(timeout=0.2)] == []  # and nothing else
+    finally:
+        listener.close()
+    logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+    assert sorted(db.execute(logged).fetchall()) == [("t1", n) for n in (1, 2, 3, 4)] + [("t2", 1)]
+    # What does read the log still finds the frames before it: a trim, an opening's head.
+    db.sent.clear()
+    trim = TrimFrames(APP, USER, "t1", max_bytes=4)  # two frames of two bytes
+    assert commit(db, [framed("t1", 5), appended("t1", 2, "e3"), trim]) == [5, 3, None]
+    assert db.sent == ["WITH", "WITH", "WITH"]  # the event, the frames, the trim
+    assert db.execute(logged + " WHERE s.id = 't1'").fetchall() == [("t1", 4), ("t1", 5)]
+
+
+def test_a_trim_goes_after_the_batchs_frames_and_splits_them_no_more(db: Counted) -> None:
+    """A trim keeps the newest frames that fit: applied after the frames that came after
+    it as well, it keeps what it would have, or less, and the log still knows its head."""
+    commit(db, [created("t1"), created("t2")])
+    db.sent.clear()
+    trim = TrimFrames(APP, USER, "t1", max_bytes=4)  # two frames of two bytes
+    batch = [framed("t1", 1, 2, 3), trim, framed("t1", 4, 5), framed("t2", 1)]
+    assert commit(db, batch) == [3, None, 5, 1]
+    assert db.sent == ["WITH", "WITH"]  # the frames, then the trim
+    logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+    assert sorted(db.execute(logged).fetchall()) == [("t1", 4), ("t1", 5), ("t2", 1)]
+    # A write that reads the log finds it trimmed: the opening's head, after both.
+    db.sent.clear()
+    batch = [framed("t1", 6), TrimFrames(APP, USER, "t1", max_bytes=2)]
+    opened = commit(db, [*batch, OpenThread(APP, USER, "t1", window=10, now=1.0)])
+    assert opened[2][2] == 6 and db.sent[:2] == ["WITH", "WITH"]
+    assert db.execute(logged + " WHERE s.id = 't1'").fetchall() == [("t1", 6)]
+
+
 def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:
     return SaveStreamedText(APP, USER, thread, "i1", message, "agent", text, 2.0)
 
@@ -334,6 +398,35 @@ def test_opening_a_thread_is_two_statements_and_a_new_one_two(db: Counted) -> No
     # Another user learns whose the thread is, and nothing of it.
     (refused,) = commit(db, [OpenThread(APP, "intruder", "t1", window=10, now=1.0)])
     assert (refused.owner, refused.session, refused.created) == (USER, None, False)
+
+
+def test_a_known_threads_read_is_one_statement_and_gives_what_opening_it_gives(
+    postgres: Postgres,
+) -> None:
+    """The read beside the writer (``open_thread(known=True)``) is one round trip with no
+    transaction around it, where BEGIN, the session, the usage, the log's head and COMMIT
+    took five; it gives what the writer's opening gives."""
+    with Counted.connect(postgres.fresh_database(), autocommit=True) as db:
+        db.sent = []
+        commit(db, [created("t0"), CreateSession(APP, "other", "theirs", NO_DELTAS, 1.0)])
+        commit(db, [OpenThread(APP, USER, "t1", window=2, now=1.0)])
+        said = [{"role": "user", "content": "hello"}]
+        for revision in range(3):
+            commit(db, [framed("t1", revision + 1), appended("t1", revision, f"e{revision}", said)])
+        (opened,) = commit(db, [OpenThread(APP, USER, "t1", window=2, now=1.0)])
+        db.sent.clear()
+        thread = {"app_name": APP, "user_id": USER, "session_id": "t1", "window": 2}
+        found = in_one_snapshot(partial(read_thread, **thread), db)
+        assert db.sent == ["SELECT"]
+        assert found == opened
+        stored, usage, head = found
+        assert (len(stored.events), usage.threads, head) == (2, 2, 3)
+        assert usage.stored_bytes > 0
+        # No events for a window of none; nothing of another user's thread, or of none.
+        none = read_thread(db, **{**thread, "window": 0})
+        assert none is not None and none[0].events == [] and none[1:] == (usage, head)
+        assert read_thread(db, **{**thread, "session_id": "theirs"}) is None
+        assert read_thread(db, **{**thread, "session_id": "nowhere"}) is None
 
 
 async def test_a_read_of_one_statement_runs_alone_and_any_other_in_one_read_only_snapshot(

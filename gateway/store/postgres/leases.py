@@ -21,6 +21,7 @@ of another role shows no ``backend_start`` in ``pg_stat_activity`` and would loo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gateway.store.leases import DeadLease, Held, Taken
@@ -127,24 +128,42 @@ async def take(
 
 
 async def release(
-    conn: AsyncConnection[TupleRow], *, thread_id: str, node_id: str, notice: str | None = None
-) -> bool:
-    """Lets go of the thread's lease, if ``node_id`` still holds it; if it did, and another
-    process waits for it (``want``), sends ``notice`` on the cluster's channel. One
-    statement, so one round trip and one transaction (where BEGIN, the delete, the notice
-    and COMMIT took four): the notice goes out only with the lease."""
-    released = (
-        "WITH released AS (DELETE FROM gateway_leases WHERE thread_id = %s AND holder = %s"
-        " RETURNING wanted)"
+    conn: AsyncConnection[TupleRow],
+    *,
+    node_id: str,
+    threads: Sequence[tuple[str, str | None]],
+    told: Sequence[str] = (),
+) -> list[str]:
+    """Lets go of the leases of ``threads`` (``(thread_id, notice)``) that ``node_id`` still
+    holds, returning the threads it let go of; for each of them another process waits for
+    (``want``), sends its notice on the cluster's channel; and sends ``told``, payloads of
+    other messages. One statement, so one round trip and one transaction: a notice goes out
+    only with its lease, and the releases and messages a process has queued meanwhile
+    cost it one statement, where each took its own."""
+    cursor = await conn.execute(
+        _RELEASE,
+        {
+            "node": node_id,
+            "threads": [thread for thread, _ in threads],
+            "notices": [notice for _, notice in threads],
+            "told": list(told),
+            "channel": CHANNEL,
+        },
     )
-    if notice is None:
-        cursor = await conn.execute(f"{released} SELECT 1 FROM released", (thread_id, node_id))
-    else:
-        cursor = await conn.execute(
-            f"{released} SELECT CASE WHEN wanted THEN pg_notify(%s, %s) END FROM released",
-            (thread_id, node_id, CHANNEL, notice),
-        )
-    return cursor.rowcount > 0
+    return [str(thread) for thread, _ in await cursor.fetchall() if thread is not None]
+
+
+# A row a lease let go of (its notice sent if it was wanted), then one a payload told. The
+# arrays go in binary: as text psycopg would quote and escape each element in Python.
+_RELEASE = (
+    "WITH released AS (DELETE FROM gateway_leases WHERE holder = %(node)s"
+    " AND thread_id = ANY(%(threads)b::text[]) RETURNING thread_id, wanted)"
+    " SELECT r.thread_id, CASE WHEN r.wanted THEN pg_notify(%(channel)s, n.notice) END"
+    " FROM released r JOIN unnest(%(threads)b::text[], %(notices)b::text[])"
+    " AS n (thread_id, notice) USING (thread_id)"
+    " UNION ALL SELECT NULL, pg_notify(%(channel)s, payload)"
+    " FROM unnest(%(told)b::text[]) AS payload"
+)
 
 
 async def want(conn: AsyncConnection[TupleRow], thread_id: str) -> bool:

@@ -50,15 +50,45 @@ def load_session(
     no event if it has none), each with the session's row, its quarantine and scopes."""
     rows = db.execute(
         _SESSION_WINDOWED if window is not None else _SESSION,
-        {
-            "app": app_name,
-            "user": user_id,
-            "id": session_id,
-            "skip": (window or 1) - 1,
-            "events": window != 0,
-            "after": after,
-        },
+        _session_params(app_name, user_id, session_id, window, after),
     ).fetchall()
+    return _stored_session(app_name, user_id, session_id, rows)
+
+
+@one_statement
+def read_thread(
+    db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str, window: int
+) -> tuple[StoredSession, Usage, int] | None:
+    """A thread as opening it gives it (``backend.Reads.read_thread``) in one statement: the
+    session's as ``load_session`` reads it, each row with the user's usage and the head of
+    the thread's log (where a snapshot of BEGIN, three statements and COMMIT took five
+    round trips)."""
+    rows = db.execute(
+        _THREAD, _session_params(app_name, user_id, session_id, window, None)
+    ).fetchall()
+    if (stored := _stored_session(app_name, user_id, session_id, rows)) is None:
+        return None
+    threads, stored_bytes, head = rows[0][9:12]
+    return stored, Usage(threads, stored_bytes), int(head)
+
+
+def _session_params(
+    app_name: str, user_id: str, session_id: str, window: int | None, after: float | None
+) -> dict[str, Any]:
+    return {
+        "app": app_name,
+        "user": user_id,
+        "id": session_id,
+        "skip": (window or 1) - 1,
+        "events": window != 0,
+        "after": after,
+    }
+
+
+def _stored_session(
+    app_name: str, user_id: str, session_id: str, rows: list[tuple[Any, ...]]
+) -> StoredSession | None:
+    """The session of the session statement's rows (``_SESSION``); None for no row."""
     if not rows:
         return None
     row = rows[0]
@@ -76,12 +106,13 @@ def load_session(
 
 # The session's row, then its events from where they start (``{start}``), none if it is
 # quarantined or ``events`` is false; as ADK's in-memory service, with ``after``: what
-# follows the last event older than it.
-_SESSION = (
+# follows the last event older than it. A thread's read (``_THREAD``) adds its columns
+# (``{thread}``), before the event's two, from its own part of the FROM (``{beside}``).
+_SESSION_ROWS = (
     f"SELECT s.state, s.update_time, s.revision, {_QUARANTINE_COLUMNS},"
     " (SELECT state FROM app_states WHERE app_name = s.app_name),"
     " (SELECT state FROM user_states WHERE app_name = s.app_name AND user_id = s.user_id),"
-    " e.seq, e.data FROM sessions s LEFT JOIN quarantine q ON q.session_pk = s.pk"
+    "{thread} e.seq, e.data FROM sessions s{beside} LEFT JOIN quarantine q ON q.session_pk = s.pk"
     " CROSS JOIN LATERAL (SELECT {start} AS start) AS w"
     " LEFT JOIN LATERAL (SELECT seq, data FROM events WHERE %(events)s AND q.session_pk IS NULL"
     " AND session_pk = s.pk AND seq >= w.start AND seq > COALESCE((SELECT MAX(seq) FROM events"
@@ -90,13 +121,15 @@ _SESSION = (
 )
 # A window's events start at its oldest; a call still waiting on the browser must stay in
 # reach, with its invocation (LEAST passes over a NULL: no call waits).
-_SESSION_WINDOWED = _SESSION.replace(
-    "{start}",
+_WINDOW_START = (
     "LEAST(COALESCE((SELECT seq FROM events WHERE session_pk = s.pk"
     " ORDER BY seq DESC LIMIT 1 OFFSET %(skip)s), 0),"
-    " (SELECT MIN(invocation_seq) FROM open_calls WHERE session_pk = s.pk AND long_running))",
+    " (SELECT MIN(invocation_seq) FROM open_calls WHERE session_pk = s.pk AND long_running))"
 )
-_SESSION = _SESSION.replace("{start}", "0")
+_SESSION, _SESSION_WINDOWED = (
+    _SESSION_ROWS.replace("{start}", start).replace("{thread}", "").replace("{beside}", "")
+    for start in ("0", _WINDOW_START)
+)
 
 
 @one_statement
@@ -277,8 +310,8 @@ def open_runs(
     return runs
 
 
-# What a user's threads hold, by ``%(app)s`` and ``%(user)s``; an opening of a thread reads
-# it in its own statement (``writes._OPENING``).
+# What a user's threads hold, by ``%(app)s`` and ``%(user)s``; an opening of a thread, and
+# a thread's read, read it in their own statements (``writes._OPENING``, ``_THREAD``).
 USAGE = (
     "SELECT COUNT(*) AS threads, COALESCE(SUM(stored_bytes), 0)::bigint AS stored_bytes"
     " FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s"
@@ -292,15 +325,28 @@ def usage(db: psycopg.Connection, *, app_name: str, user_id: str) -> Usage:
     return Usage(*row) if row else Usage(0, 0)
 
 
+# The number of the last frame of a thread's log, by ``%(app)s``, ``%(user)s`` and
+# ``%(id)s``: 0 for none (or no such thread).
+LOG_HEAD = (
+    "SELECT COALESCE(MAX(f.seq), 0) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
+    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s"
+)
+
+
 @one_statement
 def log_head(db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str) -> int:
     """The number of the last frame of a thread's log; 0 for none (or no such thread)."""
-    row = db.execute(
-        "SELECT MAX(f.seq) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
-        " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s",
-        (app_name, user_id, session_id),
-    ).fetchone()
-    return int(row[0] or 0) if row else 0
+    row = db.execute(LOG_HEAD, {"app": app_name, "user": user_id, "id": session_id}).fetchone()
+    return int(row[0]) if row else 0
+
+
+# A thread's read: its windowed session's rows, each with the user's usage and the head of
+# its log; both depend on the parameters alone, so PostgreSQL computes each once.
+_THREAD = (
+    _SESSION_ROWS.replace("{start}", _WINDOW_START)
+    .replace("{thread}", f" usage.threads, usage.stored_bytes, ({LOG_HEAD}),")
+    .replace("{beside}", f" CROSS JOIN ({USAGE}) AS usage")
+)
 
 
 @one_statement

@@ -12,9 +12,9 @@ A connection found dropped before the batch's COMMIT was sent (the server restar
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
 
-Without savepoints, the frames of all the batch's threads go in one statement, and their
-streamed texts in another, each held back only as long as no write of its thread comes
-after it (``_applied``).
+Without savepoints, the frames of all the batch's threads go in one statement, their
+trims after it, and their streamed texts in another, each held back only as long as no
+write of its thread that needs it there comes after it (``_applied``).
 
 A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
 one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
@@ -32,9 +32,11 @@ from psycopg import errors
 from gateway.store.errors import FencedError
 from gateway.store.postgres import writes as sql
 from gateway.store.writes import (
+    AppendEvent,
     AppendFrames,
     Failed,
     SaveStreamedText,
+    TrimFrames,
     Write,
     apply,
     fenced_threads,
@@ -110,7 +112,8 @@ def _applied(
     with them. Without them, the frames of every thread in the batch go in one statement
     (``writes.append_frames_of``), and their streamed texts in another
     (``writes.save_streamed_texts``): each is held back until a write of the same thread
-    (or of no one thread) comes, or the batch ends, so that write still finds it there.
+    that reads or changes it (or one of no one thread) comes, or the batch ends, so that
+    write still finds it there (``_meets``).
     """
     results: list[object] = [None] * len(writes)
     held: dict[int, Held] = {}  # writes held back, by their place in the batch
@@ -144,27 +147,35 @@ def _applied(
     return results
 
 
-# The writes held back to go with the others of their kind in one statement.
-Held = AppendFrames | SaveStreamedText
+# The writes held back to go with the others of their kind in one statement (a trim, after
+# the frames).
+Held = AppendFrames | SaveStreamedText | TrimFrames
 
 
 def _meets(write: Write, held: Iterable[Held]) -> bool:
     """Whether the held writes must be applied before ``write``: it may read or change what
     their threads hold, or it is its thread's second streamed text (a thread's row holds
-    one, and one statement cannot change a row twice). Frames go with any others."""
+    one, and one statement cannot change a row twice). Frames go with any others, and so
+    does a trim of a log, applied after them: it keeps the newest frames that fit, so over
+    the frames that came after it too it keeps what it would have, or less, and no trim
+    splits a batch's frames in two statements. An event takes its message's streamed text
+    away, but neither reads nor changes the log: a run's frames and events come in turns,
+    and its frames still go in one statement a batch."""
     match write:
-        case AppendFrames():
+        case AppendFrames() | TrimFrames():
             return False
-        case SaveStreamedText(session_id=saved):
-            return any(isinstance(w, SaveStreamedText) and w.session_id == saved for w in held)
+        case SaveStreamedText(session_id=texts_of) | AppendEvent(session_id=texts_of):
+            return any(isinstance(w, SaveStreamedText) and w.session_id == texts_of for w in held)
     thread = getattr(write, "session_id", None)
     return thread is None or any(each.session_id == thread for each in held)
 
 
 def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[object]) -> None:
-    """Applies the held writes, a statement a kind, each write's result in its place."""
+    """Applies the held writes, a statement a kind (a trim's own, after the frames), each
+    write's result in its place."""
     frames = {number: w for number, w in held.items() if isinstance(w, AppendFrames)}
     texts = {number: w for number, w in held.items() if isinstance(w, SaveStreamedText)}
+    trims = {number: w for number, w in held.items() if isinstance(w, TrimFrames)}
     try:
         outcomes: dict[int, object] = {}
         if frames:
@@ -175,6 +186,9 @@ def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[obj
             outcomes.update(
                 zip(texts, sql.save_streamed_texts(db, list(texts.values())), strict=True)
             )
+        for number, trim in trims.items():
+            sql.trim_frames(db, trim)
+            outcomes[number] = None
     except Exception as error:
         if _cannot_commit(error):
             raise

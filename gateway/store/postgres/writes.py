@@ -20,7 +20,7 @@ from gateway.store.codec import dump, load_state, merged_state, updated_state
 from gateway.store.postgres.branches import move_branch as move_branch
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
-from gateway.store.postgres.reads import USAGE, load_session, thread_owner
+from gateway.store.postgres.reads import LOG_HEAD, USAGE, load_session, thread_owner
 from gateway.store.postgres.schema import EVENT_BYTES
 from gateway.store.postgres.scopes import merge_scope, with_scopes
 from gateway.store.postgres.thread_index import TITLE_SEQ
@@ -141,9 +141,7 @@ _OPENING = (
     "SELECT pg_advisory_xact_lock(hashtextextended(%(lock)s, 0)),"
     " (SELECT user_id FROM sessions WHERE app_name = %(app)s AND id = %(id)s"
     " ORDER BY create_time, pk LIMIT 1), usage.threads, usage.stored_bytes,"
-    " (SELECT COALESCE(MAX(f.seq), 0) FROM sessions s JOIN frames f ON f.session_pk = s.pk"
-    " WHERE s.app_name = %(app)s AND s.user_id = %(user)s AND s.id = %(id)s)"
-    f" FROM ({USAGE}) AS usage"
+    f" ({LOG_HEAD}) FROM ({USAGE}) AS usage"
 )
 
 
@@ -368,9 +366,12 @@ def append_frames_of(
     """The frames of several writes, of any threads, in one statement, each thread's key
     found by the statement itself, and each write's notice to the cluster
     (``notify.committed``) sent by the same statement: NOTIFY is delivered at commit, so a
-    notice costs no statement or transaction of its own. Each write's outcome, in order:
-    the number of its last frame, or the error of a thread that is not there."""
+    notice costs no statement or transaction of its own. A thread's last write tells of
+    all its frames: every process hears every notice, at a cost to its event loop, so a
+    thread with several writes here is told once. Each write's outcome, in order: the
+    number of its last frame, or the error of a thread that is not there."""
     frames = [(number, frame) for number, append in enumerate(appends) for frame in append.frames]
+    last = {_thread_of(append): number for number, append in enumerate(appends)}
     found = db.execute(
         _APPEND_FRAMES,
         {
@@ -383,7 +384,12 @@ def append_frames_of(
             "app": [append.app_name for append in appends],
             "user": [append.user_id for append in appends],
             "thread": [append.session_id for append in appends],
-            "notice": [committed(append.session_id, append.frames[-1].seq) for append in appends],
+            "notice": [
+                committed(append.session_id, append.frames[-1].seq)
+                if last[_thread_of(append)] == number
+                else None
+                for number, append in enumerate(appends)
+            ],
             "channel": CHANNEL,
         },
     ).fetchall()  # all: a statement that writes is over only once read to its end
@@ -392,6 +398,10 @@ def append_frames_of(
         append.frames[-1].seq if number in written else not_found(append.session_id)
         for number, append in enumerate(appends)
     ]
+
+
+def _thread_of(append: AppendFrames) -> tuple[str, str, str]:
+    return append.app_name, append.user_id, append.session_id
 
 
 # Each part of a WITH runs once, whether read or not: the threads found (with their key),

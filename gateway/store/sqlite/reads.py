@@ -276,6 +276,21 @@ def log_head(db: sqlite3.Connection, *, app_name: str, user_id: str, session_id:
     return int(head or 0)
 
 
+def read_thread(
+    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str, window: int
+) -> tuple[StoredSession, Usage, int] | None:
+    """A thread as opening it gives it (``backend.Reads.read_thread``): its session, the
+    user's usage and its log's head, in three steps (each a call into SQLite, not a round
+    trip); the writer's opening reads it so, in its transaction."""
+    stored = load_session(
+        db, app_name=app_name, user_id=user_id, session_id=session_id, window=window, after=None
+    )
+    if stored is None:
+        return None
+    found = usage(db, app_name=app_name, user_id=user_id)
+    return stored, found, log_head(db, app_name=app_name, user_id=user_id, session_id=session_id)
+
+
 def invocation_rows(
     db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str
 ) -> list[tuple[int, str]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, cast
 
-from gateway.store.backend import read_thread
 from gateway.store.codec import dump, updated_state
 from gateway.store.rows import StoredSession
 from gateway.store.sqlite import reads
@@ -76,8 +75,7 @@ def open_thread(
         )
     if owner != opening.user_id:
         return OpenedThread(owner, None, created=False)
-    found = read_thread(
-        reads,
+    found = reads.read_thread(
         db,
         app_name=opening.app_name,
         user_id=opening.user_id,
