@@ -25,7 +25,6 @@ from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
-from gateway.adk import telemetry
 from gateway.adk.approvals import own_hints
 from gateway.adk.hosting import Hosted, agent_tools, agents, server_tool_names
 from gateway.adk.invocation import Invocation, runner_for
@@ -80,7 +79,6 @@ class Engine:
         self.app_name = app.name
         self.services = services or Services()
         self.runner = self._runner(app, session_service)
-        telemetry.spare_unrecorded()  # ADK's attributes built only for spans that record
         self.warm_up_runner = self._runner(warm_up, session_service) if warm_up else None
         self.resumable = resumable(app)
         self.sessions = session_service
