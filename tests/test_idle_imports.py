@@ -79,18 +79,25 @@ print(json.dumps({"modules": sorted(sys.modules.copy())}), flush=True)
 """
 
 
-def loaded(*command: str) -> set[str]:
-    """The modules ``python COMMAND`` has imported when it prints them as JSON."""
+def printed(*command: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """What ``python COMMAND`` prints as JSON on its last line (``environ`` added to this
+    process's environment)."""
     done = subprocess.run(
         [sys.executable, *command],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=scaled(120),
+        env={**os.environ, **(environ or {})},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    modules: list[str] = json.loads(done.stdout.splitlines()[-1])["modules"]
-    return set(modules)
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def loaded(*command: str) -> set[str]:
+    """The modules ``python COMMAND`` has imported when it prints them as JSON."""
+    return set(printed(*command)["modules"])
 
 
 def among(modules: set[str], names: tuple[str, ...]) -> list[str]:
@@ -101,13 +108,17 @@ def among(modules: set[str], names: tuple[str, ...]) -> list[str]:
 def test_an_idle_gateway_has_not_imported_the_features_it_does_not_use(tmp_path: Path) -> None:
     port = str(free_port())
     # The served gateway, its modules read once /ping answers (as bench_footprint reads them).
-    modules = loaded(
+    census = printed(
         *("-m", "scripts._idle_census"),
         *("--host", "127.0.0.1", "--port", port, "--db", str(tmp_path / "gateway.db")),
         *("--scripted-pace-ms", "0"),
     )
+    modules = set(census["modules"])
     assert "gateway.doors.app" in modules  # it did serve
     assert among(modules, NOT_IDLE) == []
+    # Nothing of a package the gateway does not require, though this venv has many (the
+    # test extras); a .pth hook's module (setuptools' _distutils_hack) is the venv's own.
+    assert [top for top in census["outside"] if not top.startswith("_")] == []
 
 
 def test_a_worker_process_imports_no_doors_hub_or_database(tmp_path: Path) -> None:
@@ -138,17 +149,7 @@ print(json.dumps({
 def genai_probe(*first: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """google-genai as a gateway process has it, with ``first`` imported before the gateway."""
     code = "".join(f"import {name}\n" for name in first) + GENAI_PROBE
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        env={**os.environ, **(environ or {})},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return found
+    return printed("-c", code, environ=environ)
 
 
 def test_google_genai_in_a_gateway_sends_with_httpx_and_leaves_what_it_would_find() -> None:
