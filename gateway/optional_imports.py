@@ -42,8 +42,8 @@ GENAI = "google.genai"
 def unused(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
     """The names of ``OPTIONAL`` to hide from google-genai's import: not imported yet, and
     not selected by ``GOOGLE_GENAI_HTTP_CLIENT``."""
-    selected = environ.get("GOOGLE_GENAI_HTTP_CLIENT", "").strip().lower()
-    return tuple(name for name in OPTIONAL if name not in sys.modules and name != selected)
+    chosen = {"httpx2"} & {environ.get("GOOGLE_GENAI_HTTP_CLIENT", "").strip().lower()}
+    return tuple(name for name in OPTIONAL if name not in sys.modules and name not in chosen)
 
 
 @contextlib.contextmanager
