@@ -328,7 +328,7 @@ async def test_serve_on_a_dojo_module_keeps_its_predictive_state_and_names_what_
 def test_serve_on_a_module_with_only_a_web_app_exits_naming_its_agents(tmp_path: Path) -> None:
     (tmp_path / "shared_state_page.py").write_text(textwrap.dedent(AGENTS))
     done = subprocess.run(
-        [*GATEWAY, "serve", "shared_state_page"],
+        [*GATEWAY, "serve", "--port", "0", "shared_state_page"],  # whatever holds 8080
         cwd=tmp_path,
         env={"PYTHONPATH": f"{tmp_path}:{ROOT}"},
         capture_output=True,

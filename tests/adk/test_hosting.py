@@ -181,7 +181,16 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "gateway", "serve", "tests.adk.test_hosting:not_an_agent"],
+        # Port 0: the agent's fault is told whatever listens on the default port.
+        [
+            sys.executable,
+            "-m",
+            "gateway",
+            "serve",
+            "--port",
+            "0",
+            "tests.adk.test_hosting:not_an_agent",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
