@@ -21,6 +21,7 @@ from google.genai import errors, types
 from gateway.models import gemini, names
 from gateway.models.failures import classify
 from gateway.models.gemini import GeminiLlm, LeanModels
+from tests.support.llm_requests import FIND_SCREEN, call_and_result, image
 
 pytestmark = pytest.mark.unit
 
@@ -113,18 +114,9 @@ def conversation(**config: Any) -> LlmRequest:
     """Every kind of value ADK's Gemini puts in a request: instructions, text, an image, a
     signed thought, a call and its result, declared tools (a schema and a JSON schema) and
     a search tool, a forced tool choice, thinking, safety, sampling, stops."""
-    call = types.FunctionCall(id="call-1", name="find_screen", args={"query": "업무 요청"})
-    result = types.FunctionResponse(id="call-1", name="find_screen", response={"id": "MNU-3120"})
-    image = types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG\x00"))
-    find = types.FunctionDeclaration(
-        name="find_screen",
-        description="Finds a screen.",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"query": {"type": "string"}},
-            "required": ["query"],
-        },
-    )
+    call, result = call_and_result()
+    picture = image(b"\x89PNG\x00")
+    find = FIND_SCREEN
     navigate = types.FunctionDeclaration(
         name="navigateToScreen",
         parameters=types.Schema(
@@ -162,7 +154,7 @@ def conversation(**config: Any) -> LlmRequest:
     return LlmRequest(
         model="gemini-2.5-flash",
         contents=[
-            types.Content(role="user", parts=[types.Part(text="화면 열어줘"), image]),
+            types.Content(role="user", parts=[types.Part(text="화면 열어줘"), picture]),
             types.Content(
                 role="model",
                 parts=[
