@@ -5,14 +5,15 @@ ADK's ``Gemini`` calls ``client.aio.models.generate_content_stream(model=, conte
 config=)`` with the ``Content``s and ``GenerateContentConfig`` it built for the call. Before
 the request leaves, google-genai copies the config twice (``model_copy(deep=True)``, for its
 automatic function calling and MCP sessions, which ADK's declarations never use), validates
-the three values again as one ``_GenerateContentParameters``, and walks them with its
-generated ``_to_mldev`` / ``_to_vertex`` transformers. The walk reads every field through
-``getv``, which on a pydantic model scans all of the model's fields before it falls back
-to ``getattr``: ~50 fields a config, ~20 a part, read ~100 times a request. Together that
-is ~1.4 ms of a quiet 2-core machine's time before the first token can start, more as a
-thread's history grows (``scripts/bench_providers.py``). Each chunk is then read into a
-``GenerateContentResponse`` by ``_from_response``, which walks it once to drop fields the
-SDK does not know and validates it: ~110 µs a chunk that every chunk waits for.
+the three values again as one ``_GenerateContentParameters`` (the contents against a union
+of types, each ``Content`` read attribute by attribute for each member: the cost grows
+with the thread's history), and walks them with its generated ``_to_mldev`` /
+``_to_vertex`` transformers. The walk reads every field through ``getv``, which on a
+pydantic model scans all of the model's fields before it falls back to ``getattr``. On a
+2-core machine at load 3, that is 1.7 ms before the demo's first request can leave, and
+50 ms after 20 turns of history (``scripts/bench_gemini.py``). Each chunk is then read
+into a ``GenerateContentResponse`` by ``_from_response``, which walks it once to drop
+fields the SDK does not know, then validates it: 180 µs a chunk that every chunk waits for.
 
 ``GeminiLlm`` is ADK's ``Gemini`` whose client's ``aio.models`` is ``LeanModels``:
 
