@@ -34,6 +34,7 @@ from gateway.adk import loading
 from gateway.adk.hosting import Hosted, HostingError
 from gateway.api import create_app
 from gateway.config import Settings
+from gateway.models.gemini import GeminiLlm
 from gateway.tools import declarations
 from tests.support import ROOT
 from tests.support.agui import (
@@ -115,7 +116,8 @@ def test_gateway_model_replaces_every_agents_model_but_not_a_factorys_choice(
 ) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "not-used-offline")
     settings = Settings(model="gemini-2.5-flash")
-    assert loading.load(orders_agent(), settings).model == "gemini-2.5-flash"
+    model = loading.load(orders_agent(), settings).model
+    assert isinstance(model, GeminiLlm) and model.model == "gemini-2.5-flash"
     assert loading.load("tests.adk.test_hosting:factory", settings).model is None
     with pytest.raises(HostingError, match="GATEWAY_MODEL='gpt-4o'"):
         loading.load(orders_agent(), Settings(model="gpt-4o"))
