@@ -49,7 +49,7 @@ from google.genai import Client, _common, models, types
 from google.genai._common import set_value_by_path as setv
 from google.genai._transformers import t_model
 
-__all__ = ["GeminiLlm", "LeanModels", "request"]
+__all__ = ["GeminiLlm", "LeanModels", "named", "request"]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,18 @@ class LeanModels(models.AsyncModels):
             chunk.sdk_http_response = types.HttpResponse(headers=response.headers)
             self._api_client._verify_response(chunk)
             yield chunk
+
+
+def named(model: str) -> GeminiLlm | None:
+    """The gateway's Gemini for a model ``name`` ADK would give its own ``Gemini`` (a
+    registry that names another class for it keeps that class); None for any other."""
+    from google.adk.models.registry import LLMRegistry
+
+    try:
+        resolved = LLMRegistry.resolve(model)
+    except Exception:  # unknown, or its extra is not installed: ADK says so when it runs
+        return None
+    return GeminiLlm(model=model) if resolved is Gemini else None
 
 
 def chunk_of(read: dict[str, Any]) -> types.GenerateContentResponse:

@@ -371,3 +371,28 @@ def test_a_client_of_ones_own_is_left_as_it_is() -> None:
     mine = Client(api_key="gk-test")
     model = GeminiLlm(model="gemini-2.5-flash", client=mine)
     assert model.api_client is mine and not isinstance(mine.aio.models, LeanModels)
+
+
+def test_an_agent_written_with_a_gemini_name_runs_on_the_lean_model() -> None:
+    """Without GATEWAY_MODEL: the name becomes the gateway's GeminiLlm; a model object of
+    the author's own, or a name ADK gives another class, stays as it was."""
+    from google.adk.agents import LlmAgent
+
+    from gateway.adk.hosting import Hosted, prepare
+    from gateway.tools.client import ClientToolset
+
+    theirs = Gemini(model="gemini-2.5-pro")
+    agents = [
+        LlmAgent(name="named", model="gemini-2.5-flash"),
+        LlmAgent(name="own", model=theirs),
+        LlmAgent(name="other", model="claude-3-5-sonnet"),
+        LlmAgent(name="unknown", model="my-own-model"),
+        LlmAgent(name="inherits"),
+    ]
+    root = LlmAgent(name="root", model="gemini-2.5-flash", sub_agents=agents)
+    prepare(Hosted(root), ClientToolset(None))
+    named, own, other, unknown, inherits = agents
+    assert isinstance(named.model, GeminiLlm) and named.model.model == "gemini-2.5-flash"
+    assert own.model is theirs
+    assert (other.model, unknown.model) == ("claude-3-5-sonnet", "my-own-model")
+    assert inherits.model == "" and isinstance(inherits.canonical_model, GeminiLlm)
