@@ -89,7 +89,8 @@ class Hosted:
 
 def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BasePlugin] = ()) -> App:
     """The App the runner runs: ``plugins`` after the App's own, the client toolset on each
-    LlmAgent, and the hosted ``model``, if any, for every LlmAgent. A bare agent becomes a
+    LlmAgent, and the hosted ``model``, if any, for every LlmAgent (else a Gemini model's
+    name becomes the gateway's ``GeminiLlm``). A bare agent becomes a
     resumable App; an App that is not resumable gets ``PauseRefusal`` too."""
     app = hosted.agent if isinstance(hosted.agent, App) else resumable_app(hosted.agent)
     if not resumable(app):
@@ -104,10 +105,20 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
         _offer_client_tools(agent, client_tools)
         if hosted.model is not None:
             agent.model = hosted.model
+        elif isinstance(agent.model, str) and agent.model:
+            agent.model = _leaner(agent.model)
     ours = [plugin for plugin in plugins if plugin not in app.plugins]
     # One plugin for ADK to call: it awaits each plugin for each callback, had or not.
     chain = [PluginChain(ours, name=GATEWAY_PLUGINS)] if ours else []
     return app.model_copy(update={"plugins": [*app.plugins, *chain]})
+
+
+def _leaner(model: str) -> BaseLlm | str:
+    """A Gemini model's name, as the gateway's ``GeminiLlm`` (its requests and chunks with
+    less of google-genai's work: ``gateway.models.gemini``); any other name as it is."""
+    from gateway.models.gemini import named
+
+    return named(model) or model
 
 
 def _offer_client_tools(agent: LlmAgent, client_tools: ClientToolset) -> None:

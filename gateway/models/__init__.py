@@ -8,6 +8,7 @@
     endpoints  where a hosted agent's models are, and how to ask each whether it answers
     connections  an ``openai/<model>``'s connection, kept from one model call to the next
     chat_completions  an ``openai/<model>``'s requests sent as ADK builds them, chunks read lean
+    gemini     a ``gemini-*`` model's requests built from dicts, chunks validated once
     health     whether they answer, for ``/ping``
 
 ``ModelError`` is what a name or a script file that cannot be used raises, with a sentence.

@@ -50,7 +50,10 @@ def build(name: str, *, pace_ms: float = 0.0) -> BaseLlm | str:
     if name.startswith("gemini"):
         if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GOOGLE_GENAI_USE_VERTEXAI")):
             raise ModelError(f"GATEWAY_MODEL={name} needs GOOGLE_API_KEY (or Vertex AI settings)")
-        return name
+        from gateway.models.gemini import GeminiLlm
+
+        # ADK's Gemini, its requests built and its chunks read with less (gemini).
+        return GeminiLlm(model=name)
     raise ModelError(
         f"GATEWAY_MODEL={name!r}: use a Gemini name such as 'gemini-2.5-flash' or "
         "'openai/<model>', or 'script:<file>' to play a script offline (the demo also "

@@ -35,6 +35,7 @@ from gateway.adk import loading
 from gateway.adk.hosting import Hosted, HostingError
 from gateway.api import create_app
 from gateway.config import Settings
+from gateway.models.gemini import GeminiLlm
 from gateway.tools import declarations
 from tests.support import ROOT
 from tests.support.agui import (
@@ -147,7 +148,8 @@ def test_gateway_model_replaces_every_agents_model_but_not_a_factorys_choice(
 ) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "not-used-offline")
     settings = Settings(model="gemini-2.5-flash")
-    assert loading.load(orders_agent(), settings).model == "gemini-2.5-flash"
+    model = loading.load(orders_agent(), settings).model
+    assert isinstance(model, GeminiLlm) and model.model == "gemini-2.5-flash"
     assert loading.load("tests.adk.test_hosting:factory", settings).model is None
     # A factory of no parameters was not given the settings: it chose nothing.
     made = loading.load("tests.adk.test_hosting:made_with_nothing", settings)

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from gateway.models import chat_completions, names
 from gateway.models.chat_completions import ChatCompletionsClient, sent_as_is
 from gateway.models.failures import classify
+from tests.support.llm_requests import FIND_SCREEN, call_and_result, image
 
 pytestmark = pytest.mark.unit
 
@@ -79,22 +80,13 @@ def client_of(
 def conversation() -> LlmRequest:
     """Every kind of value ADK's OpenAILlm puts in a request: instructions, text, an image,
     a call and its result, tools, a forced tool choice, a JSON schema, sampling, stops."""
-    call = types.FunctionCall(id="call-1", name="find_screen", args={"query": "업무 요청"})
-    result = types.FunctionResponse(id="call-1", name="find_screen", response={"id": "MNU-3120"})
-    image = types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG"))
-    find = types.FunctionDeclaration(
-        name="find_screen",
-        description="Finds a screen.",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"query": {"type": "string"}},
-            "required": ["query"],
-        },
-    )
+    call, result = call_and_result()
+    picture = image()
+    find = FIND_SCREEN
     schema = {"title": "Reply", "type": "object", "properties": {"text": {"type": "string"}}}
     return LlmRequest(
         contents=[
-            types.Content(role="user", parts=[types.Part(text="화면 열어줘"), image]),
+            types.Content(role="user", parts=[types.Part(text="화면 열어줘"), picture]),
             types.Content(role="model", parts=[types.Part(function_call=call)]),
             types.Content(role="user", parts=[types.Part(function_response=result)]),
         ],
