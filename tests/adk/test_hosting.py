@@ -152,8 +152,8 @@ def test_gateway_model_replaces_every_agents_model_but_not_a_factorys_choice(
     assert isinstance(model, GeminiLlm) and model.model == "gemini-2.5-flash"
     assert loading.load("tests.adk.test_hosting:factory", settings).model is None
     # A factory of no parameters was not given the settings: it chose nothing.
-    made = loading.load("tests.adk.test_hosting:made_with_nothing", settings)
-    assert made.model == "gemini-2.5-flash"
+    made = loading.load("tests.adk.test_hosting:made_with_nothing", settings).model
+    assert isinstance(made, GeminiLlm) and made.model == "gemini-2.5-flash"
     with pytest.raises(HostingError, match="GATEWAY_MODEL='gpt-4o'"):
         loading.load(orders_agent(), Settings(model="gpt-4o"))
 
