@@ -13,7 +13,7 @@ proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says 
 the backend tries the batch again once on a new connection.
 
 Without savepoints, the frames of all the batch's threads go in one statement, their
-trims after it, and their streamed texts in another, each held back only as long as no
+trims in one after it, and their streamed texts in another, each held back only as long as no
 write of its thread that needs it there comes after it (``_applied``).
 
 A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
@@ -171,7 +171,7 @@ def _meets(write: Write, held: Iterable[Held]) -> bool:
 
 
 def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[object]) -> None:
-    """Applies the held writes, a statement a kind (a trim's own, after the frames), each
+    """Applies the held writes, a statement a kind (the trims' after the frames), each
     write's result in its place."""
     frames = {number: w for number, w in held.items() if isinstance(w, AppendFrames)}
     texts = {number: w for number, w in held.items() if isinstance(w, SaveStreamedText)}
@@ -186,9 +186,9 @@ def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[obj
             outcomes.update(
                 zip(texts, sql.save_streamed_texts(db, list(texts.values())), strict=True)
             )
-        for number, trim in trims.items():
-            sql.trim_frames(db, trim)
-            outcomes[number] = None
+        if trims:
+            sql.trim_frames_of(db, list(trims.values()))
+            outcomes.update(dict.fromkeys(trims))
     except Exception as error:
         if _cannot_commit(error):
             raise
