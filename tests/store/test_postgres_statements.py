@@ -7,10 +7,9 @@ append is one statement, what it adds to the thread index and its open calls inc
 when it merges session state); the frames of a batch's threads one, whatever their number,
 their cluster notices included, and their trims one. A session loads in one statement, a
 page of messages in one, a thread opens in two (a new one too), and a thread known to be
-there reads in one
-(beside the writer). A read of one statement runs without a transaction of its own, any
-other in one snapshot, and a read's statements are prepared (parsed and planned once)
-after a few uses.
+there reads in one (beside the writer). A read of one statement runs without a transaction
+of its own, any other in one snapshot, and a read's statements are prepared (parsed and
+planned once) after a few uses.
 """
 
 from __future__ import annotations
