@@ -41,6 +41,7 @@ from gateway.store.errors import StoreError
 from gateway.store.leases import Fence, Taken
 from gateway.store.postgres import leases, notify
 from gateway.store.postgres.connection import CONNECT_SECONDS, said
+from gateway.store.postgres.cursors import AsyncKeptCursors
 from gateway.store.urls import described
 
 log = logging.getLogger("gateway.cluster")
@@ -372,7 +373,7 @@ class PostgresCluster:
         """``fn`` on the working connection (connected again if it broke), in turn."""
         async with self._turn:
             if self._working is None or self._working.closed:
-                self._working = await psycopg.AsyncConnection.connect(
+                self._working = await AsyncKeptCursors.connect(
                     self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
                 )
             return await fn(self._working)
