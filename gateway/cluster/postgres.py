@@ -29,6 +29,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import psycopg
@@ -43,6 +44,7 @@ from gateway.store.postgres import leases, notify
 from gateway.store.postgres.connection import CONNECT_SECONDS, said
 from gateway.store.postgres.cursors import AsyncKeptCursors
 from gateway.store.urls import described
+from gateway.store.writes import ReleaseLeases
 
 log = logging.getLogger("gateway.cluster")
 
@@ -88,6 +90,11 @@ class PostgresCluster:
         self._releasing: dict[str, list[asyncio.Future[object]]] = {}
         self._changes: list[ThreadChanged] = []
         self._sending: asyncio.Task[None] | None = None
+        # The store's writer, when the hub lends it (``commit_with``): releases and thread
+        # changes then go in its transactions, and each release not yet committed there is
+        # here, by thread, for a take of the thread to wait for.
+        self._submit: Callable[[ReleaseLeases], asyncio.Future[object]] | None = None
+        self._committing: dict[str, asyncio.Future[object]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._renewed_at = time.monotonic()
         self._lost = False
@@ -140,6 +147,10 @@ class PostgresCluster:
     # --- leases --------------------------------------------------------------------------
 
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
+        if (releasing := self._committing.get(thread_id)) is not None:
+            # Once in the writer's queue a release cannot be called back: taken before it
+            # commits, the lease would go from under the new run.
+            await asyncio.shield(releasing)
         try:
             taken = await self._work(
                 lambda conn: leases.take(
@@ -162,16 +173,61 @@ class PostgresCluster:
     def fence(self, thread_id: str) -> Fence | None:
         return self._fences.get(thread_id)
 
-    def release(self, thread_id: str) -> asyncio.Future[object]:
+    def commit_with(self, submit: Callable[[ReleaseLeases], asyncio.Future[object]]) -> None:
+        self._submit = submit
+
+    def release(
+        self, thread_id: str, after: asyncio.Future[object] | None = None
+    ) -> asyncio.Future[object]:
         self._holding[thread_id] -= 1
         if self._holding[thread_id] > 0:
             return settled()
         del self._holding[thread_id]
         self._fences.pop(thread_id, None)
         released: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        notice = messages.encoded(Released(thread_id))
+        if committed := self._submitted(ReleaseLeases(self.node_id, ((thread_id, notice),))):
+            # Behind ``after`` in the writer's queue: in its transaction, or a later one.
+            self._committing[thread_id] = released
+            committed.add_done_callback(partial(self._committed, thread_id, released))
+            return released
+        if after is None or after.done():
+            self._release_here(thread_id, released)
+        else:
+            after.add_done_callback(lambda _: self._release_here(thread_id, released))
+        return released
+
+    def _release_here(self, thread_id: str, released: asyncio.Future[object]) -> None:
+        """The release on the working connection, with what else is queued (``_send``)."""
         self._releasing.setdefault(thread_id, []).append(released)
         self._send_soon()
-        return released
+
+    def _committed(
+        self, thread_id: str, released: asyncio.Future[object], committed: asyncio.Future[object]
+    ) -> None:
+        """A release sent through the writer is done; if it failed, it is tried again on
+        the working connection (a take of the thread waits for that too)."""
+        if not committed.cancelled() and committed.exception() is None:
+            if self._committing.get(thread_id) is released:
+                del self._committing[thread_id]
+            if not released.done():
+                released.set_result(None)
+            return
+        released.add_done_callback(lambda _: self._forget_committing(thread_id, released))
+        self._release_here(thread_id, released)
+
+    def _forget_committing(self, thread_id: str, released: asyncio.Future[object]) -> None:
+        if self._committing.get(thread_id) is released:
+            del self._committing[thread_id]
+
+    def _submitted(self, write: ReleaseLeases) -> asyncio.Future[object] | None:
+        """The write queued in the store's writer, or None without one (or a closed one)."""
+        if self._submit is None or self._closed:
+            return None
+        try:
+            return self._submit(write)
+        except StoreError:
+            return None
 
     async def released(self, thread_id: str) -> None:
         waiter = asyncio.get_running_loop().create_future()
@@ -219,7 +275,12 @@ class PostgresCluster:
         return held is not None and held.holder != self.node_id
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        self._changes.append(ThreadChanged(self.node_id, user_id, thread_id, change))
+        changed = ThreadChanged(self.node_id, user_id, thread_id, change)
+        told = _payloads([changed])
+        if committed := self._submitted(ReleaseLeases(self.node_id, (), tuple(told))):
+            committed.add_done_callback(_told)
+            return
+        self._changes.append(changed)
         self._send_soon()
 
     def _send_soon(self) -> None:
@@ -386,6 +447,13 @@ class PostgresCluster:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _told(committed: asyncio.Future[object]) -> None:
+    """A thread change sent through the writer: one its commit failed is missed elsewhere
+    (the thread's next change tells all), as on the working connection (``_send``)."""
+    if not committed.cancelled() and (error := committed.exception()) is not None:
+        log.warning("thread changes not told: %s", error)
 
 
 def _settle(waiting: dict[str, list[asyncio.Future[object]]]) -> None:

@@ -48,6 +48,7 @@ from gateway.store.writes import (
     CreateSession,
     Failed,
     OpenThread,
+    ReleaseLeases,
     SaveStreamedText,
     TrimFrames,
 )
@@ -344,6 +345,33 @@ def test_the_trims_of_a_batchs_threads_are_one_statement(db: Counted) -> None:
     assert db.sent == ["WITH"]
     logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
     assert sorted(db.execute(logged).fetchall()) == [("t1", 3), ("t2", 3), ("t3", 1), ("t3", 2)]
+
+
+async def test_a_batchs_releases_are_one_statement_after_its_frames(postgres: Postgres) -> None:
+    """The cluster lets go of a run's lease in the commit of its last frames: a batch's
+    releases (and thread changes told) go in one statement, after the rest; their leases
+    are locked first, with those of the batch's fenced writes, in thread order."""
+    with Counted.connect(await postgres.fresh_cluster_database()) as db:
+        db.sent = []
+        commit(db, [created("t1"), created("t2")])
+        db.execute(
+            "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at)"
+            " SELECT t, h, 'u', 'r', now() + interval '1 minute'"
+            " FROM unnest(ARRAY['t1', 't2', 't3'], ARRAY['n', 'n', 'other']) AS l (t, h)"
+        )
+        db.commit()
+        db.sent.clear()
+        batch = [
+            framed("t1", 1),
+            ReleaseLeases("n", (("t1", None),)),
+            framed("t2", 1),
+            ReleaseLeases("n", (("t2", None), ("t3", None))),  # t3 is not n's to let go of
+            ReleaseLeases("n", (), ('{"type":"released","thread":"x"}',)),
+        ]
+        assert commit(db, batch) == [1, ["t1"], 1, ["t2"], []]
+        assert db.sent == ["SELECT", "WITH", "WITH"]  # the leases locked, frames, releases
+        held = db.execute("SELECT thread_id, holder FROM gateway_leases").fetchall()
+        assert held == [("t3", "other")]
 
 
 def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:

@@ -274,16 +274,18 @@ def lease_epochs(db: psycopg.Connection, thread_ids: list[str]) -> dict[str, int
     """The current lease epochs of the threads (none for a thread without a lease), their
     rows locked until the transaction ends.
 
-    FOR SHARE conflicts with the update that hands a lease over: a taker waits for this
+    The lock conflicts with the update that hands a lease over: a taker waits for this
     transaction to end, and one that reads after the hand-over finds the new epoch. The rows
     are locked in ``thread_id`` order, as a renewal locks them (``leases.renew``), so the
-    two never wait on each other in a circle.
+    two never wait on each other in a circle; and FOR UPDATE, since the batch may delete
+    some (``leases.release_leases``): a lock taken stronger later, by the delete, would
+    come out of that order.
     """
     if not thread_ids:
         return {}
     found = db.execute(
         "SELECT thread_id, epoch FROM gateway_leases WHERE thread_id = ANY(%s)"
-        " ORDER BY thread_id FOR SHARE",
+        " ORDER BY thread_id FOR UPDATE",
         (thread_ids,),
     ).fetchall()
     return {str(thread_id): int(epoch) for thread_id, epoch in found}
