@@ -3,9 +3,12 @@
 A process has two connections. Its *listening* connection LISTENs on the cluster's channel,
 and its backend is the process's proof of life: while it is in ``pg_stat_activity`` the
 process's leases stand, and once it is gone (the process was killed) any other process may
-take them at once, without waiting for the expiry. Its *working* connection takes, renews and
-releases leases and sends messages, one statement at a time in the order they were asked;
-the leases let go of and the thread changes queued meanwhile go in one (``_send``).
+take them at once, without waiting for the expiry. Its *working* connection takes and renews
+leases and sends messages, one statement at a time in the order they were asked. Leases let
+go of and thread changes go to the store's writer (``commit_with``): a release in the commit
+of its run's last frames, and a batch's in one statement. Without a writer, or should it
+fail to commit one, they go on the working connection, those queued meanwhile in one
+(``_send``).
 
 Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
 at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off

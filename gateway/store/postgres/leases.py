@@ -9,11 +9,13 @@ every statement that may take a lease from another holder asks it.
 Each lease carries an epoch from ``gateway_lease_epochs``: a new one whenever the thread
 changes holder (or its lease is taken anew after a release), the same while its holder
 takes it again. It is the lease's fencing token (``gateway.store.leases``): a write made
-under it is checked in its own transaction (``writes.lease_epochs``) with a share lock on
-the lease's row, which a taker's update waits for, so no write of an old holder commits
-after its thread changed hands. Statements that lock several leases lock them in
-``thread_id`` order (the renewal here, a batch's fences in ``writes``), so a renewal and
-a batch of writes never wait on each other in a circle.
+under it is checked in its own transaction (``writes.lease_epochs``) with a lock on the
+lease's row, which a taker's update waits for, so no write of an old holder commits after
+its thread changed hands. Statements that lock several leases lock them in ``thread_id``
+order (the renewal here, a batch's fences and releases in ``writes``), so a renewal and a
+batch of writes never wait on each other in a circle. A run's lease is let go of in the
+store's batch that commits its last frames (``release_leases``), or on the cluster's own
+connection (``release``) when the store could not.
 
 The gateway's processes connect as one role (or one with ``pg_read_all_stats``): a backend
 of another role shows no ``backend_start`` in ``pg_stat_activity`` and would look dead.
