@@ -421,6 +421,23 @@ def _hosted(
     return hosted
 
 
+# What a worker that found serve() in the script it re-ran says, and so exits.
+RERUN_IN_A_WORKER = (
+    "agent-gateway: gateway.serve() was called again in a worker process as it started: "
+    "a worker (GATEWAY_WORKERS, docs/multicore.md) runs the script that started the gateway "
+    'again, as Python\'s spawn does, and serve() is not under `if __name__ == "__main__":`. '
+    "Put it there."
+)
+
+
+def _worker_starting() -> bool:
+    """Whether this is a spawned process still re-running its parent's main script (where
+    multiprocessing itself refuses to start a process)."""
+    import multiprocessing
+
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
 def server_config(settings: Settings, app: Gateway) -> uvicorn.Config:
     """uvicorn on uvloop with the websockets engine, bounded by ``gateway.doors.transport``.
 
@@ -477,6 +494,8 @@ def serve(
     from gateway import logs, tracing
     from gateway.doors import open_files
 
+    if _worker_starting():
+        raise SystemExit(RERUN_IN_A_WORKER)
     resolved = config.resolve(given=settings) if environ else None
     settings = resolved.settings if resolved else settings or Settings()
     # Only a gateway that will serve takes over the process's logging; before the agent

@@ -1,14 +1,15 @@
 """The unchanged gateway, and what it has imported once it is up and idle, for
 ``bench_footprint``: which venv a figure is for, read from the modules themselves.
 
-Idle RSS is mostly imports, and some of them are there only because the venv has them:
-google-genai imports aiohttp when it finds it, httpx its command line's pygments and rich.
-So a figure from this checkout's venv (the test extras installed) is not a deployment's
-(``pip install .``). Once /ping answers and the gateway has sat still for a second, a thread
-prints one JSON line and ends the process: the imported modules (``modules``), and the
-top-level packages among them that no distribution in the gateway's own requirements
-(``agent-gateway`` and what it requires, extras left out) provides (``outside``), each with
-the distributions that do. ``tests/test_idle_imports.py`` reads the modules the same way.
+Idle RSS is mostly imports, and some could be there only because the venv has them:
+google-genai imports aiohttp and httpx2 when it finds them, httpx its command line's
+pygments (``gateway/optional_imports.py`` keeps those three out). Then a figure from this
+checkout's venv (the test extras installed) would not be a deployment's (``pip install .``).
+Once /ping answers and the gateway has sat still for a second, a thread prints one JSON line
+and ends the process: the imported modules (``modules``), and the top-level packages among
+them that no distribution in the gateway's own requirements (``agent-gateway`` and what it
+requires, extras left out) provides (``outside``), each with the distributions that do.
+``tests/test_idle_imports.py`` reads the modules the same way.
 
     python -m scripts._idle_census [gateway flags...]
 """

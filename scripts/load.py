@@ -53,11 +53,11 @@ waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once; a run pa
 waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
 /proc/<pid>/status) at start, peak and end, and the peak less the start over the most users
 connected at once (what a connected user costs the server, its runs and threads included),
-CPU (the server's, this script's and the rest of the machine's, which is shared, with the
-machine's cores and load average first) and what the server logged at WARNING or above
-during the load. Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and
-``--timeout`` overall; the server stops with the script, which exits 1 on any error or
-inconsistent thread.
+CPU (the server's, its main process's alone, this script's and the rest of the machine's,
+which is shared, with the machine's cores and load average first) and what the server
+logged at WARNING or above during the load. Bounded: ``--duration`` or ``--stories`` per
+user, a timeout per story and ``--timeout`` overall; the server stops with the script,
+which exits 1 on any error or inconsistent thread.
 
 It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-UI models).
 
@@ -683,6 +683,9 @@ class Sample:
     at: float
     rss_mib: float
     server_cpu: float
+    # The gateways' own processes alone, without their workers: the one loop every event
+    # crosses, whose share says how near it is to a core's worth.
+    main_cpu: float
     own_cpu: float
     machine_cpu: float
 
@@ -736,6 +739,7 @@ class Monitor:
                 time.perf_counter(),
                 sum(_alive(rss_mib, pid) for pid in pids),
                 sum(_alive(cpu_seconds, pid) for pid in pids),
+                sum(_alive(cpu_seconds, pid) for pid in self.servers),
                 cpu_seconds(),
                 machine_cpu(),
             )
@@ -781,6 +785,7 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
     first, last = monitor.nearest(start), monitor.nearest(end)
     seconds = max(last.at - first.at, 1e-9)
     server = last.server_cpu - first.server_cpu
+    main = last.main_cpu - first.main_cpu
     own = last.own_cpu - first.own_cpu
     loaded = [s.rss_mib for s in monitor.samples if s.at <= (monitor.load_ended or s.at)]
     values: dict[str, float] = {
@@ -798,6 +803,8 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
         / max(load.connected_peak, 1),
         "server_cores": server / seconds,
         "server_ms": 1000 * server / max(len(finished), 1),
+        "main_cores": main / seconds,
+        "main_ms": 1000 * main / max(len(finished), 1),
         "statements": (
             monitor.statements.total() / max(len(done), 1)
             if monitor.statements is not None
@@ -968,7 +975,8 @@ def print_result(title: str, result: Result, kill: bool) -> None:
         f" (peak less start, over the {v['connected_peak']:.0f} connected at most)"
     )
     print(
-        f"  CPU cores: server {v['server_cores']:.2f} ({v['server_ms']:.1f} ms a story),"
+        f"  CPU cores: server {v['server_cores']:.2f} ({v['server_ms']:.1f} ms a story;"
+        f" its main process {v['main_cores']:.2f}, {v['main_ms']:.1f} ms),"
         f" this script {v['own_cores']:.2f}, the rest of the machine {v['other_cores']:.2f}"
         f" (load average {v['load_average']:.2f} before)"
     )

@@ -5,18 +5,23 @@ from coming back. Each test runs a real process and reads its ``sys.modules``: t
 demo once it answers /ping (started, warmed up, idle), and a worker process once it has
 built its App (``gateway.api._worker_main``, up to where it would connect to the main
 process). A name here is a module of something switched off by default, or that only the
-other side of a worker's pipe uses.
+other side of a worker's pipe uses, or of a package google-genai imports only because the
+test extras installed it (``gateway.optional_imports``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gateway.optional_imports import OPTIONAL
 from tests.support import ROOT
 from tests.support.budgets import scaled
 from tests.support.ports import free_port
@@ -25,7 +30,8 @@ pytestmark = pytest.mark.process
 
 # Unused by a default gateway: the PostgreSQL store and cluster, OTLP export, GET /metrics,
 # MCP, JWT checks, the operator commands (the audit's reading too), the npm tarball, the
-# worker's side of the pipe, ag-ui-adk.
+# worker's side of the pipe, ag-ui-adk; and what google-genai would import because the test
+# extras installed it (aiohttp for ag-ui-adk, httpx2 for mcp, pygments for pytest).
 NOT_IDLE = (
     "psycopg",
     "gateway.store.postgres",
@@ -41,6 +47,7 @@ NOT_IDLE = (
     "gateway.adk.workers.worker",
     "gateway.adk.workers.remote_session",
     "ag_ui_adk",
+    *OPTIONAL,
 )
 
 # What a worker never uses: the main process keeps the sockets, the hub, the threads'
@@ -56,6 +63,7 @@ NOT_IN_A_WORKER = (
     "gateway.store.service",
     "gateway.store.sqlite",
     "aiosqlite",
+    *OPTIONAL,
 )
 
 WORKER_PROBE = """
@@ -71,18 +79,25 @@ print(json.dumps({"modules": sorted(sys.modules.copy())}), flush=True)
 """
 
 
-def loaded(*command: str) -> set[str]:
-    """The modules ``python COMMAND`` has imported when it prints them as JSON."""
+def printed(*command: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """What ``python COMMAND`` prints as JSON on its last line (``environ`` added to this
+    process's environment)."""
     done = subprocess.run(
         [sys.executable, *command],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=scaled(120),
+        env={**os.environ, **(environ or {})},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    modules: list[str] = json.loads(done.stdout.splitlines()[-1])["modules"]
-    return set(modules)
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def loaded(*command: str) -> set[str]:
+    """The modules ``python COMMAND`` has imported when it prints them as JSON."""
+    return set(printed(*command)["modules"])
 
 
 def among(modules: set[str], names: tuple[str, ...]) -> list[str]:
@@ -93,16 +108,64 @@ def among(modules: set[str], names: tuple[str, ...]) -> list[str]:
 def test_an_idle_gateway_has_not_imported_the_features_it_does_not_use(tmp_path: Path) -> None:
     port = str(free_port())
     # The served gateway, its modules read once /ping answers (as bench_footprint reads them).
-    modules = loaded(
+    census = printed(
         *("-m", "scripts._idle_census"),
         *("--host", "127.0.0.1", "--port", port, "--db", str(tmp_path / "gateway.db")),
         *("--scripted-pace-ms", "0"),
     )
+    modules = set(census["modules"])
     assert "gateway.doors.app" in modules  # it did serve
     assert among(modules, NOT_IDLE) == []
+    # Nothing of a package the gateway does not require, though this venv has many (the
+    # test extras); a .pth hook's module (setuptools' _distutils_hack) is the venv's own.
+    assert [top for top in census["outside"] if not top.startswith("_")] == []
 
 
 def test_a_worker_process_imports_no_doors_hub_or_database(tmp_path: Path) -> None:
     modules = loaded("-c", WORKER_PROBE, str(tmp_path / "no-main-process.sock"))
     assert "gateway.adk.workers.worker" in modules  # it did build its App and serve
     assert among(modules, NOT_IN_A_WORKER) == []
+
+
+GENAI_PROBE = """
+import json, sys
+import gateway
+from gateway.models.failures import classify
+import httpx
+from google.genai import _api_client
+
+imported = [name for name in ("aiohttp", "httpx2", "pygments") if name in sys.modules]
+classify(httpx.ConnectError("refused"))  # a model's failure, told apart by its transport
+after_a_failure = [name for name in ("aiohttp", "httpx2", "pygments") if name in sys.modules]
+backend = _api_client._get_http_client_backend()
+print(json.dumps({
+    "imported": imported,
+    "after_a_failure": after_a_failure,
+    "sends_with": "aiohttp" if _api_client.has_aiohttp else backend,
+}), flush=True)
+"""
+
+
+def genai_probe(*first: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """google-genai as a gateway process has it, with ``first`` imported before the gateway."""
+    code = "".join(f"import {name}\n" for name in first) + GENAI_PROBE
+    return printed("-c", code, environ=environ)
+
+
+def test_google_genai_in_a_gateway_sends_with_httpx_and_leaves_what_it_would_find() -> None:
+    """This venv holds aiohttp, httpx2 and pygments (the test extras bring them): google-genai
+    took aiohttp for its requests, and a model's first failure imported it to read its
+    exceptions. Each still imports for whoever asks."""
+    found = genai_probe()
+    assert found["imported"] == []
+    assert found["after_a_failure"] == []
+    assert found["sends_with"] == "httpx"
+    for name in OPTIONAL:
+        assert importlib.util.find_spec(name) is not None, f"{name} is installed here"
+
+
+def test_what_was_asked_for_stays_google_genais() -> None:
+    """httpx2 chosen with google-genai's own switch, and aiohttp imported before the gateway
+    (an app that serves with it), are google-genai's as without the gateway."""
+    assert genai_probe(environ={"GOOGLE_GENAI_HTTP_CLIENT": "httpx2"})["sends_with"] == "httpx2"
+    assert genai_probe("aiohttp")["sends_with"] == "aiohttp"

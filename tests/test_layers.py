@@ -34,7 +34,14 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(gateway.__file__).parent
 
 LAYERS: list[set[str]] = [
-    {"gateway.config", "gateway.logs", "gateway.context", "gateway.tracing", "gateway.lazy"},
+    {
+        "gateway.config",
+        "gateway.logs",
+        "gateway.context",
+        "gateway.tracing",
+        "gateway.lazy",
+        "gateway.optional_imports",
+    },
     {"gateway.wire", "gateway.metrics"},
     {"gateway.store", "gateway.auth", "gateway.audit", "gateway.cluster"},
     {"gateway.translate", "gateway.a2ui", "gateway.tools"},

@@ -25,7 +25,6 @@ from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
-from gateway.adk import telemetry
 from gateway.adk.approvals import own_hints
 from gateway.adk.hosting import Hosted, agent_tools, agents, server_tool_names
 from gateway.adk.invocation import Invocation, runner_for
@@ -80,7 +79,6 @@ class Engine:
         self.app_name = app.name
         self.services = services or Services()
         self.runner = self._runner(app, session_service)
-        telemetry.spare_unrecorded()  # ADK's attributes built only for spans that record
         self.warm_up_runner = self._runner(warm_up, session_service) if warm_up else None
         self.resumable = resumable(app)
         self.sessions = session_service
@@ -188,20 +186,22 @@ class Engine:
         max_bytes: int | None = None,
         *,
         before: int | None = None,
+        open_calls: bool = True,
     ) -> tuple[ThreadPage, Session | None]:
         """The thread's latest messages (``max_bytes`` of them, older than ``before`` if
         given) and its session.
 
         The session carries the state and the calls still open (a window of one event
         reaches back to them), not the whole history: rebuilding every ADK event of a long
-        thread is what made a reattach slow.
+        thread is what made a reattach slow. Without ``open_calls`` it carries the state
+        alone, and no event is read: a snapshot shows nothing else of it.
         """
         page = await self.thread_page(user_id, thread_id, max_bytes=max_bytes, before=before)
         session = await self.sessions.get_session(
             app_name=self.app_name,
             user_id=user_id,
             session_id=thread_id,
-            config=GetSessionConfig(num_recent_events=1),
+            config=GetSessionConfig(num_recent_events=1 if open_calls else 0),
         )
         return page, session
 

@@ -4,14 +4,16 @@ AGENT is one of:
 
 - ``package.module:attr``, naming an ADK agent (``LlmAgent``, ``SequentialAgent``, any
   ``BaseAgent``), an ``App``, a ``gateway.Hosted``, ag-ui-adk's ``ADKAgent``, or a
-  function that takes the gateway's ``Settings`` and returns one of these (the demo's
-  does, to choose its model);
+  function that returns one of these, given the gateway's ``Settings`` if it takes a
+  parameter (the demo's does, to choose its model);
 - ``package.module``: the ``ADKAgent`` it builds, else its ``app``, else its
   ``root_agent``, as ``adk web`` looks. A module written for ag-ui-adk has an
   ``ADKAgent`` and a FastAPI ``app``: the gateway serves the ``ADKAgent``'s agent with the
   settings it can keep (``gateway.adk.agui_adk``) and logs each one it cannot; a module
   whose ``app`` is a web app with no ``ADKAgent`` beside it is refused, naming the agents
   it holds;
+- ``path/to/agent.py[:attr]``: that file's module, as ``package.module[:attr]`` (its
+  package's folders named from the file's, the folder above them first on ``sys.path``);
 - a folder laid out for ``adk web`` / ``adk api_server`` (a package whose ``agent.py``
   defines ``root_agent`` or ``app``), loaded by ADK's own loader, ``.env`` included;
 - nothing: the bundled demo, the screen navigator.
@@ -26,6 +28,7 @@ import importlib
 import inspect
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -51,24 +54,53 @@ def load(target: object, settings: Settings) -> Hosted:
     agent, App, ``Hosted`` or factory given in Python. HostingError if it is none of these.
 
     ``settings.model``, when set, becomes the model of every LlmAgent, except for what a
-    factory made: the factory was given the settings and chose its model itself.
+    factory given the settings made: it chose its model itself.
     """
     if target is None or isinstance(target, str):
         spec = (target or "").strip() or DEMO
         where = f"AGENT {spec!r}"
-        found = _from_folder(Path(spec), where) if _is_folder(spec) else _from_module(spec, where)
+        if _is_file(spec):
+            found = _from_module(_module_of_file(spec, where), where)
+        elif _is_folder(spec):
+            found = _from_folder(Path(spec), where)
+        else:
+            found = _from_module(spec, where)
     else:
         found, where = target, "the agent given to create_app"
+    # A factory given the settings chose its model itself; one of no parameters did not.
+    chose = inspect.isfunction(found) and _takes_settings(found)
+    model = _model(settings) if settings.model and not chose else None
     if inspect.isfunction(found):
         made = call_factory(found, settings, where)
-        return _as_hosted(made, f"{where} (what the function returned)", model=None)
-    model = _model(settings) if settings.model else None
+        return _as_hosted(made, f"{where} (what the function returned)", model)
     return _as_hosted(found, where, model)
 
 
 def named(spec: str, where: str) -> object:
     """What ``package.module:attr`` names; HostingError saying what is missing where."""
     return _from_module(spec, where)
+
+
+def _is_file(spec: str) -> bool:
+    return spec.partition(":")[0].endswith(".py")
+
+
+def _module_of_file(spec: str, where: str) -> str:
+    """``path/to/agent.py[:attr]`` as a module spec: the file's module, named from the
+    outermost folder above it that is not a package, which goes first on ``sys.path`` (as
+    ``python path/to/agent.py`` puts its folder), so its relative imports work. A worker
+    process loads the same spec the same way."""
+    path, colon, attribute = spec.partition(":")
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise HostingError(f"{where}: {file} is not a file.")
+    parts, root = [file.stem], file.parent
+    while (root / "__init__.py").is_file():
+        parts.insert(0, root.name)
+        root = root.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return ".".join(parts) + colon + attribute
 
 
 def _is_folder(spec: str) -> bool:
@@ -147,15 +179,29 @@ def _from_folder(folder: Path, where: str) -> object:
 
 
 def call_factory(factory: Any, settings: Settings, where: str) -> object:
-    """What a function of the settings the user named returns; HostingError if it raises."""
+    """What a function the user named returns, given the settings if it takes them (a
+    parameter it must be given, or one named ``settings``), else called with nothing, as
+    ``create_agent()`` factories are written; HostingError if it raises."""
     try:
-        return factory(settings)
+        return factory(settings) if _takes_settings(factory) else factory()
     except (HostingError, models.ModelError):
         raise
     except Exception as error:  # the user's factory may raise anything
         raise HostingError(
             f"{where}: the function raised {type(error).__name__}: {first_line(error)}"
         ) from error
+
+
+def _takes_settings(factory: Any) -> bool:
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: as before, given the settings
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(
+        p.kind in positional and (p.default is inspect.Parameter.empty or p.name == "settings")
+        for p in parameters
+    ) or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
 
 
 def _as_hosted(found: object, where: str, model: Any) -> Hosted:

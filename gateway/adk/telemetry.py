@@ -224,7 +224,7 @@ _WRAPPERS: dict[str, Callable[..., Any]] = {
 
 def spare_unrecorded() -> None:
     """Wraps ADK's attribute builders so that they work only for what is recorded; once
-    per process, whoever calls it first (every Engine does)."""
+    per process, whoever calls it first (``runner_for`` does, in a worker too)."""
     if _originals:
         return
     for name, wrapper in _WRAPPERS.items():

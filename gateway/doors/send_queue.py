@@ -5,7 +5,8 @@ that cost few writes.
 Every frame costs the server a write and the client a wake-up. A fast model streams
 word-sized text chunks: sent one by one they make most of a run's frames, though a chunk's
 size carries no meaning in AG-UI. So the first chunk of a message goes out at once (the
-user sees the reply start), and later chunks of it that keep coming, turn after turn of
+user sees the reply start: its owner may even ``take`` it to write in the turn it came,
+while the writer waits), and later chunks of it that keep coming, turn after turn of
 the event loop (a burst, or a busy gateway), share a frame: the writer waits while more
 come, until ``TEXT_QUIET_TURNS`` turns bring none, never longer than ``TEXT_HOLD_SECONDS``.
 Any other event ends the wait, sent with the text before it. A model at a human pace
@@ -95,10 +96,29 @@ class Outgoing(Generic[E]):
 
     async def batch(self) -> list[Frame[E]]:
         """The frames queued, once there are some, with chunks of one message joined."""
-        if not self._items:
+        while not self._items:  # what woke it may have been taken (``take``) meanwhile
             await self._wait()
         if not self._urgent:
             await self._hold_text()
+        return self._taken()
+
+    def starts_text(self, event: E) -> bool:
+        """Whether ``event`` is the first chunk of a message's text the client is sent (not
+        a later one, which may wait for more)."""
+        return isinstance(event, p.TextMessageContent) and event.message_id != self._showing
+
+    def take(self) -> list[Frame[E]] | None:
+        """What is queued, for its owner to write now instead of the reader's next batch a
+        turn of the loop later; None while the reader has a batch in hand or holds text for
+        more (the order would not hold, or the hold would be cut), and while a close or
+        audio is queued (those go the reader's way)."""
+        if self._waiter is None or not self._items:
+            return None
+        if any(event is None or isinstance(event, live.AudioOut) for event, _ in self._items):
+            return None
+        return self._taken()
+
+    def _taken(self) -> list[Frame[E]]:
         frames = merge_text_deltas(self._items)
         self._items = []
         self.size = 0

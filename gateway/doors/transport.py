@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import ClassVar, cast
 
@@ -43,6 +44,7 @@ from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.http11 import Request
+from websockets.protocol import State
 
 from gateway.config import Settings
 
@@ -58,8 +60,12 @@ RETRY_AFTER_SECONDS = 5
 WS_HEADER_LINE_BYTES = 64 << 10
 # The ASGI extension (in a WebSocket's scope) and message type by which an app sends
 # several text frames in one write: ``{"type": SEND_TEXTS, "texts": [bytes, ...]}``, each
-# item a frame's UTF-8 text.
+# item a frame's UTF-8 text. The extension's ``now`` writes them in the app's own turn of
+# the loop, where a send is a step of the app's writer task in a later one
+# (``WebSocketProtocol._send_now``).
 SEND_TEXTS = "gateway.websocket.send_texts"
+# Writes the frames the callable gives, now; False (not calling it) when it cannot.
+SendNow = Callable[[Callable[[], list[bytes] | None]], bool]
 
 
 def protocols(settings: Settings) -> tuple[type[HttpProtocol], type[WebSocketProtocol]]:
@@ -240,7 +246,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         if not self.close_sent:  # an upgrade accepted by the engine: the app gets a scope
-            self.scope["extensions"][SEND_TEXTS] = {}
+            self.scope["extensions"][SEND_TEXTS] = {"now": self._send_now}
 
     def _handshake_expired(self) -> None:
         self.deadline = None
@@ -299,6 +305,27 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         except InvalidState:
             raise ClientDisconnected() from None
         self.transport.write(b"".join(self.conn.data_to_send()))
+
+    def _send_now(self, take: Callable[[], list[bytes] | None]) -> bool:
+        """Writes the frames ``take`` gives in one write, in this turn of the loop, if the
+        connection is open and its socket takes writes (not paused by flow control); else
+        False, without calling ``take``: the app's writer sends them its own way."""
+        if not (
+            self.writable.is_set()
+            and not self.disconnected
+            and self.handshake_complete
+            and self.initial_response is None
+            and not self.close_sent
+            and self.conn.state is State.OPEN
+        ):
+            return False
+        texts = take()
+        if not texts:
+            return False
+        for text in texts:
+            self.conn.send_text(text)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        return True
 
     def keepalive_timeout(self) -> None:
         super().keepalive_timeout()

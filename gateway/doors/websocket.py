@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, cast
 
 from gateway import logs, tracing
 from gateway import wire as p
@@ -24,7 +24,7 @@ from gateway.doors.asgi import Receive, Scope, Send, header, refusal
 from gateway.doors.drain import CLOSE_CODE, CLOSE_REASON
 from gateway.doors.send_queue import Outgoing
 from gateway.doors.shared import Shared
-from gateway.doors.transport import SEND_TEXTS
+from gateway.doors.transport import SEND_TEXTS, SendNow
 from gateway.doors.voice import Voice
 from gateway.hub.admission import Admitted
 from gateway.hub.inputs import needed_part
@@ -154,14 +154,39 @@ class WebSocketSession:
         # The run id of the RUN_STARTED sent as its input was admitted, and when that was,
         # until it is written to the socket.
         self.started_early: tuple[str, float] | None = None
+        # Writes frames in the caller's turn of the loop, where the server offers it.
+        offered = (scope.get("extensions") or {}).get(SEND_TEXTS) or {}
+        self.send_now: SendNow | None = offered.get("now")
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
         if isinstance(event, p.RunStarted | p.RunFinished | p.RunError):
             self.between_runs = not isinstance(event, p.RunStarted)
+        # What a person waits for: the run's acknowledgement, a reply's first words.
+        now = isinstance(event, p.RunStarted) or self.send_queue.starts_text(event)
         if self.send_queue.offer(event):
             # It can reconnect and reattach: the store has everything it missed.
             log.warning("closing a connection of %s that fell behind", self.user)
+        elif now:
+            self._write_now()
+
+    def _write_now(self) -> None:
+        """Writes what is queued in this turn of the loop, where the writer task would in
+        the next: under load a turn is tens of milliseconds (docs/first-event.md). Only
+        while the writer waits for events, so the order holds; else it is the writer's."""
+        if self.send_now is None:
+            return
+        taken: list[tuple[p.Event, bytes]] = []
+
+        def take() -> list[bytes] | None:
+            frames = self.send_queue.take()
+            if frames is None:
+                return None
+            taken.extend(cast(list[tuple[p.Event, bytes]], frames))
+            return [data for _, data in taken]
+
+        if self.send_now(take):
+            self._sent(taken)
 
     def deliver_audio(self, chunk: live.AudioOut) -> None:
         if self.send_queue.offer(chunk):
@@ -639,6 +664,9 @@ class WebSocketSession:
         else:
             for _, data in texts:
                 await self.send({"type": "websocket.send", "text": data.decode()})
+        self._sent(texts)
+
+    def _sent(self, texts: list[tuple[p.Event, bytes]]) -> None:
         if self.started_early is not None:
             for event, _ in texts:
                 if isinstance(event, p.RunStarted):

@@ -51,7 +51,7 @@ from gateway.hub.inputs import starts_turn
 from gateway.hub.joining import Joiner
 from gateway.hub.limits import Quota, RunSlots, SendBudget
 from gateway.hub.listing import ThreadList
-from gateway.hub.open_calls import OpenCall, open_calls
+from gateway.hub.open_calls import OpenCall
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, Planner
 from gateway.hub.refusals import (
@@ -65,7 +65,7 @@ from gateway.hub.refusals import (
     store_unavailable,
     taken_over,
 )
-from gateway.hub.snapshots import encoded_size, executor_event, thread_snapshot
+from gateway.hub.snapshots import encoded_size, idle_view, run_view, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, transition
 from gateway.hub.takeover import Takeovers
 from gateway.hub.thread_news import ThreadNews
@@ -78,7 +78,6 @@ from gateway.store.leases import DeadLease, Fence
 from gateway.store.recovery import Afterwards, Unfinished
 from gateway.tools.declarations import DeclarationLog
 from gateway.translate.translator import Phase, RunTranslator
-from gateway.wire.notices import standalone
 from gateway.wire.threads import Change
 
 log = logging.getLogger(__name__)
@@ -520,33 +519,12 @@ class Hub:
         if run is None:
             head = thread.head if thread.head is not None else head
             thread.watch(subscriber)
-            open_items = open_calls(session)
-            own = [
-                call_id
-                for call_id, call in open_items.items()
-                if subscriber.client is not None
-                and call.client == subscriber.client
-                and not call.server  # the agent's own call: no browser executes it
-            ]
-            if own:
-                snapshot.append(executor_event(own))
-            for event in standalone(thread_id, snapshot):
-                if isinstance(event, p.RunFinished):
-                    event.outcome = self.planner.waiting_for(open_items)
+            for event in idle_view(thread_id, snapshot, session, subscriber.client, self.planner):
                 subscriber.deliver(eventlog.numbered(event, head))
             thread.positions[subscriber] = head  # what another process logs next follows
             self.followers.heard(thread, thread.heard)
             return None
-        started = p.RunStarted(
-            thread_id=thread_id, run_id=run.run_id, protocol_version=p.PROTOCOL_VERSION
-        )
-        # The client instance that started the run is back: it executes the run's calls.
-        executes = subscriber.client is not None and subscriber.client == run.owner
-        if executes:
-            snapshot.append(executor_event(sorted(run.translator.client_calls)))
-        if run.burst is not None:
-            run.burst.flush()  # the catch-up shows the text held: it is not sent again after
-        catch_up = [started, *snapshot, *run.translator.reopen()]
+        catch_up, executes = run_view(run, snapshot, subscriber.client)
         # What it shows is the run as of the last number given out, in the outbox before it.
         shows = thread.head or 0
         run.join(subscriber, [eventlog.numbered(e, shows) for e in catch_up], executes=executes)

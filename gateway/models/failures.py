@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
-import functools
-import importlib
 import json
 import re
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -181,8 +180,9 @@ def _failure(sentence: str, detail: str) -> ModelFailure:
     return ModelFailure(p.ErrorCode.AGENT_ERROR, sentence, detail)
 
 
-# The HTTP clients' exceptions under the SDKs, by what went wrong: google-genai uses httpx,
-# httpx2 or aiohttp, whichever is installed; openai wraps httpx's, but not mid-stream.
+# The HTTP clients' exceptions under the SDKs, by what went wrong: google-genai uses httpx
+# (or httpx2 where GOOGLE_GENAI_HTTP_CLIENT says so, or aiohttp where it was imported before
+# the gateway: gateway.optional_imports); openai wraps httpx's, but not mid-stream.
 _TRANSPORT_MODULES = ("httpx", "httpx2", "aiohttp")
 _TRANSPORT_NAMES = {
     "timeout": ("TimeoutException", "ServerTimeoutError"),
@@ -191,15 +191,13 @@ _TRANSPORT_NAMES = {
 }
 
 
-@functools.cache
 def _transport(kind: str) -> tuple[type[BaseException], ...]:
+    """The exception types of ``kind`` of the transports imported: one that is not cannot
+    have raised (importing it to ask would cost aiohttp's 9.6 MiB on a first failure)."""
     found: list[type[BaseException]] = [TimeoutError] if kind == "timeout" else []
     for module_name in _TRANSPORT_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        found += [getattr(module, n) for n in _TRANSPORT_NAMES[kind] if hasattr(module, n)]
+        if (module := sys.modules.get(module_name)) is not None:
+            found += [getattr(module, n) for n in _TRANSPORT_NAMES[kind] if hasattr(module, n)]
     return tuple(found)
 
 

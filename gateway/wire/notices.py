@@ -19,13 +19,16 @@ def notice(code: str, message: str) -> p.Custom:
     return p.Custom(name=NOTICE, value={"code": code, "message": message})
 
 
-def standalone(thread_id: str, events: list[p.Event]) -> list[p.Event]:
-    """Events outside any run travel as a run of their own, so the stream stays valid."""
+def standalone(
+    thread_id: str, events: list[p.Event], outcome: p.Outcome | None = None
+) -> list[p.Event]:
+    """Events outside any run travel as a run of their own, so the stream stays valid; its
+    RUN_FINISHED says ``outcome`` (a success by default)."""
     run_id = f"notice-{uuid.uuid4().hex[:12]}"
     return [
         p.RunStarted(thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION),
         *events,
-        p.RunFinished(thread_id=thread_id, run_id=run_id, outcome=p.SuccessOutcome()),
+        p.RunFinished(thread_id=thread_id, run_id=run_id, outcome=outcome or p.SuccessOutcome()),
     ]
 
 

@@ -7,6 +7,7 @@ import ast
 import asyncio
 import json
 import logging
+import sys
 import warnings
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -102,12 +103,43 @@ def factory(settings: Settings) -> Hosted:
     return Hosted(orders_agent(f"made_for_{settings.port}"))
 
 
+def made_with_nothing() -> LlmAgent:
+    """A factory as ADK samples write them: no parameters."""
+    return orders_agent("made_with_nothing")
+
+
 def test_agent_specs_name_agents_apps_modules_and_factories() -> None:
     settings = Settings(port=9123)
     assert loading.load("tests.adk.test_hosting:root_agent", settings).agent is root_agent
     assert loading.load("tests.adk.test_hosting", settings).agent is root_agent
     assert loading.load("tests.adk.test_hosting:factory", settings).app_name == "made_for_9123"
+    made = loading.load("tests.adk.test_hosting:made_with_nothing", settings)
+    assert made.app_name == "made_with_nothing"
     assert loading.load("", settings).app_name == "screen_navigator"
+
+
+def test_a_file_is_served_as_its_module_whose_relative_imports_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agent-gateway serve path/to/agent.py``: the file's module, named from the package
+    it is in (a worker process loads the same spec the same way)."""
+    package = tmp_path / "their_files" / "filed_assistant"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "tools.py").write_text("def lookup(item: str) -> dict:\n    return {}\n")
+    (package / "agent.py").write_text(
+        "from google.adk.agents import LlmAgent\n"
+        "from .tools import lookup\n"
+        "root_agent = LlmAgent(name='filed', model='gemini-2.5-flash', tools=[lookup])\n"
+        "other = LlmAgent(name='other', model='gemini-2.5-flash')\n"
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path / "their_files")
+    assert loading.load("filed_assistant/agent.py", Settings()).app_name == "filed"
+    assert loading.load(f"{package / 'agent.py'}:other", Settings()).app_name == "other"
+    assert sys.path[0] == str(tmp_path / "their_files")  # the folder above the package
+    with pytest.raises(HostingError, match="is not a file"):
+        loading.load("filed_assistant/nothing.py", Settings())
 
 
 def test_gateway_model_replaces_every_agents_model_but_not_a_factorys_choice(
@@ -117,6 +149,9 @@ def test_gateway_model_replaces_every_agents_model_but_not_a_factorys_choice(
     settings = Settings(model="gemini-2.5-flash")
     assert loading.load(orders_agent(), settings).model == "gemini-2.5-flash"
     assert loading.load("tests.adk.test_hosting:factory", settings).model is None
+    # A factory of no parameters was not given the settings: it chose nothing.
+    made = loading.load("tests.adk.test_hosting:made_with_nothing", settings)
+    assert made.model == "gemini-2.5-flash"
     with pytest.raises(HostingError, match="GATEWAY_MODEL='gpt-4o'"):
         loading.load(orders_agent(), Settings(model="gpt-4o"))
 

@@ -118,6 +118,47 @@ async def test_a_new_message_and_a_close_are_not_held(long_hold: float) -> None:
     assert events(await asyncio.wait_for(queue.batch(), 1)) == [chunk("more", message="m2"), None]
 
 
+async def test_what_is_queued_while_the_writer_waits_can_be_taken_now_in_order() -> None:
+    """Its owner may write a reply's first words in the turn they come, not the writer's next
+    one; the writer then waits on, and sends only what came after."""
+    queue: Outgoing[p.Event | None] = Outgoing()
+    writer = asyncio.create_task(queue.batch())
+    await asyncio.sleep(0)  # the writer waits for events
+    queue.put(start())
+    assert queue.starts_text(chunk("안녕"))
+    queue.put(chunk("안녕"))
+    taken = queue.take()
+    assert taken is not None and events(taken) == [start(), chunk("안녕")]
+    assert not queue.starts_text(chunk("하세요")), "the message has begun on the client"
+    await asyncio.sleep(0)
+    assert not writer.done(), "woken for what was taken, it waits on"
+    queue.put(p.TextMessageEnd(message_id="m1"))
+    assert events(await asyncio.wait_for(writer, 1)) == [p.TextMessageEnd(message_id="m1")]
+
+
+async def test_nothing_is_taken_past_the_writer_s_batch_or_its_hold(long_hold: float) -> None:
+    """What the writer holds (later chunks waiting for more) or has in hand stays its own,
+    and so do a close and what is queued with it."""
+    queue: Outgoing[p.Event | None] = Outgoing()
+    queue.put(chunk("안녕"))
+    assert queue.take() is None, "no writer waits: its next batch takes it"
+    await queue.batch()
+    queue.put(chunk("하"))
+    writer = asyncio.create_task(queue.batch())
+    await asyncio.sleep(0)  # the writer holds the later chunk for more
+    queue.put(chunk("세요"))
+    assert queue.take() is None
+    queue.put(None)
+    assert events(await asyncio.wait_for(writer, 1)) == [chunk("하세요"), None]
+    closing: Outgoing[p.Event | None] = Outgoing()
+    waiting = asyncio.create_task(closing.batch())
+    await asyncio.sleep(0)
+    closing.put(chunk("bye"))
+    closing.put(None)
+    assert closing.take() is None
+    assert events(await asyncio.wait_for(waiting, 1)) == [chunk("bye"), None]
+
+
 async def test_the_queue_refuses_an_event_past_its_byte_limit_but_always_takes_a_close() -> None:
     small = chunk("x" * 10)
     queue: Outgoing[p.Event | None] = Outgoing(limit_bytes=len(p.encode(small)) * 2)

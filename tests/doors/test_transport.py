@@ -14,12 +14,14 @@ import uvicorn
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from gateway import wire as p
 from gateway.config import Settings
 from gateway.doors.transport import SEND_TEXTS, protocols
-from tests.support.agui import new_id, outcome, user_input
+from gateway.doors.websocket import WebSocketSession
+from tests.support.agui import AgUiSocket, new_id, outcome, user_input
 from tests.support.budgets import scaled
 from tests.support.raw import RawClient, request, upgrade_head
-from tests.support.servers import free_port, running_gateway
+from tests.support.servers import RunningGateway, free_port, running_gateway
 
 pytestmark = pytest.mark.server
 
@@ -252,14 +254,44 @@ async def test_a_batch_sent_after_the_close_fails_as_a_send_does() -> None:
     assert failures in (["RuntimeError"], ["ClientDisconnected"])
 
 
+async def _door_writes(gateway: RunningGateway, ws: AgUiSocket) -> _Writes:
+    """The writes to ``ws``'s socket from now on, once a first run made it the door's."""
+    await ws.run(user_input(new_id("t"), "hello"))
+    [connection] = [c for c in gateway.server.server_state.connections if hasattr(c, "conn")]
+    kept = _Writes(connection.transport)  # type: ignore[attr-defined]
+    connection.transport = kept  # type: ignore[attr-defined]
+    return kept
+
+
 async def test_the_websocket_door_writes_a_tool_calls_events_at_once() -> None:
     """A call's START, ARGS and END are emitted together: they reach the client in one write."""
     async with running_gateway() as gateway, gateway.socket() as ws:
-        await ws.run(user_input(new_id("t"), "hello"))  # the connection is the door's now
-        [connection] = [c for c in gateway.server.server_state.connections if hasattr(c, "conn")]
-        kept = _Writes(connection.transport)  # type: ignore[attr-defined]
-        connection.transport = kept  # type: ignore[attr-defined]
+        kept = await _door_writes(gateway, ws)
         events = await ws.run(user_input(new_id("t"), "open the work request list"))
         writes = len(kept.written)
     assert [e["type"] for e in events].count("TOOL_CALL_START") >= 2
     assert writes < len(events) - 4
+
+
+async def test_a_runs_start_and_its_first_words_are_written_as_they_are_delivered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client's acknowledgement and a reply's first chunk are written in the turn of the
+    loop that delivers them, not a turn later, when the connection's writer task would get
+    its step (under load a turn is tens of milliseconds: docs/first-event.md)."""
+    seen: list[tuple[str, bool]] = []  # each such event, and whether it was out on delivery
+    kept: _Writes | None = None
+    deliver = WebSocketSession.deliver
+
+    def watched(session: WebSocketSession, event: p.Event) -> None:
+        deliver(session, event)
+        if kept is not None and isinstance(event, p.RunStarted | p.TextMessageContent):
+            seen.append((type(event).__name__, p.encode(event) in b"".join(kept.written)))
+
+    monkeypatch.setattr(WebSocketSession, "deliver", watched)
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        kept = await _door_writes(gateway, ws)
+        events = await ws.run(user_input(new_id("t"), "hello"))
+    assert outcome(events)["type"] == "success"
+    assert seen[0] == ("RunStarted", True)
+    assert ("TextMessageContent", True) in seen[:2], seen

@@ -17,6 +17,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from gateway.store import rows
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -58,6 +59,36 @@ async def test_the_asking_tab_reattaching_to_an_idle_thread_is_told_its_open_cal
         # The tab executes it and answers: the paused run goes on.
         answered = await again.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
     assert MOVED in text_of(answered)
+
+
+async def test_other_tabs_are_shown_the_calls_without_the_thread_being_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At a run's pause on the browser, the snapshot that shows other tabs its calls reads
+    the thread's state alone: no stored event is decoded for it (the thread is new, so
+    nothing else of the run reads one back). The other tab is shown the call all the same."""
+    decoded: list[int] = []
+
+    def counted(seq: int, data: str) -> object:
+        decoded.append(seq)
+        return decode(seq, data)
+
+    decode = rows.decoded_event
+    monkeypatch.setattr(rows, "decoded_event", counted)
+    async with running_gateway() as gateway:  # its own: no other test's run reads meanwhile
+        thread = new_id("t")
+        async with gateway.socket(query="&clientId=tab-1") as ws:
+            asked = await ws.run(user_input(thread, FLAGSHIP))
+        [navigate] = tool_calls(asked, "navigateToScreen")
+        assert decoded == []
+        # Another tab replaying the run from the log is sent that snapshot, state and all.
+        async with gateway.socket(query="&clientId=tab-2") as other:
+            events = await other.run({"type": "reattach", "threadId": thread, "after": 0})
+    assert not tool_calls(events, "navigateToScreen")
+    [messages] = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    assert navigate["id"] in json.dumps(messages["messages"])
+    assert [e for e in events if e["type"] == "STATE_SNAPSHOT"]
+    assert outcome(events)["pendingToolCallIds"] == [navigate["id"]]
 
 
 @pytest.mark.parametrize("query", ["&clientId=tab-2", ""], ids=["another tab", "a stock client"])

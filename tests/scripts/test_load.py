@@ -93,6 +93,9 @@ def test_every_story_is_told_and_every_thread_reads_back_consistent(
     for row in ("frame -> RUN_STARTED", "browser's answer -> first text", "story:"):
         assert re.search(rf"{re.escape(row)}.*\s\d+\.\d\s+\d+\.\d$", done.stdout, re.M), row
     assert re.search(r"server RSS MiB: start \d+, peak \d+, end \d+", done.stdout)
+    # The main process's share of the server's CPU (the rest is its workers'), in one line.
+    cpu = r"CPU cores: server [\d.]+ \([\d.]+ ms a story; its main process [\d.]+, [\d.]+ ms\)"
+    assert re.search(cpu, done.stdout), done.stdout
 
 
 def test_thinking_users_keep_their_socket_and_are_weighed_by_it(

@@ -6,6 +6,13 @@ main process's side, ``worker`` the worker's, ``remote_session`` the session ser
 worker's Runner has, ``messages`` and ``channel`` the pipe between them.
 """
 
-from gateway.adk.workers.pool import RemoteFailure, Spawn, WorkerLost, WorkerPool, WorkerRun
+from gateway.adk.workers.pool import (
+    RemoteFailure,
+    Spawn,
+    WorkerLost,
+    WorkerPool,
+    WorkerRun,
+    WorkersNotStarted,
+)
 
-__all__ = ["RemoteFailure", "Spawn", "WorkerLost", "WorkerPool", "WorkerRun"]
+__all__ = ["RemoteFailure", "Spawn", "WorkerLost", "WorkerPool", "WorkerRun", "WorkersNotStarted"]

@@ -81,7 +81,7 @@ from gateway.tools.client import ClientTool
 if TYPE_CHECKING:
     from gateway.store import SessionService
 
-__all__ = ["RemoteFailure", "WorkerLost", "WorkerPool", "WorkerRun"]
+__all__ = ["RemoteFailure", "WorkerLost", "WorkerPool", "WorkerRun", "WorkersNotStarted"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,11 @@ class WorkerProcess(Protocol):
         """A descriptor that becomes readable when the process ends."""
         ...
 
+    @property
+    def exitcode(self) -> int | None:
+        """None while it runs (or before it is reaped)."""
+        ...
+
     def is_alive(self) -> bool: ...
     def terminate(self) -> None: ...
     def kill(self) -> None: ...
@@ -119,6 +124,17 @@ class WorkerLost(p.GatewayError):
         super().__init__(
             p.ErrorCode.RUN_INTERRUPTED,
             "The process running this turn stopped before it finished; send it again.",
+        )
+
+
+class WorkersNotStarted(RuntimeError):
+    """``GATEWAY_WORKERS=N``'s workers could not all start: the gateway does not either."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"{why}; the lines it logged above say why (an agent that imports in this process"
+            " but not in a new one; a script that starts the gateway outside"
+            ' `if __name__ == "__main__":`). GATEWAY_WORKERS=0 serves in one process.'
         )
 
 
@@ -238,12 +254,9 @@ class WorkerPool:
         started = time.perf_counter()
         for index in range(1, self.count + 1):
             self._start_worker(index)
-        ready = [self._ready[index] for index in self._workers]
-        try:
-            await asyncio.wait_for(asyncio.gather(*ready), START_SECONDS)
-        except TimeoutError:
+        if (failed := await self._all_ready()) is not None:
             await self.close()
-            raise RuntimeError(f"the workers did not start in {START_SECONDS:g} s") from None
+            raise WorkersNotStarted(failed)
         log.info(
             "%d worker processes run the agent's invocations (started in %.1f s)",
             self.count,
@@ -414,6 +427,32 @@ class WorkerPool:
             "it exited" if gone else f"no word in {START_SECONDS:g} s",
         )
         await asyncio.get_running_loop().run_in_executor(None, _end, process)
+
+    async def _all_ready(self) -> str | None:
+        """Waits until every worker has said Hello; else why not: one exited before it did
+        (its agent failed to import, its script started a gateway of its own: what it
+        logged says), or one said nothing for ``START_SECONDS``. Checked by each process's
+        sentinel, so a start that cannot succeed fails at once, not after the timeout."""
+        waiting = {index: _exit_of(self._workers[index].process) for index in self._workers}
+        try:
+            while not_ready := [i for i in waiting if not self._ready[i].done()]:
+                pending = [self._ready[i] for i in not_ready] + [waiting[i] for i in not_ready]
+                done, _ = await asyncio.wait(
+                    pending, timeout=START_SECONDS, return_when="FIRST_COMPLETED"
+                )
+                if not done:
+                    return f"worker {not_ready[0]} said nothing for {START_SECONDS:g} s"
+                for index in not_ready:
+                    if waiting[index].done() and not self._ready[index].done():
+                        process = self._workers[index].process
+                        # Ended, maybe not reaped yet: its exit code once it is.
+                        await asyncio.get_running_loop().run_in_executor(None, process.join, 5)
+                        code = process.exitcode
+                        return f"worker {index} exited (exit code {code}) before it was ready"
+        finally:
+            for exited in waiting.values():
+                exited.cancel()
+        return None
 
     def _ready_workers(self) -> list[_Worker]:
         """The workers that said Hello and still live: one killed a moment ago may not have

@@ -7,21 +7,23 @@ calls, held in flight until the test lets the backend answer."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from gateway import api
-from gateway.adk.workers import WorkerPool
+from gateway.adk.workers import WorkerPool, WorkersNotStarted
 from gateway.adk.workers.demand import LOCAL_RUNS
 from gateway.config import AUTO_WORKERS, Settings
 from gateway.metrics import sample
@@ -260,3 +262,16 @@ async def test_a_worker_that_fails_to_start_leaves_the_runs_here(
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert len([line for line in said if "starting worker" in line]) == 1
     assert "worker 1 did not start (it exited); runs' invocations stay in this process" in said
+
+
+async def test_eager_workers_that_cannot_start_stop_the_start_at_once_saying_which() -> None:
+    """``GATEWAY_WORKERS=2`` whose worker dies before its Hello (an agent that imports here
+    but not in a new process; a script that serves outside its ``__main__`` guard): the
+    start fails with the worker, its exit code and where to look, not after waiting out
+    the start timeout for a worker that is gone."""
+    pool = WorkerPool(2, functools.partial(exiting_at_once, None, None), cast(Any, None))
+    with pytest.raises(WorkersNotStarted) as failed:
+        await asyncio.wait_for(pool.start(), START)  # START_SECONDS is 120
+    said = str(failed.value)
+    assert re.match(r"worker [12] exited \(exit code 3\) before it was ready; ", said), said
+    assert "GATEWAY_WORKERS=0 serves in one process" in said

@@ -54,6 +54,8 @@ class ScriptedWorker:
         self.stopped: list[int] = []
         self.channel: Channel[FromMain] | None = None
         self._serving: asyncio.Task[None] | None = None
+        # Its sentinel, as a process's: readable once the stand-in has stopped serving.
+        self._sentinel, self._alive = os.pipe()
 
     # The pool's Spawn: this object is the process as well.
     def __call__(self, path: str, index: int) -> ScriptedWorker:
@@ -64,6 +66,14 @@ class ScriptedWorker:
     @property
     def pid(self) -> int:
         return os.getpid()
+
+    @property
+    def sentinel(self) -> int:
+        return self._sentinel
+
+    @property
+    def exitcode(self) -> int | None:
+        return None if self.is_alive() else 0
 
     def is_alive(self) -> bool:
         return self._serving is not None and not self._serving.done()
@@ -81,13 +91,16 @@ class ScriptedWorker:
         reader, writer = await asyncio.open_unix_connection(path)
         self.channel = Channel(reader, writer, FromMain)
         self.channel.send(Hello(index, os.getpid()))
-        with contextlib.suppress(ChannelClosed):
-            while True:
-                match await self.channel.receive():
-                    case Start() as start:
-                        self.started.put_nowait(start)
-                    case Stop(run=run):
-                        self.stopped.append(run)
+        try:
+            with contextlib.suppress(ChannelClosed):
+                while True:
+                    match await self.channel.receive():
+                        case Start() as start:
+                            self.started.put_nowait(start)
+                        case Stop(run=run):
+                            self.stopped.append(run)
+        finally:
+            os.close(self._alive)
 
     def send(self, *messages: Any) -> None:
         assert self.channel is not None
