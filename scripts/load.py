@@ -127,6 +127,9 @@ SPARE_FILES = 200
 # Server log records worth a line in the report, and how much of them it shows.
 LOUD = ("WARNING", "ERROR", "CRITICAL")
 LOG_LINES_SHOWN = 3
+# The statements shown by text on PostgreSQL, the most run first, and their length shown.
+STATEMENTS_SHOWN = 16
+STATEMENT_CHARS = 110
 LOG_LINE_CHARS = 200
 # Moments of a story its trail keeps for the report of one that failed (runs of one kind
 # of event fold into one).
@@ -708,16 +711,21 @@ class Monitor:
     """The servers' RSS and CPU (all their processes', workers included, added up), this
     process's CPU and the machine's, over a round."""
 
-    def __init__(self, pids: Sequence[int], statements: Callable[[], int | None] | None) -> None:
+    def __init__(
+        self,
+        pids: Sequence[int],
+        statements: Callable[[], collections.Counter[str] | None] | None,
+    ) -> None:
         self.servers = pids
         self.samples: list[Sample] = []
         # When the users were done: the RSS peak is of the load, not of the check after it.
         self.load_ended: float | None = None
-        # The statements the database ran, counted by PostgreSQL (``pg_stat_statements``),
-        # from now to the end of the load (not the check after it); None where not counted.
+        # The statements the database ran, by text, counted by PostgreSQL
+        # (``pg_stat_statements``), from now to the end of the load (not the check after
+        # it); None where not counted.
         self._count = statements or (lambda: None)
         self._counted_before = self._count()
-        self.statements: int | None = None
+        self.statements: collections.Counter[str] | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -742,7 +750,7 @@ class Monitor:
         self.load_ended = self.samples[-1].at
         before, after = self._counted_before, self._count()
         if before is not None and after is not None:
-            self.statements = after - before
+            self.statements = after - before  # a Counter's difference keeps what grew
 
     async def sample_until_cancelled(self) -> None:
         while True:
@@ -798,7 +806,9 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
         "main_cores": main / seconds,
         "main_ms": 1000 * main / max(len(finished), 1),
         "statements": (
-            monitor.statements / max(len(done), 1) if monitor.statements is not None else math.nan
+            monitor.statements.total() / max(len(done), 1)
+            if monitor.statements is not None
+            else math.nan
         ),
         "own_cores": own / seconds,
         "other_cores": max(0.0, (last.machine_cpu - first.machine_cpu - server - own) / seconds),
@@ -838,6 +848,10 @@ class Result:
     log_lines: list[str]
     # The first error of each kind (the first few kinds) with what it said.
     error_lines: list[str]
+    # The database's statements by text (PostgreSQL) over the load, and the stories done
+    # meanwhile, so rounds add up into a breakdown a story.
+    statements: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    stories: float = 0.0
 
     @classmethod
     def of(cls, load: Load, monitor: Monitor, load_average: float) -> Result:
@@ -874,6 +888,8 @@ class Result:
             logged,
             lines,
             list(examples.values())[:LOG_LINES_SHOWN],
+            monitor.statements or collections.Counter(),
+            len(load.stories) - len(failed),
         )
 
     @classmethod
@@ -890,6 +906,8 @@ class Result:
             total.logged += result.logged
             total.log_lines += result.log_lines[: LOG_LINES_SHOWN - len(total.log_lines)]
             total.error_lines += result.error_lines[: LOG_LINES_SHOWN - len(total.error_lines)]
+            total.statements += result.statements
+            total.stories += result.stories
         return total
 
     @property
@@ -903,6 +921,16 @@ def ms(value: float) -> str:
 
 def counted(counts: collections.Counter[str], nothing: str = "none") -> str:
     return ", ".join(f"{kind} {count}" for kind, count in counts.most_common()) or nothing
+
+
+def print_statements(statements: collections.Counter[str], stories: float) -> None:
+    """The statements that cost a story most, by text (shortened), with their calls a story:
+    where the round trips go, and which one a change took away."""
+    for text, calls in statements.most_common(STATEMENTS_SHOWN):
+        shown = " ".join(text.split())
+        if len(shown) > STATEMENT_CHARS:
+            shown = shown[: STATEMENT_CHARS - 3] + "..."
+        print(f"    {calls / max(stories, 1):6.2f}  {shown}")
 
 
 def print_result(title: str, result: Result, kill: bool) -> None:
@@ -954,6 +982,7 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     )
     if not math.isnan(v["statements"]):
         print(f"  database statements: {v['statements']:.1f} a story (pg_stat_statements)")
+        print_statements(result.statements, result.stories)
     print(
         f"  threads read back: {v['checked']:.0f} ({v['judged']:.0f} of stories done),"
         f" consistent {v['consistent']:.0f}; problems: {counted(result.problems)}"

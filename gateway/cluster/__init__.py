@@ -5,7 +5,8 @@ What makes them one:
 - **Leases.** A thread has at most one run across all processes: before a run, a process
   takes the thread's lease, a row in the database naming it the holder, taken atomically
   (``INSERT … ON CONFLICT … WHERE`` the old holder is dead), renewed by a heartbeat every
-  ``GATEWAY_LEASE_SECONDS / 3`` and released once the run's last event is out. A holder is
+  ``GATEWAY_LEASE_SECONDS / 3`` and released in the store's commit of the run's last
+  frames (``writes.ReleaseLeases``), before its last event is out. A holder is
   dead when its lease runs out, and at once when the backend of its listening connection is
   gone from ``pg_stat_activity``, so a killed process's threads are free in about a second.
 - **Fencing.** Each lease taken carries an epoch, a new one whenever the thread changes

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gateway.store.leases import DeadLease, Fence, Taken
+from gateway.store.writes import ReleaseLeases
 
 
 class Members(Protocol):
@@ -55,8 +56,11 @@ class Cluster(Protocol):
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         """The thread's lease for a run of this process; None while another process holds it."""
 
-    def release(self, thread_id: str) -> asyncio.Future[object]:
-        """Lets go of the thread's lease, in the background after what was asked before;
+    def release(
+        self, thread_id: str, after: asyncio.Future[object] | None = None
+    ) -> asyncio.Future[object]:
+        """Lets go of the thread's lease, in the background after what was asked before,
+        and not before ``after`` (the store's commit of the run's last frames) is done;
         the future is done once another process may take it (or the release failed)."""
 
     async def released(self, thread_id: str) -> None:
@@ -78,6 +82,10 @@ class Cluster(Protocol):
         """A thread of ``user_id`` changed here: the other processes are told, in the
         background (a change they miss is told again by the thread's next one)."""
 
+    def commit_with(self, submit: Callable[[ReleaseLeases], asyncio.Future[object]]) -> None:
+        """Lets the cluster's releases and messages go in the store's transactions
+        (``SessionService.submit_cluster``), behind the writes queued before them."""
+
 
 class SingleNode:
     """The cluster of one process: every lease granted, nothing sent."""
@@ -98,7 +106,9 @@ class SingleNode:
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         return Taken(thread_id, None)
 
-    def release(self, thread_id: str) -> asyncio.Future[object]:
+    def release(
+        self, thread_id: str, after: asyncio.Future[object] | None = None
+    ) -> asyncio.Future[object]:
         return settled()
 
     async def released(self, thread_id: str) -> None:
@@ -114,6 +124,9 @@ class SingleNode:
         return None
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        pass
+
+    def commit_with(self, submit: Callable[[ReleaseLeases], asyncio.Future[object]]) -> None:
         pass
 
 

@@ -3,9 +3,12 @@
 A process has two connections. Its *listening* connection LISTENs on the cluster's channel,
 and its backend is the process's proof of life: while it is in ``pg_stat_activity`` the
 process's leases stand, and once it is gone (the process was killed) any other process may
-take them at once, without waiting for the expiry. Its *working* connection takes, renews and
-releases leases and sends messages, one statement at a time in the order they were asked;
-the leases let go of and the thread changes queued meanwhile go in one (``_send``).
+take them at once, without waiting for the expiry. Its *working* connection takes and renews
+leases and sends messages, one statement at a time in the order they were asked. Leases let
+go of and thread changes go to the store's writer (``commit_with``): a release in the commit
+of its run's last frames, and a batch's in one statement. Without a writer, or should it
+fail to commit one, they go on the working connection, those queued meanwhile in one
+(``_send``).
 
 Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
 at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off
@@ -29,6 +32,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TypeVar
 
 import psycopg
@@ -41,7 +45,9 @@ from gateway.store.errors import StoreError
 from gateway.store.leases import Fence, Taken
 from gateway.store.postgres import leases, notify
 from gateway.store.postgres.connection import CONNECT_SECONDS, said
+from gateway.store.postgres.cursors import AsyncKeptCursors
 from gateway.store.urls import described
+from gateway.store.writes import ReleaseLeases
 
 log = logging.getLogger("gateway.cluster")
 
@@ -87,6 +93,11 @@ class PostgresCluster:
         self._releasing: dict[str, list[asyncio.Future[object]]] = {}
         self._changes: list[ThreadChanged] = []
         self._sending: asyncio.Task[None] | None = None
+        # The store's writer, when the hub lends it (``commit_with``): releases and thread
+        # changes then go in its transactions, and each release not yet committed there is
+        # here, by thread, for a take of the thread to wait for.
+        self._submit: Callable[[ReleaseLeases], asyncio.Future[object]] | None = None
+        self._committing: dict[str, asyncio.Future[object]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._renewed_at = time.monotonic()
         self._lost = False
@@ -139,6 +150,10 @@ class PostgresCluster:
     # --- leases --------------------------------------------------------------------------
 
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
+        if (releasing := self._committing.get(thread_id)) is not None:
+            # Once in the writer's queue a release cannot be called back: taken before it
+            # commits, the lease would go from under the new run.
+            await asyncio.shield(releasing)
         try:
             taken = await self._work(
                 lambda conn: leases.take(
@@ -161,16 +176,61 @@ class PostgresCluster:
     def fence(self, thread_id: str) -> Fence | None:
         return self._fences.get(thread_id)
 
-    def release(self, thread_id: str) -> asyncio.Future[object]:
+    def commit_with(self, submit: Callable[[ReleaseLeases], asyncio.Future[object]]) -> None:
+        self._submit = submit
+
+    def release(
+        self, thread_id: str, after: asyncio.Future[object] | None = None
+    ) -> asyncio.Future[object]:
         self._holding[thread_id] -= 1
         if self._holding[thread_id] > 0:
             return settled()
         del self._holding[thread_id]
         self._fences.pop(thread_id, None)
         released: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        notice = messages.encoded(Released(thread_id))
+        if committed := self._submitted(ReleaseLeases(self.node_id, ((thread_id, notice),))):
+            # Behind ``after`` in the writer's queue: in its transaction, or a later one.
+            self._committing[thread_id] = released
+            committed.add_done_callback(partial(self._committed, thread_id, released))
+            return released
+        if after is None or after.done():
+            self._release_here(thread_id, released)
+        else:
+            after.add_done_callback(lambda _: self._release_here(thread_id, released))
+        return released
+
+    def _release_here(self, thread_id: str, released: asyncio.Future[object]) -> None:
+        """The release on the working connection, with what else is queued (``_send``)."""
         self._releasing.setdefault(thread_id, []).append(released)
         self._send_soon()
-        return released
+
+    def _committed(
+        self, thread_id: str, released: asyncio.Future[object], committed: asyncio.Future[object]
+    ) -> None:
+        """A release sent through the writer is done; if it failed, it is tried again on
+        the working connection (a take of the thread waits for that too)."""
+        if not committed.cancelled() and committed.exception() is None:
+            if self._committing.get(thread_id) is released:
+                del self._committing[thread_id]
+            if not released.done():
+                released.set_result(None)
+            return
+        released.add_done_callback(lambda _: self._forget_committing(thread_id, released))
+        self._release_here(thread_id, released)
+
+    def _forget_committing(self, thread_id: str, released: asyncio.Future[object]) -> None:
+        if self._committing.get(thread_id) is released:
+            del self._committing[thread_id]
+
+    def _submitted(self, write: ReleaseLeases) -> asyncio.Future[object] | None:
+        """The write queued in the store's writer, or None without one (or a closed one)."""
+        if self._submit is None or self._closed:
+            return None
+        try:
+            return self._submit(write)
+        except StoreError:
+            return None
 
     async def released(self, thread_id: str) -> None:
         waiter = asyncio.get_running_loop().create_future()
@@ -218,7 +278,12 @@ class PostgresCluster:
         return held is not None and held.holder != self.node_id
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        self._changes.append(ThreadChanged(self.node_id, user_id, thread_id, change))
+        changed = ThreadChanged(self.node_id, user_id, thread_id, change)
+        told = _payloads([changed])
+        if committed := self._submitted(ReleaseLeases(self.node_id, (), tuple(told))):
+            committed.add_done_callback(_told)
+            return
+        self._changes.append(changed)
         self._send_soon()
 
     def _send_soon(self) -> None:
@@ -372,7 +437,7 @@ class PostgresCluster:
         """``fn`` on the working connection (connected again if it broke), in turn."""
         async with self._turn:
             if self._working is None or self._working.closed:
-                self._working = await psycopg.AsyncConnection.connect(
+                self._working = await AsyncKeptCursors.connect(
                     self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
                 )
             return await fn(self._working)
@@ -385,6 +450,13 @@ class PostgresCluster:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _told(committed: asyncio.Future[object]) -> None:
+    """A thread change sent through the writer: one its commit failed is missed elsewhere
+    (the thread's next change tells all), as on the working connection (``_send``)."""
+    if not committed.cancelled() and (error := committed.exception()) is not None:
+        log.warning("thread changes not told: %s", error)
 
 
 def _settle(waiting: dict[str, list[asyncio.Future[object]]]) -> None:

@@ -216,6 +216,8 @@ class Hub:
         )
         # Every write of a thread this process holds carries its lease (a fencing token).
         engine.sessions.fence_of = self.cluster.fence
+        # Its releases and messages go in the store's transactions (its last frames').
+        self.cluster.commit_with(engine.sessions.submit_cluster)
         engine.sessions.fenced_listeners.append(self.fenced)
 
     @property
@@ -631,10 +633,10 @@ class Hub:
     async def _read_log(self, thread: Thread, after: int) -> FrameLog:
         return await self.engine.frames_after(thread.user_id, thread.thread_id, after)
 
-    def _release(self, run: Run) -> Commit:
+    def _release(self, run: Run, after: Commit | None = None) -> Commit:
         run.leased = False
         run.release = None
-        return self.cluster.release(run.thread.thread_id)
+        return self.cluster.release(run.thread.thread_id, after)
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         """A thread of the user changed on another process: their connections here hear it."""

@@ -144,9 +144,10 @@ class Run:
     # Trims the thread's log to its newest bytes, queued with its last event's frames so
     # that one commit stores both; the hub's ``ended`` calls it if that never came.
     trim: Callable[[], None] | None = None
-    # Lets go of the lease once its last event is logged; that event goes out after, so
-    # that a client told the run ended may send its next input to any process at once.
-    release: Callable[[], Commit] | None = None
+    # Lets go of the lease after its last event's frames (the store's commit of them, given),
+    # in their transaction where it can; that event goes out once it is let go of, so that
+    # a client told the run ended may send its next input to any process at once.
+    release: Callable[[Commit | None], Commit] | None = None
     # The state it leaves its thread in (``gateway.hub.states``): its plan's, then the one
     # its end moves the thread to if it ran the agent; None until it is planned.
     thread_state: ThreadState | None = None
@@ -206,8 +207,9 @@ class Run:
             trim, self.trim = self.trim, None
             trim()
         if self.release is not None and ends:
+            # The lease goes after the run's last frames, in their commit where it can.
             release, self.release = self.release, None
-            logged = _then(logged, release)
+            logged = _both(logged, release(logged))
         unstored = len(batch) if streamed else 0
         self.outbox.send(
             partial(self._route, batch, observers_only), after, logged, unstored=unstored
@@ -274,15 +276,16 @@ class Run:
         return False
 
 
-def _then(commit: Commit | None, next_step: Callable[[], Commit]) -> Commit:
-    """A commit done once ``commit`` is (whether it failed or not), then ``next_step``'s."""
+def _both(commit: Commit | None, release: Commit) -> Commit:
+    """A commit done once ``commit`` and ``release`` are (whether they failed or not)."""
     if commit is None or commit.done():
-        return next_step()
+        return release
     both: Commit = asyncio.get_running_loop().create_future()
 
     def settle(_: object) -> None:
-        if not both.done():
+        if commit.done() and release.done() and not both.done():
             both.set_result(None)
 
-    commit.add_done_callback(lambda _: next_step().add_done_callback(settle))
+    commit.add_done_callback(settle)
+    release.add_done_callback(settle)
     return both

@@ -771,6 +771,11 @@ class SessionService(BaseSessionService):
     async def _write(self, write: writes.Write) -> object:
         return await self._writer_or_raise().submit(write)
 
+    def submit_cluster(self, write: writes.ReleaseLeases) -> asyncio.Future[object]:
+        """Queues the cluster's write behind every write queued before it (a run's last
+        frames), to commit in the same transaction or a later one."""
+        return self._writer_or_raise().submit(write)
+
     def _submit(
         self,
         thread_id: str,

@@ -213,6 +213,19 @@ class SetAside:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ReleaseLeases:
+    """The cluster's (PostgreSQL's): lets go of the leases of ``threads`` that ``node_id``
+    still holds, each thread's notice (``(thread_id, notice)``) sent if another process
+    waits for it, and sends ``told`` (other messages) to every process, in the batch's
+    transaction, so a run's lease goes with its last frames, in their commit
+    (``gateway.cluster.postgres``). Applied, it gives the threads let go of."""
+
+    node_id: str
+    threads: tuple[tuple[str, str | None], ...]
+    told: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Probe:
     """The smallest real write, to learn whether the store can commit again.
 
@@ -302,6 +315,8 @@ def apply(sql: WriteSql, db: Any, write: Write) -> object:
     match write:
         case Fenced():
             raise AssertionError("a fenced write is checked by its transaction (unfenced)")
+        case ReleaseLeases():
+            raise AssertionError("a cluster's write is PostgreSQL's transaction's own")
         case AppendEvent():
             return sql.append_event(db, write)
         case SaveStreamedText():
@@ -344,4 +359,5 @@ Write = (
     | Fork
     | Switch
     | Fenced
+    | ReleaseLeases
 )

@@ -223,6 +223,13 @@ async def test_a_lease_taken_twice_by_one_process_goes_with_the_last_release(pai
     assert who(await b.take("t1", "u1", "r3")) == ("t1", None)
 
 
+# The keeper's statements: its sweep for dead leases, and its renewal of this node's.
+KEEPERS = (
+    "SELECT l.thread_id, l.user_id, l.holder FROM gateway_leases",
+    "UPDATE gateway_leases SET expires_at",
+)
+
+
 async def test_releases_and_thread_changes_queued_together_are_one_statement(
     pair, monkeypatch: pytest.MonkeyPatch
 ):
@@ -238,7 +245,8 @@ async def test_releases_and_thread_changes_queued_together_are_one_statement(
     execute = working.execute
 
     async def counted(query: Any, params: Any = None, **options: Any) -> Any:
-        sent.append(str(query).split(None, 1)[0])
+        if not str(query).startswith(KEEPERS):  # its rounds go on meanwhile, every 0.1 s
+            sent.append(str(query).split(None, 1)[0])
         return await execute(query, params, **options)
 
     monkeypatch.setattr(working, "execute", counted)

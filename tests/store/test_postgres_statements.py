@@ -5,11 +5,11 @@ A batch commits its writes without savepoints; only a batch in which a write fai
 undone and applied again with each write at a savepoint, so the failure stays its own. An
 append is one statement, what it adds to the thread index and its open calls included (two
 when it merges session state); the frames of a batch's threads one, whatever their number,
-their cluster notices included. A session loads in one statement, a page of messages in
-one, a thread opens in two (a new one too), and a thread known to be there reads in one
-(beside the writer). A read of one statement runs without a transaction of its own, any
-other in one snapshot, and a read's statements are prepared (parsed and planned once)
-after a few uses.
+their cluster notices included, and their trims one. A session loads in one statement, a
+page of messages in one, a thread opens in two (a new one too), and a thread known to be
+there reads in one (beside the writer). A read of one statement runs without a transaction
+of its own, any other in one snapshot, and a read's statements are prepared (parsed and
+planned once) after a few uses.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from gateway.store.writes import (
     CreateSession,
     Failed,
     OpenThread,
+    ReleaseLeases,
     SaveStreamedText,
     TrimFrames,
 )
@@ -325,6 +326,52 @@ def test_a_trim_goes_after_the_batchs_frames_and_splits_them_no_more(db: Counted
     opened = commit(db, [*batch, OpenThread(APP, USER, "t1", window=10, now=1.0)])
     assert opened[2][2] == 6 and db.sent[:2] == ["WITH", "WITH"]
     assert db.execute(logged + " WHERE s.id = 't1'").fetchall() == [("t1", 6)]
+
+
+def test_the_trims_of_a_batchs_threads_are_one_statement(db: Counted) -> None:
+    """A run's end trims its thread's log; a batch holds the ends of many runs, and their
+    trims go in one statement. Two trims of one log keep what the smaller keeps."""
+    commit(db, [created("t1"), created("t2"), created("t3")])
+    commit(db, [framed("t1", 1, 2, 3), framed("t2", 1, 2, 3), framed("t3", 1, 2)])
+    db.sent.clear()
+    trims = [
+        TrimFrames(APP, USER, "t1", max_bytes=4),  # two frames of two bytes
+        TrimFrames(APP, USER, "t2", max_bytes=1),  # none fits: the newest stays
+        TrimFrames(APP, USER, "t3", max_bytes=100),  # all fit
+        TrimFrames(APP, USER, "t1", max_bytes=2),  # the smaller of t1's: one frame
+        TrimFrames(APP, USER, "gone", max_bytes=2),  # no such thread: nothing to trim
+    ]
+    assert commit(db, trims) == [None] * 5
+    assert db.sent == ["WITH"]
+    logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+    assert sorted(db.execute(logged).fetchall()) == [("t1", 3), ("t2", 3), ("t3", 1), ("t3", 2)]
+
+
+async def test_a_batchs_releases_are_one_statement_after_its_frames(postgres: Postgres) -> None:
+    """The cluster lets go of a run's lease in the commit of its last frames: a batch's
+    releases (and thread changes told) go in one statement, after the rest; their leases
+    are locked first, with those of the batch's fenced writes, in thread order."""
+    with Counted.connect(await postgres.fresh_cluster_database()) as db:
+        db.sent = []
+        commit(db, [created("t1"), created("t2")])
+        db.execute(
+            "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at)"
+            " SELECT t, h, 'u', 'r', now() + interval '1 minute'"
+            " FROM unnest(ARRAY['t1', 't2', 't3'], ARRAY['n', 'n', 'other']) AS l (t, h)"
+        )
+        db.commit()
+        db.sent.clear()
+        batch = [
+            framed("t1", 1),
+            ReleaseLeases("n", (("t1", None),)),
+            framed("t2", 1),
+            ReleaseLeases("n", (("t2", None), ("t3", None))),  # t3 is not n's to let go of
+            ReleaseLeases("n", (), ('{"type":"released","thread":"x"}',)),
+        ]
+        assert commit(db, batch) == [1, ["t1"], 1, ["t2"], []]
+        assert db.sent == ["SELECT", "WITH", "WITH"]  # the leases locked, frames, releases
+        held = db.execute("SELECT thread_id, holder FROM gateway_leases").fetchall()
+        assert held == [("t3", "other")]
 
 
 def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:

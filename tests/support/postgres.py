@@ -13,6 +13,7 @@ Set ``GATEWAY_TEST_POSTGRES`` to a server's URL to use that one instead.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import glob
 import os
@@ -90,21 +91,24 @@ class Postgres:
             finally:
                 admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'.encode())
 
-    def statements(self, database: str) -> int | None:
-        """How many statements ``database``'s clients have run so far (a server started to
-        count them: ``running_postgres(count_statements=True)``), or None if it does not."""
+    def statements(self, database: str) -> collections.Counter[str] | None:
+        """How many times ``database``'s clients have run each statement so far, by its text
+        (a server started to count them: ``running_postgres(count_statements=True)``), or
+        None if it does not. LISTEN, BEGIN and COMMIT count as statements too: each is a
+        round trip of its own unless pipelined."""
         name = database.rsplit("/", 1)[1]
         try:
             with psycopg.connect(self.url, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-                row = conn.execute(
-                    "SELECT COALESCE(SUM(calls), 0)::bigint FROM pg_stat_statements"
-                    " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = %s)",
+                rows = conn.execute(
+                    "SELECT query, SUM(calls)::bigint FROM pg_stat_statements"
+                    " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = %s)"
+                    " GROUP BY query",
                     (name,),
-                ).fetchone()
+                ).fetchall()
         except psycopg.Error:  # not loaded (shared_preload_libraries) or not installed
             return None
-        return int(row[0]) if row else None
+        return collections.Counter({str(query): int(calls) for query, calls in rows})
 
     def _migrated_template(self) -> str:
         """The database every fresh one copies, made and migrated on first use; nobody stays

@@ -50,7 +50,9 @@ class PostgresAuditTables:
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.where = described(url)
-        self._conn = Connection(url, name="audit", configure=lambda _: None, autocommit=True)
+        self._conn = Connection(
+            url, name="audit", configure=lambda _: None, autocommit=True, keep_cursors=True
+        )
 
     async def open(self) -> None:
         await self._conn.open()

@@ -131,7 +131,7 @@ async def open_postgres(url: str, *, durability: str, read_only: bool) -> Postgr
 
     writer = None
     if not read_only:
-        writer = Connection(url, name="store-writer", configure=writer_settings)
+        writer = Connection(url, name="store-writer", configure=writer_settings, keep_cursors=True)
         await writer.open()
     reader = Connection(url, name="store-reader", configure=reader_settings, autocommit=True)
     try:

@@ -21,6 +21,7 @@ from psycopg.abc import Buffer
 from psycopg.types.string import StrDumperUnknown
 
 from gateway.store.errors import StoreError
+from gateway.store.postgres.cursors import KeptCursors
 from gateway.store.urls import described
 
 T = TypeVar("T")
@@ -61,9 +62,12 @@ class Connection:
         name: str,
         configure: Callable[[psycopg.Connection], None],
         autocommit: bool = False,
+        keep_cursors: bool = False,
     ):
         self.url = url
         self._autocommit = autocommit  # each statement its own transaction, unless opened
+        # A cursor kept a statement (``cursors``), for a connection whose results are small.
+        self._connection_class = KeptCursors if keep_cursors else psycopg.Connection
         self._configure = configure  # settings a new connection gets before its first use
         self._name = name
         self._conn: psycopg.Connection | None = None
@@ -90,7 +94,7 @@ class Connection:
         return fn(conn)
 
     def _connect(self) -> psycopg.Connection:
-        conn = psycopg.connect(
+        conn = self._connection_class.connect(
             self.url,
             autocommit=self._autocommit,
             connect_timeout=CONNECT_SECONDS,

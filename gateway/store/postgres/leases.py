@@ -9,11 +9,13 @@ every statement that may take a lease from another holder asks it.
 Each lease carries an epoch from ``gateway_lease_epochs``: a new one whenever the thread
 changes holder (or its lease is taken anew after a release), the same while its holder
 takes it again. It is the lease's fencing token (``gateway.store.leases``): a write made
-under it is checked in its own transaction (``writes.lease_epochs``) with a share lock on
-the lease's row, which a taker's update waits for, so no write of an old holder commits
-after its thread changed hands. Statements that lock several leases lock them in
-``thread_id`` order (the renewal here, a batch's fences in ``writes``), so a renewal and
-a batch of writes never wait on each other in a circle.
+under it is checked in its own transaction (``writes.lease_epochs``) with a lock on the
+lease's row, which a taker's update waits for, so no write of an old holder commits after
+its thread changed hands. Statements that lock several leases lock them in ``thread_id``
+order (the renewal here, a batch's fences and releases in ``writes``), so a renewal and a
+batch of writes never wait on each other in a circle. A run's lease is let go of in the
+store's batch that commits its last frames (``release_leases``), or on the cluster's own
+connection (``release``) when the store could not.
 
 The gateway's processes connect as one role (or one with ``pg_read_all_stats``): a backend
 of another role shows no ``backend_start`` in ``pg_stat_activity`` and would look dead.
@@ -28,8 +30,10 @@ from gateway.store.leases import DeadLease, Held, Taken
 from gateway.store.postgres.notify import CHANNEL
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, Connection
     from psycopg.rows import TupleRow
+
+    from gateway.store.writes import ReleaseLeases
 
 # Held while the tables are created, so processes starting together do not race on them.
 _SCHEMA_LOCK = 0x6761_7465_6C65_6173  # "gateleas"
@@ -140,17 +144,32 @@ async def release(
     other messages. One statement, so one round trip and one transaction: a notice goes out
     only with its lease, and the releases and messages a process has queued meanwhile
     cost it one statement, where each took its own."""
-    cursor = await conn.execute(
-        _RELEASE,
-        {
-            "node": node_id,
-            "threads": [thread for thread, _ in threads],
-            "notices": [notice for _, notice in threads],
-            "told": list(told),
-            "channel": CHANNEL,
-        },
-    )
+    cursor = await conn.execute(_RELEASE, _releasing(node_id, threads, told))
     return [str(thread) for thread, _ in await cursor.fetchall() if thread is not None]
+
+
+def release_leases(db: Connection[TupleRow], releases: Sequence[ReleaseLeases]) -> list[object]:
+    """``release`` for the writes of a store's batch (``writes.ReleaseLeases``, all of this
+    process), in its transaction: one statement for the batch's, whatever their number.
+    Each write's result, in order: the threads it let go of."""
+    (node_id,) = {release.node_id for release in releases}
+    threads = [thread for release in releases for thread in release.threads]
+    told = [payload for release in releases for payload in release.told]
+    rows = db.execute(_RELEASE, _releasing(node_id, threads, told)).fetchall()
+    let_go = {str(thread) for thread, _ in rows if thread is not None}
+    return [[t for t, _ in release.threads if t in let_go] for release in releases]
+
+
+def _releasing(
+    node_id: str, threads: Sequence[tuple[str, str | None]], told: Sequence[str]
+) -> dict[str, object]:
+    return {
+        "node": node_id,
+        "threads": [thread for thread, _ in threads],
+        "notices": [notice for _, notice in threads],
+        "told": list(told),
+        "channel": CHANNEL,
+    }
 
 
 # A row a lease let go of (its notice sent if it was wanted), then one a payload told. The

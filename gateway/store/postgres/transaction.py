@@ -13,13 +13,15 @@ proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says 
 the backend tries the batch again once on a new connection.
 
 Without savepoints, the frames of all the batch's threads go in one statement, their
-trims after it, and their streamed texts in another, each held back only as long as no
+trims in one after it, and their streamed texts in another, each held back only as long as no
 write of its thread that needs it there comes after it (``_applied``).
 
 A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
 one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
 locks hold to the commit; each fenced write is then applied only if its epoch is current,
-and fails alone (``FencedError``) if not.
+and fails alone (``FencedError``) if not. The leases the cluster lets go of in the batch
+(``ReleaseLeases``, after the run's last frames) are locked with them, and go in one
+statement after the other writes.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ import psycopg
 from psycopg import errors
 
 from gateway.store.errors import FencedError
+from gateway.store.postgres import leases
 from gateway.store.postgres import writes as sql
 from gateway.store.writes import (
     AppendEvent,
     AppendFrames,
     Failed,
+    ReleaseLeases,
     SaveStreamedText,
     TrimFrames,
     Write,
@@ -64,7 +68,7 @@ def commit(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
 
 def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
     try:
-        epochs = sql.lease_epochs(db, fenced_threads(writes))
+        epochs = sql.lease_epochs(db, _leases_locked(writes))
         try:
             results = _applied(db, writes, epochs, isolate=False)
         except _WriteFailed as failed:
@@ -72,7 +76,7 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
             if len(writes) == 1:  # a lone write's failure is its whole transaction's
                 return [Failed(failed.error)]
             # Once more, each write at a savepoint of its own, undone alone if it fails.
-            epochs = sql.lease_epochs(db, fenced_threads(writes))
+            epochs = sql.lease_epochs(db, _leases_locked(writes))
             results = _applied(db, writes, epochs, isolate=True)
     except psycopg.OperationalError as error:
         if db.closed:
@@ -90,6 +94,13 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
             db.rollback()
         raise
     return results
+
+
+def _leases_locked(writes: Sequence[Write]) -> list[str]:
+    """The leases a batch locks first, in thread order: those its fenced writes are made
+    under, and those it lets go of (``ReleaseLeases``)."""
+    released = {thread for w in writes if isinstance(w, ReleaseLeases) for thread, _ in w.threads}
+    return sorted({*fenced_threads(writes), *released})
 
 
 class _WriteFailed(Exception):
@@ -131,7 +142,7 @@ def _applied(
         if isolate:
             db.execute("SAVEPOINT write")
         try:
-            results[number] = apply(sql, db, applying)
+            results[number] = _apply(db, applying)
         except Exception as error:
             if _cannot_commit(error):
                 raise  # not this write's fault: the whole batch fails
@@ -147,9 +158,15 @@ def _applied(
     return results
 
 
+def _apply(db: psycopg.Connection, write: Write) -> object:
+    if isinstance(write, ReleaseLeases):
+        return leases.release_leases(db, [write])[0]
+    return apply(sql, db, write)
+
+
 # The writes held back to go with the others of their kind in one statement (a trim, after
-# the frames).
-Held = AppendFrames | SaveStreamedText | TrimFrames
+# the frames; the cluster's releases, after the trims).
+Held = AppendFrames | SaveStreamedText | TrimFrames | ReleaseLeases
 
 
 def _meets(write: Write, held: Iterable[Held]) -> bool:
@@ -162,20 +179,21 @@ def _meets(write: Write, held: Iterable[Held]) -> bool:
     away, but neither reads nor changes the log: a run's frames and events come in turns,
     and its frames still go in one statement a batch."""
     match write:
-        case AppendFrames() | TrimFrames():
+        case AppendFrames() | TrimFrames() | ReleaseLeases():
             return False
         case SaveStreamedText(session_id=texts_of) | AppendEvent(session_id=texts_of):
             return any(isinstance(w, SaveStreamedText) and w.session_id == texts_of for w in held)
     thread = getattr(write, "session_id", None)
-    return thread is None or any(each.session_id == thread for each in held)
+    return thread is None or any(getattr(each, "session_id", None) == thread for each in held)
 
 
 def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[object]) -> None:
-    """Applies the held writes, a statement a kind (a trim's own, after the frames), each
+    """Applies the held writes, a statement a kind (the trims' after the frames), each
     write's result in its place."""
     frames = {number: w for number, w in held.items() if isinstance(w, AppendFrames)}
     texts = {number: w for number, w in held.items() if isinstance(w, SaveStreamedText)}
     trims = {number: w for number, w in held.items() if isinstance(w, TrimFrames)}
+    releases = {number: w for number, w in held.items() if isinstance(w, ReleaseLeases)}
     try:
         outcomes: dict[int, object] = {}
         if frames:
@@ -186,9 +204,12 @@ def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[obj
             outcomes.update(
                 zip(texts, sql.save_streamed_texts(db, list(texts.values())), strict=True)
             )
-        for number, trim in trims.items():
-            sql.trim_frames(db, trim)
-            outcomes[number] = None
+        if trims:
+            sql.trim_frames_of(db, list(trims.values()))
+            outcomes.update(dict.fromkeys(trims))
+        if releases:
+            let_go = leases.release_leases(db, list(releases.values()))
+            outcomes.update(zip(releases, let_go, strict=True))
     except Exception as error:
         if _cannot_commit(error):
             raise

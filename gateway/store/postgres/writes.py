@@ -274,16 +274,18 @@ def lease_epochs(db: psycopg.Connection, thread_ids: list[str]) -> dict[str, int
     """The current lease epochs of the threads (none for a thread without a lease), their
     rows locked until the transaction ends.
 
-    FOR SHARE conflicts with the update that hands a lease over: a taker waits for this
+    The lock conflicts with the update that hands a lease over: a taker waits for this
     transaction to end, and one that reads after the hand-over finds the new epoch. The rows
     are locked in ``thread_id`` order, as a renewal locks them (``leases.renew``), so the
-    two never wait on each other in a circle.
+    two never wait on each other in a circle; and FOR UPDATE, since the batch may delete
+    some (``leases.release_leases``): a lock taken stronger later, by the delete, would
+    come out of that order.
     """
     if not thread_ids:
         return {}
     found = db.execute(
         "SELECT thread_id, epoch FROM gateway_leases WHERE thread_id = ANY(%s)"
-        " ORDER BY thread_id FOR SHARE",
+        " ORDER BY thread_id FOR UPDATE",
         (thread_ids,),
     ).fetchall()
     return {str(thread_id): int(epoch) for thread_id, epoch in found}
@@ -424,17 +426,42 @@ _APPEND_FRAMES = (
 
 
 def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
-    # The session's key is looked up once, by the statement (none: nothing is deleted).
+    trim_frames_of(db, [trim])
+
+
+def trim_frames_of(db: psycopg.Connection, trims: Sequence[TrimFrames]) -> None:
+    """The trims of several threads' logs in one statement (each thread's key found by
+    the statement itself), where each took one: a run's end trims its thread's log, so a
+    batch holds the trims of every run that ended meanwhile. Two trims of one log keep
+    what the smaller keeps, whichever comes first, so a log is trimmed once, to it."""
+    smallest: dict[tuple[str, str, str], int] = {}
+    for trim in trims:
+        log = (trim.app_name, trim.user_id, trim.session_id)
+        smallest[log] = min(trim.max_bytes, smallest.get(log, trim.max_bytes))
     db.execute(
-        "WITH s AS (SELECT pk FROM sessions"
-        " WHERE app_name = %(app)s AND user_id = %(user)s AND id = %(id)s)"
-        " DELETE FROM frames WHERE session_pk = (SELECT pk FROM s) AND seq < COALESCE("
-        " (SELECT MIN(seq) FROM (SELECT seq, SUM(octet_length(data)) OVER (ORDER BY seq DESC)"
-        " AS kept FROM frames WHERE session_pk = (SELECT pk FROM s)) AS newest"
-        " WHERE kept <= %(max)s),"
-        " (SELECT MAX(seq) FROM frames WHERE session_pk = (SELECT pk FROM s)))",
-        {"app": trim.app_name, "user": trim.user_id, "id": trim.session_id, "max": trim.max_bytes},
+        _TRIM_FRAMES,
+        {
+            "app": [app for app, _, _ in smallest],
+            "user": [user for _, user, _ in smallest],
+            "id": [thread for _, _, thread in smallest],
+            "max": list(smallest.values()),
+        },
     )
+
+
+# Each log keeps its newest frames that fit its bytes, and its newest one whatever its
+# size (none fits: the first kept is the newest), so the log always knows its head; a
+# thread that is not there, or a log with no frames, loses nothing.
+_TRIM_FRAMES = (
+    "WITH t AS (SELECT s.pk, t.max FROM unnest(%(app)s::text[], %(user)s::text[],"
+    " %(id)s::text[], %(max)s::bigint[]) AS t (app_name, user_id, id, max)"
+    " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
+    " kept AS (SELECT t.pk, COALESCE((SELECT MIN(seq) FROM (SELECT seq,"
+    " SUM(octet_length(data)) OVER (ORDER BY seq DESC) AS bytes FROM frames"
+    " WHERE session_pk = t.pk) AS newest WHERE bytes <= t.max),"
+    " (SELECT MAX(seq) FROM frames WHERE session_pk = t.pk)) AS first FROM t)"
+    " DELETE FROM frames f USING kept WHERE f.session_pk = kept.pk AND f.seq < kept.first"
+)
 
 
 def forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:
