@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -19,43 +18,12 @@ from gateway.cluster.postgres import PostgresCluster
 from gateway.store.frames import LoggedFrame
 from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
-from tests.support.budgets import eventually, scaled
+from tests.support.budgets import scaled
+from tests.support.cluster_hub import Heard, until
 from tests.support.postgres import Postgres
 from tests.support.stores import session_store
 
 pytestmark = pytest.mark.process
-
-
-@dataclasses.dataclass
-class Heard:
-    """A fake hub: what the cluster told it."""
-
-    cancels: list[tuple[str, str, str | None]] = dataclasses.field(default_factory=list)
-    commits: list[tuple[str, int]] = dataclasses.field(default_factory=list)
-    changes: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
-    dead: list[DeadLease] = dataclasses.field(default_factory=list)
-    losses: int = 0
-    # What take_over does with a dead lease, if anything.
-    on_dead: Callable[[DeadLease], object] | None = None
-
-    def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
-        self.cancels.append((thread_id, user_id, run_id))
-
-    def committed(self, thread_id: str, seq: int) -> None:
-        self.commits.append((thread_id, seq))
-
-    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        self.changes.append((user_id, thread_id, change))
-
-    async def take_over(self, lease: DeadLease) -> None:
-        self.dead.append(lease)
-        if self.on_dead is not None:
-            result = self.on_dead(lease)
-            if asyncio.iscoroutine(result):
-                await result
-
-    def lost(self) -> None:
-        self.losses += 1
 
 
 @pytest.fixture
@@ -73,10 +41,6 @@ async def pair(url: str) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
     finally:
         for cluster, _ in nodes:
             await cluster.close()
-
-
-async def until(condition: Callable[[], object], seconds: float = 5) -> None:
-    await eventually(condition, seconds, what="the cluster did not get there in time", every=0.01)
 
 
 async def test_frames_committed_on_one_process_are_heard_by_the_others(pair, url: str):

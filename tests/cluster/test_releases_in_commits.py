@@ -17,8 +17,8 @@ from gateway.cluster.postgres import PostgresCluster
 from gateway.store.frames import LoggedFrame
 from gateway.store.service import SessionService
 from gateway.store.writes import ReleaseLeases
-from tests.cluster.test_bus import Heard, until
 from tests.support.budgets import scaled
+from tests.support.cluster_hub import Heard, until
 from tests.support.postgres import Postgres
 from tests.support.stores import session_store
 

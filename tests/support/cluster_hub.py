@@ -1,0 +1,46 @@
+"""A stand-in for the hub a cluster calls back (``Heard``), and a wait for what it hears."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+
+from gateway.store.leases import DeadLease
+from tests.support.budgets import eventually
+
+
+@dataclasses.dataclass
+class Heard:
+    """A fake hub: what the cluster told it."""
+
+    cancels: list[tuple[str, str, str | None]] = dataclasses.field(default_factory=list)
+    commits: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    changes: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    dead: list[DeadLease] = dataclasses.field(default_factory=list)
+    losses: int = 0
+    # What take_over does with a dead lease, if anything.
+    on_dead: Callable[[DeadLease], object] | None = None
+
+    def cancel_requested(self, thread_id: str, user_id: str, run_id: str | None = None) -> None:
+        self.cancels.append((thread_id, user_id, run_id))
+
+    def committed(self, thread_id: str, seq: int) -> None:
+        self.commits.append((thread_id, seq))
+
+    def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
+        self.changes.append((user_id, thread_id, change))
+
+    async def take_over(self, lease: DeadLease) -> None:
+        self.dead.append(lease)
+        if self.on_dead is not None:
+            result = self.on_dead(lease)
+            if asyncio.iscoroutine(result):
+                await result
+
+    def lost(self) -> None:
+        self.losses += 1
+
+
+async def until(condition: Callable[[], object], seconds: float = 5) -> None:
+    await eventually(condition, seconds, what="the cluster did not get there in time", every=0.01)
