@@ -19,6 +19,7 @@ the cluster, the cap on runs, and the hub's verbs it calls.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -82,6 +83,8 @@ class Admission:
         # Inputs admitted whose runs have not claimed their threads yet, by thread, then by
         # run: their user, and whether a cancel came for them (``start``, ``cancel_admitted``).
         self.admitted: dict[str, dict[str, tuple[str, bool]]] = {}
+        # Who waits for a thread's admitted inputs to have claimed it (``claimed``), by thread.
+        self.claims_awaited: dict[str, asyncio.Future[None]] = {}
 
     def admit(
         self,
@@ -117,7 +120,20 @@ class Admission:
         _, cancelled = waiting.pop(admitted.run_id, (admitted.user_id, False))
         if not waiting:
             self.admitted.pop(admitted.thread_id, None)
+            awaited = self.claims_awaited.pop(admitted.thread_id, None)
+            if awaited is not None and not awaited.done():
+                awaited.set_result(None)
         return cancelled
+
+    async def claimed(self, thread_id: str) -> None:
+        """Returns once no input admitted on the thread is still to claim it: each one's run
+        has the thread, or never will."""
+        while self.admitted.get(thread_id):
+            awaited = self.claims_awaited.get(thread_id)
+            if awaited is None or awaited.done():
+                awaited = asyncio.get_running_loop().create_future()
+                self.claims_awaited[thread_id] = awaited
+            await asyncio.shield(awaited)  # another reattach may wait on it too
 
     async def start(
         self,

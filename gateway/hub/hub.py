@@ -87,6 +87,8 @@ PLANNING_POLL_SECONDS = 0.002
 # How often a reattach looks again for the start of a run another process holds the lease for.
 ELSEWHERE_POLL_SECONDS = 0.02
 ELSEWHERE_POLL_MAX_SECONDS = 1.0
+# How long a reattach waits for an input admitted on an idle thread to claim it.
+CLAIM_WAIT_SECONDS = 2.0
 # How long a run in progress at shutdown may take to finish before it is cancelled.
 SHUTDOWN_GRACE_SECONDS = 2.0
 # How long a run cancelled at the end of that grace has to stop before the store closes.
@@ -449,6 +451,14 @@ class Hub:
         self.sends.check(user_id)
         self.metrics.reattached()
         thread = await self._thread(user_id, thread_id)
+        if thread.run is None and self.admission.admitted.get(thread_id):
+            # An input admitted on the idle thread, perhaps told it began (its early
+            # RUN_STARTED), has not claimed it yet: it starts even if its connection closed.
+            # Found idle and without the message, the client reattaching (cut just after it
+            # sent it) would send it again, a second run beside the first.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.admission.claimed(thread_id), CLAIM_WAIT_SECONDS)
+            thread = await self._thread(user_id, thread_id)
         if after is not None and subscriber not in thread.watchers:
             sent = await self.joiner.replay(
                 thread, subscriber, after, say_up_to_date=say_up_to_date

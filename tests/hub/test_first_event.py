@@ -273,6 +273,40 @@ async def test_an_input_whose_connection_closes_after_its_run_started_still_runs
             assert outcome(shown) == {"type": "success"} and MOVED in replied(shown), shown
 
 
+async def test_a_reattach_while_an_acknowledged_input_claims_the_thread_follows_its_run() -> None:
+    # A client cut just after it sent its message, told or not that it began, reconnects
+    # and reattaches while the input has not claimed the thread yet (held here). The input
+    # starts all the same; the reattach waits for its run and follows it. It found the
+    # thread idle and empty, and its client sent the message again: a second run beside
+    # the first (the load test's kill mode, once in a CI).
+    async with running_gateway() as gateway:
+        hub = gateway.app.hub
+        assert hub is not None
+        start, let_go = hub.start, asyncio.Event()
+
+        async def held(*args: Any, **kwargs: Any) -> Any:
+            await let_go.wait()
+            return await start(*args, **kwargs)
+
+        hub.start = held  # type: ignore[method-assign]
+        thread = new_id("t")
+        asked = user_input(thread, "안녕")
+        async with gateway.socket() as ws:
+            await ws.send(asked)
+            assert (await ws.next())["runId"] == asked["runId"]
+        async with gateway.socket() as ws:
+            await ws.send({"type": "reattach", "threadId": thread})
+            await eventually(
+                lambda: thread in hub.admission.claims_awaited,
+                5,
+                what="the reattach did not wait for the admitted input",
+            )
+            let_go.set()
+            shown = await ws.until_end()
+            assert shown[0]["type"] == "RUN_STARTED" and shown[0]["runId"] == asked["runId"]
+            assert outcome(shown) == {"type": "success"} and "안녕하세요" in replied(shown)
+
+
 async def test_an_input_of_an_undeclarable_version_is_refused_with_its_code_as_it_is_read() -> None:
     async with running_gateway() as gateway, gateway.socket() as ws:
         await ws.send(user_input(new_id("t"), "안녕") | {"protocolVersion": "t"})
