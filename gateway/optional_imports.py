@@ -1,22 +1,25 @@
-"""google-genai's optional imports, kept out of a gateway that does not use them.
+"""google-genai's optional imports that change nothing it does, kept out of a gateway.
 
 google-genai's package imports its types and its client at once, and both try to import
-aiohttp and httpx2 (and, through httpx, httpx's command line: pygments), taking whichever
-is installed. Installed is not asked for: a venv that holds them for another reason
-(ag-ui-adk brings aiohttp, mcp brings httpx2, pytest pygments) made every gateway process,
-and every worker, ~11.6 MiB bigger (aiohttp 9.6, httpx2 1.1, pygments 0.8; 95 modules),
-for transports google-genai leaves unused unless told, and a command line nobody runs in
-a server. google-genai's asynchronous requests then also went through aiohttp in such a
-venv and through httpx in a deployment's (``pip install agent-gateway`` brings neither).
+httpx2 (and, through httpx, httpx's command line: pygments), taking whatever is installed.
+Installed is not asked for: a venv that holds them for another reason (mcp brings httpx2,
+pytest pygments) made every gateway process, and every worker, ~2 MiB bigger, for a
+transport google-genai uses only when ``GOOGLE_GENAI_HTTP_CLIENT=httpx2`` says so, and a
+command line nobody runs in a server.
+
+aiohttp is left as it is, though it is the largest (9.6 MiB; ag-ui-adk brings it): where it
+is installed google-genai sends with it, and reads an agent's ``async_client_args`` as
+aiohttp's (an ``ssl`` context, say). Hidden, those would be given to httpx, which does not
+know them, and a model reached through them would fail (a test's Live server did).
 
 ``install()`` (``gateway/__init__.py`` calls it, before anything imports google-genai)
 puts a one-shot finder first on ``sys.meta_path``. When ``google.genai`` is imported, the
 package's own module runs with those names hidden (``None`` in ``sys.modules``: the import
 system's rule for "import name" raising ImportError), as on a machine without them; then
-they are visible again, and the finder is gone. So google-genai sends with httpx, its
-default, everywhere; what imports them itself later (ag-ui-adk, ADK's MCP toolset with
-mcp 2.x) gets them as before. A name stays visible when it is already imported, and
-httpx2 when ``GOOGLE_GENAI_HTTP_CLIENT=httpx2`` (google-genai's own switch) selects it.
+they are visible again, and the finder is gone. What imports them itself later (ADK's MCP
+toolset with mcp 2.x) gets them as before. A name stays visible when it is already
+imported, and httpx2 when ``GOOGLE_GENAI_HTTP_CLIENT=httpx2`` (google-genai's own switch)
+selects it.
 """
 
 from __future__ import annotations
@@ -32,10 +35,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = ["OPTIONAL", "hidden", "install", "unused"]
 
-# What google-genai imports when it finds it, and uses only when asked: aiohttp for its
-# asynchronous requests (the google-genai[aiohttp] extra), httpx2 where its switch says so,
-# and httpx's command line (pygments; rich and click after it).
-OPTIONAL = ("aiohttp", "httpx2", "pygments")
+# What google-genai imports when it finds it, and uses only when asked: httpx2 where its
+# switch says so, and httpx's command line (pygments; rich and click after it).
+OPTIONAL = ("httpx2", "pygments")
 GENAI = "google.genai"
 
 

@@ -3,7 +3,8 @@
 
 Idle RSS is mostly imports, and some could be there only because the venv has them:
 google-genai imports aiohttp and httpx2 when it finds them, httpx its command line's
-pygments (``gateway/optional_imports.py`` keeps those three out). Then a figure from this
+pygments (``gateway/optional_imports.py`` keeps the last two out; aiohttp, which google-genai
+then sends with, stays). Then a figure from this
 checkout's venv (the test extras installed) would not be a deployment's (``pip install .``).
 Once /ping answers and the gateway has sat still for a second, a thread prints one JSON line
 and ends the process: the imported modules (``modules``), and the top-level packages among

@@ -30,13 +30,14 @@ runs on a file are enough to fill it, so that it is not counted as growth.
 
 Which interpreter: idle RSS counts every module a start imports, and this checkout's venv
 holds the test extras, some of which the gateway's own dependencies would import when they
-find them (google-genai aiohttp, which ag-ui-adk brings, and httpx2, mcp's; httpx its
-command line's pygments, pytest's): ``gateway/optional_imports.py`` keeps those out, and the
-census below shows whether anything else got in. ``--python`` runs the gateway on another
-venv's interpreter, one with only what ``pip install .`` installs: what a deployment holds.
-The report says which venv its figures are for, from an idle gateway's own modules
-(``scripts/_idle_census.py``): those of packages outside the gateway's requirements, which
-only a venv with more installed (this checkout's) makes it import, are named and counted.
+find them (google-genai httpx2, mcp's; httpx its command line's pygments, pytest's):
+``gateway/optional_imports.py`` keeps those out. google-genai's aiohttp (ag-ui-adk's, 9.6 MiB)
+stays, as google-genai sends with it where it is installed; the census below names it.
+``--python`` runs the gateway on another venv's interpreter, one with only what
+``pip install .`` installs: what a deployment holds. The report says which venv its figures
+are for, from an idle gateway's own modules (``scripts/_idle_census.py``): those of packages
+outside the gateway's requirements, which only a venv with more installed (this checkout's)
+makes it import, are named and counted.
 
 ``--heap`` runs one more gateway the same way under tracemalloc
 (``scripts/_heap_gateway.py``, tracing from the end of the warm-up runs) and prints the

@@ -181,8 +181,8 @@ def _failure(sentence: str, detail: str) -> ModelFailure:
 
 
 # The HTTP clients' exceptions under the SDKs, by what went wrong: google-genai uses httpx
-# (or httpx2 where GOOGLE_GENAI_HTTP_CLIENT says so, or aiohttp where it was imported before
-# the gateway: gateway.optional_imports); openai wraps httpx's, but not mid-stream.
+# (or httpx2 where GOOGLE_GENAI_HTTP_CLIENT says so, or aiohttp where it is installed:
+# gateway.optional_imports); openai wraps httpx's, but not mid-stream.
 _TRANSPORT_MODULES = ("httpx", "httpx2", "aiohttp")
 _TRANSPORT_NAMES = {
     "timeout": ("TimeoutException", "ServerTimeoutError"),

@@ -10,12 +10,13 @@ import re
 from collections.abc import AsyncIterator
 
 import pytest
+from google.genai import _api_client as genai_client
 
 from gateway.models import connections
 from gateway.models.connections import kept_alive_client
 from tests.support.agui import new_id, text_of, user_input
 from tests.support.budgets import eventually, scaled
-from tests.support.providers import Provider
+from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import running_gateway
 
@@ -29,6 +30,16 @@ def chunk(data: bytes) -> bytes:
 
 
 async def test_a_threads_turns_reach_the_provider_over_one_connection(provider: Provider) -> None:
+    await three_turns_over_one_connection(provider)
+
+
+@pytest.mark.parametrize("provider", [GeminiApi], ids=["gemini"], indirect=True)
+async def test_gemini_keeps_its_connection_on_httpx_too(
+    provider: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deployment's venv has no aiohttp (ag-ui-adk brings it to this one), and then
+    google-genai sends with httpx."""
+    monkeypatch.setattr(genai_client, "has_aiohttp", False)
     await three_turns_over_one_connection(provider)
 
 

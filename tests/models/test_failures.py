@@ -93,8 +93,8 @@ async def test_a_model_that_cannot_be_reached_is_one_line_and_the_thread_goes_on
         assert error["code"] == "AGENT_ERROR"
         assert error["message"] == "The model cannot be reached right now; try again in a moment."
         [line] = warnings_and_worse(caplog)
-        # httpx says ConnectError; aiohttp, which google-genai takes when it was imported
-        # before the gateway (gateway.optional_imports), ClientConnectorError.
+        # httpx says ConnectError; aiohttp, which google-genai takes when it is installed,
+        # ClientConnectorError.
         assert re.search("Connect(or)?Error", line.getMessage()) and line.exc_info is None
         await provider.start()
         after = await ws.run(user_input(thread, "안녕"))

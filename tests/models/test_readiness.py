@@ -71,8 +71,7 @@ async def test_ping_is_unhealthy_while_the_model_is_down_and_healthy_once_it_ans
         [down] = model_lines(caplog, "cannot be reached")
         # Refused, or (a probe that reused a kept-alive connection as the server stopped) cut
         # or left hanging: httpx's ConnectError or ReadError, aiohttp's (google-genai's when
-        # imported before the gateway) ClientConnectorError or ServerDisconnectedError, or
-        # the probe's timeout.
+        # installed) ClientConnectorError or ServerDisconnectedError, or the probe's timeout.
         assert provider.model_name in down
         said = "Connect(or)?Error|ReadError|ServerDisconnectedError|no answer in"
         assert re.search(said, down), down
