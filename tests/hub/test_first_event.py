@@ -59,6 +59,18 @@ def replied(reattached: list[dict[str, Any]]) -> str:
     return "".join(shown) + text_of(reattached)
 
 
+def held_starts(hub: Any) -> asyncio.Event:
+    """Holds every input's start (``Hub.start``, past its admission) until the event is set."""
+    start, let_go = hub.start, asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        await let_go.wait()
+        return await start(*args, **kwargs)
+
+    hub.start = held
+    return let_go
+
+
 @contextlib.asynccontextmanager
 async def held_reads(**settings: Any) -> AsyncIterator[tuple[RunningGateway, HeldReads]]:
     async with running_gateway(**settings) as gateway:
@@ -196,13 +208,7 @@ async def test_run_started_goes_out_as_the_frame_is_read_not_in_the_workers_turn
     async with running_gateway() as gateway, gateway.socket() as ws:
         hub = gateway.app.hub
         assert hub is not None
-        start, let_go = hub.start, asyncio.Event()
-
-        async def held(*args: Any, **kwargs: Any) -> Any:
-            await let_go.wait()
-            return await start(*args, **kwargs)
-
-        hub.start = held  # type: ignore[method-assign]
+        let_go = held_starts(hub)
         asked = user_input(new_id("t"), "안녕")
         await ws.send(asked)
         started = await ws.next()
@@ -282,13 +288,7 @@ async def test_a_reattach_while_an_acknowledged_input_claims_the_thread_follows_
     async with running_gateway() as gateway:
         hub = gateway.app.hub
         assert hub is not None
-        start, let_go = hub.start, asyncio.Event()
-
-        async def held(*args: Any, **kwargs: Any) -> Any:
-            await let_go.wait()
-            return await start(*args, **kwargs)
-
-        hub.start = held  # type: ignore[method-assign]
+        let_go = held_starts(hub)
         thread = new_id("t")
         asked = user_input(thread, "안녕")
         async with gateway.socket() as ws:
