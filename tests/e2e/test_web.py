@@ -281,8 +281,12 @@ async def test_a_dropped_connection_reconnects_and_reattaches_without_opening_ag
     seen = max(e["metadata"]["gateway.seq"] for e in before if "metadata" in e)
     assert 0 < reattach["after"] <= seen
     kinds = [e["type"] for e in after]
-    assert kinds[0] != "RUN_STARTED", "the run's stream goes on where it stopped"
     assert "MESSAGES_SNAPSHOT" not in kinds[: kinds.index("RUN_FINISHED")]
+    # The run's stream goes on where it stopped; or, when its last events (one burst, on a
+    # busy machine) reached the page just before the drop, it is told it is up to date.
+    if kinds[0] == "RUN_STARTED":
+        assert after[0]["runId"].startswith("notice-"), "the run's stream goes on"
+        assert "UP_TO_DATE" in json.dumps(after[: kinds.index("RUN_FINISHED")]), kinds
     # The two sockets' streams are one valid stream: the first's up to the cursor, then the
     # second's (what came on the first after that, a thread change's run included, is cut).
     cut = next((i for i, e in enumerate(before) if (seq_of(e) or 0) > reattach["after"]), None)
