@@ -154,9 +154,6 @@ class WebSocketSession:
         # The run id of the RUN_STARTED sent as its input was admitted, and when that was,
         # until it is written to the socket.
         self.started_early: tuple[str, float] | None = None
-        # Writes frames in the caller's turn of the loop, where the server offers it.
-        offered = (scope.get("extensions") or {}).get(SEND_TEXTS) or {}
-        self.send_now: SendNow | None = offered.get("now")
 
     def deliver(self, event: p.Event) -> None:
         self.streamed = True
@@ -174,7 +171,11 @@ class WebSocketSession:
         """Writes what is queued in this turn of the loop, where the writer task would in
         the next: under load a turn is tens of milliseconds (docs/first-event.md). Only
         while the writer waits for events, so the order holds; else it is the writer's."""
-        if self.send_now is None:
+        # Where the server offers it (read here: one more attribute a session grew every
+        # idle connection's dict past its next size, ~1 KiB).
+        offered = self.scope.get("extensions", {}).get(SEND_TEXTS) or {}
+        send_now: SendNow | None = offered.get("now")
+        if send_now is None:
             return
         taken: list[tuple[p.Event, bytes]] = []
 
@@ -185,7 +186,7 @@ class WebSocketSession:
             taken.extend(cast(list[tuple[p.Event, bytes]], frames))
             return [data for _, data in taken]
 
-        if self.send_now(take):
+        if send_now(take):
             self._sent(taken)
 
     def deliver_audio(self, chunk: live.AudioOut) -> None:
