@@ -17,6 +17,7 @@ import pydantic
 from google.adk.events import Event
 from google.adk.sessions.state import State
 
+from gateway.store.adk_json import parse_event
 from gateway.store.messages import MARK, EventMessages, Message
 
 # What a decoder said about a stored value is cut to this length for logs and operators.
@@ -84,7 +85,7 @@ def _complaint(error: Exception) -> str:
 
 def decoded_event(seq: int, data: str) -> Event | Damage:
     try:
-        return Event.model_validate_json(data)
+        return parse_event(data)
     except _DECODE_ERRORS as error:  # the error, and the frames it holds, end here
         return Damage(seq, "data", _complaint(error))
 

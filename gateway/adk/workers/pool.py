@@ -76,6 +76,7 @@ from gateway.context import caller
 from gateway.metrics import OFF, Metrics
 from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
+from gateway.store.adk_json import parse_event
 from gateway.tools.client import ClientTool
 
 if TYPE_CHECKING:
@@ -524,7 +525,7 @@ class WorkerPool:
                         raise ValueError("an event said stored, and nothing of the run was")
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
-                    stream.queue.put_nowait(AdkEvent.model_validate_json(message.event))
+                    stream.queue.put_nowait(parse_event(message.event))
                 if stream is not None:
                     self.most_held = max(self.most_held, stream.queue.qsize())
             case Append():
@@ -614,7 +615,7 @@ class WorkerPool:
     async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
         error = None
         try:
-            event = AdkEvent.model_validate_json(append.event)
+            event = parse_event(append.event)
             await self.sessions.append_event(stream.session, event)
             stream.stored = event
         except Exception as failure:  # the store's, raised to the hub as it was

@@ -59,6 +59,7 @@ from gateway.adk.workers.relay import Relay
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.context import Caller, asked_by
 from gateway.models.calls import MODEL_FAILED, ModelCalls
+from gateway.store.adk_json import parse_session
 from gateway.tools.client import ClientTool
 
 __all__ = ["serve"]
@@ -157,7 +158,7 @@ class _Runs:
         try:
             # Read in the try: a run whose session or message this side cannot parse (a
             # value nested past pydantic's limit) ends Failed, not without an end.
-            session = Session.model_validate_json(start.session)
+            session = parse_session(start.session)
             self.sessions.hold(start.run, session, input_ahead=start.input_ahead)
             tools = {
                 tool.name: ClientTool(tool.name, tool.description, tool.parameters)

@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.adk.events import Event as AdkEvent
 
 from gateway.adk.engine import Engine
 from gateway.adk.workers import WorkerPool
+from gateway.adk.workers import pool as pool_module
 from gateway.adk.workers.credit import WINDOW
 from gateway.audit import read_audit
 from gateway.examples.navigator import work_requests
 from gateway.metrics import sample
+from gateway.store import adk_json, codec
 from gateway.store.cut_off import FINISHING
 from gateway.wire import bounds
 from tests.support.agui import (
@@ -74,6 +77,34 @@ async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> No
         pool = pool_of(gateway)
         assert len(pool.pids()) == 2 and os.getpid() not in pool.pids()
         await flagship_navigated_then_honest_reply(gateway)
+
+
+async def test_the_main_process_parses_a_workers_events_without_genais_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ADK event a worker sends (its appends, its streamed chunks) and every one the
+    reply's run reads back is parsed by ``parse_event``, never by pydantic's own validator,
+    whose genai hook was a fifth of the main process's thread (docs/multicore.md)."""
+    slow: list[bytes | str] = []
+    fast: list[bytes | str] = []
+
+    def counted(data: bytes | str, *args: Any, **kwargs: Any) -> AdkEvent:
+        slow.append(data)
+        return validate(data, *args, **kwargs)
+
+    def parsed(data: bytes | str) -> AdkEvent:
+        fast.append(data)
+        return parse(data)
+
+    validate, parse = AdkEvent.model_validate_json, adk_json.parse_event
+    monkeypatch.setattr(AdkEvent, "model_validate_json", counted)
+    for module in (adk_json, pool_module, codec):
+        monkeypatch.setattr(module, "parse_event", parsed)
+    async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+        await flagship_navigated_then_honest_reply(gateway)
+    assert slow == []
+    # The worker's appends and chunks, and the first run's events read for the reply.
+    assert len(fast) >= 12
 
 
 async def test_gateway_workers_in_the_environment_runs_a_tests_gateway_with_workers(

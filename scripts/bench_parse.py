@@ -1,0 +1,90 @@
+"""What parsing ADK's JSON costs the main process a flagship story: pydantic's own validator
+(``Event.model_validate_json``) against ``gateway.store.adk_json.parse_event``, over the very
+texts a story makes it parse.
+
+Runs the flagship story (``tests/support/flagship.py``) once on a gateway with two worker
+processes and its store on a SQLite file, and records every ADK event text the main process
+parses: the worker's appends and streamed chunks, and the events the reply's run reads back.
+Then it parses all of them with each parser in turn, ``--rounds`` times, alternating, and
+prints the medians of a story's parsing time and their ratio. Timing in one process, the
+same texts and alternating rounds: the ratio holds on a shared machine, where the absolute
+figures move with the neighbours. Each round first checks that both parsers made the same
+events.
+
+    .venv/bin/python -m scripts.bench_parse                # 15 rounds
+    .venv/bin/python -m scripts.bench_parse --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from google.adk.events import Event
+
+from gateway.adk.workers import pool
+from gateway.store import adk_json, codec
+from tests.support.flagship import flagship_navigated_then_honest_reply
+from tests.support.servers import running_gateway
+
+# Parses of all a story's texts a round: enough that a timer's tick is nothing.
+REPEATS = 50
+
+
+async def story_texts() -> list[bytes | str]:
+    """The ADK event texts the main process parses in one flagship story with workers."""
+    texts: list[bytes | str] = []
+    parse = adk_json.parse_event
+
+    def recorded(data: bytes | str) -> Event:
+        texts.append(data)
+        return parse(data)
+
+    pool.parse_event = codec.parse_event = recorded  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-parse-") as tmp:
+            async with running_gateway(workers=2, db=str(Path(tmp) / "threads.db")) as gateway:
+                await flagship_navigated_then_honest_reply(gateway)
+    finally:
+        pool.parse_event = codec.parse_event = parse  # type: ignore[assignment]
+    return texts
+
+
+def timed(parse: Callable[[bytes | str], Event], texts: list[bytes | str]) -> float:
+    """Seconds to parse every text once, averaged over ``REPEATS`` passes."""
+    started = time.perf_counter()
+    for _ in range(REPEATS):
+        for text in texts:
+            parse(text)
+    return (time.perf_counter() - started) / REPEATS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
+    args = parser.parse_args()
+    texts = asyncio.run(story_texts())
+    size = sum(len(text) for text in texts)
+    print(
+        f"a flagship story with two workers: {len(texts)} ADK event texts parsed here, {size} bytes"
+    )
+    slow: list[float] = []
+    fast: list[float] = []
+    for _ in range(args.rounds):
+        for text in texts:
+            assert adk_json.parse_event(text) == Event.model_validate_json(text)
+        slow.append(timed(Event.model_validate_json, texts))
+        fast.append(timed(adk_json.parse_event, texts))
+    before, after = statistics.median(slow), statistics.median(fast)
+    print(f"Event.model_validate_json   {before * 1e6:8.0f} µs a story (median of {args.rounds})")
+    print(f"adk_json.parse_event        {after * 1e6:8.0f} µs a story ({after / before:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
