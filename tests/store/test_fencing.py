@@ -169,7 +169,7 @@ async def test_a_renewal_passes_a_write_checked_in_its_statement_and_a_takeover_
         with psycopg.connect(url) as writer:
             # A's batch: its frames written under the lease, not committed yet.
             assert append_frames(writer, AppendFrames(APP, "u", "t", tuple(frame(1))), fence) == 1
-            renewing = leases.renew(a_work, node_id=a, ttl=0.3)
+            renewing = leases.renew(a_work, node_id=a, threads=["t"], ttl=0.3)
             assert await asyncio.wait_for(renewing, scaled(5)) == 1
             await asyncio.sleep(0.5)  # A's lease ran out: B may take it
             taking = asyncio.create_task(take(b_work, b, "t"))

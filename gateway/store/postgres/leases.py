@@ -204,13 +204,17 @@ async def want(conn: AsyncConnection[TupleRow], thread_id: str) -> bool:
     return cursor.rowcount > 0
 
 
-async def renew(conn: AsyncConnection[TupleRow], *, node_id: str, ttl: float) -> int:
-    """The heartbeat: every lease of the node expires ``ttl`` seconds from now."""
+async def renew(
+    conn: AsyncConnection[TupleRow], *, node_id: str, threads: Sequence[str], ttl: float
+) -> int:
+    """The heartbeat: the node's leases of ``threads``, those it still holds, expire ``ttl``
+    seconds from now. Any other lease of the node (one whose release failed) is left to
+    run out, for another process to take: renewed, it would be held forever."""
     cursor = await conn.execute(
         "UPDATE gateway_leases SET expires_at = now() + %s * interval '1 second'"
         " WHERE thread_id IN (SELECT thread_id FROM gateway_leases WHERE holder = %s"
-        " ORDER BY thread_id FOR NO KEY UPDATE)",
-        (ttl, node_id),
+        " AND thread_id = ANY(%b::text[]) ORDER BY thread_id FOR NO KEY UPDATE)",
+        (ttl, node_id, list(threads)),
     )
     return cursor.rowcount
 
