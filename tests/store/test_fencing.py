@@ -139,6 +139,16 @@ async def test_the_holders_own_writes_go_on_while_it_holds_the_lease(url: str) -
         assert await on_a.log_head(APP, "u", "t") == 3
 
 
+async def taken_once_committed(writer: psycopg.Connection, b_work: Conn, b: str) -> Fence:
+    """B's take of thread t, which waits while A's transaction (``writer``) holds t's lease
+    checked, and goes on once it commits."""
+    taking = asyncio.create_task(take(b_work, b, "t"))
+    await asyncio.sleep(scaled(0.3))
+    assert not taking.done()  # B waits for A's transaction
+    writer.commit()
+    return await asyncio.wait_for(taking, scaled(5))
+
+
 async def test_a_takeover_waits_for_a_write_checked_under_the_old_lease(url: str) -> None:
     async with process(url) as (a, a_work, _), process(url) as (b, b_work, _):
         fence = await take(a_work, a, "t", ttl=0.1)
@@ -146,11 +156,7 @@ async def test_a_takeover_waits_for_a_write_checked_under_the_old_lease(url: str
         with psycopg.connect(url) as writer:
             # A's batch: its lease read and locked, its writes not committed yet.
             assert lease_epochs(writer, ["t"]) == {"t": fence.epoch}
-            taking = asyncio.create_task(take(b_work, b, "t"))
-            await asyncio.sleep(scaled(0.3))
-            assert not taking.done()  # B waits for A's transaction
-            writer.commit()
-        taken = await asyncio.wait_for(taking, scaled(5))
+            taken = await taken_once_committed(writer, b_work, b)
         assert taken.epoch > fence.epoch
         with psycopg.connect(url) as writer:
             assert lease_epochs(writer, ["t", "none"]) == {"t": taken.epoch}
@@ -172,11 +178,7 @@ async def test_a_renewal_passes_a_write_checked_in_its_statement_and_a_takeover_
             renewing = leases.renew(a_work, node_id=a, threads=["t"], ttl=0.3)
             assert await asyncio.wait_for(renewing, scaled(5)) == 1
             await asyncio.sleep(0.5)  # A's lease ran out: B may take it
-            taking = asyncio.create_task(take(b_work, b, "t"))
-            await asyncio.sleep(scaled(0.3))
-            assert not taking.done()  # B waits for A's transaction
-            writer.commit()
-        taken = await asyncio.wait_for(taking, scaled(5))
+            taken = await taken_once_committed(writer, b_work, b)
         assert taken.epoch > fence.epoch
         # A's next write under the old lease is refused by its statement, and changes nothing.
         with psycopg.connect(url) as writer, pytest.raises(FencedError):
