@@ -386,7 +386,7 @@ class PostgresCluster:
                 if time.monotonic() >= next_renewal:
                     await self._work(
                         lambda conn: leases.renew(
-                            conn, node_id=self.node_id, ttl=self.lease_seconds
+                            conn, node_id=self.node_id, threads=self._kept(), ttl=self.lease_seconds
                         )
                     )
                     self._renewed_at = time.monotonic()
@@ -402,6 +402,12 @@ class PostgresCluster:
                 self._reach(False)
             if time.monotonic() - self._renewed_at > self.lease_seconds and self._holding:
                 self._lose()
+
+    def _kept(self) -> list[str]:
+        """The leases the heartbeat renews, read at its turn: those held here, and those let
+        go of whose release is still on its way (in the writer's queue, or this connection's);
+        not one whose release failed, which runs out instead of being held forever."""
+        return [*self._holding, *self._committing, *self._releasing]
 
     async def _sweep(self) -> None:
         found = await self._work(lambda conn: leases.dead(conn, self.node_id, SWEEP_LIMIT))

@@ -6,6 +6,12 @@ once its event is committed, yet a run never waits on another run's model, only 
 shared commit it joined. A write that fails is undone alone (the backend's ``commit``); a
 commit that fails fails every write of it.
 
+A write nobody waits on and that needs no commit of its own rides the next one: a cluster's
+notices of changed threads (``ReleaseLeases`` with no lease to let go of) are queued without
+waking the writer, which takes them with the next write queued, or after ``RIDE_SECONDS``
+if none comes. Alone, each cost a transaction (BEGIN, its statement, COMMIT) at low load.
+Queued in order, a notice still commits after every write queued before it.
+
 Health: ``can_commit`` says whether the writer's last commit succeeded; while it fails the
 writer tries a one-page commit of its own every ``PROBE_SECONDS``, so it also learns of the
 recovery when no write comes (``/ping`` is Unhealthy meanwhile).
@@ -33,6 +39,7 @@ from gateway.store.writes import (
     Failed,
     Fenced,
     Probe,
+    ReleaseLeases,
     SaveStreamedText,
     TrimFrames,
     Write,
@@ -54,6 +61,10 @@ _WOKEN_A_TURN = 16
 
 # While commits fail, how often the writer tries one of its own (a Probe).
 PROBE_SECONDS = 1.0
+
+# How long a write that rides (``_rides``) waits for another to commit with, at most:
+# thread changes, which a user's thread list hears at most every 0.5 s anyway.
+RIDE_SECONDS = 0.05
 
 
 @dataclasses.dataclass(slots=True)
@@ -95,6 +106,8 @@ class GroupCommit:
         self._idle.set()
         self._closing = False
         self._submitted = 0
+        # The writer's wake-up for writes that ride (``_rides``), while one is set.
+        self._ride: asyncio.TimerHandle | None = None
         self.commits = 0
         # Each transaction's time and writes (``gateway.metrics``); nothing unless set.
         self.metrics: Metrics = OFF
@@ -134,7 +147,10 @@ class GroupCommit:
         if key is not None:
             self._replaceable[key] = pending
         self._idle.clear()
-        self._wakeup.set()
+        if not _rides(write):
+            self._wakeup.set()
+        elif self._ride is None and not self._wakeup.is_set():
+            self._ride = asyncio.get_running_loop().call_later(RIDE_SECONDS, self._ride_over)
         return future
 
     def queued(self) -> int:
@@ -152,12 +168,26 @@ class GroupCommit:
     async def _run(self) -> None:
         while True:
             await self._await_writes()
-            while self._queue:
+            while self._queue and not self._waits_to_ride():
                 await self._linger()
                 await self._commit_batch()
-            self._idle.set()
+            if not self._queue:
+                self._idle.set()
             if self._closing:
                 return
+
+    def _waits_to_ride(self) -> bool:
+        """Whether every write queued rides (``_rides``), and may still wait for another."""
+        return (
+            self._ride is not None
+            and not self._closing
+            and all(_rides(pending.write) for pending in self._queue)
+        )
+
+    def _ride_over(self) -> None:
+        """The writes that ride waited long enough: they go alone."""
+        self._ride = None
+        self._wakeup.set()
 
     async def _await_writes(self) -> None:
         """Waits for queued writes; while commits fail, probes the database meanwhile."""
@@ -173,6 +203,9 @@ class GroupCommit:
         """Commits what is queued, up to _MAX_BATCH; a method so the batch dies with its call."""
         count = min(len(self._queue), _MAX_BATCH)
         batch = [self._queue.popleft() for _ in range(count)]
+        if self._ride is not None:  # the writes that rode go now
+            self._ride.cancel()
+            self._ride = None
         for pending in batch:
             if pending.key is not None:
                 del self._replaceable[pending.key]
@@ -264,6 +297,12 @@ class GroupCommit:
         asyncio.get_running_loop().call_soon(
             self._count_turn, over, deadline, self._submitted, quiet_turns
         )
+
+
+def _rides(write: Write) -> bool:
+    """Whether a write waits for the next commit rather than making one: a cluster's
+    notices alone (a release of leases does not: a take elsewhere may wait for it)."""
+    return isinstance(write, ReleaseLeases) and not write.threads
 
 
 def _traced(write: Write) -> Span | None:

@@ -6,9 +6,10 @@ decides from what it reads (a stale copy, the run an event leaves open, the new 
 create returns) is here, once. What applying it returns reaches the caller once the batch
 is committed; what it raises fails that write alone, unless the database itself failed
 (see each backend's ``transaction``). A write made under a thread's lease in a cluster is
-``Fenced``: the backend's transaction locks the leases of a batch's fenced writes, reads
-their epochs (``fenced_threads``), and applies each such write only if its lease is still
-current (``unfenced``); one that is not fails alone with ``FencedError``.
+``Fenced``: the backend's transaction applies it only if its lease is still current, in the
+write's own statement where it can (PostgreSQL's ``transaction``), else by locking the
+lease first and reading its epoch (``unfenced``); one that is not fails alone with
+``FencedError``.
 """
 
 from __future__ import annotations
@@ -247,11 +248,6 @@ class Fenced:
         assert isinstance(self.write, AppendFrames)
         frames = [cast(AppendFrames, write.write) for write in newer]
         return dataclasses.replace(self, write=self.write.followed_by(frames))
-
-
-def fenced_threads(writes: Sequence[Write]) -> list[str]:
-    """The threads whose leases fence some of ``writes``, in the order they are locked."""
-    return sorted({write.fence.thread_id for write in writes if isinstance(write, Fenced)})
 
 
 def unfenced(write: Write, epochs: Mapping[str, int]) -> Write:

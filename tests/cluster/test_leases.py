@@ -142,9 +142,27 @@ async def test_the_heartbeat_keeps_a_lease_past_its_ttl(url: str, work: Conn):
         await take(work, a, ttl=0.4)
         for _ in range(4):
             await asyncio.sleep(0.2)
-            assert await leases.renew(work, node_id=a, ttl=0.4) == 1
+            assert await leases.renew(work, node_id=a, threads=["t1"], ttl=0.4) == 1
         assert await take(work, b) is None
         assert await leases.dead(work, b, 10) == []
+    finally:
+        await a_conn.close()
+        await b_conn.close()
+
+
+async def test_the_heartbeat_renews_only_the_leases_it_is_told_its_process_holds(
+    url: str, work: Conn
+):
+    """A lease whose release failed is no longer its process's: renewed with the rest, it
+    was held forever; left out, it runs out for another process to take."""
+    (a, a_conn), (b, b_conn) = await node(url), await node(url)
+    try:
+        for thread in ("t1", "t2"):
+            await take(work, a, thread=thread, ttl=0.3)
+        await asyncio.sleep(0.5)  # both ran out
+        assert await leases.renew(work, node_id=a, threads=["t1", "t3"], ttl=60) == 1
+        assert await take(work, b, thread="t1") is None
+        assert who(await take(work, b, thread="t2")) == ("t2", a)
     finally:
         await a_conn.close()
         await b_conn.close()

@@ -15,6 +15,7 @@ import pytest
 
 from gateway.cluster.postgres import PostgresCluster
 from gateway.store.frames import LoggedFrame
+from gateway.store.postgres import leases
 from gateway.store.service import SessionService
 from gateway.store.writes import ReleaseLeases
 from tests.support.budgets import scaled
@@ -147,3 +148,32 @@ async def test_a_release_the_writer_could_not_commit_is_made_on_the_working_conn
         assert await holder(url, "t1") is None
     finally:
         await cluster.close()
+
+
+async def test_a_lease_whose_release_failed_everywhere_runs_out_for_another_process(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release the writer could not commit, nor the working connection make, leaves the
+    lease in the table: the heartbeat no longer renews it (it renewed every lease of its
+    node, so the thread stayed held forever), and it runs out for another process."""
+    holding = PostgresCluster(url, lease_seconds=0.6, check_seconds=0.1)
+    heard = Heard()
+    await holding.start(Heard())
+    other = PostgresCluster(url, lease_seconds=30, check_seconds=0.1)
+    await other.start(heard)
+    try:
+        assert await holding.take("t1", "u", "r1") is not None
+
+        async def cannot(*args: Any, **kwargs: Any) -> list[str]:
+            raise psycopg.OperationalError("the database went away meanwhile")
+
+        monkeypatch.setattr(leases, "release", cannot)
+        await asyncio.wait_for(holding.release("t1"), scaled(5))
+        assert await holder(url, "t1") == holding.node_id  # still there, its holder alive
+        await until(lambda: heard.dead)
+        assert {(lease.thread_id, lease.holder) for lease in heard.dead} == {
+            ("t1", holding.node_id)
+        }
+    finally:
+        await holding.close()
+        await other.close()

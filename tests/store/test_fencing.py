@@ -25,7 +25,9 @@ from gateway.store.errors import FencedError
 from gateway.store.frames import LoggedFrame
 from gateway.store.leases import Fence
 from gateway.store.postgres import leases
-from gateway.store.postgres.writes import lease_epochs
+from gateway.store.postgres.fences import lease_epochs
+from gateway.store.postgres.writes import append_frames
+from gateway.store.writes import AppendFrames
 from tests.support.backends import rows
 from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
@@ -137,6 +139,16 @@ async def test_the_holders_own_writes_go_on_while_it_holds_the_lease(url: str) -
         assert await on_a.log_head(APP, "u", "t") == 3
 
 
+async def taken_once_committed(writer: psycopg.Connection, b_work: Conn, b: str) -> Fence:
+    """B's take of thread t, which waits while A's transaction (``writer``) holds t's lease
+    checked, and goes on once it commits."""
+    taking = asyncio.create_task(take(b_work, b, "t"))
+    await asyncio.sleep(scaled(0.3))
+    assert not taking.done()  # B waits for A's transaction
+    writer.commit()
+    return await asyncio.wait_for(taking, scaled(5))
+
+
 async def test_a_takeover_waits_for_a_write_checked_under_the_old_lease(url: str) -> None:
     async with process(url) as (a, a_work, _), process(url) as (b, b_work, _):
         fence = await take(a_work, a, "t", ttl=0.1)
@@ -144,11 +156,31 @@ async def test_a_takeover_waits_for_a_write_checked_under_the_old_lease(url: str
         with psycopg.connect(url) as writer:
             # A's batch: its lease read and locked, its writes not committed yet.
             assert lease_epochs(writer, ["t"]) == {"t": fence.epoch}
-            taking = asyncio.create_task(take(b_work, b, "t"))
-            await asyncio.sleep(scaled(0.3))
-            assert not taking.done()  # B waits for A's transaction
-            writer.commit()
-        taken = await asyncio.wait_for(taking, scaled(5))
+            taken = await taken_once_committed(writer, b_work, b)
         assert taken.epoch > fence.epoch
         with psycopg.connect(url) as writer:
             assert lease_epochs(writer, ["t", "none"]) == {"t": taken.epoch}
+
+
+async def test_a_renewal_passes_a_write_checked_in_its_statement_and_a_takeover_waits(
+    url: str,
+) -> None:
+    """A write that checks its fence in its own statement locks the lease ``FOR KEY SHARE``:
+    the holder's heartbeat, which changes no key, renews the lease meanwhile (it waited
+    for every batch, and a batch that locked leases out of order could deadlock it); a
+    takeover, which sets a new epoch (a key), waits for the write's transaction."""
+    async with process(url) as (a, a_work, on_a), process(url) as (b, b_work, _):
+        fence = await take(a_work, a, "t", ttl=0.3)
+        await on_a.create_session(app_name=APP, user_id="u", session_id="t")
+        with psycopg.connect(url) as writer:
+            # A's batch: its frames written under the lease, not committed yet.
+            assert append_frames(writer, AppendFrames(APP, "u", "t", tuple(frame(1))), fence) == 1
+            renewing = leases.renew(a_work, node_id=a, threads=["t"], ttl=0.3)
+            assert await asyncio.wait_for(renewing, scaled(5)) == 1
+            await asyncio.sleep(0.5)  # A's lease ran out: B may take it
+            taken = await taken_once_committed(writer, b_work, b)
+        assert taken.epoch > fence.epoch
+        # A's next write under the old lease is refused by its statement, and changes nothing.
+        with psycopg.connect(url) as writer, pytest.raises(FencedError):
+            append_frames(writer, AppendFrames(APP, "u", "t", tuple(frame(2))), fence)
+        assert await on_a.log_head(APP, "u", "t") == 1

@@ -15,7 +15,7 @@ import pytest
 from gateway.store import group_commit
 from gateway.store.frames import LoggedFrame
 from gateway.store.group_commit import GroupCommit
-from gateway.store.writes import AppendFrames, Probe, Write
+from gateway.store.writes import AppendFrames, Probe, ReleaseLeases, Write
 
 pytestmark = pytest.mark.unit
 
@@ -118,4 +118,68 @@ async def test_any_other_write_ends_the_linger_at_once() -> None:
     await asyncio.sleep(0)
     assert [len(batch) for batch in batches] == [2]
     await asyncio.gather(frames, probe)
+    await writer.close()
+
+
+async def test_a_clusters_notices_ride_the_next_commit_and_go_alone_only_after_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cluster's notices of changed threads (a ``ReleaseLeases`` letting go of no lease)
+    need no commit of their own: queued, they wait for the next write and commit with it,
+    in their order; none coming, they go alone after ``RIDE_SECONDS``. A release of a
+    lease does not wait."""
+    monkeypatch.setattr(group_commit, "RIDE_SECONDS", 60)  # no luck of the clock below
+    writer, batches = recording_writer()
+    told = ReleaseLeases("n", (), ('{"type":"changed"}',))
+    first = writer.submit(told)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert batches == []  # waiting for a write to ride with
+    probe = writer.submit(Probe())
+    await asyncio.gather(first, probe)
+    assert [list(batch) for batch in batches] == [[told, Probe()]]
+    # Alone, it goes once its wait is over, not before.
+    batches.clear()
+    monkeypatch.setattr(group_commit, "RIDE_SECONDS", 0.05)
+    loop = asyncio.get_running_loop()
+    submitted = loop.time()
+    await writer.submit(told)
+    assert loop.time() - submitted >= 0.05 * 0.9
+    assert [list(batch) for batch in batches] == [[told]]
+    # A lease let go of is a write of its own: it goes at once.
+    batches.clear()
+    released = writer.submit(ReleaseLeases("n", (("t1", None),)))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert released.done() and len(batches) == 1
+    await writer.close()
+
+
+async def test_a_notice_queued_while_a_commit_is_on_waits_for_the_next_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The writer commits what came in meanwhile after each commit, but notices alone wait
+    on: they would otherwise make a commit of their own whenever a commit was on."""
+    monkeypatch.setattr(group_commit, "RIDE_SECONDS", 60)
+    committing = asyncio.Event()
+    go_on = asyncio.Event()
+    batches: list[Sequence[Write]] = []
+
+    async def commit(writes: Sequence[Write]) -> list[object]:
+        batches.append(writes)
+        committing.set()
+        await go_on.wait()
+        return [None] * len(writes)
+
+    writer = GroupCommit(commit, lambda healthy: None)
+    probe = writer.submit(Probe())
+    await committing.wait()
+    notice = writer.submit(ReleaseLeases("n", (), ("x",)))
+    go_on.set()
+    await probe
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert len(batches) == 1 and not notice.done()
+    await asyncio.gather(notice, writer.submit(Probe()))
+    assert [len(batch) for batch in batches] == [1, 2]
     await writer.close()

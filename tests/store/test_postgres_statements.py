@@ -18,14 +18,16 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 from google.adk.errors._stale_session_error import StaleSessionError
 from psycopg.rows import TupleRow
 
+from gateway.store.errors import FencedError
 from gateway.store.frames import LoggedFrame
+from gateway.store.leases import Fence
 from gateway.store.postgres.backend import open_postgres
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.reads import (
@@ -47,10 +49,12 @@ from gateway.store.writes import (
     AppendFrames,
     CreateSession,
     Failed,
+    Fenced,
     OpenThread,
     ReleaseLeases,
     SaveStreamedText,
     TrimFrames,
+    Write,
 )
 from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
@@ -349,8 +353,8 @@ def test_the_trims_of_a_batchs_threads_are_one_statement(db: Counted) -> None:
 
 async def test_a_batchs_releases_are_one_statement_after_its_frames(postgres: Postgres) -> None:
     """The cluster lets go of a run's lease in the commit of its last frames: a batch's
-    releases (and thread changes told) go in one statement, after the rest; their leases
-    are locked first, with those of the batch's fenced writes, in thread order."""
+    releases (and thread changes told) go in one statement, after the rest, which locks
+    them itself, in thread order."""
     with Counted.connect(await postgres.fresh_cluster_database()) as db:
         db.sent = []
         commit(db, [created("t1"), created("t2")])
@@ -369,9 +373,57 @@ async def test_a_batchs_releases_are_one_statement_after_its_frames(postgres: Po
             ReleaseLeases("n", (), ('{"type":"released","thread":"x"}',)),
         ]
         assert commit(db, batch) == [1, ["t1"], 1, ["t2"], []]
-        assert db.sent == ["SELECT", "WITH", "WITH"]  # the leases locked, frames, releases
+        assert db.sent == ["WITH", "WITH"]  # the frames, the releases
         held = db.execute("SELECT thread_id, holder FROM gateway_leases").fetchall()
         assert held == [("t3", "other")]
+
+
+async def test_a_runs_writes_check_their_leases_in_their_own_statements(
+    postgres: Postgres,
+) -> None:
+    """An event, frames, a streamed text and a trim made under threads' leases (``Fenced``)
+    carry the check in their own statements: a batch of them costs no statement for its
+    leases, where reading and locking them took one a batch. One under a lease no longer
+    its thread's is refused (``FencedError``), changes nothing and costs no savepoint; the
+    rest of the batch commits."""
+    with Counted.connect(await postgres.fresh_cluster_database()) as db:
+        db.sent = []
+        commit(db, [created("t1"), created("t2")])
+        epochs = dict(
+            db.execute(
+                "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at)"
+                " SELECT t, 'n', 'u', 'r', now() + interval '1 minute'"
+                " FROM unnest(ARRAY['t1', 't2']) AS t RETURNING thread_id, epoch"
+            ).fetchall()
+        )
+        db.commit()
+        held = {thread: Fence(thread, epoch) for thread, epoch in epochs.items()}
+        lost = Fence("t2", epochs["t2"] - 1000)  # a lease t2 had before: not its own now
+        db.sent.clear()
+        batch: list[Write] = [
+            Fenced(held["t1"], appended("t1", 0, "e1")),
+            Fenced(held["t1"], framed("t1", 1, 2)),
+            Fenced(held["t1"], streamed("t1", "a")),
+            Fenced(lost, appended("t2", 0, "e2")),
+            Fenced(lost, framed("t2", 1)),
+            Fenced(lost, streamed("t2", "b")),
+            Fenced(held["t2"], framed("t2", 1)),
+            Fenced(held["t1"], TrimFrames(APP, USER, "t1", max_bytes=2)),
+            Fenced(lost, TrimFrames(APP, USER, "t2", max_bytes=0)),
+        ]
+        results = commit(db, batch)
+        assert db.sent == ["WITH", "WITH", "WITH", "WITH", "WITH"]  # 2 events, frames,
+        # texts, trims: no statement for the leases, no savepoint
+        refused = [n for n, result in enumerate(results) if isinstance(result, Failed)]
+        assert refused == [3, 4, 5, 8]
+        assert all(isinstance(results[n], Failed) for n in refused)
+        assert all(isinstance(cast(Failed, results[n]).error, FencedError) for n in refused)
+        assert [results[n] for n in (0, 1, 2, 6, 7)] == [1, 2, None, 1, None]
+        assert db.execute("SELECT id FROM events").fetchall() == [("e1",)]
+        texts = "SELECT s.id, t.text FROM streamed_texts t JOIN sessions s ON s.pk = t.session_pk"
+        assert db.execute(texts).fetchall() == [("t1", "a")]
+        logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+        assert sorted(db.execute(logged).fetchall()) == [("t1", 2), ("t2", 1)]
 
 
 def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:

@@ -9,11 +9,12 @@ every statement that may take a lease from another holder asks it.
 Each lease carries an epoch from ``gateway_lease_epochs``: a new one whenever the thread
 changes holder (or its lease is taken anew after a release), the same while its holder
 takes it again. It is the lease's fencing token (``gateway.store.leases``): a write made
-under it is checked in its own transaction (``writes.lease_epochs``) with a lock on the
-lease's row, which a taker's update waits for, so no write of an old holder commits after
-its thread changed hands. Statements that lock several leases lock them in ``thread_id``
-order (the renewal here, a batch's fences and releases in ``writes``), so a renewal and a
-batch of writes never wait on each other in a circle. A run's lease is let go of in the
+under it is checked in its own transaction, most in the write's own statement
+(``fences.LEASES``), with a lock on the lease's row that a taker's update waits for (the
+epoch is a key: ``FOR KEY SHARE``, which the renewal's update does not wait for), so no
+write of an old holder commits after its thread changed hands. Statements that lock
+several leases to change them lock them in ``thread_id`` order (the renewal, a release),
+so they never wait on each other in a circle. A run's lease is let go of in the
 store's batch that commits its last frames (``release_leases``), or on the cluster's own
 connection (``release``) when the store could not.
 
@@ -57,6 +58,10 @@ _SCHEMA = (
     # Whether a process waits for the lease: only then is its release told (``want``).
     "ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS wanted boolean NOT NULL DEFAULT false",
     "CREATE INDEX IF NOT EXISTS gateway_leases_holder ON gateway_leases (holder)",
+    # The epoch a key (epochs are never given twice), so that a take, which sets it, waits
+    # for the FOR KEY SHARE lock a batch checking a fence holds (``fences.LEASES``),
+    # while the renewal, which changes no key, passes it.
+    "CREATE UNIQUE INDEX IF NOT EXISTS gateway_leases_epoch ON gateway_leases (epoch)",
     "CREATE OR REPLACE VIEW gateway_live_nodes AS"
     " SELECT n.node_id FROM gateway_nodes n JOIN pg_stat_activity a"
     " ON a.pid = n.pid AND a.backend_start = n.backend_start",
@@ -173,10 +178,13 @@ def _releasing(
 
 
 # A row a lease let go of (its notice sent if it was wanted), then one a payload told. The
-# arrays go in binary: as text psycopg would quote and escape each element in Python.
+# leases are locked in ``thread_id`` order, as the renewal locks them, so the two never
+# wait on each other in a circle. The arrays go in binary: as text psycopg would quote and
+# escape each element in Python.
 _RELEASE = (
-    "WITH released AS (DELETE FROM gateway_leases WHERE holder = %(node)s"
-    " AND thread_id = ANY(%(threads)b::text[]) RETURNING thread_id, wanted)"
+    "WITH released AS (DELETE FROM gateway_leases WHERE thread_id IN (SELECT thread_id"
+    " FROM gateway_leases WHERE holder = %(node)s AND thread_id = ANY(%(threads)b::text[])"
+    " ORDER BY thread_id FOR UPDATE) RETURNING thread_id, wanted)"
     " SELECT r.thread_id, CASE WHEN r.wanted THEN pg_notify(%(channel)s, n.notice) END"
     " FROM released r JOIN unnest(%(threads)b::text[], %(notices)b::text[])"
     " AS n (thread_id, notice) USING (thread_id)"
@@ -196,13 +204,17 @@ async def want(conn: AsyncConnection[TupleRow], thread_id: str) -> bool:
     return cursor.rowcount > 0
 
 
-async def renew(conn: AsyncConnection[TupleRow], *, node_id: str, ttl: float) -> int:
-    """The heartbeat: every lease of the node expires ``ttl`` seconds from now."""
+async def renew(
+    conn: AsyncConnection[TupleRow], *, node_id: str, threads: Sequence[str], ttl: float
+) -> int:
+    """The heartbeat: the node's leases of ``threads``, those it still holds, expire ``ttl``
+    seconds from now. Any other lease of the node (one whose release failed) is left to
+    run out, for another process to take: renewed, it would be held forever."""
     cursor = await conn.execute(
         "UPDATE gateway_leases SET expires_at = now() + %s * interval '1 second'"
         " WHERE thread_id IN (SELECT thread_id FROM gateway_leases WHERE holder = %s"
-        " ORDER BY thread_id FOR NO KEY UPDATE)",
-        (ttl, node_id),
+        " AND thread_id = ANY(%b::text[]) ORDER BY thread_id FOR NO KEY UPDATE)",
+        (ttl, node_id, list(threads)),
     )
     return cursor.rowcount
 

@@ -16,34 +16,41 @@ Without savepoints, the frames of all the batch's threads go in one statement, t
 trims in one after it, and their streamed texts in another, each held back only as long as no
 write of its thread that needs it there comes after it (``_applied``).
 
-A batch with writes under threads' leases (``Fenced``) first reads and locks those leases,
-one statement for the batch (``writes.lease_epochs``), outside any write's savepoint so the
-locks hold to the commit; each fenced write is then applied only if its epoch is current,
-and fails alone (``FencedError``) if not. The leases the cluster lets go of in the batch
-(``ReleaseLeases``, after the run's last frames) are locked with them, and go in one
-statement after the other writes.
+A write under a thread's lease (``Fenced``) of a kind a run makes all along (an event,
+frames, a streamed text, a trim: ``_CHECKED_BY_ITS_STATEMENT``) carries its fence into its
+statement, which locks the lease and applies the write only while its epoch is current
+(``fences``): it costs no statement of its own. One refused changed nothing, and
+fails alone (``FencedError``) with nothing to undo. Any other fenced write's lease is read
+and locked first, one statement for the batch (``fences.lease_epochs``), outside any
+write's savepoint so the lock holds to the commit, and the write is applied only if its
+epoch is current (``unfenced``). The leases the cluster lets go of in the batch
+(``ReleaseLeases``, after the run's last frames) go in one statement after the other
+writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import errors
 
 from gateway.store.errors import FencedError
+from gateway.store.leases import Fence
 from gateway.store.postgres import leases
 from gateway.store.postgres import writes as sql
+from gateway.store.postgres.fences import lease_epochs
 from gateway.store.writes import (
     AppendEvent,
     AppendFrames,
     Failed,
+    Fenced,
     ReleaseLeases,
     SaveStreamedText,
     TrimFrames,
     Write,
     apply,
-    fenced_threads,
     unfenced,
 )
 
@@ -68,7 +75,7 @@ def commit(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
 
 def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object]:
     try:
-        epochs = sql.lease_epochs(db, _leases_locked(writes))
+        epochs = lease_epochs(db, _leases_locked(writes))
         try:
             results = _applied(db, writes, epochs, isolate=False)
         except _WriteFailed as failed:
@@ -76,7 +83,7 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
             if len(writes) == 1:  # a lone write's failure is its whole transaction's
                 return [Failed(failed.error)]
             # Once more, each write at a savepoint of its own, undone alone if it fails.
-            epochs = sql.lease_epochs(db, _leases_locked(writes))
+            epochs = lease_epochs(db, _leases_locked(writes))
             results = _applied(db, writes, epochs, isolate=True)
     except psycopg.OperationalError as error:
         if db.closed:
@@ -96,11 +103,29 @@ def _commit_once(db: psycopg.Connection, writes: Sequence[Write]) -> list[object
     return results
 
 
+# The fenced writes whose statement checks its fence itself (``fences``).
+_CHECKED_BY_ITS_STATEMENT = (AppendEvent, AppendFrames, SaveStreamedText, TrimFrames)
+
+
 def _leases_locked(writes: Sequence[Write]) -> list[str]:
-    """The leases a batch locks first, in thread order: those its fenced writes are made
-    under, and those it lets go of (``ReleaseLeases``)."""
-    released = {thread for w in writes if isinstance(w, ReleaseLeases) for thread, _ in w.threads}
-    return sorted({*fenced_threads(writes), *released})
+    """The leases a batch locks first: those its fenced writes are made under whose
+    statement does not check its fence itself."""
+    return sorted(
+        {
+            w.fence.thread_id
+            for w in writes
+            if isinstance(w, Fenced) and not isinstance(w.write, _CHECKED_BY_ITS_STATEMENT)
+        }
+    )
+
+
+def _fence_of(write: Write, epochs: Mapping[str, int]) -> tuple[Fence | None, Write]:
+    """The write to apply and the fence its statement checks: a fenced write's own if its
+    statement checks it, else none, the write checked here against ``epochs`` (raises
+    ``FencedError`` if its lease is not current)."""
+    if isinstance(write, Fenced) and isinstance(write.write, _CHECKED_BY_ITS_STATEMENT):
+        return write.fence, write.write
+    return None, unfenced(write, epochs)
 
 
 class _WriteFailed(Exception):
@@ -127,28 +152,30 @@ def _applied(
     write still finds it there (``_meets``).
     """
     results: list[object] = [None] * len(writes)
-    held: dict[int, Held] = {}  # writes held back, by their place in the batch
+    held: dict[int, tuple[Fence | None, Held]] = {}  # writes held back, by their place
     for number, write in enumerate(writes):
         try:
-            applying = unfenced(write, epochs)
+            fence, applying = _fence_of(write, epochs)
         except FencedError as error:  # refused before any statement: nothing to undo
             results[number] = Failed(error)
             continue
-        if held and _meets(applying, held.values()):
+        if held and _meets(applying, [w for _, w in held.values()]):
             _apply_held(db, held, results)
         if not isolate and isinstance(applying, Held):
-            held[number] = applying
+            held[number] = (fence, applying)
             continue
         if isolate:
             db.execute("SAVEPOINT write")
         try:
-            results[number] = _apply(db, applying)
+            results[number] = _apply(db, applying, fence)
         except Exception as error:
             if _cannot_commit(error):
                 raise  # not this write's fault: the whole batch fails
-            if not isolate:
+            if isolate:
+                db.execute("ROLLBACK TO SAVEPOINT write")
+            elif not isinstance(error, FencedError):
                 raise _WriteFailed(error) from None
-            db.execute("ROLLBACK TO SAVEPOINT write")
+            # A write its statement refused (``FencedError``) changed nothing.
             results[number] = Failed(error)
             continue
         if isolate:
@@ -158,9 +185,20 @@ def _applied(
     return results
 
 
-def _apply(db: psycopg.Connection, write: Write) -> object:
-    if isinstance(write, ReleaseLeases):
-        return leases.release_leases(db, [write])[0]
+def _apply(db: psycopg.Connection, write: Write, fence: Fence | None) -> object:
+    match write:
+        case ReleaseLeases():
+            return leases.release_leases(db, [write])[0]
+        case AppendEvent() if fence is not None:
+            return sql.append_event(db, write, fence)
+        case AppendFrames() if fence is not None:
+            return sql.append_frames(db, write, fence)
+        case SaveStreamedText() if fence is not None:
+            sql.save_streamed_text(db, write, fence)
+            return None
+        case TrimFrames() if fence is not None:
+            sql.trim_frames(db, write, fence)
+            return None
     return apply(sql, db, write)
 
 
@@ -187,26 +225,27 @@ def _meets(write: Write, held: Iterable[Held]) -> bool:
     return thread is None or any(getattr(each, "session_id", None) == thread for each in held)
 
 
-def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[object]) -> None:
+def _apply_held(
+    db: psycopg.Connection, held: dict[int, tuple[Fence | None, Held]], results: list[object]
+) -> None:
     """Applies the held writes, a statement a kind (the trims' after the frames), each
-    write's result in its place."""
-    frames = {number: w for number, w in held.items() if isinstance(w, AppendFrames)}
-    texts = {number: w for number, w in held.items() if isinstance(w, SaveStreamedText)}
-    trims = {number: w for number, w in held.items() if isinstance(w, TrimFrames)}
-    releases = {number: w for number, w in held.items() if isinstance(w, ReleaseLeases)}
+    write's result in its place; one its statement refused (``FencedError``) changed
+    nothing, and fails alone."""
+    frames = {n: w for n, w in held.items() if isinstance(w[1], AppendFrames)}
+    texts = {n: w for n, w in held.items() if isinstance(w[1], SaveStreamedText)}
+    trims = {n: w for n, w in held.items() if isinstance(w[1], TrimFrames)}
+    releases = {n: w for n, (_, w) in held.items() if isinstance(w, ReleaseLeases)}
     try:
         outcomes: dict[int, object] = {}
         if frames:
-            outcomes.update(
-                zip(frames, sql.append_frames_of(db, list(frames.values())), strict=True)
-            )
+            appends, fences = _split(frames)
+            outcomes.update(zip(frames, sql.append_frames_of(db, appends, fences), strict=True))
         if texts:
-            outcomes.update(
-                zip(texts, sql.save_streamed_texts(db, list(texts.values())), strict=True)
-            )
+            saves, fences = _split(texts)
+            outcomes.update(zip(texts, sql.save_streamed_texts(db, saves, fences), strict=True))
         if trims:
-            sql.trim_frames_of(db, list(trims.values()))
-            outcomes.update(dict.fromkeys(trims))
+            cuts, fences = _split(trims)
+            outcomes.update(zip(trims, sql.trim_frames_of(db, cuts, fences), strict=True))
         if releases:
             let_go = leases.release_leases(db, list(releases.values()))
             outcomes.update(zip(releases, let_go, strict=True))
@@ -215,10 +254,18 @@ def _apply_held(db: psycopg.Connection, held: dict[int, Held], results: list[obj
             raise
         raise _WriteFailed(error) from None  # whose, the batch applied again will tell
     for number, outcome in outcomes.items():
-        if isinstance(outcome, Exception):
+        if isinstance(outcome, FencedError):
+            results[number] = Failed(outcome)
+        elif isinstance(outcome, Exception):
             raise _WriteFailed(outcome)
-        results[number] = outcome
+        else:
+            results[number] = outcome
     held.clear()
+
+
+def _split(held: dict[int, tuple[Fence | None, Any]]) -> tuple[list[Any], list[Fence | None]]:
+    """Held writes of one kind, and their fences."""
+    return [w for _, w in held.values()], [fence for fence, _ in held.values()]
 
 
 def _cannot_commit(error: Exception) -> bool:

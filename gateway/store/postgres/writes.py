@@ -5,8 +5,10 @@ lock first (``FOR UPDATE``): an append checks the revision of a session no one e
 append to until it commits, and a new thread's id is locked while its owner is looked up,
 so that of two processes opening it at once one creates it and the other finds it.
 
-A batch's writes made under threads' leases (``Fenced``) are applied only while those
-leases are current: ``lease_epochs`` reads and locks them once for the whole transaction.
+A write made under a thread's lease (``Fenced``) is applied only while that lease is
+current: an event, frames, a streamed text and a trim take a ``Fence`` and check it in
+their own statement (``fences``); any other fenced write is checked before the batch's
+(``fences.lease_epochs``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any, cast
 import psycopg
 
 from gateway.store.codec import dump, load_state, merged_state, updated_state
+from gateway.store.leases import Fence
 from gateway.store.postgres.branches import move_branch as move_branch
+from gateway.store.postgres.fences import LEASES, current, fencing, outcomes, refused
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import LOG_HEAD, USAGE, load_session, thread_owner
@@ -145,8 +149,9 @@ _OPENING = (
 )
 
 
-def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
-    """Returns the session's new revision."""
+def append_event(db: psycopg.Connection, append: AppendEvent, fence: Fence | None = None) -> int:
+    """Returns the session's new revision; under a ``fence`` no longer its thread's lease,
+    changes nothing and raises ``FencedError``."""
     state = None
     if append.deltas["session"]:
         # The state is merged here, in Python, as on SQLite: the row is locked and read
@@ -167,38 +172,40 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
     calls_inline = len({*call_ids, *progress.answers}) == len(call_ids) + len(progress.answers)
     indexed = append.indexed
     title = indexed.title
-    row = db.execute(
-        _APPEND_EVENT,
-        {
-            "app": append.app_name,
-            "user": append.user_id,
-            "session": append.session_id,
-            "loaded_revision": append.loaded_revision,
-            "loaded_update_time": append.loaded_update_time,
-            "id": append.event_id,
-            "invocation": append.invocation_id,
-            "author": append.author,
-            "timestamp": append.timestamp,
-            "data": append.data,
-            "messages": append.messages,
-            "run_open": progress.run_open,
-            "state": state,
-            "words": indexed.words or None,
-            "preview": indexed.preview,
-            "title": title,
-            "title_source": TITLE_FIRST,
-            "title_words": words_of(title) if title is not None else None,
-            "title_seq": TITLE_SEQ,
-            "answers": list(progress.answers) if calls_inline else [],
-            "call_ids": call_ids if calls_inline else [],
-            "call_names": [name for _, name, _ in progress.calls] if calls_inline else [],
-            "call_long": [long for _, _, long in progress.calls] if calls_inline else [],
-        },
-    ).fetchone()
+    params: dict[str, object] = {
+        "app": append.app_name,
+        "user": append.user_id,
+        "session": append.session_id,
+        "loaded_revision": append.loaded_revision,
+        "loaded_update_time": append.loaded_update_time,
+        "id": append.event_id,
+        "invocation": append.invocation_id,
+        "author": append.author,
+        "timestamp": append.timestamp,
+        "data": append.data,
+        "messages": append.messages,
+        "run_open": progress.run_open,
+        "state": state,
+        "words": indexed.words or None,
+        "preview": indexed.preview,
+        "title": title,
+        "title_source": TITLE_FIRST,
+        "title_words": words_of(title) if title is not None else None,
+        "title_seq": TITLE_SEQ,
+        "answers": list(progress.answers) if calls_inline else [],
+        "call_ids": call_ids if calls_inline else [],
+        "call_names": [name for _, name, _ in progress.calls] if calls_inline else [],
+        "call_long": [long for _, _, long in progress.calls] if calls_inline else [],
+    }
+    if fence is not None:
+        params.update(fenced=[fence.thread_id], epoch=fence.epoch)
+    row = db.execute(_APPEND_FENCED_EVENT if fence else _APPEND_EVENT, params).fetchone()
     if row is None:
         raise not_found(append.session_id)
-    revision, update_time, pk, seq, invocation_seq, appended = row
+    revision, update_time, pk, seq, invocation_seq, appended, current = row
     if not appended:
+        if not current:
+            raise refused(fence)
         append.check_fresh(revision, update_time)  # raises: the statement found it stale
         raise AssertionError("an append found fresh was not stored")
     if append.deltas["app"]:
@@ -220,75 +227,65 @@ def append_event(db: psycopg.Connection, append: AppendEvent) -> int:
 # title and its words, the title only while the thread has none); the calls it makes
 # opened and those it answers closed (``progress``); and the row moved on, its run as
 # ``AppendEvent.run_after`` says. Each part of a WITH runs whether read or not, and a part
-# with nothing to add (a NULL, an empty array, no fresh row) adds nothing. It returns the
-# row as found, its new invocation start, and whether the event went in.
-_APPEND_EVENT = (
-    "WITH found AS (SELECT pk, revision, update_time, invocation_id, invocation_seq, run_open,"
-    " title_source IS NULL AS untitled, nextval(pg_get_serial_sequence('events', 'seq')) AS seq"
-    " FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s AND id = %(session)s"
-    " FOR UPDATE),"
-    " fresh AS (SELECT pk, seq, revision, untitled, CASE WHEN invocation_id IS DISTINCT FROM"
-    " %(invocation)s THEN seq ELSE invocation_seq END AS invocation_seq,"
-    " COALESCE(%(run_open)s::boolean, run_open) AS run_open FROM found"
-    " WHERE CASE WHEN %(loaded_revision)s::bigint IS NULL"
-    " THEN update_time <= %(loaded_update_time)s ELSE revision = %(loaded_revision)s END),"
-    " event AS (INSERT INTO events"
-    " (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
-    " OVERRIDING SYSTEM VALUE SELECT seq, pk, %(id)s, %(invocation)s, %(author)s,"
-    f" %(timestamp)s, %(data)s, %(messages)s FROM fresh RETURNING {EVENT_BYTES} AS bytes),"
-    " streamed AS (DELETE FROM streamed_texts"
-    " WHERE session_pk IN (SELECT pk FROM fresh) AND message_id = %(id)s),"
-    " words AS (INSERT INTO thread_words (session_pk, seq, words)"
-    " SELECT pk, seq, to_tsvector('simple', %(words)s::text) FROM fresh"
-    " WHERE %(words)s::text IS NOT NULL),"
-    " title_words AS (INSERT INTO thread_words (session_pk, seq, words)"
-    " SELECT pk, %(title_seq)s, to_tsvector('simple', %(title_words)s::text) FROM fresh"
-    " WHERE untitled AND %(title_words)s::text IS NOT NULL"
-    " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words),"
-    " answered AS (DELETE FROM open_calls WHERE session_pk IN (SELECT pk FROM fresh)"
-    " AND call_id = ANY(%(answers)s::text[])),"
-    " called AS (INSERT INTO open_calls"
-    " (session_pk, call_id, name, seq, invocation_seq, long_running)"
-    " SELECT fresh.pk, c.call_id, c.name, fresh.seq, fresh.invocation_seq, c.long_running"
-    " FROM fresh, unnest(%(call_ids)s::text[], %(call_names)s::text[],"
-    " %(call_long)s::boolean[]) AS c (call_id, name, long_running)"
-    " ON CONFLICT (session_pk, call_id) DO UPDATE SET name = excluded.name,"
-    " seq = excluded.seq, invocation_seq = excluded.invocation_seq,"
-    " long_running = excluded.long_running),"
-    " moved AS (UPDATE sessions s SET revision = fresh.revision + 1,"
-    " update_time = %(timestamp)s, invocation_id = %(invocation)s,"
-    " invocation_seq = fresh.invocation_seq, run_open = fresh.run_open,"
-    " state = COALESCE(%(state)s::text, s.state),"
-    " stored_bytes = s.stored_bytes + (SELECT bytes FROM event),"
-    " preview = COALESCE(%(preview)s::text, s.preview),"
-    " title = CASE WHEN fresh.untitled THEN COALESCE(%(title)s::text, s.title) ELSE s.title END,"
-    " title_source = CASE WHEN fresh.untitled AND %(title)s::text IS NOT NULL"
-    " THEN %(title_source)s ELSE s.title_source END FROM fresh WHERE s.pk = fresh.pk"
-    " RETURNING fresh.invocation_seq)"
-    " SELECT found.revision, found.update_time, found.pk, found.seq,"
-    " (SELECT invocation_seq FROM moved), EXISTS (SELECT FROM moved) FROM found"
-)
+# with nothing to add (a NULL, an empty array, no fresh row) adds nothing. Under a fence
+# (``fences``), a row is fresh only while the fence is current. It returns the row as
+# found, its new invocation start, whether the event went in and whether its fence was
+# current.
+def _append_event_sql(fenced: bool) -> str:
+    return (
+        f"WITH {LEASES if fenced else ''}found AS (SELECT pk, id, revision, update_time,"
+        " invocation_id, invocation_seq, run_open,"
+        " title_source IS NULL AS untitled, nextval(pg_get_serial_sequence('events', 'seq')) AS seq"
+        " FROM sessions WHERE app_name = %(app)s AND user_id = %(user)s AND id = %(session)s"
+        " FOR UPDATE),"
+        " fresh AS (SELECT pk, seq, revision, untitled, CASE WHEN invocation_id IS DISTINCT FROM"
+        " %(invocation)s THEN seq ELSE invocation_seq END AS invocation_seq,"
+        " COALESCE(%(run_open)s::boolean, run_open) AS run_open FROM found"
+        " WHERE CASE WHEN %(loaded_revision)s::bigint IS NULL"
+        " THEN update_time <= %(loaded_update_time)s ELSE revision = %(loaded_revision)s END"
+        f" AND {current(fenced, '%(epoch)s', 'found.id')}),"
+        " event AS (INSERT INTO events"
+        " (seq, session_pk, id, invocation_id, author, timestamp, data, messages)"
+        " OVERRIDING SYSTEM VALUE SELECT seq, pk, %(id)s, %(invocation)s, %(author)s,"
+        f" %(timestamp)s, %(data)s, %(messages)s FROM fresh RETURNING {EVENT_BYTES} AS bytes),"
+        " streamed AS (DELETE FROM streamed_texts"
+        " WHERE session_pk IN (SELECT pk FROM fresh) AND message_id = %(id)s),"
+        " words AS (INSERT INTO thread_words (session_pk, seq, words)"
+        " SELECT pk, seq, to_tsvector('simple', %(words)s::text) FROM fresh"
+        " WHERE %(words)s::text IS NOT NULL),"
+        " title_words AS (INSERT INTO thread_words (session_pk, seq, words)"
+        " SELECT pk, %(title_seq)s, to_tsvector('simple', %(title_words)s::text) FROM fresh"
+        " WHERE untitled AND %(title_words)s::text IS NOT NULL"
+        " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words),"
+        " answered AS (DELETE FROM open_calls WHERE session_pk IN (SELECT pk FROM fresh)"
+        " AND call_id = ANY(%(answers)s::text[])),"
+        " called AS (INSERT INTO open_calls"
+        " (session_pk, call_id, name, seq, invocation_seq, long_running)"
+        " SELECT fresh.pk, c.call_id, c.name, fresh.seq, fresh.invocation_seq, c.long_running"
+        " FROM fresh, unnest(%(call_ids)s::text[], %(call_names)s::text[],"
+        " %(call_long)s::boolean[]) AS c (call_id, name, long_running)"
+        " ON CONFLICT (session_pk, call_id) DO UPDATE SET name = excluded.name,"
+        " seq = excluded.seq, invocation_seq = excluded.invocation_seq,"
+        " long_running = excluded.long_running),"
+        " moved AS (UPDATE sessions s SET revision = fresh.revision + 1,"
+        " update_time = %(timestamp)s, invocation_id = %(invocation)s,"
+        " invocation_seq = fresh.invocation_seq, run_open = fresh.run_open,"
+        " state = COALESCE(%(state)s::text, s.state),"
+        " stored_bytes = s.stored_bytes + (SELECT bytes FROM event),"
+        " preview = COALESCE(%(preview)s::text, s.preview),"
+        " title = CASE WHEN fresh.untitled THEN COALESCE(%(title)s::text, s.title)"
+        " ELSE s.title END,"
+        " title_source = CASE WHEN fresh.untitled AND %(title)s::text IS NOT NULL"
+        " THEN %(title_source)s ELSE s.title_source END FROM fresh WHERE s.pk = fresh.pk"
+        " RETURNING fresh.invocation_seq)"
+        " SELECT found.revision, found.update_time, found.pk, found.seq,"
+        " (SELECT invocation_seq FROM moved), EXISTS (SELECT FROM moved),"
+        f" {current(fenced, '%(epoch)s', 'found.id')} FROM found"
+    )
 
 
-def lease_epochs(db: psycopg.Connection, thread_ids: list[str]) -> dict[str, int]:
-    """The current lease epochs of the threads (none for a thread without a lease), their
-    rows locked until the transaction ends.
-
-    The lock conflicts with the update that hands a lease over: a taker waits for this
-    transaction to end, and one that reads after the hand-over finds the new epoch. The rows
-    are locked in ``thread_id`` order, as a renewal locks them (``leases.renew``), so the
-    two never wait on each other in a circle; and FOR UPDATE, since the batch may delete
-    some (``leases.release_leases``): a lock taken stronger later, by the delete, would
-    come out of that order.
-    """
-    if not thread_ids:
-        return {}
-    found = db.execute(
-        "SELECT thread_id, epoch FROM gateway_leases WHERE thread_id = ANY(%s)"
-        " ORDER BY thread_id FOR UPDATE",
-        (thread_ids,),
-    ).fetchall()
-    return {str(thread_id): int(epoch) for thread_id, epoch in found}
+_APPEND_EVENT = _append_event_sql(fenced=False)
+_APPEND_FENCED_EVENT = _append_event_sql(fenced=True)
 
 
 def probe(db: psycopg.Connection) -> None:
@@ -308,98 +305,113 @@ def patch_thread(db: psycopg.Connection, patch: PatchThread) -> ThreadRow | None
     return patch_row(db, patch.app_name, patch.user_id, patch.session_id, patch.patch)
 
 
-def save_streamed_text(db: psycopg.Connection, save: SaveStreamedText) -> None:
-    if isinstance(failed := save_streamed_texts(db, [save])[0], Exception):
+def save_streamed_text(
+    db: psycopg.Connection, save: SaveStreamedText, fence: Fence | None = None
+) -> None:
+    if isinstance(failed := save_streamed_texts(db, [save], [fence])[0], Exception):
         raise failed
 
 
 def save_streamed_texts(
-    db: psycopg.Connection, saves: Sequence[SaveStreamedText]
+    db: psycopg.Connection,
+    saves: Sequence[SaveStreamedText],
+    fences: Sequence[Fence | None] | None = None,
 ) -> list[Exception | None]:
     """The streamed texts of several threads (one a thread: a thread's row holds one), in
-    one statement, each thread's key found by the statement itself. Each save's outcome,
-    in order: None, or the error of a thread that is not there."""
+    one statement, each thread's key found by the statement itself, and each under its
+    fence (``fences``, None for none) checked by it too. Each save's outcome, in order:
+    None, or the error of a thread that is not there, or ``FencedError``."""
+    params: dict[str, object] = {
+        "save": list(range(len(saves))),
+        "app": [save.app_name for save in saves],
+        "user": [save.user_id for save in saves],
+        "thread": [save.session_id for save in saves],
+        "invocation": [save.invocation_id for save in saves],
+        "message": [save.message_id for save in saves],
+        "author": [save.author for save in saves],
+        "text": [save.text for save in saves],
+        "at": [save.update_time for save in saves],
+    }
+    fenced = fencing(params, fences, [save.session_id for save in saves])
     found = db.execute(
-        _SAVE_STREAMED_TEXTS,
-        {
-            "save": list(range(len(saves))),
-            "app": [save.app_name for save in saves],
-            "user": [save.user_id for save in saves],
-            "thread": [save.session_id for save in saves],
-            "invocation": [save.invocation_id for save in saves],
-            "message": [save.message_id for save in saves],
-            "author": [save.author for save in saves],
-            "text": [save.text for save in saves],
-            "at": [save.update_time for save in saves],
-        },
+        _SAVE_FENCED_STREAMED_TEXTS if fenced else _SAVE_STREAMED_TEXTS, params
     ).fetchall()  # all: a statement that writes is over only once read to its end
-    saved = {number for (number,) in found}
-    return [
-        None if number in saved else not_found(save.session_id) for number, save in enumerate(saves)
-    ]
+    return outcomes(found, fences, [(None, save.session_id) for save in saves])
 
 
-_SAVE_STREAMED_TEXTS = (
-    "WITH found AS (SELECT t.*, s.pk FROM unnest(%(save)s::int[], %(app)s::text[],"
-    " %(user)s::text[], %(thread)s::text[], %(invocation)s::text[], %(message)s::text[],"
-    " %(author)s::text[], %(text)s::text[], %(at)s::float8[]) AS t (number, app_name,"
-    " user_id, id, invocation_id, message_id, author, text, update_time)"
-    " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
-    " saved AS (INSERT INTO streamed_texts"
-    " (session_pk, invocation_id, message_id, author, text, update_time)"
-    " SELECT pk, invocation_id, message_id, author, text, update_time FROM found"
-    " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
-    " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
-    " update_time = excluded.update_time)"
-    " SELECT number FROM found"
-)
+def _save_streamed_texts_sql(fenced: bool) -> str:
+    return (
+        f"WITH {LEASES if fenced else ''}found AS (SELECT t.*, s.pk,"
+        f" {current(fenced, 't.epoch', 't.id')} AS current FROM unnest(%(save)s::int[],"
+        " %(app)s::text[], %(user)s::text[], %(thread)s::text[], %(invocation)s::text[],"
+        " %(message)s::text[], %(author)s::text[], %(text)s::text[], %(at)s::float8[]"
+        f"{', %(epoch)s::bigint[]' if fenced else ''}) AS t (number, app_name,"
+        f" user_id, id, invocation_id, message_id, author, text, update_time"
+        f"{', epoch' if fenced else ''})"
+        " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
+        " saved AS (INSERT INTO streamed_texts"
+        " (session_pk, invocation_id, message_id, author, text, update_time)"
+        " SELECT pk, invocation_id, message_id, author, text, update_time FROM found"
+        " WHERE current"
+        " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
+        " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
+        " update_time = excluded.update_time)"
+        " SELECT number, current FROM found"
+    )
 
 
-def append_frames(db: psycopg.Connection, append: AppendFrames) -> int:
-    outcome = append_frames_of(db, [append])[0]
+_SAVE_STREAMED_TEXTS = _save_streamed_texts_sql(fenced=False)
+_SAVE_FENCED_STREAMED_TEXTS = _save_streamed_texts_sql(fenced=True)
+
+
+def append_frames(db: psycopg.Connection, append: AppendFrames, fence: Fence | None = None) -> int:
+    outcome = append_frames_of(db, [append], [fence])[0]
     if isinstance(outcome, Exception):
         raise outcome
     return outcome
 
 
 def append_frames_of(
-    db: psycopg.Connection, appends: Sequence[AppendFrames]
+    db: psycopg.Connection,
+    appends: Sequence[AppendFrames],
+    fences: Sequence[Fence | None] | None = None,
 ) -> list[int | Exception]:
     """The frames of several writes, of any threads, in one statement, each thread's key
-    found by the statement itself, and each write's notice to the cluster
+    found by the statement itself, each write under its fence (``fences``, None for none)
+    checked by it too, and each write's notice to the cluster
     (``notify.committed``) sent by the same statement: NOTIFY is delivered at commit, so a
     notice costs no statement or transaction of its own. A thread's last write tells of
     all its frames: every process hears every notice, at a cost to its event loop, so a
     thread with several writes here is told once. Each write's outcome, in order: the
-    number of its last frame, or the error of a thread that is not there."""
+    number of its last frame, or the error of a thread that is not there, or
+    ``FencedError``."""
     frames = [(number, frame) for number, append in enumerate(appends) for frame in append.frames]
     last = {_thread_of(append): number for number, append in enumerate(appends)}
+    params: dict[str, object] = {
+        "frame_of": [number for number, _ in frames],
+        "seq": [frame.seq for _, frame in frames],
+        "data": [frame.data for _, frame in frames],
+        "only_for": [frame.only_for for _, frame in frames],
+        "not_for": [frame.not_for for _, frame in frames],
+        "write": list(range(len(appends))),
+        "app": [append.app_name for append in appends],
+        "user": [append.user_id for append in appends],
+        "thread": [append.session_id for append in appends],
+        "notice": [
+            committed(append.session_id, append.frames[-1].seq)
+            if last[_thread_of(append)] == number
+            else None
+            for number, append in enumerate(appends)
+        ],
+        "channel": CHANNEL,
+    }
+    fenced = fencing(params, fences, [append.session_id for append in appends])
     found = db.execute(
-        _APPEND_FRAMES,
-        {
-            "frame_of": [number for number, _ in frames],
-            "seq": [frame.seq for _, frame in frames],
-            "data": [frame.data for _, frame in frames],
-            "only_for": [frame.only_for for _, frame in frames],
-            "not_for": [frame.not_for for _, frame in frames],
-            "write": list(range(len(appends))),
-            "app": [append.app_name for append in appends],
-            "user": [append.user_id for append in appends],
-            "thread": [append.session_id for append in appends],
-            "notice": [
-                committed(append.session_id, append.frames[-1].seq)
-                if last[_thread_of(append)] == number
-                else None
-                for number, append in enumerate(appends)
-            ],
-            "channel": CHANNEL,
-        },
+        _APPEND_FENCED_FRAMES if fenced else _APPEND_FRAMES, params
     ).fetchall()  # all: a statement that writes is over only once read to its end
-    written = {number for (number, _) in found}
-    return [
-        append.frames[-1].seq if number in written else not_found(append.session_id)
-        for number, append in enumerate(appends)
-    ]
+    return outcomes(
+        found, fences, [(append.frames[-1].seq, append.session_id) for append in appends]
+    )
 
 
 def _thread_of(append: AppendFrames) -> tuple[str, str, str]:
@@ -407,61 +419,97 @@ def _thread_of(append: AppendFrames) -> tuple[str, str, str]:
 
 
 # Each part of a WITH runs once, whether read or not: the threads found (with their key),
-# their frames added, then one row (and notice) a thread found. The frames' data go in
+# their frames added (a fenced write's only while current), then one row a thread found,
+# and its notice if current. The frames' data go in
 # binary (``%b``), copied as they are: in text, each is written out in hex and quoted as
 # an array element, which made the statement ~40% dearer to send for frames of 150 bytes.
-_APPEND_FRAMES = (
-    "WITH w AS (SELECT * FROM unnest(%(write)s::int[], %(app)s::text[], %(user)s::text[],"
-    " %(thread)s::text[], %(notice)s::text[]) AS w (number, app_name, user_id, id, notice)),"
-    " found AS (SELECT w.number, w.notice, s.pk FROM w JOIN sessions s"
-    " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
-    " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
-    " SELECT found.pk, f.seq, f.data, f.only_for, f.not_for FROM found"
-    " JOIN unnest(%(frame_of)s::int[], %(seq)s::bigint[], %(data)b::bytea[],"
-    " %(only_for)s::text[], %(not_for)s::text[]) AS f (number, seq, data, only_for, not_for)"
-    " ON f.number = found.number)"
-    " SELECT number, CASE WHEN notice IS NOT NULL THEN pg_notify(%(channel)s, notice) END"
-    " FROM found"
-)
-
-
-def trim_frames(db: psycopg.Connection, trim: TrimFrames) -> None:
-    trim_frames_of(db, [trim])
-
-
-def trim_frames_of(db: psycopg.Connection, trims: Sequence[TrimFrames]) -> None:
-    """The trims of several threads' logs in one statement (each thread's key found by
-    the statement itself), where each took one: a run's end trims its thread's log, so a
-    batch holds the trims of every run that ended meanwhile. Two trims of one log keep
-    what the smaller keeps, whichever comes first, so a log is trimmed once, to it."""
-    smallest: dict[tuple[str, str, str], int] = {}
-    for trim in trims:
-        log = (trim.app_name, trim.user_id, trim.session_id)
-        smallest[log] = min(trim.max_bytes, smallest.get(log, trim.max_bytes))
-    db.execute(
-        _TRIM_FRAMES,
-        {
-            "app": [app for app, _, _ in smallest],
-            "user": [user for _, user, _ in smallest],
-            "id": [thread for _, _, thread in smallest],
-            "max": list(smallest.values()),
-        },
+def _append_frames_sql(fenced: bool) -> str:
+    return (
+        f"WITH {LEASES if fenced else ''}w AS (SELECT * FROM unnest(%(write)s::int[],"
+        " %(app)s::text[], %(user)s::text[], %(thread)s::text[], %(notice)s::text[]"
+        f"{', %(epoch)s::bigint[]' if fenced else ''}) AS w (number, app_name, user_id, id,"
+        f" notice{', epoch' if fenced else ''})),"
+        " found AS (SELECT w.number, w.notice, s.pk,"
+        f" {current(fenced, 'w.epoch', 'w.id')} AS current FROM w JOIN sessions s"
+        " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
+        " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
+        " SELECT found.pk, f.seq, f.data, f.only_for, f.not_for FROM found"
+        " JOIN unnest(%(frame_of)s::int[], %(seq)s::bigint[], %(data)b::bytea[],"
+        " %(only_for)s::text[], %(not_for)s::text[]) AS f (number, seq, data, only_for, not_for)"
+        " ON f.number = found.number WHERE found.current)"
+        " SELECT number, current, CASE WHEN current AND notice IS NOT NULL"
+        " THEN pg_notify(%(channel)s, notice) END FROM found"
     )
+
+
+_APPEND_FRAMES = _append_frames_sql(fenced=False)
+_APPEND_FENCED_FRAMES = _append_frames_sql(fenced=True)
+
+
+def trim_frames(db: psycopg.Connection, trim: TrimFrames, fence: Fence | None = None) -> None:
+    if isinstance(refused := trim_frames_of(db, [trim], [fence])[0], Exception):
+        raise refused
+
+
+def trim_frames_of(
+    db: psycopg.Connection,
+    trims: Sequence[TrimFrames],
+    fences: Sequence[Fence | None] | None = None,
+) -> list[Exception | None]:
+    """The trims of several threads' logs in one statement (each thread's key found by
+    the statement itself, each trim's fence checked by it too), where each took one: a
+    run's end trims its thread's log, so a batch holds the trims of every run that ended
+    meanwhile. Two trims of one log (under one fence) keep what the smaller keeps,
+    whichever comes first, so a log is trimmed once, to it. Each trim's outcome, in
+    order: None, or ``FencedError``."""
+    fenced = fences if fences is not None else [None] * len(trims)
+    smallest: dict[tuple[str, str, str, Fence | None], int] = {}
+    for trim, fence in zip(trims, fenced, strict=True):
+        log = (trim.app_name, trim.user_id, trim.session_id, fence)
+        smallest[log] = min(trim.max_bytes, smallest.get(log, trim.max_bytes))
+    logs = list(smallest)
+    params: dict[str, object] = {
+        "log": list(range(len(logs))),
+        "app": [app for app, _, _, _ in logs],
+        "user": [user for _, user, _, _ in logs],
+        "id": [thread for _, _, thread, _ in logs],
+        "max": list(smallest.values()),
+    }
+    if not fencing(params, [fence for *_, fence in logs], [log[2] for log in logs]):
+        db.execute(_TRIM_FRAMES, params)
+        return [None] * len(trims)
+    stale = {logs[number] for (number,) in db.execute(_TRIM_FENCED_FRAMES, params).fetchall()}
+    return [
+        refused(fence) if (t.app_name, t.user_id, t.session_id, fence) in stale else None
+        for t, fence in zip(trims, fenced, strict=True)
+    ]
 
 
 # Each log keeps its newest frames that fit its bytes, and its newest one whatever its
 # size (none fits: the first kept is the newest), so the log always knows its head; a
-# thread that is not there, or a log with no frames, loses nothing.
-_TRIM_FRAMES = (
-    "WITH t AS (SELECT s.pk, t.max FROM unnest(%(app)s::text[], %(user)s::text[],"
-    " %(id)s::text[], %(max)s::bigint[]) AS t (app_name, user_id, id, max)"
-    " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
-    " kept AS (SELECT t.pk, COALESCE((SELECT MIN(seq) FROM (SELECT seq,"
-    " SUM(octet_length(data)) OVER (ORDER BY seq DESC) AS bytes FROM frames"
-    " WHERE session_pk = t.pk) AS newest WHERE bytes <= t.max),"
-    " (SELECT MAX(seq) FROM frames WHERE session_pk = t.pk)) AS first FROM t)"
-    " DELETE FROM frames f USING kept WHERE f.session_pk = kept.pk AND f.seq < kept.first"
-)
+# thread that is not there, or a log with no frames, loses nothing, nor does one whose
+# trim's fence is not current, which the fenced statement returns.
+def _trim_frames_sql(fenced: bool) -> str:
+    return (
+        f"WITH {LEASES if fenced else ''}t AS (SELECT t.log, s.pk, t.max,"
+        f" {current(fenced, 't.epoch', 't.id')} AS current FROM unnest(%(log)s::int[],"
+        " %(app)s::text[], %(user)s::text[], %(id)s::text[], %(max)s::bigint[]"
+        f"{', %(epoch)s::bigint[]' if fenced else ''}) AS t (log, app_name, user_id, id, max"
+        f"{', epoch' if fenced else ''})"
+        " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
+        " kept AS (SELECT t.pk, COALESCE((SELECT MIN(seq) FROM (SELECT seq,"
+        " SUM(octet_length(data)) OVER (ORDER BY seq DESC) AS bytes FROM frames"
+        " WHERE session_pk = t.pk) AS newest WHERE bytes <= t.max),"
+        " (SELECT MAX(seq) FROM frames WHERE session_pk = t.pk)) AS first FROM t"
+        " WHERE t.current),"
+        " trimmed AS (DELETE FROM frames f USING kept"
+        " WHERE f.session_pk = kept.pk AND f.seq < kept.first)"
+        " SELECT log FROM t WHERE NOT current"
+    )
+
+
+_TRIM_FRAMES = _trim_frames_sql(fenced=False)
+_TRIM_FENCED_FRAMES = _trim_frames_sql(fenced=True)
 
 
 def forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:
