@@ -30,6 +30,8 @@ import threading
 import types
 from collections.abc import Iterator, Sequence
 
+from gateway.optional_imports import ExecutedWithin
+
 __all__ = ["DEFERRED", "deferred", "install"]
 
 # The packages whose models wait for their first use: ADK, and fastapi, which ADK imports
@@ -65,26 +67,9 @@ def deferred() -> Iterator[None]:
                 _config.config_defaults["defer_build"] = bool(_before)
 
 
-class _Deferring(importlib.abc.Loader):
-    """A module's own loader, running the module under ``deferred()``; the module keeps the
-    real loader (``importlib.resources`` reads the package's files through it)."""
-
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        module.__loader__ = self._loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        with deferred():
-            self._loader.exec_module(module)
-
-
 class _DeferringFinder(importlib.abc.MetaPathFinder):
-    """Finds a module of ``DEFERRED`` with the finders after it, and hands it ``_Deferring``."""
+    """Finds a module of ``DEFERRED`` with the finders after it, and has it run inside
+    ``deferred()``."""
 
     def find_spec(
         self,
@@ -101,7 +86,7 @@ class _DeferringFinder(importlib.abc.MetaPathFinder):
             )
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Deferring(spec.loader)
+                    spec.loader = ExecutedWithin(spec.loader, deferred)
                 return spec
         return None
 

@@ -239,14 +239,19 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     assert all(" INFO gateway.config: " in said for said in start_up), start_up
 
 
-def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
-    folder = tmp_path / "shop_agent"
+def shop_folder(folder: Path) -> Path:
+    """An ``adk web`` folder whose agent.py defines root_agent ``shop``."""
     folder.mkdir()
     (folder / "__init__.py").write_text("from . import agent\n")
     (folder / "agent.py").write_text(
         "from google.adk.agents import LlmAgent\n"
         "root_agent = LlmAgent(name='shop', model='gemini-2.5-flash')\n"
     )
+    return folder
+
+
+def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
+    folder = shop_folder(tmp_path / "shop_agent")
     assert loading.load(str(folder), Settings()).app_name == "shop"
 
 
@@ -263,13 +268,7 @@ def test_an_adk_web_folder_named_otherwise_than_its_agent_builds_runners_quietly
     from gateway.adk.hosting import prepare
     from gateway.tools.client import ClientToolset
 
-    folder = tmp_path / "shop_folder"
-    folder.mkdir()
-    (folder / "__init__.py").write_text("from . import agent\n")
-    (folder / "agent.py").write_text(
-        "from google.adk.agents import LlmAgent\n"
-        "root_agent = LlmAgent(name='shop', model='gemini-2.5-flash')\n"
-    )
+    folder = shop_folder(tmp_path / "shop_folder")
     app = prepare(loading.load(str(folder), Settings()), ClientToolset(None))
     with caplog.at_level(logging.WARNING, logger="google_adk"):
         runner = Runner(app=app, session_service=InMemorySessionService())
