@@ -29,7 +29,7 @@ import sys
 from typing import TYPE_CHECKING
 
 # Plain Python of any version: the check below still runs first on an older one.
-from gateway import optional_imports
+from gateway import deferred_schemas, optional_imports
 from gateway.lazy import reexports
 
 # pyproject.toml's requires-python; tests/test_python_version.py keeps the two equal.
@@ -52,6 +52,8 @@ def require_python(running: tuple[int, ...] | None = None) -> None:
 require_python()
 # Before anything imports google-genai: what it would import only because it is installed.
 optional_imports.install()
+# Before anything imports ADK: its pydantic models are built when first used.
+deferred_schemas.install()
 
 if TYPE_CHECKING:
     from gateway.adk.hosting import Hosted, HostingError

@@ -16,11 +16,13 @@ which came from where. ``environ=False`` takes ``settings`` as they are.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -344,14 +346,17 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     logs.configure(settings, worker=index)
     _quiet_libraries()  # the agent's model, tools and MCP servers run here
     tracing.configure()  # the same OTEL_* as the main process: its spans go to the same place
-    hosted = _hosted(agent, settings, None, None, None)
-    client_tools = ClientToolset(hosted.catalog)
-    # The main process keeps the audit and the metrics: the worker's are handed to it.
-    recorded = relay.Relay(counting=settings.metrics == "on")
-    usage, model_calls, surfaces = UsagePlugin(recorded), ModelCalls(recorded), SurfacePlugin()
-    services = open_services(settings)
-    plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=recorded)
-    app = prepare(hosted, client_tools, plugins)
+    # The main process loaded the same agent with the same settings, and said what there was.
+    with _said_already():
+        hosted = _hosted(agent, settings, None, None, None)
+        client_tools = ClientToolset(hosted.catalog)
+        # The main process keeps the audit and the metrics: the worker's are handed to it.
+        recorded = relay.Relay(counting=settings.metrics == "on")
+        usage, model_calls = UsagePlugin(recorded), ModelCalls(recorded)
+        surfaces = SurfacePlugin()
+        services = open_services(settings)
+        plugins = _plugins(hosted, services, usage, model_calls, surfaces, audit=recorded)
+        app = prepare(hosted, client_tools, plugins)
     sessions = remote_session.RemoteSessions()
     runner = runner_for(app, sessions, services)
     invocation = Invocation(client_tools, surfaces, sessions.surfaces)
@@ -375,6 +380,30 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
 
     uvloop.run(life())
     tracing.flush()  # the spans still batched, before the process exits
+
+
+@contextlib.contextmanager
+def _said_already() -> Iterator[None]:
+    """Inside, log records up to WARNING and Python's warnings are not shown: a worker
+    loads the agent the main process loaded, with the same settings, and would say again,
+    once a worker, what loading it said there (the loader's warnings, ADK's, the agent's
+    module's own). Errors are shown: a worker that cannot load says why. Warnings are still
+    filtered as set (one an agent's module turns into an error raises); only the showing is
+    left out."""
+    disabled = logging.root.manager.disable
+    shown = warnings.showwarning
+
+    def unshown(*_: object, **__: object) -> None:
+        return None
+
+    logging.disable(logging.WARNING)
+    warnings.showwarning = unshown
+    try:
+        yield
+    finally:
+        logging.disable(disabled)
+        if warnings.showwarning is unshown:  # else the agent's module set its own
+            warnings.showwarning = shown
 
 
 def _quiet_libraries() -> None:

@@ -31,9 +31,10 @@ import importlib.util
 import os
 import sys
 import types
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 
-__all__ = ["OPTIONAL", "hidden", "install", "unused"]
+__all__ = ["OPTIONAL", "ExecutedWithin", "hidden", "install", "unused"]
 
 # What google-genai imports when it finds it, and uses only when asked: httpx2 where its
 # switch says so, and httpx's command line (pygments; rich and click after it).
@@ -62,12 +63,17 @@ def hidden(names: Sequence[str]) -> Iterator[None]:
                 del sys.modules[name]
 
 
-class _Hiding(importlib.abc.Loader):
-    """google-genai's package loader, running the package's module with ``unused()``
-    hidden; the module keeps the real loader."""
+class ExecutedWithin(importlib.abc.Loader):
+    """A module's own loader, running the module inside ``within()`` (a context manager);
+    the module keeps the real loader (``importlib.resources`` reads a package's files
+    through it). Here google-genai's package runs with ``unused()`` hidden;
+    ``gateway.deferred_schemas`` runs ADK's modules with pydantic's builds deferred."""
 
-    def __init__(self, loader: importlib.abc.Loader) -> None:
+    def __init__(
+        self, loader: importlib.abc.Loader, within: Callable[[], AbstractContextManager[object]]
+    ) -> None:
         self._loader = loader
+        self._within = within
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return self._loader.create_module(spec)
@@ -76,12 +82,16 @@ class _Hiding(importlib.abc.Loader):
         module.__loader__ = self._loader
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
-        with hidden(unused()):
+        with self._within():
             self._loader.exec_module(module)
 
 
+def _hiding_unused() -> AbstractContextManager[None]:
+    return hidden(unused())
+
+
 class _GenaiFinder(importlib.abc.MetaPathFinder):
-    """Finds ``google.genai`` the usual way, once, and hands it ``_Hiding``'s loader."""
+    """Finds ``google.genai`` the usual way, once, and hands it a loader that hides them."""
 
     def find_spec(
         self,
@@ -94,7 +104,7 @@ class _GenaiFinder(importlib.abc.MetaPathFinder):
         sys.meta_path.remove(self)  # one import only; the finders after it do the finding
         spec = importlib.util.find_spec(fullname)
         if spec is not None and spec.loader is not None:
-            spec.loader = _Hiding(spec.loader)
+            spec.loader = ExecutedWithin(spec.loader, _hiding_unused)
         return spec
 
 

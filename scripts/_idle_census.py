@@ -9,7 +9,8 @@ checkout's venv (the test extras installed) would not be a deployment's (``pip i
 Once /ping answers and the gateway has sat still for a second, a thread prints one JSON line
 and ends the process: the imported modules (``modules``), and the top-level packages among
 them that no distribution in the gateway's own requirements (``agent-gateway`` and what it
-requires, extras left out) provides (``outside``), each with the distributions that do.
+requires, extras left out) provides (``outside``), each with the distributions that do;
+and how many pydantic models each package has built (``built``).
 ``tests/test_idle_imports.py`` reads the modules the same way.
 
     python -m scripts._idle_census [gateway flags...]
@@ -69,7 +70,27 @@ def census() -> dict[str, object]:
         for top in sorted(tops)
         if top in provided and not wanted & {_normalized(d) for d in provided[top]}
     }
-    return {"modules": modules, "outside": outside}
+    return {"modules": modules, "outside": outside, "built": built_models()}
+
+
+def built_models() -> dict[str, int]:
+    """How many pydantic models each package has built (its validator made) by now: those
+    of ``gateway.deferred_schemas.DEFERRED`` are built when first used."""
+    import pydantic
+
+    seen: set[type] = set()
+    todo: list[type] = [pydantic.BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    built: dict[str, int] = {}
+    for model in seen:
+        if model.__dict__.get("__pydantic_complete__"):
+            top = ".".join(model.__module__.split(".")[:2])
+            built[top] = built.get(top, 0) + 1
+    return built
 
 
 def _normalized(name: str) -> str:

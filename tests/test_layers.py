@@ -41,6 +41,7 @@ LAYERS: list[set[str]] = [
         "gateway.tracing",
         "gateway.lazy",
         "gateway.optional_imports",
+        "gateway.deferred_schemas",
     },
     {"gateway.wire", "gateway.metrics"},
     {"gateway.store", "gateway.auth", "gateway.audit", "gateway.cluster"},

@@ -20,6 +20,7 @@ import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
 from google.adk.agents import BaseAgent, LlmAgent
@@ -107,10 +108,25 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
             agent.model = hosted.model
         elif isinstance(agent.model, str) and agent.model:
             agent.model = _leaner(agent.model)
+    _served_as(root, app.name)
     ours = [plugin for plugin in plugins if plugin not in app.plugins]
     # One plugin for ADK to call: it awaits each plugin for each callback, had or not.
     chain = [PluginChain(ours, name=GATEWAY_PLUGINS)] if ours else []
     return app.model_copy(update={"plugins": [*app.plugins, *chain]})
+
+
+def _served_as(root: BaseAgent, app_name: str) -> None:
+    """Marks ``root`` as the root agent of the App named ``app_name``, where ADK's Runner
+    looks for the App an agent was loaded for (``AgentLoader`` marks an ``adk web`` folder's
+    agent with the folder's name; else the Runner guesses it from an ``agents/`` folder
+    around its module). A Runner whose App is named otherwise warns "App name mismatch" as
+    it is built, since it could not find the sessions ``adk web`` made under the folder's
+    name. The gateway makes every session itself, under its App's name (part of a stored
+    thread's key, kept as it was): the warning was a false alarm, said by every Runner (the
+    main process's, each worker's, the warm-up's)."""
+    origin = getattr(root, "_adk_origin_path", None) or Path.cwd()
+    setattr(root, "_adk_origin_app_name", app_name)  # noqa: B010 - ADK's own private names
+    setattr(root, "_adk_origin_path", origin)  # noqa: B010
 
 
 def _leaner(model: str) -> BaseLlm | str:

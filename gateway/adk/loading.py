@@ -5,7 +5,8 @@ AGENT is one of:
 - ``package.module:attr``, naming an ADK agent (``LlmAgent``, ``SequentialAgent``, any
   ``BaseAgent``), an ``App``, a ``gateway.Hosted``, ag-ui-adk's ``ADKAgent``, or a
   function that returns one of these, given the gateway's ``Settings`` if it takes a
-  parameter (the demo's does, to choose its model);
+  parameter (the demo's does, to choose its model); an ``async def`` function is awaited
+  once, as the agent is loaded (``call_factory``);
 - ``package.module``: the ``ADKAgent`` it builds, else its ``app``, else its
   ``root_agent``, as ``adk web`` looks. A module written for ag-ui-adk has an
   ``ADKAgent`` and a FastAPI ``app``: the gateway serves the ``ADKAgent``'s agent with the
@@ -23,12 +24,15 @@ Every way this can fail stops start-up with one sentence saying what was found w
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import dataclasses
 import importlib
 import inspect
 import logging
 import os
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -181,15 +185,38 @@ def _from_folder(folder: Path, where: str) -> object:
 def call_factory(factory: Any, settings: Settings, where: str) -> object:
     """What a function the user named returns, given the settings if it takes them (a
     parameter it must be given, or one named ``settings``), else called with nothing, as
-    ``create_agent()`` factories are written; HostingError if it raises."""
+    ``create_agent()`` factories are written; what it returns awaited if it is awaitable
+    (an ``async def`` factory, as ADK samples write some: ``_awaited``); HostingError if it
+    raises."""
     try:
-        return factory(settings) if _takes_settings(factory) else factory()
+        made = factory(settings) if _takes_settings(factory) else factory()
+        return _awaited(made) if inspect.isawaitable(made) else made
     except (HostingError, models.ModelError):
         raise
     except Exception as error:  # the user's factory may raise anything
         raise HostingError(
             f"{where}: the function raised {type(error).__name__}: {first_line(error)}"
         ) from error
+
+
+def _awaited(made: Awaitable[object]) -> object:
+    """What an ``async def`` factory's coroutine comes to, run on an event loop of its own
+    (``asyncio.run``) that is closed once it returns, before the gateway's loop runs: in the
+    main process and in each worker alike (both load before they serve). When this thread
+    runs a loop already (``create_app`` called from async code), the factory's loop runs in
+    a thread of its own: a loop cannot wait for its own coroutine without returning to it.
+    What the factory opens that belongs to its loop (a connection, a client session) is
+    closed with it; an agent's toolsets open theirs when a run first needs them."""
+
+    async def result() -> object:
+        return await made
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(result())
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-factory") as pool:
+        return pool.submit(asyncio.run, result()).result()
 
 
 def _takes_settings(factory: Any) -> bool:

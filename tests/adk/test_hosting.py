@@ -109,6 +109,22 @@ def made_with_nothing() -> LlmAgent:
     return orders_agent("made_with_nothing")
 
 
+async def made_later() -> LlmAgent:
+    """An ``async def`` factory, as some ADK samples write them."""
+    await asyncio.sleep(0)
+    return orders_agent("made_later")
+
+
+async def made_later_for(settings: Settings) -> Hosted:
+    await asyncio.sleep(0)
+    return Hosted(orders_agent(f"made_later_for_{settings.port}"))
+
+
+async def fails_later() -> LlmAgent:
+    await asyncio.sleep(0)
+    raise ValueError("no model key\nsecond line")
+
+
 def test_agent_specs_name_agents_apps_modules_and_factories() -> None:
     settings = Settings(port=9123)
     assert loading.load("tests.adk.test_hosting:root_agent", settings).agent is root_agent
@@ -117,6 +133,24 @@ def test_agent_specs_name_agents_apps_modules_and_factories() -> None:
     made = loading.load("tests.adk.test_hosting:made_with_nothing", settings)
     assert made.app_name == "made_with_nothing"
     assert loading.load("", settings).app_name == "screen_navigator"
+
+
+def test_an_async_factory_is_awaited_once_as_the_agent_is_loaded() -> None:
+    settings = Settings(port=9124)
+    assert loading.load("tests.adk.test_hosting:made_later", settings).app_name == "made_later"
+    made = loading.load("tests.adk.test_hosting:made_later_for", settings)
+    assert made.app_name == "made_later_for_9124"
+    with pytest.raises(HostingError) as refused:
+        loading.load("tests.adk.test_hosting:fails_later", settings)
+    assert str(refused.value).endswith("the function raised ValueError: no model key")
+
+
+async def test_an_async_factory_loads_from_code_that_runs_a_loop_already() -> None:
+    """``create_app`` called from async code (a test, an app's own start-up): the factory's
+    loop is not this one, which cannot wait for a coroutine without returning."""
+    hosted = loading.load("tests.adk.test_hosting:made_later", Settings())
+    assert hosted.app_name == "made_later"
+    assert asyncio.get_running_loop().is_running()
 
 
 def test_a_file_is_served_as_its_module_whose_relative_imports_work(
@@ -205,15 +239,41 @@ def test_the_cli_says_why_and_exits_before_listening(tmp_path: Path) -> None:
     assert all(" INFO gateway.config: " in said for said in start_up), start_up
 
 
-def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
-    folder = tmp_path / "shop_agent"
+def shop_folder(folder: Path) -> Path:
+    """An ``adk web`` folder whose agent.py defines root_agent ``shop``."""
     folder.mkdir()
     (folder / "__init__.py").write_text("from . import agent\n")
     (folder / "agent.py").write_text(
         "from google.adk.agents import LlmAgent\n"
         "root_agent = LlmAgent(name='shop', model='gemini-2.5-flash')\n"
     )
+    return folder
+
+
+def test_an_adk_web_folder_loads_with_adks_own_loader(tmp_path: Path) -> None:
+    folder = shop_folder(tmp_path / "shop_agent")
     assert loading.load(str(folder), Settings()).app_name == "shop"
+
+
+def test_an_adk_web_folder_named_otherwise_than_its_agent_builds_runners_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ADK's loader marks the agent with its folder's name, and a Runner of an App named
+    otherwise warned "App name mismatch" as it was built (once a Runner: the main
+    process's, each worker's, the warm-up's). The gateway names the App, the key of its
+    stored threads, after the agent as before, and makes every session under that name."""
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+
+    from gateway.adk.hosting import prepare
+    from gateway.tools.client import ClientToolset
+
+    folder = shop_folder(tmp_path / "shop_folder")
+    app = prepare(loading.load(str(folder), Settings()), ClientToolset(None))
+    with caplog.at_level(logging.WARNING, logger="google_adk"):
+        runner = Runner(app=app, session_service=InMemorySessionService())
+    assert runner.app_name == app.name == "shop"
+    assert [r.getMessage() for r in caplog.records if "mismatch" in r.getMessage()] == []
 
 
 # --- client tools for any agent ------------------------------------------------------------

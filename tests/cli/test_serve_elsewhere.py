@@ -5,9 +5,10 @@ that imports the agent by its spec, and the offline script model in place of the
 
 The flagship's moves on it (a server tool that keeps state, a browser tool answered, an
 approval, a cancel, a reattach), then the other shapes such an agent comes in: a file path,
-a factory of no parameters (as ADK's samples write them), an ``App`` with a plugin of its
-own; and a script that starts the gateway outside its ``__main__`` guard, which a worker
-runs again as it starts (Python's spawn does).
+a factory of no parameters (as ADK's samples write them), an ``async def`` one, an ``App``
+with a plugin of its own, an ``adk web`` folder (what loading it said is said once, not
+again by each worker); and a script that starts the gateway outside its ``__main__`` guard,
+which a worker runs again as it starts (Python's spawn does).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ COMMAND = str(Path(sys.executable).with_name("agent-gateway"))
 THEIR_AGENT = '''
 import logging
 import os
+import warnings
 
 from google.adk.agents import LlmAgent
 from google.adk.tools import FunctionTool, ToolContext
@@ -53,6 +55,8 @@ from google.adk.tools import FunctionTool, ToolContext
 logging.basicConfig(level=logging.INFO)
 PREFIX = os.environ.get("THEIR_PREFIX", "note")
 print("their_pkg.agent imported", flush=True)
+logging.getLogger("their_pkg").warning("their_pkg: notes live in the session state")
+warnings.warn("their_pkg: THEIR_PREFIX will be renamed", UserWarning, stacklevel=1)
 
 
 def add_note(text: str, tool_context: ToolContext) -> dict:
@@ -87,6 +91,8 @@ root_agent = build()
 '''
 
 THEIR_SHAPES = """
+import asyncio
+
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.plugins.base_plugin import BasePlugin
 
@@ -111,6 +117,11 @@ app = App(
 
 def make_agent():
     return build("made")
+
+
+async def make_agent_later():
+    await asyncio.sleep(0)
+    return build("made_later")
 """
 
 # A script that serves its own agent and forgot the guard a spawned process needs.
@@ -216,7 +227,9 @@ async def the_flagships_moves(ws: AgUiSocket, thread: str, main_pid: int) -> Non
     [
         ("their_pkg/agent.py", False),  # a file, not a module
         ("their_pkg.shapes:make_agent", False),  # a factory of no parameters
+        ("their_pkg.shapes:make_agent_later", False),  # an async one, awaited at load
         ("their_pkg.shapes:app", True),  # an App and its own plugin
+        ("./their_pkg", False),  # an adk web folder, named otherwise than its agent
     ],
 )
 async def test_their_agent_in_another_shape_is_served_by_workers(
@@ -239,6 +252,13 @@ async def test_their_agent_in_another_shape_is_served_by_workers(
     result: dict[str, Any] = tool_result(noted, "add_note")
     assert result["pid"] != process.pid
     assert result.get("stamped") is (True if stamped else None)  # the App's plugin ran
+    # What loading said, said once: the main process's, not again by each worker; and no
+    # false alarm from ADK's Runner about the App's name.
+    said = (tmp_path / "gateway.log").read_text()
+    assert said.count("their_pkg: notes live in the session state") == 1, said
+    assert said.count("UserWarning: their_pkg: THEIR_PREFIX will be renamed") == 1, said
+    assert "App name mismatch" not in said
+    assert said.count("their_pkg.agent imported") == 3  # their print: theirs, in each process
 
 
 def test_a_script_serving_outside_its_main_guard_stops_at_once_saying_so(
