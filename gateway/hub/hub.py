@@ -39,11 +39,12 @@ from gateway.audit.log import AuditLog
 from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
-from gateway.hub import eventlog
+from gateway.hub import dedupe, eventlog
 from gateway.hub.admission import Admission, Admitted
 from gateway.hub.branches import Branching
 from gateway.hub.busy import Busy, in_progress
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
+from gateway.hub.dedupe import Duplicate
 from gateway.hub.driving import Driver
 from gateway.hub.expiry import Expiry, disarm
 from gateway.hub.following import Followers
@@ -188,6 +189,7 @@ class Hub:
             thread=self._thread,
             stop_run=self.stop_run,
             forget_if_unused=self._forget_if_unused,
+            check_stored=self._check_stored,
         )
         # Browser calls nobody answers, answered by a timeout (``gateway.hub.expiry``).
         self.expiry = Expiry(
@@ -296,6 +298,8 @@ class Hub:
         thread = run.thread
         assert opened.session is not None  # the owner's
         try:
+            if not opened.created:  # a new thread has run nothing
+                await self._check_stored(user_id, run_input)
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
@@ -318,6 +322,14 @@ class Hub:
         self.news.changed(user_id, thread_id, "created" if opened.created else "updated")
         run.task = asyncio.create_task(self.driver.drive(run, plan), name=f"run {run.run_id}")
         return run
+
+    async def _check_stored(self, user_id: str, run_input: p.RunAgentInput) -> None:
+        """Raises Duplicate for an input whose run the thread's store has (it ran here
+        before a restart, or on another process): VALIDATION_ERROR if that run's input
+        said something else (``gateway.hub.dedupe``)."""
+        stored = await self.engine.run_input(user_id, run_input.thread_id, run_input.run_id)
+        if stored is not None:
+            dedupe.found_stored(run_input, stored)
 
     def finish_cut_off(self, unfinished: Unfinished, *, leased: bool = False) -> None:
         """Goes on with a thread a restart or a takeover cut off (``recovery.Unfinished``,
@@ -545,6 +557,19 @@ class Hub:
         if thread.head is not None:
             return thread.head
         return await self.engine.log_head(thread.user_id, thread.thread_id)
+
+    async def rejoin(
+        self, user_id: str, duplicate: Duplicate, subscriber: Subscriber, *, started: bool
+    ) -> Run | None:
+        """Answers an input sent again (``gateway.hub.dedupe``), which does not run: a
+        RUN_DEDUPED notice naming its run (in that run, which it ends, if ``started``: its
+        RUN_STARTED went out as it was admitted; else in a run of its own), then the thread
+        as a reattach without a cursor shows it, and the run in progress live (that run,
+        if it is going). Returns the run it now follows, as ``reattach`` does."""
+        dedupe.noted(duplicate, self.metrics)
+        for event in dedupe.told(duplicate, started=started):
+            subscriber.deliver(event)
+        return await self.reattach(user_id, duplicate.thread_id, subscriber)
 
     async def earlier(
         self, user_id: str, thread_id: str, before: int | None, limit: int | None = None
