@@ -12,11 +12,13 @@ Where a runId is found, cheapest first:
 
 - in memory, as the input is admitted, with nothing read (``Admission.admit``): an input
   admitted on the thread that has not claimed it yet, or the thread's run going here;
-- in the store, once the input has claimed its thread and before it is planned
-  (``Hub._start``): the run's first stored event, through an index on the runId the
-  gateway stamps on every event of a run (``gateway.store.run_start``). That is what
-  survives a restart, and what another process of a cluster stored; an input waiting for
-  a run on another process looks there before it would interrupt it.
+- in the thread as the run's claim read it, once the input has claimed its thread and
+  before it is planned (``Hub._start``): its recent events (``GATEWAY_HISTORY_WINDOW``'s
+  window), which carry the runId the gateway stamps on every event of a run; no read more;
+- in the store, when that window does not hold the whole thread, or for an input waiting
+  for a run on another process, before it would interrupt it: the run's first stored event,
+  through an index on that stamp (``gateway.store.run_start``). The thread and the store
+  are what survive a restart, and what another process of a cluster stored.
 
 Nothing grows per client: what memory knows is what the hub holds anyway (its admitted
 inputs and its runs), and the store's index grows with the events it indexes.
@@ -33,8 +35,11 @@ import logging
 from typing import NoReturn
 
 import msgspec
+from google.adk.sessions import Session
 
 from gateway import wire as p
+from gateway.adk.engine import Engine
+from gateway.context import event_metadata
 from gateway.metrics import Metrics
 from gateway.store.run_start import StoredRun
 from gateway.wire.notices import NOTICE, standalone
@@ -74,6 +79,35 @@ def said(run_input: p.RunAgentInput) -> str:
         return f"message:{messages[-1].id}"
     answers = [messages[i] for i in p.trailing_tool_messages(messages)]
     return f"answers:{_digest(msgspec.json.encode(answers))}"
+
+
+def in_session(session: Session, run_id: str) -> StoredRun | None:
+    """The first of the session's events (a window of its newest) that a user's input of
+    ``run_id`` began, as the store's index would find it."""
+    for event in session.events:
+        if event.author == "user" and (ours := event_metadata(event)).get("runId") == run_id:
+            message_id = ours.get("messageId")
+            return StoredRun(-1, message_id if isinstance(message_id, str) else None)
+    return None
+
+
+async def check_stored(
+    engine: Engine, user_id: str, run_input: p.RunAgentInput, session: Session | None = None
+) -> None:
+    """Raises Duplicate for a user's input whose run the thread has stored (it ran here
+    before a restart, or on another process); VALIDATION_ERROR if that run's input said
+    something else. ``session``: the thread as its claim read it, a window of its newest
+    events; the store's index is read only when that window may not hold the whole thread."""
+    stored = None
+    if session is not None:
+        stored = in_session(session, run_input.run_id)
+        whole = len(session.events) < engine.sessions.history_window
+        if stored is None and whole:
+            return
+    if stored is None:
+        stored = await engine.run_input(user_id, run_input.thread_id, run_input.run_id)
+    if stored is not None:
+        found_stored(run_input, stored)
 
 
 def found_stored(run_input: p.RunAgentInput, stored: StoredRun) -> NoReturn:

@@ -189,7 +189,7 @@ class Hub:
             thread=self._thread,
             stop_run=self.stop_run,
             forget_if_unused=self._forget_if_unused,
-            check_stored=self._check_stored,
+            check_stored=partial(dedupe.check_stored, engine),
         )
         # Browser calls nobody answers, answered by a timeout (``gateway.hub.expiry``).
         self.expiry = Expiry(
@@ -299,7 +299,7 @@ class Hub:
         assert opened.session is not None  # the owner's
         try:
             if not opened.created:  # a new thread has run nothing
-                await self._check_stored(user_id, run_input)
+                await dedupe.check_stored(self.engine, user_id, run_input, opened.session)
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
@@ -322,14 +322,6 @@ class Hub:
         self.news.changed(user_id, thread_id, "created" if opened.created else "updated")
         run.task = asyncio.create_task(self.driver.drive(run, plan), name=f"run {run.run_id}")
         return run
-
-    async def _check_stored(self, user_id: str, run_input: p.RunAgentInput) -> None:
-        """Raises Duplicate for an input whose run the thread's store has (it ran here
-        before a restart, or on another process): VALIDATION_ERROR if that run's input
-        said something else (``gateway.hub.dedupe``)."""
-        stored = await self.engine.run_input(user_id, run_input.thread_id, run_input.run_id)
-        if stored is not None:
-            dedupe.found_stored(run_input, stored)
 
     def finish_cut_off(self, unfinished: Unfinished, *, leased: bool = False) -> None:
         """Goes on with a thread a restart or a takeover cut off (``recovery.Unfinished``,

@@ -47,8 +47,9 @@ _stamped = msgspec.json.Decoder(_Stamped)
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class StoredRun:
-    """A run's first stored event: where it is, and the id of the user's message it
-    stored (None: it began with something else, answers or a press on a surface)."""
+    """A run's first stored event: where it is (-1: found in a loaded session), and the id
+    of the user's message it stored (None: it began with something else, answers or a
+    press on a surface)."""
 
     seq: int
     message_id: str | None

@@ -84,6 +84,8 @@ export class ChatPanel {
       url: url.href,
       clientId,
       threadId: this.threadId,
+      // An input the gateway has not acknowledged is sent again after a drop or a reload.
+      storage: sessionStorage,
       onEvent: (event, run) => this.#onEvent(event, run),
       onStatus: (state, detail) => this.#onStatus(state, detail),
       onBinary: (frame) => this.voice.heard(frame),
@@ -162,7 +164,7 @@ export class ChatPanel {
     const messages = [{ id, role: "user", content: text }];
     // Typed while talking: a RunAgentInput the gateway puts into the live turn at once; it
     // starts no run, so nothing waits for one (the gateway sends this tab no copy of it).
-    if (intoLiveTurn) this.client.startRun({ messages, tools: this.tools });
+    if (intoLiveTurn) this.client.startRun({ messages, tools: this.tools, kept: false });
     else this.#sendInput({ messages });
     this.transcript.scroll({ force: true }); // who sends a message wants to see what comes back
   }

@@ -112,18 +112,27 @@ async def test_an_input_sent_again_while_it_runs_joins_its_run_and_does_not_stop
         ran_once(await stored(gateway, thread), asked)
 
 
-async def test_an_input_sent_again_after_a_restart_is_not_run_again(tmp_path: Path) -> None:
+# The run found in the thread its claim read (its window holds the whole thread), or, with
+# a window of 2 events, through the store's index.
+@pytest.mark.parametrize("window", [24, 2])
+async def test_an_input_sent_again_after_a_restart_is_not_run_again(
+    tmp_path: Path, window: int
+) -> None:
     db = str(tmp_path / "threads.db")
     thread = new_id("t")
     asked = user_input(thread, "안녕")
     async with running_gateway(db=db) as gateway, gateway.socket() as ws:
         first = await ws.run(asked)
         assert outcome(first) == {"type": "success"}
-    async with running_gateway(db=db) as gateway:
+        # Later turns: the run sent again is not among the thread's newest events.
+        assert outcome(await ws.run(user_input(thread, "고마워"))) == {"type": "success"}
+    async with running_gateway(db=db, history_window=window) as gateway:
         async with gateway.socket() as ws:
             shown = await sent_again(ws, asked)
         assert text_of(first) in replied(shown)
-        ran_once(await stored(gateway, thread), asked)
+        messages = await stored(gateway, thread)
+        assert [m["content"] for m in messages if m["role"] == "user"] == ["안녕", "고마워"]
+        assert len([m for m in messages if m["role"] == "assistant"]) == 2
 
 
 async def test_the_same_run_id_with_another_message_is_refused_and_stores_nothing() -> None:

@@ -128,7 +128,7 @@ def _index_runs_v4(db: psycopg.Connection) -> None:
     """Indexes the run id stamped on the events a user's input begins, so that an input
     sent again is found to have run (``run_start.stored_run``, ``gateway.hub.dedupe``)."""
     db.execute(
-        f"CREATE INDEX events_by_run ON events (session_pk, ({RUN_ID_POSTGRES}))"
+        f"CREATE INDEX IF NOT EXISTS events_by_run ON events (session_pk, ({RUN_ID_POSTGRES}))"
         f" WHERE {RUN_ID_POSTGRES_ROWS}"
     )
 

@@ -277,7 +277,7 @@ def _index_runs_v13(db: sqlite3.Connection, messages: EventMessages) -> None:
     """Indexes the run id stamped on the events a user's input begins, so that an input
     sent again is found to have run (``run_start.stored_run``, ``gateway.hub.dedupe``)."""
     db.execute(
-        f"CREATE INDEX events_by_run ON events (session_pk, {RUN_ID_SQLITE})"
+        f"CREATE INDEX IF NOT EXISTS events_by_run ON events (session_pk, {RUN_ID_SQLITE})"
         f" WHERE {RUN_ID_SQLITE_ROWS}"
     )
 
