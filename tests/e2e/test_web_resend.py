@@ -82,28 +82,19 @@ async def ran_once(app: WebApp, gateway: RunningGateway, proxy: Proxy) -> None:
     assert len(replies) == 1, messages
 
 
-async def test_a_message_lost_with_its_socket_right_after_enter_is_sent_again(
-    context: BrowserContext, slow_gateway: RunningGateway
+# The socket dies right after Enter: with the message in it ("lost"), or once it reached the
+# gateway, before anything of its run reached the page ("arrived").
+@pytest.mark.parametrize("arrives", [False, True], ids=["lost", "arrived"])
+async def test_a_message_whose_socket_dies_right_after_enter_runs_once(
+    context: BrowserContext, slow_gateway: RunningGateway, arrives: bool
 ) -> None:
-    def lost_and_cut(route: WebSocketRoute, server: WebSocketRoute, message: str) -> bool:
-        proxy.cut(route, server)  # the socket dies with the message in it
-        return False
-
-    proxy = Proxy(lost_and_cut)
-    app = await opened(context, slow_gateway, proxy)
-    await app.say(FLAGSHIP)
-    await ran_once(app, slow_gateway, proxy)
-
-
-async def test_a_message_that_arrived_as_its_socket_died_runs_once(
-    context: BrowserContext, slow_gateway: RunningGateway
-) -> None:
-    def passed_then_cut(route: WebSocketRoute, server: WebSocketRoute, message: str) -> bool:
-        server.send(message)  # it reaches the gateway; nothing of its run reaches the page
+    def dies(route: WebSocketRoute, server: WebSocketRoute, message: str) -> bool:
+        if arrives:
+            server.send(message)
         proxy.cut(route, server)
         return False
 
-    proxy = Proxy(passed_then_cut)
+    proxy = Proxy(dies)
     app = await opened(context, slow_gateway, proxy)
     await app.say(FLAGSHIP)
     await ran_once(app, slow_gateway, proxy)

@@ -27,6 +27,12 @@ def told_deduped(events: list[dict[str, Any]], run_id: str) -> None:
     assert outcome(events) == {"type": "success"}
 
 
+def runs(gateway: RunningGateway, thread: str) -> bool:
+    """Whether a run of the thread has claimed it."""
+    known = gateway.app.hub.threads.get(thread)  # type: ignore[union-attr]
+    return known is not None and known.run is not None
+
+
 async def stored(gateway: RunningGateway, thread: str) -> list[dict[str, Any]]:
     """The thread's messages as a new tab's reattach shows them, once it is idle."""
     hub = gateway.app.hub
@@ -89,19 +95,12 @@ async def test_an_input_sent_again_while_it_waits_for_its_thread_runs_once() -> 
 
 async def test_an_input_sent_again_while_it_runs_joins_its_run_and_does_not_stop_it() -> None:
     async with running_gateway(scripted_pace_ms=20) as gateway:
-        hub = gateway.app.hub
-        assert hub is not None
         thread = new_id("t")
         asked = user_input(thread, LONG)
         async with gateway.socket() as first:
             await first.send(asked)
             assert (await first.next())["type"] == "RUN_STARTED"
-
-            def running() -> bool:
-                known = hub.threads.get(thread)
-                return known is not None and known.run is not None
-
-            await eventually(running, 5, what="the run claims its thread")
+            await eventually(lambda: runs(gateway, thread), 5, what="the run claims its thread")
         # A new message would stop the run (the default busy policy); its copy must not.
         async with gateway.socket() as second:
             await second.send(asked)
@@ -137,8 +136,6 @@ async def test_an_input_sent_again_after_a_restart_is_not_run_again(
 
 async def test_the_same_run_id_with_another_message_is_refused_and_stores_nothing() -> None:
     async with running_gateway(scripted_pace_ms=20) as gateway:
-        hub = gateway.app.hub
-        assert hub is not None
         thread = new_id("t")
         asked = user_input(thread, LONG)
         other = user_input(thread, "다른 말") | {"runId": asked["runId"]}
@@ -150,7 +147,8 @@ async def test_the_same_run_id_with_another_message_is_refused_and_stores_nothin
             assert refused["code"] == "VALIDATION_ERROR" and asked["runId"] in refused["message"]
             assert outcome(await ws.until_end()) == {"type": "success"}
         # Once it has run, and nothing of it is in memory: refused when the store is read.
-        await eventually(lambda: thread not in hub.threads, 5, what="the thread is let go")
+        threads = gateway.app.hub.threads  # type: ignore[union-attr]
+        await eventually(lambda: thread not in threads, 5, what="the thread is let go")
         async with gateway.socket() as tab:
             *_, refused = await tab.run(other)
         assert refused["type"] == "RUN_ERROR" and refused["code"] == "VALIDATION_ERROR"
