@@ -184,7 +184,9 @@ export class ChatPanel {
     this.transcript.scroll({ force: true });
   }
 
-  #sendInput({ messages = [], resume = undefined, userAction = undefined, branch = undefined }) {
+  /** Sends the thread's next input; ``kept``: sent again, same runId, after a drop or a
+   * reload until the gateway acknowledges it (not for results: the ledger resends those). */
+  #sendInput({ messages = [], resume = undefined, userAction = undefined, branch = undefined, kept = true }) {
     this.pendingInputs += 1;
     // Whatever is sent next moves the thread on: an earlier offer to ask again is moot.
     this.transcript.withdrawRetries();
@@ -192,7 +194,7 @@ export class ChatPanel {
     const context = [{ description: "surface", value: this.panel.mode }, capabilitiesEntry()];
     const runId = userAction
       ? this.client.startUserAction(userAction, { tools: this.tools, context })
-      : this.client.startRun({ messages, resume, tools: this.tools, context, forwardedProps: branch ? { branch } : {} });
+      : this.client.startRun({ messages, resume, tools: this.tools, context, forwardedProps: branch ? { branch } : {}, kept });
     this.#updateControls();
     this.transcript.scroll();
     return runId;
@@ -253,7 +255,9 @@ export class ChatPanel {
       toolCallId,
       content: JSON.stringify(result),
     }));
-    const runId = this.#sendInput({ messages });
+    // The ledger sends a result again while the thread lists its call open, each time in a
+    // new input: that input is not kept besides.
+    const runId = this.#sendInput({ messages, kept: false });
     for (const [id] of answers) this.ledger.sent(id, runId);
   }
 
