@@ -79,6 +79,10 @@ class Metrics:
     def reattached(self) -> None:
         """A client reattached to a thread."""
 
+    def input_deduped(self, found: str) -> None:
+        """An input sent again did not run again (``gateway.hub.dedupe``): its runId was
+        found "here" (admitted, or running, in this process) or "stored"."""
+
     def live_audio(self, direction: str, seconds: float) -> None:
         """Seconds of audio a live turn heard (``direction`` "in") or spoke ("out")."""
 
@@ -222,6 +226,12 @@ class Prometheus(Metrics):
             registry=r,
         )
         self._reattaches = Counter("gateway_reattaches", "Reattaches to a thread", registry=r)
+        self._deduped = Counter(
+            "gateway_inputs_deduped",
+            "Inputs sent again with a runId their thread had received: not run again",
+            ["found"],
+            registry=r,
+        )
         self._live_audio = Counter(
             "gateway_live_audio_seconds",
             "Seconds of audio live turns heard (in) and spoke (out)",
@@ -358,6 +368,9 @@ class Prometheus(Metrics):
 
     def reattached(self) -> None:
         self._reattaches.inc()
+
+    def input_deduped(self, found: str) -> None:
+        self._deduped.labels(found).inc()
 
     def live_audio(self, direction: str, seconds: float) -> None:
         self._live_audio.labels(direction).inc(seconds)

@@ -27,7 +27,10 @@ stories a second: 1,000 users thinking 60 s on average offer ~16.
 ``--kill`` cuts a share of the stories at a random moment (after one of the story's sends
 or received events): the socket is aborted, the user reconnects, reattaches with
 ``{"type": "reattach", "threadId"}``, answers the call the snapshot's outcome lists as
-pending (once), resends its message if the thread never got it, and finishes the story.
+pending (once), and finishes the story. A message it sent whose RUN_STARTED it never saw
+it sends again first, with the same runId, as the reference client does: the gateway runs
+it if the message went down with the socket, and else tells it so (RUN_DEDUPED) and shows
+the thread as a reattach would (the report counts both).
 At the end every thread is read back by reattach and must be consistent: no open call,
 one navigateToScreen call answered exactly once, the honest reply last. ``--seed`` draws
 the cuts (each round's title prints it), and a failed story is reported with its last
@@ -214,6 +217,8 @@ class Story:
     first_text: float | None = None
     replied: float | None = None
     run_ids: set[str] = dataclasses.field(default_factory=set)
+    # The user's message as sent, until its RUN_STARTED (or its dedupe) was seen.
+    unacknowledged: dict[str, Any] | None = None
     # Whether the script cut its connection, and the seconds from the cut to its end.
     cut: bool = False
     recovery: float | None = None
@@ -286,6 +291,8 @@ class Link:
         self.cut_after: int | None = None
         self.moments = 0
         self.open = True
+        # The runs whose RUN_STARTED this link received.
+        self.started: set[str] = set()
         load.connected_on(+1)
 
     async def send(self, frame: dict[str, Any]) -> float:
@@ -309,6 +316,8 @@ class Link:
         except (msgspec.DecodeError, AssertionError, KeyError, TypeError) as error:
             raise StoryError("invalid stream", f"{error!r}: {raw[:200]!r}") from None
         self.trail.add(received(event))
+        if event.get("type") == "RUN_STARTED":
+            self.started.add(str(event.get("runId")))
         self._moment()
         return event
 
@@ -325,7 +334,10 @@ class Link:
 
     async def run(self, frame: dict[str, Any], *, asks_a_run: bool = True) -> RunSeen:
         """Sends a frame and reads the run that answers it, to its end."""
-        sent = await self.send(frame)
+        return await self.read(await self.send(frame), asks_a_run=asks_a_run)
+
+    async def read(self, sent: float, *, asks_a_run: bool = True) -> RunSeen:
+        """Reads the next run to its end (times from ``sent``)."""
         if asks_a_run:
             self.load.waiting_on(+1)
         try:
@@ -436,7 +448,13 @@ class Load:
         """The flagship story from the user's message to the honest reply."""
         ask = user_input(story.thread, FLAGSHIP, tools=self.tools)
         story.run_ids.add(ask["runId"])
+        story.unacknowledged = ask
         first = await link.run(ask)
+        await self.went_on(link, story, first)
+
+    async def went_on(self, link: Link, story: Story, first: RunSeen) -> None:
+        """The story after its first run (``first``), which paused on the browser."""
+        story.unacknowledged = None
         story.run_started.append(first.started)
         story.paused = first.finished
         navigations = tool_calls(first.events, NAVIGATE)
@@ -474,7 +492,19 @@ class Load:
         """The rest of a cut story, decided by what a reattach shows of its thread."""
         for _ in range(RECOVERY_LOOKS):
             await user.pace(1)
-            seen = await link.reattach(story.thread)
+            if (ask := story.unacknowledged) is not None:
+                # Sent, never seen begin: sent again with its runId, as the reference
+                # client does. It runs if the gateway never had it; else it runs once.
+                again = await link.run(ask)
+                if not deduped(again.events):
+                    self.recoveries["sent the message again: it ran"] += 1
+                    await self.went_on(link, story, again)
+                    return link
+                self.recoveries["sent the message again: deduped"] += 1
+                story.unacknowledged = None
+                seen = await link.read(time.perf_counter(), asks_a_run=False)
+            else:
+                seen = await link.reattach(story.thread)
             pending = seen.outcome.get("pendingToolCallIds") or []
             if pending:
                 self.recoveries["answered the pending call"] += 1
@@ -487,8 +517,8 @@ class Load:
                 continue
             messages = seen.messages
             if not any(message["role"] == "user" for message in messages):
-                # The message went down with the connection before the thread took it.
-                self.recoveries["sent the message again"] += 1
+                # Seen begin, then refused or cut before its message was stored.
+                self.recoveries["sent a new message"] += 1
                 await user.pace(STORY_FRAMES)
                 await self.tell(link, story)
                 return link
@@ -521,6 +551,8 @@ class Load:
             await self.tell(link, story)
         except Cut:
             story.cut = True
+            if story.unacknowledged and story.unacknowledged["runId"] in link.started:
+                story.unacknowledged = None  # the gateway had it: a client does not resend
             cut_at = time.perf_counter()
             link = await self.recover(user, story)
             story.recovery = time.perf_counter() - cut_at
@@ -635,6 +667,14 @@ class Load:
         with contextlib.suppress(asyncio.CancelledError):
             await sampling
         monitor.take()
+
+
+def deduped(events: list[dict[str, Any]]) -> bool:
+    """Whether the gateway said a run was received already and not run again."""
+    return any(
+        event["type"] == "CUSTOM" and (event.get("value") or {}).get("code") == "RUN_DEDUPED"
+        for event in events
+    )
 
 
 def failure(error: Exception, story_timeout: float) -> tuple[str, str]:

@@ -185,6 +185,9 @@ export declare class ThreadConnection {
     WebSocket?: typeof WebSocket;
     /** Audio out of a live turn this connection opened (the gateway's docs/voice.md). */
     onBinary?: (frame: ArrayBuffer) => void;
+    /** Where inputs the gateway has not acknowledged are kept, to be sent again (same
+     * runId) after a drop or a reload; none: not sent again. */
+    storage?: Storage | Map<string, string> | null;
   });
   readonly threadId: string;
   start(): void;
@@ -196,6 +199,8 @@ export declare class ThreadConnection {
     context?: unknown[];
     resume?: unknown[];
     forwardedProps?: Record<string, unknown>;
+    /** False for text typed into a live turn: it starts no run, nothing acknowledges it. */
+    kept?: boolean;
   }): string;
   startUserAction(
     userAction: A2uiUserAction,

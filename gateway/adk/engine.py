@@ -39,6 +39,7 @@ from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.store.branches import BranchTree
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.recovery import Unfinished
+from gateway.store.run_start import StoredRun
 from gateway.tools.client import ClientTool, ClientToolset
 from gateway.translate.history import event_messages
 from gateway.translate.subagents import Subagents
@@ -258,6 +259,10 @@ class Engine:
 
     async def run_start(self, user_id: str, thread_id: str, run_id: str) -> int:
         return await self.sessions.run_start(self.app_name, user_id, thread_id, run_id)
+
+    async def run_input(self, user_id: str, thread_id: str, run_id: str) -> StoredRun | None:
+        """Where the input of ``run_id`` is stored in the thread, if the thread ran it."""
+        return await self.sessions.run_input(self.app_name, user_id, thread_id, run_id)
 
     async def branches(self, user_id: str, thread_id: str) -> BranchTree:
         """The thread's branches (docs/branches.md); none for a thread without any."""

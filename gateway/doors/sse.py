@@ -25,7 +25,8 @@ from gateway.doors.asgi import Receive, Scope, Send, challenge, header
 from gateway.doors.body import RequestBody, http_status
 from gateway.doors.send_queue import Frame, Outgoing
 from gateway.doors.shared import Shared
-from gateway.hub import eventlog
+from gateway.hub import dedupe, eventlog
+from gateway.hub.dedupe import Duplicate
 from gateway.hub.threads import Run
 from gateway.wire import versions
 from gateway.wire.notices import nothing_to_cancel, notice, standalone
@@ -83,6 +84,11 @@ class Invocation:
                 # The body is read: from now on ``receive`` only says when the client leaves.
                 left = asyncio.create_task(disconnect(self.receive), name="sse client")
                 run = await self._start(user, run_input, subscriber, left)
+            except Duplicate as duplicate:
+                # Sent again, not run again: told so; GET /invocations?threadId= follows it.
+                dedupe.noted(duplicate, self.hub.metrics)
+                await self._stream(dedupe.told(duplicate, started=False), subscriber.queue.dialect)
+                return
             except p.GatewayError as error:
                 if run_input is not None:
                     self.access.record_input(run_input, error)
@@ -173,6 +179,10 @@ class Invocation:
             events = standalone(thread_id, [said])
         else:
             events = nothing_to_cancel(thread_id)
+        await self._stream(events, dialect)
+
+    async def _stream(self, events: list[p.Event], dialect: versions.Dialect) -> None:
+        """A short stream of ``events``, whole: a notice's answer."""
         await stream_start(self.send, 200)
         encoded = [frame for event in events for frame in versions.encoded(event, dialect)]
         await stream(self.send, encoded, more=False)

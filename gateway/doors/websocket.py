@@ -27,6 +27,7 @@ from gateway.doors.shared import Shared
 from gateway.doors.transport import SEND_TEXTS, SendNow
 from gateway.doors.voice import Voice
 from gateway.hub.admission import Admitted
+from gateway.hub.dedupe import Duplicate
 from gateway.hub.inputs import needed_part
 from gateway.hub.refusals import draining
 from gateway.hub.threads import Run
@@ -56,6 +57,8 @@ class Taken:
     request: p.RunAgentInput
     admitted: Admitted | None
     refused: p.GatewayError | None = None
+    # Its runId was found admitted or running on its thread as it was read: not run again.
+    duplicate: Duplicate | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -424,6 +427,8 @@ class WebSocketSession:
             admitted = self.hub.admission.admit(self.user, request, self, self._acknowledge)
         except p.GatewayError as error:  # an undeclarable version, or a refusal
             return Taken(request, None, error)
+        except Duplicate as duplicate:
+            return Taken(request, None, duplicate=duplicate)
         return Taken(request, admitted)
 
     def _negotiated(self, request: p.RunAgentInput) -> p.RunAgentInput:
@@ -523,6 +528,8 @@ class WebSocketSession:
                     request = self._negotiated(request)
                 elif taken.refused is not None:
                     raise taken.refused
+                elif taken.duplicate is not None:
+                    raise taken.duplicate
                 tracing.asked_from(header(self.scope, b"traceparent"), request.forwarded_props)
                 starting = self.hub.start(
                     self.user,
@@ -541,6 +548,16 @@ class WebSocketSession:
             self._audit(request, error)
             self._refusal(error.to_event(), request)
             return
+        except Duplicate as duplicate:
+            # Sent again, not run again: shown the thread as a reattach shows it.
+            started = self.acknowledged == duplicate.run_id
+            self.acknowledged = None
+            try:
+                run = await self.hub.rejoin(self.user, duplicate, self, started=started)
+            except p.GatewayError as error:
+                self._audit(request, error)
+                self._refusal(error.to_event(), request)
+                return
         self._audit(request, None, run)
         if isinstance(request, p.Reattach):
             self.voice.rejoin(run, self)  # its client's live turn, if it has one, goes on here

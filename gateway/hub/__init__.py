@@ -7,6 +7,7 @@ of the theory of operation:
     hub         the Hub: the doors' verbs (start, cancel, stop, reattach, earlier, leave),
                 the threads in memory, claim and finish, the cluster's callbacks
     admission   an input refused at once, or admitted: acknowledged, then given its turn
+    dedupe      an input sent twice runs once: a runId found admitted, running or stored
     expiry      browser calls nobody answers, answered by a timeout
     planning    an input and the stored thread made the message for ADK (``Planner``)
     driving     ADK's stream through the translator to the run's end (``Driver``)

@@ -13,6 +13,10 @@ process is waited for, and stopped, the same way. A cancel can reach an admitted
 before its run has the thread (``cancel_admitted``); the run then ends ``cancelled`` as
 soon as it begins.
 
+An input whose runId the thread has admitted or runs here is a ``Duplicate``
+(``gateway.hub.dedupe``), found as it is admitted: it is not acknowledged and does not run;
+one found in the store is found once it has its thread (``Hub._start``).
+
 Admission reaches into nothing of the hub's but what it is given: the threads in memory,
 the cluster, the cap on runs, and the hub's verbs it calls.
 """
@@ -29,6 +33,7 @@ from gateway.cluster import Cluster
 from gateway.context import Caller
 from gateway.hub import branches
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
+from gateway.hub.dedupe import Duplicate, check_same, said
 from gateway.hub.inputs import starts_turn
 from gateway.hub.limits import RunSlots
 from gateway.hub.refusals import Claimed, HeldElsewhere, check_owner
@@ -48,6 +53,8 @@ class Admitted:
     policy: Busy
     # Its RUN_STARTED went out as it was admitted.
     early: bool
+    # What it says (``dedupe.said``): a duplicate of its runId must say the same.
+    said: str
 
 
 class Admission:
@@ -65,6 +72,7 @@ class Admission:
         thread: Callable[[str, str], Awaitable[Thread]],
         stop_run: Callable[[Run], bool],
         forget_if_unused: Callable[[Thread], None],
+        check_stored: Callable[[str, p.RunAgentInput], Awaitable[None]] | None = None,
     ) -> None:
         self.threads = threads
         self.cluster = cluster
@@ -80,9 +88,12 @@ class Admission:
         # Stops a run as a cancel does; False if it was over or stopping already.
         self.stop_run = stop_run
         self.forget_if_unused = forget_if_unused
+        # Raises Duplicate for a user's input whose run the store has (``gateway.hub.dedupe``).
+        self.check_stored = check_stored
         # Inputs admitted whose runs have not claimed their threads yet, by thread, then by
-        # run: their user, and whether a cancel came for them (``start``, ``cancel_admitted``).
-        self.admitted: dict[str, dict[str, tuple[str, bool]]] = {}
+        # run: their user, whether a cancel came for them (``start``, ``cancel_admitted``),
+        # and what they said (``dedupe.said``), for a duplicate to be checked against.
+        self.admitted: dict[str, dict[str, tuple[str, bool, str]]] = {}
         # Who waits for a thread's admitted inputs to have claimed it (``claimed``), by thread.
         self.claims_awaited: dict[str, asyncio.Future[None]] = {}
 
@@ -97,7 +108,8 @@ class Admission:
         sends ``acknowledge`` the run's RUN_STARTED, and a notice if every slot is taken,
         when it may go out now. ``start`` goes on with what it returns, or ``withdraw``
         forgets it: a door admits an input the moment it reads it (docs/first-event.md)."""
-        policy = self._admit(user_id, run_input)
+        saying = said(run_input)
+        policy = self._admit(user_id, run_input, saying)
         early = False
         if acknowledge is not None and self._acknowledged_early(run_input, executor):
             early = True
@@ -110,14 +122,18 @@ class Admission:
             )
             if (full := self.slots.full()) is not None:
                 acknowledge(full)
-        self.admitted.setdefault(run_input.thread_id, {})[run_input.run_id] = (user_id, False)
-        return Admitted(user_id, run_input.thread_id, run_input.run_id, policy, early)
+        self.admitted.setdefault(run_input.thread_id, {})[run_input.run_id] = (
+            user_id,
+            False,
+            saying,
+        )
+        return Admitted(user_id, run_input.thread_id, run_input.run_id, policy, early, saying)
 
     def withdraw(self, admitted: Admitted) -> bool:
         """Forgets an admitted input (its run has its thread, or never will); whether a
         cancel came for it meanwhile."""
         waiting = self.admitted.get(admitted.thread_id, {})
-        _, cancelled = waiting.pop(admitted.run_id, (admitted.user_id, False))
+        _, cancelled, _ = waiting.pop(admitted.run_id, (admitted.user_id, False, ""))
         if not waiting:
             self.admitted.pop(admitted.thread_id, None)
             awaited = self.claims_awaited.pop(admitted.thread_id, None)
@@ -165,6 +181,7 @@ class Admission:
         finally:
             cancelled = self.withdraw(admitted)
         # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.
+        run.said = admitted.said
         run.acknowledged = executor if admitted.early else None
         if admitted.early and run.clock is not None:
             run.clock.started_early()
@@ -187,10 +204,25 @@ class Admission:
             return False
         return self.cluster.alone or executor not in known.watchers
 
-    def _admit(self, user_id: str, run_input: p.RunAgentInput) -> Busy:
+    def _not_here(self, user_id: str, run_input: p.RunAgentInput, saying: str) -> None:
+        """Raises Duplicate for a user's input whose runId is admitted on its thread or is
+        the run it runs here (VALIDATION_ERROR if that one said something else). Another
+        user's is not: it meets the owner's check as any input does."""
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        first = self.admitted.get(thread_id, {}).get(run_id)
+        if first is not None and first[0] == user_id:
+            check_same(thread_id, run_id, first[2], saying)
+            raise Duplicate(thread_id, run_id, "here")
+        known = self.threads.get(thread_id)
+        if known is not None and (run := known.run) is not None and run.run_id == run_id:
+            check_same(thread_id, run_id, run.said, saying)
+            raise Duplicate(thread_id, run_id, "here")
+
+    def _admit(self, user_id: str, run_input: p.RunAgentInput, saying: str) -> Busy:
         """Refuses, with nothing read, an input the gateway cannot take at all: one while
         it drains, one on another user's thread it has in memory, one the thread's busy
-        policy refuses at once; returns that policy. An input past these is admitted: what
+        policy refuses at once; returns that policy. Raises Duplicate for one admitted or
+        running here already (``_not_here``). An input past these is admitted: what
         it meets from then on (the thread's owner as the store has it, its lease, a slot
         of ``GATEWAY_MAX_RUNS``, its turn, the quota, its plan) it meets as a run."""
         self.refuse_if_draining()  # before the busy policy: a refused input interrupts nothing
@@ -198,8 +230,9 @@ class Admission:
         if (known := self.threads.get(run_input.thread_id)) is not None:
             # Refused without a read: another user's thread.
             check_owner(known.user_id, user_id, run_input.thread_id)
-            if known.run is not None or known.waiting:
-                _busy_refusal(known, policy)
+        self._not_here(user_id, run_input, saying)  # a copy is not busy: it does not run
+        if known is not None and (known.run is not None or known.waiting):
+            _busy_refusal(known, policy)
         return policy
 
     async def _claimed(
@@ -241,6 +274,8 @@ class Admission:
         interrupts = policy is Busy.INTERRUPT and starts_turn(run_input)
         thread.waiting += 1
         try:
+            if interrupts:  # a copy of a run that ran stops nothing (``gateway.hub.dedupe``)
+                await self._not_stored(caller.user_id, run_input)
             async with thread.turns:  # first come, first served
                 while True:
                     while (running := thread.run) is not None:
@@ -252,6 +287,8 @@ class Admission:
                     except Claimed:
                         continue
                     except HeldElsewhere:
+                        if interrupts:  # the run elsewhere may be this one, sent again
+                            await self._not_stored(caller.user_id, run_input)
                         if interrupts and await self.cluster.cancel(
                             thread.thread_id, caller.user_id
                         ):
@@ -265,6 +302,12 @@ class Admission:
             thread.waiting -= 1
             self.forget_if_unused(thread)
 
+    async def _not_stored(self, user_id: str, run_input: p.RunAgentInput) -> None:
+        """Raises Duplicate for an input whose run the store has (VALIDATION_ERROR if its
+        input said something else)."""
+        if self.check_stored is not None:
+            await self.check_stored(user_id, run_input)
+
     def cancel_admitted(self, user_id: str, thread_id: str, run_id: str | None) -> bool:
         """A cancel of the user's input admitted on the thread (the one ``run_id`` names,
         if named) whose run is not going yet: it stops once it is."""
@@ -275,11 +318,11 @@ class Admission:
         admitted = self.admitted.get(thread_id, {})
         found = [
             admitted_id
-            for admitted_id, (admitted_by, _) in admitted.items()
+            for admitted_id, (admitted_by, _, _) in admitted.items()
             if admitted_by == user_id and admitted_id != going and run_id in (None, admitted_id)
         ]
         for admitted_id in found:
-            admitted[admitted_id] = (user_id, True)
+            admitted[admitted_id] = (user_id, True, admitted[admitted_id][2])
         return bool(found)
 
 

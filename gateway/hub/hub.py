@@ -39,11 +39,12 @@ from gateway.audit.log import AuditLog
 from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
-from gateway.hub import eventlog
+from gateway.hub import dedupe, eventlog
 from gateway.hub.admission import Admission, Admitted
 from gateway.hub.branches import Branching
 from gateway.hub.busy import Busy, in_progress
 from gateway.hub.client_state import DEFAULT_RULES, StateRules
+from gateway.hub.dedupe import Duplicate
 from gateway.hub.driving import Driver
 from gateway.hub.expiry import Expiry, disarm
 from gateway.hub.following import Followers
@@ -188,6 +189,7 @@ class Hub:
             thread=self._thread,
             stop_run=self.stop_run,
             forget_if_unused=self._forget_if_unused,
+            check_stored=partial(dedupe.check_stored, engine),
         )
         # Browser calls nobody answers, answered by a timeout (``gateway.hub.expiry``).
         self.expiry = Expiry(
@@ -296,6 +298,8 @@ class Hub:
         thread = run.thread
         assert opened.session is not None  # the owner's
         try:
+            if not opened.created:  # a new thread has run nothing
+                await dedupe.check_stored(self.engine, user_id, run_input, opened.session)
             self.quota.check(
                 opened.usage, new_thread=opened.created, new_turn=starts_turn(run_input)
             )
@@ -545,6 +549,19 @@ class Hub:
         if thread.head is not None:
             return thread.head
         return await self.engine.log_head(thread.user_id, thread.thread_id)
+
+    async def rejoin(
+        self, user_id: str, duplicate: Duplicate, subscriber: Subscriber, *, started: bool
+    ) -> Run | None:
+        """Answers an input sent again (``gateway.hub.dedupe``), which does not run: a
+        RUN_DEDUPED notice naming its run (in that run, which it ends, if ``started``: its
+        RUN_STARTED went out as it was admitted; else in a run of its own), then the thread
+        as a reattach without a cursor shows it, and the run in progress live (that run,
+        if it is going). Returns the run it now follows, as ``reattach`` does."""
+        dedupe.noted(duplicate, self.metrics)
+        for event in dedupe.told(duplicate, started=started):
+            subscriber.deliver(event)
+        return await self.reattach(user_id, duplicate.thread_id, subscriber)
 
     async def earlier(
         self, user_id: str, thread_id: str, before: int | None, limit: int | None = None

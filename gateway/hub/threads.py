@@ -153,6 +153,8 @@ class Run:
     thread_state: ThreadState | None = None
     # Who asked for it, for its tools (``gateway.context.caller``); None: the gateway did.
     caller: Caller | None = None
+    # What its input said (``gateway.hub.dedupe``): the same runId sent again must say it.
+    said: str | None = None
     # The approval answers its input brought that planning did not take as sent (ignored,
     # or expired into a rejection), by interrupt id: the code of their notice, for the audit.
     overruled: dict[str, str] = dataclasses.field(default_factory=dict)

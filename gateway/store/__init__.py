@@ -26,7 +26,8 @@ each (each module's docstring has the theory of its part):
 - ``threads``      what the store answers about threads: opened, listed, a user's usage
 - ``thread_index`` a user's threads as a list: titles, previews, flags, search terms, pages
 - ``frames``       each thread's event log: numbered frames, read after a cursor
-- ``run_start``    where a run's stored events begin: the thread as it was before the run
+- ``run_start``    where a run's stored events begin: the thread as it was before the run,
+                   and a run's stored input found by its runId (an index), for dedupe
 - ``leases``       what the store answers about a thread's lease (``gateway.cluster``)
 - ``errors``       what the store raises when it cannot be used
 - ``sqlite/``      the SQLite backend (the default: one file, one writing process): the

@@ -96,6 +96,10 @@ class Reads(Protocol):
         self, db: Any, *, app_name: str, user_id: str, session_id: str
     ) -> list[tuple[int, str]]: ...
 
+    def run_rows(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str, run_id: str
+    ) -> list[tuple[int, str]]: ...
+
     def frames_after(
         self,
         db: Any,

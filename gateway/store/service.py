@@ -51,7 +51,7 @@ from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import Afterwards, OpenRun, Unfinished, closing
 from gateway.store.rows import StoredSession, decoded_session
-from gateway.store.run_start import run_start
+from gateway.store.run_start import StoredRun, run_start, stored_run
 from gateway.store.shared_writes import SharedWrites
 from gateway.store.thread_index import ThreadFilter, ThreadPatch, ThreadRow, indexed_text
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
@@ -618,6 +618,22 @@ class SessionService(BaseSessionService):
             )
         )
         return run_start(rows, run_id)
+
+    async def run_input(
+        self, app_name: str, user_id: str, session_id: str, run_id: str
+    ) -> StoredRun | None:
+        """The thread's first stored event of ``run_id`` that a user's input began (its
+        message, its answers); None if the thread stored no such run."""
+        rows = await self._read(
+            partial(
+                self._reads.run_rows,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                run_id=run_id,
+            )
+        )
+        return stored_run(rows, run_id)
 
     async def move_branch(self, move: Fork | Switch) -> Moved:
         """Forks or switches a thread's branches (``gateway.store.branches``), fenced as

@@ -84,6 +84,8 @@ export class ChatPanel {
       url: url.href,
       clientId,
       threadId: this.threadId,
+      // An input the gateway has not acknowledged is sent again after a drop or a reload.
+      storage: sessionStorage,
       onEvent: (event, run) => this.#onEvent(event, run),
       onStatus: (state, detail) => this.#onStatus(state, detail),
       onBinary: (frame) => this.voice.heard(frame),
@@ -162,7 +164,7 @@ export class ChatPanel {
     const messages = [{ id, role: "user", content: text }];
     // Typed while talking: a RunAgentInput the gateway puts into the live turn at once; it
     // starts no run, so nothing waits for one (the gateway sends this tab no copy of it).
-    if (intoLiveTurn) this.client.startRun({ messages, tools: this.tools });
+    if (intoLiveTurn) this.client.startRun({ messages, tools: this.tools, kept: false });
     else this.#sendInput({ messages });
     this.transcript.scroll({ force: true }); // who sends a message wants to see what comes back
   }
@@ -182,7 +184,9 @@ export class ChatPanel {
     this.transcript.scroll({ force: true });
   }
 
-  #sendInput({ messages = [], resume = undefined, userAction = undefined, branch = undefined }) {
+  /** Sends the thread's next input; ``kept``: sent again, same runId, after a drop or a
+   * reload until the gateway acknowledges it (not for results: the ledger resends those). */
+  #sendInput({ messages = [], resume = undefined, userAction = undefined, branch = undefined, kept = true }) {
     this.pendingInputs += 1;
     // Whatever is sent next moves the thread on: an earlier offer to ask again is moot.
     this.transcript.withdrawRetries();
@@ -190,7 +194,7 @@ export class ChatPanel {
     const context = [{ description: "surface", value: this.panel.mode }, capabilitiesEntry()];
     const runId = userAction
       ? this.client.startUserAction(userAction, { tools: this.tools, context })
-      : this.client.startRun({ messages, resume, tools: this.tools, context, forwardedProps: branch ? { branch } : {} });
+      : this.client.startRun({ messages, resume, tools: this.tools, context, forwardedProps: branch ? { branch } : {}, kept });
     this.#updateControls();
     this.transcript.scroll();
     return runId;
@@ -251,7 +255,9 @@ export class ChatPanel {
       toolCallId,
       content: JSON.stringify(result),
     }));
-    const runId = this.#sendInput({ messages });
+    // The ledger sends a result again while the thread lists its call open, each time in a
+    // new input: that input is not kept besides.
+    const runId = this.#sendInput({ messages, kept: false });
     for (const [id] of answers) this.ledger.sent(id, runId);
   }
 

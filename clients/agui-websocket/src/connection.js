@@ -17,8 +17,15 @@
 // (`resuming` on the "reconnecting" status). Between runs, and when the gateway cannot
 // answer the cursor, the reattach is the snapshot as before, which tells the ledger what
 // the thread holds.
+//
+// An input is never lost to a drop or a reload, and never runs twice (with ``storage``):
+// kept until the gateway acknowledges it (its RUN_STARTED, or a RUN_DEDUPED notice naming
+// it), it is sent again, with its runId, by every new connection of its thread after the
+// reattach (inputs.js); the gateway runs a runId once per thread.
 
 import { newId } from "./ids.js";
+import { SentInputs } from "./inputs.js";
+import { asStorage } from "./ledger.js";
 import { RunWatch } from "./runs.js";
 
 const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
@@ -37,8 +44,11 @@ export class ThreadConnection {
    * @param {typeof WebSocket} [options.WebSocket]  the WebSocket class (the global one by default)
    * @param {(frame: ArrayBuffer) => void} [options.onBinary]  a binary frame: audio out of a
    *   live turn this connection opened (docs/voice.md); none arrives before `startLive`
+   * @param {Storage|Map<string,string>|null} [options.storage]  where inputs the gateway has
+   *   not acknowledged are kept, to be sent again after a drop or a reload (sessionStorage
+   *   in a browser); none: an input written to a connection that drops is not sent again
    */
-  constructor({ url, clientId, threadId, onEvent, onStatus, WebSocket = globalThis.WebSocket, onBinary = () => {} }) {
+  constructor({ url, clientId, threadId, onEvent, onStatus, WebSocket = globalThis.WebSocket, onBinary = () => {}, storage = null }) {
     const withId = new URL(url, globalThis.location?.href);
     // A URL relative to the page comes out http(s):, which not every WebSocket takes.
     withId.protocol = withId.protocol.replace(/^http/, "ws");
@@ -57,6 +67,7 @@ export class ThreadConnection {
     // The highest log number seen on this thread, and the run a reconnect carries on.
     this.cursor = null;
     this.carried = null;
+    this.inputs = storage ? new SentInputs(asStorage(storage)) : null;
   }
 
   start() {
@@ -81,8 +92,9 @@ export class ThreadConnection {
     this.start();
   }
 
-  /** Sends a RunAgentInput on the current thread; returns its runId. */
-  startRun({ messages = [], tools = [], context = [], resume = undefined, forwardedProps = {} }) {
+  /** Sends a RunAgentInput on the current thread; returns its runId. ``kept``: false for
+   * one that starts no run (typed into a live turn), which nothing acknowledges. */
+  startRun({ messages = [], tools = [], context = [], resume = undefined, forwardedProps = {}, kept = true }) {
     const input = {
       threadId: this.threadId,
       runId: newId("run"),
@@ -95,7 +107,7 @@ export class ThreadConnection {
       forwardedProps,
     };
     if (resume) input.resume = resume;
-    this.send(input);
+    this.#send(input, { kept });
     return input.runId;
   }
 
@@ -180,6 +192,8 @@ export class ThreadConnection {
       socket.send(JSON.stringify(reattach));
       const queued = this.outbox.splice(0);
       for (const frame of queued) this.#send(frame);
+      // Written before, never acknowledged: it may have gone down with the last socket.
+      for (const input of this.inputs?.toResend(this.threadId) ?? []) this.#send(input);
     });
     socket.addEventListener("message", (message) => {
       if (this.connection !== connection) return;
@@ -219,12 +233,14 @@ export class ThreadConnection {
     });
   }
 
-  #send(frame) {
+  #send(frame, { kept = true } = {}) {
     const connection = this.connection;
+    const input = !frame.type && this.inputs !== null && kept;
+    if (input) this.inputs.sent(frame); // kept before it is written: sent again if need be
     if (!connection || connection.socket.readyState !== OPEN) {
-      // Inputs wait for the next connection; a control frame would be stale by then
-      // (every connection opens with its own reattach).
-      if (!frame.type) this.outbox.push(frame);
+      // Inputs wait for the next connection (kept ones are sent again by it); a control
+      // frame would be stale by then (every connection opens with its own reattach).
+      if (!frame.type && !input) this.outbox.push(frame);
       return false;
     }
     if (frame.runId) connection.watch.ownRuns.add(frame.runId);
@@ -233,6 +249,10 @@ export class ThreadConnection {
   }
 
   #dispatch(connection, event) {
+    if (event.type === "RUN_STARTED") this.inputs?.acknowledged(event.runId);
+    else if (event.type === "CUSTOM" && event.name === "gateway.notice" && event.value?.code === "RUN_DEDUPED") {
+      this.inputs?.acknowledged(event.value.runId); // the gateway had it: not run again
+    }
     const view = connection.watch.see(event);
     this.onEvent(event, view);
     if ((event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") && !connection.synced) {

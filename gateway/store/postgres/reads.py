@@ -24,6 +24,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
+from gateway.store.run_start import RUN_ID_POSTGRES, RUN_ID_POSTGRES_ROWS
 from gateway.store.threads import ThreadSummary, Usage
 
 
@@ -362,6 +363,22 @@ def invocation_rows(
             " WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s"
             " AND e.seq >= COALESCE(s.invocation_seq, 0) ORDER BY e.seq",
             (app_name, user_id, session_id),
+        ).fetchall(),
+    )
+
+
+def run_rows(
+    db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str, run_id: str
+) -> list[tuple[int, str]]:
+    """The (seq, data) of the first events of a thread stamped with ``run_id`` that a
+    user's input began (``run_start.stored_run``), through the index on that stamp."""
+    return cast(
+        list[tuple[int, str]],
+        db.execute(
+            "SELECT seq, data FROM events WHERE session_pk = (SELECT pk FROM sessions"
+            " WHERE app_name = %s AND user_id = %s AND id = %s)"
+            f" AND {RUN_ID_POSTGRES_ROWS} AND {RUN_ID_POSTGRES} = %s ORDER BY seq LIMIT 4",
+            (app_name, user_id, session_id, run_id),
         ).fetchall(),
     )
 

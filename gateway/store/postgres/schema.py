@@ -17,6 +17,7 @@ import psycopg
 
 from gateway.store.postgres.thread_index import MIGRATION as THREAD_INDEX
 from gateway.store.postgres.thread_index import index_existing
+from gateway.store.run_start import RUN_ID_POSTGRES, RUN_ID_POSTGRES_ROWS
 from gateway.store.schema import check_ours, migrations_due
 
 # The store logs under one name, whichever part of it speaks.
@@ -123,7 +124,21 @@ def _keep_branches_v3(db: psycopg.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _index_threads_v2, _keep_branches_v3)
+def _index_runs_v4(db: psycopg.Connection) -> None:
+    """Indexes the run id stamped on the events a user's input begins, so that an input
+    sent again is found to have run (``run_start.stored_run``, ``gateway.hub.dedupe``)."""
+    db.execute(
+        f"CREATE INDEX IF NOT EXISTS events_by_run ON events (session_pk, ({RUN_ID_POSTGRES}))"
+        f" WHERE {RUN_ID_POSTGRES_ROWS}"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _create_v1,
+    _index_threads_v2,
+    _keep_branches_v3,
+    _index_runs_v4,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

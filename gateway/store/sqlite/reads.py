@@ -17,6 +17,7 @@ from gateway.store.projection import StoredMessages
 from gateway.store.quarantine import Quarantine
 from gateway.store.recovery import OpenRun, StreamedMessage
 from gateway.store.rows import StoredListing, StoredSession
+from gateway.store.run_start import RUN_ID_SQLITE, RUN_ID_SQLITE_ROWS
 from gateway.store.sqlite.branches import branch_tree as branch_tree
 from gateway.store.sqlite.scopes import scope_state as scope_state
 from gateway.store.sqlite.scopes import stored_scopes
@@ -304,6 +305,22 @@ def invocation_rows(
             " AND e.seq >= COALESCE(s.invocation_seq, 0) ORDER BY e.seq",
             (app_name, user_id, session_id),
         )
+    ]
+
+
+def run_rows(
+    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str, run_id: str
+) -> list[tuple[int, str]]:
+    """The (seq, data) of the first events of a thread stamped with ``run_id`` that a
+    user's input began (``run_start.stored_run``), through the index on that stamp."""
+    return [
+        (seq, str(data))
+        for seq, data in db.execute(
+            "SELECT seq, data FROM events WHERE session_pk = (SELECT pk FROM sessions"
+            " WHERE app_name = ? AND user_id = ? AND id = ?)"
+            f" AND {RUN_ID_SQLITE_ROWS} AND {RUN_ID_SQLITE} = ? ORDER BY seq LIMIT 4",
+            (app_name, user_id, session_id, run_id),
+        ).fetchall()
     ]
 
 

@@ -24,6 +24,7 @@ from gateway.store.cut_off import LEGACY_NOTE
 from gateway.store.messages import EventMessages
 from gateway.store.progress import RunProgress
 from gateway.store.quarantine import Quarantine
+from gateway.store.run_start import RUN_ID_SQLITE, RUN_ID_SQLITE_ROWS
 from gateway.store.schema import check_ours, migrations_due
 from gateway.store.sqlite.open_calls import record_progress
 from gateway.store.sqlite.thread_index import MIGRATION as THREAD_INDEX
@@ -272,6 +273,15 @@ def _total_usage_v12(db: sqlite3.Connection, messages: EventMessages) -> None:
     )
 
 
+def _index_runs_v13(db: sqlite3.Connection, messages: EventMessages) -> None:
+    """Indexes the run id stamped on the events a user's input begins, so that an input
+    sent again is found to have run (``run_start.stored_run``, ``gateway.hub.dedupe``)."""
+    db.execute(
+        f"CREATE INDEX IF NOT EXISTS events_by_run ON events (session_pk, {RUN_ID_SQLITE})"
+        f" WHERE {RUN_ID_SQLITE_ROWS}"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _track_runs_v2,
@@ -285,6 +295,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _index_threads_v10,
     _keep_branches_v11,
     _total_usage_v12,
+    _index_runs_v13,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

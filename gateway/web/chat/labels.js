@@ -98,9 +98,9 @@ export const NOTICE_LABELS = {
   INTERRUPT_ALREADY_ANSWERED: "이미 답한 승인 요청입니다.",
   INTERRUPT_EXPIRED: "승인 시간이 지나 거절로 처리되었습니다.",
 };
-// Notices the tab causes itself (a kept result sent again, a reconnect that missed nothing):
-// nothing to tell the user.
-export const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED", "UP_TO_DATE"]);
+// Notices the tab causes itself (a kept result sent again, a reconnect that missed nothing,
+// an input sent again that the gateway had): nothing to tell the user.
+export const QUIET_NOTICES = new Set(["TOOL_RESULT_IGNORED", "UP_TO_DATE", "RUN_DEDUPED"]);
 
 /** The status line's words for the connection (agui-websocket/connection.js's states). */
 export function connectionLabel(state, detail) {

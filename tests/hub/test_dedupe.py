@@ -1,0 +1,168 @@
+"""An input sent twice runs once (``gateway.hub.dedupe``): a client cut off just after it
+sent a RunAgentInput sends it again, with the same runId, once it has reconnected; the
+thread runs that runId once, whether the first copy is still waiting for its thread, is
+running, has run, or ran before a restart. The sender of the copy is told (RUN_DEDUPED) and
+shown the thread as a reattach shows it. The same runId with another message is refused,
+nothing run or stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hub.test_first_event import LONG, held_reads, replied
+from tests.support.agui import AgUiSocket, new_id, outcome, snapshot_of, text_of, user_input
+from tests.support.budgets import eventually
+from tests.support.servers import RunningGateway, post_run, running_gateway
+
+pytestmark = pytest.mark.server
+
+
+def told_deduped(events: list[dict[str, Any]], run_id: str) -> None:
+    """``events`` are the run that tells a copy's sender it was not run again."""
+    [notice] = [e for e in events if e["type"] == "CUSTOM"]
+    assert notice["value"]["code"] == "RUN_DEDUPED" and notice["value"]["runId"] == run_id
+    assert outcome(events) == {"type": "success"}
+
+
+def runs(gateway: RunningGateway, thread: str) -> bool:
+    """Whether a run of the thread has claimed it."""
+    known = gateway.app.hub.threads.get(thread)  # type: ignore[union-attr]
+    return known is not None and known.run is not None
+
+
+async def stored(gateway: RunningGateway, thread: str) -> list[dict[str, Any]]:
+    """The thread's messages as a new tab's reattach shows them, once it is idle."""
+    hub = gateway.app.hub
+    assert hub is not None
+
+    def idle() -> bool:
+        known = hub.threads.get(thread)
+        return known is None or (known.run is None and not hub.admission.admitted.get(thread))
+
+    await eventually(idle, 10, what="the thread is idle")
+    async with gateway.socket() as tab:
+        return snapshot_of(await tab.run({"type": "reattach", "threadId": thread}))
+
+
+def ran_once(messages: list[dict[str, Any]], asked: dict[str, Any]) -> None:
+    """The thread holds the input's message once, and one reply to it."""
+    [message] = asked["messages"]
+    assert [m["id"] for m in messages if m["role"] == "user"] == [message["id"]], messages
+    assert len([m for m in messages if m["role"] == "assistant" and m.get("content")]) == 1
+
+
+async def sent_again(ws: AgUiSocket, asked: dict[str, Any]) -> list[dict[str, Any]]:
+    """Sends ``asked`` again; returns what the reattach that follows the notice showed."""
+    told = await ws.run(asked)
+    told_deduped(told, asked["runId"])
+    return await ws.until_end()
+
+
+async def test_an_input_sent_twice_on_one_connection_runs_once() -> None:
+    async with running_gateway() as gateway, gateway.socket() as ws:
+        thread = new_id("t")
+        asked = user_input(thread, "안녕")
+        first = await ws.run(asked)
+        assert outcome(first) == {"type": "success"} and text_of(first)
+        shown = await sent_again(ws, asked)
+        assert text_of(first) in replied(shown)
+        ran_once(await stored(gateway, thread), asked)
+
+
+async def test_an_input_sent_again_while_it_waits_for_its_thread_runs_once() -> None:
+    # The first copy is admitted (its RUN_STARTED out) and waits for its thread's read;
+    # its connection drops, and the copy sent on the next connection finds it there.
+    async with held_reads() as (gateway, reads):
+        thread = new_id("t")
+        asked = user_input(thread, "안녕")
+        async with gateway.socket() as first:
+            await first.send(asked)
+            assert (await first.next())["runId"] == asked["runId"]
+        async with gateway.socket() as second:
+            await second.send(asked)
+            told = await second.until_end()
+            told_deduped(told, asked["runId"])
+            reads.let_go.set()
+            joined = await second.until_end()
+        assert joined[0]["type"] == "RUN_STARTED" and joined[0]["runId"] == asked["runId"]
+        assert outcome(joined) == {"type": "success"} and "안녕하세요" in replied(joined)
+        assert reads.done == 1  # one run read its thread
+        ran_once(await stored(gateway, thread), asked)
+
+
+async def test_an_input_sent_again_while_it_runs_joins_its_run_and_does_not_stop_it() -> None:
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        asked = user_input(thread, LONG)
+        async with gateway.socket() as first:
+            await first.send(asked)
+            assert (await first.next())["type"] == "RUN_STARTED"
+            await eventually(lambda: runs(gateway, thread), 5, what="the run claims its thread")
+        # A new message would stop the run (the default busy policy); its copy must not.
+        async with gateway.socket() as second:
+            await second.send(asked)
+            told_deduped(await second.until_end(), asked["runId"])
+            joined = await second.until_end()
+        assert joined[0]["runId"] == asked["runId"]
+        assert outcome(joined) == {"type": "success"}
+        ran_once(await stored(gateway, thread), asked)
+
+
+# The run found in the thread its claim read (its window holds the whole thread), or, with
+# a window of 2 events, through the store's index.
+@pytest.mark.parametrize("window", [24, 2])
+async def test_an_input_sent_again_after_a_restart_is_not_run_again(
+    tmp_path: Path, window: int
+) -> None:
+    db = str(tmp_path / "threads.db")
+    thread = new_id("t")
+    asked = user_input(thread, "안녕")
+    async with running_gateway(db=db) as gateway, gateway.socket() as ws:
+        first = await ws.run(asked)
+        assert outcome(first) == {"type": "success"}
+        # Later turns: the run sent again is not among the thread's newest events.
+        assert outcome(await ws.run(user_input(thread, "고마워"))) == {"type": "success"}
+    async with running_gateway(db=db, history_window=window) as gateway:
+        async with gateway.socket() as ws:
+            shown = await sent_again(ws, asked)
+        assert text_of(first) in replied(shown)
+        messages = await stored(gateway, thread)
+        assert [m["content"] for m in messages if m["role"] == "user"] == ["안녕", "고마워"]
+        assert len([m for m in messages if m["role"] == "assistant"]) == 2
+
+
+async def test_the_same_run_id_with_another_message_is_refused_and_stores_nothing() -> None:
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        asked = user_input(thread, LONG)
+        other = user_input(thread, "다른 말") | {"runId": asked["runId"]}
+        async with gateway.socket() as ws, gateway.socket() as tab:
+            await ws.send(asked)
+            assert (await ws.next())["type"] == "RUN_STARTED"
+            # While it runs here: refused as it is read.
+            refused = await tab.refused(other)
+            assert refused["code"] == "VALIDATION_ERROR" and asked["runId"] in refused["message"]
+            assert outcome(await ws.until_end()) == {"type": "success"}
+        # Once it has run, and nothing of it is in memory: refused when the store is read.
+        threads = gateway.app.hub.threads  # type: ignore[union-attr]
+        await eventually(lambda: thread not in threads, 5, what="the thread is let go")
+        async with gateway.socket() as tab:
+            *_, refused = await tab.run(other)
+        assert refused["type"] == "RUN_ERROR" and refused["code"] == "VALIDATION_ERROR"
+        assert "traceback" not in refused["message"].lower()
+        ran_once(await stored(gateway, thread), asked)
+
+
+async def test_a_copy_sent_to_the_sse_door_is_told_and_not_run() -> None:
+    async with running_gateway() as gateway:
+        thread = new_id("t")
+        asked = user_input(thread, "안녕")
+        status, _, events, _ = await post_run(gateway, asked)
+        assert status == 200 and outcome(events) == {"type": "success"}
+        status, _, events, _ = await post_run(gateway, asked)
+        assert status == 200
+        told_deduped(events, asked["runId"])
+        ran_once(await stored(gateway, thread), asked)
