@@ -102,6 +102,9 @@ def validator_without_hook(
 ) -> SchemaValidator | None:
     """A validator of ``model`` from its own schema without genai's hook (and, with
     ``router=False``, without ``Event``'s router); None if the schema has no such hook."""
+    # ADK's models are built on first use (``gateway.deferred_schemas``): until then the
+    # class holds a stand-in for its schema, with no hook to find in it.
+    model.model_rebuild()
     found = [0]
     schema = _without_hook(model.__pydantic_core_schema__, found, router=router)
     if not found[0]:
