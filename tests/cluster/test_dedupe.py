@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.test_busy import LONG
-from tests.hub.test_dedupe import ran_once, stored, told_deduped
-from tests.hub.test_first_event import replied
 from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.dedupe import ran_once, stored, told_deduped
+from tests.support.first_events import LONG, replied
 from tests.support.postgres import Postgres
 from tests.support.servers import RunningGateway, running_gateway
 

@@ -12,46 +12,19 @@ from typing import Any
 
 import pytest
 
-from tests.hub.test_first_event import LONG, held_reads, replied
-from tests.support.agui import AgUiSocket, new_id, outcome, snapshot_of, text_of, user_input
+from tests.support.agui import AgUiSocket, new_id, outcome, text_of, user_input
 from tests.support.budgets import eventually
+from tests.support.dedupe import ran_once, stored, told_deduped
+from tests.support.first_events import LONG, held_reads, replied
 from tests.support.servers import RunningGateway, post_run, running_gateway
 
 pytestmark = pytest.mark.server
-
-
-def told_deduped(events: list[dict[str, Any]], run_id: str) -> None:
-    """``events`` are the run that tells a copy's sender it was not run again."""
-    [notice] = [e for e in events if e["type"] == "CUSTOM"]
-    assert notice["value"]["code"] == "RUN_DEDUPED" and notice["value"]["runId"] == run_id
-    assert outcome(events) == {"type": "success"}
 
 
 def runs(gateway: RunningGateway, thread: str) -> bool:
     """Whether a run of the thread has claimed it."""
     known = gateway.app.hub.threads.get(thread)  # type: ignore[union-attr]
     return known is not None and known.run is not None
-
-
-async def stored(gateway: RunningGateway, thread: str) -> list[dict[str, Any]]:
-    """The thread's messages as a new tab's reattach shows them, once it is idle."""
-    hub = gateway.app.hub
-    assert hub is not None
-
-    def idle() -> bool:
-        known = hub.threads.get(thread)
-        return known is None or (known.run is None and not hub.admission.admitted.get(thread))
-
-    await eventually(idle, 10, what="the thread is idle")
-    async with gateway.socket() as tab:
-        return snapshot_of(await tab.run({"type": "reattach", "threadId": thread}))
-
-
-def ran_once(messages: list[dict[str, Any]], asked: dict[str, Any]) -> None:
-    """The thread holds the input's message once, and one reply to it."""
-    [message] = asked["messages"]
-    assert [m["id"] for m in messages if m["role"] == "user"] == [message["id"]], messages
-    assert len([m for m in messages if m["role"] == "assistant" and m.get("content")]) == 1
 
 
 async def sent_again(ws: AgUiSocket, asked: dict[str, Any]) -> list[dict[str, Any]]:
