@@ -33,7 +33,7 @@ from gateway.cluster import Cluster
 from gateway.context import Caller
 from gateway.hub import branches
 from gateway.hub.busy import WAITING_PER_THREAD, Busy, in_progress, queue_full, requested
-from gateway.hub.dedupe import Duplicate, check_same, said
+from gateway.hub.dedupe import Duplicate, is_copy, refuse_in_flight, said
 from gateway.hub.inputs import starts_turn
 from gateway.hub.limits import RunSlots
 from gateway.hub.refusals import Claimed, HeldElsewhere, check_owner
@@ -206,16 +206,18 @@ class Admission:
 
     def _not_here(self, user_id: str, run_input: p.RunAgentInput, saying: str) -> None:
         """Raises Duplicate for a user's input whose runId is admitted on its thread or is
-        the run it runs here (VALIDATION_ERROR if that one said something else). Another
-        user's is not: it meets the owner's check as any input does."""
+        the run it runs here, saying the same (``dedupe.is_copy``); VALIDATION_ERROR for
+        another input under an admitted one's runId. Another user's is not: it meets the
+        owner's check as any input does."""
         thread_id, run_id = run_input.thread_id, run_input.run_id
         first = self.admitted.get(thread_id, {}).get(run_id)
         if first is not None and first[0] == user_id:
-            check_same(thread_id, run_id, first[2], saying)
+            if not is_copy(first[2], saying):
+                refuse_in_flight(thread_id, run_id)
             raise Duplicate(thread_id, run_id, "here")
         known = self.threads.get(thread_id)
-        if known is not None and (run := known.run) is not None and run.run_id == run_id:
-            check_same(thread_id, run_id, run.said, saying)
+        running = known.run if known is not None else None
+        if running is not None and running.run_id == run_id and is_copy(running.said, saying):
             raise Duplicate(thread_id, run_id, "here")
 
     def _admit(self, user_id: str, run_input: p.RunAgentInput, saying: str) -> Busy:
@@ -303,8 +305,7 @@ class Admission:
             self.forget_if_unused(thread)
 
     async def _not_stored(self, user_id: str, run_input: p.RunAgentInput) -> None:
-        """Raises Duplicate for an input whose run the store has (VALIDATION_ERROR if its
-        input said something else)."""
+        """Raises Duplicate for an input whose run the store has, saying the same."""
         if self.check_stored is not None:
             await self.check_stored(user_id, run_input)
 

@@ -23,9 +23,12 @@ Where a runId is found, cheapest first:
 Nothing grows per client: what memory knows is what the hub holds anyway (its admitted
 inputs and its runs), and the store's index grows with the events it indexes.
 
-The same runId with a different input (a buggy or hostile client) is refused with
-VALIDATION_ERROR, nothing run or stored: ``said`` is what an input says, compared with what
-the first input of that runId said where that is known.
+A copy says what the first input of its runId said (``said``, compared where that is
+known). The same runId with another input is not a copy, and runs as any input does:
+CopilotKit's ``useInterrupt`` resumes an interrupted run under that run's runId, with the
+person's answer. Only while the first input is still admitted, before its run has its thread,
+is another under its runId refused (VALIDATION_ERROR): two inputs in flight under one runId
+are no client's doing, and the admission keeps one entry a runId.
 """
 
 from __future__ import annotations
@@ -95,9 +98,10 @@ async def check_stored(
     engine: Engine, user_id: str, run_input: p.RunAgentInput, session: Session | None = None
 ) -> None:
     """Raises Duplicate for a user's input whose run the thread has stored (it ran here
-    before a restart, or on another process); VALIDATION_ERROR if that run's input said
-    something else. ``session``: the thread as its claim read it, a window of its newest
-    events; the store's index is read only when that window may not hold the whole thread."""
+    before a restart, or on another process), unless that run's input said something else
+    (then it is a new input). ``session``: the thread as its claim read it, a window of its
+    newest events; the store's index is read only when that window may not hold the whole
+    thread."""
     stored = None
     if session is not None:
         stored = in_session(session, run_input.run_id)
@@ -110,25 +114,30 @@ async def check_stored(
         found_stored(run_input, stored)
 
 
-def found_stored(run_input: p.RunAgentInput, stored: StoredRun) -> NoReturn:
+def found_stored(run_input: p.RunAgentInput, stored: StoredRun) -> None:
     """Raises Duplicate for an input whose run the store has (``stored``: that run's first
-    stored event); VALIDATION_ERROR if that run's input said something else: the user's
-    message is compared by its id, other inputs the store cannot tell apart."""
+    stored event), unless that run's input said something else (then it is a new input):
+    the user's message is compared by its id, other inputs the store cannot tell apart."""
     message_id = stored.message_id
-    if message_id is not None and not message_id.startswith(ACTION_MESSAGE):
-        check_same(run_input.thread_id, run_input.run_id, f"message:{message_id}", said(run_input))
+    compared = message_id is not None and not message_id.startswith(ACTION_MESSAGE)
+    if compared and not is_copy(f"message:{message_id}", said(run_input)):
+        return
     raise Duplicate(run_input.thread_id, run_input.run_id, "stored")
 
 
-def check_same(thread_id: str, run_id: str, first: str | None, again: str) -> None:
-    """Refuses an input that reuses a runId of its thread for something else than what
-    the first input of that runId said (``first``; None: not known, nothing refused)."""
-    if first is not None and first != again:
-        raise p.GatewayError(
-            p.ErrorCode.VALIDATION_ERROR,
-            f"Run {run_id!r} of thread {thread_id!r} was received already with another"
-            " message; nothing was run. Send a new message with a new runId.",
-        )
+def is_copy(first: str | None, again: str) -> bool:
+    """Whether an input that says ``again`` is a copy of the first input of its runId,
+    which said ``first`` (None: not known, so a copy)."""
+    return first is None or first == again
+
+
+def refuse_in_flight(thread_id: str, run_id: str) -> NoReturn:
+    """VALIDATION_ERROR for another input under the runId of one still admitted."""
+    raise p.GatewayError(
+        p.ErrorCode.VALIDATION_ERROR,
+        f"Run {run_id!r} of thread {thread_id!r} was received already with another"
+        " message, which has not begun; nothing was run. Send a new message with a new runId.",
+    )
 
 
 def noted(duplicate: Duplicate, metrics: Metrics) -> None:

@@ -2,8 +2,8 @@
 sent a RunAgentInput sends it again, with the same runId, once it has reconnected; the
 thread runs that runId once, whether the first copy is still waiting for its thread, is
 running, has run, or ran before a restart. The sender of the copy is told (RUN_DEDUPED) and
-shown the thread as a reattach shows it. The same runId with another message is refused,
-nothing run or stored."""
+shown the thread as a reattach shows it. The same runId with another message is a new
+input, and runs."""
 
 from __future__ import annotations
 
@@ -107,26 +107,31 @@ async def test_an_input_sent_again_after_a_restart_is_not_run_again(
         assert len([m for m in messages if m["role"] == "assistant"]) == 2
 
 
-async def test_the_same_run_id_with_another_message_is_refused_and_stores_nothing() -> None:
-    async with running_gateway(scripted_pace_ms=20) as gateway:
+async def test_the_same_run_id_with_another_message_is_a_new_input() -> None:
+    """Not a copy: it runs, in memory and from the store alike (CopilotKit's useInterrupt
+    resumes an interrupted run under that run's runId)."""
+    async with running_gateway() as gateway:
         thread = new_id("t")
-        asked = user_input(thread, LONG)
-        other = user_input(thread, "다른 말") | {"runId": asked["runId"]}
-        async with gateway.socket() as ws, gateway.socket() as tab:
-            await ws.send(asked)
-            assert (await ws.next())["type"] == "RUN_STARTED"
-            # While it runs here: refused as it is read.
-            refused = await tab.refused(other)
-            assert refused["code"] == "VALIDATION_ERROR" and asked["runId"] in refused["message"]
-            assert outcome(await ws.until_end()) == {"type": "success"}
-        # Once it has run, and nothing of it is in memory: refused when the store is read.
+        asked = user_input(thread, "안녕")
+        other = user_input(thread, "고마워") | {"runId": asked["runId"]}
+        async with gateway.socket() as ws:
+            assert outcome(await ws.run(asked)) == {"type": "success"}
+            again = await ws.run(other)
+            assert outcome(again) == {"type": "success"} and text_of(again)
+            assert not [e for e in again if e["type"] == "CUSTOM"]
+        # Once nothing of the thread is in memory, from the store: a third message too.
         threads = gateway.app.hub.threads  # type: ignore[union-attr]
         await eventually(lambda: thread not in threads, 5, what="the thread is let go")
+        third = user_input(thread, "또 봐요") | {"runId": asked["runId"]}
         async with gateway.socket() as tab:
-            *_, refused = await tab.run(other)
-        assert refused["type"] == "RUN_ERROR" and refused["code"] == "VALIDATION_ERROR"
-        assert "traceback" not in refused["message"].lower()
-        ran_once(await stored(gateway, thread), asked)
+            ran = await tab.run(third)
+        assert outcome(ran) == {"type": "success"} and text_of(ran)
+        messages = await stored(gateway, thread)
+        assert [m["content"] for m in messages if m["role"] == "user"] == [
+            "안녕",
+            "고마워",
+            "또 봐요",
+        ]
 
 
 async def test_a_copy_sent_to_the_sse_door_is_told_and_not_run() -> None:
