@@ -54,7 +54,8 @@ after each frame, the first run's end, paused on the browser, the reply's first 
 end after the browser's answer, the whole story), errors by kind, the most runs clients
 waited on at once (the gateway runs ``GATEWAY_MAX_RUNS``, 200, at once; a run past that
 waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
-/proc/<pid>/status) at start, peak and end, and the peak less the start over the most users
+/proc/<pid>/status) at start, peak and end, and the most the processes grew since each was
+first seen (a worker `auto` starts at the first run counts from then) over the most users
 connected at once (what a connected user costs the server, its runs and threads included),
 CPU (the server's, its main process's alone, this script's and the rest of the machine's,
 which is shared, with the machine's cores and load average first) and what the server
@@ -722,6 +723,9 @@ def thread_problems(messages: list[dict[str, Any]], outcome: dict[str, Any]) -> 
 class Sample:
     at: float
     rss_mib: float
+    # What the processes grew by since each was first seen: a worker that ``auto`` starts
+    # at the first run counts its growth, not the imports every idle worker holds.
+    grown_mib: float
     server_cpu: float
     # The gateways' own processes alone, without their workers: the one loop every event
     # crosses, whose share says how near it is to a core's worth.
@@ -758,6 +762,7 @@ class Monitor:
     ) -> None:
         self.servers = pids
         self.samples: list[Sample] = []
+        self._first_rss: dict[int, float] = {}
         # When the users were done: the RSS peak is of the load, not of the check after it.
         self.load_ended: float | None = None
         # The statements the database ran, by text, counted by PostgreSQL
@@ -774,10 +779,14 @@ class Monitor:
 
     def take(self) -> None:
         pids = self.pids
+        rss = {pid: _alive(rss_mib, pid) for pid in pids}
+        for pid, mib in rss.items():
+            self._first_rss.setdefault(pid, mib)
         self.samples.append(
             Sample(
                 time.perf_counter(),
-                sum(_alive(rss_mib, pid) for pid in pids),
+                sum(rss.values()),
+                sum(mib - self._first_rss[pid] for pid, mib in rss.items() if mib),
                 sum(_alive(cpu_seconds, pid) for pid in pids),
                 sum(_alive(cpu_seconds, pid) for pid in self.servers),
                 cpu_seconds(),
@@ -827,7 +836,8 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
     server = last.server_cpu - first.server_cpu
     main = last.main_cpu - first.main_cpu
     own = last.own_cpu - first.own_cpu
-    loaded = [s.rss_mib for s in monitor.samples if s.at <= (monitor.load_ended or s.at)]
+    loaded_samples = [s for s in monitor.samples if s.at <= (monitor.load_ended or s.at)]
+    loaded = [s.rss_mib for s in loaded_samples]
     values: dict[str, float] = {
         "stories": len(done),
         "failed": len(load.stories) - len(done),
@@ -839,7 +849,7 @@ def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, floa
         "rss_end": monitor.samples[-1].rss_mib,
         "connected_peak": load.connected_peak,
         "rss_user_kib": 1024
-        * (max(loaded) - monitor.samples[0].rss_mib)
+        * max(s.grown_mib for s in loaded_samples)
         / max(load.connected_peak, 1),
         "server_cores": server / seconds,
         "server_ms": 1000 * server / max(len(finished), 1),
@@ -1012,7 +1022,7 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     print(
         f"  server RSS MiB: start {v['rss_start']:.0f}, peak {v['rss_peak']:.0f},"
         f" end {v['rss_end']:.0f}; {v['rss_user_kib']:.1f} KiB a connected user"
-        f" (peak less start, over the {v['connected_peak']:.0f} connected at most)"
+        f" (growth, over the {v['connected_peak']:.0f} connected at most)"
     )
     print(
         f"  CPU cores: server {v['server_cores']:.2f} ({v['server_ms']:.1f} ms a story;"

@@ -106,7 +106,7 @@ def test_thinking_users_keep_their_socket_and_are_weighed_by_it(
     assert re.search(r"^machine: \d+ cores \(.*\), load average [\d.]+ ", done.stdout, re.M)
     assert "think 0.3 s on average" in done.stdout
     # Each user opened its socket on arrival and kept it through its pauses.
-    weighed = r"; -?\d+\.\d KiB a connected user \(peak less start, over the 5 connected at most\)"
+    weighed = r"; -?\d+\.\d KiB a connected user \(growth, over the 5 connected at most\)"
     assert re.search(weighed, done.stdout), done.stdout
 
 
@@ -226,3 +226,22 @@ def test_a_socket_that_fails_on_arrival_is_counted_not_hidden(
     assert round_.arrivals_failed == {"connection refused": 1}
     assert round_.arrival_lines["connection refused"].startswith("load-0001 on arrival:")
     assert round_.connected == 0
+
+
+def test_a_worker_started_mid_load_counts_its_growth_not_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `auto` starts its workers at the first run: a worker's ~100 MiB of imports is not
+    # what a connected user costs, the ~growth of every process since it appeared is.
+    tree = {0: [1], 1: [1, 2]}
+    rss = {0: {1: 100.0}, 1: {1: 110.0, 2: 95.0}, 2: {1: 112.0, 2: 99.0}}
+    now = 0  # the sample being taken
+    monkeypatch.setattr(load, "process_tree", lambda pid: tree[min(now, 1)])
+    monkeypatch.setattr(load, "rss_mib", lambda pid: rss[now][pid])
+    monkeypatch.setattr(load, "cpu_seconds", lambda pid=None: 0.0)
+    monkeypatch.setattr(load, "machine_cpu", lambda: 0.0)
+    monitor = load.Monitor([1], None)
+    for now in range(3):  # noqa: B007 (the fakes above read it)
+        monitor.take()
+    assert [s.rss_mib for s in monitor.samples] == [100.0, 205.0, 211.0]
+    assert [s.grown_mib for s in monitor.samples] == [0.0, 10.0, 16.0]
