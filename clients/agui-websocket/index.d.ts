@@ -206,7 +206,7 @@ export declare class ThreadConnection {
     userAction: A2uiUserAction,
     input?: { messages?: unknown[]; tools?: unknown[]; context?: unknown[] },
   ): string;
-  send(input: RunAgentInput): boolean;
+  send(input: RunAgentInput, options?: { kept?: boolean }): boolean;
   /** The cancel frame, naming the run this connection follows (if any). */
   cancel(): void;
   reattach(): void;

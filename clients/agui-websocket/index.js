@@ -7,6 +7,12 @@
 // snapshot in between), so the stream stays valid and the run ends once. `connect()` is the reattach: the thread as snapshots, then the run in progress live
 // to its end. `abortRun()` is the /ws cancel frame.
 //
+// An input is sent once and runs once, across drops and reloads (src/inputs.js, in
+// ``storage``, as the reference client keeps them): kept until the gateway acknowledges it,
+// it is sent again with its runId by the thread's next connection; a RUN_DEDUPED notice
+// naming it (the gateway had it) is stitched into the run's stream as a reconnect's
+// reattach is, so the stream shows that run, live or ended, and ends once.
+//
 // Exactly once (src/calls.js on src/ledger.js, one ledger per storage, shared with
 // GatewayHttpAgent in http.js): a client call is recorded when this
 // agent hands it to the app (its run ends waiting on it, and `newMessages` carries it),
@@ -158,6 +164,9 @@ export class WebSocketAgent extends AbstractAgent {
       clientId,
       threadId,
       WebSocket: this.#options.WebSocket,
+      // Inputs not acknowledged yet are kept there, and sent again by the next connection
+      // of the thread, after a drop or a reload (src/inputs.js).
+      storage: this.#calls.storage,
       onEvent: (event, view) => this.#route(event, view),
       onStatus: (state, detail) => this.#status(state, detail),
     });
@@ -198,6 +207,10 @@ export class WebSocketAgent extends AbstractAgent {
     const stream = this.#stream;
     if (!stream) return;
     const ends = event.type === "RUN_FINISHED" || event.type === "RUN_ERROR";
+    if (dedupes(event, stream)) {
+      this.#deduped(stream, event);
+      return;
+    }
     if (event.type === "RUN_STARTED") {
       this.#started(stream, event);
       return;
@@ -226,8 +239,9 @@ export class WebSocketAgent extends AbstractAgent {
       stream.runId = event.runId;
       stream.state = "live";
       stream.emit(event);
-    } else if (stream.state === "away") {
-      // The reconnect's reattach: the same run goes on, or it ended while away.
+    } else if (stream.state === "away" || stream.state === "deduped") {
+      // The reattach after a reconnect or a RUN_DEDUPED notice: the same run goes on, or
+      // it ended meanwhile.
       for (const end of stream.spans.close()) stream.emit(end);
       stream.state = event.runId === stream.runId ? "live" : "ending";
     }
@@ -247,14 +261,31 @@ export class WebSocketAgent extends AbstractAgent {
       stream.emit({ type: "RUN_STARTED", threadId: stream.input.threadId, runId: stream.runId });
       stream.emit(event);
       stream.state = "ending";
-    } else {
+    } else if (!this.#connection.inputs?.has(stream.runId)) {
+      // Kept in storage, it went out again after the reattach already (src/inputs.js).
       this.#send(stream);
     }
   }
 
+  /** The gateway had the stream's input already (sent again after a drop or a reload) and
+   * did not run it again: the thread follows, as a reattach shows it, with that run live
+   * if it goes on. The stream carries on as after a reconnect; the notice's own end is
+   * not the run's, so nothing but the reattach's RUN_STARTED is read until it comes. */
+  #deduped(stream, event) {
+    if (stream.state === "waiting") {
+      stream.emit({ type: "RUN_STARTED", threadId: stream.input.threadId, runId: stream.runId });
+    }
+    stream.emit(event);
+    stream.state = "deduped";
+  }
+
   #send(stream) {
-    // Written now, or queued for the connection about to open.
-    const written = this.#connection.send(stream.input);
+    // Written now, or queued for the connection about to open. A browser's results are
+    // the ledger's to send again, while the gateway lists their call open (src/calls.js):
+    // kept here too, they would go out twice after a reload, the reply to the first going
+    // to no stream.
+    const kept = stream.input.messages?.at(-1)?.role !== "tool";
+    const written = this.#connection.send(stream.input, { kept });
     stream.sentOn = written ? this.#connections : this.#connections + 1;
   }
 
@@ -264,6 +295,18 @@ export class WebSocketAgent extends AbstractAgent {
     if (event.type === "RUN_FINISHED") this.#calls.finished = view;
     stream.end(event);
   }
+}
+
+/** Whether ``event`` is the gateway's RUN_DEDUPED notice for the input of ``stream``. */
+function dedupes(event, stream) {
+  return (
+    stream.kind === "run" &&
+    (stream.state === "waiting" || stream.state === "live") &&
+    event.type === "CUSTOM" &&
+    event.name === "gateway.notice" &&
+    event.value?.code === "RUN_DEDUPED" &&
+    event.value.runId === stream.runId
+  );
 }
 
 keepTranscripts(WebSocketAgent);

@@ -47,6 +47,9 @@ export class OpenSpans {
  * - ``live``: its run's events are forwarded;
  * - ``away``: the connection dropped during its run; the next reattach tells whether the
  *   run goes on (same runId: joined mid-run) or ended meanwhile (the thread's snapshot);
+ * - ``deduped``: the gateway had its input already (a RUN_DEDUPED notice: sent again
+ *   after a drop or a reload); the reattach that follows tells, as for ``away``, whether
+ *   the run goes on or ended;
  * - ``ending``: the run ended while away: the snapshot is forwarded, then the end.
  */
 export class Stream {

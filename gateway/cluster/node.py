@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-from gateway.store.leases import DeadLease, Fence, Taken
+from gateway.store.leases import DeadLease, Fence, Held, Taken
 from gateway.store.writes import ReleaseLeases
 
 
@@ -74,6 +74,10 @@ class Cluster(Protocol):
     async def runs_elsewhere(self, thread_id: str) -> bool:
         """Whether another live process holds the thread's lease: its run goes on there."""
 
+    async def held_elsewhere(self, thread_id: str) -> Held | None:
+        """The thread's lease, if another live process holds it: for whose run, and which
+        (a copy of an input finds its own run there, ``gateway.hub.dedupe``)."""
+
     def fence(self, thread_id: str) -> Fence | None:
         """The lease this process holds the thread under, which its writes of the thread
         carry (``gateway.store.leases``); None if it holds none, or nothing is fenced."""
@@ -119,6 +123,9 @@ class SingleNode:
 
     async def runs_elsewhere(self, thread_id: str) -> bool:
         return False
+
+    async def held_elsewhere(self, thread_id: str) -> Held | None:
+        return None
 
     def fence(self, thread_id: str) -> Fence | None:
         return None

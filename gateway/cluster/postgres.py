@@ -42,7 +42,7 @@ from gateway.cluster import messages
 from gateway.cluster.messages import Cancel, Committed, Released, ThreadChanged
 from gateway.cluster.node import Members, settled
 from gateway.store.errors import StoreError
-from gateway.store.leases import Fence, Taken
+from gateway.store.leases import Fence, Held, Taken
 from gateway.store.postgres import leases, notify
 from gateway.store.postgres.connection import CONNECT_SECONDS, said
 from gateway.store.postgres.cursors import AsyncKeptCursors
@@ -271,11 +271,14 @@ class PostgresCluster:
         return True
 
     async def runs_elsewhere(self, thread_id: str) -> bool:
+        return await self.held_elsewhere(thread_id) is not None
+
+    async def held_elsewhere(self, thread_id: str) -> Held | None:
         try:
             held = await self._work(lambda conn: leases.held(conn, thread_id))
         except psycopg.Error as error:
             raise _unreachable(error, self.url) from None
-        return held is not None and held.holder != self.node_id
+        return held if held is not None and held.holder != self.node_id else None
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         changed = ThreadChanged(self.node_id, user_id, thread_id, change)

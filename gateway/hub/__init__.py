@@ -12,6 +12,8 @@ of the theory of operation:
     planning    an input and the stored thread made the message for ADK (``Planner``)
     driving     ADK's stream through the translator to the run's end (``Driver``)
     text_bursts a reply's chunks that keep coming, held and emitted as one event
+    reattaching a client that comes back shown its thread, then its run live; a copy's
+                sender too (``rejoin``)
     joining     a reattach replayed from the thread's log, or joined to a run elsewhere
     snapshots   what a reattach is shown of a thread the log cannot answer for
     refusals    what the hub refuses a caller, and the signals that make an input wait

@@ -15,7 +15,8 @@ soon as it begins.
 
 An input whose runId the thread has admitted or runs here is a ``Duplicate``
 (``gateway.hub.dedupe``), found as it is admitted: it is not acknowledged and does not run;
-one found in the store is found once it has its thread (``Hub._start``).
+one found in the store is found once it has its thread (``Hub._start``), and one whose run
+another process holds the thread for, before it would wait for or interrupt that run.
 
 Admission reaches into nothing of the hub's but what it is given: the threads in memory,
 the cluster, the cap on runs, and the hub's verbs it calls.
@@ -289,7 +290,11 @@ class Admission:
                     except Claimed:
                         continue
                     except HeldElsewhere:
-                        if interrupts:  # the run elsewhere may be this one, sent again
+                        # The run elsewhere may be this one, sent again: going on there
+                        # (its input perhaps not stored yet), or stored, with a later run
+                        # going on now.
+                        await self._not_running_elsewhere(caller.user_id, run_input)
+                        if interrupts:
                             await self._not_stored(caller.user_id, run_input)
                         if interrupts and await self.cluster.cancel(
                             thread.thread_id, caller.user_id
@@ -303,6 +308,17 @@ class Admission:
         finally:
             thread.waiting -= 1
             self.forget_if_unused(thread)
+
+    async def _not_running_elsewhere(self, user_id: str, run_input: p.RunAgentInput) -> None:
+        """Raises Duplicate for a user's input whose run another process is running: the
+        thread's lease names the run it was taken for. A copy that comes before that run
+        has stored its input is found only so; interrupting it, it would cut the reply its
+        sender reconnected to get. The lease does not say what that run's input said: the
+        same runId with another input while that run goes on is taken for a copy (no
+        client sends one: ``useInterrupt`` resumes a run under its runId once it ended)."""
+        held = await self.cluster.held_elsewhere(run_input.thread_id)
+        if held is not None and held.user_id == user_id and held.run_id == run_input.run_id:
+            raise Duplicate(run_input.thread_id, run_input.run_id, "elsewhere")
 
     async def _not_stored(self, user_id: str, run_input: p.RunAgentInput) -> None:
         """Raises Duplicate for an input whose run the store has, saying the same."""

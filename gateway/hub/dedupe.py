@@ -18,7 +18,11 @@ Where a runId is found, cheapest first:
 - in the store, when that window does not hold the whole thread, or for an input waiting
   for a run on another process, before it would interrupt it: the run's first stored event,
   through an index on that stamp (``gateway.store.run_start``). The thread and the store
-  are what survive a restart, and what another process of a cluster stored.
+  are what survive a restart, and what another process of a cluster stored;
+- in the thread's lease, for an input waiting for a run on another process: the lease
+  names the run it was taken for (``Admission._not_running_elsewhere``), which has its
+  thread before it has stored anything. A copy that reaches another process while its
+  first is still being planned there is found only so, and then follows that run live.
 
 Nothing grows per client: what memory knows is what the hub holds anyway (its admitted
 inputs and its runs), and the store's index grows with the events it indexes.
@@ -56,8 +60,8 @@ ACTION_MESSAGE = "a2ui-action-"
 
 
 class Duplicate(Exception):
-    """An input whose runId its thread has admitted, runs, or ran (``found``: "here" or
-    "stored"): it does not run again."""
+    """An input whose runId its thread has admitted, runs, or ran (``found``: "here",
+    "elsewhere": another process runs it, or "stored"): it does not run again."""
 
     def __init__(self, thread_id: str, run_id: str, found: str) -> None:
         super().__init__(f"run {run_id} of thread {thread_id} was received already ({found})")

@@ -7,9 +7,9 @@ here, the thread's one run (a live turn's too), until the run lets go of it (``e
 Once claimed, the thread is read, the ``Planner`` makes the run's plan
 (``gateway.hub.planning``) and the ``Driver`` drives it in a task of its own
 (``gateway.hub.driving``), which tells the hub when the run's last events are out. A
-cancel reaches the run wherever it runs; a reattach follows the thread from its log
-(``gateway.hub.joining``) or is sent snapshots (``gateway.hub.snapshots``), then the run
-in progress live.
+cancel reaches the run wherever it runs; a reattach (``gateway.hub.reattaching``)
+follows the thread from its log (``gateway.hub.joining``) or is sent snapshots
+(``gateway.hub.snapshots``), then the run in progress live.
 
 What else is the hub's: the threads in memory (``threads``, each forgotten once nothing
 holds it), the cluster's callbacks (a dead process's run to close, a cancel for a run of
@@ -30,7 +30,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import cast
 
-import msgspec
 from google.genai import types
 
 from gateway import wire as p
@@ -39,7 +38,7 @@ from gateway.audit.log import AuditLog
 from gateway.auth import WARM_UP_USER
 from gateway.cluster import Cluster, SingleNode
 from gateway.context import DEFAULT_CONTEXT_ALLOW, Caller
-from gateway.hub import dedupe, eventlog
+from gateway.hub import dedupe
 from gateway.hub.admission import Admission, Admitted
 from gateway.hub.branches import Branching
 from gateway.hub.busy import Busy, in_progress
@@ -55,18 +54,17 @@ from gateway.hub.listing import ThreadList
 from gateway.hub.open_calls import OpenCall
 from gateway.hub.outbox import Commit
 from gateway.hub.planning import Plan, Planner
+from gateway.hub.reattaching import Reattacher
 from gateway.hub.refusals import (
     Claimed,
     HeldElsewhere,
     check_owner,
     draining,
     lease_lost,
-    quarantined,
     store_refusal,
     store_unavailable,
     taken_over,
 )
-from gateway.hub.snapshots import encoded_size, idle_view, run_view, thread_snapshot
 from gateway.hub.states import ThreadState, Trigger, transition
 from gateway.hub.takeover import Takeovers
 from gateway.hub.thread_news import ThreadNews
@@ -78,18 +76,11 @@ from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.leases import DeadLease, Fence
 from gateway.store.recovery import Afterwards, Unfinished
 from gateway.tools.declarations import DeclarationLog
-from gateway.translate.translator import Phase, RunTranslator
+from gateway.translate.translator import RunTranslator
 from gateway.wire.threads import Change
 
 log = logging.getLogger(__name__)
 
-# How often a reattach looks again at a run that is still being planned.
-PLANNING_POLL_SECONDS = 0.002
-# How often a reattach looks again for the start of a run another process holds the lease for.
-ELSEWHERE_POLL_SECONDS = 0.02
-ELSEWHERE_POLL_MAX_SECONDS = 1.0
-# How long a reattach waits for an input admitted on an idle thread to claim it.
-CLAIM_WAIT_SECONDS = 2.0
 # How long a run in progress at shutdown may take to finish before it is cancelled.
 SHUTDOWN_GRACE_SECONDS = 2.0
 # How long a run cancelled at the end of that grace has to stop before the store closes.
@@ -190,6 +181,22 @@ class Hub:
             stop_run=self.stop_run,
             forget_if_unused=self._forget_if_unused,
             check_stored=partial(dedupe.check_stored, engine),
+        )
+        # Clients that come back shown their threads (``gateway.hub.reattaching``).
+        self.reattacher = Reattacher(
+            engine,
+            self.cluster,
+            self.threads,
+            self.admission,
+            self.joiner,
+            self.followers,
+            self.planner,
+            sends=self.sends,
+            metrics=metrics,
+            snapshot_bytes=snapshot_bytes,
+            thread=self._thread,
+            owner=self._owner,
+            forget_if_unused=self._forget_if_unused,
         )
         # Browser calls nobody answers, answered by a timeout (``gateway.hub.expiry``).
         self.expiry = Expiry(
@@ -447,144 +454,22 @@ class Hub:
         *,
         say_up_to_date: bool = True,
     ) -> Run | None:
-        """Sends the thread as snapshots, or with ``after`` (the last number of the thread's
-        log the subscriber saw) the events after it when the log can answer that (and
-        ``say_up_to_date``, an UP_TO_DATE notice when that is nothing); returns the run in
-        progress it now follows live. A user whose reattaches sent more than
-        ``sends`` allows is refused (RATE_LIMIT_EXCEEDED) before anything is read."""
-        self.sends.check(user_id)
-        self.metrics.reattached()
-        thread = await self._thread(user_id, thread_id)
-        if thread.run is None and self.admission.admitted.get(thread_id):
-            # An input admitted on the idle thread, perhaps told it began (its early
-            # RUN_STARTED), has not claimed it yet: it starts even if its connection closed.
-            # Found idle and without the message, the client reattaching (cut just after it
-            # sent it) would send it again, a second run beside the first.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.admission.claimed(thread_id), CLAIM_WAIT_SECONDS)
-            thread = await self._thread(user_id, thread_id)
-        if after is not None and subscriber not in thread.watchers:
-            sent = await self.joiner.replay(
-                thread, subscriber, after, say_up_to_date=say_up_to_date
-            )
-            if sent is not None:
-                self.sends.spend(user_id, sent)
-                return thread.run
-        # A run another process is streaming is joined from its start, as the log has it.
-        pause = ELSEWHERE_POLL_SECONDS
-        while thread.run is None and await self.joiner.runs_elsewhere(thread_id):
-            # One that follows the run already gets the snapshot once it has ended: a second
-            # RUN_STARTED inside the run would break its stream.
-            try:
-                if (
-                    subscriber not in thread.watchers
-                    and (joined := await self.joiner.join_elsewhere(thread, subscriber)) is not None
-                ):
-                    self.sends.spend(user_id, joined)
-                    return None
-            except QuarantinedThreadError:
-                self._forget_if_unused(thread)
-                raise quarantined(thread_id) from None
-            # Its start is not committed yet, or it has just ended: look again shortly.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.cluster.released(thread_id), pause)
-            pause = min(pause * 2, ELSEWHERE_POLL_MAX_SECONDS)
-            thread = await self._thread(user_id, thread_id)  # it may have been let go meanwhile
-        while True:
-            # What the thread runs as it is read. From the look at the run after the reads
-            # to the join (or the watch) nothing may wait: a run that ended meanwhile
-            # would be joined after its RUN_FINISHED went out, one begun meanwhile watched
-            # from its middle.
-            run = thread.run
-            try:
-                head = await self._head(thread)
-                page, session = await self.engine.thread_view(
-                    user_id, thread_id, self.snapshot_bytes
-                )
-                tree = await self.engine.branches(user_id, thread_id)
-            except QuarantinedThreadError:
-                self._forget_if_unused(thread)
-                raise quarantined(thread_id) from None
-            if self.threads.get(thread_id) is not thread:
-                # Let go meanwhile (its run ended, nobody watched): watched, it would be
-                # sent nothing of the thread's next run, which the hub holds anew.
-                thread = await self._thread(user_id, thread_id)
-                continue
-            if thread.run is not run:
-                continue  # a run ended or began during the reads, which may miss its end
-            if run is not None and run.translator.phase is Phase.NEW:
-                # Still being planned: join once it has started, or find the thread idle.
-                await asyncio.sleep(PLANNING_POLL_SECONDS)
-                continue
-            if run is not None and (run.ended or subscriber in thread.watchers):
-                # Its last events wait on a commit; the thread is idle once they are out.
-                # Or the subscriber follows it live already: a second RUN_STARTED inside
-                # the run would break its stream, so the snapshot comes once it has ended.
-                await run.done.wait()
-                continue
-            if run is None or run.last_event_id in (None, page.latest):
-                break
-            # The run has streamed an event the read did not find yet: its write waits on
-            # a commit. Read again once it had the chance (an in-memory store reads inline,
-            # so a loop without a pause would keep the commit from ever happening).
-            await asyncio.sleep(PLANNING_POLL_SECONDS)
-        snapshot = thread_snapshot(thread_id, page, session, tree)
-        self.sends.spend(user_id, encoded_size(snapshot))
-        if run is None:
-            head = thread.head if thread.head is not None else head
-            thread.watch(subscriber)
-            for event in idle_view(thread_id, snapshot, session, subscriber.client, self.planner):
-                subscriber.deliver(eventlog.numbered(event, head))
-            thread.positions[subscriber] = head  # what another process logs next follows
-            self.followers.heard(thread, thread.heard)
-            return None
-        catch_up, executes = run_view(run, snapshot, subscriber.client)
-        # What it shows is the run as of the last number given out, in the outbox before it.
-        shows = thread.head or 0
-        run.join(subscriber, [eventlog.numbered(e, shows) for e in catch_up], executes=executes)
-        return run
-
-    async def _head(self, thread: Thread) -> int:
-        """The number of the last frame of the thread's log, read if nobody numbered one yet."""
-        if thread.head is not None:
-            return thread.head
-        return await self.engine.log_head(thread.user_id, thread.thread_id)
+        """Sends the thread as it stands, then its run live (``Reattacher.reattach``)."""
+        return await self.reattacher.reattach(
+            user_id, thread_id, subscriber, after, say_up_to_date=say_up_to_date
+        )
 
     async def rejoin(
         self, user_id: str, duplicate: Duplicate, subscriber: Subscriber, *, started: bool
     ) -> Run | None:
-        """Answers an input sent again (``gateway.hub.dedupe``), which does not run: a
-        RUN_DEDUPED notice naming its run (in that run, which it ends, if ``started``: its
-        RUN_STARTED went out as it was admitted; else in a run of its own), then the thread
-        as a reattach without a cursor shows it, and the run in progress live (that run,
-        if it is going). Returns the run it now follows, as ``reattach`` does."""
-        dedupe.noted(duplicate, self.metrics)
-        for event in dedupe.told(duplicate, started=started):
-            subscriber.deliver(event)
-        return await self.reattach(user_id, duplicate.thread_id, subscriber)
+        """Answers an input sent again, which does not run (``Reattacher.rejoin``)."""
+        return await self.reattacher.rejoin(user_id, duplicate, subscriber, started=started)
 
     async def earlier(
         self, user_id: str, thread_id: str, before: int | None, limit: int | None = None
     ) -> ThreadPage:
-        """The messages of a thread before a snapshot's (or an earlier page's) first one;
-        with no ``before``, its latest part, as a reattach's snapshot has it; ``limit``: of
-        at most that many events. Charged to ``sends``, as a reattach's snapshot is."""
-        self.sends.check(user_id)
-        owner = await self._owner(thread_id)
-        if owner is None and before is None:
-            # A thread not begun yet has no messages, as a reattach to it shows.
-            return ThreadPage([], None, None)
-        if owner is None:
-            raise p.GatewayError(p.ErrorCode.VALIDATION_ERROR, f"There is no thread {thread_id!r}.")
-        check_owner(owner, user_id, thread_id)
-        try:
-            page = await self.engine.thread_page(
-                user_id, thread_id, max_bytes=self.snapshot_bytes, before=before, limit=limit
-            )
-        except QuarantinedThreadError:
-            raise quarantined(thread_id) from None
-        self.sends.spend(user_id, len(msgspec.json.encode(page.messages)))
-        return page
+        """A thread's messages before a snapshot's first one (``Reattacher.earlier``)."""
+        return await self.reattacher.earlier(user_id, thread_id, before, limit)
 
     def unwatch(self, subscriber: Subscriber, thread_id: str) -> None:
         thread = self.threads.get(thread_id)

@@ -1,15 +1,19 @@
 """An input sent twice runs once across the processes of a cluster (``gateway.hub.dedupe``):
 a copy that reaches another process finds the run in the store, whether it has run or is
-running there, and neither runs it again nor stops it as a new message would."""
+running there, or in the thread's lease while that run has stored nothing yet, and neither
+runs it again nor stops it as a new message would."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from tests.support.agui import new_id, outcome, text_of, user_input
+from tests.support.budgets import eventually
 from tests.support.dedupe import ran_once, stored, told_deduped
 from tests.support.first_events import LONG, replied
 from tests.support.postgres import Postgres
@@ -62,4 +66,54 @@ async def test_an_input_sent_to_another_process_while_it_runs_does_not_stop_it(p
     assert outcome(rest) == {"type": "success"}, "the copy stopped the run"
     # B showed the run going on A, to its end.
     assert outcome(shown) == {"type": "success"} and replied(shown)
+    ran_once(await stored(a, thread), asked)
+
+
+class HeldPlans:
+    """Holds every plan of a gateway's runs until let go: the run has its thread's lease
+    and has stored nothing of its input yet."""
+
+    def __init__(self, gateway: RunningGateway) -> None:
+        self.hub: Any = gateway.app.hub
+        self.plan = self.hub.branching.plan
+        self.let_go = asyncio.Event()
+        self.waiting = 0
+        self.hub.branching.plan = self.held
+
+    async def held(self, *args: Any) -> Any:
+        self.waiting += 1
+        await self.let_go.wait()
+        return await self.plan(*args)
+
+
+async def test_a_copy_that_comes_before_its_run_stored_anything_does_not_stop_it(
+    pair: tuple[RunningGateway, RunningGateway], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The client's socket dropped just after it sent its message to A; it reconnected to
+    # B and sent it again while A's run had the lease but was still being planned.
+    a, b = pair
+    caplog.set_level(logging.INFO, "gateway.hub.dedupe")
+    plans = HeldPlans(a)
+    thread = new_id("t")
+    asked = user_input(thread, "안녕")
+    async with a.socket() as on_a, b.socket() as on_b:
+        await on_a.send(asked)
+        assert (await on_a.next())["type"] == "RUN_STARTED"
+        await eventually(lambda: plans.waiting == 1, 10, what="A's run is being planned")
+        run_on_a = plans.hub.threads[thread].run
+        await on_b.send(asked)
+        copy = asyncio.ensure_future(on_b.until_end())
+        # Found (B tells its sender), or taken for a new message: A's run is told to stop.
+        await eventually(
+            lambda: copy.done() or run_on_a.abort.is_set(), 20, what="B decided on the copy"
+        )
+        plans.let_go.set()
+        rest = await on_a.until_end()
+        told_deduped(await copy, asked["runId"])
+        shown = await on_b.until_end()
+    assert outcome(rest) == {"type": "success"}, "the copy stopped the run"
+    assert text_of(rest) in replied(shown)
+    assert (
+        f"run {asked['runId']} of thread {thread} was received already (elsewhere)" in caplog.text
+    )
     ran_once(await stored(a, thread), asked)

@@ -125,9 +125,10 @@ export class ThreadConnection {
   }
 
   /** Sends a whole RunAgentInput (its runId marks the run as this connection's own); one
-   * sent while no connection is open waits for the next. Whether it was written now. */
-  send(input) {
-    return this.#send(input);
+   * sent while no connection is open waits for the next. Whether it was written now.
+   * ``kept``: false for one not kept until acknowledged (``startRun``'s). */
+  send(input, { kept = true } = {}) {
+    return this.#send(input, { kept });
   }
 
   /** Stops the run this connection follows, by its id, so a Stop that arrives after that
