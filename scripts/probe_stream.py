@@ -224,6 +224,9 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help="another checkout's gateway to probe")
     parser.add_argument("--profile", type=Path, help="cProfile the gateway into this file")
     parser.add_argument("--stamps", type=Path, help="keep the gateway's stamps in this file")
+    parser.add_argument(
+        "--db", choices=("memory", "file"), default="memory", help="the gateway's store (memory)"
+    )
     args = parser.parse_args()
     if args.profile:
         os.environ["STREAM_PROBE_PROFILE"] = "1"
@@ -238,6 +241,8 @@ def main() -> None:
         root = args.root.resolve() if args.root else here.parent
         os.environ["PYTHONPATH"] = str(root)
         flags = ("--model", provider.model_name, "--user-rate", "0")
+        if args.db == "file":  # after local_gateway's own --db :memory:, so it wins
+            flags += ("--db", str(Path(tmp) / "threads.db"))
         with contextlib.ExitStack() as stack:
             stack.enter_context(provider_process(provider, args.pace_ms))
             gateway = stack.enter_context(
@@ -264,7 +269,7 @@ def main() -> None:
         f" {spent * 1000:.1f} ms in all"
     )
     up, first_chunk, later = analyse(runs, stamps, arrivals)  # type: ignore[arg-type]
-    print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms ({root})")
+    print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms, {args.db} ({root})")
     show("from the client's input to the model's request at the provider", up)
     show("the first chunk", first_chunk)
     show("later chunks", later)

@@ -14,9 +14,11 @@ from tests.support.processes import script_report
 pytestmark = pytest.mark.process
 
 
-@pytest.mark.parametrize("provider", ["chat-completions", "gemini"])
-def test_the_probe_times_every_step_of_a_start_and_of_a_chunk(provider: str) -> None:
-    report = script_report("scripts.probe_stream", f"--provider {provider} --runs 3 --pace-ms 2")
+@pytest.mark.parametrize(("provider", "db"), [("chat-completions", "file"), ("gemini", "memory")])
+def test_the_probe_times_every_step_of_a_start_and_of_a_chunk(provider: str, db: str) -> None:
+    flags = f"--provider {provider} --db {db} --runs 3 --pace-ms 2"
+    report = script_report("scripts.probe_stream", flags)
+    assert f", {db} (" in report
     for step in (
         "door -> admitted",
         "open_thread",
