@@ -291,7 +291,7 @@ class Driver:
                     if out:
                         burst.flush()  # nothing overtakes the text held
                     kept = self._keep_streamed_text(run, event, out)
-                    run.emit(out, after=kept, streamed=kept is not None and _only_text(out))
+                    run.emit(out, after=kept, streamed=_streamed_text(event, out))
                     if out:
                         burst.emitted(out)
             await _stored(input_commits)  # a stream that said nothing: before the run's end
@@ -305,7 +305,7 @@ class Driver:
         if run.ended:
             return
         kept = self._save_streamed_text(run, run.streaming) if run.streaming else None
-        run.emit([chunk], after=kept, streamed=kept is not None)
+        run.emit([chunk], after=kept, streamed=True)
 
     def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
         log.warning(
@@ -434,10 +434,18 @@ def _model_failed(run: Run, failed: FailedCall) -> p.GatewayError:
     return p.GatewayError(failed.failure.code, failed.failure.sentence)
 
 
-def _only_text(events: list[p.Event]) -> bool:
-    """Whether a streamed chunk's events are only its text, which may go out ahead of its
-    commit (``gateway.hub.outbox``); anything else with it waits, as it always did."""
-    return all(isinstance(e, p.TextMessageStart | p.TextMessageContent) for e in events)
+def _streamed_text(event: AdkEvent, events: list[p.Event]) -> bool:
+    """Whether ``events`` are only the text of a streamed chunk, which may go out ahead of
+    its commit (``gateway.hub.outbox``); anything else with it waits, as it always did.
+
+    Whether its text so far was saved does not count: an in-memory store saves none
+    (``Engine.save_streamed_text``), and its chunks then waited for their frames' commit,
+    the group commit's linger included, where a file's went ahead (0.15-0.2 ms a chunk)."""
+    return (
+        bool(event.partial)
+        and any(isinstance(e, p.TextMessageContent) for e in events)
+        and all(isinstance(e, p.TextMessageStart | p.TextMessageContent) for e in events)
+    )
 
 
 def _waited(plan: Plan) -> list[tuple[str, str, float]]:

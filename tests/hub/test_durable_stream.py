@@ -342,6 +342,40 @@ async def test_chunks_reach_a_client_ahead_of_a_slow_store_and_nothing_else_does
         probe.db.close()
 
 
+class AheadCounter(Recorder):
+    """A client that notes, as each event arrives, whether the run had numbers of its log
+    out ahead of their commit: only a chunk that went ahead of its own makes it so."""
+
+    def __init__(self, hub: Hub, thread_id: str) -> None:
+        super().__init__()
+        self.hub, self.thread_id = hub, thread_id
+        self.ahead: dict[bool, int] = {True: 0, False: 0}  # by whether the event is text
+
+    def deliver(self, event: p.Event) -> None:
+        super().deliver(event)
+        run = self.hub.threads[self.thread_id].run
+        if run is not None and run.outbox.unstored > 0:
+            self.ahead[isinstance(event, p.TextMessageStart | p.TextMessageContent)] += 1
+
+
+async def test_an_in_memory_store_s_chunks_go_ahead_of_their_commit_as_a_file_s_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An in-memory store saves no streamed text, and its chunks were once taken for events
+    that are not streamed: each waited for its frame's commit, linger and all."""
+    slow_commits(monkeypatch, 0.01)
+    monkeypatch.setattr(TextBurst, "hold", lambda burst, events: False)
+    async with hub_on(":memory:", pace_ms=0) as hub:
+        thread = new_id("t")
+        client = AheadCounter(hub, thread)
+        run = await hub.start("demo", start_input(thread), client)
+        await asyncio.wait_for(run.done.wait(), 30)
+        assert client.text().startswith("안녕하세요")
+        assert client.ahead[True] > 0, "every chunk waited for its commit"
+        assert client.ahead[False] == 0, "only streamed text goes ahead of its commit"
+        assert client.frames()[-1]["type"] == "RUN_FINISHED"
+
+
 async def test_a_cancelled_stream_becomes_its_stored_reply_and_leaves_no_text_behind(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

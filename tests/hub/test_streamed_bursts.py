@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.examples.navigator.agent import APP_NAME
+from gateway.hub import text_bursts
 from gateway.models.script import ScriptLlm
 from tests.support.agui import new_id, outcome, seq_of, text_of, user_input
 from tests.support.budgets import scaled
@@ -28,8 +29,11 @@ def long_replies(tmp_path: Path) -> ScriptLlm:
 
 
 async def test_a_fast_models_reply_is_a_few_events_each_a_frame_of_the_log(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Bursts end when the model pauses, not by the clock: with the hold's 10 ms the count
+    # would follow the machine's speed (1,500 chunks take ~0.5 s quiet, ~2 s on a busy one).
+    monkeypatch.setattr(text_bursts, "HOLD_SECONDS", 30.0)
     async with running_gateway(model=long_replies(tmp_path), scripted_pace_ms=0) as gateway:
         thread = new_id("t")
         async with gateway.socket() as ws:

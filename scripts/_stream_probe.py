@@ -1,0 +1,244 @@
+"""``python -m scripts._stream_probe <gateway flags>``: the gateway, with stamps on a
+chunk's way through it, for ``scripts/probe_stream.py``.
+
+Each stamp is a label and the machine's monotonic clock (``time.perf_counter``, which the
+driver and the local provider read too), kept in memory and written as JSON to
+``$STREAM_PROBE_OUT`` when the process exits. The stamps wrap the gateway's own functions
+and the HTTP client's reads and writes; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+STAMPS: list[tuple[str, float, Any]] = []
+now = time.perf_counter
+
+
+def stamp(label: str, extra: Any = None) -> None:
+    STAMPS.append((label, now(), extra))
+
+
+PROFILE: Any = None
+
+
+def _dump() -> None:
+    path = os.environ.get("STREAM_PROBE_OUT")
+    if PROFILE is not None and path:
+        PROFILE.disable()
+        PROFILE.dump_stats(path + ".prof")
+    if path:
+        with open(path, "w") as out:
+            json.dump(STAMPS, out)
+
+
+def on_entry(owner: Any, name: str, label: str, extra: Callable[..., Any] | None = None) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stamp(label, extra(*args, **kwargs) if extra else None)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, wrapper)
+
+
+def around(owner: Any, name: str, label: str) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stamp(label + ">")
+        try:
+            return original(*args, **kwargs)
+        finally:
+            stamp(label + "<")
+
+    setattr(owner, name, wrapper)
+
+
+def around_async(owner: Any, name: str, label: str) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stamp(label + ">")
+        try:
+            return await original(*args, **kwargs)
+        finally:
+            stamp(label + "<")
+
+    setattr(owner, name, wrapper)
+
+
+def on_yields(owner: Any, name: str, label: str, extra: Callable[[Any], Any] | None = None) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stamp(label + ">")
+        async for item in original(*args, **kwargs):
+            stamp(label, extra(item) if extra else None)
+            yield item
+
+    setattr(owner, name, wrapper)
+
+
+def _text_of(event: Any) -> Any:
+    content = getattr(event, "content", None)
+    parts = getattr(content, "parts", None) or []
+    return [bool(getattr(event, "partial", False)), "".join(p.text or "" for p in parts)]
+
+
+def install() -> None:
+    import httpcore._backends.anyio as anyio_backend
+
+    from gateway.doors import transport, websocket
+    from gateway.hub import admission, driving, hub, text_bursts, threads
+    from gateway.store import group_commit, service
+    from gateway.translate import translator
+
+    read, write = anyio_backend.AnyIOStream.read, anyio_backend.AnyIOStream.write
+
+    async def read_stamped(self: Any, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await read(self, max_bytes, timeout)
+        stamp("net.read", len(data))
+        return data
+
+    async def write_stamped(self: Any, buffer: bytes, timeout: float | None = None) -> None:
+        stamp("net.write>", len(buffer))
+        await write(self, buffer, timeout)
+        stamp("net.write<")
+
+    anyio_backend.AnyIOStream.read = read_stamped  # type: ignore[method-assign]
+    anyio_backend.AnyIOStream.write = write_stamped  # type: ignore[method-assign]
+    try:
+        import aiohttp.client_proto
+        import aiohttp.http_writer
+
+        on_entry(
+            aiohttp.client_proto.ResponseHandler, "data_received", "net.read", lambda s, d: len(d)
+        )
+        for name in ("_write", "_writelines"):
+            around(aiohttp.http_writer.StreamWriter, name, "net.write")
+    except ImportError:
+        pass
+
+    on_entry(websocket.WebSocketSession, "_take", "ws.in")
+    on_entry(admission.Admission, "admit", "admit")
+    around_async(hub.Hub, "claim", "claim")
+    around_async(service.SessionService, "open_thread", "open_thread")
+    on_entry(driving.Driver, "_drive", "drive")
+    on_entry(driving.Driver, "_stream", "stream")
+    on_entry(
+        translator.RunTranslator, "translate", "translate", lambda self, event: _text_of(event)
+    )
+    on_entry(text_bursts.TextBurst, "flush", "burst.flush")
+    on_entry(
+        threads.Run,
+        "emit",
+        "emit",
+        lambda self, events, **_: [type(e).__name__ for e in events],
+    )
+    on_entry(websocket.WebSocketSession, "deliver", "deliver", lambda self, e: type(e).__name__)
+    from gateway.hub import outbox
+
+    on_entry(threads.Run, "_log", "run._log")
+    on_entry(
+        outbox.Outbox,
+        "send",
+        "outbox.send",
+        lambda self, deliver, *after, unstored=0: (len(self._held), unstored, self.unstored),
+    )
+    on_entry(threads.Run, "_route", "run._route")
+    on_entry(service.SessionService, "append_frames", "append_frames")
+    on_entry(group_commit.GroupCommit, "submit", "submit")
+
+    protocol = transport.WebSocketProtocol
+    send_texts, send_now = protocol._send_texts, protocol._send_now
+
+    async def send_texts_stamped(self: Any, texts: list[bytes]) -> None:
+        await send_texts(self, texts)
+        stamp("ws.out", [t.decode()[:200] for t in texts])
+
+    def send_now_stamped(self: Any, take: Callable[[], list[bytes] | None]) -> bool:
+        taken: list[bytes] = []
+
+        def taking() -> list[bytes] | None:
+            texts = take()
+            taken.extend(texts or [])
+            return texts
+
+        sent = send_now(self, taking)
+        if sent:
+            stamp("ws.out", [t.decode()[:200] for t in taken])
+        return sent
+
+    transport.WebSocketProtocol._send_texts = send_texts_stamped  # type: ignore[method-assign]
+    transport.WebSocketProtocol._send_now = send_now_stamped  # type: ignore[method-assign]
+
+    from google.adk import runners
+    from google.adk.flows.llm_flows import base_llm_flow
+
+    for name in (
+        "run_async",
+        "_get_or_create_session",
+        "_setup_context_for_new_invocation",
+        "_append_new_message_to_session",
+        "_exec_with_plugin",
+        "_run_node_async",
+    ):
+        on_entry(runners.Runner, name, f"adk.{name}")
+    for name in ("_preprocess_async", "_call_llm_async", "_handle_before_model_callback"):
+        on_entry(base_llm_flow.BaseLlmFlow, name, f"adk.{name}")
+    around_async(service.SessionService, "append_event", "append_event")
+    from gateway.adk import engine
+
+    on_entry(engine.Engine, "run", "engine.run")
+
+    try_commit = group_commit.GroupCommit._try_commit
+
+    async def try_commit_stamped(self: Any, writes: list[Any]) -> Any:
+        kinds = [type(getattr(w, "write", w)).__name__ for w in writes]
+        stamp("commit>", kinds)
+        try:
+            return await try_commit(self, writes)
+        finally:
+            stamp("commit<", kinds)
+
+    group_commit.GroupCommit._try_commit = try_commit_stamped  # type: ignore[method-assign]
+    import gc
+
+    gc.callbacks.append(lambda phase, info: stamp("gc." + phase, info["generation"]))
+    try:
+        from google.adk.integrations.openai._openai_llm import OpenAILlm
+
+        on_yields(OpenAILlm, "generate_content_async", "model", _text_of)
+    except ImportError:
+        pass
+    from gateway.models.gemini import GeminiLlm
+
+    on_yields(GeminiLlm, "generate_content_async", "model", _text_of)
+
+
+if __name__ == "__main__":
+    # SIGUSR1 writes the stamps (the driver's cue); the server's own exit may not run atexit.
+    signal.signal(signal.SIGUSR1, lambda *_: _dump())
+    install()
+    from gateway.__main__ import main
+
+    if os.environ.get("STREAM_PROBE_PROFILE"):
+        import cProfile
+
+        PROFILE = cProfile.Profile()
+        PROFILE.enable()
+
+    sys.argv[0] = "agent-gateway"
+    main()

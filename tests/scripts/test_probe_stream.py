@@ -1,0 +1,33 @@
+"""scripts/probe_stream.py on a small budget: the gateway's stamps are read back and each
+step of a run's start and of its chunks is found, for both providers.
+
+What it prints is for people; this checks that every stamp is still where it was put (a
+gateway or ADK function renamed would leave its step out), never a speed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.processes import script_report
+
+pytestmark = pytest.mark.process
+
+
+@pytest.mark.parametrize(("provider", "db"), [("chat-completions", "file"), ("gemini", "memory")])
+def test_the_probe_times_every_step_of_a_start_and_of_a_chunk(provider: str, db: str) -> None:
+    flags = f"--provider {provider} --db {db} --runs 3 --pace-ms 2"
+    report = script_report("scripts.probe_stream", flags)
+    assert f", {db} (" in report
+    for step in (
+        "door -> admitted",
+        "open_thread",
+        "adk._preprocess_async -> adk._handle_before_model_callback",
+        "commit before the request: AppendEvent+AppendFrames",
+        "model called -> first byte written",
+        "TOTAL client send -> at the provider",
+        "emitted -> delivered (outbox)",
+        "TOTAL bytes read -> client reads",
+    ):
+        assert step in report, step
+    assert "the first chunk:" in report and "later chunks:" in report
