@@ -129,6 +129,10 @@ class Metrics:
     def fenced(self) -> None:
         """The database refused a write of a thread another process took over."""
 
+    def owed_reply_given_up(self) -> None:
+        """A thread's owed reply was cut off ``FINISHING_ATTEMPTS`` times in a row and is
+        not asked for again (``gateway.store.recovery``)."""
+
     def exposition(self) -> bytes:
         return b""
 
@@ -334,6 +338,11 @@ class Prometheus(Metrics):
             "Writes refused: another process took the thread",
             registry=r,
         )
+        self._given_up = Counter(
+            "gateway_owed_replies_given_up",
+            "Replies the model owed, cut off in every run that asked for them again",
+            registry=r,
+        )
 
     def run_clock(self) -> RunClock:
         return RunClock(self)
@@ -424,6 +433,9 @@ class Prometheus(Metrics):
 
     def fenced(self) -> None:
         self._fenced.inc()
+
+    def owed_reply_given_up(self) -> None:
+        self._given_up.inc()
 
     def exposition(self) -> bytes:
         from prometheus_client import generate_latest

@@ -38,7 +38,7 @@ from gateway.models.calls import FailedCall, ModelCalls, Stall
 from gateway.store import OpenedThread, SessionService, ThreadPage
 from gateway.store.branches import BranchTree
 from gateway.store.frames import FrameLog, LoggedFrame
-from gateway.store.recovery import Unfinished
+from gateway.store.recovery import Finishing, Unfinished
 from gateway.store.run_start import StoredRun
 from gateway.tools.client import ClientTool, ClientToolset
 from gateway.translate.history import event_messages
@@ -157,11 +157,14 @@ class Engine:
             app_name=self.app_name, user_id=user_id, session_id=thread_id
         )
 
-    async def close_cut_off(self, thread_id: str) -> Unfinished | None:
-        """Closes the run a dead process cut off on the thread; what is to go on, if anything."""
+    async def close_cut_off(
+        self, thread_id: str, finishing: Finishing | None = None
+    ) -> Unfinished | None:
+        """Closes the run a dead process cut off on the thread; what is to go on, if anything
+        (``finishing``: the run was the gateway's own, going on with a thread cut off before)."""
         assert self.root_agent is not None
         return await self.sessions.close_interrupted_thread(
-            self.app_name, thread_id, author=self.root_agent.name
+            self.app_name, thread_id, author=self.root_agent.name, finishing=finishing
         )
 
     async def open_thread(

@@ -67,7 +67,7 @@ from gateway.models.calls import MODEL_FAILED, FailedCall, Stall
 from gateway.store import QuarantinedThreadError, StoreError
 from gateway.store.cut_off import Ending, cut_off_reply
 from gateway.store.errors import FencedError
-from gateway.store.recovery import Afterwards
+from gateway.store.recovery import Afterwards, Finishing
 from gateway.translate.translator import AgentFailure
 
 log = logging.getLogger(__name__)
@@ -375,8 +375,10 @@ class Driver:
         what the close leaves to do (the model to ask again for the reply it owed, a
         person's answer to resume) is the thread's next run, as after a restart."""
         run.streaming = None  # the close keeps the streamed text as the cut-off reply
+        # The gateway's own run, cut off in turn: the thread goes on with the same again.
+        finishing = Finishing(run.run_id, run.finishing) if run.finishing is not None else None
         try:
-            unfinished = await self.engine.close_cut_off(run.thread.thread_id)
+            unfinished = await self.engine.close_cut_off(run.thread.thread_id, finishing)
         except (StoreError, QuarantinedThreadError) as error:
             log.warning("%s: the run its worker cut off stays open: %s", run, error)
             return

@@ -349,6 +349,7 @@ class Hub:
             return
         run_id = f"{cut_off.FINISHING}{uuid.uuid4().hex[:12]}"
         run = self._claim(thread, run_id, None, leased=leased)
+        run.finishing = unfinished  # cut off in turn, the thread goes on the same way
         metadata = {"runId": run.run_id, "context": {}}
         if unfinished.afterwards is Afterwards.RESUME:
             log.info("thread %s: resuming a person's answer its cut-off run left", thread_id)

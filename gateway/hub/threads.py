@@ -169,6 +169,9 @@ class Run:
     # What the death of its worker process left the thread to go on with (the model to ask
     # again, an answer to resume): the hub starts that run once this one has ended.
     left: Unfinished | None = None
+    # What it goes on with itself, if it is the gateway's own run (``Hub.finish_cut_off``):
+    # cut off in turn, it is what the thread goes on with again.
+    finishing: Unfinished | None = None
 
     def __post_init__(self) -> None:
         if self.executor is not None:

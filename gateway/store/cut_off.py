@@ -86,6 +86,9 @@ RESTARTED = (
 )
 # The run id prefix of the run that asks it.
 FINISHING = "finish-"
+# How many such runs in a row may be cut off in turn (a worker that dies each time, a
+# restart loop) before the thread is left to end with the cut-off reply.
+FINISHING_ATTEMPTS = 3
 
 
 def before_restart(contents: Sequence[types.Content]) -> Sequence[types.Content]:
@@ -109,6 +112,21 @@ def is_restart_turn(event: Event) -> bool:
     run_id = event_metadata(event).get("runId")
     texts = [part.text for part in event.content.parts if part.text]
     return texts == [RESTARTED] and isinstance(run_id, str) and run_id.startswith(FINISHING)
+
+
+def finishing_attempts(session_events: Sequence[Event]) -> int:
+    """How many finishing runs in a row the thread's newest events come from: the runs
+    that asked the model again for one reply it owed, each cut off in turn (the newest may
+    be the run being closed). A run of a user's ends the count."""
+    runs: set[str] = set()
+    for event in reversed(session_events):
+        run_id = event_metadata(event).get("runId")
+        if not isinstance(run_id, str):
+            continue  # an event the gateway did not stamp says nothing
+        if not run_id.startswith(FINISHING):
+            break
+        runs.add(run_id)
+    return len(runs)
 
 
 def answered_last(session_events: list[Event], invocation_id: str) -> bool:

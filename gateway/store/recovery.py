@@ -21,6 +21,11 @@ the crash, exactly once:
   never run again. It gets a result that says so, and the model is asked for its reply.
 - Answers the model had been given (a tool's result, the browser's, an approval) and not
   replied to: the model is asked once more for that reply (``cut_off.RESTARTED``).
+- That asking run cut off in turn (its worker died, a restart, a takeover): the reply is
+  still owed, so it is asked for again, up to ``cut_off.FINISHING_ATTEMPTS`` runs in a row.
+  The attempt cut off is rewound (ADK's ``rewind_before_invocation_id``): the model is
+  shown the thread as the first ask showed it, with one ``RESTARTED`` turn, not one per
+  attempt; a client still sees what each attempt streamed, marked interrupted.
 """
 
 from __future__ import annotations
@@ -29,13 +34,19 @@ import dataclasses
 import enum
 from typing import Any
 
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.sessions.session import Session
 from google.adk.utils._function_call_names import REQUEST_CONFIRMATION_FUNCTION_CALL_NAME
 from google.genai import types
 
 from gateway.context import RUN_METADATA_KEY, event_metadata
-from gateway.store.cut_off import Ending, answered_last, cut_off_reply
+from gateway.store.cut_off import (
+    FINISHING,
+    Ending,
+    answered_last,
+    cut_off_reply,
+    is_restart_turn,
+)
 
 # The answer a cut-off server call gets, so the model request is well formed again.
 INTERRUPTED_RESULT = {"error": "interrupted: the gateway stopped before this call finished"}
@@ -66,6 +77,21 @@ class Unfinished:
     thread_id: str
     afterwards: Afterwards
     invocation_id: str
+    # Runs that went on with this thread's owed reply and were cut off in turn (the one
+    # just closed included): the next is attempt ``attempts + 1``.
+    attempts: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Finishing:
+    """A run the gateway started to go on with ``unfinished`` (``Hub.finish_cut_off``)."""
+
+    run_id: str
+    unfinished: Unfinished
+
+    def again(self) -> Unfinished:
+        """What goes on once this run is cut off before it stored anything."""
+        return dataclasses.replace(self.unfinished, attempts=self.unfinished.attempts + 1)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,9 +125,27 @@ def closing(session: Session, run: OpenRun, author: str) -> tuple[list[Event], A
         # Only what a client saw is kept; ADK's resumed invocation does the rest.
         events = closing_events(session, run, author) if run.streamed or run.dangling else []
         return events, Afterwards.RESUME
+    if asked_again(session.events, run.invocation_id):
+        # The reply it was asking for is still owed; the next ask starts where this one did.
+        return closing_events(session, run, author, rewound=True), Afterwards.ASK_AGAIN
     if not run.dangling and answered_last(session.events, run.invocation_id):
         return closing_events(session, run, author), Afterwards.ASK_AGAIN
     return closing_events(session, run, author), Afterwards.NOTHING
+
+
+def asked_again(events: list[Event], invocation_id: str) -> bool:
+    """Whether the invocation is a finishing run's that asked the model again for a reply
+    (it began with the ``RESTARTED`` turn) and is still that run's: not resumed since by a
+    run of a user's (after a pause on an approval, say), which closes as any other."""
+    own = [event for event in events if event.invocation_id == invocation_id]
+    run_id = _last_run_id(own)
+    return bool(own) and is_restart_turn(own[0]) and (run_id or "").startswith(FINISHING)
+
+
+def _last_run_id(events: list[Event]) -> str | None:
+    """The run the gateway last stamped on ``events``, if any."""
+    run_ids = [event_metadata(e).get("runId") for e in events]
+    return next((r for r in reversed(run_ids) if isinstance(r, str)), None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -146,15 +190,15 @@ def closing_events(
     run: OpenRun,
     author: str,
     cut_result: dict[str, Any] = INTERRUPTED_RESULT,
+    *,
+    rewound: bool = False,
 ) -> list[Event]:
-    """The run's dangling calls answered with ``cut_result``, then its cut-off reply."""
+    """The run's dangling calls answered with ``cut_result``, then its cut-off reply; with
+    ``rewound``, then the rewind of the whole invocation, which the model is not shown."""
     invocation_id, dangling = run.invocation_id, run.dangling
     agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
     # The run the client saw cut off: the gateway stamps its id on the invocation's events.
-    run_ids = [
-        event_metadata(e).get("runId") for e in session.events if e.invocation_id == invocation_id
-    ]
-    run_id = next((r for r in reversed(run_ids) if isinstance(r, str)), None)
+    run_id = _last_run_id([e for e in session.events if e.invocation_id == invocation_id])
     run_mark: dict[str, Any] = {"runId": run_id} if run_id else {}
     closing = []
     if dangling:
@@ -175,6 +219,18 @@ def closing_events(
             )
         )
     closing.append(_interrupted_reply(run.streamed, invocation_id, agent, run_mark))
+    if rewound:
+        # ADK leaves out of every model request the events from the invocation's first to
+        # this one (``google.adk.events._rewind_events``); the store keeps them, for clients.
+        rewind = EventActions(rewind_before_invocation_id=invocation_id)
+        closing.append(
+            Event(
+                invocation_id=invocation_id,
+                author=agent,
+                actions=rewind,
+                custom_metadata={RUN_METADATA_KEY: run_mark},
+            )
+        )
     return closing
 
 

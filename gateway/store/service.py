@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -35,11 +36,13 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from gateway.metrics import Metrics
+from gateway.context import event_metadata
+from gateway.metrics import OFF, Metrics
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
 from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
 from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
+from gateway.store.cut_off import FINISHING_ATTEMPTS, finishing_attempts
 from gateway.store.errors import FencedError, StoreError
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
@@ -49,7 +52,7 @@ from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import Afterwards, OpenRun, Unfinished, closing
+from gateway.store.recovery import Afterwards, Finishing, OpenRun, Unfinished, closing
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import StoredRun, run_start, stored_run
 from gateway.store.shared_writes import SharedWrites
@@ -119,6 +122,8 @@ class SessionService(BaseSessionService):
         self.fenced_listeners: list[Callable[[Fence], None]] = []
         # Fences the database refused, by thread.
         self._refused: dict[str, Fence] = {}
+        # Counts the owed replies a restart gives up on (``count_into``).
+        self._metrics: Metrics = OFF
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -162,7 +167,9 @@ class SessionService(BaseSessionService):
             listener(can_commit)
 
     def count_into(self, metrics: Metrics) -> None:
-        """Its writer's transactions and queue are counted into ``metrics``."""
+        """Its writer's transactions and queue, and the owed replies its closes of cut-off
+        runs give up on, are counted into ``metrics``."""
+        self._metrics = metrics
         if self._writer is not None:
             self._writer.metrics = metrics
             metrics.watch_store_queue(self._writer.queued)
@@ -695,30 +702,76 @@ class SessionService(BaseSessionService):
         return closed
 
     async def close_interrupted_thread(
-        self, app_name: str, thread_id: str, *, author: str = "model"
+        self,
+        app_name: str,
+        thread_id: str,
+        *,
+        author: str = "model",
+        finishing: Finishing | None = None,
     ) -> Unfinished | None:
         """Closes the run a crash cut off on one thread, as ``close_interrupted`` does.
 
         For a shared database: call it once the process that ran the thread is known to be
         gone (its lease expired), never while it may still run. What the caller is to go on
         with, as the gateway does for ``cut_off``; None if nothing, or no run was open.
+        ``finishing``: the run cut off was the gateway's own, going on with what an earlier
+        close left; cut off before it stored anything, it is tried again (its attempts
+        counted, as those that stored something are from the thread's events).
         """
         open_runs = await self._read(
             partial(self._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
         )
+        floor = finishing.again().attempts if finishing is not None else 0
         going_on = None
         for run in open_runs:
-            unfinished = await self._close_run(app_name, run, author)
+            unfinished = await self._close_run(app_name, run, author, floor)
             if unfinished is not None and unfinished.afterwards is not Afterwards.NOTHING:
                 going_on = unfinished
         await self._submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
         if open_runs:
             log.warning("closed the run of thread %r, cut off with its process", thread_id)
+        elif finishing is not None:
+            going_on = await self._again(app_name, finishing)
         return going_on
 
-    async def _close_run(self, app_name: str, run: OpenRun, author: str) -> Unfinished | None:
+    async def _again(self, app_name: str, finishing: Finishing) -> Unfinished | None:
+        """What goes on after a finishing run that left no open run: the same again if it
+        stored nothing (its worker died before it began), else nothing (it replied)."""
+        unfinished = finishing.unfinished
+        session = await self.get_session(
+            app_name=app_name, user_id=unfinished.user_id, session_id=unfinished.thread_id
+        )
+        if session is None or any(
+            event_metadata(event).get("runId") == finishing.run_id for event in session.events
+        ):
+            return None
+        log.warning(
+            "thread %r: run %s was cut off before it stored anything; it is tried again",
+            unfinished.thread_id,
+            finishing.run_id,
+        )
+        return self._bounded(finishing.again())
+
+    def _bounded(self, unfinished: Unfinished) -> Unfinished:
+        """``unfinished``, or nothing to go on with once ``FINISHING_ATTEMPTS`` runs in a
+        row were cut off asking for its reply: the thread ends with the cut-off reply."""
+        if unfinished.afterwards is Afterwards.NOTHING or unfinished.attempts < FINISHING_ATTEMPTS:
+            return unfinished
+        log.warning(
+            "thread %r: the reply its model owes was cut off %d times in a row; it is not "
+            "asked for again, and the thread ends with the cut-off reply",
+            unfinished.thread_id,
+            unfinished.attempts,
+        )
+        self._metrics.owed_reply_given_up()
+        return dataclasses.replace(unfinished, afterwards=Afterwards.NOTHING)
+
+    async def _close_run(
+        self, app_name: str, run: OpenRun, author: str, floor: int = 0
+    ) -> Unfinished | None:
         """Appends the events that close ``run``; what comes after them, or None if the
-        thread is gone or quarantined (left as it is)."""
+        thread is gone or quarantined (left as it is). ``floor``: attempts known to have
+        been made, of which the thread may hold no trace."""
         try:
             session = await self.get_session(
                 app_name=app_name, user_id=run.user_id, session_id=run.session_id
@@ -732,6 +785,7 @@ class SessionService(BaseSessionService):
         if session is None:
             return None
         events, afterwards = closing(session, run, author)
+        attempts = max(finishing_attempts(session.events), floor)
         for event in events:
             await self.append_event(session, event)
         if afterwards is Afterwards.RESUME:
@@ -739,7 +793,8 @@ class SessionService(BaseSessionService):
                 "restart: thread %r has a person's answer not acted on yet; resuming it",
                 run.session_id,
             )
-        return Unfinished(run.user_id, run.session_id, afterwards, run.invocation_id)
+        left = Unfinished(run.user_id, run.session_id, afterwards, run.invocation_id, attempts)
+        return self._bounded(left)
 
     # --- internals ----------------------------------------------------------------------
 

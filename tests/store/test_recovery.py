@@ -10,6 +10,13 @@ import pytest
 from google.adk.events import Event
 from google.adk.sessions import Session
 
+from gateway.store.cut_off import (
+    RESTARTED,
+    Ending,
+    cut_off_reply,
+    ending_of,
+    finishing_attempts,
+)
 from gateway.store.recovery import (
     STARTED_KEY,
     UNKNOWN_RESULT,
@@ -89,3 +96,55 @@ def test_an_approval_acted_on_and_replied_to_is_done() -> None:
     done = event("agent", result("c1", "refund", status="refunded"))
     stored = [*_asked(), _answered(True), done, agent_says("Refunded.")]
     assert _close(stored)[1] is Afterwards.NOTHING
+
+
+# --- the gateway's own run that asked again, cut off in turn ------------------------------
+
+
+def _asking(run_id: str) -> Event:
+    """The turn a run of the gateway's stores as it asks the model again (invocation inv)."""
+    return user_says(RESTARTED, runId=run_id)
+
+
+def _replied_cut_off(run_id: str) -> Event:
+    """How a close stored a reply cut off, in an invocation of its own."""
+    return cut_off_reply(
+        message_id="",
+        invocation_id=f"before-{run_id}",
+        author="agent",
+        text="",
+        ending=Ending.INTERRUPTED,
+        metadata={"runId": run_id},
+    )
+
+
+def test_an_asking_run_cut_off_asks_again_and_is_rewound_for_the_model() -> None:
+    events, afterwards = _close([_replied_cut_off("run-1"), _asking("finish-1")])
+    assert afterwards is Afterwards.ASK_AGAIN
+    [reply, rewind] = events
+    assert ending_of(reply) is Ending.INTERRUPTED  # what a client saw of it stays
+    assert rewind.actions.rewind_before_invocation_id == "inv"
+    assert rewind.custom_metadata == {"agui": {"runId": "finish-1"}}
+
+
+def test_an_asking_run_a_user_resumed_since_closes_as_any_other() -> None:
+    # A run of a user's went on with it since (it had paused on a person's approval).
+    resumed = event("user", result("k1", CONFIRM, confirmed=False))
+    resumed.custom_metadata = {"agui": {"runId": "run-2"}}
+    events, afterwards = _close([_asking("finish-1"), resumed])
+    assert afterwards is Afterwards.ASK_AGAIN  # it owes its reply to the answer
+    assert all(e.actions.rewind_before_invocation_id is None for e in events)
+
+
+def test_the_asking_runs_in_a_row_are_counted_back_to_a_users_run() -> None:
+    assert finishing_attempts([]) == 0
+    assert finishing_attempts([user_says("hi", runId="run-1"), _replied_cut_off("run-1")]) == 0
+    in_a_row = [
+        _asking("finish-0"),  # an earlier owed reply, before the user's run
+        user_says("hi", runId="run-1"),
+        _replied_cut_off("run-1"),
+        _asking("finish-1"),
+        _replied_cut_off("finish-1"),
+        _asking("finish-2"),
+    ]
+    assert finishing_attempts(in_a_row) == 2

@@ -80,8 +80,15 @@ async def serve(
 ) -> None:
     """Serves the main process at ``path`` until the pipe closes; a model call of a run
     that sends nothing for ``model_timeout`` seconds (0: never) is reported ``Stalled``,
-    and what the plugins record into ``recorded`` goes to the main process."""
-    reader, writer = await asyncio.open_unix_connection(path)
+    and what the plugins record into ``recorded`` goes to the main process. A main
+    process gone before the worker connects (it stopped while the worker started) leaves
+    nothing to serve: one line says so, and the worker exits as after its pipe closed."""
+    try:
+        reader, writer = await asyncio.open_unix_connection(path)
+    except OSError as error:  # refused, or the socket's directory removed with the pool
+        log.info("worker %d: the main process is gone (%s); stopping", index, error.strerror)
+        await runner.close()
+        return
     channel: Channel[FromMain] = Channel(reader, writer, FromMain)
     sessions.connect(channel.send)
     if recorded is not None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import re
 import signal
+import socket
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,15 +19,17 @@ from typing import Any
 import pytest
 from google.adk.events import Event as AdkEvent
 
+from gateway import api
 from gateway.adk.engine import Engine
 from gateway.adk.workers import WorkerPool
 from gateway.adk.workers import pool as pool_module
 from gateway.adk.workers.credit import WINDOW
 from gateway.audit import read_audit
+from gateway.config import Settings
 from gateway.examples.navigator import work_requests
 from gateway.metrics import sample
 from gateway.store import adk_json, codec
-from gateway.store.cut_off import FINISHING
+from gateway.store.cut_off import FINISHING, FINISHING_ATTEMPTS
 from gateway.wire import bounds
 from tests.support.agui import (
     AgUiSocket,
@@ -61,15 +66,38 @@ def pool_of(gateway: RunningGateway) -> WorkerPool:
     return pool
 
 
+def killed(pids: Iterable[int]) -> None:
+    """SIGKILLs the workers and returns once each is dead, not yet reaped: the pool, which
+    checks ``is_alive`` as it picks a worker, hands no run to one of them from then on.
+    Without the wait a run could go to one whose signal was not yet delivered."""
+    pids = list(pids)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    for pid in pids:  # blocks this loop (the pool's too) for as long as a death takes
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+
+
 async def every_worker_killed(pool: WorkerPool, ws: AgUiSocket) -> list[int]:
     """SIGKILLs every worker mid-run: the run ends RUN_INTERRUPTED. Their process ids."""
-    killed = pool.pids()
-    for pid in killed:
-        os.kill(pid, signal.SIGKILL)
+    pids = pool.pids()
+    killed(pids)
     cut = await ws.until_end(START)
     assert cut[-1]["type"] == "RUN_ERROR", cut[-1]
     assert cut[-1]["code"] == "RUN_INTERRUPTED"
-    return killed
+    return pids
+
+
+async def owed_when_every_worker_is_killed(
+    pool: WorkerPool, ws: AgUiSocket, thread: str
+) -> list[int]:
+    """The browser's answer is stored and the model is replying to it (a slow model's first
+    text came) when every worker is killed: the model owes that reply. Their process ids."""
+    first = await ws.run(user_input(thread, FLAGSHIP))
+    [navigate] = tool_calls(first, "navigateToScreen")
+    await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
+    while (await ws.next(START))["type"] != "TEXT_MESSAGE_CONTENT":
+        pass
+    return await every_worker_killed(pool, ws)
 
 
 async def test_the_flagship_story_runs_in_worker_processes(tmp_path: Path) -> None:
@@ -153,7 +181,7 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             await ws.send(user_input(thread, FLAGSHIP))
             while (await ws.next(START))["type"] != "TOOL_CALL_START":
                 pass
-            killed = await every_worker_killed(pool, ws)
+            dead = await every_worker_killed(pool, ws)
 
             # The thread is whole: every call of the agent's own has its result, and a call
             # without one is the browser's, left for the browser to answer (never asked of
@@ -188,7 +216,25 @@ async def test_a_worker_killed_mid_run_interrupts_the_run_and_the_thread_goes_on
             [navigate] = tool_calls(first, "navigateToScreen")
             second = await ws.run(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
             assert text_of(second) == MOVED
-        assert len(pool.pids()) == 2 and not set(pool.pids()) & set(killed)
+        assert len(pool.pids()) == 2 and not set(pool.pids()) & set(dead)
+
+
+async def test_a_worker_whose_main_process_is_gone_exits_with_one_line_not_a_traceback(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A worker started in place of a dead one while the gateway stops: by the time it has
+    # loaded the agent, nobody listens on the pool's socket (here: one bound, not listening).
+    path = str(tmp_path / "pipe")
+    with socket.socket(socket.AF_UNIX) as unheard:
+        unheard.bind(path)
+        settings = Settings(log_level="info", warm_up_runs=0)
+        process = api._spawn_worker(None, settings, path, 7)
+        await asyncio.get_running_loop().run_in_executor(None, process.join, START)
+    assert process.exitcode == 0
+    said = capfd.readouterr().err
+    assert "Traceback" not in said and "ConnectionRefusedError" not in said, said
+    [line] = [line for line in said.splitlines() if "main process is gone" in line]
+    assert "worker 7" in line
 
 
 async def test_a_run_its_worker_cannot_read_ends_with_a_coded_error_not_never(
@@ -222,25 +268,75 @@ async def test_a_reply_its_worker_cut_off_is_asked_for_again_as_after_a_restart(
         pool = pool_of(gateway)
         thread = new_id("t")
         async with gateway.socket() as ws:
-            first = await ws.run(user_input(thread, FLAGSHIP))
-            [navigate] = tool_calls(first, "navigateToScreen")
-            await ws.send(tool_answer(thread, [(navigate["id"], {"status": "navigated"})]))
-            while (await ws.next(START))["type"] != "TEXT_MESSAGE_CONTENT":
-                pass
-            await every_worker_killed(pool, ws)
+            await owed_when_every_worker_is_killed(pool, ws, thread)
 
-            # The thread's next run is the gateway's own, followed live by the tab.
-            again = await ws.until_end(START)
-            assert again[0]["type"] == "RUN_STARTED", again[0]
-            assert again[0]["runId"].startswith(FINISHING)
+            # The thread's next run is the gateway's own, followed live by the tab (it waits
+            # for a new worker: both are dead before the pool picks one).
+            cut, again = await owed_reply_followed(ws)
+            assert not cut
             assert text_of(again) == MOVED
-            assert again[-1]["type"] == "RUN_FINISHED"
             assert not tool_calls(again)  # the screen is not opened twice
 
             # The thread ends with that reply; the next input runs at once.
             shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
             assert shown[-1]["role"] == "assistant" and shown[-1]["content"] == MOVED
             assert text_of(await ws.run(user_input(thread, "안녕하세요")))
+
+
+async def test_the_run_asking_again_cut_off_with_its_worker_asks_again_and_is_answered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The reply is owed after a worker's death, and the worker running the gateway's own
+    # run that asks for it dies too, mid-reply: the thread asks once more, and ends with it.
+    caplog.set_level(logging.INFO, logger="gateway.adk.workers.pool")
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db, scripted_pace_ms=150.0) as gateway:
+        pool = pool_of(gateway)
+        thread = new_id("t")
+        async with gateway.socket() as ws:
+            gone = set(await owed_when_every_worker_is_killed(pool, ws, thread))
+            # The asking run's text comes (so its turn is stored, and it runs in a worker
+            # that said hello): every such worker is killed (not one still starting, which
+            # a pool of fixed size would wait for).
+            asking = [await ws.next(START)]
+            assert asking[0]["type"] == "RUN_STARTED", asking[0]
+            assert asking[0]["runId"].startswith(FINISHING), asking[0]
+            while asking[-1]["type"] != "TEXT_MESSAGE_CONTENT":
+                asking.append(await ws.next(START))
+            killed(ready_pids(caplog) - gone)
+            asking += await ws.until_end(START)
+            assert asking[-1]["type"] == "RUN_ERROR" and asking[-1]["code"] == "RUN_INTERRUPTED"
+
+            cut, again = await owed_reply_followed(ws)
+            assert not cut  # the workers it may meet now are all alive
+            assert again[0]["runId"] != asking[0]["runId"]
+            assert text_of(again) == MOVED and not tool_calls(again)
+            shown = snapshot_of(await ws.run({"type": "reattach", "threadId": thread}))
+            assert shown[-1]["role"] == "assistant" and shown[-1]["content"] == MOVED
+            assert sum(m["role"] == "tool" for m in shown if m.get("toolCallId")) == 2
+
+
+def ready_pids(caplog: pytest.LogCaptureFixture) -> set[int]:
+    """The workers the pool said were ready (``WorkerPool._connected``'s line), by pid."""
+    said = (re.search(r"\(pid (\d+)\) is ready", r.getMessage()) for r in caplog.records)
+    return {int(match[1]) for match in said if match}
+
+
+async def owed_reply_followed(
+    ws: AgUiSocket,
+) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The gateway's own runs that ask again for an owed reply, as a tab follows them, up to
+    the one that finishes: those cut off before it (their worker died), and that one."""
+    cut: list[list[dict[str, Any]]] = []
+    while True:
+        run = await ws.until_end(START)
+        assert run[0]["type"] == "RUN_STARTED", run[0]
+        assert run[0]["runId"].startswith(FINISHING), run[0]
+        if run[-1]["type"] == "RUN_FINISHED":
+            return cut, run
+        assert run[-1]["code"] == "RUN_INTERRUPTED", run[-1]
+        cut.append(run)
+        assert len(cut) < FINISHING_ATTEMPTS, "asked again past the bound"
 
 
 @asynccontextmanager

@@ -1,0 +1,186 @@
+"""A reply the model owes, asked for again by the gateway's own run (``cut_off.RESTARTED``),
+and that run cut off in turn (a restart, a takeover, its worker's death): the thread goes on
+the same way, at most ``FINISHING_ATTEMPTS`` runs in a row, and the model is shown one
+``RESTARTED`` turn however many runs asked it (``gateway.store.recovery``)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.events import Event
+from google.adk.runners import Runner
+from google.genai import types
+
+from gateway import metrics as gateway_metrics
+from gateway.store import SessionService
+from gateway.store.cut_off import FINISHING_ATTEMPTS, NOTES, RESTARTED, Ending
+from gateway.store.recovery import Afterwards, Finishing, Unfinished
+from tests.support.adk_events import call, event, result, user_says
+from tests.support.backends import APP, reopened
+from tests.support.speakers import Speaker, say
+
+pytestmark = pytest.mark.unit
+
+THREAD = "t"
+INTERRUPTED = NOTES[Ending.INTERRUPTED]
+
+
+def _owed() -> list[Event]:
+    """A user's run cut off after its server tool's result: the model owes its reply."""
+    return [
+        user_says("열어줘", runId="run-1"),
+        event("agent", call("c1", "find_screen", query="업무 요청")),
+        event("agent", result("c1", "find_screen", screenId="MNU-3120")),
+    ]
+
+
+async def _asked_again(store: SessionService, attempt: int) -> None:
+    """The gateway's run that asks again stores its turn, and is cut off before replying."""
+    session = await store.get_session(app_name=APP, user_id="u", session_id=THREAD)
+    assert session is not None
+    turn = user_says(RESTARTED, f"inv-ask-{attempt}", runId=f"finish-{attempt}")
+    await store.append_event(session, turn)
+
+
+async def _closed_by_restart(db: str) -> Unfinished:
+    store = await reopened(db)
+    try:
+        assert await store.close_interrupted(APP, author="agent") == 1
+        [closed] = store.cut_off
+        return closed
+    finally:
+        await store.close()
+
+
+async def _what_the_next_ask_shows(db: str) -> list[types.Content]:
+    """The contents of the model request the next asking run makes."""
+    store = await reopened(db)
+    model = Speaker(turns=[[say("이동했습니다.")]])
+    runner = Runner(app_name=APP, agent=LlmAgent(name="agent", model=model), session_service=store)
+    ask = types.Content(role="user", parts=[types.Part(text=RESTARTED)])
+    try:
+        async for _ in runner.run_async(user_id="u", session_id=THREAD, new_message=ask):
+            pass
+        return model.requests[-1]
+    finally:
+        await runner.close()
+        await store.close()
+
+
+def _texts(contents: list[types.Content]) -> list[str]:
+    return [part.text.strip() for c in contents for part in c.parts or () if part.text]
+
+
+async def test_an_asking_run_a_restart_cut_off_asks_again_with_one_turn_for_the_model(
+    db: str,
+) -> None:
+    store = await reopened(db)
+    session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
+    for stored in _owed():
+        await store.append_event(session, stored)
+    await store.close()
+    first = await _closed_by_restart(db)
+    assert (first.afterwards, first.attempts) == (Afterwards.ASK_AGAIN, 0)
+
+    store = await reopened(db)
+    await _asked_again(store, 1)  # then the gateway died again
+    await store.close()
+    again = await _closed_by_restart(db)
+    assert (again.afterwards, again.attempts) == (Afterwards.ASK_AGAIN, 1)
+
+    # The model is asked as the first time: the result, its cut-off reply, one RESTARTED.
+    seen = _texts(await _what_the_next_ask_shows(db))
+    assert seen.count(RESTARTED) == 1 and seen[-1] == RESTARTED
+    assert seen.count(INTERRUPTED) == 1
+
+
+async def test_the_asking_runs_cut_off_in_a_row_end_with_one_warning_and_a_count(
+    db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await reopened(db)
+    session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
+    for stored in _owed():
+        await store.append_event(session, stored)
+    await store.close()
+    await _closed_by_restart(db)
+    for attempt in range(1, FINISHING_ATTEMPTS):
+        store = await reopened(db)
+        await _asked_again(store, attempt)
+        await store.close()
+        assert (await _closed_by_restart(db)).afterwards is Afterwards.ASK_AGAIN
+
+    store = await reopened(db)
+    await _asked_again(store, FINISHING_ATTEMPTS)
+    await store.close()
+    store = await reopened(db)
+    counted = gateway_metrics.for_setting("on")
+    store.count_into(counted)
+    try:
+        with caplog.at_level(logging.WARNING, logger="gateway.store"):
+            assert await store.close_interrupted(APP, author="agent") == 1
+        [given_up] = store.cut_off
+        assert given_up.afterwards is Afterwards.NOTHING
+        assert given_up.attempts == FINISHING_ATTEMPTS
+        assert sample(counted) == 1
+        [line] = [r.getMessage() for r in caplog.records if "not asked for again" in r.message]
+        assert THREAD in line and str(FINISHING_ATTEMPTS) in line
+        # Nothing is left open: the next restart has nothing to close.
+        assert await store.close_interrupted(APP, author="agent") == 0
+    finally:
+        await store.close()
+    # The thread ends as after the first cut: the model's next turn sees that one reply.
+    assert _texts(await _what_the_next_ask_shows(db)).count(INTERRUPTED) == 1
+
+
+def sample(counted: gateway_metrics.Metrics) -> float | None:
+    return gateway_metrics.sample(counted, "gateway_owed_replies_given_up_total")
+
+
+async def test_an_asking_run_its_worker_lost_before_it_stored_anything_is_tried_again(
+    db: str,
+) -> None:
+    store = await reopened(db)
+    try:
+        session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
+        for stored in _owed():
+            await store.append_event(session, stored)
+        first = await store.close_interrupted_thread(APP, THREAD, author="agent")
+        assert first is not None and first.attempts == 0
+        # Handed to a worker that was dying: nothing of the run reached the store.
+        lost = Finishing("finish-1", first)
+        again = await store.close_interrupted_thread(APP, THREAD, author="agent", finishing=lost)
+        assert again == Unfinished("u", THREAD, Afterwards.ASK_AGAIN, first.invocation_id, 1)
+        # One that stored its turn and its reply before its worker died owes nothing more.
+        await _asked_again(store, 2)
+        session = await store.get_session(app_name=APP, user_id="u", session_id=THREAD)
+        assert session is not None
+        replied = Event(
+            invocation_id="inv-ask-2",
+            author="agent",
+            content=types.Content(role="model", parts=[types.Part(text="이동했습니다.")]),
+            custom_metadata={"agui": {"runId": "finish-2"}},
+        )
+        await store.append_event(session, replied)
+        done = Finishing("finish-2", again)
+        assert await store.close_interrupted_thread(APP, THREAD, finishing=done) is None
+    finally:
+        await store.close()
+
+
+async def test_a_worker_lost_again_and_again_before_storing_is_bounded_too(db: str) -> None:
+    store = await reopened(db)
+    try:
+        session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
+        for stored in _owed():
+            await store.append_event(session, stored)
+        going_on = await store.close_interrupted_thread(APP, THREAD, author="agent")
+        tries = 0
+        while going_on is not None and going_on.afterwards is not Afterwards.NOTHING:
+            tries += 1
+            lost = Finishing(f"finish-{tries}", going_on)
+            going_on = await store.close_interrupted_thread(APP, THREAD, finishing=lost)
+        assert tries == FINISHING_ATTEMPTS
+    finally:
+        await store.close()
