@@ -15,7 +15,7 @@ from google.adk.sessions import Session
 from google.genai import _common, types
 
 from gateway.store import adk_json, codec
-from gateway.store.adk_json import parse_event, parse_session
+from gateway.store.adk_json import parse_content, parse_event, parse_session
 from tests.support.adk_events import call, event, kinds_of_events
 
 pytestmark = pytest.mark.unit
@@ -154,3 +154,12 @@ def test_a_shortcuts_name_inside_a_dump_is_a_value_not_a_shortcut() -> None:
     asked = event("navigator", call("c-1", "save", state={"k": 1}, message="hi"))
     data = _json(asked)
     assert parse_event(data, dumped=True) == Event.model_validate_json(data) == asked
+
+
+def test_a_message_parses_to_what_genai_parses_without_the_hook() -> None:
+    """A run's new message, as a worker is handed it."""
+    for content in [kind.content for kind in kinds_of_events() if kind.content is not None]:
+        data = content.model_dump_json(exclude_none=True).encode()
+        assert parse_content(data) == types.Content.model_validate_json(data) == content
+        assert hook_calls(types.Content.model_validate_json, data) > 0
+        assert hook_calls(parse_content, data) == 0

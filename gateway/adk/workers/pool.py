@@ -688,7 +688,15 @@ def _start(number: int, order: WorkerRun) -> Start:
         else None,
         surfaces=order.surfaces.live if order.surfaces is not None else None,
         input_ahead=order.input_ahead,
-        caller=dataclasses.asdict(who) if who is not None else None,
+        # Its fields as they are (``asdict`` deep-copied the claims for the encoder to read).
+        caller={
+            "user_id": who.user_id,
+            "org": who.org,
+            "roles": list(who.roles),
+            "claims": dict(who.claims),
+        }
+        if who is not None
+        else None,
         traceparent=tracing.traceparent(),
     )
 

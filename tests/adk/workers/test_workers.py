@@ -93,9 +93,9 @@ async def test_the_main_process_parses_a_workers_events_without_genais_hook(
         slow.append(data)
         return validate(data, *args, **kwargs)
 
-    def parsed(data: bytes | str) -> AdkEvent:
+    def parsed(data: bytes | str, *, dumped: bool = False) -> AdkEvent:
         fast.append(data)
-        return parse(data)
+        return parse(data, dumped=dumped)
 
     validate, parse = AdkEvent.model_validate_json, adk_json.parse_event
     monkeypatch.setattr(AdkEvent, "model_validate_json", counted)
