@@ -113,7 +113,7 @@ def create_app(
     state_rules = StateRules(config.client_state(settings), settings.max_state_bytes)
     hosted = _hosted(agent, settings, catalog, model, predict_state)
     _quiet_libraries()
-    audit = AuditLog(settings.db)
+    audit = AuditLog(settings.db, durability=settings.durability)
     client_tools = ClientToolset(hosted.catalog)
     usage = UsagePlugin(counted)
     model_calls = ModelCalls(counted)

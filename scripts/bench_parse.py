@@ -41,9 +41,9 @@ async def story_texts() -> list[bytes | str]:
     texts: list[bytes | str] = []
     parse = adk_json.parse_event
 
-    def recorded(data: bytes | str) -> Event:
+    def recorded(data: bytes | str, *, dumped: bool = False) -> Event:
         texts.append(data)
-        return parse(data)
+        return parse(data, dumped=dumped)
 
     pool.parse_event = codec.parse_event = recorded  # type: ignore[assignment]
     try:

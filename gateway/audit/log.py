@@ -46,9 +46,9 @@ REFUSALS_REPORT_SECONDS = 10.0
 class AuditLog:
     """Appends AuditRecords to the ``audit`` table from a background writer."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, durability: str = "normal") -> None:
         self.path = path  # the gateway's --db: a SQLite file, or a PostgreSQL URL
-        self._tables = audit_tables(path)
+        self._tables = audit_tables(path, durability=durability)  # the store's
         self._open = False
         self._queue: asyncio.Queue[Entry | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None

@@ -42,10 +42,11 @@ class AuditTables(Protocol):
     ) -> list[Row]: ...
 
 
-def audit_tables(db: str, *, read_only: bool = False) -> AuditTables:
-    """The audit's tables in the database a ``--db`` value names."""
+def audit_tables(db: str, *, read_only: bool = False, durability: str = "normal") -> AuditTables:
+    """The audit's tables in the database a ``--db`` value names, written as durably as the
+    store is (``GATEWAY_DURABILITY``) on a SQLite file."""
     if is_postgres(db):
         from gateway.store.postgres.audit import PostgresAuditTables
 
         return PostgresAuditTables(db, read_only=read_only)
-    return SqliteAuditTables(db, read_only=read_only)
+    return SqliteAuditTables(db, read_only=read_only, durability=durability)

@@ -41,6 +41,12 @@ def dump_messages(event: Event, messages: EventMessages) -> str | None:
     return msgspec.json.encode(shown).decode() if shown else None
 
 
+def has_temp_state(event: Event) -> bool:
+    """Whether the event's state delta has ``temp:`` keys: ADK never stores them."""
+    delta = event.actions.state_delta if event.actions else None
+    return any(key.startswith(State.TEMP_PREFIX) for key in delta or ())
+
+
 def load_state(text: str | None) -> dict[str, Any]:
     state = json.loads(text) if text else {}
     if not isinstance(state, dict):

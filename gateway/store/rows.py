@@ -15,6 +15,7 @@ from google.adk.sessions.session import Session
 
 from gateway.store.codec import Damage, decoded_event, decoded_state, load_state, merged_state
 from gateway.store.quarantine import Quarantine
+from gateway.store.session_json import remember
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ def decoded_session(stored: StoredSession) -> Session | Damage:
         last_update_time=stored.update_time,
     )
     session._storage_update_marker = str(stored.revision)
+    remember(session, [data for _, data in stored.events])  # for a worker's run's Start
     return session
 
 

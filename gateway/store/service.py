@@ -41,7 +41,14 @@ from gateway.metrics import OFF, Metrics
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
 from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
-from gateway.store.codec import Damage, decoded_state, dump_messages, load_state, merged_state
+from gateway.store.codec import (
+    Damage,
+    decoded_state,
+    dump_messages,
+    has_temp_state,
+    load_state,
+    merged_state,
+)
 from gateway.store.cut_off import FINISHING_ATTEMPTS, finishing_attempts
 from gateway.store.errors import FencedError, StoreError
 from gateway.store.frames import FrameLog, LoggedFrame
@@ -276,10 +283,14 @@ class SessionService(BaseSessionService):
         )
 
     @override
-    async def append_event(self, session: Session, event: Event) -> Event:
+    async def append_event(
+        self, session: Session, event: Event, *, parsed_from: str | None = None
+    ) -> Event:
         """Commits the event, then adds it to ``session``; partial events are not stored.
 
         The input a run was started with may go ahead of its commit (``input_ahead``).
+        ``parsed_from``: ADK's JSON the caller parsed ``event`` from (a worker's append),
+        stored as it is where it is what the row would hold (``_append_write``).
         """
         if event.partial:
             return event
@@ -287,16 +298,18 @@ class SessionService(BaseSessionService):
         queued = self._ahead.pop(key, None)
         # The input's message or state edit; the first append not the user's: none came.
         if queued is not None and event.author == "user":
-            return self._append_ahead(session, event, queued)
+            return self._append_ahead(session, event, queued, parsed_from)
         shared = self._serialised.get(key)
         if shared is None:
-            return await self._append_event(session, event)
+            return await self._append_event(session, event, parsed_from)
         async with shared.lock:
-            shared.stamped(event)
+            shared.stamped(event)  # it may change the event: its text is dumped again
             return await self._append_event(session, event)
 
-    async def _append_event(self, session: Session, event: Event) -> Event:
-        write = self._append_write(session, event)
+    async def _append_event(
+        self, session: Session, event: Event, parsed_from: str | None = None
+    ) -> Event:
+        write = self._append_write(session, event, parsed_from)
 
         def commit_to_session(revision: object) -> None:
             session._storage_update_marker = str(revision)
@@ -307,13 +320,17 @@ class SessionService(BaseSessionService):
         return event
 
     def _append_ahead(
-        self, session: Session, event: Event, queued: Callable[[asyncio.Future[object]], None]
+        self,
+        session: Session,
+        event: Event,
+        queued: Callable[[asyncio.Future[object]], None],
+        parsed_from: str | None,
     ) -> Event:
         """Queues the event and adds it to ``session`` at once, as its commit will: the
         session's next append carries the revision this one makes (``revision_after``).
         ``queued`` is handed the commit, which the caller waits for before it shows
         anything that follows the event."""
-        write = self._append_write(session, event)
+        write = self._append_write(session, event, parsed_from)
         if (revision := write.revision_after()) is not None:
             session._storage_update_marker = str(revision)
         session.last_update_time = event.timestamp
@@ -327,8 +344,19 @@ class SessionService(BaseSessionService):
         queued(self._submit(session.id, write, commit_to_session, urgent=True))
         return event
 
-    def _append_write(self, session: Session, event: Event) -> writes.AppendEvent:
-        """The write that appends ``event`` to ``session`` as the session stands."""
+    def _append_write(
+        self, session: Session, event: Event, parsed_from: str | None = None
+    ) -> writes.AppendEvent:
+        """The write that appends ``event`` to ``session`` as the session stands.
+
+        The row holds ADK's dump of the event, less its ``temp:`` state. An event parsed
+        from such a dump (``parsed_from``) is stored as that text, unless it had ``temp:``
+        state to leave out: the text parsed into this event, so the row reads back as
+        it, and dumping it again would only give the same text at the same cost as the
+        parse (``tests/store/test_parsed_appends.py`` checks both).
+        """
+        if parsed_from is not None and has_temp_state(event):
+            parsed_from = None  # the row leaves out what the text holds
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         marker = session._storage_update_marker
@@ -343,7 +371,9 @@ class SessionService(BaseSessionService):
             invocation_id=event.invocation_id,
             author=event.author,
             timestamp=event.timestamp,
-            data=event.model_dump_json(exclude_none=True, by_alias=True),
+            data=parsed_from
+            if parsed_from is not None
+            else event.model_dump_json(exclude_none=True, by_alias=True),
             messages=messages,
             deltas=_session_util.extract_json_safe_state_delta(event.actions.state_delta)
             if event.actions and event.actions.state_delta

@@ -41,6 +41,7 @@ from gateway.store.sqlite.audit import SqliteAuditTables
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 from tests.support.audit import record
 from tests.support.postgres import Postgres
+from tests.support.servers import running_gateway
 from tests.support.stores import session_store
 
 pytestmark = pytest.mark.unit
@@ -77,6 +78,36 @@ async def test_recording_does_not_wait_for_the_disk_and_writes_in_batches(
     await audit.flush()
     assert len(await audit.query(user="demo")) == 500
     assert audit.commits < 500
+
+
+async def test_a_file_audit_writes_as_durably_as_the_store(tmp_path: Path) -> None:
+    """SQLite's default, FULL, synced the file's WAL at each batch (~5 ms on a disk, the
+    write lock held meanwhile) where the store, at ``normal``, syncs only its checkpoints."""
+    path = str(tmp_path / "g.db")
+    for durability, synchronous in (("normal", 1), ("full", 2)):
+        store = session_store(path, durability=durability)
+        await store.open()
+        audit = AuditLog(path, durability=durability)
+        await audit.open()
+        try:
+            tables = cast(SqliteAuditTables, audit._tables)
+            said = await tables._db().run(lambda db: db.execute("PRAGMA synchronous").fetchone())
+            assert said == (synchronous,), durability
+            audit.record(record("t1"))
+            assert [r.thread_id for r in await audit.query()] == ["t1"] * synchronous
+        finally:
+            await audit.close()
+            await store.close()
+
+
+@pytest.mark.server
+async def test_a_gateways_audit_takes_its_durability(tmp_path: Path) -> None:
+    path = str(tmp_path / "g.db")
+    async with running_gateway(db=path, durability="full") as gateway:
+        assert gateway.app.hub is not None and gateway.app.hub.audit is not None
+        tables = cast(SqliteAuditTables, gateway.app.hub.audit._tables)
+        said = await tables._db().run(lambda db: db.execute("PRAGMA synchronous").fetchone())
+        assert said == (2,)
 
 
 async def test_only_a_file_audit_leaves_the_loop_for_its_sql(tmp_path: Path) -> None:

@@ -10,89 +10,15 @@ from typing import Any
 
 import pydantic
 import pytest
-from google.adk.events import Event, EventActions
+from google.adk.events import Event
 from google.adk.sessions import Session
-from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import _common, types
 
 from gateway.store import adk_json, codec
-from gateway.store.adk_json import parse_event, parse_session
+from gateway.store.adk_json import parse_content, parse_event, parse_session
+from tests.support.adk_events import call, event, kinds_of_events
 
 pytestmark = pytest.mark.unit
-
-
-def _events() -> list[Event]:
-    """One of each kind of event a story stores or streams, and a few it may."""
-    return [
-        Event(  # a streamed chunk of a reply, with a thought
-            invocation_id="e-1",
-            author="navigator",
-            partial=True,
-            content=types.Content(
-                role="model",
-                parts=[types.Part(text="생각", thought=True), types.Part(text="업무 요청 목록")],
-            ),
-            custom_metadata={"gateway": {"runId": "r-1"}},
-        ),
-        Event(  # the user's message, with a file
-            invocation_id="e-1",
-            author="user",
-            content=types.Content(
-                role="user",
-                parts=[
-                    types.Part(text="업무 요청 목록 화면 열어줘"),
-                    types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG\x00")),
-                ],
-            ),
-        ),
-        Event(  # a browser call, long-running, with what the model used
-            invocation_id="e-1",
-            author="navigator",
-            content=types.Content(
-                role="model",
-                parts=[
-                    types.Part(
-                        function_call=types.FunctionCall(
-                            id="adk-2", name="navigateToScreen", args={"screenId": "MNU-3120"}
-                        )
-                    )
-                ],
-            ),
-            long_running_tool_ids={"adk-2", "adk-1"},
-            usage_metadata=types.GenerateContentResponseUsageMetadata(
-                prompt_token_count=120, candidates_token_count=7, total_token_count=127
-            ),
-        ),
-        Event(  # a tool's result, a state delta, an approval asked
-            invocation_id="e-1",
-            author="navigator",
-            content=types.Content(
-                role="user",
-                parts=[
-                    types.Part(
-                        function_response=types.FunctionResponse(
-                            id="adk-1",
-                            name="find_screen",
-                            response={"screens": [{"id": "MNU-3120", "score": 0.5, "tags": []}]},
-                        )
-                    )
-                ],
-            ),
-            actions=EventActions(
-                state_delta={"screen": "MNU-3120", "count": 2, "nested": {"a": [1, None]}},
-                artifact_delta={"report.txt": 1},
-                requested_tool_confirmations={"adk-1": ToolConfirmation(hint="ok?")},
-                end_of_agent=True,
-            ),
-            branch="navigator.helper",
-        ),
-        Event(  # the model failed
-            invocation_id="e-2",
-            author="navigator",
-            error_code="MODEL_FAILED",
-            error_message="429",
-        ),
-    ]
 
 
 def _json(model: pydantic.BaseModel) -> bytes:
@@ -118,7 +44,9 @@ def hook_calls(parse: Callable[[bytes], Any], data: bytes) -> int:
     return calls
 
 
-@pytest.mark.parametrize("event", _events(), ids=["chunk", "message", "call", "result", "failure"])
+@pytest.mark.parametrize(
+    "event", kinds_of_events(), ids=["chunk", "message", "call", "result", "failure"]
+)
 def test_an_event_parses_to_what_adk_parses_without_the_hook(event: Event) -> None:
     data = _json(event)
     parsed = parse_event(data)
@@ -136,7 +64,7 @@ def test_a_session_parses_to_what_adk_parses_without_the_hook() -> None:
         user_id="u",
         id="t",
         state={"screen": "MNU-3120"},
-        events=_events(),
+        events=kinds_of_events(),
         last_update_time=1.5,
     )
     data = _json(session)
@@ -193,3 +121,45 @@ def test_adks_shortcuts_are_routed_as_adk_routes_them(data: str) -> None:
     adks = Event.model_validate_json(data)
     assert adks != Event(id="e", timestamp=1.0, author="a")  # routed somewhere
     assert parse_event(data) == parse_event(data.encode()) == adks
+
+
+class Searched(bytes):
+    """A text that counts the searches made in it."""
+
+    searches = 0
+
+    def __contains__(self, part: object) -> bool:
+        Searched.searches += 1
+        return super().__contains__(part)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "event", kinds_of_events(), ids=["chunk", "message", "call", "result", "failure"]
+)
+def test_adks_own_dump_is_parsed_without_a_search_for_shortcuts(event: Event) -> None:
+    """A worker's events are ADK's dumps, whose keys are Event's fields: none is a
+    shortcut's name, so the main process does not search them for one."""
+    assert adk_json._DUMPS_NAME_NO_SHORTCUT
+    data = Searched(_json(event))
+    Searched.searches = 0
+    assert parse_event(data, dumped=True) == event
+    assert Searched.searches == 0
+    assert parse_event(data) == event
+    assert Searched.searches > 0
+
+
+def test_a_shortcuts_name_inside_a_dump_is_a_value_not_a_shortcut() -> None:
+    """A tool's arguments may hold a key named like a shortcut: a dump is parsed as ADK
+    parses it either way (the router only looks at an event's own keys)."""
+    asked = event("navigator", call("c-1", "save", state={"k": 1}, message="hi"))
+    data = _json(asked)
+    assert parse_event(data, dumped=True) == Event.model_validate_json(data) == asked
+
+
+def test_a_message_parses_to_what_genai_parses_without_the_hook() -> None:
+    """A run's new message, as a worker is handed it."""
+    for content in [kind.content for kind in kinds_of_events() if kind.content is not None]:
+        data = content.model_dump_json(exclude_none=True).encode()
+        assert parse_content(data) == types.Content.model_validate_json(data) == content
+        assert hook_calls(types.Content.model_validate_json, data) > 0
+        assert hook_calls(parse_content, data) == 0

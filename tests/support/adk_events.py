@@ -3,15 +3,16 @@ replays, without a model or a runner.
 
 ``event`` builds one from parts (``text``, ``call``, ``result``); ``user_says`` and
 ``agent_says`` are a turn's text in one line; ``texts`` reads a loaded session back as one
-line per event.
+line per event; ``kinds_of_events`` is one of each kind a story stores or streams.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.sessions import Session
+from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 
@@ -69,3 +70,77 @@ def texts(session: Session | None) -> list[str]:
             or ""
         )
     return out
+
+
+def kinds_of_events() -> list[Event]:
+    """One of each kind of event a story stores or streams, and a few it may."""
+    return [
+        Event(  # a streamed chunk of a reply, with a thought
+            invocation_id="e-1",
+            author="navigator",
+            partial=True,
+            content=types.Content(
+                role="model",
+                parts=[types.Part(text="생각", thought=True), types.Part(text="업무 요청 목록")],
+            ),
+            custom_metadata={"gateway": {"runId": "r-1"}},
+        ),
+        Event(  # the user's message, with a file
+            invocation_id="e-1",
+            author="user",
+            content=types.Content(
+                role="user",
+                parts=[
+                    types.Part(text="업무 요청 목록 화면 열어줘"),
+                    types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG\x00")),
+                ],
+            ),
+        ),
+        Event(  # a browser call, long-running, with what the model used
+            invocation_id="e-1",
+            author="navigator",
+            content=types.Content(
+                role="model",
+                parts=[
+                    types.Part(
+                        function_call=types.FunctionCall(
+                            id="adk-2", name="navigateToScreen", args={"screenId": "MNU-3120"}
+                        )
+                    )
+                ],
+            ),
+            long_running_tool_ids={"adk-2", "adk-1"},
+            usage_metadata=types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=120, candidates_token_count=7, total_token_count=127
+            ),
+        ),
+        Event(  # a tool's result, a state delta, an approval asked
+            invocation_id="e-1",
+            author="navigator",
+            content=types.Content(
+                role="user",
+                parts=[
+                    types.Part(
+                        function_response=types.FunctionResponse(
+                            id="adk-1",
+                            name="find_screen",
+                            response={"screens": [{"id": "MNU-3120", "score": 0.5, "tags": []}]},
+                        )
+                    )
+                ],
+            ),
+            actions=EventActions(
+                state_delta={"screen": "MNU-3120", "count": 2, "nested": {"a": [1, None]}},
+                artifact_delta={"report.txt": 1},
+                requested_tool_confirmations={"adk-1": ToolConfirmation(hint="ok?")},
+                end_of_agent=True,
+            ),
+            branch="navigator.helper",
+        ),
+        Event(  # the model failed
+            invocation_id="e-2",
+            author="navigator",
+            error_code="MODEL_FAILED",
+            error_message="429",
+        ),
+    ]

@@ -77,6 +77,7 @@ from gateway.metrics import OFF, Metrics
 from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.store.adk_json import parse_event
+from gateway.store.session_json import session_json
 from gateway.tools.client import ClientTool
 
 if TYPE_CHECKING:
@@ -525,7 +526,7 @@ class WorkerPool:
                         raise ValueError("an event said stored, and nothing of the run was")
                     stream.queue.put_nowait(stream.stored)
                 elif stream is not None:
-                    stream.queue.put_nowait(parse_event(message.event))
+                    stream.queue.put_nowait(parse_event(message.event, dumped=True))
                 if stream is not None:
                     self.most_held = max(self.most_held, stream.queue.qsize())
             case Append():
@@ -615,8 +616,10 @@ class WorkerPool:
     async def _store(self, channel: Channel[FromWorker], stream: _Stream, append: Append) -> None:
         error = None
         try:
-            event = parse_event(append.event)
-            await self.sessions.append_event(stream.session, event)
+            event = parse_event(append.event, dumped=True)
+            # The worker's text is ADK's dump of the event: the row is it (not dumped again).
+            text = append.event.decode()
+            await self.sessions.append_event(stream.session, event, parsed_from=text)
             stream.stored = event
         except Exception as failure:  # the store's, raised to the hub as it was
             stream.store_error = failure
@@ -667,7 +670,7 @@ def _start(number: int, order: WorkerRun) -> Start:
         run=number,
         user_id=order.user_id,
         thread_id=order.thread_id,
-        session=order.session.model_dump_json(exclude_none=True, by_alias=True).encode(),
+        session=session_json(order.session),
         message=order.message.model_dump_json(exclude_none=True).encode()
         if order.message is not None
         else None,
@@ -685,7 +688,15 @@ def _start(number: int, order: WorkerRun) -> Start:
         else None,
         surfaces=order.surfaces.live if order.surfaces is not None else None,
         input_ahead=order.input_ahead,
-        caller=dataclasses.asdict(who) if who is not None else None,
+        # Its fields as they are (``asdict`` deep-copied the claims for the encoder to read).
+        caller={
+            "user_id": who.user_id,
+            "org": who.org,
+            "roles": list(who.roles),
+            "claims": dict(who.claims),
+        }
+        if who is not None
+        else None,
         traceparent=tracing.traceparent(),
     )
 

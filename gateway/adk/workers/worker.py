@@ -31,7 +31,6 @@ from contextlib import aclosing
 from google.adk.events import Event
 from google.adk.runners import Runner
 from google.adk.sessions import Session
-from google.genai import types
 
 from gateway import logs, tracing
 from gateway.a2ui.catalogs import ClientCatalogs
@@ -59,7 +58,7 @@ from gateway.adk.workers.relay import Relay
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.context import Caller, asked_by
 from gateway.models.calls import MODEL_FAILED, ModelCalls
-from gateway.store.adk_json import parse_session
+from gateway.store.adk_json import parse_content, parse_session
 from gateway.tools.client import ClientTool
 
 __all__ = ["serve"]
@@ -171,11 +170,7 @@ class _Runs:
                 tool.name: ClientTool(tool.name, tool.description, tool.parameters)
                 for tool in start.client_tools
             }
-            message = (
-                types.Content.model_validate_json(start.message)
-                if start.message is not None
-                else None
-            )
+            message = parse_content(start.message) if start.message is not None else None
             async with aclosing(
                 self.invocation.run(
                     self.runner,

@@ -1,11 +1,11 @@
 """The audit log's tables in the gateway's SQLite file (``gateway.audit`` is the logic).
 
 The audit has its own aiosqlite connection to the store's file (WAL), so recording never
-queues behind the store's commits; the two take turns for the file's write lock, which a
-batch of the audit meeting it reports as ``BusyError`` for the audit to wait out. A
-":memory:" gateway keeps its audit in a memory database of its own, written on the loop
-as the store's is (``Database``): a hop to aiosqlite's thread for each batch cost more
-CPU than its inserts.
+queues behind the store's commits, and writes as durably as the store (``durability``);
+the two take turns for the file's write lock, which a batch of the audit meeting it
+reports as ``BusyError`` for the audit to wait out. A ":memory:" gateway keeps its audit
+in a memory database of its own, written on the loop as the store's is (``Database``): a
+hop to aiosqlite's thread for each batch cost more CPU than its inserts.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import aiosqlite
 
 from gateway.config import in_memory
 from gateway.store.errors import BusyError, StoreError
+from gateway.store.sqlite.connection import SYNCHRONOUS
 from gateway.store.sqlite.database import Database
 
 _SCHEMA = """
@@ -71,9 +72,13 @@ Row = tuple[Any, ...]
 class SqliteAuditTables:
     """The ``audit`` (tool calls) and ``access`` (door actions) tables of a file."""
 
-    def __init__(self, path: str, *, read_only: bool = False) -> None:
+    def __init__(self, path: str, *, read_only: bool = False, durability: str = "normal") -> None:
         self.path = path
         self.read_only = read_only
+        # The store's: SQLite's default, FULL, made each batch sync the file's WAL (~5 ms on
+        # a disk, with the file's write lock held), where the store's commits of the
+        # threads themselves, at NORMAL, do not.
+        self.synchronous = SYNCHRONOUS[durability]
         self._conn: aiosqlite.Connection | None = None
 
     async def open(self) -> None:
@@ -94,6 +99,7 @@ class SqliteAuditTables:
         if not self.read_only:
             if not in_memory(self.path):
                 await conn.execute("PRAGMA journal_mode = WAL")
+                await conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 # The session store writes to the same file; wait for its lock, do not fail.
                 await conn.execute("PRAGMA busy_timeout = 5000")
             await conn.executescript(_SCHEMA)

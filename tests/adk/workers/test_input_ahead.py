@@ -37,11 +37,13 @@ class WorkersAppends:
         self.refuse_input = refuse_input
         self.authors: list[str] = []
 
-    async def append_event(self, session: Session, event: Event) -> Event:
+    async def append_event(
+        self, session: Session, event: Event, *, parsed_from: str | None = None
+    ) -> Event:
         self.authors.append(event.author)
         if self.refuse_input and event.author == "user":
             raise StoreError("the disk is gone")
-        return await self.sessions.append_event(session, event)
+        return await self.sessions.append_event(session, event, parsed_from=parsed_from)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.sessions, name)

@@ -41,6 +41,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.backends import rows
 from tests.support.budgets import scaled
 from tests.support.damage import nested
 from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
@@ -120,9 +121,9 @@ async def test_the_main_process_parses_a_workers_events_without_genais_hook(
         slow.append(data)
         return validate(data, *args, **kwargs)
 
-    def parsed(data: bytes | str) -> AdkEvent:
+    def parsed(data: bytes | str, *, dumped: bool = False) -> AdkEvent:
         fast.append(data)
-        return parse(data)
+        return parse(data, dumped=dumped)
 
     validate, parse = AdkEvent.model_validate_json, adk_json.parse_event
     monkeypatch.setattr(AdkEvent, "model_validate_json", counted)
@@ -133,6 +134,31 @@ async def test_the_main_process_parses_a_workers_events_without_genais_hook(
     assert slow == []
     # The worker's appends and chunks, and the first run's events read for the reply.
     assert len(fast) >= 12
+
+
+async def test_the_main_process_dumps_no_adk_event_of_a_workers_story(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's append is stored as the JSON it sent (the row holds ADK's dump, which it
+    is), and the reply's run is handed the first run's events as the rows they were read
+    from: the main process dumps none of them again (docs/multicore.md)."""
+    dumped: list[AdkEvent] = []
+
+    def counted(self: AdkEvent, **options: Any) -> str:
+        dumped.append(self)
+        return dump(self, **options)
+
+    dump = AdkEvent.model_dump_json
+    monkeypatch.setattr(AdkEvent, "model_dump_json", counted)
+    db = str(tmp_path / "threads.db")
+    async with running_gateway(workers=2, db=db) as gateway:
+        await flagship_navigated_then_honest_reply(gateway)
+    assert dumped == []
+    # Every row is what ADK's dump of the event it holds gives: a worker's text is that.
+    stored = rows(db, "SELECT data FROM events")
+    assert len(stored) >= 6
+    for (data,) in stored:
+        assert dump(adk_json.parse_event(data), exclude_none=True, by_alias=True) == data
 
 
 async def test_gateway_workers_in_the_environment_runs_a_tests_gateway_with_workers(

@@ -1,0 +1,143 @@
+"""What ADK's JSON costs the main process a flagship story with workers, done the way before
+session 42 and the way now, over the very texts and sessions a story makes it handle.
+
+Before, the main process parsed each event a worker sent after searching its text for
+ADK's shortcut keys, dumped each append again for its row, and dumped the whole session
+it handed each run. Now it parses a worker's text without the search (ADK's dump cannot
+hold one), stores an append's text as it came, and builds the session from the texts its
+events were read from (docs/multicore.md, "Nothing dumped twice").
+
+Runs the flagship story (``tests/support/flagship.py``) once on a gateway with two worker
+processes and its store on a SQLite file, recording every text a worker sent (its appends
+and streamed chunks) and every session a run was handed. Then it does a story's work
+each way in turn, ``--rounds`` times, alternating, and prints the medians and their ratio.
+Timing in one process, the same texts and alternating rounds: the ratio holds on a shared
+machine, where the absolute figures move with the neighbours. Each round first checks
+that both ways made the same events, rows and sessions.
+
+    .venv/bin/python -m scripts.bench_crossing                # 15 rounds
+    .venv/bin/python -m scripts.bench_crossing --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from google.adk.events import Event
+from google.adk.sessions import Session
+
+from gateway.adk.workers import pool
+from gateway.store import adk_json, session_json
+from tests.support.flagship import flagship_navigated_then_honest_reply
+from tests.support.servers import running_gateway
+
+# A story's work done this many times a round: enough that a timer's tick is nothing.
+REPEATS = 50
+
+
+class Story:
+    """What the main process handled of one flagship story with workers."""
+
+    def __init__(self) -> None:
+        self.appends: list[bytes] = []
+        self.chunks: list[bytes] = []
+        self.sessions: list[Session] = []
+
+
+async def recorded_story() -> Story:
+    story = Story()
+    parse, hand = adk_json.parse_event, session_json.session_json
+
+    def parsed(data: bytes | str, *, dumped: bool = False) -> Event:
+        event = parse(data, dumped=dumped)
+        assert isinstance(data, bytes)
+        (story.chunks if event.partial else story.appends).append(data)
+        return event
+
+    def handed(session: Session) -> bytes:
+        story.sessions.append(session)
+        return hand(session)
+
+    pool.parse_event, pool.session_json = parsed, handed  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-crossing-") as tmp:
+            async with running_gateway(workers=2, db=str(Path(tmp) / "threads.db")) as gateway:
+                await flagship_navigated_then_honest_reply(gateway)
+    finally:
+        pool.parse_event, pool.session_json = parse, hand  # type: ignore[assignment]
+    return story
+
+
+def dump(model: Event | Session) -> str:
+    return model.model_dump_json(exclude_none=True, by_alias=True)
+
+
+def before(story: Story) -> None:
+    for text in story.appends:
+        dump(adk_json.parse_event(text))  # parsed, then dumped again for its row
+    for text in story.chunks:
+        adk_json.parse_event(text)
+    for session in story.sessions:
+        dump(session).encode()
+
+
+def now(story: Story) -> None:
+    for text in story.appends:
+        adk_json.parse_event(text, dumped=True)
+        text.decode()  # the row
+    for text in story.chunks:
+        adk_json.parse_event(text, dumped=True)
+    for session in story.sessions:
+        session_json.session_json(session)
+
+
+def same(story: Story) -> None:
+    """Both ways make the same events, rows and sessions."""
+    for text in [*story.appends, *story.chunks]:
+        event = adk_json.parse_event(text, dumped=True)
+        assert event == adk_json.parse_event(text)
+        assert dump(event) == text.decode()
+    for session in story.sessions:
+        ours = adk_json.parse_session(session_json.session_json(session))
+        assert ours == adk_json.parse_session(dump(session))
+
+
+def timed(work: Callable[[Story], None], story: Story) -> float:
+    """Seconds of a story's work, averaged over ``REPEATS`` passes."""
+    started = time.perf_counter()
+    for _ in range(REPEATS):
+        work(story)
+    return (time.perf_counter() - started) / REPEATS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
+    args = parser.parse_args()
+    story = asyncio.run(recorded_story())
+    events = sum(len(session.events) for session in story.sessions)
+    print(
+        f"a flagship story with two workers: {len(story.appends)} appends,"
+        f" {len(story.chunks)} streamed chunks, {len(story.sessions)} sessions handed"
+        f" ({events} events in them)"
+    )
+    old: list[float] = []
+    new: list[float] = []
+    for _ in range(args.rounds):
+        same(story)
+        old.append(timed(before, story))
+        new.append(timed(now, story))
+    was, is_ = statistics.median(old), statistics.median(new)
+    print(f"before session 42   {was * 1e6:8.0f} µs a story (median of {args.rounds})")
+    print(f"now                 {is_ * 1e6:8.0f} µs a story ({is_ / was:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
