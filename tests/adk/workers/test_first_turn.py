@@ -9,8 +9,8 @@ import contextvars
 import os
 import tempfile
 import threading
-from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from typing import Any, TypeVar
 
 import pytest
 from google.adk.events import Event as AdkEvent
@@ -20,7 +20,15 @@ from google.genai import types
 from gateway.adk.workers import first_turn, worker
 from gateway.adk.workers.channel import Channel
 from gateway.adk.workers.first_turn import FirstTurnLoop, go_first, going_first
-from gateway.adk.workers.messages import Finished, FromWorker, Hello, Start, Yielded
+from gateway.adk.workers.messages import (
+    Cancel,
+    Finished,
+    FromMain,
+    FromWorker,
+    Hello,
+    Start,
+    Yielded,
+)
 from gateway.adk.workers.remote_session import RemoteSessions
 from tests.support.budgets import scaled
 
@@ -28,6 +36,8 @@ from tests.support.budgets import scaled
 UNDER_WAY = 50
 # Steps of the loop a starting run takes to its first event (ADK takes about a dozen).
 STEPS = 10
+
+T = TypeVar("T")
 
 
 async def steps_of_others() -> tuple[int, int]:
@@ -63,14 +73,17 @@ async def steps_of_others() -> tuple[int, int]:
         await asyncio.gather(*others)
 
 
-def on(loop_factory: Callable[[], asyncio.AbstractEventLoop]) -> tuple[int, int]:
+def on(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+    scenario: Callable[[], Coroutine[Any, Any, T]],
+) -> T:
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(steps_of_others())
+        return runner.run(scenario())
 
 
 @pytest.mark.unit
 def test_a_starting_run_goes_before_the_later_steps_of_runs_under_way() -> None:
-    to_first_event, after_it = on(FirstTurnLoop)
+    to_first_event, after_it = on(FirstTurnLoop, steps_of_others)
     assert to_first_event == 0  # its steps chain through, none of the others' in between
     assert after_it >= (STEPS - 1) * UNDER_WAY  # then it waits its turn behind each of them
 
@@ -78,7 +91,7 @@ def test_a_starting_run_goes_before_the_later_steps_of_runs_under_way() -> None:
 @pytest.mark.unit
 def test_on_asyncio_s_own_loop_each_step_of_a_start_waits_behind_every_run() -> None:
     # What the worker's loop changes: first come, first served, a turn a step.
-    to_first_event, _ = on(asyncio.SelectorEventLoop)
+    to_first_event, _ = on(asyncio.SelectorEventLoop, steps_of_others)
     assert to_first_event >= (STEPS - 1) * UNDER_WAY
 
 
@@ -126,6 +139,66 @@ def test_what_a_marked_task_starts_goes_first_until_the_mark_ends() -> None:
         return seen
 
     assert first_turn.run(scenario()) == [True, False]
+
+
+class Pipe:
+    """A stream writer's stand-in: records each write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+
+async def steps_before_a_starting_run_s_input_is_written() -> tuple[int, list[bytes]]:
+    """Steps the runs under way take between a starting run's send of its input, with
+    another run's message queued before it, and the write of both."""
+    taken = 0
+    pipe = Pipe()
+    channel = Channel[FromWorker](asyncio.StreamReader(), pipe, FromWorker)  # type: ignore[arg-type]
+    starting = contextvars.copy_context()
+    starting.run(go_first)
+
+    async def under_way() -> None:
+        nonlocal taken
+        while not pipe.writes:
+            taken += 1
+            await asyncio.sleep(0)
+
+    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
+    await asyncio.sleep(0)
+    sent = asyncio.get_running_loop().create_future()
+
+    def send_input() -> None:
+        sent.set_result(taken)
+        starting.run(channel.send, Cancel(2))
+
+    asyncio.get_running_loop().call_soon(channel.send, Cancel(1))  # at its turn's end
+    asyncio.get_running_loop().call_soon(send_input)
+    await asyncio.gather(*others)
+    return taken - sent.result(), pipe.writes
+
+
+@pytest.mark.unit
+def test_what_a_starting_run_sends_is_written_in_its_own_turn() -> None:
+    steps, writes = on(FirstTurnLoop, steps_before_a_starting_run_s_input_is_written)
+    assert steps == 0  # not after the next turn's steps of every run under way
+    reader = asyncio.StreamReader()
+    reader.feed_data(b"".join(writes))
+    reader.feed_eof()
+    received = Channel[FromMain](reader, Pipe(), FromMain)  # type: ignore[arg-type]
+    assert len(writes) == 1  # the other run's message with it, in the order sent
+    assert [first_turn.run(received.receive()), first_turn.run(received.receive())] == [
+        Cancel(1),
+        Cancel(2),
+    ]
+    # On asyncio's own loop the write comes at the end of the next turn, as before.
+    steps, _ = on(asyncio.SelectorEventLoop, steps_before_a_starting_run_s_input_is_written)
+    assert steps == UNDER_WAY
 
 
 class Invocation:
