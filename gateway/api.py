@@ -329,8 +329,6 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     service that stores through the main process at ``path``, until that lets it go."""
     import gc
 
-    import uvloop
-
     from gateway import logs, tracing
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.hosting import prepare
@@ -338,7 +336,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.adk.services import open_services
     from gateway.adk.stand_in import stand_in
     from gateway.adk.usage import UsagePlugin
-    from gateway.adk.workers import relay, remote_session, worker
+    from gateway.adk.workers import first_turn, relay, remote_session, worker
     from gateway.adk.workers.warm_up import warm_up
     from gateway.models.calls import ModelCalls
     from gateway.tools.client import ClientToolset
@@ -378,7 +376,8 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
             recorded,
         )
 
-    uvloop.run(life())
+    # Not uvloop: a starting run's steps go first on this loop (gateway.adk.workers.first_turn).
+    first_turn.run(life())
     tracing.flush()  # the spans still batched, before the process exits
 
 

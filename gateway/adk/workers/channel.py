@@ -10,7 +10,10 @@ The write at the end of a turn waits for the rest of that turn, and under load f
 next one's work too: a turn of a busy loop is 5 ms at the median and 30-40 ms at p90 (at
 200 paced users). A message a run's first event waits on (its ``Start``, the first event
 of its stream) is sent ``now``: written at once, with what was queued before it, so the
-order holds. It costs a write a run, not one a frame.
+order holds. It costs a write a run, not one a frame. On a worker's loop, what a starting
+run sends (its input, stored ahead) is written in the run's own turn, which goes first
+(``gateway.adk.workers.first_turn``), not at the end of a turn in the others' order: the
+main process stores the input, and the run's first text waits for that commit.
 
 A message longer than ``MAX_FRAME`` is refused where it is sent (``FrameTooLarge``, in the
 task of the run that sends it): the peer would take such a frame for a broken pipe, and
@@ -23,6 +26,8 @@ import asyncio
 from typing import Generic, TypeVar
 
 import msgspec
+
+from gateway.adk.workers.first_turn import going_first
 
 __all__ = ["Channel", "ChannelClosed", "FrameTooLarge"]
 
@@ -50,6 +55,8 @@ class Channel(Generic[M]):
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder: msgspec.msgpack.Decoder[M] = msgspec.msgpack.Decoder(incoming)
         self._queued: list[bytes] = []
+        # A flush is due in the turn's first callbacks (``first_turn``): one is enough.
+        self._flush_first = False
 
     def send(self, message: msgspec.Struct, *, now: bool = False) -> None:
         """Queues the message for the turn's write; ``now``: writes it and what was queued
@@ -59,14 +66,18 @@ class Channel(Generic[M]):
         body = self._encoder.encode(message)
         if len(body) > MAX_FRAME:
             raise FrameTooLarge(f"a {type(message).__name__} of {len(body)} bytes")
-        if not self._queued and not now:
+        first = going_first()
+        if not now and (not self._queued or (first and not self._flush_first)):
+            # Scheduled in this context: a starting run's flush goes first on a worker's loop.
             asyncio.get_running_loop().call_soon(self._flush)
+            self._flush_first = self._flush_first or first
         self._queued += (len(body).to_bytes(_LENGTH, "big"), body)
         if now:
             self._flush()
 
     def _flush(self) -> None:
         frames, self._queued = self._queued, []
+        self._flush_first = False
         if frames and not self.writer.is_closing():
             self.writer.write(b"".join(frames))
 

@@ -9,6 +9,8 @@ every event the runner yields goes back as ``Yielded``, within the run's credit 
 (``gateway.adk.workers.credit``: no more than ``WINDOW`` events the hub has not taken),
 and the task's last message is ``Finished`` (with what the usage and model-call plugins
 counted) or ``Failed``.
+Until a run has sent its first event, its steps (ADK's tasks too) and the pipe's reader go
+first on the worker's loop, ahead of other runs' later steps (``first_turn``).
 ``Cancel`` sets the invocation's abort signal (ADK seals it); ``Stop`` cancels the task.
 A run's model calls are watched here, where they are made: one that goes quiet for
 ``GATEWAY_MODEL_TIMEOUT`` is reported ``Stalled``, and the main process stops the run as
@@ -40,6 +42,7 @@ from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.credit import Window
+from gateway.adk.workers.first_turn import FirstTurnLoop, go_first
 from gateway.adk.workers.messages import (
     Appended,
     Cancel,
@@ -82,6 +85,9 @@ async def serve(
     and what the plugins record into ``recorded`` goes to the main process. A main
     process gone before the worker connects (it stopped while the worker started) leaves
     nothing to serve: one line says so, and the worker exits as after its pipe closed."""
+    # The reader goes first: a run's Start and the answers its steps wait on come through
+    # it (gateway.adk.workers.first_turn); the transport is made here, in its context.
+    go_first()
     try:
         reader, writer = await asyncio.open_unix_connection(path)
     except OSError as error:  # refused, or the socket's directory removed with the pool
@@ -94,12 +100,12 @@ async def serve(
         recorded.connect(channel.send)
     channel.send(Hello(index, os.getpid()))
     runs = _Runs(channel, runner, invocation, sessions, usage, model_calls, model_timeout)
-    log.info("worker %d (pid %d) serves runs", index, os.getpid())
+    log.info("worker %d (pid %d) serves runs (%s)", index, os.getpid(), _order())
     try:
         while True:
             runs.handle(await channel.receive())
     except ChannelClosed:
-        log.info("worker %d: the main process closed the pipe; stopping", index)
+        log.info("worker %d: the main process closed the pipe; stopping (%s)", index, _order())
     finally:
         sessions.lost()
         await runs.stop_all()
@@ -154,6 +160,9 @@ class _Runs:
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
     async def _run(self, start: Start, abort: asyncio.Event, window: Window) -> None:
+        # Until its first event is sent, the run's steps (ADK's tasks too) go first on this
+        # worker's loop, ahead of other runs' later steps (gateway.adk.workers.first_turn).
+        starting = go_first()
         asked_by(_caller(start.caller))
         run_id = str(start.metadata.get("runId"))
         logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
@@ -196,6 +205,8 @@ class _Runs:
                     else:
                         yielded = Yielded(start.run, _json(event), failure=failure)
                     self.channel.send(yielded, now=first)
+                    if first:
+                        starting.end()
                     first = False
                     await self.channel.drain()
             ending = self._finished(start.run, run_id)
@@ -211,6 +222,7 @@ class _Runs:
                 log.warning("run %s failed in this worker", run_id, exc_info=True)
                 ending = Failed(start.run, type(error).__name__, str(error))
         finally:
+            starting.end()
             if watch is not None:
                 watch.cancel()
             if session is not None:
@@ -243,6 +255,14 @@ class _Runs:
             return None
         code = failed.failure
         return (code.code.value, code.sentence, code.detail, failed.model)
+
+
+def _order() -> str:
+    """The order the worker's loop runs runs' steps in, for its log lines."""
+    loop = asyncio.get_running_loop()
+    if isinstance(loop, FirstTurnLoop):
+        return f"a run's start goes first: {loop.went_first} steps so far"
+    return "first come, first served"
 
 
 async def _report_stall(

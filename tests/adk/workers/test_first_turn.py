@@ -1,0 +1,268 @@
+"""A worker's loop gives a run that has not sent its first event the first turn: its steps
+run before the later steps of the runs already under way, and once its first event is
+sent it waits its turn like them. Counted in steps, never timed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import tempfile
+import threading
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from typing import Any, TypeVar
+
+import pytest
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import Session
+from google.genai import types
+
+from gateway.adk.workers import first_turn, worker
+from gateway.adk.workers.channel import Channel
+from gateway.adk.workers.first_turn import FirstTurnLoop, go_first, going_first
+from gateway.adk.workers.messages import (
+    Cancel,
+    Finished,
+    FromMain,
+    FromWorker,
+    Hello,
+    Start,
+    Yielded,
+)
+from gateway.adk.workers.remote_session import RemoteSessions
+from tests.support.budgets import scaled
+
+# Runs under way on the worker, each ready for its next step every turn.
+UNDER_WAY = 50
+# Steps of the loop a starting run takes to its first event (ADK takes about a dozen).
+STEPS = 10
+
+T = TypeVar("T")
+
+
+async def steps_of_others() -> tuple[int, int]:
+    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
+    event, and while it takes as many more after it."""
+    taken = 0
+    stop = False
+
+    async def under_way() -> None:
+        nonlocal taken
+        while not stop:
+            taken += 1
+            await asyncio.sleep(0)
+
+    async def starting() -> tuple[int, int]:
+        mark = go_first()
+        before = taken
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        to_first_event = taken - before
+        mark.end()
+        before = taken
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        return to_first_event, taken - before
+
+    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
+    await asyncio.sleep(0)
+    try:
+        return await asyncio.create_task(starting())
+    finally:
+        stop = True
+        await asyncio.gather(*others)
+
+
+def on(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+    scenario: Callable[[], Coroutine[Any, Any, T]],
+) -> T:
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(scenario())
+
+
+@pytest.mark.unit
+def test_a_starting_run_goes_before_the_later_steps_of_runs_under_way() -> None:
+    to_first_event, after_it = on(FirstTurnLoop, steps_of_others)
+    assert to_first_event == 0  # its steps chain through, none of the others' in between
+    assert after_it >= (STEPS - 1) * UNDER_WAY  # then it waits its turn behind each of them
+
+
+@pytest.mark.unit
+def test_on_asyncio_s_own_loop_each_step_of_a_start_waits_behind_every_run() -> None:
+    # What the worker's loop changes: first come, first served, a turn a step.
+    to_first_event, _ = on(asyncio.SelectorEventLoop, steps_of_others)
+    assert to_first_event >= (STEPS - 1) * UNDER_WAY
+
+
+@pytest.mark.unit
+def test_what_goes_first_is_decided_by_the_callback_s_context() -> None:
+    loop = FirstTurnLoop()
+    try:
+        marked, ended = contextvars.copy_context(), contextvars.copy_context()
+        marked.run(go_first)
+        ended.run(lambda: go_first().end())
+        order: list[str] = []
+        loop.call_soon(order.append, "later 1")
+        loop.call_soon(order.append, "ended", context=ended)
+        skipped = loop.call_soon(order.append, "cancelled", context=marked)
+        skipped.cancel()
+        loop.call_at(loop.time(), order.append, "timer", context=marked)
+        thread = threading.Thread(
+            target=loop.call_soon_threadsafe, args=(order.append, "other thread"), kwargs={}
+        )
+        thread.start()
+        thread.join()
+        loop.call_soon(order.append, "first", context=marked)
+        loop.run_until_complete(asyncio.sleep(0))
+        # In the turn: what goes first in the order it came (the timer joins the turn's
+        # callbacks after those scheduled before it), then the rest in theirs.
+        assert order[:2] == ["first", "timer"]
+        assert order[2:] == ["later 1", "ended", "other thread"]
+        assert loop.went_first == 3  # the cancelled one went first too, and was skipped
+    finally:
+        loop.close()
+
+
+@pytest.mark.unit
+def test_what_a_marked_task_starts_goes_first_until_the_mark_ends() -> None:
+    async def scenario() -> list[bool]:
+        seen: list[bool] = []
+
+        async def child() -> None:
+            seen.append(going_first())
+
+        mark = go_first()
+        await asyncio.create_task(child())
+        mark.end()
+        await asyncio.create_task(child())
+        return seen
+
+    assert first_turn.run(scenario()) == [True, False]
+
+
+class Pipe:
+    """A stream writer's stand-in: records each write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+
+async def steps_before_a_starting_run_s_input_is_written() -> tuple[int, list[bytes]]:
+    """Steps the runs under way take between a starting run's send of its input, with
+    another run's message queued before it, and the write of both."""
+    taken = 0
+    pipe = Pipe()
+    channel = Channel[FromWorker](asyncio.StreamReader(), pipe, FromWorker)  # type: ignore[arg-type]
+    starting = contextvars.copy_context()
+    starting.run(go_first)
+
+    async def under_way() -> None:
+        nonlocal taken
+        while not pipe.writes:
+            taken += 1
+            await asyncio.sleep(0)
+
+    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
+    await asyncio.sleep(0)
+    sent = asyncio.get_running_loop().create_future()
+
+    def send_input() -> None:
+        sent.set_result(taken)
+        starting.run(channel.send, Cancel(2))
+
+    asyncio.get_running_loop().call_soon(channel.send, Cancel(1))  # at its turn's end
+    asyncio.get_running_loop().call_soon(send_input)
+    await asyncio.gather(*others)
+    return taken - sent.result(), pipe.writes
+
+
+@pytest.mark.unit
+def test_what_a_starting_run_sends_is_written_in_its_own_turn() -> None:
+    steps, writes = on(FirstTurnLoop, steps_before_a_starting_run_s_input_is_written)
+    assert steps == 0  # not after the next turn's steps of every run under way
+    reader = asyncio.StreamReader()
+    reader.feed_data(b"".join(writes))
+    reader.feed_eof()
+    received = Channel[FromMain](reader, Pipe(), FromMain)  # type: ignore[arg-type]
+    assert len(writes) == 1  # the other run's message with it, in the order sent
+    assert [first_turn.run(received.receive()), first_turn.run(received.receive())] == [
+        Cancel(1),
+        Cancel(2),
+    ]
+    # On asyncio's own loop the write comes at the end of the next turn, as before.
+    steps, _ = on(asyncio.SelectorEventLoop, steps_before_a_starting_run_s_input_is_written)
+    assert steps == UNDER_WAY
+
+
+class Invocation:
+    """ADK's side of a run as the worker sees it: records whether the run goes first as
+    it makes each event."""
+
+    def __init__(self) -> None:
+        self.going_first: list[bool] = []
+
+    async def run(self, runner: object, **_: Any) -> AsyncGenerator[AdkEvent, None]:
+        for text in ("업무 요청", " 목록"):
+            self.going_first.append(going_first())
+            content = types.Content(role="model", parts=[types.Part(text=text)])
+            yield AdkEvent(author="agent", invocation_id="i-1", content=content, partial=True)
+
+
+class Runner:
+    async def close(self) -> None:
+        pass
+
+
+def start(run: int) -> Start:
+    session = Session(app_name="app", user_id="u", id="t-1")
+    return Start(
+        run=run,
+        user_id="u",
+        thread_id="t-1",
+        session=session.model_dump_json(exclude_none=True, by_alias=True).encode(),
+        message=None,
+        invocation_id="i-1",
+        state_delta=None,
+        metadata={"runId": f"r-{run}"},
+        client_tools=[],
+        catalogs=None,
+        caller=None,
+    )
+
+
+@pytest.mark.server
+async def test_a_worker_s_run_goes_first_until_its_first_event_is_sent() -> None:
+    invocation = Invocation()
+    connected: asyncio.Queue[Channel[FromWorker]] = asyncio.Queue()
+
+    async def main_process(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connected.put_nowait(Channel(reader, writer, FromWorker))
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "pipe")
+        server = await asyncio.start_unix_server(main_process, path=path)
+        serving = asyncio.create_task(
+            worker.serve(path, 1, Runner(), invocation, RemoteSessions())  # type: ignore[arg-type]
+        )
+        try:
+            channel = await asyncio.wait_for(connected.get(), scaled(5.0))
+            received: list[object] = [await channel.receive()]
+            channel.send(start(1))
+            while not isinstance(received[-1], Finished):
+                received.append(await asyncio.wait_for(channel.receive(), scaled(5.0)))
+            channel.close()
+            await asyncio.wait_for(serving, scaled(5.0))
+        finally:
+            serving.cancel()
+            server.close()
+    assert [type(message) for message in received] == [Hello, Yielded, Yielded, Finished]
+    # Its first event made going first; the next one after it was sent, waiting its turn.
+    assert invocation.going_first == [True, False]
+    assert not going_first()  # nothing of the run's mark reached the test's own context
