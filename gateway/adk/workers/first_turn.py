@@ -27,8 +27,11 @@ Everything else (runs past their first event, their appends, the credit) is the 
 level, first come, first served among itself as before. The order is by context, which
 asyncio gives every callback (``Handle._context``), so nothing of ADK's or a library's
 code needs to know. The price is asyncio's loop in Python instead of uvloop's in C for the
-worker (uvloop's ready queue is C that no subclass reaches); the main process keeps uvloop,
-where the sockets are.
+worker (uvloop's ready queue is C that no subclass reaches): a worker's CPU a run measured
+the same (docs/first-event.md); the main process keeps uvloop, where the sockets are. It
+leans on two private names of asyncio's, the loop's ``_ready`` deque and a handle's
+``_context`` (CPython 3.11 to 3.13 alike); a Python that changed them fails
+``tests/adk/workers/test_first_turn.py``, which counts the order.
 """
 
 from __future__ import annotations
