@@ -20,6 +20,7 @@ each (each module's docstring has the theory of its part):
 - ``projection``   a thread as AG-UI messages from what each event row keeps (snapshots)
 - ``progress``     what an event does to its thread's open calls and run
 - ``recovery``     the events that close a run a crash cut off
+- ``restarts``     closing the runs a crash cut off, through the service, and what goes on
 - ``cut_off``      how a reply cut off (stopped, failed, interrupted) is stored and marked
 - ``shared_writes`` one session written by several writers at once (a live turn), in turn
 - ``quarantine``   a thread set aside because a stored value of it cannot be decoded

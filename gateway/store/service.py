@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
@@ -36,8 +34,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from gateway.context import event_metadata
-from gateway.metrics import OFF, Metrics
+from gateway.metrics import Metrics
 from gateway.store import writes
 from gateway.store.backend import Backend, Reads
 from gateway.store.branches import NO_BRANCHES, BranchTree, Fork, Moved, Switch
@@ -49,7 +46,6 @@ from gateway.store.codec import (
     load_state,
     merged_state,
 )
-from gateway.store.cut_off import FINISHING_ATTEMPTS, finishing_attempts
 from gateway.store.errors import FencedError, StoreError
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
@@ -58,8 +54,8 @@ from gateway.store.messages import EventMessages, Message
 from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
-from gateway.store.quarantine import Quarantine, QuarantinedThreadError
-from gateway.store.recovery import Afterwards, Finishing, OpenRun, Unfinished, closing
+from gateway.store.quarantine import Quarantine, QuarantinedThreadError, set_aside
+from gateway.store.restarts import Restarts
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import StoredRun, run_start, stored_run
 from gateway.store.shared_writes import SharedWrites
@@ -118,8 +114,13 @@ class SessionService(BaseSessionService):
         self._ahead: dict[tuple[str, str, str], Callable[[asyncio.Future[object]], None]] = {}
         # Sessions whose appends wait for each other (see serialised), by the same key.
         self._serialised: dict[tuple[str, str, str], SharedWrites] = {}
-        # The runs a restart closed (``close_interrupted``), and what is to go on after each.
-        self.cut_off: list[Unfinished] = []
+        # Closes the runs a crash cut off (``gateway.store.restarts``): ``close_interrupted``
+        # at a restart, ``close_interrupted_thread`` after a takeover or a worker's death,
+        # and the runs a restart closed, with what is to go on after each (``cut_off``).
+        self.restarts = Restarts(self)
+        self.close_interrupted = self.restarts.close_interrupted
+        self.close_interrupted_thread = self.restarts.close_interrupted_thread
+        self.cut_off = self.restarts.cut_off
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
         # The lease this process holds a thread under, if any (the cluster's): its writes
@@ -129,8 +130,6 @@ class SessionService(BaseSessionService):
         self.fenced_listeners: list[Callable[[Fence], None]] = []
         # Fences the database refused, by thread.
         self._refused: dict[str, Fence] = {}
-        # Counts the owed replies a restart gives up on (``count_into``).
-        self._metrics: Metrics = OFF
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -180,7 +179,7 @@ class SessionService(BaseSessionService):
     def count_into(self, metrics: Metrics) -> None:
         """Its writer's transactions and queue, and the owed replies its closes of cut-off
         runs give up on, are counted into ``metrics``."""
-        self._metrics = metrics
+        self.restarts.metrics = metrics
         if self._writer is not None:
             self._writer.metrics = metrics
             metrics.watch_store_queue(self._writer.queued)
@@ -705,131 +704,6 @@ class SessionService(BaseSessionService):
         """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame)."""
         return self._submit(session_id, writes.TrimFrames(app_name, user_id, session_id, max_bytes))
 
-    async def close_interrupted(self, app_name: str, *, author: str = "model") -> int:
-        """Closes each run a crash cut off, so its thread takes a new run at once.
-
-        A server call left without its response gets an error response. The message the
-        run was streaming becomes a stored assistant message under the id the client saw,
-        holding the text committed so far, marked interrupted (``gateway.store.cut_off``); a run
-        cut off before streaming any text gets such a message without text, authored by the
-        thread's last agent (``author`` if it has none). Calls waiting on the browser are
-        left waiting. Streamed text of runs that had ended is dropped, as it would have been.
-        A quarantined thread is skipped with a log line: it cannot take a run anyway.
-        Each closed run is noted in ``cut_off`` with what the gateway is to go on with
-        (``recovery.Afterwards``: nothing; its model owes a reply to answers it was given;
-        or a person's answer was not acted on yet).
-        Every open run of the app is taken as cut off: call once after ``open()`` and
-        before serving runs, and only while no other process writes the database
-        (``sole_writer``; otherwise ``close_interrupted_thread``). Returns how many were
-        closed.
-        """
-        open_runs = await self._read(partial(self._reads.open_runs, app_name=app_name))
-        closed = 0
-        for run in open_runs:
-            if (unfinished := await self._close_run(app_name, run, author)) is None:
-                continue
-            self.cut_off.append(unfinished)
-            closed += 1
-        await self._write(writes.ForgetLeftoverTexts(app_name))
-        if closed:
-            log.warning("closed %d runs interrupted by a restart", closed)
-        return closed
-
-    async def close_interrupted_thread(
-        self,
-        app_name: str,
-        thread_id: str,
-        *,
-        author: str = "model",
-        finishing: Finishing | None = None,
-    ) -> Unfinished | None:
-        """Closes the run a crash cut off on one thread, as ``close_interrupted`` does.
-
-        For a shared database: call it once the process that ran the thread is known to be
-        gone (its lease expired), never while it may still run. What the caller is to go on
-        with, as the gateway does for ``cut_off``; None if nothing, or no run was open.
-        ``finishing``: the run cut off was the gateway's own, going on with what an earlier
-        close left; cut off before it stored anything, it is tried again (its attempts
-        counted, as those that stored something are from the thread's events).
-        """
-        open_runs = await self._read(
-            partial(self._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
-        )
-        floor = finishing.again().attempts if finishing is not None else 0
-        going_on = None
-        for run in open_runs:
-            unfinished = await self._close_run(app_name, run, author, floor)
-            if unfinished is not None and unfinished.afterwards is not Afterwards.NOTHING:
-                going_on = unfinished
-        await self._submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
-        if open_runs:
-            log.warning("closed the run of thread %r, cut off with its process", thread_id)
-        elif finishing is not None:
-            going_on = await self._again(app_name, finishing)
-        return going_on
-
-    async def _again(self, app_name: str, finishing: Finishing) -> Unfinished | None:
-        """What goes on after a finishing run that left no open run: the same again if it
-        stored nothing (its worker died before it began), else nothing (it replied)."""
-        unfinished = finishing.unfinished
-        session = await self.get_session(
-            app_name=app_name, user_id=unfinished.user_id, session_id=unfinished.thread_id
-        )
-        if session is None or any(
-            event_metadata(event).get("runId") == finishing.run_id for event in session.events
-        ):
-            return None
-        log.warning(
-            "thread %r: run %s was cut off before it stored anything; it is tried again",
-            unfinished.thread_id,
-            finishing.run_id,
-        )
-        return self._bounded(finishing.again())
-
-    def _bounded(self, unfinished: Unfinished) -> Unfinished:
-        """``unfinished``, or nothing to go on with once ``FINISHING_ATTEMPTS`` runs in a
-        row were cut off asking for its reply: the thread ends with the cut-off reply."""
-        if unfinished.afterwards is Afterwards.NOTHING or unfinished.attempts < FINISHING_ATTEMPTS:
-            return unfinished
-        log.warning(
-            "thread %r: the reply its model owes was cut off %d times in a row; it is not "
-            "asked for again, and the thread ends with the cut-off reply",
-            unfinished.thread_id,
-            unfinished.attempts,
-        )
-        self._metrics.owed_reply_given_up()
-        return dataclasses.replace(unfinished, afterwards=Afterwards.NOTHING)
-
-    async def _close_run(
-        self, app_name: str, run: OpenRun, author: str, floor: int = 0
-    ) -> Unfinished | None:
-        """Appends the events that close ``run``; what comes after them, or None if the
-        thread is gone or quarantined (left as it is). ``floor``: attempts known to have
-        been made, of which the thread may hold no trace."""
-        try:
-            session = await self.get_session(
-                app_name=app_name, user_id=run.user_id, session_id=run.session_id
-            )
-        except QuarantinedThreadError:
-            log.warning(
-                "restart: the run cut off on thread %r stays open, since the thread is quarantined",
-                run.session_id,
-            )
-            return None
-        if session is None:
-            return None
-        events, afterwards = closing(session, run, author)
-        attempts = max(finishing_attempts(session.events), floor)
-        for event in events:
-            await self.append_event(session, event)
-        if afterwards is Afterwards.RESUME:
-            log.warning(
-                "restart: thread %r has a person's answer not acted on yet; resuming it",
-                run.session_id,
-            )
-        left = Unfinished(run.user_id, run.session_id, afterwards, run.invocation_id, attempts)
-        return self._bounded(left)
-
     # --- internals ----------------------------------------------------------------------
 
     async def _session_of(self, stored: StoredSession) -> Session:
@@ -850,17 +724,9 @@ class SessionService(BaseSessionService):
     async def _set_aside(
         self, app_name: str, user_id: str, session_id: str, damage: Damage
     ) -> Quarantine:
-        """Logs a thread found damaged and records its quarantine, if the store can write."""
-        quarantine = Quarantine(
-            session_id, user_id, damage.seq, damage.column, damage.reason, time.time()
-        )
-        quarantine.report("other threads are served")
-        if self._writer is None:
-            return quarantine  # read-only: the gateway that owns the file records it
-        # If the store cannot commit (that is logged), the next read finds the damage again.
-        with contextlib.suppress(StoreError):
-            await self._write(writes.SetAside(app_name, user_id, session_id, damage, quarantine.at))
-        return quarantine
+        # Read-only, it only logs: the gateway that owns the file records it.
+        record = self._write if self._writer is not None else None
+        return await set_aside(record, app_name, user_id, session_id, damage)
 
     @property
     def _reads(self) -> Reads:

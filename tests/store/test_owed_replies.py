@@ -44,6 +44,30 @@ async def _asked_again(store: SessionService, attempt: int) -> None:
     await store.append_event(session, turn)
 
 
+async def _stored_owed(store: SessionService) -> None:
+    session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
+    for stored in _owed():
+        await store.append_event(session, stored)
+
+
+async def _owed_in(db: str) -> None:
+    store = await reopened(db)
+    try:
+        await _stored_owed(store)
+    finally:
+        await store.close()
+
+
+async def _asked_again_then_restarted(db: str, attempt: int) -> Unfinished:
+    """An asking run stores its turn, the gateway dies, and a restart closes that run."""
+    store = await reopened(db)
+    try:
+        await _asked_again(store, attempt)
+    finally:
+        await store.close()
+    return await _closed_by_restart(db)
+
+
 async def _closed_by_restart(db: str) -> Unfinished:
     store = await reopened(db)
     try:
@@ -76,18 +100,11 @@ def _texts(contents: list[types.Content]) -> list[str]:
 async def test_an_asking_run_a_restart_cut_off_asks_again_with_one_turn_for_the_model(
     db: str,
 ) -> None:
-    store = await reopened(db)
-    session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
-    for stored in _owed():
-        await store.append_event(session, stored)
-    await store.close()
+    await _owed_in(db)
     first = await _closed_by_restart(db)
     assert (first.afterwards, first.attempts) == (Afterwards.ASK_AGAIN, 0)
 
-    store = await reopened(db)
-    await _asked_again(store, 1)  # then the gateway died again
-    await store.close()
-    again = await _closed_by_restart(db)
+    again = await _asked_again_then_restarted(db, 1)
     assert (again.afterwards, again.attempts) == (Afterwards.ASK_AGAIN, 1)
 
     # The model is asked as the first time: the result, its cut-off reply, one RESTARTED.
@@ -99,17 +116,10 @@ async def test_an_asking_run_a_restart_cut_off_asks_again_with_one_turn_for_the_
 async def test_the_asking_runs_cut_off_in_a_row_end_with_one_warning_and_a_count(
     db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = await reopened(db)
-    session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
-    for stored in _owed():
-        await store.append_event(session, stored)
-    await store.close()
+    await _owed_in(db)
     await _closed_by_restart(db)
     for attempt in range(1, FINISHING_ATTEMPTS):
-        store = await reopened(db)
-        await _asked_again(store, attempt)
-        await store.close()
-        assert (await _closed_by_restart(db)).afterwards is Afterwards.ASK_AGAIN
+        assert (await _asked_again_then_restarted(db, attempt)).afterwards is Afterwards.ASK_AGAIN
 
     store = await reopened(db)
     await _asked_again(store, FINISHING_ATTEMPTS)
@@ -143,9 +153,7 @@ async def test_an_asking_run_its_worker_lost_before_it_stored_anything_is_tried_
 ) -> None:
     store = await reopened(db)
     try:
-        session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
-        for stored in _owed():
-            await store.append_event(session, stored)
+        await _stored_owed(store)
         first = await store.close_interrupted_thread(APP, THREAD, author="agent")
         assert first is not None and first.attempts == 0
         # Handed to a worker that was dying: nothing of the run reached the store.
@@ -172,9 +180,7 @@ async def test_an_asking_run_its_worker_lost_before_it_stored_anything_is_tried_
 async def test_a_worker_lost_again_and_again_before_storing_is_bounded_too(db: str) -> None:
     store = await reopened(db)
     try:
-        session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
-        for stored in _owed():
-            await store.append_event(session, stored)
+        await _stored_owed(store)
         going_on = await store.close_interrupted_thread(APP, THREAD, author="agent")
         tries = 0
         while going_on is not None and going_on.afterwards is not Afterwards.NOTHING:
