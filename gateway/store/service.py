@@ -127,7 +127,7 @@ class SessionService(BaseSessionService):
         # Fences the database refused, by thread.
         self._refused: dict[str, Fence] = {}
         # Whether a session read keeps the texts of its events, for a worker's run
-        # (``gateway.store.session_json``); the worker pool says so, nobody else needs them.
+        # (``gateway.store.session_json``); a gateway with workers says so: nothing else reads them.
         self.keeps_texts = False
 
     # --- lifecycle ----------------------------------------------------------------------

@@ -215,7 +215,6 @@ class WorkerPool:
         self.on_demand = on_demand
         self._spawn = spawn
         self.sessions = sessions
-        sessions.keeps_texts = True  # a run's session is handed over as its rows' texts
         self.audit = audit
         self.metrics = metrics
         self._directory = ""
