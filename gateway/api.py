@@ -141,6 +141,7 @@ def create_app(
             pool = WorkerPool(
                 workers, spawn, service[0], on_demand=on_demand, audit=audit, metrics=counted
             )
+            service[0].keeps_texts = True  # a worker's run is handed its rows' texts
             pools.append(pool)
             await pool.start()
         engine = Engine(

@@ -33,8 +33,10 @@ class StoredSession:
     quarantine: Quarantine | None  # if set, nothing else was read
 
 
-def decoded_session(stored: StoredSession) -> Session | Damage:
-    """The session its rows make, or the first of its values that cannot be decoded."""
+def decoded_session(stored: StoredSession, *, keep_texts: bool = False) -> Session | Damage:
+    """The session its rows make, or the first of its values that cannot be decoded;
+    ``keep_texts``: it keeps its events' texts, to be handed to a worker
+    (``gateway.store.session_json``)."""
     state = decoded_state(stored.state)
     if isinstance(state, Damage):
         return state
@@ -54,7 +56,8 @@ def decoded_session(stored: StoredSession) -> Session | Damage:
         last_update_time=stored.update_time,
     )
     session._storage_update_marker = str(stored.revision)
-    remember(session, [data for _, data in stored.events])  # for a worker's run's Start
+    if keep_texts:
+        remember(session, [data for _, data in stored.events])
     return session
 
 

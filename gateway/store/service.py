@@ -130,6 +130,9 @@ class SessionService(BaseSessionService):
         self.fenced_listeners: list[Callable[[Fence], None]] = []
         # Fences the database refused, by thread.
         self._refused: dict[str, Fence] = {}
+        # Whether a session read keeps the texts of its events, for a worker's run
+        # (``gateway.store.session_json``); a gateway with workers says so: nothing else reads them.
+        self.keeps_texts = False
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -710,7 +713,7 @@ class SessionService(BaseSessionService):
         """The session its rows make; raises QuarantinedThreadError if they cannot."""
         if stored.quarantine is not None:
             raise QuarantinedThreadError(stored.quarantine)
-        session = decoded_session(stored)
+        session = decoded_session(stored, keep_texts=self.keeps_texts)
         if isinstance(session, Damage):
             await self._quarantine(stored.app_name, stored.user_id, stored.session_id, session)
         return session

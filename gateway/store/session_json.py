@@ -9,10 +9,11 @@ keeps the texts its events were parsed from (``remember``), and ``session_json``
 them with a dump of the rest of the session (its ids, its state, its times): JSON the
 worker parses into the same session as ``model_dump_json``'s, its ``events`` key last.
 
-The texts are kept beside the session object, for as long as it lives, and used only
-for the events it was read with, as long as it holds those very objects in that order:
-an event appended since (the hub's, before the run) is dumped as it is. An event is not
-changed once stored (the row is what ADK stored of it).
+A store keeps them only in a gateway with workers (``SessionService.keeps_texts``): they add
+their size to what a session read holds, for as long as it lives. They are kept beside
+the session object, and used only for the events it was read with, as long as it holds
+those very objects in that order: an event appended since (the hub's, before the run) is
+dumped as it is. An event is not changed once stored (the row is what ADK stored of it).
 """
 
 from __future__ import annotations

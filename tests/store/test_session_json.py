@@ -26,6 +26,7 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
     async with file_store(str(tmp_path / "threads.db")) as service:
+        service.keeps_texts = True  # as a worker pool makes it
         yield service
 
 
@@ -103,3 +104,13 @@ async def test_the_texts_go_with_their_session(store: SessionService) -> None:
     del session
     gc.collect()
     assert len(session_json._kept) == kept
+
+
+async def test_a_store_no_worker_pool_asked_keeps_no_texts(store: SessionService) -> None:
+    store.keeps_texts = False
+    await stored_thread(store)
+    reformatted(store.path)
+    kept = len(session_json._kept)
+    session = await loaded(store)
+    assert len(session_json._kept) == kept
+    assert session_json.session_json(session) == as_adk_dumps(session)
