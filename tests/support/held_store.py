@@ -58,12 +58,13 @@ def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
         writer: group_commit.GroupCommit,
         commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
         on_health: Callable[[bool], None],
+        **settings: Any,
     ) -> None:
         async def slow(writes: Sequence[Any]) -> list[object]:
             await asyncio.sleep(seconds)  # as a slow disk would hold the database's thread
             return await commit(writes)
 
-        real_init(writer, slow, on_health)
+        real_init(writer, slow, on_health, **settings)
 
     monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
 

@@ -183,19 +183,22 @@ async def steps_before_a_starting_run_s_input_is_written() -> tuple[int, list[by
     return taken - sent.result(), pipe.writes
 
 
-@pytest.mark.unit
-def test_what_a_starting_run_sends_is_written_in_its_own_turn() -> None:
-    steps, writes = on(FirstTurnLoop, steps_before_a_starting_run_s_input_is_written)
-    assert steps == 0  # not after the next turn's steps of every run under way
+async def read_back(writes: list[bytes]) -> list[FromMain]:
+    """The messages ``writes`` hold, as the other end of the pipe reads them (a reader is
+    made on a running loop: outside one, 3.11's asks for the thread's current loop)."""
     reader = asyncio.StreamReader()
     reader.feed_data(b"".join(writes))
     reader.feed_eof()
     received = Channel[FromMain](reader, Pipe(), FromMain)  # type: ignore[arg-type]
+    return [await received.receive(), await received.receive()]
+
+
+@pytest.mark.unit
+def test_what_a_starting_run_sends_is_written_in_its_own_turn() -> None:
+    steps, writes = on(FirstTurnLoop, steps_before_a_starting_run_s_input_is_written)
+    assert steps == 0  # not after the next turn's steps of every run under way
     assert len(writes) == 1  # the other run's message with it, in the order sent
-    assert [first_turn.run(received.receive()), first_turn.run(received.receive())] == [
-        Cancel(1),
-        Cancel(2),
-    ]
+    assert first_turn.run(read_back(writes)) == [Cancel(1), Cancel(2)]
     # On asyncio's own loop the write comes at the end of the next turn, as before.
     steps, _ = on(asyncio.SelectorEventLoop, steps_before_a_starting_run_s_input_is_written)
     assert steps == UNDER_WAY
