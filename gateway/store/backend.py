@@ -118,8 +118,6 @@ class Backend(Protocol):
     reads: Reads
     # Other processes may write it too: nothing may rest on this process owning it.
     shared: bool
-    # The least seconds from one commit's start to the next's (``GroupCommit``'s spacing).
-    commit_spacing: float
 
     async def read(self, fn: Callable[[Any], T]) -> T:
         """``fn(connection)`` in one call, seeing what every finished commit stored."""

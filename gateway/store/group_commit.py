@@ -12,15 +12,6 @@ waking the writer, which takes them with the next write queued, or after ``RIDE_
 if none comes. Alone, each cost a transaction (BEGIN, its statement, COMMIT) at low load.
 Queued in order, a notice still commits after every write queued before it.
 
-A database a commit costs round trips to (PostgreSQL) spaces its commits (``spacing``) while
-several threads write: a commit starts no sooner than that after the one before started,
-so that the writes of a busy moment share one commit, where each turn of the loop's would
-have made its own (a commit's cost, BEGIN, COMMIT, a statement for each kind of write and
-the hops to the database's thread, is paid a commit, not a write). A lone thread's writes
-(the last commit's were all of one thread) are not held: nobody else's would join them.
-Nor is a write a client's next event waits for first (``urgent``: a run's input, its first
-text waits for it), nor one after a quiet moment, whose commit starts at once as before.
-
 Health: ``can_commit`` says whether the writer's last commit succeeded; while it fails the
 writer tries a one-page commit of its own every ``PROBE_SECONDS``, so it also learns of the
 recovery when no write comes (``/ping`` is Unhealthy meanwhile).
@@ -33,10 +24,9 @@ import collections
 import contextlib
 import dataclasses
 import logging
-import math
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import cast
 
 from opentelemetry.trace import Span
@@ -102,16 +92,8 @@ class GroupCommit:
         self,
         commit: Callable[[Sequence[Write]], Awaitable[list[object]]],
         on_health: Callable[[bool], None],
-        *,
-        spacing: float = 0.0,
     ) -> None:
         self._commit = commit  # the backend's: one transaction for a batch
-        # The least time from a commit's start to the next's (``_spaced``); 0: none.
-        self._spacing = spacing
-        self._last_started = -math.inf  # time.monotonic() of the last commit's start
-        self._several_threads = False  # whether the last commit's writes were of several
-        # Ends the wait of ``_spaced`` early: an urgent write, a full batch, the close.
-        self._hurry: asyncio.Future[None] | None = None
         self._on_health = on_health
         # False from a failed commit until one succeeds; see _await_writes.
         self.can_commit = True
@@ -165,8 +147,6 @@ class GroupCommit:
         if key is not None:
             self._replaceable[key] = pending
         self._idle.clear()
-        if self._hurry is not None and (urgent or len(self._queue) >= _MAX_BATCH):
-            _end_wait(self._hurry)
         if not _rides(write):
             self._wakeup.set()
         elif self._ride is None and not self._wakeup.is_set():
@@ -183,8 +163,6 @@ class GroupCommit:
     async def close(self) -> None:
         self._closing = True
         self._wakeup.set()
-        if self._hurry is not None:
-            _end_wait(self._hurry)
         await self._task
 
     async def _run(self) -> None:
@@ -192,7 +170,6 @@ class GroupCommit:
             await self._await_writes()
             while self._queue and not self._waits_to_ride():
                 await self._linger()
-                await self._spaced()
                 await self._commit_batch()
             if not self._queue:
                 self._idle.set()
@@ -236,8 +213,6 @@ class GroupCommit:
                 pending.write = _followed_by(pending.write, pending.followers)
                 pending.followers = []
         started = time.time_ns()
-        self._last_started = time.monotonic()
-        self._several_threads = _several_threads(pending.write for pending in batch)
         results = await self._try_commit([pending.write for pending in batch])
         tracing.store_commit({p.span for p in batch if p.span is not None}, started, len(batch))
         if results is None:
@@ -305,33 +280,6 @@ class GroupCommit:
         loop.call_soon(self._count_turn, over, deadline, self._submitted, 0)
         await over
 
-    async def _spaced(self) -> None:
-        """Waits until ``spacing`` has passed since the last commit started, while the
-        writes queued may wait: none urgent, fewer than a batch, the writer not closing.
-
-        Writes come a few at a time between turns of a busy loop, and a database thread
-        free at once would commit each few alone; on PostgreSQL, at 15 users a process,
-        two processes made 1.7 times the commits a story of one. Waiting costs a write at
-        most ``spacing``, and nothing when its commit would start later anyway; a lone
-        thread's writes do not wait (``_several_threads``), so one user's run is as quick
-        as before.
-        """
-        wait = self._last_started + self._spacing - time.monotonic()
-        if wait <= 0 or not self._several_threads or self._closing:
-            return
-        if len(self._queue) >= _MAX_BATCH:
-            return
-        if any(pending.urgent for pending in self._queue):
-            return
-        loop = asyncio.get_running_loop()
-        self._hurry = loop.create_future()
-        timer = loop.call_later(wait, _end_wait, self._hurry)
-        try:
-            await self._hurry
-        finally:
-            timer.cancel()
-            self._hurry = None
-
     def _count_turn(
         self, over: asyncio.Future[None], deadline: float, submitted: int, quiet_turns: int
     ) -> None:
@@ -349,17 +297,6 @@ class GroupCommit:
         asyncio.get_running_loop().call_soon(
             self._count_turn, over, deadline, self._submitted, quiet_turns
         )
-
-
-def _several_threads(writes: Iterable[Write]) -> bool:
-    """Whether writes are of more than one thread (those of none, a probe, count apart)."""
-    threads = {getattr(w.write if isinstance(w, Fenced) else w, "session_id", None) for w in writes}
-    return len(threads) > 1
-
-
-def _end_wait(waiting: asyncio.Future[None]) -> None:
-    if not waiting.done():
-        waiting.set_result(None)
 
 
 def _rides(write: Write) -> bool:

@@ -142,11 +142,7 @@ class SessionService(BaseSessionService):
             self.path, durability=self.durability, read_only=self.read_only, messages=self._messages
         )
         if not self.read_only:
-            self._writer = GroupCommit(
-                self._backend.commit,
-                self._health_changed,
-                spacing=self._backend.commit_spacing,
-            )
+            self._writer = GroupCommit(self._backend.commit, self._health_changed)
 
     async def close(self) -> None:
         """Commits every queued write, then closes the connection and lets go of the file."""

@@ -2,9 +2,7 @@
 and goes on committing meanwhile: a commit of hundreds of runs' writes does not make one
 turn of all their work that a frame just read (an input to acknowledge) waits behind. An
 urgent write's caller (a run's input, which its first text waits for) is woken first. A
-burst of a thread's frames lingers a few quiet turns to become one write. A writer whose
-commits are spaced (PostgreSQL's) gathers the writes that come before its next commit may
-start, except an urgent one's, which goes at once with them."""
+burst of a thread's frames lingers a few quiet turns to become one write."""
 
 from __future__ import annotations
 
@@ -78,7 +76,7 @@ def logged(*seqs: int) -> AppendFrames:
     return AppendFrames("app", "u", "t", tuple(LoggedFrame(seq, b"{}", None, None) for seq in seqs))
 
 
-def recording_writer(spacing: float = 0.0) -> tuple[GroupCommit, list[Sequence[Write]]]:
+def recording_writer() -> tuple[GroupCommit, list[Sequence[Write]]]:
     """A writer whose commits keep each batch they were given."""
     batches: list[Sequence[Write]] = []
 
@@ -86,7 +84,7 @@ def recording_writer(spacing: float = 0.0) -> tuple[GroupCommit, list[Sequence[W
         batches.append(writes)
         return [None] * len(writes)
 
-    return GroupCommit(commit, lambda healthy: None, spacing=spacing), batches
+    return GroupCommit(commit, lambda healthy: None), batches
 
 
 async def test_frames_of_a_burst_are_one_write_in_their_order_after_a_few_quiet_turns() -> None:
@@ -184,69 +182,4 @@ async def test_a_notice_queued_while_a_commit_is_on_waits_for_the_next_write(
     assert len(batches) == 1 and not notice.done()
     await asyncio.gather(notice, writer.submit(Probe()))
     assert [len(batch) for batch in batches] == [1, 2]
-    await writer.close()
-
-
-async def turns(count: int = 10) -> None:
-    for _ in range(count):
-        await asyncio.sleep(0)
-
-
-def of(thread: str) -> AppendFrames:
-    return AppendFrames("app", "u", thread, (LoggedFrame(1, b"{}", None, None),))
-
-
-async def test_a_spaced_writer_gathers_what_comes_before_its_next_commit_may_start() -> None:
-    """On PostgreSQL a commit is round trips whatever it holds: while several threads
-    write, writes that come a turn apart soon after a commit wait and share the next one,
-    where each would have made its own; an urgent write (a run's input) ends the wait."""
-    writer, batches = recording_writer(spacing=60)  # no luck of the clock below
-    await asyncio.gather(writer.submit(of("a")), writer.submit(of("b")))  # at once
-    waiting = []
-    for thread in "cde":
-        waiting.append(writer.submit(of(thread)))
-        await turns()
-    assert len(batches) == 1 and not any(future.done() for future in waiting)
-    urgent = writer.submit(of("f"), urgent=True)
-    await turns()
-    assert urgent.done() and all(future.done() for future in waiting)
-    assert [len(batch) for batch in batches] == [2, 4]
-    await writer.close()
-
-
-async def test_a_lone_threads_writes_are_not_held() -> None:
-    writer, batches = recording_writer(spacing=60)
-    await writer.submit(of("a"))
-    for _ in range(3):  # one run's writes, each waiting for the one before, as a run's do
-        await asyncio.wait_for(writer.submit(of("a")), 30)
-    assert [len(batch) for batch in batches] == [1, 1, 1, 1]
-    await writer.close()
-
-
-async def test_a_spaced_writer_holds_no_write_after_a_quiet_moment_and_none_at_close() -> None:
-    writer, batches = recording_writer(spacing=0.05)
-    await asyncio.gather(writer.submit(of("a")), writer.submit(of("b")))
-    await asyncio.sleep(0.05)  # the spacing has passed: the next commit may start at once
-    late = writer.submit(of("c"))
-    await turns()
-    assert late.done() and len(batches) == 2
-    await asyncio.gather(writer.submit(of("a")), writer.submit(of("b")))
-    writer._spacing = 60
-    held = writer.submit(of("c"))  # within the spacing now: it waits ...
-    await turns()
-    assert not held.done()
-    # ... and a close commits it without waiting for its turn.
-    await asyncio.wait_for(writer.close(), 30)
-    assert held.done() and [len(batch) for batch in batches] == [2, 1, 2, 1]
-
-
-async def test_a_spaced_writer_commits_a_full_batch_without_waiting() -> None:
-    writer, batches = recording_writer(spacing=60)
-    await asyncio.gather(writer.submit(of("a")), writer.submit(of("b")))
-    full = [writer.submit(of("0"))]
-    await turns()
-    assert not full[0].done()  # it waits; the batch it waits in fills meanwhile
-    full += [writer.submit(of(str(n))) for n in range(1, group_commit._MAX_BATCH)]
-    await asyncio.wait_for(asyncio.gather(*full), 30)  # its callers woken a few a turn
-    assert [len(batch) for batch in batches] == [2, group_commit._MAX_BATCH]
     await writer.close()

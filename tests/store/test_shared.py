@@ -24,8 +24,6 @@ from google.genai import types
 from gateway.audit.log import AuditLog
 from gateway.store import SessionService, group_commit
 from gateway.store.errors import StoreError
-from gateway.store.postgres.backend import PostgresBackend
-from gateway.store.sqlite.backend import SqliteBackend
 from tests.support.audit import record
 from tests.support.backends import rows
 from tests.support.budgets import scaled
@@ -291,33 +289,3 @@ async def test_a_nul_a_client_or_model_sends_is_stored_not_refused(url: str) -> 
             assert [r.detail for r in await audit.query()] == ["x\ufffd"]
         finally:
             await audit.close()
-
-
-async def test_on_postgresql_the_writes_of_several_threads_soon_after_a_commit_share_one(
-    url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A commit costs round trips whatever it holds: while several threads write, the
-    writes that come soon after a commit wait for the next one together (issue 32: two
-    processes, each with half the users, made 1.7 times the commits a story of one)."""
-    assert PostgresBackend.commit_spacing > 0 and SqliteBackend.commit_spacing == 0
-    monkeypatch.setattr(PostgresBackend, "commit_spacing", 60)  # no luck of the clock below
-    async with gateways(url, 1) as (store,):
-        writer = store._writer
-        assert writer is not None
-        await asyncio.gather(
-            *(store.create_session(app_name=APP, user_id="u", session_id=t) for t in "ab")
-        )
-        before = writer.commits
-        creating = []
-        for thread in "cde":  # each a few turns after the other, as a busy loop makes them
-            creating.append(
-                asyncio.create_task(
-                    store.create_session(app_name=APP, user_id="u", session_id=thread)
-                )
-            )
-            for _ in range(10):
-                await asyncio.sleep(0)
-        assert writer.commits == before and not any(task.done() for task in creating)
-        await asyncio.wait_for(store.close(), scaled(30))  # a close commits what waits
-        assert writer.commits == before + 1
-        assert [task.result().id for task in creating] == ["c", "d", "e"]

@@ -49,17 +49,11 @@ _WRITER_LOCK = (0x61677721, 1)
 # stopped mid-transaction (a frozen process): its row locks, the leases' among them, would
 # keep the process taking its threads over waiting; the server ends its session instead.
 _IDLE_IN_TRANSACTION_MS = 2000
-# The least time from one commit's start to the next's while several threads write
-# (``GroupCommit``'s spacing): about one process's commit interval at 30 users (the load
-# script's), so that two processes commit no more often a story than one.
-COMMIT_SPACING = 0.015
 
 
 class PostgresBackend:
     reads: Reads = reads
     shared = True  # any number of gateway processes may write the database
-    # A commit is a few round trips; the writes of a busy moment share one (``group_commit``).
-    commit_spacing = COMMIT_SPACING
 
     def __init__(self, url: str, reader: Connection, writer: Connection | None) -> None:
         self.where = described(url)

@@ -33,7 +33,6 @@ T = TypeVar("T")
 class SqliteBackend:
     reads: Reads = reads
     shared = False  # the file's lock says so
-    commit_spacing = 0.0  # a commit is a call in this process: nothing to share
 
     def __init__(self, db: Database, lock: int | None, reader: Database | None = None) -> None:
         self.db = db
