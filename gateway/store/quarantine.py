@@ -9,18 +9,14 @@ service makes it a ``Quarantine`` and records it (``sqlite.writes.SetAside``).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
-import time
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from gateway.store.codec import Damage
 from gateway.store.errors import StoreError
 
 if TYPE_CHECKING:
-    from gateway.store.writes import SetAside
+    pass
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -70,26 +66,3 @@ class QuarantinedThreadError(StoreError):
     def __init__(self, quarantine: Quarantine) -> None:
         super().__init__(quarantine.describe())
         self.quarantine = quarantine
-
-
-async def set_aside(
-    record: Callable[[SetAside], Awaitable[object]] | None,
-    app_name: str,
-    user_id: str,
-    session_id: str,
-    damage: Damage,
-) -> Quarantine:
-    """Logs a thread found damaged and records its quarantine with ``record``, if the store
-    can write (None: it cannot)."""
-    quarantine = Quarantine(
-        session_id, user_id, damage.seq, damage.column, damage.reason, time.time()
-    )
-    quarantine.report("other threads are served")
-    if record is None:
-        return quarantine
-    from gateway.store.writes import SetAside  # writes reads rows, which import this module
-
-    # If the store cannot commit (that is logged), the next read finds the damage again.
-    with contextlib.suppress(StoreError):
-        await record(SetAside(app_name, user_id, session_id, damage, quarantine.at))
-    return quarantine

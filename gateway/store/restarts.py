@@ -17,29 +17,60 @@ two closes and ``cut_off`` as its own.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
+
+from google.adk.events import Event
+from google.adk.sessions import Session
+from google.adk.sessions.base_session_service import GetSessionConfig
 
 from gateway.context import event_metadata
 from gateway.metrics import OFF, Metrics
 from gateway.store import writes
+from gateway.store.backend import Reads
 from gateway.store.cut_off import FINISHING_ATTEMPTS, finishing_attempts
 from gateway.store.quarantine import QuarantinedThreadError
 from gateway.store.recovery import Afterwards, Finishing, OpenRun, Unfinished, closing
 
-if TYPE_CHECKING:
-    from gateway.store.service import SessionService
+T = TypeVar("T")
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
 
 
+class Store(Protocol):
+    """What closing cut-off runs needs of the ``SessionService`` it belongs to (named here,
+    not imported: the service imports this module)."""
+
+    @property
+    def _reads(self) -> Reads: ...
+
+    async def _read(self, fn: Callable[[Any], T]) -> T: ...
+
+    async def _write(self, write: writes.Write) -> object: ...
+
+    def _submit(self, thread_id: str, write: writes.Write) -> asyncio.Future[object]: ...
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None: ...
+
+    async def append_event(self, session: Session, event: Event) -> Event: ...
+
+
 class Restarts:
     """Closes the runs a crash cut off, for ``store``; see the module's docstring."""
 
-    def __init__(self, store: SessionService) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         # The runs a restart closed (``close_interrupted``), and what is to go on after each.
         self.cut_off: list[Unfinished] = []

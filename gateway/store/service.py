@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, NoReturn, TypeVar, cast
@@ -54,7 +55,7 @@ from gateway.store.messages import EventMessages, Message
 from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
-from gateway.store.quarantine import Quarantine, QuarantinedThreadError, set_aside
+from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.restarts import Restarts
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import StoredRun, run_start, stored_run
@@ -723,9 +724,17 @@ class SessionService(BaseSessionService):
     async def _set_aside(
         self, app_name: str, user_id: str, session_id: str, damage: Damage
     ) -> Quarantine:
-        # Read-only, it only logs: the gateway that owns the file records it.
-        record = self._write if self._writer is not None else None
-        return await set_aside(record, app_name, user_id, session_id, damage)
+        """Logs a thread found damaged and records its quarantine, if the store can write."""
+        quarantine = Quarantine(
+            session_id, user_id, damage.seq, damage.column, damage.reason, time.time()
+        )
+        quarantine.report("other threads are served")
+        if self._writer is None:
+            return quarantine  # read-only: the gateway that owns the file records it
+        # If the store cannot commit (that is logged), the next read finds the damage again.
+        with contextlib.suppress(StoreError):
+            await self._write(writes.SetAside(app_name, user_id, session_id, damage, quarantine.at))
+        return quarantine
 
     @property
     def _reads(self) -> Reads:
