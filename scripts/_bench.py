@@ -17,6 +17,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -97,6 +98,20 @@ def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path, deadli
             pass
         time.sleep(0.02)
     raise RuntimeError(f"the gateway did not answer {url} in time:\n{log.read_text()}")
+
+
+def user_turn(text: str, *, tools: Sequence[object] = ()) -> dict[str, object]:
+    """A RunAgentInput of one user message on a new thread, every id fresh."""
+    return {
+        "threadId": uuid.uuid4().hex,
+        "runId": uuid.uuid4().hex,
+        "protocolVersion": "1.0",
+        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
+        "tools": list(tools),
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
 
 
 def client_tools(gateway: LocalGateway) -> list[object]:

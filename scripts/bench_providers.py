@@ -68,7 +68,7 @@ from gateway.adk.hosting import Hosted, runnable_app
 from gateway.doors.warmup import skip_absent_a2a
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.models import names
-from scripts._bench import ROOT, LocalGateway, cpu_seconds, free_port, local_gateway
+from scripts._bench import ROOT, LocalGateway, cpu_seconds, free_port, local_gateway, user_turn
 from tests.support.providers import ChatCompletions, GeminiApi, Provider
 from tests.support.providers.provider import RECORDED_PATH
 
@@ -244,16 +244,7 @@ def adk_runner(provider: Provider) -> Callable[[], Any]:
 
 
 async def gateway_run(ws: ClientConnection) -> Stream:
-    frame = {
-        "threadId": uuid.uuid4().hex,
-        "runId": uuid.uuid4().hex,
-        "protocolVersion": "1.0",
-        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": PROMPT}],
-        "tools": [],
-        "context": [],
-        "state": {},
-        "forwardedProps": {},
-    }
+    frame = user_turn(PROMPT)
     collected = Collector()
     await ws.send(json.dumps(frame))
     while True:

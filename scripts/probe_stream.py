@@ -23,14 +23,13 @@ import signal
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import uvloop
 from websockets.asyncio.client import connect
 
-from scripts._bench import free_port, local_gateway
+from scripts._bench import free_port, local_gateway, user_turn
 from scripts.bench_providers import PROMPT, PROVIDERS, provider_process, recorded
 
 WARM_UP_RUNS = 5
@@ -53,16 +52,7 @@ DELIVERY_STEPS = ("run._log", "append_frames", "submit", "outbox.send", "run._ro
 
 
 async def one_run(ws: Any) -> dict[str, Any]:
-    frame = {
-        "threadId": uuid.uuid4().hex,
-        "runId": uuid.uuid4().hex,
-        "protocolVersion": "1.0",
-        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": PROMPT}],
-        "tools": [],
-        "context": [],
-        "state": {},
-        "forwardedProps": {},
-    }
+    frame = user_turn(PROMPT)
     sent = time.perf_counter()
     await ws.send(json.dumps(frame))
     frames: list[tuple[float, str, str]] = []
