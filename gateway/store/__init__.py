@@ -12,6 +12,8 @@ each (each module's docstring has the theory of its part):
 - ``writes``       the write commands, as values: what each decides, for any backend
 - ``schema``       what a database must be to be used: ours, not newer, current
 - ``group_commit`` the single writer: one transaction for whatever is queued; health
+- ``thread_writes`` the writes about a thread on their way to the writer, fenced by the
+                   lease a cluster holds the thread under; the streamed text's save
 - ``codec``        stored values as text and back; a bad one is a ``Damage``, never a raise
 - ``rows``         a read's rows as plain values, decoded once the read is over
 - ``messages``     AG-UI messages as rows keep them, and the projection the store is given

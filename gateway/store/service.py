@@ -6,11 +6,8 @@ process appended first. Every write goes through the one writer (``group_commit`
 read is one call into the database (the backend's ``reads``), decoded after it (``rows``,
 ``projection``).
 
-In a cluster, a write about a thread this process holds the lease of goes out fenced
-(``writes.Fenced``): ``fence_of`` names the lease it is made under, and the database refuses
-it once another process has taken the thread over. The first refusal of a fence is told to
-``fenced_listeners``; every later write under that fence is refused here, without a round
-trip, so a holder that learns it was fenced writes nothing more.
+In a cluster, a write about a thread this process holds the lease of goes out fenced by it
+(``fence_of``, ``fenced_listeners``: ``gateway.store.thread_writes``).
 """
 
 from __future__ import annotations
@@ -47,7 +44,7 @@ from gateway.store.codec import (
     load_state,
     merged_state,
 )
-from gateway.store.errors import FencedError, StoreError
+from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.leases import Fence
@@ -61,6 +58,7 @@ from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import StoredRun, run_start, stored_run
 from gateway.store.shared_writes import SharedWrites
 from gateway.store.thread_index import ThreadFilter, ThreadPatch, ThreadRow, indexed_text
+from gateway.store.thread_writes import ThreadWrites
 from gateway.store.threads import OpenedThread, ThreadSummary, Usage
 
 # The store logs under one name, whichever part of it speaks.
@@ -69,9 +67,6 @@ log = logging.getLogger("gateway.store")
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
-
-# Fences refused, kept to refuse their later writes at once: one a thread, the newest few.
-_REFUSED_KEPT = 256
 
 
 class SessionService(BaseSessionService):
@@ -106,7 +101,13 @@ class SessionService(BaseSessionService):
         self.read_only = read_only
         self._messages = messages
         self._backend: Backend | None = None
-        self._writer: GroupCommit | None = None
+        # The one writer, and the fences a cluster puts on the writes of its threads
+        # (``gateway.store.thread_writes``): told once of each fence the database refused
+        # (``fenced_listeners``), and the streamed text's save, queued, not awaited.
+        self._writes = ThreadWrites(read_only=read_only)
+        self._submit = self._writes.submit
+        self.fenced_listeners = self._writes.fenced_listeners
+        self.save_streamed_text = self._writes.save_streamed_text
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
@@ -124,13 +125,6 @@ class SessionService(BaseSessionService):
         self.cut_off = self.restarts.cut_off
         # Called with can_commit whenever it changes.
         self.health_listeners: list[Callable[[bool], None]] = []
-        # The lease this process holds a thread under, if any (the cluster's): its writes
-        # are fenced by it. Nothing is, unless the gateway says otherwise.
-        self.fence_of: Callable[[str], Fence | None] = _unfenced
-        # Told once of each fence the database refused: another process has the thread.
-        self.fenced_listeners: list[Callable[[Fence], None]] = []
-        # Fences the database refused, by thread.
-        self._refused: dict[str, Fence] = {}
         # Whether a session read keeps the texts of its events, for a worker's run
         # (``gateway.store.session_json``); a gateway with workers says so: nothing else reads them.
         self.keeps_texts = False
@@ -143,13 +137,13 @@ class SessionService(BaseSessionService):
             self.path, durability=self.durability, read_only=self.read_only, messages=self._messages
         )
         if not self.read_only:
-            self._writer = GroupCommit(self._backend.commit, self._health_changed)
+            self._writes.writer = GroupCommit(self._backend.commit, self._health_changed)
 
     async def close(self) -> None:
         """Commits every queued write, then closes the connection and lets go of the file."""
-        if self._writer is not None:
-            await self._writer.close()
-            self._writer = None
+        if self._writes.writer is not None:
+            await self._writes.writer.close()
+            self._writes.writer = None
         if self._backend is not None:
             backend, self._backend = self._backend, None
             await backend.close(writable=not self.read_only)
@@ -170,7 +164,18 @@ class SessionService(BaseSessionService):
     @property
     def can_commit(self) -> bool:
         """False from a commit that failed until one succeeds (the writer keeps trying)."""
-        return self._writer.can_commit if self._writer is not None else True
+        writer = self._writes.writer
+        return writer.can_commit if writer is not None else True
+
+    @property
+    def fence_of(self) -> Callable[[str], Fence | None]:
+        """The lease this process holds a thread under, if any (the cluster's): the thread's
+        writes are fenced by it (``gateway.store.thread_writes``). None, unless set."""
+        return self._writes.fence_of
+
+    @fence_of.setter
+    def fence_of(self, fence_of: Callable[[str], Fence | None]) -> None:
+        self._writes.fence_of = fence_of
 
     def _health_changed(self, can_commit: bool) -> None:
         for listener in self.health_listeners:
@@ -180,19 +185,20 @@ class SessionService(BaseSessionService):
         """Its writer's transactions and queue, and the owed replies its closes of cut-off
         runs give up on, are counted into ``metrics``."""
         self.restarts.metrics = metrics
-        if self._writer is not None:
-            self._writer.metrics = metrics
-            metrics.watch_store_queue(self._writer.queued)
+        if (writer := self._writes.writer) is not None:
+            writer.metrics = metrics
+            metrics.watch_store_queue(writer.queued)
 
     @property
     def commits(self) -> int:
         """Transactions the writer committed since open(): fewer than writes under load."""
-        return self._writer.commits if self._writer is not None else 0
+        writer = self._writes.writer
+        return writer.commits if writer is not None else 0
 
     @override
     async def flush(self) -> None:
-        if self._writer is not None:
-            await self._writer.drained()
+        if self._writes.writer is not None:
+            await self._writes.writer.drained()
 
     # --- ADK's contract -----------------------------------------------------------------
 
@@ -585,36 +591,6 @@ class SessionService(BaseSessionService):
         """The names of the Apps that have threads here, in order."""
         return await self._read(self._reads.app_names)
 
-    def save_streamed_text(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        invocation_id: str,
-        message_id: str,
-        author: str,
-        text: str,
-    ) -> asyncio.Future[object]:
-        """Queues the text so far of the message a thread is streaming; resolves once committed.
-
-        Not a coroutine: a caller that streams holds its chunk on the future instead of
-        waiting, and a save still queued is replaced by a newer one, so chunks that arrive
-        together cost one write. Appending the message's final event (an event whose id is
-        ``message_id``) deletes the text, as does a cut-off reply stored under that id.
-        """
-        write = writes.SaveStreamedText(
-            app_name,
-            user_id,
-            session_id,
-            invocation_id,
-            message_id,
-            author,
-            text,
-            platform_time.get_time(),
-        )
-        return self._submit(session_id, write, replaces=(app_name, user_id, session_id))
-
     # --- the event log (``gateway.store.frames``) ----------------------------------------
 
     def append_frames(
@@ -729,7 +705,7 @@ class SessionService(BaseSessionService):
             session_id, user_id, damage.seq, damage.column, damage.reason, time.time()
         )
         quarantine.report("other threads are served")
-        if self._writer is None:
+        if self._writes.writer is None:
             return quarantine  # read-only: the gateway that owns the file records it
         # If the store cannot commit (that is logged), the next read finds the damage again.
         with contextlib.suppress(StoreError):
@@ -748,75 +724,12 @@ class SessionService(BaseSessionService):
         return await self._backend.read(fn)
 
     async def _write(self, write: writes.Write) -> object:
-        return await self._writer_or_raise().submit(write)
+        return await self._writes.writer_or_raise().submit(write)
 
     def submit_cluster(self, write: writes.ReleaseLeases) -> asyncio.Future[object]:
         """Queues the cluster's write behind every write queued before it (a run's last
         frames), to commit in the same transaction or a later one."""
-        return self._writer_or_raise().submit(write)
-
-    def _submit(
-        self,
-        thread_id: str,
-        write: writes.Write,
-        on_commit: Callable[[object], None] | None = None,
-        *,
-        replaces: tuple[str, ...] | None = None,
-        extends: tuple[str, ...] | None = None,
-        urgent: bool = False,
-    ) -> asyncio.Future[object]:
-        """Queues a write about a thread, fenced by the lease this process holds it under."""
-        writer = self._writer_or_raise()
-        fence = self.fence_of(thread_id)
-        if fence is None:
-            return writer.submit(
-                write, on_commit, replaces=replaces, extends=extends, urgent=urgent
-            )
-        if self._refused.get(thread_id) == fence:
-            refused: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-            refused.set_exception(FencedError(fence.thread_id, fence.epoch))
-            return refused
-        # Writes under different fences are never merged: the key names the epoch too.
-        replaces = (*replaces, str(fence.epoch)) if replaces else None
-        extends = (*extends, str(fence.epoch)) if extends else None
-        submitted = writer.submit(
-            writes.Fenced(fence, write),
-            on_commit,
-            replaces=replaces,
-            extends=extends,
-            urgent=urgent,
-        )
-        submitted.add_done_callback(partial(self._check_refused, fence))
-        return submitted
-
-    def _check_refused(self, fence: Fence, submitted: asyncio.Future[object]) -> None:
-        if submitted.cancelled() or not isinstance(submitted.exception(), FencedError):
-            return
-        if self._refused.get(fence.thread_id) == fence:
-            return  # told already
-        self._refused[fence.thread_id] = fence
-        while len(self._refused) > _REFUSED_KEPT:
-            del self._refused[next(iter(self._refused))]
-        log.error(
-            "thread %r was taken over by another process: writes under its lease (epoch %d)"
-            " are refused",
-            fence.thread_id,
-            fence.epoch,
-        )
-        for listener in self.fenced_listeners:
-            try:
-                listener(fence)
-            except Exception:  # called from a write's future: the rest must hear too
-                log.exception("a listener of a fenced thread failed")
-
-    def _writer_or_raise(self) -> GroupCommit:
-        if self._writer is None:
-            raise StoreError(
-                "the session store is read-only"
-                if self.read_only
-                else "the session store is closed"
-            )
-        return self._writer
+        return self._writes.writer_or_raise().submit(write)
 
 
 @contextlib.contextmanager
@@ -829,7 +742,3 @@ def _kept(held: dict[K, V], key: K, value: V) -> Iterator[None]:
     finally:
         if held.get(key) is value:
             del held[key]
-
-
-def _unfenced(thread_id: str) -> Fence | None:
-    return None

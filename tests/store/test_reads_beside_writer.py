@@ -34,8 +34,8 @@ async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
 
 async def commit_waiting(store: SessionService, write: asyncio.Future[object]) -> None:
     """Returns once the writer has taken ``write`` into its commit, which waits for the lock."""
-    assert store._writer is not None
-    writer = store._writer
+    assert store._writes.writer is not None
+    writer = store._writes.writer
     await eventually(
         lambda: not writer._idle.is_set() and writer.queued() == 0,
         2,

@@ -55,7 +55,7 @@ def _fenced(fences: Sequence[Fence | None]) -> list[str]:
 
 def _epochs(fences: Sequence[Fence | None], threads: Sequence[str]) -> list[int | None]:
     """Each write's fence epoch, or None; a write's lease is its thread's
-    (``SessionService._submit`` fences a write by the thread it writes)."""
+    (``ThreadWrites.submit`` fences a write by the thread it writes)."""
     assert all(f is None or f.thread_id == t for f, t in zip(fences, threads, strict=True))
     return [fence.epoch if fence is not None else None for fence in fences]
 
