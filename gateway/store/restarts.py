@@ -11,18 +11,15 @@ were cut off asking for one reply, the thread ends with the cut-off reply, with 
 and a count (``Metrics.owed_reply_given_up``).
 
 ``Restarts`` keeps what a restart left to go on with (``cut_off``) and works through the
-``SessionService`` it belongs to (its reads, its writer, ADK's contract), which offers its
-two closes and ``cut_off`` as its own.
+public verbs of the ``SessionService`` it belongs to (``Store``: the open runs, the leftover
+texts' delete, ADK's contract), which offers its two closes and ``cut_off`` as its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
-from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Protocol
 
 from google.adk.events import Event
 from google.adk.sessions import Session
@@ -30,13 +27,9 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 
 from gateway.context import event_metadata
 from gateway.metrics import OFF, Metrics
-from gateway.store import writes
-from gateway.store.backend import Reads
 from gateway.store.cut_off import FINISHING_ATTEMPTS, finishing_attempts
 from gateway.store.quarantine import QuarantinedThreadError
 from gateway.store.recovery import Afterwards, Finishing, OpenRun, Unfinished, closing
-
-T = TypeVar("T")
 
 # The store logs under one name, whichever part of it speaks.
 log = logging.getLogger("gateway.store")
@@ -46,14 +39,9 @@ class Store(Protocol):
     """What closing cut-off runs needs of the ``SessionService`` it belongs to (named here,
     not imported: the service imports this module)."""
 
-    @property
-    def _reads(self) -> Reads: ...
+    async def open_runs(self, app_name: str, thread_id: str | None = None) -> list[OpenRun]: ...
 
-    async def _read(self, fn: Callable[[Any], T]) -> T: ...
-
-    async def _write(self, write: writes.Write) -> object: ...
-
-    def _submit(self, thread_id: str, write: writes.Write) -> asyncio.Future[object]: ...
+    async def forget_leftover_texts(self, app_name: str, thread_id: str | None = None) -> None: ...
 
     async def get_session(
         self,
@@ -95,15 +83,14 @@ class Restarts:
         (``sole_writer``; otherwise ``close_interrupted_thread``). Returns how many were
         closed.
         """
-        store = self._store
-        open_runs = await store._read(partial(store._reads.open_runs, app_name=app_name))
+        open_runs = await self._store.open_runs(app_name)
         closed = 0
         for run in open_runs:
             if (unfinished := await self._close_run(app_name, run, author)) is None:
                 continue
             self.cut_off.append(unfinished)
             closed += 1
-        await self._store._write(writes.ForgetLeftoverTexts(app_name))
+        await self._store.forget_leftover_texts(app_name)
         if closed:
             log.warning("closed %d runs interrupted by a restart", closed)
         return closed
@@ -125,16 +112,14 @@ class Restarts:
         close left; cut off before it stored anything, it is tried again (its attempts
         counted, as those that stored something are from the thread's events).
         """
-        open_runs = await self._store._read(
-            partial(self._store._reads.open_runs, app_name=app_name, session_ids=(thread_id,))
-        )
+        open_runs = await self._store.open_runs(app_name, thread_id)
         floor = finishing.again().attempts if finishing is not None else 0
         going_on = None
         for run in open_runs:
             unfinished = await self._close_run(app_name, run, author, floor)
             if unfinished is not None and unfinished.afterwards is not Afterwards.NOTHING:
                 going_on = unfinished
-        await self._store._submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
+        await self._store.forget_leftover_texts(app_name, thread_id)
         if open_runs:
             log.warning("closed the run of thread %r, cut off with its process", thread_id)
         elif finishing is not None:

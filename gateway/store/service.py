@@ -53,6 +53,7 @@ from gateway.store.open import open_backend
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
+from gateway.store.recovery import OpenRun
 from gateway.store.restarts import Restarts
 from gateway.store.rows import StoredSession, decoded_session
 from gateway.store.run_start import StoredRun, run_start, stored_run
@@ -486,6 +487,22 @@ class SessionService(BaseSessionService):
             yield shared
         finally:
             self._serialised.pop(key, None)
+
+    async def open_runs(self, app_name: str, thread_id: str | None = None) -> list[OpenRun]:
+        """The runs left open on the app's threads (every one, or ``thread_id``'s): a
+        crash's, once no process runs them (``gateway.store.restarts``)."""
+        session_ids = (thread_id,) if thread_id is not None else None
+        return await self._read(
+            partial(self._reads.open_runs, app_name=app_name, session_ids=session_ids)
+        )
+
+    async def forget_leftover_texts(self, app_name: str, thread_id: str | None = None) -> None:
+        """Deletes the streamed texts the app's runs left (every thread's, or ``thread_id``'s,
+        fenced as the thread's other writes are), once a restart has used them."""
+        if thread_id is None:
+            await self._write(writes.ForgetLeftoverTexts(app_name))
+        else:
+            await self._submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
 
     async def thread_owner(self, app_name: str, session_id: str) -> str | None:
         """The user a thread belongs to, whoever asks; None if no such thread exists."""
