@@ -15,7 +15,12 @@ hub handed over (so the hub's copy stays current, as in process) before the work
 told to go on.
 
 A worker that dies closes its pipe: each of its runs raises ``WorkerLost`` (a
-``RUN_INTERRUPTED`` GatewayError) and a new worker is started in its place. A store
+``RUN_INTERRUPTED`` GatewayError) and a new worker is started in its place, watched until
+its Hello as a starting one is (``_watch_start``). One started in place of a dead one that
+dies before its Hello, or says nothing for ``START_SECONDS``, is started again, up to
+``START_ATTEMPTS`` times in a row; then its place is given up, and once every place is,
+runs stay in this process. A run waiting for a worker waits for the next start, or fails
+with ``WorkerLost`` once none is starting. A store
 failure of an ``Append`` is raised to the hub as the store raised it, so the run ends
 exactly as it would in process. One run's events are a queue the pipe's reader fills and
 the run's consumer drains; the worker waits on each stored event, so a run never gets
@@ -89,6 +94,9 @@ log = logging.getLogger(__name__)
 
 # Seconds a starting worker has to import the agent and say Hello.
 START_SECONDS = 120.0
+# Starts in a row of a worker in place of a dead one that end before its Hello, after which
+# its place is given up (an agent that no longer imports would be spawned forever).
+START_ATTEMPTS = 3
 # Finished runs' usage and model failures kept for the hub to take, newest last.
 KEPT_ENDINGS = 10_000
 
@@ -192,7 +200,8 @@ class _Worker:
     runs: dict[int, _Stream] = dataclasses.field(default_factory=dict)
     reader: asyncio.Task[Any] | None = None
     started: float = dataclasses.field(default_factory=time.perf_counter)
-    # On demand: what watches it until its Hello (``WorkerPool._watch_start``).
+    # Started on demand or in place of a dead one: what watches it until its Hello
+    # (``WorkerPool._watch_start``).
     watch: asyncio.Task[None] | None = None
 
 
@@ -238,6 +247,8 @@ class WorkerPool:
         # (not after one failed to).
         self._here = 0
         self._may_start = on_demand
+        # Eager: starts in a row that ended before their Hello, by worker index.
+        self._failed_starts: dict[int, int] = {}
 
     async def start(self) -> None:
         """Starts the workers; returns once each is ready to run. On demand, starts none."""
@@ -309,7 +320,7 @@ class WorkerPool:
         demand, once the load asks and a worker is ready (``gateway.adk.workers.demand``),
         starting one if the load asks for more."""
         if not self.on_demand:
-            return True
+            return bool(self._workers)  # none once every worker's place was given up
         ready = self._ready_workers()
         placed = place(
             self._here,
@@ -406,8 +417,10 @@ class WorkerPool:
         self._workers[index].watch = asyncio.create_task(self._watch_start(index))
 
     async def _watch_start(self, index: int) -> None:
-        """A worker started on demand that exits or takes too long before its Hello is
-        given up, and so is starting others: runs stay in this process, as correct."""
+        """A starting worker (on demand, or in place of a dead one) that exits or takes too
+        long before its Hello has failed to start: on demand it is given up, and so is
+        starting others (runs stay in this process, as correct); eager, it is started
+        again (``_start_failed``)."""
         ready, process = self._ready[index], self._workers[index].process
         exited = _exit_of(process)
         try:
@@ -420,15 +433,45 @@ class WorkerPool:
             exited.cancel()
         if ready.done() or self._closing:
             return
-        self._may_start = False
-        ready.cancel()  # nothing waits for it
-        del self._workers[index], self._ready[index]
-        log.warning(
-            "worker %d did not start (%s); runs' invocations stay in this process",
-            index,
-            "it exited" if gone else f"no word in {START_SECONDS:g} s",
-        )
+        why = "it exited" if gone else f"no word in {START_SECONDS:g} s"
+        ready.cancel()  # wakes the runs waiting for it (``_least_busy``)
+        if self.on_demand:
+            self._may_start = False
+            del self._workers[index], self._ready[index]
+            log.warning(
+                "worker %d did not start (%s); runs' invocations stay in this process",
+                index,
+                why,
+            )
+        else:
+            self._start_failed(index, process, why)
         await asyncio.get_running_loop().run_in_executor(None, _end, process)
+
+    def _start_failed(self, index: int, process: WorkerProcess, why: str) -> None:
+        """An eager worker started in place of a dead one ended before its Hello: another
+        is started, unless ``START_ATTEMPTS`` in a row have; then its place is given up,
+        and once every place is, runs' invocations stay in this process (``to_worker``)."""
+        failed = self._failed_starts[index] = self._failed_starts.get(index, 0) + 1
+        if failed < START_ATTEMPTS:
+            log.warning(
+                "worker %d (pid %s) did not start (%s); starting another",
+                index,
+                process.pid,
+                why,
+            )
+            self._start_worker(index)
+            self._watch(index)
+            return
+        del self._workers[index], self._ready[index], self._failed_starts[index]
+        log.error(
+            "worker %d did not start %d times in a row (%s); its place is given up: %s",
+            index,
+            failed,
+            why,
+            f"{len(self._workers)} workers run invocations"
+            if self._workers
+            else "runs' invocations stay in this process",
+        )
 
     async def _all_ready(self) -> str | None:
         """Waits until every worker has said Hello; else why not: one exited before it did
@@ -467,15 +510,15 @@ class WorkerPool:
 
     async def _least_busy(self) -> _Worker:
         """The ready worker with the fewest runs; when none is (all died at once), the
-        first to be ready again, or WorkerLost if none is in time."""
-        ready = self._ready_workers()
-        if not ready:
+        first to be ready again, or WorkerLost once none is starting (a start that failed
+        is tried again under a new future: ``_watch_start``) or none is in time."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_SECONDS
+        while not (ready := self._ready_workers()):
             starting = [future for future in self._ready.values() if not future.done()]
-            if starting:
-                await asyncio.wait(starting, timeout=START_SECONDS, return_when="FIRST_COMPLETED")
-            ready = self._ready_workers()
-            if not ready:
+            if not starting or (left := deadline - loop.time()) <= 0:
                 raise WorkerLost()
+            await asyncio.wait(starting, timeout=left, return_when="FIRST_COMPLETED")
         return min(ready, key=lambda worker: len(worker.runs))
 
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -496,6 +539,7 @@ class WorkerPool:
         ready = self._ready[worker.index]
         if not ready.done():
             ready.set_result(None)
+        self._failed_starts.pop(worker.index, None)
         log.info(
             "worker %d (pid %d) is ready, %.1f s after it was started",
             worker.index,
@@ -651,8 +695,7 @@ class WorkerPool:
         log.warning("worker %d (pid %s) is gone; starting another", worker.index, pid)
         asyncio.get_running_loop().run_in_executor(None, _end, worker.process)
         self._start_worker(worker.index)
-        if self.on_demand:  # runs go on here if it cannot start (eager: they wait for it)
-            self._watch(worker.index)
+        self._watch(worker.index)
 
     async def _cancel_on(
         self, abort_signal: asyncio.Event | None, channel: Channel[FromWorker], number: int

@@ -32,6 +32,7 @@ from tests.support.budgets import eventually
 from tests.support.dojo import slow_backend
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.workers import pool_of
 
 pytestmark = pytest.mark.server
 
@@ -67,13 +68,6 @@ async def a_worker_ready(gateway: RunningGateway) -> None:
         START,
         what="the worker never said it was ready",
     )
-
-
-def pool_of(gateway: RunningGateway) -> WorkerPool:
-    assert gateway.app.hub is not None
-    pool = gateway.app.hub.engine.workers
-    assert pool is not None, "the gateway has no worker pool"
-    return pool
 
 
 def placed(gateway: RunningGateway, where: str) -> float:

@@ -8,10 +8,9 @@ import json
 import logging
 import os
 import re
-import signal
 import socket
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from tests.support.providers.chat_completions import ChatCompletions
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.surfaces import BASIC, CARD
 from tests.support.traces import OtlpReceiver, named, recorded_spans
+from tests.support.workers import killed, pool_of
 
 pytestmark = pytest.mark.server
 
@@ -58,24 +58,6 @@ START = scaled(60)
 # GATEWAY_MODEL_TIMEOUT where a model stalls: a worker's first model call imports the
 # provider's SDK on its loop, which on a busy machine is a second of silence.
 STALL = scaled(3.0)
-
-
-def pool_of(gateway: RunningGateway) -> WorkerPool:
-    assert gateway.app.hub is not None
-    pool = gateway.app.hub.engine.workers
-    assert pool is not None, "the gateway runs its invocations in this process"
-    return pool
-
-
-def killed(pids: Iterable[int]) -> None:
-    """SIGKILLs the workers and returns once each is dead, not yet reaped: the pool, which
-    checks ``is_alive`` as it picks a worker, hands no run to one of them from then on.
-    Without the wait a run could go to one whose signal was not yet delivered."""
-    pids = list(pids)
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
-    for pid in pids:  # blocks this loop (the pool's too) for as long as a death takes
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
 async def every_worker_killed(pool: WorkerPool, ws: AgUiSocket) -> list[int]:
