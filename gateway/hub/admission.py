@@ -16,7 +16,8 @@ soon as it begins.
 An input whose runId the thread has admitted or runs here is a ``Duplicate``
 (``gateway.hub.dedupe``), found as it is admitted: it is not acknowledged and does not run;
 one found in the store is found once it has its thread (``Hub._start``), and one whose run
-another process holds the thread for, before it would wait for or interrupt that run.
+another process holds the thread for, before it would meet its busy policy (refused, or
+waiting for or interrupting that run).
 
 Admission reaches into nothing of the hub's but what it is given: the threads in memory,
 the cluster, the cap on runs, and the hub's verbs it calls.
@@ -234,7 +235,10 @@ class Admission:
             # Refused without a read: another user's thread.
             check_owner(known.user_id, user_id, run_input.thread_id)
         self._not_here(user_id, run_input, saying)  # a copy is not busy: it does not run
-        if known is not None and (known.run is not None or known.waiting):
+        # On a cluster, inputs may wait here for a run elsewhere, which may be this one's:
+        # a copy of it is found first (``_start_after_run``), then the policy is met.
+        alone = self.cluster.alone
+        if known is not None and (known.run is not None or (known.waiting and alone)):
             _busy_refusal(known, policy)
         return policy
 
@@ -262,6 +266,12 @@ class Admission:
             except HeldElsewhere:
                 held = await self.thread(user_id, thread_id)  # refused if not the user's
                 return await self._start_after_run(held, policy, caller, run_input, executor)
+            except p.GatewayError as refused:
+                # ``reject`` refuses at the claim a thread another process holds; a copy
+                # of the run it holds it for is no new input to refuse: it follows that run.
+                if refused.code is p.ErrorCode.SESSION_BUSY and not self.cluster.alone:
+                    await self._not_running_elsewhere(user_id, run_input)
+                raise
 
     async def _start_after_run(
         self,
@@ -272,8 +282,16 @@ class Admission:
         executor: Subscriber | None,
     ) -> Run:
         """Starts the run once the thread's runs, and the inputs waiting before it, are done;
-        a run on another process is waited for (and stopped, to interrupt it) the same way."""
-        _busy_refusal(thread, policy)
+        a run on another process is waited for (and stopped, to interrupt it) the same way.
+        A copy of the input whose run another process holds the thread for is found before
+        the busy policy is met: a copy is not busy, it does not run (whatever the policy)."""
+        try:
+            if thread.run is None and not self.cluster.alone:  # the run going is not here
+                await self._not_running_elsewhere(caller.user_id, run_input)
+            _busy_refusal(thread, policy)
+        except BaseException:
+            self.forget_if_unused(thread)  # read into memory for this input alone, perhaps
+            raise
         interrupts = policy is Busy.INTERRUPT and starts_turn(run_input)
         thread.waiting += 1
         try:

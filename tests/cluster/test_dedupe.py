@@ -117,3 +117,71 @@ async def test_a_copy_that_comes_before_its_run_stored_anything_does_not_stop_it
         f"run {asked['runId']} of thread {thread} was received already (elsewhere)" in caplog.text
     )
     ran_once(await stored(a, thread), asked)
+
+
+@pytest.fixture
+async def rejecting(postgres: Postgres) -> AsyncIterator[tuple[RunningGateway, RunningGateway]]:
+    """Two gateways of one cluster whose busy policy is ``reject`` (``GATEWAY_BUSY``)."""
+    url = postgres.fresh_database()
+    options: dict[str, Any] = {"busy": "reject", "scripted_pace_ms": 20}
+    async with (
+        running_gateway(db=url, lease_check_seconds=0.2, **options) as a,
+        running_gateway(db=url, lease_check_seconds=0.2, **options) as b,
+    ):
+        yield a, b
+
+
+async def replying(ws: Any, asked: dict[str, Any]) -> None:
+    """Sends ``asked`` and returns once its reply streams (its message is stored)."""
+    await ws.send(asked)
+    events: list[dict[str, Any]] = []
+    while not text_of(events):
+        events.append(await ws.next())
+
+
+async def test_a_copy_sent_to_another_process_is_found_there_before_a_busy_refusal(
+    rejecting: tuple[RunningGateway, RunningGateway],
+) -> None:
+    # GATEWAY_BUSY=reject refuses a new message while the thread's run goes on; a copy of
+    # the running input (resent after a drop, through B) is no new message: it is told it
+    # was received, and follows the run, as under the other policies.
+    a, b = rejecting
+    thread = new_id("t")
+    asked = user_input(thread, LONG)
+    async with a.socket() as on_a, b.socket() as on_b:
+        await replying(on_a, asked)
+        shown = await told_then_shown(on_b, asked)
+        rest = await on_a.until_end()
+    assert outcome(rest) == {"type": "success"}, "the copy stopped the run"
+    assert outcome(shown) == {"type": "success"} and replied(shown)
+    ran_once(await stored(a, thread), asked)
+
+
+async def test_a_copy_reaching_a_process_where_inputs_wait_for_its_run_is_found_too(
+    rejecting: tuple[RunningGateway, RunningGateway],
+) -> None:
+    # B holds an input that asked to wait for A's run (forwardedProps.gateway.busy); the
+    # copy of A's input that reaches B meanwhile is found, not refused as busy.
+    a, b = rejecting
+    hub = b.app.hub
+    assert hub is not None
+    thread = new_id("t")
+    asked = user_input(thread, LONG)
+    waiting = user_input(thread, "안녕하세요")
+    waiting["forwardedProps"] = {"gateway": {"busy": "enqueue"}}
+    async with a.socket() as on_a, b.socket() as on_b, b.socket() as queued:
+        await replying(on_a, asked)
+        await queued.send(waiting)
+        await eventually(
+            lambda: thread in hub.threads and hub.threads[thread].waiting == 1,
+            10,
+            what="B's input waits for A's run",
+        )
+        shown = await told_then_shown(on_b, asked)
+        rest = await on_a.until_end()
+        after = await queued.until_end()
+    assert outcome(rest) == {"type": "success"}, "the copy stopped the run"
+    assert replied(shown)
+    assert outcome(after) == {"type": "success"} and text_of(after)
+    users = [m["id"] for m in await stored(b, thread) if m["role"] == "user"]
+    assert users == [asked["messages"][0]["id"], waiting["messages"][0]["id"]]
