@@ -24,9 +24,21 @@ now = time.perf_counter
 
 def stamp(label: str, extra: Any = None) -> None:
     STAMPS.append((label, now(), extra))
+    if START_ONLY and PROFILE is not None:  # each run's start alone: door to model call
+        if label == "ws.in":
+            INPUTS.append(None)
+            if len(INPUTS) > WARM_UP_RUNS:
+                PROFILE.enable()
+        elif label == "model>":
+            PROFILE.disable()
 
 
 PROFILE: Any = None
+# STREAM_PROBE_PROFILE=start: the profile covers each run's start, not the whole process.
+START_ONLY = os.environ.get("STREAM_PROBE_PROFILE") == "start"
+# The driver's unmeasured runs first (``scripts.probe_stream``): not in the profile.
+WARM_UP_RUNS = 5
+INPUTS: list[None] = []
 
 
 def _dump() -> None:
@@ -238,7 +250,8 @@ if __name__ == "__main__":
         import cProfile
 
         PROFILE = cProfile.Profile()
-        PROFILE.enable()
+        if not START_ONLY:
+            PROFILE.enable()
 
     sys.argv[0] = "agent-gateway"
     main()

@@ -9,27 +9,37 @@ one's wire format, its first chunk at once, then one every ``--pace-ms``):
 - adk: a plain ADK Runner in this process on the same agent and model (ADK's adapter and
   the provider's SDK, in-memory sessions): what ADK alone costs over the floor.
 - gateway: ``agent-gateway`` in a subprocess (``--model`` naming the provider's model, the
-  demo agent, in-memory store) over /ws, a new thread each run.
+  demo agent, the store of ``--db``) over /ws, a new thread each run.
 - before (with ``--before CHECKOUT``): the same, run from another checkout of the gateway
   (main, say, unpacked with ``git archive``), so a change is measured against what it
   changes in the same run, under the same load.
 
-"request at the provider" is from a run's start (sending the RunAgentInput, calling the
-Runner, sending the request) to its model request's arrival at the provider, which notes
-the time on the machine's monotonic clock (``time.perf_counter``) as the request's head
-comes in: what each side does before its request leaves, p50 and p99 over a round's runs.
-"first token" is from sending the request (the RunAgentInput) to the first frame with
-text (the first TEXT_MESSAGE_CONTENT, ADK's first partial text event), p50 and p99 over a
-round's runs. "chunk delay" is how much later each chunk's text arrives than it did
-directly: for every direct frame, the time the other side's stream reached the same text
-less the frame's own time, p50 and p99 over every frame of every set of runs; and the same
-for the later chunks counted from each stream's first token: a side whose request reaches
-the provider later (ADK builds its request for a few ms) gets every chunk that much later,
-which the first token shows already; what is left is what each chunk's own way adds.
-"CPU per chunk" is the serving side's CPU time (the gateway's process; this process for the
-others) over the runs, divided by the provider's chunks. The sides take turns run by run after a
-few unmeasured ones; each round is a fresh provider and gateway; the figures are each
-round's, then their medians.
+What is measured, p50 and p99 over a round's runs (each chunk's figures over every chunk of
+every run), all on the machine's monotonic clock (``time.perf_counter``), which the provider's
+process reads too:
+
+- "request at the provider": from a run's start (sending the RunAgentInput, calling the
+  Runner, sending the request) to its model request's arrival at the provider, which notes
+  the time as the request's head comes in: what each side does before its request leaves.
+- "first token": from the run's start to the first frame with text (the first
+  TEXT_MESSAGE_CONTENT, ADK's first partial text event): the start's delay and the first
+  chunk's way back, the goal's "added to the model's first token" against direct's.
+- "a chunk's transit": from the provider's send of a chunk (it notes when it hands each
+  frame to its server) to the client's read of its text; the first chunk of each reply,
+  and the later ones. Nothing of the start is in it: this is what the goal's "each later
+  chunk" names, and the gateway's less direct's is what the gateway adds to a chunk. A
+  chunk the gateway holds to join a burst (``gateway.hub.text_bursts``) counts its wait.
+- "chunk arrival after direct's": for every direct frame, the time the other side's stream
+  reached the same text less the direct frame's own, both counted from their run's start:
+  a side whose request leaves later gets every chunk that much later, so this counts the
+  start's delay again in every chunk; and the same from each stream's own first token.
+- "CPU per chunk": the serving side's CPU time (the gateway's process; this process for the
+  others) over the runs, divided by the provider's chunks.
+
+The sides take turns run by run after a few unmeasured ones; each round is a fresh provider
+and gateway, for each store of ``--db`` in turn (in memory; a SQLite file, the production
+store, whose streamed text is saved as it goes); the figures are each round's, then their
+medians.
 
     .venv/bin/python -m scripts.bench_providers              # 3 rounds of 30 runs a side
     .venv/bin/python -m scripts.bench_providers --rounds 1 --runs 5 --pace-ms 0
@@ -47,6 +57,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -77,6 +88,9 @@ WARM_UP_RUNS = 5
 RUN_TIMEOUT = 30.0
 PROVIDERS: dict[str, type[Provider]] = {"chat-completions": ChatCompletions, "gemini": GeminiApi}
 SIDES = ("direct", "adk", "gateway")
+# The gateway's stores: in memory, and a SQLite file (the default, whose commits run on
+# aiosqlite's thread and whose streamed text is saved as it goes: docs/durability.md).
+STORES = ("memory", "file")
 BEFORE = "before"
 
 
@@ -96,6 +110,10 @@ class Stream:
     def reached(self, length: int) -> float:
         """When the text so far first reached ``length`` characters."""
         return self.times[min(bisect.bisect_left(self.lengths, length), len(self.times) - 1)]
+
+    def arrived(self, length: int) -> float:
+        """When the text so far first reached ``length`` characters, on the machine's clock."""
+        return self.started + self.reached(length)
 
 
 class Collector:
@@ -122,6 +140,10 @@ class Side:
     cpu: float = 0.0
     # Seconds from each measured run's start to its model request's arrival at the provider.
     requested: list[float] = dataclasses.field(default_factory=list)
+    # Each chunk's transit: from the provider's send to this side's client reading its text;
+    # the first chunk of each run's reply, and the later ones.
+    first_transits: list[float] = dataclasses.field(default_factory=list)
+    later_transits: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +174,30 @@ class Round:
             quantile,
         )
 
+    def transit(self, side: str, quantile: float = 0.5, *, later: bool = False) -> float:
+        """A chunk's way from the provider's send to the client's read: the first chunk of
+        each reply, or (``later``) each later one."""
+        found = self.sides[side]
+        return percentile(found.later_transits if later else found.first_transits, quantile)
+
     def cpu_per_chunk(self, side: str) -> float:
         return self.sides[side].cpu / (len(self.sides[side].streams) * self.chunks)
+
+
+def transits(stream: Stream, sent: list[float], texts: list[str]) -> list[float]:
+    """Each text chunk's transit, in the provider's order: the stream's arrival of the text
+    so far up to the chunk, less when the provider sent the chunk (``sent``, a time each
+    frame of the reply, whose texts are ``texts``). A side that joins chunks (the gateway's
+    text bursts) gets the held chunk's wait counted in its transit."""
+    if len(sent) != len(texts):
+        raise RuntimeError(f"the provider sent {len(sent)} frames of a reply of {len(texts)}")
+    length = 0
+    found = []
+    for at, text in zip(sent, texts, strict=True):
+        if text:
+            length += len(text)
+            found.append(stream.arrived(length) - at)
+    return found
 
 
 def percentile(values: list[float], quantile: float) -> float:
@@ -192,6 +236,17 @@ def recorded(provider: Provider) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{provider.port}{RECORDED_PATH}") as answer:
         found: dict[str, Any] = json.load(answer)
         return found
+
+
+def frame_texts(provider: Provider, request: dict[str, Any]) -> list[str]:
+    """The reply text each frame of the provider's answer to ``request`` carries."""
+    texts = []
+    for frame in provider.frames(provider.plan(request), request):
+        try:
+            texts.append(frame_text(json.loads(frame.removeprefix(b"data: "))))
+        except ValueError:  # [DONE]
+            texts.append("")
+    return texts
 
 
 def frame_text(frame: Any) -> str:
@@ -293,12 +348,18 @@ async def measure(
                 if index >= WARM_UP_RUNS:
                     sides[name].streams.append(stream)
                     sides[name].cpu += cpu() - before
-        arrivals = recorded(provider)["arrivals"][first_request:]
+        found = recorded(provider)
+        arrivals, sent = found["arrivals"][first_request:], found["sent"][first_request:]
         if len(arrivals) != len(measured):
             raise RuntimeError(f"{len(measured)} runs made {len(arrivals)} model requests")
-        counted = list(zip(measured, arrivals, strict=True))[-runs * len(sides) :]
-        for (name, stream), arrived in counted:
-            sides[name].requested.append(arrived - stream.started)
+        texts = frame_texts(provider, request)
+        counted = list(zip(measured, arrivals, sent, strict=True))[-runs * len(sides) :]
+        for (name, stream), arrived, frames_sent in counted:
+            side = sides[name]
+            side.requested.append(arrived - stream.started)
+            first, *later = transits(stream, frames_sent, texts)
+            side.first_transits.append(first)
+            side.later_transits.extend(later)
     chunks = len(provider.plan(request).text)
     return Round(chunks, sides)
 
@@ -340,10 +401,26 @@ def report(title: str, rounds: list[Round]) -> None:
             + f"; gateway adds {ms(first['gateway'] - first['direct'])} to direct,"
             f" {ms(first['gateway'] - first['adk'])} to adk"
         )
+        transit = {
+            kind: {
+                side: median(r.transit(side, quantile, later=kind) for r in rounds)
+                for side in sides
+            }
+            for kind in (False, True)
+        }
         print(
-            f"    chunk delay against direct {name}: "
+            f"    a chunk's transit {name}, provider to client: first chunk "
+            + ", ".join(f"{side} {ms(transit[False][side])}" for side in sides)
+            + "; later chunks "
+            + ", ".join(f"{side} {ms(transit[True][side])}" for side in sides)
+            + "; gateway adds"
+            f" {ms(transit[False]['gateway'] - transit[False]['direct'])} and"
+            f" {ms(transit[True]['gateway'] - transit[True]['direct'])} to direct"
+        )
+        print(
+            f"    chunk arrival after direct's {name}, from the run's start: "
             + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
-            + "; from the stream's first token: "
+            + "; from each stream's first token: "
             + ", ".join(f"{side} {ms(later[side])}" for side in later)
         )
     print(
@@ -369,31 +446,50 @@ def main() -> None:
         type=Path,
         help="another checkout of the gateway, measured as side 'before' in the same runs",
     )
+    parser.add_argument(
+        "--db",
+        default=",".join(STORES),
+        help="the gateways' stores, comma-separated, each its own provider and gateways in"
+        " every round: memory, file (a SQLite file, the production default) (both)",
+    )
     args = parser.parse_args()
+    stores = args.db.split(",")
+    if unknown := set(stores) - set(STORES):
+        parser.error(f"--db: {', '.join(sorted(unknown))}? say memory, file or both")
     for name in args.providers.split(","):
-        results = []
+        results: dict[str, list[Round]] = {store: [] for store in stores}
         for _ in range(args.rounds):
-            provider = PROVIDERS[name]()
-            provider.port = free_port()
-            os.environ.update(provider.env())
+            for store in stores:  # taking turns, so each round's load is both stores'
+                results[store].append(one_round(PROVIDERS[name](), store, args))
+        for store, found in results.items():
+            print(
+                f"{name} ({PROVIDERS[name].model_name}), the gateway's store {store}:"
+                f" {found[0].chunks} text chunks a reply, {args.pace_ms:g} ms apart;"
+                f" {args.runs} runs a side in each of {args.rounds} rounds"
+            )
+            for number, result in enumerate(found, 1):
+                report(f"round {number}", [result])
+            if len(found) > 1:
+                report(f"medians of {len(found)} rounds", found)
+
+
+def one_round(provider: Provider, store: str, args: argparse.Namespace) -> Round:
+    """A fresh provider and gateway (and the ``--before`` one), each gateway on ``store``."""
+    provider.port = free_port()
+    os.environ.update(provider.env())
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="providers-")))
+
+        def gateway(side: str, root: Path = ROOT) -> LocalGateway:
             flags = ("--model", provider.model_name, "--user-rate", "0")
-            with contextlib.ExitStack() as stack:
-                stack.enter_context(provider_process(provider, args.pace_ms))
-                gateway = stack.enter_context(local_gateway(*flags))
-                before = (
-                    stack.enter_context(local_gateway(*flags, root=args.before.resolve()))
-                    if args.before is not None
-                    else None
-                )
-                results.append(uvloop.run(measure(provider, gateway, args.runs, before)))
-        print(
-            f"{name} ({PROVIDERS[name].model_name}): {results[0].chunks} text chunks a reply,"
-            f" {args.pace_ms:g} ms apart; {args.runs} runs a side in each of {args.rounds} rounds"
-        )
-        for number, result in enumerate(results, 1):
-            report(f"round {number}", [result])
-        if len(results) > 1:
-            report(f"medians of {len(results)} rounds", results)
+            if store == "file":  # after local_gateway's own --db :memory:, so it wins
+                flags += ("--db", str(folder / f"{side}.db"))
+            return stack.enter_context(local_gateway(*flags, root=root))
+
+        stack.enter_context(provider_process(provider, args.pace_ms))
+        this = gateway("gateway")
+        before = gateway(BEFORE, args.before.resolve()) if args.before is not None else None
+        return uvloop.run(measure(provider, this, args.runs, before))
 
 
 if __name__ == "__main__":

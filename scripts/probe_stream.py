@@ -213,13 +213,18 @@ def main() -> None:
     parser.add_argument("--pace-ms", type=float, default=10.0)
     parser.add_argument("--root", type=Path, help="another checkout's gateway to probe")
     parser.add_argument("--profile", type=Path, help="cProfile the gateway into this file")
+    parser.add_argument(
+        "--profile-start",
+        action="store_true",
+        help="with --profile: only each run's start, from the door's read to the model's call",
+    )
     parser.add_argument("--stamps", type=Path, help="keep the gateway's stamps in this file")
     parser.add_argument(
         "--db", choices=("memory", "file"), default="memory", help="the gateway's store (memory)"
     )
     args = parser.parse_args()
     if args.profile:
-        os.environ["STREAM_PROBE_PROFILE"] = "1"
+        os.environ["STREAM_PROBE_PROFILE"] = "start" if args.profile_start else "1"
     provider = PROVIDERS[args.provider]()
     provider.port = free_port()
     os.environ.update(provider.env())

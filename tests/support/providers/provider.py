@@ -82,6 +82,9 @@ class Provider(abc.ABC):
         self.generations: list[dict[str, Any]] = []
         self.senders: list[tuple[str, int]] = []
         self.arrivals: list[float] = []
+        # For each generation, when each of its frames was handed to the server to send
+        # (``time.perf_counter`` too): a chunk's transit is its client's read less this.
+        self.sent: list[list[float]] = []
         self.probes = 0
         # Streams the client closed before their end (a cancel, a timeout).
         self.abandoned = 0
@@ -189,7 +192,11 @@ class Provider(abc.ABC):
                 break
         method, path = scope["method"], scope["path"]
         if (method, path) == ("GET", RECORDED_PATH):  # for a bench in another process
-            recorded = {"generations": self.generations, "arrivals": self.arrivals}
+            recorded = {
+                "generations": self.generations,
+                "arrivals": self.arrivals,
+                "sent": self.sent,
+            }
             await _respond(send, 200, recorded)
         elif (method, path) == ("GET", self.probe_path):
             self.probes += 1
@@ -199,7 +206,8 @@ class Provider(abc.ABC):
             self.generations.append(request)
             self.senders.append(tuple(scope["client"]))
             self.arrivals.append(arrived)
-            await self._generate(request, receive, send)
+            self.sent.append(sent := [])
+            await self._generate(request, receive, send, sent)
         else:
             await _respond(send, 404, self.error_body(404, f"{method} {path} is not served here"))
 
@@ -211,7 +219,9 @@ class Provider(abc.ABC):
         finally:
             await self.stop()
 
-    async def _generate(self, request: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _generate(
+        self, request: dict[str, Any], receive: Any, send: Any, sent: list[float]
+    ) -> None:
         fault = self.faults.pop(0) if self.faults else None
         if fault is Fault.UNAUTHORIZED:
             await _respond(send, 401, self.error_body(401, "Incorrect API key provided."))
@@ -239,7 +249,7 @@ class Provider(abc.ABC):
         )
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
-            if not await self._send_frames(send, frames, gone) or fault is Fault.STALLS:
+            if not await self._send_frames(send, frames, gone, sent) or fault is Fault.STALLS:
                 await gone  # a stall holds the connection until the client gives up
                 self.abandoned += 1
                 return
@@ -248,14 +258,16 @@ class Provider(abc.ABC):
             gone.cancel()
 
     async def _send_frames(
-        self, send: Any, frames: Sequence[bytes], gone: asyncio.Future[None]
+        self, send: Any, frames: Sequence[bytes], gone: asyncio.Future[None], sent: list[float]
     ) -> bool:
-        """Sends the frames ``pace`` apart; False if the client left before the last."""
+        """Sends the frames ``pace`` apart, noting in ``sent`` when each is handed over;
+        False if the client left before the last."""
         for index, frame in enumerate(frames):
             if index and self.pace:
                 await asyncio.wait({gone}, timeout=self.pace)
             if gone.done():
                 return False
+            sent.append(time.perf_counter())
             await send({"type": "http.response.body", "body": frame, "more_body": True})
         return True
 
