@@ -13,11 +13,12 @@ process spent 14-16% of its CPU collecting, 0.4 ms a young collection 30 times a
 4 ms a middle one 3 times a second, and 58 ms of CPU on a whole-heap one every 4 s (its
 ~75,000 objects not frozen: the connections, threads and runs of the moment), each a
 stall of the loop that every run's next event waited behind (300 ms of wall time on the
-loaded machine); a worker spent 11%, one process 18%. With the young generation at
-10,000 and the middle one every 20th, objects live long enough to die by reference
-count before any collection sees them: the main process collected for 6 ms a second
-instead of 38, with one young collection every 3 s (12 ms) and no whole-heap one in
-the 30 s measured.
+loaded machine); a worker spent 7-11%, one process 17%. With the young generation at
+10,000 and the middle one every 20th, most of a story's objects die by reference count
+before any collection sees them: in the same runs the main process spent 4% of its CPU
+collecting (a young collection of ~14 ms every second or two, a middle one of ~60 ms
+about once in 20 s, no whole-heap one), a worker 4%, one process 6.5%
+(docs/first-event.md, "The garbage collector's stalls").
 
 What start-up built (ADK's modules, the agent, the warm-up's objects) is frozen first:
 never collected, a whole-heap collection does not walk it either.
