@@ -328,9 +328,7 @@ def _spawn_worker(agent: str | None, settings: Settings, path: str, index: int) 
 def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -> None:
     """A worker process's life: the App as ``create_app`` builds it, over a session
     service that stores through the main process at ``path``, until that lets it go."""
-    import gc
-
-    from gateway import logs, tracing
+    from gateway import garbage, logs, tracing
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.hosting import prepare
     from gateway.adk.invocation import Invocation, runner_for
@@ -364,7 +362,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
 
     async def life() -> None:
         await warm_up(warm_app, invocation, services, client_tools.in_catalog())
-        gc.freeze()  # what start-up and the warm-up built stays: full collections stay short
+        garbage.settle()  # freezes what start-up and the warm-up built (gateway.garbage)
         await worker.serve(
             path,
             index,

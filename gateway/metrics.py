@@ -194,10 +194,12 @@ class Prometheus(Metrics):
     enabled = True
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, GCCollector, Histogram
 
         self.registry: CollectorRegistry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        # The collector's work by generation (``gateway.garbage``): each one stalls the loop.
+        GCCollector(registry=r)
         self._runs = Counter(
             "gateway_runs",
             "Runs ended, by outcome (and RUN_ERROR code)",

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 
-from gateway import config
+from gateway import config, garbage
 from gateway import wire as p
 from gateway.adk import capabilities
 from gateway.auth import Authenticator, redact
@@ -237,9 +236,9 @@ class Gateway:
             await probed
         finally:
             probed.cancel()  # stopped meanwhile
-        # ADK's import graph makes a full collection cost tens of ms; freeze what start-up built.
-        gc.collect()
-        gc.freeze()
+        # ADK's import graph makes a full collection cost tens of ms: what start-up built is
+        # frozen, and the collector set for the steady state.
+        garbage.settle()
         self.ready.set()
         assert self.hub is not None
         hosted = self.hub.engine.hosted

@@ -14,6 +14,7 @@ import dataclasses
 from google.adk.sessions.session import Session
 
 from gateway.store.codec import Damage, decoded_event, decoded_state, load_state, merged_state
+from gateway.store.parsed import RecentlyParsed
 from gateway.store.quarantine import Quarantine
 from gateway.store.session_json import remember
 
@@ -33,16 +34,20 @@ class StoredSession:
     quarantine: Quarantine | None  # if set, nothing else was read
 
 
-def decoded_session(stored: StoredSession, *, keep_texts: bool = False) -> Session | Damage:
+def decoded_session(
+    stored: StoredSession, *, keep_texts: bool = False, parsed: RecentlyParsed | None = None
+) -> Session | Damage:
     """The session its rows make, or the first of its values that cannot be decoded;
     ``keep_texts``: it keeps its events' texts, to be handed to a worker
-    (``gateway.store.session_json``)."""
+    (``gateway.store.session_json``); ``parsed``: events appended a moment ago, taken
+    rather than parsed again where a row is the text one was parsed from."""
     state = decoded_state(stored.state)
     if isinstance(state, Damage):
         return state
     events = []
     for seq, data in stored.events:
-        event = decoded_event(seq, data)
+        taken = parsed.take(data) if parsed else None  # an empty one: no text to hash
+        event = taken if taken is not None else decoded_event(seq, data)
         if isinstance(event, Damage):
             return event
         events.append(event)

@@ -50,6 +50,7 @@ from gateway.store.group_commit import GroupCommit
 from gateway.store.leases import Fence
 from gateway.store.messages import EventMessages, Message
 from gateway.store.open import open_backend
+from gateway.store.parsed import RecentlyParsed
 from gateway.store.progress import RunProgress
 from gateway.store.projection import ThreadPage, decoded_page
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
@@ -129,6 +130,8 @@ class SessionService(BaseSessionService):
         # Whether a session read keeps the texts of its events, for a worker's run
         # (``gateway.store.session_json``); a gateway with workers says so: nothing else reads them.
         self.keeps_texts = False
+        # Events appended from the text their row holds, for the next read of those rows.
+        self.recently_parsed = RecentlyParsed()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -325,9 +328,18 @@ class SessionService(BaseSessionService):
             session._storage_update_marker = str(revision)
             session.last_update_time = event.timestamp
             self._commit_event_to_session(session, event)
+            self._parsed_from(write, parsed_from, event)
 
         await self._submit(session.id, write, commit_to_session)
         return event
+
+    def _parsed_from(
+        self, write: writes.AppendEvent, parsed_from: str | None, event: Event
+    ) -> None:
+        """Keeps ``event`` for the next read of its row, if the row is the text it was
+        parsed from (``gateway.store.parsed``)."""
+        if parsed_from is not None and write.data is parsed_from:
+            self.recently_parsed.keep(parsed_from, event)
 
     def _append_ahead(
         self,
@@ -349,6 +361,7 @@ class SessionService(BaseSessionService):
         def commit_to_session(revision: object) -> None:
             # The store's revision: a copy loaded without one learns it only here.
             session._storage_update_marker = str(revision)
+            self._parsed_from(write, parsed_from, event)
 
         # Urgent: the run's first text waits for this commit (``GroupCommit.submit``).
         queued(self._submit(session.id, write, commit_to_session, urgent=True))
@@ -703,7 +716,7 @@ class SessionService(BaseSessionService):
         """The session its rows make; raises QuarantinedThreadError if they cannot."""
         if stored.quarantine is not None:
             raise QuarantinedThreadError(stored.quarantine)
-        session = decoded_session(stored, keep_texts=self.keeps_texts)
+        session = decoded_session(stored, keep_texts=self.keeps_texts, parsed=self.recently_parsed)
         if isinstance(session, Damage):
             await self._quarantine(stored.app_name, stored.user_id, stored.session_id, session)
         return session

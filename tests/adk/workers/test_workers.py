@@ -114,7 +114,7 @@ async def test_the_main_process_parses_a_workers_events_without_genais_hook(
     async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
         await flagship_navigated_then_honest_reply(gateway)
     assert slow == []
-    # The worker's appends and chunks, and the first run's events read for the reply.
+    # The worker's appends and chunks (the reply's run takes the events they made).
     assert len(fast) >= 12
 
 
@@ -141,6 +141,28 @@ async def test_the_main_process_dumps_no_adk_event_of_a_workers_story(
     assert len(stored) >= 6
     for (data,) in stored:
         assert dump(adk_json.parse_event(data), exclude_none=True, by_alias=True) == data
+
+
+async def test_the_reply_takes_the_events_its_worker_appended_and_parses_none_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run's events were parsed here as its worker appended them; the reply's
+    run reads them back a moment later and takes those events instead of parsing their
+    rows again (``gateway.store.parsed``)."""
+    read: list[bytes | str] = []
+
+    def counted(data: bytes | str, *, dumped: bool = False) -> AdkEvent:
+        read.append(data)
+        return parse(data, dumped=dumped)
+
+    parse = adk_json.parse_event
+    monkeypatch.setattr(codec, "parse_event", counted)
+    async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+        await flagship_navigated_then_honest_reply(gateway)
+        assert gateway.app.hub is not None
+        taken = gateway.app.hub.engine.sessions.recently_parsed.taken
+    assert read == []
+    assert taken >= 4  # the message, the two calls, their answers
 
 
 async def test_gateway_workers_in_the_environment_runs_a_tests_gateway_with_workers(
