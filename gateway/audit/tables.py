@@ -44,9 +44,9 @@ class AuditTables(Protocol):
 
 def audit_tables(db: str, *, read_only: bool = False, durability: str = "normal") -> AuditTables:
     """The audit's tables in the database a ``--db`` value names, written as durably as the
-    store is (``GATEWAY_DURABILITY``) on a SQLite file."""
+    store is (``GATEWAY_DURABILITY``), on a SQLite file or on PostgreSQL."""
     if is_postgres(db):
         from gateway.store.postgres.audit import PostgresAuditTables
 
-        return PostgresAuditTables(db, read_only=read_only)
+        return PostgresAuditTables(db, read_only=read_only, durability=durability)
     return SqliteAuditTables(db, read_only=read_only, durability=durability)

@@ -23,8 +23,9 @@ What makes them one:
   thread waits on its browser, so whichever process receives the answer takes the lease and
   resumes the paused invocation from the store.
 - **Fan-out.** Every run's frames go to the thread's event log; the statement that appends
-  them sends a notice (thread, seq), delivered when the frames commit, and a process with
-  watchers of the thread reads the frames after its cursor from the log and delivers them.
+  them sends a notice (thread, seq), delivered when the frames commit, to every other live
+  process (the run's own delivers its events itself), and a process with watchers of the
+  thread reads the frames after its cursor from the log and delivers them.
 - **Takeover.** Every process looks for dead leases every ``GATEWAY_LEASE_CHECK_SECONDS``;
   the first to take one closes the cut-off run as interrupted, through the log, so every
   watcher sees it end, and releases the lease.
@@ -35,7 +36,8 @@ transactional, delivered when its transaction commits and never if it rolls back
 never names an event the log does not hold yet. Its limit, payloads under 8,000 bytes, is why
 a notice carries only (thread, seq) and listeners read the frames from the log after their
 cursor: a notice lost or coalesced costs nothing, the next one names a later seq. Each process
-holds one listening connection, whatever the number of threads it follows.
+holds one listening connection, whatever the number of threads it follows, on the cluster's
+channel and a channel of its own (``gateway.store.postgres.notify``).
 
 On one process (SQLite) the cluster is ``SingleNode``: the hub's own table of threads is the
 lease, and nothing is sent.

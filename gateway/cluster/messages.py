@@ -41,9 +41,23 @@ class Released(msgspec.Struct, tag="released", frozen=True):
     thread: str
 
 
+# A thread of a user created, updated or deleted: (user, thread, change).
+Change = tuple[str, str, str]
+
+
+class ThreadsChanged(msgspec.Struct, tag="threads", frozen=True):
+    """Threads were created, updated or deleted on the process ``origin``, each
+    ``(user, thread, change)``: the users' connections on the others hear of it too
+    (``gateway.hub.thread_news``). One notice for the changes a process made together:
+    every process hears every notice, and each costs its event loop."""
+
+    origin: str
+    changes: list[Change]
+
+
 class ThreadChanged(msgspec.Struct, tag="thread", frozen=True):
-    """A thread of ``user`` was created, updated or deleted on the process ``origin``: the
-    user's connections on the others hear of it too (``gateway.hub.thread_news``)."""
+    """One thread's change, as a process of an earlier version tells it (``ThreadsChanged``
+    now): heard, so a cluster being upgraded a process at a time keeps its thread news."""
 
     origin: str
     user: str
@@ -51,18 +65,33 @@ class ThreadChanged(msgspec.Struct, tag="thread", frozen=True):
     change: str
 
 
-Message = Committed | Cancel | Released | ThreadChanged
+Message = Committed | Cancel | Released | ThreadsChanged | ThreadChanged
 
 _decoder = msgspec.json.Decoder(Message)
 
 
 def encoded(message: Message) -> str | None:
     """The payload of ``message``; None (logged) if PostgreSQL would refuse it as too long."""
-    payload = msgspec.json.encode(message).decode()
-    if len(payload.encode()) > PAYLOAD_LIMIT:
+    payload = msgspec.json.encode(message)
+    if len(payload) > PAYLOAD_LIMIT:
         log.warning("a cluster message of %d bytes is too long to send; dropped", len(payload))
         return None
-    return payload
+    return payload.decode()
+
+
+def threads_changed(origin: str, changes: list[Change]) -> list[str]:
+    """The payloads telling ``changes``, in order: one, unless PostgreSQL's limit on a
+    payload splits them (a change too long to send alone is dropped, logged)."""
+    if not changes:
+        return []
+    payload = msgspec.json.encode(ThreadsChanged(origin, changes))
+    if len(payload) <= PAYLOAD_LIMIT:
+        return [payload.decode()]
+    if len(changes) == 1:
+        log.warning("a thread change of %d bytes is too long to send; dropped", len(payload))
+        return []
+    half = len(changes) // 2
+    return threads_changed(origin, changes[:half]) + threads_changed(origin, changes[half:])
 
 
 def decoded(payload: str) -> Message | None:

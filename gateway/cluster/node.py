@@ -25,7 +25,9 @@ class Members(Protocol):
         """Another process was asked to cancel the run this one holds (``run_id``, if named)."""
 
     def committed(self, thread_id: str, seq: int) -> None:
-        """The thread's log holds frames up to ``seq``, made by whichever process runs it."""
+        """The thread's log holds frames up to ``seq``, made by another process that runs
+        it (a process is not told of its own runs' frames, but for those closing a dead
+        process's run, ``gateway.store.postgres.notify``)."""
 
     async def take_over(self, lease: DeadLease) -> None:
         """The holder of ``lease`` died: close the run it cut off (the lease is free to take)."""

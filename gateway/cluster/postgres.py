@@ -8,7 +8,9 @@ leases and sends messages, one statement at a time in the order they were asked.
 go of and thread changes go to the store's writer (``commit_with``): a release in the commit
 of its run's last frames, and a batch's in one statement. Without a writer, or should it
 fail to commit one, they go on the working connection, those queued meanwhile in one
-(``_send``).
+(``_send``). The thread changes made here within ``CHANGES_SECONDS`` are one notice
+(``messages.ThreadsChanged``), and go with a release queued meanwhile: every process hears
+every notice, and each costs its event loop.
 
 Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
 at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off
@@ -39,7 +41,15 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from gateway.cluster import messages
-from gateway.cluster.messages import Cancel, Committed, Released, ThreadChanged
+from gateway.cluster.messages import (
+    Cancel,
+    Change,
+    Committed,
+    Released,
+    ThreadChanged,
+    ThreadsChanged,
+    threads_changed,
+)
 from gateway.cluster.node import Members, settled
 from gateway.store.errors import StoreError
 from gateway.store.leases import Fence, Held, Taken
@@ -55,8 +65,9 @@ T = TypeVar("T")
 
 # Dead leases one sweep hands over at most; the next sweep takes the rest.
 SWEEP_LIMIT = 16
-# Notices one NOTIFY statement carries at most.
-NOTICES_A_STATEMENT = 64
+# How long a thread change made here waits for others to go in one notice with it: a
+# user's thread list hears of changes at most every 0.5 s anyway (``gateway.hub.thread_news``).
+CHANGES_SECONDS = 0.1
 
 
 def _unreachable(error: psycopg.Error, url: str) -> StoreError:
@@ -91,7 +102,9 @@ class PostgresCluster:
         # Leases let go of here not yet released, each with its callers' futures, and
         # changes to threads made here not yet told to the others: sent together (``_send``).
         self._releasing: dict[str, list[asyncio.Future[object]]] = {}
-        self._changes: list[ThreadChanged] = []
+        self._changes: list[Change] = []
+        # The end of the changes' wait (``CHANGES_SECONDS``), while one is set.
+        self._telling: asyncio.TimerHandle | None = None
         self._sending: asyncio.Task[None] | None = None
         # The store's writer, when the hub lends it (``commit_with``): releases and thread
         # changes then go in its transactions, and each release not yet committed there is
@@ -102,6 +115,8 @@ class PostgresCluster:
         self._renewed_at = time.monotonic()
         self._lost = False
         self._closed = False
+        # The notices this process heard, by kind: what every other process's work costs it.
+        self.notices: collections.Counter[str] = collections.Counter()
 
     # --- joining and leaving -------------------------------------------------------------
 
@@ -123,6 +138,9 @@ class PostgresCluster:
         if self._closed:
             return
         self._closed = True
+        if self._telling is not None:  # the changes not yet told go as it leaves
+            self._telling.cancel()
+            self._telling = None
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -137,13 +155,15 @@ class PostgresCluster:
         # Waiters for its threads try again at once, and find their holder dead.
         async with conn.transaction():
             threads = await leases.forget_node(conn, self.node_id)
-            await notify.notify(conn, _payloads(Released(thread) for thread in threads))
+            changes, self._changes = self._changes, []
+            released = _payloads(Released(thread) for thread in threads)
+            await notify.notify(conn, [*released, *threads_changed(self.node_id, changes)])
 
     async def _listen(self) -> None:
         conn = await psycopg.AsyncConnection.connect(
             self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
         )
-        await notify.listen(conn)
+        await notify.listen(conn, self.node_id)
         await leases.register_node(conn, self.node_id)
         self._listening = conn
 
@@ -189,7 +209,7 @@ class PostgresCluster:
         self._fences.pop(thread_id, None)
         released: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         notice = messages.encoded(Released(thread_id))
-        if committed := self._submitted(ReleaseLeases(self.node_id, ((thread_id, notice),))):
+        if committed := self._submitted_with_changes(((thread_id, notice),)):
             # Behind ``after`` in the writer's queue: in its transaction, or a later one.
             self._committing[thread_id] = released
             committed.add_done_callback(partial(self._committed, thread_id, released))
@@ -222,6 +242,21 @@ class PostgresCluster:
     def _forget_committing(self, thread_id: str, released: asyncio.Future[object]) -> None:
         if self._committing.get(thread_id) is released:
             del self._committing[thread_id]
+
+    def _submitted_with_changes(
+        self, threads: tuple[tuple[str, str | None], ...] = ()
+    ) -> asyncio.Future[object] | None:
+        """The release of ``threads`` queued in the store's writer with the thread changes
+        made here not yet told; None without a writer, and the changes wait on."""
+        told = tuple(threads_changed(self.node_id, self._changes))
+        committed = self._submitted(ReleaseLeases(self.node_id, threads, told))
+        if committed is not None and self._changes:
+            self._changes = []
+            if self._telling is not None:
+                self._telling.cancel()
+                self._telling = None
+            committed.add_done_callback(_told)
+        return committed
 
     def _submitted(self, write: ReleaseLeases) -> asyncio.Future[object] | None:
         """The write queued in the store's writer, or None without one (or a closed one)."""
@@ -281,13 +316,17 @@ class PostgresCluster:
         return held if held is not None and held.holder != self.node_id else None
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
-        changed = ThreadChanged(self.node_id, user_id, thread_id, change)
-        told = _payloads([changed])
-        if committed := self._submitted(ReleaseLeases(self.node_id, (), tuple(told))):
-            committed.add_done_callback(_told)
-            return
-        self._changes.append(changed)
-        self._send_soon()
+        self._changes.append((user_id, thread_id, change))
+        if self._telling is None and not self._closed:
+            loop = asyncio.get_running_loop()
+            self._telling = loop.call_later(CHANGES_SECONDS, self._tell)
+
+    def _tell(self) -> None:
+        """The thread changes made here meanwhile go to the others, in one notice: in the
+        store's next commit, or, without a writer, on the working connection."""
+        self._telling = None
+        if self._changes and self._submitted_with_changes() is None:
+            self._send_soon()
 
     def _send_soon(self) -> None:
         if self._sending is None:
@@ -305,8 +344,10 @@ class PostgresCluster:
         async def send(conn: psycopg.AsyncConnection[TupleRow]) -> None:
             nonlocal taken
             taken, self._releasing = self._releasing, {}
-            changes = self._changes[:NOTICES_A_STATEMENT]
-            del self._changes[:NOTICES_A_STATEMENT]
+            changes, self._changes = self._changes, []
+            if self._telling is not None:  # they go now
+                self._telling.cancel()
+                self._telling = None
             # At its turn: a lease taken again meanwhile (another run here) is kept.
             threads = [
                 (thread, messages.encoded(Released(thread)))
@@ -314,7 +355,7 @@ class PostgresCluster:
                 if not self._holding[thread]
             ]
             if threads or changes:
-                told = _payloads(changes)
+                told = threads_changed(self.node_id, changes)
                 await leases.release(conn, node_id=self.node_id, threads=threads, told=told)
 
         try:
@@ -341,11 +382,15 @@ class PostgresCluster:
         members = self._members
         if message is None or members is None:
             return
+        self.notices[type(message).__name__] += 1
         match message:
             case Committed(thread=thread, seq=seq):
                 members.committed(thread, seq)
             case Cancel(to=to, thread=thread, user=user, run=run) if to == self.node_id:
                 members.cancel_requested(thread, user, run)
+            case ThreadsChanged(origin=origin, changes=changes) if origin != self.node_id:
+                for user, thread, change in changes:
+                    members.thread_changed(user, thread, change)
             case ThreadChanged(origin=origin, user=user, thread=thread, change=change):
                 if origin != self.node_id:
                     members.thread_changed(user, thread, change)

@@ -217,6 +217,24 @@ async def test_every_process_of_a_cluster_records_into_one_audit(postgres: Postg
 
 
 @pytest.mark.process
+async def test_a_postgres_audit_writes_as_durably_as_the_store(postgres: Postgres) -> None:
+    """The server's default, ``synchronous_commit`` on, made each audit batch wait for a
+    flush of the WAL that the store's own commits, at ``normal``, do not wait for."""
+    url = postgres.fresh_database()
+    for durability, synchronous in (("normal", "off"), ("full", "on")):
+        audit = AuditLog(url, durability=durability)
+        await audit.open()
+        try:
+            tables = cast(PostgresAuditTables, audit._tables)
+            said = await tables._conn.run(
+                lambda db: db.execute("SHOW synchronous_commit").fetchone()
+            )
+            assert said == (synchronous,), durability
+        finally:
+            await audit.close()
+
+
+@pytest.mark.process
 async def test_a_batch_goes_into_both_tables_whole_whatever_its_values(postgres: Postgres) -> None:
     """One statement a batch, a column an array: a NUL a client sent, a missing value and
     a batch of one table only all come back as recorded."""

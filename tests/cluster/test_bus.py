@@ -14,10 +14,12 @@ import psycopg
 import pytest
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 
-from gateway.cluster.postgres import PostgresCluster
+from gateway.cluster.messages import ThreadChanged, encoded
+from gateway.cluster.postgres import CHANGES_SECONDS, PostgresCluster
 from gateway.store.frames import LoggedFrame
 from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
+from gateway.store.writes import ReleaseLeases
 from tests.support.budgets import scaled
 from tests.support.cluster_hub import Heard, until
 from tests.support.postgres import Postgres
@@ -147,7 +149,7 @@ async def test_a_release_is_told_only_when_another_process_waits_for_it(url: str
         patient_pair(url) as (a, b),
         await psycopg.AsyncConnection.connect(url, autocommit=True) as listener,
     ):
-        await notify.listen(listener)
+        await notify.listen(listener, "listener")
         await a.take("t1", "u1", "r1")
         await a.release("t1")  # nobody waits
         await a.take("t1", "u1", "r2")
@@ -224,6 +226,90 @@ async def test_releases_and_thread_changes_queued_together_are_one_statement(
     assert heard_a.changes == []  # its own changes are not news to it
     for thread in ("t1", "t2"):
         assert who(await b.take(thread, "u1", "r2")) == (thread, None)
+
+
+async def test_frames_under_a_lease_are_told_to_the_other_processes_not_its_holder(url: str):
+    """A run's process sends its watchers the run's events itself, and hearing a notice
+    costs a process's event loop: the frames a run stores are told to the other processes
+    only. Those that close a dead holder's run are told to its taker too: its watchers
+    follow them from the log."""
+    a, b, c = (PostgresCluster(url, lease_seconds=30, check_seconds=30) for _ in "abc")
+    heard = [Heard(), Heard(), Heard()]
+    store = session_store(url)
+    await store.open()
+    try:
+        for cluster, hub in zip((a, b, c), heard, strict=True):
+            await cluster.start(hub)
+        heard_a, heard_b, heard_c = heard
+        await store.create_session(app_name="app", user_id="u", session_id="t1")
+        store.fence_of = a.fence
+        await a.take("t1", "u", "r1")
+        for seq in (1, 2):
+            await store.append_frames("app", "u", "t1", [LoggedFrame(seq, b"x", None, None)])
+        await until(lambda: heard_b.commits == heard_c.commits == [("t1", 1), ("t1", 2)])
+        await asyncio.sleep(0.2)
+        assert heard_a.commits == [] and a.notices["Committed"] == 0
+        # A dies holding t1; B takes it over and writes the cut-off run's end.
+        await _kill_backends(url, a)
+        store.fence_of = b.fence
+        taken = await b.take("t1", "u", "takeover")
+        assert taken is not None and taken.from_dead == a.node_id
+        await store.append_frames("app", "u", "t1", [LoggedFrame(3, b"x", None, None)])
+        await until(lambda: heard_b.commits[-1] == heard_c.commits[-1] == ("t1", 3))
+    finally:
+        for cluster in (a, b, c):
+            with contextlib.suppress(Exception):
+                await cluster.close()
+        await store.close()
+
+
+async def test_thread_changes_made_together_are_one_notice_to_every_process(pair):
+    """Every process hears every notice, at a cost to its event loop: the changes one
+    process makes within ``CHANGES_SECONDS`` are one notice, where each was one."""
+    (a, heard_a), (b, heard_b) = pair
+    made = [("u1", f"t{number}", "updated") for number in range(40)]
+    for user, thread, change in made:
+        a.thread_changed(user, thread, change)
+    await until(lambda: len(heard_b.changes) == len(made))
+    assert heard_b.changes == made
+    await asyncio.sleep(CHANGES_SECONDS * 2)
+    assert b.notices["ThreadsChanged"] == 1 and a.notices["ThreadsChanged"] == 1
+    assert heard_a.changes == []  # its own changes are not news to it
+    # A process of an earlier version tells a change a notice: still heard.
+    payload = encoded(ThreadChanged("old-node", "u2", "t9", "created"))
+    async with await psycopg.AsyncConnection.connect(a.url, autocommit=True) as conn:
+        await notify.notify(conn, [payload or ""])
+    await until(lambda: heard_b.changes[-1] == ("u2", "t9", "created"))
+
+
+async def test_a_release_takes_the_thread_changes_waiting_with_it(url: str):
+    """At a run's end its thread changes (a preview, a title) and its lease go in one
+    commit of the store's writer, not the release now and the changes a wait later."""
+    store = session_store(url)
+    await store.open()
+    a, b = (PostgresCluster(url, lease_seconds=30, check_seconds=30) for _ in "ab")
+    heard_b = Heard()
+    await a.start(Heard())
+    await b.start(heard_b)
+    queued: list[ReleaseLeases] = []
+
+    def submit(write: ReleaseLeases) -> asyncio.Future[object]:
+        queued.append(write)
+        return store.submit_cluster(write)
+
+    try:
+        a.commit_with(submit)
+        await a.take("t1", "u1", "r1")
+        a.thread_changed("u1", "t1", "updated")
+        await asyncio.wait_for(a.release("t1"), scaled(5))
+        assert [(w.threads[0][0], len(w.told)) for w in queued] == [("t1", 1)]
+        await until(lambda: heard_b.changes == [("u1", "t1", "updated")])
+        await asyncio.sleep(CHANGES_SECONDS * 2)
+        assert len(queued) == 1  # nothing left to tell after the wait
+    finally:
+        await a.close()
+        await b.close()
+        await store.close()
 
 
 async def test_a_killed_holders_threads_are_handed_to_another_process(url: str):

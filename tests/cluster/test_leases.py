@@ -67,7 +67,7 @@ async def test_a_thread_held_by_one_live_process_is_refused_to_another(url: str,
 async def test_a_release_tells_the_cluster_only_when_it_let_a_wanted_lease_go(url: str, work: Conn):
     (a, a_conn), (b, b_conn) = await node(url), await node(url)
     try:
-        await notify.listen(b_conn)
+        await notify.listen(b_conn, "b")
         await take(work, a)
         assert await leases.release(work, node_id=a, threads=[("t1", "nobody waits")]) == ["t1"]
         await take(work, a)
@@ -87,7 +87,7 @@ async def test_a_release_tells_the_cluster_only_when_it_let_a_wanted_lease_go(ur
 async def test_leases_let_go_of_and_messages_told_are_one_statement(url: str, work: Conn):
     (a, a_conn), (_, b_conn) = await node(url), await node(url)
     try:
-        await notify.listen(b_conn)
+        await notify.listen(b_conn, "b")
         for thread in ("t1", "t2", "t3"):
             await take(work, a, thread=thread)
         assert await leases.want(work, "t2")  # b waits for t2 alone

@@ -3,8 +3,10 @@
 Every gateway process records into the same two tables, created with the store's schema
 (``schema``), so one ``agent-gateway audit`` sees what every process did. The audit has a
 connection of its own (``connection``), so recording never queues behind the store's
-commits. A batch that finds its connection dropped reports ``BusyError``: the audit waits
-and tries again on a new connection, as it waits out a locked SQLite file.
+commits, and writes as durably as the store (``durability``: a record waits for the
+server's disk only under ``full``, as the store's commits do). A batch that finds its
+connection dropped reports ``BusyError``: the audit waits and tries again on a new
+connection, as it waits out a locked SQLite file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import psycopg
 from psycopg import errors
 
 from gateway.store.errors import BusyError, StoreError
-from gateway.store.postgres.connection import Connection, said
+from gateway.store.postgres.connection import SYNCHRONOUS_COMMIT, Connection, said
 from gateway.store.urls import described
 
 Row = tuple[Any, ...]
@@ -48,10 +50,17 @@ _INSERT = (
 class PostgresAuditTables:
     """The ``audit`` (tool calls) and ``access`` (door actions) tables of a database."""
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, durability: str = "normal") -> None:
         self.where = described(url)
+        synchronous = SYNCHRONOUS_COMMIT[durability]
+
+        def configure(conn: psycopg.Connection) -> None:
+            # Left on (the server's default), each batch waited for a WAL flush the store's
+            # own commits, at ``normal``, do not wait for.
+            conn.execute("SELECT set_config('synchronous_commit', %s, false)", (synchronous,))
+
         self._conn = Connection(
-            url, name="audit", configure=lambda _: None, autocommit=True, keep_cursors=True
+            url, name="audit", configure=configure, autocommit=True, keep_cursors=True
         )
 
     async def open(self) -> None:

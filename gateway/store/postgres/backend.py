@@ -33,7 +33,7 @@ from psycopg import IsolationLevel
 from gateway.store.backend import Reads
 from gateway.store.errors import StoreError
 from gateway.store.postgres import reads
-from gateway.store.postgres.connection import Connection, said
+from gateway.store.postgres.connection import SYNCHRONOUS_COMMIT, Connection, said
 from gateway.store.postgres.schema import prepare
 from gateway.store.postgres.snapshot import in_one_snapshot
 from gateway.store.postgres.transaction import ConnectionDropped, commit
@@ -42,7 +42,6 @@ from gateway.store.writes import Write
 
 T = TypeVar("T")
 
-_SYNCHRONOUS_COMMIT = {"normal": "off", "full": "on"}
 # The advisory lock (two int4 keys) every live gateway's writer holds shared.
 _WRITER_LOCK = (0x61677721, 1)
 # A writer never waits between two statements of a batch for long. One that does was
@@ -123,7 +122,7 @@ async def open_postgres(url: str, *, durability: str, read_only: bool) -> Postgr
         conn.execute(
             "SELECT set_config('synchronous_commit', %s, false),"
             " set_config('idle_in_transaction_session_timeout', %s, false)",
-            (_SYNCHRONOUS_COMMIT[durability], str(_IDLE_IN_TRANSACTION_MS)),
+            (SYNCHRONOUS_COMMIT[durability], str(_IDLE_IN_TRANSACTION_MS)),
         )
         # Held by this connection until it ends: this process writes the database.
         conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", _WRITER_LOCK)

@@ -26,6 +26,10 @@ from gateway.store.urls import described
 
 T = TypeVar("T")
 
+# ``GATEWAY_DURABILITY`` as PostgreSQL's ``synchronous_commit``: ``normal`` (off) is the
+# server's once a commit returns, ``full`` (on) waits for its disk too.
+SYNCHRONOUS_COMMIT = {"normal": "off", "full": "on"}
+
 # A server that does not answer (a black-holed host) fails a connect after this long,
 # so a probe of the writer never hangs on it.
 CONNECT_SECONDS = 5

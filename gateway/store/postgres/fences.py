@@ -32,7 +32,7 @@ from gateway.store.writes import not_found
 # The leases of a statement's fenced writes (``%(fenced)s``, their threads), locked to the
 # end of the transaction: the first part of the statement's WITH.
 LEASES = (
-    "leases AS (SELECT thread_id, epoch FROM gateway_leases"
+    "leases AS (SELECT thread_id, epoch, holder, tell_holder FROM gateway_leases"
     " WHERE thread_id = ANY(%(fenced)s::text[]) FOR KEY SHARE),"
 )
 

@@ -57,6 +57,13 @@ _SCHEMA = (
     " epoch bigint NOT NULL DEFAULT nextval('gateway_lease_epochs')",
     # Whether a process waits for the lease: only then is its release told (``want``).
     "ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS wanted boolean NOT NULL DEFAULT false",
+    # Whether a process listens on a channel of its own (``notify``): one of an earlier
+    # version does not, and is told on the cluster's channel.
+    "ALTER TABLE gateway_nodes ADD COLUMN IF NOT EXISTS own_channel boolean NOT NULL DEFAULT false",
+    # Whether the holder's own channel is told of the frames written under the lease too
+    # (``notify``): taken from a dead holder, whose cut-off run's end the taker writes.
+    "ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS"
+    " tell_holder boolean NOT NULL DEFAULT false",
     "CREATE INDEX IF NOT EXISTS gateway_leases_holder ON gateway_leases (holder)",
     # The epoch a key (epochs are never given twice), so that a take, which sets it, waits
     # for the FOR KEY SHARE lock a batch checking a fence holds (``fences.LEASES``),
@@ -80,14 +87,23 @@ async def create_schema(conn: AsyncConnection[TupleRow]) -> None:
 
 async def register_node(conn: AsyncConnection[TupleRow], node_id: str) -> None:
     """Names ``conn``'s backend as the node's: the node lives as long as that backend (a
-    node that connects again names its new one)."""
-    await conn.execute(
-        "INSERT INTO gateway_nodes (node_id, pid, backend_start)"
-        " SELECT %s, pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-        " ON CONFLICT (node_id) DO UPDATE"
-        " SET pid = excluded.pid, backend_start = excluded.backend_start",
-        (node_id,),
-    )
+    node that connects again names its new one). ``conn`` listens already: a batch that
+    finds the node alive tells it of its frames (``writes.append_frames``).
+
+    The table is locked meanwhile (ACCESS EXCLUSIVE), which waits for every transaction
+    that read it, and holds back every one that would, until the node is in: a batch that
+    looked for live nodes before (and so told this one nothing) has committed by the time
+    this returns, where the node's first read of a log finds its frames; every later one
+    finds the node."""
+    async with conn.transaction():
+        await conn.execute("LOCK TABLE gateway_nodes IN ACCESS EXCLUSIVE MODE")
+        await conn.execute(
+            "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel)"
+            " SELECT %s, pid, backend_start, true FROM pg_stat_activity"
+            " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
+            " SET pid = excluded.pid, backend_start = excluded.backend_start",
+            (node_id,),
+        )
 
 
 async def forget_node(conn: AsyncConnection[TupleRow], node_id: str) -> list[str]:
@@ -113,7 +129,9 @@ async def take(
 ) -> Taken | None:
     """The thread's lease for ``node_id``: new, its own again, or taken from a dead holder;
     None while another live process holds it. Atomic: of two takers one wins. A lease
-    that changes hands, or is new, gets a new epoch; its holder's own keeps its epoch."""
+    that changes hands, or is new, gets a new epoch; its holder's own keeps its epoch.
+    One taken from a dead holder tells its taker of the frames written under it too
+    (``tell_holder``, ``notify``): the taker closes the cut-off run in the log."""
     cursor = await conn.execute(
         # The old holder as of the statement's snapshot (FOR UPDATE would skip the row the
         # statement itself updates); a racer that loses re-checks the winner's row instead.
@@ -124,7 +142,8 @@ async def take(
         " ON CONFLICT (thread_id) DO UPDATE SET holder = excluded.holder,"
         " user_id = excluded.user_id, run_id = excluded.run_id, expires_at = excluded.expires_at,"
         " epoch = CASE WHEN l.holder = excluded.holder THEN l.epoch ELSE excluded.epoch END,"
-        " wanted = l.wanted AND l.holder = excluded.holder"
+        " wanted = l.wanted AND l.holder = excluded.holder,"
+        " tell_holder = l.tell_holder OR l.holder <> excluded.holder"
         f" WHERE l.holder = excluded.holder OR {_DEAD}"
         " RETURNING (SELECT holder FROM old), l.epoch",
         {"thread": thread_id, "node": node_id, "user": user_id, "run": run_id, "ttl": ttl},

@@ -4,6 +4,13 @@ NOTIFY is transactional: a notice sent in a transaction is delivered when it com
 at all if it rolls back, so a notice never names a write other processes cannot read yet. That
 is why a thread's frames carry their own notice (``committed``): the statement that appends
 them to the log sends it (``writes.append_frames``), in the writer's transaction.
+
+Each process listens on the cluster's channel and on one of its own (``node_channel``).
+Frames written under a lease are told on the channels of the live processes other than its
+holder: the holder delivers its run's events to its own watchers itself, and hearing a
+notice costs a process's event loop, so it would hear every notice of its own runs for
+nothing. (The holder is told too of the frames it writes closing a dead process's run: its
+own watchers follow them from the log.) Anything else goes on the cluster's channel.
 """
 
 from __future__ import annotations
@@ -24,8 +31,16 @@ def committed(thread_id: str, seq: int) -> str | None:
     return encoded(Committed(thread_id, seq))
 
 
-async def listen(conn: AsyncConnection[TupleRow]) -> None:
-    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+def node_channel(node_id: str) -> str:
+    """The channel of the process ``node_id`` (a uuid's hex: 48 characters in all, under
+    PostgreSQL's 63)."""
+    return f"{CHANNEL}_{node_id}"
+
+
+async def listen(conn: AsyncConnection[TupleRow], node_id: str) -> None:
+    """Listens on the cluster's channel and on the process's own."""
+    for channel in (CHANNEL, node_channel(node_id)):
+        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
 
 
 # One statement whatever the number of payloads, so it is prepared once (a statement with

@@ -381,8 +381,9 @@ def append_frames_of(
     checked by it too, and each write's notice to the cluster
     (``notify.committed``) sent by the same statement: NOTIFY is delivered at commit, so a
     notice costs no statement or transaction of its own. A thread's last write tells of
-    all its frames: every process hears every notice, at a cost to its event loop, so a
-    thread with several writes here is told once. Each write's outcome, in order: the
+    all its frames: hearing a notice costs a process's event loop, so a thread with
+    several writes here is told once, and frames written under a lease are not told to
+    its holder (``notify``). Each write's outcome, in order: the
     number of its last frame, or the error of a thread that is not there, or
     ``FencedError``."""
     frames = [(number, frame) for number, append in enumerate(appends) for frame in append.frames]
@@ -420,16 +421,16 @@ def _thread_of(append: AppendFrames) -> tuple[str, str, str]:
 
 # Each part of a WITH runs once, whether read or not: the threads found (with their key),
 # their frames added (a fenced write's only while current), then one row a thread found,
-# and its notice if current. The frames' data go in
+# and its notice if current (``_TOLD``). The frames' data go in
 # binary (``%b``), copied as they are: in text, each is written out in hex and quoted as
 # an array element, which made the statement ~40% dearer to send for frames of 150 bytes.
 def _append_frames_sql(fenced: bool) -> str:
     return (
-        f"WITH {LEASES if fenced else ''}w AS (SELECT * FROM unnest(%(write)s::int[],"
+        f"WITH {LEASES + _NODES if fenced else ''}w AS (SELECT * FROM unnest(%(write)s::int[],"
         " %(app)s::text[], %(user)s::text[], %(thread)s::text[], %(notice)s::text[]"
         f"{', %(epoch)s::bigint[]' if fenced else ''}) AS w (number, app_name, user_id, id,"
         f" notice{', epoch' if fenced else ''})),"
-        " found AS (SELECT w.number, w.notice, s.pk,"
+        f" found AS (SELECT w.number, w.notice, s.pk{', w.id, w.epoch' if fenced else ''},"
         f" {current(fenced, 'w.epoch', 'w.id')} AS current FROM w JOIN sessions s"
         " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
         " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
@@ -438,8 +439,27 @@ def _append_frames_sql(fenced: bool) -> str:
         " %(only_for)s::text[], %(not_for)s::text[]) AS f (number, seq, data, only_for, not_for)"
         " ON f.number = found.number WHERE found.current)"
         " SELECT number, current, CASE WHEN current AND notice IS NOT NULL"
-        " THEN pg_notify(%(channel)s, notice) END FROM found"
+        f" THEN {_TOLD_UNDER_LEASE if fenced else _TOLD} END FROM found"
     )
+
+
+# A notice on the cluster's channel; one under a lease on the channels of the live
+# processes other than its holder's, and on its holder's too if it is to be told
+# (``notify``): the lease as the statement locked it (``fences.LEASES``), the processes
+# read once a statement (``leases.register_node`` says why none is missed). A process of
+# an earlier version, with no channel of its own, is told on the cluster's (several such
+# are one notice: PostgreSQL sends a transaction's same notice once).
+_NODES = (
+    "nodes AS MATERIALIZED (SELECT n.node_id, n.own_channel FROM gateway_nodes n"
+    " JOIN gateway_live_nodes USING (node_id)),"
+)
+_TOLD = "pg_notify(%(channel)s, notice)::text"
+_TOLD_UNDER_LEASE = (
+    f"CASE WHEN epoch IS NULL THEN {_TOLD} ELSE (SELECT string_agg(pg_notify(CASE"
+    " WHEN n.own_channel THEN %(channel)s || '_' || n.node_id ELSE %(channel)s END,"
+    " notice)::text, '') FROM leases l JOIN nodes n ON n.node_id <> l.holder OR l.tell_holder"
+    " WHERE l.thread_id = found.id) END"
+)
 
 
 _APPEND_FRAMES = _append_frames_sql(fenced=False)
