@@ -125,6 +125,32 @@ async def test_an_asking_run_a_restart_cut_off_asks_again_with_one_turn_for_the_
     assert seen.count(INTERRUPTED) == 1
 
 
+async def test_a_restart_before_the_asking_run_stored_its_turn_still_asks_again(
+    db: str,
+) -> None:
+    await _owed_in(db)
+    first = await _closed_by_restart(db)
+    assert first.afterwards is Afterwards.ASK_AGAIN
+    # The gateway died again before the run that asks stored anything: the reply is owed.
+    again = await _closed_by_restart(db)
+    assert again == first
+    # Nothing was added: the model is asked as the first time.
+    seen = _texts(await _what_the_next_ask_shows(db))
+    assert seen.count(INTERRUPTED) == 1 and seen[-1] == RESTARTED
+
+
+async def test_an_asking_run_cut_off_then_a_restart_before_the_next_ask_still_asks_again(
+    db: str,
+) -> None:
+    await _owed_in(db)
+    await _closed_by_restart(db)
+    asked = await _asked_again_then_restarted(db, 1)
+    assert (await _closed_by_restart(db)) == asked
+    assert (asked.afterwards, asked.attempts) == (Afterwards.ASK_AGAIN, 1)
+    seen = _texts(await _what_the_next_ask_shows(db))
+    assert seen.count(RESTARTED) == 1 and seen.count(INTERRUPTED) == 1
+
+
 async def test_the_asking_runs_cut_off_in_a_row_end_with_one_warning_and_a_count(
     db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
