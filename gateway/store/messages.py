@@ -53,20 +53,23 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
     unsaid: list[int] = []  # where in ``kept`` this turn's empty replies are
     for message in messages:
         role = message["role"]
-        if role == MARK:
+        if role == "tool":
+            if message["toolCallId"] not in calls_seen:
+                continue
+        elif role == "assistant":
+            if unsaid:  # superseded: a later reply of the turn follows
+                for index in reversed(unsaid):
+                    del kept[index]
+                unsaid.clear()
+            if calls := message.get("toolCalls"):
+                calls_seen.update(call["id"] for call in calls)
+            elif not message.get("content"):
+                unsaid.append(len(kept))
+        elif role == "user":
+            unsaid.clear()
+        elif role == MARK:
             _apply_mark(message, kept)
             continue
-        if role == "tool" and message["toolCallId"] not in calls_seen:
-            continue
-        if role == "user":
-            unsaid.clear()
-        elif role == "assistant":
-            for index in reversed(unsaid):
-                del kept[index]
-            unsaid.clear()
-            if not message.get("content") and not message.get("toolCalls"):
-                unsaid.append(len(kept))
-        calls_seen.update(call["id"] for call in message.get("toolCalls", ()))
         kept.append(message)
     return kept
 
