@@ -4,8 +4,11 @@
 // `clientId`), reused across runs. `run()` streams one run, and carries it across a dropped
 // connection: the reattach that follows a reconnect is stitched into the same run (by
 // cursor, the run's events after the last one seen; else the run's own events with the
-// snapshot in between), so the stream stays valid and the run ends once. `connect()` is the reattach: the thread as snapshots, then the run in progress live
-// to its end. `abortRun()` is the /ws cancel frame.
+// snapshot in between), so the stream stays valid and the run ends once. `connect()` is the
+// reattach: the thread as snapshots, then the run in progress live to its end, or, after a
+// reload that cut an input off before the gateway acknowledged it, that input's run when it
+// starts (sent again by the reloaded page), so its reply reaches the page that resent it.
+// `abortRun()` is the /ws cancel frame.
 //
 // An input is sent once and runs once, across drops and reloads (src/inputs.js, in
 // ``storage``, as the reference client keeps them): kept until the gateway acknowledges it,
@@ -220,8 +223,10 @@ export class WebSocketAgent extends AbstractAgent {
       stream.state = "live";
     }
     if (stream.state === "live") {
-      if (ends) this.#close(stream, event, view);
-      else stream.emit(event);
+      if (ends && !this.#awaitResent(stream, event)) this.#close(stream, event, view);
+      else if (!ends) stream.emit(event);
+    } else if (stream.state === "resent") {
+      if (event.type === "MESSAGES_SNAPSHOT" || event.type === "STATE_SNAPSHOT") stream.emit(event);
     } else if (stream.state === "ending") {
       if (ends) this.#close(stream, event, view);
       else if (event.type === "MESSAGES_SNAPSHOT" || event.type === "STATE_SNAPSHOT") stream.emit(event);
@@ -239,12 +244,40 @@ export class WebSocketAgent extends AbstractAgent {
       stream.runId = event.runId;
       stream.state = "live";
       stream.emit(event);
+    } else if (stream.state === "resent" && stream.resent.has(event.runId)) {
+      // The input sent again began: its run goes on in this stream, already started.
+      stream.runId = event.runId;
+      stream.state = "live";
     } else if (stream.state === "away" || stream.state === "deduped") {
       // The reattach after a reconnect or a RUN_DEDUPED notice: the same run goes on, or
       // it ended meanwhile.
       for (const end of stream.spans.close()) stream.emit(end);
       stream.state = event.runId === stream.runId ? "live" : "ending";
     }
+  }
+
+  /** A connect's reattach ended (``end``) while inputs this tab sent before a reload wait
+   * to be acknowledged, sent again by this connection after its reattach: the stream holds
+   * the end back, shows their messages, and follows their run when it starts (or the
+   * thread, if the gateway finds it had one). An input the thread shows arrived is not
+   * waited for: the gateway answers its copy with a RUN_DEDUPED notice, and no run. */
+  #awaitResent(stream, end) {
+    if (stream.kind !== "connect" || stream.resent !== null || end.type !== "RUN_FINISHED") return false;
+    const shown = new Set((stream.messages ?? []).map((message) => message.id));
+    const waiting = (this.#connection.inputs?.waiting(stream.input.threadId) ?? []).filter(
+      (input) => !shown.has(input.messages?.at(-1)?.id),
+    );
+    stream.resent = new Set(waiting.map((input) => input.runId));
+    if (!waiting.length) return false;
+    stream.unstarted = waiting.flatMap((input) => {
+      const last = input.messages?.at(-1);
+      return last?.role === "user" ? [last] : [];
+    });
+    stream.state = "resent";
+    if (stream.unstarted.length) {
+      stream.emit({ type: "MESSAGES_SNAPSHOT", messages: stream.messages ?? [] });
+    }
+    return true;
   }
 
   /** An input written to a connection that then dropped may never have reached the
@@ -276,6 +309,7 @@ export class WebSocketAgent extends AbstractAgent {
       stream.emit({ type: "RUN_STARTED", threadId: stream.input.threadId, runId: stream.runId });
     }
     stream.emit(event);
+    stream.runId = event.value.runId; // a connect's: the run of the input it resent
     stream.state = "deduped";
   }
 
@@ -297,16 +331,17 @@ export class WebSocketAgent extends AbstractAgent {
   }
 }
 
-/** Whether ``event`` is the gateway's RUN_DEDUPED notice for the input of ``stream``. */
+/** Whether ``event`` is the gateway's RUN_DEDUPED notice for the input of ``stream``: a
+ * run's own, or one a connect waits for (sent again after a reload). */
 function dedupes(event, stream) {
-  return (
-    stream.kind === "run" &&
-    (stream.state === "waiting" || stream.state === "live") &&
-    event.type === "CUSTOM" &&
-    event.name === "gateway.notice" &&
-    event.value?.code === "RUN_DEDUPED" &&
-    event.value.runId === stream.runId
-  );
+  if (event.type !== "CUSTOM" || event.name !== "gateway.notice" || event.value?.code !== "RUN_DEDUPED") {
+    return false;
+  }
+  const runId = event.value.runId;
+  if (stream.kind === "run") {
+    return (stream.state === "waiting" || stream.state === "live") && runId === stream.runId;
+  }
+  return (stream.state === "resent" || stream.state === "live") && stream.resent?.has(runId) === true;
 }
 
 keepTranscripts(WebSocketAgent);

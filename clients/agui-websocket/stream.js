@@ -50,28 +50,49 @@ export class OpenSpans {
  * - ``deduped``: the gateway had its input already (a RUN_DEDUPED notice: sent again
  *   after a drop or a reload); the reattach that follows tells, as for ``away``, whether
  *   the run goes on or ended;
- * - ``ending``: the run ended while away: the snapshot is forwarded, then the end.
+ * - ``ending``: the run ended while away: the snapshot is forwarded, then the end;
+ * - ``resent`` (connect only): the thread is shown, and an input this tab sent before a
+ *   reload, sent again by the reloaded page's connection, has not started: its message is
+ *   shown, and its run, when it starts, is followed live as this stream's own (the
+ *   reattach's end is held back, so the stream stays one run and ends once).
  */
 export class Stream {
   constructor(kind, observer, input) {
     this.kind = kind;
     this.observer = observer;
     this.input = input;
-    this.runId = kind === "run" ? input.runId : null;
+    this.runId = kind === "run" ? input.runId : null; // the gateway's run it follows
+    this.shownRunId = null; // the runId of the RUN_STARTED it emitted: its end says the same
     this.state = "waiting";
     this.spans = new OpenSpans();
     this.sentOn = null; // the connection (by number) the input went out on
+    this.messages = null; // the latest MESSAGES_SNAPSHOT it emitted
+    this.resent = null; // connect: the runIds of the inputs sent again it waits for
+    this.unstarted = []; // connect: their messages, shown while they wait
   }
 
   emit(event) {
     // A reattach re-announces the sub-agents speaking; this stream has them open already.
     if (event.type === "SUBAGENT_STARTED" && this.spans.subagents.has(event.subagentRunId)) return;
+    if (event.type === "RUN_STARTED") this.shownRunId ??= event.runId;
+    if (event.type === "MESSAGES_SNAPSHOT") event = this.withUnstarted(event);
     this.spans.note(event);
     this.observer.next(event);
   }
 
+  /** ``snapshot`` with the messages of inputs sent again that have not started yet: the
+   * thread does not hold them, and the page should not lose sight of them meanwhile. */
+  withUnstarted(snapshot) {
+    const messages = snapshot.messages ?? [];
+    this.messages = messages;
+    const shown = new Set(messages.map((message) => message.id));
+    const missing = this.unstarted.filter((message) => !shown.has(message.id));
+    return missing.length ? { ...snapshot, messages: [...messages, ...missing] } : snapshot;
+  }
+
   end(event) {
-    this.observer.next(event.runId && this.runId ? { ...event, runId: this.runId } : event);
+    const runId = this.shownRunId ?? this.runId;
+    this.observer.next(event.runId && runId ? { ...event, runId } : event);
     this.observer.complete();
   }
 }

@@ -86,6 +86,11 @@ RESTARTED = (
 )
 # The run id prefix of the run that asks it.
 FINISHING = "finish-"
+# The mark (under the gateway's run metadata, ``True``) on the cut-off reply a restart
+# stores when the model still owes a reply: the thread's run stays open (``progress``)
+# until the run that asks again stores its turn, so a restart in between (a ms window)
+# finds the reply still owed instead of losing it (``recovery.closing``).
+OWED_KEY = "owed"
 # How many such runs in a row may be cut off in turn (a worker that dies each time, a
 # restart loop) before the thread is left to end with the cut-off reply.
 FINISHING_ATTEMPTS = 3
@@ -112,6 +117,11 @@ def is_restart_turn(event: Event) -> bool:
     run_id = event_metadata(event).get("runId")
     texts = [part.text for part in event.content.parts if part.text]
     return texts == [RESTARTED] and isinstance(run_id, str) and run_id.startswith(FINISHING)
+
+
+def is_owed(event: Event) -> bool:
+    """Whether ``event`` is a cut-off reply after which the model still owes a reply."""
+    return event_metadata(event).get(OWED_KEY) is True
 
 
 def finishing_attempts(session_events: Sequence[Event]) -> int:

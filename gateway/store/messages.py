@@ -8,7 +8,8 @@ store calls it on every append and in the SQLite migrations that recompute the c
 the store never imports translation.
 
 What the store needs of the messages themselves, with no ADK in it, is here: a message is
-a JSON object (``Message``), and a snapshot keeps only the tool results whose call it shows
+a JSON object (``Message``), and a snapshot keeps only the tool results whose call it shows,
+and of the replies cut off before they said anything only the last of a turn
 (``answered_calls_only``). Translation imports both from here.
 """
 
@@ -33,22 +34,42 @@ MARK = "mark"
 
 
 def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
-    """``messages`` without the tool results whose call no earlier message makes, and with
-    the marks (``MARK``) applied.
+    """``messages`` without the tool results whose call no earlier message makes, without
+    the empty replies a later reply of their turn supersedes, and with the marks (``MARK``)
+    applied.
 
     Such a result answers a call cut off by a history window, or an approval request
     (which travels as an AG-UI Interrupt, never as a tool call). A mark whose message is
     not among ``messages`` (cut off by a window) is dropped.
+
+    An empty reply is one cut off before it said anything (``gateway.store.cut_off``: no
+    text, no tool call, only ``metadata.ended``): each run that asked the model again for a
+    reply a crash cut off, and was cut off in turn, leaves one. Once another reply of the
+    turn follows, it says nothing the user should see; the last of a turn stays, the one
+    sign that the turn's answer never came (the reference client offers a retry there).
     """
     kept: list[Message] = []
     calls_seen: set[str] = set()
+    unsaid: list[int] = []  # where in ``kept`` this turn's empty replies are
     for message in messages:
-        if message["role"] == MARK:
+        role = message["role"]
+        if role == "tool":
+            if message["toolCallId"] not in calls_seen:
+                continue
+        elif role == "assistant":
+            if unsaid:  # superseded: a later reply of the turn follows
+                for index in reversed(unsaid):
+                    del kept[index]
+                unsaid.clear()
+            if calls := message.get("toolCalls"):
+                calls_seen.update(call["id"] for call in calls)
+            elif not message.get("content"):
+                unsaid.append(len(kept))
+        elif role == "user":
+            unsaid.clear()
+        elif role == MARK:
             _apply_mark(message, kept)
             continue
-        if message["role"] == "tool" and message["toolCallId"] not in calls_seen:
-            continue
-        calls_seen.update(call["id"] for call in message.get("toolCalls", ()))
         kept.append(message)
     return kept
 

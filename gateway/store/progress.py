@@ -19,6 +19,7 @@ import dataclasses
 from google.adk.events import Event
 
 from gateway.context import event_metadata
+from gateway.store.cut_off import is_owed
 
 # Where an event's interim results are marked (their call ids), under the gateway's key.
 INTERIM_KEY = "interim"
@@ -59,6 +60,8 @@ class RunProgress:
             run_open = False  # paused on the browser or a ticket: waiting is not being cut off
         elif event.author == "user":
             run_open = True  # the model owes a reply to what the user said
+        elif is_owed(event):
+            run_open = True  # cut off, its reply still owed: open until it is asked again
         elif any(part.text and not part.thought for part in event.content.parts):
             run_open = False  # the model replied
         else:

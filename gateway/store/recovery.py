@@ -20,7 +20,10 @@ the crash, exactly once:
   it runs a call a person approved) and left no result: it may have done its work, so it is
   never run again. It gets a result that says so, and the model is asked for its reply.
 - Answers the model had been given (a tool's result, the browser's, an approval) and not
-  replied to: the model is asked once more for that reply (``cut_off.RESTARTED``).
+  replied to: the model is asked once more for that reply (``cut_off.RESTARTED``). The
+  cut-off reply says so (``cut_off.OWED_KEY``), which keeps the thread's run open until
+  the asking run stores its turn: a restart in between closes it again, adding nothing,
+  and asks again.
 - That asking run cut off in turn (its worker died, a restart, a takeover): the reply is
   still owed, so it is asked for again, up to ``cut_off.FINISHING_ATTEMPTS`` runs in a row.
   The attempt cut off is rewound (ADK's ``rewind_before_invocation_id``): the model is
@@ -42,9 +45,11 @@ from google.genai import types
 from gateway.context import RUN_METADATA_KEY, event_metadata
 from gateway.store.cut_off import (
     FINISHING,
+    OWED_KEY,
     Ending,
     answered_last,
     cut_off_reply,
+    is_owed,
     is_restart_turn,
 )
 
@@ -114,23 +119,46 @@ class OpenRun:
     streamed: StreamedMessage | None
 
 
-def closing(session: Session, run: OpenRun, author: str) -> tuple[list[Event], Afterwards]:
-    """The events that close ``run`` (appended in order), and what comes after them."""
+def closing(
+    session: Session, run: OpenRun, author: str, *, may_ask: bool = True
+) -> tuple[list[Event], Afterwards]:
+    """The events that close ``run`` (appended in order), and what comes after them.
+
+    ``may_ask``: whether the model may be asked again (``Restarts`` says no once asking was
+    cut off too often); a reply it is asked for is marked owed, so the run stays open until
+    the asking run stores its turn.
+    """
+    if still_owed(session.events, run.invocation_id):
+        # Closed owing a reply, and cut off again before the asking run stored anything:
+        # nothing new to close, the reply is still owed (closed for good when given up).
+        if may_ask:
+            return [], Afterwards.ASK_AGAIN
+        rewound = asked_again(session.events, run.invocation_id)  # the model saw none of it
+        return closing_events(session, run, author, rewound=rewound), Afterwards.ASK_AGAIN
     approvals = answered_approvals(session.events, run.invocation_id)
     if approvals.started:
         # Done or not, never run twice: the model is told so and replies.
         cut = dataclasses.replace(run, dangling=[*run.dangling, *approvals.started])
-        return closing_events(session, cut, author, UNKNOWN_RESULT), Afterwards.ASK_AGAIN
+        events = closing_events(session, cut, author, UNKNOWN_RESULT, owed=may_ask)
+        return events, Afterwards.ASK_AGAIN
     if approvals.unrun:
         # Only what a client saw is kept; ADK's resumed invocation does the rest.
         events = closing_events(session, run, author) if run.streamed or run.dangling else []
         return events, Afterwards.RESUME
     if asked_again(session.events, run.invocation_id):
         # The reply it was asking for is still owed; the next ask starts where this one did.
-        return closing_events(session, run, author, rewound=True), Afterwards.ASK_AGAIN
+        events = closing_events(session, run, author, rewound=True, owed=may_ask)
+        return events, Afterwards.ASK_AGAIN
     if not run.dangling and answered_last(session.events, run.invocation_id):
-        return closing_events(session, run, author), Afterwards.ASK_AGAIN
+        return closing_events(session, run, author, owed=may_ask), Afterwards.ASK_AGAIN
     return closing_events(session, run, author), Afterwards.NOTHING
+
+
+def still_owed(events: list[Event], invocation_id: str) -> bool:
+    """Whether the invocation was closed already owing a reply (its last words are a
+    cut-off reply marked ``OWED_KEY``) and nothing has gone on with it since."""
+    said = [e for e in events if e.invocation_id == invocation_id and e.content is not None]
+    return bool(said) and is_owed(said[-1])
 
 
 def asked_again(events: list[Event], invocation_id: str) -> bool:
@@ -192,9 +220,11 @@ def closing_events(
     cut_result: dict[str, Any] = INTERRUPTED_RESULT,
     *,
     rewound: bool = False,
+    owed: bool = False,
 ) -> list[Event]:
-    """The run's dangling calls answered with ``cut_result``, then its cut-off reply; with
-    ``rewound``, then the rewind of the whole invocation, which the model is not shown."""
+    """The run's dangling calls answered with ``cut_result``, then its cut-off reply (marked
+    ``owed`` if the model is to be asked again); with ``rewound``, then the rewind of the
+    whole invocation, which the model is not shown."""
     invocation_id, dangling = run.invocation_id, run.dangling
     agent = next((e.author for e in reversed(session.events) if e.author != "user"), author)
     # The run the client saw cut off: the gateway stamps its id on the invocation's events.
@@ -218,7 +248,8 @@ def closing_events(
                 custom_metadata={RUN_METADATA_KEY: run_mark | {"ended": Ending.INTERRUPTED.value}},
             )
         )
-    closing.append(_interrupted_reply(run.streamed, invocation_id, agent, run_mark))
+    owed_mark = {OWED_KEY: True} if owed else {}
+    closing.append(_interrupted_reply(run.streamed, invocation_id, agent, run_mark | owed_mark))
     if rewound:
         # ADK leaves out of every model request the events from the invocation's first to
         # this one (``google.adk.events._rewind_events``); the store keeps them, for clients.

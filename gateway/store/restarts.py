@@ -176,8 +176,8 @@ class Restarts:
             return None
         if session is None:
             return None
-        events, afterwards = closing(session, run, author)
         attempts = max(finishing_attempts(session.events), floor)
+        events, afterwards = closing(session, run, author, may_ask=attempts < FINISHING_ATTEMPTS)
         for event in events:
             await self._store.append_event(session, event)
         if afterwards is Afterwards.RESUME:

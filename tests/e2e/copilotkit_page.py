@@ -13,13 +13,14 @@ import functools
 import http.server
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.async_api import BrowserContext, Locator, Page, expect
+from playwright.async_api import BrowserContext, Locator, Page, WebSocketRoute, expect
 
-from tests.support.browser import TIMEOUT_MS
+from tests.support.browser import TIMEOUT_MS, route_sockets
 from tests.support.servers import RunningGateway
 
 BUILD = Path(__file__).resolve().parent / "copilotkit" / "dist"
@@ -70,11 +71,15 @@ class CopilotKitPage:
         deny: str | None = None,
         settle_ms: int = 0,
         reload_on_return: bool = False,
+        sockets: Callable[[WebSocketRoute], Any] | None = None,
     ) -> CopilotKitPage:
         """Opens the page with ``agent`` (a variant of src/agents.js) against ``gateway``;
         ``settle_ms``: its frontend tool returns that long after the screen opened;
-        ``reload_on_return``: the page reloads itself the instant the tool returns."""
+        ``reload_on_return``: the page reloads itself the instant the tool returns;
+        ``sockets``: its /ws sockets go through this route (``route_sockets``)."""
         page = await context.new_page()
+        if sockets is not None:
+            await route_sockets(page, sockets)
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(f"page error: {error}"))

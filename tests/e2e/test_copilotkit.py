@@ -27,8 +27,10 @@ from playwright.async_api import BrowserContext, expect
 
 from tests.e2e.copilotkit_page import NEEDS_BUILD, CopilotKitPage, static_site
 from tests.support.browser import NEEDS_CHROMIUM, TIMEOUT_MS
+from tests.support.budgets import eventually
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.servers import RunningGateway, running_gateway
+from tests.support.socket_proxy import Proxy
 
 pytestmark = [NEEDS_CHROMIUM, NEEDS_BUILD, pytest.mark.browser]
 
@@ -190,6 +192,25 @@ async def test_a_reload_mid_reply_follows_the_run_to_its_end(
     await expect(tab.replies.last).to_contain_text("무엇을 도와드릴까요?", timeout=TIMEOUT_MS)
     await tab.wait_idle()
     await expect(tab.user_messages).to_have_text([INTRODUCE])
+    tab.assert_no_console_errors()
+
+
+async def test_a_message_lost_to_a_reload_before_its_run_started_shows_its_reply_live(
+    context: BrowserContext, site: str, gateway: RunningGateway
+) -> None:
+    """The WebSocketAgent keeps the input and the reloaded page sends it again after its
+    reattach; CopilotKit's connect() has the thread by then, and goes on with that run:
+    the message and its reply come on screen with nothing more done."""
+    proxy = Proxy(lambda route, server, message: False)  # swallowed: the page goes first
+    tab = await CopilotKitPage.open(context, site, gateway, "ws", sockets=proxy.route)
+    await tab.say(INTRODUCE)
+    await eventually(lambda: proxy.messages, 10, what="the page sent no message")
+    await tab.reload()
+    await expect(tab.user_messages).to_have_text([INTRODUCE], timeout=TIMEOUT_MS)
+    await expect(tab.replies.last).to_contain_text("무엇을 도와드릴까요?", timeout=TIMEOUT_MS)
+    await tab.wait_idle()
+    assert len(proxy.messages) == 2 and len(proxy.run_ids()) == 1, "sent again, same runId"
+    await expect(tab.replies).to_have_count(1)
     tab.assert_no_console_errors()
 
 

@@ -139,6 +139,9 @@ async def test_a_restart_that_cuts_off_the_asking_run_asks_again_and_the_reply_c
         shown = await settled(ws, thread)
     assert shown[-1]["role"] == "assistant" and shown[-1]["content"] == MOVED
     assert sum(m["role"] == "tool" for m in shown) == 2  # find_screen's, the browser's once
+    # The runs cut off before they said a word (the user's, the first ask) show nothing.
+    said = [m for m in shown if m["role"] == "assistant"]
+    assert all(m.get("content") or m.get("toolCalls") for m in said), said
     # One RESTARTED turn in what the model was shown, not one per run that asked.
     [asked] = [c for c in seen if c and _said(c[-1]) == [RESTARTED]]
     assert sum(_said(content) == [RESTARTED] for content in asked) == 1

@@ -16,7 +16,9 @@ from google.genai import types
 from gateway import metrics as gateway_metrics
 from gateway.store import SessionService
 from gateway.store.cut_off import FINISHING_ATTEMPTS, NOTES, RESTARTED, Ending
+from gateway.store.messages import Message
 from gateway.store.recovery import Afterwards, Finishing, Unfinished
+from gateway.translate.history import messages_snapshot
 from tests.support.adk_events import call, event, result, user_says
 from tests.support.backends import APP, reopened
 from tests.support.speakers import Speaker, say
@@ -42,6 +44,16 @@ async def _asked_again(store: SessionService, attempt: int) -> None:
     assert session is not None
     turn = user_says(RESTARTED, f"inv-ask-{attempt}", runId=f"finish-{attempt}")
     await store.append_event(session, turn)
+
+
+def _replied(attempt: int) -> Event:
+    """The reply the asking run ``attempt`` stores after its turn."""
+    return Event(
+        invocation_id=f"inv-ask-{attempt}",
+        author="agent",
+        content=types.Content(role="model", parts=[types.Part(text="이동했습니다.")]),
+        custom_metadata={"agui": {"runId": f"finish-{attempt}"}},
+    )
 
 
 async def _stored_owed(store: SessionService) -> None:
@@ -113,6 +125,32 @@ async def test_an_asking_run_a_restart_cut_off_asks_again_with_one_turn_for_the_
     assert seen.count(INTERRUPTED) == 1
 
 
+async def test_a_restart_before_the_asking_run_stored_its_turn_still_asks_again(
+    db: str,
+) -> None:
+    await _owed_in(db)
+    first = await _closed_by_restart(db)
+    assert first.afterwards is Afterwards.ASK_AGAIN
+    # The gateway died again before the run that asks stored anything: the reply is owed.
+    again = await _closed_by_restart(db)
+    assert again == first
+    # Nothing was added: the model is asked as the first time.
+    seen = _texts(await _what_the_next_ask_shows(db))
+    assert seen.count(INTERRUPTED) == 1 and seen[-1] == RESTARTED
+
+
+async def test_an_asking_run_cut_off_then_a_restart_before_the_next_ask_still_asks_again(
+    db: str,
+) -> None:
+    await _owed_in(db)
+    await _closed_by_restart(db)
+    asked = await _asked_again_then_restarted(db, 1)
+    assert (await _closed_by_restart(db)) == asked
+    assert (asked.afterwards, asked.attempts) == (Afterwards.ASK_AGAIN, 1)
+    seen = _texts(await _what_the_next_ask_shows(db))
+    assert seen.count(RESTARTED) == 1 and seen.count(INTERRUPTED) == 1
+
+
 async def test_the_asking_runs_cut_off_in_a_row_end_with_one_warning_and_a_count(
     db: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -140,8 +178,57 @@ async def test_the_asking_runs_cut_off_in_a_row_end_with_one_warning_and_a_count
         assert await store.close_interrupted(APP, author="agent") == 0
     finally:
         await store.close()
-    # The thread ends as after the first cut: the model's next turn sees that one reply.
+    # The thread ends as after the first cut: the model's next turn sees that one reply,
+    # and a client one cut-off reply, however many runs asked.
+    assert len(_empty_replies(await _shown(db))) == 1
     assert _texts(await _what_the_next_ask_shows(db)).count(INTERRUPTED) == 1
+
+
+async def _shown(db: str) -> list[Message]:
+    """The thread as a client is shown it, from the rows (``/history``, a reattach), checked
+    against the snapshot the thread's events make."""
+    store = await reopened(db)
+    try:
+        messages, _ = await store.thread_messages(APP, "u", THREAD)
+        session = await store.get_session(app_name=APP, user_id="u", session_id=THREAD)
+        assert session is not None and messages_snapshot(session.events) == messages
+        return messages
+    finally:
+        await store.close()
+
+
+def _empty_replies(messages: list[Message]) -> list[Message]:
+    """The replies a client would draw with nothing in them: no text, no tool call."""
+    return [
+        m
+        for m in messages
+        if m["role"] == "assistant" and not m.get("content") and not m.get("toolCalls")
+    ]
+
+
+async def test_the_asking_runs_cut_off_before_a_word_leave_no_empty_reply_once_it_comes(
+    db: str,
+) -> None:
+    await _owed_in(db)
+    await _closed_by_restart(db)
+    await _asked_again_then_restarted(db, 1)
+    # Two cut-off replies stored (the user's run's, the first ask's), neither said a word:
+    # one shows, the sign that the turn's reply has not come.
+    [cut] = _empty_replies(await _shown(db))
+    assert cut["metadata"] == {"ended": "interrupted"}
+
+    store = await reopened(db)
+    try:
+        await _asked_again(store, 2)
+        session = await store.get_session(app_name=APP, user_id="u", session_id=THREAD)
+        assert session is not None
+        await store.append_event(session, _replied(2))
+    finally:
+        await store.close()
+    shown = await _shown(db)
+    assert _empty_replies(shown) == []
+    assert [m.get("content") for m in shown if m["role"] == "assistant"][-1] == "이동했습니다."
+    assert [m["role"] for m in shown].count("tool") == 1
 
 
 def sample(counted: gateway_metrics.Metrics) -> float | None:
@@ -164,13 +251,7 @@ async def test_an_asking_run_its_worker_lost_before_it_stored_anything_is_tried_
         await _asked_again(store, 2)
         session = await store.get_session(app_name=APP, user_id="u", session_id=THREAD)
         assert session is not None
-        replied = Event(
-            invocation_id="inv-ask-2",
-            author="agent",
-            content=types.Content(role="model", parts=[types.Part(text="이동했습니다.")]),
-            custom_metadata={"agui": {"runId": "finish-2"}},
-        )
-        await store.append_event(session, replied)
+        await store.append_event(session, _replied(2))
         done = Finishing("finish-2", again)
         assert await store.close_interrupted_thread(APP, THREAD, finishing=done) is None
     finally:

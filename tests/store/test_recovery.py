@@ -76,7 +76,8 @@ def test_an_approved_call_that_started_is_never_run_again() -> None:
     [answer, reply] = events
     [response] = answer.get_function_responses()
     assert (response.id, response.name, response.response) == ("c1", "refund", UNKNOWN_RESULT)
-    assert reply.custom_metadata == {"agui": {"ended": "interrupted"}}
+    # Owed: the run stays open until the model is asked again (``cut_off.OWED_KEY``).
+    assert reply.custom_metadata == {"agui": {"ended": "interrupted", "owed": True}}
 
 
 def test_a_call_whose_result_is_stored_asks_the_model_for_its_reply() -> None:

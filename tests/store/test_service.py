@@ -38,6 +38,7 @@ from gateway.store import (
     StoreError,
 )
 from gateway.store.cut_off import LEGACY_NOTE, NOTES, Ending
+from gateway.store.recovery import Afterwards
 from gateway.translate.history import event_messages, messages_snapshot
 from tests.support.adk_events import agent_says, texts, user_says
 from tests.support.backends import APP, record_reads, reopened, rows
@@ -591,7 +592,11 @@ async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db: str) -> N
     store = await reopened(db)
     try:
         assert await store.close_interrupted(APP) == 3
-        assert await store.close_interrupted(APP) == 0
+        # Restarted again before any was asked: only the reply the model owes is found, and
+        # nothing is added to its thread (checked below).
+        assert await store.close_interrupted(APP) == 1
+        [owed] = store.cut_off[3:]
+        assert (owed.thread_id, owed.afterwards) == ("after-result", Afterwards.ASK_AGAIN)
 
         async def load(thread: str) -> Session:
             session = await store.get_session(app_name=APP, user_id="u", session_id=thread)
@@ -610,7 +615,7 @@ async def test_restart_closes_cut_off_runs_and_leaves_waiting_ones(db: str) -> N
         mid_stream = await load("mid-stream")
         assert texts(mid_stream) == ["자기소개를 길게 해 주세요", INTERRUPTED]
         assert mid_stream.events[-1].author == "model"  # no agent had spoken in this thread
-        assert texts(await load("after-result"))[-1] == INTERRUPTED
+        assert texts(await load("after-result"))[-2:] == ["answer c3", INTERRUPTED]
         assert texts(await load("on-browser")) == ["open", "call c4"]
         assert texts(await load("finished")) == ["hi", "hello"]
         assert texts(await load("on-approval"))[-1] == "call c6"

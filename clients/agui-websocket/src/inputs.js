@@ -45,6 +45,12 @@ export class SentInputs {
     return this.entries.some((entry) => entry.input.runId === runId);
   }
 
+  /** The inputs of ``threadId`` waiting to be acknowledged, oldest first (sent again by
+   * the connection that opened last: a reload's reattach follows their runs). */
+  waiting(threadId) {
+    return this.entries.filter((entry) => entry.input.threadId === threadId).map((entry) => entry.input);
+  }
+
   /** The inputs of ``threadId`` to send again, oldest first; one sent too often is dropped. */
   toResend(threadId) {
     const tired = this.entries.filter((entry) => entry.sends >= SENDS);

@@ -2,8 +2,9 @@
 // reference client does (src/inputs.js): kept until the gateway acknowledges it, it is sent
 // again with its runId by the thread's next connection, and the gateway's RUN_DEDUPED
 // notice (it had the input) is stitched into the run's stream, which shows that run and
-// ends once. The first part plays the gateway with a recording socket; the last runs
-// against the real gateway.
+// ends once; after a reload, the reloaded page's connect() shows the input's message and
+// follows its run live (CopilotKit's connect is over by the next run). The first part plays
+// the gateway with a recording socket; the last runs against the real gateway.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { WebSocketAgent } from "../index.js";
@@ -42,6 +43,22 @@ const notice = (runId) => ({
   type: "CUSTOM", name: "gateway.notice", value: { code: "RUN_DEDUPED", message: "received already", runId },
 });
 const finished = (runId) => ({ type: "RUN_FINISHED", threadId: THREAD, runId, outcome: { type: "success" } });
+/** The gateway had run-1's input, and the run ended: it says so in a run of its own, then
+ * shows the idle thread as a reattach does (in run ``snapshotRunId``); its messages. */
+function foundEnded(socket, snapshotRunId) {
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "notice-1" });
+  socket.receive(notice("run-1"));
+  socket.receive(finished("notice-1"));
+  const messages = [
+    { id: "msg-run-1", role: "user", content: "hi" },
+    { id: "m-1", role: "assistant", content: "안녕하세요" },
+  ];
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: snapshotRunId });
+  socket.receive({ type: "MESSAGES_SNAPSHOT", messages });
+  socket.receive(finished(snapshotRunId));
+  return messages;
+}
+
 const reply = (id, text) => [
   { type: "TEXT_MESSAGE_START", messageId: id, role: "assistant" },
   { type: "TEXT_MESSAGE_CONTENT", messageId: id, delta: text },
@@ -92,18 +109,7 @@ test("a run whose input the gateway had, ended, shows the thread and ends as its
   const agent = recordedAgent(new Map());
   const { events, ended } = running(agent, inputOf("hi"));
   await turn();
-  const socket = RecordingSocket.last;
-  // Told in a run of its own, then the idle thread as a reattach shows it.
-  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "notice-1" });
-  socket.receive(notice("run-1"));
-  socket.receive(finished("notice-1"));
-  const messages = [
-    { id: "msg-run-1", role: "user", content: "hi" },
-    { id: "m-1", role: "assistant", content: "안녕하세요" },
-  ];
-  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "snapshot-1" });
-  socket.receive({ type: "MESSAGES_SNAPSHOT", messages });
-  socket.receive(finished("snapshot-1"));
+  foundEnded(RecordingSocket.last, "snapshot-1");
   await ended;
   assert.deepEqual(events.map((e) => [e.type, e.runId]), [
     ["RUN_STARTED", "run-1"],
@@ -113,6 +119,93 @@ test("a run whose input the gateway had, ended, shows the thread and ends as its
   ]);
   await assertOfficiallyValid(events);
   agent.close();
+});
+
+/** The agent of a page that sent ``inputOf("hi")`` and reloaded before anything came back. */
+async function reloadedPage() {
+  const storage = new Map();
+  const page = recordedAgent(storage);
+  running(page, inputOf("hi")).ended.catch(() => {});
+  await turn();
+  page.close();
+  return recordedAgent(storage);
+}
+
+/** That reloaded page's connect() subscribed (its events, its end), and its socket. */
+async function reloadedConnect() {
+  const reloaded = await reloadedPage();
+  const events = [];
+  let done = false;
+  const ended = new Promise((resolve, reject) =>
+    reloaded.connect({ threadId: THREAD, runId: "connect-1", messages: [], tools: [], context: [], state: {} })
+      .subscribe({ next: (event) => events.push(event), error: reject, complete: () => resolve((done = true)) }),
+  );
+  await turn();
+  return { reloaded, events, ended, socket: RecordingSocket.last, isDone: () => done };
+}
+
+/** The reattach's answer: the thread as it stands, in a run of its own. */
+function reattached(socket, messages = []) {
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "snapshot-1" });
+  socket.receive({ type: "MESSAGES_SNAPSHOT", messages });
+  socket.receive(finished("snapshot-1"));
+}
+
+test("after a reload, connect() follows the run of the input it sent again, live, and ends once", async () => {
+  const { reloaded, events, ended, socket, isDone } = await reloadedConnect();
+  reattached(socket);
+  await turn();
+  assert.equal(isDone(), false, "the connect waits for the input sent again");
+  const shown = events.filter((e) => e.type === "MESSAGES_SNAPSHOT").at(-1);
+  assert.deepEqual(shown.messages.map((m) => m.content), ["hi"], "its message is shown meanwhile");
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "run-1" });
+  for (const event of reply("m-1", "안녕하세요")) socket.receive(event);
+  socket.receive(finished("run-1"));
+  await ended;
+  assert.deepEqual(events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta), ["안녕하세요"]);
+  assert.deepEqual(events.filter((e) => e.type.startsWith("RUN_")).map((e) => [e.type, e.runId]), [
+    ["RUN_STARTED", "snapshot-1"],
+    ["RUN_FINISHED", "snapshot-1"],
+  ]);
+  await assertOfficiallyValid(events);
+  reloaded.close();
+});
+
+test("after a reload, connectAgent() puts the reply of the input sent again in the agent's messages", async () => {
+  const reloaded = await reloadedPage();
+  const connected = reloaded.connectAgent({});
+  await turn();
+  const socket = RecordingSocket.last;
+  reattached(socket);
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "run-1" });
+  for (const event of reply("m-1", "안녕하세요")) socket.receive(event);
+  socket.receive(finished("run-1"));
+  await connected;
+  assert.deepEqual(reloaded.messages.map((m) => [m.role, m.content]), [["user", "hi"], ["assistant", "안녕하세요"]]);
+  reloaded.close();
+});
+
+test("after a reload, connect() does not wait for an input the thread shows arrived", async () => {
+  const { reloaded, events, ended, socket } = await reloadedConnect();
+  reattached(socket, [
+    { id: "msg-run-1", role: "user", content: "hi" },
+    { id: "m-1", role: "assistant", content: "안녕하세요" },
+  ]);
+  await ended;
+  assert.deepEqual(events.map((e) => e.type), ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+  reloaded.close();
+});
+
+test("after a reload, a connect() waiting for an input the gateway had shows the thread and ends once", async () => {
+  const { reloaded, events, ended, socket } = await reloadedConnect();
+  reattached(socket);
+  const messages = foundEnded(socket, "snapshot-2"); // the copy was found run meanwhile
+  await ended;
+  assert.deepEqual(events.filter((e) => e.type === "MESSAGES_SNAPSHOT").at(-1).messages, messages);
+  assert.equal(events.filter((e) => e.type === "RUN_STARTED").length, 1);
+  assert.equal(events.at(-1).type, "RUN_FINISHED");
+  await assertOfficiallyValid(events);
+  reloaded.close();
 });
 
 /** A WebSocket whose frames never reach the gateway: the page goes away before they do. */
@@ -137,6 +230,8 @@ test("an input lost with its page is run once by the page that reloads", async (
   const reloaded = pageAgent({ storage, threadId });
   try {
     await reloaded.connectAgent({ tools: TOOLS });
+    // The reloaded page's connect followed the run it sent again: the reply is on it.
+    assert.ok(assistantText(reloaded.messages), "the reply reached the page that resent the input");
     let messages = [];
     for (let look = 0; look < 100 && !assistantText(messages); look += 1) {
       await sleep(100);
