@@ -267,3 +267,24 @@ async def test_a_lease_gets_a_new_epoch_whenever_it_changes_hands(url: str, work
     finally:
         await a_conn.close()
         await b_conn.close()
+
+
+async def test_a_process_joining_behind_a_frozen_transaction_holds_back_no_other(
+    url: str, work: Conn
+):
+    """A process frozen inside a transaction that read the processes' table: the joining
+    process's lock gives way between tries, so another process's batch reading the table
+    goes on (waiting behind the lock, it waited for the frozen one's end)."""
+    async with await psycopg.AsyncConnection.connect(url) as frozen:
+        await frozen.execute("SELECT count(*) FROM gateway_nodes")  # its transaction stays open
+        joining = asyncio.create_task(node(url))
+        waited = "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND NOT granted"
+        while not (await (await work.execute(waited)).fetchone() or (0,))[0]:
+            assert not joining.done()
+            await asyncio.sleep(0.01)
+        # A batch's read of the live processes, while the join still waits.
+        await asyncio.wait_for(work.execute("SELECT count(*) FROM gateway_nodes"), scaled(20))
+        assert not joining.done()
+        await frozen.rollback()
+        _, conn = await asyncio.wait_for(joining, scaled(20))
+        await conn.close()

@@ -24,11 +24,24 @@ of another role shows no ``backend_start`` in ``pg_stat_activity`` and would loo
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from psycopg import errors
+
 from gateway.store.leases import DeadLease, Held, Taken
 from gateway.store.postgres.notify import CHANNEL
+
+log = logging.getLogger(__name__)
+
+# How long a joining process's lock of the nodes' table may wait in the server's queue, and
+# its pause before the next try. While it waits, every batch that would read the table
+# waits behind it: behind a process frozen inside a write transaction that read the table,
+# the whole cluster's writes would wait until the server ends that session.
+JOIN_LOCK_WAIT = "50ms"
+JOIN_PAUSE_SECONDS = 0.1
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, Connection
@@ -94,16 +107,27 @@ async def register_node(conn: AsyncConnection[TupleRow], node_id: str) -> None:
     that read it, and holds back every one that would, until the node is in: a batch that
     looked for live nodes before (and so told this one nothing) has committed by the time
     this returns, where the node's first read of a log finds its frames; every later one
-    finds the node."""
-    async with conn.transaction():
-        await conn.execute("LOCK TABLE gateway_nodes IN ACCESS EXCLUSIVE MODE")
-        await conn.execute(
-            "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel)"
-            " SELECT %s, pid, backend_start, true FROM pg_stat_activity"
-            " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
-            " SET pid = excluded.pid, backend_start = excluded.backend_start",
-            (node_id,),
-        )
+    finds the node. The lock waits ``JOIN_LOCK_WAIT`` at a time, the others' batches going
+    on between tries, so a transaction that does not end holds back only this join."""
+    tries = 0
+    while True:
+        try:
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL lock_timeout = '{JOIN_LOCK_WAIT}'")
+                await conn.execute("LOCK TABLE gateway_nodes IN ACCESS EXCLUSIVE MODE")
+                await conn.execute(
+                    "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel)"
+                    " SELECT %s, pid, backend_start, true FROM pg_stat_activity"
+                    " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
+                    " SET pid = excluded.pid, backend_start = excluded.backend_start",
+                    (node_id,),
+                )
+            return
+        except errors.LockNotAvailable:
+            tries += 1
+            if tries == 1:
+                log.info("joining the cluster waits for a transaction that read its processes")
+            await asyncio.sleep(JOIN_PAUSE_SECONDS)
 
 
 async def forget_node(conn: AsyncConnection[TupleRow], node_id: str) -> list[str]:
