@@ -104,12 +104,9 @@ class SessionService(BaseSessionService):
         self._messages = messages
         self._backend: Backend | None = None
         # The one writer, and the fences a cluster puts on the writes of its threads
-        # (``gateway.store.thread_writes``): told once of each fence the database refused
-        # (``fenced_listeners``), and the streamed text's save, queued, not awaited.
+        # (``gateway.store.thread_writes``): every write about a thread goes through its
+        # ``submit``; ``fence_of`` and ``fenced_listeners`` are its own, forwarded.
         self._writes = ThreadWrites(read_only=read_only)
-        self._submit = self._writes.submit
-        self.fenced_listeners = self._writes.fenced_listeners
-        self.save_streamed_text = self._writes.save_streamed_text
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
@@ -180,6 +177,11 @@ class SessionService(BaseSessionService):
     @fence_of.setter
     def fence_of(self, fence_of: Callable[[str], Fence | None]) -> None:
         self._writes.fence_of = fence_of
+
+    @property
+    def fenced_listeners(self) -> list[Callable[[Fence], None]]:
+        """Told once of each fence the database refused: another process has the thread."""
+        return self._writes.fenced_listeners
 
     def _health_changed(self, can_commit: bool) -> None:
         for listener in self.health_listeners:
@@ -287,7 +289,7 @@ class SessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         session_id = session_id.strip() if session_id else session_id
-        await self._submit(session_id, writes.DeleteSession(app_name, user_id, session_id))
+        await self._writes.submit(session_id, writes.DeleteSession(app_name, user_id, session_id))
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -330,7 +332,7 @@ class SessionService(BaseSessionService):
             self._commit_event_to_session(session, event)
             self._parsed_from(write, parsed_from, event)
 
-        await self._submit(session.id, write, commit_to_session)
+        await self._writes.submit(session.id, write, commit_to_session)
         return event
 
     def _parsed_from(
@@ -364,7 +366,7 @@ class SessionService(BaseSessionService):
             self._parsed_from(write, parsed_from, event)
 
         # Urgent: the run's first text waits for this commit (``GroupCommit.submit``).
-        queued(self._submit(session.id, write, commit_to_session, urgent=True))
+        queued(self._writes.submit(session.id, write, commit_to_session, urgent=True))
         return event
 
     def _append_write(
@@ -509,13 +511,36 @@ class SessionService(BaseSessionService):
             partial(self._reads.open_runs, app_name=app_name, session_ids=session_ids)
         )
 
+    def save_streamed_text(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        invocation_id: str,
+        message_id: str,
+        author: str,
+        text: str,
+    ) -> asyncio.Future[object]:
+        """Queues the text so far of the message a thread is streaming; resolves once committed.
+
+        Not a coroutine: a caller that streams holds its chunk on the future, and a save still
+        queued is replaced by a newer one, so chunks that arrive together cost one write. The
+        message's final event (its id is ``message_id``) deletes the text, as does a cut-off
+        reply stored under that id."""
+        now = platform_time.get_time()
+        write = writes.SaveStreamedText(
+            app_name, user_id, session_id, invocation_id, message_id, author, text, now
+        )
+        return self._writes.submit(session_id, write, replaces=(app_name, user_id, session_id))
+
     async def forget_leftover_texts(self, app_name: str, thread_id: str | None = None) -> None:
         """Deletes the streamed texts the app's runs left (every thread's, or ``thread_id``'s,
         fenced as the thread's other writes are), once a restart has used them."""
         if thread_id is None:
             await self._write(writes.ForgetLeftoverTexts(app_name))
         else:
-            await self._submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
+            await self._writes.submit(thread_id, writes.ForgetLeftoverTexts(app_name, (thread_id,)))
 
     async def thread_owner(self, app_name: str, session_id: str) -> str | None:
         """The user a thread belongs to, whoever asks; None if no such thread exists."""
@@ -633,7 +658,9 @@ class SessionService(BaseSessionService):
         on the future, and frames queued together for one thread cost one write.
         """
         write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
-        return self._submit(session_id, write, extends=("frames", app_name, user_id, session_id))
+        return self._writes.submit(
+            session_id, write, extends=("frames", app_name, user_id, session_id)
+        )
 
     async def frames_after(
         self, app_name: str, user_id: str, session_id: str, after: int, limit: int | None = None
@@ -684,7 +711,7 @@ class SessionService(BaseSessionService):
     async def move_branch(self, move: Fork | Switch) -> Moved:
         """Forks or switches a thread's branches (``gateway.store.branches``), fenced as
         the thread's other writes are; raises ``BranchRefused`` for a move it cannot take."""
-        return cast(Moved, await self._submit(move.session_id, move))
+        return cast(Moved, await self._writes.submit(move.session_id, move))
 
     async def branch_tree(self, app_name: str, user_id: str, session_id: str) -> BranchTree:
         """A thread's branches (none for a thread that has none, or does not exist)."""
@@ -708,7 +735,9 @@ class SessionService(BaseSessionService):
         self, app_name: str, user_id: str, session_id: str, max_bytes: int
     ) -> asyncio.Future[object]:
         """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame)."""
-        return self._submit(session_id, writes.TrimFrames(app_name, user_id, session_id, max_bytes))
+        return self._writes.submit(
+            session_id, writes.TrimFrames(app_name, user_id, session_id, max_bytes)
+        )
 
     # --- internals ----------------------------------------------------------------------
 
