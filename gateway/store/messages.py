@@ -47,6 +47,8 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
     reply a crash cut off, and was cut off in turn, leaves one. Once another reply of the
     turn follows, it says nothing the user should see; the last of a turn stays, the one
     sign that the turn's answer never came (the reference client offers a retry there).
+    A reply with no text or tool call that was not cut off (one a projection shows by other
+    means) is never dropped: only the cut-off mark says it was left empty.
     """
     kept: list[Message] = []
     calls_seen: set[str] = set()
@@ -63,7 +65,7 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
                 unsaid.clear()
             if calls := message.get("toolCalls"):
                 calls_seen.update(call["id"] for call in calls)
-            elif not message.get("content"):
+            elif _unsaid(message):
                 unsaid.append(len(kept))
         elif role == "user":
             unsaid.clear()
@@ -72,6 +74,13 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
             continue
         kept.append(message)
     return kept
+
+
+def _unsaid(reply: Message) -> bool:
+    """Whether an assistant message is a reply cut off before it said anything."""
+    metadata = reply.get("metadata")
+    cut_off = isinstance(metadata, dict) and metadata.get("ended") is not None
+    return cut_off and not reply.get("content") and not reply.get("toolCalls")
 
 
 def _apply_mark(mark: Message, kept: list[Message]) -> None:
