@@ -528,12 +528,12 @@ class WorkerPool:
         except ChannelClosed:
             channel.close()
             return
-        worker = self._workers.get(hello.index) if isinstance(hello, Hello) else None
-        if worker is None or worker.channel is not None:
-            log.warning("a process that is no worker of ours connected; closed")
+        if (refused := _refusal(hello, self._workers)) is not None:
+            log.warning("a process that is no worker of ours connected: %s; closed", refused)
             channel.close()
             return
         assert isinstance(hello, Hello)
+        worker = self._workers[hello.index]
         worker.channel = channel
         worker.reader = asyncio.current_task()
         ready = self._ready[worker.index]
@@ -748,6 +748,23 @@ def _keep(kept: dict[str, Any], run_id: str, value: object) -> None:
     kept[run_id] = value
     while len(kept) > KEPT_ENDINGS:
         del kept[next(iter(kept))]
+
+
+def _refusal(hello: FromWorker, workers: Mapping[int, _Worker]) -> str | None:
+    """Why a process's first message is not the Hello of the process started for its
+    place, if it is not: one given up for saying nothing in time may still connect while
+    its replacement starts, and must not take the replacement's place."""
+    if not isinstance(hello, Hello):
+        return f"its first message was a {type(hello).__name__}"
+    said = f"pid {hello.pid} said Hello as worker {hello.index}"
+    worker = workers.get(hello.index)
+    if worker is None:
+        return f"{said}, which is not starting"
+    if worker.channel is not None:
+        return f"{said}, which said it already"
+    if hello.pid != worker.process.pid:
+        return f"{said}, which was started as pid {worker.process.pid}"
+    return None
 
 
 def _exit_of(process: WorkerProcess) -> asyncio.Future[None]:

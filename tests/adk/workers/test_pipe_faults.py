@@ -232,3 +232,42 @@ async def test_an_event_called_stored_when_nothing_was_stored_ends_its_run_alone
         worker.send(Yielded(kept_start.run, said("안녕")), Finished(kept_start.run))
         assert len([event async for event in kept]) == 1
         assert worker.spawned == 1
+
+
+class AfterAStranger(ScriptedWorker):
+    """A stand-in whose place is first claimed by another process (one given up for being
+    slow, connecting while its replacement starts): its Hello names the place, not its pid."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stranger_heard: list[str] = []
+
+    async def _serve(self, path: str, index: int) -> None:
+        reader, writer = await asyncio.open_unix_connection(path)
+        stranger: Channel[FromMain] = Channel(reader, writer, FromMain)
+        stranger.send(Hello(index, os.getpid() + 1))
+        try:
+            self.stranger_heard.append(type(await stranger.receive()).__name__)
+        except ChannelClosed:
+            self.stranger_heard.append("closed")
+        await super()._serve(path, index)
+
+
+async def test_a_hello_from_a_process_not_started_for_its_place_is_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    worker = AfterAStranger()
+    pool = WorkerPool(1, worker, cast(Any, None), audit=Audit())
+    try:
+        await asyncio.wait_for(pool.start(), WAIT)
+        # The run goes to the process started for the place, not to the stranger.
+        run, start = await started(pool, worker, "r")
+        worker.send(Yielded(start.run, said("안녕")), Finished(start.run))
+        assert len([event async for event in run]) == 1
+    finally:
+        await pool.close()
+    assert worker.stranger_heard == ["closed"]
+    [line] = [r.getMessage() for r in caplog.records if "no worker of ours" in r.getMessage()]
+    assert f"pid {os.getpid() + 1} said Hello as worker 1" in line
+    assert f"started as pid {os.getpid()}" in line
