@@ -7,7 +7,7 @@ Helpers live in ``tests.support``; this file only says what a test may ask for b
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,11 +29,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    # A module (or class) whose tests lack one honest tier fails to collect, saying which
+    # and what to add: an error raised later, on an xdist worker, is an INTERNALERROR.
+    report = yield
+    if report.passed:
+        collected = [node for node in report.result if isinstance(node, pytest.Item)]
+        if problems := tiers.problems(collected):
+            report.outcome = "failed"
+            report.longrepr = "tests without one honest tier:\n" + "\n".join(problems)
+            report.result = []
+    return report
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    problems = tiers.settle(items)
-    if problems:
-        raise pytest.UsageError("tests without one honest tier:\n" + "\n".join(problems))
+    tiers.settle(items)
     # A serial test needs the machine to itself: never on an xdist worker, beside others.
     only_serial = config.getoption("only_serial")
     on_worker = "PYTEST_XDIST_WORKER" in os.environ

@@ -10,10 +10,11 @@ A test module names its tier in ``pytestmark``; a class or a test may name anoth
 closest one counting. A parameter may raise a test's tier: the store's tests on PostgreSQL
 are ``process`` (``tests/conftest.py``'s ``db`` and ``gateway_on_each_store``), whatever
 their module says. ``settle`` leaves each test with exactly one tier marker, the only one
-``-m`` then sees, and names every test that has none, names two at one level, or uses a
-fixture heavier than its tier. While a test runs, ``current`` is its tier, and the helpers
-that start a server, a process or a browser ``require`` a tier that allows it, so a test
-cannot pass for lighter than it is.
+``-m`` then sees; ``problems`` names every test that has none, names two at one level, or
+uses a fixture heavier than its tier, which the suite reports as its module's collection
+error (so an xdist worker reports it as the controller does: which file, what to add).
+While a test runs, ``current`` is its tier, and the helpers that start a server, a process
+or a browser ``require`` a tier that allows it, so a test cannot pass for lighter than it is.
 """
 
 from __future__ import annotations
@@ -45,12 +46,20 @@ def require(tier: str, what: str) -> None:
         )
 
 
-def settle(items: list[pytest.Item]) -> list[str]:
-    """Gives every test exactly one tier marker; the problems found, one line each."""
-    problems: list[str] = []
+def problems(items: list[pytest.Item]) -> list[str]:
+    """What keeps ``items`` (a module's or a class's tests, as collected) from each having
+    one honest tier, one line each, saying what to add where; none if nothing does."""
+    found: list[str] = []
+    for item in items:
+        _resolve(item, found)
+    return found
+
+
+def settle(items: list[pytest.Item]) -> None:
+    """Gives every test exactly one tier marker (``problems`` found none missing)."""
     chosen: dict[pytest.Item, str] = {}
     for item in items:
-        tier = _resolve(item, problems)
+        tier = _resolve(item, [])
         if tier is not None:
             chosen[item] = tier
     # Only now, once every test's tier is known: a module's marker must not select, under
@@ -60,7 +69,6 @@ def settle(items: list[pytest.Item]) -> list[str]:
             node.own_markers[:] = [mark for mark in node.own_markers if mark.name not in TIERS]
         if item in chosen:
             item.add_marker(chosen[item])
-    return problems
 
 
 def tier_of(item: pytest.Item) -> str | None:
@@ -85,7 +93,11 @@ def _resolve(item: pytest.Item, problems: list[str]) -> str | None:
             declared = max(named, key=TIERS.index)
             break
     if declared is None:
-        problems.append(f"{item.nodeid}: no tier marker (one of {', '.join(TIERS)})")
+        problems.append(
+            f"{item.nodeid}: no tier marker: add `pytestmark = pytest.mark.unit` to"
+            f" {item.path.name} (or `server`, `process`, `browser`: the lightest it needs;"
+            " tests/support/tiers.py), or mark the test itself"
+        )
         return None
     tier: str = max([declared, *(str(mark.name) for mark in raised)], key=TIERS.index)
     for name in _shared_fixtures(item):
