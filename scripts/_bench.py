@@ -100,17 +100,29 @@ def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path, deadli
     raise RuntimeError(f"the gateway did not answer {url} in time:\n{log.read_text()}")
 
 
-def user_turn(text: str, *, tools: Sequence[object] = ()) -> dict[str, object]:
-    """A RunAgentInput of one user message on a new thread, every id fresh."""
+def user_turn(
+    text: str,
+    *,
+    thread_id: str | None = None,
+    tools: Sequence[object] = (),
+    earlier: Sequence[str] = (),
+    **fields: object,
+) -> dict[str, object]:
+    """A RunAgentInput of one user message (none for ``text=""``: a branch switch, a
+    resend), on ``thread_id`` or a new thread, every other id fresh. ``earlier``: texts of
+    user messages the input carries before it (a client's history); ``fields`` replace the
+    input's own (``forwardedProps``)."""
+    said = [*earlier, text] if text else list(earlier)
     return {
-        "threadId": uuid.uuid4().hex,
+        "threadId": thread_id or uuid.uuid4().hex,
         "runId": uuid.uuid4().hex,
         "protocolVersion": "1.0",
-        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
+        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": t} for t in said],
         "tools": list(tools),
         "context": [],
         "state": {},
         "forwardedProps": {},
+        **fields,
     }
 
 

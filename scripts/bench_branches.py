@@ -28,15 +28,14 @@ from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench import local_gateway, percentile
-from scripts.bench_latency import run_input
+from scripts._bench import local_gateway, percentile, user_turn
 from scripts.bench_reattach import describe, reattach_once
 
 
 async def _turn(url: str, thread: str, message_id: str, **extra: Any) -> str:
     """Runs one greeting turn; returns its run id."""
-    frame = json.loads(run_input(thread, "안녕", **extra))
-    frame["messages"][0]["id"] = message_id
+    frame: dict[str, Any] = user_turn("안녕", thread_id=thread, **extra)
+    frame["messages"] = [{"id": message_id, "role": "user", "content": "안녕"}]
     async with connect(url, max_size=None) as ws:
         await ws.send(json.dumps(frame))
         while True:
@@ -58,9 +57,7 @@ async def build_thread(url: str, messages: int) -> tuple[str, str, str]:
 
 
 def switch(thread: str, run_id: str) -> dict[str, Any]:
-    frame: dict[str, Any] = json.loads(run_input(thread))
-    frame["forwardedProps"] = {"branch": {"switchTo": run_id}}
-    return frame
+    return user_turn("", thread_id=thread, forwardedProps={"branch": {"switchTo": run_id}})
 
 
 async def main() -> None:

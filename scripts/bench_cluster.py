@@ -40,7 +40,7 @@ from pathlib import Path
 import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
-from scripts._bench import LocalGateway, client_tools, local_gateway, percentile
+from scripts._bench import LocalGateway, client_tools, local_gateway, percentile, user_turn
 from scripts.bench_runs import BENCH_FLAGS, USER, Phase, gateway_run, measure
 from tests.support.postgres import running_postgres
 
@@ -114,7 +114,7 @@ async def fan_out(a: LocalGateway, b: LocalGateway, runs: int) -> list[float]:
             on_a: dict[str, float] = {}
             on_b: dict[str, float] = {}
             watching = asyncio.create_task(_arrivals(observer, on_b, ends=1))
-            await runner.send(json.dumps(_turn(thread_id, tools)))
+            await runner.send(json.dumps(user_turn("안녕", thread_id=thread_id, tools=tools)))
             await _arrivals(runner, on_a, ends=1)
             await watching
             delays += [on_b[key] - on_a[key] for key in on_a if key in on_b]
@@ -138,7 +138,7 @@ async def joins(a: LocalGateway, b: LocalGateway, runs: int) -> dict[str, list[f
     async with connect(a.ws_url(USER), max_size=None, compression=None) as runner:
         for _ in range(runs):
             thread_id = uuid.uuid4().hex
-            await runner.send(json.dumps(_turn(thread_id, tools, LONG)))
+            await runner.send(json.dumps(user_turn(LONG, thread_id=thread_id, tools=tools)))
             await _until(runner, "TEXT_MESSAGE_CONTENT")
             for name, gateway in (("on A", a), ("on B", b)):
                 async with connect(gateway.ws_url(USER), max_size=None, compression=None) as tab:
@@ -148,19 +148,6 @@ async def joins(a: LocalGateway, b: LocalGateway, runs: int) -> dict[str, list[f
                     waits[name].append(time.perf_counter() - started)
             await _until(runner, "RUN_FINISHED")
     return waits
-
-
-def _turn(thread_id: str, tools: list[object], text: str = "안녕") -> dict[str, object]:
-    return {
-        "threadId": thread_id,
-        "runId": uuid.uuid4().hex,
-        "protocolVersion": "1.0",
-        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
-        "tools": tools,
-        "context": [],
-        "state": {},
-        "forwardedProps": {},
-    }
 
 
 async def one_round(

@@ -24,22 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench import local_gateway
-
-
-def run_input(thread: str, text: str = "", **extra: Any) -> str:
-    frame = {
-        "threadId": thread,
-        "runId": uuid.uuid4().hex,
-        "protocolVersion": "1.0",
-        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}] if text else [],
-        "tools": [],
-        "context": [],
-        "state": {},
-        "forwardedProps": {},
-        **extra,
-    }
-    return json.dumps(frame)
+from scripts._bench import local_gateway, user_turn
 
 
 async def until(ws: ClientConnection, kind: str) -> dict[str, Any]:
@@ -54,7 +39,7 @@ async def cancel_mid_reply(url: str, count: int) -> list[float]:
     async with connect(url) as ws:
         for _ in range(count):
             thread = uuid.uuid4().hex
-            await ws.send(run_input(thread, "자기소개를 길게 해 주세요"))
+            await ws.send(json.dumps(user_turn("자기소개를 길게 해 주세요", thread_id=thread)))
             await until(ws, "TEXT_MESSAGE_CONTENT")
             sent = time.perf_counter()
             await ws.send(json.dumps({"type": "cancel", "threadId": thread}))
@@ -69,7 +54,7 @@ async def reattach_times(url: str, messages: int, count: int) -> tuple[list[floa
     async with connect(url, max_size=None) as ws:
         # Each greeting turn adds a user message and an assistant message.
         for _ in range(messages // 2):
-            await ws.send(run_input(thread, "안녕"))
+            await ws.send(json.dumps(user_turn("안녕", thread_id=thread)))
             await until(ws, "RUN_FINISHED")
         samples = []
         size = 0

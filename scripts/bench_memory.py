@@ -19,29 +19,17 @@ import json
 import statistics
 import tempfile
 import uuid
-from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from scripts._bench import LocalGateway, local_gateway, rss_mib
+from scripts._bench import LocalGateway, local_gateway, rss_mib, user_turn
 
 HOARDER = "demo"
 
 
 def user_input(thread: str, text: str, history: int = 0) -> str:
-    messages: list[dict[str, Any]] = (
-        [{"id": uuid.uuid4().hex, "role": "user", "content": "x" * history}] if history else []
-    )
-    messages.append({"id": uuid.uuid4().hex, "role": "user", "content": text})
-    return json.dumps(
-        {
-            "threadId": thread,
-            "runId": uuid.uuid4().hex,
-            "protocolVersion": "1.0",
-            "messages": messages,
-            "tools": [],
-        }
-    )
+    """A turn on ``thread``; ``history``: the size of one earlier message it carries."""
+    return json.dumps(user_turn(text, thread_id=thread, earlier=["x" * history] if history else []))
 
 
 async def until_end(ws: ClientConnection, timeout: float = 30) -> None:

@@ -28,8 +28,7 @@ from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench import local_gateway, percentile
-from scripts.bench_latency import run_input
+from scripts._bench import local_gateway, percentile, user_turn
 
 # The events a client missed: the end of the last reply (its last chunks and RUN_FINISHED).
 MISSED = 5
@@ -42,7 +41,7 @@ async def build_thread(url: str, messages: int) -> tuple[str, int]:
     head = 0
     async with connect(url, max_size=None) as ws:
         for _ in range(messages // 2):
-            await ws.send(run_input(thread, "안녕"))
+            await ws.send(json.dumps(user_turn("안녕", thread_id=thread)))
             while True:
                 event: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 30))
                 head = (event.get("metadata") or {}).get("gateway.seq", head)

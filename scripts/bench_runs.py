@@ -64,7 +64,14 @@ from gateway.doors.warmup import skip_absent_a2a
 from gateway.examples.navigator.agent import build_agent, load_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.tools.client import CLIENT_TOOLS_KEY
-from scripts._bench import LocalGateway, client_tools, cpu_seconds, local_gateway, percentile
+from scripts._bench import (
+    LocalGateway,
+    client_tools,
+    cpu_seconds,
+    local_gateway,
+    percentile,
+    user_turn,
+)
 from tests.support.postgres import Postgres, running_postgres
 
 GREETING = "안녕"
@@ -180,18 +187,7 @@ async def measure(
 
 
 async def gateway_run(ws: ClientConnection, tools: list[object], text: str = GREETING) -> Timing:
-    frame = json.dumps(
-        {
-            "threadId": uuid.uuid4().hex,
-            "runId": uuid.uuid4().hex,
-            "protocolVersion": "1.0",
-            "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
-            "tools": tools,
-            "context": [],
-            "state": {},
-            "forwardedProps": {},
-        }
-    )
+    frame = json.dumps(user_turn(text, tools=tools))
     first_event = first_text = None
     started = time.perf_counter()
     await ws.send(frame)
