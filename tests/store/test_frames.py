@@ -114,3 +114,50 @@ async def test_frames_of_a_thread_that_is_not_there_fail_alone(store: SessionSer
     assert isinstance(nowhere, SessionNotFoundError) and here == 1
     assert store.can_commit
     assert await store.log_head(APP, "u", "nowhere") == 0
+
+
+async def test_a_trim_of_a_log_known_to_fit_is_not_written(db: str) -> None:
+    """One process writes a SQLite file, so it knows each log's size: a thread it created
+    starts empty, and a run's end trims only a log that may be past the bound. On a
+    database other processes write (PostgreSQL) every trim is written, as before."""
+    store = session_store(db)
+    await store.open()
+    try:
+        assert (await store.open_thread(APP, "u", "new")).created
+        await store.append_frames(APP, "u", "new", frames(1, 2, 3, size=100))
+        commits = store.commits
+        await store.trim_frames(APP, "u", "new", 300)
+        assert store.commits == commits + (1 if store.shared else 0)
+        # One more frame passes the bound: that trim is written, and trims.
+        await store.append_frames(APP, "u", "new", frames(4, size=100))
+        await store.trim_frames(APP, "u", "new", 300)
+        log = await store.frames_after(APP, "u", "new", 0)
+        assert [f.seq for f in log.frames] == [2, 3, 4]
+        # The trim said what it kept: 300 bytes, and 50 more pass the bound again.
+        commits = store.commits
+        await store.trim_frames(APP, "u", "new", 300)
+        assert store.commits == commits + (1 if store.shared else 0)
+        await store.append_frames(APP, "u", "new", frames(5, size=50))
+        await store.trim_frames(APP, "u", "new", 300)
+        log = await store.frames_after(APP, "u", "new", 0)
+        assert [f.seq for f in log.frames] == [3, 4, 5]
+    finally:
+        await store.close()
+
+
+async def test_a_log_this_process_did_not_see_written_is_trimmed(db: str) -> None:
+    """After a restart nothing is known of a log: its first trim is written, whatever the
+    frames written before it."""
+    first = session_store(db)
+    await first.open()
+    assert (await first.open_thread(APP, "u", "old")).created
+    await first.append_frames(APP, "u", "old", frames(1, 2, 3, 4, size=100))
+    await first.close()
+    again = session_store(db)
+    await again.open()
+    try:
+        await again.trim_frames(APP, "u", "old", 250)
+        log = await again.frames_after(APP, "u", "old", 0)
+        assert [f.seq for f in log.frames] == [3, 4]
+    finally:
+        await again.close()
