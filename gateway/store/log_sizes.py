@@ -3,25 +3,24 @@ trims the log only when it may be past its bound.
 
 Every run's end asks to keep the newest ``GATEWAY_CURSOR_BYTES`` (1 MiB) of its thread's
 log (``SessionService.trim_frames``), and a flagship story's log is a few KB, so that trim
-almost never deletes a frame; yet each was a write (its SQL reads every frame of the thread
-to sum their sizes), about 8% of the SQLite writer's samples in the main process at 200
-paced users with workers (py-spy, session 43). One process owns a SQLite file and every
-frame of it goes through its writer, so it can know each log's size: zero for a thread it
-creates, the bytes a trim kept (the trim returns them), plus every frame queued since. A
-trim asked of a log known to fit is not written; it would delete nothing.
+almost never deletes a frame; yet each was a write whose SQL reads every frame of the
+thread to sum their sizes: 4 of a story's ~155 statements, ~5% of the SQLite writer's busy
+samples (py-spy of the main process, 200 paced users with workers, session 44). One process
+owns a SQLite file and every frame of it goes through its writer, so it can know each log's
+size: zero for a thread it creates, the bytes a trim kept (the trim returns them), plus
+every frame queued since. A trim asked of a log known to fit is not written; it would
+delete nothing.
 
 The sizes are upper bounds, never less than the log holds: frames are counted when queued,
 before their commit (one that fails leaves an overcount: the next trim is written and
-corrects it). A thread not known (never seen, forgotten as the oldest of ``KEPT`` threads, or a
-trim's result not back yet) is trimmed as before; a deleted thread's log is empty, which
-its known size (an upper bound) allows. A database other
-processes write (PostgreSQL) does not use this: another process may have logged frames.
+corrects it), and a deleted thread's log is empty. A thread not known (never seen, let go
+of as the oldest of ``KEPT``, or its trim's result not back yet) is trimmed as before. A
+database other processes write (PostgreSQL) does not use this: they log frames too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import Callable, Hashable
 from functools import partial
 
@@ -29,9 +28,10 @@ from gateway.store.writes import TrimFrames
 
 __all__ = ["KEPT", "LogSizes"]
 
-# Threads whose size is kept at most, the least recently used let go first (a key and an
-# int each: a few hundred KiB at most).
-KEPT = 4096
+# Threads whose size is kept at most, the least recently written let go first: ~200 bytes
+# each (a dict's slot, the key, the id it keeps alive), so at most ~200 KiB. At 200 paced
+# users a story's thread sees ~500 others start between its two run ends.
+KEPT = 1024
 
 
 class LogSizes:
@@ -39,7 +39,9 @@ class LogSizes:
 
     def __init__(self, kept: int = KEPT) -> None:
         self.kept = kept
-        self._sizes: collections.OrderedDict[Hashable, int] = collections.OrderedDict()
+        # Oldest first: a thread written to is put back at the end (a plain dict is smaller
+        # than an OrderedDict, and the order is its insertion order).
+        self._sizes: dict[Hashable, int] = {}
         # Threads whose trim is queued: the bytes queued since (a trim's own list, so that
         # the result of an older trim never counts a newer one's frames).
         self._trimming: dict[Hashable, list[int]] = {}
@@ -55,9 +57,8 @@ class LogSizes:
         """Frames of ``size`` bytes were queued for the thread's log."""
         if (since := self._trimming.get(thread)) is not None:
             since[0] += size
-        if thread in self._sizes:
-            self._sizes[thread] += size
-            self._sizes.move_to_end(thread)
+        if (known := self._sizes.pop(thread, None)) is not None:
+            self._sizes[thread] = known + size
 
     def trim(
         self,
@@ -93,7 +94,7 @@ class LogSizes:
             self._set(thread, kept + since[0])
 
     def _set(self, thread: Hashable, size: int) -> None:
+        self._sizes.pop(thread, None)
         self._sizes[thread] = size
-        self._sizes.move_to_end(thread)
         while len(self._sizes) > self.kept:
-            self._sizes.popitem(last=False)
+            del self._sizes[next(iter(self._sizes))]
