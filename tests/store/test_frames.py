@@ -122,25 +122,26 @@ async def test_a_trim_of_a_log_known_to_fit_is_not_written(db: str) -> None:
     database other processes write (PostgreSQL) every trim is written, as before."""
     store = session_store(db)
     await store.open()
+
+    async def trimmed_to(size: int, max_bytes: int = 300) -> list[int]:
+        """Appends a frame of ``size`` bytes (none for 0), trims, says what the log keeps."""
+        if size:
+            head = await store.log_head(APP, "u", "new")
+            await store.append_frames(APP, "u", "new", frames(head + 1, size=size))
+        commits = store.commits
+        await store.trim_frames(APP, "u", "new", max_bytes)
+        written.append(store.commits - commits)
+        return [f.seq for f in (await store.frames_after(APP, "u", "new", 0)).frames]
+
+    written: list[int] = []
     try:
         assert (await store.open_thread(APP, "u", "new")).created
-        await store.append_frames(APP, "u", "new", frames(1, 2, 3, size=100))
-        commits = store.commits
-        await store.trim_frames(APP, "u", "new", 300)
-        assert store.commits == commits + (1 if store.shared else 0)
-        # One more frame passes the bound: that trim is written, and trims.
-        await store.append_frames(APP, "u", "new", frames(4, size=100))
-        await store.trim_frames(APP, "u", "new", 300)
-        log = await store.frames_after(APP, "u", "new", 0)
-        assert [f.seq for f in log.frames] == [2, 3, 4]
-        # The trim said what it kept: 300 bytes, and 50 more pass the bound again.
-        commits = store.commits
-        await store.trim_frames(APP, "u", "new", 300)
-        assert store.commits == commits + (1 if store.shared else 0)
-        await store.append_frames(APP, "u", "new", frames(5, size=50))
-        await store.trim_frames(APP, "u", "new", 300)
-        log = await store.frames_after(APP, "u", "new", 0)
-        assert [f.seq for f in log.frames] == [3, 4, 5]
+        await store.append_frames(APP, "u", "new", frames(1, 2, size=100))
+        assert await trimmed_to(100) == [1, 2, 3]  # 300 bytes: they fit
+        assert await trimmed_to(100) == [2, 3, 4]  # 400: the trim is written, and trims
+        assert await trimmed_to(0) == [2, 3, 4]  # it kept 300, which fit
+        assert await trimmed_to(50) == [3, 4, 5]  # 350: past the bound again
+        assert written == ([1, 1, 1, 1] if store.shared else [0, 1, 0, 1])
     finally:
         await store.close()
 
