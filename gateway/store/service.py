@@ -48,6 +48,7 @@ from gateway.store.errors import StoreError
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.leases import Fence
+from gateway.store.log_sizes import LogSizes
 from gateway.store.messages import EventMessages, Message
 from gateway.store.open import open_backend
 from gateway.store.parsed import RecentlyParsed
@@ -129,6 +130,8 @@ class SessionService(BaseSessionService):
         self.keeps_texts = False
         # Events appended from the text their row holds, for the next read of those rows.
         self.recently_parsed = RecentlyParsed()
+        # The sizes of threads' logs this process alone writes: a trim they fit is spared.
+        self.log_sizes = LogSizes()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -451,6 +454,8 @@ class SessionService(BaseSessionService):
             ),
         )
         if isinstance(opened, OpenedThread):
+            if opened.created:
+                self.log_sizes.created((app_name, session_id))
             return opened
         stored, usage, head = opened
         session = await self._session_of(stored)
@@ -658,6 +663,7 @@ class SessionService(BaseSessionService):
         on the future, and frames queued together for one thread cost one write.
         """
         write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
+        self.log_sizes.grew((app_name, session_id), sum(len(frame.data) for frame in frames))
         return self._writes.submit(
             session_id, write, extends=("frames", app_name, user_id, session_id)
         )
@@ -734,9 +740,13 @@ class SessionService(BaseSessionService):
     def trim_frames(
         self, app_name: str, user_id: str, session_id: str, max_bytes: int
     ) -> asyncio.Future[object]:
-        """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame)."""
-        return self._writes.submit(
-            session_id, writes.TrimFrames(app_name, user_id, session_id, max_bytes)
+        """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame);
+        none where the log is known to fit (``gateway.store.log_sizes``)."""
+        trim = writes.TrimFrames(app_name, user_id, session_id, max_bytes)
+        if self.shared:  # other processes log frames too: no size is known here
+            return self._writes.submit(session_id, trim)
+        return self.log_sizes.trim(
+            (app_name, session_id), trim, partial(self._writes.submit, session_id)
         )
 
     # --- internals ----------------------------------------------------------------------

@@ -185,7 +185,8 @@ class AppendFrames:
 @dataclasses.dataclass(frozen=True, slots=True)
 class TrimFrames:
     """Keeps the newest frames of a thread's log that fit ``max_bytes``, and the newest one
-    whatever its size, so the log always knows its head."""
+    whatever its size, so the log always knows its head. Applied, it gives the bytes the
+    log keeps where the backend counts them (SQLite's, for ``log_sizes``), else None."""
 
     app_name: str
     user_id: str
@@ -294,7 +295,9 @@ class WriteSql(Protocol):
         """Returns the number of the last frame written."""
         ...
 
-    def trim_frames(self, db: Any, trim: TrimFrames) -> None: ...
+    def trim_frames(self, db: Any, trim: TrimFrames) -> int | None:
+        """Returns the bytes the log keeps, where the backend counts them."""
+        ...
 
     def forget_leftover_texts(self, db: Any, forget: ForgetLeftoverTexts) -> None: ...
 
@@ -320,7 +323,7 @@ def apply(sql: WriteSql, db: Any, write: Write) -> object:
         case AppendFrames():
             return sql.append_frames(db, write)
         case TrimFrames():
-            sql.trim_frames(db, write)
+            return sql.trim_frames(db, write)
         case OpenThread():
             return sql.open_thread(db, write)
         case CreateSession():

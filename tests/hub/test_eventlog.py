@@ -8,6 +8,7 @@ import copy
 import itertools
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +21,8 @@ from gateway.hub.outbox import UNSTORED_NUMBERS
 from gateway.hub.takeover import closing_frames
 from gateway.store import SessionService
 from gateway.store.frames import FrameLog, LoggedFrame
+from gateway.store.sqlite import writes as sqlite_writes
+from gateway.store.writes import TrimFrames
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -31,7 +34,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
-from tests.support.flagship import FLAGSHIP
+from tests.support.flagship import FLAGSHIP, flagship_navigated_then_honest_reply
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.stores import session_store
 
@@ -244,6 +247,29 @@ async def test_every_reattach_by_cursor_is_answered(gateway: RunningGateway) -> 
     # a stream ends, is not told again each time.
     response = await resume(gateway, used, {"Last-Event-ID": str(head)})
     assert (response.status_code, sse_frames(response.content)) == (200, [])
+
+
+async def test_the_run_ends_of_a_story_write_no_trim_of_a_log_that_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A story's log is a few KB, far below ``cursor_bytes``: the store knows the size of
+    each log it alone writes, and a run's end trims only a log that may be past it
+    (``gateway.store.log_sizes``); ``test_a_cursor_the_log_cannot_answer_gets_the_snapshot``
+    shows a log past it trimmed."""
+    trims: list[TrimFrames] = []
+
+    def counted(db: Any, trim: TrimFrames) -> int:
+        trims.append(trim)
+        return trim_frames(db, trim)
+
+    trim_frames = sqlite_writes.trim_frames
+    monkeypatch.setattr(sqlite_writes, "trim_frames", counted)
+    async with running_gateway(db=str(tmp_path / "threads.db")) as gateway:
+        await flagship_navigated_then_honest_reply(gateway)
+        assert gateway.app.hub is not None
+        sessions = gateway.app.hub.engine.sessions
+    assert trims == []
+    assert sessions.log_sizes.spared >= 2  # the story's two runs (and a warm-up's)
 
 
 @pytest.mark.parametrize("cursor", ["beyond", "trimmed"])

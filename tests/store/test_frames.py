@@ -114,3 +114,51 @@ async def test_frames_of_a_thread_that_is_not_there_fail_alone(store: SessionSer
     assert isinstance(nowhere, SessionNotFoundError) and here == 1
     assert store.can_commit
     assert await store.log_head(APP, "u", "nowhere") == 0
+
+
+async def test_a_trim_of_a_log_known_to_fit_is_not_written(db: str) -> None:
+    """One process writes a SQLite file, so it knows each log's size: a thread it created
+    starts empty, and a run's end trims only a log that may be past the bound. On a
+    database other processes write (PostgreSQL) every trim is written, as before."""
+    store = session_store(db)
+    await store.open()
+
+    async def trimmed_to(size: int, max_bytes: int = 300) -> list[int]:
+        """Appends a frame of ``size`` bytes (none for 0), trims, says what the log keeps."""
+        if size:
+            head = await store.log_head(APP, "u", "new")
+            await store.append_frames(APP, "u", "new", frames(head + 1, size=size))
+        commits = store.commits
+        await store.trim_frames(APP, "u", "new", max_bytes)
+        written.append(store.commits - commits)
+        return [f.seq for f in (await store.frames_after(APP, "u", "new", 0)).frames]
+
+    written: list[int] = []
+    try:
+        assert (await store.open_thread(APP, "u", "new")).created
+        await store.append_frames(APP, "u", "new", frames(1, 2, size=100))
+        assert await trimmed_to(100) == [1, 2, 3]  # 300 bytes: they fit
+        assert await trimmed_to(100) == [2, 3, 4]  # 400: the trim is written, and trims
+        assert await trimmed_to(0) == [2, 3, 4]  # it kept 300, which fit
+        assert await trimmed_to(50) == [3, 4, 5]  # 350: past the bound again
+        assert written == ([1, 1, 1, 1] if store.shared else [0, 1, 0, 1])
+    finally:
+        await store.close()
+
+
+async def test_a_log_this_process_did_not_see_written_is_trimmed(db: str) -> None:
+    """After a restart nothing is known of a log: its first trim is written, whatever the
+    frames written before it."""
+    first = session_store(db)
+    await first.open()
+    assert (await first.open_thread(APP, "u", "old")).created
+    await first.append_frames(APP, "u", "old", frames(1, 2, 3, 4, size=100))
+    await first.close()
+    again = session_store(db)
+    await again.open()
+    try:
+        await again.trim_frames(APP, "u", "old", 250)
+        log = await again.frames_after(APP, "u", "old", 0)
+        assert [f.seq for f in log.frames] == [3, 4]
+    finally:
+        await again.close()

@@ -19,6 +19,7 @@ from gateway.store.thread_index import (
     ThreadPatch,
     cut,
     search_terms,
+    words_of,
 )
 from tests.support.postgres import Postgres
 from tests.support.schema_v1 import drop_user_usage
@@ -174,6 +175,29 @@ def test_a_cursor_no_listing_made_is_refused(text: str) -> None:
 def test_a_cursor_round_trips() -> None:
     cursor = ListingCursor(True, 1733356800.123456, "t-ü")
     assert ListingCursor.decode(cursor.encode()) == cursor
+
+
+async def test_a_first_title_costs_no_row_of_its_own_and_each_of_its_words_finds_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A thread's first title is the start of its first message, which is indexed already:
+    the index holds one row an event that says something, and nothing for that title."""
+    path = str(tmp_path / "threads.db")
+    store = session_store(path)
+    await store.open()
+    try:
+        first = "Refund for order R-1042 please, " + "and as quickly as you can " * 4
+        await thread(store, "ann", "t", first, "Done.")
+        await thread(store, "ann", "other", "Something else entirely")
+        row = await store.thread_row(APP, "ann", "t")
+        assert row is not None and row.title.endswith("…")  # cut, maybe within a word
+        for term in [*words_of(row.title).split(), row.title]:
+            assert await ids(store, terms=tuple(search_terms(term))) == ["t"], term
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        rowids = [rowid for (rowid,) in db.execute("SELECT rowid FROM thread_words")]
+    assert len(rowids) == 3 and min(rowids) > 0  # the three messages; no title's row
 
 
 async def test_a_file_from_before_the_index_gets_titles_previews_and_words(

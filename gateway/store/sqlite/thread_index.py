@@ -3,8 +3,9 @@
 Each thread's title, preview, flags and metadata are columns of its ``sessions`` row.
 Its words are rows of the FTS5 table ``thread_words`` (tokenizer ``unicode61``, diacritics
 kept, so Hangul and every other script split on spaces and punctuation): one row per
-event that says something (rowid: the event's seq) and one for the title (rowid: minus
-the session's pk), each naming its session. Each row also holds its owner's token
+event that says something (rowid: the event's seq) and one for a title that is not the
+start of the first message's row (a rename; rowid: minus the session's pk), each naming
+its session. Each row also holds its owner's token
 (``owner_token``), so a search asks FTS5 for the caller's rows only. A query's terms
 (``thread_index.search_terms``: word characters only) are quoted here and bound as
 parameters; a thread matches when each term matches one of its rows.
@@ -78,7 +79,11 @@ def index_event(
             "UPDATE sessions SET title = ?, title_source = ? WHERE pk = ? AND title_source IS NULL",
             (title, TITLE_FIRST, pk),
         )
-        if cursor.rowcount:
+        # A first title is the start of the event's first user text, whose words the
+        # event's own row holds from its start: a row of the title would find nothing
+        # more (its last word, cut, is a prefix of the message's), and cost a new thread
+        # an FTS delete and insert. A rename (``patch_thread``) writes the title's row.
+        if cursor.rowcount and not indexed.words.startswith(words_of(title)):
             _index_title(db, pk, owner, title)
 
 

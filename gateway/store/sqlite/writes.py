@@ -217,13 +217,14 @@ def append_frames(db: sqlite3.Connection, append: AppendFrames) -> int:
     return append.frames[-1].seq
 
 
-def trim_frames(db: sqlite3.Connection, trim: TrimFrames) -> None:
+def trim_frames(db: sqlite3.Connection, trim: TrimFrames) -> int:
+    """Returns the bytes the log keeps (``gateway.store.log_sizes``)."""
     row = db.execute(
         "SELECT pk FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
         (trim.app_name, trim.user_id, trim.session_id),
     ).fetchone()
     if row is None:
-        return
+        return 0
     (pk,) = row
     db.execute(
         "DELETE FROM frames WHERE session_pk = ?1 AND seq < COALESCE("
@@ -232,6 +233,10 @@ def trim_frames(db: sqlite3.Connection, trim: TrimFrames) -> None:
         " (SELECT MAX(seq) FROM frames WHERE session_pk = ?1))",
         (pk, trim.max_bytes),
     )
+    (kept,) = db.execute(
+        "SELECT COALESCE(SUM(length(data)), 0) FROM frames WHERE session_pk = ?", (pk,)
+    ).fetchone()
+    return cast(int, kept)
 
 
 def forget_leftover_texts(db: sqlite3.Connection, forget: ForgetLeftoverTexts) -> None:

@@ -1,0 +1,72 @@
+"""What the one writer knows of its threads' log sizes (``gateway.store.log_sizes``): a trim
+is spared only for a log known to fit, and what is not known is trimmed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gateway.store.log_sizes import LogSizes
+from gateway.store.writes import TrimFrames
+
+pytestmark = pytest.mark.unit
+
+
+class Writer:
+    """Takes trims as the store's writer would, resolving each when the test says."""
+
+    def __init__(self) -> None:
+        self.trims: list[tuple[TrimFrames, asyncio.Future[object]]] = []
+
+    def submit(self, trim: TrimFrames) -> asyncio.Future[object]:
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.trims.append((trim, future))
+        return future
+
+
+def trim(thread: str, max_bytes: int) -> TrimFrames:
+    return TrimFrames("app", "u", thread, max_bytes)
+
+
+async def test_the_oldest_threads_are_let_go_of_and_then_trimmed() -> None:
+    sizes, writer = LogSizes(kept=2), Writer()
+    for thread in ("a", "b", "c"):
+        sizes.created(thread)
+    sizes.grew("b", 10)  # written to: the newest now, "c" the oldest
+    sizes.created("d")
+    for thread in ("a", "b", "c", "d"):
+        sizes.trim(thread, trim(thread, 100), writer.submit)
+    assert [t.session_id for t, _ in writer.trims] == ["a", "c"]
+    assert sizes.spared == 2
+
+
+async def test_frames_queued_while_a_trim_commits_count_after_what_it_kept() -> None:
+    sizes, writer = LogSizes(), Writer()
+    sizes.trim("t", trim("t", 100), writer.submit)  # not known: written
+    sizes.grew("t", 30)  # after the trim was queued
+    [(_, first)] = writer.trims
+    first.set_result(80)  # what the trim kept, before those 30
+    await asyncio.sleep(0)
+    sizes.trim("t", trim("t", 100), writer.submit)  # 110 > 100: written
+    assert len(writer.trims) == 2
+    writer.trims[1][1].set_result(100)
+    await asyncio.sleep(0)
+    assert (await sizes.trim("t", trim("t", 100), writer.submit)) is None  # 100 fits
+    assert len(writer.trims) == 2
+
+
+async def test_a_trim_that_failed_or_was_overtaken_teaches_nothing() -> None:
+    sizes, writer = LogSizes(), Writer()
+    sizes.trim("t", trim("t", 100), writer.submit)
+    sizes.trim("t", trim("t", 100), writer.submit)  # a newer trim: its result counts
+    older, newer = (future for _, future in writer.trims)
+    older.set_result(0)
+    await asyncio.sleep(0)
+    sizes.trim("t", trim("t", 100), writer.submit)  # still not known: written
+    assert len(writer.trims) == 3
+    newer.set_exception(RuntimeError("the commit failed"))
+    writer.trims[2][1].set_exception(RuntimeError("the commit failed"))
+    await asyncio.sleep(0)
+    sizes.trim("t", trim("t", 100), writer.submit)
+    assert len(writer.trims) == 4 and sizes.spared == 0
