@@ -53,3 +53,5 @@ async def hear(conn: psycopg.AsyncConnection[Any], heard: Callable[[str], None])
         await lost
     finally:
         loop.remove_reader(socket)
+        if lost.done() and not lost.cancelled():
+            lost.exception()  # lost as it was cancelled: retrieved, so never logged as unseen
