@@ -52,7 +52,8 @@ snapshot once that run has ended: a snapshot cannot be cut between another proce
 frames; with a cursor it follows the run live.
 
 Modules: ``node`` (what the hub asks of a cluster, and the cluster of one process),
-``postgres`` (the cluster on PostgreSQL), ``messages`` (what processes send each other).
+``postgres`` (the cluster on PostgreSQL), ``messages`` (what processes send each other),
+``hearing`` (the listening connection's notices, read off its socket).
 The SQL is in ``gateway.store.postgres.leases`` and ``gateway.store.postgres.notify``.
 """
 

@@ -40,7 +40,7 @@ from typing import TypeVar
 import psycopg
 from psycopg.rows import TupleRow
 
-from gateway.cluster import messages
+from gateway.cluster import hearing, messages
 from gateway.cluster.messages import (
     Cancel,
     Change,
@@ -163,6 +163,8 @@ class PostgresCluster:
         conn = await psycopg.AsyncConnection.connect(
             self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
         )
+        # What arrives during its statements psycopg reads; the rest, ``hearing.hear``.
+        conn.add_notify_handler(lambda notice: self._hear_one(notice.payload))
         await notify.listen(conn, self.node_id)
         await leases.register_node(conn, self.node_id)
         self._listening = conn
@@ -410,8 +412,7 @@ class PostgresCluster:
                     self._lost = False
                     log.warning("node %s is listening again", self.node_id)
                     continue
-                async for notice in conn.notifies():
-                    self._hear_one(notice.payload)
+                await hearing.hear(conn, self._hear_one)
             except psycopg.Error as error:
                 if self._listening is not None:
                     log.error(
