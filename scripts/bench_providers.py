@@ -29,6 +29,11 @@ process reads too:
   and the later ones. Nothing of the start is in it: this is what the goal's "each later
   chunk" names, and the gateway's less direct's is what the gateway adds to a chunk. A
   chunk the gateway holds to join a burst (``gateway.hub.text_bursts``) counts its wait.
+- "the provider's sends": the provider's gap between two frames of a reply to each side
+  (``--pace-ms`` when it keeps its pace), and how much later than its pace each later
+  text chunk left, counted from the reply's first: a provider process slowed during one
+  side's runs (it shares the cores with that side's work) sends that side's chunks late,
+  which no transit shows but the arrival below does.
 - "chunk arrival after direct's": for every direct frame, the time the other side's stream
   reached the same text less the direct frame's own, both counted from their run's start:
   a side whose request leaves later gets every chunk that much later, so this counts the
@@ -52,6 +57,7 @@ import asyncio
 import bisect
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import statistics
@@ -144,6 +150,10 @@ class Side:
     # the first chunk of each run's reply, and the later ones.
     first_transits: list[float] = dataclasses.field(default_factory=list)
     later_transits: list[float] = dataclasses.field(default_factory=list)
+    # The provider's own sends to this side: each gap between two frames of a reply, and
+    # how late each later text chunk left against its reply's first (``sending``).
+    send_gaps: list[float] = dataclasses.field(default_factory=list)
+    send_lags: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +190,12 @@ class Round:
         found = self.sides[side]
         return percentile(found.later_transits if later else found.first_transits, quantile)
 
+    def sending(self, side: str, quantile: float = 0.5, *, lag: bool = False) -> float:
+        """The provider's gap between two sends of a reply to ``side``, or (``lag``) how
+        much later than its pace a later chunk left, counted from the reply's first."""
+        found = self.sides[side]
+        return percentile(found.send_lags if lag else found.send_gaps, quantile)
+
     def cpu_per_chunk(self, side: str) -> float:
         return self.sides[side].cpu / (len(self.sides[side].streams) * self.chunks)
 
@@ -198,6 +214,21 @@ def transits(stream: Stream, sent: list[float], texts: list[str]) -> list[float]
             length += len(text)
             found.append(stream.arrived(length) - at)
     return found
+
+
+def sends(sent: list[float], texts: list[str], pace: float) -> tuple[list[float], list[float]]:
+    """The provider's own sends of a reply: the gap between each frame and the next, and
+    for each text chunk after the first, how much later it left than ``pace`` a frame
+    after the first text chunk would have it. A chunk's arrival counted from its stream's
+    first token holds this lag and its transit; a provider slowed on one side's turn
+    (sharing the cores with that side's work) shows here, not in the transit."""
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+    with_text = [index for index, text in enumerate(texts) if text]
+    if not with_text:
+        return gaps, []
+    first = with_text[0]
+    lags = [sent[i] - sent[first] - (i - first) * pace for i in with_text[1:]]
+    return gaps, lags
 
 
 def percentile(values: list[float], quantile: float) -> float:
@@ -313,7 +344,11 @@ async def gateway_run(ws: ClientConnection) -> Stream:
 
 
 async def measure(
-    provider: Provider, gateway: LocalGateway, runs: int, earlier: LocalGateway | None = None
+    provider: Provider,
+    gateway: LocalGateway,
+    runs: int,
+    pace: float,
+    earlier: LocalGateway | None = None,
 ) -> Round:
     async with contextlib.AsyncExitStack() as stack:
         ws = await stack.enter_async_context(
@@ -360,6 +395,9 @@ async def measure(
             first, *later = transits(stream, frames_sent, texts)
             side.first_transits.append(first)
             side.later_transits.extend(later)
+            gaps, lags = sends(frames_sent, texts, pace)
+            side.send_gaps.extend(gaps)
+            side.send_lags.extend(lags)
     chunks = len(provider.plan(request).text)
     return Round(chunks, sides)
 
@@ -416,6 +454,14 @@ def report(title: str, rounds: list[Round]) -> None:
             + "; gateway adds"
             f" {ms(transit[False]['gateway'] - transit[False]['direct'])} and"
             f" {ms(transit[True]['gateway'] - transit[True]['direct'])} to direct"
+        )
+        gap = {side: median(r.sending(side, quantile) for r in rounds) for side in sides}
+        lag = {side: median(r.sending(side, quantile, lag=True) for r in rounds) for side in sides}
+        print(
+            f"    the provider's sends {name}: gap between frames "
+            + ", ".join(f"{side} {ms(gap[side])}" for side in sides)
+            + "; a later chunk behind its pace from the reply's first "
+            + ", ".join(f"{side} {ms(lag[side])}" for side in sides)
         )
         print(
             f"    chunk arrival after direct's {name}, from the run's start: "
@@ -489,7 +535,7 @@ def one_round(provider: Provider, store: str, args: argparse.Namespace) -> Round
         stack.enter_context(provider_process(provider, args.pace_ms))
         this = gateway("gateway")
         before = gateway(BEFORE, args.before.resolve()) if args.before is not None else None
-        return uvloop.run(measure(provider, this, args.runs, before))
+        return uvloop.run(measure(provider, this, args.runs, args.pace_ms / 1000, before))
 
 
 if __name__ == "__main__":

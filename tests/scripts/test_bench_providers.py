@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.bench_providers import Stream, transits
+from scripts.bench_providers import Stream, sends, transits
 from tests.support.processes import script_report
 
 pytestmark = pytest.mark.unit
@@ -26,6 +26,7 @@ def test_the_benchmark_measures_every_side_of_both_providers_on_both_stores() ->
         assert report.count(f"first token {quantile}: direct") == 4
         assert report.count(f"a chunk's transit {quantile}, provider to client: first") == 4
         assert report.count(f"chunk arrival after direct's {quantile}, from the run's") == 4
+        assert report.count(f"the provider's sends {quantile}: gap between frames direct") == 4
     assert report.count("CPU per chunk: direct") == 4
 
 
@@ -42,3 +43,13 @@ def test_a_reply_whose_frames_do_not_match_its_sends_is_refused() -> None:
     stream = Stream(times=[0.010], lengths=[2], started=100.0)
     with pytest.raises(RuntimeError, match="sent 1 frames of a reply of 2"):
         transits(stream, [100.005], ["", "ab"])
+
+
+def test_the_providers_sends_are_its_gaps_and_each_later_chunks_lag_behind_its_pace() -> None:
+    # Paced 10 ms: a role frame, "ab" 1 ms late, "c" on time after it, "de" 4 ms late.
+    sent = [100.000, 100.011, 100.021, 100.035]
+    gaps, lags = sends(sent, ["", "ab", "c", "de"], 0.010)
+    assert gaps == pytest.approx([0.011, 0.010, 0.014])
+    # Counted from the first text chunk's send, as a chunk's arrival from the first token is.
+    assert lags == pytest.approx([0.0, 0.004])
+    assert sends([100.0], [""], 0.010) == ([], [])
