@@ -9,9 +9,9 @@ import pytest
 from google.adk.events import Event
 
 from gateway.store import SessionService
-from gateway.store.cut_off import RESTARTED, Ending, cut_off_reply
+from gateway.store.cut_off import RESTARTED
 from gateway.store.messages import Message, answered_calls_only
-from tests.support.adk_events import agent_says, user_says
+from tests.support.adk_events import agent_says, cut_off_before_a_word, user_says
 from tests.support.backends import APP
 
 pytestmark = pytest.mark.unit
@@ -80,17 +80,6 @@ async def _thread(store: SessionService, *events: Event) -> None:
         await store.append_event(session, stored)
 
 
-def _cut_off_before_a_word(run_id: str) -> Event:
-    return cut_off_reply(
-        message_id="",
-        invocation_id=f"inv-{run_id}",
-        author="agent",
-        text="",
-        ending=Ending.INTERRUPTED,
-        metadata={"runId": run_id},
-    )
-
-
 async def _paged(store: SessionService, newest: int) -> list[Message]:
     """The thread as a client pages it: its newest ``newest`` events, then the rest."""
     page = await store.thread_page(APP, "u", THREAD, limit=newest)
@@ -105,7 +94,7 @@ async def test_a_cut_off_reply_whose_turn_goes_on_in_the_next_page_is_left_out(
     await _thread(
         store,
         user_says("열어줘", "inv-run-1", runId="run-1"),
-        _cut_off_before_a_word("run-1"),
+        cut_off_before_a_word("run-1", "inv-run-1"),
         user_says(RESTARTED, "inv-finish-1", runId="finish-1"),  # shows nothing
         agent_says("이동했습니다.", "inv-finish-1"),
     )
@@ -119,7 +108,7 @@ async def test_a_cut_off_reply_that_ends_its_turn_stays_on_its_page(store: Sessi
     await _thread(
         store,
         user_says("열어줘", "inv-run-1", runId="run-1"),
-        _cut_off_before_a_word("run-1"),
+        cut_off_before_a_word("run-1", "inv-run-1"),
         user_says("다시", "inv-run-2", runId="run-2"),
         agent_says("이동했습니다.", "inv-run-2"),
     )
