@@ -228,7 +228,7 @@ export class WebSocketAgent extends AbstractAgent {
     } else if (stream.state === "resent") {
       if (event.type === "MESSAGES_SNAPSHOT" || event.type === "STATE_SNAPSHOT") stream.emit(event);
     } else if (stream.state === "ending") {
-      if (ends) this.#close(stream, event, view);
+      if (ends && !this.#awaitResent(stream, event)) this.#close(stream, event, view);
       else if (event.type === "MESSAGES_SNAPSHOT" || event.type === "STATE_SNAPSHOT") stream.emit(event);
     } else if (stream.state === "waiting" && event.type === "RUN_ERROR" && !view.runId) {
       // A refusal outside any run: of this stream's input or reattach, the next in line.
@@ -248,6 +248,9 @@ export class WebSocketAgent extends AbstractAgent {
       // The input sent again began: its run goes on in this stream, already started.
       stream.runId = event.runId;
       stream.state = "live";
+    } else if (stream.state === "live" && event.runId !== stream.runId && stream.resent?.has(event.runId)) {
+      // The next input sent again began before the run followed ended: followed after it.
+      stream.begun.add(event.runId);
     } else if (stream.state === "away" || stream.state === "deduped") {
       // The reattach after a reconnect or a RUN_DEDUPED notice: the same run goes on, or
       // it ended meanwhile.
@@ -258,11 +261,13 @@ export class WebSocketAgent extends AbstractAgent {
 
   /** A connect's reattach ended (``end``) while inputs this tab sent before a reload wait
    * to be acknowledged, sent again by this connection after its reattach: the stream holds
-   * the end back, shows their messages, and follows their run when it starts (or the
-   * thread, if the gateway finds it had one). An input the thread shows arrived is not
-   * waited for: the gateway answers its copy with a RUN_DEDUPED notice, and no run. */
+   * the end back, shows their messages, and follows their runs, one after the other in the
+   * order they were sent, as each starts (or the thread, if the gateway finds it had one);
+   * it ends with the last one's end. An input the thread shows arrived is not waited for:
+   * the gateway answers its copy with a RUN_DEDUPED notice, and no run. */
   #awaitResent(stream, end) {
-    if (stream.kind !== "connect" || stream.resent !== null || end.type !== "RUN_FINISHED") return false;
+    if (stream.kind !== "connect" || end.type !== "RUN_FINISHED") return false;
+    if (stream.resent !== null) return this.#nextResent(stream);
     const shown = new Set((stream.messages ?? []).map((message) => message.id));
     const waiting = (this.#connection.inputs?.waiting(stream.input.threadId) ?? []).filter(
       (input) => !shown.has(input.messages?.at(-1)?.id),
@@ -277,6 +282,18 @@ export class WebSocketAgent extends AbstractAgent {
     if (stream.unstarted.length) {
       stream.emit({ type: "MESSAGES_SNAPSHOT", messages: stream.messages ?? [] });
     }
+    return true;
+  }
+
+  /** The run of an input sent again ended (or its copy was found run): the stream follows
+   * the next one still to come, if any, as it followed this one. */
+  #nextResent(stream) {
+    stream.resent.delete(stream.runId);
+    const [next] = stream.resent;
+    if (next === undefined) return false;
+    for (const end of stream.spans.close()) stream.emit(end);
+    stream.runId = next;
+    stream.state = stream.begun.has(next) ? "live" : "resent";
     return true;
   }
 

@@ -54,7 +54,8 @@ export class OpenSpans {
  * - ``resent`` (connect only): the thread is shown, and an input this tab sent before a
  *   reload, sent again by the reloaded page's connection, has not started: its message is
  *   shown, and its run, when it starts, is followed live as this stream's own (the
- *   reattach's end is held back, so the stream stays one run and ends once).
+ *   reattach's end is held back, so the stream stays one run and ends once); with several,
+ *   each in turn, the end of each but the last held back too.
  */
 export class Stream {
   constructor(kind, observer, input) {
@@ -67,7 +68,8 @@ export class Stream {
     this.spans = new OpenSpans();
     this.sentOn = null; // the connection (by number) the input went out on
     this.messages = null; // the latest MESSAGES_SNAPSHOT it emitted
-    this.resent = null; // connect: the runIds of the inputs sent again it waits for
+    this.resent = null; // connect: the runIds of the inputs sent again it waits for, in order
+    this.begun = new Set(); // connect: those whose run began while it followed an earlier one
     this.unstarted = []; // connect: their messages, shown while they wait
   }
 

@@ -125,6 +125,11 @@ class PostgresCluster:
         try:
             await self._work(leases.create_schema)
             await self._listen()
+            # The rows of processes killed (their backend gone) that hold no lease any more
+            # go as one joins: nothing reads them again, and a cluster restarted often
+            # would keep every one. One delete, beside the others' work, not in its way.
+            if forgotten := await self._work(leases.forget_dead_nodes):
+                log.info("forgot %d processes of the cluster that are gone", forgotten)
         except psycopg.Error as error:
             await self.close()
             raise _unreachable(error, self.url) from None

@@ -76,6 +76,29 @@ def answered_calls_only(messages: Iterable[Message]) -> list[Message]:
     return kept
 
 
+def ends_cut_off(messages: list[Message]) -> bool:
+    """Whether the last reply of the last turn of ``messages`` (as joined) was cut off
+    before a word: the page of ``/history`` that ends so may end in a turn that goes on in
+    the page after it (``goes_on``), where the whole thread's snapshot would not show it."""
+    for message in reversed(messages):
+        if message["role"] == "user":
+            return False
+        if message["role"] == "assistant":
+            return _unsaid(message)
+    return False
+
+
+def goes_on(messages: list[Message]) -> bool:
+    """Whether ``messages`` go on with the turn before them: a reply comes before any
+    user's message."""
+    for message in messages:
+        if message["role"] == "user":
+            return False
+        if message["role"] == "assistant":
+            return True
+    return False
+
+
 def _unsaid(reply: Message) -> bool:
     """Whether an assistant message is a reply cut off before it said anything."""
     metadata = reply.get("metadata")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from gateway.store.codec import Damage, decoded_messages
-from gateway.store.messages import Message, answered_calls_only
+from gateway.store.messages import Message, answered_calls_only, goes_on
 from gateway.store.quarantine import Quarantine
 
 
@@ -69,6 +69,20 @@ def decoded_page(stored: StoredMessages) -> ThreadPage | Damage:
         if isinstance(damage := decoded_messages(seq, text, checked=True), Damage):
             return damage
     return Damage(stored.rows[-1][0], "messages", "a message lacks what a snapshot needs")
+
+
+def joined(page: ThreadPage, before: int, following: StoredMessages | None) -> ThreadPage:
+    """``page`` (of the rows before ``before``) as the thread's snapshot shows it, given
+    ``following``, the row at ``before`` (the newer page's first): the reply cut off before
+    a word that ends it goes if that row goes on with its turn (``answered_calls_only``).
+    A row that says nothing of the turn (no reply, no user's message) leaves it shown."""
+    if following is None or [seq for seq, _, _ in following.rows] != [before]:
+        return page  # ``before`` named no row: nothing known of what follows
+    after = decoded_page(following)
+    if isinstance(after, Damage) or not goes_on(after.messages):
+        return page
+    last = max(i for i, message in enumerate(page.messages) if message["role"] == "assistant")
+    return dataclasses.replace(page, messages=page.messages[:last] + page.messages[last + 1 :])
 
 
 # The messages a person reads as said at a time: what the user and the agent said.

@@ -49,11 +49,11 @@ from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.leases import Fence
 from gateway.store.log_sizes import LogSizes
-from gateway.store.messages import EventMessages, Message
+from gateway.store.messages import EventMessages, Message, ends_cut_off
 from gateway.store.open import open_backend
 from gateway.store.parsed import RecentlyParsed
 from gateway.store.progress import RunProgress
-from gateway.store.projection import ThreadPage, decoded_page
+from gateway.store.projection import ThreadPage, decoded_page, joined
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import OpenRun
 from gateway.store.restarts import Restarts
@@ -582,20 +582,14 @@ class SessionService(BaseSessionService):
         (the newest one always), so a snapshot of a long thread stays small; ``before`` (a
         page's ``earlier``) reads only what is older than that page; ``limit`` keeps at most
         that many of the newest events' messages. A tool result whose call was left out is
-        left out too.
+        left out too, and so is a reply cut off before a word that a later reply of its turn
+        follows, on the page after this one too (``projection.joined``).
         """
         session_id = session_id.strip() if session_id else session_id
-        stored = await self._read(
-            partial(
-                self._reads.thread_messages,
-                app_name=app_name,
-                user_id=user_id,
-                session_id=session_id,
-                max_bytes=max_bytes,
-                before=before,
-                limit=limit,
-            )
+        rows = partial(
+            self._reads.thread_messages, app_name=app_name, user_id=user_id, session_id=session_id
         )
+        stored = await self._read(partial(rows, max_bytes=max_bytes, before=before, limit=limit))
         if stored is None:
             return ThreadPage([], None, None)
         if stored.quarantine is not None:
@@ -603,6 +597,9 @@ class SessionService(BaseSessionService):
         page = decoded_page(stored)
         if isinstance(page, Damage):
             await self._quarantine(app_name, user_id, session_id, page)
+        if before is not None and ends_cut_off(page.messages):  # rare: one row more
+            following = await self._read(partial(rows, before=before + 1, limit=1))
+            page = joined(page, before, following)
         return page
 
     async def threads(

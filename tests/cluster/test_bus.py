@@ -376,3 +376,20 @@ async def _kill_backends(url: str, cluster: PostgresCluster) -> None:
 def who(taken: Taken | None) -> tuple[str, str | None] | None:
     """A lease taken, as the thread and the dead holder it was taken from (its epoch aside)."""
     return None if taken is None else (taken.thread_id, taken.from_dead)
+
+
+async def test_a_joining_process_forgets_the_killed_processes_that_hold_nothing(url: str):
+    a, b, c = (PostgresCluster(url, lease_seconds=600, check_seconds=30) for _ in "abc")
+    await a.start(Heard())
+    await b.start(Heard())
+    try:
+        await b.take("t1", "u1", "r1")
+        await _kill_backends(url, a)
+        await _kill_backends(url, b)  # its thread waits to be taken over: it stays named
+        await c.start(Heard())
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            cursor = await conn.execute("SELECT node_id FROM gateway_nodes")
+            assert {row[0] for row in await cursor.fetchall()} == {b.node_id, c.node_id}
+    finally:
+        for cluster in (a, b, c):
+            await cluster.close()

@@ -1,14 +1,22 @@
 """A snapshot's join of a thread's messages (``gateway.store.messages.answered_calls_only``):
-of the replies cut off before they said anything, only the last of a turn shows; a reply
-that is empty for another reason is never taken for one."""
+of the replies cut off before they said anything, only the last of a turn shows, whether or
+not a ``/history`` page boundary falls after it; a reply that is empty for another reason
+is never taken for one."""
 
 from __future__ import annotations
 
 import pytest
+from google.adk.events import Event
 
+from gateway.store import SessionService
+from gateway.store.cut_off import RESTARTED
 from gateway.store.messages import Message, answered_calls_only
+from tests.support.adk_events import agent_says, cut_off_before_a_word, user_says
+from tests.support.backends import APP
 
 pytestmark = pytest.mark.unit
+
+THREAD = "t"
 
 
 def asked(message_id: str = "u1") -> Message:
@@ -61,3 +69,49 @@ def test_the_thoughts_and_surfaces_around_a_cut_off_reply_stay_when_it_goes() ->
     }
     shown = answered_calls_only([asked(), thoughts, cut_off("a1"), surface, replied("a2")])
     assert ids(shown) == ["u1", "rs-a1", "a2ui-surface-s-c1", "a2"]
+
+
+# --- across a /history page boundary (``projection.joined``) ---------------------------
+
+
+async def _thread(store: SessionService, *events: Event) -> None:
+    session = await store.create_session(app_name=APP, user_id="u", session_id=THREAD)
+    for stored in events:
+        await store.append_event(session, stored)
+
+
+async def _paged(store: SessionService, newest: int) -> list[Message]:
+    """The thread as a client pages it: its newest ``newest`` events, then the rest."""
+    page = await store.thread_page(APP, "u", THREAD, limit=newest)
+    assert page.earlier is not None
+    older = await store.thread_page(APP, "u", THREAD, before=page.earlier)
+    return older.messages + page.messages
+
+
+async def test_a_cut_off_reply_whose_turn_goes_on_in_the_next_page_is_left_out(
+    store: SessionService,
+) -> None:
+    await _thread(
+        store,
+        user_says("열어줘", "inv-run-1", runId="run-1"),
+        cut_off_before_a_word("run-1", "inv-run-1"),
+        user_says(RESTARTED, "inv-finish-1", runId="finish-1"),  # shows nothing
+        agent_says("이동했습니다.", "inv-finish-1"),
+    )
+    whole, _ = await store.thread_messages(APP, "u", THREAD)
+    assert [m["role"] for m in whole] == ["user", "assistant"]
+    # The page boundary falls between the cut-off reply and the reply that came after it.
+    assert await _paged(store, newest=1) == whole
+
+
+async def test_a_cut_off_reply_that_ends_its_turn_stays_on_its_page(store: SessionService) -> None:
+    await _thread(
+        store,
+        user_says("열어줘", "inv-run-1", runId="run-1"),
+        cut_off_before_a_word("run-1", "inv-run-1"),
+        user_says("다시", "inv-run-2", runId="run-2"),
+        agent_says("이동했습니다.", "inv-run-2"),
+    )
+    whole, _ = await store.thread_messages(APP, "u", THREAD)
+    assert [m["role"] for m in whole] == ["user", "assistant", "user", "assistant"]
+    assert await _paged(store, newest=2) == whole

@@ -13,7 +13,6 @@ from google.adk.sessions import Session
 from gateway.store.cut_off import (
     RESTARTED,
     Ending,
-    cut_off_reply,
     ending_of,
     finishing_attempts,
 )
@@ -25,7 +24,14 @@ from gateway.store.recovery import (
     StreamedMessage,
     closing,
 )
-from tests.support.adk_events import agent_says, call, event, result, user_says
+from tests.support.adk_events import (
+    agent_says,
+    call,
+    cut_off_before_a_word,
+    event,
+    result,
+    user_says,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -109,14 +115,7 @@ def _asking(run_id: str) -> Event:
 
 def _replied_cut_off(run_id: str) -> Event:
     """How a close stored a reply cut off, in an invocation of its own."""
-    return cut_off_reply(
-        message_id="",
-        invocation_id=f"before-{run_id}",
-        author="agent",
-        text="",
-        ending=Ending.INTERRUPTED,
-        metadata={"runId": run_id},
-    )
+    return cut_off_before_a_word(run_id, f"before-{run_id}")
 
 
 def test_an_asking_run_cut_off_asks_again_and_is_rewound_for_the_model() -> None:

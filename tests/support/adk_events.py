@@ -2,7 +2,8 @@
 replays, without a model or a runner.
 
 ``event`` builds one from parts (``text``, ``call``, ``result``); ``user_says`` and
-``agent_says`` are a turn's text in one line; ``texts`` reads a loaded session back as one
+``agent_says`` are a turn's text in one line, ``cut_off_before_a_word`` a reply that never
+said one; ``texts`` reads a loaded session back as one
 line per event; ``kinds_of_events`` is one of each kind a story stores or streams.
 """
 
@@ -14,6 +15,8 @@ from google.adk.events import Event, EventActions
 from google.adk.sessions import Session
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
+
+from gateway.store.cut_off import Ending, cut_off_reply
 
 
 def event(author: str, *parts: types.Part, **fields: Any) -> Event:
@@ -54,6 +57,18 @@ def agent_says(text: str, invocation: str = "inv") -> Event:
         invocation_id=invocation,
         author="agent",
         content=types.Content(role="model", parts=[types.Part(text=text)]),
+    )
+
+
+def cut_off_before_a_word(run_id: str, invocation: str) -> Event:
+    """A reply of run ``run_id`` cut off before it said anything, as a close stores it."""
+    return cut_off_reply(
+        message_id="",
+        invocation_id=invocation,
+        author="agent",
+        text="",
+        ending=Ending.INTERRUPTED,
+        metadata={"runId": run_id},
     )
 
 

@@ -121,19 +121,21 @@ test("a run whose input the gateway had, ended, shows the thread and ends as its
   agent.close();
 });
 
-/** The agent of a page that sent ``inputOf("hi")`` and reloaded before anything came back. */
-async function reloadedPage() {
+/** The agent of a page that sent ``inputs`` and reloaded before anything came back. */
+async function reloadedPage(inputs = [inputOf("hi")]) {
   const storage = new Map();
   const page = recordedAgent(storage);
-  running(page, inputOf("hi")).ended.catch(() => {});
-  await turn();
+  for (const input of inputs) {
+    running(page, input).ended.catch(() => {});
+    await turn();
+  }
   page.close();
   return recordedAgent(storage);
 }
 
 /** That reloaded page's connect() subscribed (its events, its end), and its socket. */
-async function reloadedConnect() {
-  const reloaded = await reloadedPage();
+async function reloadedConnect(inputs) {
+  const reloaded = await reloadedPage(inputs);
   const events = [];
   let done = false;
   const ended = new Promise((resolve, reject) =>
@@ -163,6 +165,34 @@ test("after a reload, connect() follows the run of the input it sent again, live
   socket.receive(finished("run-1"));
   await ended;
   assert.deepEqual(events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta), ["안녕하세요"]);
+  assert.deepEqual(events.filter((e) => e.type.startsWith("RUN_")).map((e) => [e.type, e.runId]), [
+    ["RUN_STARTED", "snapshot-1"],
+    ["RUN_FINISHED", "snapshot-1"],
+  ]);
+  await assertOfficiallyValid(events);
+  reloaded.close();
+});
+
+test("after a reload, connect() follows each input it sent again that the thread does not show, in order", async () => {
+  const sent = [inputOf("hi"), inputOf("again", "run-2"), inputOf("and again", "run-3")];
+  const { reloaded, events, ended, socket, isDone } = await reloadedConnect(sent);
+  // The first one arrived and ran: the thread shows it, so it is not waited for.
+  reattached(socket, [
+    { id: "msg-run-1", role: "user", content: "hi" },
+    { id: "m-1", role: "assistant", content: "안녕하세요" },
+  ]);
+  await turn();
+  const shown = events.filter((e) => e.type === "MESSAGES_SNAPSHOT").at(-1);
+  assert.deepEqual(shown.messages.map((m) => m.content), ["hi", "안녕하세요", "again", "and again"]);
+  for (const [runId, messageId, text] of [["run-2", "m-2", "또"], ["run-3", "m-3", "또 또"]]) {
+    assert.equal(isDone(), false, `the connect waits for ${runId}`);
+    socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId });
+    for (const event of reply(messageId, text)) socket.receive(event);
+    socket.receive(finished(runId));
+    await turn();
+  }
+  await ended;
+  assert.deepEqual(events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta), ["또", "또 또"]);
   assert.deepEqual(events.filter((e) => e.type.startsWith("RUN_")).map((e) => [e.type, e.runId]), [
     ["RUN_STARTED", "snapshot-1"],
     ["RUN_FINISHED", "snapshot-1"],
