@@ -265,7 +265,10 @@ def _order() -> str:
     """The order the worker's loop runs runs' steps in, for its log lines."""
     loop = asyncio.get_running_loop()
     if isinstance(loop, FirstTurnLoop):
-        return f"a run's start goes first: {loop.went_first} steps so far"
+        return (
+            f"a run's start goes first: {loop.went_first} steps so far, {loop.turns_cut}"
+            " turns cut short"
+        )
     return "first come, first served"
 
 
