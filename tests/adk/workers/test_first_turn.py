@@ -42,37 +42,54 @@ STEPS = 10
 T = TypeVar("T")
 
 
-async def steps_of_others() -> tuple[int, int]:
-    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
-    event, and while it takes as many more after it."""
-    taken = 0
+class UnderWay:
+    """``UNDER_WAY`` runs under way, each ready for its next step every turn."""
+
+    def __init__(self) -> None:
+        self.taken = 0  # the steps they took
+
+
+async def beside_runs_under_way(
+    starting: Callable[[UnderWay], Coroutine[Any, Any, T]], block: float = 0.0
+) -> T:
+    """Runs ``starting`` in a task of its own beside ``UNDER_WAY`` runs under way, each of
+    whose steps blocks the loop ``block`` seconds."""
+    others = UnderWay()
     stop = False
 
     async def under_way() -> None:
-        nonlocal taken
         while not stop:
-            taken += 1
+            others.taken += 1
+            if block:
+                time.sleep(block)
             await asyncio.sleep(0)
 
-    async def starting() -> tuple[int, int]:
-        mark = go_first()
-        before = taken
-        for _ in range(STEPS):
-            await asyncio.sleep(0)
-        to_first_event = taken - before
-        mark.end()
-        before = taken
-        for _ in range(STEPS):
-            await asyncio.sleep(0)
-        return to_first_event, taken - before
-
-    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
+    tasks = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
     await asyncio.sleep(0)
     try:
-        return await asyncio.create_task(starting())
+        return await asyncio.create_task(starting(others))
     finally:
         stop = True
-        await asyncio.gather(*others)
+        await asyncio.gather(*tasks)
+
+
+async def steps_of_others() -> tuple[int, int]:
+    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
+    event, and while it takes as many more after it."""
+
+    async def starting(others: UnderWay) -> tuple[int, int]:
+        mark = go_first()
+        before = others.taken
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        to_first_event = others.taken - before
+        mark.end()
+        before = others.taken
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        return to_first_event, others.taken - before
+
+    return await beside_runs_under_way(starting)
 
 
 def on(
@@ -106,29 +123,14 @@ async def steps_before_a_starting_run_s_timer() -> int:
     """Steps the runs under way (each ``HEAVY``) take between a starting run's timer
     (1 ms) and the step that timer wakes: a wait from outside the turn, as the model's pace
     is, or the pipe."""
-    taken = 0
-    stop = False
 
-    async def under_way() -> None:
-        nonlocal taken
-        while not stop:
-            taken += 1
-            time.sleep(HEAVY)
-            await asyncio.sleep(0)
-
-    async def starting() -> int:
+    async def starting(others: UnderWay) -> int:
         go_first()
-        before = taken
+        before = others.taken
         await asyncio.sleep(0.001)
-        return taken - before
+        return others.taken - before
 
-    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
-    await asyncio.sleep(0)
-    try:
-        return await asyncio.create_task(starting())
-    finally:
-        stop = True
-        await asyncio.gather(*others)
+    return await beside_runs_under_way(starting, block=HEAVY)
 
 
 @pytest.mark.unit
