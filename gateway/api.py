@@ -32,7 +32,7 @@ from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
 from google.adk.plugins.base_plugin import BasePlugin
 
-from gateway import config, metrics
+from gateway import config, metrics, timeline
 from gateway.adk.hosting import Hosted
 from gateway.adk.live import Transcripts
 from gateway.adk.live_approvals import LiveApprovalPlugin
@@ -130,6 +130,7 @@ def create_app(
     clusters: list[Cluster] = []
 
     async def startup() -> Hub:
+        timeline.start(settings.timeline, "main")  # GATEWAY_TIMELINE: off unless named
         # The store first: it refuses a new file that already holds tables of its own.
         assert app.root_agent is not None
         service.append(await open_session_service(settings, app.name, app.root_agent.name))
@@ -328,7 +329,7 @@ def _spawn_worker(agent: str | None, settings: Settings, path: str, index: int) 
 def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -> None:
     """A worker process's life: the App as ``create_app`` builds it, over a session
     service that stores through the main process at ``path``, until that lets it go."""
-    from gateway import garbage, logs, tracing
+    from gateway import garbage, logs, timeline, tracing
     from gateway.a2ui.plugin import SurfacePlugin
     from gateway.adk.hosting import prepare
     from gateway.adk.invocation import Invocation, runner_for
@@ -341,6 +342,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     from gateway.tools.client import ClientToolset
 
     logs.configure(settings, worker=index)
+    timeline.start(settings.timeline, f"worker-{index}")
     _quiet_libraries()  # the agent's model, tools and MCP servers run here
     tracing.configure()  # the same OTEL_* as the main process: its spans go to the same place
     # The main process loaded the same agent with the same settings, and said what there was.
@@ -378,6 +380,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
     # Not uvloop: a starting run's steps go first on this loop (gateway.adk.workers.first_turn).
     first_turn.run(life())
     tracing.flush()  # the spans still batched, before the process exits
+    timeline.stop()
 
 
 @contextlib.contextmanager

@@ -119,6 +119,7 @@ class Settings:
     metrics: str = "off"
     metrics_token: str = ""
     titles: str = "first"
+    timeline: str = ""
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -246,6 +247,9 @@ _HELP: dict[str, str] = {
     "'off' counts nothing",
     "metrics_token": "the credential (16+ bytes) a scraper sends as Authorization: Bearer to "
     "GET /metrics; required with --auth jwt, optional with dev; prefer the env var",
+    "timeline": "a directory where each process of the gateway writes when each run's steps "
+    "to its first text happened, for scripts/load.py --timeline (docs/first-event.md); "
+    "empty: off",
     "titles": "'first' titles a thread from its first message; 'model' has the agent's model "
     "improve that title after the first reply (never an offline model)",
 }

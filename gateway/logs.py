@@ -60,6 +60,11 @@ def bound() -> dict[str, str]:
     return {name: shown(value) for name, value in ids.items() if value is not None}
 
 
+def bound_run() -> str | None:
+    """The run the records made here name (``bind``), as it was bound."""
+    return _run.get()
+
+
 def shown(text: str, limit: int = VALUE_LIMIT) -> str:
     """``text`` with its unsafe characters escaped, cut to ``limit`` with a marker."""
     safe = _UNSAFE.sub(_escape, text)

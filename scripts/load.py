@@ -59,9 +59,11 @@ first seen (a worker `auto` starts at the first run counts from then) over the m
 connected at once (what a connected user costs the server, its runs and threads included),
 CPU (the server's, its main process's alone, this script's and the rest of the machine's,
 which is shared, with the machine's cores and load average first) and what the server
-logged at WARNING or above during the load. Bounded: ``--duration`` or ``--stories`` per
-user, a timeout per story and ``--timeout`` overall; the server stops with the script,
-which exits 1 on any error or inconsistent thread.
+logged at WARNING or above during the load. ``--timeline`` has the gateway mark each run's
+steps (``GATEWAY_TIMELINE``, ``gateway/timeline.py``) and adds where the replies' first
+texts waited, step by step, the slowest 1% apart (``scripts/_timeline.py``).
+Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and ``--timeout``
+overall; the server stops with the script, which exits 1 on any error or inconsistent thread.
 
 It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-UI models).
 
@@ -73,6 +75,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --users 200 --workers 2 --rounds 3  # one process or three
     .venv/bin/python -m scripts.load --users 40 --workers 2 auto        # and workers on demand
     .venv/bin/python -m scripts.load --users 1000 --ramp 20 --think 60 --rounds 3  # paced users
+    .venv/bin/python -m scripts.load --users 200 --workers auto --timeline  # first text's wait
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, WebSocketException
 
 from gateway.config import AUTO_WORKERS, Settings
+from scripts import _timeline
 from scripts._bench import (
     LocalGateway,
     client_tools,
@@ -217,6 +221,8 @@ class Story:
     paused: float | None = None
     first_text: float | None = None
     replied: float | None = None
+    # The reply's run id and the moment its answer was sent (``--timeline``).
+    reply: tuple[str, float] | None = None
     run_ids: set[str] = dataclasses.field(default_factory=set)
     # The user's message as sent, until its RUN_STARTED (or its dedupe) was seen.
     unacknowledged: dict[str, Any] | None = None
@@ -238,6 +244,7 @@ class RunSeen:
     started: float
     finished: float
     first_text: float | None
+    sent: float = 0.0  # the frame's moment (perf_counter), which the times count from
 
     @property
     def run_id(self) -> str:
@@ -357,7 +364,7 @@ class Link:
                     raise StoryError(f"RUN_ERROR {event.get('code')}", event.get("message", ""))
                 elif kind == "RUN_FINISHED":
                     assert started is not None  # the checker saw RUN_STARTED first
-                    return RunSeen(events, started, now, first_text)
+                    return RunSeen(events, started, now, first_text, sent)
         finally:
             if asks_a_run:
                 self.load.waiting_on(-1)
@@ -477,6 +484,7 @@ class Load:
         second = await link.run(reply)
         story.run_started.append(second.started)
         story.first_text, story.replied = second.first_text, second.finished
+        story.reply = (reply["runId"], second.sent)
         if text_of(second.events) != REPLY or second.outcome != {"type": "success"}:
             raise StoryError("wrong reply", f"{text_of(second.events)!r}, {second.outcome}")
 
@@ -902,6 +910,8 @@ class Result:
     # meanwhile, so rounds add up into a breakdown a story.
     statements: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     stories: float = 0.0
+    # Where the round's first texts waited (``--timeline``), as lines of the report.
+    timeline: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, load: Load, monitor: Monitor, load_average: float) -> Result:
@@ -1040,6 +1050,8 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     print(f"  server log: {counted(result.logged, 'no warnings')}")
     for line in result.log_lines:
         print(f"    {line}")
+    for line in result.timeline:
+        print(line)
 
 
 # --- main --------------------------------------------------------------------------------
@@ -1111,16 +1123,18 @@ def spelled_workers(workers: int) -> str:
 
 @contextlib.contextmanager
 def served(
-    args: argparse.Namespace, setup: Setup, database: str | None
+    args: argparse.Namespace, setup: Setup, database: str | None, marks: Path | None = None
 ) -> Iterator[list[LocalGateway]]:
     """Fresh gateways whose demo lists the load users, on a SQLite file, in memory, or all
-    on one fresh PostgreSQL database."""
+    on one fresh PostgreSQL database; with ``marks``, each marks its runs' steps there
+    (``GATEWAY_TIMELINE``)."""
     with tempfile.TemporaryDirectory(prefix="load-") as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
         flags = ["--scripted-pace-ms", str(args.pace_ms)]
         flags += ["--workers", spelled_workers(setup.workers)]
         flags += ["--user-rate", str(args.user_rate)]
+        flags += ["--timeline", str(marks)] if marks is not None else []
         if setup.store == "file":
             flags += ["--db", str(directory / "gateway.db")]
         elif setup.store == "postgres":
@@ -1141,11 +1155,32 @@ def one_round(
         assert postgres is not None
         database = postgres.fresh_database()
         statements = functools.partial(postgres.statements, database)
-    with served(args, setup, database) as gateways:
-        load = Load(args, gateways, args.kill, seed)
-        monitor = Monitor([gateway.process.pid for gateway in gateways], statements)
-        uvloop.run(load.run(monitor))
-        return Result.of(load, monitor, load_average)
+    with contextlib.ExitStack() as stack:
+        marks = None
+        if args.timeline:
+            marks = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="timeline-")))
+        with served(args, setup, database, marks) as gateways:
+            load = Load(args, gateways, args.kill, seed)
+            monitor = Monitor([gateway.process.pid for gateway in gateways], statements)
+            uvloop.run(load.run(monitor))
+            result = Result.of(load, monitor, load_average)
+        if marks is not None:  # read once the gateways stopped: each wrote its last marks
+            result.timeline = _timeline.breakdown(marks, replies(load))
+        return result
+
+
+def replies(load: Load) -> list[_timeline.Reply]:
+    """The replies whose first text the round timed (as ``figures`` picks them)."""
+    start = load.began + load.args.ramp
+    return [
+        _timeline.Reply(story.reply[0], story.reply[1], story.reply[1] + story.first_text)
+        for story in load.stories
+        if story.error is None
+        and not story.cut
+        and story.began >= start
+        and story.reply is not None
+        and story.first_text is not None
+    ]
 
 
 def print_comparison(setups: Sequence[Setup], results: dict[Setup, list[Result]]) -> None:
@@ -1229,6 +1264,12 @@ def main() -> int:
         default=[],
         help="also run each store with GATEWAY_WORKERS=N (or auto: on demand), each side by"
         " side with one process (none)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="the gateway marks each run's steps (GATEWAY_TIMELINE) and the report shows where"
+        " the first texts waited, the slowest 1%% apart",
     )
     parser.add_argument("--story-timeout", type=float, default=60.0, help="seconds (60)")
     parser.add_argument(

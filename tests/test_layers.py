@@ -5,8 +5,8 @@ Read from the source with ``ast`` (every import, also those inside functions and
 ``TYPE_CHECKING``: a circle a type checker needs is still a circle a reader must untangle).
 The layers, bottom to top, as DESIGN.md draws them; a package beside a layer sits at its level:
 
-    config, logs, context, garbage  settings, log lines, what a run's events carry for agents,
-                                    the collector's steady state
+    config, logs, context, garbage, settings, log lines, what a run's events carry for agents,
+    timeline                        the collector's steady state, a run's steps timed (opt-in)
     wire, metrics                   AG-UI frames, versions, bounds, notices, pointers; what
                                     operators scrape
     store, auth, audit, cluster     the session store and its backends; who is asking; what
@@ -44,6 +44,7 @@ LAYERS: list[set[str]] = [
         "gateway.optional_imports",
         "gateway.deferred_schemas",
         "gateway.garbage",
+        "gateway.timeline",
     },
     {"gateway.wire", "gateway.metrics"},
     {"gateway.store", "gateway.auth", "gateway.audit", "gateway.cluster"},

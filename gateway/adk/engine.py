@@ -20,7 +20,7 @@ from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from gateway import config
+from gateway import config, timeline
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import SurfacePlugin
@@ -344,6 +344,7 @@ class Engine:
                 ):
                     yield event
             return
+        timeline.mark("local")
         here = self.workers.here() if self.workers is not None else nullcontext()
         with here, self.sessions.handed_over(session) if session else nullcontext(), ahead:
             async with aclosing(

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any, cast
 
-from gateway import logs, tracing
+from gateway import logs, timeline, tracing
 from gateway import wire as p
 from gateway.auth import WARM_UP_USER, Unauthorized, query_param, selected_subprotocol
 from gateway.context import Caller
@@ -391,6 +391,7 @@ class WebSocketSession:
             if refused := self.voice.say(frame):
                 self._refuse(refused)
         elif isinstance(frame, p.RunAgentInput):
+            timeline.mark("read", frame.run_id)
             # A queued input keeps only what the run reads, not the history a client resends.
             request = needed_part(frame)
             if self._idle() and not self._full(len(data)):
@@ -685,6 +686,8 @@ class WebSocketSession:
         self._sent(texts)
 
     def _sent(self, texts: list[tuple[p.Event, bytes]]) -> None:
+        if timeline.on():
+            _timed_out(texts)
         if self.started_early is not None:
             for event, _ in texts:
                 if isinstance(event, p.RunStarted):
@@ -699,6 +702,15 @@ class WebSocketSession:
             self.started_early = None
             if self.user != WARM_UP_USER:
                 self.hub.metrics.run_started(time.perf_counter() - admitted_at)
+
+
+def _timed_out(texts: list[tuple[p.Event, bytes]]) -> None:
+    """Marks the RUN_STARTED and first texts written (``gateway.timeline``)."""
+    for event, _ in texts:
+        if isinstance(event, p.RunStarted):
+            timeline.mark("acknowledged", event.run_id)
+        elif isinstance(event, p.TextMessageContent):
+            timeline.written(event.message_id)
 
 
 def _queue_full() -> p.GatewayError:

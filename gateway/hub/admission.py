@@ -30,6 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from gateway import timeline
 from gateway import wire as p
 from gateway.cluster import Cluster
 from gateway.context import Caller
@@ -129,6 +130,7 @@ class Admission:
             False,
             saying,
         )
+        timeline.mark("admitted", run_input.run_id)
         return Admitted(user_id, run_input.thread_id, run_input.run_id, policy, early, saying)
 
     def withdraw(self, admitted: Admitted) -> bool:
@@ -180,6 +182,7 @@ class Admission:
             admitted = self.admit(user_id, run_input, executor, acknowledge)
         try:
             run = await self._claimed(user_id, run_input, executor, caller, admitted.policy)
+            timeline.mark("claimed", run.run_id)
         finally:
             cancelled = self.withdraw(admitted)
         # Nothing was awaited since the run's task was made: its RUN_STARTED is not out yet.

@@ -45,7 +45,7 @@ import msgspec
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.events import Event as AdkEvent
 
-from gateway import logs, tracing
+from gateway import logs, timeline, tracing
 from gateway import wire as p
 from gateway.a2ui import ACTION_ACTIVITY
 from gateway.a2ui.actions import action_content
@@ -106,6 +106,7 @@ class Driver:
         translator = run.translator
         thread = run.thread
         logs.bind(user=thread.user_id, thread=thread.thread_id, run=run.run_id)
+        timeline.mark("driven")
         asked_by(run.caller)  # the run's own task: its tools and callbacks read it
         started = time.perf_counter()
         run.thread_state = plan.thread_state
@@ -220,6 +221,12 @@ class Driver:
         # The input's commit: ADK's append of it goes ahead (``SessionService.input_ahead``),
         # so the model is called while it commits; nothing of the run's goes out before it.
         input_commits: list[Commit] = []
+
+        def input_queued(commit: Commit) -> None:
+            input_commits.append(commit)
+            if timeline.on():
+                commit.add_done_callback(lambda _: timeline.mark("input_committed", run.run_id))
+
         events = self.engine.run(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
@@ -232,7 +239,7 @@ class Driver:
             catalogs=plan.catalogs,
             surfaces=plan.surfaces,
             abort_signal=run.abort,
-            input_queued=input_commits.append,
+            input_queued=input_queued,
         )
         # One task per run consumes ADK's stream, so a cancel can stop a slow tool without
         # a task and a wait per event.
@@ -276,9 +283,13 @@ class Driver:
         self, run: Run, events: AsyncGenerator[AdkEvent, None], input_commits: list[Commit]
     ) -> None:
         burst = run.burst = TextBurst(partial(self._emit_burst, run))
+        taken = texted = False  # the run's first event, its first text (``timeline``)
         try:
             async with aclosing(events):
                 async for event in events:
+                    if not taken:
+                        taken = True
+                        timeline.mark("taken")
                     if input_commits:
                         await _stored(input_commits)
                     if not event.partial:
@@ -291,6 +302,8 @@ class Driver:
                     if out:
                         burst.flush()  # nothing overtakes the text held
                     kept = self._keep_streamed_text(run, event, out)
+                    if not texted and timeline.on():  # before: the emit may write it at once
+                        texted = _first_text(run.run_id, out)
                     run.emit(out, after=kept, streamed=_streamed_text(event, out))
                     if out:
                         burst.emitted(out)
@@ -448,6 +461,15 @@ def _streamed_text(event: AdkEvent, events: list[p.Event]) -> bool:
         and any(isinstance(e, p.TextMessageContent) for e in events)
         and all(isinstance(e, p.TextMessageStart | p.TextMessageContent) for e in events)
     )
+
+
+def _first_text(run_id: str, events: list[p.Event]) -> bool:
+    """Marks the run's first text, if ``events`` hold it (``timeline``); whether they did."""
+    for event in events:
+        if isinstance(event, p.TextMessageContent):
+            timeline.text(run_id, event.message_id)
+            return True
+    return False
 
 
 def _waited(plan: Plan) -> list[tuple[str, str, float]]:

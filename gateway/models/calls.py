@@ -29,6 +29,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
+from gateway import timeline
 from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
 from gateway.metrics import OFF, Metrics
@@ -106,6 +107,7 @@ class ModelCalls(BasePlugin):
     ) -> LlmResponse | None:
         self._heard(callback_context)
         if run_id := _run_id(callback_context):
+            timeline.mark("model_called", run_id)
             self._models.setdefault(run_id, {})[_key(callback_context)] = model_of(callback_context)
             if callback_context.user_id != WARM_UP_USER:  # the warm-up's are not counted
                 self._began.setdefault(run_id, {})[_key(callback_context)] = time.monotonic()
@@ -118,6 +120,7 @@ class ModelCalls(BasePlugin):
             self._close(callback_context)
         else:
             self._heard(callback_context)
+            timeline.mark("model_chunk", _run_id(callback_context))
         if not llm_response.partial:
             self._answered(callback_context, failed=bool(llm_response.error_code))
         return None

@@ -21,6 +21,8 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
+from gateway import timeline
+
 __all__ = ["Call", "OfflineLlm", "Reply", "Say"]
 
 
@@ -79,6 +81,7 @@ class OfflineLlm(BaseLlm, abc.ABC):
             for chunk in _CHUNK.findall(reply.text):
                 # Sleeping even at pace 0 yields to the loop, so a cancel lands mid-reply.
                 await asyncio.sleep(self.pace_ms / 1000)
+                timeline.mark("model_woke")  # the pace's timer, as late as the loop ran it
                 yield LlmResponse(
                     content=types.Content(role="model", parts=[types.Part(text=chunk)]),
                     partial=True,

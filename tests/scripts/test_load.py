@@ -31,6 +31,8 @@ RUNS = {
     "kill": [*SMALL, "--kill", "--kill-share", "1"],
     # Users who open their socket, then think between stories, as people do.
     "thinking": [*SMALL, "--think", "0.3"],
+    # Each reply's steps marked in the gateway, lined up with what the client timed.
+    "timeline": [*SMALL, "--timeline"],
     # A SQLite file against two processes on one PostgreSQL database, in one invocation.
     "side by side": [*SMALL, "--db", "file", "postgres-x2"],
     # 40 stories are 80 frames from one user: past the burst of 40, however slowly the
@@ -120,6 +122,24 @@ def test_cut_stories_are_finished_by_reattaching_and_their_threads_stay_consiste
     # A busy server merges text chunks, so a story may end before its cut comes.
     assert int(cut[1]) == int(cut[2]) > 0
     assert re.search(r"the reattaches: \w", done.stdout)
+
+
+def test_the_timeline_shows_where_each_replys_first_text_waited(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["timeline"]
+    assert_every_story_told(done)
+    assert re.search(r"where the first text waited \(GATEWAY_TIMELINE, \d+ replies", done.stdout)
+    # One process: its steps from the frame read to the client's read of the first text.
+    for step in (
+        "the input's frame decoded by its door",
+        "its invocation starts in the main process",
+        "ADK calls the model",
+        "its first text written to the socket",
+        "the client read its first text",
+    ):
+        row = rf"^    {re.escape(step)} +-?\d+ +-?\d+ +-?\d+ +-?\d+ "
+        assert re.search(row, done.stdout, re.M), (step, done.stdout)
 
 
 def test_stores_side_by_side_tell_every_story_and_compare_their_cost(

@@ -47,7 +47,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import tracing
+from gateway import timeline, tracing
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
@@ -187,6 +187,8 @@ class _Stream:
     store_error: BaseException | None = None
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
     stored: AdkEvent | None = None
+    # Whether the worker sent an event of the run yet (its first is marked: ``timeline``).
+    yielded: bool = False
     # The hub's context of the run (its span, its log ids), which its appends are stored
     # in, as ADK's own appends are in process: each commit is an event on the run's span.
     context: contextvars.Context = dataclasses.field(default_factory=contextvars.copy_context)
@@ -358,6 +360,7 @@ class WorkerPool:
         cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
         taken = Taken()
         try:
+            timeline.mark("start_sent", stream.run_id)
             channel.send(_start(number, order), now=True)  # the run waits on nothing else
             while True:
                 item = await stream.queue.get()
@@ -573,6 +576,9 @@ class WorkerPool:
                     stream.queue.put_nowait(parse_event(message.event, dumped=True))
                 if stream is not None:
                     self.most_held = max(self.most_held, stream.queue.qsize())
+                    if not stream.yielded:
+                        stream.yielded = True
+                        timeline.mark("chunk_read", stream.run_id)
             case Append():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None

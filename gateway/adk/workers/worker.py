@@ -34,7 +34,7 @@ from google.adk.events import Event
 from google.adk.runners import Runner
 from google.adk.sessions import Session
 
-from gateway import logs, tracing
+from gateway import logs, timeline, tracing
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surface, Surfaces
 from gateway.adk.invocation import Invocation
@@ -138,6 +138,7 @@ class _Runs:
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
+                timeline.mark("worker_read", str(message.metadata.get("runId")))
                 abort = self.aborts[message.run] = asyncio.Event()
                 window = self.windows[message.run] = Window()
                 task = asyncio.create_task(self._run(message, abort, window))
@@ -166,6 +167,7 @@ class _Runs:
         asked_by(_caller(start.caller))
         run_id = str(start.metadata.get("runId"))
         logs.bind(user=start.user_id, thread=start.thread_id, run=run_id)
+        timeline.mark("worker_began")
         tracing.continue_from(start.traceparent)  # ADK's spans nest under the run's
         session: Session | None = None
         ending: Finished | Failed
@@ -204,6 +206,8 @@ class _Runs:
                         yielded = Yielded(start.run, stored=True, failure=failure)
                     else:
                         yielded = Yielded(start.run, _json(event), failure=failure)
+                    if first:
+                        timeline.mark("chunk_sent")
                     self.channel.send(yielded, now=first)
                     if first:
                         starting.end()
@@ -261,7 +265,10 @@ def _order() -> str:
     """The order the worker's loop runs runs' steps in, for its log lines."""
     loop = asyncio.get_running_loop()
     if isinstance(loop, FirstTurnLoop):
-        return f"a run's start goes first: {loop.went_first} steps so far"
+        return (
+            f"a run's start goes first: {loop.went_first} steps so far, {loop.turns_cut}"
+            " turns cut short"
+        )
     return "first come, first served"
 
 

@@ -1,0 +1,140 @@
+"""A run's timeline, opt-in: when each step from an input's frame to its first text happened.
+
+Theory of operation. The first text of a reply crosses two or three processes (the main
+process reads the frame, admits it, reads the thread, plans; a worker runs ADK and the
+model; the main process translates the chunk, waits for the input's commit and writes it),
+and each step waits for a busy loop's turn. To see which wait is long for the slowest runs,
+``GATEWAY_TIMELINE`` names a directory, and every process of the gateway (the main one and
+each worker) marks the steps of each run there (``mark``): one file a process, a line a
+mark, ``[run id, step, seconds]`` in JSON, the seconds on the machine's monotonic clock
+(``CLOCK_MONOTONIC``: one clock for every process of a machine, and Python's
+``perf_counter`` on Linux), so a reader lines up one run's marks across processes and
+against its client's own clock (``scripts/load.py --timeline``).
+
+Off (the default), ``mark`` is one read of a global and a return. On, a mark is a tuple
+appended to a list, written ``BATCH`` at a time (one write system call) and at the
+process's exit. A step marked more than once for a run (each model call, each chunk) is
+taken at its first by the reader: the first text is what the steps lead to.
+
+The steps, in the order a reply's first text takes them, are ``STEPS``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import time
+
+import msgspec
+
+from gateway import logs
+
+__all__ = ["BATCH", "STEPS", "mark", "on", "read", "start", "stop", "text", "written"]
+
+# Marks written at once: a write a few hundred marks, a few dozen runs.
+BATCH = 512
+
+# Each step, and where it is marked.
+STEPS: dict[str, str] = {
+    "read": "the input's frame decoded by its door",
+    "admitted": "admitted by the hub (its RUN_STARTED may go out)",
+    "acknowledged": "its RUN_STARTED written to the socket",
+    "claimed": "the run has its thread (claimed, read)",
+    "driven": "the run's driver starts (planned)",
+    "local": "its invocation starts in the main process",
+    "start_sent": "its Start sent to a worker (the worker chosen)",
+    "worker_read": "the worker read its Start",
+    "worker_began": "the worker's run task began",
+    "model_called": "ADK calls the model",
+    "model_woke": "the offline model's pace is over (its timer fired)",
+    "model_chunk": "ADK has the model's first chunk",
+    "chunk_sent": "the worker sends the run's first event",
+    "chunk_read": "the main process read it from the pipe",
+    "taken": "the driver took the run's first event",
+    "input_committed": "the run knows its input is committed",
+    "emitted": "its first text emitted to the run's outbox",
+    "written": "its first text written to the socket",
+}
+
+_marks: list[tuple[str, str, float]] | None = None
+_file = -1
+_encoder = msgspec.json.Encoder()
+# The first text of a run by its message id, until it is written to a socket (``written``).
+_texts: dict[str, str] = {}
+
+
+def on() -> bool:
+    """Whether this process marks steps."""
+    return _marks is not None
+
+
+def start(directory: str, role: str) -> None:
+    """Marks from now on into ``directory`` (made if need be), in a file named by ``role``
+    (``main``, ``worker-1``) and this process's id; nothing for an empty ``directory``."""
+    global _marks, _file
+    if not directory or _marks is not None:
+        return
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{role}-{os.getpid()}.jsonl")
+    _file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    _marks = []
+    atexit.register(stop)
+
+
+def stop() -> None:
+    """Writes what is buffered and marks no more."""
+    global _marks, _file
+    if _marks is None:
+        return
+    _write()
+    os.close(_file)
+    _marks, _file = None, -1
+    _texts.clear()
+
+
+def mark(step: str, run_id: str | None = None) -> None:
+    """Marks ``step`` of ``run_id`` now (by default the run the log lines name here:
+    ``gateway.logs.bind``); nothing while off or outside any run."""
+    if _marks is None:
+        return
+    run_id = run_id or logs.bound_run()
+    if run_id:
+        _marks.append((run_id, step, time.monotonic()))
+        if len(_marks) >= BATCH:
+            _write()
+
+
+def text(run_id: str, message_id: str) -> None:
+    """A run's first text is emitted under ``message_id``: ``written`` marks it for the run
+    once a door writes it."""
+    if _marks is not None:
+        _texts.setdefault(message_id, run_id)
+        mark("emitted", run_id)
+
+
+def written(message_id: str) -> None:
+    """A door wrote a chunk of text of ``message_id`` to a socket: the run whose first text
+    it is (``text``) has it ``written``."""
+    if _marks is not None and (run_id := _texts.pop(message_id, None)) is not None:
+        mark("written", run_id)
+
+
+def read(directory: str) -> dict[str, dict[str, float]]:
+    """Every run's steps as marked in ``directory``, each at its first mark."""
+    runs: dict[str, dict[str, float]] = {}
+    decoder = msgspec.json.Decoder(tuple[str, str, float])
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as lines:
+            for line in lines:
+                run_id, step, at = decoder.decode(line)
+                steps = runs.setdefault(run_id, {})
+                steps[step] = min(at, steps.get(step, at))
+    return runs
+
+
+def _write() -> None:
+    global _marks
+    if not _marks:
+        return
+    marks, _marks = _marks, []
+    os.write(_file, b"".join(_encoder.encode(m) + b"\n" for m in marks))

@@ -1,0 +1,68 @@
+"""With ``GATEWAY_TIMELINE`` a run's steps are marked in every process it crosses, on one
+clock: the reply of the flagship story, run in a worker, shows each step from its frame read
+to its first text written, in the order the text took them (docs/first-event.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway import timeline
+from tests.support.agui import new_id, text_of, tool_answer, tool_calls, user_input
+from tests.support.flagship import FLAGSHIP, MOVED
+from tests.support.servers import running_gateway
+
+pytestmark = pytest.mark.server
+
+# The first text's way through a worker, in order.
+WAY = [
+    "read",
+    "admitted",
+    "claimed",
+    "driven",
+    "start_sent",
+    "worker_read",
+    "worker_began",
+    "model_called",
+    "model_woke",
+    "model_chunk",
+    "chunk_sent",
+    "chunk_read",
+    "taken",
+    "emitted",
+    "written",
+]
+
+
+async def test_a_replys_steps_are_marked_in_order_across_the_worker(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    try:
+        async with running_gateway(
+            workers=2, db=str(tmp_path / "threads.db"), timeline=str(marks)
+        ) as gateway:
+            thread = new_id("t")
+            async with gateway.socket() as ws:
+                first = await ws.run(user_input(thread, FLAGSHIP))
+                [navigate] = tool_calls(first, "navigateToScreen")
+                answer = tool_answer(thread, [(navigate["id"], {"status": "navigated"})])
+                await ws.send(answer)
+                while (await ws.next())["type"] != "TEXT_MESSAGE_CONTENT":
+                    pass
+                read = time.monotonic()  # the client has the first text
+                reply = await ws.until_end()
+            assert text_of(ws.received[-len(reply) - 1 :]) == MOVED
+    finally:
+        timeline.stop()  # the main process's marks (this one's), and no more
+    files = sorted(path.name.split("-")[0] for path in marks.iterdir())
+    assert files == ["main", "worker", "worker"]
+    steps = timeline.read(str(marks))[answer["runId"]]
+    assert [step for step in WAY if step in steps] == WAY, sorted(steps)
+    times = [steps[step] for step in WAY]
+    assert times == sorted(times), dict(zip(WAY, times, strict=True))
+    # Beside the way: the early RUN_STARTED written, the input's commit; not run here.
+    assert {"acknowledged", "input_committed"} <= set(steps)
+    assert "local" not in steps
+    # Its first text, not a later chunk, is the one marked written: before the client had it.
+    assert steps["written"] <= read

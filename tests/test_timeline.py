@@ -1,0 +1,83 @@
+"""A run's timeline (``GATEWAY_TIMELINE``): off it marks nothing; on, each process writes
+its marks where a reader lines them up by run, each step at its first mark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway import logs, timeline
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def stopped() -> Iterator[None]:
+    """The timeline is this process's: a test leaves it off."""
+    timeline.stop()
+    yield
+    timeline.stop()
+
+
+def test_off_it_marks_nothing_and_starts_for_no_directory(stopped: None, tmp_path: Path) -> None:
+    timeline.mark("read", "run-1")
+    timeline.text("run-1", "message-1")
+    timeline.written("message-1")
+    timeline.start("", "main")  # the setting's default
+    assert not timeline.on()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_each_step_of_a_run_is_read_back_at_its_first_mark(stopped: None, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    timeline.start(str(marks), "main")
+    assert timeline.on()
+    timeline.mark("read", "run-1")
+    timeline.mark("model_chunk", "run-1")
+    timeline.mark("model_chunk", "run-1")  # a later chunk: not the first
+    timeline.mark("read", "run-2")
+    timeline.stop()
+    [written] = list(marks.iterdir())
+    assert written.name.startswith("main-")
+    runs = timeline.read(str(marks))
+    assert set(runs) == {"run-1", "run-2"}
+    assert list(runs["run-1"]) == ["read", "model_chunk"]
+    assert runs["run-1"]["read"] <= runs["run-1"]["model_chunk"]
+    assert len(written.read_text().splitlines()) == 4
+
+
+def test_a_mark_names_the_run_its_log_lines_name_when_not_given(
+    stopped: None, tmp_path: Path
+) -> None:
+    timeline.start(str(tmp_path), "worker-1")
+    logs.bind(run="run-7")
+    try:
+        timeline.mark("worker_began")
+    finally:
+        logs.bind(run=None)
+    timeline.mark("worker_began")  # outside any run: nothing
+    timeline.stop()
+    assert list(timeline.read(str(tmp_path))) == ["run-7"]
+
+
+def test_a_runs_first_text_is_marked_written_once_a_door_writes_it(
+    stopped: None, tmp_path: Path
+) -> None:
+    timeline.start(str(tmp_path), "main")
+    timeline.written("message-1")  # not a first text the timeline knows: nothing
+    timeline.text("run-1", "message-1")
+    timeline.written("message-1")
+    timeline.written("message-1")  # its later chunks: not marked again
+    timeline.stop()
+    steps = timeline.read(str(tmp_path))["run-1"]
+    assert list(steps) == ["emitted", "written"]
+
+
+def test_marks_are_written_a_batch_at_a_time_before_the_end(stopped: None, tmp_path: Path) -> None:
+    timeline.start(str(tmp_path), "main")
+    for number in range(timeline.BATCH):
+        timeline.mark("read", f"run-{number}")
+    # Written already, before the process stops: a reader of a killed process finds them.
+    assert len(timeline.read(str(tmp_path))) == timeline.BATCH
