@@ -265,10 +265,7 @@ def _order() -> str:
     """The order the worker's loop runs runs' steps in, for its log lines."""
     loop = asyncio.get_running_loop()
     if isinstance(loop, FirstTurnLoop):
-        return (
-            f"a run's start goes first: {loop.went_first} steps so far, {loop.turns_cut}"
-            " turns cut short"
-        )
+        return f"a run's start goes first: {loop.went_first} steps so far"
     return "first come, first served"
 
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import math
 import os
 import tempfile
 import threading
-import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -42,61 +40,37 @@ STEPS = 10
 T = TypeVar("T")
 
 
-class UnderWay:
-    """``UNDER_WAY`` runs under way, each ready for its next step every turn."""
-
-    def __init__(self) -> None:
-        self.taken = 0  # the steps they took
-
-
-async def beside_runs_under_way(
-    starting: Callable[[UnderWay], Coroutine[Any, Any, T]],
-    block: float = 0.0,
-    *,
-    first: bool = False,
-) -> T:
-    """Runs ``starting`` in a task of its own beside ``UNDER_WAY`` runs under way, each of
-    whose steps blocks the loop ``block`` seconds; ``first``: the task goes first from its
-    first step (else it marks itself when it will)."""
-    others = UnderWay()
-    stop = False
-
-    async def under_way() -> None:
-        while not stop:
-            others.taken += 1
-            if block:
-                time.sleep(block)
-            await asyncio.sleep(0)
-
-    tasks = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
-    await asyncio.sleep(0)
-    context = contextvars.copy_context()
-    if first:
-        context.run(go_first)
-    try:
-        return await asyncio.create_task(starting(others), context=context)
-    finally:
-        stop = True
-        await asyncio.gather(*tasks)
-
-
 async def steps_of_others() -> tuple[int, int]:
     """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
     event, and while it takes as many more after it."""
+    taken = 0
+    stop = False
 
-    async def starting(others: UnderWay) -> tuple[int, int]:
+    async def under_way() -> None:
+        nonlocal taken
+        while not stop:
+            taken += 1
+            await asyncio.sleep(0)
+
+    async def starting() -> tuple[int, int]:
         mark = go_first()
-        before = others.taken
+        before = taken
         for _ in range(STEPS):
             await asyncio.sleep(0)
-        to_first_event = others.taken - before
+        to_first_event = taken - before
         mark.end()
-        before = others.taken
+        before = taken
         for _ in range(STEPS):
             await asyncio.sleep(0)
-        return to_first_event, others.taken - before
+        return to_first_event, taken - before
 
-    return await beside_runs_under_way(starting)
+    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
+    await asyncio.sleep(0)
+    try:
+        return await asyncio.create_task(starting())
+    finally:
+        stop = True
+        await asyncio.gather(*others)
 
 
 def on(
@@ -119,51 +93,6 @@ def test_on_asyncio_s_own_loop_each_step_of_a_start_waits_behind_every_run() -> 
     # What the worker's loop changes: first come, first served, a turn a step.
     to_first_event, _ = on(asyncio.SelectorEventLoop, steps_of_others)
     assert to_first_event >= (STEPS - 1) * UNDER_WAY
-
-
-# A step of a run under way, in seconds of a call that blocks the loop: a turn of all of
-# theirs is UNDER_WAY of them, many times a turn's budget.
-HEAVY = 0.0005
-
-
-async def steps_before_a_starting_run_s_timer() -> int:
-    """Steps the runs under way (each ``HEAVY``) take between a starting run's timer
-    (1 ms) and the step that timer wakes: a wait from outside the turn, as the model's pace
-    is, or the pipe."""
-
-    async def starting(others: UnderWay) -> int:
-        before = others.taken
-        await asyncio.sleep(0.001)  # at the head of a turn: the others' steps follow it
-        return others.taken - before
-
-    return await beside_runs_under_way(starting, block=HEAVY, first=True)
-
-
-@pytest.mark.unit
-def test_a_turn_takes_the_others_steps_for_its_budget_then_polls_so_a_timer_is_not_late() -> None:
-    # The turn is cut once its budget is spent: a few of their steps, however slow the
-    # machine (a slower step only spends it sooner), then the timer, due, goes first.
-    steps = on(FirstTurnLoop, steps_before_a_starting_run_s_timer)
-    assert steps <= math.ceil(first_turn.TURN_SECONDS / HEAVY) + 2
-    # Without the budget, the timer waited for every step of the turn it fell due in.
-    unbounded = on(lambda: FirstTurnLoop(math.inf), steps_before_a_starting_run_s_timer)
-    assert unbounded >= UNDER_WAY
-
-
-@pytest.mark.unit
-def test_a_turn_cut_short_leaves_the_rest_in_order_for_the_next() -> None:
-    loop = FirstTurnLoop(turn_seconds=0.0)  # spent at the first step of the second level
-    try:
-        order: list[int] = []
-        for number in range(5):
-            loop.call_soon(order.append, number)
-        loop.run_until_complete(asyncio.sleep(0))
-        while len(order) < 5:
-            loop.run_until_complete(asyncio.sleep(0))
-        assert order == [0, 1, 2, 3, 4]
-        assert loop.turns_cut >= 3
-    finally:
-        loop.close()
 
 
 @pytest.mark.unit
