@@ -200,6 +200,9 @@ def create_app(
         await audit.close()
         if service:
             await service[0].close()
+        # The marks still batched: uvicorn ends a process it stopped on SIGTERM by raising
+        # the signal again, so the exit handler ``timeline.start`` registered never runs.
+        timeline.stop()
 
     return Gateway(settings, startup, shutdown, counted)
 
