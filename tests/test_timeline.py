@@ -1,14 +1,19 @@
 """A run's timeline (``GATEWAY_TIMELINE``): off it marks nothing; on, each process writes
-its marks where a reader lines them up by run, each step at its first mark."""
+its marks where a reader lines them up by run, each step at its first mark, and a served
+gateway stopped by SIGTERM writes the marks it still held."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gateway import logs, timeline
+from tests.support.agui import new_id, user_input
+from tests.support.budgets import scaled
+from tests.support.processes import gateway_process, run_over_ws
 
 pytestmark = pytest.mark.unit
 
@@ -81,3 +86,26 @@ def test_marks_are_written_a_batch_at_a_time_before_the_end(stopped: None, tmp_p
         timeline.mark("read", f"run-{number}")
     # Written already, before the process stops: a reader of a killed process finds them.
     assert len(timeline.read(str(tmp_path))) == timeline.BATCH
+
+
+@pytest.mark.process
+async def test_a_served_gateway_writes_its_batched_marks_when_sigterm_stops_it(
+    tmp_path: Path,
+) -> None:
+    # uvicorn ends a process it stopped on SIGTERM by raising the signal again: the exit
+    # handler never runs, so the shutdown itself must write what fewer than BATCH marks left.
+    marks, log = tmp_path / "marks", tmp_path / "gateway.log"
+    environment = {"GATEWAY_TIMELINE": str(marks)}
+    async with gateway_process(tmp_path / "threads.db", log, environment=environment) as (
+        process,
+        port,
+    ):
+        frame = user_input(new_id("t"), "안녕하세요")
+        events = await run_over_ws(port, frame)
+        assert events[-1]["type"] == "RUN_FINISHED"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=scaled(30)) == -signal.SIGTERM
+    [main] = marks.glob("main-*.jsonl")
+    assert main.read_text(), "the main process wrote none of its marks"
+    steps = timeline.read(str(marks))[frame["runId"]]
+    assert {"read", "admitted", "acknowledged"} <= set(steps), sorted(steps)
