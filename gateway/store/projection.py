@@ -13,9 +13,10 @@ pages back from where it starts (``ThreadPage.earlier``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 
 from gateway.store.codec import Damage, decoded_messages
-from gateway.store.messages import Message, answered_calls_only, goes_on
+from gateway.store.messages import Message, answered_calls_only, ends_cut_off, goes_on
 from gateway.store.quarantine import Quarantine
 
 
@@ -69,6 +70,19 @@ def decoded_page(stored: StoredMessages) -> ThreadPage | Damage:
         if isinstance(damage := decoded_messages(seq, text, checked=True), Damage):
             return damage
     return Damage(stored.rows[-1][0], "messages", "a message lacks what a snapshot needs")
+
+
+async def joined_across(
+    page: ThreadPage,
+    before: int | None,
+    row: Callable[[int], Awaitable[StoredMessages | None]],
+) -> ThreadPage:
+    """``page`` (of the rows before ``before``, if given) as the thread's snapshot shows it
+    across its end (``joined``), reading the newer page's first row (``row``, the stored row
+    at a seq) only for a page that ends in a reply cut off before a word: rarely."""
+    if before is None or not ends_cut_off(page.messages):
+        return page
+    return joined(page, before, await row(before))
 
 
 def joined(page: ThreadPage, before: int, following: StoredMessages | None) -> ThreadPage:

@@ -49,11 +49,11 @@ from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.group_commit import GroupCommit
 from gateway.store.leases import Fence
 from gateway.store.log_sizes import LogSizes
-from gateway.store.messages import EventMessages, Message, ends_cut_off
+from gateway.store.messages import EventMessages, Message
 from gateway.store.open import open_backend
 from gateway.store.parsed import RecentlyParsed
 from gateway.store.progress import RunProgress
-from gateway.store.projection import ThreadPage, decoded_page, joined
+from gateway.store.projection import ThreadPage, decoded_page, joined_across
 from gateway.store.quarantine import Quarantine, QuarantinedThreadError
 from gateway.store.recovery import OpenRun
 from gateway.store.restarts import Restarts
@@ -108,6 +108,9 @@ class SessionService(BaseSessionService):
         # (``gateway.store.thread_writes``): every write about a thread goes through its
         # ``submit``; ``fence_of`` and ``fenced_listeners`` are its own, forwarded.
         self._writes = ThreadWrites(read_only=read_only)
+        # The text so far of a message being streamed, saved as the thread's other writes
+        # are (``ThreadWrites.save_streamed_text``).
+        self.save_streamed_text = self._writes.save_streamed_text
         # Sessions a caller loaded and handed over for the next plain get_session (see
         # handed_over), by (app, user, session id).
         self._handed_over: dict[tuple[str, str, str], Session] = {}
@@ -516,29 +519,6 @@ class SessionService(BaseSessionService):
             partial(self._reads.open_runs, app_name=app_name, session_ids=session_ids)
         )
 
-    def save_streamed_text(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        invocation_id: str,
-        message_id: str,
-        author: str,
-        text: str,
-    ) -> asyncio.Future[object]:
-        """Queues the text so far of the message a thread is streaming; resolves once committed.
-
-        Not a coroutine: a caller that streams holds its chunk on the future, and a save still
-        queued is replaced by a newer one, so chunks that arrive together cost one write. The
-        message's final event (its id is ``message_id``) deletes the text, as does a cut-off
-        reply stored under that id."""
-        now = platform_time.get_time()
-        write = writes.SaveStreamedText(
-            app_name, user_id, session_id, invocation_id, message_id, author, text, now
-        )
-        return self._writes.submit(session_id, write, replaces=(app_name, user_id, session_id))
-
     async def forget_leftover_texts(self, app_name: str, thread_id: str | None = None) -> None:
         """Deletes the streamed texts the app's runs left (every thread's, or ``thread_id``'s,
         fenced as the thread's other writes are), once a restart has used them."""
@@ -597,10 +577,9 @@ class SessionService(BaseSessionService):
         page = decoded_page(stored)
         if isinstance(page, Damage):
             await self._quarantine(app_name, user_id, session_id, page)
-        if before is not None and ends_cut_off(page.messages):  # rare: one row more
-            following = await self._read(partial(rows, before=before + 1, limit=1))
-            page = joined(page, before, following)
-        return page
+        return await joined_across(
+            page, before, lambda row: self._read(partial(rows, before=row + 1, limit=1))
+        )
 
     async def threads(
         self, app_name: str, *, user_id: str | None = None, quarantined_only: bool = False

@@ -6,6 +6,10 @@ cluster, a write about a thread this process holds the lease of goes out fenced
 it once another process has taken the thread over. The first refusal of a fence is told to
 ``fenced_listeners``; every later write under that fence is refused here, without a round
 trip, so a holder that learns it was fenced writes nothing more.
+
+A write queued, not awaited (``save_streamed_text``) lets its caller hold what depends on
+it on the future; a newer one replaces one still queued, so writes that arrive together
+cost one.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
+
+from google.adk.platform import time as platform_time
 
 from gateway.store import writes
 from gateway.store.errors import FencedError, StoreError
@@ -90,6 +96,29 @@ class ThreadWrites:
         )
         submitted.add_done_callback(partial(self._check_refused, fence))
         return submitted
+
+    def save_streamed_text(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        invocation_id: str,
+        message_id: str,
+        author: str,
+        text: str,
+    ) -> asyncio.Future[object]:
+        """Queues the text so far of the message a thread is streaming; resolves once committed.
+
+        Not a coroutine: a caller that streams holds its chunk on the future, and a save still
+        queued is replaced by a newer one, so chunks that arrive together cost one write. The
+        message's final event (its id is ``message_id``) deletes the text, as does a cut-off
+        reply stored under that id."""
+        now = platform_time.get_time()
+        write = writes.SaveStreamedText(
+            app_name, user_id, session_id, invocation_id, message_id, author, text, now
+        )
+        return self.submit(session_id, write, replaces=(app_name, user_id, session_id))
 
     def _check_refused(self, fence: Fence, submitted: asyncio.Future[object]) -> None:
         if submitted.cancelled() or not isinstance(submitted.exception(), FencedError):
