@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import pathlib
 import sqlite3
+import time
 
 import psycopg
 import pytest
 from google.adk.events import Event
 from google.genai import types
 
+from gateway.context import RUN_METADATA_KEY
 from gateway.store import SessionService
+from gateway.store.branches import Fork
 from gateway.store.thread_index import (
     BadCursor,
     ListingCursor,
@@ -21,6 +24,8 @@ from gateway.store.thread_index import (
     search_terms,
     words_of,
 )
+from gateway.store.urls import is_postgres
+from tests.support.backends import rows
 from tests.support.postgres import Postgres
 from tests.support.schema_v1 import drop_user_usage
 from tests.support.stores import session_store
@@ -164,6 +169,26 @@ async def test_a_deleted_thread_is_gone_from_listing_and_search(store: SessionSe
     row = await store.thread_row(APP, "ann", "gone")
     assert row is not None and row.title == "fresh start"
     assert await ids(store, terms=tuple(search_terms("secret"))) == []
+
+
+async def test_a_deleted_threads_words_go_with_it_those_of_its_branches_too(
+    db: str, store: SessionService
+) -> None:
+    """A fork keeps the version it leaves out of sight (``branch_events``) with its words
+    indexed; deleting the thread forgets those words as well, not only the shown ones."""
+    session = await store.create_session(app_name=APP, user_id="ann", session_id="t")
+    for run_id, text in (("r1", "first question"), ("r2", "secret plans")):
+        agui = {"runId": run_id, "messageId": f"m-{run_id}"}
+        said_in_run = said(text)
+        said_in_run.custom_metadata = {RUN_METADATA_KEY: agui}
+        await store.append_event(session, said_in_run)
+    edit = Fork(APP, "ann", "t", "m-r2", "r3", "m-r2", "public", time.time(), 5, False)
+    assert (await store.move_branch(edit)).changed
+    [(kept,)] = rows(db, "SELECT seq FROM branch_events")  # "secret plans", out of sight
+    by_seq = "seq" if is_postgres(db) else "rowid"  # how each index names an event's row
+    assert rows(db, f"SELECT COUNT(*) FROM thread_words WHERE {by_seq} = {kept}") == [(1,)]
+    await store.delete_session(app_name=APP, user_id="ann", session_id="t")
+    assert rows(db, "SELECT COUNT(*) FROM thread_words") == [(0,)]
 
 
 @pytest.mark.parametrize("text", ["", "x", "!!!!", "eyJ4Ijox", "W1sxXSwxLCJ0Il0", "A" * 2000])

@@ -96,10 +96,13 @@ def _index_title(db: sqlite3.Connection, pk: int, owner: str, title: str) -> Non
 
 
 def erase_index(db: sqlite3.Connection, pk: int) -> None:
-    """Forgets a thread's words (before its events go: their seqs name its rows)."""
+    """Forgets a thread's words (before its events go: their seqs name its rows), those of
+    the versions its branches keep out of sight too (``branch_events``: a move between the
+    tables keeps a row's seq, and so its words)."""
     db.execute(
         "DELETE FROM thread_words WHERE rowid IN"
-        " (SELECT seq FROM events WHERE session_pk = ?1 UNION ALL SELECT -?1)",
+        " (SELECT seq FROM events WHERE session_pk = ?1"
+        " UNION ALL SELECT seq FROM branch_events WHERE session_pk = ?1 UNION ALL SELECT -?1)",
         (pk,),
     )
 
