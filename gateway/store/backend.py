@@ -51,6 +51,10 @@ class Reads(Protocol):
         limit: int | None = None,
     ) -> StoredMessages | None: ...
 
+    def messages_from(
+        self, db: Any, *, app_name: str, user_id: str, session_id: str, start: int, limit: int
+    ) -> StoredMessages: ...
+
     def thread_summaries(
         self, db: Any, *, app_name: str, user_id: str | None, quarantined_only: bool
     ) -> list[ThreadSummary]: ...

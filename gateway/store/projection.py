@@ -72,25 +72,32 @@ def decoded_page(stored: StoredMessages) -> ThreadPage | Damage:
     return Damage(stored.rows[-1][0], "messages", "a message lacks what a snapshot needs")
 
 
+# Rows read past a page's end to find whether the turn it ends in goes on: those of one
+# turn's tool results (they say nothing of it), then its next reply; rarely more than one.
+ACROSS_ROWS = 16
+
+
 async def joined_across(
     page: ThreadPage,
     before: int | None,
-    row: Callable[[int], Awaitable[StoredMessages | None]],
+    rows_from: Callable[[int, int], Awaitable[StoredMessages | None]],
 ) -> ThreadPage:
     """``page`` (of the rows before ``before``, if given) as the thread's snapshot shows it
-    across its end (``joined``), reading the newer page's first row (``row``, the stored row
-    at a seq) only for a page that ends in a reply cut off before a word: rarely."""
+    across its end (``joined``), reading the newer page's first rows (``rows_from``: the
+    stored rows from a seq on, at most so many) only for a page that ends in a reply cut off
+    before a word: rarely."""
     if before is None or not ends_cut_off(page.messages):
         return page
-    return joined(page, before, await row(before))
+    return joined(page, before, await rows_from(before, ACROSS_ROWS))
 
 
 def joined(page: ThreadPage, before: int, following: StoredMessages | None) -> ThreadPage:
     """``page`` (of the rows before ``before``) as the thread's snapshot shows it, given
-    ``following``, the row at ``before`` (the newer page's first): the reply cut off before
-    a word that ends it goes if that row goes on with its turn (``answered_calls_only``).
-    A row that says nothing of the turn (no reply, no user's message) leaves it shown."""
-    if following is None or [seq for seq, _, _ in following.rows] != [before]:
+    ``following``, the rows from ``before`` on (the newer page's first): the reply cut off
+    before a word that ends it goes if those rows go on with its turn, past any tool results
+    (``answered_calls_only``). Rows that say nothing of the turn (no reply, no user's
+    message) leave it shown."""
+    if following is None or not following.rows or following.rows[0][0] != before:
         return page  # ``before`` named no row: nothing known of what follows
     after = decoded_page(following)
     if isinstance(after, Damage) or not goes_on(after.messages):

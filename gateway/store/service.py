@@ -577,8 +577,13 @@ class SessionService(BaseSessionService):
         page = decoded_page(stored)
         if isinstance(page, Damage):
             await self._quarantine(app_name, user_id, session_id, page)
+        rows_from = partial(
+            self._reads.messages_from, app_name=app_name, user_id=user_id, session_id=session_id
+        )
         return await joined_across(
-            page, before, lambda row: self._read(partial(rows, before=row + 1, limit=1))
+            page,
+            before,
+            lambda start, most: self._read(partial(rows_from, start=start, limit=most)),
         )
 
     async def threads(

@@ -11,7 +11,14 @@ from google.adk.events import Event
 from gateway.store import SessionService
 from gateway.store.cut_off import RESTARTED
 from gateway.store.messages import Message, answered_calls_only
-from tests.support.adk_events import agent_says, cut_off_before_a_word, user_says
+from tests.support.adk_events import (
+    agent_says,
+    call,
+    cut_off_before_a_word,
+    event,
+    result,
+    user_says,
+)
 from tests.support.backends import APP
 
 pytestmark = pytest.mark.unit
@@ -115,3 +122,24 @@ async def test_a_cut_off_reply_that_ends_its_turn_stays_on_its_page(store: Sessi
     whole, _ = await store.thread_messages(APP, "u", THREAD)
     assert [m["role"] for m in whole] == ["user", "assistant", "user", "assistant"]
     assert await _paged(store, newest=2) == whole
+
+
+async def test_a_cut_off_reply_whose_turn_goes_on_past_tool_results_in_the_next_page_is_left_out(
+    store: SessionService,
+) -> None:
+    await _thread(
+        store,
+        user_says("열어줘", "inv-run-1", runId="run-1"),
+        event("agent", call("c1", "navigateToScreen", screenId="MNU-3120")),
+        cut_off_before_a_word("run-1", "inv-run-1"),
+        event("user", result("c1", "navigateToScreen", status="navigated")),  # the next page's
+        agent_says("이동했습니다.", "inv-run-2"),
+    )
+    whole, _ = await store.thread_messages(APP, "u", THREAD)
+    assert [m["role"] for m in whole] == ["user", "assistant", "tool", "assistant"]
+    # The newer page starts with the browser's result, which says nothing of the turn: the
+    # look across the boundary reads past it to the reply that goes on with the turn.
+    page = await store.thread_page(APP, "u", THREAD, limit=2)
+    assert page.earlier is not None
+    older = await store.thread_page(APP, "u", THREAD, before=page.earlier)
+    assert older.messages == whole[:2]

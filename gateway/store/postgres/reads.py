@@ -171,6 +171,22 @@ def thread_messages(
 # A cursor past every row: seq is a BIGINT, at most 2**63 - 1.
 _NO_CURSOR = (1 << 63) - 1
 
+
+@one_statement
+def messages_from(
+    db: psycopg.Connection, *, app_name: str, user_id: str, session_id: str, start: int, limit: int
+) -> StoredMessages:
+    """The thread's first ``limit`` rows of messages from seq ``start`` on, oldest first (no
+    quarantine read: its page was read already)."""
+    rows = db.execute(
+        "SELECT e.seq, e.messages, e.timestamp FROM sessions s JOIN events e"
+        " ON e.session_pk = s.pk WHERE s.app_name = %s AND s.user_id = %s AND s.id = %s"
+        " AND e.messages IS NOT NULL AND e.seq >= %s ORDER BY e.seq LIMIT %s",
+        (app_name, user_id, session_id, start, limit),
+    ).fetchall()
+    return StoredMessages(None, cast(list[tuple[int, str, float]], rows), None)
+
+
 # Where a page of thread ``s``'s rows of messages before ``%(before)s`` starts: the newest
 # rows whose messages fit in ``%(max)s`` bytes, and at least the newest one (``{fit}``),
 # and no more than the newest ``%(skip)s`` + 1 (``{edge}``); 0 for either not asked.

@@ -150,6 +150,20 @@ def thread_messages(
 _NO_CURSOR = (1 << 63) - 1
 
 
+def messages_from(
+    db: sqlite3.Connection, *, app_name: str, user_id: str, session_id: str, start: int, limit: int
+) -> StoredMessages:
+    """The thread's first ``limit`` rows of messages from seq ``start`` on, oldest first (no
+    quarantine read: its page was read already)."""
+    rows = db.execute(
+        "SELECT e.seq, e.messages, e.timestamp FROM sessions s JOIN events e"
+        " ON e.session_pk = s.pk WHERE s.app_name = ? AND s.user_id = ? AND s.id = ?"
+        " AND e.messages IS NOT NULL AND e.seq >= ? ORDER BY e.seq LIMIT ?",
+        (app_name, user_id, session_id, start, limit),
+    ).fetchall()
+    return StoredMessages(None, rows, None)
+
+
 def page_start(db: sqlite3.Connection, pk: int, before: int, max_bytes: int) -> int:
     """The oldest seq of the newest rows before ``before`` that fit in ``max_bytes``."""
     (cut, newest) = db.execute(
