@@ -31,6 +31,7 @@ import { ClientCalls, copyAgent, keepTranscripts, NOT_PERFORMED, UNKNOWN_OUTCOME
 import { ThreadConnection } from "./src/connection.js";
 import { newId } from "./src/ids.js";
 import { ActionLedger, claimInstance } from "./src/ledger.js";
+import { refusedRunId } from "./src/runs.js";
 import { Stream } from "./stream.js";
 
 export { ActionLedger, claimInstance, newId, NOT_PERFORMED, ThreadConnection, UNKNOWN_OUTCOME };
@@ -214,6 +215,12 @@ export class WebSocketAgent extends AbstractAgent {
       this.#deduped(stream, event);
       return;
     }
+    const refused = refusedRunId(event);
+    if (stream.kind === "connect" && refused !== undefined && stream.resent?.has(refused)) {
+      // An input sent again was refused (alone, or in a run of its own): that is its end.
+      this.#refusedResent(stream, event, view, refused);
+      return;
+    }
     if (event.type === "RUN_STARTED") {
       this.#started(stream, event);
       return;
@@ -231,8 +238,9 @@ export class WebSocketAgent extends AbstractAgent {
       if (ends && !this.#awaitResent(stream, event)) this.#close(stream, event, view);
       else if (event.type === "MESSAGES_SNAPSHOT" || event.type === "STATE_SNAPSHOT") stream.emit(event);
     } else if (stream.state === "waiting" && event.type === "RUN_ERROR" && !view.runId) {
-      // A refusal outside any run: of this stream's input or reattach, the next in line.
-      this.#close(stream, event, view);
+      // A refusal outside any run: of this stream's input or reattach, the next in line,
+      // unless it names another input (one sent again, before this stream's).
+      if (refused === undefined || refused === stream.runId) this.#close(stream, event, view);
     } else if (stream.state === "waiting" && event.type === "MESSAGES_SNAPSHOT") {
       this.#lostInput(stream, event, view);
     }
@@ -274,27 +282,39 @@ export class WebSocketAgent extends AbstractAgent {
     );
     stream.resent = new Set(waiting.map((input) => input.runId));
     if (!waiting.length) return false;
-    stream.unstarted = waiting.flatMap((input) => {
-      const last = input.messages?.at(-1);
-      return last?.role === "user" ? [last] : [];
-    });
+    stream.unstarted = new Map(
+      waiting.flatMap((input) => {
+        const last = input.messages?.at(-1);
+        return last?.role === "user" ? [[input.runId, last]] : [];
+      }),
+    );
     stream.state = "resent";
-    if (stream.unstarted.length) {
+    if (stream.unstarted.size) {
       stream.emit({ type: "MESSAGES_SNAPSHOT", messages: stream.messages ?? [] });
     }
     return true;
   }
 
-  /** The run of an input sent again ended (or its copy was found run): the stream follows
-   * the next one still to come, if any, as it followed this one. */
-  #nextResent(stream) {
-    stream.resent.delete(stream.runId);
+  /** The run of an input sent again ended (or its copy was found run, or it was refused):
+   * the stream follows the next one still to come, if any, as it followed this one. */
+  #nextResent(stream, runId = stream.runId) {
+    stream.resent.delete(runId);
     const [next] = stream.resent;
     if (next === undefined) return false;
     for (const end of stream.spans.close()) stream.emit(end);
     stream.runId = next;
     stream.state = stream.begun.has(next) ? "live" : "resent";
     return true;
+  }
+
+  /** An input sent again was refused (``end``: SESSION_BUSY, say): the thread will not
+   * hold its message, shown meanwhile, so it goes; the refusal ends the stream if no other
+   * input sent again is still to come, as the last one's end would. */
+  #refusedResent(stream, end, view, runId) {
+    if (stream.unstarted.delete(runId)) {
+      stream.emit({ type: "MESSAGES_SNAPSHOT", messages: stream.messages ?? [] });
+    }
+    if (!this.#nextResent(stream, runId)) this.#close(stream, end, view);
   }
 
   /** An input written to a connection that then dropped may never have reached the

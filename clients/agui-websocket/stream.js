@@ -55,7 +55,8 @@ export class OpenSpans {
  *   reload, sent again by the reloaded page's connection, has not started: its message is
  *   shown, and its run, when it starts, is followed live as this stream's own (the
  *   reattach's end is held back, so the stream stays one run and ends once); with several,
- *   each in turn, the end of each but the last held back too.
+ *   each in turn, the end of each but the last held back too. A refusal of one (named by
+ *   its runId) is its end: its message goes from what the stream shows.
  */
 export class Stream {
   constructor(kind, observer, input) {
@@ -70,7 +71,7 @@ export class Stream {
     this.messages = null; // the latest MESSAGES_SNAPSHOT it emitted
     this.resent = null; // connect: the runIds of the inputs sent again it waits for, in order
     this.begun = new Set(); // connect: those whose run began while it followed an earlier one
-    this.unstarted = []; // connect: their messages, shown while they wait
+    this.unstarted = new Map(); // connect: their messages by runId, shown while they wait
   }
 
   emit(event) {
@@ -88,7 +89,7 @@ export class Stream {
     const messages = snapshot.messages ?? [];
     this.messages = messages;
     const shown = new Set(messages.map((message) => message.id));
-    const missing = this.unstarted.filter((message) => !shown.has(message.id));
+    const missing = [...this.unstarted.values()].filter((message) => !shown.has(message.id));
     return missing.length ? { ...snapshot, messages: [...messages, ...missing] } : snapshot;
   }
 

@@ -626,12 +626,17 @@ class WebSocketSession:
     ) -> None:
         """Tells of a frame refused between runs: alone as the stream's first event, else in
         a run of its own, since a RUN_ERROR after a run's end says that run failed (AG-UI 1.0)
-        and nothing but RUN_STARTED may follow a RUN_ERROR."""
+        and nothing but RUN_STARTED may follow a RUN_ERROR. The error names the input's
+        runId (``REFUSED_RUN_ID``), if it had one: a lone refusal is of no run, and a client
+        that sent several inputs (again, after a reload) tells which one it answers."""
+        asked = getattr(request, "run_id", None)
+        if asked is not None:
+            error.metadata = {**(error.metadata or {}), p.REFUSED_RUN_ID: asked}
         if self.acknowledged is not None:
             self.acknowledged = None  # admitted, then refused: the error ends its run
         elif self.streamed:
             thread_id = request.thread_id if request is not None else self.following or ""
-            run_id = getattr(request, "run_id", None) or f"refused-{uuid.uuid4().hex[:12]}"
+            run_id = asked or f"refused-{uuid.uuid4().hex[:12]}"
             self.deliver(
                 p.RunStarted(
                     thread_id=thread_id, run_id=run_id, protocol_version=p.PROTOCOL_VERSION

@@ -34,6 +34,7 @@ from gateway.wire.base import (
     Name,
 )
 from gateway.wire.errors import (
+    REFUSED_RUN_ID,
     ErrorCode,
     GatewayError,
     unexpected,
@@ -129,6 +130,7 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_MESSAGES",
     "PROTOCOL_VERSION",
+    "REFUSED_RUN_ID",
     "ActivityDelta",
     "ActivityMessage",
     "ActivitySnapshot",

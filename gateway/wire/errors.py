@@ -15,6 +15,11 @@ from gateway.wire.events import RunError
 
 log = logging.getLogger(__name__)
 
+# Where a refusal's RUN_ERROR names the input it refuses (its runId), when the input had
+# one: a refusal before any run belongs to no run, and a client with several inputs in
+# flight (sent again after a reload) tells by this which one was refused.
+REFUSED_RUN_ID = "gateway.runId"
+
 
 class ErrorCode(enum.StrEnum):
     """The AgentCore error table, and the gateway's codes for a cluster's failures (a

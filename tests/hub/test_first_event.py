@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 
+from gateway import wire as p
 from tests.support.agui import (
     new_id,
     outcome,
@@ -129,6 +130,38 @@ async def test_an_input_refused_before_it_is_admitted_gets_no_run_started() -> N
             await other.send(busy)
             refused = await asyncio.wait_for(other.next(), scaled(5))
             assert refused["type"] == "RUN_ERROR" and refused["code"] == "SESSION_BUSY"
+            await typist.until_end()
+
+
+async def test_a_refusal_names_the_input_it_refuses_alone_or_in_a_run_of_its_own() -> None:
+    """A client with several inputs in flight (sent again after a reload) tells which one
+    a refusal answers by the runId in its metadata: a lone RUN_ERROR belongs to no run."""
+    reject = {"forwardedProps": {"gateway": {"busy": "reject"}}}
+    async with running_gateway(scripted_pace_ms=20) as gateway:
+        thread = new_id("t")
+        async with (
+            gateway.socket() as typist,
+            gateway.socket() as fresh,
+            gateway.socket() as streamed,
+        ):
+            await streamed.run(user_input(new_id("t"), "안녕"))  # its stream has begun
+            await typist.send(user_input(thread, LONG))
+            assert (await typist.next())["type"] == "RUN_STARTED"
+            hub = gateway.app.hub
+            assert hub is not None
+            await eventually(
+                lambda: getattr(hub.threads.get(thread), "run", None) is not None,
+                5,
+                what="the run claims its thread",
+            )
+            alone = user_input(thread, "hello") | reject
+            [refused] = await fresh.run(alone)
+            assert refused["code"] == "SESSION_BUSY"
+            assert refused["metadata"] == {p.REFUSED_RUN_ID: alone["runId"]}
+            own = user_input(thread, "hello again") | reject
+            started, refused = await streamed.run(own)
+            assert started["runId"] == own["runId"] and refused["code"] == "SESSION_BUSY"
+            assert refused["metadata"] == {p.REFUSED_RUN_ID: own["runId"]}
             await typist.until_end()
 
 

@@ -19,14 +19,15 @@
 // the thread holds.
 //
 // An input is never lost to a drop or a reload, and never runs twice (with ``storage``):
-// kept until the gateway acknowledges it (its RUN_STARTED, or a RUN_DEDUPED notice naming
-// it), it is sent again, with its runId, by every new connection of its thread after the
-// reattach (inputs.js); the gateway runs a runId once per thread.
+// kept until the gateway acknowledges it (its RUN_STARTED, a RUN_DEDUPED notice naming
+// it, or a refusal naming it that sending it again elsewhere would not undo), it is sent
+// again, with its runId, by every new connection of its thread after the reattach
+// (inputs.js); the gateway runs a runId once per thread.
 
 import { newId } from "./ids.js";
 import { SentInputs } from "./inputs.js";
 import { asStorage } from "./ledger.js";
-import { RunWatch } from "./runs.js";
+import { refusedRunId, RunWatch } from "./runs.js";
 
 const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
 const OPEN = 1; // WebSocket.OPEN, whichever WebSocket class is in use
@@ -253,6 +254,11 @@ export class ThreadConnection {
     if (event.type === "RUN_STARTED") this.inputs?.acknowledged(event.runId);
     else if (event.type === "CUSTOM" && event.name === "gateway.notice" && event.value?.code === "RUN_DEDUPED") {
       this.inputs?.acknowledged(event.value.runId); // the gateway had it: not run again
+    } else if (refusedRunId(event) !== undefined && event.code !== "SERVICE_UNAVAILABLE") {
+      // Refused: sent again, it would be refused again or run long after its refusal was
+      // shown. A draining process's refusal is the exception: the next connection reaches
+      // a process that is up, and sends it there.
+      this.inputs?.acknowledged(refusedRunId(event));
     }
     const view = connection.watch.see(event);
     this.onEvent(event, view);

@@ -10,6 +10,16 @@
 // them this client must execute (``executable``); a snapshot, the calls it holds an answer
 // for (``answered``).
 
+// The metadata key of a refusal's RUN_ERROR that names the input it refuses.
+const REFUSED_RUN_ID = "gateway.runId";
+
+/** The runId of the input a RUN_ERROR refuses, where the gateway names it (a refusal before
+ * any run belongs to no run: this says which input it answers); undefined otherwise. */
+export function refusedRunId(event) {
+  const runId = event.type === "RUN_ERROR" ? event.metadata?.[REFUSED_RUN_ID] : undefined;
+  return typeof runId === "string" ? runId : undefined;
+}
+
 export class RunWatch {
   /**
    * @param {{run?: object|null, ownRuns?: Set<string>}} [carried]  what a stream that

@@ -122,8 +122,7 @@ test("a run whose input the gateway had, ended, shows the thread and ends as its
 });
 
 /** The agent of a page that sent ``inputs`` and reloaded before anything came back. */
-async function reloadedPage(inputs = [inputOf("hi")]) {
-  const storage = new Map();
+async function reloadedPage(inputs = [inputOf("hi")], storage = new Map()) {
   const page = recordedAgent(storage);
   for (const input of inputs) {
     running(page, input).ended.catch(() => {});
@@ -134,8 +133,8 @@ async function reloadedPage(inputs = [inputOf("hi")]) {
 }
 
 /** That reloaded page's connect() subscribed (its events, its end), and its socket. */
-async function reloadedConnect(inputs) {
-  const reloaded = await reloadedPage(inputs);
+async function reloadedConnect(inputs, storage) {
+  const reloaded = await reloadedPage(inputs, storage);
   const events = [];
   let done = false;
   const ended = new Promise((resolve, reject) =>
@@ -197,6 +196,57 @@ test("after a reload, connect() follows each input it sent again that the thread
     ["RUN_STARTED", "snapshot-1"],
     ["RUN_FINISHED", "snapshot-1"],
   ]);
+  await assertOfficiallyValid(events);
+  reloaded.close();
+});
+
+/** The gateway's refusal of ``runId``'s input, naming it. */
+const busy = (runId) => ({
+  type: "RUN_ERROR", code: "SESSION_BUSY", message: "busy", metadata: { "gateway.runId": runId },
+});
+
+test("after a reload, connect() takes a refusal of an input it sent again as that input's end", async () => {
+  const sent = [inputOf("hi"), inputOf("again", "run-2")];
+  const storage = new Map();
+  const { reloaded, events, ended, socket, isDone } = await reloadedConnect(sent, storage);
+  const kept = () => JSON.parse(storage.get("agw.inputs") ?? "[]").map((entry) => entry.input.runId);
+  reattached(socket);
+  await turn();
+  const shown = () => events.filter((e) => e.type === "MESSAGES_SNAPSHOT").at(-1).messages.map((m) => m.content);
+  assert.deepEqual(shown(), ["hi", "again"]);
+  socket.receive(busy("run-1")); // refused before any run: a lone RUN_ERROR
+  await turn();
+  assert.equal(isDone(), false, "the connect goes on to the next input sent again");
+  assert.deepEqual(shown(), ["again"], "the refused input's message is no longer shown");
+  assert.deepEqual(kept(), ["run-2"], "refused, it is not sent again by the next connection");
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "run-2" });
+  for (const event of reply("m-2", "또")) socket.receive(event);
+  socket.receive(finished("run-2"));
+  await ended;
+  assert.deepEqual(events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta), ["또"]);
+  assert.deepEqual(events.filter((e) => e.type.startsWith("RUN_")).map((e) => [e.type, e.runId]), [
+    ["RUN_STARTED", "snapshot-1"],
+    ["RUN_FINISHED", "snapshot-1"],
+  ]);
+  await assertOfficiallyValid(events);
+  reloaded.close();
+});
+
+test("after a reload, a refusal of the last input connect() sent again ends it with that refusal", async () => {
+  const { reloaded, events, ended, socket } = await reloadedConnect();
+  reattached(socket);
+  await turn();
+  // Refused in a run of its own (the connection's stream had begun), as the gateway does.
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "run-1" });
+  socket.receive(busy("run-1"));
+  await ended;
+  // The thread, then its message shown while it waits, then no longer.
+  assert.deepEqual(events.map((e) => e.type), [
+    "RUN_STARTED", "MESSAGES_SNAPSHOT", "MESSAGES_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_ERROR",
+  ]);
+  assert.deepEqual(events.at(-3).messages.map((m) => m.content), ["hi"]);
+  assert.deepEqual(events.at(-2).messages, [], "its message is no longer shown");
+  assert.equal(events.at(-1).code, "SESSION_BUSY");
   await assertOfficiallyValid(events);
   reloaded.close();
 });
