@@ -251,6 +251,23 @@ test("after a reload, a refusal of the last input connect() sent again ends it w
   reloaded.close();
 });
 
+test("a run() waiting for its input's start does not take another input's refusal for its own", async () => {
+  const agent = recordedAgent(new Map());
+  const { events, ended } = running(agent, inputOf("again", "run-2"));
+  let done = false;
+  ended.then(() => (done = true));
+  await turn();
+  const socket = RecordingSocket.last;
+  socket.receive(busy("run-1")); // of an input sent before, alone
+  await turn();
+  assert.equal(done, false);
+  socket.receive({ type: "RUN_STARTED", threadId: THREAD, runId: "run-2" });
+  socket.receive(finished("run-2"));
+  await ended;
+  assert.deepEqual(events.map((e) => e.type), ["RUN_STARTED", "RUN_FINISHED"]);
+  agent.close();
+});
+
 test("after a reload, connectAgent() puts the reply of the input sent again in the agent's messages", async () => {
   const reloaded = await reloadedPage();
   const connected = reloaded.connectAgent({});
