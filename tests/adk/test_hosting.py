@@ -47,6 +47,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.counting import counting
 from tests.support.servers import free_port, running_gateway
 
 pytestmark = pytest.mark.unit
@@ -320,14 +321,7 @@ async def test_declarations_a_model_cannot_use_are_refused_naming_the_tool() -> 
 
 
 def test_a_schema_declared_on_every_run_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    checked: list[object] = []
-    real = declarations.schema_problem
-
-    def counted(schema: dict[str, Any]) -> str | None:
-        checked.append(schema)
-        return real(schema)
-
-    monkeypatch.setattr(declarations, "schema_problem", counted)
+    checked = counting(monkeypatch, declarations, "schema_problem")
     declarations._checked.cache_clear()
     good = msgspec.convert(LOOKUP, p.Tool)
     for _ in range(3):

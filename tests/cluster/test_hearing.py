@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import psycopg
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from gateway.cluster.postgres import PostgresCluster
 from gateway.store.postgres import notify
 from tests.support.cluster_hub import Heard, until
+from tests.support.counting import counting
 from tests.support.postgres import Postgres
 
 pytestmark = pytest.mark.process
@@ -43,21 +43,14 @@ async def test_notices_committed_apart_wake_one_callback_not_a_wait_each(
     assert cluster._listening is not None
     socket = cluster._listening.pgconn.socket
     loop = asyncio.get_running_loop()
-    registered: list[int] = []
-    add_reader = loop.add_reader
-
-    def counting(fd: Any, *args: Any) -> None:
-        registered.append(fd)
-        add_reader(fd, *args)
-
-    monkeypatch.setattr(loop, "add_reader", counting)
+    registered = counting(monkeypatch, loop, "add_reader")
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         for seq in range(1, 21):  # each heard before the next is sent: 20 wake-ups
             await notify.notify(conn, [notify.committed("t1", seq) or ""])
             await until(lambda seq=seq: heard.commits[-1:] == [("t1", seq)])
     assert heard.commits == [("t1", seq) for seq in range(1, 21)]
     assert cluster.notices["Committed"] == 20
-    assert socket not in registered
+    assert socket not in [call.args[0] for call in registered]
 
 
 async def test_a_lost_listening_connection_is_told_then_listened_on_again(

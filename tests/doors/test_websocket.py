@@ -187,7 +187,7 @@ async def test_a_run_reads_its_thread_once_and_hands_it_to_adk(
     # ordered with the others), the next turn's, a thread the hub had in hand, beside it
     # (``open_thread(known=True)``). ADK's own read of the session was answered with the
     # opened one.
-    assert [read.func for read in reads] == [store._reads.read_thread]  # type: ignore[attr-defined]
+    assert [read.args[0].func for read in reads] == [store._reads.read_thread]
     session = await store.get_session(app_name=APP_NAME, user_id="demo", session_id=thread)
     assert session is not None and len(session.events) == 6
 

@@ -22,7 +22,6 @@ from gateway.hub.takeover import closing_frames
 from gateway.store import SessionService
 from gateway.store.frames import FrameLog, LoggedFrame
 from gateway.store.sqlite import writes as sqlite_writes
-from gateway.store.writes import TrimFrames
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -34,6 +33,7 @@ from tests.support.agui import (
     tool_calls,
     user_input,
 )
+from tests.support.counting import counting
 from tests.support.flagship import FLAGSHIP, flagship_navigated_then_honest_reply
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.stores import session_store
@@ -256,14 +256,7 @@ async def test_the_run_ends_of_a_story_write_no_trim_of_a_log_that_fits(
     each log it alone writes, and a run's end trims only a log that may be past it
     (``gateway.store.log_sizes``); ``test_a_cursor_the_log_cannot_answer_gets_the_snapshot``
     shows a log past it trimmed."""
-    trims: list[TrimFrames] = []
-
-    def counted(db: Any, trim: TrimFrames) -> int:
-        trims.append(trim)
-        return trim_frames(db, trim)
-
-    trim_frames = sqlite_writes.trim_frames
-    monkeypatch.setattr(sqlite_writes, "trim_frames", counted)
+    trims = counting(monkeypatch, sqlite_writes, "trim_frames")
     async with running_gateway(db=str(tmp_path / "threads.db")) as gateway:
         await flagship_navigated_then_honest_reply(gateway)
         assert gateway.app.hub is not None

@@ -29,6 +29,7 @@ from tests.support.agui import (
     user_input,
 )
 from tests.support.backends import logged
+from tests.support.counting import counting
 from tests.support.flagship import FLAGSHIP, MOVED
 from tests.support.processes import gateway_process
 from tests.support.servers import RunningGateway, running_gateway
@@ -67,14 +68,7 @@ async def test_other_tabs_are_shown_the_calls_without_the_thread_being_decoded(
     """At a run's pause on the browser, the snapshot that shows other tabs its calls reads
     the thread's state alone: no stored event is decoded for it (the thread is new, so
     nothing else of the run reads one back). The other tab is shown the call all the same."""
-    decoded: list[int] = []
-
-    def counted(seq: int, data: str) -> object:
-        decoded.append(seq)
-        return decode(seq, data)
-
-    decode = rows.decoded_event
-    monkeypatch.setattr(rows, "decoded_event", counted)
+    decoded = counting(monkeypatch, rows, "decoded_event")
     async with running_gateway() as gateway:  # its own: no other test's run reads meanwhile
         thread = new_id("t")
         async with gateway.socket(query="&clientId=tab-1") as ws:

@@ -21,6 +21,7 @@ from tests.support.agui import (
 from tests.support.approvals import ask_approval
 from tests.support.budgets import scaled
 from tests.support.cancels import cancel_mid_reply_then_go_on
+from tests.support.counting import counting
 from tests.support.servers import RunningGateway, running_gateway
 
 pytestmark = pytest.mark.server
@@ -50,14 +51,7 @@ async def test_approval_interrupt_then_approve_runs_the_tool(gateway: RunningGat
 async def test_rejected_or_cancelled_approval_does_not_run_the_tool(
     gateway: RunningGateway, status: str, payload: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ran: list[str] = []
-    original = work_requests.approve_work_request
-
-    async def spy(*args: Any, **kwargs: Any) -> Any:
-        ran.append("ran")
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(work_requests, "approve_work_request", spy)
+    ran = counting(monkeypatch, work_requests, "approve_work_request")
     thread = new_id("t")
     async with gateway.socket() as ws:
         interrupt = await ask_approval(ws, thread)

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from gateway.models import chat_completions, names
 from gateway.models.chat_completions import ChatCompletionsClient, sent_as_is
 from gateway.models.failures import classify
+from tests.support.counting import counting
 from tests.support.llm_requests import FIND_SCREEN, call_and_result, image
 
 pytestmark = pytest.mark.unit
@@ -196,17 +197,10 @@ async def test_a_stream_reads_as_the_sdks_own_reading_of_it() -> None:
 
 async def test_chunks_are_built_by_pydantics_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     """The SDK's own construct (~15x slower) builds only what the validator refuses."""
-    constructed: list[object] = []
-    lenient = chat_completions.construct_type
-
-    def construct(*, type_: type, value: object) -> object:
-        constructed.append(value)
-        return lenient(type_=type_, value=value)
-
-    monkeypatch.setattr(chat_completions, "construct_type", construct)
+    constructed = counting(monkeypatch, chat_completions, "construct_type")
     await responses_through(ChatCompletionsClient, RICH)
     # The one chunk with a finish reason outside OpenAI's list.
-    assert constructed == [
+    assert [call.kwargs["value"] for call in constructed] == [
         {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
         | delta({}, finish="eos")
     ]

@@ -17,6 +17,7 @@ from gateway.store.adk_json import parse_event
 from gateway.store.parsed import RecentlyParsed
 from tests.support.adk_events import kinds_of_events, user_says
 from tests.support.backends import APP, rows
+from tests.support.counting import Call, counting
 
 pytestmark = pytest.mark.unit
 
@@ -31,21 +32,13 @@ def stored_rows(store: SessionService) -> list[str]:
 
 
 @pytest.fixture
-def dumps(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
+def dumps(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
     """The events ``Event.model_dump_json`` is called on from now on."""
-    dumped: list[Event] = []
-    dump = Event.model_dump_json
-
-    def counted(self: Event, **options: Any) -> str:
-        dumped.append(self)
-        return dump(self, **options)
-
-    monkeypatch.setattr(Event, "model_dump_json", counted)
-    return dumped
+    return counting(monkeypatch, Event, "model_dump_json")
 
 
 async def test_an_event_parsed_from_adks_json_is_stored_as_that_text(
-    store: SessionService, dumps: list[Event]
+    store: SessionService, dumps: list[Call]
 ) -> None:
     session = await store.create_session(app_name=APP, user_id="u", session_id="t")
     sent = [adk_json(event) for event in kinds_of_events() if not event.partial]
@@ -61,7 +54,7 @@ async def test_an_event_parsed_from_adks_json_is_stored_as_that_text(
 
 
 async def test_the_input_sent_ahead_is_stored_as_its_text_too(
-    store: SessionService, dumps: list[Event]
+    store: SessionService, dumps: list[Call]
 ) -> None:
     session = await store.create_session(app_name=APP, user_id="u", session_id="t")
     text = adk_json(user_says("업무 요청 목록 화면 열어줘", runId="r-1"))
@@ -89,20 +82,13 @@ async def test_temp_state_stays_in_the_session_and_out_of_the_row(store: Session
 
 
 @pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> list[str | bytes]:
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
     """The texts a read of the store parses from now on."""
-    parsed: list[str | bytes] = []
-
-    def counted(data: str | bytes, *, dumped: bool = False) -> Event:
-        parsed.append(data)
-        return parse_event(data, dumped=dumped)
-
-    monkeypatch.setattr(codec, "parse_event", counted)
-    return parsed
+    return counting(monkeypatch, codec, "parse_event")
 
 
 async def test_the_next_read_takes_the_events_appended_from_their_rows_text_parsing_none(
-    store: SessionService, parses: list[str | bytes]
+    store: SessionService, parses: list[Call]
 ) -> None:
     """The reply's run reads back what the first run's worker appended a moment ago: the
     events parsed for those appends, not parsed again (``gateway.store.parsed``); once."""
@@ -123,7 +109,7 @@ async def test_the_next_read_takes_the_events_appended_from_their_rows_text_pars
 
 
 async def test_an_event_whose_row_is_not_its_text_is_parsed_from_the_row(
-    store: SessionService, parses: list[str | bytes]
+    store: SessionService, parses: list[Call]
 ) -> None:
     said = user_says("hello")
     said.actions = EventActions(state_delta={"temp:draft": "x", "screen": "MNU-3120"})

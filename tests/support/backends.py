@@ -20,6 +20,7 @@ import pytest
 from gateway.store import SessionService
 from gateway.store.urls import is_postgres
 from tests.support.budgets import eventually
+from tests.support.counting import Call, counting
 from tests.support.stores import session_store
 
 # The PostgreSQL half of a test on both starts a server: it is ``process`` (``tiers``).
@@ -55,14 +56,7 @@ async def logged(db: str, thread: str, seq: int) -> None:
     await eventually(lambda: rows(db, sql)[0][0] >= seq, 10, what=f"frame {seq} is not stored")
 
 
-def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list[object]:
-    """The store's reads from now on (each a function run in its database thread)."""
-    reads: list[object] = []
-    real_read = store._read
-
-    async def counted(fn: Any) -> Any:
-        reads.append(fn)
-        return await real_read(fn)
-
-    monkeypatch.setattr(store, "_read", counted)
-    return reads
+def record_reads(monkeypatch: pytest.MonkeyPatch, store: SessionService) -> list[Call]:
+    """The store's reads from now on (each call's one argument: the function run in its
+    database thread)."""
+    return counting(monkeypatch, store, "_read")

@@ -12,6 +12,7 @@ from google.genai import types
 
 from gateway.examples.navigator.agent import load_catalog
 from gateway.tools.adk import server_tools
+from tests.support.counting import counting
 
 pytestmark = pytest.mark.unit
 
@@ -30,14 +31,7 @@ def test_each_model_call_declares_the_catalog_entry_without_building_it_again(
 ) -> None:
     catalog = load_catalog()
     tools = server_tools(catalog)
-    built: list[dict[str, Any]] = []
-    construct = types.FunctionDeclaration.__init__
-
-    def counted(self: types.FunctionDeclaration, **fields: Any) -> None:
-        built.append(fields)
-        construct(self, **fields)
-
-    monkeypatch.setattr(types.FunctionDeclaration, "__init__", counted)
+    built = counting(monkeypatch, types.FunctionDeclaration, "__init__")
     calls = [LlmRequest(), LlmRequest()]
     for request in calls:
         request.append_tools(list(tools))

@@ -42,6 +42,7 @@ from tests.support.agui import (
 )
 from tests.support.backends import rows
 from tests.support.budgets import scaled
+from tests.support.counting import counting
 from tests.support.damage import nested
 from tests.support.flagship import FLAGSHIP, MOVED, flagship_navigated_then_honest_reply
 from tests.support.providers import Fault
@@ -96,26 +97,15 @@ async def test_the_main_process_parses_a_workers_events_without_genais_hook(
     """Every ADK event a worker sends (its appends, its streamed chunks) and every one the
     reply's run reads back is parsed by ``parse_event``, never by pydantic's own validator,
     whose genai hook was a fifth of the main process's thread (docs/multicore.md)."""
-    slow: list[bytes | str] = []
-    fast: list[bytes | str] = []
-
-    def counted(data: bytes | str, *args: Any, **kwargs: Any) -> AdkEvent:
-        slow.append(data)
-        return validate(data, *args, **kwargs)
-
-    def parsed(data: bytes | str, *, dumped: bool = False) -> AdkEvent:
-        fast.append(data)
-        return parse(data, dumped=dumped)
-
-    validate, parse = AdkEvent.model_validate_json, adk_json.parse_event
-    monkeypatch.setattr(AdkEvent, "model_validate_json", counted)
-    for module in (adk_json, pool_module, codec):
-        monkeypatch.setattr(module, "parse_event", parsed)
+    slow = counting(monkeypatch, AdkEvent, "model_validate_json")
+    fast = [
+        counting(monkeypatch, module, "parse_event") for module in (adk_json, pool_module, codec)
+    ]
     async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
         await flagship_navigated_then_honest_reply(gateway)
     assert slow == []
     # The worker's appends and chunks (the reply's run takes the events they made).
-    assert len(fast) >= 12
+    assert sum(len(calls) for calls in fast) >= 12
 
 
 async def test_the_main_process_dumps_no_adk_event_of_a_workers_story(
@@ -124,14 +114,8 @@ async def test_the_main_process_dumps_no_adk_event_of_a_workers_story(
     """A worker's append is stored as the JSON it sent (the row holds ADK's dump, which it
     is), and the reply's run is handed the first run's events as the rows they were read
     from: the main process dumps none of them again (docs/multicore.md)."""
-    dumped: list[AdkEvent] = []
-
-    def counted(self: AdkEvent, **options: Any) -> str:
-        dumped.append(self)
-        return dump(self, **options)
-
     dump = AdkEvent.model_dump_json
-    monkeypatch.setattr(AdkEvent, "model_dump_json", counted)
+    dumped = counting(monkeypatch, AdkEvent, "model_dump_json")
     db = str(tmp_path / "threads.db")
     async with running_gateway(workers=2, db=db) as gateway:
         await flagship_navigated_then_honest_reply(gateway)
@@ -149,14 +133,7 @@ async def test_the_reply_takes_the_events_its_worker_appended_and_parses_none_of
     """The first run's events were parsed here as its worker appended them; the reply's
     run reads them back a moment later and takes those events instead of parsing their
     rows again (``gateway.store.parsed``)."""
-    read: list[bytes | str] = []
-
-    def counted(data: bytes | str, *, dumped: bool = False) -> AdkEvent:
-        read.append(data)
-        return parse(data, dumped=dumped)
-
-    parse = adk_json.parse_event
-    monkeypatch.setattr(codec, "parse_event", counted)
+    read = counting(monkeypatch, codec, "parse_event")
     async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
         await flagship_navigated_then_honest_reply(gateway)
         assert gateway.app.hub is not None
