@@ -177,9 +177,13 @@ class RunSlots:
         self.taken = 0
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
+    def free(self) -> bool:
+        """Whether ``take`` would take a slot at once, with no wait."""
+        return self.limit <= 0 or (self.taken < self.limit and not self._waiting)
+
     async def take(self) -> None:
         """Takes a slot, waiting in line; SERVICE_QUOTA_EXCEEDED if none frees in time."""
-        if self.limit <= 0 or (self.taken < self.limit and not self._waiting):
+        if self.free():
             self.taken += 1
             return
         turn = asyncio.get_running_loop().create_future()

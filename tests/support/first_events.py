@@ -27,10 +27,12 @@ class HeldReads:
         self.done = 0
         self.engine.open_thread = self.open_thread
 
-    async def open_thread(self, user_id: str, thread_id: str, *, known: bool) -> OpenedThread:
+    async def open_thread(
+        self, user_id: str, thread_id: str, *, known: bool = False, opening: Any = None
+    ) -> OpenedThread:
         self.waiting += 1
         await self.let_go.wait()
-        opened: OpenedThread = await self.read(user_id, thread_id, known=known)
+        opened: OpenedThread = await self.read(user_id, thread_id, known=known, opening=opening)
         self.done += 1
         return opened
 
