@@ -168,23 +168,11 @@ class Engine:
         )
 
     async def open_thread(
-        self,
-        user_id: str,
-        thread_id: str,
-        *,
-        known: bool = False,
-        opening: asyncio.Future[object] | None = None,
+        self, user_id: str, thread_id: str, *, known: bool = False
     ) -> OpenedThread:
         """The thread for a run of ``user_id``: its owner and session, created if new;
-        ``known``: one the hub has had in hand, read beside the store's writer;
-        ``opening``: its opening, queued already (``queue_open_thread``)."""
-        return await self.sessions.open_thread(
-            self.app_name, user_id, thread_id, known=known, opening=opening
-        )
-
-    def queue_open_thread(self, user_id: str, thread_id: str) -> asyncio.Future[object]:
-        """Queues the store's opening of the thread now, for ``open_thread`` to finish."""
-        return self.sessions.queue_open_thread(self.app_name, user_id, thread_id)
+        ``known``: one the hub has had in hand, read beside the store's writer."""
+        return await self.sessions.open_thread(self.app_name, user_id, thread_id, known=known)
 
     async def forget_thread(self, user_id: str, thread_id: str) -> None:
         await self.sessions.delete_session(

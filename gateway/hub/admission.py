@@ -41,7 +41,6 @@ from gateway.hub.inputs import starts_turn
 from gateway.hub.limits import RunSlots
 from gateway.hub.refusals import Claimed, HeldElsewhere, check_owner
 from gateway.hub.threads import Run, Subscriber, Thread
-from gateway.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +58,6 @@ class Admitted:
     early: bool
     # What it says (``dedupe.said``): a duplicate of its runId must say the same.
     said: str
-    # Its thread's opening, queued to the store's writer as it was admitted (``_open_early``).
-    opening: asyncio.Future[object] | None = None
 
 
 class Admission:
@@ -74,15 +71,11 @@ class Admission:
         busy_policy: Busy,
         *,
         refuse_if_draining: Callable[[], None],
-        start: Callable[
-            [Caller, p.RunAgentInput, Subscriber | None, Busy, asyncio.Future[object] | None],
-            Awaitable[Run],
-        ],
+        start: Callable[[Caller, p.RunAgentInput, Subscriber | None, Busy], Awaitable[Run]],
         thread: Callable[[str, str], Awaitable[Thread]],
         stop_run: Callable[[Run], bool],
         forget_if_unused: Callable[[Thread], None],
         check_stored: Callable[[str, p.RunAgentInput], Awaitable[None]] | None = None,
-        open_thread: Callable[[str, str], asyncio.Future[object]] | None = None,
     ) -> None:
         self.threads = threads
         self.cluster = cluster
@@ -91,8 +84,7 @@ class Admission:
         self.busy_policy = busy_policy
         # Refuses an input while the hub drains (SERVICE_UNAVAILABLE), and counts it.
         self.refuse_if_draining = refuse_if_draining
-        # Claims an idle thread and starts its run (with its opening, if queued: ``claim``);
-        # raises Claimed or HeldElsewhere if busy.
+        # Claims an idle thread and starts its run; raises Claimed or HeldElsewhere if busy.
         self.start_run = start
         # The thread in memory, its owner read first (refused if not the user's).
         self.thread = thread
@@ -101,8 +93,6 @@ class Admission:
         self.forget_if_unused = forget_if_unused
         # Raises Duplicate for a user's input whose run the store has (``gateway.hub.dedupe``).
         self.check_stored = check_stored
-        # Queues the store's opening of a thread for a user (``_open_early``).
-        self.open_thread = open_thread
         # Inputs admitted whose runs have not claimed their threads yet, by thread, then by
         # run: their user, whether a cancel came for them (``start``, ``cancel_admitted``),
         # and what they said (``dedupe.said``), for a duplicate to be checked against.
@@ -124,10 +114,8 @@ class Admission:
         saying = said(run_input)
         policy = self._admit(user_id, run_input, saying)
         early = False
-        opening = None
         if acknowledge is not None and self._acknowledged_early(run_input, executor):
             early = True
-            opening = self._open_early(user_id, run_input.thread_id)
             acknowledge(
                 p.RunStarted(
                     thread_id=run_input.thread_id,
@@ -143,32 +131,7 @@ class Admission:
             saying,
         )
         timeline.mark("admitted", run_input.run_id)
-        return Admitted(
-            user_id, run_input.thread_id, run_input.run_id, policy, early, saying, opening
-        )
-
-    def _open_early(self, user_id: str, thread_id: str) -> asyncio.Future[object] | None:
-        """Queues the opening of a thread this process does not have in hand, for an input
-        whose run will claim it at once (its RUN_STARTED is going out, a slot is free, and
-        no other process may hold it): the store's writer opens the thread while the
-        RUN_STARTED is written and the claim's task wakes, where the claim waited for it
-        after both (``Hub.claim`` takes it, or reads again if the thread moved meanwhile).
-
-        Never on a cluster, where the thread's lease must be held before it is read."""
-        if (
-            self.open_thread is None
-            or thread_id in self.threads
-            or not self.cluster.alone
-            or not self.slots.free()
-        ):
-            return None
-        try:
-            opening = self.open_thread(user_id, thread_id)
-        except StoreError:  # closed: the claim finds it so, and says it
-            return None
-        # Taken by the claim, or left: a failure is the claim's to report, or nobody's.
-        opening.add_done_callback(_retrieved)
-        return opening
+        return Admitted(user_id, run_input.thread_id, run_input.run_id, policy, early, saying)
 
     def withdraw(self, admitted: Admitted) -> bool:
         """Forgets an admitted input (its run has its thread, or never will); whether a
@@ -218,9 +181,7 @@ class Admission:
         if admitted is None:
             admitted = self.admit(user_id, run_input, executor, acknowledge)
         try:
-            run = await self._claimed(
-                user_id, run_input, executor, caller, admitted.policy, admitted.opening
-            )
+            run = await self._claimed(user_id, run_input, executor, caller, admitted.policy)
             timeline.mark("claimed", run.run_id)
         finally:
             cancelled = self.withdraw(admitted)
@@ -291,7 +252,6 @@ class Admission:
         executor: Subscriber | None,
         caller: Caller | None,
         policy: Busy,
-        opening: asyncio.Future[object] | None,
     ) -> Run:
         thread_id = run_input.thread_id
         caller = caller or Caller(user_id)
@@ -303,9 +263,8 @@ class Admission:
                 if known.run is not None or known.waiting:
                     return await self._start_after_run(known, policy, caller, run_input, executor)
             try:
-                return await self.start_run(caller, run_input, executor, policy, opening)
+                return await self.start_run(caller, run_input, executor, policy)
             except Claimed:
-                opening = None  # the thread was claimed meanwhile: read again
                 continue
             except HeldElsewhere:
                 held = await self.thread(user_id, thread_id)  # refused if not the user's
@@ -348,7 +307,7 @@ class Admission:
                             log.info("a new message stops %s", running)
                         await running.done.wait()
                     try:
-                        return await self.start_run(caller, run_input, executor, policy, None)
+                        return await self.start_run(caller, run_input, executor, policy)
                     except Claimed:
                         continue
                     except HeldElsewhere:
@@ -412,9 +371,3 @@ def _busy_refusal(thread: Thread, policy: Busy) -> None:
         raise in_progress(thread.thread_id)
     if thread.waiting >= WAITING_PER_THREAD:
         raise queue_full(thread.thread_id)
-
-
-def _retrieved(opening: asyncio.Future[object]) -> None:
-    """Marks a queued opening's failure as seen, so a claim that never took it logs none."""
-    if not opening.cancelled():
-        opening.exception()

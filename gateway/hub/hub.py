@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -182,7 +181,6 @@ class Hub:
             stop_run=self.stop_run,
             forget_if_unused=self._forget_if_unused,
             check_stored=partial(dedupe.check_stored, engine),
-            open_thread=engine.queue_open_thread,
         )
         # Clients that come back shown their threads (``gateway.hub.reattaching``).
         self.reattacher = Reattacher(
@@ -257,25 +255,13 @@ class Hub:
         )
 
     async def claim(
-        self,
-        caller: Caller,
-        thread_id: str,
-        run_id: str,
-        executor: Subscriber | None,
-        policy: Busy,
-        opening: asyncio.Future[object] | None = None,
+        self, caller: Caller, thread_id: str, run_id: str, executor: Subscriber | None, policy: Busy
     ) -> tuple[Run, OpenedThread]:
         """Makes a run of ``caller`` the thread's one run (typed or live): slot, lease, read, owner;
-        busy is SESSION_BUSY for ``Busy.REJECT``, else ``Claimed`` or ``HeldElsewhere``.
-        ``opening``: the thread's opening, queued as its input was admitted (``Admission``)."""
+        busy is SESSION_BUSY for ``Busy.REJECT``, else ``Claimed`` or ``HeldElsewhere``."""
+        self._refuse_if_draining()  # an input that waited its turn since before the drain
         user_id = caller.user_id
-        try:
-            self._refuse_if_draining()  # an input that waited its turn since before the drain
-            at_once = self.slots.free()
-            await self.slots.take()
-        except BaseException:
-            await self._opened_for_nothing(user_id, thread_id, opening)
-            raise
+        await self.slots.take()
         leased = False
         try:
             # The lease first: the read after it sees all a run elsewhere stored.
@@ -290,18 +276,7 @@ class Hub:
             # and a run ends only once its writes are committed.
             known = self.threads.get(thread_id)
             head = known.head if known is not None else None
-            made = False  # whether the opening queued early created the thread
-            if opening is not None and (known is not None or not at_once):
-                # Since it was queued, the thread may have moved (a run came and went while
-                # this one waited for a slot): read again, knowing whether it was new.
-                queued, opening = opening, None
-                made = (await self.engine.open_thread(user_id, thread_id, opening=queued)).created
-            taken, opening = opening, None
-            opened = await self.engine.open_thread(
-                user_id, thread_id, known=known is not None, opening=taken
-            )
-            if made and known is None:  # a run here had it meanwhile: not new to this one
-                opened = dataclasses.replace(opened, created=True)
+            opened = await self.engine.open_thread(user_id, thread_id, known=known is not None)
             check_owner(opened.owner, user_id, thread_id)
             thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
             # Again: a run may have claimed it during the read; and one that ran its course
@@ -315,7 +290,6 @@ class Hub:
             self.slots.give_back()
             if leased:
                 self.cluster.release(thread_id)
-            await self._opened_for_nothing(user_id, thread_id, opening)
             if (refusal := store_refusal(error, thread_id)) is not None:
                 raise refusal from None
             raise
@@ -323,33 +297,11 @@ class Hub:
         run.caller = caller
         return run, opened
 
-    async def _opened_for_nothing(
-        self, user_id: str, thread_id: str, opening: asyncio.Future[object] | None
-    ) -> None:
-        """A claim refused before it took the opening queued for it (``Admission``): a
-        thread that opening created, and no run here has, is forgotten, as a refused
-        request on a new thread leaves none behind."""
-        if opening is None:
-            return
-        try:
-            opened = await self.engine.open_thread(user_id, thread_id, opening=opening)
-            if opened.created and thread_id not in self.threads:
-                await self.engine.forget_thread(user_id, thread_id)
-        except StoreError as error:  # the claim's own error is what the caller is told
-            log.warning("thread %s: the new thread was not forgotten: %s", thread_id, error)
-
     async def _start(
-        self,
-        caller: Caller,
-        run_input: p.RunAgentInput,
-        executor: Subscriber | None,
-        policy: Busy,
-        opening: asyncio.Future[object] | None = None,
+        self, caller: Caller, run_input: p.RunAgentInput, executor: Subscriber | None, policy: Busy
     ) -> Run:
         thread_id, user_id = run_input.thread_id, caller.user_id
-        run, opened = await self.claim(
-            caller, thread_id, run_input.run_id, executor, policy, opening
-        )
+        run, opened = await self.claim(caller, thread_id, run_input.run_id, executor, policy)
         thread = run.thread
         assert opened.session is not None  # the owner's
         try:

@@ -177,13 +177,9 @@ class RunSlots:
         self.taken = 0
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    def free(self) -> bool:
-        """Whether ``take`` would take a slot at once, with no wait."""
-        return self.limit <= 0 or (self.taken < self.limit and not self._waiting)
-
     async def take(self) -> None:
         """Takes a slot, waiting in line; SERVICE_QUOTA_EXCEEDED if none frees in time."""
-        if self.free():
+        if self.limit <= 0 or (self.taken < self.limit and not self._waiting):
             self.taken += 1
             return
         turn = asyncio.get_running_loop().create_future()

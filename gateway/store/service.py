@@ -413,13 +413,7 @@ class SessionService(BaseSessionService):
     # --- gateway additions --------------------------------------------------------------
 
     async def open_thread(
-        self,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        *,
-        known: bool = False,
-        opening: asyncio.Future[object] | None = None,
+        self, app_name: str, user_id: str, session_id: str, *, known: bool = False
     ) -> OpenedThread:
         """The thread as a run of ``user_id`` needs it; created for that user if it is new.
 
@@ -433,12 +427,9 @@ class SessionService(BaseSessionService):
         finished before it, not the writes still queued: the caller must know that none
         of the thread's is (the hub's runs end only once their writes are committed).
         Not found so, it is opened through the writer.
-
-        ``opening``: the writer's opening of the thread, queued earlier (``queue_open_thread``),
-        is what is returned, read nothing more.
         """
         session_id = session_id.strip()
-        if known and opening is None:
+        if known:
             read = partial(
                 self._reads.read_thread,
                 app_name=app_name,
@@ -452,10 +443,14 @@ class SessionService(BaseSessionService):
                 return OpenedThread(user_id, session, created=False, usage=usage, log_head=head)
         opened = cast(
             OpenedThread | tuple[StoredSession, Usage, int],
-            await (
-                opening
-                if opening is not None
-                else self.queue_open_thread(app_name, user_id, session_id)
+            await self._write(
+                writes.OpenThread(
+                    app_name,
+                    user_id,
+                    session_id,
+                    self.history_window,
+                    platform_time.get_time(),
+                )
             ),
         )
         if isinstance(opened, OpenedThread):
@@ -465,16 +460,6 @@ class SessionService(BaseSessionService):
         stored, usage, head = opened
         session = await self._session_of(stored)
         return OpenedThread(stored.user_id, session, created=False, usage=usage, log_head=head)
-
-    def queue_open_thread(
-        self, app_name: str, user_id: str, session_id: str
-    ) -> asyncio.Future[object]:
-        """Queues the writer's opening of a thread (``open_thread``, which finishes it with
-        ``opening=``): queued now, it is ordered before every write queued after it."""
-        opening = writes.OpenThread(
-            app_name, user_id, session_id.strip(), self.history_window, platform_time.get_time()
-        )
-        return self._writes.writer_or_raise().submit(opening)
 
     @contextlib.contextmanager
     def handed_over(self, session: Session) -> Iterator[None]:

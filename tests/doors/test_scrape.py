@@ -4,7 +4,6 @@ user's runs did, by name and value, with no user or thread among the labels."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import httpx
 import pytest
@@ -164,9 +163,9 @@ async def test_run_started_is_timed_from_the_admission_to_the_socket_not_to_the_
         engine = gateway.app.hub.engine
         read, let_go = engine.open_thread, asyncio.Event()
 
-        async def held(user_id: str, thread_id: str, **read_as: Any) -> object:
+        async def held(user_id: str, thread_id: str, *, known: bool) -> object:
             await let_go.wait()
-            return await read(user_id, thread_id, **read_as)
+            return await read(user_id, thread_id, known=known)
 
         engine.open_thread = held  # type: ignore[assignment,method-assign]
         async with gateway.socket() as ws:

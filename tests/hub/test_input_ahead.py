@@ -168,8 +168,8 @@ async def test_a_run_that_came_and_went_during_a_known_threads_read_makes_it_rea
         engine, known = hub.engine, hub.threads[thread]
         read = engine.open_thread
 
-        async def read_while_a_run_goes_by(user_id: str, thread_id: str, **read_as: Any) -> Any:
-            opened = await read(user_id, thread_id, **read_as)
+        async def read_while_a_run_goes_by(user_id: str, thread_id: str, *, known: bool) -> Any:
+            opened = await read(user_id, thread_id, known=known)
             hub.threads[thread_id].head = (hub.threads[thread_id].head or 0) + 3
             return opened
 

@@ -27,12 +27,10 @@ class HeldReads:
         self.done = 0
         self.engine.open_thread = self.open_thread
 
-    async def open_thread(
-        self, user_id: str, thread_id: str, *, known: bool = False, opening: Any = None
-    ) -> OpenedThread:
+    async def open_thread(self, user_id: str, thread_id: str, *, known: bool) -> OpenedThread:
         self.waiting += 1
         await self.let_go.wait()
-        opened: OpenedThread = await self.read(user_id, thread_id, known=known, opening=opening)
+        opened: OpenedThread = await self.read(user_id, thread_id, known=known)
         self.done += 1
         return opened
 
