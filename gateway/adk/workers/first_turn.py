@@ -49,8 +49,6 @@ import asyncio
 import collections
 import contextvars
 import gc
-import heapq
-import itertools
 import os
 import time
 from collections.abc import Coroutine
@@ -61,20 +59,14 @@ __all__ = ["FirstTurn", "FirstTurnLoop", "counts", "go_first", "going_first", "r
 T = TypeVar("T")
 
 
-# Each mark's place in the order of the first level: made earlier, ahead.
-_made = itertools.count()
-
-
 class FirstTurn:
-    """The mark of what goes first: on until ``end``; among the marks, the one made first
-    (``rank``) goes first. On a counting loop it also counts the callbacks run in its
-    context (``ran``) and the CPU seconds they took (``cpu``)."""
+    """The mark of what goes first: on until ``end``. On a counting loop it also counts
+    the callbacks run in its context (``ran``) and the CPU seconds they took (``cpu``)."""
 
-    __slots__ = ("cpu", "on", "ran", "rank")
+    __slots__ = ("cpu", "on", "ran")
 
     def __init__(self) -> None:
         self.on = True
-        self.rank = next(_made)
         self.ran = 0
         self.cpu = 0.0
 
@@ -101,29 +93,26 @@ def going_first() -> bool:
 
 class _Ready:
     """asyncio's ready queue (a deque, as the loop uses it) in two levels: ``popleft``
-    takes the first level while it has any, the oldest mark's first (a heap by the mark's
-    ``rank``, then the order scheduled), then the second level's oldest. Appends may come
-    from other threads (``call_soon_threadsafe``), as to a deque: a push on the heap is
-    one call of C under the GIL."""
+    takes the first level's oldest while it has any. Appends may come from other threads
+    (``call_soon_threadsafe``), as to a deque."""
 
-    __slots__ = ("_order", "ahead", "first", "later")
+    __slots__ = ("ahead", "first", "later")
 
     def __init__(self) -> None:
-        self.first: list[tuple[int, int, asyncio.Handle]] = []
+        self.first: collections.deque[asyncio.Handle] = collections.deque()
         self.later: collections.deque[asyncio.Handle] = collections.deque()
         self.ahead = 0  # callbacks that went first, for tests and the worker's last line
-        self._order = itertools.count()  # within a mark, the order scheduled
 
     def append(self, handle: asyncio.Handle) -> None:
         mark = handle._context.get(_first)  # type: ignore[attr-defined]
         if mark is not None and mark.on:
             self.ahead += 1
-            heapq.heappush(self.first, (mark.rank, next(self._order), handle))
+            self.first.append(handle)
         else:
             self.later.append(handle)
 
     def popleft(self) -> asyncio.Handle:
-        return heapq.heappop(self.first)[2] if self.first else self.later.popleft()
+        return self.first.popleft() if self.first else self.later.popleft()
 
     def clear(self) -> None:
         self.first.clear()
