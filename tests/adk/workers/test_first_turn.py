@@ -40,37 +40,43 @@ STEPS = 10
 T = TypeVar("T")
 
 
-async def steps_of_others() -> tuple[int, int]:
-    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
-    event, and while it takes as many more after it."""
-    taken = 0
+async def beside_runs_under_way(starting: Coroutine[Any, Any, T], taken: list[int]) -> T:
+    """``starting``'s result, run in a task of its own while ``UNDER_WAY`` runs take a
+    step every turn, each counted in ``taken[0]``."""
     stop = False
 
     async def under_way() -> None:
-        nonlocal taken
         while not stop:
-            taken += 1
+            taken[0] += 1
             await asyncio.sleep(0)
-
-    async def starting() -> tuple[int, int]:
-        mark = go_first()
-        before = taken
-        for _ in range(STEPS):
-            await asyncio.sleep(0)
-        to_first_event = taken - before
-        mark.end()
-        before = taken
-        for _ in range(STEPS):
-            await asyncio.sleep(0)
-        return to_first_event, taken - before
 
     others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
     await asyncio.sleep(0)
     try:
-        return await asyncio.create_task(starting())
+        return await asyncio.create_task(starting)
     finally:
         stop = True
         await asyncio.gather(*others)
+
+
+async def steps_of_others() -> tuple[int, int]:
+    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
+    event, and while it takes as many more after it."""
+    taken = [0]
+
+    async def starting() -> tuple[int, int]:
+        mark = go_first()
+        before = taken[0]
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        to_first_event = taken[0] - before
+        mark.end()
+        before = taken[0]
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        return to_first_event, taken[0] - before
+
+    return await beside_runs_under_way(starting(), taken)
 
 
 def on(
@@ -278,11 +284,6 @@ def grown(before: list[tuple[str, float]], after: list[tuple[str, float]]) -> di
 async def counted_to_a_first_event() -> tuple[dict[str, float], list[tuple[str, float]]]:
     """What a counting loop counts while a starting run takes ``STEPS`` steps with
     ``UNDER_WAY`` runs under way, and after, once it sent its first event."""
-    stop = False
-
-    async def under_way() -> None:
-        while not stop:
-            await asyncio.sleep(0)
 
     async def starting() -> tuple[dict[str, float], list[tuple[str, float]]]:
         mark = go_first()
@@ -293,14 +294,7 @@ async def counted_to_a_first_event() -> tuple[dict[str, float], list[tuple[str, 
         mark.end()
         return grown(began, called), first_turn.counts("model_called")
 
-    others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
-    for _ in range(3):  # a few turns of theirs first
-        await asyncio.sleep(0)
-    try:
-        return await asyncio.create_task(starting())
-    finally:
-        stop = True
-        await asyncio.gather(*others)
+    return await beside_runs_under_way(starting(), [0])
 
 
 @pytest.mark.unit
