@@ -381,7 +381,7 @@ def _worker_main(agent: str | None, settings: Settings, path: str, index: int) -
         )
 
     # Not uvloop: a starting run's steps go first on this loop (gateway.adk.workers.first_turn).
-    first_turn.run(life())
+    first_turn.run(life(), counting=timeline.on())  # counted for the timeline, when on
     tracing.flush()  # the spans still batched, before the process exits
     timeline.stop()
 

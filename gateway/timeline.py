@@ -17,6 +17,14 @@ process's exit. A step marked more than once for a run (each model call, each ch
 taken at its first by the reader: the first text is what the steps lead to.
 
 The steps, in the order a reply's first text takes them, are ``STEPS``.
+
+A process may also count what happened up to a step (``count_with``): a worker's loop
+counts its turns, the callbacks it ran (the run's own, and every run's), the CPU they
+took, the time its thread waited for a core, and what the run asked of the main process
+(``gateway.adk.workers.first_turn``). Each count is a line of its own, named
+``step/count`` and holding the count where a mark holds its time, so a reader subtracts one
+step's counts from a later one's and sees what filled the time between them: work of the
+run's own, other runs' work, a wait for the CPU, or a wait for the main process.
 """
 
 from __future__ import annotations
@@ -24,12 +32,24 @@ from __future__ import annotations
 import atexit
 import os
 import time
+from collections.abc import Callable, Iterable
 
 import msgspec
 
 from gateway import logs
 
-__all__ = ["BATCH", "STEPS", "mark", "on", "read", "start", "stop", "text", "written"]
+__all__ = [
+    "BATCH",
+    "STEPS",
+    "count_with",
+    "mark",
+    "on",
+    "read",
+    "start",
+    "stop",
+    "text",
+    "written",
+]
 
 # Marks written at once: a write a few hundred marks, a few dozen runs.
 BATCH = 512
@@ -61,6 +81,9 @@ _file = -1
 _encoder = msgspec.json.Encoder()
 # The first text of a run by its message id, until it is written to a socket (``written``).
 _texts: dict[str, str] = {}
+# What this process counts at a step, as (name, count) pairs (``count_with``).
+Counts = Callable[[str], Iterable[tuple[str, float]]]
+_counts: Counts | None = None
 
 
 def on() -> bool:
@@ -90,6 +113,14 @@ def stop() -> None:
     os.close(_file)
     _marks, _file = None, -1
     _texts.clear()
+    count_with(None)
+
+
+def count_with(counts: Counts | None) -> None:
+    """Each mark of a step also writes what ``counts`` returns for it (it is called with
+    the step's name, in the marking context), each pair as the line ``step/name``."""
+    global _counts
+    _counts = counts
 
 
 def mark(step: str, run_id: str | None = None) -> None:
@@ -100,6 +131,8 @@ def mark(step: str, run_id: str | None = None) -> None:
     run_id = run_id or logs.bound_run()
     if run_id:
         _marks.append((run_id, step, time.monotonic()))
+        if _counts is not None:
+            _marks.extend((run_id, f"{step}/{name}", value) for name, value in _counts(step))
         if len(_marks) >= BATCH:
             _write()
 

@@ -109,3 +109,20 @@ async def test_a_served_gateway_writes_its_batched_marks_when_sigterm_stops_it(
     assert main.read_text(), "the main process wrote none of its marks"
     steps = timeline.read(str(marks))[frame["runId"]]
     assert {"read", "admitted", "acknowledged"} <= set(steps), sorted(steps)
+
+
+def test_what_a_process_counts_at_a_step_is_read_back_beside_it(
+    stopped: None, tmp_path: Path
+) -> None:
+    timeline.start(str(tmp_path), "worker-1")
+    timeline.count_with(lambda step: [("turns", 3.0), ("=runs", 2.0)] if step == "x" else [])
+    timeline.mark("x", "run-1")
+    timeline.mark("y", "run-1")  # counts nothing
+    timeline.stop()
+    steps = timeline.read(str(tmp_path))["run-1"]
+    assert set(steps) == {"x", "y", "x/turns", "x/=runs"}
+    assert (steps["x/turns"], steps["x/=runs"]) == (3.0, 2.0)
+    timeline.start(str(tmp_path / "again"), "worker-1")  # stopped: it counts no more
+    timeline.mark("x", "run-2")
+    timeline.stop()
+    assert set(timeline.read(str(tmp_path / "again"))["run-2"]) == {"x"}

@@ -32,6 +32,15 @@ the same (docs/first-event.md); the main process keeps uvloop, where the sockets
 leans on two private names of asyncio's, the loop's ``_ready`` deque and a handle's
 ``_context`` (CPython 3.11 to 3.13 alike); a Python that changed them fails
 ``tests/adk/workers/test_first_turn.py``, which counts the order.
+
+Counted (``FirstTurnLoop(counting=True)``, a worker's loop while ``GATEWAY_TIMELINE`` is
+on): the loop's turns, the callbacks it ran and how many of them went first, and for each
+run's mark the callbacks of the run's own and the CPU they took (the thread's CPU clock
+from one callback's start to the next's, or to the turn's end); with the thread's CPU and
+its wait for a core (``/proc/thread-self/schedstat``: runnable, not running) and the time
+its collector took. ``counts`` reads them for a run's step (``gateway.timeline``): what
+the time between two steps was made of. Off, the loop is the one above and costs nothing
+more.
 """
 
 from __future__ import annotations
@@ -39,21 +48,27 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import gc
+import os
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["FirstTurn", "FirstTurnLoop", "go_first", "going_first", "run"]
+__all__ = ["FirstTurn", "FirstTurnLoop", "counts", "go_first", "going_first", "run"]
 
 T = TypeVar("T")
 
 
 class FirstTurn:
-    """The mark of what goes first: on until ``end``."""
+    """The mark of what goes first: on until ``end``. On a counting loop it also counts
+    the callbacks run in its context (``ran``) and the CPU seconds they took (``cpu``)."""
 
-    __slots__ = ("on",)
+    __slots__ = ("cpu", "on", "ran")
 
     def __init__(self) -> None:
         self.on = True
+        self.ran = 0
+        self.cpu = 0.0
 
     def end(self) -> None:
         """What runs in the marked context waits its turn from now on."""
@@ -110,20 +125,111 @@ class _Ready:
         return bool(self.first) or bool(self.later)
 
 
-class FirstTurnLoop(asyncio.SelectorEventLoop):
-    """asyncio's loop, whose turns take what goes first (``go_first``) first."""
+class _Counted(_Ready):
+    """The ready queue that counts what it hands out (above: "Counted"). The loop runs a
+    handle right after ``popleft``, so the CPU from one ``popleft`` to the next (or to the
+    turn's end, ``settle``) is that handle's."""
+
+    __slots__ = ("_owner", "_since", "others", "ran", "ran_first")
 
     def __init__(self) -> None:
         super().__init__()
-        self._ready: _Ready = _Ready()
+        self.ran = 0  # callbacks handed out
+        self.ran_first = 0  # of them, from the first level
+        self.others = FirstTurn()  # the callbacks of no mark's context
+        self._owner: FirstTurn | None = None
+        self._since = 0.0
+
+    def popleft(self) -> asyncio.Handle:
+        went_first = bool(self.first)
+        handle = super().popleft()
+        now = time.thread_time()
+        if self._owner is not None:
+            self._owner.cpu += now - self._since
+        owner = handle._context.get(_first) or self.others  # type: ignore[attr-defined]
+        owner.ran += 1
+        self._owner, self._since = owner, now
+        self.ran += 1
+        self.ran_first += went_first
+        return handle
+
+    def settle(self) -> None:
+        """The turn's last callback has returned: its CPU is counted."""
+        if self._owner is not None:
+            self._owner.cpu += time.thread_time() - self._since
+            self._owner = None
+
+
+class FirstTurnLoop(asyncio.SelectorEventLoop):
+    """asyncio's loop, whose turns take what goes first (``go_first``) first; with
+    ``counting``, it counts them (``counts``)."""
+
+    def __init__(self, counting: bool = False) -> None:
+        super().__init__()
+        self._ready: _Ready = _Counted() if counting else _Ready()
+        self.turns = 0
+        self.collecting = 0.0  # CPU seconds in the garbage collector, counting
+        if counting:
+            self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+            self._collection = 0.0
+            gc.callbacks.append(self._collected)
 
     @property
     def went_first(self) -> int:
         """Callbacks that went first so far."""
         return self._ready.ahead
 
+    def _run_once(self) -> None:
+        super()._run_once()  # type: ignore[misc]
+        if isinstance(self._ready, _Counted):
+            self.turns += 1
+            self._ready.settle()
 
-def run(main: Coroutine[Any, Any, T]) -> T:
-    """Runs ``main`` to its end on a new ``FirstTurnLoop``, as ``asyncio.run`` would."""
-    with asyncio.Runner(loop_factory=FirstTurnLoop) as runner:
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._collection = time.thread_time()
+        else:
+            self.collecting += time.thread_time() - self._collection
+
+    def counted(self, mark: FirstTurn) -> list[tuple[str, float]]:
+        """What this loop counted so far, and ``mark``'s own; times in milliseconds."""
+        ready = self._ready
+        assert isinstance(ready, _Counted)
+        on_cpu, waited, _ = os.pread(self._schedstat, 128, 0).split()
+        return [
+            ("turns", self.turns),
+            ("callbacks", ready.ran),
+            ("went_first", ready.ran_first),
+            ("own", mark.ran),
+            ("own_cpu", 1000 * mark.cpu),
+            ("cpu", 1000 * time.thread_time()),
+            ("on_cpu", int(on_cpu) / 1e6),
+            ("waited_for_cpu", int(waited) / 1e6),
+            ("collecting", 1000 * self.collecting),
+            ("=ready", len(ready)),
+        ]
+
+    def close(self) -> None:
+        if isinstance(self._ready, _Counted):
+            gc.callbacks.remove(self._collected)
+            os.close(self._schedstat)
+        super().close()
+
+
+def counts(step: str) -> list[tuple[str, float]]:
+    """What the running loop counted up to ``step`` of the run whose context marks it, for
+    the timeline (``gateway.timeline.count_with``); nothing for a loop that does not count,
+    outside a mark, or once the mark's run sent its first event (what the first text
+    waits for is before it)."""
+    mark = _first.get()
+    loop = asyncio._get_running_loop()
+    if mark is None or not mark.on or not isinstance(loop, FirstTurnLoop):
+        return []
+    return loop.counted(mark) if isinstance(loop._ready, _Counted) else []
+
+
+def run(main: Coroutine[Any, Any, T], *, counting: bool = False) -> T:
+    """Runs ``main`` to its end on a new ``FirstTurnLoop``, as ``asyncio.run`` would;
+    ``counting``: one that counts."""
+    with asyncio.Runner(loop_factory=lambda: FirstTurnLoop(counting)) as runner:
         return runner.run(main)

@@ -40,6 +40,7 @@ import asyncio
 import contextvars
 import dataclasses
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -82,6 +83,9 @@ class _Held:
     input_answer: asyncio.Future[Appended | SurfacesRead] | None = None
     # The event last stored, as ADK gave it: the runner yields it next.
     stored: Event | None = None
+    # What the run asked of the main process and waited for, so far (``asked``).
+    asked: int = 0
+    waited: float = 0.0
 
 
 class RemoteSessions(BaseSessionService):
@@ -157,7 +161,7 @@ class RemoteSessions(BaseSessionService):
             held.input_answer = self._asked(lambda call: Append(held.run, call, stored))
         else:
             if held.input_answer is not None:
-                _refused(await held.input_answer)
+                _refused(await self._waited(held, held.input_answer))
                 held.input_answer = None
             _refused(await self._ask(lambda call: Append(held.run, call, stored)))
         held.stored = event
@@ -180,7 +184,31 @@ class RemoteSessions(BaseSessionService):
         self, message: Callable[[int], Append | ReadSurfaces]
     ) -> Appended | SurfacesRead:
         """Sends the message numbered with a new call, and waits for the answer to it."""
-        return await self._asked(message)
+        answer = self._asked(message)
+        held = self._serving()
+        if held is None:
+            return await answer
+        return await self._waited(held, answer)
+
+    @staticmethod
+    async def _waited(
+        held: _Held, answer: asyncio.Future[Appended | SurfacesRead]
+    ) -> Appended | SurfacesRead:
+        """The answer, its wait counted for the run (``asked``)."""
+        held.asked += 1
+        began = time.monotonic()
+        try:
+            return await answer
+        finally:
+            held.waited += time.monotonic() - began
+
+    def asked(self) -> list[tuple[str, float]]:
+        """For the timeline's counts (``gateway.timeline.count_with``): the answers the
+        calling task's run waited for from the main process so far, and for how many ms."""
+        held = self._serving()
+        if held is None:
+            return []
+        return [("asked", held.asked), ("waited_for_main", 1000 * held.waited)]
 
     def _asked(
         self, message: Callable[[int], Append | ReadSurfaces]

@@ -40,6 +40,7 @@ from gateway.a2ui.surfaces import Surface, Surfaces
 from gateway.adk.invocation import Invocation
 from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
+from gateway.adk.workers import first_turn
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.credit import Window
 from gateway.adk.workers.first_turn import FirstTurnLoop, go_first
@@ -100,6 +101,8 @@ async def serve(
         recorded.connect(channel.send)
     channel.send(Hello(index, os.getpid()))
     runs = _Runs(channel, runner, invocation, sessions, usage, model_calls, model_timeout)
+    if timeline.on():  # what a run's steps up to its first event were made of, counted
+        timeline.count_with(lambda step: _counts(step, runs))
     log.info("worker %d (pid %d) serves runs (%s)", index, os.getpid(), _order())
     try:
         while True:
@@ -259,6 +262,20 @@ class _Runs:
             return None
         code = failed.failure
         return (code.code.value, code.sentence, code.detail, failed.model)
+
+
+# The steps of a run whose timeline marks carry the worker's counts (``first_turn.counts``).
+COUNTED = frozenset({"worker_began", "model_called", "model_woke", "model_chunk", "chunk_sent"})
+
+
+def _counts(step: str, runs: _Runs) -> list[tuple[str, float]]:
+    """The counts a mark of ``step`` carries: the loop's and the run's own (until its
+    first event), the runs in flight here, and what the run waited for from the main
+    process."""
+    counted = first_turn.counts(step) if step in COUNTED else []
+    if counted:
+        counted += [("=runs", len(runs.tasks)), *runs.sessions.asked()]
+    return counted
 
 
 def _order() -> str:

@@ -40,37 +40,43 @@ STEPS = 10
 T = TypeVar("T")
 
 
-async def steps_of_others() -> tuple[int, int]:
-    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
-    event, and while it takes as many more after it."""
-    taken = 0
+async def beside_runs_under_way(starting: Coroutine[Any, Any, T], taken: list[int]) -> T:
+    """``starting``'s result, run in a task of its own while ``UNDER_WAY`` runs take a
+    step every turn, each counted in ``taken[0]``."""
     stop = False
 
     async def under_way() -> None:
-        nonlocal taken
         while not stop:
-            taken += 1
+            taken[0] += 1
             await asyncio.sleep(0)
-
-    async def starting() -> tuple[int, int]:
-        mark = go_first()
-        before = taken
-        for _ in range(STEPS):
-            await asyncio.sleep(0)
-        to_first_event = taken - before
-        mark.end()
-        before = taken
-        for _ in range(STEPS):
-            await asyncio.sleep(0)
-        return to_first_event, taken - before
 
     others = [asyncio.create_task(under_way()) for _ in range(UNDER_WAY)]
     await asyncio.sleep(0)
     try:
-        return await asyncio.create_task(starting())
+        return await asyncio.create_task(starting)
     finally:
         stop = True
         await asyncio.gather(*others)
+
+
+async def steps_of_others() -> tuple[int, int]:
+    """Steps the runs under way take while a new run takes ``STEPS`` steps to its first
+    event, and while it takes as many more after it."""
+    taken = [0]
+
+    async def starting() -> tuple[int, int]:
+        mark = go_first()
+        before = taken[0]
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        to_first_event = taken[0] - before
+        mark.end()
+        before = taken[0]
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        return to_first_event, taken[0] - before
+
+    return await beside_runs_under_way(starting(), taken)
 
 
 def on(
@@ -269,3 +275,60 @@ async def test_a_worker_s_run_goes_first_until_its_first_event_is_sent() -> None
     # Its first event made going first; the next one after it was sent, waiting its turn.
     assert invocation.going_first == [True, False]
     assert not going_first()  # nothing of the run's mark reached the test's own context
+
+
+def grown(before: list[tuple[str, float]], after: list[tuple[str, float]]) -> dict[str, float]:
+    return {name: value - dict(before)[name] for name, value in after}
+
+
+async def counted_to_a_first_event() -> tuple[dict[str, float], list[tuple[str, float]]]:
+    """What a counting loop counts while a starting run takes ``STEPS`` steps with
+    ``UNDER_WAY`` runs under way, and after, once it sent its first event."""
+
+    async def starting() -> tuple[dict[str, float], list[tuple[str, float]]]:
+        mark = go_first()
+        began = first_turn.counts("worker_began")
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        called = first_turn.counts("model_called")
+        mark.end()
+        return grown(began, called), first_turn.counts("model_called")
+
+    return await beside_runs_under_way(starting(), [0])
+
+
+@pytest.mark.unit
+def test_a_counting_loop_counts_a_starting_runs_own_steps_apart_from_the_others() -> None:
+    span, after_end = on(lambda: FirstTurnLoop(counting=True), counted_to_a_first_event)
+    assert span["own"] == STEPS  # each step of its own, and only those
+    assert span["callbacks"] == STEPS and span["went_first"] == STEPS
+    assert span["turns"] <= 1  # its steps chained through the turn they began in
+    for name in ("own_cpu", "cpu", "on_cpu", "waited_for_cpu", "collecting"):
+        assert span[name] >= 0.0, name
+    assert after_end == []  # past its first event, nothing is counted for the run
+
+
+@pytest.mark.unit
+def test_a_counting_loop_counts_each_turn_and_every_callback() -> None:
+    async def unmarked_steps() -> tuple[dict[str, float], list[tuple[str, float]]]:
+        mark = go_first()
+        before = first_turn.counts("worker_began")
+        mark.on = False  # its steps wait their turn: one a turn
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        mark.on = True
+        return grown(before, first_turn.counts("model_called")), []
+
+    span, _ = on(lambda: FirstTurnLoop(counting=True), unmarked_steps)
+    assert span["turns"] >= STEPS and span["own"] == STEPS
+    assert span["went_first"] == 0
+
+
+@pytest.mark.unit
+def test_a_loop_that_does_not_count_gives_no_counts() -> None:
+    async def counted() -> list[tuple[str, float]]:
+        go_first()
+        return first_turn.counts("worker_began")
+
+    assert on(FirstTurnLoop, counted) == []
+    assert on(asyncio.SelectorEventLoop, counted) == []

@@ -178,3 +178,22 @@ async def test_two_runs_of_one_thread_overlapping_in_a_worker_keep_their_own_ses
         assert [e.content for e in next_session.events] == [said("안녕").content]
 
     await asyncio.gather(asyncio.create_task(first_run()), asyncio.create_task(next_run()))
+
+
+async def test_the_answers_a_run_waited_for_are_counted_for_its_timeline() -> None:
+    sessions, session, sent = held_session(input_ahead=True)
+    assert sessions.asked() == [("asked", 0), ("waited_for_main", 0.0)]
+    await sessions.append_event(session, said("안녕", author="user"))  # its input: no wait
+    assert sessions.asked()[0] == ("asked", 0)
+    appending = asyncio.create_task(sessions.append_event(session, said("네")))
+    for answered in range(2):  # the input's answer first, then the reply's own
+        await eventually(lambda n=answered: len(sent) > n, 5, what="an append sent")
+        append = sent[answered]
+        assert isinstance(append, Append)
+        sessions.answered(Appended(7, append.call))
+    await appending
+    # The input's answer, then the reply's: two waits, each of some time.
+    [(_, asked), (_, waited)] = sessions.asked()
+    assert asked == 2 and waited >= 0.0
+    sessions.release(7)
+    assert sessions.asked() == []  # no run held: nothing to count

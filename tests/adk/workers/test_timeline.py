@@ -66,3 +66,11 @@ async def test_a_replys_steps_are_marked_in_order_across_the_worker(tmp_path: Pa
     assert "local" not in steps
     # Its first text, not a later chunk, is the one marked written: before the client had it.
     assert steps["written"] <= read
+    # The worker counted what its steps were made of (gateway.adk.workers.first_turn).
+    for step in ("worker_began", "model_called", "chunk_sent"):
+        counted = {f"{step}/{name}" for name in ("own", "callbacks", "waited_for_cpu", "=runs")}
+        assert counted <= set(steps), sorted(steps)
+    assert {"model_called/asked", "chunk_sent/waited_for_main"} <= set(steps)  # once held
+    own = steps["model_called/own"] - steps["worker_began/own"]
+    assert own >= 1  # ADK's steps of the run's own, from its start to the model call
+    assert steps["model_called/callbacks"] - steps["worker_began/callbacks"] >= own
