@@ -168,10 +168,14 @@ class PostgresCluster:
         conn = await psycopg.AsyncConnection.connect(
             self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
         )
-        # What arrives during its statements psycopg reads; the rest, ``hearing.hear``.
-        conn.add_notify_handler(lambda notice: self._hear_one(notice.payload))
-        await notify.listen(conn, self.node_id)
-        await leases.register_node(conn, self.node_id)
+        try:
+            # What arrives during its statements psycopg reads; the rest, ``hearing.hear``.
+            conn.add_notify_handler(lambda notice: self._hear_one(notice.payload))
+            await notify.listen(conn, self.node_id)
+            await leases.register_node(conn, self.node_id)
+        except BaseException:
+            await conn.close()  # each failed try of ``_hear``'s would keep a backend open
+            raise
         self._listening = conn
 
     # --- leases --------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import sqlite3
@@ -29,6 +30,7 @@ from gateway.audit import (
     read_access,
     read_audit,
 )
+from gateway.audit import log as audit_log
 from gateway.audit.log import RefusalBudget
 from gateway.audit.records import outcome_of
 from gateway.context import RUN_METADATA_KEY
@@ -37,9 +39,11 @@ from gateway.examples.navigator.policy import build_before_tool_callback
 from gateway.examples.navigator.screens import catalog as screen_catalog
 from gateway.examples.navigator.scripted import ScriptedLlm
 from gateway.store.postgres.audit import PostgresAuditTables
+from gateway.store.postgres.cursors import KeptCursors
 from gateway.store.sqlite.audit import SqliteAuditTables
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientToolset
 from tests.support.audit import record
+from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
 from tests.support.servers import running_gateway
 from tests.support.stores import session_store
@@ -78,6 +82,45 @@ async def test_recording_does_not_wait_for_the_disk_and_writes_in_batches(
     await audit.flush()
     assert len(await audit.query(user="demo")) == 500
     assert audit.commits < 500
+
+
+async def test_records_that_come_while_a_batch_gathers_go_in_it(
+    audit: AuditLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer takes a record, then waits for more to join it: records that came a few
+    at a time (a story's, under load) were a transaction each, on PostgreSQL a statement
+    and its round trip. A reader does not wait for the gathering (``flush`` cuts it
+    short), so a window that never ends by itself still gets everything written."""
+    monkeypatch.setattr(audit_log, "GATHER_SECONDS", 3600.0)
+    audit.record(record("t0"))
+    while audit._queue.qsize():  # the writer has taken it, alone
+        await asyncio.sleep(0)
+    for number in range(1, 10):
+        audit.record(record(f"t{number}"))
+        await asyncio.sleep(0)
+    await asyncio.wait_for(audit.flush(), scaled(30))
+    assert [r.thread_id for r in await audit.query()] == [f"t{n}" for n in range(10)]
+    assert audit.commits == 1
+
+
+async def test_closing_the_log_writes_what_gathers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audit_log, "GATHER_SECONDS", 3600.0)
+    path = str(tmp_path / "g.db")
+    store = session_store(path)
+    await store.open()
+    audit = AuditLog(path)
+    await audit.open()
+    try:
+        audit.record(record("t1"))
+        while audit._queue.qsize():
+            await asyncio.sleep(0)
+        await asyncio.wait_for(audit.close(), scaled(30))
+        assert [r.thread_id for r in await read_audit(path)] == ["t1"]
+    finally:
+        await audit.close()
+        await store.close()
 
 
 async def test_a_file_audit_writes_as_durably_as_the_store(tmp_path: Path) -> None:
@@ -261,6 +304,36 @@ async def test_a_batch_goes_into_both_tables_whole_whatever_its_values(postgres:
         recorded = [*actions, access(3.0, "demo", "approval").as_row()]
         by_time = sorted(recorded, key=lambda row: row[0])  # read back oldest first
         assert await tables.door_actions(None, None, None) == by_time
+    finally:
+        await tables.close()
+        await store.close()
+
+
+@pytest.mark.process
+async def test_a_postgres_audit_batch_reuses_its_statement_s_cursor(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent as bytes, each batch's statement opened a cursor of its own, which looked up
+    the dumpers of its 22 arrays anew; as text, the connection keeps one (``cursors``)."""
+    url = postgres.fresh_database()
+    store = session_store(url)
+    await store.open()
+    tables = PostgresAuditTables(url)
+    await tables.open()
+    opened = 0
+    cursor = KeptCursors.cursor
+
+    def counted(self: KeptCursors, *args: Any, **kwargs: Any) -> Any:
+        nonlocal opened
+        opened += 1
+        return cursor(self, *args, **kwargs)
+
+    monkeypatch.setattr(KeptCursors, "cursor", counted)
+    try:
+        for number in range(5):
+            await tables.insert([record(f"t{number}").as_row()], [])
+        assert opened == 1
+        assert len(await tables.tool_calls(None, None)) == 5
     finally:
         await tables.close()
         await store.close()

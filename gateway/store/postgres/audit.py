@@ -111,7 +111,9 @@ class PostgresAuditTables:
 
 def _insert_batch(db: psycopg.Connection, calls: list[Row], actions: list[Row]) -> None:
     """Runs on the connection's thread: the batch, all of it or nothing (one statement)."""
-    db.execute(_INSERT.encode(), [*_columns(calls, _CALL_TYPES), *_columns(actions, _ACCESS_TYPES)])
+    # The text, not its bytes: the connection keeps a cursor a text (``cursors``), where
+    # bytes made a cursor, and looked up the dumpers of its 22 arrays, at every batch.
+    db.execute(_INSERT, [*_columns(calls, _CALL_TYPES), *_columns(actions, _ACCESS_TYPES)])
 
 
 def _columns(rows: list[Row], types: tuple[str, ...]) -> list[list[Any]]:
