@@ -19,6 +19,7 @@ import datetime
 import logging
 import re
 import sys
+import time
 import traceback
 from collections.abc import Mapping
 from typing import IO, Any
@@ -67,7 +68,9 @@ def bound_run() -> str | None:
 
 def shown(text: str, limit: int = VALUE_LIMIT) -> str:
     """``text`` with its unsafe characters escaped, cut to ``limit`` with a marker."""
-    safe = _UNSAFE.sub(_escape, text)
+    # Every unsafe character is unprintable, and most texts are printable: one C check
+    # spares them the regular expression.
+    safe = text if text.isprintable() else _UNSAFE.sub(_escape, text)
     if len(safe) <= limit:
         return safe
     return f"{safe[:limit]}…[{len(safe) - limit} more chars]"
@@ -96,8 +99,13 @@ class _Shown:
 
 
 def _safe_arg(value: object) -> object:
-    # Numbers stay numbers, for %d and %.1f; they cannot carry text.
-    return value if isinstance(value, int | float) else _Shown(value)
+    # Numbers stay numbers, for %d and %.1f; they cannot carry text. A short printable
+    # string is safe as it is, and its repr too (the ids most records carry).
+    if isinstance(value, (int, float)):
+        return value
+    if type(value) is str and len(value) <= VALUE_LIMIT and value.isprintable():
+        return value
+    return _Shown(value)
 
 
 def message(record: logging.LogRecord) -> str:
@@ -156,7 +164,23 @@ class TextFormatter(logging.Formatter):
         record.message = message(record)
         record.asctime = self.formatTime(record, self.datefmt)
         line = self.formatMessage(record)
+        if not (record.exc_info or record.stack_info):
+            return line
         return "\n".join([line, *("    " + text for text in traceback_lines(record))])
+
+    # The second a time was last formatted in, and how: under load many records share
+    # one, and its strftime was a quarter of a record's formatting.
+    _second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """``logging.Formatter``'s time, with its date and time made once a second."""
+        if datefmt or not self.default_msec_format:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if self._second[0] != second:
+            made = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, made)
+        return self.default_msec_format % (self._second[1], record.msecs)
 
 
 class JsonFormatter(logging.Formatter):

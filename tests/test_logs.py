@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import logging
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -57,6 +58,7 @@ def test_a_value_with_a_newline_stays_on_one_escaped_line() -> None:
         ("a\u2028b\u2029c\x85d", "a\\u2028b\\u2029c\\x85d"),  # Unicode line breaks
         ("abc\u202edcba", "abc\\u202edcba"),  # a right-to-left override
         ("업무 요청 목록", "업무 요청 목록"),
+        ("a\u00a0b\u3000c", "a\u00a0b\u3000c"),  # unprintable spaces, not unsafe: as they are
     ],
 )
 def test_control_and_line_breaking_characters_are_shown_escaped(value: str, shown: str) -> None:
@@ -87,6 +89,32 @@ def test_numbers_and_mappings_format_as_before() -> None:
         "3 runs in 2.2 ms for 'u\\n1'",
         "a\\nb",
     ]
+
+
+def test_short_printable_values_and_their_reprs_read_as_logging_makes_them() -> None:
+    with captured() as out:
+        logging.getLogger("gateway.test").info("%s %r %s", "r-1 업무", "t-1", "x" * 300)
+    [line] = out.getvalue().splitlines()
+    assert line.split(": ", 1)[1] == f"r-1 업무 't-1' {'x' * 200}…[100 more chars]"
+
+
+def test_a_records_time_is_made_once_a_second_and_reads_as_loggings_own() -> None:
+    """Under load many records share a second: its date and time are made once."""
+    made: list[float] = []
+
+    def localtime(seconds: float | None = None) -> time.struct_time:
+        made.append(seconds or 0.0)
+        return time.localtime(seconds)
+
+    formatter, plain = logs.TextFormatter(), logging.Formatter()
+    formatter.converter = localtime  # type: ignore[method-assign]
+    records = [
+        logging.makeLogRecord({"created": created, "msecs": round(created % 1 * 1000) + 0.0})
+        for created in (1800000000.125, 1800000000.5, 1800000000.999, 1800000001.0, 1800000001.25)
+    ]
+    assert [formatter.formatTime(r) for r in records] == [plain.formatTime(r) for r in records]
+    assert len(made) == 2  # one a second
+    assert formatter.formatTime(records[0], "%H") == plain.formatTime(records[0], "%H")
 
 
 def test_a_traceback_follows_its_record_indented_so_no_line_can_pass_for_a_record() -> None:

@@ -14,16 +14,20 @@ delete nothing.
 The sizes are upper bounds, never less than the log holds: frames are counted when queued,
 before their commit (one that fails leaves an overcount: the next trim is written and
 corrects it), and a deleted thread's log is empty. A thread not known (never seen, let go
-of as the oldest of ``KEPT``, or its trim's result not back yet) is trimmed as before. A
-database other processes write (PostgreSQL) does not use this: they log frames too.
+of as the oldest of ``KEPT``, or its trim's result not back yet) is trimmed as before. On a
+database other processes write (PostgreSQL, ``shared``) they log frames too: no size is
+known, every trim is written, and no frame's size is summed (session 45: it was, at every
+append of frames, for sizes nobody read). The decision is here alone; the store
+(``SessionService.trim_frames``) hands every trim to it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from functools import partial
 
+from gateway.store.frames import LoggedFrame
 from gateway.store.writes import TrimFrames
 
 __all__ = ["KEPT", "LogSizes"]
@@ -35,9 +39,11 @@ KEPT = 1024
 
 
 class LogSizes:
-    """Known upper bounds of threads' log sizes in bytes, by thread."""
+    """Known upper bounds of threads' log sizes in bytes, by thread; none where the database
+    is ``shared`` with other processes."""
 
-    def __init__(self, kept: int = KEPT) -> None:
+    def __init__(self, *, shared: bool, kept: int = KEPT) -> None:
+        self.shared = shared
         self.kept = kept
         # Oldest first: a thread written to is put back at the end (a plain dict is smaller
         # than an OrderedDict, and the order is its insertion order).
@@ -50,11 +56,16 @@ class LogSizes:
 
     def created(self, thread: Hashable) -> None:
         """The thread was just created: its log is empty."""
+        if self.shared:
+            return  # another process may log frames of it at once
         self._trimming.pop(thread, None)
         self._set(thread, 0)
 
-    def grew(self, thread: Hashable, size: int) -> None:
-        """Frames of ``size`` bytes were queued for the thread's log."""
+    def grew(self, thread: Hashable, frames: Iterable[LoggedFrame]) -> None:
+        """``frames`` were queued for the thread's log."""
+        if self.shared:
+            return  # no size is kept: summing them would be for nothing
+        size = sum(len(frame.data) for frame in frames)
         if (since := self._trimming.get(thread)) is not None:
             since[0] += size
         if (known := self._sizes.pop(thread, None)) is not None:
@@ -68,6 +79,8 @@ class LogSizes:
     ) -> asyncio.Future[object]:
         """Submits ``trim`` of the thread's log, unless the log is known to fit its bound
         (the trim would keep every frame); learns the size the log keeps from its result."""
+        if self.shared:
+            return submit(trim)  # other processes log frames too: no size is known here
         size = self._sizes.get(thread)
         if size is not None and size <= trim.max_bytes:
             self.spared += 1

@@ -134,7 +134,8 @@ class SessionService(BaseSessionService):
         # Events appended from the text their row holds, for the next read of those rows.
         self.recently_parsed = RecentlyParsed()
         # The sizes of threads' logs this process alone writes: a trim they fit is spared.
-        self.log_sizes = LogSizes()
+        # Made again by open(), which learns whether other processes write the database.
+        self.log_sizes = LogSizes(shared=True)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -143,6 +144,7 @@ class SessionService(BaseSessionService):
         self._backend = await open_backend(
             self.path, durability=self.durability, read_only=self.read_only, messages=self._messages
         )
+        self.log_sizes = LogSizes(shared=self._backend.shared)
         if not self.read_only:
             self._writes.writer = GroupCommit(self._backend.commit, self._health_changed)
 
@@ -644,7 +646,7 @@ class SessionService(BaseSessionService):
         on the future, and frames queued together for one thread cost one write.
         """
         write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
-        self.log_sizes.grew((app_name, session_id), sum(len(frame.data) for frame in frames))
+        self.log_sizes.grew((app_name, session_id), frames)
         return self._writes.submit(
             session_id, write, extends=("frames", app_name, user_id, session_id)
         )
@@ -724,8 +726,6 @@ class SessionService(BaseSessionService):
         """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame);
         none where the log is known to fit (``gateway.store.log_sizes``)."""
         trim = writes.TrimFrames(app_name, user_id, session_id, max_bytes)
-        if self.shared:  # other processes log frames too: no size is known here
-            return self._writes.submit(session_id, trim)
         return self.log_sizes.trim(
             (app_name, session_id), trim, partial(self._writes.submit, session_id)
         )

@@ -1,12 +1,15 @@
 """What the one writer knows of its threads' log sizes (``gateway.store.log_sizes``): a trim
-is spared only for a log known to fit, and what is not known is trimmed."""
+is spared only for a log known to fit, and what is not known is trimmed; a database other
+processes write knows no size, and sums none."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 
+from gateway.store.frames import LoggedFrame
 from gateway.store.log_sizes import LogSizes
 from gateway.store.writes import TrimFrames
 
@@ -29,11 +32,15 @@ def trim(thread: str, max_bytes: int) -> TrimFrames:
     return TrimFrames("app", "u", thread, max_bytes)
 
 
+def frames(*sizes: int) -> list[LoggedFrame]:
+    return [LoggedFrame(seq, b"x" * size) for seq, size in enumerate(sizes, 1)]
+
+
 async def test_the_oldest_threads_are_let_go_of_and_then_trimmed() -> None:
-    sizes, writer = LogSizes(kept=2), Writer()
+    sizes, writer = LogSizes(shared=False, kept=2), Writer()
     for thread in ("a", "b", "c"):
         sizes.created(thread)
-    sizes.grew("b", 10)  # written to: the newest now, "c" the oldest
+    sizes.grew("b", frames(4, 6))  # written to: the newest now, "c" the oldest
     sizes.created("d")
     for thread in ("a", "b", "c", "d"):
         sizes.trim(thread, trim(thread, 100), writer.submit)
@@ -42,9 +49,9 @@ async def test_the_oldest_threads_are_let_go_of_and_then_trimmed() -> None:
 
 
 async def test_frames_queued_while_a_trim_commits_count_after_what_it_kept() -> None:
-    sizes, writer = LogSizes(), Writer()
+    sizes, writer = LogSizes(shared=False), Writer()
     sizes.trim("t", trim("t", 100), writer.submit)  # not known: written
-    sizes.grew("t", 30)  # after the trim was queued
+    sizes.grew("t", frames(30))  # after the trim was queued
     [(_, first)] = writer.trims
     first.set_result(80)  # what the trim kept, before those 30
     await asyncio.sleep(0)
@@ -57,7 +64,7 @@ async def test_frames_queued_while_a_trim_commits_count_after_what_it_kept() -> 
 
 
 async def test_a_trim_that_failed_or_was_overtaken_teaches_nothing() -> None:
-    sizes, writer = LogSizes(), Writer()
+    sizes, writer = LogSizes(shared=False), Writer()
     sizes.trim("t", trim("t", 100), writer.submit)
     sizes.trim("t", trim("t", 100), writer.submit)  # a newer trim: its result counts
     older, newer = (future for _, future in writer.trims)
@@ -70,3 +77,31 @@ async def test_a_trim_that_failed_or_was_overtaken_teaches_nothing() -> None:
     await asyncio.sleep(0)
     sizes.trim("t", trim("t", 100), writer.submit)
     assert len(writer.trims) == 4 and sizes.spared == 0
+
+
+class Unread(list[LoggedFrame]):
+    """Frames that count each time they are gone through."""
+
+    reads = 0
+
+    def __iter__(self) -> Iterator[LoggedFrame]:
+        self.reads += 1
+        return super().__iter__()
+
+
+async def test_a_shared_database_trims_every_time_and_sums_no_frame() -> None:
+    """Other processes log frames of its threads too (PostgreSQL): no size is known here,
+    so summing the frames at every append would be for nothing."""
+    sizes, writer = LogSizes(shared=True), Writer()
+    sizes.created("t")
+    queued = Unread(frames(10, 20))
+    sizes.grew("t", queued)
+    for _ in range(2):
+        sizes.trim("t", trim("t", 1000), writer.submit)
+    assert len(writer.trims) == 2 and sizes.spared == 0
+    assert queued.reads == 0
+    alone, mine = LogSizes(shared=False), Unread(frames(10, 20))
+    alone.created("t")
+    alone.grew("t", mine)
+    assert mine.reads == 1 and alone.trim("t", trim("t", 30), writer.submit).done()
+    assert len(writer.trims) == 2 and alone.spared == 1

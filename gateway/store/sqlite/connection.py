@@ -27,6 +27,7 @@ from gateway.store.errors import StoreError
 from gateway.store.messages import EventMessages
 from gateway.store.sqlite.database import Database
 from gateway.store.sqlite.schema import prepare
+from gateway.store.sqlite.streamed import WriterConnection
 from gateway.store.sqlite.writable import unwritable_message, why_unwritable
 
 SYNCHRONOUS: dict[str, str] = {"normal": "NORMAL", "full": "FULL"}
@@ -43,8 +44,13 @@ async def connect(
             raise StoreError(f"{path} does not exist")
         target, uri = Path(path).absolute().as_uri() + "?mode=ro", True
     # An in-memory database is used on the loop's thread (see Database).
+    # The writer's connection knows which threads hold a streamed text (``streamed``).
     conn = aiosqlite.connect(
-        target, uri=uri, isolation_level=None, check_same_thread=not memory_only
+        target,
+        uri=uri,
+        isolation_level=None,
+        check_same_thread=not memory_only,
+        factory=WriterConnection,
     )
     db = Database(conn, inline=memory_only)
     # Daemon, so a process that forgets close() still exits; the store's close() flushes first.

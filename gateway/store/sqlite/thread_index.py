@@ -66,25 +66,35 @@ def index_existing(db: sqlite3.Connection) -> None:
 def index_event(
     db: sqlite3.Connection, pk: int, owner: str, seq: int, indexed: IndexedText
 ) -> None:
-    """What a stored event adds: its words, the preview, and the first title if none yet."""
+    """What a stored event adds: its words, the preview, and the first title if none yet
+    (a migration's; an append sets the two columns in its own update of the session)."""
+    if (preview := indexed.preview) is not None:
+        db.execute("UPDATE sessions SET preview = ? WHERE pk = ?", (preview, pk))
+    title = indexed.title
+    if title is not None:
+        cursor = db.execute(
+            "UPDATE sessions SET title = ?, title_source = ? WHERE pk = ? AND title_source IS NULL",
+            (title, TITLE_FIRST, pk),
+        )
+        title = title if cursor.rowcount else None
+    index_words(db, pk, owner, seq, indexed, title)
+
+
+def index_words(
+    db: sqlite3.Connection, pk: int, owner: str, seq: int, indexed: IndexedText, title: str | None
+) -> None:
+    """An event's words, and those of ``title``, the first title it just gave its thread."""
     if indexed.words:
         db.execute(
             "INSERT INTO thread_words (rowid, owner, words, session_pk) VALUES (?, ?, ?, ?)",
             (seq, owner, indexed.words, pk),
         )
-    if (preview := indexed.preview) is not None:
-        db.execute("UPDATE sessions SET preview = ? WHERE pk = ?", (preview, pk))
-    if (title := indexed.title) is not None:
-        cursor = db.execute(
-            "UPDATE sessions SET title = ?, title_source = ? WHERE pk = ? AND title_source IS NULL",
-            (title, TITLE_FIRST, pk),
-        )
-        # A first title is the start of the event's first user text, whose words the
-        # event's own row holds from its start: a row of the title would find nothing
-        # more (its last word, cut, is a prefix of the message's), and cost a new thread
-        # an FTS delete and insert. A rename (``patch_thread``) writes the title's row.
-        if cursor.rowcount and not indexed.words.startswith(words_of(title)):
-            _index_title(db, pk, owner, title)
+    # A first title is the start of the event's first user text, whose words the
+    # event's own row holds from its start: a row of the title would find nothing
+    # more (its last word, cut, is a prefix of the message's), and cost a new thread
+    # an FTS delete and insert. A rename (``patch_thread``) writes the title's row.
+    if title is not None and not indexed.words.startswith(words_of(title)):
+        _index_title(db, pk, owner, title)
 
 
 def _index_title(db: sqlite3.Connection, pk: int, owner: str, title: str) -> None:

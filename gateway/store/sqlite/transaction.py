@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from gateway.store.sqlite import writes as sql
+from gateway.store.sqlite.streamed import unknown
 from gateway.store.writes import Failed, Write, apply
 
 
@@ -52,6 +53,7 @@ def _applied(db: sqlite3.Connection, writes: Sequence[Write], *, isolate: bool) 
                     raise  # not this write's fault: the whole batch fails
                 if not isolate:
                     raise _FailedAlone from None
+                unknown(db)  # what the write did to the streamed texts is undone
                 if savepoints:
                     db.execute("ROLLBACK TO write")
                 else:
@@ -62,6 +64,7 @@ def _applied(db: sqlite3.Connection, writes: Sequence[Write], *, isolate: bool) 
                 db.execute("RELEASE write")
         db.execute("COMMIT")
     except BaseException:
+        unknown(db)  # the batch's saves and deletes of streamed texts are undone
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
