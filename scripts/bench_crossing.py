@@ -32,7 +32,7 @@ from pathlib import Path
 from google.adk.events import Event
 from google.adk.sessions import Session
 
-from gateway.adk.workers import pool
+from gateway.adk.workers import pool, start
 from gateway.store import adk_json, session_json
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import running_gateway
@@ -64,13 +64,13 @@ async def recorded_story() -> Story:
         story.sessions.append(session)
         return hand(session)
 
-    pool.parse_event, pool.session_json = parsed, handed  # type: ignore[assignment]
+    pool.parse_event, start.session_json = parsed, handed  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-crossing-") as tmp:
             async with running_gateway(workers=2, db=str(Path(tmp) / "threads.db")) as gateway:
                 await flagship_navigated_then_honest_reply(gateway)
     finally:
-        pool.parse_event, pool.session_json = parse, hand  # type: ignore[assignment]
+        pool.parse_event, start.session_json = parse, hand  # type: ignore[assignment]
     return story
 
 
