@@ -85,15 +85,17 @@ class Sent:
             return None
         text = _text_of(event)
         if whole_anyway or whole is None or text is None or not self._like(whole, event):
-            self._whole = event
+            # Only a chunk of plain text is one the next may be made from.
+            self._whole = event if text is not None else None
             return None
         return Streamed(run, text, event.id, event.timestamp)
 
     @staticmethod
     def _like(whole: Event, event: Event) -> bool:
+        """Whether ``event`` is ``whole`` (a chunk of plain text) but for its own fields."""
         if type(event) is not type(whole) or event.__pydantic_extra__ or whole.__pydantic_extra__:
             return False
-        assert whole.content is not None and event.content is not None  # both have text
+        assert whole.content is not None and event.content is not None  # both plain text
         if not _same(whole.content.role, event.content.role):
             return False
         mine, its = event.__dict__, whole.__dict__

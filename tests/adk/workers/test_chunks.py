@@ -106,6 +106,24 @@ def test_metadata_equal_in_python_but_dumped_apart_goes_whole(
     assert dump(made[1]) == dump(chunks[1])
 
 
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"content": None},
+        {"content": types.Content(parts=[types.Part(text="생각", thought=True)], role="model")},
+        {"content": types.Content(parts=[types.Part(text="a"), types.Part(text="b")])},
+    ],
+)
+def test_chunks_after_one_not_of_plain_text_go_whole_until_one_is(first: dict[str, Any]) -> None:
+    """Only a chunk of plain text is one the next are made from: after another kind, the
+    next goes whole, and those after it are made from it."""
+    chunks = [chunk("", **first), chunk("둘째 "), chunk("셋째")]
+    made, kinds = crossed(chunks)
+    assert kinds == ["Yielded", "Yielded", "Streamed"]
+    for event, original in zip(made, chunks, strict=True):
+        assert dump(event) == dump(original)
+
+
 def test_an_event_not_streamed_and_one_that_failed_go_whole() -> None:
     sent = Sent()
     assert sent.streamed(1, chunk("a")) is None
