@@ -11,8 +11,9 @@ So a run's first chunk goes whole (``Yielded``, ADK's JSON), and each next one t
 that chunk but for its text, id and time goes as ``Streamed`` (those three): ``Sent`` in
 the worker decides, comparing the event with the last one it sent whole; ``rebuilt`` in
 the main process makes the event from the last one it parsed, a shallow copy with those
-three replaced (pydantic's ``model_copy``: nothing validated, the unchanged values shared,
-which nothing changes: a streamed event is translated, never stored). The event is equal
+three replaced (what pydantic's ``model_copy`` makes, without its generic copies: nothing
+validated, the unchanged values shared, which nothing changes: a streamed event is
+translated, never stored). The event is equal
 to what parsing the chunk's JSON gives (``tests/adk/workers/test_chunks.py``). A chunk
 that differs in anything else (a thought, a function call, usage, grounding, another
 author) goes whole, and becomes the one the next are compared with; so does one whose
@@ -21,7 +22,9 @@ text is not one plain text part.
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import compress
+from operator import is_not
+from typing import Any, TypeVar
 
 import pydantic
 from google.adk.events import Event
@@ -30,6 +33,9 @@ from google.genai import types
 from gateway.adk.workers.messages import Streamed
 
 __all__ = ["Sent", "rebuilt"]
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+_set = object.__setattr__
 
 # What a ``Streamed`` chunk carries of its own; every other field is the last whole one's.
 OWN = frozenset({"content", "id", "timestamp"})
@@ -43,7 +49,8 @@ def _text_of(event: Event) -> str | None:
     part = content.parts[0]
     if type(part) is not types.Part or type(part.text) is not str:
         return None
-    if any(value is not None for name, value in part.__dict__.items() if name != "text"):
+    values = [*part.__dict__.values()]
+    if values.count(None) != len(values) - 1:  # counted in C: the text alone is not None
         return None
     if part.__pydantic_extra__ or content.__pydantic_extra__:
         return None
@@ -99,17 +106,34 @@ class Sent:
         if not _same(whole.content.role, event.content.role):
             return False
         mine, its = event.__dict__, whole.__dict__
-        return tuple(mine) == tuple(its) and all(
-            _same(value, its[name]) for name, value in mine.items() if name not in OWN
-        )
+        if list(mine) != list(its):  # in the same order, so the values below pair up
+            return False
+        # ADK makes each chunk a shallow copy of one event (``model_copy``): most values are
+        # the very objects of the last, found in C; only the others are compared here.
+        differing = compress(mine, map(is_not, mine.values(), its.values()))
+        return all(name in OWN or _same(mine[name], its[name]) for name in differing)
 
 
 def rebuilt(whole: Event, chunk: Streamed) -> Event:
     """The chunk's event: the last whole one with the chunk's text, id and time."""
-    assert whole.content is not None  # the worker sends Streamed after a text chunk only
-    content = types.Content.model_construct(
-        parts=[types.Part.model_construct(text=chunk.text)], role=whole.content.role
-    )
-    return whole.model_copy(
-        update={"content": content, "id": chunk.id, "timestamp": chunk.timestamp}
-    )
+    content = whole.content
+    if content is None or not content.parts or len(content.parts) != 1:
+        # The worker sends Streamed after a chunk of plain text only.
+        raise ValueError("a chunk came as its text after one that was not plain text")
+    part = _copied(content.parts[0], {"text": chunk.text})
+    content = _copied(content, {"parts": [part]})
+    return _copied(whole, {"content": content, "id": chunk.id, "timestamp": chunk.timestamp})
+
+
+def _copied(model: M, values: dict[str, Any]) -> M:
+    """``model.model_copy(update=values)`` for a model with no extra and no private values,
+    without its generic copies (three times the parse of the chunk's JSON, timed): what
+    pydantic's own ``model_construct`` sets on an object."""
+    if model.__pydantic_extra__ or model.__pydantic_private__:
+        return model.model_copy(update=values)
+    made = model.__class__.__new__(model.__class__)
+    _set(made, "__dict__", {**model.__dict__, **values})
+    _set(made, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_private__", None)
+    return made

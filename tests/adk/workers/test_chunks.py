@@ -62,7 +62,9 @@ def test_the_chunks_after_the_first_cross_as_their_text_and_are_the_events_json_
     made, kinds = crossed(chunks)
     assert kinds == ["Yielded", "Streamed", "Streamed", "Streamed", "Streamed"]
     for event, original in zip(made, chunks, strict=True):
-        assert event == parse_event(dump(original))
+        parsed = parse_event(dump(original))
+        assert event == parsed and event.content == parsed.content
+        assert event.model_fields_set == parsed.model_fields_set
         assert dump(event) == dump(original)
     # A chunk's text is a few words; ADK's JSON of it repeats the run's metadata each time.
     text_only = msgspec.msgpack.encode(Streamed(7, "화면으로 ", chunks[3].id, 1.5))
@@ -130,3 +132,12 @@ def test_an_event_not_streamed_and_one_that_failed_go_whole() -> None:
     assert sent.streamed(1, chunk("b", partial=None)) is None
     assert sent.streamed(1, chunk("c"), whole_anyway=True) is None
     assert isinstance(sent.streamed(1, chunk("d")), Streamed)
+
+
+def test_a_chunk_as_its_text_after_one_not_of_plain_text_is_refused_not_made_up() -> None:
+    """The main process never makes an event from a whole chunk that is not plain text
+    (a worker that sent one would be at fault: its run ends, ``test_pipe_faults``)."""
+    thought = chunk("", content=types.Content(parts=[types.Part(text="a"), types.Part(text="b")]))
+    for whole in (chunk("", content=None), thought):
+        with pytest.raises(ValueError, match="not plain text"):
+            rebuilt(whole, Streamed(1, "둘째", "e-2", 2.0))
