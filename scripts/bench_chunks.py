@@ -82,7 +82,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
     args = parser.parse_args()
     story = asyncio.run(recorded_story())
-    chunks = [adk_json.parse_event(text) for text in story.chunks]  # as the worker had them
+    # As the worker had them: ADK makes each chunk of a reply a shallow copy of one event
+    # with the model's response in it (``finalize_model_response_event``).
+    parsed = [adk_json.parse_event(text) for text in story.chunks]
+    chunks = [
+        parsed[0].model_copy(update={"content": chunk.content, "id": chunk.id}) for chunk in parsed
+    ]
     whole, text = whole_sent(chunks), text_sent(chunks)
     print(
         f"the flagship's reply: {len(chunks)} chunks, {sum(map(len, whole))} bytes whole,"
