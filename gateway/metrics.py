@@ -30,6 +30,9 @@ from gateway import wire as p
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
+
+    from gateway.adk.workers.channel import Counts
 
 # Where a run's latency falls, in seconds: from a few ms (RUN_STARTED) to minutes (the end).
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -58,6 +61,10 @@ class Metrics:
 
     def watch_workers(self, ready: Callable[[], int]) -> None:
         """Worker processes ready to run invocations (docs/multicore.md), read at each scrape."""
+
+    def watch_pipes(self, counts: Counts) -> None:
+        """What crossed the worker processes' pipes (messages and bytes each way, by message
+        type: docs/multicore.md), read at each scrape."""
 
     def invocation_placed(self, where: str) -> None:
         """A run's invocation went to ``where``: "main" (this process) or "worker"; counted
@@ -278,6 +285,8 @@ class Prometheus(Metrics):
         self._workers = Gauge(
             "gateway_workers", "Worker processes ready to run invocations", registry=r
         )
+        self._pipes = _Pipes()
+        r.register(self._pipes)  # a collector: its collect() is all the registry calls
         self._placed = Counter(
             "gateway_invocations",
             "Runs' invocations by where they ran, with workers on demand (main or worker)",
@@ -357,6 +366,9 @@ class Prometheus(Metrics):
 
     def watch_workers(self, ready: Callable[[], int]) -> None:
         self._workers.set_function(ready)
+
+    def watch_pipes(self, counts: Counts) -> None:
+        self._pipes.counts = counts
 
     def invocation_placed(self, where: str) -> None:
         self._placed.labels(where).inc()
@@ -443,6 +455,38 @@ class Prometheus(Metrics):
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry)
+
+
+class _Pipes:
+    """The workers' pipes' counts as counters, read from the pool's ``Counts`` when scraped
+    (one dict update a message there, no prometheus object on the pipe's path)."""
+
+    def __init__(self) -> None:
+        self.counts: Counts | None = None
+
+    def collect(self) -> Iterable[Metric]:
+        from prometheus_client.metrics_core import CounterMetricFamily
+
+        labels = ["direction", "message"]
+        messages = CounterMetricFamily(
+            "gateway_worker_pipe_messages",
+            "Messages across the worker processes' pipes, by direction and message type",
+            labels=labels,
+        )
+        sizes = CounterMetricFamily(
+            "gateway_worker_pipe_bytes",
+            "Bytes (frames) across the worker processes' pipes, by direction and message type",
+            labels=labels,
+        )
+        if self.counts is not None:
+            for direction, counted in (
+                ("to_worker", self.counts.sent),
+                ("from_worker", self.counts.received),
+            ):
+                for kind, (count, size) in sorted(counted.items()):
+                    messages.add_metric([direction, kind], count)
+                    sizes.add_metric([direction, kind], size)
+        return [messages, sizes]
 
 
 def for_setting(setting: str) -> Metrics:

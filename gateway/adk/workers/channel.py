@@ -29,7 +29,7 @@ import msgspec
 
 from gateway.adk.workers.first_turn import going_first
 
-__all__ = ["Channel", "ChannelClosed", "FrameTooLarge"]
+__all__ = ["Channel", "ChannelClosed", "Counts", "FrameTooLarge"]
 
 M = TypeVar("M")
 _LENGTH = 4
@@ -45,13 +45,44 @@ class FrameTooLarge(ValueError):
     """A message longer than any frame the peer accepts: not sent."""
 
 
+class Counts:
+    """The messages and bytes (frames, their length prefix included) a side's channels
+    sent and received, by message type: what crossing the pipe costs a story, for tests,
+    the load script and ``/metrics`` (``gateway_worker_pipe_*``)."""
+
+    def __init__(self) -> None:
+        # Message type's name -> [messages, bytes].
+        self.sent: dict[str, list[int]] = {}
+        self.received: dict[str, list[int]] = {}
+
+    @staticmethod
+    def add(counted: dict[str, list[int]], message: object, size: int) -> None:
+        kind = type(message).__name__
+        if (seen := counted.get(kind)) is None:
+            counted[kind] = [1, size + _LENGTH]
+        else:
+            seen[0] += 1
+            seen[1] += size + _LENGTH
+
+    def total(self) -> tuple[int, int]:
+        """Messages and bytes, both ways."""
+        both = [*self.sent.values(), *self.received.values()]
+        return sum(seen[0] for seen in both), sum(seen[1] for seen in both)
+
+
 class Channel(Generic[M]):
-    """Sends any message; receives messages of ``incoming`` (a type or a union of them)."""
+    """Sends any message; receives messages of ``incoming`` (a type or a union of them);
+    counts both into ``counts``, if given."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, incoming: object
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        incoming: object,
+        counts: Counts | None = None,
     ) -> None:
         self.reader, self.writer = reader, writer
+        self.counts = counts
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder: msgspec.msgpack.Decoder[M] = msgspec.msgpack.Decoder(incoming)
         self._queued: list[bytes] = []
@@ -66,6 +97,8 @@ class Channel(Generic[M]):
         body = self._encoder.encode(message)
         if len(body) > MAX_FRAME:
             raise FrameTooLarge(f"a {type(message).__name__} of {len(body)} bytes")
+        if self.counts is not None:
+            self.counts.add(self.counts.sent, message, len(body))
         first = going_first()
         if not now and (not self._queued or (first and not self._flush_first)):
             # Scheduled in this context: a starting run's flush goes first on a worker's loop.
@@ -97,9 +130,12 @@ class Channel(Generic[M]):
         except (asyncio.IncompleteReadError, ConnectionError) as error:
             raise ChannelClosed(str(error) or "the peer closed the pipe") from None
         try:
-            return self._decoder.decode(body)
+            message = self._decoder.decode(body)
         except msgspec.DecodeError as error:
             raise ChannelClosed(f"not a message: {error}") from None
+        if self.counts is not None:
+            self.counts.add(self.counts.received, message, length)
+        return message
 
     def close(self) -> None:
         self._flush()

@@ -9,7 +9,8 @@ invocation), ``Stop`` it (the hub closed the stream: the task is cancelled), the
 to each of the worker's ``Append``s and ``ReadSurfaces``, and ``Credit`` for more of a
 run's events. Worker to main process: ``Hello`` once, then per run its ``Append``s (a
 non-partial event to store before ADK goes on), ``ReadSurfaces`` when a tool returns A2UI
-operations, ``Yielded`` events (what the runner yields, in order), ``Stalled`` if its model
+operations, ``Yielded`` events (what the runner yields, in order; a streamed chunk like the
+one before it as ``Streamed``, its text), ``Stalled`` if its model
 goes quiet, and one ``Finished`` or ``Failed``, always last; and, outside any run, what
 its plugins record for the main process's audit log and metrics (``Recorded``).
 """
@@ -41,6 +42,7 @@ __all__ = [
     "Stalled",
     "Start",
     "Stop",
+    "Streamed",
     "SurfacesRead",
     "TokensUsed",
     "ToolDeclaration",
@@ -142,6 +144,16 @@ class Yielded(msgspec.Struct, tag=True, frozen=True):
     failure: tuple[str, str, str, str] | None = None  # code, sentence, detail, model
 
 
+class Streamed(msgspec.Struct, tag=True, frozen=True):
+    """A streamed chunk the runner yielded that is the run's last chunk sent whole but for
+    its text, id and time: those alone (``gateway.adk.workers.chunks``)."""
+
+    run: int
+    text: str
+    id: str
+    timestamp: float
+
+
 class Stalled(msgspec.Struct, tag=True, frozen=True):
     """A model call of the run has sent nothing for ``GATEWAY_MODEL_TIMEOUT``: the main
     process stops the run as it stops one of its own (``model`` names it for the log)."""
@@ -201,4 +213,6 @@ class Failed(msgspec.Struct, tag=True, frozen=True):
 FromMain = Start | Cancel | Stop | Appended | SurfacesRead | Credit
 # What a worker's plugins record for the main process's audit log and metrics.
 Recorded = Audited | CallSent | ModelCalled | TokensUsed
-FromWorker = Hello | Append | ReadSurfaces | Yielded | Stalled | Finished | Failed | Recorded
+FromWorker = (
+    Hello | Append | ReadSurfaces | Yielded | Streamed | Stalled | Finished | Failed | Recorded
+)

@@ -47,11 +47,12 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway import timeline, tracing
+from gateway import timeline
 from gateway import wire as p
 from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
-from gateway.adk.workers.channel import Channel, ChannelClosed, FrameTooLarge
+from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameTooLarge
+from gateway.adk.workers.chunks import rebuilt
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.demand import LOCAL_RUNS, place
 from gateway.adk.workers.messages import (
@@ -68,21 +69,19 @@ from gateway.adk.workers.messages import (
     ModelCalled,
     ReadSurfaces,
     Stalled,
-    Start,
     Stop,
+    Streamed,
     SurfacesRead,
     TokensUsed,
-    ToolDeclaration,
     Yielded,
 )
+from gateway.adk.workers.start import start_of
 from gateway.audit.plugin import ToolCallLog
 from gateway.audit.records import AuditRecord
-from gateway.context import caller
 from gateway.metrics import OFF, Metrics
 from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.store.adk_json import parse_event
-from gateway.store.session_json import session_json
 from gateway.tools.client import ClientTool
 
 if TYPE_CHECKING:
@@ -187,6 +186,8 @@ class _Stream:
     store_error: BaseException | None = None
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
     stored: AdkEvent | None = None
+    # The run's last streamed chunk sent whole: the next may come as its text (``chunks``).
+    chunk: AdkEvent | None = None
     # Whether the worker sent an event of the run yet (its first is marked: ``timeline``).
     yielded: bool = False
     # The hub's context of the run (its span, its log ids), which its appends are stored
@@ -242,6 +243,8 @@ class WorkerPool:
         # The most events of one run held here that its hub had not taken yet (the credit
         # window bounds it: ``gateway.adk.workers.credit``), for tests and the load script.
         self.most_held = 0
+        # What crossed the workers' pipes, both ways (for tests, the load script, /metrics).
+        self.counts = Counts()
         # The workers' appends being stored, and reads being made for them (a task each: the
         # pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
@@ -258,6 +261,7 @@ class WorkerPool:
         self._path = os.path.join(self._directory, "pipe")
         self._server = await asyncio.start_unix_server(self._connected, path=self._path)
         self.metrics.watch_workers(lambda: len(self._ready_workers()))
+        self.metrics.watch_pipes(self.counts)
         if self.on_demand:
             log.info(
                 "invocations run in this process; up to %d worker processes start when %d or"
@@ -361,7 +365,7 @@ class WorkerPool:
         taken = Taken()
         try:
             timeline.mark("start_sent", stream.run_id)
-            channel.send(_start(number, order), now=True)  # the run waits on nothing else
+            channel.send(start_of(number, order), now=True)  # the run waits on nothing else
             while True:
                 item = await stream.queue.get()
                 if stream.store_error is not None and (isinstance(item, AdkEvent) or item is _END):
@@ -525,7 +529,7 @@ class WorkerPool:
         return min(ready, key=lambda worker: len(worker.runs))
 
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        channel: Channel[FromWorker] = Channel(reader, writer, FromWorker)
+        channel: Channel[FromWorker] = Channel(reader, writer, FromWorker, self.counts)
         try:
             hello = await channel.receive()
         except ChannelClosed:
@@ -571,14 +575,17 @@ class WorkerPool:
                 if stream is not None and message.stored:
                     if stream.stored is None:  # taken as any other faulted message
                         raise ValueError("an event said stored, and nothing of the run was")
-                    stream.queue.put_nowait(stream.stored)
+                    self._yielded(stream, stream.stored)
                 elif stream is not None:
-                    stream.queue.put_nowait(parse_event(message.event, dumped=True))
-                if stream is not None:
-                    self.most_held = max(self.most_held, stream.queue.qsize())
-                    if not stream.yielded:
-                        stream.yielded = True
-                        timeline.mark("chunk_read", stream.run_id)
+                    event = parse_event(message.event, dumped=True)
+                    if event.partial:  # the run's next chunks may come as Streamed
+                        stream.chunk = event
+                    self._yielded(stream, event)
+            case Streamed():
+                if (stream := worker.runs.get(message.run)) is not None:
+                    if stream.chunk is None:  # taken as any other faulted message
+                        raise ValueError("a chunk came as its text, and none of the run whole")
+                    self._yielded(stream, rebuilt(stream.chunk, message))
             case Append():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None
@@ -614,6 +621,14 @@ class WorkerPool:
                 self.metrics.tokens_used(message.model, message.input_tokens, message.output_tokens)
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
+
+    def _yielded(self, stream: _Stream, event: AdkEvent) -> None:
+        """The run's next event, for the hub to take."""
+        stream.queue.put_nowait(event)
+        self.most_held = max(self.most_held, stream.queue.qsize())
+        if not stream.yielded:
+            stream.yielded = True
+            timeline.mark("chunk_read", stream.run_id)
 
     def _not_taken(self, worker: _Worker, message: FromWorker) -> None:
         """A message of the worker's this process could not take (an event it cannot
@@ -711,43 +726,6 @@ class WorkerPool:
         await abort_signal.wait()
         with contextlib.suppress(ChannelClosed):
             channel.send(Cancel(number))
-
-
-def _start(number: int, order: WorkerRun) -> Start:
-    who = caller()
-    return Start(
-        run=number,
-        user_id=order.user_id,
-        thread_id=order.thread_id,
-        session=session_json(order.session),
-        message=order.message.model_dump_json(exclude_none=True).encode()
-        if order.message is not None
-        else None,
-        invocation_id=order.invocation_id,
-        state_delta=order.state_delta,
-        metadata=order.metadata,
-        client_tools=[
-            ToolDeclaration(tool.name, tool.description, tool.parameters)
-            for tool in order.client_tools.values()
-        ],
-        catalogs={
-            id: sorted(c) if c is not None else None for id, c in order.catalogs.catalogs.items()
-        }
-        if order.catalogs is not None
-        else None,
-        surfaces=order.surfaces.live if order.surfaces is not None else None,
-        input_ahead=order.input_ahead,
-        # Its fields as they are (``asdict`` deep-copied the claims for the encoder to read).
-        caller={
-            "user_id": who.user_id,
-            "org": who.org,
-            "roles": list(who.roles),
-            "claims": dict(who.claims),
-        }
-        if who is not None
-        else None,
-        traceparent=tracing.traceparent(),
-    )
 
 
 def _keep(kept: dict[str, Any], run_id: str, value: object) -> None:

@@ -5,7 +5,8 @@ Theory of operation. The worker connects to the main process's Unix socket, says
 (the main process is gone or let it go). Each ``Start`` becomes a task running one ADK
 invocation on the worker's Runner, as the in-process engine would
 (``gateway.adk.invocation``), over the ``RemoteSessions`` that hold the run's session;
-every event the runner yields goes back as ``Yielded``, within the run's credit window
+every event the runner yields goes back as ``Yielded`` (a streamed chunk like the one
+before it as ``Streamed``, its text: ``gateway.adk.workers.chunks``), within the run's credit window
 (``gateway.adk.workers.credit``: no more than ``WINDOW`` events the hub has not taken),
 and the task's last message is ``Finished`` (with what the usage and model-call plugins
 counted) or ``Failed``.
@@ -42,6 +43,7 @@ from gateway.adk.resumability import refusal_in
 from gateway.adk.usage import UsagePlugin
 from gateway.adk.workers import first_turn
 from gateway.adk.workers.channel import Channel, ChannelClosed
+from gateway.adk.workers.chunks import Sent
 from gateway.adk.workers.credit import Window
 from gateway.adk.workers.first_turn import FirstTurnLoop, go_first
 from gateway.adk.workers.messages import (
@@ -55,6 +57,7 @@ from gateway.adk.workers.messages import (
     Stalled,
     Start,
     Stop,
+    Streamed,
     SurfacesRead,
     Yielded,
 )
@@ -201,13 +204,17 @@ class _Runs:
                 )
             ) as events:
                 first = True  # the run's first event (its first text, a call) goes at once
+                chunks = Sent()  # a chunk like the last sent whole goes as its text
                 async for event in events:
                     await window.spend()  # no further ahead of the hub than its window
                     # The hub asks what failed as it translates this event: it goes with it.
                     failure = self._failure(run_id) if event.error_code == MODEL_FAILED else None
+                    yielded: Yielded | Streamed | None = None
                     if self.sessions.was_stored(session, event):
                         yielded = Yielded(start.run, stored=True, failure=failure)
                     else:
+                        yielded = chunks.streamed(start.run, event, whole_anyway=bool(failure))
+                    if yielded is None:
                         yielded = Yielded(start.run, _json(event), failure=failure)
                     if first:
                         timeline.mark("chunk_sent")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
+import msgspec
 import pytest
 
 from gateway.adk.workers import channel
@@ -32,6 +33,27 @@ async def test_messages_cross_in_order() -> None:
     assert await main.receive() == Hello(1, 42)
     assert await main.receive() == Yielded(3, b'{"id": "e"}')
     assert await worker.receive() == Cancel(3)
+    main.close()
+    worker.close()
+
+
+async def test_each_side_counts_what_it_sent_and_received_by_type_with_its_frames_bytes() -> None:
+    left, right = socket.socketpair()
+    counts = channel.Counts()
+    main = Channel[FromWorker](*await asyncio.open_unix_connection(sock=left), FromWorker, counts)
+    worker = Channel[FromMain](*await asyncio.open_unix_connection(sock=right), FromMain)
+    worker.send(Yielded(3, b'{"id": "e"}'))
+    worker.send(Yielded(3, b"{}"))
+    main.send(Cancel(3))
+    for _ in range(2):
+        await main.receive()
+    await worker.receive()
+    frames = [
+        len(msgspec.msgpack.encode(m)) + 4 for m in (Yielded(3, b'{"id": "e"}'), Yielded(3, b"{}"))
+    ]
+    assert counts.received == {"Yielded": [2, sum(frames)]}
+    assert counts.sent == {"Cancel": [1, len(msgspec.msgpack.encode(Cancel(3))) + 4]}
+    assert counts.total() == (3, sum(frames) + counts.sent["Cancel"][1])
     main.close()
     worker.close()
 

@@ -27,6 +27,7 @@ from gateway.adk.workers.messages import (
     Hello,
     Start,
     Stop,
+    Streamed,
     Yielded,
 )
 from gateway.adk.workers.pool import RemoteFailure, WorkerRun
@@ -190,6 +191,29 @@ async def test_an_event_the_main_process_cannot_parse_ends_its_run_alone(
         assert worker.spawned == 1 and worker.is_alive() and pool.pids() == [os.getpid()]
     [line] = [r for r in caplog.records if "could not take" in r.getMessage()]
     assert "run broken ends with the agent's error" in line.getMessage() and line.exc_info
+
+
+async def test_a_chunk_sent_as_its_text_before_any_whole_ends_its_run_alone() -> None:
+    """A ``Streamed`` chunk is made from the run's last chunk sent whole: with none, the
+    run ends as if its invocation had raised; the other runs go on, and a run's chunks
+    after a whole one are made from it (``gateway.adk.workers.chunks``)."""
+    async with pool_of_one() as (pool, worker, _):
+        kept, kept_start = await started(pool, worker, "kept")
+        broken, broken_start = await started(pool, worker, "broken")
+        worker.send(Streamed(broken_start.run, "없는", "e-1", 1.0))
+        with pytest.raises(RemoteFailure):
+            await asyncio.wait_for(anext(broken), WAIT)
+        worker.send(
+            Yielded(kept_start.run, said("안녕")), Streamed(kept_start.run, "하세요", "e-2", 2.0)
+        )
+        worker.send(Finished(kept_start.run))
+        events = [event async for event in kept]
+        assert [e.content.parts[0].text for e in events if e.content and e.content.parts] == [
+            "안녕",
+            "하세요",
+        ]
+        assert (events[1].id, events[1].timestamp, events[1].author) == ("e-2", 2.0, "agent")
+        assert worker.spawned == 1
 
 
 async def test_a_failure_code_the_main_process_does_not_know_ends_its_run_alone() -> None:

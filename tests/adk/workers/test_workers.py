@@ -104,8 +104,9 @@ async def test_the_main_process_parses_a_workers_events_without_genais_hook(
     async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
         await flagship_navigated_then_honest_reply(gateway)
     assert slow == []
-    # The worker's appends and chunks (the reply's run takes the events they made).
-    assert sum(len(calls) for calls in fast) >= 12
+    # The worker's appends and the reply's first chunk (the reply's run takes the events
+    # the appends made; the next chunks cross as their text: ``chunks``).
+    assert sum(len(calls) for calls in fast) >= 8
 
 
 async def test_the_main_process_dumps_no_adk_event_of_a_workers_story(
@@ -125,6 +126,33 @@ async def test_the_main_process_dumps_no_adk_event_of_a_workers_story(
     assert len(stored) >= 6
     for (data,) in stored:
         assert dump(adk_json.parse_event(data), exclude_none=True, by_alias=True) == data
+
+
+async def test_a_replys_chunks_after_its_first_cross_as_their_text_and_the_pipe_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed chunk like the one before it crosses as its text (``Streamed``), not as
+    ADK's JSON of the whole event: the main process parses one chunk of the reply, and
+    builds the rest from it (``gateway.adk.workers.chunks``). What crossed is counted, by
+    message type, and exposed as ``gateway_worker_pipe_*``."""
+    parsed = counting(monkeypatch, pool_module, "parse_event")
+    async with running_gateway(workers=2, db=str(tmp_path / "t.db"), metrics="on") as gateway:
+        counts = pool_of(gateway).counts
+        await flagship_navigated_then_honest_reply(gateway)
+        metrics = gateway.app.metrics
+    chunks_parsed = [call for call in parsed if adk_json.parse_event(call.args[0]).partial]
+    assert len(chunks_parsed) == 1  # the reply's first chunk
+    streamed, streamed_bytes = counts.received["Streamed"]
+    assert streamed >= 3  # the flagship's reply streams a few words at a time
+    assert streamed_bytes < streamed * len(chunks_parsed[0].args[0]) / 4
+    # Each run's Start, each append's answer; each run's Finished, each append, each event.
+    assert counts.sent["Start"][0] == counts.received["Finished"][0] == 2
+    assert counts.sent["Appended"][0] == counts.received["Append"][0]
+    for direction, counted in (("to_worker", counts.sent), ("from_worker", counts.received)):
+        for kind, (messages, size) in counted.items():
+            labels = {"direction": direction, "message": kind}
+            assert sample(metrics, "gateway_worker_pipe_messages_total", **labels) == messages
+            assert sample(metrics, "gateway_worker_pipe_bytes_total", **labels) == size
 
 
 async def test_the_reply_takes_the_events_its_worker_appended_and_parses_none_of_them(

@@ -1,0 +1,112 @@
+"""What a reply's streamed chunks cost to cross the pipe, whole (ADK's JSON, as until session
+45) and as their text after the first (``Streamed``, ``gateway/adk/workers/chunks.py``), on
+each side: the worker's (dump or compare, encode) and the main process's (decode, then
+parse or rebuild).
+
+Runs the flagship story once on a gateway with two worker processes
+(``scripts/bench_crossing.py``'s recording) for the very chunks its reply streams, then
+does their crossing each way in turn, ``--rounds`` times, alternating, and prints the
+medians and their ratio. Timing in one process, the same chunks and alternating rounds:
+the ratio holds on a shared machine, where the absolute figures move with the neighbours.
+Each round first checks that both ways make the same events.
+
+    .venv/bin/python -m scripts.bench_chunks                # 15 rounds
+    .venv/bin/python -m scripts.bench_chunks --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Callable
+
+import msgspec
+from google.adk.events import Event
+
+from gateway.adk.workers.chunks import Sent, rebuilt
+from gateway.adk.workers.messages import FromWorker, Streamed, Yielded
+from gateway.store import adk_json
+from scripts.bench_crossing import recorded_story
+
+# A reply's crossing done this many times a round: enough that a timer's tick is nothing.
+REPEATS = 200
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(FromWorker)
+
+
+def _dump(event: Event) -> bytes:
+    return event.model_dump_json(exclude_none=True, by_alias=True).encode()
+
+
+def whole_sent(chunks: list[Event]) -> list[bytes]:
+    """The worker's side until session 45: each chunk dumped, as its own frame."""
+    return [_encoder.encode(Yielded(1, _dump(event))) for event in chunks]
+
+
+def text_sent(chunks: list[Event]) -> list[bytes]:
+    """The worker's side now: a chunk like the last whole one as its text."""
+    sent = Sent()
+    return [
+        _encoder.encode(sent.streamed(1, event) or Yielded(1, _dump(event))) for event in chunks
+    ]
+
+
+def taken(frames: list[bytes]) -> list[Event]:
+    """The main process's side, either way: each frame decoded, then parsed or rebuilt."""
+    events, whole = [], None
+    for frame in frames:
+        message = _decoder.decode(frame)
+        if isinstance(message, Streamed):
+            assert whole is not None
+            events.append(rebuilt(whole, message))
+        else:
+            assert isinstance(message, Yielded)
+            events.append(adk_json.parse_event(message.event, dumped=True))
+            whole = events[-1] if events[-1].partial else whole
+    return events
+
+
+def timed(work: Callable[[], object]) -> float:
+    """Seconds of one reply's crossing, averaged over ``REPEATS`` passes."""
+    started = time.perf_counter()
+    for _ in range(REPEATS):
+        work()
+    return (time.perf_counter() - started) / REPEATS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
+    args = parser.parse_args()
+    story = asyncio.run(recorded_story())
+    # As the worker had them: ADK makes each chunk of a reply a shallow copy of one event
+    # with the model's response in it (``finalize_model_response_event``).
+    parsed = [adk_json.parse_event(text) for text in story.chunks]
+    chunks = [
+        parsed[0].model_copy(update={"content": chunk.content, "id": chunk.id}) for chunk in parsed
+    ]
+    whole, text = whole_sent(chunks), text_sent(chunks)
+    print(
+        f"the flagship's reply: {len(chunks)} chunks, {sum(map(len, whole))} bytes whole,"
+        f" {sum(map(len, text))} as their text after the first"
+    )
+    figures: dict[str, list[float]] = {name: [] for name in ("ws", "wm", "ts", "tm")}
+    for _ in range(args.rounds):
+        assert taken(whole_sent(chunks)) == taken(text_sent(chunks)) == chunks
+        figures["ws"].append(timed(lambda: whole_sent(chunks)))
+        figures["wm"].append(timed(lambda: taken(whole)))
+        figures["ts"].append(timed(lambda: text_sent(chunks)))
+        figures["tm"].append(timed(lambda: taken(text)))
+    ws, wm, ts, tm = (statistics.median(figures[name]) * 1e6 for name in ("ws", "wm", "ts", "tm"))
+    print(f"medians of {args.rounds} rounds, µs a reply:   worker   main process")
+    print(f"  whole (until session 45)          {ws:8.1f} {wm:14.1f}")
+    print(f"  as their text after the first     {ts:8.1f} {tm:14.1f}")
+    print(f"  ratio                             {ts / ws:7.2f}x {tm / wm:13.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
