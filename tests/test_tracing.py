@@ -9,7 +9,7 @@ import pytest
 from opentelemetry import trace
 
 from gateway import tracing
-from tests.support.traces import recorded_spans
+from tests.support.traces import named, of_threads, recorded_spans
 
 pytestmark = pytest.mark.unit
 
@@ -97,3 +97,29 @@ def test_a_commit_is_an_event_on_each_writer_still_open(caplog: pytest.LogCaptur
     assert commit.attributes["gateway.store.writes"] == 3
     assert 0 <= commit.attributes["gateway.store.commit_seconds"] < 60
     assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+
+
+def test_a_tests_spans_are_its_own_threads_runs_not_a_run_another_gateway_ends_meanwhile() -> None:
+    """The recorder is the process's: a run another test's gateway began earlier (its
+    client gone) ends into it while this test records. ``of_threads`` keeps this test's."""
+    earlier = tracing.tracer.start_span(
+        "gateway_run", attributes={"gateway.thread_id": "t-earlier"}, context=None
+    )
+    spans = recorded_spans()
+    with (
+        tracing.run_span("r-mine", "t-mine", "demo"),
+        tracing.tracer.start_as_current_span("invoke_agent"),
+    ):
+        tracing.tracer.start_span("execute_tool find_screen").end()
+    earlier.end()
+    with tracing.tracer.start_as_current_span("elsewhere"):
+        pass
+    finished = spans.get_finished_spans()
+    assert len(named(finished, "gateway_run")) == 2  # what a test that counted all of them saw
+    mine = of_threads(finished, "t-mine")
+    assert [span.name for span in mine] == [
+        "execute_tool find_screen",
+        "invoke_agent",
+        "gateway_run",
+    ]
+    assert of_threads(finished, "t-mine", "t-earlier")[-1] is named(finished, "gateway_run")[1]

@@ -26,6 +26,7 @@ from tests.support.traces import (
     ancestors,
     finished_spans,
     named,
+    of_threads,
     recorded_spans,
     worker_spans,
 )
@@ -84,19 +85,18 @@ async def test_the_flagship_story_traced_by_name(
     long navigateToScreen waited for it."""
     spans = recorded_spans()
     collector.clear()
-    await flagship_navigated_then_honest_reply(gateway)
-    finished = await finished_spans(spans, collector, *ADKS)
+    thread = await flagship_navigated_then_honest_reply(gateway)
+    finished = of_threads(await finished_spans(spans, collector, *ADKS), thread)
     # The first run's ADK spans may come from a worker whose exporter sends them after the
     # second run's (GATEWAY_WORKERS): wait for that run's trace itself to have them all.
     for _ in range(300):  # 15 s at most; finished_spans waits 15 s for the names as well
         if set(ADKS) <= first_trace(finished):
             break
         await asyncio.sleep(0.05)
-        finished = await finished_spans(spans, collector, *ADKS)
+        finished = of_threads(await finished_spans(spans, collector, *ADKS), thread)
     first, second = named(finished, "gateway_run")
     assert first.attributes["enduser.id"] == second.attributes["enduser.id"] == "demo"
-    thread = first.attributes["gateway.thread_id"]
-    assert thread.startswith("t-") and second.attributes["gateway.thread_id"] == thread
+    assert first.attributes["gateway.thread_id"] == second.attributes["gateway.thread_id"]
     assert first.attributes["gateway.run_id"] != second.attributes["gateway.run_id"]
     assert first.parent is None and second.parent is None  # nobody asked to continue a trace
     in_first = [s for s in finished if s.context.trace_id == first.context.trace_id]
@@ -127,10 +127,12 @@ async def test_a_traceparent_on_the_upgrade_continues_to_the_browser_tool(
     spans = recorded_spans()
     collector.clear()
     headers = {"traceparent": TRACEPARENT}
+    thread = new_id("t")
     async with connect(gateway.ws_url(), additional_headers=headers, max_size=None) as ws:
-        events = await AgUiSocket(ws).run(user_input(new_id("t"), FLAGSHIP))
+        events = await AgUiSocket(ws).run(user_input(thread, FLAGSHIP))
     assert tool_calls(events, "navigateToScreen")
     finished = await finished_spans(spans, collector, "execute_tool navigateToScreen")
+    finished = of_threads(finished, thread)
     [tool] = named(finished, "execute_tool navigateToScreen")
     assert f"{tool.context.trace_id:032x}" == TRACE_ID
     assert under(tool, finished)[-1] == "gateway_run"
@@ -160,7 +162,7 @@ async def test_forwarded_props_name_each_runs_trace_on_one_connection(
         await ws.run(answer | {"forwardedProps": {"traceparent": f"00-{traces[1]}-{PARENT_ID}-01"}})
         third = await ws.run(user_input(thread, "고마워"))
     assert outcome(third)["type"] == "success"
-    finished = spans.get_finished_spans()
+    finished = of_threads(spans.get_finished_spans(), thread)
     runs = named(finished, "gateway_run")
     assert [f"{run.context.trace_id:032x}" for run in runs] == [*traces, TRACE_ID]
     [wait] = named(finished, "client_tool_wait navigateToScreen")

@@ -16,9 +16,9 @@ FLAGSHIP = "업무 요청 목록 화면 열어줘"
 MOVED = "업무 요청 목록 화면으로 이동했습니다."
 
 
-async def flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
+async def flagship_navigated_then_honest_reply(gateway: RunningGateway) -> str:
     """The run pauses on navigateToScreen; the answer comes after the browser's own
-    "navigated", as the paused invocation resumed."""
+    "navigated", as the paused invocation resumed. The thread's id."""
     thread = new_id("t")
     async with gateway.socket() as ws:
         first = await ws.run(user_input(thread, FLAGSHIP))
@@ -40,6 +40,7 @@ async def flagship_navigated_then_honest_reply(gateway: RunningGateway) -> None:
         assert outcome(second) == {"type": "success"}
         # The continuation is the paused invocation resumed, not a new model call on a new turn.
         assert not tool_calls(second)
+    return thread
 
 
 async def parallel_calls_answered_in_reverse_order_pair_by_id(

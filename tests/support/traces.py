@@ -9,6 +9,11 @@
 - ``worker_spans`` and ``finished_spans``: with ``GATEWAY_WORKERS`` ADK's spans are made in
   the worker processes, which export by ``OTEL_*``; ``worker_spans`` points them at a
   receiver, and ``finished_spans`` gives this process's spans and theirs as one tree.
+- ``of_threads``: the spans of a test's own threads' runs. The recorder is the process's,
+  and the tests of an xdist worker share one event loop: a gateway another test left
+  serving (the session's ``gateway``, a module's) goes on with runs whose client went away
+  and ends their spans into it while a later test records. A test that counts runs' spans
+  reads its own threads', never everything recorded.
 """
 
 from __future__ import annotations
@@ -52,6 +57,32 @@ def recorded_spans() -> InMemorySpanExporter:
 
 def named(spans: tuple[ReadableSpan, ...] | list[ReadableSpan], name: str) -> list[ReadableSpan]:
     return [span for span in spans if span.name == name]
+
+
+def of_threads(
+    spans: tuple[ReadableSpan, ...] | list[ReadableSpan], *threads: str
+) -> tuple[ReadableSpan, ...]:
+    """The ``gateway_run`` spans of runs on ``threads`` and every span beneath them, in
+    the order of ``spans``: what a test's own runs recorded (above)."""
+    runs = {
+        span.context.span_id
+        for span in named(spans, "gateway_run")
+        if span.context is not None
+        and span.attributes is not None
+        and span.attributes.get("gateway.thread_id") in threads
+    }
+    by_id = {s.context.span_id: s for s in spans if s.context is not None}
+
+    def theirs(span: ReadableSpan) -> bool:
+        while span.context is not None:
+            if span.context.span_id in runs:
+                return True
+            if span.parent is None or (parent := by_id.get(span.parent.span_id)) is None:
+                return False
+            span = parent
+        return False
+
+    return tuple(span for span in spans if theirs(span))
 
 
 def ancestors(span: ReadableSpan, spans: tuple[ReadableSpan, ...]) -> Iterator[ReadableSpan]:

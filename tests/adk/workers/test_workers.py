@@ -49,7 +49,7 @@ from tests.support.providers import Fault
 from tests.support.providers.chat_completions import ChatCompletions
 from tests.support.servers import RunningGateway, running_gateway
 from tests.support.surfaces import BASIC, CARD
-from tests.support.traces import OtlpReceiver, named, recorded_spans
+from tests.support.traces import OtlpReceiver, named, of_threads, recorded_spans
 from tests.support.workers import killed, pool_of
 
 pytestmark = pytest.mark.server
@@ -500,12 +500,13 @@ async def test_adks_spans_in_a_worker_are_children_of_the_runs_span_here(
     with OtlpReceiver() as collector:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
         monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+        thread = new_id("t")
         async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
             async with gateway.socket() as ws:
-                first = await ws.run(user_input(new_id("t"), FLAGSHIP))
+                first = await ws.run(user_input(thread, FLAGSHIP))
             assert tool_calls(first, "navigateToScreen")
         # The workers sent what they had batched as they exited, with the gateway.
-        [run] = named(spans.get_finished_spans(), "gateway_run")
+        [run] = named(of_threads(spans.get_finished_spans(), thread), "gateway_run")
         assert run.context is not None
         # The worker's appends are committed here, in the run's context: on its span.
         assert [e for e in run.events if e.name == "store_commit"]
