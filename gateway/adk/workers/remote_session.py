@@ -54,6 +54,7 @@ from google.adk.sessions.base_session_service import (
 )
 from typing_extensions import override
 
+from gateway import timeline
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers.messages import Append, Appended, ReadSurfaces, SurfacesRead
 
@@ -83,7 +84,8 @@ class _Held:
     input_answer: asyncio.Future[Appended | SurfacesRead] | None = None
     # The event last stored, as ADK gave it: the runner yields it next.
     stored: Event | None = None
-    # What the run asked of the main process and waited for, so far (``asked``).
+    # What the run asked of the main process and waited for, so far (``asked``), counted
+    # while the timeline is on.
     asked: int = 0
     waited: float = 0.0
 
@@ -185,7 +187,7 @@ class RemoteSessions(BaseSessionService):
     ) -> Appended | SurfacesRead:
         """Sends the message numbered with a new call, and waits for the answer to it."""
         answer = self._asked(message)
-        held = self._serving()
+        held = self._serving() if timeline.on() else None
         if held is None:
             return await answer
         return await self._waited(held, answer)
@@ -194,7 +196,10 @@ class RemoteSessions(BaseSessionService):
     async def _waited(
         held: _Held, answer: asyncio.Future[Appended | SurfacesRead]
     ) -> Appended | SurfacesRead:
-        """The answer, its wait counted for the run (``asked``)."""
+        """The answer, its wait counted for the run (``asked``) while the timeline is on:
+        nobody reads the counts otherwise, and the timeline is free when off."""
+        if not timeline.on():
+            return await answer
         held.asked += 1
         began = time.monotonic()
         try:

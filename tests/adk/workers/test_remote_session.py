@@ -5,6 +5,8 @@ which the main process stores ahead of its commit, goes on without waiting for i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -12,6 +14,7 @@ from google.adk.events import Event
 from google.adk.sessions import Session
 from google.genai import types
 
+from gateway import timeline
 from gateway.adk.workers.messages import Append, Appended
 from gateway.adk.workers.remote_session import RemoteAppendRefused, RemoteSessions
 from tests.support.budgets import eventually
@@ -180,11 +183,18 @@ async def test_two_runs_of_one_thread_overlapping_in_a_worker_keep_their_own_ses
     await asyncio.gather(asyncio.create_task(first_run()), asyncio.create_task(next_run()))
 
 
-async def test_the_answers_a_run_waited_for_are_counted_for_its_timeline() -> None:
-    sessions, session, sent = held_session(input_ahead=True)
-    assert sessions.asked() == [("asked", 0), ("waited_for_main", 0.0)]
+@pytest.fixture
+def timeline_on(tmp_path: Path) -> Iterator[None]:
+    timeline.start(str(tmp_path), "worker-1")
+    yield
+    timeline.stop()
+
+
+async def answered_input_and_reply(
+    sessions: RemoteSessions, session: Session, sent: list[msgspec.Struct]
+) -> None:
+    """The run's input (sent ahead), then a reply, whose append waits for both answers."""
     await sessions.append_event(session, said("안녕", author="user"))  # its input: no wait
-    assert sessions.asked()[0] == ("asked", 0)
     appending = asyncio.create_task(sessions.append_event(session, said("네")))
     for answered in range(2):  # the input's answer first, then the reply's own
         await eventually(lambda n=answered: len(sent) > n, 5, what="an append sent")
@@ -192,8 +202,24 @@ async def test_the_answers_a_run_waited_for_are_counted_for_its_timeline() -> No
         assert isinstance(append, Append)
         sessions.answered(Appended(7, append.call))
     await appending
+
+
+async def test_the_answers_a_run_waited_for_are_counted_for_its_timeline(
+    timeline_on: None,
+) -> None:
+    sessions, session, sent = held_session(input_ahead=True)
+    assert sessions.asked() == [("asked", 0), ("waited_for_main", 0.0)]
+    await answered_input_and_reply(sessions, session, sent)
     # The input's answer, then the reply's: two waits, each of some time.
     [(_, asked), (_, waited)] = sessions.asked()
     assert asked == 2 and waited >= 0.0
     sessions.release(7)
     assert sessions.asked() == []  # no run held: nothing to count
+
+
+async def test_with_the_timeline_off_no_wait_is_counted() -> None:
+    # The counts are the timeline's alone (``asked``): off, an answer costs no clock read.
+    assert not timeline.on()
+    sessions, session, sent = held_session(input_ahead=True)
+    await answered_input_and_reply(sessions, session, sent)
+    assert sessions.asked() == [("asked", 0), ("waited_for_main", 0.0)]
