@@ -192,9 +192,11 @@ class FirstTurnLoop(asyncio.SelectorEventLoop):
             self.collecting += time.thread_time() - self._collection
 
     def counted(self, mark: FirstTurn) -> list[tuple[str, float]]:
-        """What this loop counted so far, and ``mark``'s own; times in milliseconds."""
+        """What this loop counted so far, and ``mark``'s own; times in milliseconds;
+        nothing for a loop that does not count."""
         ready = self._ready
-        assert isinstance(ready, _Counted)
+        if not isinstance(ready, _Counted):
+            return []
         on_cpu, waited, _ = os.pread(self._schedstat, 128, 0).split()
         return [
             ("turns", self.turns),
@@ -225,7 +227,7 @@ def counts(step: str) -> list[tuple[str, float]]:
     loop = asyncio._get_running_loop()
     if mark is None or not mark.on or not isinstance(loop, FirstTurnLoop):
         return []
-    return loop.counted(mark) if isinstance(loop._ready, _Counted) else []
+    return loop.counted(mark)
 
 
 def run(main: Coroutine[Any, Any, T], *, counting: bool = False) -> T:
