@@ -134,8 +134,8 @@ class SessionService(BaseSessionService):
         # Events appended from the text their row holds, for the next read of those rows.
         self.recently_parsed = RecentlyParsed()
         # The sizes of threads' logs this process alone writes: a trim they fit is spared.
-        # Made again by open(), which learns whether other processes write the database.
-        self.log_sizes = LogSizes(shared=True)
+        # Made by open(), which learns whether other processes write the database.
+        self.log_sizes: LogSizes | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -460,7 +460,7 @@ class SessionService(BaseSessionService):
         )
         if isinstance(opened, OpenedThread):
             if opened.created:
-                self.log_sizes.created((app_name, session_id))
+                self._log_sizes().created((app_name, session_id))
             return opened
         stored, usage, head = opened
         session = await self._session_of(stored)
@@ -646,7 +646,7 @@ class SessionService(BaseSessionService):
         on the future, and frames queued together for one thread cost one write.
         """
         write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
-        self.log_sizes.grew((app_name, session_id), frames)
+        self._log_sizes().grew((app_name, session_id), frames)
         return self._writes.submit(
             session_id, write, extends=("frames", app_name, user_id, session_id)
         )
@@ -726,7 +726,7 @@ class SessionService(BaseSessionService):
         """Queues the trim of a thread's log to its newest ``max_bytes`` (and newest frame);
         none where the log is known to fit (``gateway.store.log_sizes``)."""
         trim = writes.TrimFrames(app_name, user_id, session_id, max_bytes)
-        return self.log_sizes.trim(
+        return self._log_sizes().trim(
             (app_name, session_id), trim, partial(self._writes.submit, session_id)
         )
 
@@ -761,6 +761,11 @@ class SessionService(BaseSessionService):
         with contextlib.suppress(StoreError):
             await self._write(writes.SetAside(app_name, user_id, session_id, damage, quarantine.at))
         return quarantine
+
+    def _log_sizes(self) -> LogSizes:
+        if self.log_sizes is None:
+            raise StoreError("the session store is not open")
+        return self.log_sizes
 
     @property
     def _reads(self) -> Reads:

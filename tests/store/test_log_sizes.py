@@ -9,9 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from gateway.store.errors import StoreError
 from gateway.store.frames import LoggedFrame
 from gateway.store.log_sizes import LogSizes
 from gateway.store.writes import TrimFrames
+from tests.support.stores import session_store
 
 pytestmark = pytest.mark.unit
 
@@ -105,3 +107,18 @@ async def test_a_shared_database_trims_every_time_and_sums_no_frame() -> None:
     alone.grew("t", mine)
     assert mine.reads == 1 and alone.trim("t", trim("t", 30), writer.submit).done()
     assert len(writer.trims) == 2 and alone.spared == 1
+
+
+async def test_a_store_knows_its_log_sizes_once_open_says_whether_others_write_it(db: str) -> None:
+    """Before ``open`` nobody knows whether other processes write the database: no sizes,
+    and a trim is refused as any write is; once open, a SQLite file is this process's alone."""
+    service = session_store(db)
+    assert service.log_sizes is None
+    with pytest.raises(StoreError, match="not open"):
+        service.trim_frames("app", "u", "t-1", 1024)
+    await service.open()
+    try:
+        assert service.log_sizes is not None
+        assert service.log_sizes.shared is db.startswith("postgres")
+    finally:
+        await service.close()
