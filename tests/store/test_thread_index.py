@@ -171,11 +171,9 @@ async def test_a_deleted_thread_is_gone_from_listing_and_search(store: SessionSe
     assert await ids(store, terms=tuple(search_terms("secret"))) == []
 
 
-async def test_a_deleted_threads_words_go_with_it_those_of_its_branches_too(
-    db: str, store: SessionService
-) -> None:
-    """A fork keeps the version it leaves out of sight (``branch_events``) with its words
-    indexed; deleting the thread forgets those words as well, not only the shown ones."""
+async def forked_away(store: SessionService) -> None:
+    """Ann's thread "t": "first question", then "secret plans", which an edit of that
+    message forks away, out of sight (``branch_events``)."""
     session = await store.create_session(app_name=APP, user_id="ann", session_id="t")
     for run_id, text in (("r1", "first question"), ("r2", "secret plans")):
         agui = {"runId": run_id, "messageId": f"m-{run_id}"}
@@ -184,6 +182,26 @@ async def test_a_deleted_threads_words_go_with_it_those_of_its_branches_too(
         await store.append_event(session, said_in_run)
     edit = Fork(APP, "ann", "t", "m-r2", "r3", "m-r2", "public", time.time(), 5, False)
     assert (await store.move_branch(edit)).changed
+
+
+async def test_a_search_finds_a_thread_by_the_words_of_a_version_it_does_not_show(
+    store: SessionService,
+) -> None:
+    """A version a fork left out of sight is still the thread's, one switch away, kept
+    until the thread is deleted: its words find the thread, on both stores (docs/branches.md,
+    "Search")."""
+    await forked_away(store)
+    assert await ids(store, terms=tuple(search_terms("secret plans"))) == ["t"]
+    assert await ids(store, terms=tuple(search_terms("first question"))) == ["t"]
+    assert await ids(store, "bob", terms=tuple(search_terms("secret"))) == []
+
+
+async def test_a_deleted_threads_words_go_with_it_those_of_its_branches_too(
+    db: str, store: SessionService
+) -> None:
+    """A fork keeps the version it leaves out of sight (``branch_events``) with its words
+    indexed; deleting the thread forgets those words as well, not only the shown ones."""
+    await forked_away(store)
     [(kept,)] = rows(db, "SELECT seq FROM branch_events")  # "secret plans", out of sight
     by_seq = "seq" if is_postgres(db) else "rowid"  # how each index names an event's row
     assert rows(db, f"SELECT COUNT(*) FROM thread_words WHERE {by_seq} = {kept}") == [(1,)]
