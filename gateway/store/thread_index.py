@@ -67,6 +67,16 @@ class IndexedText:
 NOTHING = IndexedText("", None, None)
 
 
+def listed(indexed: IndexedText, untitled: bool) -> tuple[str | None, str | None, str | None]:
+    """What a stored event sets of its thread's listing columns: the preview, the title and
+    its source, each None where the event leaves it as it is. The title is the first one,
+    from the event's user text, only while the thread has none (``untitled``: its
+    ``title_source`` is NULL, read in the write's transaction); a person's rename, the
+    model's title or an earlier first title is never replaced."""
+    title = indexed.title if untitled else None
+    return indexed.preview, title, TITLE_FIRST if title is not None else None
+
+
 def indexed_text(messages: str | None) -> IndexedText:
     """The text of an event's stored AG-UI messages (a JSON array, or None)."""
     if not messages:

@@ -18,13 +18,13 @@ import psycopg
 
 from gateway.store.postgres.snapshot import one_statement
 from gateway.store.thread_index import (
-    TITLE_FIRST,
     IndexedText,
     SearchTerm,
     ThreadFilter,
     ThreadPatch,
     ThreadRow,
     indexed_text,
+    listed,
     words_of,
 )
 
@@ -68,16 +68,17 @@ def index_event(db: psycopg.Connection, pk: int, seq: int, indexed: IndexedText)
             " VALUES (%s, %s, to_tsvector('simple', %s))",
             (pk, seq, indexed.words),
         )
-    if (preview := indexed.preview) is not None:
-        db.execute("UPDATE sessions SET preview = %s WHERE pk = %s", (preview, pk))
-    if (title := indexed.title) is not None:
-        cursor = db.execute(
-            "UPDATE sessions SET title = %s, title_source = %s"
-            " WHERE pk = %s AND title_source IS NULL",
-            (title, TITLE_FIRST, pk),
-        )
-        if cursor.rowcount:
-            _index_title(db, pk, title)
+    [(untitled,)] = db.execute(
+        "SELECT title_source IS NULL FROM sessions WHERE pk = %s", (pk,)
+    ).fetchall()
+    preview, title, source = listed(indexed, untitled)
+    db.execute(
+        "UPDATE sessions SET preview = COALESCE(%s, preview), title = COALESCE(%s, title),"
+        " title_source = COALESCE(%s, title_source) WHERE pk = %s",
+        (preview, title, source, pk),
+    )
+    if title is not None:
+        _index_title(db, pk, title)
 
 
 def _index_title(db: psycopg.Connection, pk: int, title: str) -> None:

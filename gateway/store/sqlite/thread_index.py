@@ -19,13 +19,13 @@ import sqlite3
 from typing import Any
 
 from gateway.store.thread_index import (
-    TITLE_FIRST,
     IndexedText,
     SearchTerm,
     ThreadFilter,
     ThreadPatch,
     ThreadRow,
     indexed_text,
+    listed,
     words_of,
 )
 
@@ -63,20 +63,21 @@ def index_existing(db: sqlite3.Connection) -> None:
             index_event(db, pk, owner_token(app_name, user_id), seq, indexed_text(messages))
 
 
+# The listing columns an event sets in an UPDATE of its session (``thread_index.listed``).
+LISTED = "preview = COALESCE(?, preview), title = COALESCE(?, title),"
+LISTED += " title_source = COALESCE(?, title_source)"
+
+
 def index_event(
     db: sqlite3.Connection, pk: int, owner: str, seq: int, indexed: IndexedText
 ) -> None:
     """What a stored event adds: its words, the preview, and the first title if none yet
-    (a migration's; an append sets the two columns in its own update of the session)."""
-    if (preview := indexed.preview) is not None:
-        db.execute("UPDATE sessions SET preview = ? WHERE pk = ?", (preview, pk))
-    title = indexed.title
-    if title is not None:
-        cursor = db.execute(
-            "UPDATE sessions SET title = ?, title_source = ? WHERE pk = ? AND title_source IS NULL",
-            (title, TITLE_FIRST, pk),
-        )
-        title = title if cursor.rowcount else None
+    (a migration's; an append sets the columns in its own update of the session)."""
+    (untitled,) = db.execute(
+        "SELECT title_source IS NULL FROM sessions WHERE pk = ?", (pk,)
+    ).fetchone()
+    preview, title, source = listed(indexed, bool(untitled))
+    db.execute(f"UPDATE sessions SET {LISTED} WHERE pk = ?", (preview, title, source, pk))
     index_words(db, pk, owner, seq, indexed, title)
 
 

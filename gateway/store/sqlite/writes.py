@@ -17,9 +17,9 @@ from gateway.store.sqlite.open_calls import record_progress
 from gateway.store.sqlite.reads import thread_owner, usage
 from gateway.store.sqlite.scopes import merge_scope, with_scopes
 from gateway.store.sqlite.streamed import streamed_texts, unknown
-from gateway.store.sqlite.thread_index import erase_index, index_words, owner_token
+from gateway.store.sqlite.thread_index import LISTED, erase_index, index_words, owner_token
 from gateway.store.sqlite.thread_index import patch_thread as patch_row
-from gateway.store.thread_index import TITLE_FIRST, ThreadRow
+from gateway.store.thread_index import ThreadRow, listed
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
@@ -86,6 +86,14 @@ def open_thread(
     return found
 
 
+# An append's update of its session: the run's columns, and the listing's (``LISTED``).
+_APPENDED = (
+    "UPDATE sessions SET revision = ?, update_time = ?, invocation_id = ?,"
+    " invocation_seq = ?, run_open = ?, state = ?, stored_bytes = stored_bytes + ?,"
+    f" {LISTED} WHERE pk = ?"
+)
+
+
 def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
     """Returns the session's new revision."""
     row = db.execute(
@@ -129,12 +137,9 @@ def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
     # The thread's listing columns go in the same statement (``thread_index``): its
     # preview, and its first title if it has none.
     indexed = append.indexed
-    title = indexed.title if untitled else None
+    preview, title, source = listed(indexed, untitled)
     db.execute(
-        "UPDATE sessions SET revision = ?, update_time = ?, invocation_id = ?,"
-        " invocation_seq = ?, run_open = ?, state = ?, stored_bytes = stored_bytes + ?,"
-        " preview = COALESCE(?, preview), title = COALESCE(?, title),"
-        " title_source = COALESCE(?, title_source) WHERE pk = ?",
+        _APPENDED,
         (
             revision + 1,
             append.timestamp,
@@ -145,9 +150,9 @@ def append_event(db: sqlite3.Connection, append: AppendEvent) -> int:
             # The row's bytes as the quota counts them (``EVENT_BYTES``), from the values
             # just bound: reading them back from the row cost a read of its whole data.
             stored_bytes(append.data) + stored_bytes(append.messages),
-            indexed.preview,
+            preview,
             title,
-            TITLE_FIRST if title is not None else None,
+            source,
             pk,
         ),
     )
