@@ -31,7 +31,7 @@ import { ClientCalls, copyAgent, keepTranscripts, NOT_PERFORMED, UNKNOWN_OUTCOME
 import { ThreadConnection } from "./src/connection.js";
 import { newId } from "./src/ids.js";
 import { ActionLedger, claimInstance } from "./src/ledger.js";
-import { refusedRunId } from "./src/runs.js";
+import { refusedRunIds } from "./src/runs.js";
 import { Stream } from "./stream.js";
 
 export { ActionLedger, claimInstance, newId, NOT_PERFORMED, ThreadConnection, UNKNOWN_OUTCOME };
@@ -215,10 +215,11 @@ export class WebSocketAgent extends AbstractAgent {
       this.#deduped(stream, event);
       return;
     }
-    const refused = refusedRunId(event);
-    if (stream.kind === "connect" && refused !== undefined && stream.resent?.has(refused)) {
-      // An input sent again was refused (alone, or in a run of its own): that is its end.
-      this.#refusedResent(stream, event, view, refused);
+    const refused = refusedRunIds(event);
+    const resent = stream.kind === "connect" ? refused.filter((runId) => stream.resent?.has(runId)) : [];
+    if (resent.length) {
+      // Inputs sent again were refused (alone, or in a run of its own): that is their end.
+      this.#refusedResent(stream, event, view, resent);
       return;
     }
     if (event.type === "RUN_STARTED") {
@@ -240,7 +241,7 @@ export class WebSocketAgent extends AbstractAgent {
     } else if (stream.state === "waiting" && event.type === "RUN_ERROR" && !view.runId) {
       // A refusal outside any run: of this stream's input or reattach, the next in line,
       // unless it names another input (one sent again, before this stream's).
-      if (refused === undefined || refused === stream.runId) this.#close(stream, event, view);
+      if (!refused.length || refused.includes(stream.runId)) this.#close(stream, event, view);
     } else if (stream.state === "waiting" && event.type === "MESSAGES_SNAPSHOT") {
       this.#lostInput(stream, event, view);
     }
@@ -307,14 +308,16 @@ export class WebSocketAgent extends AbstractAgent {
     return true;
   }
 
-  /** An input sent again was refused (``end``: SESSION_BUSY, say): the thread will not
-   * hold its message, shown meanwhile, so it goes; the refusal ends the stream if no other
-   * input sent again is still to come, as the last one's end would. */
-  #refusedResent(stream, end, view, runId) {
-    if (stream.unstarted.delete(runId)) {
+  /** Inputs sent again were refused (``end``: SESSION_BUSY, say; one error may refuse
+   * several): the thread will not hold their messages, shown meanwhile, so they go; the
+   * refusal ends the stream if no other input sent again is still to come, as the last
+   * one's end would. */
+  #refusedResent(stream, end, view, runIds) {
+    if (runIds.filter((runId) => stream.unstarted.delete(runId)).length) {
       stream.emit({ type: "MESSAGES_SNAPSHOT", messages: stream.messages ?? [] });
     }
-    if (!this.#nextResent(stream, runId)) this.#close(stream, end, view);
+    for (const runId of runIds.slice(0, -1)) stream.resent.delete(runId);
+    if (!this.#nextResent(stream, runIds.at(-1))) this.#close(stream, end, view);
   }
 
   /** An input written to a connection that then dropped may never have reached the

@@ -37,16 +37,39 @@ from gateway.wire.notices import nothing_to_cancel, standalone
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class Named:
+    """An input a refusal names: its thread and its runId."""
+
+    thread_id: str
+    run_id: str
+
+
 @dataclasses.dataclass
 class Refused:
-    """Frames refused (a full queue, a rate limit), told of in one error when its turn comes."""
+    """Frames refused (a full queue, a rate limit), told of in one error when its turn comes;
+    it names the inputs among them as a refusal of one input does (``REFUSED_RUN_ID``)."""
 
     first: p.GatewayError
     frames: int = 0
+    # The inputs among them, each once, in order: the first ``REFUSED_NAMED`` of a flood.
+    inputs: list[Named] = dataclasses.field(default_factory=list)
+
+    def count(self, frame: object) -> None:
+        """Counts ``frame`` refused, and names it if it is an input."""
+        self.frames += 1
+        run_id, thread_id = getattr(frame, "run_id", None), getattr(frame, "thread_id", None)
+        if isinstance(run_id, str) and isinstance(thread_id, str):
+            named = Named(thread_id, run_id)
+            if len(self.inputs) < REFUSED_NAMED and named not in self.inputs:
+                self.inputs.append(named)
 
     def to_event(self) -> p.RunError:
         message = f"{self.first.message} {self.frames} frame(s) were refused."
-        return p.RunError(message=message, code=self.first.code.value)
+        error = p.RunError(message=message, code=self.first.code.value)
+        if self.inputs:  # the first's runId goes in as a lone refusal's does (``_refusal``)
+            error.metadata = {p.REFUSED_RUN_IDS: [named.run_id for named in self.inputs]}
+        return error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +113,9 @@ NEWS_RETRY_SECONDS = 0.25
 
 # Frames one connection may have waiting behind its current run, whatever their size.
 QUEUED_FRAMES_LIMIT = 32
+# The inputs one error for several refused frames names at most (``Refused``): a flood's
+# error stays small, and a client keeps fewer inputs to send again than this.
+REFUSED_NAMED = 32
 
 # Runs of closed connections being started, held until they have (a task needs a holder).
 _LEFT_BEHIND: set[asyncio.Future[Run]] = set()
@@ -389,7 +415,7 @@ class WebSocketSession:
         elif isinstance(frame, p.RunAgentInput) and self.voice.takes(frame):
             # Typed into the live turn: it goes to the model now, not after the turn.
             if refused := self.voice.say(frame):
-                self._refuse(refused)
+                self._refuse(refused, frame)
         elif isinstance(frame, p.RunAgentInput):
             timeline.mark("read", frame.run_id)
             # A queued input keeps only what the run reads, not the history a client resends.
@@ -406,7 +432,7 @@ class WebSocketSession:
     def _queue(self, work: Work, size: int) -> None:
         """Queues work for its turn, or refuses it when the queue is full."""
         if self._full(size):
-            self._refuse(_queue_full())
+            self._refuse(_queue_full(), work)
             return
         self.queued_bytes += size
         self._enqueue(work, size)
@@ -438,12 +464,13 @@ class WebSocketSession:
         self.send_queue.dialect, request = versions.negotiate(request)
         return request
 
-    def _refuse(self, error: p.GatewayError) -> None:
-        """Counts a frame refused; however many there are, one error waits in the queue."""
+    def _refuse(self, error: p.GatewayError, frame: object = None) -> None:
+        """Counts a frame refused (``frame``, where it was read); however many there are,
+        one error waits in the queue."""
         if self.refused is None:
             self.refused = Refused(error)
             self._enqueue(self.refused, 0)
-        self.refused.frames += 1
+        self.refused.count(frame.request if isinstance(frame, Taken) else frame)
 
     def _enqueue(self, work: Work, size: int) -> None:
         """Puts work in line, and a worker on it if none is working."""
@@ -478,7 +505,7 @@ class WebSocketSession:
             self._refusal(item.to_event())
         elif isinstance(item, Refused):
             self.refused = None
-            self._refusal(item.to_event())
+            self._refusal(item.to_event(), item.inputs[0] if item.inputs else None)
         elif isinstance(item, list):
             for event in item:
                 self.deliver(event)
@@ -622,7 +649,7 @@ class WebSocketSession:
     def _refusal(
         self,
         error: p.RunError,
-        request: p.RunAgentInput | p.Reattach | live.LiveStart | None = None,
+        request: p.RunAgentInput | p.Reattach | live.LiveStart | Named | None = None,
     ) -> None:
         """Tells of a frame refused between runs: alone as the stream's first event, else in
         a run of its own, since a RUN_ERROR after a run's end says that run failed (AG-UI 1.0)

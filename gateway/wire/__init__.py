@@ -35,6 +35,7 @@ from gateway.wire.base import (
 )
 from gateway.wire.errors import (
     REFUSED_RUN_ID,
+    REFUSED_RUN_IDS,
     ErrorCode,
     GatewayError,
     unexpected,
@@ -131,6 +132,7 @@ __all__ = [
     "MAX_MESSAGES",
     "PROTOCOL_VERSION",
     "REFUSED_RUN_ID",
+    "REFUSED_RUN_IDS",
     "ActivityDelta",
     "ActivityMessage",
     "ActivitySnapshot",

@@ -19,6 +19,10 @@ log = logging.getLogger(__name__)
 # one: a refusal before any run belongs to no run, and a client with several inputs in
 # flight (sent again after a reload) tells by this which one was refused.
 REFUSED_RUN_ID = "gateway.runId"
+# Where one error for several frames refused at once (a full queue, a flood) names every
+# input among them, in order (its ``REFUSED_RUN_ID`` is the first's); the frames a rate
+# limit refuses are not read, and name none.
+REFUSED_RUN_IDS = "gateway.runIds"
 
 
 class ErrorCode(enum.StrEnum):

@@ -17,6 +17,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from gateway import wire as p
+from gateway.doors.websocket import REFUSED_NAMED, Refused, Taken
 from gateway.examples.navigator.screens import catalog as screens
 from gateway.hub import planning
 from gateway.hub.inputs import needed_part
@@ -220,6 +221,11 @@ async def test_frames_past_the_queue_limit_are_refused_and_the_run_goes_on(
         assert refused and "frame(s) were refused" in refused[0]["message"]
         count = int(re.search(r"(\d+) frame\(s\) were refused", refused[0]["message"])[1])
         assert 0 < count < 100
+        # It names the input it refused (once), as the refusal of one input does.
+        assert refused[0]["metadata"] == {
+            p.REFUSED_RUN_ID: flood["runId"],
+            p.REFUSED_RUN_IDS: [flood["runId"]],
+        }
         # The queue frees as it drains: the connection takes new runs.
         await asyncio.sleep(0.2)
         while True:
@@ -254,3 +260,18 @@ async def test_a_frame_far_past_the_limit_closes_its_socket_and_no_other() -> No
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
         async with gateway.socket() as ws:
             assert outcome(await ws.run(user_input(new_id("t"), "안녕"))) == {"type": "success"}
+
+
+@pytest.mark.unit
+def test_one_error_for_many_frames_names_the_inputs_among_them_in_order_and_a_few() -> None:
+    refused = Refused(p.GatewayError(p.ErrorCode.RATE_LIMIT_EXCEEDED, "Slow down."))
+    inputs = [p.decode_upstream(json.dumps(user_input("t", "안녕"))) for _ in range(40)]
+    assert all(isinstance(frame, p.RunAgentInput) for frame in inputs)
+    refused.count(None)  # a frame a rate limit refused unread
+    refused.count(Taken(inputs[0], None))  # admitted as it was read, then refused
+    for frame in inputs:  # the first again: named once
+        refused.count(frame)
+    refused.count(p.Reattach(thread_id="t"))  # not an input
+    error = refused.to_event()
+    assert "43 frame(s) were refused" in error.message
+    assert error.metadata == {p.REFUSED_RUN_IDS: [frame.run_id for frame in inputs[:REFUSED_NAMED]]}

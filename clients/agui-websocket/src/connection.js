@@ -27,7 +27,7 @@
 import { newId } from "./ids.js";
 import { SentInputs } from "./inputs.js";
 import { asStorage } from "./ledger.js";
-import { refusedRunId, RunWatch } from "./runs.js";
+import { refusedRunIds, RunWatch } from "./runs.js";
 
 const BACKOFF_MS = [300, 1000, 2000, 4000, 8000];
 const OPEN = 1; // WebSocket.OPEN, whichever WebSocket class is in use
@@ -254,11 +254,11 @@ export class ThreadConnection {
     if (event.type === "RUN_STARTED") this.inputs?.acknowledged(event.runId);
     else if (event.type === "CUSTOM" && event.name === "gateway.notice" && event.value?.code === "RUN_DEDUPED") {
       this.inputs?.acknowledged(event.value.runId); // the gateway had it: not run again
-    } else if (refusedRunId(event) !== undefined && event.code !== "SERVICE_UNAVAILABLE") {
+    } else if (event.type === "RUN_ERROR" && event.code !== "SERVICE_UNAVAILABLE") {
       // Refused: sent again, it would be refused again or run long after its refusal was
       // shown. A draining process's refusal is the exception: the next connection reaches
       // a process that is up, and sends it there.
-      this.inputs?.acknowledged(refusedRunId(event));
+      for (const runId of refusedRunIds(event)) this.inputs?.acknowledged(runId);
     }
     const view = connection.watch.see(event);
     this.onEvent(event, view);

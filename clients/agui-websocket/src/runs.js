@@ -13,11 +13,25 @@
 // The metadata key of a refusal's RUN_ERROR that names the input it refuses.
 const REFUSED_RUN_ID = "gateway.runId";
 
+// Where one error for several frames refused at once (a flood, a full queue) names every
+// input among them; its REFUSED_RUN_ID is the first of them.
+const REFUSED_RUN_IDS = "gateway.runIds";
+
 /** The runId of the input a RUN_ERROR refuses, where the gateway names it (a refusal before
- * any run belongs to no run: this says which input it answers); undefined otherwise. */
+ * any run belongs to no run: this says which input it answers); undefined otherwise. For
+ * one error refusing several inputs, the first of them (``refusedRunIds``). */
 export function refusedRunId(event) {
   const runId = event.type === "RUN_ERROR" ? event.metadata?.[REFUSED_RUN_ID] : undefined;
   return typeof runId === "string" ? runId : undefined;
+}
+
+/** Every input a RUN_ERROR refuses, by runId, in order: the one of a refusal of one input,
+ * each of one error for several frames; [] where it names none. */
+export function refusedRunIds(event) {
+  const many = event.type === "RUN_ERROR" ? event.metadata?.[REFUSED_RUN_IDS] : undefined;
+  if (Array.isArray(many)) return many.filter((runId) => typeof runId === "string");
+  const one = refusedRunId(event);
+  return one === undefined ? [] : [one];
 }
 
 export class RunWatch {

@@ -232,6 +232,26 @@ test("after a reload, connect() takes a refusal of an input it sent again as tha
   reloaded.close();
 });
 
+test("after a reload, one error refusing every input connect() sent again ends it, and keeps none", async () => {
+  const sent = [inputOf("hi"), inputOf("again", "run-2")];
+  const storage = new Map();
+  const { reloaded, events, ended, socket } = await reloadedConnect(sent, storage);
+  const kept = () => JSON.parse(storage.get("agw.inputs") ?? "[]").map((entry) => entry.input.runId);
+  reattached(socket);
+  await turn();
+  // Both were refused at once (a full queue): one error names them, as one refusal does.
+  socket.receive({
+    type: "RUN_ERROR", code: "RATE_LIMIT_EXCEEDED", message: "2 frame(s) were refused.",
+    metadata: { "gateway.runId": "run-1", "gateway.runIds": ["run-1", "run-2"] },
+  });
+  await ended;
+  assert.deepEqual(events.at(-2).messages, [], "neither message is shown any more");
+  assert.equal(events.at(-1).code, "RATE_LIMIT_EXCEEDED");
+  assert.deepEqual(kept(), [], "refused, neither is sent again by the next connection");
+  await assertOfficiallyValid(events);
+  reloaded.close();
+});
+
 test("after a reload, a refusal of the last input connect() sent again ends it with that refusal", async () => {
   const { reloaded, events, ended, socket } = await reloadedConnect();
   reattached(socket);
