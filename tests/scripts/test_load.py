@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from scripts import load
+from scripts import _load_machine as machine
+from scripts import _load_servers as servers
+from scripts import _load_stories as stories
 from scripts._bench import ROOT, LocalGateway, free_port
 from tests.support.agui import tool_answer
 
@@ -161,11 +163,11 @@ def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
 
 
 def test_a_store_setup_is_named_or_refused() -> None:
-    assert load.Setup.parse("postgres-x3") == load.Setup("postgres", 3)
-    assert str(load.Setup.parse("postgres")) == "postgres x1"
+    assert servers.Setup.parse("postgres-x3") == servers.Setup("postgres", 3)
+    assert str(servers.Setup.parse("postgres")) == "postgres x1"
     for wrong in ("file-x2", "postgres-x0", "postgres-xa", "mysql"):
         with pytest.raises(argparse.ArgumentTypeError):
-            load.Setup.parse(wrong)
+            servers.Setup.parse(wrong)
 
 
 def test_a_refused_frame_is_reported_as_an_error_never_hidden(
@@ -185,63 +187,63 @@ def a_told_story() -> list[dict[str, Any]]:
     search = {"id": "c1", "function": {"name": "find_screen", "arguments": "{}"}}
     navigate = {"id": "c2", "function": {"name": "navigateToScreen", "arguments": "{}"}}
     return [
-        {"id": "m1", "role": "user", "content": load.FLAGSHIP},
+        {"id": "m1", "role": "user", "content": stories.FLAGSHIP},
         {"id": "m2", "role": "assistant", "toolCalls": [search]},
         {"id": "m3", "role": "tool", "toolCallId": "c1", "content": "{}"},
         {"id": "m4", "role": "assistant", "toolCalls": [navigate]},
         {"id": "m5", "role": "tool", "toolCallId": "c2", "content": '{"status": "navigated"}'},
-        {"id": "m6", "role": "assistant", "content": load.REPLY},
+        {"id": "m6", "role": "assistant", "content": stories.REPLY},
     ]
 
 
 def test_the_check_passes_a_told_story_and_names_what_is_wrong_with_others() -> None:
     done = {"type": "success"}
-    assert load.thread_problems(a_told_story(), done) == []
+    assert stories.thread_problems(a_told_story(), done) == []
     twice = a_told_story()
     twice.insert(5, {"id": "m7", "role": "tool", "toolCallId": "c2", "content": "{}"})
-    assert load.thread_problems(twice, done) == ["navigateToScreen answered 2 times"]
+    assert stories.thread_problems(twice, done) == ["navigateToScreen answered 2 times"]
     waiting = a_told_story()[:4]
-    assert load.thread_problems(waiting, {"type": "success", "pendingToolCallIds": ["c2"]}) == [
+    assert stories.thread_problems(waiting, {"type": "success", "pendingToolCallIds": ["c2"]}) == [
         "a call is still open",
         "navigateToScreen answered 0 times",
         "the last message is not the honest reply",
     ]
     lying = [*a_told_story()[:-1], {"id": "m6", "role": "assistant", "content": "이동 못 함"}]
-    assert load.thread_problems(lying, done) == ["the last message is not the honest reply"]
-    assert "0 user messages" in load.thread_problems([], done)
+    assert stories.thread_problems(lying, done) == ["the last message is not the honest reply"]
+    assert "0 user messages" in stories.thread_problems([], done)
 
 
 def test_a_storys_trail_says_what_it_last_sent_and_was_sent() -> None:
     """What a failed story is reported with: its last moments, runs of one kind folded."""
-    trail = load.Trail()
-    trail.add(load.sent({"type": "reattach", "threadId": "t1"}))
-    trail.add(load.sent(tool_answer("t1", [("c1", {})], tools=[])))
+    trail = stories.Trail()
+    trail.add(stories.sent({"type": "reattach", "threadId": "t1"}))
+    trail.add(stories.sent(tool_answer("t1", [("c1", {})], tools=[])))
     for event in (
         {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "b"},
         {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
     ):
-        trail.add(load.received(event))
+        trail.add(stories.received(event))
     moments = re.sub(r"\d+\.\d\d", "T", str(trail)).split("; ")
     assert moments[0] == "T sent reattach"
     assert re.fullmatch(r"T sent answer run-\w+", moments[1])
     assert moments[2:] == ["T RUN_STARTED r1", "T-T TEXT_MESSAGE_CONTENT x2", "T RUN_FINISHED r1"]
-    for number in range(2 * load.TRAIL_MOMENTS):
+    for number in range(2 * stories.TRAIL_MOMENTS):
         trail.add(f"moment {number}")
     kept = str(trail).split("; ")
-    assert len(kept) == load.TRAIL_MOMENTS
-    assert kept[-1].endswith(f"moment {2 * load.TRAIL_MOMENTS - 1}")
+    assert len(kept) == stories.TRAIL_MOMENTS
+    assert kept[-1].endswith(f"moment {2 * stories.TRAIL_MOMENTS - 1}")
 
 
 def test_a_socket_that_fails_on_arrival_is_counted_not_hidden(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(load, "client_tools", lambda gateway: [])
+    monkeypatch.setattr(stories, "client_tools", lambda gateway: [])
     nobody = LocalGateway(free_port(), None, Path("server.log"), 0.0)  # type: ignore[arg-type]
     args = argparse.Namespace(think=1.0, users=1)
-    round_ = load.Load(args, [nobody], kill=False, seed=1)
-    link = asyncio.run(round_.arrive(load.User(load.user_name(1), 1.0)))
+    round_ = stories.Load(args, [nobody], kill=False, seed=1)
+    link = asyncio.run(round_.arrive(stories.User(stories.user_name(1), 1.0)))
     assert link is None
     assert round_.arrivals_failed == {"connection refused": 1}
     assert round_.arrival_lines["connection refused"].startswith("load-0001 on arrival:")
@@ -256,11 +258,11 @@ def test_a_worker_started_mid_load_counts_its_growth_not_its_size(
     tree = {0: [1], 1: [1, 2]}
     rss = {0: {1: 100.0}, 1: {1: 110.0, 2: 95.0}, 2: {1: 112.0, 2: 99.0}}
     now = 0  # the sample being taken
-    monkeypatch.setattr(load, "process_tree", lambda pid: tree[min(now, 1)])
-    monkeypatch.setattr(load, "rss_mib", lambda pid: rss[now][pid])
-    monkeypatch.setattr(load, "cpu_seconds", lambda pid=None: 0.0)
-    monkeypatch.setattr(load, "machine_cpu", lambda: 0.0)
-    monitor = load.Monitor([1], None)
+    monkeypatch.setattr(machine, "process_tree", lambda pid: tree[min(now, 1)])
+    monkeypatch.setattr(machine, "rss_mib", lambda pid: rss[now][pid])
+    monkeypatch.setattr(machine, "cpu_seconds", lambda pid=None: 0.0)
+    monkeypatch.setattr(machine, "machine_cpu", lambda: 0.0)
+    monitor = machine.Monitor([1], None)
     for now in range(3):  # noqa: B007 (the fakes above read it)
         monitor.take()
     assert [s.rss_mib for s in monitor.samples] == [100.0, 205.0, 211.0]
