@@ -18,6 +18,7 @@ from psycopg import errors
 
 from gateway.store.errors import BusyError, StoreError
 from gateway.store.postgres.connection import SYNCHRONOUS_COMMIT, Connection, said
+from gateway.store.postgres.json_rows import document
 from gateway.store.urls import described
 
 Row = tuple[Any, ...]
@@ -29,14 +30,17 @@ CALL_COLUMNS = (
 )
 ACCESS_COLUMNS = "at, user_id, org, via, client, door, action, thread_id, target, outcome, detail"
 
-# Each column's type, in the same order: a batch goes in as one array a column.
+# Each column's type, in the same order: a batch's rows go in as one JSON array of rows,
+# each an array of its values (``json_rows``): as an array a column, psycopg dumped each
+# of a batch's values in Python.
 _CALL_TYPES = ("float8", *["text"] * 8, "float8", "text")
 _ACCESS_TYPES = ("float8", *["text"] * 10)
 
 
 def _unnested(types: tuple[str, ...]) -> str:
-    """The rows of arrays given one a column (``%s`` placeholders), of these types."""
-    return f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for kind in types)})"
+    """The rows of a JSON array of rows (a ``%s`` placeholder), their values of these types."""
+    values = ", ".join(f"(r->>{number})::{kind}" for number, kind in enumerate(types))
+    return f"SELECT {values} FROM json_array_elements(%s::json) AS r"
 
 
 # A batch of both tables in one statement, so one round trip and its own transaction
@@ -112,10 +116,5 @@ class PostgresAuditTables:
 def _insert_batch(db: psycopg.Connection, calls: list[Row], actions: list[Row]) -> None:
     """Runs on the connection's thread: the batch, all of it or nothing (one statement)."""
     # The text, not its bytes: the connection keeps a cursor a text (``cursors``), where
-    # bytes made a cursor, and looked up the dumpers of its 22 arrays, at every batch.
-    db.execute(_INSERT, [*_columns(calls, _CALL_TYPES), *_columns(actions, _ACCESS_TYPES)])
-
-
-def _columns(rows: list[Row], types: tuple[str, ...]) -> list[list[Any]]:
-    """The rows' values a column at a time, as ``_INSERT``'s arrays take them."""
-    return [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in types]
+    # bytes made a cursor at every batch.
+    db.execute(_INSERT, (document(calls), document(actions)))

@@ -27,13 +27,16 @@ import psycopg
 
 from gateway.store.errors import FencedError
 from gateway.store.leases import Fence
+from gateway.store.postgres.json_rows import document
 from gateway.store.writes import not_found
 
-# The leases of a statement's fenced writes (``%(fenced)s``, their threads), locked to the
-# end of the transaction: the first part of the statement's WITH.
+# The leases of a statement's fenced writes (``%(fenced)s``, their threads as a JSON
+# array: ``json_rows``), locked to the end of the transaction: the first part of the
+# statement's WITH.
 LEASES = (
     "leases AS (SELECT thread_id, epoch, holder, tell_holder FROM gateway_leases"
-    " WHERE thread_id = ANY(%(fenced)s::text[]) FOR KEY SHARE),"
+    " WHERE thread_id = ANY(ARRAY(SELECT json_array_elements_text(%(fenced)s::json)))"
+    " FOR KEY SHARE),"
 )
 
 
@@ -48,14 +51,16 @@ def current(fenced: bool, epoch: str, thread: str) -> str:
     )
 
 
-def _fenced(fences: Sequence[Fence | None]) -> list[str]:
-    """The threads whose leases a statement locks (``LEASES``)."""
-    return sorted({fence.thread_id for fence in fences if fence is not None})
+def fenced_threads(fences: Sequence[Fence | None]) -> str:
+    """The threads whose leases a statement locks (``LEASES``'s ``%(fenced)s``)."""
+    return document(sorted({fence.thread_id for fence in fences if fence is not None}))
 
 
-def _epochs(fences: Sequence[Fence | None], threads: Sequence[str]) -> list[int | None]:
+def epochs(fences: Sequence[Fence | None] | None, threads: Sequence[str]) -> list[int | None]:
     """Each write's fence epoch, or None; a write's lease is its thread's
     (``ThreadWrites.submit`` fences a write by the thread it writes)."""
+    if fences is None:
+        return [None] * len(threads)
     assert all(f is None or f.thread_id == t for f, t in zip(fences, threads, strict=True))
     return [fence.epoch if fence is not None else None for fence in fences]
 
@@ -65,14 +70,12 @@ def refused(fence: Fence | None) -> FencedError:
     return FencedError(fence.thread_id, fence.epoch)
 
 
-def fencing(
-    params: dict[str, object], fences: Sequence[Fence | None] | None, threads: Sequence[str]
-) -> bool:
+def fencing(params: dict[str, object], fences: Sequence[Fence | None] | None) -> bool:
     """Whether a statement of several writes is fenced: if any write is, its parameters get
-    the leases to lock and each write's epoch (``LEASES``, ``current``)."""
+    the leases to lock (``LEASES``); each write's epoch goes in its row (``epochs``)."""
     if fences is None or not any(fences):
         return False
-    params.update(fenced=_fenced(fences), epoch=_epochs(fences, threads))
+    params["fenced"] = fenced_threads(fences)
     return True
 
 

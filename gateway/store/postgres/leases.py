@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from psycopg import errors
 
 from gateway.store.leases import DeadLease, Held, Taken
+from gateway.store.postgres.json_rows import Row, document
 from gateway.store.postgres.notify import CHANNEL
 
 log = logging.getLogger(__name__)
@@ -213,26 +214,34 @@ def _releasing(
 ) -> dict[str, object]:
     return {
         "node": node_id,
-        "threads": [thread for thread, _ in threads],
-        "notices": [notice for _, notice in threads],
-        "told": list(told),
+        "threads": document([_Released(thread, notice) for thread, notice in threads]),
+        "told": document(list(told)),
         "channel": CHANNEL,
     }
 
 
+class _Released(Row):
+    """A lease let go of, and the notice of its release (``_RELEASE``)."""
+
+    thread_id: str
+    notice: str | None = None
+
+
 # A row a lease let go of (its notice sent if it was wanted), then one a payload told. The
 # leases are locked in ``thread_id`` order, as the renewal locks them, so the two never
-# wait on each other in a circle. The arrays go in binary: as text psycopg would quote and
-# escape each element in Python.
+# wait on each other in a circle. The leases and the payloads go as JSON (``json_rows``):
+# as arrays psycopg would dump each element in Python.
 _RELEASE = (
-    "WITH released AS (DELETE FROM gateway_leases WHERE thread_id IN (SELECT thread_id"
-    " FROM gateway_leases WHERE holder = %(node)s AND thread_id = ANY(%(threads)b::text[])"
+    "WITH n AS (SELECT * FROM json_to_recordset(%(threads)s::json)"
+    " AS n (thread_id text, notice text)),"
+    " released AS (DELETE FROM gateway_leases WHERE thread_id IN (SELECT thread_id"
+    " FROM gateway_leases WHERE holder = %(node)s"
+    " AND thread_id = ANY(ARRAY(SELECT thread_id FROM n))"
     " ORDER BY thread_id FOR UPDATE) RETURNING thread_id, wanted)"
     " SELECT r.thread_id, CASE WHEN r.wanted THEN pg_notify(%(channel)s, n.notice) END"
-    " FROM released r JOIN unnest(%(threads)b::text[], %(notices)b::text[])"
-    " AS n (thread_id, notice) USING (thread_id)"
+    " FROM released r JOIN n USING (thread_id)"
     " UNION ALL SELECT NULL, pg_notify(%(channel)s, payload)"
-    " FROM unnest(%(told)b::text[]) AS payload"
+    " FROM json_array_elements_text(%(told)s::json) AS payload"
 )
 
 

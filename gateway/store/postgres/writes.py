@@ -21,7 +21,16 @@ import psycopg
 from gateway.store.codec import dump, load_state, merged_state, updated_state
 from gateway.store.leases import Fence
 from gateway.store.postgres.branches import move_branch as move_branch
-from gateway.store.postgres.fences import LEASES, current, fencing, outcomes, refused
+from gateway.store.postgres.fences import (
+    LEASES,
+    current,
+    epochs,
+    fenced_threads,
+    fencing,
+    outcomes,
+    refused,
+)
+from gateway.store.postgres.json_rows import Row, document
 from gateway.store.postgres.notify import CHANNEL, committed
 from gateway.store.postgres.open_calls import record_progress
 from gateway.store.postgres.reads import LOG_HEAD, USAGE, load_session, thread_owner
@@ -192,13 +201,11 @@ def append_event(db: psycopg.Connection, append: AppendEvent, fence: Fence | Non
         "title_source": TITLE_FIRST,
         "title_words": words_of(title) if title is not None else None,
         "title_seq": TITLE_SEQ,
-        "answers": list(progress.answers) if calls_inline else [],
-        "call_ids": call_ids if calls_inline else [],
-        "call_names": [name for _, name, _ in progress.calls] if calls_inline else [],
-        "call_long": [long for _, _, long in progress.calls] if calls_inline else [],
+        "answers": document(list(progress.answers) if calls_inline else []),
+        "calls": document([_Call(*call) for call in progress.calls] if calls_inline else []),
     }
     if fence is not None:
-        params.update(fenced=[fence.thread_id], epoch=fence.epoch)
+        params.update(fenced=fenced_threads([fence]), epoch=fence.epoch)
     row = db.execute(_APPEND_FENCED_EVENT if fence else _APPEND_EVENT, params).fetchone()
     if row is None:
         raise not_found(append.session_id)
@@ -215,6 +222,14 @@ def append_event(db: psycopg.Connection, append: AppendEvent, fence: Fence | Non
     if not calls_inline:
         record_progress(db, progress, pk, seq, invocation_seq)
     return cast(int, revision) + 1
+
+
+class _Call(Row):
+    """A call an event makes, opened by its append (``_append_event_sql``)."""
+
+    call_id: str
+    name: str
+    long_running: bool
 
 
 # An append in one statement (one round trip, where a read of the row and the append took
@@ -258,12 +273,12 @@ def _append_event_sql(fenced: bool) -> str:
         " WHERE untitled AND %(title_words)s::text IS NOT NULL"
         " ON CONFLICT (session_pk, seq) DO UPDATE SET words = excluded.words),"
         " answered AS (DELETE FROM open_calls WHERE session_pk IN (SELECT pk FROM fresh)"
-        " AND call_id = ANY(%(answers)s::text[])),"
+        " AND call_id IN (SELECT json_array_elements_text(%(answers)s::json))),"
         " called AS (INSERT INTO open_calls"
         " (session_pk, call_id, name, seq, invocation_seq, long_running)"
         " SELECT fresh.pk, c.call_id, c.name, fresh.seq, fresh.invocation_seq, c.long_running"
-        " FROM fresh, unnest(%(call_ids)s::text[], %(call_names)s::text[],"
-        " %(call_long)s::boolean[]) AS c (call_id, name, long_running)"
+        " FROM fresh, json_to_recordset(%(calls)s::json)"
+        " AS c (call_id text, name text, long_running boolean)"
         " ON CONFLICT (session_pk, call_id) DO UPDATE SET name = excluded.name,"
         " seq = excluded.seq, invocation_seq = excluded.invocation_seq,"
         " long_running = excluded.long_running),"
@@ -321,33 +336,56 @@ def save_streamed_texts(
     one statement, each thread's key found by the statement itself, and each under its
     fence (``fences``, None for none) checked by it too. Each save's outcome, in order:
     None, or the error of a thread that is not there, or ``FencedError``."""
+    threads = [save.session_id for save in saves]
     params: dict[str, object] = {
-        "save": list(range(len(saves))),
-        "app": [save.app_name for save in saves],
-        "user": [save.user_id for save in saves],
-        "thread": [save.session_id for save in saves],
-        "invocation": [save.invocation_id for save in saves],
-        "message": [save.message_id for save in saves],
-        "author": [save.author for save in saves],
-        "text": [save.text for save in saves],
-        "at": [save.update_time for save in saves],
+        "texts": document(
+            [
+                _Text(
+                    number,
+                    save.app_name,
+                    save.user_id,
+                    save.session_id,
+                    save.invocation_id,
+                    save.message_id,
+                    save.author,
+                    save.text,
+                    save.update_time,
+                    epoch,
+                )
+                for number, (save, epoch) in enumerate(
+                    zip(saves, epochs(fences, threads), strict=True)
+                )
+            ]
+        )
     }
-    fenced = fencing(params, fences, [save.session_id for save in saves])
+    fenced = fencing(params, fences)
     found = db.execute(
         _SAVE_FENCED_STREAMED_TEXTS if fenced else _SAVE_STREAMED_TEXTS, params
     ).fetchall()  # all: a statement that writes is over only once read to its end
-    return outcomes(found, fences, [(None, save.session_id) for save in saves])
+    return outcomes(found, fences, [(None, thread) for thread in threads])
+
+
+class _Text(Row):
+    """A streamed text's row (``_save_streamed_texts_sql``)."""
+
+    number: int
+    app_name: str
+    user_id: str
+    id: str
+    invocation_id: str
+    message_id: str
+    author: str
+    text: str
+    update_time: float
+    epoch: int | None = None
 
 
 def _save_streamed_texts_sql(fenced: bool) -> str:
     return (
         f"WITH {LEASES if fenced else ''}found AS (SELECT t.*, s.pk,"
-        f" {current(fenced, 't.epoch', 't.id')} AS current FROM unnest(%(save)s::int[],"
-        " %(app)s::text[], %(user)s::text[], %(thread)s::text[], %(invocation)s::text[],"
-        " %(message)s::text[], %(author)s::text[], %(text)s::text[], %(at)s::float8[]"
-        f"{', %(epoch)s::bigint[]' if fenced else ''}) AS t (number, app_name,"
-        f" user_id, id, invocation_id, message_id, author, text, update_time"
-        f"{', epoch' if fenced else ''})"
+        f" {current(fenced, 't.epoch', 't.id')} AS current FROM json_to_recordset(%(texts)s::json)"
+        " AS t (number int, app_name text, user_id text, id text, invocation_id text,"
+        " message_id text, author text, text text, update_time float8, epoch bigint)"
         " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
         " saved AS (INSERT INTO streamed_texts"
         " (session_pk, invocation_id, message_id, author, text, update_time)"
@@ -386,27 +424,36 @@ def append_frames_of(
     its holder (``notify``). Each write's outcome, in order: the
     number of its last frame, or the error of a thread that is not there, or
     ``FencedError``."""
-    frames = [(number, frame) for number, append in enumerate(appends) for frame in append.frames]
     last = {_thread_of(append): number for number, append in enumerate(appends)}
+    threads = [append.session_id for append in appends]
     params: dict[str, object] = {
-        "frame_of": [number for number, _ in frames],
-        "seq": [frame.seq for _, frame in frames],
-        "data": [frame.data for _, frame in frames],
-        "only_for": [frame.only_for for _, frame in frames],
-        "not_for": [frame.not_for for _, frame in frames],
-        "write": list(range(len(appends))),
-        "app": [append.app_name for append in appends],
-        "user": [append.user_id for append in appends],
-        "thread": [append.session_id for append in appends],
-        "notice": [
-            committed(append.session_id, append.frames[-1].seq)
-            if last[_thread_of(append)] == number
-            else None
-            for number, append in enumerate(appends)
-        ],
+        "writes": document(
+            [
+                _FramesWrite(
+                    number,
+                    append.app_name,
+                    append.user_id,
+                    append.session_id,
+                    committed(append.session_id, append.frames[-1].seq)
+                    if last[_thread_of(append)] == number
+                    else None,
+                    epoch,
+                )
+                for number, (append, epoch) in enumerate(
+                    zip(appends, epochs(fences, threads), strict=True)
+                )
+            ]
+        ),
+        "frames": document(
+            [
+                _Frame(number, frame.seq, frame.data, frame.only_for, frame.not_for)
+                for number, append in enumerate(appends)
+                for frame in append.frames
+            ]
+        ),
         "channel": CHANNEL,
     }
-    fenced = fencing(params, fences, [append.session_id for append in appends])
+    fenced = fencing(params, fences)
     found = db.execute(
         _APPEND_FENCED_FRAMES if fenced else _APPEND_FRAMES, params
     ).fetchall()  # all: a statement that writes is over only once read to its end
@@ -415,28 +462,49 @@ def append_frames_of(
     )
 
 
+class _FramesWrite(Row):
+    """A write's row of a statement of frames (``_append_frames_sql``): its thread, the
+    notice its frames are told with (its thread's last write's only), its fence's epoch."""
+
+    number: int
+    app_name: str
+    user_id: str
+    id: str
+    notice: str | None = None
+    epoch: int | None = None
+
+
+class _Frame(Row):
+    """A frame's row, with its write's number (``_append_frames_sql``)."""
+
+    number: int
+    seq: int
+    data: bytes
+    only_for: str | None = None
+    not_for: str | None = None
+
+
 def _thread_of(append: AppendFrames) -> tuple[str, str, str]:
     return append.app_name, append.user_id, append.session_id
 
 
 # Each part of a WITH runs once, whether read or not: the threads found (with their key),
 # their frames added (a fenced write's only while current), then one row a thread found,
-# and its notice if current (``_TOLD``). The frames' data go in
-# binary (``%b``), copied as they are: in text, each is written out in hex and quoted as
-# an array element, which made the statement ~40% dearer to send for frames of 150 bytes.
+# and its notice if current (``_TOLD``). The writes and the frames come as rows of JSON
+# (``json_rows``), the frames' data in base64: as arrays, psycopg dumped each element in
+# Python (and in text, wrote bytes out in hex).
 def _append_frames_sql(fenced: bool) -> str:
     return (
-        f"WITH {LEASES + _NODES if fenced else ''}w AS (SELECT * FROM unnest(%(write)s::int[],"
-        " %(app)s::text[], %(user)s::text[], %(thread)s::text[], %(notice)s::text[]"
-        f"{', %(epoch)s::bigint[]' if fenced else ''}) AS w (number, app_name, user_id, id,"
-        f" notice{', epoch' if fenced else ''})),"
+        f"WITH {LEASES + _NODES if fenced else ''}w AS (SELECT * FROM"
+        " json_to_recordset(%(writes)s::json) AS w (number int, app_name text, user_id text,"
+        " id text, notice text, epoch bigint)),"
         f" found AS (SELECT w.number, w.notice, s.pk{', w.id, w.epoch' if fenced else ''},"
         f" {current(fenced, 'w.epoch', 'w.id')} AS current FROM w JOIN sessions s"
         " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
         " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
-        " SELECT found.pk, f.seq, f.data, f.only_for, f.not_for FROM found"
-        " JOIN unnest(%(frame_of)s::int[], %(seq)s::bigint[], %(data)b::bytea[],"
-        " %(only_for)s::text[], %(not_for)s::text[]) AS f (number, seq, data, only_for, not_for)"
+        " SELECT found.pk, f.seq, decode(f.data, 'base64'), f.only_for, f.not_for FROM found"
+        " JOIN json_to_recordset(%(frames)s::json)"
+        " AS f (number int, seq bigint, data text, only_for text, not_for text)"
         " ON f.number = found.number WHERE found.current)"
         " SELECT number, current, CASE WHEN current AND notice IS NOT NULL"
         f" THEN {_TOLD_UNDER_LEASE if fenced else _TOLD} END FROM found"
@@ -489,13 +557,14 @@ def trim_frames_of(
         smallest[log] = min(trim.max_bytes, smallest.get(log, trim.max_bytes))
     logs = list(smallest)
     params: dict[str, object] = {
-        "log": list(range(len(logs))),
-        "app": [app for app, _, _, _ in logs],
-        "user": [user for _, user, _, _ in logs],
-        "id": [thread for _, _, thread, _ in logs],
-        "max": list(smallest.values()),
+        "logs": document(
+            [
+                _Trim(number, app, user, thread, most, fence.epoch if fence else None)
+                for number, ((app, user, thread, fence), most) in enumerate(smallest.items())
+            ]
+        )
     }
-    if not fencing(params, [fence for *_, fence in logs], [log[2] for log in logs]):
+    if not fencing(params, [fence for *_, fence in logs]):
         db.execute(_TRIM_FRAMES, params)
         return [None] * len(trims)
     stale = {logs[number] for (number,) in db.execute(_TRIM_FENCED_FRAMES, params).fetchall()}
@@ -505,6 +574,17 @@ def trim_frames_of(
     ]
 
 
+class _Trim(Row):
+    """A log's row of a statement of trims (``_trim_frames_sql``)."""
+
+    log: int
+    app_name: str
+    user_id: str
+    id: str
+    max: int
+    epoch: int | None = None
+
+
 # Each log keeps its newest frames that fit its bytes, and its newest one whatever its
 # size (none fits: the first kept is the newest), so the log always knows its head; a
 # thread that is not there, or a log with no frames, loses nothing, nor does one whose
@@ -512,10 +592,9 @@ def trim_frames_of(
 def _trim_frames_sql(fenced: bool) -> str:
     return (
         f"WITH {LEASES if fenced else ''}t AS (SELECT t.log, s.pk, t.max,"
-        f" {current(fenced, 't.epoch', 't.id')} AS current FROM unnest(%(log)s::int[],"
-        " %(app)s::text[], %(user)s::text[], %(id)s::text[], %(max)s::bigint[]"
-        f"{', %(epoch)s::bigint[]' if fenced else ''}) AS t (log, app_name, user_id, id, max"
-        f"{', epoch' if fenced else ''})"
+        f" {current(fenced, 't.epoch', 't.id')} AS current"
+        " FROM json_to_recordset(%(logs)s::json) AS t (log int, app_name text, user_id text,"
+        " id text, max bigint, epoch bigint)"
         " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
         " kept AS (SELECT t.pk, COALESCE((SELECT MIN(seq) FROM (SELECT seq,"
         " SUM(octet_length(data)) OVER (ORDER BY seq DESC) AS bytes FROM frames"
