@@ -364,10 +364,12 @@ async def test_a_process_that_leaves_hands_its_threads_to_the_others_at_once(url
 
 
 async def _kill_backends(url: str, cluster: PostgresCluster) -> None:
-    """Ends every backend of ``cluster``'s connections, as the death of its process does."""
+    """Ends every backend of ``cluster``'s connections, as the death of its process does,
+    and waits until they are gone: signalled only, a backend may still be in
+    ``pg_stat_activity`` for the next statement, which takes its process for alive."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
             " WHERE pid IN (SELECT pid FROM gateway_nodes WHERE node_id = %s)",
             (cluster.node_id,),
         )
