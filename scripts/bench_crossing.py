@@ -49,6 +49,8 @@ class Story:
         self.appends: list[bytes] = []
         self.chunks: list[bytes] = []
         self.sessions: list[Session] = []
+        # How many of each session's events its worker kept (``gateway.adk.workers.kept``).
+        self.kept: list[int] = []
 
 
 async def recorded_story() -> Story:
@@ -67,9 +69,10 @@ async def recorded_story() -> Story:
         story.chunks.append(dump(event).encode())
         return event
 
-    def handed(session: Session) -> bytes:
+    def handed(session: Session, after: int = 0) -> bytes:
         story.sessions.append(session)
-        return hand(session)
+        story.kept.append(after)
+        return hand(session, after)
 
     pool.parse_event, start.session_json = parsed, handed  # type: ignore[assignment]
     pool.rebuilt = made  # type: ignore[assignment]
