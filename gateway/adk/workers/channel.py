@@ -155,8 +155,8 @@ class Channel(Generic[M]):
             return None
         self._at = end
         try:
-            with memoryview(read) as view, view[at + _LENGTH : end] as body:
-                message = self._decoder.decode(body)
+            # A copy of the frame (a memcpy): a view of it would pin the buffer's size.
+            message = self._decoder.decode(read[at + _LENGTH : end])
         except msgspec.DecodeError as error:
             raise ChannelClosed(f"not a message: {error}") from None
         if self.counts is not None:
