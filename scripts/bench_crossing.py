@@ -49,8 +49,10 @@ class Story:
         self.appends: list[bytes] = []
         self.chunks: list[bytes] = []
         self.sessions: list[Session] = []
-        # How many of each session's events its worker kept (``gateway.adk.workers.kept``).
+        # How many of each session's events its worker kept (``gateway.adk.workers.kept``),
+        # and how many it had when it was handed (the hub's session grows with the run).
         self.kept: list[int] = []
+        self.handed: list[int] = []
 
 
 async def recorded_story() -> Story:
@@ -72,6 +74,7 @@ async def recorded_story() -> Story:
     def handed(session: Session, after: int = 0) -> bytes:
         story.sessions.append(session)
         story.kept.append(after)
+        story.handed.append(len(session.events))
         return hand(session, after)
 
     pool.parse_event, start.session_json = parsed, handed  # type: ignore[assignment]
