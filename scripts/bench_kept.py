@@ -20,19 +20,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import time
 import tracemalloc
-from collections.abc import Callable
 
 from google.adk.events import Event
 from google.adk.sessions import Session
 
 from gateway.store.adk_json import parse_session
 from gateway.store.session_json import session_json
+from scripts.bench_chunks import timed  # a story's work, averaged over 200 passes
 from scripts.bench_crossing import Story, recorded_story
-
-# A story's sessions crossed this many times a round: enough that a timer's tick is nothing.
-REPEATS = 200
 
 
 def sent(sessions: list[tuple[Session, int]]) -> list[bytes]:
@@ -62,14 +58,6 @@ def held_kib(story: Story) -> float:
     tracemalloc.stop()
     assert events
     return size / 1024
-
-
-def timed(work: Callable[[], object]) -> float:
-    """Seconds of one story's sessions crossing, averaged over ``REPEATS`` passes."""
-    started = time.perf_counter()
-    for _ in range(REPEATS):
-        work()
-    return (time.perf_counter() - started) / REPEATS
 
 
 def main() -> int:

@@ -35,9 +35,10 @@ from google.adk.events import Event
 __all__ = ["KEPT_SESSIONS", "Account", "Kept", "kept_ids", "kept_prefix"]
 
 # Threads whose session a worker keeps (and the main process accounts for, per worker).
-# At 200 paced users a worker ends ~50 runs a second, and a story's reply starts a few
-# hundred milliseconds after its first run ends.
-KEPT_SESSIONS = 256
+# At 200 paced users a worker keeps ~50 first runs' sessions a second, and a story's reply
+# starts a few hundred milliseconds after its first run ends; a flagship session after its
+# reply is ~39 KiB of objects (``scripts/bench_kept.py``): at most ~5 MiB a worker.
+KEPT_SESSIONS = 128
 
 V = TypeVar("V")
 
