@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from typing import Any, cast
 
 import pytest
 from google.adk.events import Event as AdkEvent
@@ -15,9 +16,11 @@ from google.adk.sessions import Session
 from google.genai import types
 
 from gateway.adk.workers import WorkerLost, WorkerPool
+from gateway.adk.workers import worker as worker_module
 from gateway.adk.workers.kept import Account, Kept, kept_ids, kept_prefix
 from gateway.adk.workers.messages import Failed, Finished, Start, Unkept
 from gateway.adk.workers.pool import RemoteFailure, WorkerRun
+from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.store.adk_json import parse_session
 from tests.adk.workers.test_pipe_faults import WAIT, ScriptedWorker, pool_of_one
 from tests.support.budgets import eventually
@@ -193,3 +196,45 @@ async def test_a_worker_whose_process_ended_gets_no_run_and_no_waitpid_is_made(
         await eventually(lambda: not pool._ready_workers(), 5.0, what="the end was not seen")
         with pytest.raises(WorkerLost):
             await anext(pool.run(order(session_of([]), "r-3"), None))
+
+
+class Sent:
+    """A worker's channel that records what it sends."""
+
+    def __init__(self) -> None:
+        self.messages: list[object] = []
+
+    def send(self, message: object, *, now: bool = False) -> None:
+        self.messages.append(message)
+
+
+def test_a_worker_that_does_not_keep_what_a_start_names_says_so_and_starts_nothing() -> None:
+    channel = Sent()
+    runs = worker_module._Runs(
+        cast(Any, channel), cast(Any, None), cast(Any, None), RemoteSessions(), None, None, 0.0
+    )
+    one, two = said("하나"), said("둘")
+    head = Session(app_name="app", user_id="u", id="t-1").model_dump_json().encode()
+
+    def start(run: int, kept: int, last: str | None) -> Start:
+        return Start(
+            run,
+            "u",
+            "t-1",
+            head,
+            None,
+            None,
+            None,
+            {"runId": f"r-{run}"},
+            [],
+            None,
+            None,
+            kept=kept,
+            kept_last=last,
+        )
+
+    runs.handle(start(1, 2, two.id))  # nothing kept here
+    runs.kept.keep(("u", "t-1"), [one, two])
+    runs.handle(start(2, 2, one.id))  # not the copy it keeps
+    assert channel.messages == [Unkept(1), Unkept(2)] and runs.tasks == {}
+    assert len(runs.kept) == 0  # each Start took the thread's entry
