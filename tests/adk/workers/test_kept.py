@@ -16,6 +16,7 @@ from google.adk.sessions import Session
 from google.genai import types
 
 from gateway.adk.workers import WorkerLost, WorkerPool
+from gateway.adk.workers import pool as pool_module
 from gateway.adk.workers import worker as worker_module
 from gateway.adk.workers.kept import Account, Kept, kept_ids, kept_prefix
 from gateway.adk.workers.messages import Failed, Finished, Start, Unkept
@@ -238,3 +239,35 @@ def test_a_worker_that_does_not_keep_what_a_start_names_says_so_and_starts_nothi
     runs.handle(start(2, 2, one.id))  # not the copy it keeps
     assert channel.messages == [Unkept(1), Unkept(2)] and runs.tasks == {}
     assert len(runs.kept) == 0  # each Start took the thread's entry
+
+
+async def test_a_threads_next_run_goes_to_the_worker_keeping_it_unless_it_is_much_busier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workers: list[ScriptedWorker] = []
+
+    def spawn(path: str, index: int) -> ScriptedWorker:
+        workers.append(ScriptedWorker())
+        return workers[-1](path, index)
+
+    pool = WorkerPool(2, spawn, cast(Any, None))
+    await asyncio.wait_for(pool.start(), WAIT)
+    try:
+        first, second = workers
+        session = session_of([said("하나")])
+        events, start, ended = await sent(pool, first, session, "r-1")  # a tie: the first
+        await finished(first, events, ended, ended_keeping(start, session))
+        # Another thread's run makes the first worker the busier: the thread's next run
+        # still goes to it, which keeps the thread's session.
+        other, other_start, other_ended = await sent(pool, first, session_of([], "t-2"), "o-1")
+        events, start, ended = await sent(pool, first, session, "r-2")
+        assert start.kept == 1
+        await finished(first, events, ended, ended_keeping(start, session))
+        # Busier by more than KEEPING_SLACK: the least busy takes it, whole.
+        monkeypatch.setattr(pool_module, "KEEPING_SLACK", 0)
+        events, start, ended = await sent(pool, second, session, "r-3")
+        assert start.kept == 0
+        await finished(second, events, ended, Finished(start.run))
+        await finished(first, other, other_ended, Finished(other_start.run))
+    finally:
+        await pool.close()
