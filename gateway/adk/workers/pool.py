@@ -203,8 +203,7 @@ class _Worker:
     # Started on demand or in place of a dead one: what watches it until its Hello
     # (``WorkerPool._watch_start``).
     watch: asyncio.Task[None] | None = None
-    # Its process has ended (its sentinel read by the loop, ``watch_exit``): no run goes
-    # to it, though the end of its pipe may not be read yet. ``unwatch`` stops watching.
+    # Its process has ended (``watch_exit``): no run goes to it, its pipe's end read or not.
     exited: bool = False
     unwatch: Callable[[], None] | None = None
     # The threads whose session the worker keeps (``gateway.adk.workers.kept``).
@@ -521,11 +520,8 @@ class WorkerPool:
 
     def _ready_workers(self) -> list[_Worker]:
         """The workers that said Hello and still live: one killed a moment ago may not have
-        had the end of its pipe read yet, and a run sent to it would be lost with it. Its
-        sentinel is watched by the loop (``watch_exit``), which reads it in the same turn
-        as the pipe's end, before any run that came after the death is placed: a flag, not
-        a ``waitpid`` a worker each time a run is placed (``is_alive``: 1.0-1.5% of the
-        main process's thread at 200 paced users, py-spy)."""
+        had its pipe's end read yet (a run sent to it would be lost), but its sentinel, read
+        in the same turn, set ``exited`` (``watch_exit``): a flag, not a ``waitpid`` each."""
         return [
             worker
             for worker in self._workers.values()
