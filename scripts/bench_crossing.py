@@ -49,6 +49,10 @@ class Story:
         self.appends: list[bytes] = []
         self.chunks: list[bytes] = []
         self.sessions: list[Session] = []
+        # How many of each session's events its worker kept (``gateway.adk.workers.kept``),
+        # and how many it had when it was handed (the hub's session grows with the run).
+        self.kept: list[int] = []
+        self.handed: list[int] = []
 
 
 async def recorded_story() -> Story:
@@ -67,9 +71,11 @@ async def recorded_story() -> Story:
         story.chunks.append(dump(event).encode())
         return event
 
-    def handed(session: Session) -> bytes:
+    def handed(session: Session, after: int = 0) -> bytes:
         story.sessions.append(session)
-        return hand(session)
+        story.kept.append(after)
+        story.handed.append(len(session.events))
+        return hand(session, after)
 
     pool.parse_event, start.session_json = parsed, handed  # type: ignore[assignment]
     pool.rebuilt = made  # type: ignore[assignment]

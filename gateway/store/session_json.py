@@ -54,19 +54,25 @@ def remember(session: Session, texts: Sequence[str]) -> None:
     _kept[key] = _Texts(weakref.ref(session, gone), list(session.events), list(texts))
 
 
-def session_json(session: Session) -> bytes:
+def session_json(session: Session, after: int = 0) -> bytes:
     """``session.model_dump_json(exclude_none=True, by_alias=True)``, parsed the same,
-    with the texts of the events it was read with rather than their dumps."""
+    with the texts of the events it was read with rather than their dumps; ``after``: the
+    events before that index left out (the worker the run goes to holds them:
+    ``gateway.adk.workers.kept``)."""
     kept = _kept.get(id(session))
     events = session.events
     if kept is None or kept.session() is not session or not _begins_with(events, kept.events):
-        return session.model_dump_json(exclude_none=True, by_alias=True).encode()
+        if not after:
+            return session.model_dump_json(exclude_none=True, by_alias=True).encode()
+        texts: list[str] = []
+    else:
+        texts = kept.texts
     head = session.model_dump_json(exclude={"events"}, exclude_none=True, by_alias=True)
     later = [
         event.model_dump_json(exclude_none=True, by_alias=True)
-        for event in events[len(kept.events) :]
+        for event in events[max(after, len(texts)) :]
     ]
-    listed = ",".join(kept.texts + later)
+    listed = ",".join(texts[after:] + later)
     # The head is an object with the session's ids in it: never empty.
     return f'{head[:-1]},"events":[{listed}]}}'.encode()
 

@@ -45,9 +45,9 @@ def reformatted(path: str) -> list[str]:
         return [data for (data,) in db.execute("SELECT data FROM events ORDER BY seq")]
 
 
-async def stored_thread(store: SessionService) -> Session:
+async def stored_thread(store: SessionService, thread: str = "t") -> Session:
     session = await store.create_session(
-        app_name=APP, user_id="u", session_id="t", state={"screen": "MNU-1000"}
+        app_name=APP, user_id="u", session_id=thread, state={"screen": "MNU-1000"}
     )
     for event in kinds_of_events():
         await store.append_event(session, event)
@@ -114,3 +114,27 @@ async def test_a_store_no_worker_pool_asked_keeps_no_texts(store: SessionService
     session = await loaded(store)
     assert len(session_json._kept) == kept
     assert session_json.session_json(session) == as_adk_dumps(session)
+
+
+async def test_a_session_after_the_events_its_worker_kept_holds_only_the_later_ones(
+    store: SessionService,
+) -> None:
+    """``after``: the events a worker kept are left out (``gateway.adk.workers.kept``); the
+    head is the session's as it is, and the rest the same texts, or dumps."""
+    await stored_thread(store)
+    texts = reformatted(store.path)
+    session = await loaded(store)
+    reply = agent_says("이동했습니다")
+    await store.append_event(session, reply)
+    later = reply.model_dump_json(exclude_none=True, by_alias=True)
+    whole = parse_session(as_adk_dumps(session))
+    for after in (1, len(texts), len(texts) + 1):
+        handed = session_json.session_json(session, after)
+        assert f'"events":[{",".join([*texts, later][after:])}]'.encode() in handed
+        part = parse_session(handed)
+        assert part.events == whole.events[after:]
+        assert part.model_copy(update={"events": whole.events}) == whole
+    # Not read from rows: the later events are dumped.
+    made = await stored_thread(store, "t-2")
+    handed = parse_session(session_json.session_json(made, 2))
+    assert handed.events == parse_session(as_adk_dumps(made)).events[2:]

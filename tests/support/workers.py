@@ -19,9 +19,10 @@ def pool_of(gateway: RunningGateway) -> WorkerPool:
 
 
 def killed(pids: Iterable[int]) -> None:
-    """SIGKILLs the workers and returns once each is dead, not yet reaped: the pool, which
-    checks ``is_alive`` as it picks a worker, hands no run to one of them from then on.
-    Without the wait a run could go to one whose signal was not yet delivered."""
+    """SIGKILLs the workers and returns once each is dead, not yet reaped: the pool, whose
+    loop reads each worker's sentinel (``processes.watch_exit``) before it places a run
+    that comes after, hands no run to one of them from then on. Without the wait a run
+    could go to one whose signal was not yet delivered."""
     pids = list(pids)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)

@@ -35,6 +35,8 @@ M = TypeVar("M")
 _LENGTH = 4
 # The largest frame either side accepts: a session with its window of events fits.
 MAX_FRAME = 256 * 1024 * 1024
+# The most bytes one read of the pipe takes (a socket's buffer holds about this much).
+_READ = 256 * 1024
 
 
 class ChannelClosed(Exception):
@@ -86,6 +88,9 @@ class Channel(Generic[M]):
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder: msgspec.msgpack.Decoder[M] = msgspec.msgpack.Decoder(incoming)
         self._queued: list[bytes] = []
+        # What was read and not yet taken, from ``_at`` on.
+        self._read = bytearray()
+        self._at = 0
         # A flush is due in the turn's first callbacks (``first_turn``): one is enough.
         self._flush_first = False
 
@@ -121,16 +126,37 @@ class Channel(Generic[M]):
             raise ChannelClosed(str(error)) from None
 
     async def receive(self) -> M:
+        """The next message: taken from what was read already if it holds a whole frame,
+        else after reading all the pipe has (one read for the frames a turn of the peer
+        wrote, not two waits a frame)."""
+        while (message := self._next()) is None:
+            try:
+                read = await self.reader.read(_READ)
+            except ConnectionError as error:
+                raise ChannelClosed(str(error) or "the peer closed the pipe") from None
+            if not read:
+                raise ChannelClosed("the peer closed the pipe")
+            if self._at:  # what was taken goes before more is added
+                del self._read[: self._at]
+                self._at = 0
+            self._read += read
+        return message
+
+    def _next(self) -> M | None:
+        """The message of the next whole frame read, if there is one."""
+        at, read = self._at, self._read
+        if len(read) - at < _LENGTH:
+            return None
+        length = int.from_bytes(read[at : at + _LENGTH], "big")
+        if length > MAX_FRAME:
+            raise ChannelClosed(f"a frame of {length} bytes")
+        end = at + _LENGTH + length
+        if len(read) < end:
+            return None
+        self._at = end
         try:
-            head = await self.reader.readexactly(_LENGTH)
-            length = int.from_bytes(head, "big")
-            if length > MAX_FRAME:
-                raise ChannelClosed(f"a frame of {length} bytes")
-            body = await self.reader.readexactly(length)
-        except (asyncio.IncompleteReadError, ConnectionError) as error:
-            raise ChannelClosed(str(error) or "the peer closed the pipe") from None
-        try:
-            message = self._decoder.decode(body)
+            # A copy of the frame (a memcpy): a view of it would pin the buffer's size.
+            message = self._decoder.decode(read[at + _LENGTH : end])
         except msgspec.DecodeError as error:
             raise ChannelClosed(f"not a message: {error}") from None
         if self.counts is not None:

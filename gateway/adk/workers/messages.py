@@ -11,7 +11,8 @@ run's events. Worker to main process: ``Hello`` once, then per run its ``Append`
 non-partial event to store before ADK goes on), ``ReadSurfaces`` when a tool returns A2UI
 operations, ``Yielded`` events (what the runner yields, in order; a streamed chunk like the
 one before it as ``Streamed``, its text), ``Stalled`` if its model
-goes quiet, and one ``Finished`` or ``Failed``, always last; and, outside any run, what
+goes quiet, and one ``Finished`` or ``Failed``, always last (or, first and alone, ``Unkept``:
+the run's Start is wanted whole); and, outside any run, what
 its plugins record for the main process's audit log and metrics (``Recorded``).
 """
 
@@ -46,6 +47,7 @@ __all__ = [
     "SurfacesRead",
     "TokensUsed",
     "ToolDeclaration",
+    "Unkept",
     "Yielded",
 ]
 
@@ -77,6 +79,11 @@ class Start(msgspec.Struct, tag=True, frozen=True):
     # The main process stores the run's input ahead of its commit (``SessionService.input_ahead``):
     # the worker goes on without waiting for its answer (``remote_session``).
     input_ahead: bool = False
+    # The session's first ``kept`` events, the last ``kept_last``, are the ones the worker
+    # kept of the thread's last run there: ``session`` holds only the events after them
+    # (``gateway.adk.workers.kept``). 0: the whole session.
+    kept: int = 0
+    kept_last: str | None = None
 
 
 class Cancel(msgspec.Struct, tag=True, frozen=True):
@@ -192,11 +199,22 @@ class TokensUsed(msgspec.Struct, tag=True, frozen=True):
 
 
 class Finished(msgspec.Struct, tag=True, frozen=True):
-    """The invocation ended; what the worker's plugins counted of it."""
+    """The invocation ended; what the worker's plugins counted of it, and the session the
+    worker keeps of the thread: ``kept`` events, the last ``kept_last``
+    (``gateway.adk.workers.kept``)."""
 
     run: int
     usage: list[p.TokenUsage] | None = None
     failure: tuple[str, str, str, str] | None = None  # code, sentence, detail, model
+    kept: int = 0
+    kept_last: str | None = None
+
+
+class Unkept(msgspec.Struct, tag=True, frozen=True):
+    """The run's ``Start`` named events of the thread this worker does not keep: the main
+    process sends it again with the whole session (``gateway.adk.workers.kept``)."""
+
+    run: int
 
 
 class Failed(msgspec.Struct, tag=True, frozen=True):
@@ -214,5 +232,14 @@ FromMain = Start | Cancel | Stop | Appended | SurfacesRead | Credit
 # What a worker's plugins record for the main process's audit log and metrics.
 Recorded = Audited | CallSent | ModelCalled | TokensUsed
 FromWorker = (
-    Hello | Append | ReadSurfaces | Yielded | Streamed | Stalled | Finished | Failed | Recorded
+    Hello
+    | Append
+    | ReadSurfaces
+    | Yielded
+    | Streamed
+    | Stalled
+    | Finished
+    | Failed
+    | Unkept
+    | Recorded
 )

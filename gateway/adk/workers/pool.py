@@ -41,8 +41,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
@@ -55,6 +57,7 @@ from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameToo
 from gateway.adk.workers.chunks import rebuilt
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.demand import LOCAL_RUNS, place
+from gateway.adk.workers.kept import Account
 from gateway.adk.workers.messages import (
     Append,
     Appended,
@@ -69,12 +72,17 @@ from gateway.adk.workers.messages import (
     ModelCalled,
     ReadSurfaces,
     Stalled,
+    Start,
     Stop,
     Streamed,
     SurfacesRead,
     TokensUsed,
+    Unkept,
     Yielded,
 )
+from gateway.adk.workers.processes import Spawn, WorkerProcess, watch_exit
+from gateway.adk.workers.processes import end as _end
+from gateway.adk.workers.processes import exit_of as _exit_of
 from gateway.adk.workers.start import start_of
 from gateway.audit.plugin import ToolCallLog
 from gateway.audit.records import AuditRecord
@@ -82,12 +90,21 @@ from gateway.metrics import OFF, Metrics
 from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.store.adk_json import parse_event
+from gateway.store.session_json import session_json
 from gateway.tools.client import ClientTool
 
 if TYPE_CHECKING:
     from gateway.store import SessionService
 
-__all__ = ["RemoteFailure", "WorkerLost", "WorkerPool", "WorkerRun", "WorkersNotStarted"]
+__all__ = [
+    "RemoteFailure",
+    "Spawn",
+    "WorkerLost",
+    "WorkerPool",
+    "WorkerProcess",
+    "WorkerRun",
+    "WorkersNotStarted",
+]
 
 log = logging.getLogger(__name__)
 
@@ -98,32 +115,9 @@ START_SECONDS = 120.0
 START_ATTEMPTS = 3
 # Finished runs' usage and model failures kept for the hub to take, newest last.
 KEPT_ENDINGS = 10_000
-
-
-class WorkerProcess(Protocol):
-    """What the pool needs of a started process (``multiprocessing.Process`` is one)."""
-
-    @property
-    def pid(self) -> int | None: ...
-
-    @property
-    def sentinel(self) -> int:
-        """A descriptor that becomes readable when the process ends."""
-        ...
-
-    @property
-    def exitcode(self) -> int | None:
-        """None while it runs (or before it is reaped)."""
-        ...
-
-    def is_alive(self) -> bool: ...
-    def terminate(self) -> None: ...
-    def kill(self) -> None: ...
-    def join(self, timeout: float | None = None) -> None: ...
-
-
-# Starts worker ``index`` connecting to the socket at ``path``.
-Spawn = Callable[[str, int], WorkerProcess]
+# Runs more than the least busy worker's that the worker keeping a thread's session may
+# have and still take the thread's next run (``WorkerPool._keeping``).
+KEEPING_SLACK = 2
 
 
 class WorkerLost(p.GatewayError):
@@ -190,6 +184,9 @@ class _Stream:
     chunk: AdkEvent | None = None
     # Whether the worker sent an event of the run yet (its first is marked: ``timeline``).
     yielded: bool = False
+    # The run's Start, while it lacks the events its worker keeps: sent again whole if the
+    # worker does not keep them after all (``Unkept``).
+    start: Start | None = None
     # The hub's context of the run (its span, its log ids), which its appends are stored
     # in, as ADK's own appends are in process: each commit is an event on the run's span.
     context: contextvars.Context = dataclasses.field(default_factory=contextvars.copy_context)
@@ -206,6 +203,11 @@ class _Worker:
     # Started on demand or in place of a dead one: what watches it until its Hello
     # (``WorkerPool._watch_start``).
     watch: asyncio.Task[None] | None = None
+    # Its process has ended (``watch_exit``): no run goes to it, its pipe's end read or not.
+    exited: bool = False
+    unwatch: Callable[[], None] | None = None
+    # The threads whose session the worker keeps (``gateway.adk.workers.kept``).
+    kept: Account = dataclasses.field(default_factory=Account)
 
 
 class WorkerPool:
@@ -352,8 +354,9 @@ class WorkerPool:
     async def run(
         self, order: WorkerRun, abort_signal: asyncio.Event | None
     ) -> AsyncGenerator[AdkEvent, None]:
-        """The invocation's events, run in the least busy worker."""
-        worker = await self._least_busy()
+        """The invocation's events, run in the least busy worker (or in the one that keeps
+        the thread's session, if it is nearly as idle: ``_keeping``)."""
+        worker = self._keeping(order, await self._least_busy())
         number = next(self._runs)
         stream = worker.runs[number] = _Stream(
             str(order.metadata.get("runId")), order.session, order.read_surfaces
@@ -365,7 +368,16 @@ class WorkerPool:
         taken = Taken()
         try:
             timeline.mark("start_sent", stream.run_id)
-            channel.send(start_of(number, order), now=True)  # the run waits on nothing else
+            # What the worker keeps of the thread is taken by this Start, whole or not.
+            thread = (order.user_id, order.thread_id)
+            kept = worker.kept.started(number, thread, order.session.events)
+            start = start_of(number, order, kept)
+            stream.start = start if kept else None
+            try:
+                channel.send(start, now=True)  # the run waits on nothing else
+            except FrameTooLarge:
+                worker.kept.ended(number)  # never sent: no end of it comes
+                raise
             while True:
                 item = await stream.queue.get()
                 if stream.store_error is not None and (isinstance(item, AdkEvent) or item is _END):
@@ -508,12 +520,26 @@ class WorkerPool:
 
     def _ready_workers(self) -> list[_Worker]:
         """The workers that said Hello and still live: one killed a moment ago may not have
-        had the end of its pipe read yet, and a run sent to it would be lost with it."""
+        had its pipe's end read yet (a run sent to it would be lost), but its sentinel, read
+        in the same turn, set ``exited`` (``watch_exit``): a flag, not a ``waitpid`` each."""
         return [
             worker
             for worker in self._workers.values()
-            if worker.channel is not None and worker.process.is_alive()
+            if worker.channel is not None and not worker.exited
         ]
+
+    def _keeping(self, order: WorkerRun, least_busy: _Worker) -> _Worker:
+        """A worker that keeps the thread's session (``gateway.adk.workers.kept``), if it
+        is ready and has at most ``KEEPING_SLACK`` runs more than ``least_busy``: its Start
+        then leaves those events out, and the worker parses none of them again."""
+        thread = (order.user_id, order.thread_id)
+        if least_busy.kept.holds(thread):
+            return least_busy
+        most = len(least_busy.runs) + KEEPING_SLACK
+        for worker in self._ready_workers():
+            if worker.kept.holds(thread) and len(worker.runs) <= most:
+                return worker
+        return least_busy
 
     async def _least_busy(self) -> _Worker:
         """The ready worker with the fewest runs; when none is (all died at once), the
@@ -542,6 +568,7 @@ class WorkerPool:
         assert isinstance(hello, Hello)
         worker = self._workers[hello.index]
         worker.channel = channel
+        worker.unwatch = watch_exit(worker.process, partial(setattr, worker, "exited", True))
         worker.reader = asyncio.current_task()
         ready = self._ready[worker.index]
         if not ready.done():
@@ -603,12 +630,23 @@ class WorkerPool:
                     if not stalled.done():
                         stalled.set_result(Stall(message.model, message.seconds))
             case Finished():
-                if (stream := worker.runs.get(message.run)) is not None:
+                stream = worker.runs.get(message.run)
+                trusted = stream is not None and stream.store_error is None
+                worker.kept.finished(
+                    message.run,
+                    message.kept,
+                    message.kept_last,
+                    stream.session.events if stream is not None and trusted else None,
+                )
+                if stream is not None:
                     self._keep_ending(stream, message)
                     stream.queue.put_nowait(_END)
             case Failed():
+                worker.kept.ended(message.run)  # the worker keeps nothing of it
                 if (stream := worker.runs.get(message.run)) is not None:
                     stream.queue.put_nowait(message)
+            case Unkept():
+                self._unkept(worker, message)
             case Audited():
                 if self.audit is not None:
                     self.audit.record(AuditRecord.from_row(tuple(message.row)))
@@ -692,6 +730,23 @@ class WorkerPool:
         with contextlib.suppress(ChannelClosed):
             channel.send(Appended(append.run, append.call, error))
 
+    def _unkept(self, worker: _Worker, unkept: Unkept) -> None:
+        """The worker did not keep what the run's Start left out: the Start again, whole."""
+        log.info("worker %d did not keep a thread's session; sent whole", worker.index)
+        stream = worker.runs.get(unkept.run)
+        if stream is None or stream.start is None:
+            worker.kept.ended(unkept.run)  # not started there: no end of it comes
+        if stream is None:  # let go of already
+            return
+        if stream.start is None:  # taken as any other faulted message
+            raise ValueError("a run's Start said unkept, and it left nothing out")
+        whole = msgspec.structs.replace(
+            stream.start, session=session_json(stream.session), kept=0, kept_last=None
+        )
+        stream.start = None
+        assert worker.channel is not None
+        worker.channel.send(whole, now=True)
+
     def _keep_ending(self, stream: _Stream, finished: Finished) -> None:
         """Keeps what the worker's plugins counted of the run for ``take_usage`` and
         ``take_failure``, by the hub's run id."""
@@ -710,6 +765,8 @@ class WorkerPool:
             stream.queue.put_nowait(WorkerLost())
         worker.runs.clear()
         worker.channel = None
+        if worker.unwatch is not None:
+            worker.unwatch()
         if self._closing:
             return
         pid = worker.process.pid
@@ -749,27 +806,3 @@ def _refusal(hello: FromWorker, workers: Mapping[int, _Worker]) -> str | None:
     if hello.pid != worker.process.pid:
         return f"{said}, which was started as pid {worker.process.pid}"
     return None
-
-
-def _exit_of(process: WorkerProcess) -> asyncio.Future[None]:
-    """Done once ``process`` has ended (its sentinel is readable); cancel it to stop
-    watching."""
-    loop = asyncio.get_running_loop()
-    exited: asyncio.Future[None] = loop.create_future()
-    sentinel = process.sentinel
-
-    def ended() -> None:
-        if not exited.done():
-            exited.set_result(None)
-
-    loop.add_reader(sentinel, ended)
-    exited.add_done_callback(lambda _: loop.remove_reader(sentinel))
-    return exited
-
-
-def _end(process: WorkerProcess) -> None:
-    """Waits a little for a worker to exit, then kills it (runs in a thread)."""
-    process.join(timeout=5)
-    if process.is_alive():
-        process.kill()
-        process.join(timeout=5)

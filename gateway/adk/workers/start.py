@@ -1,7 +1,8 @@
 """A run's ``Start``: what the hub handed the pool (``WorkerRun``), as the worker reads it.
 
 ADK's objects go as ADK's JSON: the session built from the texts its events were read from
-(``gateway.store.session_json``), the new message dumped; the caller as its fields.
+(``gateway.store.session_json``), less the events its worker kept (``kept``), the new
+message dumped; the caller as its fields.
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ if TYPE_CHECKING:
 __all__ = ["start_of"]
 
 
-def start_of(number: int, order: WorkerRun) -> Start:
-    """The ``Start`` of the run numbered ``number`` on its worker's pipe."""
+def start_of(number: int, order: WorkerRun, kept: int = 0) -> Start:
+    """The ``Start`` of the run numbered ``number`` on its worker's pipe; ``kept``: the
+    session's first events the worker holds already, left out (``gateway.adk.workers.kept``)."""
     who = caller()
     return Start(
         run=number,
         user_id=order.user_id,
         thread_id=order.thread_id,
-        session=session_json(order.session),
+        session=session_json(order.session, kept),
+        kept=kept,
+        kept_last=order.session.events[kept - 1].id if kept else None,
         message=order.message.model_dump_json(exclude_none=True).encode()
         if order.message is not None
         else None,

@@ -46,6 +46,7 @@ from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.chunks import Sent
 from gateway.adk.workers.credit import Window
 from gateway.adk.workers.first_turn import FirstTurnLoop, go_first
+from gateway.adk.workers.kept import Kept
 from gateway.adk.workers.messages import (
     Appended,
     Cancel,
@@ -59,6 +60,7 @@ from gateway.adk.workers.messages import (
     Stop,
     Streamed,
     SurfacesRead,
+    Unkept,
     Yielded,
 )
 from gateway.adk.workers.relay import Relay
@@ -140,14 +142,22 @@ class _Runs:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.aborts: dict[int, asyncio.Event] = {}
         self.windows: dict[int, Window] = {}
+        # The session's events of each thread whose last run here ended Finished
+        # (``gateway.adk.workers.kept``): a Start takes its thread's, whole or not.
+        self.kept: Kept[list[Event]] = Kept()
 
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
                 timeline.mark("worker_read", str(message.metadata.get("runId")))
+                kept = self.kept.take((message.user_id, message.thread_id))
+                if message.kept and not _holds(kept, message):
+                    self.channel.send(Unkept(message.run), now=True)
+                    return
                 abort = self.aborts[message.run] = asyncio.Event()
                 window = self.windows[message.run] = Window()
-                task = asyncio.create_task(self._run(message, abort, window))
+                held = kept if message.kept else None
+                task = asyncio.create_task(self._run(message, abort, window, held))
                 self.tasks[message.run] = task
             case Cancel():
                 if message.run in self.aborts:
@@ -166,7 +176,11 @@ class _Runs:
             task.cancel()
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
-    async def _run(self, start: Start, abort: asyncio.Event, window: Window) -> None:
+    async def _run(
+        self, start: Start, abort: asyncio.Event, window: Window, kept: list[Event] | None
+    ) -> None:
+        """Runs the invocation; ``kept``: the events this worker kept of the thread, which
+        the Start's session left out (``gateway.adk.workers.kept``)."""
         # Until its first event is sent, the run's steps (ADK's tasks too) go first on this
         # worker's loop, ahead of other runs' later steps (gateway.adk.workers.first_turn).
         starting = go_first()
@@ -182,6 +196,8 @@ class _Runs:
             # Read in the try: a run whose session or message this side cannot parse (a
             # value nested past pydantic's limit) ends Failed, not without an end.
             session = parse_session(start.session)
+            if kept is not None:
+                session.events = [*kept, *session.events]
             self.sessions.hold(start.run, session, input_ahead=start.input_ahead)
             tools = {
                 tool.name: ClientTool(tool.name, tool.description, tool.parameters)
@@ -223,7 +239,7 @@ class _Runs:
                         starting.end()
                     first = False
                     await self.channel.drain()
-            ending = self._finished(start.run, run_id)
+            ending = self._finished(start, run_id, session)
         except asyncio.CancelledError:
             ending = Failed(start.run, "CancelledError", "stopped by the main process")
         except ChannelClosed:
@@ -258,9 +274,15 @@ class _Runs:
             _report_stall(self.channel, self.model_calls, run, run_id, self.model_timeout)
         )
 
-    def _finished(self, run: int, run_id: str) -> Finished:
+    def _finished(self, start: Start, run_id: str, session: Session) -> Finished:
+        """The run's end; the worker keeps its session for the thread's next run here, and
+        says what it holds (kept and sent in one step: in the pipe's order)."""
         usage = self.usage.take(run_id) if self.usage is not None else None
-        return Finished(run, usage, self._failure(run_id))
+        self.kept.keep((start.user_id, start.thread_id), session.events)
+        last = session.events[-1].id if session.events else None
+        return Finished(
+            start.run, usage, self._failure(run_id), kept=len(session.events), kept_last=last
+        )
 
     def _failure(self, run_id: str) -> tuple[str, str, str, str] | None:
         """The provider's failure that ended a model call of the run, as a message holds it."""
@@ -305,6 +327,13 @@ async def _report_stall(
     )
     with contextlib.suppress(ChannelClosed):
         channel.send(Stalled(run, stall.model, stall.seconds))
+
+
+def _holds(kept: list[Event] | None, start: Start) -> bool:
+    """Whether ``kept`` is what the main process says this worker keeps of the thread:
+    its ``start.kept`` events, the last ``start.kept_last``."""
+    events = kept or []
+    return len(events) == start.kept and events[-1].id == start.kept_last
 
 
 def _catalogs(given: dict[str, list[str] | None] | None) -> ClientCatalogs | None:

@@ -14,6 +14,7 @@ import pytest
 from gateway.adk.workers import channel
 from gateway.adk.workers.channel import Channel, ChannelClosed, FrameTooLarge
 from gateway.adk.workers.messages import Cancel, FromMain, FromWorker, Hello, Yielded
+from tests.support.counting import counting
 
 pytestmark = pytest.mark.unit
 
@@ -107,5 +108,27 @@ async def test_a_message_too_long_for_the_peer_is_refused_at_send_and_the_pipe_g
         worker.send(Yielded(3, b"x" * 2048))  # only the run that sent it fails
     worker.send(Yielded(4, b'{"id": "e"}'))
     assert await main.receive() == Yielded(4, b'{"id": "e"}')
+    main.close()
+    worker.close()
+
+
+async def test_the_frames_a_turn_wrote_are_taken_with_one_read_and_a_long_one_in_pieces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The frames one turn of the peer wrote arrive together: they are taken from one read
+    of the pipe, not two waits each; a frame longer than a read is put together."""
+    main, worker = await pair()
+    reads = counting(monkeypatch, main.reader, "read")
+    sent = [Yielded(run, b'{"id": "e"}') for run in range(5)]
+    for message in sent:
+        worker.send(message)
+    await asyncio.sleep(0)  # the turn's write
+    assert [await main.receive() for _ in sent] == sent
+    assert len(reads) == 1
+    long = Yielded(9, b"x" * (3 * channel._READ))
+    worker.send(long)
+    worker.send(Yielded(10, b"{}"))
+    assert [await main.receive(), await main.receive()] == [long, Yielded(10, b"{}")]
+    assert len(reads) > 2  # the long one took several reads
     main.close()
     worker.close()

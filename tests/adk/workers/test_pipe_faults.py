@@ -101,7 +101,13 @@ class ScriptedWorker:
                         case Stop(run=run):
                             self.stopped.append(run)
         finally:
+            self.ended()
+
+    def ended(self) -> None:
+        """Its process ends: the sentinel becomes readable (its pipe may still be open)."""
+        if self._alive >= 0:
             os.close(self._alive)
+            self._alive = -1
 
     def send(self, *messages: Any) -> None:
         assert self.channel is not None

@@ -170,6 +170,22 @@ async def test_the_reply_takes_the_events_its_worker_appended_and_parses_none_of
     assert taken >= 4  # the message, the two calls, their answers
 
 
+async def test_the_replys_run_goes_without_the_events_its_worker_kept_of_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply's run goes to the worker that ran the story's first run, which kept that
+    run's session: its Start leaves those events out, and the worker puts its own copy of
+    them first (``gateway.adk.workers.kept``). The story is the same."""
+    starts = counting(monkeypatch, pool_module, "start_of")
+    async with running_gateway(workers=2, db=str(tmp_path / "threads.db")) as gateway:
+        counts = pool_of(gateway).counts
+        await flagship_navigated_then_honest_reply(gateway)
+    first, reply = (call.args[2] for call in starts)
+    assert first == 0
+    assert reply >= 4  # the message, the two calls, find_screen's answer
+    assert "Unkept" not in counts.received
+
+
 async def test_gateway_workers_in_the_environment_runs_a_tests_gateway_with_workers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
