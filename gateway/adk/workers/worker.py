@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from contextlib import aclosing
 
 from google.adk.events import Event
@@ -107,11 +108,17 @@ async def serve(
     if timeline.on():  # what a run's steps up to its first event were made of, counted
         timeline.count_with(lambda step: _counts(step, runs))
     log.info("worker %d (pid %d) serves runs (%s)", index, os.getpid(), _order())
+    began = time.process_time()  # what serving costs a run, start-up and warm-up left out
     try:
         while True:
             runs.handle(await channel.receive())
     except ChannelClosed:
-        log.info("worker %d: the main process closed the pipe; stopping (%s)", index, _order())
+        log.info(
+            "worker %d: the main process closed the pipe; stopping (%s; %s)",
+            index,
+            _order(),
+            _cost(runs.started, time.process_time() - began),
+        )
     finally:
         sessions.lost()
         await runs.stop_all()
@@ -140,10 +147,12 @@ class _Runs:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.aborts: dict[int, asyncio.Event] = {}
         self.windows: dict[int, Window] = {}
+        self.started = 0  # runs started so far
 
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
+                self.started += 1
                 timeline.mark("worker_read", str(message.metadata.get("runId")))
                 abort = self.aborts[message.run] = asyncio.Event()
                 window = self.windows[message.run] = Window()
@@ -291,6 +300,13 @@ def _order() -> str:
     if isinstance(loop, FirstTurnLoop):
         return f"a run's start goes first: {loop.went_first} steps so far"
     return "first come, first served"
+
+
+def _cost(runs: int, cpu: float) -> str:
+    """What the worker's process spent serving, a run: its log line's figure."""
+    if not runs:
+        return "no runs served"
+    return f"runs served: {runs}, {1000 * cpu / runs:.2f} ms of CPU a run"
 
 
 async def _report_stall(
