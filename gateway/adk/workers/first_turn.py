@@ -27,11 +27,18 @@ Everything else (runs past their first event, their appends, the credit) is the 
 level, first come, first served among itself as before. The order is by context, which
 asyncio gives every callback (``Handle._context``), so nothing of ADK's or a library's
 code needs to know. The price is asyncio's loop in Python instead of uvloop's in C for the
-worker (uvloop's ready queue is C that no subclass reaches): a worker's CPU a run measured
-the same (docs/first-event.md); the main process keeps uvloop, where the sockets are. It
-leans on two private names of asyncio's, the loop's ``_ready`` deque and a handle's
-``_context`` (CPython 3.11 to 3.13 alike); a Python that changed them fails
-``tests/adk/workers/test_first_turn.py``, which counts the order.
+worker (uvloop's ready queue is C that no subclass reaches; the main process keeps uvloop,
+where the sockets are): py-spy puts 6-8% of a worker's CPU in asyncio's Python (its
+callbacks, the selector each turn, timers, the pipe's transport, the async generators'
+hook), of which the callbacks (~70 a run, ~1 µs each more than uvloop's,
+``scripts/bench_worker_loop.py``) are about 1% of a run's ~7 ms. A Python ``call_soon`` on
+uvloop, to keep the order beside its C queue, was tried: it costs as much as asyncio's
+(docs/multicore.md). What is cheap to cut is cut: ``call_soon``, which every step of every
+task comes through, is one Python call instead of asyncio's six.
+It leans on private names of asyncio's, the loop's ``_ready`` deque, ``_closed`` and
+``_debug``, and a handle's fields (CPython 3.11 to 3.13 alike); a Python that changed them
+fails ``tests/adk/workers/test_first_turn.py``, which counts the order and compares a
+handle with asyncio's own.
 
 Counted (``FirstTurnLoop(counting=True)``, a worker's loop while ``GATEWAY_TIMELINE`` is
 on): the loop's turns, the callbacks it ran and how many of them went first, and for each
@@ -160,6 +167,9 @@ class _Counted(_Ready):
             self._owner = None
 
 
+_new_handle = object.__new__
+
+
 class FirstTurnLoop(asyncio.SelectorEventLoop):
     """asyncio's loop, whose turns take what goes first (``go_first``) first; with
     ``counting``, it counts them (``counts``)."""
@@ -178,6 +188,36 @@ class FirstTurnLoop(asyncio.SelectorEventLoop):
     def went_first(self) -> int:
         """Callbacks that went first so far."""
         return self._ready.ahead
+
+    def call_soon(  # type: ignore[override]
+        self, callback: Any, *args: Any, context: contextvars.Context | None = None
+    ) -> asyncio.Handle:
+        """asyncio's ``call_soon``, which every step of every task comes through, in one
+        Python call instead of six (its checks, ``_call_soon``, ``Handle.__init__`` and its
+        ``get_debug``, the ready queue's ``append``): the handle's fields are set here as
+        ``Handle.__init__`` sets them outside debug mode. Debug mode takes asyncio's own."""
+        if self._closed:  # type: ignore[attr-defined]
+            raise RuntimeError("Event loop is closed")
+        if self._debug:  # type: ignore[attr-defined]
+            return super().call_soon(callback, *args, context=context)
+        if context is None:
+            context = contextvars.copy_context()
+        handle = _new_handle(asyncio.Handle)
+        handle._context = context  # type: ignore[attr-defined]
+        handle._loop = self  # type: ignore[attr-defined]
+        handle._callback = callback  # type: ignore[attr-defined]
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None  # type: ignore[attr-defined]
+        handle._source_traceback = None  # type: ignore[attr-defined]
+        ready = self._ready  # its append, inline
+        mark = context.get(_first)
+        if mark is not None and mark.on:
+            ready.ahead += 1
+            ready.first.append(handle)
+        else:
+            ready.later.append(handle)
+        return handle
 
     def _run_once(self) -> None:
         super()._run_once()  # type: ignore[misc]

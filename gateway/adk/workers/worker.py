@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from contextlib import aclosing
 
 from google.adk.events import Event
@@ -109,11 +110,17 @@ async def serve(
     if timeline.on():  # what a run's steps up to its first event were made of, counted
         timeline.count_with(lambda step: _counts(step, runs))
     log.info("worker %d (pid %d) serves runs (%s)", index, os.getpid(), _order())
+    began = time.process_time()  # what serving costs a run, start-up and warm-up left out
     try:
         while True:
             runs.handle(await channel.receive())
     except ChannelClosed:
-        log.info("worker %d: the main process closed the pipe; stopping (%s)", index, _order())
+        log.info(
+            "worker %d: the main process closed the pipe; stopping (%s; %s)",
+            index,
+            _order(),
+            _cost(runs.started, time.process_time() - began),
+        )
     finally:
         sessions.lost()
         await runs.stop_all()
@@ -145,10 +152,12 @@ class _Runs:
         # The session's events of each thread whose last run here ended Finished
         # (``gateway.adk.workers.kept``): a Start takes its thread's, whole or not.
         self.kept: Kept[list[Event]] = Kept()
+        self.started = 0  # runs started so far
 
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
+                self.started += 1
                 timeline.mark("worker_read", str(message.metadata.get("runId")))
                 kept = self.kept.take((message.user_id, message.thread_id))
                 if message.kept and not _holds(kept, message):
@@ -313,6 +322,13 @@ def _order() -> str:
     if isinstance(loop, FirstTurnLoop):
         return f"a run's start goes first: {loop.went_first} steps so far"
     return "first come, first served"
+
+
+def _cost(runs: int, cpu: float) -> str:
+    """What the worker's process spent serving, a run: its log line's figure."""
+    if not runs:
+        return "no runs served"
+    return f"runs served: {runs}, {1000 * cpu / runs:.2f} ms of CPU a run"
 
 
 async def _report_stall(

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import os
+import re
 import tempfile
 import threading
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
+import uvloop
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
@@ -32,6 +35,7 @@ from gateway.adk.workers.messages import (
 )
 from gateway.adk.workers.remote_session import RemoteSessions
 from tests.support.budgets import scaled
+from tests.support.counting import counting
 
 # Runs under way on the worker, each ready for its next step every turn.
 UNDER_WAY = 50
@@ -96,9 +100,13 @@ def test_a_starting_run_goes_before_the_later_steps_of_runs_under_way() -> None:
 
 
 @pytest.mark.unit
-def test_on_asyncio_s_own_loop_each_step_of_a_start_waits_behind_every_run() -> None:
-    # What the worker's loop changes: first come, first served, a turn a step.
-    to_first_event, _ = on(asyncio.SelectorEventLoop, steps_of_others)
+@pytest.mark.parametrize("loop_factory", [asyncio.SelectorEventLoop, uvloop.new_event_loop])
+def test_on_a_loop_of_its_own_each_step_of_a_start_waits_behind_every_run(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
+    # What the worker's loop changes: first come, first served, a turn a step (uvloop's
+    # too, which one process serves on).
+    to_first_event, _ = on(loop_factory, steps_of_others)
     assert to_first_event >= (STEPS - 1) * UNDER_WAY
 
 
@@ -129,6 +137,52 @@ def test_what_goes_first_is_decided_by_the_callback_s_context() -> None:
         assert loop.went_first == 3  # the cancelled one went first too, and was skipped
     finally:
         loop.close()
+
+
+@pytest.mark.unit
+def test_a_step_is_scheduled_in_one_python_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # asyncio's call_soon takes six (its checks, _call_soon, the handle's __init__ and its
+    # get_debug, the queue's append); the worker's loop, one.
+    calls = [
+        counting(monkeypatch, target, name)
+        for target, name in [
+            (asyncio.BaseEventLoop, "_call_soon"),
+            (asyncio.BaseEventLoop, "_check_closed"),
+            (asyncio.Handle, "__init__"),
+            (first_turn._Ready, "append"),
+        ]
+    ]
+
+    async def steps() -> int:
+        before = sum(map(len, calls))
+        for _ in range(STEPS):
+            await asyncio.sleep(0)
+        return sum(map(len, calls)) - before
+
+    assert on(FirstTurnLoop, steps) == 0
+    assert on(asyncio.SelectorEventLoop, steps) >= 3 * STEPS  # what it saves
+
+
+@pytest.mark.unit
+def test_a_handle_the_loop_makes_is_asyncio_s_own() -> None:
+    loop = FirstTurnLoop()
+    try:
+        ran: list[int] = []
+        handle = loop.call_soon(ran.append, 1)
+        reference = asyncio.Handle(ran.append, (1,), loop, handle._context)  # type: ignore[attr-defined]
+        assert type(handle) is asyncio.Handle
+        for name in asyncio.Handle.__slots__:
+            if name != "__weakref__":
+                assert getattr(handle, name) == getattr(reference, name), name
+        loop.call_soon(ran.append, 2).cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        assert ran == [1]  # the cancelled one was skipped
+        loop.set_debug(True)  # asyncio's own, which records where it was scheduled
+        assert loop.call_soon(ran.append, 3)._source_traceback  # type: ignore[attr-defined]
+    finally:
+        loop.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        loop.call_soon(ran.append, 4)
 
 
 @pytest.mark.unit
@@ -248,7 +302,10 @@ def start(run: int) -> Start:
 
 
 @pytest.mark.server
-async def test_a_worker_s_run_goes_first_until_its_first_event_is_sent() -> None:
+async def test_a_worker_s_run_goes_first_until_its_first_event_is_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=worker.__name__)
     invocation = Invocation()
     connected: asyncio.Queue[Channel[FromWorker]] = asyncio.Queue()
 
@@ -277,6 +334,8 @@ async def test_a_worker_s_run_goes_first_until_its_first_event_is_sent() -> None
     # Its first event made going first; the next one after it was sent, waiting its turn.
     assert invocation.going_first == [True, False]
     assert not going_first()  # nothing of the run's mark reached the test's own context
+    # As it stops, the worker says what serving cost it a run (start-up left out).
+    assert re.search(r"stopping \(.*; runs served: 1, [\d.]+ ms of CPU a run\)", caplog.text)
 
 
 def grown(before: list[tuple[str, float]], after: list[tuple[str, float]]) -> dict[str, float]:
