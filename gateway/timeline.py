@@ -43,8 +43,10 @@ __all__ = [
     "STEPS",
     "count_with",
     "mark",
+    "merged",
     "on",
     "read",
+    "read_by_role",
     "start",
     "stop",
     "text",
@@ -154,15 +156,33 @@ def written(message_id: str) -> None:
 
 def read(directory: str) -> dict[str, dict[str, float]]:
     """Every run's steps as marked in ``directory``, each at its first mark."""
+    return merged(read_by_role(directory))
+
+
+def merged(roles: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """``read_by_role``'s marks as ``read``'s: every process's steps of a run together."""
     runs: dict[str, dict[str, float]] = {}
+    for marked in roles.values():
+        for run_id, marks in marked.items():
+            steps = runs.setdefault(run_id, {})
+            for step, at in marks.items():
+                steps[step] = min(at, steps.get(step, at))
+    return runs
+
+
+def read_by_role(directory: str) -> dict[str, dict[str, dict[str, float]]]:
+    """``read``, each role's marks apart (``main``, ``worker-1``: a worker started again in
+    its place shares its role): which process ran a run, and from when each marked."""
+    roles: dict[str, dict[str, dict[str, float]]] = {}
     decoder = msgspec.json.Decoder(tuple[str, str, float])
     for name in sorted(os.listdir(directory)):
+        runs = roles.setdefault(name.rsplit("-", 1)[0], {})
         with open(os.path.join(directory, name), "rb") as lines:
             for line in lines:
                 run_id, step, at = decoder.decode(line)
                 steps = runs.setdefault(run_id, {})
                 steps[step] = min(at, steps.get(step, at))
-    return runs
+    return roles
 
 
 def _write() -> None:

@@ -17,10 +17,17 @@ every reply and over the slowest 1%: the worker's turns, the callbacks it ran (t
 own and other runs'), the CPU they took, the thread's wait for a core, the collector's
 time, and what the run waited for from the main process; a count named ``=...`` is a
 level at the span's start (runs in flight, callbacks ready), not a growth.
+
+Last, by the time of the round (seconds since the gateway's first mark): where each run's
+invocation was placed (the main process or which worker), two seconds a line, with the
+moment each worker read its first Start; and the replies' first text p50 and p99, five
+seconds a line, with how many of the slowest 1% fall there. A ramp whose runs piled on the
+one worker ready while the next was starting shows in both.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import statistics
 import time
@@ -36,6 +43,14 @@ __all__ = ["Reply", "breakdown", "same_clock"]
 # Steps beside the first text's way: timed, but not a wait of it.
 BESIDE = frozenset({"acknowledged", "input_committed", "local"})
 RECEIVED = "received"
+# The main process's role in the timeline's files (a worker's is ``worker-N``).
+MAIN = "main"
+# Seconds of the round a line of where runs were placed covers, and a line of the replies
+# by when their answer was sent.
+PLACED_SECONDS = 2.0
+REPLIES_SECONDS = 5.0
+# The runs in flight in a reply's worker as its task began (``gateway.adk.workers.worker``).
+LEVEL = "worker_began/=runs"
 # The share of replies, slowest first, whose steps the last columns show.
 SLOWEST = 0.01
 # The spans of a worker's steps whose counts are shown: the run's task began to ADK's
@@ -69,13 +84,16 @@ def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
     counted in its spans (above)."""
     if not same_clock():
         return ["  timeline: this platform's perf_counter is not the gateway's clock; not shown"]
-    marked = timeline.read(str(directory)) if directory.is_dir() else {}
+    roles = timeline.read_by_role(str(directory)) if directory.is_dir() else {}
+    marked = timeline.merged(roles)
     runs: list[dict[str, float]] = []
     counts: list[dict[str, float]] = []  # each run's marks, counts too, in the same order
+    sent: list[float] = []  # and each one's answer sent
     for reply in sorted(replies, key=lambda reply: reply.first_text - reply.sent):
         steps = marked.get(reply.run_id)
         if steps is None:
             continue
+        sent.append(reply.sent)
         offsets = {step: 1000 * (at - reply.sent) for step, at in steps.items() if step in STEPS}
         offsets[RECEIVED] = 1000 * (reply.first_text - reply.sent)
         runs.append(offsets)
@@ -103,6 +121,87 @@ def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
         )
     for began, ended in SPANS:
         lines += _counted(began, ended, counts, counts[-len(slowest) :])
+    began = _began(roles)
+    lines += _placed(roles, began)
+    lines += _by_time(runs, counts, sent, len(slowest), began)
+    return lines
+
+
+def _began(roles: dict[str, dict[str, dict[str, float]]]) -> float:
+    """The round's start as the gateway saw it: its first mark of any run (a count's line
+    holds a count, not a time)."""
+    return min(
+        at
+        for runs in roles.values()
+        for steps in runs.values()
+        for step, at in steps.items()
+        if "/" not in step
+    )
+
+
+def _placed(roles: dict[str, dict[str, dict[str, float]]], began: float) -> list[str]:
+    """Where each run's invocation ran (the main process, or the worker that read its
+    Start), by when it was placed, ``PLACED_SECONDS`` a line; and when each worker read its
+    first Start: a ramp's runs piled on the first worker ready show here."""
+    where: dict[str, str] = {}
+    for role, runs in roles.items():
+        if role != MAIN:
+            where.update({run_id: role for run_id, steps in runs.items() if "worker_read" in steps})
+    placed: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for run_id, steps in roles.get(MAIN, {}).items():
+        if "local" in steps:
+            placed[int((steps["local"] - began) // PLACED_SECONDS)][MAIN] += 1
+        elif "start_sent" in steps and run_id in where:
+            placed[int((steps["start_sent"] - began) // PLACED_SECONDS)][where[run_id]] += 1
+    if not placed:
+        return []
+    columns = [MAIN, *sorted(role for role in roles if role != MAIN)]
+    firsts = {
+        role: min(steps["worker_read"] for steps in roles[role].values() if "worker_read" in steps)
+        for role in columns[1:]
+        if any("worker_read" in steps for steps in roles[role].values())
+    }
+    lines = [
+        "  where runs were placed, by seconds since the gateway's first mark (each worker's"
+        " first Start read at: "
+        + ", ".join(f"{role} {at - began:.1f} s" for role, at in firsts.items())
+        + ")",
+        f"    {'seconds':<10}" + "".join(f" {role:>9}" for role in columns),
+    ]
+    for at in range(min(placed), max(placed) + 1):
+        span = f"{at * PLACED_SECONDS:g}-{(at + 1) * PLACED_SECONDS:g}"
+        lines.append(f"    {span:<10}" + "".join(f" {placed[at][role]:>9}" for role in columns))
+    return lines
+
+
+def _by_time(
+    runs: Sequence[dict[str, float]],
+    counts: Sequence[dict[str, float]],
+    sent: Sequence[float],
+    slowest: int,
+    began: float,
+) -> list[str]:
+    """The replies' first text by when the browser's answer was sent, ``REPLIES_SECONDS`` a
+    line (``runs``, ``counts`` and ``sent`` in the same order, slowest last): whether the
+    slowest 1% are the round's early ones, and the runs in flight in their worker."""
+    spans: dict[int, list[int]] = collections.defaultdict(list)
+    for index, at in enumerate(sent):
+        spans[int((at - began) // REPLIES_SECONDS)].append(index)
+    lines = [
+        "  the first text by when the browser's answer was sent (seconds since the gateway's"
+        " first mark; '=runs': runs in flight in the reply's worker as its task began, median)",
+        f"    {'seconds':<10} {'replies':>8} {'p50':>6} {'p99':>6} {'slowest':>8} {'=runs':>6}",
+    ]
+    for at in sorted(spans):
+        chosen = spans[at]
+        texts = [runs[index][RECEIVED] for index in chosen]
+        level = [counts[i][LEVEL] for i in chosen if LEVEL in counts[i]]
+        span = f"{at * REPLIES_SECONDS:g}-{(at + 1) * REPLIES_SECONDS:g}"
+        lines.append(
+            f"    {span:<10} {len(chosen):>8} {percentile(texts, 0.5):6.0f}"
+            f" {percentile(texts, 0.99):6.0f} {sum(i >= len(runs) - slowest for i in chosen):>8}"
+            f" {_median(level):>6}"
+        )
     return lines
 
 

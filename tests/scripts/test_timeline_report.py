@@ -1,12 +1,14 @@
 """scripts/_timeline.py: what a worker counted between two of a reply's steps is shown as
 what each count grew by in the span, over every reply and over the slowest, with the
-counts derived from two others (another run's callbacks, the time off the CPU)."""
+counts derived from two others (another run's callbacks, the time off the CPU); and, by
+the time of the round, where runs were placed and how slow the replies' first texts were."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gateway import timeline
@@ -48,3 +50,62 @@ def test_a_workers_counts_show_what_each_grew_by_between_two_steps(tmp_path: Pat
     assert shown["off_cpu"] == pytest.approx(wall - 4.0, abs=0.1)  # not on the CPU
     # No counts for the span to the first event sent: that step was not marked.
     assert "from model_called to chunk_sent" not in report
+
+
+def marked(directory: Path, name: str, *marks: tuple[str, str, float]) -> None:
+    """A process's timeline file as ``gateway.timeline`` writes it, at chosen moments."""
+    with (directory / f"{name}.jsonl").open("ab") as lines:
+        lines.writelines(msgspec.json.encode(mark) + b"\n" for mark in marks)
+
+
+def rows(lines: list[str], after: str) -> dict[str, list[str]]:
+    """The table under the line that starts with ``after``, by its first column."""
+    start = next(n for n, line in enumerate(lines) if line.startswith(after))
+    table: dict[str, list[str]] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("    "):
+            break
+        first, *rest = line.split()
+        table[first] = rest
+    return table
+
+
+def test_runs_are_shown_by_where_and_when_they_were_placed(tmp_path: Path) -> None:
+    marked(tmp_path, "main-10", ("a", "local", 100.0), ("b", "start_sent", 100.5))
+    marked(tmp_path, "main-10", ("c", "start_sent", 103.0), ("d", "start_sent", 103.1))
+    marked(tmp_path, "main-10", ("e", "start_sent", 103.5))
+    marked(tmp_path, "worker-1-11", ("b", "worker_read", 100.6), ("c", "worker_read", 103.1))
+    # Worker 2 died and was started again in its place: one role, two files.
+    marked(tmp_path, "worker-2-12", ("d", "worker_read", 103.2))
+    marked(tmp_path, "worker-2-13", ("e", "worker_read", 103.6), ("e", "worker_began/own", 1))
+    roles = timeline.read_by_role(str(tmp_path))
+    assert sorted(roles) == ["main", "worker-1", "worker-2"]
+    assert sorted(roles["worker-2"]) == ["d", "e"]
+    assert timeline.read(str(tmp_path))["e"] == {
+        "start_sent": 103.5,
+        "worker_read": 103.6,
+        "worker_began/own": 1,
+    }
+    reply = _timeline.Reply("e", 103.4, 104.0)
+    lines = _timeline.breakdown(tmp_path, [reply])
+    [title] = [line for line in lines if line.startswith("  where runs were placed")]
+    assert title.endswith("first Start read at: worker-1 0.6 s, worker-2 3.2 s)")
+    assert lines[lines.index(title) + 1].split() == ["seconds", "main", "worker-1", "worker-2"]
+    placed = rows(lines, "  where runs were placed")
+    assert placed == {"0-2": ["1", "1", "0"], "2-4": ["0", "1", "2"]}
+
+
+def test_replies_are_shown_by_when_their_answer_was_sent(tmp_path: Path) -> None:
+    marks = [("first", "read", 100.0)]
+    # Three replies: the slowest (900 ms) early in the round, two faster ones later.
+    for run, at in (("slow", 101.0), ("fast", 106.0), ("faster", 107.0)):
+        marks += [(run, "start_sent", at), (run, "worker_began/=runs", 7 if run == "slow" else 3)]
+    marked(tmp_path, "main-10", *marks)
+    replies = [
+        _timeline.Reply("slow", 101.0, 101.9),
+        _timeline.Reply("fast", 106.0, 106.2),
+        _timeline.Reply("faster", 107.0, 107.1),
+    ]
+    by_time = rows(_timeline.breakdown(tmp_path, replies), "  the first text by when")
+    # seconds: replies, p50, p99, of the slowest 1% (here the one slowest), =runs
+    assert by_time == {"0-5": ["1", "900", "900", "1", "7"], "5-10": ["2", "100", "200", "0", "3"]}
