@@ -157,12 +157,12 @@ class _Runs:
     def handle(self, message: FromMain) -> None:
         match message:
             case Start():
-                self.started += 1
                 timeline.mark("worker_read", str(message.metadata.get("runId")))
                 kept = self.kept.take((message.user_id, message.thread_id))
                 if message.kept and not _holds(kept, message):
                     self.channel.send(Unkept(message.run), now=True)
                     return
+                self.started += 1
                 abort = self.aborts[message.run] = asyncio.Event()
                 window = self.windows[message.run] = Window()
                 held = kept if message.kept else None
