@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway import wire as p
 
@@ -32,7 +32,14 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.metrics_core import Metric
 
-    from gateway.adk.workers.channel import Counts
+
+class PipeCounts(Protocol):
+    """What crossed the worker processes' pipes, as their pool counts it
+    (``gateway.adk.workers.channel.Counts``): message type's name -> [messages, bytes]."""
+
+    sent: dict[str, list[int]]
+    received: dict[str, list[int]]
+
 
 # Where a run's latency falls, in seconds: from a few ms (RUN_STARTED) to minutes (the end).
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -62,7 +69,7 @@ class Metrics:
     def watch_workers(self, ready: Callable[[], int]) -> None:
         """Worker processes ready to run invocations (docs/multicore.md), read at each scrape."""
 
-    def watch_pipes(self, counts: Counts) -> None:
+    def watch_pipes(self, counts: PipeCounts) -> None:
         """What crossed the worker processes' pipes (messages and bytes each way, by message
         type: docs/multicore.md), read at each scrape."""
 
@@ -367,7 +374,7 @@ class Prometheus(Metrics):
     def watch_workers(self, ready: Callable[[], int]) -> None:
         self._workers.set_function(ready)
 
-    def watch_pipes(self, counts: Counts) -> None:
+    def watch_pipes(self, counts: PipeCounts) -> None:
         self._pipes.counts = counts
 
     def invocation_placed(self, where: str) -> None:
@@ -462,7 +469,7 @@ class _Pipes:
     (one dict update a message there, no prometheus object on the pipe's path)."""
 
     def __init__(self) -> None:
-        self.counts: Counts | None = None
+        self.counts: PipeCounts | None = None
 
     def collect(self) -> Iterable[Metric]:
         from prometheus_client.metrics_core import CounterMetricFamily

@@ -47,11 +47,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
-from google.genai import types
 
 from gateway import timeline
 from gateway import wire as p
-from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameTooLarge
 from gateway.adk.workers.chunks import rebuilt
@@ -83,7 +81,7 @@ from gateway.adk.workers.messages import (
 from gateway.adk.workers.processes import Spawn, WorkerProcess, watch_exit
 from gateway.adk.workers.processes import end as _end
 from gateway.adk.workers.processes import exit_of as _exit_of
-from gateway.adk.workers.start import start_of
+from gateway.adk.workers.start import WorkerRun, start_of
 from gateway.audit.plugin import ToolCallLog
 from gateway.audit.records import AuditRecord
 from gateway.metrics import OFF, Metrics
@@ -91,7 +89,6 @@ from gateway.models.calls import FailedCall, Stall
 from gateway.models.failures import ModelFailure
 from gateway.store.adk_json import parse_event
 from gateway.store.session_json import session_json
-from gateway.tools.client import ClientTool
 
 if TYPE_CHECKING:
     from gateway.store import SessionService
@@ -143,27 +140,6 @@ class WorkersNotStarted(RuntimeError):
 
 class RemoteFailure(Exception):
     """The run's invocation raised in its worker (the model or a tool failed)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerRun:
-    """One invocation to run in a worker: what ``Engine.run`` was given."""
-
-    user_id: str
-    thread_id: str
-    session: Session
-    message: types.Content | None
-    invocation_id: str | None
-    state_delta: dict[str, Any] | None
-    metadata: dict[str, Any]
-    client_tools: Mapping[str, ClientTool]
-    # What the run's client renders of A2UI, and its thread's surfaces: as the hub read
-    # them, or read here when the worker asks.
-    catalogs: ClientCatalogs | None = None
-    surfaces: Surfaces | None = None
-    read_surfaces: Callable[[], Awaitable[Surfaces]] | None = None
-    # The run's input is stored ahead of its commit here: the worker need not wait for it.
-    input_ahead: bool = False
 
 
 _END = object()

@@ -7,17 +7,43 @@ message dumped; the caller as its fields.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from google.adk.sessions import Session
+from google.genai import types
 
 from gateway import tracing
+from gateway.a2ui.catalogs import ClientCatalogs
+from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers.messages import Start, ToolDeclaration
 from gateway.context import caller
 from gateway.store.session_json import session_json
+from gateway.tools.client import ClientTool
 
-if TYPE_CHECKING:
-    from gateway.adk.workers.pool import WorkerRun
+__all__ = ["WorkerRun", "start_of"]
 
-__all__ = ["start_of"]
+
+@dataclasses.dataclass(frozen=True)
+class WorkerRun:
+    """One invocation to run in a worker: what ``Engine.run`` was given."""
+
+    user_id: str
+    thread_id: str
+    session: Session
+    message: types.Content | None
+    invocation_id: str | None
+    state_delta: dict[str, Any] | None
+    metadata: dict[str, Any]
+    client_tools: Mapping[str, ClientTool]
+    # What the run's client renders of A2UI, and its thread's surfaces: as the hub read
+    # them, or read here when the worker asks.
+    catalogs: ClientCatalogs | None = None
+    surfaces: Surfaces | None = None
+    read_surfaces: Callable[[], Awaitable[Surfaces]] | None = None
+    # The run's input is stored ahead of its commit here: the worker need not wait for it.
+    input_ahead: bool = False
 
 
 def start_of(number: int, order: WorkerRun, kept: int = 0) -> Start:

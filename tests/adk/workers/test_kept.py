@@ -15,12 +15,11 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway.adk.workers import WorkerLost, WorkerPool
+from gateway.adk.workers import RemoteFailure, WorkerLost, WorkerPool, WorkerRun
 from gateway.adk.workers import pool as pool_module
 from gateway.adk.workers import worker as worker_module
 from gateway.adk.workers.kept import Account, Kept, kept_ids, kept_prefix
 from gateway.adk.workers.messages import Failed, Finished, Start, Unkept
-from gateway.adk.workers.pool import RemoteFailure, WorkerRun
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.store.adk_json import parse_session
 from tests.adk.workers.test_pipe_faults import WAIT, ScriptedWorker, pool_of_one

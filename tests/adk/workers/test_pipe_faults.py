@@ -18,7 +18,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session
 from google.genai import types
 
-from gateway.adk.workers import WorkerPool
+from gateway.adk.workers import RemoteFailure, WorkerPool, WorkerRun
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.messages import (
     Audited,
@@ -30,7 +30,6 @@ from gateway.adk.workers.messages import (
     Streamed,
     Yielded,
 )
-from gateway.adk.workers.pool import RemoteFailure, WorkerRun
 from gateway.audit.records import AuditRecord
 from tests.support.budgets import eventually, scaled
 
