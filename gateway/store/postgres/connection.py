@@ -1,19 +1,19 @@
 """A psycopg connection driven from a thread of its own, reopened when it is dropped.
 
 psycopg's sync connection, used the way aiosqlite uses SQLite: every read, and every batch
-of writes, is one function of the connection run in one hop to its thread (``run``), so the
-store's shared parts see the same ``run(fn)`` seam on either backend. A connection the
+of writes, is one function of the connection run in one hop to its thread (``run``,
+``own_thread``), so the store's shared parts see the same ``run(fn)`` seam on either
+backend. A connection the
 server dropped (a restart, a network cut) is found broken at the next call and opened
 again; until then every call fails, and the writer's health says so (``group_commit``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import urllib.parse
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
@@ -22,6 +22,7 @@ from psycopg.types.string import StrDumperUnknown
 
 from gateway.store.errors import StoreError
 from gateway.store.postgres.cursors import KeptCursors
+from gateway.store.postgres.own_thread import OwnThread
 from gateway.store.urls import described
 
 T = TypeVar("T")
@@ -75,7 +76,7 @@ class Connection:
         self._configure = configure  # settings a new connection gets before its first use
         self._name = name
         self._conn: psycopg.Connection | None = None
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+        self._thread = OwnThread(name)
         self._closed = False
 
     @property
@@ -85,8 +86,7 @@ class Connection:
 
     async def run(self, fn: Callable[[psycopg.Connection], T]) -> T:
         """``fn(connection)`` on the connection's thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, self._call, fn)
+        return await self._thread.call(partial(self._call, fn))
 
     def _call(self, fn: Callable[[psycopg.Connection], T]) -> T:
         conn = self._conn
@@ -139,5 +139,5 @@ class Connection:
                 self._conn = None
 
         with contextlib.suppress(psycopg.Error):
-            await asyncio.get_running_loop().run_in_executor(self._thread, close, None)
-        self._thread.shutdown(wait=False)
+            await self._thread.call(partial(close, None))
+        self._thread.stop()
