@@ -77,8 +77,8 @@ import uvloop
 from websockets.asyncio.client import ClientConnection, connect
 
 from scripts._bench import ROOT, LocalGateway, client_tools, free_port, local_gateway, rss_mib
+from scripts._load_machine import process_tree
 from scripts.bench_runs import BENCH_FLAGS, USER, gateway_run
-from scripts.load import process_tree
 
 # Issue 32's targets: last turn's figures, and a bound per idle connection.
 IDLE_MIB = 115.0
