@@ -24,10 +24,10 @@ from gateway.store.writes import (
     TrimFrames,
     Write,
 )
-from tests.store.test_postgres_statements import APP, USER, appended, created, streamed
 from tests.support.audit import record
 from tests.support.counting import Call, counting
 from tests.support.postgres import Postgres
+from tests.support.store_writes import APP, USER, appended, created, streamed
 from tests.support.stores import session_store
 
 pytestmark = pytest.mark.process

@@ -15,7 +15,6 @@ planned once) after a few uses.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
 from functools import partial
 from typing import Any, cast
@@ -41,27 +40,24 @@ from gateway.store.postgres.thread_index import thread_row, thread_rows
 from gateway.store.postgres.transaction import commit
 from gateway.store.postgres.writes import create_if_unused
 from gateway.store.progress import RunProgress
-from gateway.store.thread_index import ThreadFilter, indexed_text, search_terms
+from gateway.store.thread_index import ThreadFilter, search_terms
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     NO_DELTAS,
-    AppendEvent,
     AppendFrames,
     CreateSession,
     Failed,
     Fenced,
     OpenThread,
     ReleaseLeases,
-    SaveStreamedText,
     TrimFrames,
     Write,
 )
 from tests.support.budgets import scaled
 from tests.support.postgres import Postgres
+from tests.support.store_writes import APP, USER, appended, created, streamed
 
 pytestmark = pytest.mark.process
-
-APP, USER = "app", "u"
 
 
 class Counted(psycopg.Connection[TupleRow]):
@@ -84,32 +80,6 @@ def db(postgres: Postgres) -> Iterator[Counted]:
     with Counted.connect(postgres.fresh_database()) as conn:
         conn.sent = []
         yield conn
-
-
-def created(thread: str) -> CreateSession:
-    return CreateSession(APP, USER, thread, NO_DELTAS, 1.0)
-
-
-def appended(
-    thread: str, revision: int, event: str, messages: list[dict[str, str]] | None = None
-) -> AppendEvent:
-    stored = json.dumps(messages) if messages is not None else None
-    return AppendEvent(
-        app_name=APP,
-        user_id=USER,
-        session_id=thread,
-        loaded_revision=revision,
-        loaded_update_time=1.0,
-        event_id=event,
-        invocation_id="i1",
-        author="user",
-        timestamp=2.0,
-        data="{}",
-        messages=stored,
-        deltas=NO_DELTAS,
-        progress=RunProgress((), (), None),
-        indexed=indexed_text(stored),
-    )
 
 
 def framed(thread: str, *seqs: int) -> AppendFrames:
@@ -424,10 +394,6 @@ async def test_a_runs_writes_check_their_leases_in_their_own_statements(
         assert db.execute(texts).fetchall() == [("t1", "a")]
         logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
         assert sorted(db.execute(logged).fetchall()) == [("t1", 2), ("t2", 1)]
-
-
-def streamed(thread: str, text: str, message: str = "m1") -> SaveStreamedText:
-    return SaveStreamedText(APP, USER, thread, "i1", message, "agent", text, 2.0)
 
 
 def test_the_streamed_texts_of_a_batchs_threads_are_one_statement(db: Counted) -> None:

@@ -22,9 +22,9 @@ from gateway.adk.workers.kept import Account, Kept, kept_ids, kept_prefix
 from gateway.adk.workers.messages import Failed, Finished, Start, Unkept
 from gateway.adk.workers.remote_session import RemoteSessions
 from gateway.store.adk_json import parse_session
-from tests.adk.workers.test_pipe_faults import WAIT, ScriptedWorker, pool_of_one
 from tests.support.budgets import eventually
 from tests.support.counting import counting
+from tests.support.scripted_worker import WAIT, ScriptedWorker, pool_of_one
 
 pytestmark = pytest.mark.server
 
