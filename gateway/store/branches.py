@@ -36,6 +36,7 @@ from google.adk.sessions import _session_util
 
 from gateway.store.codec import dump, load_state
 from gateway.store.run_start import run_of
+from gateway.store.thread_index import path_preview
 
 # The longest text of a branch's first message a listing carries.
 TEXT_CHARS = 200
@@ -454,10 +455,11 @@ def _activate(sql: Sql, pk: int, leaf: int, shown: list[int], now: float) -> Non
         )
     (stored,) = sql.rows("SELECT state FROM sessions WHERE pk = ?", (pk,))[0]
     written = [d for (d,) in sql.rows("SELECT data FROM branch_events WHERE session_pk = ?", (pk,))]
-    path = [
-        d for (d,) in sql.rows("SELECT data FROM events WHERE session_pk = ? ORDER BY seq", (pk,))
-    ]
+    on_path = sql.rows("SELECT data, messages FROM events WHERE session_pk = ? ORDER BY seq", (pk,))
+    path = [data for data, _ in on_path]
     state = path_state(stored, [*written, *path], path)
+    # The listing's preview: the last words of the path shown, not of the one left.
+    preview = path_preview(messages for _, messages in reversed(on_path))
     last = sql.rows(
         "SELECT invocation_id FROM events WHERE session_pk = ? ORDER BY seq DESC LIMIT 1", (pk,)
     )
@@ -474,7 +476,7 @@ def _activate(sql: Sql, pk: int, leaf: int, shown: list[int], now: float) -> Non
         )[0]
     sql.run(
         "UPDATE sessions SET branch = ?, state = ?, revision = revision + 1, update_time = ?,"
-        " invocation_id = ?, invocation_seq = ?, run_open = ? WHERE pk = ?",
-        (leaf, state, now, invocation_id, invocation_seq, False, pk),
+        " invocation_id = ?, invocation_seq = ?, run_open = ?, preview = ? WHERE pk = ?",
+        (leaf, state, now, invocation_id, invocation_seq, False, preview, pk),
     )
     sql.run("DELETE FROM streamed_texts WHERE session_pk = ?", (pk,))

@@ -24,6 +24,7 @@ import base64
 import binascii
 import dataclasses
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -75,6 +76,17 @@ def listed(indexed: IndexedText, untitled: bool) -> tuple[str | None, str | None
     model's title or an earlier first title is never replaced."""
     title = indexed.title if untitled else None
     return indexed.preview, title, TITLE_FIRST if title is not None else None
+
+
+def path_preview(newest_first: Iterable[str | None]) -> str:
+    """The preview of a thread that shows these events' messages (newest first): the last
+    words of the newest one that says something, as its append set them; "" for none.
+    A branch move (``gateway.store.branches``) sets it, so the listing shows the words of
+    the branch shown, not those of the one left."""
+    for messages in newest_first:
+        if (preview := indexed_text(messages).preview) is not None:
+            return preview
+    return ""
 
 
 def indexed_text(messages: str | None) -> IndexedText:

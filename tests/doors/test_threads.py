@@ -252,6 +252,37 @@ async def test_a_second_connection_hears_of_each_change_to_the_users_threads(
             await asyncio.wait_for(stranger.next(), 0.8)
 
 
+async def test_after_a_branch_switch_the_listing_and_its_news_preview_the_branch_shown(
+    gateway: RunningGateway,
+) -> None:
+    """An edit forks the thread and a switch shows the first version again: GET /threads
+    and the thread list's news (the sidebar) preview the last words of the branch shown,
+    never those of the branch left (docs/branches.md)."""
+    thread = new_id("t")
+    live = "&threads=live"
+    async with gateway.socket("ann", live) as watcher, gateway.socket("ann") as ws:
+        async with client(gateway) as http:
+            first = user_input(thread, "hello there", message_id="m1")
+            await ws.run(first)
+            shown_first = (await settled(http, thread))["preview"]
+            # A stock client's edit of m1: another version, with a reply of its own.
+            await ws.run(user_input(thread, FLAGSHIP, message_id="m1"))
+            edited = (await settled(http, thread))["preview"]
+            assert edited != shown_first
+            while (await next_change(watcher))["thread"]["preview"] != edited:
+                pass  # the news of the runs before the switch
+            switch = user_input(thread, "") | {"messages": []}
+            switch["forwardedProps"] = {"branch": {"switchTo": first["runId"]}}
+            assert outcome(await ws.run(switch)) == {"type": "success"}
+            assert (await settled(http, thread))["preview"] == shown_first
+            assert [t["preview"] for t in (await http.get("/threads")).json()["threads"]] == [
+                shown_first
+            ]
+        # The switch's news: the shown branch's words (a timeout here: they never came).
+        while (await next_change(watcher))["thread"]["preview"] != shown_first:
+            pass
+
+
 async def test_the_door_takes_the_browsers_cors_preflight_for_patch(
     gateway: RunningGateway,
 ) -> None:

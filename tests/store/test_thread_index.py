@@ -14,7 +14,7 @@ from google.genai import types
 
 from gateway.context import RUN_METADATA_KEY
 from gateway.store import SessionService
-from gateway.store.branches import Fork
+from gateway.store.branches import Fork, Switch
 from gateway.store.thread_index import (
     BadCursor,
     ListingCursor,
@@ -194,6 +194,31 @@ async def test_a_search_finds_a_thread_by_the_words_of_a_version_it_does_not_sho
     assert await ids(store, terms=tuple(search_terms("secret plans"))) == ["t"]
     assert await ids(store, terms=tuple(search_terms("first question"))) == ["t"]
     assert await ids(store, "bob", terms=tuple(search_terms("secret"))) == []
+
+
+async def test_a_thread_s_preview_is_the_last_words_of_the_branch_it_shows(
+    store: SessionService,
+) -> None:
+    """A fork or a switch changes which events the thread shows, and its listing's preview
+    with them: never the last words of a version out of sight (docs/threads.md)."""
+
+    async def preview() -> str:
+        row = await store.thread_row(APP, "ann", "t")
+        assert row is not None
+        return row.preview
+
+    await forked_away(store)  # "secret plans" out of sight: "first question" shown
+    assert await preview() == "first question"
+    session = await store.get_session(app_name=APP, user_id="ann", session_id="t")
+    assert session is not None
+    edited = said("public")
+    edited.custom_metadata = {RUN_METADATA_KEY: {"runId": "r3", "messageId": "m-r2"}}
+    await store.append_event(session, edited)
+    assert await preview() == "public"
+    back = await store.move_branch(Switch(APP, "ann", "t", "r2", time.time()))
+    assert back.changed and await preview() == "secret plans"
+    await store.move_branch(Switch(APP, "ann", "t", "r3", time.time()))
+    assert await preview() == "public"
 
 
 async def test_a_deleted_threads_words_go_with_it_those_of_its_branches_too(
