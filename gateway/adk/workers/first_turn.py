@@ -34,7 +34,9 @@ hook), of which the callbacks (~70 a run, ~1 µs each more than uvloop's,
 ``scripts/bench_worker_loop.py``) are about 1% of a run's ~7 ms. A Python ``call_soon`` on
 uvloop, to keep the order beside its C queue, was tried: it costs as much as asyncio's
 (docs/multicore.md). What is cheap to cut is cut: ``call_soon``, which every step of every
-task comes through, is one Python call instead of asyncio's six.
+task comes through, is two Python calls instead of asyncio's six: its own, and the ready
+queue's ``place``, the one definition of the order, which asyncio's other ways in
+(``call_soon_threadsafe``, timers) reach through the queue's ``append``.
 It leans on private names of asyncio's, the loop's ``_ready`` deque, ``_closed`` and
 ``_debug``, and a handle's fields (CPython 3.11 to 3.13 alike); a Python that changed them
 fails ``tests/adk/workers/test_first_turn.py``, which counts the order and compares a
@@ -111,7 +113,14 @@ class _Ready:
         self.ahead = 0  # callbacks that went first, for tests and the worker's last line
 
     def append(self, handle: asyncio.Handle) -> None:
-        mark = handle._context.get(_first)  # type: ignore[attr-defined]
+        """As a deque's: asyncio's ``call_soon_threadsafe`` and timers come this way."""
+        self.place(handle, handle._context)  # type: ignore[attr-defined]
+
+    def place(self, handle: asyncio.Handle, context: contextvars.Context) -> None:
+        """Puts ``handle``, to be run in ``context``, in its level: the first while the
+        context's mark (``go_first``) is on, else the second. The one definition of the
+        order: ``append`` and ``FirstTurnLoop.call_soon`` both come here."""
+        mark = context.get(_first)
         if mark is not None and mark.on:
             self.ahead += 1
             self.first.append(handle)
@@ -192,10 +201,13 @@ class FirstTurnLoop(asyncio.SelectorEventLoop):
     def call_soon(  # type: ignore[override]
         self, callback: Any, *args: Any, context: contextvars.Context | None = None
     ) -> asyncio.Handle:
-        """asyncio's ``call_soon``, which every step of every task comes through, in one
-        Python call instead of six (its checks, ``_call_soon``, ``Handle.__init__`` and its
+        """asyncio's ``call_soon``, which every step of every task comes through, in two
+        Python calls instead of six (its checks, ``_call_soon``, ``Handle.__init__`` and its
         ``get_debug``, the ready queue's ``append``): the handle's fields are set here as
-        ``Handle.__init__`` sets them outside debug mode. Debug mode takes asyncio's own."""
+        ``Handle.__init__`` sets them outside debug mode, and the queue places it
+        (``_Ready.place``: one call more than placing it inline, ~2% of a step in
+        ``scripts/bench_worker_loop.py``, for one definition of the order). Debug mode
+        takes asyncio's own."""
         if self._closed:  # type: ignore[attr-defined]
             raise RuntimeError("Event loop is closed")
         if self._debug:  # type: ignore[attr-defined]
@@ -210,13 +222,7 @@ class FirstTurnLoop(asyncio.SelectorEventLoop):
         handle._cancelled = False
         handle._repr = None  # type: ignore[attr-defined]
         handle._source_traceback = None  # type: ignore[attr-defined]
-        ready = self._ready  # its append, inline
-        mark = context.get(_first)
-        if mark is not None and mark.on:
-            ready.ahead += 1
-            ready.first.append(handle)
-        else:
-            ready.later.append(handle)
+        self._ready.place(handle, context)
         return handle
 
     def _run_once(self) -> None:
