@@ -332,7 +332,7 @@ class WorkerPool:
     ) -> AsyncGenerator[AdkEvent, None]:
         """The invocation's events, run in the least busy worker (or in the one that keeps
         the thread's session, if it is nearly as idle: ``_keeping``)."""
-        worker = self._keeping(order, await self._least_busy())
+        worker = self._keeping(order, *await self._least_busy())
         number = next(self._runs)
         stream = worker.runs[number] = _Stream(
             str(order.metadata.get("runId")), order.session, order.read_surfaces
@@ -504,23 +504,25 @@ class WorkerPool:
             if worker.channel is not None and not worker.exited
         ]
 
-    def _keeping(self, order: WorkerRun, least_busy: _Worker) -> _Worker:
-        """A worker that keeps the thread's session (``gateway.adk.workers.kept``), if it
-        is ready and has at most ``KEEPING_SLACK`` runs more than ``least_busy``: its Start
-        then leaves those events out, and the worker parses none of them again."""
+    def _keeping(self, order: WorkerRun, least_busy: _Worker, ready: list[_Worker]) -> _Worker:
+        """A worker of ``ready`` that keeps the thread's session (``gateway.adk.workers.kept``),
+        if it has at most ``KEEPING_SLACK`` runs more than ``least_busy``: its Start then
+        leaves those events out, and the worker parses none of them again."""
         thread = (order.user_id, order.thread_id)
         if least_busy.kept.holds(thread):
             return least_busy
         most = len(least_busy.runs) + KEEPING_SLACK
-        for worker in self._ready_workers():
+        for worker in ready:
             if worker.kept.holds(thread) and len(worker.runs) <= most:
                 return worker
         return least_busy
 
-    async def _least_busy(self) -> _Worker:
-        """The ready worker with the fewest runs; when none is (all died at once), the
-        first to be ready again, or WorkerLost once none is starting (a start that failed
-        is tried again under a new future: ``_watch_start``) or none is in time."""
+    async def _least_busy(self) -> tuple[_Worker, list[_Worker]]:
+        """The ready worker with the fewest runs, and the ready workers it was chosen from
+        (``_keeping`` looks among the same: one look at the workers a run); when none is
+        ready (all died at once), the first to be ready again, or WorkerLost once none is
+        starting (a start that failed is tried again under a new future:
+        ``_watch_start``) or none is in time."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + START_SECONDS
         while not (ready := self._ready_workers()):
@@ -528,7 +530,7 @@ class WorkerPool:
             if not starting or (left := deadline - loop.time()) <= 0:
                 raise WorkerLost()
             await asyncio.wait(starting, timeout=left, return_when="FIRST_COMPLETED")
-        return min(ready, key=lambda worker: len(worker.runs))
+        return min(ready, key=lambda worker: len(worker.runs)), ready
 
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         channel: Channel[FromWorker] = Channel(reader, writer, FromWorker, self.counts)

@@ -243,6 +243,9 @@ def test_a_worker_that_does_not_keep_what_a_start_names_says_so_and_starts_nothi
 async def test_a_threads_next_run_goes_to_the_worker_keeping_it_unless_it_is_much_busier(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """And placing a run looks at the ready workers once: the least busy and the one
+    keeping the thread are chosen from one list."""
+    looks = counting(monkeypatch, WorkerPool, "_ready_workers")
     workers: list[ScriptedWorker] = []
 
     def spawn(path: str, index: int) -> ScriptedWorker:
@@ -268,5 +271,6 @@ async def test_a_threads_next_run_goes_to_the_worker_keeping_it_unless_it_is_muc
         assert start.kept == 0
         await finished(second, events, ended, Finished(start.run))
         await finished(first, other, other_ended, Finished(other_start.run))
+        assert len(looks) == 4  # r-1, o-1, r-2 and r-3 placed
     finally:
         await pool.close()
