@@ -19,12 +19,13 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from google.adk.models import LlmRequest, LlmResponse
 
 from gateway import wire as p
 from gateway.examples.navigator.scripted import ScriptedLlm
@@ -39,7 +40,7 @@ from gateway.store.urls import is_postgres
 from gateway.translate.translator import RunTranslator
 from tests.support.agui import new_id, user_input
 from tests.support.backends import rows
-from tests.support.held_store import navigator_hub, slow_commits
+from tests.support.held_store import gated_commits, navigator_hub, slow_commits
 from tests.support.subscribers import Recorder
 
 pytestmark = pytest.mark.unit
@@ -362,11 +363,31 @@ async def test_an_in_memory_store_s_chunks_go_ahead_of_their_commit_as_a_file_s_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An in-memory store saves no streamed text, and its chunks were once taken for events
-    that are not streamed: each waited for its frame's commit, linger and all."""
-    slow_commits(monkeypatch, 0.01)
+    that are not streamed: each waited for its frame's commit, linger and all. Decided by
+    what happened, not by timing: the store's commits are held from the reply's first
+    chunk until its model is done (with everything before the reply stored and sent
+    first), so each chunk within the bound has nothing but its own commit to wait for."""
+    gate = gated_commits(monkeypatch)
     monkeypatch.setattr(TextBurst, "hold", lambda burst, events: False)
+    streamed = ScriptedLlm.generate_content_async
     async with hub_on(":memory:", pace_ms=0) as hub:
         thread = new_id("t")
+
+        async def held_while_streaming(
+            model: ScriptedLlm, request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            async for response in streamed(model, request, stream):
+                if response.partial and gate.is_set():  # the reply's first chunk
+                    await hub.engine.sessions.flush()
+                    run = hub.threads[thread].run
+                    assert run is not None
+                    await run.outbox.drained()
+                    gate.clear()
+                elif not response.partial:  # the whole reply, which ADK stores
+                    gate.set()
+                yield response
+
+        monkeypatch.setattr(ScriptedLlm, "generate_content_async", held_while_streaming)
         client = AheadCounter(hub, thread)
         run = await hub.start("demo", start_input(thread), client)
         await asyncio.wait_for(run.done.wait(), 30)

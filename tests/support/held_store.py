@@ -3,8 +3,10 @@
 ``file_store``: a store of its own on a SQLite file. ``write_lock_held``: another
 connection holds a SQLite file's write lock, so every commit of the store waits for it
 (reads do not: they run beside the writer). ``slow_commits``: every group commit takes
-longer, as a busy disk or loop would make it. ``navigator_hub``: the real hub, ADK runner
-and store over a database, with the demo's navigator agent on the model given.
+longer, as a busy disk or loop would make it. ``gated_commits``: every group commit waits
+while the test holds a gate shut, so what goes on meanwhile is decided by what happened,
+not by how fast the machine is. ``navigator_hub``: the real hub, ADK runner and store over
+a database, with the demo's navigator agent on the model given.
 """
 
 from __future__ import annotations
@@ -52,6 +54,23 @@ def write_lock_held(path: str) -> Iterator[None]:
 
 def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Every group commit takes ``seconds`` longer, so writes pile up behind it."""
+    # As a slow disk would hold the database's thread.
+    _each_commit_after(monkeypatch, lambda: asyncio.sleep(seconds))
+
+
+def gated_commits(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Every group commit waits while the returned gate is clear (it starts set: open);
+    one already under way when it is cleared goes on."""
+    gate = asyncio.Event()
+    gate.set()
+    _each_commit_after(monkeypatch, gate.wait)
+    return gate
+
+
+def _each_commit_after(
+    monkeypatch: pytest.MonkeyPatch, waited: Callable[[], Awaitable[object]]
+) -> None:
+    """Every group commit of a store made from now on first awaits ``waited()``."""
     real_init = group_commit.GroupCommit.__init__
 
     def init(
@@ -60,11 +79,11 @@ def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
         on_health: Callable[[bool], None],
         **settings: Any,
     ) -> None:
-        async def slow(writes: Sequence[Any]) -> list[object]:
-            await asyncio.sleep(seconds)  # as a slow disk would hold the database's thread
+        async def held(writes: Sequence[Any]) -> list[object]:
+            await waited()
             return await commit(writes)
 
-        real_init(writer, slow, on_health, **settings)
+        real_init(writer, held, on_health, **settings)
 
     monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
 
