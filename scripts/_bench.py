@@ -1,16 +1,20 @@
-"""What the scripts and their tests share: a real gateway in a subprocess on a loopback port.
+"""What the scripts and their tests share: a real gateway in a subprocess on a loopback port,
+and the alternating rounds a benchmark times its ways in (``alternating``, ``timed``).
 
 Stdlib only, so every script can import it whatever else it needs.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,3 +163,45 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def rounds_parser(doc: str, rounds: int = 15) -> argparse.ArgumentParser:
+    """A benchmark's command line: described by its docstring's first paragraph, with
+    ``--rounds``, the alternating rounds it times (``alternating``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"alternating rounds ({rounds})")
+    return parser
+
+
+def timed(work: Callable[[], object], repeats: int) -> float:
+    """Seconds of one ``work()``, averaged over ``repeats`` in a row: enough of them that
+    a timer's tick is nothing."""
+    started = time.perf_counter()
+    for _ in range(repeats):
+        work()
+    return (time.perf_counter() - started) / repeats
+
+
+def timing(
+    ways: Mapping[str, Callable[[], object]], repeats: int
+) -> dict[str, Callable[[], float]]:
+    """Pieces of work by name, as ``alternating`` takes ways: each ``timed`` over ``repeats``."""
+    return {name: functools.partial(timed, work, repeats) for name, work in ways.items()}
+
+
+def alternating(
+    rounds: int,
+    ways: Mapping[str, Callable[[], float]],
+    check: Callable[[], object] | None = None,
+) -> dict[str, float]:
+    """Each way's median over ``rounds`` rounds, by name; a round times every way once, in
+    turn (a way returns the seconds it measured), after ``check()`` (that the ways still
+    do the same). Alternating, a neighbour's load falls on every way alike: the ratios
+    hold on a shared machine, where the absolute figures move with the neighbours."""
+    seen: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        if check is not None:
+            check()
+        for name, way in ways.items():
+            seen[name].append(way())
+    return {name: statistics.median(figures) for name, figures in seen.items()}

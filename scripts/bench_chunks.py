@@ -16,10 +16,7 @@ Each round first checks that both ways make the same events.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import statistics
-import time
 from collections.abc import Callable
 
 import msgspec
@@ -28,6 +25,7 @@ from google.adk.events import Event
 from gateway.adk.workers.chunks import Sent, rebuilt
 from gateway.adk.workers.messages import FromWorker, Streamed, Yielded
 from gateway.store import adk_json
+from scripts._bench import alternating, rounds_parser, timing
 from scripts.bench_crossing import recorded_story
 
 # A reply's crossing done this many times a round: enough that a timer's tick is nothing.
@@ -69,18 +67,8 @@ def taken(frames: list[bytes]) -> list[Event]:
     return events
 
 
-def timed(work: Callable[[], object]) -> float:
-    """Seconds of one reply's crossing, averaged over ``REPEATS`` passes."""
-    started = time.perf_counter()
-    for _ in range(REPEATS):
-        work()
-    return (time.perf_counter() - started) / REPEATS
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
-    args = parser.parse_args()
+    args = rounds_parser(__doc__).parse_args()
     story = asyncio.run(recorded_story())
     # As the worker had them: ADK makes each chunk of a reply a shallow copy of one event
     # with the model's response in it (``finalize_model_response_event``).
@@ -93,14 +81,18 @@ def main() -> int:
         f"the flagship's reply: {len(chunks)} chunks, {sum(map(len, whole))} bytes whole,"
         f" {sum(map(len, text))} as their text after the first"
     )
-    figures: dict[str, list[float]] = {name: [] for name in ("ws", "wm", "ts", "tm")}
-    for _ in range(args.rounds):
+
+    def same() -> None:
         assert taken(whole_sent(chunks)) == taken(text_sent(chunks)) == chunks
-        figures["ws"].append(timed(lambda: whole_sent(chunks)))
-        figures["wm"].append(timed(lambda: taken(whole)))
-        figures["ts"].append(timed(lambda: text_sent(chunks)))
-        figures["tm"].append(timed(lambda: taken(text)))
-    ws, wm, ts, tm = (statistics.median(figures[name]) * 1e6 for name in ("ws", "wm", "ts", "tm"))
+
+    ways: dict[str, Callable[[], object]] = {
+        "ws": lambda: whole_sent(chunks),
+        "wm": lambda: taken(whole),
+        "ts": lambda: text_sent(chunks),
+        "tm": lambda: taken(text),
+    }
+    medians = alternating(args.rounds, timing(ways, REPEATS), same)
+    ws, wm, ts, tm = (medians[name] * 1e6 for name in ways)
     print(f"medians of {args.rounds} rounds, µs a reply:   worker   main process")
     print(f"  whole (until session 45)          {ws:8.1f} {wm:14.1f}")
     print(f"  as their text after the first     {ts:8.1f} {tm:14.1f}")

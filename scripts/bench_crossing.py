@@ -21,12 +21,8 @@ that both ways made the same events, rows and sessions.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from google.adk.events import Event
@@ -35,6 +31,7 @@ from google.adk.sessions import Session
 from gateway.adk.workers import pool, start
 from gateway.adk.workers.messages import Streamed
 from gateway.store import adk_json, session_json
+from scripts._bench import alternating, rounds_parser, timing
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import running_gateway
 
@@ -125,18 +122,8 @@ def same(story: Story) -> None:
         assert ours == adk_json.parse_session(dump(session))
 
 
-def timed(work: Callable[[Story], None], story: Story) -> float:
-    """Seconds of a story's work, averaged over ``REPEATS`` passes."""
-    started = time.perf_counter()
-    for _ in range(REPEATS):
-        work(story)
-    return (time.perf_counter() - started) / REPEATS
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
-    args = parser.parse_args()
+    args = rounds_parser(__doc__).parse_args()
     story = asyncio.run(recorded_story())
     events = sum(len(session.events) for session in story.sessions)
     print(
@@ -144,13 +131,9 @@ def main() -> int:
         f" {len(story.chunks)} streamed chunks, {len(story.sessions)} sessions handed"
         f" ({events} events in them)"
     )
-    old: list[float] = []
-    new: list[float] = []
-    for _ in range(args.rounds):
-        same(story)
-        old.append(timed(before, story))
-        new.append(timed(now, story))
-    was, is_ = statistics.median(old), statistics.median(new)
+    ways = {"before": lambda: before(story), "now": lambda: now(story)}
+    medians = alternating(args.rounds, timing(ways, REPEATS), lambda: same(story))
+    was, is_ = medians["before"], medians["now"]
     print(f"before session 42   {was * 1e6:8.0f} µs a story (median of {args.rounds})")
     print(f"now                 {is_ * 1e6:8.0f} µs a story ({is_ / was:.2f}x)")
     return 0

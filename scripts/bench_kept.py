@@ -17,18 +17,20 @@ ways give the worker the same session.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import statistics
 import tracemalloc
+from collections.abc import Callable
 
 from google.adk.events import Event
 from google.adk.sessions import Session
 
 from gateway.store.adk_json import parse_session
 from gateway.store.session_json import session_json
-from scripts.bench_chunks import timed  # a story's work, averaged over 200 passes
+from scripts._bench import alternating, rounds_parser, timing
 from scripts.bench_crossing import Story, recorded_story
+
+# A story's crossing done this many times a round: enough that a timer's tick is nothing.
+REPEATS = 200
 
 
 def sent(sessions: list[tuple[Session, int]]) -> list[bytes]:
@@ -61,9 +63,7 @@ def held_kib(story: Story) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
-    args = parser.parse_args()
+    args = rounds_parser(__doc__).parse_args()
     story = asyncio.run(recorded_story())
     kib = held_kib(story)  # the reply's session after its run, as its worker keeps it
     for session, handed in zip(story.sessions, story.handed, strict=True):
@@ -82,15 +82,19 @@ def main() -> int:
         f" events, {story.kept} of them kept by their worker;"
         f" {sum(map(len, sent(whole)))} bytes whole, {sum(map(len, sent(kept)))} without them"
     )
-    figures: dict[str, list[float]] = {name: [] for name in ("wm", "ww", "km", "kw")}
     whole_texts, kept_texts = sent(whole), sent(kept)
-    for _ in range(args.rounds):
+
+    def same() -> None:
         assert taken(sent(whole), nothing) == taken(sent(kept), held)
-        figures["wm"].append(timed(lambda: sent(whole)))
-        figures["ww"].append(timed(lambda: taken(whole_texts, nothing)))
-        figures["km"].append(timed(lambda: sent(kept)))
-        figures["kw"].append(timed(lambda: taken(kept_texts, held)))
-    wm, ww, km, kw = (statistics.median(figures[name]) * 1e6 for name in ("wm", "ww", "km", "kw"))
+
+    ways: dict[str, Callable[[], object]] = {
+        "wm": lambda: sent(whole),
+        "ww": lambda: taken(whole_texts, nothing),
+        "km": lambda: sent(kept),
+        "kw": lambda: taken(kept_texts, held),
+    }
+    medians = alternating(args.rounds, timing(ways, REPEATS), same)
+    wm, ww, km, kw = (medians[name] * 1e6 for name in ways)
     print(f"a worker's memory a kept session, the reply's after its run: {kib:.1f} KiB")
     print(f"medians of {args.rounds} rounds, µs a story:   main process   worker")
     print(f"  whole (until session 46)               {wm:8.1f} {ww:10.1f}")

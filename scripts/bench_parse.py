@@ -17,11 +17,8 @@ events.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +26,7 @@ from google.adk.events import Event
 
 from gateway.adk.workers import pool
 from gateway.store import adk_json, codec
+from scripts._bench import alternating, rounds_parser, timing
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import running_gateway
 
@@ -55,32 +53,30 @@ async def story_texts() -> list[bytes | str]:
     return texts
 
 
-def timed(parse: Callable[[bytes | str], Event], texts: list[bytes | str]) -> float:
-    """Seconds to parse every text once, averaged over ``REPEATS`` passes."""
-    started = time.perf_counter()
-    for _ in range(REPEATS):
-        for text in texts:
-            parse(text)
-    return (time.perf_counter() - started) / REPEATS
+def parsed(parse: Callable[[bytes | str], Event], texts: list[bytes | str]) -> None:
+    """Every text parsed once."""
+    for text in texts:
+        parse(text)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
-    args = parser.parse_args()
+    args = rounds_parser(__doc__).parse_args()
     texts = asyncio.run(story_texts())
     size = sum(len(text) for text in texts)
     print(
         f"a flagship story with two workers: {len(texts)} ADK event texts parsed here, {size} bytes"
     )
-    slow: list[float] = []
-    fast: list[float] = []
-    for _ in range(args.rounds):
+
+    def same() -> None:
         for text in texts:
             assert adk_json.parse_event(text) == Event.model_validate_json(text)
-        slow.append(timed(Event.model_validate_json, texts))
-        fast.append(timed(adk_json.parse_event, texts))
-    before, after = statistics.median(slow), statistics.median(fast)
+
+    ways = {
+        "slow": lambda: parsed(Event.model_validate_json, texts),
+        "fast": lambda: parsed(adk_json.parse_event, texts),
+    }
+    medians = alternating(args.rounds, timing(ways, REPEATS), same)
+    before, after = medians["slow"], medians["fast"]
     print(f"Event.model_validate_json   {before * 1e6:8.0f} µs a story (median of {args.rounds})")
     print(f"adk_json.parse_event        {after * 1e6:8.0f} µs a story ({after / before:.2f}x)")
     return 0

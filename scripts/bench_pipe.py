@@ -19,11 +19,9 @@ figures move with the neighbours.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import multiprocessing
 import socket
-import statistics
 import time
 
 import msgspec
@@ -38,6 +36,7 @@ from gateway.adk.workers.messages import (
     Streamed,
     Yielded,
 )
+from scripts._bench import alternating, rounds_parser
 
 # Stories a round: enough that a timer's tick is nothing.
 STORIES = 200
@@ -91,45 +90,47 @@ def _sleep() -> None:
     time.sleep(600)
 
 
-def alive(processes: list[multiprocessing.Process], flags: list[bool]) -> tuple[float, float]:
-    """Seconds of a story's looks at its workers (two runs, two looks each), by
-    ``is_alive`` and by a flag."""
+def asked(processes: list[multiprocessing.Process]) -> float:
+    """Seconds of a story's looks at its workers (two runs, two looks each) by
+    ``is_alive``: a ``waitpid`` each."""
     started = time.perf_counter()
     for _ in range(STORIES * 2):
         for _ in range(2):
             [p for p in processes if p.is_alive()]
-    asked = time.perf_counter() - started
+    return (time.perf_counter() - started) / STORIES
+
+
+def flagged(flags: list[bool]) -> float:
+    """Seconds of the same looks by a flag each worker has."""
     started = time.perf_counter()
     for _ in range(STORIES * 2):
         for _ in range(2):
             [f for f in flags if not f]
-    return asked / STORIES, (time.perf_counter() - started) / STORIES
+    return (time.perf_counter() - started) / STORIES
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (15)")
-    args = parser.parse_args()
+    args = rounds_parser(__doc__).parse_args()
     encoder = msgspec.msgpack.Encoder()
     frames = [len(b).to_bytes(4, "big") + b for b in map(encoder.encode, story())]
-    figures: dict[str, list[float]] = {k: [] for k in ("b1", "n1", "bt", "nt", "ia", "fl")}
     processes = [multiprocessing.get_context("spawn").Process(target=_sleep) for _ in range(2)]
     for process in processes:
         process.start()
+    ways = {
+        "b1": lambda: asyncio.run(taken(Before, frames, together=False)),
+        "n1": lambda: asyncio.run(taken(Channel, frames, together=False)),
+        "bt": lambda: asyncio.run(taken(Before, frames, together=True)),
+        "nt": lambda: asyncio.run(taken(Channel, frames, together=True)),
+        "ia": lambda: asked(processes),
+        "fl": lambda: flagged([False, False]),
+    }
     try:
-        for _ in range(args.rounds):
-            figures["b1"].append(asyncio.run(taken(Before, frames, together=False)))
-            figures["n1"].append(asyncio.run(taken(Channel, frames, together=False)))
-            figures["bt"].append(asyncio.run(taken(Before, frames, together=True)))
-            figures["nt"].append(asyncio.run(taken(Channel, frames, together=True)))
-            asked, flagged = alive(processes, [False, False])
-            figures["ia"].append(asked)
-            figures["fl"].append(flagged)
+        medians = alternating(args.rounds, ways)
     finally:
         for process in processes:
             process.kill()
             process.join()
-    b1, n1, bt, nt, ia, fl = (statistics.median(figures[k]) * 1e6 for k in figures)
+    b1, n1, bt, nt, ia, fl = (medians[name] * 1e6 for name in ways)
     print(
         f"a flagship story's {len(frames)} messages from its worker, {sum(map(len, frames))} bytes"
     )

@@ -1,6 +1,6 @@
 """What a worker's event loop costs a step of a run: the CPU of a busy loop's callbacks on
 the worker's loop (``FirstTurnLoop``, ``gateway/adk/workers/first_turn.py``: asyncio's, its
-ready queue in two levels, its ``call_soon`` in one Python call) against the same loop with
+ready queue in two levels, its ``call_soon`` in two Python calls) against the same loop with
 asyncio's own ``call_soon`` (until session 46), and plain asyncio and uvloop, which keep no
 order (uvloop's is what one process serves on: the floor a loop in Python is measured by).
 
@@ -18,15 +18,15 @@ figures move with the neighbours.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import statistics
+import functools
 import time
 from collections.abc import Callable
 
 import uvloop
 
 from gateway.adk.workers.first_turn import FirstTurnLoop, go_first
+from scripts._bench import alternating, rounds_parser
 
 # Steps a run takes between two of its model's chunks, and the pace of those (seconds).
 STEPS = 12
@@ -81,7 +81,7 @@ async def load(runs: int, chunks: int) -> int:
     return steps
 
 
-def timed(factory: Callable[[], asyncio.AbstractEventLoop], runs: int, chunks: int) -> float:
+def cpu_a_step(factory: Callable[[], asyncio.AbstractEventLoop], runs: int, chunks: int) -> float:
     """The thread's CPU seconds a step, on a new loop of ``factory``'s."""
     with asyncio.Runner(loop_factory=factory) as runner:
         began = time.thread_time()
@@ -90,19 +90,20 @@ def timed(factory: Callable[[], asyncio.AbstractEventLoop], runs: int, chunks: i
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (5)")
+    parser = rounds_parser(__doc__, rounds=5)
     parser.add_argument("--runs", type=int, default=100, help="runs under way (100)")
     parser.add_argument("--chunks", type=int, default=20, help="paced chunks a run (20)")
     args = parser.parse_args()
-    figures: dict[str, list[float]] = {name: [] for name in LOOPS}
-    for _ in range(args.rounds):
-        for name, factory in LOOPS.items():
-            figures[name].append(timed(factory, args.runs, args.chunks))
-    base = statistics.median(figures[next(iter(LOOPS))])
+    medians = alternating(
+        args.rounds,
+        {
+            name: functools.partial(cpu_a_step, factory, args.runs, args.chunks)
+            for name, factory in LOOPS.items()
+        },
+    )
+    base = medians[next(iter(LOOPS))]
     print(f"medians of {args.rounds} rounds, {args.runs} runs under way: CPU a step")
-    for name, seen in figures.items():
-        median = statistics.median(seen)
+    for name, median in medians.items():
         print(f"  {name:46} {median * 1e6:6.2f} µs  {median / base:5.2f}x")
     return 0
 
