@@ -58,6 +58,7 @@ def local_gateway(
     entry: Sequence[str] = ("-m", "gateway"),
     python: str = sys.executable,
     root: Path = ROOT,
+    log: Path | None = None,
 ) -> Iterator[LocalGateway]:
     """Runs ``python -m gateway`` (scripted model, pace 0, in-memory db) until the block ends.
 
@@ -67,11 +68,15 @@ def local_gateway(
     ``entry`` is what follows ``python`` before the gateway's flags, for a script that runs
     the gateway its own way (``scripts/_load_users.py``); ``python`` the interpreter (another
     venv's: the gateway's code is this checkout's either way, its dependencies that venv's);
-    ``root`` the checkout whose gateway it runs (another one, to compare with this one).
+    ``root`` the checkout whose gateway it runs (another one, to compare with this one);
+    ``log`` the file its output goes to, kept after the block for what the gateway said as
+    it stopped (by default one in a temporary directory, removed with it).
     """
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="gateway-") as tmp:
-        log = Path(tmp) / "server.log"
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gateway-")))
+            log /= "server.log"
         command = [python, *entry, "--host", "127.0.0.1", "--port", str(port)]
         command += ["--db", ":memory:", "--scripted-pace-ms", "0", *flags]
         with log.open("wb") as out:

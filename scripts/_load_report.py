@@ -7,8 +7,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from scripts._bench import percentile
 from scripts._load_machine import Monitor
@@ -22,6 +24,13 @@ LOG_LINES_SHOWN = 3
 STATEMENTS_SHOWN = 16
 STATEMENT_CHARS = 110
 LOG_LINE_CHARS = 200
+# The line a gateway's worker pool logs as it stops (``gateway.adk.workers.pool``): its
+# Starts sent without the events their worker kept, and how many of them it answered
+# ``Unkept`` (sent again whole).
+KEPT = re.compile(
+    r"kept sessions: (\d+) runs' Starts went without the events their worker kept,"
+    r" (\d+) of them answered Unkept"
+)
 
 
 def figures(load: Load, monitor: Monitor, load_average: float) -> dict[str, float]:
@@ -107,6 +116,9 @@ class Result:
     stories: float = 0.0
     # Where the round's first texts waited (``--timeline``), as lines of the report.
     timeline: list[str] = dataclasses.field(default_factory=list)
+    # With workers: the Starts sent without the events their worker kept, and of them
+    # those answered ``Unkept`` (``kept_sessions``); None without workers.
+    kept: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, load: Load, monitor: Monitor, load_average: float) -> Result:
@@ -163,11 +175,28 @@ class Result:
             total.error_lines += result.error_lines[: LOG_LINES_SHOWN - len(total.error_lines)]
             total.statements += result.statements
             total.stories += result.stories
+            if result.kept is not None:
+                was = total.kept or (0, 0)
+                total.kept = (was[0] + result.kept[0], was[1] + result.kept[1])
         return total
 
     @property
     def failed(self) -> bool:
         return bool(self.errors or self.problems)
+
+
+def kept_sessions(logs: Iterable[Path]) -> tuple[int, int] | None:
+    """What the gateways' worker pools said of kept sessions as they stopped (``KEPT``),
+    added up: Starts sent without the kept events, and those answered ``Unkept``; None
+    where no pool said it (no workers)."""
+    said = [
+        (int(found[1]), int(found[2]))
+        for log in logs
+        for found in KEPT.finditer(log.read_text(errors="replace"))
+    ]
+    if not said:
+        return None
+    return sum(kept for kept, _ in said), sum(unkept for _, unkept in said)
 
 
 def ms(value: float) -> str:
@@ -238,6 +267,12 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     if not math.isnan(v["statements"]):
         print(f"  database statements: {v['statements']:.1f} a story (pg_stat_statements)")
         print_statements(result.statements, result.stories)
+    if result.kept is not None:
+        kept, unkept = result.kept
+        print(
+            f"  kept sessions: {kept - unkept} runs' Starts went without the events their"
+            f" worker kept; {unkept} more were answered Unkept and sent again whole"
+        )
     print(
         f"  threads read back: {v['checked']:.0f} ({v['judged']:.0f} of stories done),"
         f" consistent {v['consistent']:.0f}; problems: {counted(result.problems)}"

@@ -58,11 +58,16 @@ def spelled_workers(workers: int) -> str:
 
 @contextlib.contextmanager
 def served(
-    args: argparse.Namespace, setup: Setup, database: str | None, marks: Path | None = None
+    args: argparse.Namespace,
+    setup: Setup,
+    database: str | None,
+    marks: Path | None = None,
+    logs: Path | None = None,
 ) -> Iterator[list[LocalGateway]]:
     """Fresh gateways whose demo lists the load users, on a SQLite file, in memory, or all
     on one fresh PostgreSQL database; with ``marks``, each marks its runs' steps there
-    (``GATEWAY_TIMELINE``)."""
+    (``GATEWAY_TIMELINE``); with ``logs``, each writes its log there (kept once it stopped,
+    for what it said as it stopped)."""
     with tempfile.TemporaryDirectory(prefix="load-") as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
@@ -75,7 +80,10 @@ def served(
         elif setup.store == "postgres":
             assert database is not None
             flags += ["--db", database]
+        entry = ("-m", "scripts._load_users", tmp)
         yield [
-            stack.enter_context(local_gateway(*flags, entry=("-m", "scripts._load_users", tmp)))
-            for _ in range(setup.processes)
+            stack.enter_context(
+                local_gateway(*flags, entry=entry, log=logs / f"gateway-{n}.log" if logs else None)
+            )
+            for n in range(1, setup.processes + 1)
         ]

@@ -58,10 +58,13 @@ waits for a slot, inside its RUN_STARTED time), the server's RSS (VmRSS in
 first seen (a worker `auto` starts at the first run counts from then) over the most users
 connected at once (what a connected user costs the server, its runs and threads included),
 CPU (the server's, its main process's alone, this script's and the rest of the machine's,
-which is shared, with the machine's cores and load average first) and what the server
-logged at WARNING or above during the load. ``--timeline`` has the gateway mark each run's
-steps (``GATEWAY_TIMELINE``, ``gateway/timeline.py``) and adds where the replies' first
-texts waited, step by step, the slowest 1% apart (``scripts/_timeline.py``).
+which is shared, with the machine's cores and load average first), what the server
+logged at WARNING or above during the load, and with workers, how many runs' Starts went
+without the events their worker kept of the thread and how many more were answered
+``Unkept`` (sent again whole: the worker pool's last log line). ``--timeline`` has the
+gateway mark each run's steps (``GATEWAY_TIMELINE``, ``gateway/timeline.py``) and adds
+where the replies' first texts waited, step by step, the slowest 1% apart
+(``scripts/_timeline.py``).
 Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and ``--timeout``
 overall; the server stops with the script, which exits 1 on any error or inconsistent thread.
 
@@ -98,7 +101,7 @@ import uvloop
 
 from scripts import _timeline
 from scripts._load_machine import Monitor, ensure_open_files, machine
-from scripts._load_report import Result, print_comparison, print_result
+from scripts._load_report import Result, kept_sessions, print_comparison, print_result
 from scripts._load_servers import GATEWAY, Setup, served, workers_given
 from scripts._load_stories import Load
 from tests.support.postgres import Postgres, running_postgres
@@ -117,13 +120,16 @@ def one_round(
         marks = None
         if args.timeline:
             marks = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="timeline-")))
-        with served(args, setup, database, marks) as gateways:
+        logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="load-logs-")))
+        with served(args, setup, database, marks, logs) as gateways:
             load = Load(args, gateways, args.kill, seed)
             monitor = Monitor([gateway.process.pid for gateway in gateways], statements)
             uvloop.run(load.run(monitor))
             result = Result.of(load, monitor, load_average)
-        if marks is not None:  # read once the gateways stopped: each wrote its last marks
+        # Read once the gateways stopped: each wrote its last marks and lines.
+        if marks is not None:
             result.timeline = _timeline.breakdown(marks, replies(load))
+        result.kept = kept_sessions(gateway.log for gateway in gateways)
         return result
 
 

@@ -35,6 +35,9 @@ RUNS = {
     "thinking": [*SMALL, "--think", "0.3"],
     # Each reply's steps marked in the gateway, lined up with what the client timed.
     "timeline": [*SMALL, "--timeline"],
+    # One process against two worker processes: the reply's run goes to the worker that
+    # kept the story's first run, without those events.
+    "workers": [*SMALL, "--workers", "2"],
     # A SQLite file against two processes on one PostgreSQL database, in one invocation.
     "side by side": [*SMALL, "--db", "file", "postgres-x2"],
     # 40 stories are 80 frames from one user: past the burst of 40, however slowly the
@@ -160,6 +163,23 @@ def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
         r"^ {15}RUN_STARTED p99 \d+\.\d ms, first text p99 \d+\.\d ms, 0 errors, -?\d+\.\d KiB"
     )
     assert len(re.findall(latencies, done.stdout, re.M)) == 2, done.stdout
+
+
+def test_with_workers_the_report_says_how_many_starts_went_without_kept_events(
+    reports: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = reports["workers"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("stories: 15 done, 0 failed") == 2, done.stdout
+    kept = re.findall(
+        r"^  kept sessions: (\d+) runs' Starts went without the events their worker kept;"
+        r" (\d+) more were answered Unkept and sent again whole$",
+        done.stdout,
+        re.M,
+    )
+    # Only the setup with workers has the line; a story's reply may go elsewhere (the
+    # keeping worker much busier), but not every one of 15.
+    assert len(kept) == 1 and int(kept[0][0]) > 0, done.stdout
 
 
 def test_a_store_setup_is_named_or_refused() -> None:

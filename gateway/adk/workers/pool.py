@@ -223,6 +223,9 @@ class WorkerPool:
         self.most_held = 0
         # What crossed the workers' pipes, both ways (for tests, the load script, /metrics).
         self.counts = Counts()
+        # Starts sent without the events their worker keeps of the thread (``kept``); of
+        # them, those it did not keep after all answer ``Unkept`` (in ``counts``).
+        self.kept_starts = 0
         # The workers' appends being stored, and reads being made for them (a task each: the
         # pipe's reader never waits on the store).
         self._storing: set[asyncio.Task[None]] = set()
@@ -263,6 +266,13 @@ class WorkerPool:
     async def close(self) -> None:
         """Lets the workers go: their pipes close and they exit; stragglers are killed."""
         self._closing = True
+        unkept = self.counts.received.get("Unkept", (0,))[0]
+        log.info(
+            "kept sessions: %d runs' Starts went without the events their worker kept,"
+            " %d of them answered Unkept and sent again whole",
+            self.kept_starts,
+            unkept,
+        )
         if self._server is not None:
             self._server.close()
         readers = [w.reader for w in self._workers.values() if w.reader is not None]
@@ -354,6 +364,8 @@ class WorkerPool:
             except FrameTooLarge:
                 worker.kept.ended(number)  # never sent: no end of it comes
                 raise
+            if kept:
+                self.kept_starts += 1
             while True:
                 item = await stream.queue.get()
                 if stream.store_error is not None and (isinstance(item, AdkEvent) or item is _END):

@@ -7,6 +7,7 @@ side is ``test_workers``'s flagship."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
@@ -146,6 +147,7 @@ async def test_a_threads_next_run_on_the_worker_that_kept_it_goes_without_those_
         assert [e.id for e in head.events] == [three.id]
         assert head.state == {"screen": "MNU-3120"}  # the head is always this process's
         await finished(worker, events, first, Finished(start.run))
+        assert pool.kept_starts == 1  # r-2's
 
 
 async def test_a_thread_edited_since_or_a_run_that_failed_gets_its_whole_session() -> None:
@@ -165,7 +167,12 @@ async def test_a_thread_edited_since_or_a_run_that_failed_gets_its_whole_session
         await finished(worker, events, first, Finished(start.run))
 
 
-async def test_a_worker_that_did_not_keep_the_events_gets_the_start_again_whole() -> None:
+async def test_a_worker_that_did_not_keep_the_events_gets_the_start_again_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """And the pool's last line counts the Starts sent without kept events and those
+    answered ``Unkept`` (``scripts/load.py`` reports both)."""
+    caplog.set_level(logging.INFO, logger=pool_module.__name__)
     one = said("하나")
     async with pool_of_one() as (pool, worker, _):
         session = session_of([one])
@@ -178,6 +185,8 @@ async def test_a_worker_that_did_not_keep_the_events_gets_the_start_again_whole(
         assert (again.run, again.kept, again.kept_last) == (start.run, 0, None)
         assert len(parse_session(again.session).events) == 2
         await finished(worker, events, first, Finished(start.run))
+    said_last = "kept sessions: 1 runs' Starts went without the events their worker kept,"
+    assert f"{said_last} 1 of them answered Unkept and sent again whole" in caplog.text
 
 
 async def test_a_worker_whose_process_ended_gets_no_run_and_no_waitpid_is_made(
