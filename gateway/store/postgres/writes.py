@@ -39,7 +39,7 @@ from gateway.store.postgres.scopes import merge_scope, with_scopes
 from gateway.store.postgres.thread_index import TITLE_SEQ
 from gateway.store.postgres.thread_index import patch_thread as patch_row
 from gateway.store.rows import StoredSession
-from gateway.store.thread_index import TITLE_FIRST, ThreadRow, words_of
+from gateway.store.thread_index import TITLE_FIRST, ThreadRow, title_words
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
@@ -199,7 +199,7 @@ def append_event(db: psycopg.Connection, append: AppendEvent, fence: Fence | Non
         "preview": indexed.preview,
         "title": title,
         "title_source": TITLE_FIRST,
-        "title_words": words_of(title) if title is not None else None,
+        "title_words": title_words(indexed, title),
         "title_seq": TITLE_SEQ,
         "answers": document(list(progress.answers) if calls_inline else []),
         "calls": document([_Call(*call) for call in progress.calls] if calls_inline else []),
@@ -239,7 +239,8 @@ class _Call(Row):
 # and, only if the row is as the caller loaded it (``AppendEvent.check_fresh``, in SQL):
 # the event; its message's streamed text gone (the final event replaces it); what it adds
 # to the thread index (``thread_index.index_event``: its words, the preview, the first
-# title and its words, the title only while the thread has none); the calls it makes
+# title, only while the thread has none, and the title's words where its own do not
+# start with them, ``title_words``); the calls it makes
 # opened and those it answers closed (``progress``); and the row moved on, its run as
 # ``AppendEvent.run_after`` says. Each part of a WITH runs whether read or not, and a part
 # with nothing to add (a NULL, an empty array, no fresh row) adds nothing. Under a fence
