@@ -145,6 +145,19 @@ def first_title(text: str) -> str:
     return cut(text, TITLE_CHARS)
 
 
+def title_words(indexed: IndexedText, title: str | None) -> str | None:
+    """The words of a first title the index needs a row of its own for, or None.
+
+    A first title is the start of the event's first user text, whose words the event's
+    own row holds from its start: a row of the title would find nothing more (its last
+    word, cut, is a prefix of the message's), and cost a new thread a row and its index
+    entries. A rename (``patch_thread``) writes the title's row."""
+    if title is None:
+        return None
+    words = words_of(title)
+    return None if indexed.words.startswith(words) else words
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SearchTerm:
     """One whitespace-separated piece of a query, as its word tokens: matched as a phrase,

@@ -4,12 +4,12 @@ gateway's CPU a story grows with their number (issue 32).
 A batch commits its writes without savepoints; only a batch in which a write failed is
 undone and applied again with each write at a savepoint, so the failure stays its own. An
 append is one statement, what it adds to the thread index and its open calls included (two
-when it merges session state); the frames of a batch's threads one, whatever their number,
-their cluster notices included, and their trims one. A session loads in one statement, a
-page of messages in one, a thread opens in two (a new one too), and a thread known to be
-there reads in one (beside the writer). A read of one statement runs without a transaction
-of its own, any other in one snapshot, and a read's statements are prepared (parsed and
-planned once) after a few uses.
+when it merges session state); the frames of a batch's threads and their streamed texts
+one, whatever their number, their cluster notices included, and their trims one. A
+session loads in one statement, a page of messages in one, a thread opens in two (a new
+one too), and a thread known to be there reads in one (beside the writer). A read of one
+statement runs without a transaction of its own, any other in one snapshot, and a read's
+statements are prepared (parsed and planned once) after a few uses.
 """
 
 from __future__ import annotations
@@ -382,8 +382,8 @@ async def test_a_runs_writes_check_their_leases_in_their_own_statements(
             Fenced(lost, TrimFrames(APP, USER, "t2", max_bytes=0)),
         ]
         results = commit(db, batch)
-        assert db.sent == ["WITH", "WITH", "WITH", "WITH", "WITH"]  # 2 events, frames,
-        # texts, trims: no statement for the leases, no savepoint
+        assert db.sent == ["WITH", "WITH", "WITH", "WITH"]  # 2 events, frames and texts,
+        # trims: no statement for the leases, no savepoint
         refused = [n for n, result in enumerate(results) if isinstance(result, Failed)]
         assert refused == [3, 4, 5, 8]
         assert all(isinstance(results[n], Failed) for n in refused)
@@ -396,12 +396,23 @@ async def test_a_runs_writes_check_their_leases_in_their_own_statements(
         assert sorted(db.execute(logged).fetchall()) == [("t1", 2), ("t2", 1)]
 
 
-def test_the_streamed_texts_of_a_batchs_threads_are_one_statement(db: Counted) -> None:
+def test_the_streamed_texts_of_a_batchs_threads_are_one_statement_with_its_frames(
+    db: Counted, postgres: Postgres
+) -> None:
+    """Most of a run's batches hold frames and streamed texts: neither reads what the other
+    writes, so they go in one statement, the frames' notices sent by it too."""
     commit(db, [created("t1"), created("t2"), created("t3")])
     db.sent.clear()
-    batch = [streamed("t1", "a"), framed("t1", 1), streamed("t2", "b"), streamed("t3", "c")]
-    assert commit(db, batch) == [None, 1, None, None]
-    assert db.sent == ["WITH", "WITH"]  # the frames, and the texts
+    listener = psycopg.connect(db.info.dsn, autocommit=True)
+    listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        batch = [streamed("t1", "a"), framed("t1", 1), streamed("t2", "b"), streamed("t3", "c")]
+        assert commit(db, batch) == [None, 1, None, None]
+        assert db.sent == ["WITH"]  # the frames and the texts
+        told = [n.payload for n in listener.notifies(timeout=scaled(5), stop_after=1)]
+        assert told == [committed("t1", 1)]
+    finally:
+        listener.close()
     texts = "SELECT s.id, t.text FROM streamed_texts t JOIN sessions s ON s.pk = t.session_pk"
     assert sorted(db.execute(texts).fetchall()) == [("t1", "a"), ("t2", "b"), ("t3", "c")]
     # A thread's second text goes after its first (the later stays); the event that ends
@@ -414,6 +425,11 @@ def test_the_streamed_texts_of_a_batchs_threads_are_one_statement(db: Counted) -
     assert sorted(db.execute(texts).fetchall()) == [("t1", "abc"), ("t3", "c")]
     results = commit(db, [streamed("t3", "cd"), streamed("nowhere", "x")])
     assert results[0] is None and isinstance(results[1], Failed)
+    # One with frames too: the text of a thread not there fails alone, the frames go in.
+    results = commit(db, [framed("t1", 2), streamed("nowhere", "x"), streamed("t3", "cde")])
+    assert results[0] == 2 and isinstance(results[1], Failed) and results[2] is None
+    assert ("t3", "cde") in db.execute(texts).fetchall()
+    assert db.execute("SELECT count(*) FROM frames").fetchone() == (2,)
 
 
 def test_frames_held_back_are_there_for_a_later_write_of_their_thread(db: Counted) -> None:

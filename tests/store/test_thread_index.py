@@ -246,26 +246,25 @@ def test_a_cursor_round_trips() -> None:
 
 
 async def test_a_first_title_costs_no_row_of_its_own_and_each_of_its_words_finds_it(
-    tmp_path: pathlib.Path,
+    db: str, store: SessionService
 ) -> None:
     """A thread's first title is the start of its first message, which is indexed already:
-    the index holds one row an event that says something, and nothing for that title."""
-    path = str(tmp_path / "threads.db")
-    store = session_store(path)
-    await store.open()
-    try:
-        first = "Refund for order R-1042 please, " + "and as quickly as you can " * 4
-        await thread(store, "ann", "t", first, "Done.")
-        await thread(store, "ann", "other", "Something else entirely")
-        row = await store.thread_row(APP, "ann", "t")
-        assert row is not None and row.title.endswith("…")  # cut, maybe within a word
-        for term in [*words_of(row.title).split(), row.title]:
-            assert await ids(store, terms=tuple(search_terms(term))) == ["t"], term
-    finally:
-        await store.close()
-    with sqlite3.connect(path) as db:
-        rowids = [rowid for (rowid,) in db.execute("SELECT rowid FROM thread_words")]
-    assert len(rowids) == 3 and min(rowids) > 0  # the three messages; no title's row
+    the index holds one row an event that says something, and nothing for that title (on
+    PostgreSQL a row and its GIN entries a new thread, on SQLite an FTS delete and insert).
+    A rename's title is words of its own: it gets its row."""
+    first = "Refund for order R-1042 please, " + "and as quickly as you can " * 4
+    await thread(store, "ann", "t", first, "Done.")
+    await thread(store, "ann", "other", "Something else entirely")
+    row = await store.thread_row(APP, "ann", "t")
+    assert row is not None and row.title.endswith("…")  # cut, maybe within a word
+    for term in [*words_of(row.title).split(), row.title]:
+        assert await ids(store, terms=tuple(search_terms(term))) == ["t"], term
+    by_seq = "seq" if is_postgres(db) else "rowid"  # how each index names an event's row
+    seqs = [seq for (seq,) in rows(db, f"SELECT {by_seq} FROM thread_words")]
+    assert len(seqs) == 3 and min(seqs) > 0  # the three messages; no title's row
+    await store.patch_thread(APP, "ann", "t", ThreadPatch(title="Zebra crossing"))
+    assert len(rows(db, "SELECT * FROM thread_words")) == 4
+    assert await ids(store, terms=tuple(search_terms("zebra"))) == ["t"]
 
 
 async def test_a_file_from_before_the_index_gets_titles_previews_and_words(

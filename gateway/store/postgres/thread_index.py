@@ -2,7 +2,8 @@
 
 The same index as ``sqlite.thread_index``: title, preview, flags and metadata are columns of
 the thread's ``sessions`` row; its words are rows of ``thread_words`` (one per event that
-says something, keyed by its seq, and one for the title, seq 0), each a ``tsvector`` of the
+says something, keyed by its seq, and one for a title that is not the start of its first
+message, seq 0: ``thread_index.title_words``), each a ``tsvector`` of the
 ``simple`` configuration (no stemming, no stop words: every script alike), under a GIN
 index. A query's terms (``thread_index.search_terms``: word characters only) become one
 ``tsquery`` each, a phrase whose last token is a prefix, given to ``to_tsquery`` as a bound
@@ -25,6 +26,7 @@ from gateway.store.thread_index import (
     ThreadRow,
     indexed_text,
     listed,
+    title_words,
     words_of,
 )
 
@@ -77,7 +79,7 @@ def index_event(db: psycopg.Connection, pk: int, seq: int, indexed: IndexedText)
         " title_source = COALESCE(%s, title_source) WHERE pk = %s",
         (preview, title, source, pk),
     )
-    if title is not None:
+    if title is not None and title_words(indexed, title) is not None:
         _index_title(db, pk, title)
 
 

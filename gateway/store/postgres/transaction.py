@@ -12,9 +12,9 @@ A connection found dropped before the batch's COMMIT was sent (the server restar
 proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says so, and
 the backend tries the batch again once on a new connection.
 
-Without savepoints, the frames of all the batch's threads go in one statement, their
-trims in one after it, and their streamed texts in another, each held back only as long as no
-write of its thread that needs it there comes after it (``_applied``).
+Without savepoints, the frames of all the batch's threads and their streamed texts go in one
+statement, their trims in one after it, each held back only as long as no write of its
+thread that needs it there comes after it (``_applied``).
 
 A write under a thread's lease (``Fenced``) of a kind a run makes all along (an event,
 frames, a streamed text, a trim: ``_CHECKED_BY_ITS_STATEMENT``) carries its fence into its
@@ -145,11 +145,11 @@ def _applied(
     A savepoint and its release are two statements a write, most of a small write's cost,
     for a failure (a stale session, a duplicate) that almost never comes: so a batch is
     applied without them first, and only a batch in which a write failed is applied again
-    with them. Without them, the frames of every thread in the batch go in one statement
-    (``writes.append_frames_of``), and their streamed texts in another
-    (``writes.save_streamed_texts``): each is held back until a write of the same thread
-    that reads or changes it (or one of no one thread) comes, or the batch ends, so that
-    write still finds it there (``_meets``).
+    with them. Without them, the frames of every thread in the batch and their streamed
+    texts go in one statement (``writes.append_frames_and_save_texts``; a batch of one
+    kind, ``append_frames_of`` or ``save_streamed_texts``): each is held back until a
+    write of the same thread that reads or changes it (or one of no one thread) comes, or
+    the batch ends, so that write still finds it there (``_meets``).
     """
     results: list[object] = [None] * len(writes)
     held: dict[int, tuple[Fence | None, Held]] = {}  # writes held back, by their place
@@ -228,19 +228,27 @@ def _meets(write: Write, held: Iterable[Held]) -> bool:
 def _apply_held(
     db: psycopg.Connection, held: dict[int, tuple[Fence | None, Held]], results: list[object]
 ) -> None:
-    """Applies the held writes, a statement a kind (the trims' after the frames), each
-    write's result in its place; one its statement refused (``FencedError``) changed
-    nothing, and fails alone."""
+    """Applies the held writes, a statement a kind (frames and streamed texts in one, the
+    trims' after it), each write's result in its place; one its statement refused
+    (``FencedError``) changed nothing, and fails alone."""
     frames = {n: w for n, w in held.items() if isinstance(w[1], AppendFrames)}
     texts = {n: w for n, w in held.items() if isinstance(w[1], SaveStreamedText)}
     trims = {n: w for n, w in held.items() if isinstance(w[1], TrimFrames)}
     releases = {n: w for n, (_, w) in held.items() if isinstance(w, ReleaseLeases)}
     try:
         outcomes: dict[int, object] = {}
-        if frames:
+        if frames and texts:
+            appends, frame_fences = _split(frames)
+            saves, text_fences = _split(texts)
+            of_frames, of_texts = sql.append_frames_and_save_texts(
+                db, appends, frame_fences, saves, text_fences
+            )
+            outcomes.update(zip(frames, of_frames, strict=True))
+            outcomes.update(zip(texts, of_texts, strict=True))
+        elif frames:
             appends, fences = _split(frames)
             outcomes.update(zip(frames, sql.append_frames_of(db, appends, fences), strict=True))
-        if texts:
+        elif texts:
             saves, fences = _split(texts)
             outcomes.update(zip(texts, sql.save_streamed_texts(db, saves, fences), strict=True))
         if trims:

@@ -39,7 +39,7 @@ from gateway.store.postgres.scopes import merge_scope, with_scopes
 from gateway.store.postgres.thread_index import TITLE_SEQ
 from gateway.store.postgres.thread_index import patch_thread as patch_row
 from gateway.store.rows import StoredSession
-from gateway.store.thread_index import TITLE_FIRST, ThreadRow, words_of
+from gateway.store.thread_index import TITLE_FIRST, ThreadRow, title_words
 from gateway.store.threads import OpenedThread, Usage
 from gateway.store.writes import (
     AppendEvent,
@@ -199,7 +199,7 @@ def append_event(db: psycopg.Connection, append: AppendEvent, fence: Fence | Non
         "preview": indexed.preview,
         "title": title,
         "title_source": TITLE_FIRST,
-        "title_words": words_of(title) if title is not None else None,
+        "title_words": title_words(indexed, title),
         "title_seq": TITLE_SEQ,
         "answers": document(list(progress.answers) if calls_inline else []),
         "calls": document([_Call(*call) for call in progress.calls] if calls_inline else []),
@@ -239,7 +239,8 @@ class _Call(Row):
 # and, only if the row is as the caller loaded it (``AppendEvent.check_fresh``, in SQL):
 # the event; its message's streamed text gone (the final event replaces it); what it adds
 # to the thread index (``thread_index.index_event``: its words, the preview, the first
-# title and its words, the title only while the thread has none); the calls it makes
+# title, only while the thread has none, and the title's words where its own do not
+# start with them, ``title_words``); the calls it makes
 # opened and those it answers closed (``progress``); and the row moved on, its run as
 # ``AppendEvent.run_after`` says. Each part of a WITH runs whether read or not, and a part
 # with nothing to add (a NULL, an empty array, no fresh row) adds nothing. Under a fence
@@ -336,33 +337,34 @@ def save_streamed_texts(
     one statement, each thread's key found by the statement itself, and each under its
     fence (``fences``, None for none) checked by it too. Each save's outcome, in order:
     None, or the error of a thread that is not there, or ``FencedError``."""
-    threads = [save.session_id for save in saves]
-    params: dict[str, object] = {
-        "texts": document(
-            [
-                _Text(
-                    number,
-                    save.app_name,
-                    save.user_id,
-                    save.session_id,
-                    save.invocation_id,
-                    save.message_id,
-                    save.author,
-                    save.text,
-                    save.update_time,
-                    epoch,
-                )
-                for number, (save, epoch) in enumerate(
-                    zip(saves, epochs(fences, threads), strict=True)
-                )
-            ]
-        )
-    }
+    params = _texts_params(saves, fences)
     fenced = fencing(params, fences)
     found = db.execute(
         _SAVE_FENCED_STREAMED_TEXTS if fenced else _SAVE_STREAMED_TEXTS, params
     ).fetchall()  # all: a statement that writes is over only once read to its end
-    return outcomes(found, fences, [(None, thread) for thread in threads])
+    return outcomes(found, fences, [(None, save.session_id) for save in saves])
+
+
+def _texts_params(
+    saves: Sequence[SaveStreamedText], fences: Sequence[Fence | None] | None
+) -> dict[str, object]:
+    threads = [save.session_id for save in saves]
+    texts = [
+        _Text(
+            number,
+            save.app_name,
+            save.user_id,
+            save.session_id,
+            save.invocation_id,
+            save.message_id,
+            save.author,
+            save.text,
+            save.update_time,
+            epoch,
+        )
+        for number, (save, epoch) in enumerate(zip(saves, epochs(fences, threads), strict=True))
+    ]
+    return {"texts": document(texts)}
 
 
 class _Text(Row):
@@ -380,22 +382,29 @@ class _Text(Row):
     epoch: int | None = None
 
 
-def _save_streamed_texts_sql(fenced: bool) -> str:
-    return (
-        f"WITH {LEASES if fenced else ''}found AS (SELECT t.*, s.pk,"
+def _texts_parts(fenced: bool, found: str) -> tuple[str, str]:
+    """A statement of streamed texts as its WITH's parts (the texts found, under the name
+    ``found``, and saved) and what it returns of each, a row a text found."""
+    parts = (
+        f" {found} AS (SELECT t.*, s.pk,"
         f" {current(fenced, 't.epoch', 't.id')} AS current FROM json_to_recordset(%(texts)s::json)"
         " AS t (number int, app_name text, user_id text, id text, invocation_id text,"
         " message_id text, author text, text text, update_time float8, epoch bigint)"
         " JOIN sessions s ON s.app_name = t.app_name AND s.user_id = t.user_id AND s.id = t.id),"
         " saved AS (INSERT INTO streamed_texts"
         " (session_pk, invocation_id, message_id, author, text, update_time)"
-        " SELECT pk, invocation_id, message_id, author, text, update_time FROM found"
+        f" SELECT pk, invocation_id, message_id, author, text, update_time FROM {found}"
         " WHERE current"
         " ON CONFLICT (session_pk) DO UPDATE SET invocation_id = excluded.invocation_id,"
         " message_id = excluded.message_id, author = excluded.author, text = excluded.text,"
         " update_time = excluded.update_time)"
-        " SELECT number, current FROM found"
     )
+    return parts, f"number, current FROM {found}"
+
+
+def _save_streamed_texts_sql(fenced: bool) -> str:
+    parts, each = _texts_parts(fenced, "found")
+    return f"WITH {LEASES if fenced else ''}{parts} SELECT {each}"
 
 
 _SAVE_STREAMED_TEXTS = _save_streamed_texts_sql(fenced=False)
@@ -424,42 +433,66 @@ def append_frames_of(
     its holder (``notify``). Each write's outcome, in order: the
     number of its last frame, or the error of a thread that is not there, or
     ``FencedError``."""
-    last = {_thread_of(append): number for number, append in enumerate(appends)}
-    threads = [append.session_id for append in appends]
-    params: dict[str, object] = {
-        "writes": document(
-            [
-                _FramesWrite(
-                    number,
-                    append.app_name,
-                    append.user_id,
-                    append.session_id,
-                    committed(append.session_id, append.frames[-1].seq)
-                    if last[_thread_of(append)] == number
-                    else None,
-                    epoch,
-                )
-                for number, (append, epoch) in enumerate(
-                    zip(appends, epochs(fences, threads), strict=True)
-                )
-            ]
-        ),
-        "frames": document(
-            [
-                _Frame(number, frame.seq, frame.data, frame.only_for, frame.not_for)
-                for number, append in enumerate(appends)
-                for frame in append.frames
-            ]
-        ),
-        "channel": CHANNEL,
-    }
+    params = _frames_params(appends, fences)
     fenced = fencing(params, fences)
     found = db.execute(
         _APPEND_FENCED_FRAMES if fenced else _APPEND_FRAMES, params
     ).fetchall()  # all: a statement that writes is over only once read to its end
-    return outcomes(
-        found, fences, [(append.frames[-1].seq, append.session_id) for append in appends]
+    return outcomes(found, fences, _frames_wrote(appends))
+
+
+def append_frames_and_save_texts(
+    db: psycopg.Connection,
+    appends: Sequence[AppendFrames],
+    frame_fences: Sequence[Fence | None],
+    saves: Sequence[SaveStreamedText],
+    text_fences: Sequence[Fence | None],
+) -> tuple[list[int | Exception], list[Exception | None]]:
+    """``append_frames_of`` and ``save_streamed_texts`` in one statement: neither reads
+    what the other writes, and most of a run's batches hold both, so each such batch
+    costs a round trip less. Each write's outcome, as theirs: the frames', the texts'."""
+    params = {**_frames_params(appends, frame_fences), **_texts_params(saves, text_fences)}
+    fenced = fencing(params, [*frame_fences, *text_fences])
+    found = db.execute(
+        _FENCED_FRAMES_AND_TEXTS if fenced else _FRAMES_AND_TEXTS, params
+    ).fetchall()  # all: a statement that writes is over only once read to its end
+    of_frames = [row[1:] for row in found if not row[0]]
+    of_texts = [row[1:] for row in found if row[0]]
+    return (
+        outcomes(of_frames, frame_fences, _frames_wrote(appends)),
+        outcomes(of_texts, text_fences, [(None, save.session_id) for save in saves]),
     )
+
+
+def _frames_params(
+    appends: Sequence[AppendFrames], fences: Sequence[Fence | None] | None
+) -> dict[str, object]:
+    last = {_thread_of(append): number for number, append in enumerate(appends)}
+    threads = [append.session_id for append in appends]
+    writes = [
+        _FramesWrite(
+            number,
+            append.app_name,
+            append.user_id,
+            append.session_id,
+            committed(append.session_id, append.frames[-1].seq)
+            if last[_thread_of(append)] == number
+            else None,
+            epoch,
+        )
+        for number, (append, epoch) in enumerate(zip(appends, epochs(fences, threads), strict=True))
+    ]
+    frames = [
+        _Frame(number, frame.seq, frame.data, frame.only_for, frame.not_for)
+        for number, append in enumerate(appends)
+        for frame in append.frames
+    ]
+    return {"writes": document(writes), "frames": document(frames), "channel": CHANNEL}
+
+
+def _frames_wrote(appends: Sequence[AppendFrames]) -> list[tuple[int, str]]:
+    """What each write of frames gives if applied (its last frame's number), and its thread."""
+    return [(append.frames[-1].seq, append.session_id) for append in appends]
 
 
 class _FramesWrite(Row):
@@ -493,9 +526,10 @@ def _thread_of(append: AppendFrames) -> tuple[str, str, str]:
 # and its notice if current (``_TOLD``). The writes and the frames come as rows of JSON
 # (``json_rows``), the frames' data in base64: as arrays, psycopg dumped each element in
 # Python (and in text, wrote bytes out in hex).
-def _append_frames_sql(fenced: bool) -> str:
-    return (
-        f"WITH {LEASES + _NODES if fenced else ''}w AS (SELECT * FROM"
+def _frames_parts(fenced: bool) -> tuple[str, str]:
+    """A statement of frames as its WITH's parts and what it returns of each write found."""
+    parts = (
+        " w AS (SELECT * FROM"
         " json_to_recordset(%(writes)s::json) AS w (number int, app_name text, user_id text,"
         " id text, notice text, epoch bigint)),"
         f" found AS (SELECT w.number, w.notice, s.pk{', w.id, w.epoch' if fenced else ''},"
@@ -506,8 +540,26 @@ def _append_frames_sql(fenced: bool) -> str:
         " JOIN json_to_recordset(%(frames)s::json)"
         " AS f (number int, seq bigint, data text, only_for text, not_for text)"
         " ON f.number = found.number WHERE found.current)"
-        " SELECT number, current, CASE WHEN current AND notice IS NOT NULL"
+    )
+    each = (
+        "number, current, CASE WHEN current AND notice IS NOT NULL"
         f" THEN {_TOLD_UNDER_LEASE if fenced else _TOLD} END FROM found"
+    )
+    return parts, each
+
+
+def _append_frames_sql(fenced: bool) -> str:
+    parts, each = _frames_parts(fenced)
+    return f"WITH {LEASES + _NODES if fenced else ''}{parts} SELECT {each}"
+
+
+# Frames and streamed texts in one statement: each row says whose it is (TRUE, a text's).
+def _frames_and_texts_sql(fenced: bool) -> str:
+    frames, of_frames = _frames_parts(fenced)
+    texts, _ = _texts_parts(fenced, "texts")
+    return (
+        f"WITH {LEASES + _NODES if fenced else ''}{frames},{texts}"
+        f" SELECT FALSE, {of_frames} UNION ALL SELECT TRUE, number, current, NULL FROM texts"
     )
 
 
@@ -532,6 +584,8 @@ _TOLD_UNDER_LEASE = (
 
 _APPEND_FRAMES = _append_frames_sql(fenced=False)
 _APPEND_FENCED_FRAMES = _append_frames_sql(fenced=True)
+_FRAMES_AND_TEXTS = _frames_and_texts_sql(fenced=False)
+_FENCED_FRAMES_AND_TEXTS = _frames_and_texts_sql(fenced=True)
 
 
 def trim_frames(db: psycopg.Connection, trim: TrimFrames, fence: Fence | None = None) -> None:

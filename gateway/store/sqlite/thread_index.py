@@ -26,6 +26,7 @@ from gateway.store.thread_index import (
     ThreadRow,
     indexed_text,
     listed,
+    title_words,
     words_of,
 )
 
@@ -90,12 +91,8 @@ def index_words(
             "INSERT INTO thread_words (rowid, owner, words, session_pk) VALUES (?, ?, ?, ?)",
             (seq, owner, indexed.words, pk),
         )
-    # A first title is the start of the event's first user text, whose words the
-    # event's own row holds from its start: a row of the title would find nothing
-    # more (its last word, cut, is a prefix of the message's), and cost a new thread
-    # an FTS delete and insert. A rename (``patch_thread``) writes the title's row.
-    if title is not None and not indexed.words.startswith(words_of(title)):
-        _index_title(db, pk, owner, title)
+    if title is not None and title_words(indexed, title) is not None:
+        _index_title(db, pk, owner, title)  # an FTS delete and insert
 
 
 def _index_title(db: sqlite3.Connection, pk: int, owner: str, title: str) -> None:
