@@ -11,13 +11,19 @@ process, the same sessions and alternating rounds: the ratio holds on a shared m
 where the absolute figures move with the neighbours. Each round first checks that both
 ways give the worker the same session.
 
+The flagship's thread is new, so its Starts are small either way; a thread a person has
+talked in for a while is not. ``--earlier N`` puts N earlier stories' events (copies of
+the story's last session's) at the head of each session, kept by the worker from the
+thread's last run: the whole Start grows with the thread, the kept one does not.
+
     .venv/bin/python -m scripts.bench_kept                # 15 rounds
-    .venv/bin/python -m scripts.bench_kept --rounds 5
+    .venv/bin/python -m scripts.bench_kept --rounds 5 --earlier 20
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import tracemalloc
 from collections.abc import Callable
 
@@ -63,14 +69,20 @@ def held_kib(story: Story) -> float:
 
 
 def main() -> int:
-    args = rounds_parser(__doc__).parse_args()
+    parser = rounds_parser(__doc__)
+    parser.add_argument(
+        "--earlier", type=int, default=0, help="earlier stories in the thread, kept (0)"
+    )
+    args = parser.parse_args()
     story = asyncio.run(recorded_story())
     kib = held_kib(story)  # the reply's session after its run, as its worker keeps it
+    earlier = [copy.copy(event) for _ in range(args.earlier) for event in story.sessions[-1].events]
     for session, handed in zip(story.sessions, story.handed, strict=True):
         # As it was handed: the same event objects (their rows' texts go with them).
-        session.events = session.events[:handed]
+        session.events = [*earlier, *session.events[:handed]]
     whole = [(session, 0) for session in story.sessions]
-    kept = list(zip(story.sessions, story.kept, strict=True))
+    # The first run's worker kept the earlier stories (the thread's last run was there).
+    kept = [(s, len(earlier) + n) for s, n in zip(story.sessions, story.kept, strict=True)]
     # What the worker holds of each: the events of its copy (parsed once, as it was).
     held = [
         parse_session(session_json(session)).events[:after] if after else None
@@ -78,8 +90,9 @@ def main() -> int:
     ]
     nothing: list[list[Event] | None] = [None] * len(whole)
     print(
-        f"the flagship's {len(kept)} runs: sessions of {[len(s.events) for s in story.sessions]}"
-        f" events, {story.kept} of them kept by their worker;"
+        f"the flagship's {len(kept)} runs after {args.earlier} earlier stories: sessions of"
+        f" {[len(s.events) for s in story.sessions]}"
+        f" events, {[n for _, n in kept]} of them kept by their worker;"
         f" {sum(map(len, sent(whole)))} bytes whole, {sum(map(len, sent(kept)))} without them"
     )
     whole_texts, kept_texts = sent(whole), sent(kept)

@@ -67,3 +67,17 @@ def test_a_crossing_benchmark_times_both_ways_on_each_side(
     for row in rows:
         assert re.search(rf"^  {re.escape(row)} +\d+\.\d +\d+\.\d$", report, re.M), report
     assert re.search(r"^  ratio +\d+\.\d\dx +\d+\.\d\dx$", report, re.M), report
+
+
+@pytest.mark.process
+def test_the_kept_benchmark_puts_earlier_stories_at_the_head_of_a_long_threads_sessions() -> None:
+    """``--earlier``: the whole Starts grow with the thread, the kept ones do not."""
+    report = script_report("scripts.bench_kept", "--rounds 1 --earlier 3")
+    found = re.search(r"kept by their worker; (\d+) bytes whole, (\d+) without them", report)
+    assert found, report
+    whole, kept = int(found[1]), int(found[2])
+    assert kept < 1_000 and whole > 30 * kept, report
+    sessions = re.search(r"sessions of \[(\d+), (\d+)\] events, \[(\d+), (\d+)\] of them", report)
+    assert sessions, report
+    first, second, kept_first, kept_second = map(int, sessions.groups())
+    assert first == kept_first > 0 and second == kept_second > first, report

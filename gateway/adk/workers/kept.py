@@ -32,23 +32,31 @@ from typing import Generic, TypeVar
 
 from google.adk.events import Event
 
-__all__ = ["KEPT_SESSIONS", "Account", "Kept", "kept_ids", "kept_prefix"]
+__all__ = ["KEPT_EVENTS", "KEPT_SESSIONS", "Account", "Kept", "kept_ids", "kept_prefix"]
 
 # Threads whose session a worker keeps (and the main process accounts for, per worker).
 # At 200 paced users a worker keeps ~50 first runs' sessions a second, and a story's reply
-# starts a few hundred milliseconds after its first run ends; a flagship session after its
-# reply is ~39 KiB of objects (``scripts/bench_kept.py``): at most ~5 MiB a worker.
+# starts a few hundred milliseconds after its first run ends.
 KEPT_SESSIONS = 128
+# And the events of them all, at most: a long thread's session is its whole history, so a
+# count of threads alone bounds nothing in bytes. A flagship session after its reply is 7
+# events, ~39 KiB of objects (``scripts/bench_kept.py``): this is ~6 MiB a worker of such
+# events; a thread longer than all of it is not kept (its Starts go whole, as before).
+KEPT_EVENTS = 1024
 
 V = TypeVar("V")
 
 
 class Kept(Generic[V]):
-    """Values by thread, the newest ``limit`` kept; ``take`` removes one."""
+    """Values by thread, each with its size in events: the newest kept, at most ``limit``
+    of them and ``events`` in all (the oldest go first); ``take`` removes one. Both sides
+    keep with the same sizes in the same order, so they let go of the same threads."""
 
-    def __init__(self, limit: int = KEPT_SESSIONS) -> None:
+    def __init__(self, limit: int = KEPT_SESSIONS, events: int = KEPT_EVENTS) -> None:
         self.limit = limit
-        self._kept: collections.OrderedDict[Hashable, V] = collections.OrderedDict()
+        self.events = events
+        self.held = 0  # events of the values kept
+        self._kept: collections.OrderedDict[Hashable, tuple[V, int]] = collections.OrderedDict()
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -56,17 +64,22 @@ class Kept(Generic[V]):
     def __contains__(self, key: Hashable) -> bool:
         return key in self._kept
 
-    def keep(self, key: Hashable, value: V) -> None:
-        self._kept.pop(key, None)
-        self._kept[key] = value
-        while len(self._kept) > self.limit:
-            self._kept.popitem(last=False)
+    def keep(self, key: Hashable, value: V, size: int = 1) -> None:
+        self.take(key)
+        self._kept[key] = (value, size)
+        self.held += size
+        while len(self._kept) > self.limit or self.held > self.events:
+            self.held -= self._kept.popitem(last=False)[1][1]
 
     def take(self, key: Hashable) -> V | None:
-        return self._kept.pop(key, None)
+        if (kept := self._kept.pop(key, None)) is None:
+            return None
+        self.held -= kept[1]
+        return kept[0]
 
     def get(self, key: Hashable) -> V | None:
-        return self._kept.get(key)
+        kept = self._kept.get(key)
+        return kept[0] if kept is not None else None
 
 
 def kept_ids(events: Sequence[Event], count: int, last: str | None) -> tuple[str, ...] | None:
@@ -92,8 +105,8 @@ class Account:
     """The main process's account of what one worker keeps: the threads, in the order the
     worker keeps them, with the ids of the events it holds of each (None: not trusted)."""
 
-    def __init__(self, limit: int = KEPT_SESSIONS) -> None:
-        self.kept: Kept[tuple[str, ...] | None] = Kept(limit)
+    def __init__(self, limit: int = KEPT_SESSIONS, events: int = KEPT_EVENTS) -> None:
+        self.kept: Kept[tuple[str, ...] | None] = Kept(limit, events)
         # Each run's thread, from its Start to its end.
         self._threads: dict[int, Hashable] = {}
 
@@ -115,7 +128,7 @@ class Account:
         run was let go of, or its store refused an append)."""
         if (thread := self._threads.pop(run, None)) is not None:
             trusted = kept_ids(events, count, last) if events is not None else None
-            self.kept.keep(thread, trusted)
+            self.kept.keep(thread, trusted, count)  # the worker keeps ``count``, trusted or not
 
     def ended(self, run: int) -> None:
         """The run ended otherwise (``Failed``, or it never started): nothing kept of it."""

@@ -287,7 +287,7 @@ class _Runs:
         """The run's end; the worker keeps its session for the thread's next run here, and
         says what it holds (kept and sent in one step: in the pipe's order)."""
         usage = self.usage.take(run_id) if self.usage is not None else None
-        self.kept.keep((start.user_id, start.thread_id), session.events)
+        self.kept.keep((start.user_id, start.thread_id), session.events, len(session.events))
         last = session.events[-1].id if session.events else None
         return Finished(
             start.run, usage, self._failure(run_id), kept=len(session.events), kept_last=last

@@ -95,6 +95,34 @@ def test_the_newest_threads_are_kept_and_a_take_removes_one() -> None:
     assert kept.take("a") == "3" and kept.take("a") is None and len(kept) == 1
 
 
+def test_the_kept_events_are_bounded_and_a_thread_longer_than_all_of_them_is_not_kept() -> None:
+    kept: Kept[str] = Kept(limit=10, events=10)
+    kept.keep("a", "1", 4)
+    kept.keep("b", "2", 4)
+    kept.keep("c", "3", 4)  # 12 events: "a", the oldest, goes
+    assert "a" not in kept and kept.held == 8
+    assert kept.take("b") == "2" and kept.held == 4
+    kept.keep("long", "4", 11)  # more than all: not kept, nor what was
+    assert len(kept) == 0 and kept.held == 0
+
+
+def test_a_worker_and_its_account_let_go_of_the_same_threads_by_their_events() -> None:
+    """The worker keeps each run's events; the main process's account keeps their ids, or
+    None when it does not trust the copy: both by the count the Finished says."""
+    worker: Kept[list[object]] = Kept(limit=4, events=6)
+    account = Account(limit=4, events=6)
+    for run, (thread, count) in enumerate([("t1", 2), ("t2", 3), ("t3", 2), ("t1", 2)]):
+        events = [said(str(n)) for n in range(count)]
+        worker.take(thread)
+        account.started(run, thread, [])
+        worker.keep(thread, list(events), count)
+        trusted = events if thread != "t2" else None  # one not trusted here: same size
+        account.finished(run, count, events[-1].id, trusted)
+        held = {t for t in ("t1", "t2", "t3") if t in worker}
+        assert held == {t for t in ("t1", "t2", "t3") if t in account.kept}
+    assert {t for t in ("t1", "t2", "t3") if t in worker} == {"t3", "t1"}
+
+
 def test_a_session_is_left_out_only_as_far_as_it_begins_with_the_kept_events() -> None:
     one, two, three = said("하나"), said("둘"), said("셋")
     ids = (one.id, two.id)
