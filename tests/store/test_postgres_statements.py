@@ -348,6 +348,19 @@ async def test_a_batchs_releases_are_one_statement_after_its_frames(postgres: Po
         assert held == [("t3", "other")]
 
 
+def leased(db: Counted, threads: list[str], wanted: tuple[str, ...] = ()) -> dict[str, int]:
+    """The threads' leases, held by the process ``n`` (those of ``wanted`` waited for
+    elsewhere), committed; each one's epoch."""
+    epochs = db.execute(
+        "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at, wanted)"
+        " SELECT t, 'n', 'u', 'r', now() + interval '1 minute', t = ANY(%s)"
+        " FROM unnest(%s::text[]) AS t RETURNING thread_id, epoch",
+        (list(wanted), threads),
+    ).fetchall()
+    db.commit()
+    return {str(thread): int(epoch) for thread, epoch in epochs}
+
+
 async def test_a_runs_end_trims_and_lets_go_of_its_lease_in_one_statement(
     postgres: Postgres,
 ) -> None:
@@ -358,14 +371,7 @@ async def test_a_runs_end_trims_and_lets_go_of_its_lease_in_one_statement(
     with Counted.connect(await postgres.fresh_cluster_database()) as db:
         db.sent = []
         commit(db, [created("t1"), created("t2")])
-        epochs = dict(
-            db.execute(
-                "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at,"
-                " wanted) SELECT t, 'n', 'u', 'r', now() + interval '1 minute', t = 't1'"
-                " FROM unnest(ARRAY['t1', 't2']) AS t RETURNING thread_id, epoch"
-            ).fetchall()
-        )
-        db.commit()
+        epochs = leased(db, ["t1", "t2"], wanted=("t1",))
         listener = psycopg.connect(db.info.dsn, autocommit=True)
         listener.execute(f"LISTEN {CHANNEL}")
         held, lost = Fence("t1", epochs["t1"]), Fence("t2", epochs["t2"] - 1000)
@@ -402,14 +408,7 @@ async def test_a_runs_writes_check_their_leases_in_their_own_statements(
     with Counted.connect(await postgres.fresh_cluster_database()) as db:
         db.sent = []
         commit(db, [created("t1"), created("t2")])
-        epochs = dict(
-            db.execute(
-                "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at)"
-                " SELECT t, 'n', 'u', 'r', now() + interval '1 minute'"
-                " FROM unnest(ARRAY['t1', 't2']) AS t RETURNING thread_id, epoch"
-            ).fetchall()
-        )
-        db.commit()
+        epochs = leased(db, ["t1", "t2"])
         held = {thread: Fence(thread, epoch) for thread, epoch in epochs.items()}
         lost = Fence("t2", epochs["t2"] - 1000)  # a lease t2 had before: not its own now
         db.sent.clear()
