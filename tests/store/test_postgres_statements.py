@@ -348,6 +348,55 @@ async def test_a_batchs_releases_are_one_statement_after_its_frames(postgres: Po
         assert held == [("t3", "other")]
 
 
+def leased(db: Counted, threads: list[str], wanted: tuple[str, ...] = ()) -> dict[str, int]:
+    """The threads' leases, held by the process ``n`` (those of ``wanted`` waited for
+    elsewhere), committed; each one's epoch."""
+    epochs = db.execute(
+        "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at, wanted)"
+        " SELECT t, 'n', 'u', 'r', now() + interval '1 minute', t = ANY(%s)"
+        " FROM unnest(%s::text[]) AS t RETURNING thread_id, epoch",
+        (list(wanted), threads),
+    ).fetchall()
+    db.commit()
+    return {str(thread): int(epoch) for thread, epoch in epochs}
+
+
+async def test_a_runs_end_trims_and_lets_go_of_its_lease_in_one_statement(
+    postgres: Postgres,
+) -> None:
+    """A run's end trims its log and lets go of its lease in the commit of its last
+    frames: the batch's trims and releases are one statement, after its frames. A trim
+    under the lease it lets go of is applied (the statement checks the fence as the lease
+    was when it began); one under a lease no longer its thread's is refused alone."""
+    with Counted.connect(await postgres.fresh_cluster_database()) as db:
+        db.sent = []
+        commit(db, [created("t1"), created("t2")])
+        epochs = leased(db, ["t1", "t2"], wanted=("t1",))
+        listener = psycopg.connect(db.info.dsn, autocommit=True)
+        listener.execute(f"LISTEN {CHANNEL}")
+        held, lost = Fence("t1", epochs["t1"]), Fence("t2", epochs["t2"] - 1000)
+        db.sent.clear()
+        try:
+            batch: list[Write] = [
+                Fenced(held, framed("t1", 1, 2, 3)),
+                Fenced(held, TrimFrames(APP, USER, "t1", max_bytes=2)),  # one frame fits
+                ReleaseLeases("n", (("t1", "t1 is free"),)),
+                Fenced(lost, TrimFrames(APP, USER, "t2", max_bytes=0)),
+                ReleaseLeases("n", (("t2", "t2 is free"),), ("told",)),
+            ]
+            results = commit(db, batch)
+            assert db.sent == ["WITH", "WITH"]  # the frames; the trims and the releases
+            assert results[:3] == [3, None, ["t1"]] and results[4] == ["t2"]
+            assert isinstance(cast(Failed, results[3]).error, FencedError)
+            told = {n.payload for n in listener.notifies(timeout=scaled(5), stop_after=2)}
+            assert told == {"t1 is free", "told"}  # t1's was wanted, t2's was not
+        finally:
+            listener.close()
+        logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
+        assert db.execute(logged).fetchall() == [("t1", 3)]
+        assert db.execute("SELECT count(*) FROM gateway_leases").fetchone() == (0,)
+
+
 async def test_a_runs_writes_check_their_leases_in_their_own_statements(
     postgres: Postgres,
 ) -> None:
@@ -359,14 +408,7 @@ async def test_a_runs_writes_check_their_leases_in_their_own_statements(
     with Counted.connect(await postgres.fresh_cluster_database()) as db:
         db.sent = []
         commit(db, [created("t1"), created("t2")])
-        epochs = dict(
-            db.execute(
-                "INSERT INTO gateway_leases (thread_id, holder, user_id, run_id, expires_at)"
-                " SELECT t, 'n', 'u', 'r', now() + interval '1 minute'"
-                " FROM unnest(ARRAY['t1', 't2']) AS t RETURNING thread_id, epoch"
-            ).fetchall()
-        )
-        db.commit()
+        epochs = leased(db, ["t1", "t2"])
         held = {thread: Fence(thread, epoch) for thread, epoch in epochs.items()}
         lost = Fence("t2", epochs["t2"] - 1000)  # a lease t2 had before: not its own now
         db.sent.clear()

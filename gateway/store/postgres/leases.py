@@ -201,11 +201,21 @@ def release_leases(db: Connection[TupleRow], releases: Sequence[ReleaseLeases]) 
     """``release`` for the writes of a store's batch (``writes.ReleaseLeases``, all of this
     process), in its transaction: one statement for the batch's, whatever their number.
     Each write's result, in order: the threads it let go of."""
+    rows = db.execute(_RELEASE, releasing_of(releases)).fetchall()
+    return let_go_by(releases, [thread for thread, _ in rows])
+
+
+def releasing_of(releases: Sequence[ReleaseLeases]) -> dict[str, object]:
+    """The parameters of ``RELEASED`` for a batch's releases (all of this process)."""
     (node_id,) = {release.node_id for release in releases}
     threads = [thread for release in releases for thread in release.threads]
     told = [payload for release in releases for payload in release.told]
-    rows = db.execute(_RELEASE, _releasing(node_id, threads, told)).fetchall()
-    let_go = {str(thread) for thread, _ in rows if thread is not None}
+    return _releasing(node_id, threads, told)
+
+
+def let_go_by(releases: Sequence[ReleaseLeases], threads: Sequence[object]) -> list[object]:
+    """Each release's result, from the threads ``RELEASED``'s rows name (None: a payload's)."""
+    let_go = {str(thread) for thread in threads if thread is not None}
     return [[t for t, _ in release.threads if t in let_go] for release in releases]
 
 
@@ -231,18 +241,23 @@ class _Released(Row):
 # leases are locked in ``thread_id`` order, as the renewal locks them, so the two never
 # wait on each other in a circle. The leases and the payloads go as JSON (``json_rows``):
 # as arrays psycopg would dump each element in Python.
-_RELEASE = (
-    "WITH n AS (SELECT * FROM json_to_recordset(%(threads)s::json)"
+# ``RELEASED`` is the WITH's parts, ``RELEASED_ROWS`` what the statement returns (a
+# statement of trims takes both in too: ``writes.trim_frames_and_release``).
+RELEASED = (
+    " n AS (SELECT * FROM json_to_recordset(%(threads)s::json)"
     " AS n (thread_id text, notice text)),"
     " released AS (DELETE FROM gateway_leases WHERE thread_id IN (SELECT thread_id"
     " FROM gateway_leases WHERE holder = %(node)s"
     " AND thread_id = ANY(ARRAY(SELECT thread_id FROM n))"
     " ORDER BY thread_id FOR UPDATE) RETURNING thread_id, wanted)"
-    " SELECT r.thread_id, CASE WHEN r.wanted THEN pg_notify(%(channel)s, n.notice) END"
+)
+RELEASED_ROWS = (
+    " SELECT r.thread_id, CASE WHEN r.wanted THEN pg_notify(%(channel)s, n.notice)::text END"
     " FROM released r JOIN n USING (thread_id)"
-    " UNION ALL SELECT NULL, pg_notify(%(channel)s, payload)"
+    " UNION ALL SELECT NULL, pg_notify(%(channel)s, payload)::text"
     " FROM json_array_elements_text(%(told)s::json) AS payload"
 )
+_RELEASE = f"WITH{RELEASED}{RELEASED_ROWS}"
 
 
 async def want(conn: AsyncConnection[TupleRow], thread_id: str) -> bool:

@@ -13,8 +13,8 @@ proxy closed it while idle) committed nothing of it: ``ConnectionDropped`` says 
 the backend tries the batch again once on a new connection.
 
 Without savepoints, the frames of all the batch's threads and their streamed texts go in one
-statement, their trims in one after it, each held back only as long as no write of its
-thread that needs it there comes after it (``_applied``).
+statement, their trims and the leases the batch lets go of in one after it, each held back
+only as long as no write of its thread that needs it there comes after it (``_applied``).
 
 A write under a thread's lease (``Fenced``) of a kind a run makes all along (an event,
 frames, a streamed text, a trim: ``_CHECKED_BY_ITS_STATEMENT``) carries its fence into its
@@ -24,8 +24,8 @@ fails alone (``FencedError``) with nothing to undo. Any other fenced write's lea
 and locked first, one statement for the batch (``fences.lease_epochs``), outside any
 write's savepoint so the lock holds to the commit, and the write is applied only if its
 epoch is current (``unfenced``). The leases the cluster lets go of in the batch
-(``ReleaseLeases``, after the run's last frames) go in one statement after the other
-writes.
+(``ReleaseLeases``, after the run's last frames) go after the other writes, in the
+statement of the trims (every part of it sees the leases as they were before it).
 """
 
 from __future__ import annotations
@@ -228,9 +228,10 @@ def _meets(write: Write, held: Iterable[Held]) -> bool:
 def _apply_held(
     db: psycopg.Connection, held: dict[int, tuple[Fence | None, Held]], results: list[object]
 ) -> None:
-    """Applies the held writes, a statement a kind (frames and streamed texts in one, the
-    trims' after it), each write's result in its place; one its statement refused
-    (``FencedError``) changed nothing, and fails alone."""
+    """Applies the held writes in two statements: the frames and streamed texts, then the
+    trims and the leases let go of (each pair, or the one of it the batch holds), each
+    write's result in its place; one its statement refused (``FencedError``) changed
+    nothing, and fails alone."""
     frames = {n: w for n, w in held.items() if isinstance(w[1], AppendFrames)}
     texts = {n: w for n, w in held.items() if isinstance(w[1], SaveStreamedText)}
     trims = {n: w for n, w in held.items() if isinstance(w[1], TrimFrames)}
@@ -251,10 +252,17 @@ def _apply_held(
         elif texts:
             saves, fences = _split(texts)
             outcomes.update(zip(texts, sql.save_streamed_texts(db, saves, fences), strict=True))
-        if trims:
+        if trims and releases:
+            cuts, fences = _split(trims)
+            of_trims, let_go = sql.trim_frames_and_release(
+                db, cuts, fences, list(releases.values())
+            )
+            outcomes.update(zip(trims, of_trims, strict=True))
+            outcomes.update(zip(releases, let_go, strict=True))
+        elif trims:
             cuts, fences = _split(trims)
             outcomes.update(zip(trims, sql.trim_frames_of(db, cuts, fences), strict=True))
-        if releases:
+        elif releases:
             let_go = leases.release_leases(db, list(releases.values()))
             outcomes.update(zip(releases, let_go, strict=True))
     except Exception as error:

@@ -20,6 +20,7 @@ import psycopg
 
 from gateway.store.codec import dump, load_state, merged_state, updated_state
 from gateway.store.leases import Fence
+from gateway.store.postgres import leases
 from gateway.store.postgres.branches import move_branch as move_branch
 from gateway.store.postgres.fences import (
     LEASES,
@@ -49,6 +50,7 @@ from gateway.store.writes import (
     ForgetLeftoverTexts,
     OpenThread,
     PatchThread,
+    ReleaseLeases,
     SaveStreamedText,
     SetAside,
     TrimFrames,
@@ -604,26 +606,46 @@ def trim_frames_of(
     meanwhile. Two trims of one log (under one fence) keep what the smaller keeps,
     whichever comes first, so a log is trimmed once, to it. Each trim's outcome, in
     order: None, or ``FencedError``."""
+    trimming, logs = _trims_params(trims, fences)
+    if not fencing(trimming, [fence for *_, fence in logs]):
+        db.execute(_TRIM_FRAMES, trimming)
+        return [None] * len(trims)
+    stale = [number for (number,) in db.execute(_TRIM_FENCED_FRAMES, trimming).fetchall()]
+    return _trimmed(trims, fences, logs, stale)
+
+
+_Log = tuple[str, str, str, Fence | None]
+
+
+def _trims_params(
+    trims: Sequence[TrimFrames], fences: Sequence[Fence | None] | None
+) -> tuple[dict[str, object], list[_Log]]:
+    """The parameters of a statement of trims, and its logs (a thread's under one fence),
+    each trimmed once, to what the smallest of its trims keeps."""
     fenced = fences if fences is not None else [None] * len(trims)
-    smallest: dict[tuple[str, str, str, Fence | None], int] = {}
+    smallest: dict[_Log, int] = {}
     for trim, fence in zip(trims, fenced, strict=True):
         log = (trim.app_name, trim.user_id, trim.session_id, fence)
         smallest[log] = min(trim.max_bytes, smallest.get(log, trim.max_bytes))
-    logs = list(smallest)
-    params: dict[str, object] = {
-        "logs": document(
-            [
-                _Trim(number, app, user, thread, most, fence.epoch if fence else None)
-                for number, ((app, user, thread, fence), most) in enumerate(smallest.items())
-            ]
-        )
-    }
-    if not fencing(params, [fence for *_, fence in logs]):
-        db.execute(_TRIM_FRAMES, params)
-        return [None] * len(trims)
-    stale = {logs[number] for (number,) in db.execute(_TRIM_FENCED_FRAMES, params).fetchall()}
+    rows = [
+        _Trim(number, app, user, thread, most, fence.epoch if fence else None)
+        for number, ((app, user, thread, fence), most) in enumerate(smallest.items())
+    ]
+    return {"logs": document(rows)}, list(smallest)
+
+
+def _trimmed(
+    trims: Sequence[TrimFrames],
+    fences: Sequence[Fence | None] | None,
+    logs: Sequence[_Log],
+    stale: Sequence[int],
+) -> list[Exception | None]:
+    """Each trim's outcome: ``FencedError`` if its log's fence was not current (its
+    number among ``stale``), else None."""
+    refused_logs = {logs[number] for number in stale}
+    fenced = fences if fences is not None else [None] * len(trims)
     return [
-        refused(fence) if (t.app_name, t.user_id, t.session_id, fence) in stale else None
+        refused(fence) if (t.app_name, t.user_id, t.session_id, fence) in refused_logs else None
         for t, fence in zip(trims, fenced, strict=True)
     ]
 
@@ -639,13 +661,35 @@ class _Trim(Row):
     epoch: int | None = None
 
 
+def trim_frames_and_release(
+    db: psycopg.Connection,
+    trims: Sequence[TrimFrames],
+    fences: Sequence[Fence | None],
+    releases: Sequence[ReleaseLeases],
+) -> tuple[list[Exception | None], list[object]]:
+    """``trim_frames_of`` and ``leases.release_leases`` in one statement: a run's end
+    trims its thread's log and lets go of its lease in the same commit, most of a batch's
+    at once. Every part of a statement sees the leases as it began, so the trims' fences
+    are checked as they were before the releases, as when the releases came after them.
+    Each write's outcome, as theirs: the trims', the releases'."""
+    trimming, logs = _trims_params(trims, fences)
+    params = {**trimming, **leases.releasing_of(releases)}
+    fenced = fencing(params, [fence for *_, fence in logs])
+    found = db.execute(
+        _FENCED_TRIMS_AND_RELEASES if fenced else _TRIMS_AND_RELEASES, params
+    ).fetchall()  # all: a statement that writes is over only once read to its end
+    stale = [log for log, _, _ in found if log is not None]
+    let_go = [thread for log, thread, _ in found if log is None]
+    return _trimmed(trims, fences, logs, stale), leases.let_go_by(releases, let_go)
+
+
 # Each log keeps its newest frames that fit its bytes, and its newest one whatever its
 # size (none fits: the first kept is the newest), so the log always knows its head; a
 # thread that is not there, or a log with no frames, loses nothing, nor does one whose
 # trim's fence is not current, which the fenced statement returns.
-def _trim_frames_sql(fenced: bool) -> str:
+def _trims_parts(fenced: bool) -> str:
     return (
-        f"WITH {LEASES if fenced else ''}t AS (SELECT t.log, s.pk, t.max,"
+        " t AS (SELECT t.log, s.pk, t.max,"
         f" {current(fenced, 't.epoch', 't.id')} AS current"
         " FROM json_to_recordset(%(logs)s::json) AS t (log int, app_name text, user_id text,"
         " id text, max bigint, epoch bigint)"
@@ -657,12 +701,29 @@ def _trim_frames_sql(fenced: bool) -> str:
         " WHERE t.current),"
         " trimmed AS (DELETE FROM frames f USING kept"
         " WHERE f.session_pk = kept.pk AND f.seq < kept.first)"
-        " SELECT log FROM t WHERE NOT current"
+    )
+
+
+def _trim_frames_sql(fenced: bool) -> str:
+    return (
+        f"WITH {LEASES if fenced else ''}{_trims_parts(fenced)} SELECT log FROM t WHERE NOT current"
+    )
+
+
+# Trims and the leases let go of: a trim's row (a log whose fence is not current), then
+# the releases' (``leases.RELEASED_ROWS``), their log NULL.
+def _trims_and_releases_sql(fenced: bool) -> str:
+    return (
+        f"WITH {LEASES if fenced else ''}{_trims_parts(fenced)},{leases.RELEASED}"
+        " SELECT log, NULL, NULL FROM t WHERE NOT current"
+        f" UNION ALL SELECT NULL, * FROM ({leases.RELEASED_ROWS}) AS r"
     )
 
 
 _TRIM_FRAMES = _trim_frames_sql(fenced=False)
 _TRIM_FENCED_FRAMES = _trim_frames_sql(fenced=True)
+_TRIMS_AND_RELEASES = _trims_and_releases_sql(fenced=False)
+_FENCED_TRIMS_AND_RELEASES = _trims_and_releases_sql(fenced=True)
 
 
 def forget_leftover_texts(db: psycopg.Connection, forget: ForgetLeftoverTexts) -> None:
