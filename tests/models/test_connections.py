@@ -1,14 +1,17 @@
 """A provider's connection is kept from one model call to the next: a thread's turns reach
 the provider over the connection the first one opened, while a stream that stops early
-(a cancel) or whose end never comes still closes its connection."""
+(a cancel) or whose end never comes still closes its connection; and a response is read
+for cookies only when it sets one."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
 import re
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 from google.genai import _api_client as genai_client
 
@@ -16,6 +19,7 @@ from gateway.models import connections
 from gateway.models.connections import kept_alive_client
 from tests.support.agui import new_id, text_of, user_input
 from tests.support.budgets import eventually, scaled
+from tests.support.counting import counting
 from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import running_gateway
@@ -127,3 +131,27 @@ async def test_a_stream_closed_before_its_done_closes_its_connection_at_once() -
         # No finishing read: the connection is closed as the response is.
         assert not client._transport._finishing
         await asyncio.wait_for(server.closed.wait(), scaled(5))
+
+
+def cookie_setting(request: httpx.Request) -> httpx.Response:
+    """A provider's answer, with a cookie when the request asks for one."""
+    headers = {"set-cookie": "route=a; Path=/"} if request.url.path == "/cookie" else {}
+    return httpx.Response(200, headers=headers, content=b"data: [DONE]\n\n")
+
+
+async def test_a_response_that_sets_no_cookie_is_not_read_for_cookies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The standard library's cookie jar is handed only the responses that set a cookie."""
+    handed = counting(monkeypatch, http.cookiejar.CookieJar, "extract_cookies")
+    mounts = {"http://provider": httpx.MockTransport(cookie_setting)}
+    async with kept_alive_client(mounts=mounts) as client:
+        for _ in range(3):
+            await client.post("http://provider/v1/chat/completions", json={})
+        assert handed == [] and not client.cookies
+        await client.post("http://provider/cookie", json={})
+        assert len(handed) == 1
+        # A cookie a response sets is kept, and sent with the next request, as before.
+        assert client.cookies.get("route") == "a"
+        sent = await client.post("http://provider/v1/chat/completions", json={})
+        assert sent.request.headers["cookie"] == "route=a"
