@@ -258,3 +258,20 @@ async def test_a_providers_refusal_is_the_sdks_error(status: int, error: type[Ex
             _ = [r async for r in model.generate_content_async(conversation(), stream=True)]
         failure = classify(raised.value)
         assert failure is not None and "no (refused)" in failure.detail
+
+
+async def test_a_requests_url_is_joined_once_while_the_base_url_stays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    joined = counting(monkeypatch, AsyncOpenAI, "_prepare_url")
+    sent: list[httpx.Request] = []
+    client = client_of(ChatCompletionsClient, sent, answer)
+    model = OpenAILlm(model="local-model", client=client)
+    for _ in range(3):
+        _ = [r async for r in model.generate_content_async(conversation(), stream=True)]
+    assert len(joined) == 1
+    client.base_url = "http://elsewhere/v2"  # type: ignore[assignment]
+    _ = [r async for r in model.generate_content_async(conversation(), stream=True)]
+    assert len(joined) == 2
+    here, elsewhere = "http://provider/v1/chat/completions", "http://elsewhere/v2/chat/completions"
+    assert [str(request.url) for request in sent] == [here, here, here, elsewhere]

@@ -1,14 +1,19 @@
 """A provider's connection is kept from one model call to the next: a thread's turns reach
 the provider over the connection the first one opened, while a stream that stops early
-(a cancel) or whose end never comes still closes its connection."""
+(a cancel) or whose end never comes still closes its connection; and a request leaves
+in one write, and a response is read for cookies only when it sets one."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
+import json
 import re
 from collections.abc import AsyncIterator
 
+import httpcore._backends.anyio as anyio_backend
+import httpx
 import pytest
 from google.genai import _api_client as genai_client
 
@@ -16,6 +21,7 @@ from gateway.models import connections
 from gateway.models.connections import kept_alive_client
 from tests.support.agui import new_id, text_of, user_input
 from tests.support.budgets import eventually, scaled
+from tests.support.counting import counting
 from tests.support.providers import GeminiApi, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import running_gateway
@@ -127,3 +133,49 @@ async def test_a_stream_closed_before_its_done_closes_its_connection_at_once() -
         # No finishing read: the connection is closed as the response is.
         assert not client._transport._finishing
         await asyncio.wait_for(server.closed.wait(), scaled(5))
+
+
+def cookie_setting(request: httpx.Request) -> httpx.Response:
+    """A provider's answer, with a cookie when the request asks for one."""
+    headers = {"set-cookie": "route=a; Path=/"} if request.url.path == "/cookie" else {}
+    return httpx.Response(200, headers=headers, content=b"data: [DONE]\n\n")
+
+
+async def test_a_response_that_sets_no_cookie_is_not_read_for_cookies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The standard library's cookie jar is handed only the responses that set a cookie."""
+    handed = counting(monkeypatch, http.cookiejar.CookieJar, "extract_cookies")
+    mounts = {"http://provider": httpx.MockTransport(cookie_setting)}
+    async with kept_alive_client(mounts=mounts) as client:
+        for _ in range(3):
+            await client.post("http://provider/v1/chat/completions", json={})
+        assert handed == [] and not client.cookies
+        await client.post("http://provider/cookie", json={})
+        assert len(handed) == 1
+        # A cookie a response sets is kept, and sent with the next request, as before.
+        assert client.cookies.get("route") == "a"
+        sent = await client.post("http://provider/v1/chat/completions", json={})
+        assert sent.request.headers["cookie"] == "route=a"
+
+
+async def test_a_request_leaves_in_one_write_its_head_with_its_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The provider is sent each request whole at once, not its head and then its body."""
+    written = counting(monkeypatch, anyio_backend.AnyIOStream, "write")
+    server = OneStream([b"data: [DONE]\n\n"], ends=True)
+    async with server.running() as url, kept_alive_client() as client:
+        for body in ({"model": "m", "stream": True}, {"model": "m", "messages": ["안녕"] * 300}):
+            answer = await client.post(url, json=body)
+            assert answer.text == "data: [DONE]\n\n"
+            (sent,) = [call.args[1] for call in written]
+            head, _, content = sent.partition(b"\r\n\r\n")
+            assert head.startswith(b"POST /v1/chat/completions HTTP/1.1")
+            assert json.loads(content) == body
+            written.clear()
+        # Nothing to join: a request without a body goes as its answer is read.
+        assert (await client.get(url)).text == "data: [DONE]\n\n"
+        (sent,) = [call.args[1] for call in written]
+        assert sent.startswith(b"GET /v1/chat/completions") and sent.endswith(b"\r\n\r\n")
+    assert server.connections == 1
