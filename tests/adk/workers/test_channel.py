@@ -132,3 +132,30 @@ async def test_the_frames_a_turn_wrote_are_taken_with_one_read_and_a_long_one_in
     assert len(reads) > 2  # the long one took several reads
     main.close()
     worker.close()
+
+
+async def test_every_message_of_a_read_is_taken_together_and_a_long_one_when_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``receive_all`` hands over what one read brought, every whole frame of it in order
+    (the main process's reader weighs a read's messages together); a frame longer than a
+    read comes once whole, with what followed it in the same read."""
+    main, worker = await pair()
+    reads = counting(monkeypatch, main.reader, "read")
+    sent = [Yielded(run, b'{"id": "e"}') for run in range(5)]
+    for message in sent:
+        worker.send(message)
+    await asyncio.sleep(0)  # the turn's write
+    assert await main.receive_all() == sent
+    assert len(reads) == 1
+    long = Yielded(9, b"x" * (3 * channel._READ))
+    worker.send(long)
+    worker.send(Yielded(10, b"{}"))
+    taken = await main.receive_all()
+    assert taken[0] == long and len(reads) > 2  # the long one took several reads
+    assert [*taken, *([] if len(taken) == 2 else await main.receive_all())] == [
+        long,
+        Yielded(10, b"{}"),
+    ]
+    main.close()
+    worker.close()
