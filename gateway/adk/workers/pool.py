@@ -51,6 +51,7 @@ from google.adk.sessions import Session
 from gateway import timeline
 from gateway import wire as p
 from gateway.a2ui.surfaces import Surfaces
+from gateway.adk.workers import placed
 from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameTooLarge
 from gateway.adk.workers.chunks import rebuilt
 from gateway.adk.workers.credit import Taken
@@ -352,7 +353,8 @@ class WorkerPool:
             thread = (order.user_id, order.thread_id)
             kept = worker.kept.started(number, thread, order.session.events)
             if timeline.on():
-                timeline.mark("start_sent", stream.run_id, self._placed(worker, kept))
+                counts = placed.counted(worker, self._ready_workers(), kept)
+                timeline.mark("start_sent", stream.run_id, counts)
             start = start_of(number, order, kept)
             stream.start = start if kept else None
             try:
@@ -644,24 +646,6 @@ class WorkerPool:
             case Hello():
                 log.warning("worker %d said hello twice", worker.index)
 
-    def _placed(self, worker: _Worker, kept: int) -> list[tuple[str, float]]:
-        """What the timeline counts of a run's placing: the runs in flight in its worker
-        (itself left out), of them those that have sent no event yet (starting: a start
-        waits for theirs, ``first_turn``), the fewest of each in any ready worker, and the
-        events its Start leaves out (the worker keeps them)."""
-        runs = len(worker.runs) - 1  # it is in its worker's runs already
-        starting = _starting(worker) - 1
-        others = [other for other in self._ready_workers() if other is not worker]
-        least = min([runs, *(len(other.runs) for other in others)])
-        fewest = min([starting, *(_starting(other) for other in others)])
-        return [
-            ("=runs", runs),
-            ("=starting", starting),
-            ("=least", least),
-            ("=least_starting", fewest),
-            ("=kept", kept),
-        ]
-
     def _yielded(self, stream: _Stream, event: AdkEvent) -> None:
         """The run's next event, for the hub to take."""
         stream.queue.put_nowait(event)
@@ -789,11 +773,6 @@ class WorkerPool:
         await abort_signal.wait()
         with contextlib.suppress(ChannelClosed):
             channel.send(Cancel(number))
-
-
-def _starting(worker: _Worker) -> int:
-    """The worker's runs that have sent no event yet (for the timeline's counts)."""
-    return sum(not stream.yielded for stream in worker.runs.values())
 
 
 def _keep(kept: dict[str, Any], run_id: str, value: object) -> None:
