@@ -125,14 +125,17 @@ def count_with(counts: Counts | None) -> None:
     _counts = counts
 
 
-def mark(step: str, run_id: str | None = None) -> None:
+def mark(step: str, run_id: str | None = None, levels: Iterable[tuple[str, float]] = ()) -> None:
     """Marks ``step`` of ``run_id`` now (by default the run the log lines name here:
-    ``gateway.logs.bind``); nothing while off or outside any run."""
+    ``gateway.logs.bind``); nothing while off or outside any run. ``levels``: counts of
+    the moment the mark carries as well, each a line as ``count_with``'s are (build them
+    only while ``on``: off, they are thrown away)."""
     if _marks is None:
         return
     run_id = run_id or logs.bound_run()
     if run_id:
         _marks.append((run_id, step, time.monotonic()))
+        _marks.extend((run_id, f"{step}/{name}", value) for name, value in levels)
         if _counts is not None:
             _marks.extend((run_id, f"{step}/{name}", value) for name, value in _counts(step))
         if len(_marks) >= BATCH:

@@ -56,6 +56,10 @@ SLOWEST = 0.01
 # The spans of a worker's steps whose counts are shown: the run's task began to ADK's
 # model call, the model call to the run's first event sent.
 SPANS = (("worker_began", "model_called"), ("model_called", "chunk_sent"))
+# The main process's steps whose counts of the moment are shown (``WorkerPool``): a run's
+# placing (its worker's runs, starting ones, the least busy's, the events kept) and its
+# first event read (its place in the messages of its read, whether its Start went twice).
+LEVELS = ("start_sent", "chunk_read")
 # Counts derived from two others over a span: (name, what grew, less what).
 DERIVED = (
     ("others", "callbacks", "own"),
@@ -121,6 +125,8 @@ def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
         )
     for began, ended in SPANS:
         lines += _counted(began, ended, counts, counts[-len(slowest) :])
+    for step in LEVELS:
+        lines += _levels(step, counts, counts[-len(slowest) :])
     began = _began(roles)
     lines += _placed(roles, began)
     lines += _by_time(runs, counts, sent, len(slowest), began)
@@ -227,6 +233,28 @@ def _counted(
         lines.append(
             f"    {name:<58} {percentile(values, 0.5):6.1f} {percentile(values, 0.9):6.1f}"
             f" {percentile(values, 0.99):6.1f} {_median(slow_values, '.1f'):>6}"
+        )
+    return lines
+
+
+def _levels(
+    step: str, every: Sequence[dict[str, float]], slowest: Sequence[dict[str, float]]
+) -> list[str]:
+    """The lines of the counts a mark of ``step`` carried (above: ``LEVELS``)."""
+    names = sorted({key for steps in every for key in steps if key.startswith(f"{step}/")})
+    if not names:
+        return []
+    lines = [
+        f"  counted in the main process at {step} ({STEPS[step]})",
+        f"    {'count':<51} {'mean':>6} {'p50':>6} {'p90':>6} {'p99':>6} {'slow':>6}",
+    ]
+    for name in names:
+        values = [steps[name] for steps in every if name in steps]
+        slow = [steps[name] for steps in slowest if name in steps]
+        lines.append(
+            f"    {name.partition('/')[2]:<51} {statistics.fmean(values):6.2f}"
+            f" {percentile(values, 0.5):6.1f} {percentile(values, 0.9):6.1f}"
+            f" {percentile(values, 0.99):6.1f} {_median(slow, '.1f'):>6}"
         )
     return lines
 

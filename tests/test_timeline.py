@@ -53,6 +53,19 @@ def test_each_step_of_a_run_is_read_back_at_its_first_mark(stopped: None, tmp_pa
     assert len(written.read_text().splitlines()) == 4
 
 
+def test_a_marks_levels_are_lines_of_their_own_under_its_step(
+    stopped: None, tmp_path: Path
+) -> None:
+    timeline.start(str(tmp_path), "main")
+    timeline.mark("chunk_read", "run-1", [("=before", 3), ("=read", 9)])
+    timeline.mark("chunk_read", "run-2")  # none: the step alone
+    timeline.stop()
+    runs = timeline.read(str(tmp_path))
+    assert runs["run-1"]["chunk_read/=before"] == 3
+    assert runs["run-1"]["chunk_read/=read"] == 9
+    assert list(runs["run-2"]) == ["chunk_read"]
+
+
 def test_a_mark_names_the_run_its_log_lines_name_when_not_given(
     stopped: None, tmp_path: Path
 ) -> None:

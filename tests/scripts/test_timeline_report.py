@@ -109,3 +109,36 @@ def test_replies_are_shown_by_when_their_answer_was_sent(tmp_path: Path) -> None
     by_time = rows(_timeline.breakdown(tmp_path, replies), "  the first text by when")
     # seconds: replies, p50, p99, of the slowest 1% (here the one slowest), =runs
     assert by_time == {"0-5": ["1", "900", "900", "1", "7"], "5-10": ["2", "100", "200", "0", "3"]}
+
+
+def test_the_main_processs_counts_at_a_runs_placing_and_first_event_read_are_shown(
+    tmp_path: Path,
+) -> None:
+    marks = []
+    # Ten replies placed in a worker with 4 runs (one starting), the least busy at 2; the
+    # slowest one's first event came 90th of a read of 100, and its Start went twice.
+    for n in range(10):
+        slowest = n == 9
+        marks += [
+            (f"r{n}", "start_sent", 100.0 + n),
+            (f"r{n}", "start_sent/=runs", 4),
+            (f"r{n}", "start_sent/=starting", 1),
+            (f"r{n}", "start_sent/=least", 2),
+            (f"r{n}", "chunk_read", 100.2 + n),
+            (f"r{n}", "chunk_read/=before", 90 if slowest else 0),
+            (f"r{n}", "chunk_read/=read", 100 if slowest else 10),
+            (f"r{n}", "chunk_read/=resent", 1 if slowest else 0),
+        ]
+    marked(tmp_path, "main-10", *marks)
+    replies = [_timeline.Reply(f"r{n}", 100.0 + n, 100.3 + n + (n == 9)) for n in range(10)]
+    lines = _timeline.breakdown(tmp_path, replies)
+    placed = rows(lines, "  counted in the main process at start_sent")
+    # count: mean, p50, p90, p99, the slowest 1%'s median
+    assert placed == {
+        "=least": ["2.00", "2.0", "2.0", "2.0", "2.0"],
+        "=runs": ["4.00", "4.0", "4.0", "4.0", "4.0"],
+        "=starting": ["1.00", "1.0", "1.0", "1.0", "1.0"],
+    }
+    read = rows(lines, "  counted in the main process at chunk_read")
+    assert read["=before"][0] == "9.00" and read["=before"][-1] == "90.0"
+    assert read["=resent"] == ["0.10", "0.0", "0.0", "1.0", "1.0"]

@@ -130,17 +130,31 @@ class Channel(Generic[M]):
         else after reading all the pipe has (one read for the frames a turn of the peer
         wrote, not two waits a frame)."""
         while (message := self._next()) is None:
-            try:
-                read = await self.reader.read(_READ)
-            except ConnectionError as error:
-                raise ChannelClosed(str(error) or "the peer closed the pipe") from None
-            if not read:
-                raise ChannelClosed("the peer closed the pipe")
-            if self._at:  # what was taken goes before more is added
-                del self._read[: self._at]
-                self._at = 0
-            self._read += read
+            await self._read_more()
         return message
+
+    async def receive_all(self) -> list[M]:
+        """``receive``, and with it every other message already read whole: what a read of
+        the pipe brought at once (the frames of a turn of the peer, or of several), for a
+        reader that weighs them together before it hands them on."""
+        while (message := self._next()) is None:
+            await self._read_more()
+        messages = [message]
+        while (message := self._next()) is not None:
+            messages.append(message)
+        return messages
+
+    async def _read_more(self) -> None:
+        try:
+            read = await self.reader.read(_READ)
+        except ConnectionError as error:
+            raise ChannelClosed(str(error) or "the peer closed the pipe") from None
+        if not read:
+            raise ChannelClosed("the peer closed the pipe")
+        if self._at:  # what was taken goes before more is added
+            del self._read[: self._at]
+            self._at = 0
+        self._read += read
 
     def _next(self) -> M | None:
         """The message of the next whole frame read, if there is one."""

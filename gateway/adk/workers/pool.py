@@ -51,6 +51,7 @@ from google.adk.sessions import Session
 from gateway import timeline
 from gateway import wire as p
 from gateway.a2ui.surfaces import Surfaces
+from gateway.adk.workers import placed
 from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameTooLarge
 from gateway.adk.workers.chunks import rebuilt
 from gateway.adk.workers.credit import Taken
@@ -163,6 +164,8 @@ class _Stream:
     # The run's Start, while it lacks the events its worker keeps: sent again whole if the
     # worker does not keep them after all (``Unkept``).
     start: Start | None = None
+    # Whether its Start was sent again, whole (``Unkept``): counted by the timeline.
+    resent: bool = False
     # The hub's context of the run (its span, its log ids), which its appends are stored
     # in, as ADK's own appends are in process: each commit is an event on the run's span.
     context: contextvars.Context = dataclasses.field(default_factory=contextvars.copy_context)
@@ -235,6 +238,9 @@ class WorkerPool:
         self._may_start = on_demand
         # Eager: starts in a row that ended before their Hello, by worker index.
         self._failed_starts: dict[int, int] = {}
+        # The message being handled: its place in the messages of its read, and how many
+        # that read brought (``_connected``), for the timeline's counts.
+        self._reading = (0, 0)
 
     async def start(self) -> None:
         """Starts the workers; returns once each is ready to run. On demand, starts none."""
@@ -353,10 +359,12 @@ class WorkerPool:
         cancel = asyncio.ensure_future(self._cancel_on(abort_signal, channel, number))
         taken = Taken()
         try:
-            timeline.mark("start_sent", stream.run_id)
             # What the worker keeps of the thread is taken by this Start, whole or not.
             thread = (order.user_id, order.thread_id)
             kept = worker.kept.started(number, thread, order.session.events)
+            if timeline.on():
+                counts = placed.counted(worker, self._ready_workers(), kept)
+                timeline.mark("start_sent", stream.run_id, counts)
             start = start_of(number, order, kept)
             stream.start = start if kept else None
             try:
@@ -572,11 +580,13 @@ class WorkerPool:
         )
         try:
             while True:
-                message = await channel.receive()
-                try:
-                    self._received(worker, message)
-                except Exception:  # one message's fault is its run's, never the worker's
-                    self._not_taken(worker, message)
+                read = await channel.receive_all()
+                for at, message in enumerate(read):
+                    self._reading = (at, len(read))  # for the timeline's counts
+                    try:
+                        self._received(worker, message)
+                    except Exception:  # one message's fault is its run's, never the worker's
+                        self._not_taken(worker, message)
         except ChannelClosed:
             pass
         finally:
@@ -656,7 +666,11 @@ class WorkerPool:
         self.most_held = max(self.most_held, stream.queue.qsize())
         if not stream.yielded:
             stream.yielded = True
-            timeline.mark("chunk_read", stream.run_id)
+            if timeline.on():  # where in its read it was, and whether its Start went twice
+                at, read = self._reading
+                resent = float(stream.resent)
+                levels = (("=before", at), ("=read", read), ("=resent", resent))
+                timeline.mark("chunk_read", stream.run_id, levels)
 
     def _not_taken(self, worker: _Worker, message: FromWorker) -> None:
         """A message of the worker's this process could not take (an event it cannot
@@ -733,7 +747,7 @@ class WorkerPool:
         whole = msgspec.structs.replace(
             stream.start, session=session_json(stream.session), kept=0, kept_last=None
         )
-        stream.start = None
+        stream.start, stream.resent = None, True
         assert worker.channel is not None
         worker.channel.send(whole, now=True)
 

@@ -112,23 +112,36 @@ async def test_a_message_too_long_for_the_peer_is_refused_at_send_and_the_pipe_g
     worker.close()
 
 
+@pytest.mark.parametrize("together", [False, True], ids=["one by one", "all of a read"])
 async def test_the_frames_a_turn_wrote_are_taken_with_one_read_and_a_long_one_in_pieces(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, together: bool
 ) -> None:
     """The frames one turn of the peer wrote arrive together: they are taken from one read
-    of the pipe, not two waits each; a frame longer than a read is put together."""
+    of the pipe, not two waits each (``receive``), or all at once (``receive_all``: the main
+    process's reader weighs a read's messages together); a frame longer than a read is put
+    together, and comes once whole."""
     main, worker = await pair()
     reads = counting(monkeypatch, main.reader, "read")
+
+    async def taken(count: int) -> list[FromWorker]:
+        messages: list[FromWorker] = []
+        while len(messages) < count:
+            messages += await main.receive_all() if together else [await main.receive()]
+        return messages
+
     sent = [Yielded(run, b'{"id": "e"}') for run in range(5)]
     for message in sent:
         worker.send(message)
     await asyncio.sleep(0)  # the turn's write
-    assert [await main.receive() for _ in sent] == sent
+    if together:
+        assert await main.receive_all() == sent
+    else:
+        assert [await main.receive() for _ in sent] == sent
     assert len(reads) == 1
     long = Yielded(9, b"x" * (3 * channel._READ))
     worker.send(long)
     worker.send(Yielded(10, b"{}"))
-    assert [await main.receive(), await main.receive()] == [long, Yielded(10, b"{}")]
+    assert await taken(2) == [long, Yielded(10, b"{}")]
     assert len(reads) > 2  # the long one took several reads
     main.close()
     worker.close()

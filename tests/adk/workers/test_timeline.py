@@ -71,6 +71,13 @@ async def test_a_replys_steps_are_marked_in_order_across_the_worker(tmp_path: Pa
         counted = {f"{step}/{name}" for name in ("own", "callbacks", "waited_for_cpu", "=runs")}
         assert counted <= set(steps), sorted(steps)
     assert {"model_called/asked", "chunk_sent/waited_for_main"} <= set(steps)  # once held
+    # The main process counted its placing and where its first event was in its read: the
+    # reply went to the worker keeping its thread, without the first run's events, alone.
+    assert steps["start_sent/=kept"] > 0
+    assert steps["start_sent/=runs"] == steps["start_sent/=starting"] == 0
+    assert steps["start_sent/=least"] == steps["start_sent/=least_starting"] == 0
+    assert 0 <= steps["chunk_read/=before"] < steps["chunk_read/=read"]
+    assert steps["chunk_read/=resent"] == 0
     own = steps["model_called/own"] - steps["worker_began/own"]
     assert own >= 1  # ADK's steps of the run's own, from its start to the model call
     assert steps["model_called/callbacks"] - steps["worker_began/callbacks"] >= own
