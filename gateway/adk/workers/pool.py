@@ -56,6 +56,7 @@ from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameToo
 from gateway.adk.workers.chunks import rebuilt
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.demand import LOCAL_RUNS, place
+from gateway.adk.workers.errors import RemoteFailure, WorkerLost, WorkersNotStarted
 from gateway.adk.workers.kept import Account
 from gateway.adk.workers.messages import (
     Append,
@@ -95,13 +96,10 @@ if TYPE_CHECKING:
     from gateway.store import SessionService
 
 __all__ = [
-    "RemoteFailure",
     "Spawn",
-    "WorkerLost",
     "WorkerPool",
     "WorkerProcess",
     "WorkerRun",
-    "WorkersNotStarted",
 ]
 
 log = logging.getLogger(__name__)
@@ -116,31 +114,6 @@ KEPT_ENDINGS = 10_000
 # Runs more than the least busy worker's that the worker keeping a thread's session may
 # have and still take the thread's next run (``WorkerPool._keeping``).
 KEEPING_SLACK = 2
-
-
-class WorkerLost(p.GatewayError):
-    """The worker running the run died mid-run."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            p.ErrorCode.RUN_INTERRUPTED,
-            "The process running this turn stopped before it finished; send it again.",
-        )
-
-
-class WorkersNotStarted(RuntimeError):
-    """``GATEWAY_WORKERS=N``'s workers could not all start: the gateway does not either."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(
-            f"{why}; the lines it logged above say why (an agent that imports in this process"
-            " but not in a new one; a script that starts the gateway outside"
-            ' `if __name__ == "__main__":`). GATEWAY_WORKERS=0 serves in one process.'
-        )
-
-
-class RemoteFailure(Exception):
-    """The run's invocation raised in its worker (the model or a tool failed)."""
 
 
 _END = object()
@@ -274,8 +247,8 @@ class WorkerPool:
         self._closing = True
         unkept = self.counts.received.get("Unkept", (0,))[0]
         log.info(
-            "kept sessions: %d runs' Starts went without the events their worker kept,"
-            " %d of them answered Unkept and sent again whole",
+            "kept sessions: Starts sent without the events their worker kept: %d; of them"
+            " answered Unkept and sent again whole: %d",
             self.kept_starts,
             unkept,
         )
