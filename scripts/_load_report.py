@@ -28,8 +28,8 @@ LOG_LINE_CHARS = 200
 # Starts sent without the events their worker kept, and how many of them it answered
 # ``Unkept`` (sent again whole).
 KEPT = re.compile(
-    r"kept sessions: (\d+) runs' Starts went without the events their worker kept,"
-    r" (\d+) of them answered Unkept"
+    r"kept sessions: Starts sent without the events their worker kept: (\d+); of them"
+    r" answered Unkept and sent again whole: (\d+)"
 )
 
 
@@ -270,8 +270,8 @@ def print_result(title: str, result: Result, kill: bool) -> None:
     if result.kept is not None:
         kept, unkept = result.kept
         print(
-            f"  kept sessions: {kept - unkept} runs' Starts went without the events their"
-            f" worker kept; {unkept} more were answered Unkept and sent again whole"
+            f"  kept sessions: Starts that went without the events their worker kept:"
+            f" {kept - unkept}; answered Unkept and sent again whole: {unkept} more"
         )
     print(
         f"  threads read back: {v['checked']:.0f} ({v['judged']:.0f} of stories done),"

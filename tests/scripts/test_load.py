@@ -172,8 +172,8 @@ def test_with_workers_the_report_says_how_many_starts_went_without_kept_events(
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("stories: 15 done, 0 failed") == 2, done.stdout
     kept = re.findall(
-        r"^  kept sessions: (\d+) runs' Starts went without the events their worker kept;"
-        r" (\d+) more were answered Unkept and sent again whole$",
+        r"^  kept sessions: Starts that went without the events their worker kept: (\d+);"
+        r" answered Unkept and sent again whole: (\d+) more$",
         done.stdout,
         re.M,
     )

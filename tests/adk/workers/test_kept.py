@@ -213,8 +213,8 @@ async def test_a_worker_that_did_not_keep_the_events_gets_the_start_again_whole(
         assert (again.run, again.kept, again.kept_last) == (start.run, 0, None)
         assert len(parse_session(again.session).events) == 2
         await finished(worker, events, first, Finished(start.run))
-    said_last = "kept sessions: 1 runs' Starts went without the events their worker kept,"
-    assert f"{said_last} 1 of them answered Unkept and sent again whole" in caplog.text
+    said_last = "kept sessions: Starts sent without the events their worker kept: 1;"
+    assert f"{said_last} of them answered Unkept and sent again whole: 1" in caplog.text
 
 
 async def test_a_worker_whose_process_ended_gets_no_run_and_no_waitpid_is_made(
