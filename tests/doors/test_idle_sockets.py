@@ -25,6 +25,12 @@ pytestmark = pytest.mark.server
 # asyncio.Queue and a parked worker a connection, and two Events in its send queue, made 28 KiB.
 DOOR_BYTES_PER_IDLE_SOCKET = 25 * 1024
 SOCKETS = 40
+# The filter counts whatever runs through the doors' code meanwhile, in this process: on a
+# busy machine another test's gateway still closing its connections, or this one's last
+# handshakes' buffers, can add to one measure (a CI run saw 26.1 and 27.0 KiB where a quiet
+# one sees 22.3). They only ever add, and a connection's own cost is in every measure: the
+# least of a few is the bound's.
+ATTEMPTS = 3
 
 
 def sessions(gateway: RunningGateway) -> list[WebSocketSession]:
@@ -46,13 +52,20 @@ async def test_an_idle_connection_parks_no_worker_and_works_when_sent_a_run() ->
 
 
 async def test_what_the_doors_hold_for_an_idle_connection_is_bounded() -> None:
-    async with running_gateway() as gateway, contextlib.AsyncExitStack() as stack:
+    async with running_gateway() as gateway:
+        held = [await _held_by_idle_connections(gateway, n) for n in range(ATTEMPTS)]
+    assert min(held) < DOOR_BYTES_PER_IDLE_SOCKET, f"{held} bytes an idle connection"
+
+
+async def _held_by_idle_connections(gateway: RunningGateway, attempt: int) -> float:
+    """What ``SOCKETS`` new idle connections hold through the doors' code, each."""
+    async with contextlib.AsyncExitStack() as stack:
         gc.collect()
         tracemalloc.start(25)
         try:
             before = tracemalloc.take_snapshot()
             for n in range(SOCKETS):
-                await stack.enter_async_context(connect(gateway.ws_url(f"idle-{n}")))
+                await stack.enter_async_context(connect(gateway.ws_url(f"idle-{attempt}-{n}")))
             await eventually(
                 lambda: len(sessions(gateway)) == SOCKETS, 5, what="not every connection served"
             )
@@ -60,7 +73,7 @@ async def test_what_the_doors_hold_for_an_idle_connection_is_bounded() -> None:
             after = tracemalloc.take_snapshot()
         finally:
             tracemalloc.stop()
-        doors = tracemalloc.Filter(True, "*/gateway/doors/*", all_frames=True)
-        grew = after.filter_traces([doors]).compare_to(before.filter_traces([doors]), "filename")
-        held = sum(stat.size_diff for stat in grew) / SOCKETS
-        assert held < DOOR_BYTES_PER_IDLE_SOCKET, f"{held:.0f} bytes an idle connection"
+    await eventually(lambda: not sessions(gateway), 5, what="the connections did not close")
+    doors = tracemalloc.Filter(True, "*/gateway/doors/*", all_frames=True)
+    grew = after.filter_traces([doors]).compare_to(before.filter_traces([doors]), "filename")
+    return sum(stat.size_diff for stat in grew) / SOCKETS
