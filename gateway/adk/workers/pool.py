@@ -321,7 +321,8 @@ class WorkerPool:
     ) -> AsyncGenerator[AdkEvent, None]:
         """The invocation's events, run in the least busy worker (or in the one that keeps
         the thread's session, if it is nearly as idle: ``_keeping``)."""
-        worker = self._keeping(order, *await self._least_busy())
+        least_busy, ready = await self._least_busy()
+        worker = self._keeping(order, least_busy, ready)
         number = next(self._runs)
         stream = worker.runs[number] = _Stream(
             str(order.metadata.get("runId")), order.session, order.read_surfaces
@@ -336,7 +337,7 @@ class WorkerPool:
             thread = (order.user_id, order.thread_id)
             kept = worker.kept.started(number, thread, order.session.events)
             if timeline.on():
-                counts = placed.counted(worker, self._ready_workers(), kept)
+                counts = placed.counted(worker, ready, kept)  # the workers it was placed among
                 timeline.mark("start_sent", stream.run_id, counts)
             start = start_of(number, order, kept)
             stream.start = start if kept else None
