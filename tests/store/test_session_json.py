@@ -98,11 +98,15 @@ async def test_a_session_not_read_from_rows_is_dumped(store: SessionService) -> 
 
 async def test_the_texts_go_with_their_session(store: SessionService) -> None:
     await stored_thread(store)
+    gc.collect()  # an earlier test's sessions, still garbage, would go at our collect below
     kept = len(session_json._kept)
     session = await loaded(store)
+    key = id(session)
+    assert key in session_json._kept
     assert len(session_json._kept) == kept + 1
     del session
     gc.collect()
+    assert key not in session_json._kept
     assert len(session_json._kept) == kept
 
 
