@@ -412,7 +412,8 @@ def _said_already() -> Iterator[None]:
 
 def _quiet_libraries() -> None:
     """Keeps out of the log what libraries say that the gateway says better in a line of its
-    own (MCP, usage, google-genai): in the main process and in each worker alike."""
+    own (MCP, usage, google-genai, httpx's line a request): in the main process and in each
+    worker alike."""
     from gateway.adk.usage import install_log_filter as usage_log_filter
     from gateway.models import sdk_noise
     from gateway.tools import mcp

@@ -1,4 +1,4 @@
-"""google-genai's noise about a client it never finished building, kept out of the log.
+"""What the model SDKs log that the gateway says better: kept out of the log.
 
 When google-genai cannot build its client (no API key, no Vertex AI project), the half-built
 client is collected and its ``__del__`` schedules ``aclose()``, which fails at once on an
@@ -6,6 +6,11 @@ attribute its constructor never set; asyncio then logs "Task exception was never
 with a traceback, once or twice for every client tried: every model probe, every run. What
 went wrong is the missing credential, and the gateway says that in one line of its own
 (``gateway.models.failures``), so these records are dropped; any other task's are kept.
+
+httpx, which both SDKs and the gateway's ``openai/<model>`` send through, logs a line at INFO
+for every request: one or more a model call, hundreds a second under load, each saying what
+``gateway_model_calls`` and the run's span already count. They show when the log is at DEBUG,
+where a request's line is what one is looking for.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from __future__ import annotations
 import logging
 
 __all__ = ["install_log_filter"]
+
+# The logger httpx writes its line for every request to.
+REQUESTS_LOGGER = "httpx"
 
 # The coroutine of the orphaned task, as asyncio names it in the record.
 ORPHANED_CLOSE = "BaseApiClient.aclose()"
@@ -24,8 +32,20 @@ class HalfBuiltClientClose(logging.Filter):
         return not (isinstance(error, AttributeError) and ORPHANED_CLOSE in record.getMessage())
 
 
+class EveryRequest(logging.Filter):
+    """Drops httpx's INFO line of a request unless its logger would show DEBUG too: what it
+    warns of (or worse) is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or logging.getLogger(record.name).isEnabledFor(
+            logging.DEBUG
+        )
+
+
 def install_log_filter() -> None:
-    """Adds ``HalfBuiltClientClose`` to asyncio's logger, once."""
-    logger = logging.getLogger("asyncio")
-    if not any(isinstance(f, HalfBuiltClientClose) for f in logger.filters):
-        logger.addFilter(HalfBuiltClientClose())
+    """Adds ``HalfBuiltClientClose`` to asyncio's logger and ``EveryRequest`` to httpx's,
+    once each."""
+    for name, kind in (("asyncio", HalfBuiltClientClose), (REQUESTS_LOGGER, EveryRequest)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())

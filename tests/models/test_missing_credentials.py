@@ -10,6 +10,7 @@ import gc
 import logging
 
 import google.auth.exceptions
+import httpx
 import pytest
 from google.genai import Client
 from google.genai import errors as genai_errors
@@ -94,3 +95,24 @@ def test_any_other_orphaned_task_is_still_logged() -> None:
     )
     record.exc_info = (AttributeError, AttributeError("x"), None)
     assert sdk_noise.HalfBuiltClientClose().filter(record)
+
+
+async def test_httpx_logs_a_request_only_when_the_log_is_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sdk_noise.install_log_filter()
+
+    async def requested() -> list[str]:
+        caplog.clear()
+        answer = httpx.MockTransport(lambda request: httpx.Response(200))
+        async with httpx.AsyncClient(transport=answer) as client:
+            await client.post("http://127.0.0.1:9/v1/chat/completions")
+        return [r.getMessage() for r in caplog.records if r.name == sdk_noise.REQUESTS_LOGGER]
+
+    caplog.set_level(logging.INFO, logger=sdk_noise.REQUESTS_LOGGER)
+    assert await requested() == []
+    caplog.set_level(logging.DEBUG, logger=sdk_noise.REQUESTS_LOGGER)
+    assert any("HTTP Request: POST" in line for line in await requested())
+    warning = logging.LogRecord("httpx", logging.WARNING, __file__, 1, "retrying", (), None)
+    caplog.set_level(logging.INFO, logger=sdk_noise.REQUESTS_LOGGER)
+    assert sdk_noise.EveryRequest().filter(warning)
