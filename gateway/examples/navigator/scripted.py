@@ -357,10 +357,18 @@ def _navigation_outcome(turn: Turn, step: Step) -> str:
             f"브라우저에서 결과를 받지 못해 {name} 화면이 열렸는지 확인하지 못했습니다.",
             f"The browser never reported back, so I cannot tell whether {name} opened.",
         )
+    if not isinstance(status, str) or not status:
+        # A browser (or a client of someone else's) that answered without the result's one
+        # required field: say what is missing, not Python's name for it.
+        return _t(
+            turn,
+            f"브라우저의 응답에 결과(status)가 없어 {name} 화면이 열렸는지 확인하지 못했습니다.",
+            f"The browser answered without a status, so I cannot tell whether {name} opened.",
+        )
     return _t(
         turn,
-        f"{name} 화면 이동 결과를 확인할 수 없습니다 ({status}).",
-        f"I cannot confirm that {name} opened (result: {status}).",
+        f"{name} 화면 이동 결과를 확인할 수 없습니다 ({status[:40]}).",
+        f"I cannot confirm that {name} opened (result: {status[:40]}).",
     )
 
 

@@ -66,6 +66,17 @@ def test_final_answer_follows_the_browser_result() -> None:
         assert isinstance(reply, Say)
         if status != "navigated":
             assert "이동했습니다" not in reply.text, status
+    weird = said["weird"]
+    assert isinstance(weird, Say) and "(weird)" in weird.text  # a status it does not know
+
+
+def test_a_browser_answer_without_a_status_is_said_so_not_as_none() -> None:
+    args = {"screenId": "MNU-3120", "screenName": "업무 요청 목록"}
+    for answer in ({"opened": True}, {"status": None}, {"status": 3}, {"status": ""}):
+        reply = respond(turn("업무 요청 목록 화면 열어줘", Step(NAVIGATE, args, answer)))
+        assert isinstance(reply, Say)
+        assert "status" in reply.text and "None" not in reply.text, answer
+        assert "이동했습니다" not in reply.text
 
 
 def test_empty_or_failed_search_is_explained() -> None:
