@@ -43,6 +43,7 @@ __all__ = [
     "HostingError",
     "agent_tools",
     "agents",
+    "chained",
     "first_line",
     "llm_agents",
     "prepare",
@@ -110,9 +111,13 @@ def prepare(hosted: Hosted, client_tools: ClientToolset, plugins: Sequence[BaseP
             agent.model = _leaner(agent.model)
     _served_as(root, app.name)
     ours = [plugin for plugin in plugins if plugin not in app.plugins]
-    # One plugin for ADK to call: it awaits each plugin for each callback, had or not.
-    chain = [PluginChain(ours, name=GATEWAY_PLUGINS)] if ours else []
-    return app.model_copy(update={"plugins": [*app.plugins, *chain]})
+    return app.model_copy(update={"plugins": [*app.plugins, *chained(ours)]})
+
+
+def chained(plugins: Sequence[BasePlugin]) -> list[BasePlugin]:
+    """The gateway's ``plugins`` as the one plugin ADK calls (none if there are none): ADK
+    awaits each plugin it has for each callback, whether the plugin has it or not."""
+    return [PluginChain(plugins, name=GATEWAY_PLUGINS)] if plugins else []
 
 
 def _served_as(root: BaseAgent, app_name: str) -> None:

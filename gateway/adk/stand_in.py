@@ -7,8 +7,9 @@ callbacks and tools would see a user nobody is, and an agent that checks its sta
 session-state sample asserts on it) fails at every start. So the warm-up's runs go to a
 stand-in: one LlmAgent named as the hosted root, on an offline model that greets back,
 with the same client toolset, under the hosted App's name and with the gateway's plugins
-only (not the App's own), over the same store. ``GATEWAY_WARM_UP=agent`` warms the agent
-itself instead, for an owner who wants its own first-call costs paid too.
+only (not the App's own), chained into one as on the hosted App, over the same store.
+``GATEWAY_WARM_UP=agent`` warms the agent itself instead, for an owner who wants its own
+first-call costs paid too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from google.adk.apps import App
 from google.adk.models.llm_request import LlmRequest
 from google.adk.plugins.base_plugin import BasePlugin
 
-from gateway.adk.hosting import resumable_app
+from gateway.adk.hosting import chained, resumable_app
 from gateway.models.offline import OfflineLlm, Reply, Say
 from gateway.tools.client import ClientToolset
 
@@ -45,4 +46,5 @@ def stand_in(app: App, client_tools: ClientToolset, plugins: Sequence[BasePlugin
         instruction="Greet the user.",
         tools=[client_tools],
     )
-    return resumable_app(agent, name=app.name, plugins=plugins)
+    # Chained as the hosted App's are, so the warm-up pays for the dispatch runs take.
+    return resumable_app(agent, name=app.name, plugins=chained(plugins))

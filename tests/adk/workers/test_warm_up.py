@@ -13,7 +13,8 @@ from google.adk.agents.callback_context import CallbackContext
 from google.adk.models.llm_request import LlmRequest
 from google.adk.plugins.base_plugin import BasePlugin
 
-from gateway.adk.hosting import resumable_app
+from gateway.adk.chain import PluginChain
+from gateway.adk.hosting import GATEWAY_PLUGINS, Hosted, prepare, resumable_app
 from gateway.adk.invocation import Invocation
 from gateway.adk.services import Services
 from gateway.adk.stand_in import stand_in
@@ -72,3 +73,14 @@ async def test_a_warm_up_that_fails_is_logged_and_the_worker_serves_anyway(
         await warm_up(app, Invocation(tools, None, no_surfaces), Services(), {})
     [failed] = [r for r in caplog.records if r.name == "gateway.adk.workers.warm_up"]
     assert "warm-up failed" in failed.getMessage()
+
+
+def test_the_stand_in_calls_the_gateways_plugins_as_one_chain_as_the_hosted_app_does() -> None:
+    tools, ours = ClientToolset(), [Seen(), Refusing()]
+    own = Seen()
+    hosted = prepare(Hosted(hosted_app(own)), tools, ours)
+    warmed = stand_in(hosted, tools, ours)
+    [chain] = warmed.plugins  # not the App's own plugin, and ADK dispatches to one
+    assert isinstance(chain, PluginChain) and chain.name == GATEWAY_PLUGINS
+    assert hosted.plugins[0] is own and isinstance(hosted.plugins[-1], PluginChain)
+    assert chain.plugins == ours == hosted.plugins[-1].plugins
