@@ -245,13 +245,14 @@ class WorkerPool:
     async def close(self) -> None:
         """Lets the workers go: their pipes close and they exit; stragglers are killed."""
         self._closing = True
-        unkept = self.counts.received.get("Unkept", (0,))[0]
-        log.info(
-            "kept sessions: Starts sent without the events their worker kept: %d; of them"
-            " answered Unkept and sent again whole: %d",
-            self.kept_starts,
-            unkept,
-        )
+        if self._workers:  # on demand, none may have started: then there is nothing to say
+            unkept = self.counts.received.get("Unkept", (0,))[0]
+            log.info(
+                "kept sessions: Starts sent without the events their worker kept: %d; of them"
+                " answered Unkept and sent again whole: %d",
+                self.kept_starts,
+                unkept,
+            )
         if self._server is not None:
             self._server.close()
         readers = [w.reader for w in self._workers.values() if w.reader is not None]
