@@ -39,6 +39,10 @@ class Members(Protocol):
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         """A thread of ``user_id`` changed on another process (``thread_news``)."""
 
+    def watched(self) -> set[str]:
+        """The users whose threads this process has watchers of, or runs, now
+        (``Cluster.watch``)."""
+
 
 class Cluster(Protocol):
     node_id: str
@@ -57,6 +61,13 @@ class Cluster(Protocol):
 
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         """The thread's lease for a run of this process; None while another process holds it."""
+
+    async def watch(self, user_id: str) -> None:
+        """Watchers of the user's threads are here, or about to be (a run, a reattach):
+        from its return on, the frames of the user's threads that other processes store
+        are told to this one (``Members.committed``), and only the processes that watch a
+        thread's user are told of it. A user is let go of once ``Members.watched`` has not
+        named it for a while."""
 
     def release(
         self, thread_id: str, after: asyncio.Future[object] | None = None
@@ -111,6 +122,9 @@ class SingleNode:
 
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         return Taken(thread_id, None)
+
+    async def watch(self, user_id: str) -> None:
+        pass
 
     def release(
         self, thread_id: str, after: asyncio.Future[object] | None = None

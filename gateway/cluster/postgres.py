@@ -68,6 +68,10 @@ SWEEP_LIMIT = 16
 # How long a thread change made here waits for others to go in one notice with it: a
 # user's thread list hears of changes at most every 0.5 s anyway (``gateway.hub.thread_news``).
 CHANGES_SECONDS = 0.1
+# How long a user watched here (``watch``) stays named after the hub last asked for it or
+# named it (``Members.watched``): naming one again locks the users' table, so a user whose
+# tab reloads is not let go of and named again each time.
+UNWATCHED_SECONDS = 60.0
 
 
 def _unreachable(error: psycopg.Error, url: str) -> StoreError:
@@ -117,6 +121,8 @@ class PostgresCluster:
         self._closed = False
         # The notices this process heard, by kind: what every other process's work costs it.
         self.notices: collections.Counter[str] = collections.Counter()
+        # The users named as watched here (``watch``), and when last asked for or seen watched.
+        self._watched: dict[str, float] = {}
 
     # --- joining and leaving -------------------------------------------------------------
 
@@ -206,6 +212,46 @@ class PostgresCluster:
 
     def fence(self, thread_id: str) -> Fence | None:
         return self._fences.get(thread_id)
+
+    # --- the users watched here ----------------------------------------------------------
+
+    async def watch(self, user_id: str) -> None:
+        if user_id in self._watched:
+            self._watched[user_id] = time.monotonic()
+            return
+        try:
+            await self._work(lambda conn: leases.watch_users(conn, self.node_id, [user_id]))
+        except psycopg.Error as error:
+            raise _unreachable(error, self.url) from None
+        self._watched[user_id] = time.monotonic()
+
+    async def _unwatch_idle(self) -> None:
+        """Lets go of the users neither asked for (``watch``) nor watched by the hub
+        (``Members.watched``) for ``UNWATCHED_SECONDS``: the frames of their threads are
+        told to this process no more."""
+        members = self._members
+        if members is None or not any(map(self._idle, self._watched.values())):
+            return
+        watched = members.watched()
+        now = time.monotonic()
+        for user in watched & self._watched.keys():  # looked at again in a while
+            self._watched[user] = now
+
+        async def unwatch(conn: psycopg.AsyncConnection[TupleRow]) -> None:
+            # At its turn: a user asked for meanwhile stays, and one asked for from now on
+            # is named again after this.
+            watched = members.watched()
+            idle = [u for u, at in self._watched.items() if self._idle(at) and u not in watched]
+            for user in idle:
+                del self._watched[user]
+            if idle:
+                await leases.unwatch_users(conn, self.node_id, idle)
+
+        await self._work(unwatch)
+
+    @staticmethod
+    def _idle(asked_at: float) -> bool:
+        return time.monotonic() - asked_at > UNWATCHED_SECONDS
 
     def commit_with(self, submit: Callable[[ReleaseLeases], asyncio.Future[object]]) -> None:
         self._submit = submit
@@ -420,6 +466,9 @@ class PostgresCluster:
                     await self._listen()
                     self._lost = False
                     log.warning("node %s is listening again", self.node_id)
+                    # Its rows may have been forgotten meanwhile (``leases.forget_dead_nodes``).
+                    if users := list(self._watched):
+                        await self._work(lambda conn: leases.watch_users(conn, self.node_id, users))
                     continue
                 await hearing.hear(conn, self._hear_one)
             except psycopg.Error as error:
@@ -452,6 +501,7 @@ class PostgresCluster:
                         self._lost = False
                     next_renewal = self._renewed_at + renew_every
                 await self._sweep()
+                await self._unwatch_idle()
                 self._reach(True)
             except psycopg.Error as error:
                 log.warning(

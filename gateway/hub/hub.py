@@ -266,6 +266,8 @@ class Hub:
         try:
             # The lease first: the read after it sees all a run elsewhere stored.
             leased = await self.takeovers.lease(thread_id, user_id, run_id)
+            if leased:  # its watchers here hear of the thread's later runs elsewhere
+                await self.cluster.watch(user_id)
             if not leased:
                 if policy is Busy.REJECT:
                     raise in_progress(thread_id)
@@ -456,6 +458,7 @@ class Hub:
         say_up_to_date: bool = True,
     ) -> Run | None:
         """Sends the thread as it stands, then its run live (``Reattacher.reattach``)."""
+        await self.cluster.watch(user_id)  # before the reads: what they miss it is told of
         return await self.reattacher.reattach(
             user_id, thread_id, subscriber, after, say_up_to_date=say_up_to_date
         )
@@ -464,6 +467,7 @@ class Hub:
         self, user_id: str, duplicate: Duplicate, subscriber: Subscriber, *, started: bool
     ) -> Run | None:
         """Answers an input sent again, which does not run (``Reattacher.rejoin``)."""
+        await self.cluster.watch(user_id)  # before the reads: what they miss it is told of
         return await self.reattacher.rejoin(user_id, duplicate, subscriber, started=started)
 
     async def earlier(
@@ -536,6 +540,10 @@ class Hub:
             thread.run.abort.set()
         elif self.takeovers.stop(thread_id):
             log.info("a cancel sent to another process stops the takeover of %s", thread_id)
+
+    def watched(self) -> set[str]:
+        """The users of the threads this process has in hand: watched, or run, here."""
+        return {thread.user_id for thread in self.threads.values()}
 
     def committed(self, thread_id: str, seq: int) -> None:
         """A thread's log grew, on whichever process runs it: this process's watchers of

@@ -241,6 +241,8 @@ async def test_frames_under_a_lease_are_told_to_the_other_processes_not_its_hold
         for cluster, hub in zip((a, b, c), heard, strict=True):
             await cluster.start(hub)
         heard_a, heard_b, heard_c = heard
+        for cluster in (a, b, c):  # each has watchers of u's threads (``test_watchers``)
+            await cluster.watch("u")
         await store.create_session(app_name="app", user_id="u", session_id="t1")
         store.fence_of = a.fence
         await a.take("t1", "u", "r1")

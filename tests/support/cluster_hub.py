@@ -19,6 +19,8 @@ class Heard:
     changes: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
     dead: list[DeadLease] = dataclasses.field(default_factory=list)
     losses: int = 0
+    # The users whose threads it says it has watchers of (``Members.watched``).
+    watching: set[str] = dataclasses.field(default_factory=set)
     # What take_over does with a dead lease, if anything.
     on_dead: Callable[[DeadLease], object] | None = None
 
@@ -27,6 +29,9 @@ class Heard:
 
     def committed(self, thread_id: str, seq: int) -> None:
         self.commits.append((thread_id, seq))
+
+    def watched(self) -> set[str]:
+        return set(self.watching)
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         self.changes.append((user_id, thread_id, change))
