@@ -26,8 +26,9 @@ class Members(Protocol):
 
     def committed(self, thread_id: str, seq: int) -> None:
         """The thread's log holds frames up to ``seq``, made by another process that runs
-        it (a process is not told of its own runs' frames, but for those closing a dead
-        process's run, ``gateway.store.postgres.notify``)."""
+        it: told to the processes that watch the thread's user (``Cluster.watch``), not to
+        its own (but of the frames closing a dead process's run,
+        ``gateway.store.postgres.notify``)."""
 
     async def take_over(self, lease: DeadLease) -> None:
         """The holder of ``lease`` died: close the run it cut off (the lease is free to take)."""

@@ -12,6 +12,11 @@ fail to commit one, they go on the working connection, those queued meanwhile in
 (``messages.ThreadsChanged``), and go with a release queued meanwhile: every process hears
 every notice, and each costs its event loop.
 
+The frames a run stores are told to the processes that watch the thread's user
+(``watch``: a run's claim or a reattach names the user, once, in ``gateway_node_users``);
+a user neither asked for nor watched by the hub for ``UNWATCHED_SECONDS`` is let go of by
+the keeper.
+
 Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
 at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off
 run and releases it; every ``lease_seconds / 3`` it renews this process's leases. Should it

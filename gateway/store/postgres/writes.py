@@ -431,10 +431,10 @@ def append_frames_of(
     (``notify.committed``) sent by the same statement: NOTIFY is delivered at commit, so a
     notice costs no statement or transaction of its own. A thread's last write tells of
     all its frames: hearing a notice costs a process's event loop, so a thread with
-    several writes here is told once, and frames written under a lease are not told to
-    its holder (``notify``). Each write's outcome, in order: the
-    number of its last frame, or the error of a thread that is not there, or
-    ``FencedError``."""
+    several writes here is told once, and frames written under a lease are told neither
+    to its holder nor to a process that does not watch the thread's user (``notify``).
+    Each write's outcome, in order: the number of its last frame, or the error of a
+    thread that is not there, or ``FencedError``."""
     params = _frames_params(appends, fences)
     fenced = fencing(params, fences)
     found = db.execute(
