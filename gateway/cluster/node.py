@@ -41,8 +41,8 @@ class Members(Protocol):
         """A thread of ``user_id`` changed on another process (``thread_news``)."""
 
     def watched(self) -> set[str]:
-        """The users whose threads this process has watchers of, or runs, now
-        (``Cluster.watch``)."""
+        """The users whose threads this process has watchers of, or runs, or whose
+        connections here hear of their threads' changes, now (``Cluster.watch``)."""
 
 
 class Cluster(Protocol):
@@ -67,8 +67,12 @@ class Cluster(Protocol):
         """Watchers of the user's threads are here, or about to be (a run, a reattach):
         from its return on, the frames of the user's threads that other processes store
         are told to this one (``Members.committed``), and only the processes that watch a
-        thread's user are told of it. A user is let go of once ``Members.watched`` has not
-        named it for a while."""
+        thread's user are told of it, as are their thread changes (``thread_changed``). A
+        user is let go of once ``Members.watched`` has not named it for a while."""
+
+    def watch_soon(self, user_id: str) -> None:
+        """``watch``, in the background: for a user's connection that hears of their
+        threads' changes (a change missed meanwhile is told again by the thread's next)."""
 
     def release(
         self, thread_id: str, after: asyncio.Future[object] | None = None
@@ -125,6 +129,9 @@ class SingleNode:
         return Taken(thread_id, None)
 
     async def watch(self, user_id: str) -> None:
+        pass
+
+    def watch_soon(self, user_id: str) -> None:
         pass
 
     def release(

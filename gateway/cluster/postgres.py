@@ -225,10 +225,26 @@ class PostgresCluster:
             self._watched[user_id] = time.monotonic()
             return
         try:
-            await self._work(lambda conn: leases.watch_users(conn, self.node_id, [user_id]))
+            await self._name([user_id])
         except psycopg.Error as error:
             raise _unreachable(error, self.url) from None
         self._watched[user_id] = time.monotonic()
+
+    def watch_soon(self, user_id: str) -> None:
+        if user_id in self._watched:
+            self._watched[user_id] = time.monotonic()
+        elif not self._closed:
+            self._spawn(self._watch_quietly(user_id), f"watch of {user_id}")
+
+    async def _watch_quietly(self, user_id: str) -> None:
+        with contextlib.suppress(StoreError):  # logged: the next change tells all
+            await self.watch(user_id)
+
+    async def _name(self, users: list[str]) -> None:
+        """Names ``users`` as watched here (``leases.watch_users``), trying again while the
+        table's lock is not had: between tries, a take or release goes first."""
+        while not await self._work(lambda conn: leases.watch_users(conn, self.node_id, users)):
+            await asyncio.sleep(leases.JOIN_PAUSE_SECONDS)
 
     async def _unwatch_idle(self) -> None:
         """Lets go of the users neither asked for (``watch``) nor watched by the hub
@@ -473,7 +489,7 @@ class PostgresCluster:
                     log.warning("node %s is listening again", self.node_id)
                     # Its rows may have been forgotten meanwhile (``leases.forget_dead_nodes``).
                     if users := list(self._watched):
-                        await self._work(lambda conn: leases.watch_users(conn, self.node_id, users))
+                        await self._name(users)
                     continue
                 await hearing.hear(conn, self._hear_one)
             except psycopg.Error as error:

@@ -218,6 +218,7 @@ class Hub:
         self.news = ThreadNews(lambda user_id, ids: self.listing.summaries(user_id, ids))
         self.listing = ThreadList(engine, self.news, running=self._runs_here, erase=self.erase)
         self.news.elsewhere = self.cluster.thread_changed
+        self.news.listening = self.cluster.watch_soon
         # Titles the model makes after a thread's first reply, with GATEWAY_TITLES=model.
         self.titler = Titler(
             engine.sessions,
@@ -542,8 +543,9 @@ class Hub:
             log.info("a cancel sent to another process stops the takeover of %s", thread_id)
 
     def watched(self) -> set[str]:
-        """The users of the threads this process has in hand: watched, or run, here."""
-        return {thread.user_id for thread in self.threads.values()}
+        """The users of the threads this process has in hand (watched, or run, here), and
+        those whose connections here hear of their threads' changes."""
+        return {thread.user_id for thread in self.threads.values()} | self.news.listeners.keys()
 
     def committed(self, thread_id: str, seq: int) -> None:
         """A thread's log grew, on whichever process runs it: this process's watchers of

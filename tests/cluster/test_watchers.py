@@ -93,6 +93,9 @@ async def test_naming_a_user_waits_for_the_batches_that_did_not_tell_it(url: str
             naming = asyncio.create_task(b.watch("u"))
             await asyncio.sleep(0.3)
             assert not naming.done()
+            # Meanwhile the process's takes go on, between the naming's tries.
+            assert await asyncio.wait_for(b.take("t2", "v", "r1"), 2) is not None
+            assert not naming.done()
             await batch.commit()
         await asyncio.wait_for(naming, 5)
 
@@ -126,3 +129,18 @@ async def test_a_user_no_longer_watched_is_let_go_of(url: str, monkeypatch: pyte
         assert await named() == {b.node_id, c.node_id}
         await asyncio.sleep(0.3)
         assert await named() == {b.node_id, c.node_id}
+
+
+async def test_thread_changes_are_told_only_to_the_processes_that_watch_a_user_of_theirs(
+    url: str,
+):
+    async with three(url) as [(a, _), (b, heard_b), (c, heard_c)]:
+        c.watch_soon("u")  # a connection of u's that hears of their threads' changes
+        await until(lambda: "u" in c._watched)
+        await b.watch("v")
+        a.thread_changed("u", "t1", "updated")
+        a.thread_changed("w", "t2", "created")
+        await until(lambda: heard_c.changes == [("u", "t1", "updated"), ("w", "t2", "created")])
+        await asyncio.sleep(0.3)
+        assert heard_b.changes == [] and b.notices["ThreadsChanged"] == 0
+        assert a.notices["ThreadsChanged"] == 0  # nor to its teller
