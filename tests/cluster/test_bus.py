@@ -21,7 +21,7 @@ from gateway.store.leases import DeadLease, Taken
 from gateway.store.postgres import notify
 from gateway.store.writes import ReleaseLeases
 from tests.support.budgets import scaled
-from tests.support.cluster_hub import Heard, until
+from tests.support.cluster_hub import Heard, joined, until
 from tests.support.postgres import Postgres
 from tests.support.stores import session_store
 
@@ -35,14 +35,8 @@ async def url(postgres: Postgres) -> str:
 
 @pytest.fixture
 async def pair(url: str) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
-    nodes = [(PostgresCluster(url, lease_seconds=30, check_seconds=0.1), Heard()) for _ in "ab"]
-    try:
-        for cluster, heard in nodes:
-            await cluster.start(heard)
+    async with joined(url, 2, check_seconds=0.1) as nodes:
         yield nodes
-    finally:
-        for cluster, _ in nodes:
-            await cluster.close()
 
 
 async def test_frames_committed_on_one_process_are_heard_by_the_others(pair, url: str):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from gateway.cluster import postgres as cluster_postgres
 from gateway.cluster.postgres import PostgresCluster
 from gateway.store.frames import LoggedFrame
-from tests.support.cluster_hub import Heard, until
+from tests.support.cluster_hub import joined, until
 from tests.support.postgres import Postgres
 from tests.support.stores import session_store
 
@@ -25,24 +24,6 @@ pytestmark = pytest.mark.process
 @pytest.fixture
 async def url(postgres: Postgres) -> str:
     return postgres.fresh_database()
-
-
-@contextlib.asynccontextmanager
-async def three(
-    url: str, check_seconds: float = 30
-) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
-    nodes = [
-        (PostgresCluster(url, lease_seconds=30, check_seconds=check_seconds), Heard())
-        for _ in "abc"
-    ]
-    try:
-        for cluster, heard in nodes:
-            await cluster.start(heard)
-        yield nodes
-    finally:
-        for cluster, _ in nodes:
-            with contextlib.suppress(Exception):
-                await cluster.close()
 
 
 async def _frames(url: str, holder: PostgresCluster, user: str, thread: str, seqs: range) -> None:
@@ -61,7 +42,7 @@ async def _frames(url: str, holder: PostgresCluster, user: str, thread: str, seq
 
 
 async def test_frames_are_told_only_to_the_processes_that_watch_the_threads_user(url: str):
-    async with three(url) as [(a, heard_a), (b, heard_b), (c, heard_c)]:
+    async with joined(url, 3, check_seconds=30) as [(a, heard_a), (b, heard_b), (c, heard_c)]:
         await c.watch("u")
         await b.watch("someone else")
         await _frames(url, a, "u", "t1", range(1, 3))
@@ -73,7 +54,7 @@ async def test_frames_are_told_only_to_the_processes_that_watch_the_threads_user
 
 async def test_a_process_of_an_earlier_version_is_told_of_every_thread(url: str):
     """One that names no users (it does not know how) still follows every thread."""
-    async with three(url) as [(a, _), (b, heard_b), (_, heard_c)]:
+    async with joined(url, 3, check_seconds=30) as [(a, _), (b, heard_b), (_, heard_c)]:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(
                 "UPDATE gateway_nodes SET names_users = false WHERE node_id = %s", (b.node_id,)
@@ -87,7 +68,7 @@ async def test_naming_a_user_waits_for_the_batches_that_did_not_tell_it(url: str
     """A batch that read who watches the user before the process named it tells it
     nothing: the naming waits for that batch's commit, so the process's read of the log
     after it finds the batch's frames."""
-    async with three(url) as [(_, _), (b, _), (_, _)]:
+    async with joined(url, 3, check_seconds=30) as [(_, _), (b, _), (_, _)]:
         async with await psycopg.AsyncConnection.connect(url) as batch:
             await batch.execute("SELECT count(*) FROM gateway_node_users")  # still open
             naming = asyncio.create_task(b.watch("u"))
@@ -102,7 +83,7 @@ async def test_naming_a_user_waits_for_the_batches_that_did_not_tell_it(url: str
 
 async def test_a_user_no_longer_watched_is_let_go_of(url: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(cluster_postgres, "UNWATCHED_SECONDS", 0.0)
-    async with three(url, check_seconds=0.05) as [(a, _), (b, heard_b), (c, heard_c)]:
+    async with joined(url, 3, check_seconds=0.05) as [(a, _), (b, heard_b), (c, heard_c)]:
         heard_c.watching.add("u")  # c's hub still has a watcher of u's threads; b's none
         await b.watch("u")
         await c.watch("u")
@@ -134,7 +115,7 @@ async def test_a_user_no_longer_watched_is_let_go_of(url: str, monkeypatch: pyte
 async def test_thread_changes_are_told_only_to_the_processes_that_watch_a_user_of_theirs(
     url: str,
 ):
-    async with three(url) as [(a, _), (b, heard_b), (c, heard_c)]:
+    async with joined(url, 3, check_seconds=30) as [(a, _), (b, heard_b), (c, heard_c)]:
         c.watch_soon("u")  # a connection of u's that hears of their threads' changes
         await until(lambda: "u" in c._watched)
         await b.watch("v")
