@@ -126,8 +126,11 @@ class PostgresCluster:
         self._closed = False
         # The notices this process heard, by kind: what every other process's work costs it.
         self.notices: collections.Counter[str] = collections.Counter()
-        # The users named as watched here (``watch``), and when last asked for or seen watched.
+        # The users named as watched here (``watch``), and when last asked for or seen watched;
+        # those asked for and not yet named, each with its naming; what names them.
         self._watched: dict[str, float] = {}
+        self._naming: dict[str, asyncio.Future[None]] = {}
+        self._namer: asyncio.Task[None] | None = None
 
     # --- joining and leaving -------------------------------------------------------------
 
@@ -224,21 +227,61 @@ class PostgresCluster:
         if user_id in self._watched:
             self._watched[user_id] = time.monotonic()
             return
-        try:
-            await self._name([user_id])
-        except psycopg.Error as error:
-            raise _unreachable(error, self.url) from None
-        self._watched[user_id] = time.monotonic()
+        if self._closed:
+            raise StoreError("the cluster is closing")
+        await asyncio.shield(self._ask(user_id))
 
     def watch_soon(self, user_id: str) -> None:
         if user_id in self._watched:
             self._watched[user_id] = time.monotonic()
         elif not self._closed:
-            self._spawn(self._watch_quietly(user_id), f"watch of {user_id}")
+            self._ask(user_id)
 
-    async def _watch_quietly(self, user_id: str) -> None:
-        with contextlib.suppress(StoreError):  # logged: the next change tells all
-            await self.watch(user_id)
+    def _ask(self, user_id: str) -> asyncio.Future[None]:
+        """The naming of the user (``_name_asked``): done once it is named, or failed with
+        ``StoreError``."""
+        if (named := self._naming.get(user_id)) is None:
+            named = self._naming[user_id] = asyncio.get_running_loop().create_future()
+            named.add_done_callback(_retrieved)  # a caller that stopped waiting is not told
+            if self._namer is None:
+                self._namer = self._spawn(self._name_asked(), "naming of watched users")
+        return named
+
+    async def _name_asked(self) -> None:
+        """Names the users asked for (``watch``), those asked for together in one insert:
+        each locks the table every process's batches read, so a ramp of new users costs a
+        lock a round, not one a user."""
+        asked: list[str] = []
+
+        async def name(conn: psycopg.AsyncConnection[TupleRow]) -> bool:
+            asked[:] = self._naming  # at its turn: every user asked for until then
+            return await leases.watch_users(conn, self.node_id, asked)
+
+        try:
+            while self._naming:
+                try:
+                    if not await self._work(name):
+                        await asyncio.sleep(leases.JOIN_PAUSE_SECONDS)  # a take goes first
+                        continue
+                except psycopg.Error as error:  # every user asked for waits in vain
+                    self._settle_naming(list(self._naming), _unreachable(error, self.url))
+                    continue
+                now = time.monotonic()
+                for user in asked:
+                    self._watched[user] = now
+                self._settle_naming(asked)
+        finally:
+            self._namer = None
+            self._settle_naming(list(self._naming), StoreError("the cluster is closing"))
+
+    def _settle_naming(self, users: list[str], error: StoreError | None = None) -> None:
+        for user in users:
+            named = self._naming.pop(user, None)
+            if named is not None and not named.done():
+                if error is None:
+                    named.set_result(None)
+                else:
+                    named.set_exception(error)
 
     async def _name(self, users: list[str]) -> None:
         """Names ``users`` as watched here (``leases.watch_users``), trying again while the
@@ -592,6 +635,11 @@ def _told(committed: asyncio.Future[object]) -> None:
     (the thread's next change tells all), as on the working connection (``_send``)."""
     if not committed.cancelled() and (error := committed.exception()) is not None:
         log.warning("thread changes not told: %s", error)
+
+
+def _retrieved(named: asyncio.Future[None]) -> None:
+    if not named.cancelled():
+        named.exception()
 
 
 def _settle(waiting: dict[str, list[asyncio.Future[object]]]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import psycopg
 import pytest
@@ -125,3 +126,28 @@ async def test_thread_changes_are_told_only_to_the_processes_that_watch_a_user_o
         await asyncio.sleep(0.3)
         assert heard_b.changes == [] and b.notices["ThreadsChanged"] == 0
         assert a.notices["ThreadsChanged"] == 0  # nor to its teller
+
+
+async def test_users_asked_for_together_are_named_under_one_lock(
+    url: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Each naming locks the table every process's batches read: a ramp of new users
+    costs a lock for those asked for meanwhile, not one a user."""
+    async with joined(url, 1, check_seconds=30) as [(a, _)]:
+        working = a._working
+        assert working is not None
+        execute, locks = working.execute, []
+
+        async def counted(query: Any, params: Any = None, **options: Any) -> Any:
+            if str(query).startswith("LOCK"):
+                locks.append(query)
+            return await execute(query, params, **options)
+
+        monkeypatch.setattr(working, "execute", counted)
+        await asyncio.gather(*(a.watch(f"u{n}") for n in range(20)))
+        assert len(locks) == 1
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            cursor = await conn.execute(
+                "SELECT count(*) FROM gateway_node_users WHERE node_id = %s", (a.node_id,)
+            )
+            assert await cursor.fetchone() == (20,)
