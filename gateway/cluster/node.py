@@ -26,8 +26,9 @@ class Members(Protocol):
 
     def committed(self, thread_id: str, seq: int) -> None:
         """The thread's log holds frames up to ``seq``, made by another process that runs
-        it (a process is not told of its own runs' frames, but for those closing a dead
-        process's run, ``gateway.store.postgres.notify``)."""
+        it: told to the processes that watch the thread's user (``Cluster.watch``), not to
+        its own (but of the frames closing a dead process's run,
+        ``gateway.store.postgres.notify``)."""
 
     async def take_over(self, lease: DeadLease) -> None:
         """The holder of ``lease`` died: close the run it cut off (the lease is free to take)."""
@@ -38,6 +39,10 @@ class Members(Protocol):
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         """A thread of ``user_id`` changed on another process (``thread_news``)."""
+
+    def watched(self) -> set[str]:
+        """The users whose threads this process has watchers of, or runs, or whose
+        connections here hear of their threads' changes, now (``Cluster.watch``)."""
 
 
 class Cluster(Protocol):
@@ -57,6 +62,17 @@ class Cluster(Protocol):
 
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         """The thread's lease for a run of this process; None while another process holds it."""
+
+    async def watch(self, user_id: str) -> None:
+        """Watchers of the user's threads are here, or about to be (a run, a reattach):
+        from its return on, the frames of the user's threads that other processes store
+        are told to this one (``Members.committed``), and only the processes that watch a
+        thread's user are told of it, as are their thread changes (``thread_changed``). A
+        user is let go of once ``Members.watched`` has not named it for a while."""
+
+    def watch_soon(self, user_id: str) -> None:
+        """``watch``, in the background: for a user's connection that hears of their
+        threads' changes (a change missed meanwhile is told again by the thread's next)."""
 
     def release(
         self, thread_id: str, after: asyncio.Future[object] | None = None
@@ -111,6 +127,12 @@ class SingleNode:
 
     async def take(self, thread_id: str, user_id: str, run_id: str) -> Taken | None:
         return Taken(thread_id, None)
+
+    async def watch(self, user_id: str) -> None:
+        pass
+
+    def watch_soon(self, user_id: str) -> None:
+        pass
 
     def release(
         self, thread_id: str, after: asyncio.Future[object] | None = None

@@ -12,6 +12,11 @@ fail to commit one, they go on the working connection, those queued meanwhile in
 (``messages.ThreadsChanged``), and go with a release queued meanwhile: every process hears
 every notice, and each costs its event loop.
 
+The frames a run stores are told to the processes that watch the thread's user
+(``watch``: a run's claim or a reattach names the user, once, in ``gateway_node_users``);
+a user neither asked for nor watched by the hub for ``UNWATCHED_SECONDS`` is let go of by
+the keeper.
+
 Every ``check_seconds`` a keeper looks for dead leases of other processes (one indexed query,
 at most ``SWEEP_LIMIT`` rows) and hands each to the hub, which takes it, closes the cut-off
 run and releases it; every ``lease_seconds / 3`` it renews this process's leases. Should it
@@ -68,6 +73,10 @@ SWEEP_LIMIT = 16
 # How long a thread change made here waits for others to go in one notice with it: a
 # user's thread list hears of changes at most every 0.5 s anyway (``gateway.hub.thread_news``).
 CHANGES_SECONDS = 0.1
+# How long a user watched here (``watch``) stays named after the hub last asked for it or
+# named it (``Members.watched``): naming one again locks the users' table, so a user whose
+# tab reloads is not let go of and named again each time.
+UNWATCHED_SECONDS = 60.0
 
 
 def _unreachable(error: psycopg.Error, url: str) -> StoreError:
@@ -117,6 +126,11 @@ class PostgresCluster:
         self._closed = False
         # The notices this process heard, by kind: what every other process's work costs it.
         self.notices: collections.Counter[str] = collections.Counter()
+        # The users named as watched here (``watch``), and when last asked for or seen watched;
+        # those asked for and not yet named, each with its naming; what names them.
+        self._watched: dict[str, float] = {}
+        self._naming: dict[str, asyncio.Future[None]] = {}
+        self._namer: asyncio.Task[None] | None = None
 
     # --- joining and leaving -------------------------------------------------------------
 
@@ -206,6 +220,102 @@ class PostgresCluster:
 
     def fence(self, thread_id: str) -> Fence | None:
         return self._fences.get(thread_id)
+
+    # --- the users watched here ----------------------------------------------------------
+
+    async def watch(self, user_id: str) -> None:
+        if user_id in self._watched:
+            self._watched[user_id] = time.monotonic()
+            return
+        if self._closed:
+            raise StoreError("the cluster is closing")
+        await asyncio.shield(self._ask(user_id))
+
+    def watch_soon(self, user_id: str) -> None:
+        if user_id in self._watched:
+            self._watched[user_id] = time.monotonic()
+        elif not self._closed:
+            self._ask(user_id)
+
+    def _ask(self, user_id: str) -> asyncio.Future[None]:
+        """The naming of the user (``_name_asked``): done once it is named, or failed with
+        ``StoreError``."""
+        if (named := self._naming.get(user_id)) is None:
+            named = self._naming[user_id] = asyncio.get_running_loop().create_future()
+            named.add_done_callback(_retrieved)  # a caller that stopped waiting is not told
+            if self._namer is None:
+                self._namer = self._spawn(self._name_asked(), "naming of watched users")
+        return named
+
+    async def _name_asked(self) -> None:
+        """Names the users asked for (``watch``), those asked for together in one insert:
+        each locks the table every process's batches read, so a ramp of new users costs a
+        lock a round, not one a user."""
+        asked: list[str] = []
+
+        async def name(conn: psycopg.AsyncConnection[TupleRow]) -> bool:
+            asked[:] = self._naming  # at its turn: every user asked for until then
+            return await leases.watch_users(conn, self.node_id, asked)
+
+        try:
+            while self._naming:
+                try:
+                    if not await self._work(name):
+                        await asyncio.sleep(leases.JOIN_PAUSE_SECONDS)  # a take goes first
+                        continue
+                except psycopg.Error as error:  # every user asked for waits in vain
+                    self._settle_naming(list(self._naming), _unreachable(error, self.url))
+                    continue
+                now = time.monotonic()
+                for user in asked:
+                    self._watched[user] = now
+                self._settle_naming(asked)
+        finally:
+            self._namer = None
+            self._settle_naming(list(self._naming), StoreError("the cluster is closing"))
+
+    def _settle_naming(self, users: list[str], error: StoreError | None = None) -> None:
+        for user in users:
+            named = self._naming.pop(user, None)
+            if named is not None and not named.done():
+                if error is None:
+                    named.set_result(None)
+                else:
+                    named.set_exception(error)
+
+    async def _name(self, users: list[str]) -> None:
+        """Names ``users`` as watched here (``leases.watch_users``), trying again while the
+        table's lock is not had: between tries, a take or release goes first."""
+        while not await self._work(lambda conn: leases.watch_users(conn, self.node_id, users)):
+            await asyncio.sleep(leases.JOIN_PAUSE_SECONDS)
+
+    async def _unwatch_idle(self) -> None:
+        """Lets go of the users neither asked for (``watch``) nor watched by the hub
+        (``Members.watched``) for ``UNWATCHED_SECONDS``: the frames of their threads are
+        told to this process no more."""
+        members = self._members
+        if members is None or not any(map(self._idle, self._watched.values())):
+            return
+        watched = members.watched()
+        now = time.monotonic()
+        for user in watched & self._watched.keys():  # looked at again in a while
+            self._watched[user] = now
+
+        async def unwatch(conn: psycopg.AsyncConnection[TupleRow]) -> None:
+            # At its turn: a user asked for meanwhile stays, and one asked for from now on
+            # is named again after this.
+            watched = members.watched()
+            idle = [u for u, at in self._watched.items() if self._idle(at) and u not in watched]
+            for user in idle:
+                del self._watched[user]
+            if idle:
+                await leases.unwatch_users(conn, self.node_id, idle)
+
+        await self._work(unwatch)
+
+    @staticmethod
+    def _idle(asked_at: float) -> bool:
+        return time.monotonic() - asked_at > UNWATCHED_SECONDS
 
     def commit_with(self, submit: Callable[[ReleaseLeases], asyncio.Future[object]]) -> None:
         self._submit = submit
@@ -420,6 +530,9 @@ class PostgresCluster:
                     await self._listen()
                     self._lost = False
                     log.warning("node %s is listening again", self.node_id)
+                    # Its rows may have been forgotten meanwhile (``leases.forget_dead_nodes``).
+                    if users := list(self._watched):
+                        await self._name(users)
                     continue
                 await hearing.hear(conn, self._hear_one)
             except psycopg.Error as error:
@@ -452,6 +565,7 @@ class PostgresCluster:
                         self._lost = False
                     next_renewal = self._renewed_at + renew_every
                 await self._sweep()
+                await self._unwatch_idle()
                 self._reach(True)
             except psycopg.Error as error:
                 log.warning(
@@ -521,6 +635,11 @@ def _told(committed: asyncio.Future[object]) -> None:
     (the thread's next change tells all), as on the working connection (``_send``)."""
     if not committed.cancelled() and (error := committed.exception()) is not None:
         log.warning("thread changes not told: %s", error)
+
+
+def _retrieved(named: asyncio.Future[None]) -> None:
+    if not named.cancelled():
+        named.exception()
 
 
 def _settle(waiting: dict[str, list[asyncio.Future[object]]]) -> None:

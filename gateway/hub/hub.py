@@ -218,6 +218,7 @@ class Hub:
         self.news = ThreadNews(lambda user_id, ids: self.listing.summaries(user_id, ids))
         self.listing = ThreadList(engine, self.news, running=self._runs_here, erase=self.erase)
         self.news.elsewhere = self.cluster.thread_changed
+        self.news.listening = self.cluster.watch_soon
         # Titles the model makes after a thread's first reply, with GATEWAY_TITLES=model.
         self.titler = Titler(
             engine.sessions,
@@ -266,6 +267,8 @@ class Hub:
         try:
             # The lease first: the read after it sees all a run elsewhere stored.
             leased = await self.takeovers.lease(thread_id, user_id, run_id)
+            if leased:  # its watchers here hear of the thread's later runs elsewhere
+                await self.cluster.watch(user_id)
             if not leased:
                 if policy is Busy.REJECT:
                     raise in_progress(thread_id)
@@ -456,6 +459,7 @@ class Hub:
         say_up_to_date: bool = True,
     ) -> Run | None:
         """Sends the thread as it stands, then its run live (``Reattacher.reattach``)."""
+        await self.cluster.watch(user_id)  # before the reads: what they miss it is told of
         return await self.reattacher.reattach(
             user_id, thread_id, subscriber, after, say_up_to_date=say_up_to_date
         )
@@ -464,6 +468,7 @@ class Hub:
         self, user_id: str, duplicate: Duplicate, subscriber: Subscriber, *, started: bool
     ) -> Run | None:
         """Answers an input sent again, which does not run (``Reattacher.rejoin``)."""
+        await self.cluster.watch(user_id)  # before the reads: what they miss it is told of
         return await self.reattacher.rejoin(user_id, duplicate, subscriber, started=started)
 
     async def earlier(
@@ -536,6 +541,11 @@ class Hub:
             thread.run.abort.set()
         elif self.takeovers.stop(thread_id):
             log.info("a cancel sent to another process stops the takeover of %s", thread_id)
+
+    def watched(self) -> set[str]:
+        """The users of the threads this process has in hand (watched, or run, here), and
+        those whose connections here hear of their threads' changes."""
+        return {thread.user_id for thread in self.threads.values()} | self.news.listeners.keys()
 
     def committed(self, thread_id: str, seq: int) -> None:
         """A thread's log grew, on whichever process runs it: this process's watchers of

@@ -58,8 +58,13 @@ class ThreadNews:
         self._sending: dict[str, asyncio.Task[None]] = {}
         # Told of each change made here, to tell the other processes (``gateway.cluster``).
         self.elsewhere: Callable[[str, str, t.Change], None] | None = None
+        # Told of a user's first listener here, so the other processes tell this one of
+        # the user's changes (``Cluster.watch_soon``).
+        self.listening: Callable[[str], None] | None = None
 
     def listen(self, user_id: str, listener: Listener) -> None:
+        if user_id not in self.listeners and self.listening is not None:
+            self.listening(user_id)
         self.listeners.setdefault(user_id, set()).add(listener)
 
     def forget(self, user_id: str, listener: Listener) -> None:

@@ -3,7 +3,8 @@
 Real ``agent-gateway`` processes (``tests/support/processes.py``) on a fresh database and loopback
 ports, the demo agent and its scripted model: the flagship story with the browser's answer
 sent to another process than the one that paused; a reattach on B in the middle of A's run
-that follows it live to its end, by cursor or as a new tab; a cancel sent to B that stops
+that follows it live to its end, by cursor or as a new tab; a tab that ran a thread on A
+following its next run, sent through B; a cancel sent to B that stops
 A's run; and A killed mid-run, after which nothing its client was told is lost or told
 twice, no screen opens twice, and the thread runs at once through B. An approval answered
 through another process runs its tool once.
@@ -72,10 +73,12 @@ async def cluster(
 
 
 @contextlib.asynccontextmanager
-async def tab(port: int, client: str | None = None) -> AsyncIterator[AgUiSocket]:
-    """A /ws connection of the demo user, as one browser tab (``client``) if named."""
+async def tab(
+    port: int, client: str | None = None, user: str = "demo"
+) -> AsyncIterator[AgUiSocket]:
+    """A /ws connection of the user (the demo's), as one browser tab (``client``) if named."""
     query = f"&clientId={client}" if client else ""
-    async with connect(f"ws://127.0.0.1:{port}/ws?user=demo{query}", max_size=None) as ws:
+    async with connect(f"ws://127.0.0.1:{port}/ws?user={user}{query}", max_size=None) as ws:
         yield AgUiSocket(ws)
 
 
@@ -161,6 +164,25 @@ async def test_a_reattach_on_another_process_follows_the_run_live_to_its_end(clu
     assert numbers == sorted(set(numbers)) and numbers[0] > cursor
     assert outcome(followed)["type"] == "success"
     assert len(text_of(followed)) > 20  # most of the reply came live through B
+
+
+async def test_a_tab_that_ran_a_thread_follows_its_next_run_sent_through_another_process(
+    cluster,
+):
+    """A tab stays on its thread after its run: the next run, sent by another tab of the
+    user's through another process, reaches it live. Its process is told of the thread's
+    frames because its run named the user as watched there (a user of its own: no other
+    test's tab names it anywhere)."""
+    a, b, _ = cluster
+    thread, user = new_id("t"), new_id("user")
+    async with tab(a, user=user) as on_a:
+        await on_a.run(user_input(thread, LONG))
+        async with tab(b, user=user) as on_b:
+            sent = await on_b.run(user_input(thread, LONG))
+        followed = await on_a.until_end(timeout=30)
+    assert (followed[0]["type"], followed[-1]["type"]) == STARTS_ENDS
+    assert text_of(followed) == text_of(sent)
+    assert outcome(followed)["type"] == "success"
 
 
 def messages_held(events: list[dict[str, Any]]) -> list[tuple[str, str, str]]:

@@ -85,25 +85,33 @@ async def test_a_release_tells_the_cluster_only_when_it_let_a_wanted_lease_go(ur
 
 
 async def test_leases_let_go_of_and_messages_told_are_one_statement(url: str, work: Conn):
-    (a, a_conn), (_, b_conn) = await node(url), await node(url)
+    (a, a_conn), (b, b_conn), (c, c_conn) = await node(url), await node(url), await node(url)
+    x, y, z = (
+        f'{{"type":"threads","origin":"{a}","changes":[["u1","{t}","updated"]]}}' for t in "xyz"
+    )
     try:
-        await notify.listen(b_conn, "b")
+        await notify.listen(b_conn, b)
+        await notify.listen(c_conn, c)
+        assert await leases.watch_users(work, b, ["u1"])  # c watches no thread of u1's
         for thread in ("t1", "t2", "t3"):
             await take(work, a, thread=thread)
         assert await leases.want(work, "t2")  # b waits for t2 alone
         threads = [("t1", "released t1"), ("t2", "released t2"), ("t4", "not held")]
-        released = await leases.release(work, node_id=a, threads=threads, told=["x", "y"])
+        released = await leases.release(work, node_id=a, threads=threads, told=[x, y])
         assert sorted(released) == ["t1", "t2"]
         heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=3)]
-        assert sorted(heard) == ["released t2", "x", "y"]
+        assert sorted(heard) == sorted(["released t2", x, y])
         assert await leases.held(work, "t3") == Held(a, "u1", "r1")  # not named: kept
         # Messages alone, with no lease to let go of.
-        assert await leases.release(work, node_id=a, threads=[], told=["z"]) == []
+        assert await leases.release(work, node_id=a, threads=[], told=[z]) == []
         heard = [n.payload async for n in b_conn.notifies(timeout=scaled(5), stop_after=1)]
-        assert heard == ["z"]
+        assert heard == [z]
+        # c heard the release b waited for, on the cluster's channel, and nothing of u1's.
+        heard = [n.payload async for n in c_conn.notifies(timeout=0.3)]
+        assert heard == ["released t2"]
     finally:
-        await a_conn.close()
-        await b_conn.close()
+        for conn in (a_conn, b_conn, c_conn):
+            await conn.close()
 
 
 async def test_a_released_lease_is_free_to_any_process(url: str, work: Conn):

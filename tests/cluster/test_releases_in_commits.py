@@ -77,6 +77,7 @@ async def test_a_runs_lease_goes_in_the_commit_of_its_last_frames(
     heard_a, heard_b = Heard(), Heard()
     a, b = await started(url, heard_a), await started(url, heard_b)
     try:
+        await b.watch("u")  # told of u's changes: a connection of u's is there
         a.commit_with(store.submit_cluster)
         await store.create_session(app_name="app", user_id="u", session_id="t1")
         for thread in ("t1", "t2"):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
+from gateway.cluster.postgres import PostgresCluster
 from gateway.store.leases import DeadLease
 from tests.support.budgets import eventually
 
@@ -19,6 +21,8 @@ class Heard:
     changes: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
     dead: list[DeadLease] = dataclasses.field(default_factory=list)
     losses: int = 0
+    # The users whose threads it says it has watchers of (``Members.watched``).
+    watching: set[str] = dataclasses.field(default_factory=set)
     # What take_over does with a dead lease, if anything.
     on_dead: Callable[[DeadLease], object] | None = None
 
@@ -27,6 +31,9 @@ class Heard:
 
     def committed(self, thread_id: str, seq: int) -> None:
         self.commits.append((thread_id, seq))
+
+    def watched(self) -> set[str]:
+        return set(self.watching)
 
     def thread_changed(self, user_id: str, thread_id: str, change: str) -> None:
         self.changes.append((user_id, thread_id, change))
@@ -44,3 +51,22 @@ class Heard:
 
 async def until(condition: Callable[[], object], seconds: float = 5) -> None:
     await eventually(condition, seconds, what="the cluster did not get there in time", every=0.01)
+
+
+@contextlib.asynccontextmanager
+async def joined(
+    url: str, count: int, *, check_seconds: float
+) -> AsyncIterator[list[tuple[PostgresCluster, Heard]]]:
+    """``count`` processes of a cluster on ``url``, each with the fake hub it tells."""
+    nodes = [
+        (PostgresCluster(url, lease_seconds=30, check_seconds=check_seconds), Heard())
+        for _ in range(count)
+    ]
+    try:
+        for cluster, heard in nodes:
+            await cluster.start(heard)
+        yield nodes
+    finally:
+        for cluster, _ in nodes:
+            with contextlib.suppress(Exception):
+                await cluster.close()

@@ -37,10 +37,11 @@ from gateway.store.postgres.notify import CHANNEL
 
 log = logging.getLogger(__name__)
 
-# How long a joining process's lock of the nodes' table may wait in the server's queue, and
-# its pause before the next try. While it waits, every batch that would read the table
-# waits behind it: behind a process frozen inside a write transaction that read the table,
-# the whole cluster's writes would wait until the server ends that session.
+# How long a lock of the nodes' table (a process joining) or of the users' (a process naming
+# the users it watches) may wait in the server's queue, and its pause before the next try.
+# While it waits, every batch that would read the table waits behind it: behind a process
+# frozen inside a write transaction that read the table, the whole cluster's writes would
+# wait until the server ends that session.
 JOIN_LOCK_WAIT = "50ms"
 JOIN_PAUSE_SECONDS = 0.1
 
@@ -83,6 +84,16 @@ _SCHEMA = (
     # for the FOR KEY SHARE lock a batch checking a fence holds (``fences.LEASES``),
     # while the renewal, which changes no key, passes it.
     "CREATE UNIQUE INDEX IF NOT EXISTS gateway_leases_epoch ON gateway_leases (epoch)",
+    # The users whose threads a process has watchers of (``watch_users``): frames written
+    # under a lease are told to the processes that watch the thread's user, and to no other
+    # (``writes``), where every process was told of every thread's.
+    "CREATE TABLE IF NOT EXISTS gateway_node_users ("
+    " user_id text NOT NULL,"
+    " node_id text NOT NULL,"
+    " PRIMARY KEY (user_id, node_id))",
+    # Whether a process names the users it watches (``gateway_node_users``): one of an
+    # earlier version does not, and is told of every thread's frames.
+    "ALTER TABLE gateway_nodes ADD COLUMN IF NOT EXISTS names_users boolean NOT NULL DEFAULT false",
     "CREATE OR REPLACE VIEW gateway_live_nodes AS"
     " SELECT n.node_id FROM gateway_nodes n JOIN pg_stat_activity a"
     " ON a.pid = n.pid AND a.backend_start = n.backend_start",
@@ -104,31 +115,72 @@ async def register_node(conn: AsyncConnection[TupleRow], node_id: str) -> None:
     node that connects again names its new one). ``conn`` listens already: a batch that
     finds the node alive tells it of its frames (``writes.append_frames``).
 
-    The table is locked meanwhile (ACCESS EXCLUSIVE), which waits for every transaction
-    that read it, and holds back every one that would, until the node is in: a batch that
-    looked for live nodes before (and so told this one nothing) has committed by the time
-    this returns, where the node's first read of a log finds its frames; every later one
-    finds the node. The lock waits ``JOIN_LOCK_WAIT`` at a time, the others' batches going
-    on between tries, so a transaction that does not end holds back only this join."""
+    The table is locked meanwhile (``_locked``): a batch that looked for live nodes before
+    (and so told this one nothing) has committed by the time this returns, where the
+    node's first read of a log finds its frames; every later one finds the node."""
     tries = 0
-    while True:
-        try:
-            async with conn.transaction():
-                await conn.execute(f"SET LOCAL lock_timeout = '{JOIN_LOCK_WAIT}'")
-                await conn.execute("LOCK TABLE gateway_nodes IN ACCESS EXCLUSIVE MODE")
-                await conn.execute(
-                    "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel)"
-                    " SELECT %s, pid, backend_start, true FROM pg_stat_activity"
-                    " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
-                    " SET pid = excluded.pid, backend_start = excluded.backend_start",
-                    (node_id,),
-                )
-            return
-        except errors.LockNotAvailable:
-            tries += 1
-            if tries == 1:
-                log.info("joining the cluster waits for a transaction that read its processes")
-            await asyncio.sleep(JOIN_PAUSE_SECONDS)
+    while not await _locked(
+        conn,
+        "gateway_nodes",
+        "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel, names_users)"
+        " SELECT %s, pid, backend_start, true, true FROM pg_stat_activity"
+        " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
+        " SET pid = excluded.pid, backend_start = excluded.backend_start",
+        (node_id,),
+    ):
+        tries += 1
+        if tries == 1:
+            log.info("joining the cluster waits for a transaction that read its processes")
+        await asyncio.sleep(JOIN_PAUSE_SECONDS)
+
+
+async def watch_users(conn: AsyncConnection[TupleRow], node_id: str, users: Sequence[str]) -> bool:
+    """Names ``users`` as users whose threads the node has watchers of: the frames other
+    nodes write of their threads from now on are told to it (``writes``). As for a node's
+    registration, the table is locked meanwhile (``_locked``): a batch that read it before
+    (and so did not tell this node) has committed by the time this returns, so a read of a
+    log after it finds that batch's frames, and every later batch tells the node. False,
+    naming no one, when the lock was not had within ``JOIN_LOCK_WAIT``: the caller tries
+    again after a pause (``JOIN_PAUSE_SECONDS``), letting its connection's other work go
+    first."""
+    return await _locked(
+        conn,
+        "gateway_node_users",
+        "INSERT INTO gateway_node_users (user_id, node_id)"
+        " SELECT json_array_elements_text(%s::json), %s ON CONFLICT DO NOTHING",
+        (document(list(users)), node_id),
+    )
+
+
+async def unwatch_users(
+    conn: AsyncConnection[TupleRow], node_id: str, users: Sequence[str]
+) -> None:
+    """The node watches none of ``users``' threads any more: it is told of them no more.
+    Nothing waits for it (a node told of a thread it does not watch ignores the notice)."""
+    await conn.execute(
+        "DELETE FROM gateway_node_users WHERE node_id = %s"
+        " AND user_id IN (SELECT json_array_elements_text(%s::json))",
+        (node_id, document(list(users))),
+    )
+
+
+async def _locked(
+    conn: AsyncConnection[TupleRow], table: str, insert: str, params: Sequence[object]
+) -> bool:
+    """``insert`` into ``table`` with the table locked (ACCESS EXCLUSIVE), which waits for
+    every transaction that read it, and holds back every one that would, until the rows
+    are in. Every batch that writes frames under a lease reads both tables it is used on
+    (``writes``'s notices), so it either committed before the rows went in or finds them.
+    The lock waits ``JOIN_LOCK_WAIT``, then this gives up (False), so the others' batches
+    go on before the next try and a transaction that does not end holds back only it."""
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{JOIN_LOCK_WAIT}'")
+            await conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            await conn.execute(insert, params)
+    except errors.LockNotAvailable:
+        return False
+    return True
 
 
 async def forget_node(conn: AsyncConnection[TupleRow], node_id: str) -> list[str]:
@@ -140,6 +192,7 @@ async def forget_node(conn: AsyncConnection[TupleRow], node_id: str) -> list[str
     )
     threads = [str(row[0]) for row in await cursor.fetchall()]
     await conn.execute("DELETE FROM gateway_nodes WHERE node_id = %s", (node_id,))
+    await conn.execute("DELETE FROM gateway_node_users WHERE node_id = %s", (node_id,))
     return threads
 
 
@@ -190,9 +243,10 @@ async def release(
     """Lets go of the leases of ``threads`` (``(thread_id, notice)``) that ``node_id`` still
     holds, returning the threads it let go of; for each of them another process waits for
     (``want``), sends its notice on the cluster's channel; and sends ``told``, payloads of
-    other messages. One statement, so one round trip and one transaction: a notice goes out
-    only with its lease, and the releases and messages a process has queued meanwhile
-    cost it one statement, where each took its own."""
+    thread changes (``messages.ThreadsChanged``), to the other processes that watch a user
+    they name (``_TOLD_TO_WATCHERS``). One statement, so one round trip and one
+    transaction: a notice goes out only with its lease, and the releases and messages a
+    process has queued meanwhile cost it one statement, where each took its own."""
     cursor = await conn.execute(_RELEASE, _releasing(node_id, threads, told))
     return [str(thread) for thread, _ in await cursor.fetchall() if thread is not None]
 
@@ -237,6 +291,21 @@ class _Released(Row):
     notice: str | None = None
 
 
+# A payload of thread changes (``messages.ThreadsChanged``) told on the channels of the live
+# processes other than its teller that watch a user it names (``watch_users``), and on the
+# cluster's to those of earlier versions (several such are one notice); one that names no
+# users is told every change. Its processes' own changes are not news to a process, and
+# one with no connection of a user has no use for theirs.
+_TOLD_TO_WATCHERS = (
+    "SELECT string_agg(pg_notify(CASE WHEN o.own_channel THEN %(channel)s || '_' || o.node_id"
+    " ELSE %(channel)s END, payload)::text, '') FROM gateway_nodes o"
+    " JOIN gateway_live_nodes USING (node_id) WHERE o.node_id <> %(node)s"
+    " AND (NOT o.names_users OR EXISTS (SELECT FROM gateway_node_users u"
+    " WHERE u.node_id = o.node_id AND u.user_id IN (SELECT c->>0"
+    " FROM json_array_elements(payload::json->'changes') AS c)))"
+)
+
+
 # A row a lease let go of (its notice sent if it was wanted), then one a payload told. The
 # leases are locked in ``thread_id`` order, as the renewal locks them, so the two never
 # wait on each other in a circle. The leases and the payloads go as JSON (``json_rows``):
@@ -254,7 +323,7 @@ RELEASED = (
 RELEASED_ROWS = (
     " SELECT r.thread_id, CASE WHEN r.wanted THEN pg_notify(%(channel)s, n.notice)::text END"
     " FROM released r JOIN n USING (thread_id)"
-    " UNION ALL SELECT NULL, pg_notify(%(channel)s, payload)::text"
+    f" UNION ALL SELECT NULL, ({_TOLD_TO_WATCHERS})"
     " FROM json_array_elements_text(%(told)s::json) AS payload"
 )
 _RELEASE = f"WITH{RELEASED}{RELEASED_ROWS}"
@@ -308,10 +377,16 @@ async def dead(conn: AsyncConnection[TupleRow], node_id: str, limit: int) -> lis
 
 
 async def forget_dead_nodes(conn: AsyncConnection[TupleRow]) -> int:
-    """Drops the rows of nodes whose backend is gone and that hold no lease any more."""
+    """Drops the rows of nodes whose backend is gone and that hold no lease any more, and
+    the users they watched (and those of any node no longer named)."""
     cursor = await conn.execute(
-        "DELETE FROM gateway_nodes n"
+        "WITH forgotten AS (DELETE FROM gateway_nodes n"
         " WHERE n.node_id NOT IN (SELECT node_id FROM gateway_live_nodes)"
         " AND NOT EXISTS (SELECT 1 FROM gateway_leases l WHERE l.holder = n.node_id)"
+        " RETURNING n.node_id),"
+        " users AS (DELETE FROM gateway_node_users u WHERE u.node_id IN"
+        " (SELECT node_id FROM forgotten) OR u.node_id NOT IN (SELECT node_id FROM gateway_nodes))"
+        " SELECT count(*) FROM forgotten"
     )
-    return cursor.rowcount
+    row = await cursor.fetchone()
+    return int(row[0]) if row is not None else 0

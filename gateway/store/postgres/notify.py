@@ -7,10 +7,11 @@ them to the log sends it (``writes.append_frames``), in the writer's transaction
 
 Each process listens on the cluster's channel and on one of its own (``node_channel``).
 Frames written under a lease are told on the channels of the live processes other than its
-holder: the holder delivers its run's events to its own watchers itself, and hearing a
-notice costs a process's event loop, so it would hear every notice of its own runs for
-nothing. (The holder is told too of the frames it writes closing a dead process's run: its
-own watchers follow them from the log.) Anything else goes on the cluster's channel.
+holder that watch the thread's user (``Cluster.watch``, ``leases.watch_users``): the holder
+delivers its run's events to its own watchers itself, a process with no watcher of the
+user's threads has no use for them, and hearing a notice costs a process's event loop.
+(The holder is told too of the frames it writes closing a dead process's run: its own
+watchers follow them from the log.) Anything else goes on the cluster's channel.
 """
 
 from __future__ import annotations

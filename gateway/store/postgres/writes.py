@@ -431,10 +431,10 @@ def append_frames_of(
     (``notify.committed``) sent by the same statement: NOTIFY is delivered at commit, so a
     notice costs no statement or transaction of its own. A thread's last write tells of
     all its frames: hearing a notice costs a process's event loop, so a thread with
-    several writes here is told once, and frames written under a lease are not told to
-    its holder (``notify``). Each write's outcome, in order: the
-    number of its last frame, or the error of a thread that is not there, or
-    ``FencedError``."""
+    several writes here is told once, and frames written under a lease are told neither
+    to its holder nor to a process that does not watch the thread's user (``notify``).
+    Each write's outcome, in order: the number of its last frame, or the error of a
+    thread that is not there, or ``FencedError``."""
     params = _frames_params(appends, fences)
     fenced = fencing(params, fences)
     found = db.execute(
@@ -534,7 +534,8 @@ def _frames_parts(fenced: bool) -> tuple[str, str]:
         " w AS (SELECT * FROM"
         " json_to_recordset(%(writes)s::json) AS w (number int, app_name text, user_id text,"
         " id text, notice text, epoch bigint)),"
-        f" found AS (SELECT w.number, w.notice, s.pk{', w.id, w.epoch' if fenced else ''},"
+        " found AS (SELECT w.number, w.notice, s.pk"
+        f"{', w.id, w.user_id, w.epoch' if fenced else ''},"
         f" {current(fenced, 'w.epoch', 'w.id')} AS current FROM w JOIN sessions s"
         " ON s.app_name = w.app_name AND s.user_id = w.user_id AND s.id = w.id),"
         " added AS (INSERT INTO frames (session_pk, seq, data, only_for, not_for)"
@@ -566,20 +567,24 @@ def _frames_and_texts_sql(fenced: bool) -> str:
 
 
 # A notice on the cluster's channel; one under a lease on the channels of the live
-# processes other than its holder's, and on its holder's too if it is to be told
-# (``notify``): the lease as the statement locked it (``fences.LEASES``), the processes
-# read once a statement (``leases.register_node`` says why none is missed). A process of
-# an earlier version, with no channel of its own, is told on the cluster's (several such
-# are one notice: PostgreSQL sends a transaction's same notice once).
+# processes that watch the thread's user (``leases.watch_users``) other than its holder,
+# and on its holder's too if it is to be told (``notify``): the lease as the statement
+# locked it (``fences.LEASES``), the processes read once a statement
+# (``leases.register_node`` and ``watch_users`` say why none is missed). A process of an
+# earlier version, with no channel of its own, is told on the cluster's (several such are
+# one notice: PostgreSQL sends a transaction's same notice once); one that names no users
+# is told of every thread.
 _NODES = (
-    "nodes AS MATERIALIZED (SELECT n.node_id, n.own_channel FROM gateway_nodes n"
+    "nodes AS MATERIALIZED (SELECT n.node_id, n.own_channel, n.names_users FROM gateway_nodes n"
     " JOIN gateway_live_nodes USING (node_id)),"
 )
 _TOLD = "pg_notify(%(channel)s, notice)::text"
 _TOLD_UNDER_LEASE = (
     f"CASE WHEN epoch IS NULL THEN {_TOLD} ELSE (SELECT string_agg(pg_notify(CASE"
     " WHEN n.own_channel THEN %(channel)s || '_' || n.node_id ELSE %(channel)s END,"
-    " notice)::text, '') FROM leases l JOIN nodes n ON n.node_id <> l.holder OR l.tell_holder"
+    " notice)::text, '') FROM leases l JOIN nodes n ON CASE WHEN n.node_id = l.holder"
+    " THEN l.tell_holder ELSE NOT n.names_users OR EXISTS (SELECT FROM gateway_node_users u"
+    " WHERE u.user_id = found.user_id AND u.node_id = n.node_id) END"
     " WHERE l.thread_id = found.id) END"
 )
 
