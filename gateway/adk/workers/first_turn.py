@@ -23,6 +23,11 @@ starved: a run goes first for its start alone, which is short in CPU. What is ma
 - the pipe's reader: a run's ``Start`` and the answers its steps wait on arrive through
   it, and what it does a message is short (decode it, hand it on).
 
+Within the first level the oldest mark's steps go first (a heap by the order the marks
+were made: the pipe's reader, then each start by its ``Start``'s arrival), so a start waits
+for the starts older than it alone, first come, first served by run; by step, its dozen
+steps were shared out with every start that came in after it while it was under way.
+
 Everything else (runs past their first event, their appends, the credit) is the second
 level, first come, first served among itself as before. The order is by context, which
 asyncio gives every callback (``Handle._context``), so nothing of ADK's or a library's
@@ -58,6 +63,8 @@ import asyncio
 import collections
 import contextvars
 import gc
+import heapq
+import itertools
 import os
 import time
 from collections.abc import Coroutine
@@ -67,15 +74,20 @@ __all__ = ["FirstTurn", "FirstTurnLoop", "counts", "go_first", "going_first", "r
 
 T = TypeVar("T")
 
+# Each mark's place in the first level's order: made earlier, ahead.
+_made = itertools.count()
+
 
 class FirstTurn:
-    """The mark of what goes first: on until ``end``. On a counting loop it also counts
-    the callbacks run in its context (``ran``) and the CPU seconds they took (``cpu``)."""
+    """The mark of what goes first: on until ``end``; among the marks, the one made first
+    (``rank``) goes first. On a counting loop it also counts the callbacks run in its
+    context (``ran``) and the CPU seconds they took (``cpu``)."""
 
-    __slots__ = ("cpu", "on", "ran")
+    __slots__ = ("cpu", "on", "ran", "rank")
 
     def __init__(self) -> None:
         self.on = True
+        self.rank = next(_made)
         self.ran = 0
         self.cpu = 0.0
 
@@ -102,15 +114,18 @@ def going_first() -> bool:
 
 class _Ready:
     """asyncio's ready queue (a deque, as the loop uses it) in two levels: ``popleft``
-    takes the first level's oldest while it has any. Appends may come from other threads
-    (``call_soon_threadsafe``), as to a deque."""
+    takes the first level while it has any, the oldest mark's first (a heap by the mark's
+    ``rank``, then the order placed), then the second level's oldest. Appends may come
+    from other threads (``call_soon_threadsafe``), as to a deque: a push on the heap is
+    one call of C under the GIL, and its keys are unique, so it never compares handles."""
 
-    __slots__ = ("ahead", "first", "later")
+    __slots__ = ("_placed", "ahead", "first", "later")
 
     def __init__(self) -> None:
-        self.first: collections.deque[asyncio.Handle] = collections.deque()
+        self.first: list[tuple[int, int, asyncio.Handle]] = []
         self.later: collections.deque[asyncio.Handle] = collections.deque()
         self.ahead = 0  # callbacks that went first, for tests and the worker's last line
+        self._placed = itertools.count()  # within a mark, the order placed
 
     def append(self, handle: asyncio.Handle) -> None:
         """As a deque's: asyncio's ``call_soon_threadsafe`` and timers come this way."""
@@ -123,12 +138,12 @@ class _Ready:
         mark = context.get(_first)
         if mark is not None and mark.on:
             self.ahead += 1
-            self.first.append(handle)
+            heapq.heappush(self.first, (mark.rank, next(self._placed), handle))
         else:
             self.later.append(handle)
 
     def popleft(self) -> asyncio.Handle:
-        return self.first.popleft() if self.first else self.later.popleft()
+        return heapq.heappop(self.first)[2] if self.first else self.later.popleft()
 
     def clear(self) -> None:
         self.first.clear()

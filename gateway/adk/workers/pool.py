@@ -188,6 +188,7 @@ class WorkerPool:
         self._server: asyncio.Server | None = None
         self._workers: dict[int, _Worker] = {}
         self._runs = itertools.count(1)
+        self._placings = itertools.count()  # ties between workers go to each in turn
         self._ready: dict[int, asyncio.Future[None]] = {}
         self._usage: dict[str, list[p.TokenUsage]] = {}
         self._failures: dict[str, FailedCall] = {}
@@ -513,7 +514,8 @@ class WorkerPool:
         return least_busy
 
     async def _least_busy(self) -> tuple[_Worker, list[_Worker]]:
-        """The ready worker with the fewest runs, and the ready workers it was chosen from
+        """The ready worker with the fewest runs (``placed.least_busy``: of several, the
+        fewest starting, then each in turn), and the ready workers it was chosen from
         (``_keeping`` looks among the same: one look at the workers a run); when none is
         ready (all died at once), the first to be ready again, or WorkerLost once none is
         starting (a start that failed is tried again under a new future:
@@ -525,7 +527,7 @@ class WorkerPool:
             if not starting or (left := deadline - loop.time()) <= 0:
                 raise WorkerLost()
             await asyncio.wait(starting, timeout=left, return_when="FIRST_COMPLETED")
-        return min(ready, key=lambda worker: len(worker.runs)), ready
+        return placed.least_busy(ready, next(self._placings)), ready
 
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         channel: Channel[FromWorker] = Channel(reader, writer, FromWorker, self.counts)

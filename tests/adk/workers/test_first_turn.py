@@ -396,3 +396,32 @@ def test_a_loop_that_does_not_count_gives_no_counts() -> None:
 
     assert on(FirstTurnLoop, counted) == []
     assert on(asyncio.SelectorEventLoop, counted) == []
+
+
+async def two_starts_steps() -> list[str]:
+    """The order of the steps of two starting runs, the younger's task scheduled first."""
+    order: list[str] = []
+    older, younger = contextvars.copy_context(), contextvars.copy_context()
+    older.run(go_first)
+    younger.run(go_first)
+
+    async def steps(name: str) -> None:
+        for _ in range(STEPS):
+            order.append(name)
+            await asyncio.sleep(0)
+
+    loop = asyncio.get_running_loop()
+    both = [
+        loop.create_task(steps("younger"), context=younger),
+        loop.create_task(steps("older"), context=older),
+    ]
+    await asyncio.gather(*both)
+    return order
+
+
+@pytest.mark.unit
+def test_of_two_starting_runs_the_older_ones_steps_go_first() -> None:
+    # A start's steps are not shared out with every start that came after it: each takes
+    # what ran before it, so a start waits for the older ones alone.
+    order = on(FirstTurnLoop, two_starts_steps)
+    assert order == ["older"] * STEPS + ["younger"] * STEPS

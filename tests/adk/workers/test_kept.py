@@ -296,9 +296,12 @@ async def test_a_threads_next_run_goes_to_the_worker_keeping_it_unless_it_is_muc
         session = session_of([said("하나")])
         events, start, ended = await sent(pool, first, session, "r-1")  # a tie: the first
         await finished(first, events, ended, ended_keeping(start, session))
+        # Both idle again, a tie: the second, in turn (every tie went to the first before).
+        events, start, ended = await sent(pool, second, session_of([], "t-2"), "o-1")
+        await finished(second, events, ended, Finished(start.run))
         # Another thread's run makes the first worker the busier: the thread's next run
         # still goes to it, which keeps the thread's session.
-        other, other_start, other_ended = await sent(pool, first, session_of([], "t-2"), "o-1")
+        other, other_start, other_ended = await sent(pool, first, session_of([], "t-3"), "o-2")
         events, start, ended = await sent(pool, first, session, "r-2")
         assert start.kept == 1
         await finished(first, events, ended, ended_keeping(start, session))
@@ -308,6 +311,6 @@ async def test_a_threads_next_run_goes_to_the_worker_keeping_it_unless_it_is_muc
         assert start.kept == 0
         await finished(second, events, ended, Finished(start.run))
         await finished(first, other, other_ended, Finished(other_start.run))
-        assert len(looks) == 4  # r-1, o-1, r-2 and r-3 placed
+        assert len(looks) == 5  # r-1, o-1, o-2, r-2 and r-3 placed
     finally:
         await pool.close()
