@@ -374,6 +374,13 @@ async def test_a_runs_end_trims_and_lets_go_of_its_lease_in_one_statement(
         epochs = leased(db, ["t1", "t2"], wanted=("t1",))
         listener = psycopg.connect(db.info.dsn, autocommit=True)
         listener.execute(f"LISTEN {CHANNEL}")
+        # A live process of an earlier version (no channel of its own, no users named), to
+        # which thread changes are told on the cluster's channel: the watchers' way is
+        # tests/cluster/test_watchers.py's.
+        listener.execute(
+            "INSERT INTO gateway_nodes (node_id, pid, backend_start) SELECT 'm', pid,"
+            " backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        )
         held, lost = Fence("t1", epochs["t1"]), Fence("t2", epochs["t2"] - 1000)
         db.sent.clear()
         try:
@@ -388,8 +395,9 @@ async def test_a_runs_end_trims_and_lets_go_of_its_lease_in_one_statement(
             assert db.sent == ["WITH", "WITH"]  # the frames; the trims and the releases
             assert results[:3] == [3, None, ["t1"]] and results[4] == ["t2"]
             assert isinstance(cast(Failed, results[3]).error, FencedError)
-            told = {n.payload for n in listener.notifies(timeout=scaled(5), stop_after=2)}
-            assert told == {"t1 is free", "told"}  # t1's was wanted, t2's was not
+            told = {n.payload for n in listener.notifies(timeout=scaled(5), stop_after=3)}
+            committed = '{"type":"committed","thread":"t1","seq":3}'  # t1's frames, to m
+            assert told == {committed, "t1 is free", "told"}  # t1's was wanted, t2's was not
         finally:
             listener.close()
         logged = "SELECT s.id, f.seq FROM frames f JOIN sessions s ON s.pk = f.session_pk"
