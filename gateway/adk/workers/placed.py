@@ -48,9 +48,8 @@ def least_busy(ready: Sequence[W], turn: int) -> W:
     tied = [worker for worker in ready if len(worker.runs) == fewest]
     if len(tied) > 1:
         starts = [starting(worker) for worker in tied]
-        tied = [
-            worker for worker, started in zip(tied, starts, strict=True) if started == min(starts)
-        ]
+        least = min(starts)
+        tied = [worker for worker, started in zip(tied, starts, strict=True) if started == least]
     return tied[turn % len(tied)]
 
 
