@@ -260,9 +260,7 @@ class PostgresCluster:
         try:
             while self._naming:
                 try:
-                    if not await self._work(name):
-                        await asyncio.sleep(leases.JOIN_PAUSE_SECONDS)  # a take goes first
-                        continue
+                    await leases.until_locked(lambda: self._work(name))
                 except psycopg.Error as error:  # every user asked for waits in vain
                     self._settle_naming(list(self._naming), _unreachable(error, self.url))
                     continue
@@ -286,8 +284,9 @@ class PostgresCluster:
     async def _name(self, users: list[str]) -> None:
         """Names ``users`` as watched here (``leases.watch_users``), trying again while the
         table's lock is not had: between tries, a take or release goes first."""
-        while not await self._work(lambda conn: leases.watch_users(conn, self.node_id, users)):
-            await asyncio.sleep(leases.JOIN_PAUSE_SECONDS)
+        await leases.until_locked(
+            lambda: self._work(lambda conn: leases.watch_users(conn, self.node_id, users))
+        )
 
     async def _unwatch_idle(self) -> None:
         """Lets go of the users neither asked for (``watch``) nor watched by the hub

@@ -218,9 +218,10 @@ class SetAside:
 class ReleaseLeases:
     """The cluster's (PostgreSQL's): lets go of the leases of ``threads`` that ``node_id``
     still holds, each thread's notice (``(thread_id, notice)``) sent if another process
-    waits for it, and sends ``told`` (other messages) to every process, in the batch's
-    transaction, so a run's lease goes with its last frames, in their commit
-    (``gateway.cluster.postgres``). Applied, it gives the threads let go of."""
+    waits for it, and sends ``told`` (thread changes) to the other live processes watching
+    a user they name (``postgres.leases.release``), in the batch's transaction, so a run's
+    lease goes with its last frames, in their commit (``gateway.cluster.postgres``).
+    Applied, it gives the threads let go of."""
 
     node_id: str
     threads: tuple[tuple[str, str | None], ...]

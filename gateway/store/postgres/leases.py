@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from psycopg import errors
@@ -118,20 +118,18 @@ async def register_node(conn: AsyncConnection[TupleRow], node_id: str) -> None:
     The table is locked meanwhile (``_locked``): a batch that looked for live nodes before
     (and so told this one nothing) has committed by the time this returns, where the
     node's first read of a log finds its frames; every later one finds the node."""
-    tries = 0
-    while not await _locked(
-        conn,
-        "gateway_nodes",
-        "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel, names_users)"
-        " SELECT %s, pid, backend_start, true, true FROM pg_stat_activity"
-        " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
-        " SET pid = excluded.pid, backend_start = excluded.backend_start",
-        (node_id,),
-    ):
-        tries += 1
-        if tries == 1:
-            log.info("joining the cluster waits for a transaction that read its processes")
-        await asyncio.sleep(JOIN_PAUSE_SECONDS)
+    await until_locked(
+        lambda: _locked(
+            conn,
+            "gateway_nodes",
+            "INSERT INTO gateway_nodes (node_id, pid, backend_start, own_channel, names_users)"
+            " SELECT %s, pid, backend_start, true, true FROM pg_stat_activity"
+            " WHERE pid = pg_backend_pid() ON CONFLICT (node_id) DO UPDATE"
+            " SET pid = excluded.pid, backend_start = excluded.backend_start",
+            (node_id,),
+        ),
+        waiting="joining the cluster waits for a transaction that read its processes",
+    )
 
 
 async def watch_users(conn: AsyncConnection[TupleRow], node_id: str, users: Sequence[str]) -> bool:
@@ -162,6 +160,18 @@ async def unwatch_users(
         " AND user_id IN (SELECT json_array_elements_text(%s::json))",
         (node_id, document(list(users))),
     )
+
+
+async def until_locked(locked: Callable[[], Awaitable[bool]], *, waiting: str = "") -> None:
+    """Calls ``locked`` (an insert under a table's lock: ``_locked``, ``watch_users``) until
+    it had the lock, pausing ``JOIN_PAUSE_SECONDS`` between tries so that the connection's
+    other work (a take, a release) goes first; logs ``waiting`` once, at the first miss."""
+    missed = False
+    while not await locked():
+        if not missed and waiting:
+            log.info(waiting)
+        missed = True
+        await asyncio.sleep(JOIN_PAUSE_SECONDS)
 
 
 async def _locked(
