@@ -1,8 +1,9 @@
 """The main process's side: N worker processes that run invocations, and their pipes.
 
-Theory of operation. ``start`` listens on a Unix socket in a private temporary directory,
-spawns the workers (``spawn``: a callable the API gives, which starts one process for a
-socket path and an index) and waits until each has said ``Hello``; a worker runs a warm-up
+Theory of operation. ``start`` listens on a Unix socket in a private temporary directory
+(``pipe_directory``, which also removes those of gateways that were killed), spawns the
+workers (``spawn``: a callable the API gives, which starts one process for a socket path
+and an index) and waits until each has said ``Hello``; a worker runs a warm-up
 invocation before it does, so its first real run is not its slow one. On demand
 (``GATEWAY_WORKERS=auto``) it starts none: ``to_worker`` says, run by run, whether the
 main process runs the invocation itself or a worker does, and starts workers one at a time
@@ -37,8 +38,6 @@ import dataclasses
 import itertools
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from functools import partial
@@ -80,6 +79,7 @@ from gateway.adk.workers.messages import (
     Unkept,
     Yielded,
 )
+from gateway.adk.workers.pipe_directory import PipeDirectory
 from gateway.adk.workers.processes import Spawn, WorkerProcess, watch_exit
 from gateway.adk.workers.processes import end as _end
 from gateway.adk.workers.processes import exit_of as _exit_of
@@ -183,7 +183,7 @@ class WorkerPool:
         self.sessions = sessions
         self.audit = audit
         self.metrics = metrics
-        self._directory = ""
+        self._directory: PipeDirectory | None = None
         self._path = ""
         self._server: asyncio.Server | None = None
         self._workers: dict[int, _Worker] = {}
@@ -218,8 +218,8 @@ class WorkerPool:
 
     async def start(self) -> None:
         """Starts the workers; returns once each is ready to run. On demand, starts none."""
-        self._directory = tempfile.mkdtemp(prefix="gateway-workers-")
-        self._path = os.path.join(self._directory, "pipe")
+        self._directory = PipeDirectory.make()  # and removes what killed gateways left
+        self._path = os.path.join(self._directory.path, "pipe")
         self._server = await asyncio.start_unix_server(self._connected, path=self._path)
         self.metrics.watch_workers(lambda: len(self._ready_workers()))
         self.metrics.watch_pipes(self.counts)
@@ -266,7 +266,8 @@ class WorkerPool:
         loop = asyncio.get_running_loop()
         for worker in self._workers.values():
             await loop.run_in_executor(None, _end, worker.process)
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._directory is not None:
+            self._directory.remove()
 
     def pids(self) -> list[int]:
         """The workers' process ids (for tests and the load script's CPU count)."""

@@ -71,8 +71,12 @@ async def test_a_gateway_killed_mid_run_takes_its_workers_and_the_restart_finish
 ) -> None:
     db, log = tmp_path / "threads.db", tmp_path / "gateway.log"
     thread = new_id("t")
+    # The gateways' own temporary directory: where the workers' pipe is made.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    environment = {**WORKERS, "TMPDIR": str(temporary)}
     # A slow model, so that the reply is still streaming when the gateway is killed.
-    async with gateway_process(db, log, pace_ms=150, environment=WORKERS) as (process, port):
+    async with gateway_process(db, log, pace_ms=150, environment=environment) as (process, port):
         workers = workers_of(process.pid)
         assert len(workers) == 2, log.read_text()[-3000:]
         async with connect(f"ws://127.0.0.1:{port}/ws?user=demo", max_size=None) as raw:
@@ -87,9 +91,16 @@ async def test_a_gateway_killed_mid_run_takes_its_workers_and_the_restart_finish
     await eventually(
         lambda: not any(running(pid) for pid in workers), 15, what="the workers to exit"
     )
+    # The killed gateway could not remove its pipe's directory: the next one does.
+    [left] = pipe_directories(temporary)
 
-    async with gateway_process(db, log, environment=WORKERS) as (process, port):
+    async with gateway_process(db, log, environment=environment) as (process, port):
         assert len(workers_of(process.pid)) == 2
+        [own] = pipe_directories(temporary)
+        assert own != left
+        assert "removed 1 workers' pipe directories left by gateways that were killed" in (
+            log.read_text()
+        )
         # The restart asks the model again for the reply it owed the browser's answer.
         deadline = time.monotonic() + scaled(30)
         while (shown := await thread_shown(port, thread))[-1].get("content") != MOVED:
@@ -104,3 +115,8 @@ async def test_a_gateway_killed_mid_run_takes_its_workers_and_the_restart_finish
             again = await AgUiSocket(raw).run(user_input(thread, FLAGSHIP))
         assert tool_calls(again, "navigateToScreen") and again[-1]["type"] == "RUN_FINISHED"
     assert "[worker 1]" in log.read_text()
+    assert pipe_directories(temporary) == []  # stopped, it removed its own
+
+
+def pipe_directories(temporary: Path) -> list[str]:
+    return [p.name for p in temporary.iterdir() if p.name.startswith("gateway-workers-")]
