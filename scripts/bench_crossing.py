@@ -28,7 +28,7 @@ from pathlib import Path
 from google.adk.events import Event
 from google.adk.sessions import Session
 
-from gateway.adk.workers import pool, start
+from gateway.adk.workers import chunks, pool, start
 from gateway.adk.workers.messages import Streamed
 from gateway.store import adk_json, session_json
 from scripts._bench import alternating, rounds_parser, timing
@@ -54,7 +54,7 @@ class Story:
 
 async def recorded_story() -> Story:
     story = Story()
-    parse, hand, make = adk_json.parse_event, session_json.session_json, pool.rebuilt
+    parse, hand, make = adk_json.parse_event, session_json.session_json, chunks.Whole.rebuilt
 
     def parsed(data: bytes | str, *, dumped: bool = False) -> Event:
         event = parse(data, dumped=dumped)
@@ -62,7 +62,7 @@ async def recorded_story() -> Story:
         (story.chunks if event.partial else story.appends).append(data)
         return event
 
-    def made(whole: Event, chunk: Streamed) -> Event:
+    def made(whole: chunks.Whole, chunk: Streamed) -> Event:
         # A chunk that crossed as its text (session 45): recorded as its JSON, as it was.
         event = make(whole, chunk)
         story.chunks.append(dump(event).encode())
@@ -75,14 +75,14 @@ async def recorded_story() -> Story:
         return hand(session, after)
 
     pool.parse_event, start.session_json = parsed, handed  # type: ignore[assignment]
-    pool.rebuilt = made  # type: ignore[assignment]
+    chunks.Whole.rebuilt = made  # type: ignore[method-assign,assignment]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-crossing-") as tmp:
             async with running_gateway(workers=2, db=str(Path(tmp) / "threads.db")) as gateway:
                 await flagship_navigated_then_honest_reply(gateway)
     finally:
         pool.parse_event, start.session_json = parse, hand  # type: ignore[assignment]
-        pool.rebuilt = make  # type: ignore[assignment]
+        chunks.Whole.rebuilt = make  # type: ignore[method-assign]
     return story
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 from google.adk.events import Event
 from google.adk.sessions import Session
+from google.genai import types
 
 from gateway.a2ui import ACTION_ACTIVITY, SURFACE_ACTIVITY
 from gateway.a2ui.actions import ACTION_KEY, action_content
@@ -159,7 +160,7 @@ def _tool_results(
                 "id": browser_message or result_message_id(response.id),
                 "role": "tool",
                 "toolCallId": response.id,
-                "content": own_words.get(response.id, dump_json(response.response or {}))
+                "content": _browser_words(response, own_words)
                 if browser_message
                 else msgspec.to_builtins(result_content(response)),
             }
@@ -177,6 +178,14 @@ def _tool_results(
             if surface.tool_call_id == response.id
         ]
     return results
+
+
+def _browser_words(response: types.FunctionResponse, own_words: dict[str, Any]) -> Any:
+    """The browser's answer in its own words where they were kept, else as the model reads
+    it; dumped only when it is shown so (a default to ``dict.get`` is made every time)."""
+    if response.id in own_words:
+        return own_words[response.id]
+    return dump_json(response.response or {})
 
 
 def _tool_calls(event: Event) -> list[Message]:

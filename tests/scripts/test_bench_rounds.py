@@ -81,3 +81,18 @@ def test_the_kept_benchmark_puts_earlier_stories_at_the_head_of_a_long_threads_s
     assert sessions, report
     first, second, kept_first, kept_second = map(int, sessions.groups())
     assert first == kept_first > 0 and second == kept_second > first, report
+
+
+@pytest.mark.process
+def test_the_chunks_benchmark_times_the_main_process_rebuild_both_ways() -> None:
+    report = script_report("scripts.bench_chunks", "--rounds 1")
+    assert re.search(r"rebuilt chunk by chunk \(until session 49\) +\d+\.\d$", report, re.M)
+    assert re.search(r"from what they share \(now\) +\d+\.\d \(\d+\.\d\dx\)$", report, re.M)
+
+
+@pytest.mark.process
+def test_the_projection_benchmark_times_a_storys_appends_both_ways() -> None:
+    report = script_report("scripts.bench_projection", "--rounds 1")
+    assert re.search(r"a flagship story: (\d+) appends", report), report
+    assert re.search(r"^until session 49 +\d+\.\d µs a story", report, re.M), report
+    assert re.search(r"^now +\d+\.\d µs a story \(\d+\.\d\dx\)$", report, re.M), report

@@ -132,6 +132,32 @@ def test_a_browsers_result_reads_as_it_sent_it_where_the_models_json_would_not()
     assert answer == {"id": "m-tool", "role": "tool", "toolCallId": "c2", "content": "navigated"}
 
 
+def test_a_browsers_result_kept_in_its_own_words_is_not_written_as_json_too() -> None:
+    """The store's projection shows the browser's words as it sent them, and does not dump
+    the answer the model reads for nothing (a default to ``dict.get`` is made every time)."""
+    written: list[object] = []
+
+    class Counted:
+        def __str__(self) -> str:
+            written.append(self)
+            return "counted"
+
+    agui = {"toolMessageIds": {"c2": "m-tool"}, "toolMessageContents": {"c2": "navigated"}}
+    answer = event(
+        "user",
+        result("c2", "navigateToScreen", result=Counted()),
+        custom_metadata={"agui": agui},
+    )
+    [shown] = event_messages(answer)
+    assert shown["content"] == "navigated"
+    assert written == []
+    # Without its own words, the answer is shown as the model read it.
+    del agui["toolMessageContents"]
+    [shown] = event_messages(answer)
+    assert shown["content"] == '{"result":"counted"}'
+    assert len(written) == 1
+
+
 def test_what_a_snapshot_leaves_out_and_where_thoughts_go() -> None:
     first = event("user", text("hi"))  # no gateway metadata: the ADK event id stands in
     events = [

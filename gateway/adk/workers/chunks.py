@@ -9,22 +9,21 @@ main process (py-spy at 200 paced users with workers: 1.8% of the main process's
 
 So a run's first chunk goes whole (``Yielded``, ADK's JSON), and each next one that is
 that chunk but for its text, id and time goes as ``Streamed`` (those three): ``Sent`` in
-the worker decides, comparing the event with the last one it sent whole; ``rebuilt`` in
-the main process makes the event from the last one it parsed, a shallow copy with those
-three replaced (what pydantic's ``model_copy`` makes, without its generic copies: nothing
+the worker decides, comparing the event with the last one it sent whole; ``Whole`` in the
+main process makes the event from the last one it parsed, a shallow copy with those three
+replaced (what pydantic's ``model_copy`` makes, without its generic copies: nothing
 validated, the unchanged values shared, which nothing changes: a streamed event is
-translated, never stored). The event is equal
-to what parsing the chunk's JSON gives (``tests/adk/workers/test_chunks.py``). A chunk
-that differs in anything else (a thought, a function call, usage, grounding, another
-author) goes whole, and becomes the one the next are compared with; so does one whose
-text is not one plain text part.
+translated, never stored). The event is equal to what parsing the chunk's JSON gives
+(``tests/adk/workers/test_chunks.py``). A chunk that differs in anything else (a
+thought, a function call, usage, grounding, another author) goes whole, and becomes the one
+the next are compared with; so does one whose text is not one plain text part.
 """
 
 from __future__ import annotations
 
 from itertools import compress
 from operator import is_not
-from typing import Any, TypeVar
+from typing import Any
 
 import pydantic
 from google.adk.events import Event
@@ -32,9 +31,8 @@ from google.genai import types
 
 from gateway.adk.workers.messages import Streamed
 
-__all__ = ["Sent", "rebuilt"]
+__all__ = ["Sent", "Whole", "rebuilt"]
 
-M = TypeVar("M", bound=pydantic.BaseModel)
 _set = object.__setattr__
 
 # What a ``Streamed`` chunk carries of its own; every other field is the last whole one's.
@@ -116,24 +114,67 @@ class Sent:
 
 def rebuilt(whole: Event, chunk: Streamed) -> Event:
     """The chunk's event: the last whole one with the chunk's text, id and time."""
+    return Whole(whole).rebuilt(chunk)
+
+
+class Whole:
+    """The main process's side, one a run: the last chunk parsed whole, and what the chunks
+    made from it share (each model's class, values and fields set, worked out at the first
+    chunk made, not again for each: a reply streams dozens)."""
+
+    __slots__ = ("_made", "event")
+
+    def __init__(self, event: Event) -> None:
+        self.event = event
+        self._made: tuple[_Made, _Made, _Made] | None = None
+
+    def rebuilt(self, chunk: Streamed) -> Event:
+        """The chunk's event: the whole one with the chunk's text, id and time."""
+        if (made := self._made) is None:
+            made = self._made = _templates(self.event)
+        as_event, as_content, as_part = made
+        part = as_part.made({"text": chunk.text})
+        content = as_content.made({"parts": [part]})
+        event: Event = as_event.made(
+            {"content": content, "id": chunk.id, "timestamp": chunk.timestamp}
+        )
+        return event
+
+
+def _templates(whole: Event) -> tuple[_Made, _Made, _Made]:
     content = whole.content
     if content is None or not content.parts or len(content.parts) != 1:
         # The worker sends Streamed after a chunk of plain text only.
         raise ValueError("a chunk came as its text after one that was not plain text")
-    part = _copied(content.parts[0], {"text": chunk.text})
-    content = _copied(content, {"parts": [part]})
-    return _copied(whole, {"content": content, "id": chunk.id, "timestamp": chunk.timestamp})
+    return (
+        _Made(whole, ("content", "id", "timestamp")),
+        _Made(content, ("parts",)),
+        _Made(content.parts[0], ("text",)),
+    )
 
 
-def _copied(model: M, values: dict[str, Any]) -> M:
-    """``model.model_copy(update=values)`` for a model with no extra and no private values,
-    without its generic copies (three times the parse of the chunk's JSON, timed): what
-    pydantic's own ``model_construct`` sets on an object."""
-    if model.__pydantic_extra__ or model.__pydantic_private__:
-        return model.model_copy(update=values)
-    made = model.__class__.__new__(model.__class__)
-    _set(made, "__dict__", {**model.__dict__, **values})
-    _set(made, "__pydantic_fields_set__", model.__pydantic_fields_set__ | values.keys())
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
-    return made
+class _Made:
+    """Copies of one model with ``own`` fields replaced: ``model.model_copy(update=...)``
+    for a model with no extra and no private values, without its generic copies (three
+    times the parse of the chunk's JSON, timed): what pydantic's own ``model_construct``
+    sets on an object."""
+
+    __slots__ = ("_cls", "_fields_set", "_model", "_values")
+
+    def __init__(self, model: pydantic.BaseModel, own: tuple[str, ...]) -> None:
+        plain = not model.__pydantic_extra__ and not model.__pydantic_private__
+        self._model = None if plain else model
+        self._cls = model.__class__
+        self._values = model.__dict__
+        self._fields_set = model.__pydantic_fields_set__ | set(own)
+
+    def made(self, values: dict[str, Any]) -> Any:
+        if self._model is not None:
+            return self._model.model_copy(update=values)
+        made = self._cls.__new__(self._cls)
+        _set(made, "__dict__", {**self._values, **values})
+        # Its own set: pydantic adds to it when a field is assigned.
+        _set(made, "__pydantic_fields_set__", set(self._fields_set))
+        _set(made, "__pydantic_extra__", None)
+        _set(made, "__pydantic_private__", None)
+        return made

@@ -52,7 +52,7 @@ from gateway import wire as p
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk.workers import placed
 from gateway.adk.workers.channel import Channel, ChannelClosed, Counts, FrameTooLarge
-from gateway.adk.workers.chunks import rebuilt
+from gateway.adk.workers.chunks import Whole
 from gateway.adk.workers.credit import Taken
 from gateway.adk.workers.demand import LOCAL_RUNS, place
 from gateway.adk.workers.errors import RemoteFailure, WorkerLost, WorkersNotStarted
@@ -131,7 +131,7 @@ class _Stream:
     # The event last stored for the run: the worker's next Yielded, sent as a reference.
     stored: AdkEvent | None = None
     # The run's last streamed chunk sent whole: the next may come as its text (``chunks``).
-    chunk: AdkEvent | None = None
+    chunk: Whole | None = None
     # Whether the worker sent an event of the run yet (its first is marked: ``timeline``).
     yielded: bool = False
     # The run's Start, while it lacks the events its worker keeps: sent again whole if the
@@ -584,13 +584,13 @@ class WorkerPool:
                 elif stream is not None:
                     event = parse_event(message.event, dumped=True)
                     if event.partial:  # the run's next chunks may come as Streamed
-                        stream.chunk = event
+                        stream.chunk = Whole(event)
                     self._yielded(stream, event)
             case Streamed():
                 if (stream := worker.runs.get(message.run)) is not None:
                     if stream.chunk is None:  # taken as any other faulted message
                         raise ValueError("a chunk came as its text, and none of the run whole")
-                    self._yielded(stream, rebuilt(stream.chunk, message))
+                    self._yielded(stream, stream.chunk.rebuilt(message))
             case Append():
                 stream = worker.runs.get(message.run)
                 assert worker.channel is not None

@@ -11,7 +11,7 @@ import pytest
 from google.adk.events import Event, EventActions
 from google.genai import types
 
-from gateway.adk.workers.chunks import Sent, rebuilt
+from gateway.adk.workers.chunks import Sent, Whole, rebuilt
 from gateway.adk.workers.messages import FromWorker, Streamed, Yielded
 from gateway.store.adk_json import parse_event
 
@@ -141,3 +141,19 @@ def test_a_chunk_as_its_text_after_one_not_of_plain_text_is_refused_not_made_up(
     for whole in (chunk("", content=None), thought):
         with pytest.raises(ValueError, match="not plain text"):
             rebuilt(whole, Streamed(1, "둘째", "e-2", 2.0))
+
+
+def test_the_chunks_made_from_one_whole_chunk_share_no_fields_set() -> None:
+    """A reply's chunks are made from what they share with the whole one, worked out once
+    (``Whole``); each event, content and part still has its own fields set, which pydantic
+    adds to when a field is assigned, so one chunk's assignment shows in no other."""
+    whole = Whole(parse_event(dump(chunk("첫 "))))
+    made = [whole.rebuilt(Streamed(1, text, f"e-{n}", float(n))) for n, text in enumerate("ab")]
+    made[0].branch = "screen_navigator.sub"
+    made[0].content.role = "user"  # type: ignore[union-attr]
+    made[0].content.parts[0].thought = True  # type: ignore[union-attr,index]
+    assert made[1] == parse_event(dump(chunk("b", id="e-1", timestamp=1.0)))
+    assert "branch" not in made[1].model_fields_set
+    assert made[1].content is not None and made[1].content.parts
+    assert made[1].content.role == "model" and not made[1].content.parts[0].thought
+    assert "thought" not in made[1].content.parts[0].model_fields_set
