@@ -3,8 +3,10 @@ chunk's way through it, for ``scripts/probe_stream.py``.
 
 Each stamp is a label and the machine's monotonic clock (``time.perf_counter``, which the
 driver and the local provider read too), kept in memory and written as JSON to
-``$STREAM_PROBE_OUT`` when the process exits. The stamps wrap the gateway's own functions
-and the HTTP client's reads and writes; nothing else changes.
+``$STREAM_PROBE_OUT`` when the process exits, with the CPU time the stamping thread had
+used by then (``time.thread_time``): a step whose CPU is its time ran all along, one whose
+time is longer waited (for the socket, the other process, a core). The stamps wrap the
+gateway's own functions and the HTTP client's reads and writes; nothing else changes.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-STAMPS: list[tuple[str, float, Any]] = []
+STAMPS: list[tuple[str, float, Any, float]] = []
 now = time.perf_counter
+cpu = time.thread_time
 
 
 def stamp(label: str, extra: Any = None) -> None:
-    STAMPS.append((label, now(), extra))
+    STAMPS.append((label, now(), extra, cpu()))
     if START_ONLY and PROFILE is not None:  # each run's start alone: door to model call
         if label == "ws.in":
             INPUTS.append(None)
@@ -171,6 +174,17 @@ def install() -> None:
     )
     on_entry(threads.Run, "_route", "run._route")
     on_entry(service.SessionService, "append_frames", "append_frames")
+    # The model's call, from ADK's adapter to the request's write: the gateway's client, the
+    # SDK's request built and sent, httpx's connection pool, the request's head and body.
+    import httpcore
+    import httpx
+
+    from gateway.models import chat_completions
+
+    on_entry(chat_completions._Completions, "create", "sdk.create")
+    on_entry(httpx.AsyncClient, "send", "httpx.send")
+    on_entry(httpcore.AsyncConnectionPool, "handle_async_request", "httpcore.pool")
+    on_entry(httpcore.AsyncHTTP11Connection, "handle_async_request", "httpcore.http11")
     on_entry(group_commit.GroupCommit, "submit", "submit")
 
     protocol = transport.WebSocketProtocol

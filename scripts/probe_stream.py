@@ -5,11 +5,15 @@ their way through it (``scripts._stream_probe``), one client, the local provider
     .venv/bin/python -m scripts.probe_stream --provider chat-completions --runs 40
 
 Upstream, from the client's send to the request's arrival at the provider: the door's read,
-admission, the claim (the thread opened), the driver, the model call, the request's bytes
-written. Downstream, for each chunk of text: its bytes read from the provider, the model's
-response (SDK and ADK's adapter), ADK's event translated (ADK's flow and runner, the
-gateway's plugins), written to the client's socket (the hub, the send queue), and read by
-the client. The stamps cost a few microseconds each; compare segments, not totals.
+admission, the claim (the thread opened), the driver, the model call (the gateway's client,
+httpx, its connection pool, the request's head), the request's bytes written; beside each
+step between two of the gateway's stamps, the CPU its thread spent on it: where the two are
+equal the step is the gateway's (or ADK's) Python, and no wait for a turn of the loop or for
+a socket is in it (a quiet start is all CPU up to the request's write). Downstream, for each
+chunk of text: its bytes read from the provider, the model's response (SDK and ADK's
+adapter), ADK's event translated (ADK's flow and runner, the gateway's plugins), written to
+the client's socket (the hub, the send queue), and read by the client. The stamps cost a
+few microseconds each; compare segments, not totals.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from scripts._bench import free_port, local_gateway, user_turn
 from scripts.bench_providers import PROMPT, PROVIDERS, provider_process, recorded
 
 WARM_UP_RUNS = 5
+# A start's step's CPU, kept under its name with this added (``analyse``).
+CPU = " (CPU)"
 # Where a run's start goes, in order, from the driver's stream to the model's call.
 START_STEPS = (
     "engine.run",
@@ -47,6 +53,9 @@ START_STEPS = (
     "adk._call_llm_async",
     "model>",
 )
+# Where the model's call goes before its request's first byte is written (chat completions:
+# the gateway's client, then httpx and httpcore; Gemini's SDK has none of these stamps).
+MODEL_STEPS = ("sdk.create", "httpx.send", "httpcore.pool", "httpcore.http11")
 # Where an emitted event goes before a client's connection is handed it.
 DELIVERY_STEPS = ("run._log", "append_frames", "submit", "outbox.send", "run._route", "deliver")
 
@@ -80,17 +89,26 @@ def last(stamps: list[tuple[str, float, Any]], label: str, before: float) -> flo
 
 
 def analyse(
-    runs: list[dict[str, Any]], stamps: list[tuple[str, float, Any]], arrivals: list[float]
+    runs: list[dict[str, Any]],
+    stamps: list[tuple[str, float, Any]],
+    arrivals: list[float],
+    cpu_at: dict[float, float] | None = None,
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """The steps' times (ms) by name: of each run's start, its first chunk, its later ones.
+    With ``cpu_at`` (the gateway's thread CPU at each stamp's time), a start's step between
+    two of the gateway's stamps is also given its CPU, under its name + ``CPU``."""
     up: dict[str, list[float]] = {}
     first_chunk: dict[str, list[float]] = {}
     later: dict[str, list[float]] = {}
+    cpu_at = cpu_at or {}
 
     def add(
         table: dict[str, list[float]], name: str, start: float | None, end: float | None
     ) -> None:
         if start is not None and end is not None:
             table.setdefault(name, []).append((end - start) * 1000)
+            if table is up and start in cpu_at and end in cpu_at:
+                up.setdefault(name + CPU, []).append((cpu_at[end] - cpu_at[start]) * 1000)
 
     ends = [run["sent"] for run in runs[1:]] + [float("inf")]
     for run, end in zip(runs, ends, strict=True):
@@ -124,6 +142,14 @@ def analyse(
             if name == "commit>" and arrived and t < arrived:
                 done = first(mine, "commit<", t)
                 add(up, "  commit before the request: " + "+".join(sorted(set(x))), t, done)
+        previous_step, previous_at = "model>", model_at
+        for step in MODEL_STEPS:
+            reached = first(mine, step, previous_at) if previous_at else None
+            if reached is not None and write_began is not None and reached <= write_began:
+                add(up, f"  {previous_step} -> {step}", previous_at, reached)
+                previous_step, previous_at = step, reached
+        if previous_step != "model>":
+            add(up, f"  {previous_step} -> net.write>", previous_at, write_began)
         add(up, "model called -> first byte written", model_at, write_began)
         add(up, "first byte -> last written", write_began, written)
         add(up, "last written -> at the provider", written, arrived)
@@ -195,14 +221,18 @@ def analyse(
 def show(title: str, table: dict[str, list[float]]) -> None:
     print(f"  {title}:")
     for name, values in table.items():
+        if name.endswith(CPU):
+            continue
         q = (
             statistics.quantiles(values, n=10, method="inclusive")
             if len(values) > 1
             else values * 9
         )
+        spent = table.get(name + CPU)
+        cpu = f"  CPU p50 {statistics.median(spent):6.3f}" if spent else ""
         print(
             f"    {name:<58} p50 {statistics.median(values):6.3f}  p10 {q[0]:6.3f}"
-            f"  p90 {q[-1]:6.3f} ms  (n={len(values)})"
+            f"  p90 {q[-1]:6.3f} ms  (n={len(values)}){cpu}"
         )
 
 
@@ -250,7 +280,9 @@ def main() -> None:
             while not out.exists() and time.monotonic() < deadline:
                 time.sleep(0.1)
             time.sleep(0.5)
-        stamps = [tuple(s) for s in json.loads(out.read_text())]
+        recorded_stamps = json.loads(out.read_text())
+        stamps = [tuple(s[:3]) for s in recorded_stamps]
+        cpu_at = {s[1]: s[3] for s in recorded_stamps}
         if args.stamps:
             shutil.copy(out, args.stamps)
         if args.profile:
@@ -263,7 +295,7 @@ def main() -> None:
         f"garbage collections during the runs: {len(gcs)} (generations {generations}),"
         f" {spent * 1000:.1f} ms in all"
     )
-    up, first_chunk, later = analyse(runs, stamps, arrivals)  # type: ignore[arg-type]
+    up, first_chunk, later = analyse(runs, stamps, arrivals, cpu_at)  # type: ignore[arg-type]
     print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms, {args.db} ({root})")
     show("from the client's input to the model's request at the provider", up)
     show("the first chunk", first_chunk)

@@ -31,3 +31,8 @@ def test_the_probe_times_every_step_of_a_start_and_of_a_chunk(provider: str, db:
     ):
         assert step in report, step
     assert "the first chunk:" in report and "later chunks:" in report
+    # The gateway's CPU beside its steps: the door's is its thread's Python alone.
+    assert next(line for line in report.splitlines() if "door -> admitted" in line).count("CPU")
+    if provider == "chat-completions":  # its SDK's and httpx's steps to the request's write
+        assert "sdk.create -> httpx.send" in report
+        assert "httpcore.http11 -> net.write>" in report
