@@ -3,6 +3,7 @@ their way through it (``scripts._stream_probe``), one client, the local provider
 ``scripts.bench_providers``, medians over the runs.
 
     .venv/bin/python -m scripts.probe_stream --provider chat-completions --runs 40
+    .venv/bin/python -m scripts.probe_stream --side adk    # ADK alone, to hold against it
 
 Upstream, from the client's send to the request's arrival at the provider: the door's read,
 admission, the claim (the thread opened), the driver, the model call (the gateway's client,
@@ -27,6 +28,8 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,8 @@ import uvloop
 from websockets.asyncio.client import connect
 
 from scripts._bench import free_port, local_gateway, user_turn
-from scripts.bench_providers import PROMPT, PROVIDERS, provider_process, recorded
+from scripts.bench_providers import PROMPT, PROVIDERS, adk_runner, provider_process, recorded
+from tests.support.providers import Provider
 
 WARM_UP_RUNS = 5
 # A start's step's CPU, kept under its name with this added (``analyse``).
@@ -88,6 +92,56 @@ def last(stamps: list[tuple[str, float, Any]], label: str, before: float) -> flo
     return found[-1] if found else None
 
 
+def add_step(
+    table: dict[str, list[float]],
+    cpu_at: dict[float, float],
+    name: str,
+    start: float | None,
+    end: float | None,
+) -> None:
+    """A step's time (ms) under its name, and the CPU the stamping thread spent on it under
+    its name + ``CPU`` when both ends are stamps of that thread (in ``cpu_at``)."""
+    if start is not None and end is not None:
+        table.setdefault(name, []).append((end - start) * 1000)
+        if start in cpu_at and end in cpu_at:
+            table.setdefault(name + CPU, []).append((cpu_at[end] - cpu_at[start]) * 1000)
+
+
+def in_steps(
+    add: Callable[[str, float | None, float | None], None],
+    stamps: list[tuple[str, float, Any]],
+    previous_step: str,
+    previous_at: float | None,
+    steps: tuple[str, ...],
+    until: float | None = None,
+) -> str:
+    """Adds each of ``steps`` the stamps reach in order after ``previous_at`` (and not after
+    ``until``) as a step from the one reached before it; returns the last one reached."""
+    for step in steps:
+        reached = first(stamps, step, previous_at) if previous_at is not None else None
+        if reached is not None and (until is None or reached <= until):
+            add(f"  {previous_step} -> {step}", previous_at, reached)
+            previous_step, previous_at = step, reached
+    return previous_step
+
+
+def request_sent(
+    add: Callable[[str, float | None, float | None], None],
+    stamps: list[tuple[str, float, Any]],
+    model_at: float | None,
+    arrived: float | None,
+) -> None:
+    """Adds the steps from the model's call to its request's arrival at the provider."""
+    written = last(stamps, "net.write<", arrived) if arrived else None
+    write_began = first(stamps, "net.write>", model_at) if model_at else None
+    reached = in_steps(add, stamps, "model>", model_at, MODEL_STEPS, write_began)
+    if reached != "model>":
+        add(f"  {reached} -> net.write>", last(stamps, reached, write_began or 0.0), write_began)
+    add("model called -> first byte written", model_at, write_began)
+    add("first byte -> last written", write_began, written)
+    add("last written -> at the provider", written, arrived)
+
+
 def analyse(
     runs: list[dict[str, Any]],
     stamps: list[tuple[str, float, Any]],
@@ -105,10 +159,7 @@ def analyse(
     def add(
         table: dict[str, list[float]], name: str, start: float | None, end: float | None
     ) -> None:
-        if start is not None and end is not None:
-            table.setdefault(name, []).append((end - start) * 1000)
-            if table is up and start in cpu_at and end in cpu_at:
-                up.setdefault(name + CPU, []).append((cpu_at[end] - cpu_at[start]) * 1000)
+        add_step(table, cpu_at if table is up else {}, name, start, end)
 
     ends = [run["sent"] for run in runs[1:]] + [float("inf")]
     for run, end in zip(runs, ends, strict=True):
@@ -121,8 +172,6 @@ def analyse(
         opened_in, opened_out = first(mine, "open_thread>", sent), first(mine, "open_thread<", sent)
         drive_at, stream_at = first(mine, "drive", sent), first(mine, "stream", sent)
         model_at = first(mine, "model>", sent)
-        written = last(mine, "net.write<", arrived) if arrived else None
-        write_began = first(mine, "net.write>", model_at) if model_at else None
         add(up, "client send -> door reads", sent, ws_in)
         add(up, "door -> admitted", ws_in, admit)
         add(up, "admitted -> claim begins", admit, claim_in)
@@ -131,28 +180,14 @@ def analyse(
         add(up, "open_thread -> claimed", opened_out, claim_out)
         add(up, "claimed -> driver", claim_out, drive_at)
         add(up, "driver -> stream (opening emitted)", drive_at, stream_at)
-        previous_step, previous_at = "stream", stream_at
-        for step in START_STEPS:
-            reached = first(mine, step, previous_at) if previous_at else None
-            if reached is not None:
-                add(up, f"  {previous_step} -> {step}", previous_at, reached)
-                previous_step, previous_at = step, reached
+        step_to = partial(add_step, up, cpu_at)
+        in_steps(step_to, mine, "stream", stream_at, START_STEPS)
         add(up, "stream -> model called", stream_at, model_at)
         for name, t, x in mine:
             if name == "commit>" and arrived and t < arrived:
                 done = first(mine, "commit<", t)
                 add(up, "  commit before the request: " + "+".join(sorted(set(x))), t, done)
-        previous_step, previous_at = "model>", model_at
-        for step in MODEL_STEPS:
-            reached = first(mine, step, previous_at) if previous_at else None
-            if reached is not None and write_began is not None and reached <= write_began:
-                add(up, f"  {previous_step} -> {step}", previous_at, reached)
-                previous_step, previous_at = step, reached
-        if previous_step != "model>":
-            add(up, f"  {previous_step} -> net.write>", previous_at, write_began)
-        add(up, "model called -> first byte written", model_at, write_began)
-        add(up, "first byte -> last written", write_began, written)
-        add(up, "last written -> at the provider", written, arrived)
+        request_sent(step_to, mine, model_at, arrived)
         add(up, "TOTAL client send -> at the provider", sent, arrived)
         # Chunks: each partial text the model yielded.
         client_texts: list[tuple[float, int]] = []
@@ -218,6 +253,57 @@ def analyse(
     return up, first_chunk, later
 
 
+def analyse_adk(
+    starts: list[float],
+    stamps: list[tuple[str, float, Any]],
+    arrivals: list[float],
+    cpu_at: dict[float, float],
+) -> dict[str, list[float]]:
+    """The steps (ms) of each run of a plain Runner from its call (``starts``) to its
+    request's arrival at the provider, by name, with their CPU (see ``add_step``)."""
+    up: dict[str, list[float]] = {}
+    step_to = partial(add_step, up, cpu_at)
+    for start, end in zip(starts, [*starts[1:], float("inf")], strict=True):
+        mine = [s for s in stamps if start <= s[1] < end]
+        arrived = next((a for a in arrivals if start <= a < end), None)
+        in_steps(step_to, mine, "Runner called", start, START_STEPS)
+        model_at = first(mine, "model>", start)
+        step_to("Runner called -> model called", start, model_at)
+        request_sent(step_to, mine, model_at, arrived)
+        step_to("TOTAL Runner called -> at the provider", start, arrived)
+    return up
+
+
+def probe_adk(
+    provider: Provider, runs: int, pace_ms: float
+) -> tuple[list[float], list[tuple[str, float, Any]], list[float], dict[float, float]]:
+    """Runs ``runs`` of bench_providers' plain ADK Runner (the demo's agent and model, no
+    gateway) in this process with ADK's stamps (``_stream_probe.install_adk``): when each
+    run's Runner was called, the stamps, the requests' arrivals at the provider, and the
+    thread's CPU at each stamp's time."""
+    from google.adk.sessions import InMemorySessionService
+
+    from scripts import _stream_probe as probe
+
+    probe.install_adk()
+    probe.around_async(InMemorySessionService, "append_event", "append_event")
+    with provider_process(provider, pace_ms):
+        run = adk_runner(provider)
+
+        async def each() -> list[float]:
+            starts = []
+            for _ in range(WARM_UP_RUNS + runs):
+                probe.stamp("runner")
+                starts.append(probe.STAMPS[-1][1])
+                await run()
+            return starts[WARM_UP_RUNS:]
+
+        starts = uvloop.run(each())
+        arrivals = recorded(provider)["arrivals"]
+    stamps = [(label, at, extra) for label, at, extra, _ in probe.STAMPS]
+    return starts, stamps, arrivals, {at: cpu for _, at, _, cpu in probe.STAMPS}
+
+
 def show(title: str, table: dict[str, list[float]]) -> None:
     print(f"  {title}:")
     for name, values in table.items():
@@ -252,7 +338,24 @@ def main() -> None:
     parser.add_argument(
         "--db", choices=("memory", "file"), default="memory", help="the gateway's store (memory)"
     )
+    parser.add_argument(
+        "--side",
+        choices=("gateway", "adk"),
+        default="gateway",
+        help="adk: a plain Runner in this process, stamped the same way, to compare (gateway)",
+    )
     args = parser.parse_args()
+    if args.side == "adk":
+        provider = PROVIDERS[args.provider]()
+        provider.port = free_port()
+        os.environ.update(provider.env())
+        starts, stamps, arrivals, cpu_at = probe_adk(provider, args.runs, args.pace_ms)
+        print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms, a plain ADK Runner")
+        show(
+            "from the Runner's call to the model's request at the provider",
+            analyse_adk(starts, stamps, arrivals, cpu_at),
+        )
+        return
     if args.profile:
         os.environ["STREAM_PROBE_PROFILE"] = "start" if args.profile_start else "1"
     provider = PROVIDERS[args.provider]()
