@@ -3,8 +3,10 @@ chunk's way through it, for ``scripts/probe_stream.py``.
 
 Each stamp is a label and the machine's monotonic clock (``time.perf_counter``, which the
 driver and the local provider read too), kept in memory and written as JSON to
-``$STREAM_PROBE_OUT`` when the process exits. The stamps wrap the gateway's own functions
-and the HTTP client's reads and writes; nothing else changes.
+``$STREAM_PROBE_OUT`` when the process exits, with the CPU time the stamping thread had
+used by then (``time.thread_time``): a step whose CPU is its time ran all along, one whose
+time is longer waited (for the socket, the other process, a core). The stamps wrap the
+gateway's own functions and the HTTP client's reads and writes; nothing else changes.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-STAMPS: list[tuple[str, float, Any]] = []
+STAMPS: list[tuple[str, float, Any, float]] = []
 now = time.perf_counter
+cpu = time.thread_time
 
 
 def stamp(label: str, extra: Any = None) -> None:
-    STAMPS.append((label, now(), extra))
+    STAMPS.append((label, now(), extra, cpu()))
     if START_ONLY and PROFILE is not None:  # each run's start alone: door to model call
         if label == "ws.in":
             INPUTS.append(None)
@@ -109,13 +112,20 @@ def _text_of(event: Any) -> Any:
     return [bool(getattr(event, "partial", False)), "".join(p.text or "" for p in parts)]
 
 
-def install() -> None:
-    import httpcore._backends.anyio as anyio_backend
+def install_adk() -> None:
+    """Stamps ADK's way to the model's call, the model's call and its chunks, the HTTP
+    client's reads and writes, and the garbage collector: what a plain Runner does too
+    (``scripts.probe_stream --side adk``)."""
+    import gc
 
-    from gateway.doors import transport, websocket
-    from gateway.hub import admission, driving, hub, text_bursts, threads
-    from gateway.store import group_commit, service
-    from gateway.translate import translator
+    import httpcore
+    import httpcore._backends.anyio as anyio_backend
+    import httpx
+    from google.adk import runners
+    from google.adk.flows.llm_flows import base_llm_flow
+
+    from gateway.models import chat_completions
+    from gateway.models.gemini import GeminiLlm
 
     read, write = anyio_backend.AnyIOStream.read, anyio_backend.AnyIOStream.write
 
@@ -142,6 +152,42 @@ def install() -> None:
             around(aiohttp.http_writer.StreamWriter, name, "net.write")
     except ImportError:
         pass
+    # The model's call, from ADK's adapter to the request's write: the gateway's client, the
+    # SDK's request built and sent, httpx's connection pool, the request's head and body.
+    on_entry(chat_completions._Completions, "create", "sdk.create")
+    on_entry(httpx.AsyncClient, "send", "httpx.send")
+    on_entry(httpcore.AsyncConnectionPool, "handle_async_request", "httpcore.pool")
+    on_entry(httpcore.AsyncHTTP11Connection, "handle_async_request", "httpcore.http11")
+    for name in (
+        "run_async",
+        "_get_or_create_session",
+        "_setup_context_for_new_invocation",
+        "_append_new_message_to_session",
+        "_exec_with_plugin",
+        "_run_node_async",
+    ):
+        on_entry(runners.Runner, name, f"adk.{name}")
+    for name in ("_preprocess_async", "_call_llm_async", "_handle_before_model_callback"):
+        on_entry(base_llm_flow.BaseLlmFlow, name, f"adk.{name}")
+    gc.callbacks.append(lambda phase, info: stamp("gc." + phase, info["generation"]))
+    try:
+        from google.adk.integrations.openai._openai_llm import OpenAILlm
+
+        on_yields(OpenAILlm, "generate_content_async", "model", _text_of)
+    except ImportError:
+        pass
+    on_yields(GeminiLlm, "generate_content_async", "model", _text_of)
+
+
+def install() -> None:
+    """``install_adk``, and the gateway's own steps: the door, the hub, the store, the way
+    out to the client's socket."""
+    install_adk()
+    from gateway.adk import engine
+    from gateway.doors import transport, websocket
+    from gateway.hub import admission, driving, hub, outbox, text_bursts, threads
+    from gateway.store import group_commit, service
+    from gateway.translate import translator
 
     on_entry(websocket.WebSocketSession, "_take", "ws.in")
     on_entry(admission.Admission, "admit", "admit")
@@ -160,8 +206,6 @@ def install() -> None:
         lambda self, events, **_: [type(e).__name__ for e in events],
     )
     on_entry(websocket.WebSocketSession, "deliver", "deliver", lambda self, e: type(e).__name__)
-    from gateway.hub import outbox
-
     on_entry(threads.Run, "_log", "run._log")
     on_entry(
         outbox.Outbox,
@@ -195,24 +239,7 @@ def install() -> None:
 
     transport.WebSocketProtocol._send_texts = send_texts_stamped  # type: ignore[method-assign]
     transport.WebSocketProtocol._send_now = send_now_stamped  # type: ignore[method-assign]
-
-    from google.adk import runners
-    from google.adk.flows.llm_flows import base_llm_flow
-
-    for name in (
-        "run_async",
-        "_get_or_create_session",
-        "_setup_context_for_new_invocation",
-        "_append_new_message_to_session",
-        "_exec_with_plugin",
-        "_run_node_async",
-    ):
-        on_entry(runners.Runner, name, f"adk.{name}")
-    for name in ("_preprocess_async", "_call_llm_async", "_handle_before_model_callback"):
-        on_entry(base_llm_flow.BaseLlmFlow, name, f"adk.{name}")
     around_async(service.SessionService, "append_event", "append_event")
-    from gateway.adk import engine
-
     on_entry(engine.Engine, "run", "engine.run")
 
     try_commit = group_commit.GroupCommit._try_commit
@@ -226,18 +253,6 @@ def install() -> None:
             stamp("commit<", kinds)
 
     group_commit.GroupCommit._try_commit = try_commit_stamped  # type: ignore[method-assign]
-    import gc
-
-    gc.callbacks.append(lambda phase, info: stamp("gc." + phase, info["generation"]))
-    try:
-        from google.adk.integrations.openai._openai_llm import OpenAILlm
-
-        on_yields(OpenAILlm, "generate_content_async", "model", _text_of)
-    except ImportError:
-        pass
-    from gateway.models.gemini import GeminiLlm
-
-    on_yields(GeminiLlm, "generate_content_async", "model", _text_of)
 
 
 if __name__ == "__main__":

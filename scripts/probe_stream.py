@@ -3,13 +3,18 @@ their way through it (``scripts._stream_probe``), one client, the local provider
 ``scripts.bench_providers``, medians over the runs.
 
     .venv/bin/python -m scripts.probe_stream --provider chat-completions --runs 40
+    .venv/bin/python -m scripts.probe_stream --side adk    # ADK alone, to hold against it
 
 Upstream, from the client's send to the request's arrival at the provider: the door's read,
-admission, the claim (the thread opened), the driver, the model call, the request's bytes
-written. Downstream, for each chunk of text: its bytes read from the provider, the model's
-response (SDK and ADK's adapter), ADK's event translated (ADK's flow and runner, the
-gateway's plugins), written to the client's socket (the hub, the send queue), and read by
-the client. The stamps cost a few microseconds each; compare segments, not totals.
+admission, the claim (the thread opened), the driver, the model call (the gateway's client,
+httpx, its connection pool, the request's head), the request's bytes written; beside each
+step between two of the gateway's stamps, the CPU its thread spent on it: where the two are
+equal the step is the gateway's (or ADK's) Python, and no wait for a turn of the loop or for
+a socket is in it (a quiet start is all CPU up to the request's write). Downstream, for each
+chunk of text: its bytes read from the provider, the model's response (SDK and ADK's
+adapter), ADK's event translated (ADK's flow and runner, the gateway's plugins), written to
+the client's socket (the hub, the send queue), and read by the client. The stamps cost a
+few microseconds each; compare segments, not totals.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +37,12 @@ import uvloop
 from websockets.asyncio.client import connect
 
 from scripts._bench import free_port, local_gateway, user_turn
-from scripts.bench_providers import PROMPT, PROVIDERS, provider_process, recorded
+from scripts.bench_providers import PROMPT, PROVIDERS, adk_runner, provider_process, recorded
+from tests.support.providers import Provider
 
 WARM_UP_RUNS = 5
+# A start's step's CPU, kept under its name with this added (``analyse``).
+CPU = " (CPU)"
 # Where a run's start goes, in order, from the driver's stream to the model's call.
 START_STEPS = (
     "engine.run",
@@ -47,6 +57,9 @@ START_STEPS = (
     "adk._call_llm_async",
     "model>",
 )
+# Where the model's call goes before its request's first byte is written (chat completions:
+# the gateway's client, then httpx and httpcore; Gemini's SDK has none of these stamps).
+MODEL_STEPS = ("sdk.create", "httpx.send", "httpcore.pool", "httpcore.http11")
 # Where an emitted event goes before a client's connection is handed it.
 DELIVERY_STEPS = ("run._log", "append_frames", "submit", "outbox.send", "run._route", "deliver")
 
@@ -79,18 +92,74 @@ def last(stamps: list[tuple[str, float, Any]], label: str, before: float) -> flo
     return found[-1] if found else None
 
 
+def add_step(
+    table: dict[str, list[float]],
+    cpu_at: dict[float, float],
+    name: str,
+    start: float | None,
+    end: float | None,
+) -> None:
+    """A step's time (ms) under its name, and the CPU the stamping thread spent on it under
+    its name + ``CPU`` when both ends are stamps of that thread (in ``cpu_at``)."""
+    if start is not None and end is not None:
+        table.setdefault(name, []).append((end - start) * 1000)
+        if start in cpu_at and end in cpu_at:
+            table.setdefault(name + CPU, []).append((cpu_at[end] - cpu_at[start]) * 1000)
+
+
+def in_steps(
+    add: Callable[[str, float | None, float | None], None],
+    stamps: list[tuple[str, float, Any]],
+    previous_step: str,
+    previous_at: float | None,
+    steps: tuple[str, ...],
+    until: float | None = None,
+) -> str:
+    """Adds each of ``steps`` the stamps reach in order after ``previous_at`` (and not after
+    ``until``) as a step from the one reached before it; returns the last one reached."""
+    for step in steps:
+        reached = first(stamps, step, previous_at) if previous_at is not None else None
+        if reached is not None and (until is None or reached <= until):
+            add(f"  {previous_step} -> {step}", previous_at, reached)
+            previous_step, previous_at = step, reached
+    return previous_step
+
+
+def request_sent(
+    add: Callable[[str, float | None, float | None], None],
+    stamps: list[tuple[str, float, Any]],
+    model_at: float | None,
+    arrived: float | None,
+) -> None:
+    """Adds the steps from the model's call to its request's arrival at the provider."""
+    written = last(stamps, "net.write<", arrived) if arrived else None
+    write_began = first(stamps, "net.write>", model_at) if model_at else None
+    reached = in_steps(add, stamps, "model>", model_at, MODEL_STEPS, write_began)
+    if reached != "model>":
+        add(f"  {reached} -> net.write>", last(stamps, reached, write_began or 0.0), write_began)
+    add("model called -> first byte written", model_at, write_began)
+    add("first byte -> last written", write_began, written)
+    add("last written -> at the provider", written, arrived)
+
+
 def analyse(
-    runs: list[dict[str, Any]], stamps: list[tuple[str, float, Any]], arrivals: list[float]
+    runs: list[dict[str, Any]],
+    stamps: list[tuple[str, float, Any]],
+    arrivals: list[float],
+    cpu_at: dict[float, float] | None = None,
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    """The steps' times (ms) by name: of each run's start, its first chunk, its later ones.
+    With ``cpu_at`` (the gateway's thread CPU at each stamp's time), a start's step between
+    two of the gateway's stamps is also given its CPU, under its name + ``CPU``."""
     up: dict[str, list[float]] = {}
     first_chunk: dict[str, list[float]] = {}
     later: dict[str, list[float]] = {}
+    cpu_at = cpu_at or {}
 
     def add(
         table: dict[str, list[float]], name: str, start: float | None, end: float | None
     ) -> None:
-        if start is not None and end is not None:
-            table.setdefault(name, []).append((end - start) * 1000)
+        add_step(table, cpu_at if table is up else {}, name, start, end)
 
     ends = [run["sent"] for run in runs[1:]] + [float("inf")]
     for run, end in zip(runs, ends, strict=True):
@@ -103,8 +172,6 @@ def analyse(
         opened_in, opened_out = first(mine, "open_thread>", sent), first(mine, "open_thread<", sent)
         drive_at, stream_at = first(mine, "drive", sent), first(mine, "stream", sent)
         model_at = first(mine, "model>", sent)
-        written = last(mine, "net.write<", arrived) if arrived else None
-        write_began = first(mine, "net.write>", model_at) if model_at else None
         add(up, "client send -> door reads", sent, ws_in)
         add(up, "door -> admitted", ws_in, admit)
         add(up, "admitted -> claim begins", admit, claim_in)
@@ -113,20 +180,14 @@ def analyse(
         add(up, "open_thread -> claimed", opened_out, claim_out)
         add(up, "claimed -> driver", claim_out, drive_at)
         add(up, "driver -> stream (opening emitted)", drive_at, stream_at)
-        previous_step, previous_at = "stream", stream_at
-        for step in START_STEPS:
-            reached = first(mine, step, previous_at) if previous_at else None
-            if reached is not None:
-                add(up, f"  {previous_step} -> {step}", previous_at, reached)
-                previous_step, previous_at = step, reached
+        step_to = partial(add_step, up, cpu_at)
+        in_steps(step_to, mine, "stream", stream_at, START_STEPS)
         add(up, "stream -> model called", stream_at, model_at)
         for name, t, x in mine:
             if name == "commit>" and arrived and t < arrived:
                 done = first(mine, "commit<", t)
                 add(up, "  commit before the request: " + "+".join(sorted(set(x))), t, done)
-        add(up, "model called -> first byte written", model_at, write_began)
-        add(up, "first byte -> last written", write_began, written)
-        add(up, "last written -> at the provider", written, arrived)
+        request_sent(step_to, mine, model_at, arrived)
         add(up, "TOTAL client send -> at the provider", sent, arrived)
         # Chunks: each partial text the model yielded.
         client_texts: list[tuple[float, int]] = []
@@ -192,17 +253,72 @@ def analyse(
     return up, first_chunk, later
 
 
+def analyse_adk(
+    starts: list[float],
+    stamps: list[tuple[str, float, Any]],
+    arrivals: list[float],
+    cpu_at: dict[float, float],
+) -> dict[str, list[float]]:
+    """The steps (ms) of each run of a plain Runner from its call (``starts``) to its
+    request's arrival at the provider, by name, with their CPU (see ``add_step``)."""
+    up: dict[str, list[float]] = {}
+    step_to = partial(add_step, up, cpu_at)
+    for start, end in zip(starts, [*starts[1:], float("inf")], strict=True):
+        mine = [s for s in stamps if start <= s[1] < end]
+        arrived = next((a for a in arrivals if start <= a < end), None)
+        in_steps(step_to, mine, "Runner called", start, START_STEPS)
+        model_at = first(mine, "model>", start)
+        step_to("Runner called -> model called", start, model_at)
+        request_sent(step_to, mine, model_at, arrived)
+        step_to("TOTAL Runner called -> at the provider", start, arrived)
+    return up
+
+
+def probe_adk(
+    provider: Provider, runs: int, pace_ms: float
+) -> tuple[list[float], list[tuple[str, float, Any]], list[float], dict[float, float]]:
+    """Runs ``runs`` of bench_providers' plain ADK Runner (the demo's agent and model, no
+    gateway) in this process with ADK's stamps (``_stream_probe.install_adk``): when each
+    run's Runner was called, the stamps, the requests' arrivals at the provider, and the
+    thread's CPU at each stamp's time."""
+    from google.adk.sessions import InMemorySessionService
+
+    from scripts import _stream_probe as probe
+
+    probe.install_adk()
+    probe.around_async(InMemorySessionService, "append_event", "append_event")
+    with provider_process(provider, pace_ms):
+        run = adk_runner(provider)
+
+        async def each() -> list[float]:
+            starts = []
+            for _ in range(WARM_UP_RUNS + runs):
+                probe.stamp("runner")
+                starts.append(probe.STAMPS[-1][1])
+                await run()
+            return starts[WARM_UP_RUNS:]
+
+        starts = uvloop.run(each())
+        arrivals = recorded(provider)["arrivals"]
+    stamps = [(label, at, extra) for label, at, extra, _ in probe.STAMPS]
+    return starts, stamps, arrivals, {at: cpu for _, at, _, cpu in probe.STAMPS}
+
+
 def show(title: str, table: dict[str, list[float]]) -> None:
     print(f"  {title}:")
     for name, values in table.items():
+        if name.endswith(CPU):
+            continue
         q = (
             statistics.quantiles(values, n=10, method="inclusive")
             if len(values) > 1
             else values * 9
         )
+        spent = table.get(name + CPU)
+        cpu = f"  CPU p50 {statistics.median(spent):6.3f}" if spent else ""
         print(
             f"    {name:<58} p50 {statistics.median(values):6.3f}  p10 {q[0]:6.3f}"
-            f"  p90 {q[-1]:6.3f} ms  (n={len(values)})"
+            f"  p90 {q[-1]:6.3f} ms  (n={len(values)}){cpu}"
         )
 
 
@@ -222,7 +338,24 @@ def main() -> None:
     parser.add_argument(
         "--db", choices=("memory", "file"), default="memory", help="the gateway's store (memory)"
     )
+    parser.add_argument(
+        "--side",
+        choices=("gateway", "adk"),
+        default="gateway",
+        help="adk: a plain Runner in this process, stamped the same way, to compare (gateway)",
+    )
     args = parser.parse_args()
+    if args.side == "adk":
+        provider = PROVIDERS[args.provider]()
+        provider.port = free_port()
+        os.environ.update(provider.env())
+        starts, stamps, arrivals, cpu_at = probe_adk(provider, args.runs, args.pace_ms)
+        print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms, a plain ADK Runner")
+        show(
+            "from the Runner's call to the model's request at the provider",
+            analyse_adk(starts, stamps, arrivals, cpu_at),
+        )
+        return
     if args.profile:
         os.environ["STREAM_PROBE_PROFILE"] = "start" if args.profile_start else "1"
     provider = PROVIDERS[args.provider]()
@@ -250,7 +383,9 @@ def main() -> None:
             while not out.exists() and time.monotonic() < deadline:
                 time.sleep(0.1)
             time.sleep(0.5)
-        stamps = [tuple(s) for s in json.loads(out.read_text())]
+        recorded_stamps = json.loads(out.read_text())
+        stamps = [tuple(s[:3]) for s in recorded_stamps]
+        cpu_at = {s[1]: s[3] for s in recorded_stamps}
         if args.stamps:
             shutil.copy(out, args.stamps)
         if args.profile:
@@ -263,7 +398,7 @@ def main() -> None:
         f"garbage collections during the runs: {len(gcs)} (generations {generations}),"
         f" {spent * 1000:.1f} ms in all"
     )
-    up, first_chunk, later = analyse(runs, stamps, arrivals)  # type: ignore[arg-type]
+    up, first_chunk, later = analyse(runs, stamps, arrivals, cpu_at)  # type: ignore[arg-type]
     print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms, {args.db} ({root})")
     show("from the client's input to the model's request at the provider", up)
     show("the first chunk", first_chunk)

@@ -26,6 +26,15 @@ in ~10 µs (``Chunk``). A chunk it refuses (a provider's own finish reason, a fi
 the wrong type) is built the SDK's way, as before, so nothing a provider sends is read
 differently; SSE framing, ``[DONE]`` and a provider's error event stay the SDK's.
 
+Its body goes out as the SDK writes it (``openapi_dumps``: UTF-8, no spaces), encoded by
+msgspec instead of the standard library's ``json`` with the SDK's encoder class: the same
+bytes for the plain values ADK builds (a number with an exponent is written ``1e-7`` where
+``json`` writes ``1e-07``), ~0.1 ms sooner on the way to the first byte (~25 µs in a warm
+loop, four times that between two runs' worth of other work). A body with anything else in
+it (an object only the SDK's encoder knows, a number JSON cannot say, which the SDK refuses)
+is the SDK's to encode, as before, and so is every body of a client with a provider runtime
+(which may rewrite a request's body before it goes).
+
 And each request's URL is the base URL joined with the same path: the SDK parses the path
 and builds the joined URL again for every request (~0.1 ms before the first byte can
 leave, httpx's URL parsing); ``ChatCompletionsClient`` keeps the last one it built, for as
@@ -36,10 +45,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import typing
 from typing import Any
 
 import httpx
+import msgspec
 import pydantic
 import typing_extensions
 from openai import AsyncOpenAI, AsyncStream, RequestOptions
@@ -49,7 +60,7 @@ from openai.resources.chat import AsyncChat, AsyncCompletions
 from openai.resources.chat.completions.completions import validate_response_format
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
 
-__all__ = ["ChatCompletionsClient", "Chunk", "sent_as_is"]
+__all__ = ["ChatCompletionsClient", "Chunk", "encoded", "sent_as_is"]
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +114,11 @@ class _Completions(AsyncCompletions):
             return await super().create(**parameters)
         validate_response_format(parameters.get("response_format"))
         stream = bool(parameters.get("stream"))
+        # A provider runtime may rewrite the body as a mapping: it gets the parameters.
+        rewritten = getattr(self._client, "_provider_runtime", None) is not None
         return await self._client.post(
             "/chat/completions",
-            body=parameters,
+            body=parameters if rewritten else encoded(parameters),
             options=_OPTIONS,
             cast_to=ChatCompletion,
             stream=stream,
@@ -124,6 +137,19 @@ class Chunk:
         except pydantic.ValidationError as refused:  # the SDK's way takes what pydantic won't
             log.debug("a chunk is built the SDK's way: %s", refused.errors()[0]["msg"])
             return construct_type(type_=ChatCompletionChunk, value=data)
+
+
+def encoded(parameters: dict[str, Any]) -> dict[str, Any] | bytes:
+    """The request's body as the SDK's ``openapi_dumps`` writes it, or ``parameters`` as
+    they are for the SDK to encode when msgspec cannot say the same: an object it does not
+    know, or a number that is not finite among the parameters (the SDK refuses those,
+    where msgspec would write ``null``)."""
+    if any(isinstance(value, float) and not math.isfinite(value) for value in parameters.values()):
+        return parameters
+    try:
+        return msgspec.json.encode(parameters)
+    except (TypeError, ValueError, OverflowError):
+        return parameters
 
 
 @functools.cache

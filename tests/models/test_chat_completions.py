@@ -10,12 +10,14 @@ from typing import Annotated, Any
 
 import httpx
 import openai
+import pydantic
 import pytest
 from google.adk.integrations.openai import OpenAILlm
 from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 from openai import AsyncOpenAI
 from openai._utils import PropertyInfo
+from openai._utils._json import openapi_dumps
 from typing_extensions import TypedDict
 
 from gateway.models import chat_completions, names
@@ -147,6 +149,39 @@ async def test_a_chat_completion_skips_the_sdks_walk(monkeypatch: pytest.MonkeyP
     model = OpenAILlm(model="local-model", client=client_of(type(client), sent, answer))
     responses = [r async for r in model.generate_content_async(conversation(), stream=True)]
     assert responses[-1].content is not None and len(sent) == 1
+
+
+async def test_the_body_is_the_sdks_bytes_encoded_by_msgspec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the SDK's ``openapi_dumps`` would write, byte for byte, without its ``json``."""
+    dumped = counting(monkeypatch, openai._base_client, "openapi_dumps")
+    bodies = counting(monkeypatch, chat_completions, "encoded")
+    sent: list[httpx.Request] = []
+    model = OpenAILlm(model="local-model", client=client_of(ChatCompletionsClient, sent, answer))
+    _ = [r async for r in model.generate_content_async(conversation(), stream=True)]
+    (request,), (call,) = sent, bodies
+    assert request.content == openapi_dumps(call.args[0])
+    assert "화면 열어줘" in request.content.decode()  # as UTF-8, as the SDK writes it
+    assert dumped == []
+
+
+class Shown(pydantic.BaseModel):
+    id: int
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"model": "m", "temperature": float("nan")},  # the SDK refuses it; msgspec: null
+        {"model": "m", "metadata": {"card": Shown(id=3)}},  # only the SDK's encoder knows it
+    ],
+    ids=["not finite", "an object"],
+)
+def test_what_msgspec_cannot_say_the_same_is_the_sdks_to_encode(
+    parameters: dict[str, Any],
+) -> None:
+    assert chat_completions.encoded(parameters) is parameters
 
 
 def delta(choice: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

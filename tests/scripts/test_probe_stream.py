@@ -31,3 +31,22 @@ def test_the_probe_times_every_step_of_a_start_and_of_a_chunk(provider: str, db:
     ):
         assert step in report, step
     assert "the first chunk:" in report and "later chunks:" in report
+    # The gateway's CPU beside its steps: the door's is its thread's Python alone.
+    assert next(line for line in report.splitlines() if "door -> admitted" in line).count("CPU")
+    if provider == "chat-completions":  # its SDK's and httpx's steps to the request's write
+        assert "sdk.create -> httpx.send" in report
+        assert "httpcore.http11 -> net.write>" in report
+
+
+def test_a_plain_runner_is_stamped_the_same_way() -> None:
+    """``--side adk``: the steps ADK alone takes, to hold against the gateway's."""
+    report = script_report("scripts.probe_stream", "--side adk --runs 3 --pace-ms 2")
+    assert "a plain ADK Runner" in report
+    for step in (
+        "Runner called -> adk.run_async",
+        "append_event> -> append_event<",
+        "adk._preprocess_async -> adk._handle_before_model_callback",
+        "sdk.create -> httpx.send",
+        "TOTAL Runner called -> at the provider",
+    ):
+        assert step in report, step
