@@ -10,7 +10,6 @@ it cannot take at once goes to the reader's thread, so the loop never waits for 
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Coroutine
@@ -71,39 +70,48 @@ async def test_a_known_thread_opens_without_waiting_for_another_thread(
     assert again.session is not None and texts(again.session) == ["hello", "hi", "next"]
 
 
-async def test_other_reads_still_go_to_the_readers_thread(store: SessionService) -> None:
-    await a_thread(store, "t")
-    backend = store._backend
-    assert isinstance(backend, SqliteBackend)
-    loop_thread = threading.current_thread()
-    ran_on: list[threading.Thread] = []
+class CountingEvents:
+    """A read of how many events the file holds, that keeps the thread each try ran on;
+    ``busy_on_the_loop``: a try on the loop's thread fails as a lock SQLite cannot take at
+    once would."""
 
-    def read(db: sqlite3.Connection) -> int:
-        ran_on.append(threading.current_thread())
+    def __init__(self, *, busy_on_the_loop: bool = False) -> None:
+        self.loop_thread = threading.current_thread()
+        self.busy_on_the_loop = busy_on_the_loop
+        self.ran_on: list[threading.Thread] = []
+
+    def __call__(self, db: sqlite3.Connection) -> int:
+        self.ran_on.append(threading.current_thread())
+        if self.busy_on_the_loop and threading.current_thread() is self.loop_thread:
+            raise sqlite3.OperationalError("database is locked")
         return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
 
+    def on_the_loop(self) -> list[bool]:
+        return [thread is self.loop_thread for thread in self.ran_on]
+
+
+def sqlite_backend(store: SessionService) -> SqliteBackend:
+    backend = store._backend
+    assert isinstance(backend, SqliteBackend)
+    return backend
+
+
+async def test_other_reads_still_go_to_the_readers_thread(store: SessionService) -> None:
+    await a_thread(store, "t")
+    backend, read = sqlite_backend(store), CountingEvents()
     assert await backend.read(read) == 2
     assert await backend.read(read, now=True) == 2
-    assert ran_on[0] is not loop_thread and ran_on[1] is loop_thread
+    assert read.on_the_loop() == [False, True]
 
 
 async def test_a_read_not_taken_at_once_goes_to_the_readers_thread(
     store: SessionService,
 ) -> None:
     await a_thread(store, "t")
-    backend = store._backend
-    assert isinstance(backend, SqliteBackend)
-    loop_thread = threading.current_thread()
-    tried: list[threading.Thread] = []
-
-    def busy_on_the_loop(db: sqlite3.Connection) -> int:
-        tried.append(threading.current_thread())
-        if threading.current_thread() is loop_thread:  # as a lock SQLite cannot take at once
-            raise sqlite3.OperationalError("database is locked")
-        return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
-
-    read = asyncio.ensure_future(backend.read(busy_on_the_loop, now=True))
-    assert await read == 2
-    assert tried[0] is loop_thread and tried[1] is not loop_thread
+    backend, busy = sqlite_backend(store), CountingEvents(busy_on_the_loop=True)
+    assert await backend.read(busy, now=True) == 2
+    assert busy.on_the_loop() == [True, False]
     # The loop's connection is left out of any transaction: the next read runs there.
-    assert await backend.read(lambda _: threading.current_thread(), now=True) is loop_thread
+    read = CountingEvents()
+    assert await backend.read(read, now=True) == 2
+    assert read.on_the_loop() == [True]
