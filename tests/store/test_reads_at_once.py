@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 
@@ -23,26 +22,15 @@ from gateway.store.sqlite.backend import SqliteBackend
 from tests.support.adk_events import agent_says, texts, user_says
 from tests.support.backends import APP
 from tests.support.held_store import file_store, write_lock_held
+from tests.support.turns import without_a_turn
 
 pytestmark = pytest.mark.unit
-
-T = TypeVar("T")
 
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[SessionService]:
     async with file_store(str(tmp_path / "threads.db")) as service:
         yield service
-
-
-def without_a_turn(coroutine: Coroutine[Any, Any, T]) -> T:
-    """What ``coroutine`` returns, which it must do without once giving the loop a turn."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coroutine.close()
-    raise AssertionError("it waited for a turn of the loop")
 
 
 async def a_thread(store: SessionService, thread: str) -> None:
