@@ -123,8 +123,10 @@ class Backend(Protocol):
     # Other processes may write it too: nothing may rest on this process owning it.
     shared: bool
 
-    async def read(self, fn: Callable[[Any], T]) -> T:
-        """``fn(connection)`` in one call, seeing what every finished commit stored."""
+    async def read(self, fn: Callable[[Any], T], *, now: bool = False) -> T:
+        """``fn(connection)`` in one call, seeing what every finished commit stored;
+        ``now``: a short read a run waits on, run on the loop's thread at once where the
+        database lets it (a SQLite file), not handed to another thread."""
         ...
 
     async def commit(self, writes: Sequence[Write]) -> list[object]:

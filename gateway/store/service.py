@@ -427,8 +427,9 @@ class SessionService(BaseSessionService):
 
         ``known``: the caller has had the thread in hand (a run's reply to the browser, the
         next message): it is likely there and the user's, so it is read beside the writer
-        (``Reads.read_thread``) instead of taking a place in the writer's queue, where it would
-        wait for the commit in progress and then for its own. A read sees every commit
+        (``Reads.read_thread``), at once on the loop's thread where the backend can, instead
+        of taking a place in the writer's queue, where it would wait for the commit in
+        progress and then for its own. A read sees every commit
         finished before it, not the writes still queued: the caller must know that none
         of the thread's is (the hub's runs end only once their writes are committed).
         Not found so, it is opened through the writer.
@@ -442,7 +443,8 @@ class SessionService(BaseSessionService):
                 session_id=session_id,
                 window=self.history_window,
             )
-            if (found := await self._read(read)) is not None:
+            # At once, on the loop: a run waits on it (``Backend.read``'s ``now``).
+            if (found := await self._read(read, now=True)) is not None:
                 stored, usage, head = found
                 session = await self._session_of(stored)
                 return OpenedThread(user_id, session, created=False, usage=usage, log_head=head)
@@ -773,10 +775,10 @@ class SessionService(BaseSessionService):
             raise StoreError("the session store is not open")
         return self._backend.reads
 
-    async def _read(self, fn: Callable[[Any], T]) -> T:
+    async def _read(self, fn: Callable[[Any], T], *, now: bool = False) -> T:
         if self._backend is None:
             raise StoreError("the session store is not open")
-        return await self._backend.read(fn)
+        return await self._backend.read(fn, now=now)
 
     async def _write(self, write: writes.Write) -> object:
         return await self._writes.writer_or_raise().submit(write)

@@ -6,8 +6,8 @@ the model; the store goes on with the model call once the input is queued, not c
 (``SessionService.input_ahead``), and the driver sends nothing of the stream before that
 commit is done. The real hub, ADK runner and store on a SQLite file, with another
 connection holding the file's write lock or every commit slowed down. And the read that
-comes before: a thread the hub has in hand is read beside the writer, and a run that came
-and went during that read makes the claim read again.
+comes before: a thread the hub has in hand is read beside the writer, at once on the loop,
+and a run that came and went during that read makes the claim read again.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gateway.hub.refusals import Claimed
 from tests.support.agui import StreamChecker, new_id, user_input
 from tests.support.budgets import eventually, scaled
 from tests.support.held_store import navigator_hub, slow_commits, write_lock_held
+from tests.support.turns import without_a_turn
 
 pytestmark = pytest.mark.unit
 
@@ -183,5 +184,24 @@ async def test_a_run_that_came_and_went_during_a_known_threads_read_makes_it_rea
         assert known.run is None and hub.slots.taken == 0  # nothing kept of either claim
         engine.open_thread = read  # type: ignore[method-assign]
         run = await hub.start("demo", said(thread, INTRO), client := Client(db, INTRO))
+        await asyncio.wait_for(run.done.wait(), scaled(30))
+        assert client.types()[-1] == "RUN_FINISHED"
+
+
+async def test_the_next_messages_run_is_claimed_without_a_turn_of_the_loop(
+    tmp_path: Path,
+) -> None:
+    """A thread in hand is read at once, on the loop (``open_thread(known=True)``): the
+    claim, the read, the plan and the run's task are made in the turn that starts the run,
+    with nothing of other runs' work between. The read's hop to the reader's thread and
+    back (two wake-ups) was most of the slowest claims' wait under load."""
+    db = str(tmp_path / "threads.db")
+    async with hub_on(db, pace_ms=0) as hub:
+        thread = new_id("t")
+        first = await hub.start("demo", said(thread, HELLO), Client(db, HELLO))
+        await asyncio.wait_for(first.done.wait(), scaled(10))
+        client = Client(db, INTRO)
+        run = without_a_turn(hub.start("demo", said(thread, INTRO), client))
+        assert run.task is not None and hub.threads[thread].run is run
         await asyncio.wait_for(run.done.wait(), scaled(30))
         assert client.types()[-1] == "RUN_FINISHED"

@@ -59,7 +59,8 @@ class PostgresBackend:
         self._reader = reader
         self._writer = writer
 
-    async def read(self, fn: Callable[[Any], T]) -> T:
+    async def read(self, fn: Callable[[Any], T], *, now: bool = False) -> T:
+        # ``now`` changes nothing here: every read is a round trip to the server.
         read = partial(in_one_snapshot, fn)
         try:
             return await self._reader.run(read)

@@ -10,7 +10,8 @@ A file the store writes also gets a reader (``connect_reader``): a second connec
 a thread of its own, for every read. WAL lets a reader run beside the writer, so a read
 (a thread opened for a run, a reattach's frames) no longer waits in the writer's thread
 for the commit in progress to finish; each read sees the commits finished before it
-(``backend.SqliteBackend.read``).
+(``backend.SqliteBackend.read``); and a third (``connect_on_loop``), on the loop's own
+thread, for the short reads a run waits on.
 """
 
 from __future__ import annotations
@@ -101,6 +102,25 @@ async def connect_reader(path: str) -> Database:
         await conn.close()
         raise
     return Database(conn, inline=False)
+
+
+def connect_on_loop(path: str) -> sqlite3.Connection:
+    """A third connection to a file the writer has opened, for the short reads a run waits
+    on, made and used on the loop's thread (``backend.SqliteBackend.read``'s ``now``).
+
+    A read handed to the reader's thread waits for that thread to get a core and the GIL,
+    then for the loop to take its answer in a turn of its own: two wake-ups, which on a
+    loaded machine took far longer than the read (docs/first-event.md). A read of a file
+    whose pages the process keeps warm, under WAL, never waits for the writer; so the
+    connection waits for no lock either (``timeout=0``): a read it cannot take at once
+    raises, and goes to the reader's thread instead.
+    """
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=0)
+        conn.execute("PRAGMA query_only = 1")  # as the reader: no slip of code writes here
+    except sqlite3.Error as error:
+        raise StoreError(f"cannot open the session store {path} for reading: {error}") from error
+    return conn
 
 
 async def disconnect(db: Database, *, optimize: bool) -> None:
