@@ -43,11 +43,13 @@ or ``postgres-xN``, N gateway processes on one database with the users spread ev
 them. ``--workers N`` runs each of them twice a round, as one process and with
 ``GATEWAY_WORKERS=N`` (its invocations in N worker processes, docs/multicore.md), side by
 side; ``--workers auto``, with the default's workers on demand, and ``--workers 2 auto``
-both. Several stores are run in turn each round, and the report ends with each one's median
-stories/s and server CPU a story (all its processes' CPU, from /proc) against the first's:
-CPU a story is the figure to read on a shared machine, where stories/s moves with the
-neighbours. On PostgreSQL it also counts the statements a story costs the database (its
-throwaway server loads ``pg_stat_statements``), the load's alone, not the check's after it.
+both; ``--alone`` leaves the one process out (a round is then half as long: the way to
+A/B the first text's p99 with workers). Several stores are run in turn each round, and the
+report ends with each one's median stories/s and server CPU a story (all its processes'
+CPU, from /proc) against the first's: CPU a story is the figure to read on a shared
+machine, where stories/s moves with the neighbours. On PostgreSQL it also counts the
+statements a story costs the database (its throwaway server loads
+``pg_stat_statements``), the load's alone, not the check's after it.
 
 Reported: stories a second and latency after the ramp, of the stories not cut (RUN_STARTED
 after each frame, the first run's end, paused on the browser, the reply's first text and
@@ -84,6 +86,7 @@ It needs the ``test`` extra (``tests/support/agui.py`` imports the official AG-U
     .venv/bin/python -m scripts.load --users 40 --workers 2 auto        # and workers on demand
     .venv/bin/python -m scripts.load --users 1000 --ramp 20 --think 60 --rounds 3  # paced users
     .venv/bin/python -m scripts.load --users 200 --workers auto --timeline  # first text's wait
+    .venv/bin/python -m scripts.load --users 200 --workers auto --alone  # auto, no one process
 """
 
 from __future__ import annotations
@@ -205,6 +208,12 @@ def main() -> int:
         " side with one process (none)",
     )
     parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="with --workers, run only the setups with workers, not one process beside each"
+        " (where one process's figures are not wanted: the first text's p99 with auto)",
+    )
+    parser.add_argument(
         "--timeline",
         action="store_true",
         help="the gateway marks each run's steps (GATEWAY_TIMELINE) and the report shows where"
@@ -215,12 +224,9 @@ def main() -> int:
         "--timeout", type=float, default=600.0, help="seconds for a round, check included (600)"
     )
     args = parser.parse_args()
-    if args.workers:
-        args.db = [
-            twin
-            for setup in args.db
-            for twin in (setup, *(dataclasses.replace(setup, workers=n) for n in args.workers))
-        ]
+    if args.alone and not args.workers:
+        parser.error("--alone runs the setups with workers alone: give --workers")
+    args.db = setups(args.db, args.workers, alone=args.alone)
     ensure_open_files(args.users)
     mode = "kill mode (stories cut midway)" if args.kill else "normal mode"
     thinking = f"think {args.think:g} s on average" if args.think > 0 else "back to back"
@@ -247,6 +253,17 @@ def main() -> int:
     if len(results) > 1:
         print_comparison(args.db, results)
     return 1 if any(result.failed for rounds in results.values() for result in rounds) else 0
+
+
+def setups(stores: list[Setup], workers: list[int], *, alone: bool = False) -> list[Setup]:
+    """The setups a round runs, in turn: each store as one process, then with each count of
+    ``workers``; ``alone``, only with workers."""
+    return [
+        twin
+        for setup in stores
+        for twin in ([] if alone else [setup])
+        + [dataclasses.replace(setup, workers=n) for n in workers]
+    ]
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
+from gateway.config import AUTO_WORKERS
 from scripts import _load_machine as machine
 from scripts import _load_servers as servers
 from scripts import _load_stories as stories
+from scripts import load
 from scripts._bench import ROOT, LocalGateway, free_port
 from tests.support.agui import tool_answer
 
@@ -180,6 +182,22 @@ def test_with_workers_the_report_says_how_many_starts_went_without_kept_events(
     # Only the setup with workers has the line; a story's reply may go elsewhere (the
     # keeping worker much busier), but not every one of 15.
     assert len(kept) == 1 and int(kept[0][0]) > 0, done.stdout
+
+
+def test_workers_run_beside_one_process_unless_alone() -> None:
+    file, x2 = servers.Setup("file"), servers.Setup("postgres", 2)
+    assert load.setups([file, x2], [2, AUTO_WORKERS]) == [
+        file,
+        servers.Setup("file", workers=2),
+        servers.Setup("file", workers=AUTO_WORKERS),
+        x2,
+        servers.Setup("postgres", 2, workers=2),
+        servers.Setup("postgres", 2, workers=AUTO_WORKERS),
+    ]
+    assert load.setups([file], [AUTO_WORKERS], alone=True) == [
+        servers.Setup("file", workers=AUTO_WORKERS)
+    ]
+    assert load.setups([file], []) == [file]
 
 
 def test_a_store_setup_is_named_or_refused() -> None:
