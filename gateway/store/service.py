@@ -427,11 +427,11 @@ class SessionService(BaseSessionService):
 
         ``known``: the caller has had the thread in hand (a run's reply to the browser, the
         next message): it is likely there and the user's, so it is read beside the writer
-        (``Reads.read_thread``), at once on the loop's thread where the backend can, instead
-        of taking a place in the writer's queue, where it would wait for the commit in
-        progress and then for its own. A read sees every commit
-        finished before it, not the writes still queued: the caller must know that none
-        of the thread's is (the hub's runs end only once their writes are committed).
+        (``Reads.read_thread``), at once on the loop's thread where the backend can
+        (``Backend.read``'s ``now``), instead of taking a place in the writer's queue, where
+        it would wait for the commit in progress and then for its own. A read sees every
+        commit finished before it, not the writes still queued: the caller must know that
+        none of the thread's is (the hub's runs end only once their writes are committed).
         Not found so, it is opened through the writer.
         """
         session_id = session_id.strip()
@@ -443,7 +443,6 @@ class SessionService(BaseSessionService):
                 session_id=session_id,
                 window=self.history_window,
             )
-            # At once, on the loop: a run waits on it (``Backend.read``'s ``now``).
             if (found := await self._read(read, now=True)) is not None:
                 stored, usage, head = found
                 session = await self._session_of(stored)
