@@ -210,3 +210,18 @@ def alternating(
         for name, way in ways.items():
             seen[name].append(way())
     return {name: statistics.median(figures) for name, figures in seen.items()}
+
+
+def print_against(
+    before: tuple[str, float],
+    now: tuple[str, float],
+    rounds: int,
+    *,
+    width: int = 20,
+    digits: int = 0,
+) -> None:
+    """How a bench of two ways (``alternating``) ends: each way's median, in µs a story, the
+    second as a ratio of the first."""
+    (was_name, was), (is_name, is_) = before, now
+    print(f"{was_name:<{width}}{was * 1e6:8.{digits}f} µs a story (median of {rounds})")
+    print(f"{is_name:<{width}}{is_ * 1e6:8.{digits}f} µs a story ({is_ / was:.2f}x)")

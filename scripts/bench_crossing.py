@@ -31,7 +31,7 @@ from google.adk.sessions import Session
 from gateway.adk.workers import chunks, pool, start
 from gateway.adk.workers.messages import Streamed
 from gateway.store import adk_json, session_json
-from scripts._bench import alternating, rounds_parser, timing
+from scripts._bench import alternating, print_against, rounds_parser, timing
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import running_gateway
 
@@ -133,9 +133,7 @@ def main() -> int:
     )
     ways = {"before": lambda: before(story), "now": lambda: now(story)}
     medians = alternating(args.rounds, timing(ways, REPEATS), lambda: same(story))
-    was, is_ = medians["before"], medians["now"]
-    print(f"before session 42   {was * 1e6:8.0f} µs a story (median of {args.rounds})")
-    print(f"now                 {is_ * 1e6:8.0f} µs a story ({is_ / was:.2f}x)")
+    print_against(("before session 42", medians["before"]), ("now", medians["now"]), args.rounds)
     return 0
 
 

@@ -26,7 +26,7 @@ from google.adk.events import Event
 
 from gateway.adk.workers import pool
 from gateway.store import adk_json, codec
-from scripts._bench import alternating, rounds_parser, timing
+from scripts._bench import alternating, print_against, rounds_parser, timing
 from tests.support.flagship import flagship_navigated_then_honest_reply
 from tests.support.servers import running_gateway
 
@@ -76,9 +76,8 @@ def main() -> int:
         "fast": lambda: parsed(adk_json.parse_event, texts),
     }
     medians = alternating(args.rounds, timing(ways, REPEATS), same)
-    before, after = medians["slow"], medians["fast"]
-    print(f"Event.model_validate_json   {before * 1e6:8.0f} µs a story (median of {args.rounds})")
-    print(f"adk_json.parse_event        {after * 1e6:8.0f} µs a story ({after / before:.2f}x)")
+    before = ("Event.model_validate_json", medians["slow"])
+    print_against(before, ("adk_json.parse_event", medians["fast"]), args.rounds, width=28)
     return 0
 
 

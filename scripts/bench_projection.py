@@ -31,7 +31,7 @@ from google.genai import types
 from gateway.store import adk_json
 from gateway.store.codec import dump_messages
 from gateway.translate import history, tool_results
-from scripts._bench import alternating, rounds_parser, timing
+from scripts._bench import alternating, print_against, rounds_parser, timing
 from scripts.bench_crossing import recorded_story
 
 # A story's work done this many times a round: enough that a timer's tick is nothing.
@@ -86,9 +86,9 @@ def main() -> int:
     medians = alternating(
         args.rounds, timing({"before": old, "now": lambda: story_work(events)}, REPEATS), same
     )
-    was, is_ = medians["before"], medians["now"]
-    print(f"until session 49    {was * 1e6:8.1f} µs a story (median of {args.rounds})")
-    print(f"now                 {is_ * 1e6:8.1f} µs a story ({is_ / was:.2f}x)")
+    print_against(
+        ("until session 49", medians["before"]), ("now", medians["now"]), args.rounds, digits=1
+    )
     return 0
 
 
