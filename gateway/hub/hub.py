@@ -68,7 +68,7 @@ from gateway.hub.refusals import (
 from gateway.hub.states import ThreadState, Trigger, transition
 from gateway.hub.takeover import Takeovers
 from gateway.hub.thread_news import ThreadNews
-from gateway.hub.threads import Run, Subscriber, Thread
+from gateway.hub.threads import Run, Subscriber, Subscriptions, Thread
 from gateway.hub.titles import Titler, title_model
 from gateway.metrics import OFF, Metrics
 from gateway.store import OpenedThread, QuarantinedThreadError, StoreError, ThreadPage, cut_off
@@ -128,6 +128,7 @@ class Hub:
         self.slots = slots or RunSlots(0, 0.0)
         self.audit = audit
         self.threads: dict[str, Thread] = {}
+        self.subscriptions = Subscriptions()
         self.status_listeners: list[Callable[[bool], None]] = []
         self.followers = Followers(self._read_log)
         self.planner = Planner(
@@ -281,7 +282,7 @@ class Hub:
             head = known.head if known is not None else None
             opened = await self.engine.open_thread(user_id, thread_id, known=known is not None)
             check_owner(opened.owner, user_id, thread_id)
-            thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+            thread = self._held(user_id, thread_id)
             # Again: a run may have claimed it during the read; and one that ran its course
             # meanwhile may have stored what the read began too early to see.
             came_and_went = known is not None and (thread is not known or thread.head != head)
@@ -345,7 +346,7 @@ class Hub:
         ``leased``: the caller took the thread's lease, and the run releases it.
         """
         user_id, thread_id = unfinished.user_id, unfinished.thread_id
-        thread = self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+        thread = self._held(user_id, thread_id)
         if thread.run is not None:
             if leased:
                 self.cluster.release(thread_id)
@@ -505,7 +506,9 @@ class Hub:
 
     def leave(self, subscriber: Subscriber) -> None:
         """A connection closed: its runs go on, their events are stored, nobody is sent them."""
-        for thread in list(self.threads.values()):
+        for thread_id in self.subscriptions.pop(subscriber):
+            if (thread := self.threads.get(thread_id)) is None:
+                continue
             if subscriber in thread.watchers:
                 thread.watchers.remove(subscriber)
             thread.positions.pop(subscriber, None)
@@ -587,12 +590,18 @@ class Hub:
 
     # --- claim and finish ----------------------------------------------------------------
 
+    def _held(self, user_id: str, thread_id: str) -> Thread:
+        """The thread in hand, made so if it is not (its subscribers named in the hub's)."""
+        if (thread := self.threads.get(thread_id)) is None:
+            thread = Thread(thread_id, user_id, subscriptions=self.subscriptions)
+            self.threads[thread_id] = thread
+        return thread
+
     async def _thread(self, user_id: str, thread_id: str) -> Thread:
         owner = await self._owner(thread_id)
         if owner is not None:
             check_owner(owner, user_id, thread_id)
-        thread = self.threads.get(thread_id)
-        return thread or self.threads.setdefault(thread_id, Thread(thread_id, user_id))
+        return self._held(user_id, thread_id)
 
     async def _owner(self, thread_id: str) -> str | None:
         """Whose a thread is, without a read if a run or watcher has it in memory."""

@@ -59,6 +59,23 @@ class Subscriber(Protocol):
     def deliver(self, event: p.Event) -> None: ...
 
 
+class Subscriptions:
+    """The threads each subscriber was made a watcher, a joiner or the executor of, by id:
+    what a closing connection is taken out of (``Hub.leave``) without a walk over every
+    thread in hand, which at a thousand connections closing at once (a balancer's reset, a
+    drain) would hold the loop for each of them. A thread unwatched stays named until the
+    subscriber leaves: at most the threads one connection ever touched."""
+
+    def __init__(self) -> None:
+        self._threads: dict[Subscriber, set[str]] = {}
+
+    def add(self, subscriber: Subscriber, thread_id: str) -> None:
+        self._threads.setdefault(subscriber, set()).add(thread_id)
+
+    def pop(self, subscriber: Subscriber) -> set[str]:
+        return self._threads.pop(subscriber, set())
+
+
 @dataclasses.dataclass
 class Thread:
     thread_id: str
@@ -83,6 +100,10 @@ class Thread:
     _news: asyncio.Event = dataclasses.field(default_factory=asyncio.Event, repr=False)
     # While another process runs it: the number of the last frame each watcher was sent.
     positions: dict[Subscriber, int] = dataclasses.field(default_factory=dict)
+    # The hub's, shared by its threads: each subscriber added here is named in it.
+    subscriptions: Subscriptions = dataclasses.field(
+        default_factory=Subscriptions, repr=False, compare=False
+    )
 
     def hear(self, seq: int) -> None:
         """The thread's log holds frames up to ``seq``: what waits for it wakes."""
@@ -99,6 +120,7 @@ class Thread:
     def watch(self, subscriber: Subscriber) -> None:
         if subscriber not in self.watchers:
             self.watchers.append(subscriber)
+            self.subscriptions.add(subscriber, self.thread_id)
 
     def send(self, watcher: Subscriber, event: p.Event) -> None:
         held = self.replaying.get(watcher)
@@ -176,6 +198,7 @@ class Run:
     def __post_init__(self) -> None:
         if self.executor is not None:
             self.owner = self.executor.client
+            self.thread.subscriptions.add(self.executor, self.thread.thread_id)
 
     @property
     def ended(self) -> bool:
@@ -249,6 +272,7 @@ class Run:
         only the client calls made after: ``catch_up`` names those made before).
         """
         self.joining.append(subscriber)
+        self.thread.subscriptions.add(subscriber, self.thread.thread_id)
         self.outbox.send(partial(self._admit, subscriber, catch_up, executes))
 
     def _admit(self, subscriber: Subscriber, catch_up: list[p.Event], executes: bool) -> None:
