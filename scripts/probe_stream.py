@@ -57,9 +57,23 @@ START_STEPS = (
     "adk._call_llm_async",
     "model>",
 )
-# Where the model's call goes before its request's first byte is written (chat completions:
-# the gateway's client, then httpx and httpcore; Gemini's SDK has none of these stamps).
-MODEL_STEPS = ("sdk.create", "httpx.send", "httpcore.pool", "httpcore.http11")
+# Where the model's call goes before its request's first byte is written: chat completions'
+# the gateway's client, then httpx and httpcore; Gemini's the gateway's request built, the
+# SDK's request sent (its options patched and headers set, its retrying), aiohttp's request
+# (the environment's proxy and netrc read), its connection and its head.
+MODEL_STEPS = (
+    "sdk.create",
+    "httpx.send",
+    "httpcore.pool",
+    "httpcore.http11",
+    "gemini.request>",
+    "gemini.request<",
+    "genai.request_streamed",
+    "genai.request_once",
+    "aiohttp.request",
+    "aiohttp.connect",
+    "aiohttp.send",
+)
 # Where an emitted event goes before a client's connection is handed it.
 DELIVERY_STEPS = ("run._log", "append_frames", "submit", "outbox.send", "run._route", "deliver")
 
@@ -332,7 +346,7 @@ def main() -> None:
     parser.add_argument(
         "--profile-start",
         action="store_true",
-        help="with --profile: only each run's start, from the door's read to the model's call",
+        help="with --profile: only each run's start, from the door's read to its request's first byte",
     )
     parser.add_argument("--stamps", type=Path, help="keep the gateway's stamps in this file")
     parser.add_argument(
