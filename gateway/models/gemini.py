@@ -53,6 +53,8 @@ from google.genai import Client, _common, models, types
 from google.genai._common import set_value_by_path as setv
 from google.genai._transformers import t_model
 
+from gateway.models import proxy_lookup
+
 __all__ = ["GeminiLlm", "LeanModels", "named", "request"]
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ class GeminiLlm(Gemini):
         aio = getattr(client, "aio", None)
         if self.client is None and type(getattr(aio, "_models", None)) is models.AsyncModels:
             aio._models = LeanModels(client._api_client)  # type: ignore[union-attr]
+            proxy_lookup.install(client._api_client)
         else:
             log.debug("a Gemini client of its own, or an SDK without aio._models: left as is")
         return client
