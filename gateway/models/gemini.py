@@ -73,7 +73,8 @@ CONFIGS_KEPT = 16
 
 
 class GeminiLlm(Gemini):
-    """ADK's ``Gemini``; its client's streamed requests go out through ``LeanModels``."""
+    """ADK's ``Gemini``; its client's streamed requests go out through ``LeanModels``,
+    without aiohttp's lookups in a thread when there is nothing to find (``proxy_lookup``)."""
 
     @PerLoopCachedProperty
     def api_client(self) -> Client:
