@@ -126,8 +126,14 @@ def _text_of(event: Any) -> Any:
 def install_adk() -> None:
     """Stamps ADK's way to the model's call, the model's call and its chunks, the HTTP
     client's reads and writes, and the garbage collector: what a plain Runner does too
-    (``scripts.probe_stream --side adk``)."""
+    (``scripts.probe_stream --side adk``). With ``STREAM_PROBE_HTTPX`` set, google-genai
+    sends through httpx as where aiohttp is not installed (the image)."""
     import gc
+
+    if os.environ.get("STREAM_PROBE_HTTPX"):
+        from google.genai import _api_client as sends
+
+        sends.has_aiohttp = False  # read at each request (``_use_aiohttp``)
 
     import httpcore
     import httpcore._backends.anyio as anyio_backend
