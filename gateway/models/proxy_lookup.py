@@ -1,18 +1,20 @@
 """Gemini's requests sent without aiohttp's two trips to a thread when the environment
 names no proxy and no netrc file.
 
-google-genai sends through an aiohttp session of its own made with ``trust_env=True``: for
-every request aiohttp then looks for a netrc file (``run_in_executor``) and for a proxy in
-the environment (``asyncio.to_thread``), each in a thread of the loop's executor, since
-either may read a file (or, on macOS and Windows, the system's settings). Two trips to a
-thread and back, the thread and the loop waking each other: ~0.4 ms of a quiet start's
-way to the first token on a 2-core machine, more on a busy one (``scripts/probe_stream.py``
-``--provider gemini``: aiohttp's request to its connection 0.97 ms, 0.37 ms of it CPU).
+Where aiohttp is installed, google-genai sends through it, on a session of its own made
+with ``trust_env=True``: for every request aiohttp then looks for a netrc file
+(``run_in_executor``) and for a proxy in the environment (``asyncio.to_thread``), each in a
+thread of the loop's executor, since either may read a file (or, on macOS and Windows, the
+system's settings). Two trips to a thread and back, the thread and the loop waking each
+other: on a quiet 2-core machine aiohttp's request to its connection took 0.74–0.83 ms
+(0.33–0.36 of it CPU) where it takes 0.10–0.12 without them (``scripts/probe_stream.py
+--provider gemini``). The image has no aiohttp (the test extras bring it): google-genai
+sends through httpx there, which reads the environment once, and this is left unused.
 
 Where there is nothing to find (urllib names no HTTP or WebSocket proxy, reading the
 environment's variables alone as it does on Linux, and there is no netrc file where aiohttp
 looks) aiohttp would find nothing; a request then goes through a session beside the SDK's,
-on the SDK's own connector (its connections, its limits), which does not look
+on the SDK's own connector and cookies (its connections, its limits), which does not look
 (``trust_env=False``): the same request, byte for byte. Anything else goes through the
 SDK's session, looking in a thread as before: a proxy or a netrc file named, a platform
 whose proxies are the system's, a session of the user's own (``http_options``) or
@@ -43,6 +45,8 @@ def install(api_client: Any) -> None:
     way to send or the platform's proxies are not the environment's alone."""
     if not _api_client.has_aiohttp:
         return
+    if not all(hasattr(api_client, name) for name in ("_aiohttp_sessions", "_get_aiohttp_session")):
+        return  # another google-genai: its way as it is
     if urllib.request.getproxies is not urllib.request.getproxies_environment:
         return
     sdks_way = api_client._get_aiohttp_session
@@ -86,12 +90,18 @@ def _proxies_named() -> bool:
 
 
 def _quiet_beside(given: Any) -> Any:
-    """A session on ``given``'s connector that does not read the environment."""
+    """A session on ``given``'s connector and cookies, with its settings, that does not
+    read the environment."""
     return _quiet_session()(
         connector=given.connector,
         connector_owner=False,
+        cookie_jar=given.cookie_jar,
+        headers=given.headers,
+        timeout=given.timeout,
+        version=given.version,
+        auto_decompress=given.auto_decompress,
+        read_bufsize=getattr(given, "_read_bufsize", _api_client.READ_BUFFER_SIZE),
         trust_env=False,
-        read_bufsize=_api_client.READ_BUFFER_SIZE,
     )
 
 
