@@ -1,6 +1,7 @@
 """Gemini's requests through aiohttp skip its two lookups in a thread (a proxy in the
 environment, a netrc file) when there is nothing to find, and go out byte for byte as
-google-genai sends them; with anything to find they look, the SDK's way."""
+google-genai sends them, a server's cookie sent back whichever session they go by; with
+anything to find they look, the SDK's way."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ class Provider:
                 if line.startswith(b"content-length:")
             )
             self.requests.append(head + await reader.readexactly(length))
+            # A cookie, which the next request sends back whichever session it goes by.
             writer.write(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nset-cookie: seen=1\r\n"
                 b"content-length: %d\r\n\r\n%s" % (len(REPLY), REPLY)
             )
             await writer.drain()
@@ -94,7 +96,7 @@ def lookups(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[st
 
 
 def model(kind: type[Gemini], provider: Provider) -> Gemini:
-    http_options = {"base_url": f"http://127.0.0.1:{provider.port}"}
+    http_options = {"base_url": f"http://localhost:{provider.port}"}  # a name keeps cookies
     return kind(
         model="gemini-2.5-flash", client_kwargs={"api_key": "gk", "http_options": http_options}
     )
@@ -126,6 +128,7 @@ async def test_with_nothing_to_find_a_request_does_not_look_and_goes_as_the_sdk_
     assert lookups == []
     sdks, mine = provider.requests[:2], provider.requests[2:]
     assert mine == sdks
+    assert b"Cookie: seen=1" in mine[1]  # the first reply's cookie, sent back
 
 
 @pytest.mark.parametrize("named", ["proxy", "netrc"])
@@ -143,4 +146,5 @@ async def test_with_anything_to_find_a_request_looks_the_sdks_way(
     assert await answered(ours) == "네"
     assert sorted(lookups) == ["netrc", "proxy"]
     first, then = provider.requests
-    assert then == first
+    assert b"cookie: seen=1" in then.lower()
+    assert then.lower().replace(b"cookie: seen=1\r\n", b"") == first.lower()
