@@ -12,6 +12,7 @@ gateway's own functions and the HTTP client's reads and writes; nothing else cha
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import signal
@@ -27,12 +28,12 @@ cpu = time.thread_time
 
 def stamp(label: str, extra: Any = None) -> None:
     STAMPS.append((label, now(), extra, cpu()))
-    if START_ONLY and PROFILE is not None:  # each run's start alone: door to model call
+    if START_ONLY and PROFILE is not None:  # each run's start alone: door to its request
         if label == "ws.in":
             INPUTS.append(None)
             if len(INPUTS) > WARM_UP_RUNS:
                 PROFILE.enable()
-        elif label == "model>":
+        elif label == "net.write>":  # the model's request, its first byte
             PROFILE.disable()
 
 
@@ -62,7 +63,17 @@ def on_entry(owner: Any, name: str, label: str, extra: Callable[..., Any] | None
         stamp(label, extra(*args, **kwargs) if extra else None)
         return original(*args, **kwargs)
 
+    # A coroutine function stays one: a caller may ask (tenacity does, to await or not).
+    if inspect.iscoroutinefunction(original):
+        wrapper = functools.wraps(original)(_awaited(wrapper))
     setattr(owner, name, wrapper)
+
+
+def _awaited(call: Callable[..., Any]) -> Callable[..., Any]:
+    async def awaited(*args: Any, **kwargs: Any) -> Any:
+        return await call(*args, **kwargs)
+
+    return awaited
 
 
 def around(owner: Any, name: str, label: str) -> None:
@@ -115,17 +126,23 @@ def _text_of(event: Any) -> Any:
 def install_adk() -> None:
     """Stamps ADK's way to the model's call, the model's call and its chunks, the HTTP
     client's reads and writes, and the garbage collector: what a plain Runner does too
-    (``scripts.probe_stream --side adk``)."""
+    (``scripts.probe_stream --side adk``). With ``STREAM_PROBE_HTTPX`` set, google-genai
+    sends through httpx as where aiohttp is not installed (the image)."""
     import gc
+
+    if os.environ.get("STREAM_PROBE_HTTPX"):
+        from google.genai import _api_client as sends
+
+        sends.has_aiohttp = False  # read at each request (``_use_aiohttp``)
 
     import httpcore
     import httpcore._backends.anyio as anyio_backend
     import httpx
     from google.adk import runners
     from google.adk.flows.llm_flows import base_llm_flow
+    from google.genai import _api_client
 
-    from gateway.models import chat_completions
-    from gateway.models.gemini import GeminiLlm
+    from gateway.models import chat_completions, gemini
 
     read, write = anyio_backend.AnyIOStream.read, anyio_backend.AnyIOStream.write
 
@@ -150,6 +167,10 @@ def install_adk() -> None:
         )
         for name in ("_write", "_writelines"):
             around(aiohttp.http_writer.StreamWriter, name, "net.write")
+        # Gemini's request in aiohttp: the environment's proxy and netrc, the connection.
+        on_entry(aiohttp.ClientSession, "_request", "aiohttp.request")
+        on_entry(aiohttp.BaseConnector, "connect", "aiohttp.connect")
+        on_entry(aiohttp.ClientRequest, "send", "aiohttp.send")
     except ImportError:
         pass
     # The model's call, from ADK's adapter to the request's write: the gateway's client, the
@@ -158,6 +179,9 @@ def install_adk() -> None:
     on_entry(httpx.AsyncClient, "send", "httpx.send")
     on_entry(httpcore.AsyncConnectionPool, "handle_async_request", "httpcore.pool")
     on_entry(httpcore.AsyncHTTP11Connection, "handle_async_request", "httpcore.http11")
+    around(gemini, "request", "gemini.request")
+    on_entry(_api_client.BaseApiClient, "async_request_streamed", "genai.request_streamed")
+    on_entry(_api_client.BaseApiClient, "_async_request_once", "genai.request_once")
     for name in (
         "run_async",
         "_get_or_create_session",
@@ -176,7 +200,7 @@ def install_adk() -> None:
         on_yields(OpenAILlm, "generate_content_async", "model", _text_of)
     except ImportError:
         pass
-    on_yields(GeminiLlm, "generate_content_async", "model", _text_of)
+    on_yields(gemini.GeminiLlm, "generate_content_async", "model", _text_of)
 
 
 def install() -> None:

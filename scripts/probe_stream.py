@@ -4,10 +4,13 @@ their way through it (``scripts._stream_probe``), one client, the local provider
 
     .venv/bin/python -m scripts.probe_stream --provider chat-completions --runs 40
     .venv/bin/python -m scripts.probe_stream --side adk    # ADK alone, to hold against it
+    .venv/bin/python -m scripts.probe_stream --provider gemini --httpx   # as in the image
 
 Upstream, from the client's send to the request's arrival at the provider: the door's read,
-admission, the claim (the thread opened), the driver, the model call (the gateway's client,
-httpx, its connection pool, the request's head), the request's bytes written; beside each
+admission, the claim (the thread opened), the driver, the model call (chat completions: the
+gateway's client, httpx, its connection pool, the request's head; Gemini: the gateway's
+request, google-genai's send, aiohttp's request, its connection and head, or with
+``--httpx`` httpx's), the request's bytes written; beside each
 step between two of the gateway's stamps, the CPU its thread spent on it: where the two are
 equal the step is the gateway's (or ADK's) Python, and no wait for a turn of the loop or for
 a socket is in it (a quiet start is all CPU up to the request's write). Downstream, for each
@@ -57,9 +60,24 @@ START_STEPS = (
     "adk._call_llm_async",
     "model>",
 )
-# Where the model's call goes before its request's first byte is written (chat completions:
-# the gateway's client, then httpx and httpcore; Gemini's SDK has none of these stamps).
-MODEL_STEPS = ("sdk.create", "httpx.send", "httpcore.pool", "httpcore.http11")
+# Where the model's call goes before its request's first byte is written: Gemini's request
+# built by the gateway, then sent by the SDK (its options patched and headers set, its
+# retrying); chat completions' gateway client; httpx and httpcore (chat completions, and
+# Gemini where aiohttp is not installed); aiohttp's request (the environment's proxy and
+# netrc read), its connection and its head.
+MODEL_STEPS = (
+    "gemini.request>",
+    "gemini.request<",
+    "genai.request_streamed",
+    "genai.request_once",
+    "sdk.create",
+    "httpx.send",
+    "httpcore.pool",
+    "httpcore.http11",
+    "aiohttp.request",
+    "aiohttp.connect",
+    "aiohttp.send",
+)
 # Where an emitted event goes before a client's connection is handed it.
 DELIVERY_STEPS = ("run._log", "append_frames", "submit", "outbox.send", "run._route", "deliver")
 
@@ -332,7 +350,8 @@ def main() -> None:
     parser.add_argument(
         "--profile-start",
         action="store_true",
-        help="with --profile: only each run's start, from the door's read to the model's call",
+        help="with --profile: only each run's start, from the door's read to its request's"
+        " first byte",
     )
     parser.add_argument("--stamps", type=Path, help="keep the gateway's stamps in this file")
     parser.add_argument(
@@ -344,7 +363,15 @@ def main() -> None:
         default="gateway",
         help="adk: a plain Runner in this process, stamped the same way, to compare (gateway)",
     )
+    parser.add_argument(
+        "--httpx",
+        action="store_true",
+        help="google-genai sends through httpx, as in the image, which has no aiohttp"
+        " (the test extras install it, and google-genai then sends through it)",
+    )
     args = parser.parse_args()
+    if args.httpx:
+        os.environ["STREAM_PROBE_HTTPX"] = "1"
     if args.side == "adk":
         provider = PROVIDERS[args.provider]()
         provider.port = free_port()

@@ -10,7 +10,10 @@ went wrong is the missing credential, and the gateway says that in one line of i
 httpx, which both SDKs and the gateway's ``openai/<model>`` send through, logs a line at INFO
 for every request: one or more a model call, hundreds a second under load, each saying what
 ``gateway_model_calls`` and the run's span already count. They show when the log is at DEBUG,
-where a request's line is what one is looking for.
+where a request's line is what one is looking for. ADK's Gemini does the same: "Sending out
+request, model: …" at INFO for every model call, written before the request can leave (a
+formatted line and a write to the log's stream on the way to the first token; no other
+model of ADK's says it), and it goes the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ __all__ = ["install_log_filter"]
 
 # The logger httpx writes its line for every request to.
 REQUESTS_LOGGER = "httpx"
+# The logger ADK's Gemini writes its line for every model call to.
+MODEL_CALLS_LOGGER = "google_adk.google.adk.models.google_llm"
 
 # The coroutine of the orphaned task, as asyncio names it in the record.
 ORPHANED_CLOSE = "BaseApiClient.aclose()"
@@ -33,8 +38,8 @@ class HalfBuiltClientClose(logging.Filter):
 
 
 class EveryRequest(logging.Filter):
-    """Drops httpx's INFO line of a request unless its logger would show DEBUG too: what it
-    warns of (or worse) is kept."""
+    """Drops an INFO line of a request (httpx's) or a model call (ADK's Gemini's) unless its
+    logger would show DEBUG too: what it warns of (or worse) is kept."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno > logging.INFO or logging.getLogger(record.name).isEnabledFor(
@@ -43,9 +48,13 @@ class EveryRequest(logging.Filter):
 
 
 def install_log_filter() -> None:
-    """Adds ``HalfBuiltClientClose`` to asyncio's logger and ``EveryRequest`` to httpx's,
-    once each."""
-    for name, kind in (("asyncio", HalfBuiltClientClose), (REQUESTS_LOGGER, EveryRequest)):
+    """Adds ``HalfBuiltClientClose`` to asyncio's logger and ``EveryRequest`` to httpx's and
+    ADK's Gemini's, once each."""
+    for name, kind in (
+        ("asyncio", HalfBuiltClientClose),
+        (REQUESTS_LOGGER, EveryRequest),
+        (MODEL_CALLS_LOGGER, EveryRequest),
+    ):
         logger = logging.getLogger(name)
         if not any(isinstance(f, kind) for f in logger.filters):
             logger.addFilter(kind())

@@ -242,6 +242,70 @@ async def test_a_request_skips_google_genais_copies_and_model_walk(
     assert responses[-1]["content"]["parts"][1]["text"] == "화면을 찾았습니다"
 
 
+async def requests_of(kind: type[Gemini], requests: list[LlmRequest]) -> list[httpx.Request]:
+    """What one model of ``kind`` sent for each of ``requests``, one after the other."""
+    sent: list[httpx.Request] = []
+    model = model_of(kind, sent, streaming(RICH))
+    for each in requests:
+        _ = [r async for r in model.generate_content_async(each, stream=True)]
+    return sent
+
+
+async def test_a_config_sent_again_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[dict[str, Any]] = []
+    walk = gemini.models._GenerateContentConfig_to_mldev
+
+    def counted(api_client: Any, config: dict[str, Any], *rest: Any) -> Any:
+        walked.append(config)
+        return walk(api_client, config, *rest)
+
+    monkeypatch.setattr(gemini.models, "_GenerateContentConfig_to_mldev", counted)
+    # ADK builds each call's config anew; the third says 1 where the first two say 1.0, the
+    # fourth is another agent's, the fifth the first's again.
+    calls = [
+        conversation(),
+        conversation(),
+        conversation(temperature=1),
+        conversation(system_instruction="You open other screens."),
+        conversation(),
+    ]
+    same = [conversation(temperature=t) for t in (0.2, 0.2, 1, 0.2, 0.2)]
+    same[3].config.system_instruction = "You open other screens."  # type: ignore[union-attr]
+    theirs = await requests_of(Gemini, same)
+    walked.clear()
+    ours = await requests_of(GeminiLlm, calls)
+    assert [r.content for r in ours] == [r.content for r in theirs]
+    assert [len(walked)] == [3]  # the first, the 1, the other agent's
+    assert json.loads(ours[2].content)["generationConfig"]["temperature"] == 1
+    assert json.loads(ours[0].content)["generationConfig"]["temperature"] == 0.2
+
+
+async def test_a_config_with_extra_body_fields_is_walked_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    walked: list[object] = []
+    walk = gemini.models._GenerateContentConfig_to_mldev
+    monkeypatch.setattr(
+        gemini.models,
+        "_GenerateContentConfig_to_mldev",
+        lambda *given: walked.append(given) or walk(*given),
+    )
+
+    def extra() -> LlmRequest:
+        request = conversation()
+        options = types.HttpOptions(extra_body={"generationConfig": {"seed": 7}})
+        request.config.http_options = options  # type: ignore[union-attr]
+        return request
+
+    theirs = await requests_of(Gemini, [extra(), extra(), conversation(), conversation()])
+    walked.clear()
+    ours = await requests_of(GeminiLlm, [extra(), extra(), conversation(), conversation()])
+    assert [r.content for r in ours] == [r.content for r in theirs]
+    # The SDK merged the seed into the body's dicts: none of them was kept for later calls.
+    assert len(walked) == 3
+    assert "seed" not in json.loads(ours[3].content)["generationConfig"]
+
+
 async def test_chunks_are_validated_once_and_a_refused_one_is_read_the_sdks_way(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

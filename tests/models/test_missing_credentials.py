@@ -1,23 +1,27 @@
 """A provider failure an operator has to fix says so: no credentials (google-genai cannot
 build its client), an unknown model name and a quota used up each become a sentence saying
 what to fix, and
-the half-built client's orphaned close is no traceback in the log."""
+the half-built client's orphaned close is no traceback in the log; a request's and a model
+call's INFO lines show only at DEBUG."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 
 import google.auth.exceptions
 import httpx
 import pytest
-from google.genai import Client
+from google.adk.models.llm_request import LlmRequest
+from google.genai import Client, types
 from google.genai import errors as genai_errors
 
 from gateway import wire as p
 from gateway.models import sdk_noise
 from gateway.models.failures import NO_CREDENTIALS, classify
+from gateway.models.gemini import GeminiLlm
 
 pytestmark = pytest.mark.unit
 
@@ -116,3 +120,31 @@ async def test_httpx_logs_a_request_only_when_the_log_is_at_debug(
     warning = logging.LogRecord("httpx", logging.WARNING, __file__, 1, "retrying", (), None)
     caplog.set_level(logging.INFO, logger=sdk_noise.REQUESTS_LOGGER)
     assert sdk_noise.EveryRequest().filter(warning)
+
+
+async def test_adks_gemini_logs_a_model_call_only_when_the_log_is_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sdk_noise.install_log_filter()
+    sse = {"content-type": "text/event-stream"}
+    frame = {"candidates": [{"content": {"role": "model", "parts": [{"text": "네"}]}}]}
+    reply = f"data: {json.dumps(frame)}\r\n\r\n".encode()
+    answer = httpx.MockTransport(lambda request: httpx.Response(200, headers=sse, content=reply))
+    options = {"async_client_args": {"transport": answer}}
+    model = GeminiLlm(
+        model="gemini-2.5-flash", client_kwargs={"api_key": "gk", "http_options": options}
+    )
+    asked = LlmRequest(
+        model="gemini-2.5-flash",
+        contents=[types.Content(role="user", parts=[types.Part(text="네")])],
+    )
+
+    async def called() -> list[str]:
+        caplog.clear()
+        _ = [r async for r in model.generate_content_async(asked, stream=True)]
+        return [r.getMessage() for r in caplog.records if r.name == sdk_noise.MODEL_CALLS_LOGGER]
+
+    caplog.set_level(logging.INFO, logger=sdk_noise.MODEL_CALLS_LOGGER)
+    assert await called() == []
+    caplog.set_level(logging.DEBUG, logger=sdk_noise.MODEL_CALLS_LOGGER)
+    assert any("Sending out request" in line for line in await called())

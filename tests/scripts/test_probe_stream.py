@@ -36,6 +36,18 @@ def test_the_probe_times_every_step_of_a_start_and_of_a_chunk(provider: str, db:
     if provider == "chat-completions":  # its SDK's and httpx's steps to the request's write
         assert "sdk.create -> httpx.send" in report
         assert "httpcore.http11 -> net.write>" in report
+    else:  # the gateway's request, google-genai's send, aiohttp's (the test extras have it)
+        assert "gemini.request> -> gemini.request<" in report
+        assert "genai.request_streamed -> genai.request_once" in report
+        assert "aiohttp.request -> aiohttp.connect" in report
+
+
+def test_gemini_is_probed_through_httpx_as_in_the_image() -> None:
+    """``--httpx``: google-genai sends as it does where aiohttp is not installed."""
+    flags = "--provider gemini --httpx --side adk --runs 3 --pace-ms 2"
+    report = script_report("scripts.probe_stream", flags)
+    assert "genai.request_once -> httpx.send" in report
+    assert "aiohttp" not in report
 
 
 def test_a_plain_runner_is_stamped_the_same_way() -> None:
