@@ -131,7 +131,7 @@ def one_round(
             result = Result.of(load, monitor, load_average)
         # Read once the gateways stopped: each wrote its last marks and lines.
         if marks is not None:
-            result.timeline = _timeline.breakdown(marks, replies(load))
+            result.timeline = _timeline.breakdown(marks, replies(load), load.client)
         result.kept = kept_sessions(gateway.log for gateway in gateways)
         return result
 
@@ -140,7 +140,9 @@ def replies(load: Load) -> list[_timeline.Reply]:
     """The replies whose first text the round timed (as ``figures`` picks them)."""
     start = load.began + load.args.ramp
     return [
-        _timeline.Reply(story.reply[0], story.reply[1], story.reply[1] + story.first_text)
+        _timeline.Reply(
+            story.reply[0], story.reply[1], story.reply[1] + story.first_text, story.reply[2]
+        )
         for story in load.stories
         if story.error is None
         and not story.cut

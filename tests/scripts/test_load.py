@@ -143,10 +143,14 @@ def test_the_timeline_shows_where_each_replys_first_text_waited(
         "its invocation starts in the main process",
         "ADK calls the model",
         "its first text written to the socket",
+        "its frame reached the client's connection (data_received)",
         "the client read its first text",
     ):
         row = rf"^    {re.escape(step)} +-?\d+ +-?\d+ +-?\d+ +-?\d+ "
         assert re.search(row, done.stdout, re.M), (step, done.stdout)
+    # And what the client's own thread did from the first text's write to its read.
+    assert "the load client from the first text's write to its read" in done.stdout
+    assert re.search(r"^      written→arrived: waiting for a core +\d", done.stdout, re.M)
 
 
 def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
