@@ -20,17 +20,27 @@ turns to the user's task. To tell those apart:
 the ticks the span covers (a tick's figures spread evenly over its interval) and the
 collections inside it. Off (no ``--timeline``), the connection is websockets' own and
 nothing ticks.
+
+What it found (docs/first-event.md, session 50): the client's own CPU and its waits for a
+core cost a first text a few ms at most, but its garbage collector stopped every user at
+once: the script imports ADK and pydantic (~130,000 objects), its users' runs pile up
+more, and once a round a whole-heap collection took 100-190 ms of its loop, every first
+text written meanwhile read that much later. So while the users run the client collects
+nothing (``collector_paused``): a client on a machine of its own would not make 200
+users' reads wait for one collection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import dataclasses
 import gc
 import os
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
@@ -39,11 +49,24 @@ from websockets.protocol import Event
 
 from scripts._bench import percentile
 
-__all__ = ["TICK", "Process", "Stamped"]
+__all__ = ["TICK", "Process", "Stamped", "collector_paused"]
 
 # Seconds between the client loop's ticks: fine against a first text's ~10 ms steps, a
 # few µs of CPU each.
 TICK = 0.005
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No garbage collection in the block: what is there is collected and frozen first
+    (never walked again), and the cycles the block makes wait for its end."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Stamped(ClientConnection):

@@ -21,7 +21,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, WebSocketException
 
 from scripts._bench import LocalGateway, client_tools
-from scripts._load_client import Process, Stamped
+from scripts._load_client import Process, Stamped, collector_paused
 from scripts._load_machine import SAMPLE_SECONDS, Monitor
 from tests.support.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
 
@@ -569,7 +569,10 @@ class Load:
         self.deadline = self.began + self.args.duration
         try:
             async with asyncio.timeout(self.args.timeout):
-                await asyncio.gather(*(self.user(n) for n in range(1, self.args.users + 1)))
+                # The client's collector would stop every user's reads at once (its
+                # whole heap, 100-190 ms): it waits for the users' end (_load_client).
+                with collector_paused():
+                    await asyncio.gather(*(self.user(n) for n in range(1, self.args.users + 1)))
                 monitor.mark()
                 self.loading = False
                 await self.check()

@@ -1,6 +1,7 @@
 """scripts/_load_client.py: a load client's frames are stamped as they reach its connection,
 one stamp a data frame in the order ``recv`` returns them; and what the client's thread did
-over a span (on a core, waiting for one, collecting) is summed from its ticks."""
+over a span (on a core, waiting for one, collecting) is summed from its ticks; and while
+its users run, it collects nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 
-from scripts._load_client import Process, Stamped
+from scripts._load_client import Process, Stamped, collector_paused
 
 
 @pytest.mark.server
@@ -65,3 +66,27 @@ async def test_ticking_counts_the_clients_own_cpu_and_collections() -> None:
         await ticking
     assert len(process.at) >= 2
     assert any(generation == 0 for _, _, generation, _ in process.collections)
+
+
+@pytest.mark.unit
+def test_the_client_collects_nothing_while_its_users_run() -> None:
+    collections: list[int] = []
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(counted)
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+            collections.clear()  # the one that collected what was there before the block
+            # Cycles enough for dozens of young collections, were the collector on.
+            for _ in range(100_000):
+                cycle: list[object] = []
+                cycle.append(cycle)
+            assert collections == []
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(counted)
+        gc.unfreeze()
