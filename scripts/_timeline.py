@@ -14,9 +14,11 @@ A worker's steps carry its counts (``gateway.timeline.count_with``,
 ``gateway.adk.workers.first_turn``): for each span of ``SPANS`` (the run's task began to
 ADK's model call, and on to the first event sent), what the counts grew by in it, over
 every reply and over the slowest 1%: the worker's turns, the callbacks it ran (the run's
-own and other runs'), the CPU they took, the thread's wait for a core, the collector's
-time, and what the run waited for from the main process; a count named ``=...`` is a
-level at the span's start (runs in flight, callbacks ready), not a growth.
+own and other runs', and of them the pipe's reader's, ``reader``), the CPU they took, the
+thread's wait for a core, the collector's time, and what the run waited for from the main
+process; a count named ``=...`` is a level at the span's start (runs in flight, callbacks
+ready), not a growth. Then what the load client's own thread did from each first text's
+write to its read (``scripts._load_client``).
 
 Last, by the time of the round (seconds since the gateway's first mark): where each run's
 invocation was placed (the main process or which worker), two seconds a line, with the
