@@ -18,7 +18,9 @@ own and other runs', and of them the pipe's reader's, ``reader``), the CPU they 
 thread's wait for a core, the collector's time, and what the run waited for from the main
 process; a count named ``=...`` is a level at the span's start (runs in flight, callbacks
 ready), not a growth. Then what the load client's own thread did from each first text's
-write to its read (``scripts._load_client``).
+write to its read (``scripts._load_client``), and each process's garbage collections
+while the replies ran, with how much of a reply's wait a collection of the main process,
+or of the reply's worker, filled.
 
 Last, by the time of the round (seconds since the gateway's first mark): where each run's
 invocation was placed (the main process or which worker), two seconds a line, with the
@@ -146,6 +148,7 @@ def breakdown(
         lines += _levels(step, counts, counts[-len(slowest) :])
     if client is not None:
         lines += _client(client, counts, taken, len(slowest))
+    lines += _collections(roles, taken, len(slowest))
     began = _began(roles)
     lines += _placed(roles, began)
     lines += _by_time(runs, counts, sent, len(slowest), began)
@@ -199,14 +202,77 @@ def _spent(name: str, client: Process, began: float, ended: float) -> dict[str, 
 
 def _began(roles: dict[str, dict[str, dict[str, float]]]) -> float:
     """The round's start as the gateway saw it: its first mark of any run (a count's line
-    holds a count, not a time)."""
+    holds a count, not a time; a collection is no run's)."""
     return min(
         at
         for runs in roles.values()
-        for steps in runs.values()
+        for run_id, steps in runs.items()
+        if not run_id.startswith(timeline.COLLECTION)
         for step, at in steps.items()
         if "/" not in step
     )
+
+
+def _collections(
+    roles: dict[str, dict[str, dict[str, float]]], replies: Sequence[Reply], slowest: int
+) -> list[str]:
+    """The collections of each process from the first reply's answer to the last one's
+    first text, by generation; and of the main process and of each reply's worker, how
+    much of the reply's wait (its answer sent to its first text read) a collection filled
+    (``replies`` slowest last)."""
+    spans = {
+        role: sorted(
+            (steps["collected"], steps["done"], int(steps.get("done/generation", -1)))
+            for run_id, steps in runs.items()
+            if run_id.startswith(timeline.COLLECTION) and "done" in steps
+        )
+        for role, runs in roles.items()
+    }
+    if not any(spans.values()) or not replies:
+        return []
+    worker_of = {
+        run_id: role
+        for role, runs in roles.items()
+        if role != MAIN
+        for run_id, steps in runs.items()
+        if "worker_read" in steps
+    }
+    began, ended = min(r.sent for r in replies), max(r.first_text for r in replies)
+    lines = [
+        "  collections while the replies ran (the garbage collector, each process: how many,"
+        " ms in all, the longest)",
+    ]
+    for role, collected in sorted(spans.items()):
+        inside = [(end - start, g) for start, end, g in collected if began <= start <= ended]
+        by = ", ".join(
+            f"generation {g}: {len(times)}, {1000 * sum(times):.0f} ms, {1000 * max(times):.1f}"
+            for g in range(3)
+            if (times := [took for took, generation in inside if generation == g])
+        )
+        lines.append(f"    {role:<10} {by or 'none'}")
+    filled: dict[str, list[float]] = {"main process": [], "the reply's worker": []}
+    slow: dict[str, list[float]] = {name: [] for name in filled}
+    for index, reply in enumerate(replies):
+        worker = worker_of.get(reply.run_id)
+        for name, role in (("main process", MAIN), ("the reply's worker", worker)):
+            if role is None:
+                continue
+            ms = 1000 * sum(
+                max(0.0, min(end, reply.first_text) - max(start, reply.sent))
+                for start, end, _ in spans.get(role, ())
+            )
+            filled[name].append(ms)
+            if index >= len(replies) - slowest:
+                slow[name].append(ms)
+    what = "ms of the reply's wait a collection filled, in"
+    lines.append(f"    {what:<58} {'p50':>6} {'p90':>6} {'p99':>6} {'slow':>6}")
+    for name, values in filled.items():
+        if values:
+            lines.append(
+                f"    {name:<58} {percentile(values, 0.5):6.1f} {percentile(values, 0.9):6.1f}"
+                f" {percentile(values, 0.99):6.1f} {_median(slow[name], '.1f'):>6}"
+            )
+    return lines
 
 
 def _placed(roles: dict[str, dict[str, dict[str, float]]], began: float) -> list[str]:
