@@ -66,7 +66,11 @@ without the events their worker kept of the thread and how many more were answer
 ``Unkept`` (sent again whole: the worker pool's last log line). ``--timeline`` has the
 gateway mark each run's steps (``GATEWAY_TIMELINE``, ``gateway/timeline.py``) and adds
 where the replies' first texts waited, step by step, the slowest 1% apart
-(``scripts/_timeline.py``).
+(``scripts/_timeline.py``), down to what this script's own thread did between a first
+text's write and its read (``scripts/_load_client.py``). The first text is timed as the
+user's code reads it; so that this client, 200 users on one loop, reads it as one on a
+machine of its own would, it collects no garbage while its users run (a collection of its
+whole heap stopped every user's reads for 100-190 ms once a round).
 Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and ``--timeout``
 overall; the server stops with the script, which exits 1 on any error or inconsistent thread.
 
