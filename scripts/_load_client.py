@@ -44,13 +44,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
-from websockets.frames import DATA_OPCODES, Frame
+from websockets.frames import Frame, Opcode
 from websockets.protocol import Event
 
 from scripts._bench import percentile
 
 __all__ = ["TICK", "Process", "Stamped", "collector_paused"]
 
+# The frames a message begins with (a continuation is the same message's).
+MESSAGE_OPENERS = (Opcode.TEXT, Opcode.BINARY)
 # Seconds between the client loop's ticks: fine against a first text's ~10 ms steps, a
 # few µs of CPU each.
 TICK = 0.005
@@ -70,15 +72,15 @@ def collector_paused() -> Iterator[None]:
 
 
 class Stamped(ClientConnection):
-    """websockets' client connection, each data frame stamped (``perf_counter``) as it
-    arrives, in the order ``recv`` returns them (``arrived``)."""
+    """websockets' client connection, each message stamped (``perf_counter``) as its first
+    frame arrives, in the order ``recv`` returns them (``arrived``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.arrived: deque[float] = deque()
 
     def process_event(self, event: Event) -> None:
-        if isinstance(event, Frame) and event.opcode in DATA_OPCODES:  # not the handshake
+        if isinstance(event, Frame) and event.opcode in MESSAGE_OPENERS:  # not the handshake
             self.arrived.append(time.perf_counter())
         super().process_event(event)
 

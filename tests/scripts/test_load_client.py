@@ -1,5 +1,5 @@
-"""scripts/_load_client.py: a load client's frames are stamped as they reach its connection,
-one stamp a data frame in the order ``recv`` returns them; and what the client's thread did
+"""scripts/_load_client.py: a load client's messages are stamped as they reach its
+connection, one stamp a message in the order ``recv`` returns them; and what the client's thread did
 over a span (on a core, waiting for one, collecting) is summed from its ticks; and while
 its users run, it collects nothing."""
 
@@ -16,22 +16,23 @@ from scripts._load_client import Process, Stamped, collector_paused
 
 
 @pytest.mark.server
-async def test_each_data_frame_is_stamped_as_it_arrives_in_the_order_recv_returns_it() -> None:
+async def test_each_message_is_stamped_as_it_arrives_in_the_order_recv_returns_it() -> None:
     async def three_and_a_ping(ws: ServerConnection) -> None:
         await ws.send("a")
         await ws.ping()  # a control frame: the client answers it, and it is no data
         await ws.send(b"b")
         await ws.send("c")
+        await ws.send(["d", "e"])  # one message in two frames: one stamp
         await ws.wait_closed()
 
     async with serve(three_and_a_ping, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         async with connect(f"ws://127.0.0.1:{port}", create_connection=Stamped) as ws:
             assert isinstance(ws, Stamped)
-            received = [await ws.recv() for _ in range(3)]
-            assert received == ["a", b"b", "c"]
+            received = [await ws.recv() for _ in range(4)]
+            assert received == ["a", b"b", "c", "de"]
             stamps = list(ws.arrived)
-    assert len(stamps) == 3
+    assert len(stamps) == 4
     assert stamps == sorted(stamps)
 
 
