@@ -1,7 +1,7 @@
 """scripts/_load_client.py: a load client's messages are stamped as they reach its
-connection, one stamp a message in the order ``recv`` returns them; and what the client's thread did
-over a span (on a core, waiting for one, collecting) is summed from its ticks; and while
-its users run, it collects nothing."""
+connection, one stamp a message in the order ``recv`` returns them; what the client's
+thread did over a span (on a core, waiting for one, collecting) is summed from its ticks;
+and while its users run, it collects nothing."""
 
 from __future__ import annotations
 
