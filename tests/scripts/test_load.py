@@ -283,7 +283,7 @@ def test_a_socket_that_fails_on_arrival_is_counted_not_hidden(
 ) -> None:
     monkeypatch.setattr(stories, "client_tools", lambda gateway: [])
     nobody = LocalGateway(free_port(), None, Path("server.log"), 0.0)  # type: ignore[arg-type]
-    args = argparse.Namespace(think=1.0, users=1)
+    args = argparse.Namespace(think=1.0, users=1, timeline=False)
     round_ = stories.Load(args, [nobody], kill=False, seed=1)
     link = asyncio.run(round_.arrive(stories.User(stories.user_name(1), 1.0)))
     assert link is None
