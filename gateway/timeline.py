@@ -18,6 +18,12 @@ taken at its first by the reader: the first text is what the steps lead to.
 
 The steps, in the order a reply's first text takes them, are ``STEPS``.
 
+Each process also marks its garbage collector's collections, which stop its loop whatever
+run is waiting (a whole-heap one of the main process took 60 ms of CPU in session 43):
+each as the run id ``COLLECTION`` and a number, its ``collected`` and ``done`` moments,
+and its generation as the count ``done/generation``, so a reader sees which of a slow
+reply's waits a collection filled, and in which process.
+
 A process may also count what happened up to a step (``count_with``): a worker's loop
 counts its turns, the callbacks it ran (the run's own, and every run's), the CPU they
 took, the time its thread waited for a core, and what the run asked of the main process
@@ -30,6 +36,8 @@ run's own, other runs' work, a wait for the CPU, or a wait for the main process.
 from __future__ import annotations
 
 import atexit
+import gc
+import itertools
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -40,6 +48,7 @@ from gateway import logs
 
 __all__ = [
     "BATCH",
+    "COLLECTION",
     "STEPS",
     "count_with",
     "mark",
@@ -78,6 +87,9 @@ STEPS: dict[str, str] = {
     "written": "its first text written to the socket",
 }
 
+# The run id of a collection's marks, before its number: no run's id starts so.
+COLLECTION = "~collection-"
+
 _marks: list[tuple[str, str, float]] | None = None
 _file = -1
 _encoder = msgspec.json.Encoder()
@@ -86,6 +98,11 @@ _texts: dict[str, str] = {}
 # What this process counts at a step, as (name, count) pairs (``count_with``).
 Counts = Callable[[str], Iterable[tuple[str, float]]]
 _counts: Counts | None = None
+# Each collection's number, the moment the one under way began, and the marks of those
+# not written yet (they go with the next batch of the runs' marks, not count towards it).
+_collections = itertools.count(1)
+_collecting = 0.0
+_collected_marks: list[tuple[str, str, float]] = []
 
 
 def on() -> bool:
@@ -103,6 +120,7 @@ def start(directory: str, role: str) -> None:
     path = os.path.join(directory, f"{role}-{os.getpid()}.jsonl")
     _file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     _marks = []
+    gc.callbacks.append(_collected)
     atexit.register(stop)
 
 
@@ -114,6 +132,7 @@ def stop() -> None:
     _write()
     os.close(_file)
     _marks, _file = None, -1
+    gc.callbacks.remove(_collected)
     _texts.clear()
     count_with(None)
 
@@ -142,6 +161,18 @@ def mark(step: str, run_id: str | None = None, levels: Iterable[tuple[str, float
             _write()
 
 
+def _collected(phase: str, info: dict[str, int]) -> None:
+    """``gc.callbacks``': a collection's start and end, marked (above)."""
+    global _collecting
+    if phase == "start":
+        _collecting = time.monotonic()
+    elif _marks is not None:
+        collection = f"{COLLECTION}{next(_collections)}"
+        _collected_marks.append((collection, "collected", _collecting))
+        _collected_marks.append((collection, "done", time.monotonic()))
+        _collected_marks.append((collection, "done/generation", info["generation"]))
+
+
 def text(run_id: str, message_id: str) -> None:
     """A run's first text is emitted under ``message_id``: ``written`` marks it for the run
     once a door writes it."""
@@ -158,15 +189,19 @@ def written(message_id: str) -> None:
 
 
 def read(directory: str) -> dict[str, dict[str, float]]:
-    """Every run's steps as marked in ``directory``, each at its first mark."""
+    """Every run's steps as marked in ``directory``, each at its first mark (no
+    collection's: ``read_by_role``)."""
     return merged(read_by_role(directory))
 
 
 def merged(roles: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """``read_by_role``'s marks as ``read``'s: every process's steps of a run together."""
+    """``read_by_role``'s marks as ``read``'s: every process's steps of a run together
+    (runs only: a process's collections are its own, in ``read_by_role``)."""
     runs: dict[str, dict[str, float]] = {}
     for marked in roles.values():
         for run_id, marks in marked.items():
+            if run_id.startswith(COLLECTION):
+                continue
             steps = runs.setdefault(run_id, {})
             for step, at in marks.items():
                 steps[step] = min(at, steps.get(step, at))
@@ -189,8 +224,11 @@ def read_by_role(directory: str) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def _write() -> None:
-    global _marks
-    if not _marks:
+    global _marks, _collected_marks
+    if _marks is None or not (_marks or _collected_marks):
         return
+    # Each list swapped before it is read: a collection marked meanwhile goes in the next.
     marks, _marks = _marks, []
+    collected, _collected_marks = _collected_marks, []
+    marks += collected
     os.write(_file, b"".join(_encoder.encode(m) + b"\n" for m in marks))

@@ -21,6 +21,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, WebSocketException
 
 from scripts._bench import LocalGateway, client_tools
+from scripts._load_client import Process, Stamped, collector_paused
 from scripts._load_machine import SAMPLE_SECONDS, Monitor
 from tests.support.agui import StreamChecker, new_id, text_of, tool_answer, tool_calls, user_input
 
@@ -115,8 +116,9 @@ class Story:
     paused: float | None = None
     first_text: float | None = None
     replied: float | None = None
-    # The reply's run id and the moment its answer was sent (``--timeline``).
-    reply: tuple[str, float] | None = None
+    # The reply's run id, the moment its answer was sent, and the moment its first text's
+    # frame reached the client's connection, if stamped (``--timeline``).
+    reply: tuple[str, float, float | None] | None = None
     run_ids: set[str] = dataclasses.field(default_factory=set)
     # The user's message as sent, until its RUN_STARTED (or its dedupe) was seen.
     unacknowledged: dict[str, Any] | None = None
@@ -139,6 +141,8 @@ class RunSeen:
     finished: float
     first_text: float | None
     sent: float = 0.0  # the frame's moment (perf_counter), which the times count from
+    # When the first text's frame reached the connection (perf_counter), if stamped.
+    first_arrived: float | None = None
 
     @property
     def run_id(self) -> str:
@@ -195,6 +199,8 @@ class Link:
         self.open = True
         # The runs whose RUN_STARTED this link received.
         self.started: set[str] = set()
+        # When the last event read reached the connection (``Stamped``), else None.
+        self.arrived: float | None = None
         load.connected_on(+1)
 
     async def send(self, frame: dict[str, Any]) -> float:
@@ -212,6 +218,8 @@ class Link:
             raw = await self.ws.recv()
         except WebSocketException as error:
             raise StoryError("connection closed", repr(error)) from None
+        if isinstance(self.ws, Stamped):
+            self.arrived = self.ws.arrived.popleft()
         try:
             event: dict[str, Any] = msgspec.json.decode(raw)
             self.checker.feed(event)
@@ -244,7 +252,7 @@ class Link:
             self.load.waiting_on(+1)
         try:
             events: list[dict[str, Any]] = []
-            started = first_text = None
+            started = first_text = first_arrived = None
             while True:
                 event = await self.next()
                 now = time.perf_counter() - sent
@@ -253,12 +261,12 @@ class Link:
                 if kind == "RUN_STARTED" and started is None:
                     started = now
                 elif kind == "TEXT_MESSAGE_CONTENT" and first_text is None:
-                    first_text = now
+                    first_text, first_arrived = now, self.arrived
                 elif kind == "RUN_ERROR":
                     raise StoryError(f"RUN_ERROR {event.get('code')}", event.get("message", ""))
                 elif kind == "RUN_FINISHED":
                     assert started is not None  # the checker saw RUN_STARTED first
-                    return RunSeen(events, started, now, first_text, sent)
+                    return RunSeen(events, started, now, first_text, sent, first_arrived)
         finally:
             if asks_a_run:
                 self.load.waiting_on(-1)
@@ -311,6 +319,8 @@ class Load:
         self.began = self.deadline = 0.0
         # Where each server's log stood when the users began: start-up lines are not theirs.
         self.log_offsets = [0 for _ in gateways]
+        # What this client's own thread did, ticked (``--timeline``).
+        self.client = Process() if args.timeline else None
 
     def waiting_on(self, change: int) -> None:
         self.waiting += change
@@ -334,6 +344,8 @@ class Load:
                 max_size=None,
                 compression=None,
                 open_timeout=30,
+                # --timeline: each frame stamped as it reaches the connection
+                create_connection=Stamped if self.args.timeline else None,
             )
         except (OSError, InvalidHandshake, TimeoutError) as error:
             raise StoryError("connection refused", repr(error)) from None
@@ -378,7 +390,7 @@ class Load:
         second = await link.run(reply)
         story.run_started.append(second.started)
         story.first_text, story.replied = second.first_text, second.finished
-        story.reply = (reply["runId"], second.sent)
+        story.reply = (reply["runId"], second.sent, second.first_arrived)
         if text_of(second.events) != REPLY or second.outcome != {"type": "success"}:
             raise StoryError("wrong reply", f"{text_of(second.events)!r}, {second.outcome}")
 
@@ -551,12 +563,16 @@ class Load:
         await self.probe()
         self.log_offsets = [gateway.log.stat().st_size for gateway in self.gateways]
         sampling = asyncio.create_task(monitor.sample_until_cancelled())
+        ticking = asyncio.create_task(self.client.run()) if self.client is not None else None
         await asyncio.sleep(SAMPLE_SECONDS)  # the start figures, before anyone connects
         self.began = time.perf_counter()
         self.deadline = self.began + self.args.duration
         try:
             async with asyncio.timeout(self.args.timeout):
-                await asyncio.gather(*(self.user(n) for n in range(1, self.args.users + 1)))
+                # The client's collector would stop every user's reads at once (its
+                # whole heap, 100-190 ms): it waits for the users' end (_load_client).
+                with collector_paused():
+                    await asyncio.gather(*(self.user(n) for n in range(1, self.args.users + 1)))
                 monitor.mark()
                 self.loading = False
                 await self.check()
@@ -566,9 +582,11 @@ class Load:
                     story.error = "overall timeout"
             self.problems["not checked: the overall timeout came first"] += 1
         await asyncio.sleep(1.0)  # the end figure: the server has let go of the connections
-        sampling.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampling
+        for task in (sampling, ticking):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         monitor.take()
 
 

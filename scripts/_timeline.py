@@ -14,9 +14,13 @@ A worker's steps carry its counts (``gateway.timeline.count_with``,
 ``gateway.adk.workers.first_turn``): for each span of ``SPANS`` (the run's task began to
 ADK's model call, and on to the first event sent), what the counts grew by in it, over
 every reply and over the slowest 1%: the worker's turns, the callbacks it ran (the run's
-own and other runs'), the CPU they took, the thread's wait for a core, the collector's
-time, and what the run waited for from the main process; a count named ``=...`` is a
-level at the span's start (runs in flight, callbacks ready), not a growth.
+own and other runs', and of them the pipe's reader's, ``reader``), the CPU they took, the
+thread's wait for a core, the collector's time, and what the run waited for from the main
+process; a count named ``=...`` is a level at the span's start (runs in flight, callbacks
+ready), not a growth. Then what the load client's own thread did from each first text's
+write to its read (``scripts._load_client``), and each process's garbage collections
+while the replies ran, with how much of a reply's wait a collection of the main process,
+or of the reply's worker, filled.
 
 Last, by the time of the round (seconds since the gateway's first mark): where each run's
 invocation was placed (the main process or which worker), two seconds a line, with the
@@ -37,12 +41,18 @@ from pathlib import Path
 from gateway import timeline
 from gateway.timeline import STEPS
 from scripts._bench import percentile
+from scripts._load_client import Process
 
 __all__ = ["Reply", "breakdown", "same_clock"]
 
 # Steps beside the first text's way: timed, but not a wait of it.
 BESIDE = frozenset({"acknowledged", "input_committed", "local"})
+ARRIVED = "arrived"
 RECEIVED = "received"
+CLIENT_STEPS = {
+    ARRIVED: "its frame reached the client's connection (data_received)",
+    RECEIVED: "the client read its first text",
+}
 # The main process's role in the timeline's files (a worker's is ``worker-N``).
 MAIN = "main"
 # Seconds of the round a line of where runs were placed covers, and a line of the replies
@@ -75,6 +85,8 @@ class Reply:
     run_id: str
     sent: float  # the browser's answer sent
     first_text: float  # its first TEXT_MESSAGE_CONTENT read
+    # Its frame reached the client's connection (``scripts._load_client.Stamped``).
+    arrived: float | None = None
 
 
 def same_clock() -> bool:
@@ -83,9 +95,12 @@ def same_clock() -> bool:
     return ours == time.get_clock_info("monotonic").implementation
 
 
-def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
-    """The report's lines: each step's time after the answer was sent, and what a worker
-    counted in its spans (above)."""
+def breakdown(
+    directory: Path, replies: Sequence[Reply], client: Process | None = None
+) -> list[str]:
+    """The report's lines: each step's time after the answer was sent, what a worker
+    counted in its spans, and what the load client did from the first text's write to
+    its read (``client``; above)."""
     if not same_clock():
         return ["  timeline: this platform's perf_counter is not the gateway's clock; not shown"]
     roles = timeline.read_by_role(str(directory)) if directory.is_dir() else {}
@@ -93,19 +108,23 @@ def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
     runs: list[dict[str, float]] = []
     counts: list[dict[str, float]] = []  # each run's marks, counts too, in the same order
     sent: list[float] = []  # and each one's answer sent
+    taken: list[Reply] = []  # and each one as the client timed it
     for reply in sorted(replies, key=lambda reply: reply.first_text - reply.sent):
         steps = marked.get(reply.run_id)
         if steps is None:
             continue
         sent.append(reply.sent)
+        taken.append(reply)
         offsets = {step: 1000 * (at - reply.sent) for step, at in steps.items() if step in STEPS}
+        if reply.arrived is not None:
+            offsets[ARRIVED] = 1000 * (reply.arrived - reply.sent)
         offsets[RECEIVED] = 1000 * (reply.first_text - reply.sent)
         runs.append(offsets)
         counts.append(steps)
     if not runs:
         return ["  timeline: no reply's steps were marked"]
     slowest = runs[-max(1, round(SLOWEST * len(runs))) :]
-    order = [*STEPS, RECEIVED]
+    order = [*STEPS, ARRIVED, RECEIVED]
     lines = [
         f"  where the first text waited (GATEWAY_TIMELINE, {len(runs)} replies; ms after the"
         f" browser's answer was sent; the slowest {len(slowest)}: median, and what each step"
@@ -118,7 +137,7 @@ def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
             continue
         slow = [offsets[step] for offsets in slowest if step in offsets]
         added = [gap for offsets in slowest if (gap := _added(offsets, step, order)) is not None]
-        what = STEPS.get(step, "the client read its first text")
+        what = STEPS.get(step) or CLIENT_STEPS[step]
         lines.append(
             f"    {what[:58]:<58} {percentile(every, 0.5):6.0f} {percentile(every, 0.9):6.0f}"
             f" {percentile(every, 0.99):6.0f} {_median(slow):>6} {_median(added):>6}"
@@ -127,22 +146,133 @@ def breakdown(directory: Path, replies: Sequence[Reply]) -> list[str]:
         lines += _counted(began, ended, counts, counts[-len(slowest) :])
     for step in LEVELS:
         lines += _levels(step, counts, counts[-len(slowest) :])
+    if client is not None:
+        lines += _client(client, counts, taken, len(slowest))
+    lines += _collections(roles, taken, len(slowest))
     began = _began(roles)
     lines += _placed(roles, began)
     lines += _by_time(runs, counts, sent, len(slowest), began)
     return lines
 
 
+def _client(
+    client: Process, marks: Sequence[dict[str, float]], replies: Sequence[Reply], slowest: int
+) -> list[str]:
+    """What the load client's thread did from each first text's write to the socket
+    (``written``) to its frame reaching the connection, and on to the user's read
+    (``scripts._load_client``); ``marks`` and ``replies`` in the same order, slowest last."""
+    spans: list[dict[str, float]] = []
+    slow: list[dict[str, float]] = []
+    for index, (steps, reply) in enumerate(zip(marks, replies, strict=True)):
+        if "written" not in steps or reply.arrived is None:
+            continue
+        span = _spent("written→arrived", client, steps["written"], reply.arrived)
+        span |= _spent("arrived→read", client, reply.arrived, reply.first_text)
+        spans.append(span)
+        if index >= len(replies) - slowest:
+            slow.append(span)
+    if not spans:
+        return []
+    lines = [
+        f"  the load client from the first text's write to its read ({len(spans)} replies;"
+        " ms: the span, and the client's thread on a core, waiting for one, collecting,"
+        " the latest its tick woke)",
+        f"    {'':<58} {'p50':>6} {'p90':>6} {'p99':>6} {'slow':>6}",
+    ]
+    for name in spans[0]:
+        values = [span[name] for span in spans]
+        lines.append(
+            f"    {name:<58} {percentile(values, 0.5):6.1f} {percentile(values, 0.9):6.1f}"
+            f" {percentile(values, 0.99):6.1f} {_median([s[name] for s in slow], '.1f'):>6}"
+        )
+    lines += client.summary(min(r.sent for r in replies), max(r.first_text for r in replies))
+    return lines
+
+
+def _spent(name: str, client: Process, began: float, ended: float) -> dict[str, float]:
+    spent = client.spent(began, ended)
+    return {
+        name: 1000 * (ended - began),
+        f"  {name}: on a core": spent.ran,
+        f"  {name}: waiting for a core": spent.waited,
+        f"  {name}: collecting": spent.collected,
+        f"  {name}: its tick woke late by": spent.late,
+    }
+
+
 def _began(roles: dict[str, dict[str, dict[str, float]]]) -> float:
     """The round's start as the gateway saw it: its first mark of any run (a count's line
-    holds a count, not a time)."""
+    holds a count, not a time; a collection is no run's)."""
     return min(
         at
         for runs in roles.values()
-        for steps in runs.values()
+        for run_id, steps in runs.items()
+        if not run_id.startswith(timeline.COLLECTION)
         for step, at in steps.items()
         if "/" not in step
     )
+
+
+def _collections(
+    roles: dict[str, dict[str, dict[str, float]]], replies: Sequence[Reply], slowest: int
+) -> list[str]:
+    """The collections of each process from the first reply's answer to the last one's
+    first text, by generation; and of the main process and of each reply's worker, how
+    much of the reply's wait (its answer sent to its first text read) a collection filled
+    (``replies`` slowest last)."""
+    spans = {
+        role: sorted(
+            (steps["collected"], steps["done"], int(steps.get("done/generation", -1)))
+            for run_id, steps in runs.items()
+            if run_id.startswith(timeline.COLLECTION) and "done" in steps
+        )
+        for role, runs in roles.items()
+    }
+    if not any(spans.values()) or not replies:
+        return []
+    worker_of = {
+        run_id: role
+        for role, runs in roles.items()
+        if role != MAIN
+        for run_id, steps in runs.items()
+        if "worker_read" in steps
+    }
+    began, ended = min(r.sent for r in replies), max(r.first_text for r in replies)
+    lines = [
+        "  collections while the replies ran (the garbage collector, each process: how many,"
+        " ms in all, the longest)",
+    ]
+    for role, collected in sorted(spans.items()):
+        inside = [(end - start, g) for start, end, g in collected if began <= start <= ended]
+        by = ", ".join(
+            f"generation {g}: {len(times)}, {1000 * sum(times):.0f} ms, {1000 * max(times):.1f}"
+            for g in range(3)
+            if (times := [took for took, generation in inside if generation == g])
+        )
+        lines.append(f"    {role:<10} {by or 'none'}")
+    filled: dict[str, list[float]] = {"main process": [], "the reply's worker": []}
+    slow: dict[str, list[float]] = {name: [] for name in filled}
+    for index, reply in enumerate(replies):
+        worker = worker_of.get(reply.run_id)
+        for name, role in (("main process", MAIN), ("the reply's worker", worker)):
+            if role is None:
+                continue
+            ms = 1000 * sum(
+                max(0.0, min(end, reply.first_text) - max(start, reply.sent))
+                for start, end, _ in spans.get(role, ())
+            )
+            filled[name].append(ms)
+            if index >= len(replies) - slowest:
+                slow[name].append(ms)
+    what = "ms of the reply's wait a collection filled, in"
+    lines.append(f"    {what:<58} {'p50':>6} {'p90':>6} {'p99':>6} {'slow':>6}")
+    for name, values in filled.items():
+        if values:
+            lines.append(
+                f"    {name:<58} {percentile(values, 0.5):6.1f} {percentile(values, 0.9):6.1f}"
+                f" {percentile(values, 0.99):6.1f} {_median(slow[name], '.1f'):>6}"
+            )
+    return lines
 
 
 def _placed(roles: dict[str, dict[str, dict[str, float]]], began: float) -> list[str]:

@@ -66,7 +66,11 @@ without the events their worker kept of the thread and how many more were answer
 ``Unkept`` (sent again whole: the worker pool's last log line). ``--timeline`` has the
 gateway mark each run's steps (``GATEWAY_TIMELINE``, ``gateway/timeline.py``) and adds
 where the replies' first texts waited, step by step, the slowest 1% apart
-(``scripts/_timeline.py``).
+(``scripts/_timeline.py``), down to what this script's own thread did between a first
+text's write and its read (``scripts/_load_client.py``). The first text is timed as the
+user's code reads it; so that this client, 200 users on one loop, reads it as one on a
+machine of its own would, it collects no garbage while its users run (a collection of its
+whole heap stopped every user's reads for 100-190 ms once a round).
 Bounded: ``--duration`` or ``--stories`` per user, a timeout per story and ``--timeout``
 overall; the server stops with the script, which exits 1 on any error or inconsistent thread.
 
@@ -131,7 +135,7 @@ def one_round(
             result = Result.of(load, monitor, load_average)
         # Read once the gateways stopped: each wrote its last marks and lines.
         if marks is not None:
-            result.timeline = _timeline.breakdown(marks, replies(load))
+            result.timeline = _timeline.breakdown(marks, replies(load), load.client)
         result.kept = kept_sessions(gateway.log for gateway in gateways)
         return result
 
@@ -140,7 +144,9 @@ def replies(load: Load) -> list[_timeline.Reply]:
     """The replies whose first text the round timed (as ``figures`` picks them)."""
     start = load.began + load.args.ramp
     return [
-        _timeline.Reply(story.reply[0], story.reply[1], story.reply[1] + story.first_text)
+        _timeline.Reply(
+            story.reply[0], story.reply[1], story.reply[1] + story.first_text, story.reply[2]
+        )
         for story in load.stories
         if story.error is None
         and not story.cut

@@ -1,9 +1,11 @@
 """A run's timeline (``GATEWAY_TIMELINE``): off it marks nothing; on, each process writes
 its marks where a reader lines them up by run, each step at its first mark, and a served
-gateway stopped by SIGTERM writes the marks it still held."""
+gateway stopped by SIGTERM writes the marks it still held; each garbage collection is
+marked too."""
 
 from __future__ import annotations
 
+import gc
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,3 +141,19 @@ def test_what_a_process_counts_at_a_step_is_read_back_beside_it(
     timeline.mark("x", "run-2")
     timeline.stop()
     assert set(timeline.read(str(tmp_path / "again"))["run-2"]) == {"x"}
+
+
+def test_each_collection_of_the_collector_is_marked_with_its_generation(
+    stopped: None, tmp_path: Path
+) -> None:
+    marks = tmp_path / "marks"
+    gc.collect(1)  # off: not marked
+    timeline.start(str(marks), "main")
+    gc.collect(2)
+    timeline.stop()
+    gc.collect(0)  # off again: not marked
+    assert timeline.read(str(marks)) == {}  # runs only
+    [(collection, steps)] = timeline.read_by_role(str(marks))["main"].items()
+    assert collection.startswith(timeline.COLLECTION)
+    assert steps["collected"] <= steps["done"]
+    assert steps["done/generation"] == 2

@@ -143,10 +143,14 @@ def test_the_timeline_shows_where_each_replys_first_text_waited(
         "its invocation starts in the main process",
         "ADK calls the model",
         "its first text written to the socket",
+        "its frame reached the client's connection (data_received)",
         "the client read its first text",
     ):
         row = rf"^    {re.escape(step)} +-?\d+ +-?\d+ +-?\d+ +-?\d+ "
         assert re.search(row, done.stdout, re.M), (step, done.stdout)
+    # And what the client's own thread did from the first text's write to its read.
+    assert "the load client from the first text's write to its read" in done.stdout
+    assert re.search(r"^      written→arrived: waiting for a core +\d", done.stdout, re.M)
 
 
 def test_stores_side_by_side_tell_every_story_and_compare_their_cost(
@@ -279,7 +283,7 @@ def test_a_socket_that_fails_on_arrival_is_counted_not_hidden(
 ) -> None:
     monkeypatch.setattr(stories, "client_tools", lambda gateway: [])
     nobody = LocalGateway(free_port(), None, Path("server.log"), 0.0)  # type: ignore[arg-type]
-    args = argparse.Namespace(think=1.0, users=1)
+    args = argparse.Namespace(think=1.0, users=1, timeline=False)
     round_ = stories.Load(args, [nobody], kill=False, seed=1)
     link = asyncio.run(round_.arrive(stories.User(stories.user_name(1), 1.0)))
     assert link is None

@@ -142,3 +142,32 @@ def test_the_main_processs_counts_at_a_runs_placing_and_first_event_read_are_sho
     read = rows(lines, "  counted in the main process at chunk_read")
     assert read["=before"][0] == "9.00" and read["=before"][-1] == "90.0"
     assert read["=resent"] == ["0.10", "0.0", "0.0", "1.0", "1.0"]
+
+
+def test_a_collection_is_shown_with_the_share_of_a_replys_wait_it_filled(
+    tmp_path: Path,
+) -> None:
+    collection = f"{timeline.COLLECTION}1"
+    # A whole-heap collection of the main process, 100 ms from 100.1, and one before the
+    # round's first run (start-up), which moves neither the round's start nor a reply.
+    marked(
+        tmp_path,
+        "main-10",
+        (f"{timeline.COLLECTION}0", "collected", 90.0),
+        (f"{timeline.COLLECTION}0", "done", 90.5),
+        ("r", "start_sent", 100.05),
+        (collection, "collected", 100.1),
+        (collection, "done", 100.2),
+        (collection, "done/generation", 2),
+    )
+    marked(tmp_path, "worker-1-11", ("r", "worker_read", 100.06))
+    lines = _timeline.breakdown(tmp_path, [_timeline.Reply("r", 100.0, 100.5)])
+    report = "\n".join(lines)
+    assert "    main       generation 2: 1, 100 ms, 100.0" in report
+    assert "    worker-1   none" in report
+    [main] = [line.split()[2:] for line in lines if line.startswith("    main process ")]
+    assert main == ["100.0", "100.0", "100.0", "100.0"]
+    [worker] = [line.split()[3:] for line in lines if line.startswith("    the reply's worker")]
+    assert worker == ["0.0", "0.0", "0.0", "0.0"]
+    # The round began at the first run's mark, not at start-up's collection.
+    assert "first Start read at: worker-1 0.0 s" in report

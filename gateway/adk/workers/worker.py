@@ -46,7 +46,7 @@ from gateway.adk.workers import first_turn
 from gateway.adk.workers.channel import Channel, ChannelClosed
 from gateway.adk.workers.chunks import Sent
 from gateway.adk.workers.credit import Window
-from gateway.adk.workers.first_turn import FirstTurnLoop, go_first
+from gateway.adk.workers.first_turn import FirstTurn, FirstTurnLoop, go_first
 from gateway.adk.workers.kept import Kept
 from gateway.adk.workers.messages import (
     Appended,
@@ -94,7 +94,7 @@ async def serve(
     nothing to serve: one line says so, and the worker exits as after its pipe closed."""
     # The reader goes first: a run's Start and the answers its steps wait on come through
     # it (gateway.adk.workers.first_turn); the transport is made here, in its context.
-    go_first()
+    reading = go_first()
     try:
         reader, writer = await asyncio.open_unix_connection(path)
     except OSError as error:  # refused, or the socket's directory removed with the pool
@@ -108,7 +108,7 @@ async def serve(
     channel.send(Hello(index, os.getpid()))
     runs = _Runs(channel, runner, invocation, sessions, usage, model_calls, model_timeout)
     if timeline.on():  # what a run's steps up to its first event were made of, counted
-        timeline.count_with(lambda step: _counts(step, runs))
+        timeline.count_with(lambda step: _counts(step, runs, reading))
     log.info("worker %d (pid %d) serves runs (%s)", index, os.getpid(), _order())
     began = time.process_time()  # what serving costs a run, start-up and warm-up left out
     try:
@@ -306,13 +306,19 @@ class _Runs:
 COUNTED = frozenset({"worker_began", "model_called", "model_woke", "model_chunk", "chunk_sent"})
 
 
-def _counts(step: str, runs: _Runs) -> list[tuple[str, float]]:
+def _counts(step: str, runs: _Runs, reading: FirstTurn) -> list[tuple[str, float]]:
     """The counts a mark of ``step`` carries: the loop's and the run's own (until its
-    first event), the runs in flight here, and what the run waited for from the main
-    process."""
+    first event), the pipe's reader's (``reading``: it goes first too, for every run's
+    messages, so of the other callbacks a start waits behind, these are not other
+    starts'), the runs in flight here, and what the run waited for from the main process."""
     counted = first_turn.counts(step) if step in COUNTED else []
     if counted:
-        counted += [("=runs", len(runs.tasks)), *runs.sessions.asked()]
+        counted += [
+            ("reader", reading.ran),
+            ("reader_cpu", 1000 * reading.cpu),
+            ("=runs", len(runs.tasks)),
+            *runs.sessions.asked(),
+        ]
     return counted
 
 

@@ -68,7 +68,8 @@ async def test_a_replys_steps_are_marked_in_order_across_the_worker(tmp_path: Pa
     assert steps["written"] <= read
     # The worker counted what its steps were made of (gateway.adk.workers.first_turn).
     for step in ("worker_began", "model_called", "chunk_sent"):
-        counted = {f"{step}/{name}" for name in ("own", "callbacks", "waited_for_cpu", "=runs")}
+        names = ("own", "callbacks", "waited_for_cpu", "reader", "reader_cpu", "=runs")
+        counted = {f"{step}/{name}" for name in names}
         assert counted <= set(steps), sorted(steps)
     assert {"model_called/asked", "chunk_sent/waited_for_main"} <= set(steps)  # once held
     # The main process counted its placing and where its first event was in its read: the
@@ -81,3 +82,5 @@ async def test_a_replys_steps_are_marked_in_order_across_the_worker(tmp_path: Pa
     own = steps["model_called/own"] - steps["worker_began/own"]
     assert own >= 1  # ADK's steps of the run's own, from its start to the model call
     assert steps["model_called/callbacks"] - steps["worker_began/callbacks"] >= own
+    # The pipe's reader ran before the run began (it read the run's Start): counted apart.
+    assert steps["worker_began/reader"] >= 1
