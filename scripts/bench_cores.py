@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
+import re
 import statistics
 import sys
 import tempfile
@@ -42,7 +44,7 @@ import uvloop
 
 from gateway.config import AUTO_WORKERS
 from scripts._bench import ROOT, LocalGateway
-from scripts._load_machine import Monitor, ensure_open_files, machine
+from scripts._load_machine import Monitor, ensure_open_files, machine, process_tree
 from scripts._load_report import Result
 from scripts._load_servers import GATEWAY, Setup, served
 from scripts._load_stories import Load
@@ -62,19 +64,26 @@ class Phase:
     rate: float  # stories/s after the ramp
     text99: float  # the browser's answer to the reply's first text, p99, ms
     load_average: float
+    # Over the whole phase (its check too): the share of the CPU spent in the kernel (the
+    # pipe's reads and writes, wake-ups), and the main threads' switches off a core a story.
+    system: float
+    switches: float
     failed: bool
     errors: int
     consistent: str
 
     @classmethod
-    def of(cls, result: Result) -> Phase:
+    def of(cls, result: Result, kernel: tuple[float, float, int]) -> Phase:
         v = result.values
+        user, system, switches = kernel
         return cls(
             v["server_ms"],
             v["main_ms"],
             v["rate"],
             v["text99"],
             v["load_average"],
+            system / max(user + system, 1e-9),
+            switches / max(v["stories"], 1),
             result.failed,
             sum(result.errors.values()),
             f"{v['consistent']:.0f} of {v['checked']:.0f}",
@@ -86,8 +95,26 @@ def phase(args: argparse.Namespace, gateway: LocalGateway, seconds_left: float) 
     bounded = argparse.Namespace(**{**vars(args), "timeout": seconds_left})
     load = Load(bounded, [gateway], kill=False, seed=args.seed)
     monitor = Monitor([gateway.process.pid], None)
+    before = kernel(gateway.process.pid)
     uvloop.run(load.run(monitor))
-    return Phase.of(Result.of(load, monitor, load_average))
+    after = kernel(gateway.process.pid)
+    spent = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+    return Phase.of(Result.of(load, monitor, load_average), spent)
+
+
+def kernel(pid: int) -> tuple[float, float, int]:
+    """User and system CPU seconds of the gateway's processes (its workers too, those
+    alive now), and their main threads' context switches so far (Linux /proc)."""
+    user = system = 0.0
+    switches = 0
+    tick = os.sysconf("SC_CLK_TCK")
+    for each in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            user, system = user + int(fields[11]) / tick, system + int(fields[12]) / tick
+            status = Path(f"/proc/{each}/status").read_text()
+            switches += sum(int(n) for n in re.findall(r"ctxt_switches:\s+(\d+)", status))
+    return user, system, switches
 
 
 def spread(values: list[float]) -> str:
@@ -154,6 +181,7 @@ def main() -> int:
                     f"pair {pair} {name(*key):<24} {done.rate:6.1f} stories/s,"
                     f" {done.cpu_ms:5.1f} ms a story (main process {done.main_ms:4.1f}),"
                     f" first text p99 {done.text99:.0f} ms,"
+                    f" kernel {100 * done.system:.0f}%, {done.switches:.0f} switches a story,"
                     f" load {done.load_average:.2f}, {done.errors} errors,"
                     f" threads consistent {done.consistent}"
                 )
