@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.config import AUTO_WORKERS, Settings
-from scripts._bench import LocalGateway, local_gateway
+from scripts._bench import ROOT, LocalGateway, local_gateway
 from scripts._load_stories import user_name
 from scripts._load_users import write_users
 
@@ -63,11 +63,12 @@ def served(
     database: str | None,
     marks: Path | None = None,
     logs: Path | None = None,
+    root: Path = ROOT,
 ) -> Iterator[list[LocalGateway]]:
     """Fresh gateways whose demo lists the load users, on a SQLite file, in memory, or all
     on one fresh PostgreSQL database; with ``marks``, each marks its runs' steps there
     (``GATEWAY_TIMELINE``); with ``logs``, each writes its log there (kept once it stopped,
-    for what it said as it stopped)."""
+    for what it said as it stopped); ``root``, the checkout whose gateway runs."""
     with tempfile.TemporaryDirectory(prefix="load-") as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         write_users(directory, [user_name(n) for n in range(1, args.users + 1)])
@@ -83,7 +84,12 @@ def served(
         entry = ("-m", "scripts._load_users", tmp)
         yield [
             stack.enter_context(
-                local_gateway(*flags, entry=entry, log=logs / f"gateway-{n}.log" if logs else None)
+                local_gateway(
+                    *flags,
+                    entry=entry,
+                    root=root,
+                    log=logs / f"gateway-{n}.log" if logs else None,
+                )
             )
             for n in range(1, setup.processes + 1)
         ]
