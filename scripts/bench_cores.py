@@ -92,7 +92,8 @@ class Phase:
 
 def phase(args: argparse.Namespace, gateway: LocalGateway, seconds_left: float) -> Phase:
     load_average = float(Path("/proc/loadavg").read_text().split()[0])
-    bounded = argparse.Namespace(**{**vars(args), "timeout": seconds_left})
+    # A phase is timed whole, without the timeline's marks (``load.py --timeline``).
+    bounded = argparse.Namespace(**{**vars(args), "timeout": seconds_left, "timeline": False})
     load = Load(bounded, [gateway], kill=False, seed=args.seed)
     monitor = Monitor([gateway.process.pid], None)
     before = kernel(gateway.process.pid)
