@@ -70,10 +70,11 @@ async def test_ping_is_unhealthy_while_the_model_is_down_and_healthy_once_it_ans
         await asyncio.sleep(4 * PROBE_SECONDS)  # more probes fail: still one line
         [down] = model_lines(caplog, "cannot be reached")
         # Refused, or (a probe that reused a kept-alive connection as the server stopped) cut
-        # or left hanging: httpx's ConnectError or ReadError, aiohttp's (google-genai's when
-        # installed) ClientConnectorError or ServerDisconnectedError, or the probe's timeout.
+        # or left hanging: httpx's ConnectError, ReadError or RemoteProtocolError (closed
+        # before the response began), aiohttp's (google-genai's when installed)
+        # ClientConnectorError or ServerDisconnectedError, or the probe's timeout.
         assert provider.model_name in down
-        said = "Connect(or)?Error|ReadError|ServerDisconnectedError|no answer in"
+        said = "Connect(or)?Error|ReadError|RemoteProtocol|ServerDisconnected|no answer in"
         assert re.search(said, down), down
         assert "GET " in down and "/ping says Unhealthy" in down
         await provider.start()
