@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.models.endpoints import PROBE_TIMEOUT_SECONDS
 from tests.support.agui import new_id, outcome, text_of, user_input
 from tests.support.budgets import scaled
 from tests.support.processes import ROOT, run_over_ws
@@ -27,6 +28,8 @@ from tests.support.servers import free_port, running_gateway
 pytestmark = pytest.mark.server
 
 PROBE_SECONDS = 0.2
+# How long a change of the model's state may take to show: a probe's timeout, and more.
+PROBE_WAIT = PROBE_TIMEOUT_SECONDS + 3
 
 
 async def ping(base: str) -> tuple[int, str]:
@@ -66,7 +69,9 @@ async def test_ping_is_unhealthy_while_the_model_is_down_and_healthy_once_it_ans
     ) as gateway:
         assert await ping(gateway.http) == (200, "Healthy")
         await provider.stop()
-        assert await ping_until(gateway.http, 503) == "Unhealthy"
+        # The provider is a server in this process: a probe sent on a kept-alive connection
+        # as it stops may be left hanging there, and fails only at the probe's timeout.
+        assert await ping_until(gateway.http, 503, within=PROBE_WAIT) == "Unhealthy"
         await asyncio.sleep(4 * PROBE_SECONDS)  # more probes fail: still one line
         [down] = model_lines(caplog, "cannot be reached")
         # Refused, or (a probe that reused a kept-alive connection as the server stopped) cut
@@ -78,7 +83,7 @@ async def test_ping_is_unhealthy_while_the_model_is_down_and_healthy_once_it_ans
         assert re.search(said, down), down
         assert "GET " in down and "/ping says Unhealthy" in down
         await provider.start()
-        assert await ping_until(gateway.http, 200) == "Healthy"
+        assert await ping_until(gateway.http, 200, within=PROBE_WAIT) == "Healthy"
         [back] = model_lines(caplog, "answers again")
         assert provider.model_name in back
 
