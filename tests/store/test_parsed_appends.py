@@ -119,7 +119,10 @@ async def test_an_event_whose_row_is_not_its_text_is_parsed_from_the_row(
     plain = user_says("hello again")  # no text: an event of the main process's own
     await store.append_event(session, plain)
     loaded = await store.get_session(app_name=APP, user_id="u", session_id="t")
-    assert loaded is not None and len(parses) == 2
+    # This test's texts only: an earlier test's task still running in this process may
+    # parse its own (CI's run of integ50 counted a flagship story's 11 beside these 2).
+    ours = [call for call in parses if "hello" in str(call.args[0])]
+    assert loaded is not None and len(ours) == 2
     assert "temp:draft" not in loaded.events[0].actions.state_delta
 
 
