@@ -78,8 +78,8 @@ def built_models() -> dict[str, int]:
     of ``gateway.deferred_schemas.DEFERRED`` are built when first used."""
     import pydantic
 
-    seen: set[type] = set()
-    todo: list[type] = [pydantic.BaseModel]
+    seen: set[type[pydantic.BaseModel]] = set()
+    todo: list[type[pydantic.BaseModel]] = [pydantic.BaseModel]
     while todo:
         for sub in todo.pop().__subclasses__():
             if sub not in seen:

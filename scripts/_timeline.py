@@ -142,16 +142,16 @@ def breakdown(
             f"    {what[:58]:<58} {percentile(every, 0.5):6.0f} {percentile(every, 0.9):6.0f}"
             f" {percentile(every, 0.99):6.0f} {_median(slow):>6} {_median(added):>6}"
         )
-    for began, ended in SPANS:
-        lines += _counted(began, ended, counts, counts[-len(slowest) :])
+    for first, then in SPANS:
+        lines += _counted(first, then, counts, counts[-len(slowest) :])
     for step in LEVELS:
         lines += _levels(step, counts, counts[-len(slowest) :])
     if client is not None:
         lines += _client(client, counts, taken, len(slowest))
     lines += _collections(roles, taken, len(slowest))
-    began = _began(roles)
-    lines += _placed(roles, began)
-    lines += _by_time(runs, counts, sent, len(slowest), began)
+    start = _began(roles)
+    lines += _placed(roles, start)
+    lines += _by_time(runs, counts, sent, len(slowest), start)
     return lines
 
 
@@ -254,12 +254,12 @@ def _collections(
     slow: dict[str, list[float]] = {name: [] for name in filled}
     for index, reply in enumerate(replies):
         worker = worker_of.get(reply.run_id)
-        for name, role in (("main process", MAIN), ("the reply's worker", worker)):
-            if role is None:
+        for name, process in (("main process", MAIN), ("the reply's worker", worker)):
+            if process is None:
                 continue
             ms = 1000 * sum(
                 max(0.0, min(end, reply.first_text) - max(start, reply.sent))
-                for start, end, _ in spans.get(role, ())
+                for start, end, _ in spans.get(process, ())
             )
             filled[name].append(ms)
             if index >= len(replies) - slowest:

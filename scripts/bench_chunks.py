@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import pydantic
@@ -84,7 +84,10 @@ def copied_each(whole: Event, chunk: Streamed) -> Event:
     return _copied(whole, {"content": content, "id": chunk.id, "timestamp": chunk.timestamp})
 
 
-def _copied(model: Any, values: dict[str, Any]) -> Any:
+Model = TypeVar("Model", bound=pydantic.BaseModel)
+
+
+def _copied(model: Model, values: dict[str, Any]) -> Model:
     if model.__pydantic_extra__ or model.__pydantic_private__:
         return model.model_copy(update=values)
     made = model.__class__.__new__(model.__class__)

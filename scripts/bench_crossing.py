@@ -74,14 +74,14 @@ async def recorded_story() -> Story:
         story.handed.append(len(session.events))
         return hand(session, after)
 
-    pool.parse_event, start.session_json = parsed, handed  # type: ignore[assignment]
+    pool.parse_event, start.session_json = parsed, handed  # type: ignore[attr-defined]
     chunks.Whole.rebuilt = made  # type: ignore[method-assign,assignment]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-crossing-") as tmp:
             async with running_gateway(workers=2, db=str(Path(tmp) / "threads.db")) as gateway:
                 await flagship_navigated_then_honest_reply(gateway)
     finally:
-        pool.parse_event, start.session_json = parse, hand  # type: ignore[assignment]
+        pool.parse_event, start.session_json = parse, hand  # type: ignore[attr-defined]
         chunks.Whole.rebuilt = make  # type: ignore[method-assign]
     return story
 

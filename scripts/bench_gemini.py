@@ -110,7 +110,9 @@ async def requests(turns: int, calls: int) -> dict[str, float]:
 def chunks(reads: int) -> dict[str, float]:
     def sdks() -> Any:
         read = models._GenerateContentResponse_from_mldev(dict(CHUNK))
-        kwargs = {"config": {"response_schema": None, "response_json_schema": None}}
+        kwargs: dict[str, object] = {
+            "config": {"response_schema": None, "response_json_schema": None}
+        }
         return types.GenerateContentResponse._from_response(response=read, kwargs=kwargs)
 
     def gateways() -> Any:
@@ -156,7 +158,8 @@ def main() -> None:
             }
             for index in range(3)
         ]
-        report(f"medians of {len(results)} rounds", *medians, args.turns)
+        first, later, read = medians
+        report(f"medians of {len(results)} rounds", first, later, read, args.turns)
 
 
 def report(

@@ -43,13 +43,13 @@ async def story_texts() -> list[bytes | str]:
         texts.append(data)
         return parse(data, dumped=dumped)
 
-    pool.parse_event = codec.parse_event = recorded  # type: ignore[assignment]
+    pool.parse_event = codec.parse_event = recorded  # type: ignore[attr-defined]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-parse-") as tmp:
             async with running_gateway(workers=2, db=str(Path(tmp) / "threads.db")) as gateway:
                 await flagship_navigated_then_honest_reply(gateway)
     finally:
-        pool.parse_event = codec.parse_event = parse  # type: ignore[assignment]
+        pool.parse_event = codec.parse_event = parse  # type: ignore[attr-defined]
     return texts
 
 

@@ -23,6 +23,8 @@ import asyncio
 import multiprocessing
 import socket
 import time
+from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
 
 import msgspec
 
@@ -90,7 +92,7 @@ def _sleep() -> None:
     time.sleep(600)
 
 
-def asked(processes: list[multiprocessing.Process]) -> float:
+def asked(processes: Sequence[BaseProcess]) -> float:
     """Seconds of a story's looks at its workers (two runs, two looks each) by
     ``is_alive``: a ``waitpid`` each."""
     started = time.perf_counter()

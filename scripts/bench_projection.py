@@ -46,17 +46,17 @@ def dumped_each_call(value: Any) -> str:
 
 
 def words_dumped_anyway(response: types.FunctionResponse, own_words: dict[str, Any]) -> Any:
-    return own_words.get(response.id, dumped_each_call(response.response or {}))
+    return own_words.get(response.id or "", dumped_each_call(response.response or {}))
 
 
 @contextlib.contextmanager
 def before() -> Iterator[None]:
-    now = history.dump_json, history._browser_words
-    history.dump_json, history._browser_words = dumped_each_call, words_dumped_anyway
+    now = history.dump_json, history._browser_words  # type: ignore[attr-defined]
+    history.dump_json, history._browser_words = dumped_each_call, words_dumped_anyway  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        history.dump_json, history._browser_words = now
+        history.dump_json, history._browser_words = now  # type: ignore[attr-defined]
 
 
 def story_work(events: list[Event]) -> None:
@@ -65,7 +65,7 @@ def story_work(events: list[Event]) -> None:
     for event in events:
         dump_messages(event, history.event_messages)
         for call in event.get_function_calls():
-            history.dump_json(call.args or {})
+            history.dump_json(call.args or {})  # type: ignore[attr-defined]
 
 
 def main() -> int:

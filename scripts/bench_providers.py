@@ -527,7 +527,7 @@ def one_round(provider: Provider, store: str, args: argparse.Namespace) -> Round
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="providers-")))
 
         def gateway(side: str, root: Path = ROOT) -> LocalGateway:
-            flags = ("--model", provider.model_name, "--user-rate", "0")
+            flags: tuple[str, ...] = ("--model", provider.model_name, "--user-rate", "0")
             if store == "file":  # after local_gateway's own --db :memory:, so it wins
                 flags += ("--db", str(folder / f"{side}.db"))
             return stack.enter_context(local_gateway(*flags, root=root))

@@ -352,7 +352,7 @@ async def sessions_at_once(sessions: int, seconds: float, pace: float) -> Load:
     ]
     async with live.LiveServer([steps]) as server:
         os.environ.update(server.environ())
-        flags = ("--agent", "scripts._voice_agent:root_agent", "--user-rate", "0")
+        flags: tuple[str, ...] = ("--agent", "scripts._voice_agent:root_agent", "--user-rate", "0")
         flags += ("--warm-up-runs", "0", "--log-level", "error")
         flags += ("--live-turns-per-user", "1", "--max-runs", str(max(200, sessions)))
         with contextlib.ExitStack() as process:

@@ -38,7 +38,7 @@ STARTING = 12
 class AsyncioCallSoon(FirstTurnLoop):
     """The worker's loop as it was until session 46: asyncio's own ``call_soon``."""
 
-    call_soon = asyncio.SelectorEventLoop.call_soon  # type: ignore[assignment]
+    call_soon = asyncio.SelectorEventLoop.call_soon
 
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {

@@ -395,7 +395,7 @@ def main() -> None:
         here = Path(__file__).resolve().parent
         root = args.root.resolve() if args.root else here.parent
         os.environ["PYTHONPATH"] = str(root)
-        flags = ("--model", provider.model_name, "--user-rate", "0")
+        flags: tuple[str, ...] = ("--model", provider.model_name, "--user-rate", "0")
         if args.db == "file":  # after local_gateway's own --db :memory:, so it wins
             flags += ("--db", str(Path(tmp) / "threads.db"))
         with contextlib.ExitStack() as stack:
@@ -425,7 +425,7 @@ def main() -> None:
         f"garbage collections during the runs: {len(gcs)} (generations {generations}),"
         f" {spent * 1000:.1f} ms in all"
     )
-    up, first_chunk, later = analyse(runs, stamps, arrivals, cpu_at)  # type: ignore[arg-type]
+    up, first_chunk, later = analyse(runs, stamps, arrivals, cpu_at)
     print(f"{args.provider}: {args.runs} runs, pace {args.pace_ms:g} ms, {args.db} ({root})")
     show("from the client's input to the model's request at the provider", up)
     show("the first chunk", first_chunk)

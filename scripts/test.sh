@@ -64,7 +64,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 .venv/bin/ruff check gateway tests scripts
-.venv/bin/mypy gateway
+.venv/bin/mypy gateway scripts
 # The suite on every core, each module's tests on one worker (the servers a module starts
 # start once per module); then the few tests marked serial, alone. Exit code 5: "$@" chose
 # no serial test.

@@ -206,7 +206,8 @@ class Provider(abc.ABC):
             self.generations.append(request)
             self.senders.append(tuple(scope["client"]))
             self.arrivals.append(arrived)
-            self.sent.append(sent := [])
+            sent: list[float] = []
+            self.sent.append(sent)
             await self._generate(request, receive, send, sent)
         else:
             await _respond(send, 404, self.error_body(404, f"{method} {path} is not served here"))
