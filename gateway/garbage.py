@@ -20,26 +20,23 @@ collecting (a young collection of ~14 ms every second or two, a middle one of ~6
 about once in 20 s, no whole-heap one), a worker 4%, one process 6.5%
 (docs/first-event.md, "The garbage collector's stalls").
 
-Counted (session 51, a probe on ``gc.callbacks``, 200 paced users with ``GATEWAY_WORKERS=auto``):
-what a young collection walks is nearly all alive. At 10,000 the main process's youngest
-generation held ~25,000 objects when it was collected (objects of older generations that
-die lower its count: ~2.5 times the threshold), nearly every one survived, and no big
-container was among them: 0.26 µs an object, so a young collection is long because it is
-large. What is garbage is ADK's telemetry (each agent invocation's and workflow's scope
-names itself through its OpenTelemetry context: a cycle, with its token usage) in the
-process that runs ADK, and nothing else: after the ramp the main process's collections
-found none at all. A middle collection walks every survivor of the young ones since the
-last: 20 of them at 10,000, 66-95 ms of CPU in the main process (113-144 ms of wall time).
-With a young collection every 3,000 allocations and the middle one every 5th, no
-collection of the main process took more than 18 ms of CPU a young one (1.2 at the median)
-or 29 a middle one (56 ms of wall time at the longest), each worker's 10 and 20 (48); the
-collector's CPU grew by a third (the main process 1.7 -> 2.3 s a 40 s round): a survivor is
-walked once in a young collection and once in a middle one whatever the thresholds, but a
-young one now catches objects that would have died before a later one
-(docs/first-event.md, "The collector's stalls counted (session 51)").
-
-A whole-heap collection still waits for 260 middle ones (3.9 million allocations past
-what died, as before), and one as long as a quarter of the heap is not new.
+Counted (session 51, the same probe, 200 paced users with ``GATEWAY_WORKERS=auto``): what
+a collection walks is nearly all alive. At 10,000 the main process's youngest generation
+held ~25,000 objects when collected (an older object's death lowers the count that sets a
+collection off), no big container among them, 0.26 µs of CPU an object: a collection is
+long because it is large. The only cyclic garbage is ADK's telemetry (each invocation's and
+workflow's scope is kept in an OpenTelemetry context that holds the scope: a cycle a run)
+in whichever process runs ADK; the main process, once its workers take the runs, makes
+none. A middle collection walks every survivor of the young ones since the last: at 20 of
+10,000 the main process's were its longest stops, 55-118 ms of CPU (103-144 ms of wall
+time at the longest a round). With a young collection every 3,000 and a middle one every
+5th, the longest was 36-59 ms of wall time (a worker's 24-46, was 40-107), for a third more
+of the collector's CPU (the main process 1.7 -> 2.3 s a 40 s round, +2-3% of a story's
+CPU): a survivor is walked once young and once middle whatever the thresholds, and a young
+collection now also meets some objects that would have died before a later one. The first
+text's p99 moved by less than its rounds' spread (docs/first-event.md, "The collector's
+stalls counted (session 51)"). A whole-heap collection still waits for 260 middle ones,
+3.9 million allocations past what died, as before.
 
 What start-up built (ADK's modules, the agent, the warm-up's objects) is frozen first:
 never collected, a whole-heap collection does not walk it either.
