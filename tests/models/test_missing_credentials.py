@@ -121,6 +121,9 @@ async def test_httpx_logs_a_request_only_when_the_log_is_at_debug(
     caplog.clear()
     logging.getLogger(sdk_noise.REQUESTS_LOGGER).warning("retrying")
     assert [r.getMessage() for r in caplog.records] == ["retrying"]  # warnings are said
+    # An INFO line that comes another way than ``info`` meets the filter.
+    logging.getLogger(sdk_noise.REQUESTS_LOGGER).log(logging.INFO, "a request")
+    assert [r.getMessage() for r in caplog.records] == ["retrying"]
 
 
 def test_a_request_line_not_said_is_never_made(caplog: pytest.LogCaptureFixture) -> None:
@@ -147,6 +150,17 @@ def test_a_request_line_not_said_is_never_made(caplog: pytest.LogCaptureFixture)
             logging.getLogger(name).info("a request")
             assert made == [name]
             made.clear()
+            # Said, it is the INFO line it was, naming its caller.
+            record = caplog.records[-1]
+            assert (
+                record.levelno == logging.INFO
+                and record.funcName == "test_a_request_line_not_said_is_never_made"
+            )
+        # Their level checks are the logging module's own (ADK asks one at every chunk).
+        assert not any(
+            "isEnabledFor" in vars(logging.getLogger(n))
+            for n in (sdk_noise.REQUESTS_LOGGER, sdk_noise.MODEL_CALLS_LOGGER)
+        )
         # Another logger's INFO lines are its own business.
         caplog.set_level(logging.INFO, logger="httpcore")
         logging.getLogger("httpcore").info("a connection")
