@@ -193,6 +193,8 @@ def install_adk() -> None:
         on_entry(runners.Runner, name, f"adk.{name}")
     for name in ("_preprocess_async", "_call_llm_async", "_handle_before_model_callback"):
         on_entry(base_llm_flow.BaseLlmFlow, name, f"adk.{name}")
+    if os.environ.get("STREAM_PROBE_FINE"):
+        _install_fine()
     gc.callbacks.append(lambda phase, info: stamp("gc." + phase, info["generation"]))
     try:
         from google.adk.integrations.openai._openai_llm import OpenAILlm
@@ -201,6 +203,54 @@ def install_adk() -> None:
     except ImportError:
         pass
     on_yields(gemini.GeminiLlm, "generate_content_async", "model", _text_of)
+
+
+# ``--fine``: more of ADK's way from its Runner to the model's call, in the order it goes.
+def fine_steps() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The stamps ``_install_fine`` adds in ADK after its append of the input, in the order
+    a start reaches them: its node runner, agent and flow, then each request processor (by
+    its module's name)."""
+    from google.adk.flows.llm_flows import single_flow
+
+    processors = (
+        f"proc.{type(p).__module__.rsplit('.', 1)[-1]}"
+        for p in single_flow.SingleFlow()._iter_request_processors()
+    )
+    return FINE_AGENT_STEPS, tuple(dict.fromkeys(processors))
+
+
+# ADK's way from its Runner's node to the flow's step (``fine_steps``).
+FINE_AGENT_STEPS = (
+    "fine.run",
+    "fine.run_llm_agent_as_node",
+    "fine._run_with_lifecycle",
+    "fine._run_async_impl",
+    "fine._run_one_step_async",
+)
+
+
+def _install_fine() -> None:
+    """Stamps ``fine_steps`` (``STREAM_PROBE_FINE``)."""
+    from google.adk import runners
+    from google.adk.agents import base_agent, llm_agent
+    from google.adk.flows.llm_flows import base_llm_flow, single_flow
+    from google.adk.workflow import _llm_agent_wrapper, _node_runner
+
+    for owner, name in (
+        (runners.Runner, "_run_node_async"),
+        (_node_runner.NodeRunner, "run"),
+        (_llm_agent_wrapper, "run_llm_agent_as_node"),
+        (base_agent.BaseAgent, "_run_with_lifecycle"),
+        (llm_agent.LlmAgent, "_run_async_impl"),
+        (base_llm_flow.BaseLlmFlow, "_run_one_step_async"),
+    ):
+        on_entry(owner, name, f"fine.{name}")
+    for processor in single_flow.SingleFlow()._iter_request_processors():
+        kind = type(processor)
+        label = f"proc.{kind.__module__.rsplit('.', 1)[-1]}"
+        if not getattr(kind.run_async, "_stamped", False):
+            on_entry(kind, "run_async", label)
+            kind.run_async._stamped = True  # type: ignore[attr-defined]
 
 
 def install() -> None:
@@ -265,6 +315,17 @@ def install() -> None:
     transport.WebSocketProtocol._send_now = send_now_stamped  # type: ignore[method-assign]
     around_async(service.SessionService, "append_event", "append_event")
     on_entry(engine.Engine, "run", "engine.run")
+    if os.environ.get("STREAM_PROBE_FINE"):
+        from gateway.adk import invocation
+        from gateway.hub import planning
+
+        on_entry(transport.WebSocketProtocol, "data_received", "fine.data_received")
+        on_entry(websocket.WebSocketSession, "_acknowledge", "fine.acknowledge")
+        on_entry(websocket.WebSocketSession, "_work", "fine.ws_work")
+        on_entry(hub.Hub, "_start", "fine.hub_start")
+        on_entry(planning.Planner, "plan", "fine.plan")
+        on_entry(driving.Driver, "_consume", "fine.consume")
+        on_entry(invocation.Invocation, "run", "fine.invocation")
 
     try_commit = group_commit.GroupCommit._try_commit
 

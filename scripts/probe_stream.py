@@ -78,6 +78,47 @@ MODEL_STEPS = (
     "aiohttp.connect",
     "aiohttp.send",
 )
+# With --fine, the door's way to the driver's stream, in order.
+DOOR_STEPS = (
+    "admit",
+    "fine.acknowledge",
+    "fine.ws_work",
+    "claim>",
+    "open_thread>",
+    "open_thread<",
+    "claim<",
+    "fine.hub_start",
+    "fine.plan",
+    "drive",
+    "stream",
+)
+
+
+def start_steps() -> tuple[str, ...]:
+    """``START_STEPS``, with ``--fine``'s stamps where a start reaches them: the driver's
+    consumer and the invocation before ADK's Runner, ADK's node runner, agent and flow
+    before its request processors, and each processor."""
+    if not os.environ.get("STREAM_PROBE_FINE"):
+        return START_STEPS
+    from scripts._stream_probe import fine_steps
+
+    agent, processors = fine_steps()
+    session = START_STEPS.index("adk._get_or_create_session") + 1
+    at = START_STEPS.index("adk._preprocess_async")
+    return (
+        START_STEPS[0],
+        "fine.consume",
+        "fine.invocation",
+        *START_STEPS[1:session],
+        "fine._run_node_async",
+        *START_STEPS[session:at],
+        *agent,
+        START_STEPS[at],
+        *processors,
+        *START_STEPS[at + 1 :],
+    )
+
+
 # Where an emitted event goes before a client's connection is handed it.
 DELIVERY_STEPS = ("run._log", "append_frames", "submit", "outbox.send", "run._route", "deliver")
 
@@ -199,7 +240,12 @@ def analyse(
         add(up, "claimed -> driver", claim_out, drive_at)
         add(up, "driver -> stream (opening emitted)", drive_at, stream_at)
         step_to = partial(add_step, up, cpu_at)
-        in_steps(step_to, mine, "stream", stream_at, START_STEPS)
+        if os.environ.get("STREAM_PROBE_FINE"):
+            at_door = first(mine, "fine.data_received", sent)
+            add(up, "  client send -> its bytes at the door", sent, at_door)
+            add(up, "  its bytes at the door -> door reads", at_door, ws_in)
+            in_steps(step_to, mine, "door", ws_in, DOOR_STEPS, stream_at)
+        in_steps(step_to, mine, "stream", stream_at, start_steps())
         add(up, "stream -> model called", stream_at, model_at)
         for name, t, x in mine:
             if name == "commit>" and arrived and t < arrived:
@@ -284,7 +330,7 @@ def analyse_adk(
     for start, end in zip(starts, [*starts[1:], float("inf")], strict=True):
         mine = [s for s in stamps if start <= s[1] < end]
         arrived = next((a for a in arrivals if start <= a < end), None)
-        in_steps(step_to, mine, "Runner called", start, START_STEPS)
+        in_steps(step_to, mine, "Runner called", start, start_steps())
         model_at = first(mine, "model>", start)
         step_to("Runner called -> model called", start, model_at)
         request_sent(step_to, mine, model_at, arrived)
@@ -353,6 +399,12 @@ def main() -> None:
         help="with --profile: only each run's start, from the door's read to its request's"
         " first byte",
     )
+    parser.add_argument(
+        "--fine",
+        action="store_true",
+        help="stamp more of a start: the door's way to the driver, ADK's node runner, agent,"
+        " flow and each of its request processors",
+    )
     parser.add_argument("--stamps", type=Path, help="keep the gateway's stamps in this file")
     parser.add_argument(
         "--db", choices=("memory", "file"), default="memory", help="the gateway's store (memory)"
@@ -372,6 +424,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.httpx:
         os.environ["STREAM_PROBE_HTTPX"] = "1"
+    if args.fine:
+        os.environ["STREAM_PROBE_FINE"] = "1"
     if args.side == "adk":
         provider = PROVIDERS[args.provider]()
         provider.port = free_port()

@@ -23,6 +23,7 @@ import time
 
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
@@ -33,7 +34,7 @@ from gateway import timeline
 from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
 from gateway.metrics import OFF, Metrics
-from gateway.models.endpoints import model_name, model_of
+from gateway.models.endpoints import called, described, model_name, model_of
 from gateway.models.failures import ModelFailure, classify
 
 __all__ = ["MODEL_FAILED", "FailedCall", "ModelCalls", "Stall"]
@@ -70,8 +71,10 @@ class ModelCalls(BasePlugin):
         self._began: dict[str, dict[CallKey, float]] = {}
         # run id -> its open calls -> when each last heard from its model (monotonic)
         self._open: dict[str, dict[CallKey, float]] = {}
-        # run id -> its open calls -> the model each calls, described for the log
-        self._models: dict[str, dict[CallKey, str]] = {}
+        # run id -> its open calls -> the model each calls, described for the log only if
+        # one stalls (a description reads the model's client: ~20 µs a call in a running
+        # gateway, before the call's request can leave)
+        self._models: dict[str, dict[CallKey, BaseLlm | None]] = {}
         self._failed: collections.OrderedDict[str, FailedCall] = collections.OrderedDict()
 
     # --- what the hub asks -----------------------------------------------------------------
@@ -87,7 +90,7 @@ class ModelCalls(BasePlugin):
             key, heard = min(calls.items(), key=lambda item: item[1])
             quiet = time.monotonic() - heard
             if quiet >= timeout:
-                return Stall(self._models.get(run_id, {}).get(key, "the model"), quiet)
+                return Stall(described(self._models.get(run_id, {}).get(key)), quiet)
             await asyncio.sleep(timeout - quiet)
 
     def take_failure(self, run_id: str) -> FailedCall | None:
@@ -108,7 +111,7 @@ class ModelCalls(BasePlugin):
         self._heard(callback_context)
         if run_id := _run_id(callback_context):
             timeline.mark("model_called", run_id)
-            self._models.setdefault(run_id, {})[_key(callback_context)] = model_of(callback_context)
+            self._models.setdefault(run_id, {})[_key(callback_context)] = called(callback_context)
             if callback_context.user_id != WARM_UP_USER:  # the warm-up's are not counted
                 self._began.setdefault(run_id, {})[_key(callback_context)] = time.monotonic()
         return None

@@ -116,9 +116,13 @@ class _Completions(AsyncCompletions):
         stream = bool(parameters.get("stream"))
         # A provider runtime may rewrite the body as a mapping: it gets the parameters.
         rewritten = getattr(self._client, "_provider_runtime", None) is not None
+        body = parameters if rewritten else encoded(parameters)
+        # Bytes go as the request's content, where the SDK sends them as they are (as
+        # bytes given as ``body``, which it sends the same but warns of at every request).
+        sent = {"content": body} if isinstance(body, bytes) else {"body": body}
         return await self._client.post(
             "/chat/completions",
-            body=parameters if rewritten else encoded(parameters),
+            **sent,
             options=_OPTIONS,
             cast_to=ChatCompletion,
             stream=stream,

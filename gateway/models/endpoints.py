@@ -24,7 +24,15 @@ from google.genai import types
 
 from gateway.adk.hosting import agent_tools, first_line, llm_agents
 
-__all__ = ["PROBE_TIMEOUT_SECONDS", "Endpoint", "describe", "endpoints", "model_of"]
+__all__ = [
+    "PROBE_TIMEOUT_SECONDS",
+    "Endpoint",
+    "called",
+    "describe",
+    "described",
+    "endpoints",
+    "model_of",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +64,22 @@ def endpoints(root: BaseAgent) -> list[Endpoint]:
 
 def model_of(context: CallbackContext) -> str:
     """The model a callback's agent calls, described for a log line."""
-    model = _called(context)
+    return described(called(context))
+
+
+def described(model: BaseLlm | None) -> str:
+    """``describe(model)``; "the model" for a call whose agent has none."""
     return describe(model) if model is not None else "the model"
 
 
 def model_name(context: CallbackContext) -> str:
     """The name of the model a callback's agent calls (a metric's label), or "unknown"."""
-    model = _called(context)
+    model = called(context)
     return model.model if model is not None else "unknown"
 
 
-def _called(context: CallbackContext) -> BaseLlm | None:
+def called(context: CallbackContext) -> BaseLlm | None:
+    """The model a callback's agent calls, if it has one."""
     try:
         model = getattr(context._invocation_context.agent, "canonical_model", None)
     except ValueError:  # no model anywhere up the tree

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -164,6 +165,21 @@ async def test_the_body_is_the_sdks_bytes_encoded_by_msgspec(
     assert request.content == openapi_dumps(call.args[0])
     assert "화면 열어줘" in request.content.decode()  # as UTF-8, as the SDK writes it
     assert dumped == []
+
+
+async def test_the_encoded_body_goes_without_the_sdks_warning() -> None:
+    """Bytes go as the request's content, the SDK's way to send them: the SDK warns of bytes
+    given as a body at every request (a warning made and filtered on the way to the first
+    byte, ~20-40 µs in a running gateway), and sends the same request either way."""
+    sent: list[httpx.Request] = []
+    model = OpenAILlm(model="local-model", client=client_of(ChatCompletionsClient, sent, answer))
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        _ = [r async for r in model.generate_content_async(conversation(), stream=True)]
+    assert [str(w.message) for w in warned] == []
+    (request,) = sent
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["content-length"] == str(len(request.content))
 
 
 class Shown(pydantic.BaseModel):

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 from google.genai import errors as genai_errors
 
+from gateway.models import endpoints
 from gateway.models.failures import classify, retry_after
 from tests.support.agui import new_id, outcome, text_of, user_input
 from tests.support.budgets import scaled
+from tests.support.counting import counting
 from tests.support.providers import Fault, Provider
 from tests.support.providers.agents import navigator_on
 from tests.support.servers import running_gateway
@@ -130,6 +132,28 @@ def test_retry_after_is_read_as_each_provider_says_it(
 def test_an_error_no_provider_raises_is_not_a_provider_failure() -> None:
     assert classify(KeyError("x")) is None
     assert classify(ConnectionError("a model of one's own")) is None
+
+
+async def test_a_model_is_described_for_the_log_only_when_its_call_stalls(
+    provider: Provider, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The description a stall's log line names the model by reads its client: a call
+    that goes on never makes it, on its way to its request (docs/performance.md,
+    session 51); a stall still says which model and where."""
+    async with (
+        running_gateway(agent=navigator_on(provider), model_timeout=STALL_SECONDS) as gateway,
+        gateway.socket() as ws,
+    ):
+        described = counting(monkeypatch, endpoints, "describe")  # its start's are its own
+        thread = new_id("t")
+        assert outcome(await ws.run(user_input(thread, "안녕"))) == {"type": "success"}
+        assert described == []
+        caplog.clear()
+        provider.fail_next(Fault.STALLS)
+        await ws.run(user_input(thread, LONG_REPLY))
+        assert len(described) == 1
+        [line] = warnings_and_worse(caplog)
+    assert f"{provider.model_name} at http://" in line.getMessage()
 
 
 async def test_a_model_timeout_of_0_stops_nothing(provider: Provider) -> None:

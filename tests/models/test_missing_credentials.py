@@ -117,9 +117,56 @@ async def test_httpx_logs_a_request_only_when_the_log_is_at_debug(
     assert await requested() == []
     caplog.set_level(logging.DEBUG, logger=sdk_noise.REQUESTS_LOGGER)
     assert any("HTTP Request: POST" in line for line in await requested())
-    warning = logging.LogRecord("httpx", logging.WARNING, __file__, 1, "retrying", (), None)
     caplog.set_level(logging.INFO, logger=sdk_noise.REQUESTS_LOGGER)
-    assert sdk_noise.EveryRequest().filter(warning)
+    caplog.clear()
+    logging.getLogger(sdk_noise.REQUESTS_LOGGER).warning("retrying")
+    assert [r.getMessage() for r in caplog.records] == ["retrying"]  # warnings are said
+    # An INFO line that comes another way than ``info`` meets the filter.
+    logging.getLogger(sdk_noise.REQUESTS_LOGGER).log(logging.INFO, "a request")
+    assert [r.getMessage() for r in caplog.records] == ["retrying"]
+
+
+def test_a_request_line_not_said_is_never_made(caplog: pytest.LogCaptureFixture) -> None:
+    """The line of each request is kept from being made at all, not dropped once made: a
+    record costs its caller's frame found and its fields read, on the way to the first
+    token (docs/performance.md, session 51)."""
+    sdk_noise.install_log_filter()
+    sdk_noise.install_log_filter()  # once is enough, twice changes nothing
+    made: list[str] = []
+    factory = logging.getLogRecordFactory()
+
+    def counted(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        made.append(record.name)
+        return record
+
+    logging.setLogRecordFactory(counted)
+    try:
+        for name in (sdk_noise.REQUESTS_LOGGER, sdk_noise.MODEL_CALLS_LOGGER):
+            caplog.set_level(logging.INFO, logger=name)
+            logging.getLogger(name).info("a request")
+            assert made == []
+            caplog.set_level(logging.DEBUG, logger=name)
+            logging.getLogger(name).info("a request")
+            assert made == [name]
+            made.clear()
+            # Said, it is the INFO line it was, naming its caller.
+            record = caplog.records[-1]
+            assert (
+                record.levelno == logging.INFO
+                and record.funcName == "test_a_request_line_not_said_is_never_made"
+            )
+        # Their level checks are the logging module's own (ADK asks one at every chunk).
+        assert not any(
+            "isEnabledFor" in vars(logging.getLogger(n))
+            for n in (sdk_noise.REQUESTS_LOGGER, sdk_noise.MODEL_CALLS_LOGGER)
+        )
+        # Another logger's INFO lines are its own business.
+        caplog.set_level(logging.INFO, logger="httpcore")
+        logging.getLogger("httpcore").info("a connection")
+        assert made == ["httpcore"]
+    finally:
+        logging.setLogRecordFactory(factory)
 
 
 async def test_adks_gemini_logs_a_model_call_only_when_the_log_is_at_debug(

@@ -62,3 +62,20 @@ def test_a_plain_runner_is_stamped_the_same_way() -> None:
         "TOTAL Runner called -> at the provider",
     ):
         assert step in report, step
+
+
+def test_fine_stamps_split_the_door_and_adks_way_to_the_model() -> None:
+    """``--fine``: the door's way to the driver, ADK's node runner, agent and flow, and each
+    of its request processors, in the order a start reaches them."""
+    report = script_report("scripts.probe_stream", "--fine --runs 3 --pace-ms 2")
+    for step in (
+        "client send -> its bytes at the door",
+        "fine.acknowledge -> fine.ws_work",
+        "fine.plan -> drive",
+        "engine.run -> fine.consume",
+        "fine._run_node_async -> append_event>",
+        "fine._run_one_step_async -> adk._preprocess_async",
+        "proc._agent_tools -> proc._dynamic_instructions",
+        "TOTAL client send -> at the provider",
+    ):
+        assert step in report, step
