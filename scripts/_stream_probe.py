@@ -19,7 +19,10 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from google.adk.flows.llm_flows._base_llm_processor import BaseLlmRequestProcessor
 
 STAMPS: list[tuple[str, float, Any, float]] = []
 now = time.perf_counter
@@ -210,13 +213,18 @@ def fine_steps() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The stamps ``_install_fine`` adds in ADK after its append of the input, in the order
     a start reaches them: its node runner, agent and flow, then each request processor (by
     its module's name)."""
+    return FINE_AGENT_STEPS, tuple(dict.fromkeys(_processors().values()))
+
+
+def _processors() -> dict[type[BaseLlmRequestProcessor], str]:
+    """ADK's request processors' classes, in the order a flow runs them, each with its
+    stamp's label (its module's name)."""
     from google.adk.flows.llm_flows import single_flow
 
-    processors = (
-        f"proc.{type(p).__module__.rsplit('.', 1)[-1]}"
+    return {
+        type(p): f"proc.{type(p).__module__.rsplit('.', 1)[-1]}"
         for p in single_flow.SingleFlow()._iter_request_processors()
-    )
-    return FINE_AGENT_STEPS, tuple(dict.fromkeys(processors))
+    }
 
 
 # ADK's way from its Runner's node to the flow's step (``fine_steps``).
@@ -233,7 +241,7 @@ def _install_fine() -> None:
     """Stamps ``fine_steps`` (``STREAM_PROBE_FINE``)."""
     from google.adk import runners
     from google.adk.agents import base_agent, llm_agent
-    from google.adk.flows.llm_flows import base_llm_flow, single_flow
+    from google.adk.flows.llm_flows import base_llm_flow
     from google.adk.workflow import _llm_agent_wrapper, _node_runner
 
     for owner, name in (
@@ -245,9 +253,7 @@ def _install_fine() -> None:
         (base_llm_flow.BaseLlmFlow, "_run_one_step_async"),
     ):
         on_entry(owner, name, f"fine.{name}")
-    for processor in single_flow.SingleFlow()._iter_request_processors():
-        kind = type(processor)
-        label = f"proc.{kind.__module__.rsplit('.', 1)[-1]}"
+    for kind, label in _processors().items():
         if not getattr(kind.run_async, "_stamped", False):
             on_entry(kind, "run_async", label)
             kind.run_async._stamped = True  # type: ignore[attr-defined]
