@@ -30,6 +30,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
+from gateway.adk.chain import passes_over_chunks
 from gateway.tools.client import ClientTool
 from gateway.translate.predictions import CONFIRM_CHANGES, Prediction
 
@@ -62,6 +63,7 @@ class ConfirmChangesPlugin(BasePlugin):
             llm_request.tools_dict.setdefault(CONFIRM_CHANGES, self.tool)
         return None
 
+    @passes_over_chunks
     async def after_model_callback(
         self, *, callback_context: CallbackContext, llm_response: LlmResponse
     ) -> LlmResponse | None:

@@ -22,6 +22,7 @@ from google.adk.events import Event as AdkEvent
 from google.adk.plugins.base_plugin import BasePlugin
 
 from gateway import wire as p
+from gateway.adk.chain import passes_over_chunks
 from gateway.context import RUN_METADATA_KEY
 from gateway.tools.client import CLIENT_TOOLS_KEY
 from gateway.translate.translator import CONFIRMATION_CALL
@@ -43,6 +44,7 @@ class PauseRefusal(BasePlugin):
         super().__init__(name="gateway_pause_refusal")
         self.app_name = app_name
 
+    @passes_over_chunks
     async def on_event_callback(
         self, *, invocation_context: InvocationContext, event: AdkEvent
     ) -> AdkEvent | None:

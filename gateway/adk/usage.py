@@ -30,6 +30,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
 from gateway import wire as p
+from gateway.adk.chain import passes_over_chunks
 from gateway.auth import WARM_UP_USER
 from gateway.context import run_metadata
 from gateway.metrics import OFF, Metrics
@@ -112,6 +113,7 @@ class UsagePlugin(BasePlugin):
             collections.OrderedDict()
         )
 
+    @passes_over_chunks
     async def after_model_callback(
         self, *, callback_context: CallbackContext, llm_response: LlmResponse
     ) -> LlmResponse | None:

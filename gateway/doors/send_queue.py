@@ -81,7 +81,7 @@ class Outgoing(Generic[E]):
                 data = p.encode(event)
                 frames, size = [(event, data)], len(data)
             else:
-                frames = cast(list[Frame[E]], versions.encoded(event, self.dialect))
+                frames = cast("list[Frame[E]]", versions.encoded(event, self.dialect))
                 size = sum([len(data) for _, data in frames])
             if self.limit_bytes is not None and self.size + size > self.limit_bytes:
                 return False
@@ -185,9 +185,9 @@ def merge_text_deltas(frames: list[Frame[E]]) -> list[Frame[E]]:
             joined = p.TextMessageContent(
                 message_id=chunks[0][0].message_id, delta=delta, metadata=chunks[-1][0].metadata
             )
-            merged.append(cast(Frame[E], (joined, p.encode(joined))))
+            merged.append(cast("Frame[E]", (joined, p.encode(joined))))
         else:
-            merged.extend(cast(list[Frame[E]], chunks))
+            merged.extend(cast("list[Frame[E]]", chunks))
         chunks.clear()
 
     for event, data in frames:

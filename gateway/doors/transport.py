@@ -281,7 +281,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
 
     async def send(self, message: ASGISendEvent) -> None:
         if message["type"] == SEND_TEXTS:
-            await self._send_texts(cast(list[bytes], cast(dict[str, object], message)["texts"]))
+            await self._send_texts(cast("list[bytes]", cast("dict[str, object]", message)["texts"]))
             return
         await super().send(message)
         if message["type"] == "websocket.http.response.body" and not message.get("more_body"):

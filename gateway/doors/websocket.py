@@ -212,7 +212,7 @@ class WebSocketSession:
             frames = self.send_queue.take()
             if frames is None:
                 return None
-            taken.extend(cast(list[tuple[p.Event, bytes]], frames))
+            taken.extend(cast("list[tuple[p.Event, bytes]]", frames))
             return [data for _, data in taken]
 
         if send_now(take):

@@ -6,10 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.plugins.plugin_manager import PluginManager
 
-from gateway.adk.chain import PluginChain
+from gateway.adk import chain
+from gateway.adk.chain import PluginChain, passes_over_chunks
+from gateway.adk.confirm_changes import ConfirmChangesPlugin
+from gateway.adk.resumability import PauseRefusal
+from gateway.adk.usage import UsagePlugin
 
 pytestmark = pytest.mark.unit
 
@@ -78,3 +83,40 @@ async def test_a_runs_error_reaches_every_plugin_though_one_fails() -> None:
     manager = PluginManager(plugins=[PluginChain([Failing(name="failing"), told])])
     await manager.run_on_run_error_callback(invocation_context=None, error=ValueError())  # type: ignore[arg-type]
     assert told.told
+
+
+class Counting(BasePlugin):
+    """Notes each response it is shown."""
+
+    def __init__(self, name: str, seen: list[str]) -> None:
+        super().__init__(name=name)
+        self.seen = seen
+
+    async def after_model_callback(self, *, llm_response: LlmResponse, **_: Any) -> None:
+        self.seen.append(self.name)
+
+
+class Finals(Counting):
+    """Has nothing to do with a streamed chunk, and says so; notes every call all the same."""
+
+    @passes_over_chunks
+    async def after_model_callback(self, *, llm_response: LlmResponse, **_: Any) -> None:
+        self.seen.append(f"{self.name} ({'chunk' if llm_response.partial else 'final'})")
+
+
+async def test_a_plugin_that_passes_over_streamed_chunks_is_not_called_for_one() -> None:
+    """A chunk comes ~30 times a model call; a plugin with nothing to do with it is not
+    awaited for it (docs/performance.md, session 52), and sees the final response."""
+    seen: list[str] = []
+    manager = PluginManager(plugins=[PluginChain([Finals("usage", seen), Counting("calls", seen)])])
+    for partial in (True, True, False):
+        response = LlmResponse(partial=partial)
+        await manager.run_after_model_callback(callback_context=None, llm_response=response)  # type: ignore[arg-type]
+    assert seen == ["calls", "calls", "usage (final)", "calls"]
+    assert await manager.run_on_event_callback(invocation_context=None, event=None) is None  # type: ignore[arg-type]
+
+
+def test_the_gateways_plugins_with_nothing_to_do_at_a_chunk_say_so() -> None:
+    assert UsagePlugin.after_model_callback in chain._PASSING_OVER_CHUNKS
+    assert ConfirmChangesPlugin.after_model_callback in chain._PASSING_OVER_CHUNKS
+    assert PauseRefusal.on_event_callback in chain._PASSING_OVER_CHUNKS
