@@ -40,8 +40,10 @@ def runner_for(app: App, sessions: BaseSessionService, services: Services) -> Ru
     """The Runner of ``app`` over ``sessions`` with the gateway's other services; ADK's
     telemetry in this process builds its attributes only for spans that record (in a
     worker too, where the model calls are: there it was a ninth of the CPU at 200 users),
-    and its models' private attributes are read directly (``private_reads``)."""
+    and its models' private attributes are read directly (``private_reads``). Its
+    telemetry's scopes let go of their contexts as they end: a run leaves no cycle."""
     telemetry.spare_unrecorded()
+    telemetry.let_go_of_scopes()
     spare_private_lookups()
     return Runner(
         app=app,
