@@ -87,11 +87,14 @@ def spare_private_lookups(classes: tuple[type[BaseModel], ...] = CLASSES) -> Non
         if not _shaped(cls):
             log.debug("%s is not read as pydantic reads a model: left as it is", cls.__name__)
             continue
+        spared = []
         for name, attribute in cls.__private_attributes__.items():
             if hasattr(attribute, "__get__") or any(name in c.__dict__ for c in cls.__mro__):
                 log.debug("%s.%s is not a plain private attribute: left", cls.__name__, name)
                 continue
             setattr(cls, name, _PrivateRead(cls, name, attribute))
+            spared.append(name)
+        log.debug("%s's private attributes read directly: %s", cls.__name__, ", ".join(spared))
 
 
 def _shaped(cls: type[BaseModel]) -> bool:
