@@ -13,6 +13,7 @@ artifacts     artifacts in this process, within a budget
 stand_in      the agent the start-up warm-up meets instead of the hosted one
 resumability  what a non-resumable App cannot do, refused when a run asks for it
 telemetry     ADK's telemetry built only for spans that record, content off by default
+private_reads ADK's pydantic private attributes read directly, not through __getattr__
 chain         the gateway's plugins as one, each callback calling only those that have it
 live          a live (voice) turn: Runner.run_live behind a LiveRequestQueue, transcript ids
 live_approvals  a live turn's approvals, asked before ADK's gate (its live flow never asks)

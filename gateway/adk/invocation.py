@@ -25,6 +25,7 @@ from gateway.a2ui.catalogs import ClientCatalogs
 from gateway.a2ui.plugin import RunSurfaces, SurfacePlugin
 from gateway.a2ui.surfaces import Surfaces
 from gateway.adk import telemetry
+from gateway.adk.private_reads import spare_private_lookups
 from gateway.adk.services import Services
 from gateway.context import custom_metadata
 from gateway.tools.client import CLIENT_TOOLS_KEY, ClientTool, ClientToolset
@@ -38,8 +39,12 @@ SurfaceReader = Callable[[str, str], Awaitable[Surfaces]]
 def runner_for(app: App, sessions: BaseSessionService, services: Services) -> Runner:
     """The Runner of ``app`` over ``sessions`` with the gateway's other services; ADK's
     telemetry in this process builds its attributes only for spans that record (in a
-    worker too, where the model calls are: there it was a ninth of the CPU at 200 users)."""
+    worker too, where the model calls are: there it was a ninth of the CPU at 200 users),
+    and its models' private attributes are read directly (``private_reads``). Its
+    telemetry's scopes let go of their contexts as they end: a run leaves no cycle."""
     telemetry.spare_unrecorded()
+    telemetry.let_go_of_scopes()
+    spare_private_lookups()
     return Runner(
         app=app,
         session_service=sessions,

@@ -29,6 +29,14 @@ built, since a sampled-out span is one that does not record. The wrapping is the
 process's: a host's own Runners are spared the same work, and lose nothing a recording
 span would carry (only ADK's completion log record for a call whose span does not record).
 
+``let_go_of_scopes`` breaks the one reference cycle a run leaves behind. ADK publishes each
+agent invocation's and each workflow's scope (its token totals) in an OpenTelemetry
+context that carries the scope itself, kept on the scope (``scope.otel_context``): a cycle
+a run, six objects the collector alone can free, the only cyclic garbage of a gateway's
+process (docs/first-event.md, session 51). As each scope's block ends, after ADK has
+flushed its metrics, the scope's context goes back to the empty one it was made with, and
+the run's scopes, contexts and token totals are freed as the run lets go of them.
+
 ``RUN_TELEMETRY`` is the ``RunConfig.telemetry`` of every run the gateway starts, its
 environment read once (left unset, ADK reads seven variables again for each streamed
 chunk). Message content stays out of ADK's spans (tool arguments and results, prompts and
@@ -47,6 +55,8 @@ from collections.abc import Callable, Mapping
 from itertools import chain
 from typing import Any
 
+from google.adk.telemetry import _instrumentation as adk_instrumentation
+from google.adk.telemetry import node_tracing as adk_node_tracing
 from google.adk.telemetry import tracing as adk_tracing
 from google.adk.telemetry._experimental_semconv import (
     _build_response_common_attributes,
@@ -60,6 +70,7 @@ from google.adk.telemetry.context import (
 )
 from google.genai import types
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_TOOL_DEFINITIONS,
 )
@@ -234,3 +245,89 @@ def spare_unrecorded() -> None:
             continue
         _originals[name] = original
         setattr(adk_tracing, name, functools.partial(wrapper, original))
+
+
+# What a scope's context is before ADK publishes it, and again once its block has ended.
+_UNPUBLISHED = Context()
+
+
+def _unpublished(scope: Any) -> None:
+    if scope is not None and getattr(scope, "otel_context", None) is not None:
+        scope.otel_context = _UNPUBLISHED
+
+
+class _AgentInvocation:
+    """ADK's ``record_agent_invocation``, whose scope lets go of its context as it ends."""
+
+    def __init__(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        self._block = original(*args, **kwargs)
+        self._scope: Any = None
+
+    async def __aenter__(self) -> Any:
+        self._scope = await self._block.__aenter__()
+        return self._scope
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        try:
+            return await self._block.__aexit__(*exc_info)
+        finally:
+            _unpublished(self._scope)
+
+
+class _WorkflowSpan:
+    """ADK's ``_use_invoke_workflow_span``, whose scope lets go of its context as it ends."""
+
+    def __init__(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        self._block = original(*args, **kwargs)
+        self._scope: Any = None
+
+    def __enter__(self) -> Any:
+        _span, context = entered = self._block.__enter__()
+        self._scope = adk_instrumentation._workflow_scope(context)
+        return entered
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:
+            return self._block.__exit__(*exc_info)
+        finally:
+            _unpublished(self._scope)
+
+
+# Where each scope is opened: ADK calls both through their modules, so replacing them
+# there reaches every call (``record_invocation`` and the workflow nodes, the agents).
+_SCOPES: dict[tuple[Any, str], Callable[..., Any]] = {
+    (adk_instrumentation, "record_agent_invocation"): _AgentInvocation,
+    (adk_node_tracing, "_use_invoke_workflow_span"): _WorkflowSpan,
+}
+
+
+# What each wrapped opener was before ``let_go_of_scopes``, by module and name.
+_scope_originals: dict[str, Callable[..., Any]] = {}
+
+
+def let_go_of_scopes() -> None:
+    """Wraps where ADK opens its agents' and workflows' scopes so that each lets go of
+    its context as it ends; once per process (``runner_for`` calls it, in a worker too)."""
+    if _scope_originals:
+        return
+    if not _scopes_published():
+        log.debug("ADK's telemetry keeps no scope on its context: left as it is")
+        return
+    for (module, name), wrapper in _SCOPES.items():
+        original = getattr(module, name, None)
+        if original is None:
+            log.debug("ADK's telemetry has no %s.%s: left as it is", module.__name__, name)
+            continue
+        _scope_originals[f"{module.__name__}.{name}"] = original
+        setattr(module, name, functools.partial(wrapper, original))
+
+
+def _scopes_published() -> bool:
+    """Whether the installed ADK keeps each scope's context on the scope, and finds a
+    workflow's scope in its context, as ``let_go_of_scopes`` expects."""
+    kinds = ("_AgentInvocationScope", "_WorkflowScope")
+    return callable(getattr(adk_instrumentation, "_workflow_scope", None)) and all(
+        "otel_context"
+        in getattr(getattr(adk_instrumentation, kind, None), "__dataclass_fields__", {})
+        for kind in kinds
+    )
