@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -25,7 +25,7 @@ from gateway.hub.outbox import Outbox
 from gateway.store import group_commit
 from gateway.store.writes import AppendFrames, Fenced, SaveStreamedText, Write
 from tests.support.agui import new_id, user_input
-from tests.support.held_store import navigator_hub
+from tests.support.held_store import before_each_commit, navigator_hub
 from tests.support.subscribers import Recorder
 
 INTRO = "자기소개를 길게 해 주세요"  # the scripted model answers in 94 chunks
@@ -51,21 +51,11 @@ def streamed_only(writes: Sequence[Write]) -> bool:
 def recorded_commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Sequence[Write]]]:
     """Each group commit's writes, of every store made within the block."""
     batches: list[Sequence[Write]] = []
-    real_init = group_commit.GroupCommit.__init__
 
-    def init(
-        writer: group_commit.GroupCommit,
-        commit: Callable[[Sequence[Any]], Awaitable[list[object]]],
-        on_health: Callable[[bool], None],
-        **settings: Any,
-    ) -> None:
-        async def recorded(writes: Sequence[Any]) -> list[object]:
-            batches.append(list(writes))
-            return await commit(writes)
+    async def record(writes: Sequence[Write]) -> None:
+        batches.append(list(writes))
 
-        real_init(writer, recorded, on_health, **settings)
-
-    monkeypatch.setattr(group_commit.GroupCommit, "__init__", init)
+    before_each_commit(monkeypatch, record)
     yield batches
 
 

@@ -55,7 +55,7 @@ def write_lock_held(path: str) -> Iterator[None]:
 def slow_commits(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Every group commit takes ``seconds`` longer, so writes pile up behind it."""
     # As a slow disk would hold the database's thread.
-    _each_commit_after(monkeypatch, lambda: asyncio.sleep(seconds))
+    before_each_commit(monkeypatch, lambda writes: asyncio.sleep(seconds))
 
 
 def gated_commits(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
@@ -63,14 +63,14 @@ def gated_commits(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
     one already under way when it is cleared goes on."""
     gate = asyncio.Event()
     gate.set()
-    _each_commit_after(monkeypatch, gate.wait)
+    before_each_commit(monkeypatch, lambda writes: gate.wait())
     return gate
 
 
-def _each_commit_after(
-    monkeypatch: pytest.MonkeyPatch, waited: Callable[[], Awaitable[object]]
+def before_each_commit(
+    monkeypatch: pytest.MonkeyPatch, waited: Callable[[Sequence[Any]], Awaitable[object]]
 ) -> None:
-    """Every group commit of a store made from now on first awaits ``waited()``."""
+    """Every group commit of a store made from now on first awaits ``waited(its writes)``."""
     real_init = group_commit.GroupCommit.__init__
 
     def init(
@@ -80,7 +80,7 @@ def _each_commit_after(
         **settings: Any,
     ) -> None:
         async def held(writes: Sequence[Any]) -> list[object]:
-            await waited()
+            await waited(writes)
             return await commit(writes)
 
         real_init(writer, held, on_health, **settings)
