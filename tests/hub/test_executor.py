@@ -8,8 +8,10 @@ which calls are its own; any other connection learns of them from snapshots only
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from gateway.store import rows
+from gateway.store.writes import AppendEvent
 from tests.support.agui import (
     AgUiSocket,
     new_id,
@@ -29,8 +32,10 @@ from tests.support.agui import (
     user_input,
 )
 from tests.support.backends import logged
+from tests.support.budgets import eventually
 from tests.support.counting import counting
 from tests.support.flagship import FLAGSHIP, MOVED
+from tests.support.held_store import before_each_commit
 from tests.support.processes import gateway_process
 from tests.support.servers import RunningGateway, running_gateway
 
@@ -111,7 +116,19 @@ async def test_a_stock_client_without_an_id_is_never_told_even_its_own_calls(
     assert told_own(events) is None
 
 
-async def test_the_asking_tab_back_mid_run_executes_the_call_the_run_makes() -> None:
+async def test_the_asking_tab_back_mid_run_executes_the_call_the_run_makes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The run may not end before both tabs are back, however slow the machine: the commit of
+    # its call of find_screen (which it waits for before going on) waits until both have
+    # joined it. A pace alone once let a loaded machine finish the run first.
+    both_back = asyncio.Event()
+
+    async def held(writes: Sequence[Any]) -> None:
+        if any(isinstance(w, AppendEvent) and '"find_screen"' in w.data for w in writes):
+            await both_back.wait()
+
+    before_each_commit(monkeypatch, held)
     async with running_gateway(scripted_pace_ms=30) as gateway:
         thread = new_id("t")
         async with gateway.socket(query="&clientId=tab-1") as gone:
@@ -122,17 +139,29 @@ async def test_the_asking_tab_back_mid_run_executes_the_call_the_run_makes() -> 
             gateway.socket(query="&clientId=tab-2") as other,
         ):
             await other.send({"type": "reattach", "threadId": thread})
-            events = await back.run({"type": "reattach", "threadId": thread})
+            await back.send({"type": "reattach", "threadId": thread})
+            await eventually(
+                lambda: joined(gateway, thread) == 2, 10, what="both tabs joined the run"
+            )
+            both_back.set()
+            events = await back.until_end()
             seen = await other.until_end()
         assert seen[0]["runId"] == events[0]["runId"], "both joined the run in progress"
         assert events[0]["runId"] == gone.received[0]["runId"], "it followed the run live"
-        # Either the call came after the tab was back (live), or before (named as its own).
-        [navigate] = tool_calls(events, "navigateToScreen") or [
-            {"id": call_id} for call_id in told_own(events) or []
-        ]
+        # The call came after the tab was back: it is sent live, to the tab alone.
+        [navigate] = tool_calls(events, "navigateToScreen")
         assert told_own(events) is not None, "the tab is told it executes the run"
         assert outcome(events)["pendingToolCallIds"] == [navigate["id"]]
         assert told_own(seen) is None and not tool_calls(seen, "navigateToScreen")
+
+
+def joined(gateway: RunningGateway, thread_id: str) -> int:
+    """How many connections follow the thread's run in progress (joining or watching)."""
+    assert gateway.app.hub is not None
+    held = gateway.app.hub.threads.get(thread_id)
+    if held is None or held.run is None:
+        return 0
+    return len(held.run.joining) + len(held.watchers)
 
 
 @pytest.mark.process
