@@ -17,6 +17,11 @@ run it is followed within a millisecond or two by the message's final event, whi
 waits for, and it took a commit of its own, one of a run's ten on the expenses example
 (docs/performance.md, session 52). A write that someone waits for and that joins a riding
 one (frames of the same thread, ``extends``) takes it along at once, as does ``hurry``.
+It rides only while the store's writes keep coming (the last one queued less than
+``_LINGER_SECONDS`` before it): after a longer pause the next write is unlikely to come
+in time either, and the ride would end in a wake-up of the loop and a commit alone, later
+than the linger's. A model streaming at a human pace (a chunk every 10 ms) so made the
+loop sleep and wake twice as often a run, for no commit saved (session 53).
 
 Health: ``can_commit`` says whether the writer's last commit succeeded; while it fails the
 writer tries a one-page commit of its own every ``PROBE_SECONDS``, so it also learns of the
@@ -116,6 +121,9 @@ class GroupCommit:
         self._submitted = 0
         # The writer's wake-up for writes that ride (``_rides``), while one is set.
         self._ride: asyncio.TimerHandle | None = None
+        # When the last write was queued (the loop's clock): streamed text rides only
+        # while writes keep coming (``submit``).
+        self._last_queued = asyncio.get_running_loop().time()
         self.commits = 0
         # Each transaction's time and writes (``gateway.metrics``); nothing unless set.
         self.metrics: Metrics = OFF
@@ -140,11 +148,15 @@ class GroupCommit:
         made together cost one write, and their deliveries one commit. An ``urgent``
         write's caller is woken first of its commit's (``_settle_in_turns``). A write that
         ``rides`` (streamed text sent ahead of its commit: nobody waits for it) waits for
-        the next write to commit with, ``_LINGER_SECONDS`` at most.
+        the next write to commit with, ``_LINGER_SECONDS`` at most; unless the write before
+        it was queued longer ago than that, when it is committed as any other.
         """
         if self._closing:
             raise StoreError("the session store is closed")
         self._submitted += 1
+        now = asyncio.get_running_loop().time()
+        rides = rides and now - self._last_queued < _LINGER_SECONDS
+        self._last_queued = now
         key = replaces if replaces is not None else extends
         if key is not None and (queued := self._replaceable.get(key)) is not None:
             if extends is None:

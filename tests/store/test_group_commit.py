@@ -243,3 +243,28 @@ async def test_riding_text_goes_at_once_when_someone_waits_for_it(
     await asyncio.wait_for(asyncio.gather(notice, text), 5)
     assert [len(batch) for batch in batches] == [2]
     await writer.close()
+
+
+async def test_streamed_text_after_a_pause_is_committed_at_once_not_held_for_a_ride(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Streamed text rides only while the store's writes keep coming: after a pause longer
+    than the ride's bound (a model at a human pace, a chunk every 10 ms) no write would come
+    in time, and the ride would only end in a wake-up of the loop and a commit alone. So it
+    commits after the linger's quiet turns, as any write; text right after it rides again."""
+    monkeypatch.setattr(group_commit, "_LINGER_SECONDS", 60)  # no luck of the clock below
+    writer, batches = recording_writer()
+    loop = asyncio.get_running_loop()
+    writer._last_queued = loop.time() - 120  # the store's last write, two minutes ago
+    chunk = writer.submit(logged(1), extends="t", rides=True)
+    for _ in range(3 * group_commit._QUIET_TURNS):
+        await asyncio.sleep(0)
+    assert chunk.done() and len(batches) == 1
+    riding = writer.submit(logged(2), extends="t", rides=True)  # a write just came
+    for _ in range(3 * group_commit._QUIET_TURNS):
+        await asyncio.sleep(0)
+    assert not riding.done() and len(batches) == 1
+    writer.hurry()
+    await riding
+    assert len(batches) == 2
+    await writer.close()
