@@ -40,6 +40,11 @@ process reads too:
   start's delay again in every chunk; and the same from each stream's own first token.
 - "CPU per chunk": the serving side's CPU time (the gateway's process; this process for the
   others) over the runs, divided by the provider's chunks.
+- "waits for a core": how long, over a run, the provider's process and the serving side's
+  (the gateway's; this process for the others) were ready to run and had no core (each
+  thread's run delay, ``/proc/<pid>/task/*/schedstat``), p50 and p99 over a round's runs.
+  A provider that waits is a provider that sends late: what the lag above is made of when
+  a side keeps the cores busy.
 
 The sides take turns run by run after a few unmeasured ones; each round is a fresh provider
 and gateway, for each store of ``--db`` in turn (in memory; a SQLite file, the production
@@ -154,6 +159,10 @@ class Side:
     # how late each later text chunk left against its reply's first (``sending``).
     send_gaps: list[float] = dataclasses.field(default_factory=list)
     send_lags: list[float] = dataclasses.field(default_factory=list)
+    # Seconds each measured run's provider process, and the side's serving process, were
+    # ready to run with no core free (``waited``).
+    provider_waits: list[float] = dataclasses.field(default_factory=list)
+    own_waits: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +205,12 @@ class Round:
         found = self.sides[side]
         return percentile(found.send_lags if lag else found.send_gaps, quantile)
 
+    def waits(self, side: str, quantile: float = 0.5, *, provider: bool = True) -> float:
+        """How long a run of ``side`` had the provider's process (or the side's own) ready
+        to run with no core free."""
+        found = self.sides[side]
+        return percentile(found.provider_waits if provider else found.own_waits, quantile)
+
     def cpu_per_chunk(self, side: str) -> float:
         return self.sides[side].cpu / (len(self.sides[side].streams) * self.chunks)
 
@@ -231,6 +246,16 @@ def sends(sent: list[float], texts: list[str], pace: float) -> tuple[list[float]
     return gaps, lags
 
 
+def waited(pid: int, proc: Path = Path("/proc")) -> float:
+    """Seconds the threads of process ``pid`` have spent ready to run with no core free
+    (the second field of each thread's ``schedstat``: the scheduler's run delay)."""
+    total = 0
+    for stat in (proc / str(pid) / "task").glob("*/schedstat"):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a thread that ended
+            total += int(stat.read_text().split()[1])
+    return total / 1e9
+
+
 def percentile(values: list[float], quantile: float) -> float:
     """The value below which ``quantile`` of ``values`` fall (linear between neighbours)."""
     if quantile == 0.5:
@@ -239,8 +264,9 @@ def percentile(values: list[float], quantile: float) -> float:
 
 
 @contextlib.contextmanager
-def provider_process(provider: Provider, pace_ms: float) -> Iterator[Provider]:
-    """``python -m tests.support.providers`` on ``provider.port`` until the block ends."""
+def provider_process(provider: Provider, pace_ms: float) -> Iterator[int]:
+    """``python -m tests.support.providers`` on ``provider.port`` until the block ends;
+    yields its process id."""
     kind = next(name for name, kind in PROVIDERS.items() if isinstance(provider, kind))
     command = [sys.executable, "-m", "tests.support.providers", kind, "--port", str(provider.port)]
     process = subprocess.Popen([*command, "--pace-ms", str(pace_ms)], cwd=ROOT)
@@ -254,7 +280,7 @@ def provider_process(provider: Provider, pace_ms: float) -> Iterator[Provider]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the local provider did not start") from None
                 time.sleep(0.05)
-        yield provider
+        yield process.pid
     finally:
         process.terminate()
         process.wait(10)
@@ -345,6 +371,7 @@ async def gateway_run(ws: ClientConnection) -> Stream:
 
 async def measure(
     provider: Provider,
+    provider_pid: int,
     gateway: LocalGateway,
     runs: int,
     pace: float,
@@ -365,12 +392,14 @@ async def measure(
             "adk": (adk, this_process),
             "gateway": (lambda: gateway_run(ws), lambda: cpu_seconds(gateway.process.pid)),
         }
+        serving = {"direct": os.getpid(), "adk": os.getpid(), "gateway": gateway.process.pid}
         if earlier is not None:
             old = await stack.enter_async_context(
                 connect(earlier.ws_url(), max_size=None, compression=None)
             )
             await asyncio.wait_for(gateway_run(old), RUN_TIMEOUT)
             served_by[BEFORE] = (lambda: gateway_run(old), lambda: cpu_seconds(earlier.process.pid))
+            serving[BEFORE] = earlier.process.pid
         sides = {name: Side() for name in served_by}
         # Each run makes one generation request, in the order the runs are made.
         first_request = len(recorded(provider)["arrivals"])
@@ -378,11 +407,14 @@ async def measure(
         for index in range(WARM_UP_RUNS + runs):
             for name, (run, cpu) in served_by.items():
                 before = cpu()
+                provider_before, own_before = waited(provider_pid), waited(serving[name])
                 stream = await asyncio.wait_for(run(), RUN_TIMEOUT)
                 measured.append((name, stream))
                 if index >= WARM_UP_RUNS:
                     sides[name].streams.append(stream)
                     sides[name].cpu += cpu() - before
+                    sides[name].provider_waits.append(waited(provider_pid) - provider_before)
+                    sides[name].own_waits.append(waited(serving[name]) - own_before)
         found = recorded(provider)
         arrivals, sent = found["arrivals"][first_request:], found["sent"][first_request:]
         if len(arrivals) != len(measured):
@@ -469,6 +501,19 @@ def report(title: str, rounds: list[Round]) -> None:
             + "; from each stream's first token: "
             + ", ".join(f"{side} {ms(later[side])}" for side in later)
         )
+        waits = {
+            whose: {
+                side: median(r.waits(side, quantile, provider=whose) for r in rounds)
+                for side in sides
+            }
+            for whose in (True, False)
+        }
+        print(
+            f"    waits for a core {name}, a run: the provider's while serving "
+            + ", ".join(f"{side} {ms(waits[True][side])}" for side in sides)
+            + "; the side's own process "
+            + ", ".join(f"{side} {ms(waits[False][side])}" for side in sides)
+        )
     print(
         "    CPU per chunk: "
         + ", ".join(f"{side} {us(cpu[side])}" for side in sides)
@@ -532,10 +577,10 @@ def one_round(provider: Provider, store: str, args: argparse.Namespace) -> Round
                 flags += ("--db", str(folder / f"{side}.db"))
             return stack.enter_context(local_gateway(*flags, root=root))
 
-        stack.enter_context(provider_process(provider, args.pace_ms))
+        pid = stack.enter_context(provider_process(provider, args.pace_ms))
         this = gateway("gateway")
         before = gateway(BEFORE, args.before.resolve()) if args.before is not None else None
-        return uvloop.run(measure(provider, this, args.runs, args.pace_ms / 1000, before))
+        return uvloop.run(measure(provider, pid, this, args.runs, args.pace_ms / 1000, before))
 
 
 if __name__ == "__main__":

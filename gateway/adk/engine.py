@@ -233,8 +233,11 @@ class Engine:
         message_id: str,
         author: str,
         text: str,
+        rides: bool = False,
     ) -> asyncio.Future[object] | None:
         """Stores the text so far of a message being streamed; the future is its commit.
+        ``rides``: its chunk goes out ahead of it, so nobody waits for it
+        (``GroupCommit.submit``).
 
         None for an in-memory store: nothing in it outlives the process, so a chunk has
         nothing to wait for.
@@ -249,13 +252,19 @@ class Engine:
             message_id=message_id,
             author=author,
             text=text,
+            rides=rides,
         )
 
     def log_frames(
-        self, user_id: str, thread_id: str, frames: list[LoggedFrame]
+        self, user_id: str, thread_id: str, frames: list[LoggedFrame], *, rides: bool = False
     ) -> asyncio.Future[object]:
-        """Stores frames of a thread's event log; the future is their commit."""
-        return self.sessions.append_frames(self.app_name, user_id, thread_id, frames)
+        """Stores frames of a thread's event log; the future is their commit. ``rides``:
+        nobody waits for it (streamed text sent ahead of its commit)."""
+        return self.sessions.append_frames(self.app_name, user_id, thread_id, frames, rides=rides)
+
+    def hurry_writes(self) -> None:
+        """Commits the writes that ride now: a caller is about to wait for them."""
+        self.sessions.hurry()
 
     async def frames_after(self, user_id: str, thread_id: str, after: int) -> FrameLog:
         return await self.sessions.frames_after(self.app_name, user_id, thread_id, after)

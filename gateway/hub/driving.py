@@ -301,10 +301,13 @@ class Driver:
                         continue
                     if out:
                         burst.flush()  # nothing overtakes the text held
-                    kept = self._keep_streamed_text(run, event, out)
+                    streamed = _streamed_text(event, out)
+                    # Sent ahead of its commit, nobody waits for its text so far either.
+                    rides = streamed and run.outbox.goes_ahead(len(out))
+                    kept = self._keep_streamed_text(run, event, out, rides)
                     if not texted and timeline.on():  # before: the emit may write it at once
                         texted = _first_text(run.run_id, out)
-                    run.emit(out, after=kept, streamed=_streamed_text(event, out))
+                    run.emit(out, after=kept, streamed=streamed)
                     if out:
                         burst.emitted(out)
             await _stored(input_commits)  # a stream that said nothing: before the run's end
@@ -317,7 +320,8 @@ class Driver:
         stored, as a chunk is; nothing, once the run has ended (the hub's stop cut it off)."""
         if run.ended:
             return
-        kept = self._save_streamed_text(run, run.streaming) if run.streaming else None
+        rides = run.outbox.goes_ahead(1)  # as a chunk's (``_consume``)
+        kept = self._save_streamed_text(run, run.streaming, rides) if run.streaming else None
         run.emit([chunk], after=kept, streamed=True)
 
     def _stalled(self, run: Run, stall: Stall) -> p.GatewayError:
@@ -333,8 +337,11 @@ class Driver:
             "try again.",
         )
 
-    def _keep_streamed_text(self, run: Run, event: AdkEvent, out: list[p.Event]) -> Commit | None:
-        """Stores the text so far of a streamed message; returns the commit its chunk awaits."""
+    def _keep_streamed_text(
+        self, run: Run, event: AdkEvent, out: list[p.Event], rides: bool
+    ) -> Commit | None:
+        """Stores the text so far of a streamed message; returns the commit its chunk awaits
+        (``rides``: the chunk goes out ahead of it)."""
         if not event.partial:
             if run.streaming is not None and event.id == run.streaming.id:
                 run.streaming = None  # ADK stored the whole message in its place
@@ -342,9 +349,9 @@ class Driver:
         if not any(isinstance(e, p.TextMessageContent) for e in out):
             return None
         run.streaming = event
-        return self._save_streamed_text(run, event)
+        return self._save_streamed_text(run, event, rides)
 
-    def _save_streamed_text(self, run: Run, event: AdkEvent) -> Commit | None:
+    def _save_streamed_text(self, run: Run, event: AdkEvent, rides: bool) -> Commit | None:
         return self.engine.save_streamed_text(
             user_id=run.thread.user_id,
             thread_id=run.thread.thread_id,
@@ -352,6 +359,7 @@ class Driver:
             message_id=event.id,
             author=event.author,
             text=run.translator.text_so_far(event.id),
+            rides=rides,
         )
 
     async def _keep_cut_off_reply(self, run: Run, ending: Ending) -> None:

@@ -621,6 +621,7 @@ class Hub:
         thread's lease, if ``leased``: the caller took it for this run)."""
         run = Run(thread, run_id, executor, self._translator(thread, run_id), holds_slot)
         run.log = partial(self._log_frames, thread)
+        run.outbox.hurry = self.engine.hurry_writes
         run.trim = partial(self._trim_log, run)
         run.clock = None if thread.user_id == WARM_UP_USER else self.metrics.run_clock()
         if leased:
@@ -644,8 +645,10 @@ class Hub:
             predictions=self.engine.hosted.predict_state,
         )
 
-    def _log_frames(self, thread: Thread, frames: list[LoggedFrame]) -> Commit:
-        return self.engine.log_frames(thread.user_id, thread.thread_id, frames)
+    def _log_frames(
+        self, thread: Thread, frames: list[LoggedFrame], *, rides: bool = False
+    ) -> Commit:
+        return self.engine.log_frames(thread.user_id, thread.thread_id, frames, rides=rides)
 
     def ended(self, run: Run) -> None:
         """The driver is done with the run: its last events are out."""

@@ -16,6 +16,9 @@ marks interrupted. So a chunk with nothing held before it goes out at once, whil
 ``UNSTORED_NUMBERS`` numbers of the thread's log are out ahead of their commit; past that,
 it waits as every other delivery does. A later delivery still waits for its own commits
 only: the store commits in order, so when they are done, every chunk's before them is.
+Nobody waits for the writes of a chunk that goes ahead (``goes_ahead``), so they ride the
+store's next write (``GroupCommit.submit``), a few milliseconds at most; ``stored``, whose
+caller does wait for them, has the store commit them at once (``hurry``).
 A process that takes over a thread a crash cut off numbers its next frames after a gap of
 ``UNSTORED_NUMBERS`` (``gateway.hub.takeover``), so a cursor a client was sent ahead of
 the store never names another frame.
@@ -54,6 +57,9 @@ class Outbox:
         self.unstored = 0
         self._ahead: set[Commit] = set()
         self._behind = False  # streamed text has had to wait for its commit
+        # Commits at once what the store holds back because nobody waits for it (streamed
+        # text sent ahead rides the store's next write), for ``stored``'s caller, who does.
+        self.hurry: Callable[[], None] | None = None
 
     def send(self, deliver: Callable[[], None], *after: Commit | None, unstored: int = 0) -> None:
         """Delivers once every delivery before it is out and ``after`` (the frames' and
@@ -64,23 +70,29 @@ class Outbox:
             _report(commits)
             deliver()
             return
-        if not self._held and unstored:
-            if self.unstored + unstored <= UNSTORED_NUMBERS:
-                self._go_ahead(commits, unstored)
-                deliver()
-                return
-            if not self._behind:  # once a run: the store falls behind its model
-                self._behind = True
-                log.info(
-                    "streamed text waits for the store: %d numbers of its thread's log are"
-                    " out ahead of their commit",
-                    self.unstored,
-                )
+        if unstored and self.goes_ahead(unstored):
+            self._go_ahead(commits, unstored)
+            deliver()
+            return
+        if not self._held and unstored and not self._behind:
+            # Once a run: the store falls behind its model.
+            self._behind = True
+            log.info(
+                "streamed text waits for the store: %d numbers of its thread's log are"
+                " out ahead of their commit",
+                self.unstored,
+            )
         self._held.append((commits, deliver))
         self._drained.clear()
         for commit in commits:
             if not commit.done():
                 commit.add_done_callback(self._release)
+
+    def goes_ahead(self, unstored: int) -> bool:
+        """Whether streamed text carrying ``unstored`` numbers, sent now, would go out
+        ahead of its commit: nothing is held before it, and the bound allows it. Then
+        nobody waits for its writes: they may ride the store's next one."""
+        return not self._held and self.unstored + unstored <= UNSTORED_NUMBERS
 
     def __len__(self) -> int:
         """How many deliveries are waiting."""
@@ -93,6 +105,8 @@ class Outbox:
     async def stored(self) -> None:
         """Returns once every delivery that went out ahead of its commit so far is committed."""
         if self._ahead:
+            if self.hurry is not None:
+                self.hurry()
             await asyncio.wait(set(self._ahead))
 
     def _go_ahead(self, commits: tuple[Commit, ...], numbers: int) -> None:

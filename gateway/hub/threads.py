@@ -49,6 +49,13 @@ from gateway.store.recovery import Unfinished
 from gateway.translate.translator import Phase, RunTranslator
 
 
+class LogsFrames(Protocol):
+    """Stores frames of a thread's log and returns their commit; ``rides``: nobody waits
+    for it (streamed text sent ahead), so it may wait for the store's next write."""
+
+    def __call__(self, frames: list[LoggedFrame], *, rides: bool = False) -> Commit: ...
+
+
 class Subscriber(Protocol):
     """Who is sent a thread's events: a WebSocket connection, an SSE request."""
 
@@ -154,7 +161,7 @@ class Run:
     # The client instance of the input that started the run; it stays when its connection goes.
     owner: str | None = None
     # Stores frames of the thread's log, returning their commit; None: the run is not logged.
-    log: Callable[[list[LoggedFrame]], Commit] | None = None
+    log: LogsFrames | None = None
     # The number of its RUN_STARTED in the thread's log, once numbered.
     first_seq: int | None = None
     # The number of the last frame of the log its outbox let out to the thread's watchers
@@ -229,7 +236,11 @@ class Run:
             return
         if self.clock is not None:
             self.clock.saw(batch)
-        logged = self._log(batch, observers_only) if self.log is not None else None
+        unstored = len(batch) if streamed else 0
+        # Streamed text that goes out ahead of its commit: nobody waits for its frames,
+        # which ride the store's next write (``GroupCommit.submit``).
+        rides = bool(unstored) and self.outbox.goes_ahead(unstored)
+        logged = self._log(batch, observers_only, rides) if self.log is not None else None
         ends = isinstance(batch[-1], p.RunFinished | p.RunError)
         if ends and self.trim is not None and logged is not None and self.stopped_by is None:
             trim, self.trim = self.trim, None
@@ -238,12 +249,11 @@ class Run:
             # The lease goes after the run's last frames, in their commit where it can.
             release, self.release = self.release, None
             logged = _both(logged, release(logged))
-        unstored = len(batch) if streamed else 0
         self.outbox.send(
             partial(self._route, batch, observers_only), after, logged, unstored=unstored
         )
 
-    def _log(self, batch: list[p.Event], observers_only: bool) -> Commit | None:
+    def _log(self, batch: list[p.Event], observers_only: bool, rides: bool) -> Commit | None:
         thread = self.thread
         if thread.head is None:
             return None  # not read: the hub reads the head before a run emits
@@ -259,7 +269,7 @@ class Run:
             not_for = self.owner if observers_only else None
             frames.append(eventlog.frame(event, only_for=only_for, not_for=not_for))
         assert self.log is not None
-        return self.log(frames)
+        return self.log(frames, rides=rides)
 
     def join(
         self, subscriber: Subscriber, catch_up: list[p.Event], *, executes: bool = False

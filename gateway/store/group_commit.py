@@ -10,7 +10,18 @@ A write nobody waits on and that needs no commit of its own rides the next one: 
 notices of changed threads (``ReleaseLeases`` with no lease to let go of) are queued without
 waking the writer, which takes them with the next write queued, or after ``RIDE_SECONDS``
 if none comes. Alone, each cost a transaction (BEGIN, its statement, COMMIT) at low load.
-Queued in order, a notice still commits after every write queued before it.
+Queued in order, a notice still commits after every write queued before it. Streamed text
+sent ahead of its commit (its frames, its text so far: ``submit``'s ``rides``) rides the
+same way, for ``_LINGER_SECONDS`` at most, the longest the linger held it before: in a
+run it is followed within a millisecond or two by the message's final event, which ADK
+waits for, and it took a commit of its own, one of a run's ten on the expenses example
+(docs/performance.md, session 52). A write that someone waits for and that joins a riding
+one (frames of the same thread, ``extends``) takes it along at once, as does ``hurry``.
+It rides only while the store's writes keep coming (the last one queued less than
+``_LINGER_SECONDS`` before it): after a longer pause the next write is unlikely to come
+in time either, and the ride would end in a wake-up of the loop and a commit alone, later
+than the linger's. A model streaming at a human pace (a chunk every 10 ms) so made the
+loop sleep and wake twice as often a run, for no commit saved (session 53).
 
 Health: ``can_commit`` says whether the writer's last commit succeeded; while it fails the
 writer tries a one-page commit of its own every ``PROBE_SECONDS``, so it also learns of the
@@ -83,6 +94,8 @@ class _Pending:
     followers: list[Write] = dataclasses.field(default_factory=list)
     # A client's next event waits for it (a run's input: its first text): woken first.
     urgent: bool = False
+    # Nobody waits for it: it waits for the next write to commit with (``_rides``).
+    rides: bool = False
 
 
 class GroupCommit:
@@ -108,6 +121,9 @@ class GroupCommit:
         self._submitted = 0
         # The writer's wake-up for writes that ride (``_rides``), while one is set.
         self._ride: asyncio.TimerHandle | None = None
+        # When the last write was queued (the loop's clock): streamed text rides only
+        # while writes keep coming (``submit``).
+        self._last_queued = asyncio.get_running_loop().time()
         self.commits = 0
         # Each transaction's time and writes (``gateway.metrics``); nothing unless set.
         self.metrics: Metrics = OFF
@@ -121,6 +137,7 @@ class GroupCommit:
         replaces: Hashable | None = None,
         extends: Hashable | None = None,
         urgent: bool = False,
+        rides: bool = False,
     ) -> asyncio.Future[object]:
         """Queues a write; the future resolves once it is committed (or fails alone).
 
@@ -129,17 +146,26 @@ class GroupCommit:
         newer state supersedes an older one at no extra cost. With ``extends`` (frames of
         a thread's log), such a queued write takes this one's frames after its own: frames
         made together cost one write, and their deliveries one commit. An ``urgent``
-        write's caller is woken first of its commit's (``_settle_in_turns``).
+        write's caller is woken first of its commit's (``_settle_in_turns``). A write that
+        ``rides`` (streamed text sent ahead of its commit: nobody waits for it) waits for
+        the next write to commit with, ``_LINGER_SECONDS`` at most; unless the write before
+        it was queued longer ago than that, when it is committed as any other.
         """
         if self._closing:
             raise StoreError("the session store is closed")
         self._submitted += 1
+        now = asyncio.get_running_loop().time()
+        rides = rides and now - self._last_queued < _LINGER_SECONDS
+        self._last_queued = now
         key = replaces if replaces is not None else extends
         if key is not None and (queued := self._replaceable.get(key)) is not None:
             if extends is None:
                 queued.write = write
             else:
                 queued.followers.append(write)
+            if queued.rides and not rides:
+                queued.rides = False  # now someone waits for it
+                self._wakeup.set()
             return queued.committed
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         pending = _Pending(write, future, on_commit, key, _traced(write), urgent=urgent)
@@ -147,11 +173,34 @@ class GroupCommit:
         if key is not None:
             self._replaceable[key] = pending
         self._idle.clear()
-        if not _rides(write):
+        if rides:
+            pending.rides = True
+            self._ride_at_most(_LINGER_SECONDS)
+        elif _rides(write):
+            pending.rides = True
+            self._ride_at_most(RIDE_SECONDS)
+        else:
             self._wakeup.set()
-        elif self._ride is None and not self._wakeup.is_set():
-            self._ride = asyncio.get_running_loop().call_later(RIDE_SECONDS, self._ride_over)
         return future
+
+    def hurry(self) -> None:
+        """Commits what rides now, for a caller that waits for it after all (a reattach
+        waiting for the commits of the streamed text it was sent)."""
+        if self._ride is not None:
+            self._ride.cancel()
+            self._ride_over()
+
+    def _ride_at_most(self, seconds: float) -> None:
+        """Wakes the writer ``seconds`` from now at the latest, unless it is woken already
+        (the write rides with the commit it is about to make)."""
+        if self._wakeup.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        if self._ride is not None:
+            if self._ride.when() <= loop.time() + seconds:
+                return
+            self._ride.cancel()
+        self._ride = loop.call_later(seconds, self._ride_over)
 
     def queued(self) -> int:
         """Writes waiting for the writer."""
@@ -181,7 +230,7 @@ class GroupCommit:
         return (
             self._ride is not None
             and not self._closing
-            and all(_rides(pending.write) for pending in self._queue)
+            and all(pending.rides for pending in self._queue)
         )
 
     def _ride_over(self) -> None:

@@ -212,7 +212,14 @@ class SessionService(BaseSessionService):
     @override
     async def flush(self) -> None:
         if self._writes.writer is not None:
+            self._writes.writer.hurry()
             await self._writes.writer.drained()
+
+    def hurry(self) -> None:
+        """Commits the writes that ride (streamed text sent ahead of its commit) now, for a
+        caller that is about to wait for them (``GroupCommit.hurry``)."""
+        if self._writes.writer is not None:
+            self._writes.writer.hurry()
 
     # --- ADK's contract -----------------------------------------------------------------
 
@@ -638,18 +645,26 @@ class SessionService(BaseSessionService):
     # --- the event log (``gateway.store.frames``) ----------------------------------------
 
     def append_frames(
-        self, app_name: str, user_id: str, session_id: str, frames: list[LoggedFrame]
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        frames: list[LoggedFrame],
+        *,
+        rides: bool = False,
     ) -> asyncio.Future[object]:
         """Queues frames of a thread's log; resolves with the last one's number once
         committed.
 
         Not a coroutine, as ``save_streamed_text``: the caller holds the frames' deliveries
-        on the future, and frames queued together for one thread cost one write.
+        on the future, and frames queued together for one thread cost one write. ``rides``:
+        nobody waits for them (streamed text sent ahead): they commit with the next write
+        (``GroupCommit.submit``).
         """
         write = writes.AppendFrames(app_name, user_id, session_id, tuple(frames))
         self._log_sizes().grew((app_name, session_id), frames)
         return self._writes.submit(
-            session_id, write, extends=("frames", app_name, user_id, session_id)
+            session_id, write, extends=("frames", app_name, user_id, session_id), rides=rides
         )
 
     async def frames_after(

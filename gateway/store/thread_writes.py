@@ -72,13 +72,15 @@ class ThreadWrites:
         replaces: tuple[str, ...] | None = None,
         extends: tuple[str, ...] | None = None,
         urgent: bool = False,
+        rides: bool = False,
     ) -> asyncio.Future[object]:
-        """Queues a write about a thread, fenced by the lease this process holds it under."""
+        """Queues a write about a thread, fenced by the lease this process holds it under;
+        ``rides``: nobody waits for it (``GroupCommit.submit``)."""
         writer = self.writer_or_raise()
         fence = self.fence_of(thread_id)
         if fence is None:
             return writer.submit(
-                write, on_commit, replaces=replaces, extends=extends, urgent=urgent
+                write, on_commit, replaces=replaces, extends=extends, urgent=urgent, rides=rides
             )
         if self._refused.get(thread_id) == fence:
             refused: asyncio.Future[object] = asyncio.get_running_loop().create_future()
@@ -93,6 +95,7 @@ class ThreadWrites:
             replaces=replaces,
             extends=extends,
             urgent=urgent,
+            rides=rides,
         )
         submitted.add_done_callback(partial(self._check_refused, fence))
         return submitted
@@ -107,18 +110,20 @@ class ThreadWrites:
         message_id: str,
         author: str,
         text: str,
+        rides: bool = False,
     ) -> asyncio.Future[object]:
         """Queues the text so far of the message a thread is streaming; resolves once committed.
 
         Not a coroutine: a caller that streams holds its chunk on the future, and a save still
         queued is replaced by a newer one, so chunks that arrive together cost one write. The
         message's final event (its id is ``message_id``) deletes the text, as does a cut-off
-        reply stored under that id."""
+        reply stored under that id. ``rides``: its chunk goes out without waiting for it
+        (``GroupCommit.submit``)."""
         now = platform_time.get_time()
         write = writes.SaveStreamedText(
             app_name, user_id, session_id, invocation_id, message_id, author, text, now
         )
-        return self.submit(session_id, write, replaces=(app_name, user_id, session_id))
+        return self.submit(session_id, write, replaces=(app_name, user_id, session_id), rides=rides)
 
     def _check_refused(self, fence: Fence, submitted: asyncio.Future[object]) -> None:
         if submitted.cancelled() or not isinstance(submitted.exception(), FencedError):

@@ -147,7 +147,7 @@ async def test_at_most_unstored_numbers_go_out_ahead_of_the_store(
     run.thread.head = 0
     logged: list[asyncio.Future[object]] = []
 
-    def log(frames: list[LoggedFrame]) -> asyncio.Future[object]:
+    def log(frames: list[LoggedFrame], *, rides: bool = False) -> asyncio.Future[object]:
         logged.append(commit())
         return logged[-1]
 
@@ -461,7 +461,7 @@ async def test_an_event_waits_for_its_frame_of_the_log_and_is_numbered_after_the
     run.thread.head = 41  # the stored head: numbering goes on from it
     logged: list[tuple[list[int], asyncio.Future[object]]] = []
 
-    def log(frames: list[LoggedFrame]) -> asyncio.Future[object]:
+    def log(frames: list[LoggedFrame], *, rides: bool = False) -> asyncio.Future[object]:
         logged.append(([frame.seq for frame in frames], commit()))
         return logged[-1][1]
 

@@ -37,7 +37,7 @@ class Store:
         self.writes: list[tuple[list[LoggedFrame], Commit]] = []
         self.trims = 0
 
-    def log(self, frames: list[LoggedFrame]) -> Commit:
+    def log(self, frames: list[LoggedFrame], *, rides: bool = False) -> Commit:
         commit: Commit = asyncio.get_running_loop().create_future()
         self.writes.append((frames, commit))
         return commit

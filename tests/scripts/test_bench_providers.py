@@ -7,9 +7,11 @@ and the arithmetic of a chunk's transit on stamps made up for it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from scripts.bench_providers import Stream, sends, transits
+from scripts.bench_providers import Stream, sends, transits, waited
 from tests.support.processes import script_report
 
 pytestmark = pytest.mark.unit
@@ -27,6 +29,7 @@ def test_the_benchmark_measures_every_side_of_both_providers_on_both_stores() ->
         assert report.count(f"a chunk's transit {quantile}, provider to client: first") == 4
         assert report.count(f"chunk arrival after direct's {quantile}, from the run's") == 4
         assert report.count(f"the provider's sends {quantile}: gap between frames direct") == 4
+        assert report.count(f"waits for a core {quantile}, a run: the provider's") == 4
     assert report.count("CPU per chunk: direct") == 4
 
 
@@ -53,3 +56,13 @@ def test_the_providers_sends_are_its_gaps_and_each_later_chunks_lag_behind_its_p
     # Counted from the first text chunk's send, as a chunk's arrival from the first token is.
     assert lags == pytest.approx([0.0, 0.004])
     assert sends([100.0], [""], 0.010) == ([], [])
+
+
+def test_a_process_waits_for_a_core_as_long_as_all_its_threads_together(tmp_path: Path) -> None:
+    # schedstat: time on a core, time ready with no core free, timeslices (nanoseconds).
+    for thread, line in (("41", "9000 2000000 3"), ("42", "5 3000000 1")):
+        folder = tmp_path / "41" / "task" / thread
+        folder.mkdir(parents=True)
+        (folder / "schedstat").write_text(line + "\n")
+    assert waited(41, proc=tmp_path) == pytest.approx(0.005)
+    assert waited(7, proc=tmp_path) == 0.0  # gone: nothing to count

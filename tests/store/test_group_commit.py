@@ -183,3 +183,88 @@ async def test_a_notice_queued_while_a_commit_is_on_waits_for_the_next_write(
     await asyncio.gather(notice, writer.submit(Probe()))
     assert [len(batch) for batch in batches] == [1, 2]
     await writer.close()
+
+
+async def test_streamed_text_rides_the_next_write_and_goes_alone_only_after_the_linger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Streamed text sent ahead of its commit (``rides``): nobody waits for its writes, so
+    they wait for the next write and commit with it, one transaction where each took its
+    own; none coming, they go alone after ``_LINGER_SECONDS``, as the linger let them."""
+    monkeypatch.setattr(group_commit, "_LINGER_SECONDS", 60)  # no luck of the clock below
+    writer, batches = recording_writer()
+    chunk = writer.submit(logged(1), extends="t", rides=True)
+    for _ in range(3 * group_commit._QUIET_TURNS):  # quiet turns do not end its wait
+        await asyncio.sleep(0)
+    assert batches == []
+    final = writer.submit(Probe())  # the message's final event, which ADK waits for
+    await asyncio.gather(chunk, final)
+    assert [[type(write) for write in batch] for batch in batches] == [[AppendFrames, Probe]]
+    # Alone, it goes once the linger's wait is over.
+    batches.clear()
+    monkeypatch.setattr(group_commit, "_LINGER_SECONDS", 0.01)
+    loop = asyncio.get_running_loop()
+    submitted = loop.time()
+    await writer.submit(logged(2), extends="t", rides=True)
+    assert loop.time() - submitted >= 0.01 * 0.9
+    assert len(batches) == 1
+    await writer.close()
+
+
+async def test_riding_text_goes_at_once_when_someone_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Frames someone waits for that join riding ones (a message's end after its chunks)
+    take them along without the ride's wait, as does ``hurry`` (a reattach waiting for
+    the commits of the text it was sent); a cluster's notice keeps its longer wait only
+    while the text's is not shorter."""
+    monkeypatch.setattr(group_commit, "_LINGER_SECONDS", 60)
+    monkeypatch.setattr(group_commit, "RIDE_SECONDS", 60)
+    writer, batches = recording_writer()
+    chunk = writer.submit(logged(1), extends="t", rides=True)
+    end = writer.submit(logged(2), extends="t")
+    assert end is chunk  # one write
+    await end
+    [[write]] = batches
+    assert isinstance(write, AppendFrames) and [f.seq for f in write.frames] == [1, 2]
+    batches.clear()
+    riding = writer.submit(logged(3), extends="t", rides=True)
+    for _ in range(3 * group_commit._QUIET_TURNS):
+        await asyncio.sleep(0)
+    assert not riding.done()
+    writer.hurry()
+    await riding
+    assert len(batches) == 1
+    # The earliest wait wins: text that rides after a notice does not wait the notice's.
+    batches.clear()
+    monkeypatch.setattr(group_commit, "_LINGER_SECONDS", 0.01)
+    notice = writer.submit(ReleaseLeases("n", (), ("x",)))
+    text = writer.submit(logged(4), extends="t", rides=True)
+    await asyncio.wait_for(asyncio.gather(notice, text), 5)
+    assert [len(batch) for batch in batches] == [2]
+    await writer.close()
+
+
+async def test_streamed_text_after_a_pause_is_committed_at_once_not_held_for_a_ride(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Streamed text rides only while the store's writes keep coming: after a pause longer
+    than the ride's bound (a model at a human pace, a chunk every 10 ms) no write would come
+    in time, and the ride would only end in a wake-up of the loop and a commit alone. So it
+    commits after the linger's quiet turns, as any write; text right after it rides again."""
+    monkeypatch.setattr(group_commit, "_LINGER_SECONDS", 60)  # no luck of the clock below
+    writer, batches = recording_writer()
+    loop = asyncio.get_running_loop()
+    writer._last_queued = loop.time() - 120  # the store's last write, two minutes ago
+    chunk = writer.submit(logged(1), extends="t", rides=True)
+    for _ in range(3 * group_commit._QUIET_TURNS):
+        await asyncio.sleep(0)
+    assert chunk.done() and len(batches) == 1
+    riding = writer.submit(logged(2), extends="t", rides=True)  # a write just came
+    for _ in range(3 * group_commit._QUIET_TURNS):
+        await asyncio.sleep(0)
+    assert not riding.done() and len(batches) == 1
+    writer.hurry()
+    await riding
+    assert len(batches) == 2
+    await writer.close()
