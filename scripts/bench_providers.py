@@ -443,23 +443,24 @@ def us(seconds: float) -> str:
 
 
 def report(title: str, rounds: list[Round]) -> None:
-    def median(values: Iterable[float]) -> float:
-        return statistics.median(values)
-
     sides = list(rounds[0].sides)
-    cpu = {side: median(r.cpu_per_chunk(side) for r in rounds) for side in sides}
+
+    def across(
+        measure: Callable[..., float], *args: object, of: Iterable[str] = sides, **named: object
+    ) -> dict[str, float]:
+        """Each side's median over the rounds of ``measure(round, side, *args, **named)``."""
+        return {
+            side: statistics.median(measure(r, side, *args, **named) for r in rounds) for side in of
+        }
+
+    cpu = across(Round.cpu_per_chunk)
     print(f"  {title}:")
     for name, quantile in (("p50", 0.5), ("p99", 0.99)):
-        first = {side: median(r.first_token(side, quantile) for r in rounds) for side in sides}
+        first = across(Round.first_token, quantile)
         others = [side for side in sides if side != "direct"]
-        delay = {side: median(r.chunk_delay(side, quantile) for r in rounds) for side in others}
-        later = {
-            side: median(r.chunk_delay(side, quantile, own_start=True) for r in rounds)
-            for side in others
-        }
-        arrived = {
-            side: median(r.request_arrived(side, quantile) for r in rounds) for side in sides
-        }
+        delay = across(Round.chunk_delay, quantile, of=others)
+        later = across(Round.chunk_delay, quantile, of=others, own_start=True)
+        arrived = across(Round.request_arrived, quantile)
         print(
             f"    request at the provider {name}: "
             + ", ".join(f"{side} {ms(arrived[side])}" for side in sides)
@@ -471,13 +472,7 @@ def report(title: str, rounds: list[Round]) -> None:
             + f"; gateway adds {ms(first['gateway'] - first['direct'])} to direct,"
             f" {ms(first['gateway'] - first['adk'])} to adk"
         )
-        transit = {
-            kind: {
-                side: median(r.transit(side, quantile, later=kind) for r in rounds)
-                for side in sides
-            }
-            for kind in (False, True)
-        }
+        transit = {kind: across(Round.transit, quantile, later=kind) for kind in (False, True)}
         print(
             f"    a chunk's transit {name}, provider to client: first chunk "
             + ", ".join(f"{side} {ms(transit[False][side])}" for side in sides)
@@ -487,8 +482,8 @@ def report(title: str, rounds: list[Round]) -> None:
             f" {ms(transit[False]['gateway'] - transit[False]['direct'])} and"
             f" {ms(transit[True]['gateway'] - transit[True]['direct'])} to direct"
         )
-        gap = {side: median(r.sending(side, quantile) for r in rounds) for side in sides}
-        lag = {side: median(r.sending(side, quantile, lag=True) for r in rounds) for side in sides}
+        gap = across(Round.sending, quantile)
+        lag = across(Round.sending, quantile, lag=True)
         print(
             f"    the provider's sends {name}: gap between frames "
             + ", ".join(f"{side} {ms(gap[side])}" for side in sides)
@@ -501,13 +496,7 @@ def report(title: str, rounds: list[Round]) -> None:
             + "; from each stream's first token: "
             + ", ".join(f"{side} {ms(later[side])}" for side in later)
         )
-        waits = {
-            whose: {
-                side: median(r.waits(side, quantile, provider=whose) for r in rounds)
-                for side in sides
-            }
-            for whose in (True, False)
-        }
+        waits = {whose: across(Round.waits, quantile, provider=whose) for whose in (True, False)}
         print(
             f"    waits for a core {name}, a run: the provider's while serving "
             + ", ".join(f"{side} {ms(waits[True][side])}" for side in sides)
