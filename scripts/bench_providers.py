@@ -442,6 +442,11 @@ def us(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs"
 
 
+def listed(figures: dict[str, float], unit: Callable[[float], str] = ms) -> str:
+    """Each side's figure, in the order of the sides: "direct 1.0 ms, adk 2.8 ms, ..."."""
+    return ", ".join(f"{side} {unit(value)}" for side, value in figures.items())
+
+
 def report(title: str, rounds: list[Round]) -> None:
     sides = list(rounds[0].sides)
 
@@ -461,23 +466,19 @@ def report(title: str, rounds: list[Round]) -> None:
         delay = across(Round.chunk_delay, quantile, of=others)
         later = across(Round.chunk_delay, quantile, of=others, own_start=True)
         arrived = across(Round.request_arrived, quantile)
-        print(
-            f"    request at the provider {name}: "
-            + ", ".join(f"{side} {ms(arrived[side])}" for side in sides)
-            + " after the run's start"
-        )
+        print(f"    request at the provider {name}: " + listed(arrived) + " after the run's start")
         print(
             f"    first token {name}: "
-            + ", ".join(f"{side} {ms(first[side])}" for side in sides)
+            + listed(first)
             + f"; gateway adds {ms(first['gateway'] - first['direct'])} to direct,"
             f" {ms(first['gateway'] - first['adk'])} to adk"
         )
         transit = {kind: across(Round.transit, quantile, later=kind) for kind in (False, True)}
         print(
             f"    a chunk's transit {name}, provider to client: first chunk "
-            + ", ".join(f"{side} {ms(transit[False][side])}" for side in sides)
+            + listed(transit[False])
             + "; later chunks "
-            + ", ".join(f"{side} {ms(transit[True][side])}" for side in sides)
+            + listed(transit[True])
             + "; gateway adds"
             f" {ms(transit[False]['gateway'] - transit[False]['direct'])} and"
             f" {ms(transit[True]['gateway'] - transit[True]['direct'])} to direct"
@@ -486,26 +487,26 @@ def report(title: str, rounds: list[Round]) -> None:
         lag = across(Round.sending, quantile, lag=True)
         print(
             f"    the provider's sends {name}: gap between frames "
-            + ", ".join(f"{side} {ms(gap[side])}" for side in sides)
+            + listed(gap)
             + "; a later chunk behind its pace from the reply's first "
-            + ", ".join(f"{side} {ms(lag[side])}" for side in sides)
+            + listed(lag)
         )
         print(
             f"    chunk arrival after direct's {name}, from the run's start: "
-            + ", ".join(f"{side} {ms(delay[side])}" for side in delay)
+            + listed(delay)
             + "; from each stream's first token: "
-            + ", ".join(f"{side} {ms(later[side])}" for side in later)
+            + listed(later)
         )
         waits = {whose: across(Round.waits, quantile, provider=whose) for whose in (True, False)}
         print(
             f"    waits for a core {name}, a run: the provider's while serving "
-            + ", ".join(f"{side} {ms(waits[True][side])}" for side in sides)
+            + listed(waits[True])
             + "; the side's own process "
-            + ", ".join(f"{side} {ms(waits[False][side])}" for side in sides)
+            + listed(waits[False])
         )
     print(
         "    CPU per chunk: "
-        + ", ".join(f"{side} {us(cpu[side])}" for side in sides)
+        + listed(cpu, us)
         + f"; gateway/direct {cpu['gateway'] / cpu['direct']:.1f},"
         f" gateway/adk {cpu['gateway'] / cpu['adk']:.2f}"
     )
